@@ -1,0 +1,17 @@
+"""yota_s2s: source-to-source reverse-mode automatic differentiation for Python and NumPy.
+
+    import yota_s2s as ys
+    dloss = ys.simplegrad(loss, W, b, x)     # a readable generated module, compiled once
+    val, dW, db, dx = dloss(W, b, x)
+"""
+__version__ = "0.1.0"
+
+from .api import simplegrad, source, trace
+from .errors import (ArgumentMismatch, GuardError, InternalError, NoRuleError, RuleError,
+                     StaticValueError, UnsupportedSyntax, YotaError)
+from .gradcheck import gradcheck
+from .rules import RULES, diffrule, nodiff, primitive
+
+__all__ = ["simplegrad", "trace", "source", "gradcheck", "diffrule", "nodiff", "primitive",
+           "RULES", "YotaError", "UnsupportedSyntax", "NoRuleError", "StaticValueError",
+           "RuleError", "GuardError", "ArgumentMismatch", "InternalError", "__version__"]

@@ -1,0 +1,229 @@
+"""The reverse sweep: from a forward tape to a tape that also computes gradients.
+
+    for stmt in reversed(tape):                 # only statements on a path to the result
+        dy = adjoint(stmt.out)                  # complete: every use has been swept
+        for operand that needs a gradient:
+            g = rule(operand)(operands, y, dy)  # instantiated by the frontend: tape statements
+            accumulate(operand, fit(g, operand))
+
+Done here once, not in each rule: ``fit`` sums the axes a value was broadcast along (only where
+shapes differ) and casts back to the operand's dtype; ``accumulate`` adds the contributions of a
+value used several times; contributions of indexing (``x[2]``, ``x[7]``) go into one buffer
+per array (``dx[2] += ...``), never one zero array per index.
+"""
+from __future__ import annotations
+
+import inspect
+import operator
+from typing import Any
+
+import numpy as np
+
+from .errors import NoRuleError, YotaError
+from .frontend.evaluator import Evaluator, Frame
+from .frontend.values import to_tree
+from .ir.tape import Aval, Lit, Stmt, Tape, Var, tree_atoms
+from .rules.indexing import index_add
+from .rules.registry import NODIFF_ALL, Rule
+
+
+def backward(tape: Tape, ev: Evaluator, wrt: set[int] | None = None) -> Tape:
+    """Extend ``tape`` (recorded by ``ev``) with the gradients of its result."""
+    return _Sweep(tape, ev, wrt).run()
+
+
+class _Sweep:
+    def __init__(self, tape: Tape, ev: Evaluator, wrt: set[int] | None):
+        self.tape, self.ev, self.rules = tape, ev, ev.rules
+        self.diff = [i.var.aval.is_float and (wrt is None or i.argnum in wrt) for i in tape.inputs]
+        self.active = self._active_vars()
+        self.full: dict[Var, Any] = {}        # v -> accumulated gradient (a Var or a constant)
+        self.scatter: dict[Var, list[tuple[Any, Any, Stmt]]] = {}   # v -> [(key, dy, stmt)]
+
+    def _active_vars(self) -> set[Var]:
+        """Values on a differentiable path from an input that wants a gradient."""
+        active = {i.var for i, d in zip(self.tape.inputs, self.diff) if d}
+        for stmt in self.tape.stmts:
+            if NODIFF_ALL in self.rules.nodiffs.get(stmt.prim, ()):
+                continue
+            if any(u in active for u in stmt.uses()):
+                active |= {o for o in stmt.outs if o.aval.is_float}
+        return active
+
+    def run(self) -> Tape:
+        ev, result = self.ev, self.tape.result
+        ev.backward_mode = True
+        ev.stmts = list(self.tape.stmts)
+        if not isinstance(result, Var) or result.aval.shape != () or not result.aval.is_float:
+            raise YotaError(f"{self.tape.name} returns {_describe(result)}; gradients need a "
+                            "scalar float result", self.tape.loc,
+                            "Reduce the output to a scalar, e.g. return np.sum(...) or np.mean(...).")
+        if result in self.active:
+            self.full[result] = _one(result.aval)
+            for stmt in reversed(self.tape.stmts):
+                self.sweep(stmt)
+        grads = [to_tree(self.final_grad(i.var)) if d else None
+                 for i, d in zip(self.tape.inputs, self.diff)]
+        ev.backward_mode, ev.loc_override, ev.rule_text = False, None, None
+        return self.tape.copy(stmts=ev.stmts, grads=grads)
+
+    # -- one statement -------------------------------------------------------------------
+
+    def sweep(self, stmt: Stmt) -> None:
+        if not any(o in self.full or o in self.scatter for o in stmt.outs):
+            return
+        self.ev.loc_override = stmt.loc
+        dys = [self.adjoint(o) for o in stmt.outs]
+        for name, tree in zip(stmt.prim.operands, stmt.args):
+            name = name.lstrip("*")
+            targets = [a for a in tree_atoms(tree) if isinstance(a, Var) and a in self.active]
+            if not targets or self.rules.is_nodiff(stmt.prim, name):
+                continue
+            rule = self.rules.rule(stmt.prim, name)
+            if rule is None:
+                raise NoRuleError(f"{stmt.prim.name} has no derivative rule for its operand {name!r}",
+                                  stmt.loc, f'Add ys.diffrule(<function>, "{name}", "<expr in y, dy, ...>") '
+                                  f"or mark the operand ys.nodiff(<function>, \"{name}\").")
+            self.ev.rule_text = str(rule)
+            if rule.scatter and _selects_all(stmt.args[1]):
+                self.accumulate(targets[0], self.emit(self.rules.lookup(np.reshape),
+                                                      [dys[0], Lit(targets[0].aval.shape)], {}))
+                continue
+            if rule.scatter:
+                self.scatter.setdefault(targets[0], []).append((stmt.args[1], dys[0], stmt))
+                continue
+            grads = self.instantiate(rule, stmt, dys)
+            for atom, g in _align(tree, grads):
+                if isinstance(atom, Var) and atom in self.active and g is not None:
+                    self.accumulate(atom, self.fit(g, atom.aval))
+
+    def instantiate(self, rule: Rule, stmt: Stmt, dys: list) -> Any:
+        """Run the rule in the frontend with its placeholders bound to this statement."""
+        ev, prim = self.ev, stmt.prim
+        env = {name.lstrip("*"): _value(tree) for name, tree in zip(prim.operands, stmt.args)}
+        env.update({name: stmt.param(name) for name, _ in prim.options})
+        env["y"] = stmt.outs[0] if prim.nout == 1 else tuple(stmt.outs)
+        env["dy"] = dys[0] if prim.nout == 1 else tuple(dys)
+        ev.rule_text = str(rule)
+        if rule.expr is not None:
+            frame = Frame(None, rule.globals, {}, None)
+            frame.locals.update(env)
+            saved, ev.frame = ev.frame, frame
+            try:
+                return ev.expr(rule.expr)
+            finally:
+                ev.frame = saved
+        wanted = inspect.signature(rule.fn).parameters
+        return ev.inline(rule.fn, [], {k: env[k] for k in wanted if k in env}, None)
+
+    # -- adjoints ------------------------------------------------------------------------
+
+    def accumulate(self, var: Var, g: Any) -> None:
+        if isinstance(g, Var) and g.grad_of is None:
+            g.grad_of = var
+        if var in self.full:
+            self.ev.rule_text = "accumulate: the gradients of a value used twice add up"
+            g = self.emit(self.rules.lookup(operator.add), [self.full[var], g], {}, grad_of=var)
+        self.full[var] = g
+
+    def adjoint(self, var: Var) -> Any:
+        """The complete gradient of ``var``: full contributions plus one scatter buffer."""
+        parts = self.scatter.pop(var, [])
+        total = self.full.pop(var, None)
+        if parts:
+            saved = self.ev.loc_override
+            self.ev.loc_override = parts[0][2].loc
+            dtype = {} if var.aval.dtype == np.float64 else {"dtype": var.aval.dtype}
+            buf = self.emit(self.rules.lookup(np.zeros), [Lit(var.aval.shape)], dtype, grad_of=var)
+            for key, dy, stmt in parts:
+                self.ev.loc_override, self.ev.rule_text = stmt.loc, "getitem a: da[key] += dy"
+                buf = self.emit(self.rules.lookup(index_add), [buf, key, self.fit(dy, stmt.out.aval)],
+                                {}, grad_of=var)
+            self.ev.rule_text = "accumulate: the gradients of a value used twice add up"
+            total = buf if total is None else self.emit(self.rules.lookup(operator.add), [total, buf], {},
+                                                        grad_of=var)
+            self.ev.loc_override = saved
+        return total
+
+    def final_grad(self, var: Var) -> Any:
+        self.ev.loc_override, self.ev.rule_text = self.tape.loc, "zero: the result does not depend on it"
+        g = self.adjoint(var)
+        if g is None:
+            dtype = {} if var.aval.dtype == np.float64 else {"dtype": var.aval.dtype}
+            if var.aval.weak:
+                return 0.0
+            return self.emit(self.rules.lookup(np.zeros), [Lit(var.aval.shape)], dtype, grad_of=var)
+        self.ev.rule_text = "fit the gradient to the argument"
+        g = self.fit(g, var.aval)
+        if var.aval.weak and isinstance(g, Var) and not g.aval.weak:
+            g = self.emit(self.rules.lookup(float), [g], {}, grad_of=var)
+        return g
+
+    def fit(self, g: Any, target: Aval) -> Any:
+        """``g`` summed over broadcast axes (or broadcast up) to ``target``'s shape, and cast to
+        its dtype. Emits nothing when they already agree."""
+        shape = np.shape(self.concrete(g))
+        if shape != target.shape:
+            g = self._reshape_to(g, shape, target.shape)
+        dtype = np.result_type(self.concrete(g))
+        if target.is_float and not target.weak and dtype != target.dtype:
+            from .rules.elementwise import astype
+            g = self.emit(self.rules.lookup(astype), [g, Lit(target.dtype)], {})
+        return g
+
+    def _reshape_to(self, g: Any, shape: tuple, target: tuple) -> Any:
+        lead = len(shape) - len(target)
+        if lead >= 0 and all(t in (1, s) for s, t in zip(shape[lead:], target)):
+            axes = tuple(range(lead)) + tuple(lead + i for i, (s, t) in
+                                              enumerate(zip(shape[lead:], target)) if t == 1 and s != 1)
+            params = {"axis": axes[0] if len(axes) == 1 else axes}
+            if lead == 0:
+                params["keepdims"] = True
+            g = self.emit(self.rules.lookup(np.sum), [g], params)
+            if np.shape(self.concrete(g)) != target:
+                g = self.emit(self.rules.lookup(np.reshape), [g, Lit(target)], {})
+            return g
+        if np.broadcast_shapes(shape, target) == target:
+            return self.emit(self.rules.lookup(np.broadcast_to), [g, Lit(target)], {})
+        raise YotaError(f"internal: a gradient of shape {shape} cannot fit {target}",
+                        self.ev.loc_override, "This is a yota_s2s bug; please report it.")
+
+    def concrete(self, value: Any) -> Any:
+        return self.ev.values[value] if isinstance(value, Var) else value
+
+    def emit(self, prim, operands: list, params: dict, grad_of: Var | None = None) -> Var:
+        return self.ev.emit(prim, [to_tree(o) for o in operands], params, None, grad_of=grad_of)
+
+
+def _value(tree: Any) -> Any:
+    """A statement operand as the frontend sees it: Vars stay, literals are plain values."""
+    if isinstance(tree, tuple):
+        return tuple(_value(t) for t in tree)
+    return tree.value if isinstance(tree, Lit) else tree
+
+
+def _align(tree: Any, grads: Any):
+    """Pairs (operand atom, its gradient) for an operand that may be a tuple of arrays."""
+    if isinstance(tree, tuple):
+        if not isinstance(grads, (tuple, list)) or len(grads) != len(tree):
+            raise YotaError("a rule for a sequence operand must return one gradient per element")
+        for t, g in zip(tree, grads):
+            yield from _align(t, g)
+    else:
+        yield tree, grads
+
+
+def _selects_all(key: Any) -> bool:
+    """``b[:, None]``, ``x[...]``: a key that only adds axes keeps every element once, so its
+    gradient is a reshape of ``dy`` rather than a scatter."""
+    parts = key if isinstance(key, tuple) else (key,)
+    return all(isinstance(p, Lit) and (p.value is None or p.value is Ellipsis
+                                       or p.value == slice(None)) for p in parts)
+
+
+def _one(aval: Aval) -> Any:
+    return 1.0 if aval.weak or aval.dtype == np.float64 else aval.dtype.type(1)
+
+
+def _describe(value: Any) -> str:
+    return str(value.aval) if isinstance(value, Var) else f"the constant {value!r}"

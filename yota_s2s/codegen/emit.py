@@ -1,0 +1,222 @@
+"""Tape -> commented blocks of Python statements (``ast`` nodes), ready to unparse.
+
+Readability decisions live here:
+
+- a temporary used once, by the next statements of the same source line, is written inline
+  (``h = xp.tanh(W @ x + b[:, None])``); values with a source name and gradients keep theirs;
+- consecutive statements from the same source line form a block under one comment, in the
+  forward section ``# model.py:4  h = ...`` and in the backward ``# grad of model.py:4  ...``;
+- primitives are written as the operator (``a @ b``), the method (``dt.sum(axis=1)``) or the
+  ``xp.`` function a person would write; ``dx[2] += t`` for a plain-key accumulation.
+
+gast is the reader's AST; the writer builds stdlib ``ast`` nodes directly, since its node set
+for these few statements is stable across the Python versions we support and ``ast.unparse``
+takes them as they are.
+"""
+from __future__ import annotations
+
+import ast
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import SourceLoc
+from ..ir.names import Namer, name_tape
+from ..ir.tape import Lit, Stmt, Tape, Var, tree_vars
+
+_BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "//": ast.FloorDiv,
+           "%": ast.Mod, "**": ast.Pow, "@": ast.MatMult, "&": ast.BitAnd, "|": ast.BitOr,
+           "^": ast.BitXor}
+_UNOPS = {"-": ast.USub, "~": ast.Invert, "+": ast.UAdd}
+_CMPS = {"<": ast.Lt, "<=": ast.LtE, ">": ast.Gt, ">=": ast.GtE, "==": ast.Eq, "!=": ast.NotEq}
+# written as methods of their first operand when it is an array: ``dt.sum(axis=1)``
+_METHOD_STYLE = {"sum", "mean", "max", "min", "prod", "reshape", "copy"}
+
+
+@dataclass
+class Block:
+    section: str                 # "forward" or "backward"
+    loc: SourceLoc | None
+    stmts: list[ast.stmt] = field(default_factory=list)
+    sources: list[Stmt] = field(default_factory=list)   # the tape statements behind it
+
+
+def section_of(stmt: Stmt) -> str:
+    return "backward" if stmt.rule is not None else "forward"
+
+
+def _block_key(stmt: Stmt) -> tuple:
+    loc = stmt.loc
+    return (section_of(stmt), loc.file if loc else None, loc.line if loc else None)
+
+
+class Emitter:
+    def __init__(self, tape: Tape, taken: set[str] = frozenset()):
+        self.tape = tape
+        self.inlined = _inlinable(tape)
+        self.producer = {v: s for s in tape.stmts for v in s.outs if v in self.inlined}
+        self.names: Namer = name_tape(tape, skip=set(self.inlined), taken=taken)
+        self.modules: set[str] = set()
+
+    def blocks(self) -> list[Block]:
+        blocks: list[Block] = []
+        for stmt in self.tape.stmts:
+            if any(v in self.inlined for v in stmt.outs):
+                continue
+            key = _block_key(stmt)
+            if not blocks or _block_key(blocks[-1].sources[0]) != key:
+                blocks.append(Block(key[0], stmt.loc))
+            blocks[-1].stmts.append(self.statement(stmt))
+            blocks[-1].sources.append(stmt)
+        return blocks
+
+    # -- statements ----------------------------------------------------------------------
+
+    def statement(self, stmt: Stmt) -> ast.stmt:
+        kind = stmt.prim.emit[0]
+        if kind == "guard":
+            return self.guard(stmt)
+        if kind == "index_add":
+            return self.index_add(stmt)
+        value = self.expression(stmt)
+        if not stmt.outs:
+            return ast.Expr(value)
+        targets = [ast.Name(self.names[v]) for v in stmt.outs]
+        target = targets[0] if len(targets) == 1 else ast.Tuple(targets)
+        return ast.Assign([target], value, lineno=0)
+
+    def guard(self, stmt: Stmt) -> ast.stmt:
+        cond = self.atom(stmt.args[0])
+        if stmt.param("expected"):
+            cond = ast.UnaryOp(ast.Not(), cond)
+        where = stmt.param("where")
+        message = f"{where}: the condition was {stmt.param('expected')} when this gradient was " \
+                  "compiled; compile again for these arguments (ys.grad does this for you)"
+        raise_ = ast.Raise(ast.Call(ast.Name("GuardError"), [ast.Constant(message)], []))
+        return ast.If(cond, [raise_], [])
+
+    def index_add(self, stmt: Stmt) -> ast.stmt:
+        buf, key, value = stmt.args
+        target = ast.Name(self.names[stmt.out])
+        if any(v.aval.dtype.kind in "iub" and v.aval.ndim > 0 for v in tree_vars(key)) or \
+                _has_array_lit(key):
+            # integer-array keys may repeat an index: add.at accumulates every one
+            call = ast.Call(_dotted("xp.add.at"), [target, self.key(key), self.atom(value)], [])
+            return ast.Expr(call)
+        sub = ast.Subscript(target, self.key(key), ast.Store())
+        return ast.AugAssign(sub, ast.Add(), self.atom(value))
+
+    # -- expressions ---------------------------------------------------------------------
+
+    def atom(self, atom: Any) -> ast.expr:
+        if isinstance(atom, tuple):
+            return ast.Tuple([self.atom(a) for a in atom])
+        if isinstance(atom, Var):
+            if atom in self.inlined:
+                return self.expression(self.producer[atom])
+            return ast.Name(self.names[atom])
+        return self.literal(atom.value)
+
+    def expression(self, stmt: Stmt) -> ast.expr:
+        emit, args = stmt.prim.emit, stmt.args
+        kind = emit[0]
+        if kind == "binop":
+            return ast.BinOp(self.atom(args[0]), _BINOPS[emit[1]](), self.atom(args[1]))
+        if kind == "unop":
+            return ast.UnaryOp(_UNOPS[emit[1]](), self.atom(args[0]))
+        if kind == "cmp":
+            return ast.Compare(self.atom(args[0]), [_CMPS[emit[1]]()], [self.atom(args[1])])
+        if kind == "getitem":
+            return ast.Subscript(self.atom(args[0]), self.key(args[1]), ast.Load())
+        keywords = [ast.keyword(k, self.literal(v)) for k, v in stmt.params]
+        operands = [self.atom(a) for a in args]
+        if stmt.prim.operands and stmt.prim.operands[-1].startswith("*"):
+            operands = operands[:-1] + list(operands[-1].elts)
+        first = args[0] if args else None
+        is_array = isinstance(first, Var) and not first.aval.weak
+        if stmt.prim.name == "transpose" and not stmt.params and is_array and first.aval.ndim == 2:
+            return ast.Attribute(operands[0], "T", ast.Load())
+        if kind == "method" or (stmt.prim.name in _METHOD_STYLE and is_array):
+            name = emit[1] if kind == "method" else stmt.prim.name
+            return ast.Call(ast.Attribute(operands[0], name, ast.Load()), operands[1:], keywords)
+        self.modules.add(emit[1].split(".")[0])
+        return ast.Call(_dotted(emit[1]), operands, keywords)
+
+    def key(self, key: Any) -> ast.expr:
+        """An index key: slices, None, ..., ints and index arrays, as Python writes them."""
+        parts = key if isinstance(key, tuple) else None
+        if parts is None:
+            return self.key_part(key)
+        return ast.Tuple([self.key_part(p) for p in parts])
+
+    def key_part(self, part: Any) -> ast.expr:
+        if isinstance(part, Lit) and isinstance(part.value, slice):
+            s = part.value
+            return ast.Slice(*(None if v is None else self.literal(v) for v in (s.start, s.stop, s.step)))
+        return self.atom(part)
+
+    def literal(self, value: Any) -> ast.expr:
+        """Source text for a static value, exact for its type (``xp.float32(0.5)``)."""
+        if isinstance(value, bool) or value is None or value is Ellipsis or isinstance(value, str):
+            return ast.Constant(value)
+        if isinstance(value, (int, float)):
+            if isinstance(value, float) and not math.isfinite(value):
+                name = "xp.nan" if math.isnan(value) else "xp.inf"
+                return ast.UnaryOp(ast.USub(), _dotted(name)) if value < 0 else _dotted(name)
+            if value < 0 or (isinstance(value, float) and math.copysign(1, value) < 0):
+                return ast.UnaryOp(ast.USub(), ast.Constant(-value))
+            return ast.Constant(value)
+        if isinstance(value, complex):
+            return ast.Call(ast.Name("complex"), [ast.Constant(value.real), ast.Constant(value.imag)], [])
+        if isinstance(value, tuple):
+            return ast.Tuple([self.literal(v) for v in value])
+        if isinstance(value, slice):
+            return ast.Call(ast.Name("slice"), [self.literal(v) for v in (value.start, value.stop, value.step)], [])
+        if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
+            return _dotted(f"xp.{np.dtype(value).name}")
+        if isinstance(value, np.generic):
+            return ast.Call(_dotted(f"xp.{value.dtype.name}"), [self.literal(value.item())], [])
+        if isinstance(value, np.ndarray):
+            return ast.Call(_dotted("xp.asarray"), [ast.Constant(value.tolist())],
+                            [ast.keyword("dtype", _dotted(f"xp.{value.dtype.name}"))])
+        raise TypeError(f"cannot write {value!r} as a literal")
+
+
+def _dotted(path: str) -> ast.expr:
+    parts = path.split(".")
+    node: ast.expr = ast.Name(parts[0])
+    for p in parts[1:]:
+        node = ast.Attribute(node, p, ast.Load())
+    return node
+
+
+def _has_array_lit(key: Any) -> bool:
+    parts = key if isinstance(key, tuple) else (key,)
+    return any(isinstance(p, Lit) and isinstance(p.value, np.ndarray) for p in parts)
+
+
+def _inlinable(tape: Tape) -> set[Var]:
+    """Temporaries written inline into their one use on the same source line."""
+    uses: Counter = Counter()
+    user: dict[Var, Stmt] = {}
+    for stmt in tape.stmts:
+        for v in stmt.uses():
+            uses[v] += 1
+            user[v] = stmt
+    outputs = {a for a in tape.outputs() if isinstance(a, Var)}
+    named = {i.var for i in tape.inputs}      # values that keep a name (adjoints are d<name>)
+    inline = set()
+    for stmt in tape.stmts:
+        plain = stmt.prim.nout == 1 and not (stmt.prim.effect or stmt.prim.inplace or stmt.prim.creates)
+        v = stmt.outs[0] if stmt.outs else None
+        if not plain or v.hint or v.grad_of in named or v in outputs or uses[v] != 1:
+            named.update(stmt.outs)
+            continue
+        if _block_key(user[v]) != _block_key(stmt):
+            named.add(v)
+            continue
+        inline.add(v)
+    return inline

@@ -1,0 +1,64 @@
+"""The pipeline, end to end: function + example arguments -> imported gradient function.
+
+    trace (frontend) -> backward -> optimize (passes) -> write (codegen) -> load
+
+With ``check=True`` the verifier runs after every stage (the tests do this).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable, Sequence
+
+from .backward import backward
+from .codegen import function_name, load, module_name_for, write_module
+from .frontend import trace_function
+from .ir import verify
+from .ir.tape import Tape
+from .passes import optimize
+from .rules.registry import RULES, RuleSet
+
+DEVICES = ("cpu", "cuda")
+
+
+@dataclass
+class Compiled:
+    """A compiled gradient: the function, its module and text, and the tapes behind it."""
+
+    fn: Callable
+    module: ModuleType
+    text: str
+    forward: Tape
+    tape: Tape
+
+
+def gradient_tape(f: Any, args: Sequence[Any], rules: RuleSet = RULES, wrt: set[int] | None = None,
+                  check: bool = False, passes: bool = True) -> tuple[Tape, Tape]:
+    """(forward tape, optimized gradient tape) for ``f`` on ``args``."""
+    forward, ev = trace_function(f, args, rules)
+    if check:
+        verify.check(forward)
+    tape = backward(forward, ev, wrt)
+    if check:
+        verify.check(tape)
+    if passes:
+        tape = optimize(tape)
+        if check:
+            verify.check(tape)
+    return forward, tape
+
+
+def compile_grad(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES,
+                 wrt: set[int] | None = None, device: str = "cpu",
+                 out_dir: str | Path | None = None, module_name: str | None = None,
+                 regenerate: str | None = None, check: bool = False) -> Compiled:
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
+    forward, tape = gradient_tape(f, args, rules, wrt, check)
+    text = write_module(tape, device=device, regenerate=regenerate)
+    fname = function_name(tape)
+    if module_name is None:
+        module_name = fname if out_dir is not None else module_name_for(fname, text)
+    module = load(text, module_name, out_dir)
+    return Compiled(getattr(module, fname), module, text, forward, tape)

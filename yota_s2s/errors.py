@@ -1,0 +1,100 @@
+"""Errors, and the source locations they point at.
+
+Every error a user can reach is a ``YotaError``: it says *what* went wrong, *where* in the user's
+code (file:line, the line itself and a caret under the offending span) and *what to do*.
+
+    model.py:14 in loss: np.foo has no derivative rule and no Python source to inline
+        h = np.foo(x)
+            ^^^^^^^^^
+    Add ys.diffrule(np.foo, "x", "<expr in x, y, dy>") or mark it ys.nodiff(np.foo).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLoc:
+    """A span in a source file: where a tape statement (or an error) comes from."""
+
+    file: str          # full path, or a pseudo-file such as "<ipython-input-3>"
+    line: int          # 1-based
+    col: int = 0       # 0-based, as in ast
+    end_col: int | None = None
+    func: str = ""     # the function the line belongs to
+    text: str = ""     # the source line, stripped
+
+    @property
+    def short(self) -> str:
+        """``model.py:14``: the file's base name, so output does not depend on the checkout."""
+        return f"{os.path.basename(self.file)}:{self.line}"
+
+    def caret(self) -> str:
+        """The source line with a caret under the span, indented for an error message."""
+        if not self.text:
+            return ""
+        raw = _raw_line(self.file, self.line)
+        if raw is None or self.end_col is None:
+            return f"    {self.text}"
+        indent = len(raw) - len(raw.lstrip())
+        start = max(self.col - indent, 0)
+        end = self.end_col - indent if self.end_col > self.col else len(self.text)
+        width = max(min(end, len(self.text)) - start, 1)
+        return f"    {self.text}\n    {' ' * start}{'^' * width}"
+
+
+def _raw_line(file: str, line: int) -> str | None:
+    import linecache
+    raw = linecache.getline(file, line)
+    return raw.rstrip("\n") if raw else None
+
+
+class YotaError(Exception):
+    """Base of every error yota_s2s raises on purpose."""
+
+    def __init__(self, what: str, loc: SourceLoc | None = None, hint: str = ""):
+        self.what, self.loc, self.hint = what, loc, hint
+        super().__init__(self.format())
+
+    def format(self) -> str:
+        head = self.what
+        if self.loc is not None:
+            where = self.loc.short + (f" in {self.loc.func}" if self.loc.func else "")
+            head = f"{where}: {self.what}"
+            caret = self.loc.caret()
+            if caret:
+                head += "\n" + caret
+        return head + (f"\n{self.hint}" if self.hint else "")
+
+
+class UnsupportedSyntax(YotaError):
+    """A Python construct the frontend cannot turn into a straight-line tape."""
+
+
+class NoRuleError(YotaError):
+    """A call to something with neither a derivative rule nor Python source to inline."""
+
+
+class StaticValueError(YotaError):
+    """A value that must be known at compile time (a shape, an axis, a loop bound) is traced."""
+
+
+class RuleError(YotaError):
+    """A derivative rule that does not parse or names something it cannot see."""
+
+
+class GuardError(YotaError):
+    """The arguments take a path through the code other than the one that was compiled.
+
+    Generated modules define their own ``GuardError(ValueError)`` so that they run without
+    yota_s2s; ``ys.grad`` recognises both.
+    """
+
+
+class ArgumentMismatch(YotaError):
+    """Arguments that do not match what a function was compiled for."""
+
+
+class InternalError(YotaError):
+    """A compiler bug: a verifier failure. Please report it with the printed tape."""

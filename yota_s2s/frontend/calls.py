@@ -1,0 +1,398 @@
+"""Calls for the partial evaluator (mixed into ``Evaluator``).
+
+A call resolves, in order, to: an ndarray method (rewritten to its numpy function); a builtin
+the compiler understands (``len``, ``float``, ``sum``, ``zip``...); a primitive, recorded as a
+tape statement (or computed now when all its operands are static); a Python function with
+source, inlined; a library callable on static arguments, called now. Anything else is a
+``NoRuleError`` that says how to add a rule.
+"""
+from __future__ import annotations
+
+import builtins
+import inspect
+import types
+from typing import Any
+
+import gast
+import numpy as np
+
+from ..errors import NoRuleError, StaticValueError, UnsupportedSyntax, YotaError
+from ..ir.tape import Aval, Primitive, Stmt, Var, tree_atoms, tree_map
+from .resolve import array_method, display_name, is_inlinable, is_library, is_random
+from .source import parse_function
+from .values import ArrayMethod, LocalFunction, is_traced, normalize_static, to_tree
+
+_signatures: dict[Primitive, inspect.Signature] = {}
+
+
+def primitive_signature(prim: Primitive) -> inspect.Signature:
+    if prim not in _signatures:
+        P = inspect.Parameter
+        params = [P(o[1:], P.VAR_POSITIONAL) if o.startswith("*") else P(o, P.POSITIONAL_OR_KEYWORD)
+                  for o in prim.operands]
+        kind = P.KEYWORD_ONLY if any(o.startswith("*") for o in prim.operands) else P.POSITIONAL_OR_KEYWORD
+        params += [P(name, kind, default=default) for name, default in prim.options]
+        _signatures[prim] = inspect.Signature(params)
+    return _signatures[prim]
+
+
+def splat(prim: Primitive, operands: list) -> list:
+    """Operand values as positional arguments (a ``*operands`` tuple spread out)."""
+    if prim.operands and prim.operands[-1].startswith("*"):
+        return [*operands[:-1], *operands[-1]]
+    return operands
+
+
+class CallsMixin:
+    def visit_Call(self, node: gast.Call) -> Any:
+        fn = self.expr(node.func)
+        args = self.elements(node.args)
+        kwargs: dict[str, Any] = {}
+        for kw in node.keywords:
+            if kw.arg is None:
+                kwargs.update(self.expr(kw.value))
+            else:
+                kwargs[kw.arg] = self.expr(kw.value)
+        return self.call(fn, args, kwargs, node)
+
+    def call(self, fn: Any, args: list, kwargs: dict, node: gast.AST) -> Any:
+        if isinstance(fn, ArrayMethod):
+            fn, args, kwargs = array_method(fn, tuple(args), kwargs)
+        handler = _BUILTINS.get(_key(fn))
+        if handler is not None:
+            return handler(self, list(args), kwargs, node)
+        prim = self.rules.lookup(fn)
+        if prim is not None:
+            return self.call_primitive(prim, args, kwargs, node)
+        if isinstance(fn, LocalFunction):
+            return self.inline_local(fn, args, kwargs, node)
+        if is_random(fn):
+            raise UnsupportedSyntax(f"{display_name(fn)} draws random numbers inside the compiled "
+                                    "function", self.loc(node),
+                                    "Draw them outside and pass them in as an argument.")
+        if is_inlinable(fn):
+            return self.inline(fn, args, kwargs, node)
+        traced = is_traced(list(args)) or is_traced(kwargs)
+        if not traced and callable(fn):
+            return fn(*args, **kwargs)
+        if isinstance(fn, types.BuiltinMethodType) and isinstance(fn.__self__, (list, dict)):
+            return fn(*args, **kwargs)          # list.append(v), dict.update(...)
+        if isinstance(fn, type) and issubclass(fn, np.generic) and len(args) == 1:
+            from ..rules.elementwise import astype
+            return self.call_primitive(self.rules.lookup(astype), (args[0], np.dtype(fn)), {}, node)
+        raise self.no_rule(fn, node)
+
+    def no_rule(self, fn: Any, node: gast.AST) -> NoRuleError:
+        name = display_name(fn)
+        try:
+            first = next(iter(inspect.signature(fn).parameters))
+        except (TypeError, ValueError, StopIteration):
+            first = "x"
+        kind = "and no Python source to inline" if is_library(fn) or not callable(fn) else ""
+        return NoRuleError(f"{name} has no derivative rule {kind}".strip(), self.loc(node),
+                           f'Add ys.diffrule({name}, "{first}", "<expr in {first}, y, dy>") '
+                           f"or mark it ys.nodiff({name}).")
+
+    # -- primitives ----------------------------------------------------------------------
+
+    def call_primitive(self, prim: Primitive, args, kwargs: dict, node: gast.AST) -> Any:
+        operands, params = self.bind_primitive(prim, args, kwargs, node)
+        if not any(isinstance(a, Var) for t in operands for a in tree_atoms(t)):
+            if not prim.creates and not prim.effect:
+                values = splat(prim, [tree_map(lambda a: a.value, t) for t in operands])
+                result = prim.fn(*values, **params)
+                if not _is_data(result):
+                    return result       # static: shapes, axes, scalars, index metadata
+        return self.emit(prim, operands, params, node)
+
+    def bind_primitive(self, prim: Primitive, args, kwargs: dict, node: gast.AST):
+        loc = self.loc(node)
+        try:
+            bound = primitive_signature(prim).bind(*args, **kwargs)
+        except TypeError as e:
+            raise YotaError(f"{prim.name}: {e}", loc) from None
+        operands, params = [], {}
+        for name in prim.operands:
+            value = bound.arguments.get(name.lstrip("*"), ())
+            operands.append(to_tree(tuple(value) if name.startswith("*") else value, loc,
+                                    key=name == "key"))
+        for name, default in prim.options:
+            if name not in bound.arguments:
+                continue
+            value = bound.arguments[name]
+            if is_traced(value):
+                raise StaticValueError(f"the {name}= argument of {prim.name} must be known at "
+                                       "compile time, but it is traced", loc,
+                                       f"Pass {name} as a Python value (int, tuple, dtype).")
+            value = _static_option(value)
+            if not _same(value, default):
+                params[name] = value
+        return operands, params
+
+    def emit(self, prim: Primitive, operands: list, params: dict, node: gast.AST | None,
+             grad_of: Var | None = None) -> Any:
+        loc = self.loc(node)
+        values = splat(prim, [tree_map(self.concrete, t) for t in operands])
+        try:
+            result = prim.fn(*values, **params)
+        except YotaError:
+            raise
+        except Exception as e:
+            described = ", ".join(_describe(t) for t in operands)
+            raise YotaError(f"{prim.name}({described}) fails: {e}", loc) from None
+        results = (result,) if prim.nout == 1 else tuple(result) if prim.nout else ()
+        outs = tuple(Var(Aval.of(r), grad_of=grad_of) for r in results)
+        for v, r in zip(outs, results):
+            self.values[v] = r
+        order = [name for name, _ in prim.options]
+        self.stmts.append(Stmt(outs, prim, tuple(operands),
+                               tuple(sorted(params.items(), key=lambda kv: order.index(kv[0]))),
+                               loc, self.rule_text))
+        return outs[0] if prim.nout == 1 else outs
+
+    def concrete(self, atom: Any) -> Any:
+        return self.values[atom] if isinstance(atom, Var) else atom.value
+
+    # -- inlining ------------------------------------------------------------------------
+
+    def inline(self, fn: Any, args: list, kwargs: dict, node: gast.AST | None) -> Any:
+        from .evaluator import Frame
+        if isinstance(fn, types.MethodType):
+            fn, args = fn.__func__, [fn.__self__, *args]
+        parsed = parse_function(fn)
+        try:
+            bound = inspect.signature(fn).bind(*args, **kwargs)
+        except TypeError as e:
+            raise YotaError(f"{fn.__name__}(): {e}", self.loc(node)) from None
+        bound.apply_defaults()
+        code = fn.__code__
+        closure = {}
+        for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+            try:
+                closure[name] = cell.cell_contents
+            except ValueError:      # an empty cell: the name is not bound yet
+                pass
+        frame = Frame(parsed, fn.__globals__, closure, None)
+        frame.locals.update(bound.arguments)
+        return self.run_function(frame, parsed.node)
+
+    def inline_local(self, fn: LocalFunction, args: list, kwargs: dict, node: gast.AST) -> Any:
+        from .evaluator import Frame
+        sig = _local_signature(fn)
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise YotaError(f"{fn.name}(): {e}", self.loc(node)) from None
+        bound.apply_defaults()
+        scope = fn.scope
+        frame = Frame(scope.fn, scope.globals, {}, scope)
+        frame.locals.update(bound.arguments)
+        return self.run_function(frame, fn.node)
+
+    def run_function(self, frame, node: gast.FunctionDef | gast.Lambda) -> Any:
+        if isinstance(node, gast.Lambda):
+            saved, self.frame = self.frame, frame
+            try:
+                return self.expr(node.body)
+            finally:
+                self.frame = saved
+        return self.run_body(frame, node.body)
+
+
+def _is_data(value: Any) -> bool:
+    """A float array made from constants is data to compute when the code runs
+    (``np.broadcast_to(1.0, shape)``), not a constant to write into the code."""
+    return isinstance(value, np.ndarray) and value.size > 1 and value.dtype.kind in "fc"
+
+
+def _local_signature(fn: LocalFunction) -> inspect.Signature:
+    P = inspect.Parameter
+    a = fn.node.args
+    positional = [(x.id, P.POSITIONAL_ONLY) for x in a.posonlyargs] + \
+                 [(x.id, P.POSITIONAL_OR_KEYWORD) for x in a.args]
+    first_default = len(positional) - len(fn.defaults)
+    params = [P(name, kind, **({"default": fn.defaults[i - first_default]} if i >= first_default else {}))
+              for i, (name, kind) in enumerate(positional)]
+    if a.vararg is not None:
+        params.append(P(a.vararg.id, P.VAR_POSITIONAL))
+    params += [P(x.id, P.KEYWORD_ONLY, **({"default": fn.kw_defaults[x.id]} if x.id in fn.kw_defaults else {}))
+               for x in a.kwonlyargs]
+    if a.kwarg is not None:
+        params.append(P(a.kwarg.id, P.VAR_KEYWORD))
+    return inspect.Signature(params)
+
+
+def _static_option(value: Any) -> Any:
+    if isinstance(value, list):
+        value = tuple(value)
+    if isinstance(value, tuple):
+        return tuple(_static_option(v) for v in value)
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return np.dtype(value)
+    return normalize_static(value)
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except (TypeError, ValueError):
+        return False
+
+
+def _describe(tree: Any) -> str:
+    if isinstance(tree, tuple):
+        return "(" + ", ".join(_describe(t) for t in tree) + ")"
+    return str(tree.aval) if isinstance(tree, Var) else repr(tree.value)
+
+
+def _key(fn: Any) -> Any:
+    try:
+        hash(fn)
+        return fn
+    except TypeError:
+        return None
+
+
+# -- builtins the compiler understands ---------------------------------------------------
+
+def _len(ev, args, kwargs, node):
+    (x,) = args
+    if isinstance(x, Var):
+        if x.aval.ndim == 0:
+            raise YotaError("len() of a 0-d array", ev.loc(node))
+        return x.aval.shape[0]
+    return len(x)
+
+
+def _isinstance(ev, args, kwargs, node):
+    value, cls = args
+    return isinstance(ev.values[value] if isinstance(value, Var) else value, cls)
+
+
+def _type(ev, args, kwargs, node):
+    (value,) = args
+    return type(ev.values[value] if isinstance(value, Var) else value)
+
+
+def _float(ev, args, kwargs, node):
+    if args and isinstance(args[0], Var):
+        return ev.call_primitive(ev.rules.lookup(builtins.float), args, kwargs, node)
+    return float(*args, **kwargs)
+
+
+def _int(ev, args, kwargs, node):
+    if is_traced(args):
+        raise StaticValueError("int() of a traced value: its value is not known at compile time",
+                               ev.loc(node), "Use an array operation (np.floor, astype) instead.")
+    return int(*args, **kwargs)
+
+
+def _bool(ev, args, kwargs, node):
+    return ev.truth(args[0], node) if args else False
+
+
+def _abs(ev, args, kwargs, node):
+    (x,) = args
+    if isinstance(x, Var):
+        return ev.call_primitive(ev.rules.lookup(builtins.abs), (x,), {}, node)
+    return abs(x)
+
+
+def _sum(ev, args, kwargs, node):
+    items = ev.iterate(args[0], node)
+    start = args[1] if len(args) > 1 else kwargs.get("start", 0)
+    if not items:
+        return start
+    if not isinstance(start, Var) and start == 0:
+        total, items = items[0], items[1:]
+    else:
+        total = start
+    for item in items:
+        total = ev.binop(gast.Add(), total, item, node)
+    return total
+
+
+def _extremum(np_fn, py_fn):
+    def handler(ev, args, kwargs, node):
+        items = ev.iterate(args[0], node) if len(args) == 1 else list(args)
+        if not is_traced(items):
+            return py_fn(*args, **kwargs)
+        if kwargs:
+            raise ev.unsupported(node, f"{py_fn.__name__}() with keywords on traced values")
+        best = items[0]
+        for item in items[1:]:
+            best = ev.call_primitive(ev.rules.lookup(np_fn), (best, item), {}, node)
+        return best
+    return handler
+
+
+def _iterating(py_fn):
+    """zip, enumerate, reversed, list, tuple: iterate traced arrays row by row first."""
+    def handler(ev, args, kwargs, node):
+        args = [ev.iterate(a, node) if isinstance(a, Var) else a for a in args]
+        return py_fn(*args, **kwargs)
+    return handler
+
+
+def _map(ev, args, kwargs, node):
+    fn, *iterables = args
+    columns = [ev.iterate(it, node) for it in iterables]
+    return [ev.call(fn, list(items), {}, node) for items in zip(*columns)]
+
+
+def _getattr(ev, args, kwargs, node):
+    obj, name, *default = args
+    try:
+        return ev.getattr(obj, name, node)
+    except YotaError:
+        if default:
+            return default[0]
+        raise
+
+
+def _print(ev, args, kwargs, node):
+    return None                     # printing is not part of the gradient
+
+
+def _static_inspection(fn):
+    """np.shape(x), np.ndim(x), np.size(x) ...: facts about the example value, static."""
+    def handler(ev, args, kwargs, node):
+        args = [ev.values[a] if isinstance(a, Var) else a for a in args]
+        return fn(*args, **kwargs)
+    return handler
+
+
+def _array(copy: bool):
+    """np.array / np.asarray: of a traced array, a cast or copy; of a list holding traced
+    values, a stack; of static data, an array made when the code runs."""
+    def handler(ev, args, kwargs, node):
+        obj, dtype = args[0], (args[1] if len(args) > 1 else kwargs.get("dtype"))
+        if not is_traced(obj):
+            fn = np.array if copy else np.asarray
+            return ev.call_primitive(ev.rules.lookup(fn), args, kwargs, node)
+        value = _stack_nested(ev, obj, node)
+        if dtype is not None and np.dtype(dtype) != value.aval.dtype:
+            from ..rules.elementwise import astype
+            return ev.call_primitive(ev.rules.lookup(astype), (value, np.dtype(dtype)), {}, node)
+        if copy and value is obj:
+            return ev.call_primitive(ev.rules.lookup(np.copy), (value,), {}, node)
+        return value
+    return handler
+
+
+def _stack_nested(ev, obj, node):
+    if isinstance(obj, (list, tuple)):
+        items = [_stack_nested(ev, item, node) for item in obj]
+        return ev.call_primitive(ev.rules.lookup(np.stack), (items,), {}, node)
+    return obj
+
+
+_BUILTINS = {
+    len: _len, isinstance: _isinstance, type: _type, float: _float, int: _int, bool: _bool,
+    abs: _abs, sum: _sum, max: _extremum(np.maximum, max), min: _extremum(np.minimum, min),
+    zip: _iterating(zip), enumerate: _iterating(enumerate), reversed: _iterating(reversed),
+    list: _iterating(list), tuple: _iterating(tuple), map: _map, getattr: _getattr,
+    print: _print, np.asarray: _array(copy=False), np.array: _array(copy=True),
+    **{fn: _static_inspection(fn) for fn in (np.shape, np.ndim, np.size, np.result_type,
+                                               np.iscomplexobj, np.isrealobj, np.isscalar)},
+}

@@ -1,0 +1,357 @@
+"""The partial evaluator: runs a function's source on example arguments and records a tape.
+
+It walks the gast tree of the function like an interpreter. Static values (ints, shapes,
+containers, functions) are computed at compile time; every operation on a traced value becomes
+a tape statement, computed on the example values too, so each Var knows its shape and dtype and
+every branch can be decided:
+
+- calls to Python functions with source are inlined; primitives are recorded (``calls.py``);
+- ``if``/``while``/``and``/``or``/``x if c else y`` on static values pick a branch; on traced
+  values they follow the example and record a *guard*, which the generated code checks;
+- ``for`` loops are unrolled; ``break``, ``continue`` and ``return`` work anywhere.
+
+Statements are here; expressions in ``expressions.py``; calls in ``calls.py``.
+"""
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+import gast
+
+from ..errors import SourceLoc, StaticValueError, UnsupportedSyntax, YotaError
+from ..ir.tape import Stmt, Var
+from ..rules.registry import RuleSet
+from .calls import CallsMixin
+from .expressions import ExpressionsMixin
+from .source import ParsedFunction
+from .values import LocalFunction
+
+MAX_LOOP = 100_000
+MAX_DEPTH = 200
+
+
+class _Return(Exception):
+    def __init__(self, value: Any):
+        self.value = value
+
+
+class _Break(Exception):
+    pass
+
+
+class _Continue(Exception):
+    pass
+
+
+class Frame:
+    """One function activation: its locals and where free names resolve."""
+
+    def __init__(self, fn: ParsedFunction, globals: dict, closure: dict, parent: "Frame | None"):
+        self.fn, self.globals, self.closure, self.parent = fn, globals, closure, parent
+        self.locals: dict[str, Any] = {}
+
+    def lookup(self, name: str) -> Any:
+        frame: Frame | None = self
+        while frame is not None:
+            if name in frame.locals:
+                return frame.locals[name]
+            if name in frame.closure:
+                return frame.closure[name]
+            frame = frame.parent
+        if name in self.globals:
+            return self.globals[name]
+        if hasattr(builtins, name):
+            return getattr(builtins, name)
+        raise KeyError(name)
+
+
+class Evaluator(ExpressionsMixin, CallsMixin):
+    def __init__(self, rules: RuleSet, values: dict[Var, Any] | None = None):
+        self.rules = rules
+        self.stmts: list[Stmt] = []
+        self.values: dict[Var, Any] = values if values is not None else {}
+        self.frame: Frame | None = None
+        self.depth = 0
+        self.hint_depth: dict[Var, int] = {}
+        self.backward_mode = False            # set while instantiating derivative rules
+        self.loc_override: SourceLoc | None = None
+        self.rule_text: str | None = None
+        self.input_vars: set[Var] = set()
+
+    # -- locations and errors ------------------------------------------------------------
+
+    def loc(self, node: gast.AST | None) -> SourceLoc | None:
+        if self.loc_override is not None:
+            return self.loc_override
+        if self.frame is None or node is None:
+            return None
+        return self.frame.fn.loc(node)
+
+    def unsupported(self, node: gast.AST, what: str, hint: str = "") -> UnsupportedSyntax:
+        return UnsupportedSyntax(what, self.loc(node), hint)
+
+    # -- running a function body ---------------------------------------------------------
+
+    def run_body(self, frame: Frame, body: list[gast.stmt]) -> Any:
+        saved, self.frame = self.frame, frame
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise UnsupportedSyntax(f"calls nest deeper than {MAX_DEPTH} (unbounded recursion?)",
+                                    frame.fn.loc(frame.fn.node),
+                                    "Recursion must stop on a static value (an int or a shape).")
+        try:
+            self.exec_block(body)
+            return None
+        except _Return as ret:
+            return ret.value
+        finally:
+            self.depth -= 1
+            self.frame = saved
+
+    def exec_block(self, body: list[gast.stmt]) -> None:
+        for stmt in body:
+            self.exec_stmt(stmt)
+
+    def exec_stmt(self, node: gast.stmt) -> None:
+        method = getattr(self, "stmt_" + type(node).__name__, None)
+        if method is None:
+            raise self.unsupported(node, f"`{type(node).__name__}` statements are not supported",
+                                   _UNSUPPORTED_HINTS.get(type(node).__name__, ""))
+        try:
+            method(node)
+        except (YotaError, _Return, _Break, _Continue):
+            raise
+        except RecursionError:
+            raise
+        except Exception as e:      # a user-level error (bad shapes, ...) at this line
+            raise YotaError(f"{type(e).__name__}: {e}", self.loc(node)) from e
+
+    # -- statements ----------------------------------------------------------------------
+
+    def stmt_Expr(self, node: gast.Expr) -> None:
+        if isinstance(node.value, gast.Constant) and isinstance(node.value.value, str):
+            return                  # docstring
+        self.expr(node.value)
+
+    def stmt_Pass(self, node: gast.Pass) -> None:
+        pass
+
+    def stmt_Return(self, node: gast.Return) -> None:
+        raise _Return(None if node.value is None else self.expr(node.value))
+
+    def stmt_Assign(self, node: gast.Assign) -> None:
+        value = self.expr(node.value)
+        for target in node.targets:
+            self.assign(target, value)
+
+    def stmt_AnnAssign(self, node: gast.AnnAssign) -> None:
+        if node.value is not None:
+            self.assign(node.target, self.expr(node.value))
+
+    def stmt_AugAssign(self, node: gast.AugAssign) -> None:
+        target = node.target
+        if isinstance(target, gast.Name):
+            current = self.lookup(target.id, target)
+            if isinstance(current, Var) and not current.aval.weak and self.is_input(current):
+                raise self.unsupported(node, f"`{target.id} {_aug_symbol(node.op)}= ...` would "
+                                       f"change the caller's array {target.id} in place",
+                                       f"Write `{target.id} = {target.id} {_aug_symbol(node.op)} ...` "
+                                       "to make a new array instead.")
+            self.assign(target, self.binop(node.op, current, self.expr(node.value), node))
+        elif isinstance(target, gast.Subscript):
+            container = self.expr(target.value)
+            key = self.expr(target.slice)
+            if isinstance(container, (list, dict)) and not isinstance(key, Var):
+                container[key] = self.binop(node.op, container[key], self.expr(node.value), node)
+            else:
+                raise self.unsupported(node, "augmented assignment into an array element",
+                                       "Build the array with np.concatenate/np.stack, or use np.where.")
+        else:
+            raise self.unsupported(node, "augmented assignment to an attribute")
+
+    def stmt_If(self, node: gast.If) -> None:
+        branch = node.body if self.truth(self.expr(node.test), node.test) else node.orelse
+        self.exec_block(branch)
+
+    def stmt_For(self, node: gast.For) -> None:
+        items = self.iterate(self.expr(node.iter), node.iter)
+        for count, item in enumerate(items):
+            if count >= MAX_LOOP:
+                raise self.unsupported(node, f"the loop runs more than {MAX_LOOP} times")
+            self.assign(node.target, item)
+            try:
+                self.exec_block(node.body)
+            except _Break:
+                return
+            except _Continue:
+                continue
+        self.exec_block(node.orelse)
+
+    def stmt_While(self, node: gast.While) -> None:
+        count = 0
+        while self.truth(self.expr(node.test), node.test):
+            count += 1
+            if count > MAX_LOOP:
+                raise self.unsupported(node, f"the loop runs more than {MAX_LOOP} times",
+                                       "Loops are unrolled at compile time; is the condition static?")
+            try:
+                self.exec_block(node.body)
+            except _Break:
+                return
+            except _Continue:
+                continue
+        self.exec_block(node.orelse)
+
+    def stmt_Break(self, node: gast.Break) -> None:
+        raise _Break()
+
+    def stmt_Continue(self, node: gast.Continue) -> None:
+        raise _Continue()
+
+    def stmt_FunctionDef(self, node: gast.FunctionDef) -> None:
+        if node.decorator_list:
+            raise self.unsupported(node, "decorated functions defined inside a compiled function",
+                                   "Define the decorated function at module level.")
+        self.frame.locals[node.name] = self.make_local_function(node, node.name)
+
+    def stmt_Assert(self, node: gast.Assert) -> None:
+        if not self.truth(self.expr(node.test), node.test):
+            message = self.expr(node.msg) if node.msg is not None else ""
+            raise YotaError(f"assertion failed on the example arguments: {message}", self.loc(node))
+
+    def stmt_Raise(self, node: gast.Raise) -> None:
+        exc = self.expr(node.exc) if node.exc is not None else None
+        raise YotaError(f"the function raises {exc!r} on the example arguments", self.loc(node))
+
+    def stmt_Delete(self, node: gast.Delete) -> None:
+        for target in node.targets:
+            if isinstance(target, gast.Name):
+                self.frame.locals.pop(target.id, None)
+            else:
+                raise self.unsupported(node, "`del` of anything but a local name")
+
+    def stmt_Import(self, node: gast.Import) -> None:
+        for alias in node.names:
+            module = __import__(alias.name)
+            if alias.asname:
+                for part in alias.name.split(".")[1:]:
+                    module = getattr(module, part)
+            self.frame.locals[alias.asname or alias.name.split(".")[0]] = module
+
+    def stmt_ImportFrom(self, node: gast.ImportFrom) -> None:
+        module = __import__(node.module or "", fromlist=[a.name for a in node.names], level=node.level)
+        for alias in node.names:
+            self.frame.locals[alias.asname or alias.name] = getattr(module, alias.name)
+
+    def stmt_Global(self, node: gast.Global) -> None:
+        raise self.unsupported(node, "writing to global variables is not supported",
+                               "Return the new value instead, or keep the state in an argument.")
+
+    stmt_Nonlocal = stmt_Global
+
+    # -- binding names -------------------------------------------------------------------
+
+    def assign(self, target: gast.AST, value: Any) -> None:
+        if isinstance(target, gast.Name):
+            self.bind_name(target.id, value)
+        elif isinstance(target, (gast.Tuple, gast.List)):
+            self.assign_unpack(target, value)
+        elif isinstance(target, gast.Subscript):
+            container = self.expr(target.value)
+            key = self.expr(target.slice)
+            if isinstance(container, (list, dict)) and not isinstance(key, Var):
+                container[key] = value
+            else:
+                raise self.unsupported(target, "assignment into an array element (x[i] = ...)",
+                                       "Build the array with np.concatenate/np.stack, or use np.where.")
+        elif isinstance(target, gast.Starred):
+            self.assign(target.value, list(value))
+        else:
+            raise self.unsupported(target, f"assignment to {type(target).__name__}")
+
+    def assign_unpack(self, target: gast.Tuple | gast.List, value: Any) -> None:
+        items = list(self.iterate(value, target))
+        starred = [i for i, t in enumerate(target.elts) if isinstance(t, gast.Starred)]
+        if starred:
+            i = starred[0]
+            after = len(target.elts) - i - 1
+            items = items[:i] + [items[i:len(items) - after]] + items[len(items) - after:]
+        if len(items) != len(target.elts):
+            raise StaticValueError(f"cannot unpack {len(items)} values into {len(target.elts)} names",
+                                   self.loc(target))
+        for t, item in zip(target.elts, items):
+            self.assign(t, item)
+
+    def bind_name(self, name: str, value: Any) -> None:
+        if (isinstance(value, Var) and not self.backward_mode and value.grad_of is None
+                and not self.is_input(value)
+                and (value.hint is None or self.hint_depth.get(value, 0) > self.depth)):
+            value.hint = name
+            self.hint_depth[value] = self.depth
+        self.frame.locals[name] = value
+
+    def lookup(self, name: str, node: gast.AST) -> Any:
+        try:
+            return self.frame.lookup(name)
+        except KeyError:
+            raise YotaError(f"name {name!r} is not defined", self.loc(node)) from None
+
+    def is_input(self, var: Var) -> bool:
+        return var in self.input_vars
+
+    # -- truth and iteration -------------------------------------------------------------
+
+    def truth(self, value: Any, node: gast.AST) -> bool:
+        """Python truthiness; a traced condition follows the example and records a guard."""
+        if not isinstance(value, Var):
+            return bool(value)
+        try:
+            taken = bool(self.values[value])
+        except ValueError:
+            raise YotaError(f"the truth value of a traced {value.aval} is ambiguous", self.loc(node),
+                            "Use np.any(...) or np.all(...) to get a single bool.") from None
+        loc = self.loc(node)
+        where = f"{loc.short}: {loc.text}" if loc else "?"
+        self.emit(self.rules.lookup(_guard_fn()), (value,),
+                  {"expected": taken, "where": where}, node)
+        return taken
+
+    def iterate(self, value: Any, node: gast.AST) -> list:
+        if isinstance(value, Var):
+            if value.aval.ndim == 0:
+                raise YotaError(f"cannot iterate over a traced scalar {value.aval}", self.loc(node))
+            return [self.getitem(value, i, node) for i in range(value.aval.shape[0])]
+        if isinstance(value, dict):
+            return list(value)
+        try:
+            return list(value)
+        except TypeError:
+            raise YotaError(f"cannot iterate over {type(value).__name__}", self.loc(node)) from None
+
+    def make_local_function(self, node: gast.FunctionDef | gast.Lambda, name: str) -> LocalFunction:
+        args = node.args
+        defaults = tuple(self.expr(d) for d in args.defaults)
+        kw_defaults = {a.id: self.expr(d) for a, d in zip(args.kwonlyargs, args.kw_defaults)
+                       if d is not None}
+        return LocalFunction(node, self.frame, defaults, kw_defaults, name)
+
+
+def _guard_fn():
+    from ..rules.control import guard
+    return guard
+
+
+def _aug_symbol(op: gast.operator) -> str:
+    from .expressions import BINOP_SYMBOLS
+    return BINOP_SYMBOLS.get(type(op), "?")
+
+
+_UNSUPPORTED_HINTS = {
+    "Try": "Exceptions are not traced; check the condition with an if instead.",
+    "With": "Context managers are not traced; move the with-block out of the compiled function.",
+    "ClassDef": "Define classes at module level.",
+    "AsyncFor": "Async code is not supported.",
+    "AsyncWith": "Async code is not supported.",
+    "Match": "Use if/elif instead of match.",
+}

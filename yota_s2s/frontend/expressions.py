@@ -1,0 +1,235 @@
+"""Expressions for the partial evaluator (mixed into ``Evaluator``).
+
+One ``visit_<Node>`` per gast expression node. Operators on static values are computed in
+Python; on traced values they become the operator primitives (``+`` -> ``add``). Attribute and
+index access on arrays become primitives or static facts (``x.shape``); on containers and
+modules they are ordinary Python.
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import gast
+import numpy as np
+
+from ..errors import StaticValueError, YotaError
+from ..ir.tape import Var
+from .resolve import ARRAY_METHODS, STATIC_ARRAY_ATTRS
+from .values import ArrayMethod, is_traced, to_tree
+
+BINOP_FNS = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
+             gast.Div: operator.truediv, gast.FloorDiv: operator.floordiv, gast.Mod: operator.mod,
+             gast.Pow: operator.pow, gast.MatMult: operator.matmul, gast.BitAnd: operator.and_,
+             gast.BitOr: operator.or_, gast.BitXor: operator.xor, gast.LShift: operator.lshift,
+             gast.RShift: operator.rshift}
+BINOP_SYMBOLS = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/", gast.FloorDiv: "//",
+                 gast.Mod: "%", gast.Pow: "**", gast.MatMult: "@", gast.BitAnd: "&",
+                 gast.BitOr: "|", gast.BitXor: "^", gast.LShift: "<<", gast.RShift: ">>"}
+CMP_FNS = {gast.Lt: operator.lt, gast.LtE: operator.le, gast.Gt: operator.gt,
+           gast.GtE: operator.ge, gast.Eq: operator.eq, gast.NotEq: operator.ne}
+
+
+class ExpressionsMixin:
+    def expr(self, node: gast.expr) -> Any:
+        method = getattr(self, "visit_" + type(node).__name__, None)
+        if method is None:
+            raise self.unsupported(node, f"`{type(node).__name__}` expressions are not supported")
+        return method(node)
+
+    # -- leaves --------------------------------------------------------------------------
+
+    def visit_Constant(self, node: gast.Constant) -> Any:
+        return node.value
+
+    def visit_Name(self, node: gast.Name) -> Any:
+        return self.lookup(node.id, node)
+
+    def visit_NamedExpr(self, node: gast.NamedExpr) -> Any:
+        value = self.expr(node.value)
+        self.assign(node.target, value)
+        return value
+
+    def visit_Lambda(self, node: gast.Lambda) -> Any:
+        return self.make_local_function(node, "<lambda>")
+
+    def visit_JoinedStr(self, node: gast.JoinedStr) -> str:
+        parts = []
+        for value in node.values:
+            v = self.expr(value)
+            if is_traced(v):
+                raise StaticValueError("an f-string of a traced value", self.loc(node),
+                                       "Strings are computed at compile time; format shapes, not values.")
+            parts.append(v)
+        return "".join(parts)
+
+    def visit_FormattedValue(self, node: gast.FormattedValue) -> Any:
+        value = self.expr(node.value)
+        if is_traced(value):
+            return value
+        spec = self.expr(node.format_spec) if node.format_spec is not None else ""
+        conv = {115: str, 114: repr, 97: ascii}.get(node.conversion, lambda v: v)
+        return format(conv(value), spec)
+
+    # -- containers ----------------------------------------------------------------------
+
+    def elements(self, nodes: list[gast.expr]) -> list:
+        items = []
+        for n in nodes:
+            if isinstance(n, gast.Starred):
+                items.extend(self.iterate(self.expr(n.value), n))
+            else:
+                items.append(self.expr(n))
+        return items
+
+    def visit_Tuple(self, node: gast.Tuple) -> tuple:
+        return tuple(self.elements(node.elts))
+
+    def visit_List(self, node: gast.List) -> list:
+        return self.elements(node.elts)
+
+    def visit_Set(self, node: gast.Set) -> set:
+        items = self.elements(node.elts)
+        if is_traced(items):
+            raise self.unsupported(node, "a set of traced values")
+        return set(items)
+
+    def visit_Dict(self, node: gast.Dict) -> dict:
+        out: dict = {}
+        for k, v in zip(node.keys, node.values):
+            if k is None:
+                out.update(self.expr(v))
+            else:
+                out[self.expr(k)] = self.expr(v)
+        return out
+
+    def visit_Slice(self, node: gast.Slice) -> slice:
+        def part(n):
+            return None if n is None else self.expr(n)
+        return slice(part(node.lower), part(node.upper), part(node.step))
+
+    # -- comprehensions ------------------------------------------------------------------
+
+    def comprehension(self, node, element) -> list:
+        from .evaluator import Frame
+        outer = self.frame
+        self.frame = Frame(outer.fn, outer.globals, {}, outer)
+        results: list = []
+
+        def loop(generators):
+            if not generators:
+                results.append(element())
+                return
+            gen = generators[0]
+            for item in self.iterate(self.expr(gen.iter), gen.iter):
+                self.assign(gen.target, item)
+                if all(self.truth(self.expr(c), c) for c in gen.ifs):
+                    loop(generators[1:])
+        try:
+            loop(node.generators)
+        finally:
+            self.frame = outer
+        return results
+
+    def visit_ListComp(self, node: gast.ListComp) -> list:
+        return self.comprehension(node, lambda: self.expr(node.elt))
+
+    visit_GeneratorExp = visit_ListComp
+
+    def visit_SetComp(self, node: gast.SetComp) -> set:
+        return set(self.comprehension(node, lambda: self.expr(node.elt)))
+
+    def visit_DictComp(self, node: gast.DictComp) -> dict:
+        return dict(self.comprehension(node, lambda: (self.expr(node.key), self.expr(node.value))))
+
+    # -- operators -----------------------------------------------------------------------
+
+    def visit_BinOp(self, node: gast.BinOp) -> Any:
+        return self.binop(node.op, self.expr(node.left), self.expr(node.right), node)
+
+    def binop(self, op: gast.operator, left: Any, right: Any, node: gast.AST) -> Any:
+        fn = BINOP_FNS[type(op)]
+        if not isinstance(left, Var) and not isinstance(right, Var):
+            return fn(left, right)
+        return self.call_primitive(self.rules.lookup(fn), (left, right), {}, node)
+
+    def visit_UnaryOp(self, node: gast.UnaryOp) -> Any:
+        value = self.expr(node.operand)
+        if isinstance(node.op, gast.Not):
+            return not self.truth(value, node.operand)
+        if isinstance(node.op, gast.UAdd):
+            return value
+        fn = operator.neg if isinstance(node.op, gast.USub) else operator.invert
+        if not isinstance(value, Var):
+            return fn(value)
+        return self.call_primitive(self.rules.lookup(fn), (value,), {}, node)
+
+    def visit_BoolOp(self, node: gast.BoolOp) -> Any:
+        want = isinstance(node.op, gast.Or)       # `or` stops at the first true value
+        for value_node in node.values[:-1]:
+            value = self.expr(value_node)
+            if self.truth(value, value_node) == want:
+                return value
+        return self.expr(node.values[-1])
+
+    def visit_Compare(self, node: gast.Compare) -> Any:
+        left = self.expr(node.left)
+        result: Any = True
+        for op, right_node in zip(node.ops, node.comparators):
+            right = self.expr(right_node)
+            result = self.compare(op, left, right, node)
+            if len(node.ops) > 1 and not self.truth(result, node):
+                return result
+            left = right
+        return result
+
+    def compare(self, op: gast.cmpop, left: Any, right: Any, node: gast.AST) -> Any:
+        if isinstance(op, (gast.Is, gast.IsNot)):
+            return (left is right) == isinstance(op, gast.Is)
+        if isinstance(op, (gast.In, gast.NotIn)):
+            if is_traced(left) or is_traced(right):
+                raise self.unsupported(node, "`in` with traced values")
+            return (left in right) == isinstance(op, gast.In)
+        fn = CMP_FNS[type(op)]
+        if not isinstance(left, Var) and not isinstance(right, Var):
+            return fn(left, right)
+        return self.call_primitive(self.rules.lookup(fn), (left, right), {}, node)
+
+    def visit_IfExp(self, node: gast.IfExp) -> Any:
+        return self.expr(node.body if self.truth(self.expr(node.test), node.test) else node.orelse)
+
+    # -- attributes and indexing ---------------------------------------------------------
+
+    def visit_Attribute(self, node: gast.Attribute) -> Any:
+        return self.getattr(self.expr(node.value), node.attr, node)
+
+    def getattr(self, obj: Any, name: str, node: gast.AST) -> Any:
+        if isinstance(obj, Var):
+            if name in STATIC_ARRAY_ATTRS:
+                return STATIC_ARRAY_ATTRS[name](obj.aval)
+            if name == "T":
+                return self.call_primitive(self.rules.lookup(np.transpose), (obj,), {}, node)
+            if name in ("real", "imag"):
+                return self.call_primitive(self.rules.lookup(getattr(np, name)), (obj,), {}, node)
+            if name in ARRAY_METHODS:
+                return ArrayMethod(obj, name)
+            raise YotaError(f"arrays have no supported attribute {name!r}", self.loc(node))
+        try:
+            return getattr(obj, name)
+        except AttributeError as e:
+            raise YotaError(str(e), self.loc(node)) from None
+
+    def visit_Subscript(self, node: gast.Subscript) -> Any:
+        return self.getitem(self.expr(node.value), self.expr(node.slice), node)
+
+    def getitem(self, obj: Any, key: Any, node: gast.AST) -> Any:
+        if isinstance(obj, Var) or (isinstance(obj, np.ndarray) and is_traced(key)):
+            to_tree(key, self.loc(node), key=True)          # rejects traced slice bounds early
+            return self.call_primitive(self.rules.lookup(operator.getitem), (obj, key), {}, node)
+        if is_traced(key):
+            raise StaticValueError(f"a {type(obj).__name__} cannot be indexed by a traced value",
+                                   self.loc(node), "Index Python containers with ints known at compile time.")
+        return obj[key]
+
+    def visit_Starred(self, node: gast.Starred) -> Any:
+        raise self.unsupported(node, "a starred expression here")

@@ -1,0 +1,107 @@
+"""What a name or method means to the compiler: ndarray methods and attributes, and which
+callables are inlined, called at compile time, or refused.
+
+- ``x.sum(axis=1)`` is ``np.sum(x, axis=1)``: ``ARRAY_METHODS`` maps each ndarray method to
+  the numpy function that has its rule (with small adapters where the call shapes differ,
+  ``x.reshape(3, 4)``).
+- ``x.shape``, ``x.ndim``, ``x.dtype``, ``x.size`` are static: read from the abstract value.
+- Python functions with source are inlined, except library code (numpy, scipy, ...), which
+  must have a rule.
+"""
+from __future__ import annotations
+
+import types
+from typing import Any, Callable
+
+import numpy as np
+
+from ..rules.elementwise import astype
+from ..rules.shape import ravel
+
+STATIC_ARRAY_ATTRS: dict[str, Callable] = {
+    "shape": lambda a: a.shape,
+    "ndim": lambda a: a.ndim,
+    "size": lambda a: a.size,
+    "dtype": lambda a: a.dtype,
+    "itemsize": lambda a: a.dtype.itemsize,
+    "nbytes": lambda a: a.size * a.dtype.itemsize,
+}
+
+
+def _shape_args(args: tuple) -> Any:
+    """``x.reshape(3, 4)`` and ``x.reshape((3, 4))`` both mean the shape (3, 4)."""
+    return args[0] if len(args) == 1 else tuple(args)
+
+
+def _reshape(x, args, kwargs):
+    return np.reshape, (x, _shape_args(args)), kwargs
+
+
+def _transpose(x, args, kwargs):
+    axes = _shape_args(args) if args else kwargs.pop("axes", None)
+    return np.transpose, (x,) if axes is None else (x, axes), kwargs
+
+
+def _flatten(x, args, kwargs):
+    return ravel, (x,), kwargs
+
+
+def _item(x, args, kwargs):
+    return (float if x.aval.dtype.kind == "f" else complex), (x,), kwargs
+
+
+def _method(fn):
+    return lambda x, args, kwargs: (fn, (x, *args), kwargs)
+
+
+ARRAY_METHODS: dict[str, Callable] = {
+    "reshape": _reshape, "transpose": _transpose, "flatten": _flatten, "ravel": _flatten,
+    "item": _item, "astype": _method(astype),
+    **{name: _method(getattr(np, name)) for name in (
+        "sum", "mean", "max", "min", "prod", "std", "var", "cumsum", "cumprod", "argmax",
+        "argmin", "argsort", "any", "all", "clip", "round", "dot", "conj", "conjugate", "trace",
+        "diagonal", "squeeze", "swapaxes", "repeat", "take", "nonzero", "copy")},
+}
+
+
+def array_method(method, args: tuple, kwargs: dict) -> tuple[Callable, tuple, dict]:
+    """``x.name(*args, **kwargs)`` as a call of the function that carries the rule."""
+    return ARRAY_METHODS[method.name](method.var, args, dict(kwargs))
+
+
+# Library code is never inlined: a call into it needs a rule (or is static).
+LIBRARY_MODULES = ("numpy", "scipy", "cupy", "jax", "torch", "math", "builtins", "operator",
+                   "functools", "itertools", "collections", "typing", "abc", "yota_s2s.frontend",
+                   "yota_s2s.ir", "yota_s2s.codegen", "yota_s2s.passes")
+
+
+def is_library(fn: Any) -> bool:
+    module = getattr(fn, "__module__", None) or ""
+    return any(module == m or module.startswith(m + ".") for m in LIBRARY_MODULES)
+
+
+def is_inlinable(fn: Any) -> bool:
+    """A Python function of the user's (or a rule function) that the frontend can inline."""
+    if isinstance(fn, types.MethodType):
+        fn = fn.__func__
+    return isinstance(fn, types.FunctionType) and not is_library(fn)
+
+
+def is_random(fn: Any) -> bool:
+    module = getattr(fn, "__module__", None) or ""
+    owner = getattr(fn, "__self__", None)
+    return module.startswith("numpy.random") or isinstance(owner, (np.random.Generator,
+                                                                   np.random.RandomState))
+
+
+def display_name(fn: Any) -> str:
+    """How the user would write ``fn``: ``np.tanh``, ``np.linalg.inv``, ``math.exp``, ``f``."""
+    from ..rules.registry import numpy_path
+    path = numpy_path(fn)
+    if path:
+        return f"np.{path}"
+    module = getattr(fn, "__module__", None) or ""
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
+    if module in ("math", "builtins"):
+        return f"{module}.{name}" if module == "math" else name
+    return f"{module.split('.')[-1]}.{name}" if module and module != "__main__" else name

@@ -1,0 +1,112 @@
+"""Getting and parsing the source of a Python function.
+
+``parse_function(fn)`` returns a ``ParsedFunction``: the gast node of the ``def`` (or the
+``lambda``), the file it lives in and how to map node positions back to file lines, so every
+tape statement can carry a ``SourceLoc``. Works for functions in files, notebook cells (IPython
+registers cells with ``linecache``), nested functions, lambdas and methods. Where Python keeps
+no source (the plain REPL, ``exec`` of a string) it raises an error that says so.
+"""
+from __future__ import annotations
+
+import inspect
+import linecache
+import textwrap
+import types
+from dataclasses import dataclass
+from typing import Any
+
+import gast
+
+from ..errors import SourceLoc, UnsupportedSyntax
+
+
+@dataclass(frozen=True)
+class ParsedFunction:
+    node: gast.FunctionDef | gast.Lambda
+    name: str
+    file: str
+    line_offset: int      # file line = node line + line_offset
+    col_offset: int       # file column = node column + col_offset (the dedent)
+    code: types.CodeType
+
+    def loc(self, node: gast.AST, func: str | None = None) -> SourceLoc:
+        line = getattr(node, "lineno", None)
+        if line is None:
+            return SourceLoc(self.file, self.line_offset + 1, func=func or self.name)
+        line += self.line_offset
+        col = getattr(node, "col_offset", 0) + self.col_offset
+        end_line = getattr(node, "end_lineno", None)
+        end_col = getattr(node, "end_col_offset", None)
+        if end_col is not None and end_line == node.lineno:
+            end_col += self.col_offset
+        else:
+            end_col = None
+        text = linecache.getline(self.file, line).strip()
+        return SourceLoc(self.file, line, col, end_col, func or self.name, text)
+
+
+_cache: dict[types.CodeType, ParsedFunction] = {}
+
+
+def parse_function(fn: Any) -> ParsedFunction:
+    """Parse ``fn`` (a function, lambda or method); cached per code object."""
+    fn = inspect.unwrap(getattr(fn, "__func__", fn))
+    code = fn.__code__
+    if code in _cache:
+        return _cache[code]
+    try:
+        lines, first = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        raise UnsupportedSyntax(
+            f"Python keeps no source for {fn.__qualname__} (defined in {code.co_filename})",
+            hint="yota_s2s compiles from source. Functions typed at the plain Python prompt or "
+                 "made by exec() have none: put the function in a file (or a Jupyter/IPython "
+                 "cell) and import it.") from None
+    text = "".join(lines)
+    dedented = textwrap.dedent(text)
+    col_offset = len(lines[0]) - len(lines[0].lstrip()) if dedented != text else 0
+    try:
+        module = gast.parse(dedented)
+    except SyntaxError:
+        # e.g. a lambda in the middle of an expression spanning lines: parse the lines alone
+        module = gast.parse("(\n" + dedented + "\n)") if fn.__name__ == "<lambda>" else None
+        if module is None:
+            raise
+        first -= 1
+    node = _find_node(module, fn)
+    parsed = ParsedFunction(node, fn.__name__, code.co_filename, first - 1, col_offset, code)
+    _cache[code] = parsed
+    return parsed
+
+
+def _find_node(module: gast.Module, fn: Any) -> gast.FunctionDef | gast.Lambda:
+    code = fn.__code__
+    if fn.__name__ != "<lambda>":
+        for node in gast.walk(module):
+            if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef)) and node.name == fn.__name__:
+                if isinstance(node, gast.AsyncFunctionDef):
+                    raise UnsupportedSyntax(f"{fn.__name__} is async; only plain functions compile")
+                return node
+    params = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+    lambdas = [n for n in gast.walk(module) if isinstance(n, gast.Lambda)
+               and [a.id for a in n.args.args + n.args.kwonlyargs] == params]
+    if len(lambdas) > 1:
+        lambdas = _lambdas_at_column(lambdas, code) or lambdas
+    if not lambdas:
+        raise UnsupportedSyntax(f"cannot find the source of {fn.__qualname__} in "
+                                f"{code.co_filename}:{code.co_firstlineno}")
+    if len(lambdas) > 1:
+        raise UnsupportedSyntax(f"several lambdas on {code.co_filename}:{code.co_firstlineno} "
+                                "take the same parameters; cannot tell which one to compile",
+                                hint="Give the function a name with def, or put each lambda on its own line.")
+    return lambdas[0]
+
+
+def _lambdas_at_column(lambdas: list[gast.Lambda], code: types.CodeType) -> list[gast.Lambda]:
+    """Tell lambdas on one line apart by where their bytecode points (Python 3.11+)."""
+    positions = getattr(code, "co_positions", None)
+    if positions is None:
+        return []
+    cols = {c for _, _, c, _ in positions() if c is not None}
+    return [n for n in lambdas if any(n.body.col_offset <= c < (n.body.end_col_offset or 10**6)
+                                      for c in cols)]

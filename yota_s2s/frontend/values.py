@@ -1,0 +1,103 @@
+"""The values the partial evaluator works with, and how they become tape operands.
+
+During evaluation a Python name is bound to one of:
+
+- a ``Var``: a traced value (arrays, numpy scalars, Python floats from the arguments, and
+  anything computed from them); its concrete example value is kept beside the tape;
+- a static Python value: ints, bools, strings, None, shapes, dtypes, modules, functions,
+  constants, and containers (lists, tuples, dicts) that may hold Vars;
+- a ``LocalFunction`` (a ``def`` or ``lambda`` inside the traced code) or an
+  ``ArrayMethod`` (``x.sum`` before it is called).
+
+``to_tree`` turns such a value into a tape operand tree (``Var``, ``Lit``, tuples).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gast
+import numpy as np
+
+from ..errors import SourceLoc, StaticValueError
+from ..ir.tape import Lit, Var
+
+
+def is_traced(value: Any) -> bool:
+    """Does ``value`` (a Var or a container) hold a traced value anywhere?"""
+    if isinstance(value, Var):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(is_traced(v) for v in value)
+    if isinstance(value, dict):
+        return any(is_traced(v) for v in value.values())
+    if isinstance(value, slice):
+        return any(is_traced(v) for v in (value.start, value.stop, value.step))
+    return False
+
+
+def normalize_static(value: Any) -> Any:
+    """Numpy scalars that Python would treat the same become Python scalars (``np.int64(3)`` ->
+    ``3``, ``np.float64(0.5)`` -> ``0.5``) so literals print plainly. float32 and other
+    narrow types keep their type, since it decides the dtype of what they touch."""
+    if isinstance(value, (np.bool_, np.integer)):
+        return value.item()
+    if isinstance(value, np.float64):
+        return float(value)
+    if isinstance(value, np.complex128):
+        return complex(value)
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return normalize_static(value[()])
+    return value
+
+
+def to_tree(value: Any, loc: SourceLoc | None = None, key: bool = False) -> Any:
+    """An evaluator value as a tape operand: ``Var``, ``Lit`` or a tuple of those.
+
+    ``key=True`` treats a list as numpy does inside ``x[...]``: an index array.
+    """
+    if isinstance(value, Lit):
+        return to_tree(value.value, loc, key) if isinstance(value.value, tuple) else value
+    if isinstance(value, Var):
+        return value
+    if isinstance(value, tuple) or (isinstance(value, list) and not key):
+        return tuple(to_tree(v, loc, key) for v in value)
+    if isinstance(value, list):
+        if is_traced(value):
+            raise StaticValueError("indexing with a list of traced values is not supported", loc,
+                                   "Index with an integer array instead.")
+        return Lit(np.asarray(value))
+    if isinstance(value, slice) and is_traced(value):
+        raise StaticValueError("slice bounds must be known at compile time, but one is traced",
+                               loc, "Use ints (or values computed from shapes) as slice bounds.")
+    if isinstance(value, dict):
+        raise StaticValueError("a dict cannot be passed to a numpy function", loc)
+    return Lit(normalize_static(value))
+
+
+def static_of(value: Any) -> Any:
+    """The static value of an operand tree leaf (undoing ``to_tree`` for Lits)."""
+    if isinstance(value, Lit):
+        return value.value
+    if isinstance(value, tuple):
+        return tuple(static_of(v) for v in value)
+    return value
+
+
+@dataclass
+class LocalFunction:
+    """A ``def`` or ``lambda`` met while evaluating: its node and the scope it closes over."""
+
+    node: gast.FunctionDef | gast.Lambda
+    scope: Any               # the defining Frame (read when the function is called)
+    defaults: tuple
+    kw_defaults: dict
+    name: str
+
+
+@dataclass
+class ArrayMethod:
+    """``x.sum`` before the call: the array and the method name."""
+
+    var: Var
+    name: str

@@ -1,0 +1,86 @@
+"""Tape -> text, one typed statement per line, in the spirit of a jaxpr or a Yota tape::
+
+    tape loss(W:f64[3,4], b:f64[3], x:f64[4,5]) -> f64[]
+      t1:f64[3,5] = matmul W x                  # model.py:11
+      t2:f64[3,1] = getitem[key=(:, None)] b    # model.py:11
+      h:f64[3,5] = add t1 t2                    # model.py:11
+      loss:f64[] = sum h                        # model.py:12
+      return loss
+
+Static parameters print in ``[k=v]``, outputs nobody uses as ``_``. ``locations=False`` and
+``shapes=False`` drop the comment column and the types (handy for tests).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .names import Namer, name_tape
+from .tape import Aval, Lit, Stmt, Tape, Var
+
+
+def format_static(value: Any) -> str:
+    """Compact text for a static value: ``:``, ``1::2``, ``...``, ``(0, None)``, ``f32(1.0)``."""
+    if isinstance(value, slice):
+        parts = ["" if p is None else format_static(p) for p in (value.start, value.stop, value.step)]
+        return ":".join(parts[:2]) + (f":{parts[2]}" if value.step is not None else "")
+    if value is Ellipsis:
+        return "..."
+    if isinstance(value, tuple):
+        inner = ", ".join(format_static(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, np.generic):
+        return f"{Aval.of(value)}".split("[")[0] + f"({value.item()!r})"
+    if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
+        return np.dtype(value).name
+    if isinstance(value, np.ndarray):
+        return f"array({value.tolist()!r}, {value.dtype.name})"
+    if callable(value) and hasattr(value, "__name__"):
+        return value.__name__
+    return repr(value)
+
+
+def format_tree(tree: Any, names: Namer) -> str:
+    if isinstance(tree, tuple):
+        inner = ", ".join(format_tree(t, names) for t in tree)
+        return f"({inner},)" if len(tree) == 1 else f"({inner})"
+    if isinstance(tree, Var):
+        return names.names.get(tree, "?")
+    if isinstance(tree, Lit):
+        return format_static(tree.value)
+    return format_static(tree)
+
+
+def format_stmt(stmt: Stmt, names: Namer, used: set[Var] | None = None, shapes: bool = True) -> str:
+    def out(v: Var) -> str:
+        name = names.names.get(v, "?") if used is None or v in used else "_"
+        return f"{name}:{v.aval}" if shapes else name
+    params = list(stmt.params)
+    args = list(stmt.args)
+    if stmt.prim.emit[:1] == ("getitem",):
+        params.insert(0, ("key", args.pop()))   # the index key reads best as a parameter
+    ptext = ", ".join(f"{k}={format_tree(v, names)}" for k, v in params)
+    head = stmt.prim.name + (f"[{ptext}]" if ptext else "")
+    operands = " ".join(format_tree(a, names) for a in args)
+    lhs = ", ".join(out(v) for v in stmt.outs)
+    return (f"{lhs} = " if stmt.outs else "") + head + (f" {operands}" if operands else "")
+
+
+def format_tape(tape: Tape, locations: bool = True, shapes: bool = True) -> str:
+    names = name_tape(tape)
+    used = {v for s in tape.stmts for v in s.uses()} | {a for a in tape.outputs() if isinstance(a, Var)}
+    ins = ", ".join(f"{names[i.var]}:{i.var.aval}" if shapes else names[i.var] for i in tape.inputs)
+    res = format_tree(tape.result, names)
+    head = f"tape {tape.name}({ins})"
+    if shapes and isinstance(tape.result, Var):
+        head += f" -> {tape.result.aval}"
+    lines = [(f"  {format_stmt(s, names, used, shapes)}", s.loc.short if s.loc else "") for s in tape.stmts]
+    lines.append((f"  return {res}", ""))
+    if tape.grads is not None:
+        pairs = [f"{names[i.var]}: {format_tree(g, names) if g is not None else 'None'}"
+                 for i, g in zip(tape.inputs, tape.grads)]
+        lines.append((f"  grads {', '.join(pairs)}", ""))
+    width = max(len(text) for text, _ in lines) + 2
+    body = [text.ljust(width) + f"# {loc}" if locations and loc else text for text, loc in lines]
+    return "\n".join([head] + body)

@@ -1,0 +1,232 @@
+"""The tape: a straight-line SSA program of primitive calls.
+
+Grammar (what every stage consumes and produces)::
+
+    tape    ::= inputs stmt* result grads?
+    stmt    ::= out+ '=' prim[params] arg*          # one primitive call
+    arg     ::= Var | Lit | '(' arg* ')'            # a tree: sequences of operands, index keys
+    Var     ::= a value with an abstract value (shape, dtype, weak) and a source-name hint
+    Lit     ::= a static Python value (number, None, slice, Ellipsis, dtype, tuple of those)
+
+Invariants (checked by ``ir.verify.check``): every Var is defined once, before its uses, either
+as an input or as the output of exactly one statement; each Var's aval is what its primitive
+produced on the example arguments. Statements are pure except those whose primitive has
+``effect`` set (guards), which dead-code elimination keeps, and ``inplace`` primitives, whose
+output reuses the storage of their first operand (that operand is not used afterwards).
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from ..errors import SourceLoc
+
+_DTYPE_SHORT = {"float64": "f64", "float32": "f32", "float16": "f16", "int64": "i64",
+                "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "bool",
+                "complex128": "c128", "complex64": "c64"}
+
+
+@dataclass(frozen=True, slots=True)
+class Aval:
+    """Abstract value: what the compiler knows of a traced value."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    weak: bool = False   # a Python scalar (float, complex), not a numpy array or scalar
+
+    @classmethod
+    def of(cls, value: Any) -> "Aval":
+        if isinstance(value, (bool, int, float, complex)) and not isinstance(value, np.generic):
+            return cls((), np.result_type(type(value)), weak=True)
+        arr = np.asarray(value)
+        return cls(tuple(arr.shape), arr.dtype)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def is_float(self) -> bool:
+        return self.dtype.kind in "fc"
+
+    def __str__(self) -> str:
+        if self.weak:
+            return {"f": "float", "c": "complex", "i": "int", "b": "bool"}[self.dtype.kind]
+        name = _DTYPE_SHORT.get(self.dtype.name, self.dtype.name)
+        return f"{name}[{','.join(map(str, self.shape))}]"
+
+
+_ids = itertools.count()
+
+
+class Var:
+    """A traced value. Identity is the variable: two Vars are never equal unless identical."""
+
+    __slots__ = ("aval", "hint", "grad_of", "id")
+
+    def __init__(self, aval: Aval, hint: str | None = None, grad_of: "Var | None" = None):
+        self.aval = aval
+        self.hint = hint          # the source name this value was bound to, if any
+        self.grad_of = grad_of    # for adjoints: the primal value this is the gradient of
+        self.id = next(_ids)      # creation order; used only to sort deterministically
+
+    def __repr__(self) -> str:
+        return f"Var({self.hint or '_'}#{self.id}:{self.aval})"
+
+
+@dataclass(frozen=True, slots=True)
+class Lit:
+    """A static value used where an operand is expected (``x * 2.0``, ``b[:, None]``)."""
+
+    value: Any
+
+    def __hash__(self) -> int:
+        return hash((type(self.value).__name__, repr(self.value)))
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, Lit) and type(self.value) is type(other.value)
+                and repr(self.value) == repr(other.value))
+
+
+Atom = Var | Lit
+Tree = Any  # Atom | tuple[Tree, ...]
+
+
+def tree_atoms(tree: Tree) -> Iterator[Atom]:
+    if isinstance(tree, tuple):
+        for t in tree:
+            yield from tree_atoms(t)
+    else:
+        yield tree
+
+
+def tree_vars(tree: Tree) -> Iterator[Var]:
+    return (a for a in tree_atoms(tree) if isinstance(a, Var))
+
+
+def tree_map(fn: Callable[[Atom], Tree], tree: Tree) -> Tree:
+    if isinstance(tree, tuple):
+        return tuple(tree_map(fn, t) for t in tree)
+    return fn(tree)
+
+
+@dataclass(frozen=True, eq=False)
+class Primitive:
+    """An operation the tape can hold: a numpy function, an operator, a rule-bearing user function.
+
+    ``operands`` are the parameters given positionally (arrays, scalars, shapes); ``options`` are
+    static keyword parameters with their defaults. ``emit`` tells codegen how to write a call:
+    ``("call", "xp.tanh")``, ``("binop", "+")``, ``("unop", "-")``, ``("cmp", ">")``,
+    ``("getitem",)``, ``("attr", "T")``, ``("method", "astype")``.
+    """
+
+    name: str
+    fn: Callable
+    operands: tuple[str, ...]
+    options: tuple[tuple[str, Any], ...] = ()
+    emit: tuple = ()
+    nout: int = 1
+    effect: bool = False
+    inplace: bool = False
+    view: bool = False       # the result may share memory with the first operand
+    creates: bool = False    # makes a new array even from static operands (np.zeros)
+
+    def __repr__(self) -> str:
+        return f"<prim {self.name}>"
+
+    def defaults(self) -> dict[str, Any]:
+        return dict(self.options)
+
+
+@dataclass(frozen=True, slots=True)
+class Stmt:
+    outs: tuple[Var, ...]
+    prim: Primitive
+    args: tuple[Tree, ...]
+    params: tuple[tuple[str, Any], ...] = ()
+    loc: SourceLoc | None = None
+    rule: str | None = None      # backward statements: the rule text they were made from
+
+    @property
+    def out(self) -> Var:
+        return self.outs[0]
+
+    def uses(self) -> Iterator[Var]:
+        for arg in self.args:
+            yield from tree_vars(arg)
+
+    def param(self, name: str) -> Any:
+        for key, value in self.params:
+            if key == name:
+                return value
+        return self.prim.defaults().get(name)
+
+    def replace(self, **changes: Any) -> "Stmt":
+        fields = {f: getattr(self, f) for f in self.__slots__}
+        fields.update(changes)
+        return Stmt(**fields)
+
+
+@dataclass(frozen=True, slots=True)
+class Input:
+    """A traced leaf of the arguments: argument ``argnum`` itself or a field inside it."""
+
+    var: Var
+    argnum: int
+    path: tuple = ()
+    access: str = ""     # Python that reads the leaf from the argument: "m.layers[0].W"
+
+
+@dataclass(frozen=True, slots=True)
+class StaticInput:
+    """A static leaf of the arguments (an int, a flag, a string), baked into the code."""
+
+    argnum: int
+    path: tuple
+    value: Any
+
+
+@dataclass
+class Tape:
+    """A function as straight-line SSA, optionally with its gradients.
+
+    ``result`` is the function's value; after the backward pass ``grads[i]`` is the gradient
+    of ``result`` with respect to ``inputs[i]`` (None where there is none to compute).
+    """
+
+    name: str
+    params: tuple[str, ...]
+    inputs: list[Input]
+    stmts: list[Stmt]
+    result: Tree = None
+    grads: list[Atom | None] | None = None
+    statics: list[StaticInput] = field(default_factory=list)
+    loc: SourceLoc | None = None
+    arg_kinds: tuple[str, ...] = ()     # per parameter: "array", "scalar", "float", "static", "struct"
+
+    def copy(self, **changes: Any) -> "Tape":
+        fields = dict(self.__dict__)
+        fields.update(changes)
+        fields["inputs"], fields["stmts"] = list(fields["inputs"]), list(fields["stmts"])
+        if fields["grads"] is not None:
+            fields["grads"] = list(fields["grads"])
+        return Tape(**fields)
+
+    def outputs(self) -> list[Atom]:
+        outs = list(tree_atoms(self.result))
+        outs += [g for g in (self.grads or []) if g is not None]
+        return outs
+
+    def __str__(self) -> str:
+        from .printer import format_tape
+        return format_tape(self)
+
+    def __repr__(self) -> str:
+        return f"<Tape {self.name}: {len(self.stmts)} stmts>"

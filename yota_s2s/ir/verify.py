@@ -1,0 +1,84 @@
+"""Checks that a tape is well formed, and runs a tape directly (the reference for passes).
+
+``check(tape)`` is ``check_jaxpr`` for our IR: every use is defined, each Var is defined once,
+an in-place statement's first operand is dead afterwards, outputs exist. ``run(tape, values)``
+interprets the tape with numpy and, with ``check_avals``, verifies each result's shape and dtype
+against its Var's aval. On failure both raise ``InternalError`` showing the statements around
+the bad one.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import InternalError
+from .names import name_tape
+from .printer import format_stmt
+from .tape import Aval, Lit, Stmt, Tape, Var, tree_map, tree_vars
+
+
+def _fail(tape: Tape, index: int, message: str) -> None:
+    names = name_tape(tape)
+    lo, hi = max(index - 8, 0), min(index + 9, len(tape.stmts))
+    window = []
+    for i in range(lo, hi):
+        mark = ">>" if i == index else "  "
+        window.append(f"{mark} {format_stmt(tape.stmts[i], names)}")
+    raise InternalError(f"while checking tape {tape.name}: {message}",
+                        hint="\n".join(window) + "\nThis is a yota_s2s bug; please report it with this text.")
+
+
+def check(tape: Tape) -> Tape:
+    defined: set[Var] = {i.var for i in tape.inputs}
+    if len(defined) != len(tape.inputs):
+        _fail(tape, 0, "an input is listed twice")
+    last_use: dict[Var, int] = {}
+    for index, stmt in enumerate(tape.stmts):
+        for v in stmt.uses():
+            last_use[v] = index
+    for index, stmt in enumerate(tape.stmts):
+        for v in stmt.uses():
+            if v not in defined:
+                _fail(tape, index, f"{v!r} is used before it is defined")
+        if len(stmt.outs) != stmt.prim.nout:
+            _fail(tape, index, f"{stmt.prim.name} makes {stmt.prim.nout} results, not {len(stmt.outs)}")
+        if stmt.prim.inplace:
+            target = next(tree_vars(stmt.args[0]), None)
+            if target is None or last_use.get(target, -1) > index or target in tape.outputs():
+                _fail(tape, index, "an in-place update's target is used after the update")
+        for v in stmt.outs:
+            if v in defined:
+                _fail(tape, index, f"{v!r} is defined twice")
+            defined.add(v)
+    for out in tape.outputs():
+        if isinstance(out, Var) and out not in defined:
+            _fail(tape, len(tape.stmts) - 1, f"output {out!r} is never defined")
+    return tape
+
+
+def call_stmt(stmt: Stmt, env: dict[Var, Any]) -> tuple:
+    """Evaluate one statement on concrete values; returns its results as a tuple."""
+    def value(atom):
+        return env[atom] if isinstance(atom, Var) else atom.value
+    args = [tree_map(value, a) for a in stmt.args]
+    result = stmt.prim.fn(*args, **dict(stmt.params))
+    return tuple(result) if stmt.prim.nout != 1 else (result,)
+
+
+def run(tape: Tape, values: Sequence[Any], check_avals: bool = False) -> tuple[Any, list]:
+    """Interpret ``tape`` on leaf values (one per input); returns (result, grads)."""
+    env: dict[Var, Any] = {i.var: v for i, v in zip(tape.inputs, values)}
+    for index, stmt in enumerate(tape.stmts):
+        results = call_stmt(stmt, env)
+        for v, r in zip(stmt.outs, results):
+            if check_avals and v.aval.shape != np.shape(r):
+                _fail(tape, index, f"result has shape {np.shape(r)}, its aval says {v.aval}")
+            if check_avals and Aval.of(r).dtype != v.aval.dtype:
+                _fail(tape, index, f"result has dtype {Aval.of(r).dtype}, its aval says {v.aval}")
+            env[v] = r
+    def value(atom):
+        return env[atom] if isinstance(atom, Var) else atom.value
+    result = tree_map(value, tape.result)
+    grads = [None if g is None else value(g) for g in (tape.grads or [])]
+    return result, grads

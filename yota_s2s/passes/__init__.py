@@ -1,0 +1,31 @@
+"""Optimizing passes over the tape, each in its own module.
+
+Every pass is a function ``tape -> (tape, changed)``. ``optimize`` runs ``PIPELINE`` until
+nothing changes, then ``fresh_outputs`` makes sure nothing returned aliases an argument, another
+output or a read-only view.
+"""
+from __future__ import annotations
+
+from ..ir.tape import Tape
+from .cse import cse
+from .dce import dce
+from .fold import fold
+from .outputs import fresh_outputs
+from .simplify import simplify
+
+PIPELINE = [fold, simplify, cse, dce]
+MAX_ROUNDS = 20
+
+
+def optimize(tape: Tape, passes=PIPELINE) -> Tape:
+    for _ in range(MAX_ROUNDS):
+        changed = False
+        for run_pass in passes:
+            tape, did = run_pass(tape)
+            changed |= did
+        if not changed:
+            break
+    return fresh_outputs(tape)
+
+
+__all__ = ["PIPELINE", "optimize", "cse", "dce", "fold", "simplify", "fresh_outputs"]

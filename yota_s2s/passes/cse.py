@@ -1,0 +1,44 @@
+"""Common-subexpression elimination across the forward and backward sections.
+
+Two statements with the same primitive, operands and parameters compute the same value, so the
+second one reuses the first (``x[2]`` read once; ``np.exp(x)`` in a rule and in the forward
+code computed once). Statements that make fresh buffers (``np.zeros`` for an accumulation) or
+update in place are never merged.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..ir.tape import Tape, Var
+from .rewrite import resolver, substitute, substitute_stmt
+
+
+def cse(tape: Tape) -> tuple[Tape, bool]:
+    seen: dict[Any, tuple[Var, ...]] = {}
+    mapping: dict[Var, Var] = {}
+    resolve = resolver(mapping)
+    kept = []
+    for stmt in tape.stmts:
+        stmt = substitute_stmt(stmt, resolve)
+        key = (stmt.prim, stmt.args, stmt.params)
+        if stmt.prim.creates or stmt.prim.inplace or not _hashable(key):
+            kept.append(stmt)
+        elif key not in seen:
+            seen[key] = stmt.outs
+            kept.append(stmt)
+        else:
+            for new, old in zip(stmt.outs, seen[key]):
+                mapping[new] = old
+                if old.hint is None and new.hint is not None:
+                    old.hint = new.hint        # keep the source name the reader knows
+    if len(kept) == len(tape.stmts):
+        return tape, False
+    return substitute(tape, mapping, kept), True
+
+
+def _hashable(key: Any) -> bool:
+    try:
+        hash(key)
+        return True
+    except TypeError:
+        return False

@@ -1,0 +1,37 @@
+"""Constant folding: a statement whose operands are all literals becomes a literal.
+
+Rules instantiated with a literal ``dy`` (the seed 1.0) and simplification leave such
+statements behind (``2 - 1``). Only scalars fold: a float array stays a statement, made when the
+code runs, so no large constant is ever written into the generated module.
+"""
+from __future__ import annotations
+
+from ..frontend.values import normalize_static
+from ..ir.tape import Lit, Tape, Var, tree_atoms
+from ..ir.verify import call_stmt
+from .rewrite import resolver, substitute, substitute_stmt
+
+
+def fold(tape: Tape) -> tuple[Tape, bool]:
+    mapping: dict[Var, Lit] = {}
+    resolve = resolver(mapping)
+    kept = []
+    for stmt in tape.stmts:
+        if _foldable(stmt, mapping):
+            lit_stmt = substitute_stmt(stmt, resolve)
+            (value,) = call_stmt(lit_stmt, {})
+            value = normalize_static(value)
+            if getattr(value, "ndim", 0) == 0:
+                mapping[stmt.out] = Lit(value)
+                continue
+        kept.append(stmt)
+    if not mapping:
+        return tape, False
+    return substitute(tape, mapping, kept), True
+
+
+def _foldable(stmt, mapping) -> bool:
+    p = stmt.prim
+    if p.effect or p.creates or p.inplace or p.nout != 1:
+        return False
+    return all(not isinstance(a, Var) or a in mapping for arg in stmt.args for a in tree_atoms(arg))

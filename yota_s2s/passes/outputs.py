@@ -1,0 +1,58 @@
+"""Returned gradients belong to the caller.
+
+After simplification a gradient may be an argument itself (``d(x * y)/dx`` with ``dy = 1`` is
+``y``), a view of one, a read-only broadcast (``np.broadcast_to(1.0, x.shape)``), the same array
+as another gradient, or a literal. Each of those is replaced by a fresh array here, once, at the
+end of the pipeline.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..frontend.values import to_tree
+from ..ir.tape import Input, Lit, Stmt, Tape, Var
+from ..rules.registry import RULES
+
+
+def fresh_outputs(tape: Tape) -> Tape:
+    if not tape.grads:
+        return tape
+    producer = {o: s for s in tape.stmts for o in s.outs}
+    inputs = {i.var for i in tape.inputs}
+    stmts, grads, roots = list(tape.stmts), list(tape.grads), set()
+    for k, (inp, g) in enumerate(zip(tape.inputs, tape.grads)):
+        if g is None or inp.var.aval.weak:
+            continue
+        if isinstance(g, Lit):
+            grads[k] = _add(stmts, tape, inp, RULES.lookup(np.full),
+                            (to_tree(inp.var.aval.shape), g), _dtype(inp))
+            continue
+        root, borrowed = _root(g, producer, inputs)
+        if borrowed or root in roots:
+            grads[k] = _add(stmts, tape, inp, RULES.lookup(np.copy), (g,), ())
+        roots.add(root)
+    return tape.copy(stmts=stmts, grads=grads)
+
+
+def _root(var: Var, producer: dict[Var, Stmt], inputs: set[Var]) -> tuple[Var, bool]:
+    """The array ``var`` shares memory with, and whether that memory is not ours to return
+    (an argument, or a read-only broadcast)."""
+    borrowed = False
+    while var in producer and producer[var].prim.view:
+        stmt = producer[var]
+        borrowed |= stmt.prim.name == "broadcast_to"
+        base = stmt.args[0]
+        if not isinstance(base, Var):
+            return var, True
+        var = base
+    return var, borrowed or var in inputs
+
+
+def _dtype(inp: Input) -> tuple:
+    return () if inp.var.aval.dtype == np.float64 else (("dtype", inp.var.aval.dtype),)
+
+
+def _add(stmts: list[Stmt], tape: Tape, inp: Input, prim, args: tuple, params: tuple) -> Var:
+    out = Var(inp.var.aval, grad_of=inp.var)
+    stmts.append(Stmt((out,), prim, args, params, tape.loc))
+    return out

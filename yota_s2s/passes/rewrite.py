@@ -1,0 +1,37 @@
+"""Small helpers the passes share: substituting values and counting uses."""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from ..ir.tape import Stmt, Tape, Var, tree_map
+
+
+def resolver(mapping: dict[Var, Any]):
+    """A function from an atom to what ``mapping`` makes of it (chains followed)."""
+    def resolve(atom):
+        while isinstance(atom, Var) and atom in mapping:
+            atom = mapping[atom]
+        return atom
+    return resolve
+
+
+def substitute_stmt(stmt: Stmt, resolve) -> Stmt:
+    args = tuple(tree_map(resolve, a) for a in stmt.args)
+    return stmt if args == stmt.args else stmt.replace(args=args)
+
+
+def substitute(tape: Tape, mapping: dict[Var, Any], stmts: list[Stmt] | None = None) -> Tape:
+    """``tape`` with every use of a key of ``mapping`` replaced by its value."""
+    resolve = resolver(mapping)
+    new_stmts = [substitute_stmt(s, resolve) for s in (tape.stmts if stmts is None else stmts)]
+    grads = None if tape.grads is None else [None if g is None else resolve(g) for g in tape.grads]
+    return tape.copy(stmts=new_stmts, result=tree_map(resolve, tape.result), grads=grads)
+
+
+def use_counts(tape: Tape) -> Counter:
+    counts: Counter = Counter()
+    for stmt in tape.stmts:
+        counts.update(stmt.uses())
+    counts.update(a for a in tape.outputs() if isinstance(a, Var))
+    return counts

@@ -1,0 +1,153 @@
+"""Algebraic simplification: the identities a careful person never writes.
+
+    x * 1, 1 * x, x / 1, x + 0, 0 + x, x - 0, x ** 1  ->  x
+    -(-x) -> x;   -1 * x, 0 - x -> -x
+    reshape / broadcast_to / astype / squeeze / expand_dims / ravel to the same shape -> x
+    reshape(sum(x, axis, keepdims=True), s) -> sum(x, axis)   when that already has shape s
+    x.T.T -> x
+    broadcast_to(c, s) * k -> broadcast_to(c * k, s);  broadcast_to(a, s) * b -> a * b
+        when ``a`` and ``b`` broadcast to the result by themselves (no array of ones)
+
+An identity only applies where the result has exactly the operand's shape and dtype, so
+dropping it cannot change a broadcast or a promotion.
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from ..frontend.values import static_of
+from ..ir.tape import Lit, Stmt, Tape, Var
+from .rewrite import resolver, substitute, substitute_stmt
+
+_SAME_SHAPE_NOOPS = {"reshape", "broadcast_to", "astype", "squeeze", "expand_dims", "ravel"}
+_ELEMENTWISE = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "where"}
+
+
+def simplify(tape: Tape) -> tuple[Tape, bool]:
+    mapping: dict[Var, object] = {}
+    resolve = resolver(mapping)
+    producer: dict[Var, Stmt] = {}
+    kept, changed = [], False
+    for stmt in tape.stmts:
+        stmt = substitute_stmt(stmt, resolve)
+        new = _simplify(stmt, producer)
+        if new is None:
+            kept.append(stmt)
+        elif isinstance(new, Stmt):
+            kept.append(new)
+            changed = True
+        else:
+            mapping[stmt.out] = new
+            changed = True
+            continue
+        producer.update((o, kept[-1]) for o in kept[-1].outs)
+    if not changed:
+        return tape, False
+    return substitute(tape, mapping, kept), True
+
+
+def _is(atom, value) -> bool:
+    return isinstance(atom, Lit) and isinstance(atom.value, (int, float, np.number)) \
+        and not isinstance(atom.value, bool) and atom.value == value
+
+
+def _same(atom, out: Var) -> bool:
+    return isinstance(atom, Var) and atom.aval == out.aval
+
+
+def _simplify(stmt: Stmt, producer: dict[Var, Stmt]):
+    name, args, out = stmt.prim.name, stmt.args, stmt.outs[0] if stmt.outs else None
+    if name in ("mul", "add") and len(args) == 2:
+        unit = 1 if name == "mul" else 0
+        a, b = args
+        if _is(b, unit) and _same(a, out):
+            return a
+        if _is(a, unit) and _same(b, out):
+            return b
+        if name == "mul" and (_is(a, -1) and _same(b, out) or _is(b, -1) and _same(a, out)):
+            return _neg(stmt, b if _is(a, -1) else a)
+    if name in ("div", "pow") and _is(args[1], 1) and _same(args[0], out):
+        return args[0]
+    if name == "sub":
+        if _is(args[1], 0) and _same(args[0], out):
+            return args[0]
+        if _is(args[0], 0) and _same(args[1], out):
+            return _neg(stmt, args[1])
+    if name == "neg" and isinstance(args[0], Var):
+        inner = producer.get(args[0])
+        if inner is not None and inner.prim.name == "neg" and _same(inner.args[0], out):
+            return inner.args[0]
+    if name in _SAME_SHAPE_NOOPS and _same(args[0], out):
+        return args[0]
+    if name == "sum" and stmt.param("axis") == () and _same(args[0], out):
+        return args[0]
+    if name == "transpose" and stmt.param("axes") is None and isinstance(args[0], Var):
+        inner = producer.get(args[0])
+        if inner is not None and inner.prim.name == "transpose" and inner.param("axes") is None \
+                and _same(inner.args[0], out):
+            return inner.args[0]
+    if name == "reshape" and isinstance(args[0], Var):
+        return _drop_kept_axes(stmt, producer.get(args[0]))
+    if name in _ELEMENTWISE:
+        return _through_broadcast(stmt, producer)
+    return None
+
+
+def _through_broadcast(stmt: Stmt, producer: dict[Var, Stmt]):
+    """Operate on what was broadcast instead of the broadcast array, when the result keeps
+    its shape and dtype: constants fold, and arrays of ones never get made."""
+    args = list(stmt.args)
+    for i, arg in enumerate(args):
+        inner = producer.get(arg) if isinstance(arg, Var) else None
+        if inner is None or inner.prim.name != "broadcast_to":
+            continue
+        src, shape = inner.args
+        others = args[:i] + args[i + 1:]
+        if isinstance(src, Lit) and all(isinstance(o, Lit) for o in others) \
+                and static_of(shape) == stmt.out.aval.shape:
+            values = [a.value if a is not arg else src.value for a in args]
+            folded = stmt.prim.fn(*values)
+            if np.ndim(folded) == 0 and np.result_type(folded) == stmt.out.aval.dtype:
+                return inner.replace(outs=stmt.outs, args=(Lit(folded), shape))
+        trial = args[:i] + [src] + args[i + 1:]
+        if np.broadcast_shapes(*(_shape(a) for a in trial)) == stmt.out.aval.shape and \
+                np.result_type(*(_dtype_arg(a) for a in trial)) == stmt.out.aval.dtype:
+            return stmt.replace(args=tuple(trial))
+    return None
+
+
+def _shape(atom) -> tuple:
+    return atom.aval.shape if isinstance(atom, Var) else np.shape(atom.value)
+
+
+def _dtype_arg(atom):
+    """What decides the result dtype under numpy's promotion rules (Python scalars are weak)."""
+    if isinstance(atom, Lit):
+        return atom.value
+    if atom.aval.weak:
+        return atom.aval.dtype.type(0).item()
+    return atom.aval.dtype
+
+
+def _neg(stmt: Stmt, x) -> Stmt:
+    from ..rules.registry import RULES
+    return stmt.replace(prim=RULES.lookup(operator.neg), args=(x,), params=())
+
+
+def _drop_kept_axes(stmt: Stmt, inner: Stmt | None):
+    """``reshape(sum(x, axis, keepdims=True), s)`` is ``sum(x, axis)`` when shapes agree."""
+    if inner is None or inner.prim.name != "sum" or not inner.param("keepdims"):
+        return None
+    axis = inner.param("axis")
+    source = inner.args[0]
+    if not isinstance(source, Var):
+        return None
+    shape = source.aval.shape
+    axes = range(len(shape)) if axis is None else axis if isinstance(axis, tuple) else (axis,)
+    axes = {a % len(shape) for a in axes}
+    if tuple(n for i, n in enumerate(shape) if i not in axes) != stmt.out.aval.shape:
+        return None
+    params = tuple((k, v) for k, v in inner.params if k != "keepdims")
+    return stmt.replace(prim=inner.prim, args=inner.args, params=params)

@@ -1,0 +1,20 @@
+"""Guards: the checks the frontend records where control flow depends on a traced value.
+
+``guard(cond, expected=True, where="model.py:7: if x.sum() > 0:")`` has no derivative; it is an
+effect that dead-code elimination keeps. The generated code raises ``GuardError`` when a call
+would take the other path.
+"""
+from __future__ import annotations
+
+from ..errors import GuardError
+from .registry import primitive
+
+
+def guard(cond, expected=True, where=""):
+    if bool(cond) != expected:
+        raise GuardError(f"{where}: the condition was {expected} when compiled and is "
+                         f"{not expected} now")
+
+
+primitive(guard, "cond, expected=True, where=''", name="guard", emit=("guard",), nout=0,
+          effect=True)

@@ -1,0 +1,65 @@
+"""Python operators on arrays and floats: ``+ - * / ** -x``, and the non-differentiable ones.
+
+``np.add`` and friends are aliases of the operators, so ``np.multiply(a, b)`` is written
+``a * b`` in the generated code. ``@`` (matmul) lives in linalg.py, indexing in indexing.py.
+"""
+import operator
+
+import numpy as np
+
+from .registry import alias, diffrule, nodiff, primitive
+
+primitive(operator.add, "x1, x2", name="add", emit=("binop", "+"))
+primitive(operator.sub, "x1, x2", name="sub", emit=("binop", "-"))
+primitive(operator.mul, "x1, x2", name="mul", emit=("binop", "*"))
+primitive(operator.truediv, "x1, x2", name="div", emit=("binop", "/"))
+primitive(operator.pow, "x1, x2", name="pow", emit=("binop", "**"))
+primitive(operator.neg, "x", name="neg", emit=("unop", "-"))
+
+diffrule(operator.add,     "x1", "dy")
+diffrule(operator.add,     "x2", "dy")
+diffrule(operator.sub,     "x1", "dy")
+diffrule(operator.sub,     "x2", "-dy")
+diffrule(operator.mul,     "x1", "dy * x2")
+diffrule(operator.mul,     "x2", "x1 * dy")
+diffrule(operator.truediv, "x1", "dy / x2")
+diffrule(operator.truediv, "x2", "-dy * y / x2")
+diffrule(operator.neg,     "x",  "-dy")
+diffrule(operator.pow,     "x1", "dy * x2 * x1 ** (x2 - 1)")
+
+
+@diffrule(operator.pow, "x2")
+def pow_exponent_grad(x1, y, dy):
+    """d(x1 ** x2)/dx2 = y * log(x1), taking log(0) as 0 where the base is 0 (as autograd)."""
+    return dy * y * np.log(np.where(x1 == 0, 1.0, x1))
+
+
+for np_fn, op in [(np.add, operator.add), (np.subtract, operator.sub),
+                  (np.multiply, operator.mul), (np.divide, operator.truediv),
+                  (np.true_divide, operator.truediv), (np.power, operator.pow),
+                  (np.negative, operator.neg)]:
+    alias(np_fn, op)
+
+# Piecewise constant: the derivative is zero almost everywhere.
+for op, symbol, name in [(operator.floordiv, "//", "floordiv"), (operator.lt, "<", "lt"),
+                         (operator.le, "<=", "le"), (operator.gt, ">", "gt"),
+                         (operator.ge, ">=", "ge"), (operator.eq, "==", "eq"),
+                         (operator.ne, "!=", "ne"), (operator.and_, "&", "and"),
+                         (operator.or_, "|", "or"), (operator.xor, "^", "xor")]:
+    kind = "cmp" if name in ("lt", "le", "gt", "ge", "eq", "ne") else "binop"
+    primitive(op, "x1, x2", name=name, emit=(kind, symbol))
+    nodiff(op)
+primitive(operator.invert, "x", name="invert", emit=("unop", "~"))
+nodiff(operator.invert)
+for np_fn, op in [(np.floor_divide, operator.floordiv), (np.less, operator.lt),
+                  (np.less_equal, operator.le), (np.greater, operator.gt),
+                  (np.greater_equal, operator.ge), (np.equal, operator.eq),
+                  (np.not_equal, operator.ne)]:
+    alias(np_fn, op)
+
+# x % m = x - m * floor(x / m): slope 1 in x, -floor(x / m) in m.
+primitive(operator.mod, "x1, x2", name="mod", emit=("binop", "%"))
+diffrule(operator.mod, "x1", "dy")
+diffrule(operator.mod, "x2", "-dy * np.floor(x1 / x2)")
+alias(np.mod, operator.mod)
+alias(np.remainder, operator.mod)
