@@ -217,8 +217,9 @@ def _selects_all(key: Any) -> bool:
     """``b[:, None]``, ``x[...]``: a key that only adds axes keeps every element once, so its
     gradient is a reshape of ``dy`` rather than a scatter."""
     parts = key if isinstance(key, tuple) else (key,)
-    return all(isinstance(p, Lit) and (p.value is None or p.value is Ellipsis
-                                       or p.value == slice(None)) for p in parts)
+    return all(isinstance(p, Lit) and (p.value is None or p.value is Ellipsis or
+                                       (isinstance(p.value, slice) and p.value == slice(None)))
+               for p in parts)
 
 
 def _one(aval: Aval) -> Any:

@@ -43,12 +43,12 @@ def write_module(tape: Tape, device: str = "cpu", regenerate: str | None = None,
     blocks = emitter.blocks()
     fname = function_name(tape)
     body = _checks(tape, fname) + _bind_leaves(tape, emitter)
-    for section in ("forward", "backward"):
-        chosen = [b for b in blocks if b.section == section]
-        if chosen:
+    section = None
+    for block in blocks:
+        if block.section != section and section != "backward":
+            section = block.section
             body.append(f"# -- {section} --")
-            for block in chosen:
-                body += _block_lines(block, tape)
+        body += _block_lines(block, tape)
     body.append(f"return {', '.join(_returns(tape, emitter))}")
     signature = f"def {fname}({', '.join(tape.params)}):"
     guards = any(s.prim.emit[:1] == ("guard",) for s in tape.stmts)

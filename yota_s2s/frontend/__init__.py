@@ -44,7 +44,8 @@ def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES) -> tupl
         call_args = [self_arg, *traced_args]
     result = ev.inline(target, call_args, {}, None)
     if isinstance(result, Var) and result.hint is None:
-        result.hint = parsed.name          # the value of loss() is called loss
+        # the value of loss() is called loss
+        result.hint = parsed.name if parsed.name.isidentifier() else "value"
     tape = Tape(name=parsed.name, params=names, inputs=inputs, stmts=ev.stmts,
                 result=to_tree(result, loc), statics=statics, loc=loc,
                 arg_kinds=tuple(arg_kind(a) for a in args))

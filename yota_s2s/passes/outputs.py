@@ -54,5 +54,6 @@ def _dtype(inp: Input) -> tuple:
 
 def _add(stmts: list[Stmt], tape: Tape, inp: Input, prim, args: tuple, params: tuple) -> Var:
     out = Var(inp.var.aval, grad_of=inp.var)
-    stmts.append(Stmt((out,), prim, args, params, tape.loc))
+    stmts.append(Stmt((out,), prim, args, params, tape.loc,
+                      rule="fresh: a returned gradient must not share memory"))
     return out

@@ -12,6 +12,8 @@ primitive(np.mean, "a, axis=None, dtype=None, keepdims=False")
 primitive(np.max,  "a, axis=None, keepdims=False")
 primitive(np.min,  "a, axis=None, keepdims=False")
 primitive(np.prod, "a, axis=None, dtype=None, keepdims=False")
+primitive(np.cumsum, "a, axis=None, dtype=None")
+primitive(np.cumprod, "a, axis=None, dtype=None")
 alias(np.amax, np.max)
 alias(np.amin, np.min)
 
