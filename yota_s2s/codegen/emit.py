@@ -93,8 +93,9 @@ class Emitter:
         if stmt.param("expected"):
             cond = ast.UnaryOp(ast.Not(), cond)
         where = stmt.param("where")
-        message = f"{where}: the condition was {stmt.param('expected')} when this gradient was " \
-                  "compiled; compile again for these arguments (ys.grad does this for you)"
+        expected = stmt.param("expected")
+        message = f"{where} was {expected} when this gradient was compiled and is " \
+                  f"{not expected} now; compile again for these arguments (ys.grad does this for you)"
         raise_ = ast.Raise(ast.Call(ast.Name("GuardError"), [ast.Constant(message)], []))
         return ast.If(cond, [raise_], [])
 

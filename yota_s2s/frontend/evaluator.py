@@ -312,7 +312,7 @@ class Evaluator(ExpressionsMixin, CallsMixin):
             raise YotaError(f"the truth value of a traced {value.aval} is ambiguous", self.loc(node),
                             "Use np.any(...) or np.all(...) to get a single bool.") from None
         loc = self.loc(node)
-        where = f"{loc.short}: {loc.text}" if loc else "?"
+        where = f"{loc.short} `{loc.text}`" if loc else "a condition"
         self.emit(self.rules.lookup(_guard_fn()), (value,),
                   {"expected": taken, "where": where}, node)
         return taken

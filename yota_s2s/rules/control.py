@@ -12,8 +12,7 @@ from .registry import primitive
 
 def guard(cond, expected=True, where=""):
     if bool(cond) != expected:
-        raise GuardError(f"{where}: the condition was {expected} when compiled and is "
-                         f"{not expected} now")
+        raise GuardError(f"{where} was {expected} when compiled and is {not expected} now")
 
 
 primitive(guard, "cond, expected=True, where=''", name="guard", emit=("guard",), nout=0,
