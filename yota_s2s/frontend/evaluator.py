@@ -175,7 +175,7 @@ class Evaluator(ExpressionsMixin, CallsMixin):
         self.exec_block(branch)
 
     def stmt_For(self, node: gast.For) -> None:
-        items = self.iterate(self.expr(node.iter), node.iter)
+        items = self.iterate(self.expr(node.iter), node.iter, lazy=True)
         for count, item in enumerate(items):
             if count >= MAX_LOOP:
                 raise self.unsupported(node, f"the loop runs more than {MAX_LOOP} times")
@@ -317,11 +317,13 @@ class Evaluator(ExpressionsMixin, CallsMixin):
                   {"expected": taken, "where": where}, node)
         return taken
 
-    def iterate(self, value: Any, node: gast.AST) -> list:
+    def iterate(self, value: Any, node: gast.AST, lazy: bool = False) -> Any:
+        """The items of ``value``; an array gives its rows (``lazy``: each read when needed)."""
         if isinstance(value, Var):
             if value.aval.ndim == 0:
                 raise YotaError(f"cannot iterate over a traced scalar {value.aval}", self.loc(node))
-            return [self.getitem(value, i, node) for i in range(value.aval.shape[0])]
+            rows = (self.getitem(value, i, node) for i in range(value.aval.shape[0]))
+            return rows if lazy else list(rows)
         if isinstance(value, dict):
             return list(value)
         try:

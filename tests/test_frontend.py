@@ -1,0 +1,179 @@
+"""Frontend: Python source + example arguments -> tape text.
+
+Each test traces one construct and compares the printed tape (without locations), so the
+expected value is exactly what a reader of ``ys.trace`` sees.
+"""
+import linecache
+import textwrap
+
+import numpy as np
+import pytest
+
+import yota_s2s as ys
+from yota_s2s.ir.printer import format_tape
+
+from .programs import constructs as c
+
+X = np.arange(6.0).reshape(3, 2)
+
+
+def tape_text(fn, *args):
+    _, tape = ys.trace(fn, *args)
+    return format_tape(tape, locations=False)
+
+
+def lines(text):
+    return textwrap.dedent(text).strip()
+
+
+def test_for_range_continue_and_static_int():
+    assert tape_text(c.loop_continue, X, 3) == lines("""
+        tape loop_continue(x:f64[3,2], n=3) -> f64[]
+          t1:f64[2] = getitem[key=0] x
+          t2:f64[] = sum t1
+          total:f64[] = add 0.0 t2
+          t3:f64[2] = getitem[key=2] x
+          t4:f64[] = sum t3
+          total_1:f64[] = add total t4
+          return total_1""")
+
+
+def test_tuple_unpacking_of_an_array():
+    assert tape_text(c.unpack, X[:2]) == lines("""
+        tape unpack(x:f64[2,2]) -> f64[]
+          a:f64[2] = getitem[key=0] x
+          b:f64[2] = getitem[key=1] x
+          t1:f64[2] = mul a b
+          unpack:f64[] = sum t1
+          return unpack""")
+
+
+def test_while_on_a_traced_condition_records_one_guard_per_test():
+    text = tape_text(c.while_guard, np.ones(2))
+    guards = [line for line in text.splitlines() if line.strip().startswith("guard[")]
+    assert [g.split("[")[1].split(",")[0] for g in guards] == ["expected=True"] * 3 + ["expected=False"]
+    assert "`while np.sum(x) < 10:`" in guards[0]
+    assert text.endswith("while_guard:f64[] = sum x_3\n  return while_guard")
+
+
+@pytest.mark.parametrize("flag,expected", [(True, "early_return:f64[] = sum x"),
+                                           (False, "t1:f64[3,2] = mul x 2")])
+def test_early_return_on_a_static_flag(flag, expected):
+    assert expected in tape_text(c.early_return, X, flag)
+
+
+@pytest.mark.parametrize("mode,op", [("a", "add x 1"), ("b", "mul x 3"), ("c", "neg x")])
+def test_if_elif_else_on_static_values(mode, op):
+    assert f"y:f64[3,2] = {op}" in tape_text(c.elif_chain, X, mode)
+
+
+def test_conditional_expression_and_boolean_operators():
+    assert tape_text(c.cond_expr_boolop, X, 2) == lines("""
+        tape cond_expr_boolop(x:f64[3,2], k=2) -> f64[]
+          y:f64[3,2] = mul x 2
+          t1:f64[] = sum y
+          cond_expr_boolop:f64[] = mul t1 3
+          return cond_expr_boolop""")
+
+
+def test_numpy_under_other_names_and_module_constants():
+    assert tape_text(c.aliases, X) == lines("""
+        tape aliases(x:f64[3,2]) -> f64[]
+          t1:f64[3,2] = exp x
+          t2:f64[] = sum t1
+          aliases:f64[] = add t2 2.0
+          return aliases""")
+
+
+def test_calls_across_modules_with_keywords_defaults_varargs():
+    assert "mul t1 3.0" in tape_text(c.across_modules, X)
+    assert tape_text(c.defaults_and_kwargs, X) == lines("""
+        tape defaults_and_kwargs(x:f64[3,2]) -> f64[]
+          t1:f64[3,2] = mul x x
+          t2:f64[] = sum t1
+          t3:f64[] = add t2 3.0
+          defaults_and_kwargs:f64[] = add t3 0.5
+          return defaults_and_kwargs""")
+
+
+def test_zip_enumerate_over_lists_of_arrays():
+    text = tape_text(c.zip_enumerate, [X, X], [X, 2 * X])
+    assert text.startswith("tape zip_enumerate(xs_0:f64[3,2], xs_1:f64[3,2], ws_0:f64[3,2], ws_1:f64[3,2])")
+    assert "t1:f64[3,2] = mul xs_0 ws_0" in text and "t4:f64[3,2] = mul xs_1 ws_1" in text
+
+
+def test_comprehensions_and_dicts():
+    text = tape_text(c.comprehension, X)
+    assert "getitem[key=1]" not in text          # the comprehension's `if i != 1`
+    assert text.endswith("comprehension:f64[2] = add v v_1\n  return comprehension")
+
+
+def test_augmented_assignment_rebinds():
+    assert "y_1:f64[3,2] = add y 2.0\n  y_2:f64[3,2] = mul y_1 x" in tape_text(c.augmented, X)
+
+
+def test_nested_functions_closures_and_methods():
+    assert "t1:f64[3,2] = mul x 4.0" in tape_text(c.nested_def, X)
+    assert "t1:f64[3,2] = mul x 2.0" in tape_text(c.make_closure(2.0), X)
+    assert "loss:f64[] = mul t1 3.0" in tape_text(c.Model(3.0).loss, X)
+
+
+def test_iterating_an_array_reads_each_row_in_the_loop():
+    assert tape_text(c.iterate_array, X) == lines("""
+        tape iterate_array(x:f64[3,2]) -> f64[]
+          row:f64[2] = getitem[key=0] x
+          t1:f64[] = getitem[key=0] row
+          total:f64[] = add 0.0 t1
+          row_1:f64[2] = getitem[key=1] x
+          t2:f64[] = getitem[key=0] row_1
+          total_1:f64[] = add total t2
+          row_2:f64[2] = getitem[key=2] x
+          t3:f64[] = getitem[key=0] row_2
+          total_2:f64[] = add total_1 t3
+          return total_2""")
+
+
+def test_recursion_on_a_static_depth_unrolls():
+    assert tape_text(c.recursion, X, 2).count("mul") == 2
+
+
+def test_shapes_are_static_values():
+    assert tape_text(c.shapes_are_static, X) == lines("""
+        tape shapes_are_static(x:f64[3,2]) -> f64[]
+          t1:f64[2,3] = reshape x (2, 3)
+          t2:f64[] = sum t1
+          t3:f64[] = div t2 6
+          shapes_are_static:f64[] = add t3 2
+          return shapes_are_static""")
+
+
+def test_imports_inside_the_function():
+    assert "mul 3.141592653589793 t2" in tape_text(c.import_inside, X)
+
+
+def test_lambda_source_is_found():
+    f = lambda v: np.sum(v * 3.0)  # noqa: E731
+    assert "mul v 3.0" in tape_text(f, X)
+
+
+def test_notebook_cells_work_through_linecache():
+    # IPython registers each cell's source with linecache under a pseudo file name
+    source = "import numpy as np\ndef cell_fn(x):\n    return np.sum(x * 5.0)\n"
+    name = "<ipython-input-7-0123456789ab>"
+    linecache.cache[name] = (len(source), None, source.splitlines(True), name)
+    namespace = {}
+    exec(compile(source, name, "exec"), namespace)
+    assert "mul x 5.0" in tape_text(namespace["cell_fn"], X)
+
+
+def test_no_source_says_so_and_suggests_a_file():
+    namespace = {}
+    exec(compile("def typed(x):\n    return x\n", "<stdin>", "exec"), namespace)
+    with pytest.raises(ys.UnsupportedSyntax, match="keeps no source") as info:
+        ys.trace(namespace["typed"], X)
+    assert "put the function in a file" in str(info.value)
+
+
+def test_trace_returns_the_value():
+    value, _ = ys.trace(c.aliases, X)
+    assert value == pytest.approx(np.sum(np.exp(X)) + 2.0)
