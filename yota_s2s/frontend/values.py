@@ -23,6 +23,9 @@ from ..errors import SourceLoc, StaticValueError
 from ..ir.tape import Lit, Var
 
 
+MAX_LITERAL_SIZE = 64      # larger constant arrays are not written into generated code
+
+
 def is_traced(value: Any) -> bool:
     """Does ``value`` (a Var or a container) hold a traced value anywhere?"""
     if isinstance(value, Var):
@@ -72,6 +75,12 @@ def to_tree(value: Any, loc: SourceLoc | None = None, key: bool = False) -> Any:
                                loc, "Use ints (or values computed from shapes) as slice bounds.")
     if isinstance(value, dict):
         raise StaticValueError("a dict cannot be passed to a numpy function", loc)
+    if isinstance(value, np.ndarray) and value.size > MAX_LITERAL_SIZE:
+        raise StaticValueError(
+            f"a constant array of {value.size} elements ({value.dtype}{list(value.shape)}) from "
+            "outside the function is used in the computation", loc,
+            "Pass it in as an argument (it then stays an array in the generated code); constants "
+            f"of up to {MAX_LITERAL_SIZE} elements are written into the code.")
     return Lit(normalize_static(value))
 
 

@@ -1,0 +1,113 @@
+"""The reverse sweep: adjoint statements, accumulation, un-broadcasting, scatter buffers.
+
+Tapes here are printed before the optimizing passes (``passes=False``) so they show exactly
+what backward.py emits.
+"""
+import math
+
+import numpy as np
+import pytest
+
+import yota_s2s as ys
+from yota_s2s.compiler import gradient_tape
+from yota_s2s.ir.printer import format_tape
+from yota_s2s.rules import RULES
+
+from .programs import models
+
+
+def reuse(x, b):
+    y = x * x + b
+    return np.sum(y * x)
+
+
+def same_shapes(x, y):
+    return np.sum(x * y)
+
+
+def compare_and_int(x, k):
+    return np.sum(x * (x > 0)) * k
+
+
+def backward_text(fn, *args, passes=False):
+    _, tape = gradient_tape(fn, args, passes=passes, check=True)
+    return format_tape(tape, locations=False), tape
+
+
+def test_reused_values_accumulate_and_broadcast_axes_are_summed():
+    text, tape = backward_text(reuse, np.ones((2, 3)), np.ones(3))
+    assert text == (
+        "tape reuse(x:f64[2,3], b:f64[3]) -> f64[]\n"
+        "  t1:f64[2,3] = mul x x\n"
+        "  y:f64[2,3] = add t1 b\n"
+        "  t2:f64[2,3] = mul y x\n"
+        "  reuse:f64[] = sum t2\n"
+        "  dt2:f64[2,3] = broadcast_to 1.0 (2, 3)\n"
+        "  dy:f64[2,3] = mul dt2 x\n"
+        "  dx_1:f64[2,3] = mul y dt2\n"
+        "  db:f64[3] = sum[axis=0] dy\n"
+        "  dx_2:f64[2,3] = mul dy x\n"
+        "  dx_3:f64[2,3] = add dx_1 dx_2\n"
+        "  dx_4:f64[2,3] = mul x dy\n"
+        "  dx:f64[2,3] = add dx_3 dx_4\n"
+        "  return reuse\n"
+        "  grads x: dx, b: db")
+
+
+def test_no_unbroadcast_where_shapes_agree():
+    text, _ = backward_text(same_shapes, np.ones(3), np.ones(3))
+    assert "sum[" not in text and "reshape" not in text
+
+
+def test_indexing_accumulates_into_one_buffer_per_array():
+    text, tape = backward_text(models.polynomial, np.ones(8), passes=True)
+    assert text.count("= zeros") == 1
+    assert text.count("index_add") == 20           # one per x[i] read in the source
+    assert tape.grads[0].hint is None and "grads x: dx" in text
+
+
+def test_indexing_that_keeps_every_element_is_a_reshape():
+    text, _ = backward_text(models.seed_loss, np.ones((2, 3)), np.ones(2), np.ones((3, 4)))
+    assert "zeros" not in text and "db:f64[2] = reshape" in text
+
+
+def test_non_float_and_nodiff_values_get_no_gradient():
+    text, tape = backward_text(compare_and_int, np.ones(3), 4)
+    assert [i.var.hint for i in tape.inputs] == ["x"]        # the int is static, not an input
+    assert "gt x 0" in text and "grads x: dx" in text
+    assert not any(s.prim.name == "gt" and s.rule for s in tape.stmts)   # no rule ran for >
+
+
+def test_backward_statements_carry_their_rule():
+    _, tape = gradient_tape(models.mlp, (np.ones((4, 3)), np.ones(3), np.ones((3, 2)), np.ones(2),
+                                        np.ones((5, 4)), np.eye(2)[[0, 1, 0, 1, 1]]), passes=False)
+    rules = {s.rule for s in tape.stmts if s.rule}
+    assert "tanh x: dy * (1 - y * y)" in rules
+    assert any(r.startswith("matmul x1") for r in rules)
+    forward = [s for s in tape.stmts if not s.rule]
+    assert all(s.loc is not None for s in tape.stmts) and len(forward) < len(tape.stmts)
+
+
+def test_python_float_arguments_get_python_float_gradients():
+    df = ys.simplegrad(models.python_floats, 0.4, -1.2)
+    value, da, db = df(0.4, -1.2)
+    assert type(da) is float and type(db) is float
+    assert value == pytest.approx(models.python_floats(0.4, -1.2))
+    eps = 1e-6
+    assert da == pytest.approx((models.python_floats(0.4 + eps, -1.2) - models.python_floats(0.4 - eps, -1.2)) / (2 * eps), rel=1e-6)
+    assert math.isfinite(db)
+
+
+def test_an_operand_without_a_rule_is_a_clear_error(tmp_path):
+    rules = RULES.copy()
+    rules.primitive(np.cumsum, "a, axis=None, dtype=None")
+    rules.rules = {k: v for k, v in rules.rules.items() if k[0].fn is not np.cumsum}
+    with pytest.raises(ys.NoRuleError) as info:
+        gradient_tape(lambda x: np.sum(np.cumsum(x)), (np.ones(3),), rules=rules)
+    assert "cumsum has no derivative rule for its operand 'a'" in str(info.value)
+    assert "ys.diffrule(" in str(info.value) and "test_backward.py" in str(info.value)
+
+
+def test_a_non_scalar_result_is_refused():
+    with pytest.raises(ys.YotaError, match="returns f64\\[3\\]; gradients need a scalar"):
+        gradient_tape(lambda x: x * 2.0, (np.ones(3),))

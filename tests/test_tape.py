@@ -1,0 +1,102 @@
+"""The IR: abstract values, the printer's text, the verifier and the interpreter."""
+import operator
+
+import numpy as np
+import pytest
+
+from yota_s2s.errors import InternalError
+from yota_s2s.ir import verify
+from yota_s2s.ir.printer import format_static, format_tape
+from yota_s2s.ir.tape import Aval, Input, Lit, Stmt, Tape, Var
+from yota_s2s.rules import RULES
+from yota_s2s.rules.indexing import index_add
+
+ADD, MUL = RULES.lookup(operator.add), RULES.lookup(operator.mul)
+SUM, TANH = RULES.lookup(np.sum), RULES.lookup(np.tanh)
+GETITEM, ZEROS = RULES.lookup(operator.getitem), RULES.lookup(np.zeros)
+F64 = np.dtype("float64")
+
+
+def small_tape():
+    x = Var(Aval((3,), F64), hint="x")
+    h = Var(Aval((3,), F64), hint="h")
+    t = Var(Aval((3,), F64))
+    s = Var(Aval((), F64), hint="loss")
+    stmts = [Stmt((t,), MUL, (x, Lit(2.0))), Stmt((h,), TANH, (t,)),
+             Stmt((s,), SUM, (h,), (("axis", 0),))]
+    return Tape("loss", ("x",), [Input(x, 0)], stmts, result=s, arg_kinds=("array",)), x, s
+
+
+def test_avals_print_short():
+    assert str(Aval((3, 4), np.dtype("float32"))) == "f32[3,4]"
+    assert str(Aval((), F64)) == "f64[]"
+    assert str(Aval.of(1.5)) == "float"
+    assert Aval.of(np.float32(1)).shape == () and not Aval.of(np.float32(1)).weak
+
+
+@pytest.mark.parametrize("value,text", [
+    (slice(None), ":"), (slice(1, None), "1:"), (slice(None, None, -1), "::-1"), (slice(1, 5, 2), "1:5:2"),
+    (Ellipsis, "..."), ((slice(None), None), "(:, None)"), ((3,), "(3,)"),
+    (np.float32(0.5), "f32(0.5)"), (np.dtype("float32"), "float32"), (np.array([1, 2]), "array([1, 2], int64)"),
+])
+def test_static_values_print_compactly(value, text):
+    assert format_static(value) == text
+
+
+def test_tape_prints_one_typed_statement_per_line():
+    tape, _, _ = small_tape()
+    assert format_tape(tape, locations=False) == (
+        "tape loss(x:f64[3]) -> f64[]\n"
+        "  t1:f64[3] = mul x 2.0\n"
+        "  h:f64[3] = tanh t1\n"
+        "  loss:f64[] = sum[axis=0] h\n"
+        "  return loss")
+    assert repr(tape) == "<Tape loss: 3 stmts>"
+    assert format_tape(tape, shapes=False, locations=False).splitlines()[1] == "  t1 = mul x 2.0"
+
+
+def test_unused_outputs_print_as_underscore():
+    tape, x, s = small_tape()
+    dead = Var(Aval((3,), F64), hint="dead")
+    tape.stmts.insert(0, Stmt((dead,), TANH, (x,)))
+    assert "  _:f64[3] = tanh x" in format_tape(tape, locations=False)
+
+
+def test_verify_accepts_a_good_tape_and_run_computes_it():
+    tape, _, _ = small_tape()
+    verify.check(tape)
+    result, _ = verify.run(tape, [np.array([0.1, 0.2, 0.3])], check_avals=True)
+    assert result == pytest.approx(np.sum(np.tanh(np.array([0.2, 0.4, 0.6]))))
+
+
+def test_verify_reports_use_before_definition_with_a_window():
+    tape, x, s = small_tape()
+    tape.stmts.reverse()
+    with pytest.raises(InternalError) as info:
+        verify.check(tape)
+    message = str(info.value)
+    assert "is used before it is defined" in message and ">> loss:f64[] = sum[axis=0] h" in message
+    assert "please report" in message
+
+
+def test_verify_reports_double_definition():
+    tape, _, _ = small_tape()
+    tape.stmts.append(tape.stmts[-1])
+    with pytest.raises(InternalError, match="defined twice"):
+        verify.check(tape)
+
+
+def test_verify_rejects_reading_a_buffer_after_an_in_place_update():
+    x = Var(Aval((3,), F64), hint="x")
+    buf, buf2, later = Var(Aval((3,), F64)), Var(Aval((3,), F64)), Var(Aval((3,), F64))
+    stmts = [Stmt((buf,), ZEROS, ((Lit(3),),)), Stmt((buf2,), RULES.lookup(index_add), (buf, Lit(0), x)),
+             Stmt((later,), ADD, (buf, x))]
+    tape = Tape("f", ("x",), [Input(x, 0)], stmts, result=later)
+    with pytest.raises(InternalError, match="in-place update's target is used after"):
+        verify.check(tape)
+
+
+def test_run_checks_avals():
+    tape, _, _ = small_tape()
+    with pytest.raises(InternalError, match="shape"):
+        verify.run(tape, [np.zeros(4)], check_avals=True)
