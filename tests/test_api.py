@@ -1,0 +1,127 @@
+"""The public API as a user meets it: simplegrad, source, trace, loading and debugging."""
+import inspect
+import io
+import json
+import pdb
+import subprocess
+import sys
+import traceback
+
+import numpy as np
+import pytest
+
+import yota_s2s as ys
+
+from .programs import design, models
+
+ARGS = (np.ones((4, 3)), np.arange(4.0), np.ones((3, 2)), np.ones((4, 2)))
+
+
+def handwritten(W, b, x, y):
+    h = np.tanh(W @ x + b[:, None])
+    dh = 2 * (h - y) / h.size
+    dt = dh * (1 - h ** 2)
+    return np.mean((h - y) ** 2), dt @ x.T, dt.sum(axis=1), W.T @ dt, -dh
+
+
+def test_simplegrad_equals_the_handwritten_gradient():
+    got = ys.simplegrad(design.loss, *ARGS)(*ARGS)
+    for g, h in zip(got, handwritten(*ARGS)):
+        np.testing.assert_allclose(g, h, rtol=1e-12)
+
+
+def test_the_seed_example_from_the_issue():
+    W, b, x = np.random.rand(128, 784), np.random.rand(128), np.random.rand(784, 100)
+    val, dW, db, dx = ys.simplegrad(models.seed_loss, W, b, x)(W, b, x)
+    ones = np.ones((128, 100))
+    np.testing.assert_allclose(val, np.sum(W @ x + b[:, None]))
+    np.testing.assert_allclose(dW, ones @ x.T)
+    np.testing.assert_allclose(db, np.full(128, 100.0))
+    np.testing.assert_allclose(dx, W.T @ ones)
+
+
+def test_source_is_the_module_text_and_inspect_agrees():
+    df = ys.simplegrad(design.loss, *ARGS)
+    text = ys.source(df)
+    assert text.startswith('"""Gradient of loss (design.py:9)')
+    assert inspect.getsource(sys.modules[df.__module__]) == text
+    assert "def loss_grad(W, b, x, y):" in inspect.getsource(df)
+
+
+def test_returned_gradients_are_fresh_arrays():
+    df = ys.simplegrad(models.seed_loss, np.ones((2, 3)), np.ones(2), np.ones((3, 4)))
+    _, dW, db, dx = df(np.ones((2, 3)), np.ones(2), np.ones((3, 4)))
+    _, dW2, _, _ = df(np.ones((2, 3)), np.ones(2), np.ones((3, 4)))
+    assert dW is not dW2 and dW.flags.writeable and db.flags.writeable and dx.flags.owndata
+    dW += 1                                                   # the caller owns it
+
+
+def test_module_imports_by_name_in_a_fresh_process(tmp_path, monkeypatch):
+    monkeypatch.setenv("YOTA_S2S_CACHE", str(tmp_path))
+    df = ys.simplegrad(design.loss, *ARGS)
+    code = (f"import sys, json, numpy as np; sys.path.insert(0, {str(tmp_path)!r}); "
+            f"from {df.__module__} import loss_grad; "
+            "print(json.dumps(loss_grad(np.ones((4, 3)), np.arange(4.0), np.ones((3, 2)), np.ones((4, 2)))[2].tolist()))")
+    out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == df(*ARGS)[2].tolist()
+
+
+def test_out_dir_in_the_project_is_a_plain_import(tmp_path):
+    df = ys.simplegrad(design.loss, *ARGS, out_dir=tmp_path / "grads", module_name="loss_grads")
+    assert (tmp_path / "grads" / "loss_grads.py").read_text() == ys.source(df)
+    code = (f"import sys, numpy as np; sys.path.insert(0, {str(tmp_path / 'grads')!r}); "
+            "import loss_grads; print(loss_grads.loss_grad.__name__)")
+    out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "loss_grad"
+
+
+def test_tracebacks_point_into_the_generated_file():
+    df = ys.simplegrad(models.with_guard, np.ones(3))
+    try:
+        df(-np.ones(3))
+    except ValueError:
+        frames = traceback.extract_tb(sys.exc_info()[2])
+    assert frames[-1].filename == sys.modules[df.__module__].__file__
+    assert frames[-1].line.startswith("raise GuardError(")
+
+
+def test_pdb_stops_on_a_line_of_the_generated_module():
+    df = ys.simplegrad(design.loss, *ARGS)
+    path = sys.modules[df.__module__].__file__
+    line = next(i for i, text in enumerate(ys.source(df).splitlines(), 1) if text.strip().startswith("dW ="))
+    out = io.StringIO()
+    debugger = pdb.Pdb(stdin=io.StringIO(f"break {path}:{line}\ncontinue\np t2.shape\ncontinue\n"),
+                       stdout=out, nosigint=True)
+    debugger.use_rawinput = False
+    debugger.runcall(df, *ARGS)
+    assert "(4, 2)" in out.getvalue() and "dW = t2 @ x.T" in out.getvalue()
+
+
+def test_trace_gives_value_and_printable_tape():
+    val, tape = ys.trace(models.seed_loss, np.ones((2, 3)), np.ones(2), np.ones((3, 4)))
+    assert val == pytest.approx(2 * 4 * 3 + 4 * 2)
+    assert str(tape).splitlines()[0] == "tape seed_loss(W:f64[2,3], b:f64[2], x:f64[3,4]) -> f64[]"
+
+
+def test_gradcheck_passes_and_reports_a_wrong_rule():
+    errors = ys.gradcheck(design.loss, *ARGS)
+    assert set(errors) == {0, 1, 2, 3} and max(errors.values()) < 1e-7
+    rules = ys.RULES.copy()
+    rules.diffrule(np.tanh, "x", "dy * (1 + y * y)")        # wrong on purpose
+    from yota_s2s.gradcheck import numerical_grad
+    df = ys.simplegrad(design.loss, *ARGS, rules=rules)
+    assert not np.allclose(df(*ARGS)[1], numerical_grad(design.loss, ARGS, 0))
+
+
+def test_cupy_example_arguments_are_copied_to_the_host_for_compiling():
+    class FakeCupyArray:                       # quacks like cupy.ndarray
+        __cuda_array_interface__ = {}
+
+        def __init__(self, a):
+            self.a = a
+
+        def get(self):
+            return self.a
+    from yota_s2s.api import _host
+    host = _host((FakeCupyArray(np.ones(2)), 3))
+    assert isinstance(host[0], np.ndarray) and host[1] == 3

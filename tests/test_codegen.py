@@ -1,0 +1,128 @@
+"""Codegen: the generated module is the product.
+
+A golden file for the model of DESIGN.md (reviewed like code), byte-identical output across
+compilations and processes, valid Python with no unused names, the cupy variant, and the
+layout rules (sections, source comments, argument checks).
+"""
+import ast
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from yota_s2s.codegen import write_module
+from yota_s2s.compiler import compile_grad, gradient_tape
+
+from .programs import design, models
+
+GOLDEN = Path(__file__).parent / "golden"
+DESIGN_ARGS = (np.ones((4, 3)), np.ones(4), np.ones((3, 2)), np.ones((4, 2)))
+
+
+def module_text(fn, *args, **options):
+    _, tape = gradient_tape(fn, args, check=True)
+    return write_module(tape, **options)
+
+
+def test_design_example_matches_the_golden_file():
+    assert module_text(design.loss, *DESIGN_ARGS) == (GOLDEN / "design_loss.py").read_text()
+
+
+def test_two_compilations_are_byte_identical():
+    assert module_text(models.mlp, *_mlp_args()) == module_text(models.mlp, *_mlp_args())
+
+
+def test_output_does_not_depend_on_the_process(tmp_path):
+    script = textwrap.dedent("""
+        import numpy as np, sys
+        from tests.test_codegen import module_text, _mlp_args
+        from tests.programs import models
+        sys.stdout.write(module_text(models.mlp, *_mlp_args()))
+    """)
+    root = Path(__file__).parent.parent
+    other = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True,
+                           check=True, env={"PYTHONHASHSEED": "123", "PATH": ""})
+    assert other.stdout == module_text(models.mlp, *_mlp_args())
+
+
+def _mlp_args():
+    r = np.random.default_rng(0)
+    return (r.random((6, 5)), r.random(5), r.random((5, 3)), r.random(3), r.random((4, 6)),
+            np.eye(3)[[0, 2, 1, 2]])
+
+
+PROGRAMS = {
+    "design": (design.loss, DESIGN_ARGS),
+    "mlp": (models.mlp, _mlp_args()),
+    "rnn": (models.rnn, (np.ones((3, 4)), np.ones((4, 4)), np.ones(4), np.ones((5, 2, 3)), np.ones((2, 4)))),
+    "polynomial": (models.polynomial, (np.ones(8),)),
+    "guard": (models.with_guard, (np.ones(3),)),
+    "floats": (models.python_floats, (0.3, 0.5)),
+}
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_generated_code_is_valid_python_with_no_unused_names(name):
+    fn, args = PROGRAMS[name]
+    tree = ast.parse(module_text(fn, *args))
+    func = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.endswith("_grad"))
+    assigned = {t.id for n in ast.walk(func) if isinstance(n, ast.Assign) for t in n.targets
+                if isinstance(t, ast.Name)}
+    loaded = {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    assert assigned <= loaded, f"unused: {assigned - loaded}"
+    imported = {a.asname or a.name for n in tree.body if isinstance(n, ast.Import) for a in n.names}
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    assert imported <= used, f"unused imports: {imported - used}"
+
+
+def test_sections_and_source_comments():
+    text = module_text(design.loss, *DESIGN_ARGS)
+    body = text[text.index("def loss_grad"):]
+    assert body.index("# -- forward --") < body.index("# -- backward --")
+    assert "# design.py:6  return np.tanh(W @ x + b[:, None])    (predict, inlined)" in body
+    assert "# grad of design.py:11  return np.mean((h - y) ** 2)" in body
+    assert "import numpy as xp" in text and "yota_s2s" not in text.split('"""', 2)[2]
+
+
+def test_guards_become_checks_that_raise(tmp_path):
+    text = module_text(models.with_guard, np.ones(3))
+    assert "class GuardError(ValueError)" in text
+    assert "if not x.sum() > 0:\n        raise GuardError(" in text
+    df = compile_grad(models.with_guard, (np.ones(3),), out_dir=tmp_path).fn
+    assert df(np.ones(3))[0] == 3.0
+    with pytest.raises(ValueError, match=r"models.py:\d+ `if np.sum\(x\) > 0:` was True when"):
+        df(-np.ones(3))
+
+
+def test_argument_checks_name_the_argument_and_what_was_expected(tmp_path):
+    df = compile_grad(design.loss, DESIGN_ARGS, out_dir=tmp_path).fn
+    with pytest.raises(TypeError, match=r"argument x must be float64\[3, 2\], got float32\[3, 2\]"):
+        df(DESIGN_ARGS[0], DESIGN_ARGS[1], DESIGN_ARGS[2].astype(np.float32), DESIGN_ARGS[3])
+    with pytest.raises(TypeError, match=r"argument b must be float64\[4\], got \[1.0"):
+        df(DESIGN_ARGS[0], [1.0] * 4, DESIGN_ARGS[2], DESIGN_ARGS[3])
+
+
+def test_static_arguments_are_checked(tmp_path):
+    df = compile_grad(lambda x, n: np.sum(x ** n), (np.ones(2), 3), out_dir=tmp_path).fn
+    assert df(np.ones(2), 3)[2] is None
+    with pytest.raises(TypeError, match="argument n must be 3, got 4"):
+        df(np.ones(2), 4)
+
+
+def test_cuda_device_imports_cupy_and_nothing_else_differs(monkeypatch, tmp_path):
+    cpu = module_text(design.loss, *DESIGN_ARGS)
+    gpu = module_text(design.loss, *DESIGN_ARGS, device="cuda")
+    assert "import cupy as xp" in gpu
+    assert gpu.replace("cupy", "numpy").replace("device cuda", "device cpu") == cpu
+    monkeypatch.setitem(sys.modules, "cupy", np)      # no GPU here: numpy stands in for cupy
+    df = compile_grad(design.loss, DESIGN_ARGS, device="cuda", out_dir=tmp_path, module_name="gpu_loss").fn
+    assert np.allclose(df(*DESIGN_ARGS)[1], compile_grad(design.loss, DESIGN_ARGS).fn(*DESIGN_ARGS)[1])
+
+
+def test_python_floats_use_math():
+    text = module_text(models.python_floats, 0.3, 0.5)
+    assert text.startswith('"""') and "import math\nimport numpy as xp" in text
+    assert "math.exp(a)" in text
