@@ -80,6 +80,11 @@ class CallsMixin:
         if isinstance(fn, type) and issubclass(fn, np.generic) and len(args) == 1:
             from ..rules.elementwise import astype
             return self.call_primitive(self.rules.lookup(astype), (args[0], np.dtype(fn)), {}, node)
+        if getattr(fn, "__module__", None) == "builtins" or fn in (range, slice):
+            raise StaticValueError(f"{getattr(fn, '__name__', fn)}() needs values known at compile "
+                                   "time, but it is given a traced value", self.loc(node),
+                                   "Use an int or a shape (x.shape[0]) here; traced values are "
+                                   "only known when the gradient runs.")
         raise self.no_rule(fn, node)
 
     def no_rule(self, fn: Any, node: gast.AST) -> NoRuleError:
@@ -160,6 +165,10 @@ class CallsMixin:
         if isinstance(fn, types.MethodType):
             fn, args = fn.__func__, [fn.__self__, *args]
         parsed = parse_function(fn)
+        if inspect.isgeneratorfunction(fn) or inspect.iscoroutinefunction(fn):
+            raise UnsupportedSyntax(f"{fn.__name__} is a generator (or async) function",
+                                    parsed.loc(parsed.node),
+                                    "Return a list (or use a list comprehension) instead of yielding.")
         try:
             bound = inspect.signature(fn).bind(*args, **kwargs)
         except TypeError as e:

@@ -1,0 +1,101 @@
+"""Error messages: what went wrong, where in the user's code (file:line, the line, a caret),
+and what to do. Each test pins the parts a user relies on."""
+import numpy as np
+import pytest
+
+import yota_s2s as ys
+
+from .programs import bad
+
+
+def error_text(fn, *args):
+    with pytest.raises(ys.YotaError) as info:
+        ys.simplegrad(fn, *args)
+    return info.value, str(info.value)
+
+
+def test_a_call_without_a_rule_names_the_function_the_line_and_the_fix():
+    err, text = error_text(bad.no_rule, np.ones(3))
+    assert isinstance(err, ys.NoRuleError)
+    lines = text.splitlines()
+    assert lines[0] == "bad.py:9 in no_rule: np.fft.fft has no derivative rule and no Python source to inline"
+    assert lines[1] == "    h = np.fft.fft(x).real"
+    assert lines[2] == "        ^^^^^^^^^^^^^"
+    assert lines[3] == 'Add ys.diffrule(np.fft.fft, "a", "<expr in a, y, dy>") or mark it ys.nodiff(np.fft.fft).'
+
+
+@pytest.mark.parametrize("fn,what,hint", [
+    (bad.uses_try, "`Try` statements are not supported", "check the condition with an if"),
+    (bad.uses_with, "`With` statements are not supported", "move the with-block out"),
+    (bad.writes_global, "writing to global variables is not supported", "Return the new value"),
+    (bad.generator, "generator", "Return a list"),
+])
+def test_unsupported_syntax_says_what_where_and_how(fn, what, hint):
+    err, text = error_text(fn, np.ones(3))
+    assert isinstance(err, ys.UnsupportedSyntax)
+    assert text.startswith(f"bad.py:") and what in text and hint in text
+
+
+def test_a_non_scalar_result_suggests_reducing_it():
+    _, text = error_text(bad.vector_result, np.ones(3))
+    assert "vector_result returns f64[3]; gradients need a scalar float result" in text
+    assert "np.sum(...)" in text
+
+
+def test_values_that_must_be_static():
+    err, text = error_text(bad.traced_axis, np.ones((2, 2)))
+    assert isinstance(err, ys.StaticValueError) and "axis= argument of sum must be known at compile time" in text
+    err, text = error_text(bad.traced_slice, np.ones(3))
+    assert isinstance(err, ys.StaticValueError) and "slice bounds must be known at compile time" in text
+
+
+def test_traced_loop_bound_is_reported_at_its_line():
+    err, text = error_text(bad.traced_loop_bound, np.ones(3))
+    assert isinstance(err, ys.StaticValueError)
+    assert text.startswith("bad.py:43 in traced_loop_bound: range() needs values known at compile time")
+    assert "for i in range(x[0]):" in text and "x.shape[0]" in text
+
+
+def test_undefined_names():
+    _, text = error_text(bad.undefined_name, np.ones(3))
+    assert text.startswith("bad.py:53 in undefined_name: name 'undefined_thing' is not defined")
+
+
+def test_random_numbers_inside_are_refused():
+    _, text = error_text(bad.random_inside, np.ones(3))
+    assert "np.random.rand draws random numbers" in text and "pass them in as an argument" in text
+
+
+def test_large_constant_arrays_are_refused_with_a_fix():
+    err, text = error_text(bad.big_constant, np.ones(100))
+    assert isinstance(err, ys.StaticValueError)
+    assert "a constant array of 100 elements (float64[100])" in text and "Pass it in as an argument" in text
+
+
+def test_writing_into_an_argument_in_place_is_refused():
+    _, text = error_text(bad.writes_argument, np.ones(3))
+    assert "`x += ...` would change the caller's array x in place" in text
+    assert "Write `x = x + ...`" in text
+
+
+def test_ambiguous_truth_value_suggests_any_or_all():
+    _, text = error_text(bad.ambiguous_truth, np.ones(3))
+    assert "truth value of a traced bool[3] is ambiguous" in text and "np.any" in text
+
+
+def test_numpy_failures_show_the_shapes():
+    _, text = error_text(bad.shape_mismatch, np.ones((2, 3)), np.ones((4, 5)))
+    assert text.startswith("bad.py:81 in shape_mismatch: matmul(f64[2,3], f64[4,5]) fails:")
+
+
+def test_rule_with_unknown_name_points_at_the_rule():
+    rules = ys.RULES.copy()
+    with pytest.raises(ys.RuleError) as info:
+        rules.diffrule(np.tanh, "x", "dy * (1 - z * z)")
+    text = str(info.value)
+    assert text.startswith("test_errors.py:") and "uses 'z'" in text and "Rules may use:" in text
+
+
+def test_rule_for_a_missing_operand():
+    with pytest.raises(ys.RuleError, match="tanh has no operand named 'a'"):
+        ys.RULES.copy().diffrule(np.tanh, "a", "dy")
