@@ -1,0 +1,67 @@
+"""Keep the real tapes and modules shown in docs/ up to date.
+
+Docs mark a generated block with an HTML comment naming a snippet, followed by a fenced block:
+
+    <!-- snippet: forward-tape -->
+    ```text
+    ...
+    ```
+
+``python tools/docs_snippets.py`` rewrites those blocks from the current compiler;
+``--check`` exits 1 when a doc is stale (tests/test_docs.py runs the check).
+"""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+MARK = re.compile(r"(<!-- snippet: (?P<name>[\w-]+) -->\n```(?P<lang>\w*)\n)(?P<body>.*?)(```)", re.S)
+
+
+def snippets() -> dict[str, str]:
+    import numpy as np
+
+    from tests.programs import design
+    from yota_s2s.codegen import write_module
+    from yota_s2s.compiler import gradient_tape
+    from yota_s2s.ir.printer import format_tape
+
+    args = (np.ones((4, 3)), np.ones(4), np.ones((3, 2)), np.ones((4, 2)))
+    forward, plain = gradient_tape(design.loss, args, passes=False)
+    _, optimized = gradient_tape(design.loss, args)
+    return {
+        "model": (ROOT / "tests/programs/design.py").read_text(),
+        "forward-tape": format_tape(forward) + "\n",
+        "gradient-tape": format_tape(plain) + "\n",
+        "optimized-tape": format_tape(optimized) + "\n",
+        "module": write_module(optimized),
+    }
+
+
+def update(text: str, values: dict[str, str]) -> str:
+    def replace(m: re.Match) -> str:
+        return m.group(1) + values[m.group("name")] + m.group(5)
+    return MARK.sub(replace, text)
+
+
+def main(argv: list[str]) -> int:
+    values = snippets()
+    stale = []
+    for doc in sorted((ROOT / "docs").glob("*.md")):
+        text = doc.read_text()
+        new = update(text, values)
+        if new != text:
+            stale.append(doc.name)
+            if "--check" not in argv:
+                doc.write_text(new)
+    if stale:
+        print(("stale: " if "--check" in argv else "updated: ") + ", ".join(stale))
+    return 1 if stale and "--check" in argv else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
