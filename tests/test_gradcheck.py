@@ -16,6 +16,7 @@ import pytest
 
 from yota_s2s.compiler import compile_grad
 from yota_s2s.gradcheck import differentiable, numerical_grad
+from yota_s2s.ir import verify
 
 from .programs import models
 
@@ -186,8 +187,19 @@ PROGRAMS: list[Case] = [
 CASES = RULE_CASES + PROGRAMS
 
 
+def leaf_values(tape, args: tuple) -> list:
+    """The argument leaf behind each tape input, by its field path."""
+    def leaf(i):
+        value = args[i.argnum]
+        for key in i.path:
+            value = value[key]
+        return value
+    return [leaf(i) for i in tape.inputs]
+
+
 def check_case(case: Case, args: tuple) -> None:
     compiled = compile_grad(case.fn, args, check=True)
+    verify.run(compiled.tape, leaf_values(compiled.tape, args), check_avals=True)
     value, *grads = compiled.fn(*args)
     assert np.allclose(value, case.fn(*args), rtol=1e-12, atol=1e-12)
     assert len(grads) == len(args)

@@ -36,13 +36,6 @@ def primitive_signature(prim: Primitive) -> inspect.Signature:
     return _signatures[prim]
 
 
-def splat(prim: Primitive, operands: list) -> list:
-    """Operand values as positional arguments (a ``*operands`` tuple spread out)."""
-    if prim.operands and prim.operands[-1].startswith("*"):
-        return [*operands[:-1], *operands[-1]]
-    return operands
-
-
 class CallsMixin:
     def visit_Call(self, node: gast.Call) -> Any:
         fn = self.expr(node.func)
@@ -104,8 +97,8 @@ class CallsMixin:
         operands, params = self.bind_primitive(prim, args, kwargs, node)
         if not any(isinstance(a, Var) for t in operands for a in tree_atoms(t)):
             if not prim.creates and not prim.effect:
-                values = splat(prim, [tree_map(lambda a: a.value, t) for t in operands])
-                result = prim.fn(*values, **params)
+                result = prim.apply([tree_map(lambda a: a.value, t) for t in operands], params)
+                result = result[0] if prim.nout == 1 else result
                 if not _is_data(result):
                     return result       # static: shapes, axes, scalars, index metadata
         return self.emit(prim, operands, params, node)
@@ -137,15 +130,13 @@ class CallsMixin:
     def emit(self, prim: Primitive, operands: list, params: dict, node: gast.AST | None,
              grad_of: Var | None = None) -> Any:
         loc = self.loc(node)
-        values = splat(prim, [tree_map(self.concrete, t) for t in operands])
         try:
-            result = prim.fn(*values, **params)
+            results = prim.apply([tree_map(self.concrete, t) for t in operands], params)
         except YotaError:
             raise
         except Exception as e:
             described = ", ".join(_describe(t) for t in operands)
             raise YotaError(f"{prim.name}({described}) fails: {e}", loc) from None
-        results = (result,) if prim.nout == 1 else tuple(result) if prim.nout else ()
         outs = tuple(Var(Aval.of(r), grad_of=grad_of) for r in results)
         for v, r in zip(outs, results):
             self.values[v] = r

@@ -144,6 +144,13 @@ class Primitive:
     def defaults(self) -> dict[str, Any]:
         return dict(self.options)
 
+    def apply(self, operands: list, params: dict) -> tuple:
+        """Call the primitive on concrete operand values; returns its ``nout`` results."""
+        if self.operands and self.operands[-1].startswith("*"):
+            operands = [*operands[:-1], *operands[-1]]     # a ``*operands`` tuple spread out
+        result = self.fn(*operands, **params)
+        return (result,) if self.nout == 1 else tuple(result) if self.nout else ()
+
 
 @dataclass(frozen=True, slots=True)
 class Stmt:

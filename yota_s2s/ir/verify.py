@@ -61,9 +61,7 @@ def call_stmt(stmt: Stmt, env: dict[Var, Any]) -> tuple:
     """Evaluate one statement on concrete values; returns its results as a tuple."""
     def value(atom):
         return env[atom] if isinstance(atom, Var) else atom.value
-    args = [tree_map(value, a) for a in stmt.args]
-    result = stmt.prim.fn(*args, **dict(stmt.params))
-    return tuple(result) if stmt.prim.nout != 1 else (result,)
+    return stmt.prim.apply([tree_map(value, a) for a in stmt.args], dict(stmt.params))
 
 
 def run(tape: Tape, values: Sequence[Any], check_avals: bool = False) -> tuple[Any, list]:
