@@ -180,12 +180,8 @@ class Evaluator(ExpressionsMixin, CallsMixin):
             if count >= MAX_LOOP:
                 raise self.unsupported(node, f"the loop runs more than {MAX_LOOP} times")
             self.assign(node.target, item)
-            try:
-                self.exec_block(node.body)
-            except _Break:
+            if self.loop_body(node.body):
                 return
-            except _Continue:
-                continue
         self.exec_block(node.orelse)
 
     def stmt_While(self, node: gast.While) -> None:
@@ -195,13 +191,19 @@ class Evaluator(ExpressionsMixin, CallsMixin):
             if count > MAX_LOOP:
                 raise self.unsupported(node, f"the loop runs more than {MAX_LOOP} times",
                                        "Loops are unrolled at compile time; is the condition static?")
-            try:
-                self.exec_block(node.body)
-            except _Break:
+            if self.loop_body(node.body):
                 return
-            except _Continue:
-                continue
         self.exec_block(node.orelse)
+
+    def loop_body(self, body: list[gast.stmt]) -> bool:
+        """Run one iteration; True when it ends in ``break``."""
+        try:
+            self.exec_block(body)
+        except _Break:
+            return True
+        except _Continue:
+            pass
+        return False
 
     def stmt_Break(self, node: gast.Break) -> None:
         raise _Break()
