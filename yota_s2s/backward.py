@@ -22,7 +22,7 @@ import numpy as np
 from .errors import NoRuleError, YotaError
 from .frontend.evaluator import Evaluator, Frame
 from .frontend.values import to_tree
-from .ir.tape import Aval, Lit, Stmt, Tape, Var, tree_atoms
+from .ir.tape import ACCUMULATE, Aval, Lit, Stmt, Tape, Var, tree_atoms
 from .rules.indexing import index_add
 from .rules.registry import NODIFF_ALL, Rule
 
@@ -122,7 +122,7 @@ class _Sweep:
         if isinstance(g, Var) and g.grad_of is None:
             g.grad_of = var
         if var in self.full:
-            self.ev.rule_text = "accumulate: the gradients of a value used twice add up"
+            self.ev.rule_text = ACCUMULATE
             g = self.emit(self.rules.lookup(operator.add), [self.full[var], g], {}, grad_of=var)
         self.full[var] = g
 
@@ -139,7 +139,7 @@ class _Sweep:
                 self.ev.loc_override, self.ev.rule_text = stmt.loc, "getitem a: da[key] += dy"
                 buf = self.emit(self.rules.lookup(index_add), [buf, key, self.fit(dy, stmt.out.aval)],
                                 {}, grad_of=var)
-            self.ev.rule_text = "accumulate: the gradients of a value used twice add up"
+            self.ev.rule_text = ACCUMULATE
             total = buf if total is None else self.emit(self.rules.lookup(operator.add), [total, buf], {},
                                                         grad_of=var)
             self.ev.loc_override = saved

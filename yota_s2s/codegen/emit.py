@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import SourceLoc
 from ..ir.names import Namer, name_tape
-from ..ir.tape import Lit, Stmt, Tape, Var, tree_vars
+from ..ir.tape import ACCUMULATE, Lit, Stmt, Tape, Var, tree_vars
 
 _BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "//": ast.FloorDiv,
            "%": ast.Mod, "**": ast.Pow, "@": ast.MatMult, "&": ast.BitAnd, "|": ast.BitOr,
@@ -58,7 +58,7 @@ class Emitter:
         self.tape = tape
         self.inlined = _inlinable(tape)
         self.producer = {v: s for s in tape.stmts for v in s.outs if v in self.inlined}
-        self.names: Namer = name_tape(tape, skip=set(self.inlined), taken=taken)
+        self.names: Namer = name_tape(tape, skip=set(self.inlined), taken=taken, running_sums=True)
         self.modules: set[str] = set()
 
     def blocks(self) -> list[Block]:
@@ -200,10 +200,16 @@ def _has_array_lit(key: Any) -> bool:
 
 
 def _inlinable(tape: Tape) -> set[Var]:
-    """Temporaries written inline into their one use on the same source line."""
+    """Temporaries written inline into their one use in the same block: the same source line,
+    with no statement from another line in between (so code keeps the source's order)."""
     uses: Counter = Counter()
     user: dict[Var, Stmt] = {}
+    block: dict[int, int] = {}                # statement -> number of its contiguous block
+    current, last_key = 0, None
     for stmt in tape.stmts:
+        if _block_key(stmt) != last_key:
+            current, last_key = current + 1, _block_key(stmt)
+        block[id(stmt)] = current
         for v in stmt.uses():
             uses[v] += 1
             user[v] = stmt
@@ -213,10 +219,12 @@ def _inlinable(tape: Tape) -> set[Var]:
     for stmt in tape.stmts:
         plain = stmt.prim.nout == 1 and not (stmt.prim.effect or stmt.prim.inplace or stmt.prim.creates)
         v = stmt.outs[0] if stmt.outs else None
-        if not plain or v.hint or v.grad_of in named or v in outputs or uses[v] != 1:
+        partial = uses[v] == 1 and user[v].rule == ACCUMULATE and user[v].args[1] is v
+        if not plain or v.hint or (v.grad_of in named and not partial) or v in outputs \
+                or uses[v] != 1:
             named.update(stmt.outs)
             continue
-        if _block_key(user[v]) != _block_key(stmt):
+        if block[id(user[v])] != block[id(stmt)]:
             named.add(v)
             continue
         inline.add(v)

@@ -3,7 +3,8 @@
 - Parameters keep their names; values bound to a source name keep it (``h``), later SSA
   versions of the same name get ``h_1``, ``h_2``.
 - Adjoints are ``d<primal>`` (``dW``, ``dh``). When a gradient is accumulated from several
-  contributions, the total gets the plain name and the partials ``dh_1``, ``dh_2``.
+  contributions, the total gets the plain name and the partials ``dh_1``, ``dh_2``; with
+  ``running_sums`` (codegen) the sum keeps one name instead: ``dW = dW + h.T @ t7``.
 - Everything else is a temporary ``t1, t2, ...``, numbered densely in statement order.
 - An ``inplace`` statement's result shares its first operand's name (``dx[2] += t5``).
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from .tape import Tape, Var, tree_vars
+from .tape import ACCUMULATE, Tape, Var, tree_vars
 
 RESERVED = frozenset({"xp", "math", "GuardError", "float", "int", "abs", "max", "min", "len",
                       "range", "sum", "print", "isinstance", "tuple", "list", "dict", "None",
@@ -72,7 +73,8 @@ class Namer:
         return var in self.names
 
 
-def name_tape(tape: Tape, skip: set[Var] = frozenset(), taken: Iterable[str] = ()) -> Namer:
+def name_tape(tape: Tape, skip: set[Var] = frozenset(), taken: Iterable[str] = (),
+              running_sums: bool = False) -> Namer:
     """Name every Var of ``tape`` except those in ``skip`` (inlined into expressions)."""
     namer = Namer(taken)
     hints = {v.hint for inp in tape.inputs for v in [inp.var] if v.hint}
@@ -87,17 +89,40 @@ def name_tape(tape: Tape, skip: set[Var] = frozenset(), taken: Iterable[str] = (
         else:
             namer.name_var(inp.var)
     totals = _accumulated_totals(tape, skip)
+    continued = _running_sums(tape) if running_sums else {}
     for stmt in tape.stmts:
         for v in stmt.outs:
             if v in skip:
                 continue
             if stmt.prim.inplace and _first_var(stmt) in namer.names:
                 namer.names[v] = namer.names[_first_var(stmt)]
+            elif v in continued and continued[v] in namer.names:
+                namer.names[v] = namer.names[continued[v]]
+            elif running_sums and v.grad_of is not None and v.grad_of in namer.names:
+                namer.names[v] = namer.fresh("d" + namer.names[v.grad_of])
             elif v.grad_of is not None and v.grad_of in namer.names and v is not totals.get(v.grad_of, v):
                 namer.names[v] = _partial_name(namer, "d" + namer.names[v.grad_of])
             else:
                 namer.name_var(v)
     return namer
+
+
+def _running_sums(tape: Tape) -> dict[Var, Var]:
+    """Accumulating additions whose running total is not read again: the sum may reuse the
+    total's name (``dW = dW + t``)."""
+    last_use: dict[Var, int] = {}
+    for index, stmt in enumerate(tape.stmts):
+        for v in stmt.uses():
+            last_use[v] = index
+    for a in tape.outputs():
+        last_use[a] = len(tape.stmts)
+    continued = {}
+    for index, stmt in enumerate(tape.stmts):
+        total = _first_var(stmt)
+        if stmt.rule == ACCUMULATE and total is not None and last_use.get(total) == index \
+                and total.grad_of is stmt.out.grad_of:
+            continued[stmt.out] = total
+    return continued
 
 
 def _first_var(stmt) -> Var | None:

@@ -65,6 +65,9 @@ class Aval:
 
 _ids = itertools.count()
 
+# The rule text of the additions backward.py makes when a value's gradient has several parts.
+ACCUMULATE = "accumulate: the gradients of a value used twice add up"
+
 
 class Var:
     """A traced value. Identity is the variable: two Vars are never equal unless identical."""

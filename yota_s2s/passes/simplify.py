@@ -3,6 +3,7 @@
     x * 1, 1 * x, x / 1, x + 0, 0 + x, x - 0, x ** 1  ->  x
     -(-x) -> x;   -1 * x, 0 - x -> -x
     reshape / broadcast_to / astype / squeeze / expand_dims / ravel to the same shape -> x
+    a reshape (transpose, expand_dims, ...) of broadcast_to(c, s) -> broadcast_to(c, new shape)
     reshape(sum(x, axis, keepdims=True), s) -> sum(x, axis)   when that already has shape s
     x.T.T -> x
     broadcast_to(c, s) * k -> broadcast_to(c * k, s);  broadcast_to(a, s) * b -> a * b
@@ -17,12 +18,13 @@ import operator
 
 import numpy as np
 
-from ..frontend.values import static_of
+from ..frontend.values import static_of, to_tree
 from ..ir.tape import Lit, Stmt, Tape, Var
 from .rewrite import resolver, substitute, substitute_stmt
 
 _SAME_SHAPE_NOOPS = {"reshape", "broadcast_to", "astype", "squeeze", "expand_dims", "ravel"}
 _ELEMENTWISE = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "where"}
+_SHAPE_OPS = {"reshape", "expand_dims", "squeeze", "transpose", "ravel", "broadcast_to", "swapaxes"}
 
 
 def simplify(tape: Tape) -> tuple[Tape, bool]:
@@ -40,6 +42,8 @@ def simplify(tape: Tape) -> tuple[Tape, bool]:
             changed = True
         else:
             mapping[stmt.out] = new
+            if isinstance(new, Var) and new.hint is None and new.grad_of is None:
+                new.hint = stmt.out.hint          # `total = 0.0 + t` keeps the name total
             changed = True
             continue
         producer.update((o, kept[-1]) for o in kept[-1].outs)
@@ -81,6 +85,10 @@ def _simplify(stmt: Stmt, producer: dict[Var, Stmt]):
             return inner.args[0]
     if name in _SAME_SHAPE_NOOPS and _same(args[0], out):
         return args[0]
+    if name in _SHAPE_OPS and isinstance(args[0], Var):
+        inner = producer.get(args[0])
+        if inner is not None and inner.prim.name == "broadcast_to" and isinstance(inner.args[0], Lit):
+            return inner.replace(outs=stmt.outs, args=(inner.args[0], to_tree(out.aval.shape)))
     if name == "sum" and stmt.param("axis") == () and _same(args[0], out):
         return args[0]
     if name == "transpose" and stmt.param("axes") is None and isinstance(args[0], Var):
