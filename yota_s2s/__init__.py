@@ -3,6 +3,8 @@
     import yota_s2s as ys
     dloss = ys.simplegrad(loss, W, b, x)     # a readable generated module, compiled once
     val, dW, db, dx = dloss(W, b, x)
+    ys.diffrule(logistic, "x", "y * (1 - y) * dy")     # a custom derivative
+    print(ys.rules())                                  # every primitive and its rules
 """
 __version__ = "0.1.0"
 
@@ -10,8 +12,8 @@ from .api import simplegrad, source, trace
 from .errors import (ArgumentMismatch, GuardError, InternalError, NoRuleError, RuleError,
                      StaticValueError, UnsupportedSyntax, YotaError)
 from .gradcheck import gradcheck
-from .rules import RULES, diffrule, nodiff, primitive
+from .rules import RULES, diffrule, nodiff, primitive, stop_gradient
 
 __all__ = ["simplegrad", "trace", "source", "gradcheck", "diffrule", "nodiff", "primitive",
-           "RULES", "YotaError", "UnsupportedSyntax", "NoRuleError", "StaticValueError",
-           "RuleError", "GuardError", "ArgumentMismatch", "InternalError", "__version__"]
+           "stop_gradient", "rules", "RULES", "YotaError", "UnsupportedSyntax", "NoRuleError",
+           "StaticValueError", "RuleError", "GuardError", "ArgumentMismatch", "InternalError", "__version__"]

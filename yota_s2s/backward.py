@@ -13,7 +13,6 @@ per array (``dx[2] += ...``), never one zero array per index.
 """
 from __future__ import annotations
 
-import inspect
 import operator
 from typing import Any
 
@@ -25,6 +24,7 @@ from .frontend.values import to_tree
 from .ir.tape import ACCUMULATE, Aval, Lit, Stmt, Tape, Var, tree_atoms
 from .rules.indexing import index_add
 from .rules.registry import NODIFF_ALL, Rule
+from .rules.template import bind
 
 
 def backward(tape: Tape, ev: Evaluator, wrt: set[int] | None = None) -> Tape:
@@ -105,6 +105,7 @@ class _Sweep:
         env["y"] = stmt.outs[0] if prim.nout == 1 else tuple(stmt.outs)
         env["dy"] = dys[0] if prim.nout == 1 else tuple(dys)
         ev.rule_text = str(rule)
+        env = bind(rule, env, dict(stmt.params))
         if rule.expr is not None:
             frame = Frame(None, rule.globals, {}, None)
             frame.locals.update(env)
@@ -113,8 +114,7 @@ class _Sweep:
                 return ev.expr(rule.expr)
             finally:
                 ev.frame = saved
-        wanted = inspect.signature(rule.fn).parameters
-        return ev.inline(rule.fn, [], {k: env[k] for k in wanted if k in env}, None)
+        return ev.inline(rule.fn, [], env, None)
 
     # -- adjoints ------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import SourceLoc
 from ..ir.names import Namer, name_tape
-from ..ir.tape import ACCUMULATE, Lit, Stmt, Tape, Var, tree_vars
+from ..ir.tape import ACCUMULATE, Lit, Primitive, Stmt, Tape, Var, tree_vars
 
 _BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "//": ast.FloorDiv,
            "%": ast.Mod, "**": ast.Pow, "@": ast.MatMult, "&": ast.BitAnd, "|": ast.BitOr,
@@ -54,8 +54,10 @@ def _block_key(stmt: Stmt) -> tuple:
 
 
 class Emitter:
-    def __init__(self, tape: Tape, taken: set[str] = frozenset()):
+    def __init__(self, tape: Tape, taken: set[str] = frozenset(),
+                 calls: dict[Primitive, str] | None = None):
         self.tape = tape
+        self.calls = calls or {}          # user functions: how the module's imports name them
         self.inlined = _inlinable(tape)
         self.producer = {v: s for s in tape.stmts for v in s.outs if v in self.inlined}
         self.names: Namer = name_tape(tape, skip=set(self.inlined), taken=taken, running_sums=True)
@@ -130,6 +132,8 @@ class Emitter:
             return ast.UnaryOp(_UNOPS[emit[1]](), self.atom(args[0]))
         if kind == "cmp":
             return ast.Compare(self.atom(args[0]), [_CMPS[emit[1]]()], [self.atom(args[1])])
+        if kind == "identity":
+            return self.atom(args[0])
         if kind == "getitem":
             return ast.Subscript(self.atom(args[0]), self.key(args[1]), ast.Load())
         keywords = [ast.keyword(k, self.literal(v)) for k, v in stmt.params]
@@ -143,6 +147,8 @@ class Emitter:
         if kind == "method" or (stmt.prim.name in _METHOD_STYLE and is_array):
             name = emit[1] if kind == "method" else stmt.prim.name
             return ast.Call(ast.Attribute(operands[0], name, ast.Load()), operands[1:], keywords)
+        if stmt.prim in self.calls:
+            return ast.Call(_dotted(self.calls[stmt.prim]), operands, keywords)
         self.modules.add(emit[1].split(".")[0])
         return ast.Call(_dotted(emit[1]), operands, keywords)
 

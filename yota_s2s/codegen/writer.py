@@ -1,7 +1,8 @@
 """Tape with gradients -> the text of a gradient module.
 
 Layout: header docstring (what, compiled for what, how to regenerate), imports (``numpy`` or
-``cupy`` as ``xp``, ``math`` where Python floats need it), ``GuardError`` where guards exist,
+``cupy`` as ``xp``, ``math`` where Python floats need it, the user's modules for the functions
+that rules and primitives name; see imports.py), ``GuardError`` where guards exist,
 then one function: argument checks, ``# -- forward --``, ``# -- backward --``, return. Each
 statement is unparsed on its own so that comments and blank lines are ours; the text depends
 only on the tape, so two compilations of the same input are byte-identical.
@@ -15,6 +16,7 @@ from typing import Any
 from .. import __version__
 from ..ir.tape import Tape, Var
 from .emit import Block, Emitter
+from .imports import plan_imports
 
 INDENT = "    "
 MAX_COMMENT = 100
@@ -36,10 +38,10 @@ def function_name(tape: Tape) -> str:
     return f"{tape.name}_grad" if tape.name.isidentifier() else "lambda_grad"
 
 
-def write_module(tape: Tape, device: str = "cpu", regenerate: str | None = None,
-                 imports: dict[str, str] | None = None) -> str:
-    """The module's text. ``imports`` maps a module alias used by user rules to its import path."""
-    emitter = Emitter(tape)
+def write_module(tape: Tape, device: str = "cpu", regenerate: str | None = None) -> str:
+    """The module's text."""
+    imports = plan_imports(tape)
+    emitter = Emitter(tape, taken=imports.names, calls=imports.calls)
     blocks = emitter.blocks()
     fname = function_name(tape)
     body = _checks(tape, fname) + _bind_leaves(tape, emitter)
@@ -52,7 +54,7 @@ def write_module(tape: Tape, device: str = "cpu", regenerate: str | None = None,
     body.append(f"return {', '.join(_returns(tape, emitter))}")
     signature = f"def {fname}({', '.join(tape.params)}):"
     guards = any(s.prim.emit[:1] == ("guard",) for s in tape.stmts)
-    parts = [_header(tape, device, regenerate, emitter), _imports(device, emitter.modules, imports)]
+    parts = [_header(tape, device, regenerate, emitter), _imports(device, emitter.modules, imports.lines)]
     if guards:
         parts.append(_PRELUDE_GUARD)
     if _has_checks(tape):
@@ -93,13 +95,12 @@ def _spec(var: Var) -> str:
     return f"{var.aval.dtype.name}[{', '.join(map(str, var.aval.shape))}]"
 
 
-def _imports(device: str, modules: set[str], extra: dict[str, str] | None) -> str:
+def _imports(device: str, modules: set[str], user: list[str]) -> str:
+    """Standard library, then the array module, then the user's modules (PEP 8 order)."""
     lines = ["import cupy as xp" if device == "cuda" else "import numpy as xp"]
     if "math" in modules:
         lines.insert(0, "import math")
-    for alias, path in sorted((extra or {}).items()):
-        lines.append(f"import {path}" if alias == path else f"import {path} as {alias}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + user) + "\n"
 
 
 # -- the function ---------------------------------------------------------------------------

@@ -126,8 +126,9 @@ class Primitive:
 
     ``operands`` are the parameters given positionally (arrays, scalars, shapes); ``options`` are
     static keyword parameters with their defaults. ``emit`` tells codegen how to write a call:
-    ``("call", "xp.tanh")``, ``("binop", "+")``, ``("unop", "-")``, ``("cmp", ">")``,
-    ``("getitem",)``, ``("attr", "T")``, ``("method", "astype")``.
+    ``("call", "xp.tanh")``, ``("call", "logistic", "model")`` (a user function, imported from
+    its module), ``("binop", "+")``, ``("unop", "-")``, ``("cmp", ">")``, ``("getitem",)``,
+    ``("attr", "T")``, ``("method", "astype")``, ``("identity",)`` (the operand itself).
     """
 
     name: str

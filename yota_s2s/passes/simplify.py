@@ -44,12 +44,21 @@ def simplify(tape: Tape) -> tuple[Tape, bool]:
             mapping[stmt.out] = new
             if isinstance(new, Var) and new.hint is None and new.grad_of is None:
                 new.hint = stmt.out.hint          # `total = 0.0 + t` keeps the name total
+            _pass_on_gradient(stmt.out, new, producer)
             changed = True
             continue
         producer.update((o, kept[-1]) for o in kept[-1].outs)
     if not changed:
         return tape, False
     return substitute(tape, mapping, kept), True
+
+
+def _pass_on_gradient(old: Var, new, producer: dict[Var, Stmt]) -> None:
+    """``dx = t * 1`` becomes ``t``: a temporary of the backward pass then is the gradient,
+    and is named like it (``dx``, not ``t2``)."""
+    if isinstance(new, Var) and old.grad_of is not None and new.grad_of is None \
+            and new.hint is None and new in producer and producer[new].rule is not None:
+        new.grad_of = old.grad_of
 
 
 def _is(atom, value) -> bool:

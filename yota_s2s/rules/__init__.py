@@ -8,13 +8,34 @@
     indexing.py     x[key] and the accumulating update behind its gradient
     creation.py     zeros ones full arange ... (no gradient)
     control.py      guards (no gradient)
+    stop.py         stop_gradient (identity forward, no gradient)
+
+registry.py holds the ``RuleSet``, template.py checks and binds rules, listing.py prints them.
 
 The same ``diffrule``/``nodiff`` calls that users make register the built-ins, so these files
 are also the examples to learn from.
 """
-from . import control, creation, elementwise, indexing, linalg, operators, reductions, shape
-from .registry import RULES, Rule, RuleSet, alias, diffrule, nodiff, primitive, scatter_rule
+import sys
+import types
 
-__all__ = ["RULES", "Rule", "RuleSet", "alias", "diffrule", "nodiff", "primitive", "scatter_rule",
-           "control", "creation", "elementwise", "indexing", "linalg", "operators", "reductions",
-           "shape"]
+from . import control, creation, elementwise, indexing, linalg, operators, reductions, shape, stop
+from .listing import RuleListing, list_rules
+from .registry import RULES, Rule, RuleSet, alias, diffrule, nodiff, primitive, scatter_rule
+from .stop import stop_gradient
+
+__all__ = ["RULES", "Rule", "RuleSet", "RuleListing", "alias", "diffrule", "nodiff", "primitive",
+           "scatter_rule", "stop_gradient", "list_rules", "control", "creation", "elementwise",
+           "indexing", "linalg", "operators", "reductions", "shape", "stop"]
+
+
+class _CallablePackage(types.ModuleType):
+    """``ys.rules()`` lists the rules, while ``ys.rules`` stays this package (``ys.rules.RULES``):
+    a function of that name would shadow the package on ``yota_s2s``."""
+
+    def __call__(self, match=None, rules: RuleSet = RULES) -> RuleListing:
+        """The registered primitives and their rules (of ``match``: a function or part of a
+        name), readable in a terminal: ``print(ys.rules(np.tanh))``."""
+        return list_rules(match, rules)
+
+
+sys.modules[__name__].__class__ = _CallablePackage

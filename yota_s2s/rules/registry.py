@@ -5,9 +5,9 @@ A primitive is declared with its signature in numpy's own parameter names::
     primitive(np.sum, "a, axis=None, dtype=None, keepdims=False")
 
 Parameters without a default are *operands* (given positionally, traced or literal); those with
-a default are static *options* (keywords, printed as ``[axis=1]``). A rule is one expression per
-differentiable operand, written in those names plus ``y`` (the result) and ``dy`` (the incoming
-gradient)::
+a default are static *options* (keywords, printed as ``[axis=1]``). A primitive is called, never
+inlined. A rule is one expression per differentiable operand, written in those names plus ``y``
+(the result) and ``dy`` (the incoming gradient)::
 
     diffrule(np.tanh, "x", "dy * (1 - y * y)")
 
@@ -18,13 +18,19 @@ the frontend inlines it like user code, so shape branches are decided at compile
     def sum_grad(a, dy, axis=None, keepdims=False):
         ...
 
-There is one default ``RuleSet`` (``RULES``); tests can ``copy()`` it.
+``diffrule`` and ``nodiff`` make a function a primitive on first use (its operands and options
+read from its signature). Later declarations win: a rule replaces the one before it (a user rule
+overrides a built-in), ``nodiff`` drops rules, and re-declaring a primitive carries its rules
+over to the new signature. Every change takes a new ``version``, unique across all RuleSets, so
+compiled code keyed on it goes stale. There is one default ``RuleSet`` (``RULES``); tests can
+``copy()`` it.
 """
 from __future__ import annotations
 
 import inspect
+import itertools
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import gast
@@ -32,9 +38,11 @@ import numpy as np
 
 from ..errors import RuleError, SourceLoc
 from ..ir.tape import Primitive
-from .template import check_rule_expr, parse_rule_expr, rule_function_params
+from .template import (check_rule_expr, check_rule_function, forwarded_kwargs, parse_rule_expr,
+                       placeholders, spelled)
 
 NODIFF_ALL = "*"
+_versions = itertools.count(1)
 
 
 @dataclass(frozen=True)
@@ -49,6 +57,7 @@ class Rule:
     scatter: bool = False            # d a[key] += dy, accumulated per array (see backward.py)
     globals: dict | None = None      # where names in ``expr`` resolve (np, math, user helpers)
     loc: SourceLoc | None = None     # where the rule was registered
+    kwargs: str | None = None        # ``kw`` in ``**kw``: the keyword options of the call
 
     def __str__(self) -> str:
         return f"{self.prim.name} {self.argname}: {self.text}"
@@ -79,25 +88,63 @@ def numpy_path(fn: Any) -> str | None:
     return None
 
 
-def _default_spec(fn: Any) -> str:
+def _signature(fn: Any, loc: SourceLoc) -> tuple[tuple[str, ...], tuple[tuple[str, Any], ...]]:
+    """Operands and options read from ``fn``'s own signature (ufuncs: ``x`` or ``x1, x2``)."""
     if isinstance(fn, np.ufunc):
-        return {1: "x", 2: "x1, x2"}.get(fn.nin) or ", ".join(f"x{i + 1}" for i in range(fn.nin))
+        return ("x",) if fn.nin == 1 else tuple(f"x{i + 1}" for i in range(fn.nin)), ()
     try:
-        sig = inspect.signature(fn)
+        params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
-        raise RuleError(f"cannot read the parameters of {fn!r}; declare them with "
-                        f"ys.primitive({getattr(fn, '__name__', fn)}, \"x, axis=None\")") from None
-    return str(sig)[1:-1].replace("/, ", "").replace(", /", "")
+        raise RuleError(f"cannot read the parameters of {spelled(fn)}", loc,
+                        f"Declare them: ys.primitive({spelled(fn)}, \"x, axis=None\").") from None
+    operands, options = [], []
+    for p in params:
+        if p.kind is p.VAR_POSITIONAL:
+            operands.append("*" + p.name)
+        elif p.default is not p.empty:
+            options.append((p.name, p.default))
+        elif p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            operands.append(p.name)
+        else:
+            what = f"**{p.name}" if p.kind is p.VAR_KEYWORD else f"the keyword {p.name!r}"
+            raise RuleError(f"{spelled(fn)} takes {what}; a primitive's options need names and "
+                            "defaults", loc, f"Declare them: ys.primitive({spelled(fn)}, "
+                            f"\"{', '.join(operands + ['option=default'])}\").")
+    return tuple(operands), tuple(options)
 
 
-def _caller_loc() -> tuple[SourceLoc, dict]:
-    """Where the user (or a built-in rule file) registered a rule: the first frame outside here."""
+def _caller() -> tuple[SourceLoc, dict]:
+    """Where the user (or a built-in rule file) registered a rule, and the names visible there
+    (a module's globals; inside a function, its locals too, as they are now)."""
     frame = sys._getframe(1)
     while frame.f_globals.get("__name__") == __name__:
         frame = frame.f_back
     info = inspect.getframeinfo(frame, context=1)
     text = (info.code_context or [""])[0].strip()
-    return SourceLoc(info.filename, info.lineno, text=text), frame.f_globals
+    names = frame.f_globals
+    if frame.f_locals is not frame.f_globals:
+        names = {**frame.f_globals, **frame.f_locals}
+    return SourceLoc(info.filename, info.lineno, func=_frame_func(frame), text=text), names
+
+
+def _frame_func(frame) -> str:
+    name = frame.f_code.co_name
+    return "" if name == "<module>" else name
+
+
+def _call_emit(fn: Any, module: str | None) -> tuple:
+    """How generated code calls ``fn``: ``xp.tanh``, ``math.exp``, ``abs``, or a user function
+    ``("call", qualname, module)`` that the generated module imports (see codegen/imports.py)."""
+    path = numpy_path(fn)
+    if path is not None and module is None:
+        return ("call", "xp." + path)
+    module = module or getattr(fn, "__module__", None) or ""
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
+    if module in ("", "builtins", "_operator", "operator"):
+        return ("call", name)
+    if module == "math":
+        return ("call", f"math.{name}")
+    return ("call", name, module)
 
 
 class RuleSet:
@@ -105,7 +152,7 @@ class RuleSet:
         self.prims: dict[Any, Primitive] = {}
         self.rules: dict[tuple[Primitive, str], Rule] = {}
         self.nodiffs: dict[Primitive, set[str]] = {}
-        self.version = 0          # bumped on every change: compiled code keyed on it goes stale
+        self.version = next(_versions)
 
     def copy(self) -> "RuleSet":
         new = RuleSet()
@@ -113,74 +160,136 @@ class RuleSet:
         new.nodiffs = {p: set(s) for p, s in self.nodiffs.items()}
         return new
 
+    def _changed(self) -> None:
+        self.version = next(_versions)
+
     # -- declaring ---------------------------------------------------------------------------
 
     def primitive(self, fn: Any, spec: str | None = None, *, name: str | None = None,
-                  emit: tuple | None = None, nout: int = 1, **flags: Any) -> Primitive:
-        """Declare ``fn`` a primitive (idempotent unless a new spec is given)."""
-        if fn in self.prims and spec is None and name is None and emit is None:
-            return self.prims[fn]
-        operands, options = parse_signature(spec if spec is not None else _default_spec(fn))
-        path = numpy_path(fn)
-        if name is None:
-            name = path or _qualified_name(fn)
-        if emit is None:
-            emit = ("call", "xp." + path) if path else ("call", _qualified_name(fn))
-        prim = Primitive(name, fn, operands, options, emit, nout, **flags)
+                  emit: tuple | None = None, nout: int = 1, module: str | None = None,
+                  **flags: Any) -> Primitive:
+        """Declare ``fn`` a primitive: called, never inlined. ``module`` names where generated
+        code imports it from (for functions defined in ``__main__``, or re-exported).
+        Idempotent unless something new is given."""
+        _check_hashable(fn)
+        old = self.prims.get(fn)
+        if old is not None and (spec, name, emit, module) == (None,) * 4 and not flags:
+            return old
+        loc = _caller()[0]
+        if spec is not None and "**" in spec:
+            raise RuleError(f"the spec {spec!r} has **keywords; a primitive needs its options "
+                            "by name", loc, "List them with defaults: \"x, w, pad=0, stride=1\".")
+        operands, options = parse_signature(spec) if spec is not None else _signature(fn, loc)
+        prim = Primitive(name or numpy_path(fn) or _qualified_name(fn), fn, operands, options,
+                         emit or _call_emit(fn, module), nout, **flags)
+        if old is not None:
+            self._carry_over(old, prim, loc)
         self.prims[fn] = prim
-        self.version += 1
+        self._changed()
         return prim
+
+    def _carry_over(self, old: Primitive, new: Primitive, loc: SourceLoc) -> None:
+        """A re-declared primitive keeps its rules, nodiff marks and aliases (checked against
+        the new signature before anything changes)."""
+        operands = {o.lstrip("*") for o in new.operands}
+        moved = {}
+        for (prim, argname), rule in self.rules.items():
+            if prim is not old:
+                continue
+            if argname not in operands:
+                raise RuleError(f"re-declaring {spelled(new.fn)} drops its operand {argname!r}, "
+                                f"which has a rule ({rule.loc.short if rule.loc else 'built in'})",
+                                loc, "Declare the primitive before registering its rules.")
+            if rule.expr is not None:
+                check_rule_expr(rule.expr, placeholders(new, loc) | {rule.kwargs} - {None},
+                                rule.globals, new, loc)
+            moved[(new, argname)] = replace(rule, prim=new)
+        self.rules = {k: r for k, r in self.rules.items() if k[0] is not old} | moved
+        self.prims.update((fn, new) for fn, prim in list(self.prims.items()) if prim is old)
+        marks = self.nodiffs.pop(old, set())
+        if marks:
+            self.nodiffs[new] = {m for m in marks if m == NODIFF_ALL or m in operands}
 
     def alias(self, fn: Any, target: Any) -> None:
         """Calls to ``fn`` become the primitive of ``target`` (``np.add`` -> ``+``)."""
         self.prims[fn] = self.prims[target]
-        self.version += 1
+        self._changed()
 
     def diffrule(self, fn: Any, argname: str, rule: str | Callable | None = None):
-        """Register ``rule`` as the derivative of ``fn`` with respect to ``argname``."""
-        if rule is None:          # used as a decorator
+        """Register ``rule`` as the derivative of ``fn`` with respect to ``argname``.
+
+        ``rule`` is an expression in ``fn``'s parameter names, ``y`` and ``dy`` (and ``**kw``
+        for the keyword options of the call), or a function of those names; without it,
+        ``diffrule`` is a decorator for such a function.
+        """
+        if rule is None:
             def register(rule_fn: Callable) -> Callable:
                 self.diffrule(fn, argname, rule_fn)
                 return rule_fn
             return register
+        loc, env = _caller()
         prim = self.primitive(fn)
-        loc, env = _caller_loc()
         self._check_argname(prim, argname, loc)
-        placeholders = set(prim.operands) | {o for o, _ in prim.options} | {"y", "dy"}
-        placeholders = {p.lstrip("*") for p in placeholders}
-        if callable(rule):
-            rule_function_params(rule, placeholders, prim.name)
-            entry = Rule(prim, argname, f"{rule.__name__}(...)", fn=rule, loc=loc)
-        else:
+        allowed = placeholders(prim, loc)
+        if isinstance(rule, str):
             expr = parse_rule_expr(rule, loc)
-            check_rule_expr(expr, placeholders, env, prim.name, loc)
-            entry = Rule(prim, argname, rule.strip(), expr=expr, globals=env, loc=loc)
+            kwargs = forwarded_kwargs(expr, allowed, prim, loc)
+            check_rule_expr(expr, allowed | {kwargs} - {None}, env, prim, loc)
+            entry = Rule(prim, argname, rule.strip(), expr=expr, globals=env, loc=loc, kwargs=kwargs)
+        elif not inspect.isfunction(rule):
+            raise RuleError(f"the rule for {spelled(fn)} must be a string or a Python function, "
+                            f"not {type(rule).__name__}", loc,
+                            'Write it as "<expr in y, dy, ...>" or as a def.')
+        else:
+            kwargs = check_rule_function(rule, allowed, prim)
+            params = ", ".join(inspect.signature(rule).parameters)
+            entry = Rule(prim, argname, f"{rule.__name__}({params})", fn=rule, loc=loc,
+                         kwargs=kwargs)
         self.rules[(prim, argname)] = entry
-        self.nodiffs.get(prim, set()).discard(argname)
-        self.version += 1
+        self._unmark(prim, argname)
+        self._changed()
         return rule
+
+    def _unmark(self, prim: Primitive, argname: str) -> None:
+        """A rule for ``argname`` lifts an earlier ``nodiff`` of it (or of the whole call)."""
+        marks = self.nodiffs.get(prim)
+        if not marks:
+            return
+        if NODIFF_ALL in marks:
+            marks.discard(NODIFF_ALL)
+            marks |= {o.lstrip("*") for o in prim.operands}
+        marks.discard(argname)
 
     def scatter_rule(self, fn: Any, argname: str) -> None:
         """``d a[key] += dy``: contributions to one array accumulate in a single buffer."""
         prim = self.primitive(fn)
-        loc, _ = _caller_loc()
+        loc, _ = _caller()
         self.rules[(prim, argname)] = Rule(prim, argname, "d{a}[key] += dy", scatter=True, loc=loc)
-        self.version += 1
+        self._changed()
 
     def nodiff(self, fn: Any, argname: str | None = None) -> Any:
-        """No gradient flows through ``fn`` (or through its operand ``argname``)."""
+        """No gradient flows through ``fn`` (or through its operand ``argname``); its rules
+        for those operands are dropped. Returns ``fn``, so it also works as a decorator."""
         prim = self.primitive(fn)
-        if argname is not None:
-            self._check_argname(prim, argname, _caller_loc()[0])
-        self.nodiffs.setdefault(prim, set()).add(argname or NODIFF_ALL)
-        self.version += 1
+        if argname is None:
+            self.nodiffs[prim] = {NODIFF_ALL}
+            self.rules = {k: r for k, r in self.rules.items() if k[0] is not prim}
+        else:
+            self._check_argname(prim, argname, _caller()[0])
+            self.nodiffs.setdefault(prim, set()).add(argname)
+            self.rules.pop((prim, argname), None)
+        self._changed()
         return fn
 
     def _check_argname(self, prim: Primitive, argname: str, loc: SourceLoc) -> None:
         names = [o.lstrip("*") for o in prim.operands]
         if argname not in names:
-            raise RuleError(f"{prim.name} has no operand named {argname!r}", loc,
-                            f"Its operands are: {', '.join(names) or '(none)'}.")
+            options = [o for o, _ in prim.options]
+            hint = f"Its operands are: {', '.join(names) or '(none)'}."
+            if argname in options:
+                hint = (f"{argname!r} is a static option of {spelled(prim.fn)} (it has a "
+                        f"default), and static values get no gradient. {hint}")
+            raise RuleError(f"{spelled(prim.fn)} has no operand named {argname!r}", loc, hint)
 
     # -- looking up --------------------------------------------------------------------------
 
@@ -198,12 +307,20 @@ class RuleSet:
         return NODIFF_ALL in marks or argname in marks
 
 
+def _check_hashable(fn: Any) -> None:
+    try:
+        hash(fn)
+    except TypeError:
+        raise RuleError(f"{fn!r} cannot be a primitive: it is not hashable", _caller()[0],
+                        "Register the function itself, not a bound or partial object.") from None
+
+
 def _qualified_name(fn: Any) -> str:
-    """``math.exp`` -> "math.exp"; builtins and operators by their bare name."""
+    """``math.exp`` -> "math.exp", ``logistic`` -> "model.logistic": never the name of a
+    built-in primitive (passes and codegen recognise those by name)."""
     module = getattr(fn, "__module__", None) or ""
-    if module in ("", "builtins", "_operator", "operator"):
-        return fn.__name__
-    return f"{module}.{fn.__qualname__}"
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
+    return name if module in ("", "builtins", "_operator", "operator") else f"{module}.{name}"
 
 
 RULES = RuleSet()

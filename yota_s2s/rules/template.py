@@ -1,22 +1,66 @@
-"""Rule templates: parsing and checking a rule when it is registered.
+"""Rule templates: parsing and checking a rule when it is registered, binding it when it is used.
 
 A one-line rule is a Python expression over placeholders: the primitive's parameter names,
-``y`` (its result) and ``dy`` (the incoming gradient). Any other free name must resolve in the
-module that registered the rule (``np``, ``math``, a user helper). Errors point at the line that
+``y`` (its result) and ``dy`` (the incoming gradient). ``**kw`` in a call inside the rule (any
+name that is not a placeholder) forwards the keyword options given at the primitive's call::
+
+    diffrule(conv2d, "x", "conv2d_grad_data(dy, w, x.shape, **kw)")
+
+Any other free name must resolve where the rule was registered (``np``, ``math``, a user helper
+defined above the rule). A multi-line rule is a function whose parameters are placeholders; a
+``**kw`` parameter receives the options it does not name. Errors point at the line that
 registered the rule, so a typo fails at import time, not at the first gradient.
 
 Instantiation is not done here: the frontend evaluates the expression (or inlines the rule
-function) with placeholders bound to tape values, so a rule becomes ordinary tape statements.
+function) with ``bind``'s placeholders, so a rule becomes ordinary tape statements.
 """
 from __future__ import annotations
 
 import builtins
 import inspect
-from typing import Callable, Iterable
+import linecache
+from typing import Any, Callable
 
 import gast
+import numpy as np
 
 from ..errors import RuleError, SourceLoc
+from ..ir.tape import Primitive
+
+RESULT, GRADIENT = "y", "dy"
+
+
+def spelled(fn: Any) -> str:
+    """How the registering code writes ``fn``: ``np.tanh``, ``math.exp``, ``operator.mul``,
+    ``logistic``."""
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+    module = getattr(fn, "__module__", None) or ""
+    if isinstance(fn, np.ufunc) or module.startswith("numpy"):
+        return f"np.{name}"
+    if module in ("math", "_operator", "operator"):
+        return f"{module.lstrip('_')}.{name}"
+    return name
+
+
+def _option_example(prim: Primitive) -> str:
+    return f'ys.primitive({spelled(prim.fn)}, "{", ".join(prim.operands)}, option=default")'
+
+
+def placeholders(prim: Primitive, loc: SourceLoc) -> set[str]:
+    """The names a rule for ``prim`` may use: operands, options, ``y`` and ``dy``."""
+    names = {o.lstrip("*") for o in prim.operands} | {o for o, _ in prim.options}
+    clash = sorted(names & {RESULT, GRADIENT})
+    if clash:
+        name = spelled(prim.fn)
+        raise RuleError(f"{name} has a parameter named {clash[0]!r}, which rules use for the "
+                        "result (y) and its gradient (dy)", loc,
+                        f"Declare it with other names first, e.g. ys.primitive({name}, "
+                        f"\"{', '.join(_renamed(o) for o in prim.operands)}\").")
+    return names | {RESULT, GRADIENT}
+
+
+def _renamed(operand: str) -> str:
+    return {RESULT: "y_", GRADIENT: "dy_"}.get(operand, operand)
 
 
 def parse_rule_expr(text: str, loc: SourceLoc) -> gast.expr:
@@ -36,24 +80,68 @@ def free_names(expr: gast.AST) -> set[str]:
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)} - bound
 
 
-def check_rule_expr(expr: gast.expr, placeholders: Iterable[str], env: dict, prim: str,
+def forwarded_kwargs(expr: gast.expr, allowed: set[str], prim: Primitive,
+                     loc: SourceLoc) -> str | None:
+    """The name in ``f(..., **kw)`` that stands for the call's keyword options, if any."""
+    names = sorted({kw.value.id for node in gast.walk(expr) if isinstance(node, gast.Call)
+                    for kw in node.keywords
+                    if kw.arg is None and isinstance(kw.value, gast.Name)} - allowed)
+    name = spelled(prim.fn)
+    if len(names) > 1:
+        raise RuleError(f"the rule for {name} forwards keyword options under two names, "
+                        f"{' and '.join(map(repr, names))}", loc, "Use one name, e.g. **kw.")
+    if names and not prim.options:
+        raise RuleError(f"the rule for {name} forwards **{names[0]}, but {name} has no keyword "
+                        "options", loc, f"Declare them before the rule: {_option_example(prim)}.")
+    return names[0] if names else None
+
+
+def check_rule_expr(expr: gast.expr, allowed: set[str], env: dict, prim: Primitive,
                     loc: SourceLoc) -> None:
-    allowed = set(placeholders)
     unknown = sorted(n for n in free_names(expr)
                      if n not in allowed and n not in env and not hasattr(builtins, n))
     if unknown:
-        raise RuleError(f"the rule for {prim} uses {', '.join(map(repr, unknown))}, which is "
-                        f"neither a parameter of {prim} nor defined where the rule is registered",
-                        loc, f"Rules may use: {', '.join(sorted(allowed))}, and module-level names.")
+        name = spelled(prim.fn)
+        raise RuleError(f"the rule for {name} uses {', '.join(map(repr, unknown))}, which is "
+                        f"neither a parameter of {name} nor defined where the rule is registered",
+                        loc, f"Rules may use: {', '.join(sorted(allowed))}, and names defined "
+                        "above the rule in its module (np, math, your helpers).")
 
 
-def rule_function_params(fn: Callable, placeholders: Iterable[str], prim: str) -> None:
-    allowed = set(placeholders)
-    params = inspect.signature(fn).parameters
-    unknown = [p for p in params if p not in allowed]
+def check_rule_function(fn: Callable, allowed: set[str], prim: Primitive) -> str | None:
+    """Check a rule function's parameters; return the name of its ``**kw`` parameter, if any."""
+    params = inspect.signature(fn).parameters.values()
+    kwargs = next((p.name for p in params if p.kind is p.VAR_KEYWORD), None)
+    unknown = [p.name for p in params if p.kind is not p.VAR_KEYWORD and p.name not in allowed]
+    name = spelled(prim.fn)
     if unknown:
-        code = fn.__code__
-        loc = SourceLoc(code.co_filename, code.co_firstlineno, func=fn.__name__)
         raise RuleError(f"rule function {fn.__name__} takes {', '.join(map(repr, unknown))}, "
-                        f"which {prim} does not have", loc,
+                        f"which {name} does not have", function_loc(fn),
                         f"Its parameters must come from: {', '.join(sorted(allowed))}.")
+    if kwargs is not None and not prim.options:
+        raise RuleError(f"rule function {fn.__name__} takes **{kwargs}, but {name} has no "
+                        "keyword options", function_loc(fn),
+                        f"Declare them first: {_option_example(prim)}.")
+    return kwargs
+
+
+def function_loc(fn: Callable) -> SourceLoc:
+    code = fn.__code__
+    text = linecache.getline(code.co_filename, code.co_firstlineno).strip()
+    return SourceLoc(code.co_filename, code.co_firstlineno, func=fn.__name__, text=text)
+
+
+def bind(rule: Any, env: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """Placeholder values for one use of ``rule`` (a ``registry.Rule``).
+
+    ``env`` holds every placeholder (options at their call value or default); ``given`` the
+    options the call actually set, which is what ``**kw`` forwards. For an expression the
+    result is its namespace; for a function, its keyword arguments.
+    """
+    if rule.fn is None:
+        return {**env, rule.kwargs: dict(given)} if rule.kwargs else dict(env)
+    params = inspect.signature(rule.fn).parameters
+    named = {k: env[k] for k, p in params.items() if k in env and p.kind is not p.VAR_KEYWORD}
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        named.update((k, v) for k, v in given.items() if k not in named)
+    return named

@@ -1,0 +1,117 @@
+"""The user's functions that generated code calls, and the imports that make them resolve.
+
+A primitive declared from user code (a function with a rule, one marked ``nodiff``, a gradient
+helper declared with ``ys.primitive``) is emitted as ``("call", qualname, module)``. The
+generated module imports it by name, as a person would::
+
+    from model import logistic
+    ...
+    t1 = logistic(x)
+
+so it runs in a fresh process that has ``model`` on its path, without yota_s2s. Where that name
+is already taken in the generated function (a parameter called ``logistic``), the module is
+imported under an alias instead (``import model as _model``; ``_model.logistic(x)``).
+
+A function that cannot be imported by name is an error here, at compile time, never a
+``NameError`` later: one defined in ``__main__`` (a script run directly, a notebook) or inside
+another function, or one its module no longer holds under that name.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import RuleError, SourceLoc
+from ..ir.names import RESERVED
+from ..ir.tape import Primitive, Tape
+
+MODULE_PRELUDE_NAMES = frozenset({"_mismatch"})
+MAX_LINE = 99
+
+
+@dataclass
+class Imports:
+    lines: list[str] = field(default_factory=list)            # "from model import logistic"
+    calls: dict[Primitive, str] = field(default_factory=dict)  # prim -> "logistic"
+    names: set[str] = field(default_factory=set)               # names the imports bind
+
+
+def plan_imports(tape: Tape) -> Imports:
+    """The import lines and call paths for the user functions ``tape`` calls, in a fixed order."""
+    users: dict[Primitive, SourceLoc | None] = {}
+    for stmt in tape.stmts:
+        if len(stmt.prim.emit) > 2 and stmt.prim not in users:
+            users[stmt.prim] = stmt.loc
+    plan = Imports()
+    taken = set(RESERVED) | MODULE_PRELUDE_NAMES | set(tape.params)
+    bound: dict[str, str] = {}                # name -> the module it is imported from
+    names: dict[str, list[str]] = {}          # module -> names imported from it
+    aliased: list[str] = []
+    for prim in sorted(users, key=lambda p: (p.emit[2], p.emit[1])):
+        _, qualname, module = prim.emit[:3]
+        _check_importable(prim, qualname, module, users[prim])
+        head = qualname.split(".")[0]
+        if bound.get(head, module) == module and head not in taken:
+            if head not in bound:
+                names.setdefault(module, []).append(head)
+            bound[head] = module
+            plan.calls[prim] = qualname
+            continue
+        alias = next((a for a, m in bound.items() if m == module and a.startswith("_")), None)
+        if alias is None:
+            alias = _fresh("_" + module.replace(".", "_"), taken | set(bound))
+            bound[alias] = module
+            aliased.append(f"import {module} as {alias}")
+        plan.calls[prim] = f"{alias}.{qualname}"
+    plan.lines = [_from_import(m, ns) for m, ns in names.items()] + aliased
+    plan.names = set(bound)
+    return plan
+
+
+def _from_import(module: str, names: list[str]) -> str:
+    line = f"from {module} import {', '.join(names)}"
+    if len(line) <= MAX_LINE:
+        return line
+    return f"from {module} import (\n" + "".join(f"    {n},\n" for n in names) + ")"
+
+
+def _fresh(base: str, taken: set[str]) -> str:
+    name, k = base, 0
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    return name
+
+
+def _check_importable(prim: Primitive, qualname: str, module: str, loc: SourceLoc | None) -> None:
+    name = qualname.split(".")[-1]
+    if module == "__main__":
+        raise RuleError(f"{name} is defined in __main__ (the script being run, or a notebook), "
+                        "so the generated module cannot import it", loc,
+                        f"Move {name} and its rule into a module and import them from there, or "
+                        f"name the module it can be imported from: "
+                        f"ys.primitive({name}, module=\"mymodel\").")
+    if "<locals>" in qualname:
+        outer = qualname.split(".<locals>")[0]
+        raise RuleError(f"{name} is defined inside {outer}(), so the generated module cannot "
+                        "import it", loc, f"Define {name} at the top level of its module.")
+    try:
+        found: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            found = getattr(found, part)
+    except (ImportError, AttributeError):
+        found = None
+    if found is None or not _same_definition(found, prim.fn):
+        raise RuleError(f"the generated module would call {module}.{qualname}, but that is not "
+                        f"the {name} that has the rule", loc,
+                        f"Name the module that exports it: ys.primitive({name}, module=\"...\").")
+
+
+def _same_definition(a: Any, b: Any) -> bool:
+    """The same object, or the same ``def`` (a module imported again, or under another name)."""
+    if a is b:
+        return True
+    code_a, code_b = getattr(a, "__code__", None), getattr(b, "__code__", None)
+    return code_a is not None and code_b is not None and \
+        (code_a.co_filename, code_a.co_firstlineno) == (code_b.co_filename, code_b.co_firstlineno)
