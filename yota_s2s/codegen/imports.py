@@ -14,11 +14,13 @@ imported under an alias instead (``import model as _model``; ``_model.logistic(x
 
 A function that cannot be imported by name is an error here, at compile time, never a
 ``NameError`` later: one defined in ``__main__`` (a script run directly, a notebook) or inside
-another function, or one its module no longer holds under that name.
+another function, a method bound to an object, or one its module no longer holds under that
+name.
 """
 from __future__ import annotations
 
 import importlib
+import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,6 +94,10 @@ def _check_importable(prim: Primitive, qualname: str, module: str, loc: SourceLo
                         f"Move {name} and its rule into a module and import them from there, or "
                         f"name the module it can be imported from: "
                         f"ys.primitive({name}, module=\"mymodel\").")
+    if inspect.ismethod(prim.fn) and not inspect.isclass(prim.fn.__self__):
+        raise RuleError(f"{name} is the method of one object, so the generated module cannot "
+                        "import it", loc, "Give the rule to a module-level function, and call "
+                        "that function from the method.")
     if "<locals>" in qualname:
         outer = qualname.split(".<locals>")[0]
         raise RuleError(f"{name} is defined inside {outer}(), so the generated module cannot "
