@@ -27,7 +27,8 @@ def windows(shape, kh, kw, pad, stride):
 
 
 def conv2d(x, w, pad=0, stride=1):
-    """Cross-correlation, as in deep learning: x (N, C, H, W), w (F, C, KH, KW) -> (N, F, OH, OW)."""
+    """Cross-correlation, as deep learning does it: x (N, C, H, W), w (F, C, KH, KW) gives
+    (N, F, OH, OW)."""
     f, _, kh, kw = w.shape
     xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
     out = 0.0

@@ -54,7 +54,8 @@ def write_module(tape: Tape, device: str = "cpu", regenerate: str | None = None)
     body.append(f"return {', '.join(_returns(tape, emitter))}")
     signature = f"def {fname}({', '.join(tape.params)}):"
     guards = any(s.prim.emit[:1] == ("guard",) for s in tape.stmts)
-    parts = [_header(tape, device, regenerate, emitter), _imports(device, emitter.modules, imports.lines)]
+    parts = [_header(tape, device, regenerate, emitter),
+             _imports(device, emitter.modules, imports.lines)]
     if guards:
         parts.append(_PRELUDE_GUARD)
     if _has_checks(tape):

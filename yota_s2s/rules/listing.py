@@ -68,8 +68,8 @@ def _rows(prim: Primitive, fn_names: list[str], rules: RuleSet) -> list[tuple[st
     head = f"{prim.name}({', '.join(params)})"
     if prim.emit[:1] in (("binop",), ("unop",), ("cmp",)):
         head += f"  [{prim.emit[1]}]"
-    aliases = sorted({n for n in fn_names
-                      if n not in (prim.name, f"np.{prim.name}") and not prim.name.endswith("." + n)})
+    aliases = sorted({n for n in fn_names if n not in (prim.name, f"np.{prim.name}")
+                      and not prim.name.endswith("." + n)})
     if aliases:
         head += f"  also {', '.join(aliases)}"
     marks = rules.nodiffs.get(prim, set())
@@ -84,7 +84,8 @@ def _rows(prim: Primitive, fn_names: list[str], rules: RuleSet) -> list[tuple[st
         elif rule is None:
             rows.append((f"    {operand:<{width}}  no rule", ""))
         else:
-            rows.append((f"    {operand:<{width}}  {rule.text}", rule.loc.short if rule.loc else ""))
+            where = rule.loc.short if rule.loc else ""
+            rows.append((f"    {operand:<{width}}  {rule.text}", where))
     return rows
 
 

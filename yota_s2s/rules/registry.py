@@ -235,7 +235,8 @@ class RuleSet:
             expr = parse_rule_expr(rule, loc)
             kwargs = forwarded_kwargs(expr, allowed, prim, loc)
             check_rule_expr(expr, allowed | {kwargs} - {None}, env, prim, loc)
-            entry = Rule(prim, argname, rule.strip(), expr=expr, globals=env, loc=loc, kwargs=kwargs)
+            entry = Rule(prim, argname, rule.strip(), expr=expr, globals=env, loc=loc,
+                         kwargs=kwargs)
         elif not inspect.isfunction(rule):
             raise RuleError(f"the rule for {spelled(fn)} must be a string or a Python function, "
                             f"not {type(rule).__name__}", loc,
