@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any, Sequence
+import types
+from typing import Any, Callable, Sequence
 
-from ..ir.tape import Input, StaticInput, Tape, Var
+from ..ir.tape import Tape, Var
 from ..rules.registry import RULES, RuleSet
 from .evaluator import Evaluator, Frame
-from .flatten import arg_kind, flatten
+from .flatten import Flattener, arg_kind, is_struct_object, leaf_names
 from .source import parse_function
 from .values import to_tree
 
@@ -25,31 +26,38 @@ def param_names(fn: Any, n_args: int) -> tuple[str, ...]:
     return tuple(names[:n_args])
 
 
+def unbind(fn: Any) -> tuple[Callable, Any]:
+    """``(function, self)`` for a bound method or a callable object, ``(fn, None)`` otherwise:
+    ``model.loss`` is compiled as ``loss(self, ...)`` with ``self`` a structured argument."""
+    if isinstance(fn, types.MethodType) and not isinstance(fn.__self__, type):
+        return fn.__func__, fn.__self__
+    if is_struct_object(fn) and isinstance(getattr(type(fn), "__call__", None), types.FunctionType):
+        return type(fn).__call__, fn
+    return fn, None
+
+
 def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES) -> tuple[Tape, Evaluator]:
     """Evaluate ``fn`` on ``args``; returns the tape and the evaluator (which holds the example
-    value of every Var, for the backward pass)."""
+    value of every Var, for the backward pass, and ``flattener``/``depends``: what the code
+    read from its arguments and its globals)."""
+    fn, self_arg = unbind(fn)
+    if self_arg is not None:
+        args = (self_arg, *args)
     parsed = parse_function(fn)
     ev = Evaluator(rules)
-    inputs: list[Input] = []
-    statics: list[StaticInput] = []
+    ev.flattener = flat = Flattener(ev.values, ev.input_vars)
     names = param_names(fn, len(args))
-    traced_args = [flatten(a, i, (), names[i], inputs, statics, ev.values) for i, a in enumerate(args)]
-    ev.input_vars = {i.var for i in inputs}
+    traced_args = [flat.flatten(a, i, (), names[i]) for i, a in enumerate(args)]
     loc = parsed.loc(parsed.node)
-    self_arg = getattr(fn, "__self__", None)
-    call_args = traced_args
-    target = fn
-    if self_arg is not None:
-        target = fn.__func__
-        call_args = [self_arg, *traced_args]
-    result = ev.inline(target, call_args, {}, None)
+    result = ev.inline(fn, traced_args, {}, None)
     if isinstance(result, Var) and result.hint is None:
         # the value of loss() is called loss
         result.hint = parsed.name if parsed.name.isidentifier() else "value"
-    tape = Tape(name=parsed.name, params=names, inputs=inputs, stmts=ev.stmts,
-                result=to_tree(result, loc), statics=statics, loc=loc,
+    leaf_names(flat.inputs, names)
+    tape = Tape(name=parsed.name, params=names, inputs=flat.inputs, stmts=ev.stmts,
+                result=to_tree(result, loc), statics=flat.statics, loc=loc,
                 arg_kinds=tuple(arg_kind(a) for a in args))
     return tape, ev
 
 
-__all__ = ["Evaluator", "Frame", "trace_function", "parse_function"]
+__all__ = ["Evaluator", "Frame", "trace_function", "parse_function", "unbind"]

@@ -18,8 +18,10 @@ import numpy as np
 
 from ..errors import NoRuleError, StaticValueError, UnsupportedSyntax, YotaError
 from ..ir.tape import Aval, Primitive, Stmt, Var, tree_atoms, tree_map
+from .flatten import is_struct_object
 from .resolve import array_method, display_name, is_inlinable, is_library, is_random
 from .source import parse_function
+from .structs import StructValue, call_dunder, call_object, construct, holds_struct, is_user_class
 from .values import ArrayMethod, LocalFunction, is_traced, normalize_static, to_tree
 
 _signatures: dict[Primitive, inspect.Signature] = {}
@@ -59,6 +61,10 @@ class CallsMixin:
             return self.call_primitive(prim, args, kwargs, node)
         if isinstance(fn, LocalFunction):
             return self.inline_local(fn, args, kwargs, node)
+        if isinstance(fn, StructValue) or is_struct_object(fn):
+            return call_object(self, fn, args, kwargs, node)
+        if is_user_class(fn) and (is_traced([args, kwargs]) or holds_struct([args, kwargs])):
+            return construct(self, fn, args, kwargs, node)
         if is_random(fn):
             raise UnsupportedSyntax(f"{display_name(fn)} draws random numbers inside the compiled "
                                     "function", self.loc(node),
@@ -171,8 +177,9 @@ class CallsMixin:
             try:
                 closure[name] = cell.cell_contents
             except ValueError:      # an empty cell: the name is not bound yet
-                pass
-        frame = Frame(parsed, fn.__globals__, closure, None)
+                continue
+            self.depends.cell(cell, closure[name])
+        frame = Frame(parsed, self.depends.watch(fn.__globals__), closure, None)
         frame.locals.update(bound.arguments)
         return self.run_function(frame, parsed.node)
 
@@ -257,6 +264,8 @@ def _key(fn: Any) -> Any:
 
 def _len(ev, args, kwargs, node):
     (x,) = args
+    if isinstance(x, StructValue):
+        return call_dunder(ev, x, "__len__", [], node)
     if isinstance(x, Var):
         if x.aval.ndim == 0:
             raise YotaError("len() of a 0-d array", ev.loc(node))
@@ -271,6 +280,8 @@ def _isinstance(ev, args, kwargs, node):
 
 def _type(ev, args, kwargs, node):
     (value,) = args
+    if isinstance(value, StructValue):
+        return value.cls
     return type(ev.values[value] if isinstance(value, Var) else value)
 
 
@@ -350,6 +361,15 @@ def _getattr(ev, args, kwargs, node):
         raise
 
 
+def _hasattr(ev, args, kwargs, node):
+    obj, name = args
+    try:
+        ev.getattr(obj, name, node)
+    except YotaError:
+        return False
+    return True
+
+
 def _print(ev, args, kwargs, node):
     return None                     # printing is not part of the gradient
 
@@ -392,6 +412,7 @@ _BUILTINS = {
     abs: _abs, sum: _sum, max: _extremum(np.maximum, max), min: _extremum(np.minimum, min),
     zip: _iterating(zip), enumerate: _iterating(enumerate), reversed: _iterating(reversed),
     list: _iterating(list), tuple: _iterating(tuple), map: _map, getattr: _getattr,
+    hasattr: _hasattr,
     print: _print, np.asarray: _array(copy=False), np.array: _array(copy=True),
     **{fn: _static_inspection(fn) for fn in (np.shape, np.ndim, np.size, np.result_type,
                                                np.iscomplexobj, np.isrealobj, np.isscalar)},

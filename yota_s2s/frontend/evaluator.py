@@ -24,7 +24,9 @@ from ..ir.tape import Stmt, Var
 from ..rules.registry import RuleSet
 from .calls import CallsMixin
 from .expressions import ExpressionsMixin
+from .depends import Depends
 from .source import ParsedFunction
+from .structs import set_attribute
 from .values import LocalFunction
 
 MAX_LOOP = 100_000
@@ -78,6 +80,8 @@ class Evaluator(ExpressionsMixin, CallsMixin):
         self.loc_override: SourceLoc | None = None
         self.rule_text: str | None = None
         self.input_vars: set[Var] = set()
+        self.flattener = None                 # frontend.flatten.Flattener, set by trace_function
+        self.depends = Depends()              # globals and class attributes the source read
 
     # -- locations and errors ------------------------------------------------------------
 
@@ -167,8 +171,12 @@ class Evaluator(ExpressionsMixin, CallsMixin):
             else:
                 raise self.unsupported(node, "augmented assignment into an array element",
                                        "Build the array with np.concatenate/np.stack, or use np.where.")
+        elif isinstance(target, gast.Attribute):
+            obj = self.expr(target.value)
+            new = self.binop(node.op, self.getattr(obj, target.attr, target), self.expr(node.value), node)
+            set_attribute(self, obj, target.attr, new, node)
         else:
-            raise self.unsupported(node, "augmented assignment to an attribute")
+            raise self.unsupported(node, f"augmented assignment to {type(target).__name__}")
 
     def stmt_If(self, node: gast.If) -> None:
         branch = node.body if self.truth(self.expr(node.test), node.test) else node.orelse
@@ -269,6 +277,8 @@ class Evaluator(ExpressionsMixin, CallsMixin):
                                        "Build the array with np.concatenate/np.stack, or use np.where.")
         elif isinstance(target, gast.Starred):
             self.assign(target.value, list(value))
+        elif isinstance(target, gast.Attribute):
+            set_attribute(self, self.expr(target.value), target.attr, value, target)
         else:
             raise self.unsupported(target, f"assignment to {type(target).__name__}")
 

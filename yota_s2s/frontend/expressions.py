@@ -16,6 +16,7 @@ import numpy as np
 from ..errors import StaticValueError, YotaError
 from ..ir.tape import Var
 from .resolve import ARRAY_METHODS, STATIC_ARRAY_ATTRS
+from .structs import StructValue, call_dunder, get_attribute
 from .values import ArrayMethod, is_traced, to_tree
 
 BINOP_FNS = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
@@ -214,10 +215,14 @@ class ExpressionsMixin:
             if name in ARRAY_METHODS:
                 return ArrayMethod(obj, name)
             raise YotaError(f"arrays have no supported attribute {name!r}", self.loc(node))
+        if isinstance(obj, StructValue):
+            return get_attribute(self, obj, name, node)
         try:
-            return getattr(obj, name)
+            value = getattr(obj, name)
         except AttributeError as e:
             raise YotaError(str(e), self.loc(node)) from None
+        self.depends.attribute(obj, name, value)
+        return value
 
     def visit_Subscript(self, node: gast.Subscript) -> Any:
         return self.getitem(self.expr(node.value), self.expr(node.slice), node)
@@ -226,6 +231,8 @@ class ExpressionsMixin:
         if isinstance(obj, Var) or (isinstance(obj, np.ndarray) and is_traced(key)):
             to_tree(key, self.loc(node), key=True)          # rejects traced slice bounds early
             return self.call_primitive(self.rules.lookup(operator.getitem), (obj, key), {}, node)
+        if isinstance(obj, StructValue):
+            return call_dunder(self, obj, "__getitem__", [key], node)
         if is_traced(key):
             raise StaticValueError(f"a {type(obj).__name__} cannot be indexed by a traced value",
                                    self.loc(node), "Index Python containers with ints known at compile time.")

@@ -1,23 +1,63 @@
-"""Arguments -> traced leaves and static leaves, each with its field path.
+"""Arguments -> the evaluator's view of them: traced leaves, static leaves and structs.
 
-An argument is *traced* (a numpy array, a numpy scalar, a Python float or complex), *static*
-(an int, bool, str, None, dtype, function: baked into the code and checked at the entry) or a
-*container* (tuple, list, dict) whose items are flattened in turn. The path of a leaf is the
-sequence of keys that reaches it from its argument, e.g. ``(0, "W")``.
+Every value the traced function reads from its arguments goes through ``Flattener.flatten``:
+
+- a *traced* leaf (numpy array, numpy float scalar, Python float or complex) becomes a ``Var``
+  and an ``Input`` of the tape;
+- a *static* leaf (int, bool, str, None, dtype, function, module, any other object) is returned
+  as it is and recorded as a ``StaticInput``, since it is baked into the code;
+- a tuple, list or dict is rebuilt with its items flattened (a namedtuple stays a namedtuple);
+  its length (a dict: its keys) is recorded, since loops over it are unrolled;
+- a class instance (plain class, dataclass, slots) becomes a ``StructValue`` whose attributes
+  are flattened when the code reads them (``structs.py``), so fields the function never reads
+  (a step counter, a cache, the training data) are neither inputs nor part of the compile key.
+
+Each leaf has a *path* from its argument (attribute names, dict keys, list/tuple indices:
+``("layers", 0, "W")``) and an *access*, the Python expression that reads it from the argument
+(``model.layers[0].W``); generated code reads leaves with it. ``types`` and ``aliases`` record
+what else the compiled code assumes about the arguments' layout (the class of each struct, and
+leaves that are one object reached by two paths, such as tied weights), for the compile cache.
 """
 from __future__ import annotations
 
+import enum
+import types
 from typing import Any
 
 import numpy as np
 
+from ..errors import UnsupportedSyntax
 from ..ir.tape import Aval, Input, StaticInput, Var
+from .resolve import is_library
+
+_PLAIN_KEYS = (str, int, bool, type(None))
+
+
+def host(value: Any) -> Any:
+    """A GPU (cupy) array as a numpy array: compiling only needs its example value."""
+    if hasattr(value, "__cuda_array_interface__") and hasattr(value, "get"):
+        return value.get()
+    return value
 
 
 def is_traced_leaf(value: Any) -> bool:
     if isinstance(value, (bool, int, np.bool_, np.integer)):
         return False
     return isinstance(value, (float, complex, np.ndarray, np.generic))
+
+
+def is_namedtuple(value: Any) -> bool:
+    return isinstance(value, tuple) and hasattr(type(value), "_fields")
+
+
+def is_struct_object(value: Any) -> bool:
+    """A class instance whose attributes are read lazily (not a function, module, enum...)."""
+    if isinstance(value, (type, types.ModuleType, types.FunctionType, types.MethodType,
+                          types.BuiltinFunctionType, enum.Enum, np.ufunc, np.dtype)):
+        return False
+    if not (hasattr(value, "__dict__") or hasattr(type(value), "__slots__")):
+        return False
+    return not is_library(type(value))
 
 
 def arg_kind(value: Any) -> str:
@@ -27,37 +67,102 @@ def arg_kind(value: Any) -> str:
         return "scalar"
     if isinstance(value, (float, complex)) and not isinstance(value, bool):
         return "float"
-    if isinstance(value, (tuple, list, dict)):
+    if isinstance(value, tuple) and all(isinstance(v, _PLAIN_KEYS) for v in value):
+        return "static"
+    if isinstance(value, (tuple, list, dict)) or is_struct_object(value):
         return "struct"
     return "static"
 
 
-def flatten(value: Any, argnum: int, path: tuple, access: str,
-            inputs: list[Input], statics: list[StaticInput], values: dict[Var, Any]) -> Any:
-    """The evaluator's view of ``value``: Vars for traced leaves, containers rebuilt.
+class Flattener:
+    """Turns argument values into evaluator values, recording every leaf it hands out."""
 
-    ``access`` is the Python expression that reads ``value`` from the arguments (``xs[0]``).
-    """
-    if is_traced_leaf(value):
-        var = Var(Aval.of(value), hint=_hint(access))
-        inputs.append(Input(var, argnum, path, access))
-        values[var] = value
-        return var
-    if isinstance(value, (tuple, list)):
-        items = [flatten(v, argnum, path + (i,), f"{access}[{i}]", inputs, statics, values)
-                 for i, v in enumerate(value)]
-        return items if isinstance(value, list) else tuple(items)
-    if isinstance(value, dict):
-        return {k: flatten(v, argnum, path + (k,), f"{access}[{k!r}]", inputs, statics, values)
-                for k, v in value.items()}
-    statics.append(StaticInput(argnum, path, value))
-    return value
+    def __init__(self, values: dict[Var, Any], input_vars: set[Var]):
+        self.values = values              # the evaluator's example value of each Var
+        self.input_vars = input_vars      # the evaluator's set of Vars that are inputs
+        self.inputs: list[Input] = []
+        self.statics: list[StaticInput] = []
+        self.types: list[tuple[str, type]] = []      # (access, class) of each struct object
+        self.aliases: list[tuple[str, str]] = []     # (access, first access) of shared objects
+        self._seen: dict[tuple[int, int], tuple[Any, str, Any]] = {}
+
+    def flatten(self, value: Any, argnum: int, path: tuple, access: str) -> Any:
+        """The evaluator's view of ``value``, read by ``access`` at ``path`` of argument ``argnum``."""
+        shared = bool(path) and not isinstance(value, (bool, int, float, complex, str, type(None)))
+        if shared:
+            seen = self._seen.get((argnum, id(value)))
+            if seen is not None:            # one object reached by two paths: tied weights
+                self.aliases.append((access, seen[1]))
+                return seen[0]
+        result = self._flatten_new(host(value), argnum, path, access)
+        if shared:
+            self._seen[(argnum, id(value))] = (result, access, value)
+        return result
+
+    def _flatten_new(self, value: Any, argnum: int, path: tuple, access: str) -> Any:
+        if is_traced_leaf(value):
+            var = Var(Aval.of(value), hint=_hint(access))
+            self.inputs.append(Input(var, argnum, path, access))
+            self.values[var] = value
+            self.input_vars.add(var)
+            return var
+        if is_namedtuple(value):
+            self.types.append((access, type(value)))
+            return type(value)(*(self.flatten(getattr(value, f), argnum, path + (f,), f"{access}.{f}")
+                                 for f in type(value)._fields))
+        if isinstance(value, tuple) and all(isinstance(v, _PLAIN_KEYS) for v in value):
+            self.statics.append(StaticInput(argnum, path, value, access))    # a shape, a flag set
+            return value
+        if isinstance(value, (tuple, list)):
+            self._layout(argnum, path, f"len({access})", len(value))
+            items = [self.flatten(v, argnum, path + (i,), f"{access}[{i}]") for i, v in enumerate(value)]
+            return items if isinstance(value, list) else tuple(items)
+        if isinstance(value, dict):
+            return self._flatten_dict(value, argnum, path, access)
+        if is_struct_object(value):
+            from .structs import StructValue
+            self.types.append((access, type(value)))
+            return StructValue(type(value), value, argnum, path, access)
+        self.statics.append(StaticInput(argnum, path, value, access))
+        return value
+
+    def _flatten_dict(self, value: dict, argnum: int, path: tuple, access: str) -> dict:
+        for key in value:
+            if not _plain_key(key):
+                raise UnsupportedSyntax(
+                    f"argument {access} has the key {key!r}, which generated code cannot spell",
+                    hint="Use str, int or bool keys (or tuples of them) in dicts that hold arrays.")
+        self._layout(argnum, path, f"tuple({access})", tuple(value))
+        return {k: self.flatten(v, argnum, path + (k,), f"{access}[{k!r}]") for k, v in value.items()}
+
+    def _layout(self, argnum: int, path: tuple, access: str, value: Any) -> None:
+        """A fact about a container that the code depends on (``len(m.layers)``, ``tuple(p)``)."""
+        self.statics.append(StaticInput(argnum, path, value, access))
+
+
+def _plain_key(key: Any) -> bool:
+    if isinstance(key, tuple):
+        return all(_plain_key(k) for k in key)
+    return isinstance(key, _PLAIN_KEYS)
 
 
 def _hint(access: str) -> str:
-    """A variable name for a leaf: ``xs[0]`` -> ``xs_0``, ``m.W`` -> ``W``, ``d['w']`` -> ``d_w``."""
-    if "." in access and "[" not in access.rsplit(".", 1)[1]:
-        return access.rsplit(".", 1)[1]
+    """A first name for a leaf (``xs[0]`` -> ``xs_0``); ``leaf_names`` shortens it afterwards."""
     name = "".join(c if c.isalnum() else "_" for c in access)
     name = "_".join(p for p in name.split("_") if p)
     return name if name.isidentifier() else f"a_{name}"
+
+
+def leaf_names(inputs: list[Input], params: tuple[str, ...]) -> None:
+    """Name struct leaves for the generated code: the last field name where it is unique
+    (``W = m.W``), else the whole path (``layers_0_W = model.layers[0].W``)."""
+    leaves = [i for i in inputs if i.path]
+    last = [i.path[-1] for i in leaves]
+    for inp, key in zip(leaves, last):
+        short = isinstance(key, str) and key.isidentifier() and last.count(key) == 1 \
+            and key not in params and not key.startswith("_")
+        if short:
+            inp.var.hint = key
+        else:
+            head = (params[inp.argnum],) if not isinstance(inp.path[0], str) else ()
+            inp.var.hint = _hint("_".join(str(p) for p in head + inp.path))

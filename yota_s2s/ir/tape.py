@@ -197,11 +197,13 @@ class Input:
 
 @dataclass(frozen=True, slots=True)
 class StaticInput:
-    """A static leaf of the arguments (an int, a flag, a string), baked into the code."""
+    """A static leaf of the arguments (an int, a flag, a string) or a fact about their layout
+    (``len(m.layers)``), baked into the code: ``access`` evaluated to ``value``."""
 
     argnum: int
     path: tuple
     value: Any
+    access: str = ""     # Python that reads it from the argument: "m.act", "len(m.layers)"
 
 
 @dataclass

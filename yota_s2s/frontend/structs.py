@@ -1,0 +1,182 @@
+"""Class instances while evaluating: fields, methods, ``__call__``, construction.
+
+A ``StructValue`` stands for an instance of a user class (plain, dataclass, slots):
+
+- from the arguments (``obj`` is the real object): a field is flattened the first time the code
+  reads it (``m.W`` becomes an input with path ``("W",)``), then cached, so two reads give the
+  same Var;
+- built by the traced code (``State(h, c)``, ``Linear(W, b)``; ``obj`` is None): its fields are
+  the values the constructor assigned.
+
+What is not a field is looked up on the class, as Python would: a method binds the struct as
+``self`` and is inlined (``m.forward(X)``, ``self.layers[i](h)`` through ``__call__``,
+``seq[i]`` through ``__getitem__``), a property runs its getter, static and class methods
+unwrap, other class attributes are static. Each class attribute read is recorded in
+``ev.depends`` so that patching the class invalidates compiled code.
+
+Assigning a field of an argument is refused: generated code never changes its arguments
+(``ys.update`` does that, outside). Namedtuples need none of this: they are rebuilt as real
+namedtuples of evaluator values by ``flatten.py``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import types
+from typing import Any
+
+import gast
+
+from ..errors import UnsupportedSyntax, YotaError
+from .resolve import is_library
+
+_MISSING = object()
+
+
+class StructValue:
+    """A class instance during evaluation; ``isinstance(v, cls)`` holds as for the instance."""
+
+    __slots__ = ("cls", "obj", "argnum", "path", "access", "fields")
+
+    def __init__(self, cls: type, obj: Any = None, argnum: int | None = None, path: tuple = (),
+                 access: str = ""):
+        self.cls, self.obj, self.argnum, self.path, self.access = cls, obj, argnum, path, access
+        self.fields: dict[str, Any] = {}
+
+    @property
+    def __class__(self) -> type:        # isinstance(m, Linear) and m.__class__ as in Python
+        return self.cls
+
+    def __repr__(self) -> str:
+        return f"<{self.cls.__name__} {self.access or 'built while tracing'}>"
+
+
+def static_lookup(cls: type, name: str) -> tuple[type | None, Any]:
+    """``(owner, raw attribute)`` from the class's MRO, without running descriptors."""
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            return klass, klass.__dict__[name]
+    return None, _MISSING
+
+
+def attribute_access(access: str, name: str) -> str:
+    return f"{access}.{name}" if name.isidentifier() else f"getattr({access}, {name!r})"
+
+
+def get_attribute(ev: Any, sv: StructValue, name: str, node: gast.AST) -> Any:
+    """``sv.name``: a field (flattened on first read) or a class attribute."""
+    if name in sv.fields:
+        return sv.fields[name]
+    if sv.obj is not None and _instance_has(sv.obj, name):
+        value = ev.flattener.flatten(getattr(sv.obj, name), sv.argnum, sv.path + (name,),
+                                     attribute_access(sv.access, name))
+        sv.fields[name] = value
+        return value
+    return class_attribute(ev, sv, name, node)
+
+
+def class_attribute(ev: Any, sv: StructValue | Any, name: str, node: gast.AST) -> Any:
+    cls = sv.cls if isinstance(sv, StructValue) else type(sv)
+    owner, attr = static_lookup(cls, name)
+    if owner is None:
+        raise YotaError(f"{cls.__name__!r} object has no attribute {name!r}", ev.loc(node))
+    ev.depends.read(owner.__dict__, name, attr)
+    if isinstance(attr, staticmethod):
+        return attr.__func__
+    if isinstance(attr, classmethod):
+        return types.MethodType(attr.__func__, cls)
+    if isinstance(attr, property):
+        if attr.fget is None:
+            raise YotaError(f"property {cls.__name__}.{name} has no getter", ev.loc(node))
+        return ev.call(attr.fget, [sv], {}, node)
+    if isinstance(attr, types.FunctionType):
+        return types.MethodType(attr, sv)
+    if hasattr(type(attr), "__get__"):
+        raise UnsupportedSyntax(f"{cls.__name__}.{name} is a {type(attr).__name__}, a descriptor "
+                                "the compiler cannot run", ev.loc(node),
+                                "Use a plain method or a property.")
+    return attr
+
+
+def set_attribute(ev: Any, sv: Any, name: str, value: Any, node: gast.AST) -> None:
+    """``sv.name = value``: allowed on objects the traced code built itself."""
+    if isinstance(sv, StructValue) and sv.obj is None:
+        sv.fields[name] = value
+        return
+    what = sv.access if isinstance(sv, StructValue) else type(sv).__name__
+    raise UnsupportedSyntax(f"assigning {name!r} would change {what} in place", ev.loc(node),
+                            "The gradient code never changes its arguments: return the new "
+                            "value, or change the object outside (ys.update does that).")
+
+
+def call_object(ev: Any, obj: Any, args: list, kwargs: dict, node: gast.AST) -> Any:
+    """``layer(h)``: the class's ``__call__`` with the object as ``self``."""
+    cls = obj.cls if isinstance(obj, StructValue) else type(obj)
+    if static_lookup(cls, "__call__")[0] is None:
+        raise YotaError(f"{cls.__name__!r} object is not callable", ev.loc(node))
+    return ev.call(class_attribute(ev, obj, "__call__", node), args, kwargs, node)
+
+
+def call_dunder(ev: Any, sv: StructValue, name: str, args: list, node: gast.AST) -> Any:
+    """``seq[i]``, ``len(seq)``: the class's ``__getitem__``/``__len__`` with ``self`` bound."""
+    if static_lookup(sv.cls, name)[0] is None:
+        raise YotaError(f"{sv.cls.__name__!r} object has no {name}", ev.loc(node))
+    return ev.call(class_attribute(ev, sv, name, node), args, {}, node)
+
+
+def is_user_class(fn: Any) -> bool:
+    return isinstance(fn, type) and not is_library(fn) and fn.__module__ != "builtins"
+
+
+def holds_struct(values: Any) -> bool:
+    if isinstance(values, StructValue):
+        return True
+    if isinstance(values, (list, tuple)):
+        return any(holds_struct(v) for v in values)
+    if isinstance(values, dict):
+        return any(holds_struct(v) for v in values.values())
+    return False
+
+
+def construct(ev: Any, cls: type, args: list, kwargs: dict, node: gast.AST) -> Any:
+    """``cls(*args)`` with traced arguments: a namedtuple directly, a dataclass field by field
+    (then ``__post_init__``), a plain class by inlining its ``__init__`` on a new struct."""
+    if issubclass(cls, tuple):
+        return cls(*args, **kwargs)
+    sv = StructValue(cls)
+    if dataclasses.is_dataclass(cls) and cls.__dataclass_params__.init:
+        _init_dataclass(ev, sv, args, kwargs, node)
+        if static_lookup(cls, "__post_init__")[0] is not None:
+            ev.call(class_attribute(ev, sv, "__post_init__", node), [], {}, node)
+        return sv
+    owner, init = static_lookup(cls, "__init__")
+    if not isinstance(init, types.FunctionType) or is_library(init):
+        raise ev.no_rule(cls, node)
+    ev.call(class_attribute(ev, sv, "__init__", node), args, kwargs, node)
+    return sv
+
+
+def _init_dataclass(ev: Any, sv: StructValue, args: list, kwargs: dict, node: gast.AST) -> None:
+    fields = [f for f in dataclasses.fields(sv.cls) if f.init]
+    if len(args) > len(fields):
+        raise YotaError(f"{sv.cls.__name__}() takes {len(fields)} arguments, got {len(args)}",
+                        ev.loc(node))
+    given = dict(zip((f.name for f in fields), args))
+    given.update(kwargs)
+    for f in dataclasses.fields(sv.cls):
+        if f.name in given:
+            sv.fields[f.name] = given[f.name]
+        elif f.default is not dataclasses.MISSING:
+            sv.fields[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            sv.fields[f.name] = f.default_factory()
+        elif f.init:
+            raise YotaError(f"{sv.cls.__name__}() is missing the field {f.name!r}", ev.loc(node))
+
+
+def _instance_has(obj: Any, name: str) -> bool:
+    """Is ``name`` an instance field of ``obj`` (its ``__dict__`` or a slot)?"""
+    fields = getattr(obj, "__dict__", None)
+    if fields is not None and name in fields:
+        return True
+    _, attr = static_lookup(type(obj), name)
+    return isinstance(attr, types.MemberDescriptorType) and hasattr(obj, name)
