@@ -3,17 +3,21 @@
     import yota_s2s as ys
     dloss = ys.simplegrad(loss, W, b, x)     # a readable generated module, compiled once
     val, dW, db, dx = dloss(W, b, x)
+    val, g = ys.grad(loss, model, X)                   # cached per signature; g[0] by field path
+    ys.update(model, g[0], lambda x, gx: x - 0.01 * gx)
     ys.diffrule(logistic, "x", "y * (1 - y) * dy")     # a custom derivative
     print(ys.rules())                                  # every primitive and its rules
 """
 __version__ = "0.1.0"
 
-from .api import simplegrad, source, trace
+from .api import GradResult, cache_info, clear_cache, grad, simplegrad, source, trace, update
 from .errors import (ArgumentMismatch, GuardError, InternalError, NoRuleError, RuleError,
-                     StaticValueError, UnsupportedSyntax, YotaError)
+                     StaticValueError, UnsupportedSyntax, UpdateError, YotaError)
 from .gradcheck import gradcheck
 from .rules import RULES, diffrule, nodiff, primitive, stop_gradient
 
-__all__ = ["simplegrad", "trace", "source", "gradcheck", "diffrule", "nodiff", "primitive",
-           "stop_gradient", "rules", "RULES", "YotaError", "UnsupportedSyntax", "NoRuleError",
-           "StaticValueError", "RuleError", "GuardError", "ArgumentMismatch", "InternalError", "__version__"]
+__all__ = ["simplegrad", "grad", "GradResult", "update", "clear_cache", "cache_info", "trace",
+           "source", "gradcheck", "diffrule", "nodiff", "primitive", "stop_gradient", "rules",
+           "RULES", "YotaError", "UnsupportedSyntax", "NoRuleError", "StaticValueError",
+           "RuleError", "GuardError", "ArgumentMismatch", "InternalError", "UpdateError",
+           "__version__"]

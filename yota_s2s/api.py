@@ -1,18 +1,28 @@
-"""The public entry points: ``simplegrad``, ``trace``, ``source``.
+"""The public entry points: ``simplegrad``, ``grad``, ``update``, ``trace``, ``source``.
 
 ``simplegrad(f, *args)`` compiles once for the example arguments and returns a plain function
-from an importable generated module: ``val, *grads = df(*args)``. ``trace(f, *args)`` returns the
-value and the SSA tape. ``source(df)`` gives the generated module's text.
+from an importable generated module: ``val, *grads = df(*args)``. ``grad(f, *args)`` compiles on
+first use and then finds the compiled code again in the per-signature cache (``cache.py``):
+``val, g = grad(loss, m, X)``, ``g[0]`` a ``{path: gradient}`` dict for the struct ``m``.
+``update(m, g[0], fn)`` applies ``fn(x, gx)`` to those fields in place. ``trace(f, *args)``
+returns the value and the SSA tape; ``source(df)`` gives the generated module's text.
 """
 from __future__ import annotations
 
+import copy
 import inspect
 import sys
+import types
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
+import numpy as np
+
+from .cache import CACHE, Variant, arg_key, function_key
 from .compiler import compile_grad
-from .frontend import trace_function
+from .errors import UpdateError, YotaError
+from .frontend import param_names, trace_function, unbind
+from .frontend.flatten import host
 from .ir.tape import Tape
 from .rules.registry import RULES, RuleSet
 
@@ -22,13 +32,225 @@ def simplegrad(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path
     """Compile the gradient of ``f`` for arguments like ``args``.
 
     Returns ``df`` with ``df(*args) == (f(*args), d0, d1, ...)``: one gradient per argument,
-    ``None`` for arguments that are not differentiable (ints, strings, integer arrays).
+    ``None`` for arguments that are not differentiable (ints, strings, integer arrays), a
+    ``{path: gradient}`` dict for structured ones. For a bound method ``model.loss``, ``df``
+    is bound to ``model`` too and returns the gradient of ``self`` first.
     The function lives in a generated module: ``df.__module__`` imports in a fresh process
     that has the module's directory (``out_dir`` or the cache) on its path.
     """
-    return compile_grad(f, _host(args), device=device, out_dir=out_dir,
-                        module_name=module_name, rules=rules).fn
+    fn = compile_grad(f, _host(args), device=device, out_dir=out_dir,
+                      module_name=module_name, rules=rules).fn
+    _, bound = unbind(f)
+    return fn if bound is None else types.MethodType(fn, bound)
 
+
+def grad(f: Callable, *args: Any, wrt: Any = None, device: str = "cpu",
+         rules: RuleSet = RULES) -> tuple[Any, "GradResult"]:
+    """``(f(*args), GradResult)``, compiled once per static signature and cached.
+
+    ``wrt`` limits the gradients computed: an argument's position or parameter name, or a
+    tuple of them (``"self"`` for the object of a bound method); the others come back None.
+    A bound method ``model.loss`` is compiled with ``model`` as a structured argument: its
+    gradients are ``g.self``. ``device="cuda"`` generates cupy code.
+    """
+    fn, offset = f, 0
+    if type(f) is not types.FunctionType:
+        fn, bound = unbind(f)
+        if bound is not None:
+            args, offset = (bound, *args), 1
+    if isinstance(wrt, list):
+        wrt = tuple(wrt)
+    key = (function_key(fn), rules, rules.version, wrt, device, *map(arg_key, args))
+    variant, out = CACHE.call(key, args, lambda: compile_grad(
+        fn, _host(args), rules=rules, device=device, wrt=_argnums(fn, args, wrt, offset)))
+    return out[0], GradResult(out[1:], variant, offset)
+
+
+def clear_cache() -> None:
+    """Forget every gradient ``grad`` compiled (the generated files stay on disk)."""
+    CACHE.clear()
+
+
+def cache_info() -> dict[str, int]:
+    """``{"hits", "misses", "guard_failures", "variants"}`` of ``grad``'s cache."""
+    return CACHE.stats()
+
+
+def _argnums(fn: Callable, args: tuple, wrt: Any, offset: int) -> set[int] | None:
+    if wrt is None:
+        return None
+    names = param_names(fn, len(args))
+    out = set()
+    for w in wrt if isinstance(wrt, tuple) else (wrt,):
+        if isinstance(w, str) and w in names:
+            out.add(names.index(w))
+        elif isinstance(w, int) and not isinstance(w, bool) and 0 <= w < len(args) - offset:
+            out.add(w + offset)
+        else:
+            raise YotaError(f"wrt={w!r} names no argument of {fn.__name__}",
+                            hint=f"Use positions 0..{len(args) - offset - 1} or the names "
+                                 f"{', '.join(names)}.")
+    return out
+
+
+class GradResult:
+    """The gradients of one ``grad`` call: ``g[i]`` for argument ``i`` (None where there is
+    none), ``g.self`` for a bound method's object; ``g.source``, ``g.tape``, ``g.function``
+    show the generated code behind them."""
+
+    __slots__ = ("_grads", "_variant", "_offset")
+
+    def __init__(self, grads: tuple, variant: Variant, offset: int = 0):
+        self._grads, self._variant, self._offset = grads, variant, offset
+
+    def __getitem__(self, i: int) -> Any:
+        return self._grads[self._offset:][i]
+
+    def __len__(self) -> int:
+        return len(self._grads) - self._offset
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._grads[self._offset:])
+
+    @property
+    def self(self) -> Any:
+        if not self._offset:
+            raise AttributeError("g.self exists for bound methods only (ys.grad(model.loss, ...))")
+        return self._grads[0]
+
+    @property
+    def source(self) -> str:
+        return self._variant.compiled.text
+
+    @property
+    def tape(self) -> Tape:
+        return self._variant.compiled.tape
+
+    @property
+    def function(self) -> Callable:
+        return self._variant.fn
+
+    def __repr__(self) -> str:
+        params = self._variant.compiled.forward.params
+        lines = [f"  {name}: {_describe(g)}" for name, g in zip(params, self._grads)]
+        return f"<GradResult of {self._variant.compiled.forward.name}\n" + "\n".join(lines) + ">"
+
+
+def _describe(g: Any) -> str:
+    if isinstance(g, dict):
+        return "{" + ", ".join(f"{k!r}: {_describe(v)}" for k, v in g.items()) + "}"
+    if hasattr(g, "shape") and hasattr(g, "dtype"):
+        return f"{g.dtype}[{', '.join(map(str, g.shape))}]"
+    return repr(g)
+
+
+# -- update ------------------------------------------------------------------------------
+
+def update(obj: Any, grads: Any, fn: Callable[[Any, Any], Any], *, inplace: bool = True) -> Any:
+    """Apply ``fn(x, gx)`` to every field of ``obj`` that has a gradient in ``grads``.
+
+    ``grads`` is what ``grad`` returned for ``obj``: a ``{path: gradient}`` dict, or one
+    gradient when ``obj`` is an array. In place (the default), arrays are overwritten
+    (``x[...] = fn(x, gx)``) so that every reference to them sees the new values; a value that
+    cannot be overwritten (a float, or a result of another shape or dtype) is stored back into
+    its container, and an immutable container (tuple, namedtuple, frozen dataclass) raises
+    ``UpdateError``. With ``inplace=False`` nothing is changed: a new object is returned,
+    with new containers along each updated path and the other fields shared.
+    """
+    if grads is None:
+        return obj
+    if not isinstance(grads, dict):
+        grads = {(): grads}
+    grads = {path: g for path, g in grads.items() if g is not None}
+    if not inplace:
+        return _rebuilt(obj, grads, fn)
+    if () in grads:
+        if not _overwrite(obj, fn(obj, grads[()])):
+            raise UpdateError(f"cannot update a {type(obj).__name__} in place",
+                              hint="Use x = ys.update(x, g, fn, inplace=False).")
+        return obj
+    _update_fields(obj, grads, fn, type(obj).__name__)
+    return obj
+
+
+def _groups(grads: dict) -> dict[Any, dict]:
+    out: dict[Any, dict] = {}
+    for path, g in grads.items():
+        out.setdefault(path[0], {})[path[1:]] = g
+    return out
+
+
+def _update_fields(node: Any, grads: dict, fn: Callable, where: str) -> None:
+    for key, sub in _groups(grads).items():
+        child, at = _child(node, key), _where(where, node, key)
+        if () not in sub:
+            _update_fields(child, sub, fn, at)
+            continue
+        new = fn(child, sub[()])
+        if not _overwrite(child, new):
+            _store(node, key, new, at)
+
+
+def _overwrite(x: Any, new: Any) -> bool:
+    """``x[...] = new`` where ``x`` is an array that can hold ``new`` as it is."""
+    if not (hasattr(x, "__array_interface__") or hasattr(x, "__cuda_array_interface__")):
+        return False
+    if not getattr(x, "flags", None) or not x.flags.writeable or np.shape(new) != x.shape:
+        return False
+    if not np.can_cast(np.result_type(new), x.dtype, "same_kind"):
+        return False
+    x[...] = new
+    return True
+
+
+def _child(node: Any, key: Any) -> Any:
+    if isinstance(node, dict) or not isinstance(key, str):
+        return node[key]
+    return getattr(node, key)
+
+
+def _where(where: str, node: Any, key: Any) -> str:
+    if isinstance(node, dict) or not isinstance(key, str):
+        return f"{where}[{key!r}]"
+    return f"{where}.{key}"
+
+
+def _store(node: Any, key: Any, value: Any, where: str) -> None:
+    if isinstance(node, (dict, list)):
+        node[key] = value
+        return
+    try:
+        if isinstance(node, tuple):
+            raise AttributeError
+        setattr(node, key, value)
+    except AttributeError:      # a tuple, a frozen dataclass (FrozenInstanceError), slots
+        raise UpdateError(f"cannot store the new value of {where}: {type(node).__name__} "
+                          "objects are immutable",
+                          hint="Use new = ys.update(obj, grads, fn, inplace=False), which builds "
+                               "a new object, or keep the values in arrays, lists or a mutable "
+                               "class.") from None
+
+
+def _rebuilt(node: Any, grads: dict, fn: Callable) -> Any:
+    """``node`` with ``fn`` applied at each path; new containers along the way, nothing mutated."""
+    if () in grads:
+        return fn(node, grads[()])
+    changes = {key: _rebuilt(_child(node, key), sub, fn) for key, sub in _groups(grads).items()}
+    if isinstance(node, dict):
+        return {**node, **changes}
+    if isinstance(node, list):
+        return [changes.get(i, v) for i, v in enumerate(node)]
+    if isinstance(node, tuple) and hasattr(type(node), "_fields"):
+        return node._replace(**changes)
+    if isinstance(node, tuple):
+        return tuple(changes.get(i, v) for i, v in enumerate(node))
+    new = copy.copy(node)
+    for key, value in changes.items():
+        object.__setattr__(new, key, value)       # works for frozen dataclasses too
+    return new
+
+
+# -- trace and source --------------------------------------------------------------------
 
 def trace(f: Callable, *args: Any, rules: RuleSet = RULES) -> tuple[Any, Tape]:
     """``(f(*args), tape)``: the value on these arguments and the SSA tape that computes it."""
@@ -39,7 +261,7 @@ def trace(f: Callable, *args: Any, rules: RuleSet = RULES) -> tuple[Any, Tape]:
 
 
 def source(df: Callable) -> str:
-    """The text of the generated module that ``df`` comes from."""
+    """The text of the generated module that ``df`` comes from (or of ``g.source``)."""
     module = sys.modules.get(getattr(df, "__module__", ""), None)
     text = getattr(module, "__yota_text__", None)
     return text if text is not None else inspect.getsource(module or df)
@@ -47,5 +269,4 @@ def source(df: Callable) -> str:
 
 def _host(args: tuple) -> tuple:
     """Example arguments on the host: cupy arrays are copied to numpy for compiling."""
-    return tuple(a.get() if hasattr(a, "__cuda_array_interface__") and hasattr(a, "get") else a
-                 for a in args)
+    return tuple(host(a) for a in args)

@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 from .backward import backward
 from .codegen import function_name, load, module_name_for, write_module
 from .frontend import trace_function
+from .frontend.depends import Assumptions
 from .ir import verify
 from .ir.tape import Tape
 from .passes import optimize
@@ -31,12 +32,14 @@ class Compiled:
     text: str
     forward: Tape
     tape: Tape
+    assumes: Assumptions | None = None      # for ys.grad's cache: what else the code relies on
 
 
 def gradient_tape(f: Any, args: Sequence[Any], rules: RuleSet = RULES, wrt: set[int] | None = None,
-                  check: bool = False, passes: bool = True) -> tuple[Tape, Tape]:
-    """(forward tape, optimized gradient tape) for ``f`` on ``args``."""
+                  check: bool = False, passes: bool = True) -> tuple[Tape, Tape, Assumptions]:
+    """(forward tape, optimized gradient tape, assumptions) for ``f`` on ``args``."""
     forward, ev = trace_function(f, args, rules)
+    assumes = Assumptions(tuple(ev.flattener.types), tuple(ev.flattener.aliases), tuple(ev.depends))
     if check:
         verify.check(forward)
     tape = backward(forward, ev, wrt)
@@ -46,7 +49,7 @@ def gradient_tape(f: Any, args: Sequence[Any], rules: RuleSet = RULES, wrt: set[
         tape = optimize(tape)
         if check:
             verify.check(tape)
-    return forward, tape
+    return forward, tape, assumes
 
 
 def compile_grad(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES,
@@ -55,10 +58,10 @@ def compile_grad(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES,
                  regenerate: str | None = None, check: bool = False) -> Compiled:
     if device not in DEVICES:
         raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
-    forward, tape = gradient_tape(f, args, rules, wrt, check)
+    forward, tape, assumes = gradient_tape(f, args, rules, wrt, check)
     text = write_module(tape, device=device, regenerate=regenerate)
     fname = function_name(tape)
     if module_name is None:
         module_name = fname if out_dir is not None else module_name_for(fname, text)
     module = load(text, module_name, out_dir)
-    return Compiled(getattr(module, fname), module, text, forward, tape)
+    return Compiled(getattr(module, fname), module, text, forward, tape, assumes)

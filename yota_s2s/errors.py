@@ -96,5 +96,9 @@ class ArgumentMismatch(YotaError):
     """Arguments that do not match what a function was compiled for."""
 
 
+class UpdateError(YotaError):
+    """``ys.update`` was asked to replace a value inside an immutable container."""
+
+
 class InternalError(YotaError):
     """A compiler bug: a verifier failure. Please report it with the printed tape."""

@@ -92,7 +92,7 @@ def _describe_param(tape: Tape, argnum: int) -> str:
     if kind == "static":
         value = next(s.value for s in tape.statics if s.argnum == argnum)
         return f"{name} = {static_text(value)}"
-    facts = [(i.path, f"{i.access} {_spec(i.var)}") for i in leaves]
+    facts = [(i.path, f"{i.access} {'float' if i.var.aval.weak else _spec(i.var)}") for i in leaves]
     facts += [(s.path, f"{s.access} = {static_text(s.value)}")
               for s in tape.statics if s.argnum == argnum]
     inner = ", ".join(text for _, text in sorted(facts, key=lambda f: _path_key(f[0])))

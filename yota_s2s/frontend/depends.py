@@ -33,6 +33,16 @@ class Dep:
     value: Any
 
 
+@dataclass(frozen=True)
+class Assumptions:
+    """What compiled code assumes about its arguments and environment beyond the tape's inputs
+    and statics: the class of each struct, objects shared by two paths, names it read."""
+
+    types: tuple[tuple[str, type], ...]       # (access, class): type(m.layers[0]) is Linear
+    aliases: tuple[tuple[str, str], ...]      # (access, access): m.dec.W is m.enc.W
+    deps: tuple[Dep, ...]
+
+
 class Depends:
     def __init__(self) -> None:
         self.deps: dict[tuple[int, str], Dep] = {}

@@ -154,15 +154,15 @@ def _hint(access: str) -> str:
 
 
 def leaf_names(inputs: list[Input], params: tuple[str, ...]) -> None:
-    """Name struct leaves for the generated code: the last field name where it is unique
-    (``W = m.W``), else the whole path (``layers_0_W = model.layers[0].W``)."""
+    """Name struct leaves for the generated code by the shortest end of their path that no
+    other leaf shares: ``W = m.W``, ``layers_0_W = model.layers[0].W``, ``p_W``/``d_W``."""
     leaves = [i for i in inputs if i.path]
-    last = [i.path[-1] for i in leaves]
-    for inp, key in zip(leaves, last):
-        short = isinstance(key, str) and key.isidentifier() and last.count(key) == 1 \
-            and key not in params and not key.startswith("_")
-        if short:
-            inp.var.hint = key
-        else:
-            head = (params[inp.argnum],) if not isinstance(inp.path[0], str) else ()
-            inp.var.hint = _hint("_".join(str(p) for p in head + inp.path))
+    parts = [(params[i.argnum], *i.path) for i in leaves]
+    for inp, full in zip(leaves, parts):
+        for k in range(1, len(full) + 1):
+            end = full[-k:]
+            if not isinstance(end[0], str) or end[0].startswith("_"):
+                continue
+            if sum(p[-k:] == end for p in parts) == 1 and (k > 1 or end[0] not in params):
+                break
+        inp.var.hint = _hint("_".join(map(str, end)))

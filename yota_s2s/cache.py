@@ -1,0 +1,277 @@
+"""The compile cache behind ``ys.grad``: compiled gradients, found again in microseconds.
+
+A call is looked up in two steps:
+
+1. **Key** (one dict lookup): the function (its code object, closure cell contents and
+   defaults: a function redefined in a notebook cell has a new code object and misses), the
+   rule set and its ``version`` (bumped by every ``diffrule``/``nodiff``), ``wrt``, the device,
+   and per argument its static signature: an array's shape and dtype, a float's type, a static
+   value itself (ints, strings, tuples of them; functions and other objects by identity), a
+   structured argument's class.
+2. **Variants** under the key, most recently used first. A variant is a compiled module plus
+   two guards, small functions generated from what tracing read:
+   ``fits(*args)`` checks the struct leaves, static leaves, list lengths, dict keys, classes
+   and shared objects (``m.dec.W is m.enc.W``) of the arguments;
+   ``fresh()`` checks that every global, closure cell and class attribute the source read is
+   still bound to the same object (a helper redefined in a notebook cell, a patched method).
+   A variant that is no longer fresh is dropped. When the generated code raises its own
+   ``GuardError`` (a value-dependent branch went the other way) the next variant is tried, and
+   if none fits, this path is compiled too and kept beside the others.
+
+Bounded: at most ``maxsize`` variants, least recently used keys go first. Thread-safe: lookups
+take a short lock, compiling takes a second (re-entrant) lock, so threads that miss on the same
+signature compile it once.
+"""
+from __future__ import annotations
+
+import threading
+import types
+from collections import OrderedDict
+from typing import Any, Callable
+
+import numpy as np
+
+from .compiler import Compiled
+from .errors import InternalError
+from .frontend.depends import Dep
+from .frontend.flatten import is_struct_object
+
+_PLAIN = (bool, int, str, bytes, type(None))
+_MISSING = object()
+
+
+class _Identity:
+    """A key part that compares by identity (and keeps its object alive while cached)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any):
+        self.obj = obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Identity) and other.obj is self.obj
+
+
+def static_key(value: Any) -> Any:
+    """A static value for a key: by value where Python compares it plainly, else by identity."""
+    t = type(value)
+    if t in _PLAIN or isinstance(value, (np.integer, np.bool_)):
+        return (t, value)
+    if t is tuple:
+        return (t, tuple(static_key(v) for v in value))
+    return _Identity(value)
+
+
+def arg_key(value: Any) -> Any:
+    """An argument's static signature; struct contents are left to the variant's guard."""
+    t = type(value)
+    if t is np.ndarray:
+        return (t, value.shape, value.dtype)
+    how = _BY_TYPE.get(t)
+    if how is None:
+        how = _BY_TYPE[t] = _key_maker(value)
+    return how(value)
+
+
+def _key_maker(value: Any) -> Callable[[Any], Any]:
+    """How to key values of ``type(value)`` (decided once per type: this is on the hot path)."""
+    t = type(value)
+    if t in (float, complex) or isinstance(value, np.inexact):
+        return lambda v: type(v)
+    if t in _PLAIN or isinstance(value, np.generic):
+        return lambda v: (type(v), v)
+    if t is tuple:
+        return lambda v: static_key(v) if all(isinstance(x, _PLAIN) for x in v) else tuple
+    if isinstance(value, (list, tuple, dict)) or is_struct_object(value):
+        return lambda v: type(v)    # a container or class instance: its contents are the guard's
+    if hasattr(value, "__cuda_array_interface__"):
+        return lambda v: (type(v), v.shape, v.dtype)
+    return static_key
+
+
+_BY_TYPE: dict[type, Callable[[Any], Any]] = {}
+
+
+def function_key(fn: Callable) -> Any:
+    """The code, and what the code closes over; a new ``def`` always misses."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return _Identity(fn)
+    cells, defaults, kwdefaults = fn.__closure__, fn.__defaults__, fn.__kwdefaults__
+    if cells is None and defaults is None and kwdefaults is None:
+        return code
+    contents = []
+    for cell in cells or ():
+        try:
+            contents.append(static_key(cell.cell_contents))
+        except ValueError:            # an empty cell
+            contents.append(_MISSING)
+    return (code, tuple(contents), static_key(defaults or ()),
+            tuple((k, static_key(v)) for k, v in sorted((kwdefaults or {}).items())))
+
+
+class _Never(Exception):
+    """Stands in for the GuardError of a module that has no guards."""
+
+
+class Variant:
+    """One compiled gradient with the guards that say when it applies."""
+
+    __slots__ = ("fn", "fits", "fresh", "guard_error", "compiled")
+
+    def __init__(self, compiled: Compiled):
+        self.compiled = compiled
+        self.fn = compiled.fn
+        self.guard_error = getattr(compiled.module, "GuardError", _Never)
+        self.fits, self.fresh = make_guards(compiled)
+
+
+def make_guards(compiled: Compiled) -> tuple[Callable | None, Callable | None]:
+    """``fits(*args)`` and ``fresh()`` for a compiled gradient (None when nothing to check)."""
+    tape, assumes = compiled.forward, compiled.assumes
+    consts: dict[str, Any] = {}
+
+    def const(value: Any) -> str:
+        name = f"_k{len(consts)}"
+        consts[name] = value
+        return name
+
+    tests = []
+    for inp in tape.inputs:
+        if inp.path:
+            tests.append(_leaf_test(inp.access, inp.var.aval, const))
+    for static in tape.statics:
+        if static.path or static.access != tape.params[static.argnum]:
+            tests.append(_static_test(static.access, static.value, const))
+    tests += [f"type({access}) is {const(cls)}" for access, cls in assumes.types
+              if access not in tape.params]
+    tests += [f"{a} is {b}" for a, b in assumes.aliases]
+    deps = [_dep_test(dep, const) for dep in assumes.deps]
+    consts["_MISSING"] = _MISSING
+    fits = _function("fits", tape.params, tests, consts) if tests else None
+    fresh = _function("fresh", (), deps, consts) if deps else None
+    return fits, fresh
+
+
+def _leaf_test(access: str, aval: Any, const: Callable[[Any], str]) -> str:
+    if aval.weak:
+        return f"type({access}) is {'complex' if aval.dtype.kind == 'c' else 'float'}"
+    return f"getattr({access}, 'dtype', None) == {const(aval.dtype)} and {access}.shape == {aval.shape!r}"
+
+
+def _static_test(access: str, value: Any, const: Callable[[Any], str]) -> str:
+    key = static_key(value)
+    if isinstance(key, _Identity):
+        return f"{access} is {const(value)}"
+    return f"type({access}) is {const(type(value))} and {access} == {const(value)}"
+
+
+def _dep_test(dep: Dep, const: Callable[[Any], str]) -> str:
+    if isinstance(dep.namespace, types.CellType):
+        return f"{const(dep.namespace)}.cell_contents is {const(dep.value)}"
+    return f"{const(dep.namespace)}.get({dep.name!r}, _MISSING) is {const(dep.value)}"
+
+
+def _function(name: str, params: tuple[str, ...], tests: list[str], consts: dict) -> Callable:
+    body = "\n            and ".join(tests)
+    source = (f"def {name}({', '.join(params)}):\n    try:\n        return bool({body})\n"
+              f"    except Exception:\n        return False\n")
+    namespace = dict(consts)
+    exec(compile(source, f"<yota_s2s guard {name}>", "exec"), namespace)
+    fn = namespace[name]
+    fn.source = source
+    return fn
+
+
+class Cache:
+    def __init__(self, maxsize: int = 128):
+        self.maxsize = maxsize
+        self._entries: OrderedDict[Any, tuple[Variant, ...]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._compiling = threading.RLock()
+        self.hits = self.misses = self.guard_failures = 0
+
+    def call(self, key: Any, args: tuple, compile_fn: Callable[[], Compiled]) -> tuple[Variant, Any]:
+        """``(variant, variant.fn(*args))``, compiling a new variant only when none applies."""
+        found = self._run(key, args)
+        if found is not None:
+            return found
+        with self._compiling:
+            found = self._run(key, args)          # compiled meanwhile by another thread?
+            if found is not None:
+                return found
+            variant = Variant(compile_fn())
+            if variant.fits is not None and not variant.fits(*args):
+                raise InternalError("a freshly compiled gradient rejects the arguments it was "
+                                    "compiled for; please report this with the guard:\n"
+                                    + variant.fits.source)
+            self._add(key, variant)
+            self.misses += 1
+        return variant, variant.fn(*args)
+
+    def _run(self, key: Any, args: tuple) -> tuple[Variant, Any] | None:
+        with self._lock:
+            variants = self._entries.get(key)
+            if variants is None:
+                return None
+            self._entries.move_to_end(key)
+            self.hits += 1              # taken back below if no variant applies
+        for variant in variants:
+            if variant.fresh is not None and not variant.fresh():
+                self._drop(key, variant)
+                continue
+            if variant.fits is not None and not variant.fits(*args):
+                continue
+            try:
+                out = variant.fn(*args)
+            except variant.guard_error:
+                with self._lock:
+                    self.guard_failures += 1
+                continue
+            if variant is not variants[0]:
+                self._promote(key, variant)
+            return variant, out
+        with self._lock:
+            self.hits -= 1
+        return None
+
+    def _add(self, key: Any, variant: Variant) -> None:
+        with self._lock:
+            self._entries[key] = (variant, *self._entries.get(key, ()))[:self.maxsize]
+            self._entries.move_to_end(key)
+            while len(self) > self.maxsize and len(self._entries) > 1:
+                self._entries.popitem(last=False)
+
+    def _promote(self, key: Any, variant: Variant) -> None:
+        with self._lock:
+            variants = self._entries.get(key, ())
+            if variant in variants:
+                self._entries[key] = (variant, *(v for v in variants if v is not variant))
+
+    def _drop(self, key: Any, variant: Variant) -> None:
+        with self._lock:
+            variants = tuple(v for v in self._entries.get(key, ()) if v is not variant)
+            if variants:
+                self._entries[key] = variants
+            else:
+                self._entries.pop(key, None)
+
+    def __len__(self) -> int:
+        """The number of compiled variants held."""
+        return sum(len(v) for v in self._entries.values())
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self.hits = self.misses = self.guard_failures = 0
+
+    def stats(self) -> dict[str, int]:
+        with self._lock:
+            return {"hits": self.hits, "misses": self.misses,
+                    "guard_failures": self.guard_failures, "variants": len(self)}
+
+
+CACHE = Cache()
