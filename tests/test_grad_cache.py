@@ -1,0 +1,198 @@
+"""``ys.grad``'s compile cache: hits and misses, static values, guard failures, redefinition
+in a notebook cell, rebinding of what the source read, the bound, and threads."""
+from __future__ import annotations
+
+import itertools
+import linecache
+import threading
+
+import numpy as np
+import pytest
+
+import yota_s2s as ys
+from yota_s2s import api
+from yota_s2s.cache import Cache
+
+from .programs import structs as S
+
+_cells = itertools.count(1)
+
+
+def cell(source: str, namespace: dict) -> None:
+    """Run ``source`` as IPython runs a notebook cell: a pseudo-file known to linecache."""
+    filename = f"<ipython-input-{next(_cells)}-test>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(compile(source, filename, "exec"), namespace)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    ys.clear_cache()
+
+
+def misses() -> int:
+    return ys.cache_info()["misses"]
+
+
+def iterative(x, n):
+    for i in range(n):
+        x = 2 * x
+    return np.sum(x)
+
+
+def test_static_ints_decide_control_flow_without_a_flag():
+    x = np.ones(3)
+    for n, expected in [(1, 2.0), (2, 4.0), (3, 8.0), (1, 2.0), (2, 4.0)]:
+        _, g = ys.grad(iterative, x, n)
+        np.testing.assert_array_equal(g[0], expected)
+        assert g[1] is None
+    assert ys.cache_info() == {"hits": 2, "misses": 3, "guard_failures": 0, "variants": 3}
+
+
+def test_a_hit_does_no_parsing_or_codegen(rng, monkeypatch):
+    m, X = S.Linear(rng.standard_normal((3, 4)), rng.standard_normal(3)), rng.standard_normal((4, 5))
+    loss = lambda m, X: np.sum(m(X))                              # noqa: E731
+    ys.grad(loss, m, X)
+
+    def no_compiling(*args, **kwargs):
+        raise AssertionError("compiled on a cache hit")
+    monkeypatch.setattr(api, "compile_grad", no_compiling)
+    for _ in range(3):
+        val, g = ys.grad(loss, m, X)
+    assert val == pytest.approx(loss(m, X))
+    assert ys.cache_info()["hits"] == 3 and misses() == 1
+
+
+def test_new_shapes_dtypes_and_static_leaves_compile_new_variants(rng):
+    model, X = S.MLP([3, 4, 2], rng), rng.standard_normal((3, 5))
+    ys.grad(S.mlp_loss, model, X)
+    ys.grad(S.mlp_loss, model, rng.standard_normal((3, 7)))                 # shape
+    ys.grad(S.mlp_loss, model, X.astype(np.float32))                         # dtype
+    for layer in model.layers:
+        layer.steps += 1                    # a field the code never reads: still a hit
+    ys.grad(S.mlp_loss, model, X)
+    assert misses() == 3
+    model.act = S.relu                                                       # static leaf
+    val, _ = ys.grad(S.mlp_loss, model, X)
+    assert misses() == 4 and val == pytest.approx(model.loss(X))
+    model.layers.append(S.Linear(rng.standard_normal((2, 2)), np.zeros(2)))  # layout
+    val, g = ys.grad(S.mlp_loss, model, X)
+    assert misses() == 5 and val == pytest.approx(model.loss(X)) and len(g[0]) == 6
+
+
+def branchy(x):
+    if np.sum(x) > 0:
+        return np.sum(x * x)
+    return np.sum(-x)
+
+
+def test_guard_failure_compiles_the_other_path_and_keeps_both():
+    pos, neg = np.ones(2), -np.ones(2)
+    for x in (pos, neg, pos, neg):
+        _, g = ys.grad(branchy, x)
+        np.testing.assert_array_equal(g[0], 2 * x if x[0] > 0 else -1.0)
+    info = ys.cache_info()
+    assert info["misses"] == 2 and info["variants"] == 2 and info["hits"] == 2
+    assert info["guard_failures"] >= 2
+
+
+def test_redefining_in_a_notebook_cell_never_returns_stale_code():
+    ns = {"np": np}
+    cell("def loss(x):\n    return np.sum(x * x)\n", ns)
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(ys.grad(ns["loss"], x)[1][0], 2 * x)
+    cell("def loss(x):\n    return np.sum(x * x * x)\n", ns)
+    np.testing.assert_array_equal(ys.grad(ns["loss"], x)[1][0], 3 * x * x)
+    assert misses() == 2
+
+
+def test_rebinding_a_helper_the_source_calls_recompiles():
+    ns = {"np": np}
+    cell("def helper(x):\n    return x * x\n\ndef loss(x):\n    return np.sum(helper(x))\n", ns)
+    loss, x = ns["loss"], np.arange(3.0)
+    np.testing.assert_array_equal(ys.grad(loss, x)[1][0], 2 * x)
+    cell("def helper(x):\n    return 5 * x\n", ns)                 # only the helper changes
+    np.testing.assert_array_equal(ys.grad(loss, x)[1][0], 5.0)
+    assert misses() == 2 and ys.cache_info()["variants"] == 1   # the stale variant is dropped
+
+
+def test_patching_a_method_on_the_class_recompiles(rng):
+    class Model:
+        def __init__(self, W):
+            self.W = W
+
+        def loss(self, X):
+            return np.sum(self.W @ X)
+    m, X = Model(rng.standard_normal((2, 3))), rng.standard_normal((3, 4))
+    ys.grad(m.loss, X)
+    Model.loss = lambda self, X: np.sum((self.W @ X) ** 2)
+    _, g = ys.grad(m.loss, X)
+    np.testing.assert_allclose(g.self[("W",)], 2 * (m.W @ X) @ X.T)
+
+
+def test_closures_are_part_of_the_key():
+    def scaled(k):
+        return lambda x: np.sum(k * x)
+    x = np.ones(2)
+    np.testing.assert_array_equal(ys.grad(scaled(2), x)[1][0], 2.0)
+    np.testing.assert_array_equal(ys.grad(scaled(3), x)[1][0], 3.0)
+    np.testing.assert_array_equal(ys.grad(scaled(2), x)[1][0], 2.0)
+    assert misses() == 2
+
+
+def sines(x):
+    return np.sum(np.sin(x))
+
+
+def test_a_new_rule_invalidates_compiled_code():
+    rules = ys.RULES.copy()
+    x = np.arange(3.0)
+    np.testing.assert_allclose(ys.grad(sines, x, rules=rules)[1][0], np.cos(x))
+    rules.nodiff(np.sin)                                # bumps rules.version
+    np.testing.assert_array_equal(ys.grad(sines, x, rules=rules)[1][0], 0.0)
+    assert misses() == 2
+
+
+def test_the_cache_is_bounded():
+    cache = Cache(maxsize=3)
+    for n in range(6):
+        key, x = ("iterative", n), np.ones(2)
+        cache.call(key, (x, n), lambda n=n: api.compile_grad(iterative, (x, n)))
+    assert len(cache) == 3 and cache.stats()["misses"] == 6
+    cache.clear()
+    assert len(cache) == 0 and cache.stats()["misses"] == 0
+
+
+def test_clear_cache_empties_it():
+    ys.grad(iterative, np.ones(2), 2)
+    assert ys.cache_info()["variants"] == 1
+    ys.clear_cache()
+    assert ys.cache_info() == {"hits": 0, "misses": 0, "guard_failures": 0, "variants": 0}
+
+
+def test_threads_on_the_same_and_on_different_signatures(rng):
+    model = S.MLP([3, 4, 2], rng)
+    inputs = [rng.standard_normal((3, n)) for n in (2, 3, 4, 5)]
+    expected = [ys.simplegrad(S.mlp_loss, model, X)(model, X) for X in inputs]
+    errors: list[BaseException] = []
+    start = threading.Barrier(8)
+
+    def work(k: int) -> None:
+        try:
+            start.wait()
+            for i in range(40):
+                j = (k + i) % len(inputs) if k % 2 else 0       # half share one signature
+                val, g = ys.grad(S.mlp_loss, model, inputs[j])
+                assert val == expected[j][0]
+                for path, dv in expected[j][1].items():
+                    np.testing.assert_array_equal(g[0][path], dv)
+        except BaseException as e:                               # reported below
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+    info = ys.cache_info()
+    assert info["misses"] == len(inputs) and info["hits"] == 8 * 40 - len(inputs)
