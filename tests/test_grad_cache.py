@@ -50,7 +50,8 @@ def test_static_ints_decide_control_flow_without_a_flag():
 
 
 def test_a_hit_does_no_parsing_or_codegen(rng, monkeypatch):
-    m, X = S.Linear(rng.standard_normal((3, 4)), rng.standard_normal(3)), rng.standard_normal((4, 5))
+    m = S.Linear(rng.standard_normal((3, 4)), rng.standard_normal(3))
+    X = rng.standard_normal((4, 5))
     loss = lambda m, X: np.sum(m(X))                              # noqa: E731
     ys.grad(loss, m, X)
 

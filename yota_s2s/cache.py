@@ -159,7 +159,8 @@ def make_guards(compiled: Compiled) -> tuple[Callable | None, Callable | None]:
 def _leaf_test(access: str, aval: Any, const: Callable[[Any], str]) -> str:
     if aval.weak:
         return f"type({access}) is {'complex' if aval.dtype.kind == 'c' else 'float'}"
-    return f"getattr({access}, 'dtype', None) == {const(aval.dtype)} and {access}.shape == {aval.shape!r}"
+    dtype = const(aval.dtype)
+    return f"getattr({access}, 'dtype', None) == {dtype} and {access}.shape == {aval.shape!r}"
 
 
 def _static_test(access: str, value: Any, const: Callable[[Any], str]) -> str:
@@ -194,7 +195,8 @@ class Cache:
         self._compiling = threading.RLock()
         self.hits = self.misses = self.guard_failures = 0
 
-    def call(self, key: Any, args: tuple, compile_fn: Callable[[], Compiled]) -> tuple[Variant, Any]:
+    def call(self, key: Any, args: tuple,
+             compile_fn: Callable[[], Compiled]) -> tuple[Variant, Any]:
         """``(variant, variant.fn(*args))``, compiling a new variant only when none applies."""
         found = self._run(key, args)
         if found is not None:

@@ -173,8 +173,9 @@ class Evaluator(ExpressionsMixin, CallsMixin):
                                        "Build the array with np.concatenate/np.stack, or use np.where.")
         elif isinstance(target, gast.Attribute):
             obj = self.expr(target.value)
-            new = self.binop(node.op, self.getattr(obj, target.attr, target), self.expr(node.value), node)
-            set_attribute(self, obj, target.attr, new, node)
+            current = self.getattr(obj, target.attr, target)
+            set_attribute(self, obj, target.attr,
+                          self.binop(node.op, current, self.expr(node.value), node), node)
         else:
             raise self.unsupported(node, f"augmented assignment to {type(target).__name__}")
 

@@ -87,7 +87,7 @@ class Flattener:
         self._seen: dict[tuple[int, int], tuple[Any, str, Any]] = {}
 
     def flatten(self, value: Any, argnum: int, path: tuple, access: str) -> Any:
-        """The evaluator's view of ``value``, read by ``access`` at ``path`` of argument ``argnum``."""
+        """The evaluator's view of ``value``: ``access`` reads it at ``path`` of arg ``argnum``."""
         shared = bool(path) and not isinstance(value, (bool, int, float, complex, str, type(None)))
         if shared:
             seen = self._seen.get((argnum, id(value)))
@@ -108,14 +108,16 @@ class Flattener:
             return var
         if is_namedtuple(value):
             self.types.append((access, type(value)))
-            return type(value)(*(self.flatten(getattr(value, f), argnum, path + (f,), f"{access}.{f}")
-                                 for f in type(value)._fields))
+            fields = type(value)._fields
+            return type(value)(*(self.flatten(v, argnum, path + (f,), f"{access}.{f}")
+                                 for f, v in zip(fields, value)))
         if isinstance(value, tuple) and all(isinstance(v, _PLAIN_KEYS) for v in value):
             self.statics.append(StaticInput(argnum, path, value, access))    # a shape, a flag set
             return value
         if isinstance(value, (tuple, list)):
             self._layout(argnum, path, f"len({access})", len(value))
-            items = [self.flatten(v, argnum, path + (i,), f"{access}[{i}]") for i, v in enumerate(value)]
+            items = [self.flatten(v, argnum, path + (i,), f"{access}[{i}]")
+                     for i, v in enumerate(value)]
             return items if isinstance(value, list) else tuple(items)
         if isinstance(value, dict):
             return self._flatten_dict(value, argnum, path, access)
@@ -133,7 +135,8 @@ class Flattener:
                     f"argument {access} has the key {key!r}, which generated code cannot spell",
                     hint="Use str, int or bool keys (or tuples of them) in dicts that hold arrays.")
         self._layout(argnum, path, f"tuple({access})", tuple(value))
-        return {k: self.flatten(v, argnum, path + (k,), f"{access}[{k!r}]") for k, v in value.items()}
+        return {k: self.flatten(v, argnum, path + (k,), f"{access}[{k!r}]")
+                for k, v in value.items()}
 
     def _layout(self, argnum: int, path: tuple, access: str, value: Any) -> None:
         """A fact about a container that the code depends on (``len(m.layers)``, ``tuple(p)``)."""
