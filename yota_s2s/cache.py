@@ -143,7 +143,7 @@ def make_guards(compiled: Compiled) -> tuple[Callable | None, Callable | None]:
     for inp in tape.inputs:
         if inp.path:
             tests.append(_leaf_test(inp.access, inp.var.aval, const))
-    for static in tape.statics:
+    for static in tape.statics + tape.layout:
         if static.path or static.access != tape.params[static.argnum]:
             tests.append(_static_test(static.access, static.value, const))
     tests += [f"type({access}) is {const(cls)}" for access, cls in assumes.types

@@ -36,8 +36,15 @@ class Compiled:
 
 
 def gradient_tape(f: Any, args: Sequence[Any], rules: RuleSet = RULES, wrt: set[int] | None = None,
-                  check: bool = False, passes: bool = True) -> tuple[Tape, Tape, Assumptions]:
-    """(forward tape, optimized gradient tape, assumptions) for ``f`` on ``args``."""
+                  check: bool = False, passes: bool = True) -> tuple[Tape, Tape]:
+    """(forward tape, optimized gradient tape) for ``f`` on ``args``."""
+    forward, tape, _ = _gradient(f, args, rules, wrt, check, passes)
+    return forward, tape
+
+
+def _gradient(f: Any, args: Sequence[Any], rules: RuleSet, wrt: set[int] | None, check: bool,
+              passes: bool) -> tuple[Tape, Tape, Assumptions]:
+    """``gradient_tape``, and what the trace assumed beyond the tape (for ``ys.grad``'s cache)."""
     forward, ev = trace_function(f, args, rules)
     assumes = Assumptions(tuple(ev.flattener.types), tuple(ev.flattener.aliases), tuple(ev.depends))
     if check:
@@ -58,7 +65,7 @@ def compile_grad(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES,
                  regenerate: str | None = None, check: bool = False) -> Compiled:
     if device not in DEVICES:
         raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
-    forward, tape, assumes = gradient_tape(f, args, rules, wrt, check)
+    forward, tape, assumes = _gradient(f, args, rules, wrt, check, passes=True)
     text = write_module(tape, device=device, regenerate=regenerate)
     fname = function_name(tape)
     if module_name is None:

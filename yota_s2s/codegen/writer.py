@@ -95,7 +95,7 @@ def _describe_param(tape: Tape, argnum: int) -> str:
         return f"{name} = {static_text(value)}"
     facts = [(i.path, f"{i.access} {'float' if i.var.aval.weak else _spec(i.var)}") for i in leaves]
     facts += [(s.path, f"{s.access} = {static_text(s.value)}")
-              for s in tape.statics if s.argnum == argnum]
+              for s in tape.layout + tape.statics if s.argnum == argnum]
     inner = ", ".join(text for _, text in sorted(facts, key=lambda f: _path_key(f[0])))
     return f"{name} ({inner})" if inner else f"{name} (no arrays)"
 
@@ -125,7 +125,7 @@ def _imports(device: str, modules: set[str], user: list[str]) -> str:
 # -- the function ---------------------------------------------------------------------------
 
 def _has_checks(tape: Tape) -> bool:
-    return bool(tape.inputs) or any(_checkable(s.value) for s in tape.statics)
+    return bool(tape.inputs) or any(_checkable(s.value) for s in tape.statics + tape.layout)
 
 
 def _checkable(value: Any) -> bool:
@@ -140,7 +140,7 @@ def _checks(tape: Tape, fname: str) -> list[str]:
         if inp.path == ():
             lines += _leaf_check(tape, fname, inp.var, tape.params[inp.argnum], inp.access)
     for static in tape.statics:
-        if static.path == () and static.access == tape.params[static.argnum]:
+        if static.path == ():
             lines += _static_check(fname, static.access, static.value)
     return lines
 
@@ -188,7 +188,7 @@ def _struct_args(tape: Tape, emitter: Emitter, fname: str) -> list[str]:
     for argnum, kind in enumerate(tape.arg_kinds):
         if kind != "struct":
             continue
-        facts = [(s.path, 0, s) for s in tape.statics if s.argnum == argnum]
+        facts = [(s.path, 0, s) for s in tape.layout + tape.statics if s.argnum == argnum]
         facts += [(i.path, 1, i) for i in tape.inputs if i.argnum == argnum]
         for _, is_leaf, fact in sorted(facts, key=lambda f: (_path_key(f[0]), f[1])):
             if not is_leaf:

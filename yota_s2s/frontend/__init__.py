@@ -55,7 +55,7 @@ def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES) -> tupl
         result.hint = parsed.name if parsed.name.isidentifier() else "value"
     leaf_names(flat.inputs, names)
     tape = Tape(name=parsed.name, params=names, inputs=flat.inputs, stmts=ev.stmts,
-                result=to_tree(result, loc), statics=flat.statics, loc=loc,
+                result=to_tree(result, loc), statics=flat.statics, loc=loc, layout=flat.layout,
                 arg_kinds=tuple(arg_kind(a) for a in args))
     return tape, ev
 

@@ -82,13 +82,20 @@ class Flattener:
         self.input_vars = input_vars      # the evaluator's set of Vars that are inputs
         self.inputs: list[Input] = []
         self.statics: list[StaticInput] = []
+        self.layout: list[StaticInput] = []          # len(m.layers), tuple(d): containers' shape
         self.types: list[tuple[str, type]] = []      # (access, class) of each struct object
         self.aliases: list[tuple[str, str]] = []     # (access, first access) of shared objects
         self._seen: dict[tuple[int, int], tuple[Any, str, Any]] = {}
 
-    def flatten(self, value: Any, argnum: int, path: tuple, access: str) -> Any:
-        """The evaluator's view of ``value``: ``access`` reads it at ``path`` of arg ``argnum``."""
-        shared = bool(path) and not isinstance(value, (bool, int, float, complex, str, type(None)))
+    def flatten(self, value: Any, argnum: int, path: tuple, access: str,
+                attribute: bool = False) -> Any:
+        """The evaluator's view of ``value``: ``access`` reads it at ``path`` of arg ``argnum``.
+
+        An object met again (the same class instance, or the same array read as an attribute:
+        tied weights) is the same value, so its gradient is one total. Arrays that merely
+        repeat inside a list or dict stay separate leaves, as in JAX's pytrees."""
+        shared = bool(path) and (is_struct_object(value) or (
+            attribute and not isinstance(value, (bool, int, float, complex, str, type(None)))))
         if shared:
             seen = self._seen.get((argnum, id(value)))
             if seen is not None:            # one object reached by two paths: tied weights
@@ -140,7 +147,7 @@ class Flattener:
 
     def _layout(self, argnum: int, path: tuple, access: str, value: Any) -> None:
         """A fact about a container that the code depends on (``len(m.layers)``, ``tuple(p)``)."""
-        self.statics.append(StaticInput(argnum, path, value, access))
+        self.layout.append(StaticInput(argnum, path, value, access))
 
 
 def _plain_key(key: Any) -> bool:

@@ -68,7 +68,7 @@ def get_attribute(ev: Any, sv: StructValue, name: str, node: gast.AST) -> Any:
         return sv.fields[name]
     if sv.obj is not None and _instance_has(sv.obj, name):
         value = ev.flattener.flatten(getattr(sv.obj, name), sv.argnum, sv.path + (name,),
-                                     attribute_access(sv.access, name))
+                                     attribute_access(sv.access, name), attribute=True)
         sv.fields[name] = value
         return value
     return class_attribute(ev, sv, name, node)

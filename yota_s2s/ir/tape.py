@@ -223,6 +223,7 @@ class Tape:
     statics: list[StaticInput] = field(default_factory=list)
     loc: SourceLoc | None = None
     arg_kinds: tuple[str, ...] = ()     # per parameter: "array", "scalar", "float", "static", "struct"
+    layout: list[StaticInput] = field(default_factory=list)   # len(m.layers) == 2, tuple(d) == keys
 
     def copy(self, **changes: Any) -> "Tape":
         fields = dict(self.__dict__)
