@@ -39,7 +39,21 @@ def snippets() -> dict[str, str]:
         "gradient-tape": format_tape(plain) + "\n",
         "optimized-tape": format_tape(optimized) + "\n",
         "module": write_module(optimized),
+        "struct-module": _struct_module(),
     }
+
+
+def _struct_module() -> str:
+    """docs/structs.md: the gradient of a loss taking an MLP object (tests/programs/structs.py)."""
+    import numpy as np
+
+    from tests.programs import structs
+    from yota_s2s.codegen import write_module
+    from yota_s2s.compiler import gradient_tape
+
+    model = structs.MLP([3, 4, 2], np.random.default_rng(0))
+    _, tape = gradient_tape(structs.mlp_loss, (model, np.ones((3, 5))))
+    return write_module(tape)
 
 
 def update(text: str, values: dict[str, str]) -> str:
