@@ -2,7 +2,7 @@
 
 Every pass is a function ``tape -> (tape, changed)``. ``optimize`` runs ``PIPELINE`` until
 nothing changes, then ``fresh_outputs`` makes sure nothing returned aliases an argument, another
-output or a read-only view.
+output or a read-only view (and dead-code elimination drops what that replaced).
 """
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from .cse import cse
 from .dce import dce
 from .fold import fold
 from .outputs import fresh_outputs
+from .signs import signs
 from .simplify import simplify
 
-PIPELINE = [fold, simplify, cse, dce]
+PIPELINE = [fold, simplify, signs, cse, dce]
 MAX_ROUNDS = 20
 
 
@@ -25,7 +26,7 @@ def optimize(tape: Tape, passes=PIPELINE) -> Tape:
             changed |= did
         if not changed:
             break
-    return fresh_outputs(tape)
+    return dce(fresh_outputs(tape))[0]
 
 
-__all__ = ["PIPELINE", "optimize", "cse", "dce", "fold", "simplify", "fresh_outputs"]
+__all__ = ["PIPELINE", "optimize", "cse", "dce", "fold", "signs", "simplify", "fresh_outputs"]

@@ -3,7 +3,7 @@
 After simplification a gradient may be an argument itself (``d(x * y)/dx`` with ``dy = 1`` is
 ``y``), a view of one, a read-only broadcast (``np.broadcast_to(1.0, x.shape)``), the same array
 as another gradient, or a literal. Each of those is replaced by a fresh array here, once, at the
-end of the pipeline.
+end of the pipeline: ``np.full`` for a constant (or a broadcast constant), else ``np.copy``.
 """
 from __future__ import annotations
 
@@ -28,7 +28,10 @@ def fresh_outputs(tape: Tape) -> Tape:
                             (to_tree(inp.var.aval.shape), g), _dtype(inp))
             continue
         root, borrowed = _root(g, producer, inputs)
-        if borrowed or root in roots:
+        made = producer.get(g)
+        if made is not None and made.prim.name == "broadcast_to" and isinstance(made.args[0], Lit):
+            grads[k] = _add(stmts, tape, inp, RULES.lookup(np.full), made.args[::-1], _dtype(inp))
+        elif borrowed or root in roots:
             grads[k] = _add(stmts, tape, inp, RULES.lookup(np.copy), (g,), ())
         roots.add(root)
     return tape.copy(stmts=stmts, grads=grads)

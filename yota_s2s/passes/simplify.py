@@ -8,6 +8,7 @@
     x.T.T -> x
     broadcast_to(c, s) * k -> broadcast_to(c * k, s);  broadcast_to(a, s) * b -> a * b
         when ``a`` and ``b`` broadcast to the result by themselves (no array of ones)
+    sums and products of broadcast constants -> row and column sums (see broadcast.py)
 
 An identity only applies where the result has exactly the operand's shape and dtype, so
 dropping it cannot change a broadcast or a promotion.
@@ -20,6 +21,7 @@ import numpy as np
 
 from ..frontend.values import static_of, to_tree
 from ..ir.tape import Lit, Stmt, Tape, Var
+from .broadcast import broadcast_constant
 from .rewrite import resolver, substitute, substitute_stmt
 
 _SAME_SHAPE_NOOPS = {"reshape", "broadcast_to", "astype", "squeeze", "expand_dims", "ravel"}
@@ -34,20 +36,21 @@ def simplify(tape: Tape) -> tuple[Tape, bool]:
     kept, changed = [], False
     for stmt in tape.stmts:
         stmt = substitute_stmt(stmt, resolve)
-        new = _simplify(stmt, producer)
+        new = broadcast_constant(stmt, producer)
         if new is None:
-            kept.append(stmt)
-        elif isinstance(new, Stmt):
-            kept.append(new)
-            changed = True
+            new = _simplify(stmt, producer)
+        if isinstance(new, Stmt):
+            new = [new]
+        if new is None or isinstance(new, list):
+            replaced = new or [stmt]
+            kept += replaced
+            producer.update((o, s) for s in replaced for o in s.outs)
         else:
             mapping[stmt.out] = new
             if isinstance(new, Var) and new.hint is None and new.grad_of is None:
                 new.hint = stmt.out.hint          # `total = 0.0 + t` keeps the name total
             _pass_on_gradient(stmt.out, new, producer)
-            changed = True
-            continue
-        producer.update((o, kept[-1]) for o in kept[-1].outs)
+        changed |= new is not None
     if not changed:
         return tape, False
     return substitute(tape, mapping, kept), True

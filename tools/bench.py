@@ -1,0 +1,308 @@
+"""Benchmark: generated gradients against a careful handwritten gradient and against peers.
+
+    python tools/bench.py                      # every workload, one thread per framework
+    python tools/bench.py --only mlp,rnn --reps 31 --threads 1
+
+For each workload (tools/workloads.py) it times, in one process, with repetitions interleaved
+after a warm-up: the forward function, the handwritten gradient, the generated gradient (fresh
+arrays, and with ``out=`` arrays when the module takes them), and JAX (jit), PyTorch (eager) and
+autograd where they are installed (skipped otherwise). Before any timing it checks that every
+implementation returns the same value and gradients as the handwritten one.
+
+It prints medians and ratios (to the forward call, to the handwritten gradient, and the generated
+gradient against each peer); with tracemalloc, the bytes a steady-state call allocates (its peak
+above the memory before it) and keeps, and peak memory (that, plus the work arrays a generated
+module holds); and compile time: the latency of the first ``simplegrad`` call, from a cold cache.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+THREADS = "1"
+for i, arg in enumerate(sys.argv):
+    if arg.startswith("--threads"):
+        THREADS = arg.split("=", 1)[1] if "=" in arg else sys.argv[i + 1]
+for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
+            "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS"):
+    os.environ[var] = THREADS
+os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen="
+                           f"{'true' if THREADS != '1' else 'false'} "
+                           f"intra_op_parallelism_threads={THREADS}").strip()
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import argparse  # noqa: E402
+import importlib  # noqa: E402
+import inspect  # noqa: E402
+import statistics  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+import tracemalloc  # noqa: E402
+import types  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any, Callable  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ["YOTA_S2S_CACHE"] = tempfile.mkdtemp(prefix="yota-bench-")   # cold: compile time is real
+
+import workloads  # noqa: E402
+import yota_s2s as ys  # noqa: E402
+
+PEERS = ("jax", "torch", "autograd")
+SAMPLE_SECONDS = 0.004      # each timed sample loops a call until about this long
+
+
+@dataclass
+class Impl:
+    name: str
+    call: Callable[[], Any]                     # the timed call
+    result: Callable[[], tuple]                 # (value, grads) as numpy, for the check
+    numpy_memory: bool = True                   # tracemalloc sees its arrays
+    held: int = 0                               # bytes of work arrays held between calls
+    times: list[float] = field(default_factory=list)
+    inner: int = 1
+    alloc: int | None = None
+    kept: int | None = None
+
+
+# ----- implementations ----------------------------------------------------------------------------
+
+def numpy_impls(w: workloads.Workload, args: tuple, compile_ms: dict) -> list[Impl]:
+    wrt = w.wrt
+    t0 = time.perf_counter()
+    df = ys.simplegrad(w.loss, *args, **_wrt_option(wrt, len(args)))
+    compile_ms[w.name] = (time.perf_counter() - t0) * 1e3
+    held = _held_bytes(df)
+
+    def pick(res):
+        value, *grads = res
+        return value, tuple(grads[i] for i in wrt)
+    impls = [Impl("forward", lambda: w.loss(*args), lambda: None),
+             Impl("handwritten", lambda: w.handwritten(*args), lambda: w.handwritten(*args)),
+             Impl("yota", lambda: df(*args), lambda: pick(df(*args)), held=held)]
+    if "out" in inspect.signature(df).parameters:
+        value, *grads = df(*args)
+        outs = tuple(np.empty_like(g) if isinstance(g, np.ndarray) else None for g in grads)
+        impls.append(Impl("yota out=", lambda: df(*args, out=outs),
+                          lambda: pick(df(*args, out=outs)), held=held))
+    return impls
+
+
+def _wrt_option(wrt: tuple, n: int) -> dict:
+    """``wrt=`` for the gradients asked for, where this version of simplegrad takes it."""
+    if "wrt" in inspect.signature(ys.simplegrad).parameters:
+        return {"wrt": set(wrt)}
+    return {}
+
+
+def _held_bytes(df) -> int:
+    report = getattr(ys, "memory_report", None)
+    return report(df).bytes if report is not None else 0
+
+
+def _rebind(fn: Callable, np_module) -> Callable:
+    """``fn`` with ``np`` (and the workload module's other functions) bound to ``np_module``."""
+    env = dict(workloads.__dict__, np=np_module)
+    for name, value in list(env.items()):
+        if isinstance(value, types.FunctionType) and value.__module__ == workloads.__name__:
+            env[name] = types.FunctionType(value.__code__, env, name, value.__defaults__)
+    return env[fn.__name__]
+
+
+def _splice(args: tuple, wrt: tuple, params) -> list:
+    full = list(args)
+    for i, p in zip(wrt, params):
+        full[i] = p
+    return full
+
+
+def jax_impl(w: workloads.Workload, args: tuple) -> Impl:
+    import jax
+    import jax.numpy as jnp
+    jax.config.update("jax_enable_x64", True)
+    f = jax.jit(jax.value_and_grad(_rebind(w.loss, jnp), argnums=w.wrt))
+    jargs = [jnp.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
+
+    def result():
+        value, grads = f(*jargs)
+        return float(value), tuple(np.asarray(g) for g in grads)
+    return Impl("jax", lambda: jax.block_until_ready(f(*jargs)), result, numpy_memory=False)
+
+
+def torch_impl(w: workloads.Workload, args: tuple) -> Impl | None:
+    import torch
+    torch.set_num_threads(int(THREADS))
+    targs = [torch.from_numpy(a) if isinstance(a, np.ndarray) else torch.tensor(a, dtype=torch.float64)
+             for a in args]
+    params = [targs[i].requires_grad_() for i in w.wrt]
+
+    def call():
+        value = w.torch_loss(torch, *targs)
+        return value, torch.autograd.grad(value, params)
+
+    def result():
+        value, grads = call()
+        return value.item(), tuple(g.numpy() for g in grads)
+    return Impl("torch", call, result, numpy_memory=False)
+
+
+def autograd_impl(w: workloads.Workload, args: tuple) -> Impl:
+    import autograd
+    import autograd.numpy as anp
+    loss = _rebind(w.loss, anp)
+    f = autograd.value_and_grad(lambda ps: loss(*_splice(args, w.wrt, ps)))
+    params = tuple(args[i] for i in w.wrt)
+
+    def result():
+        value, grads = f(params)
+        return float(value), tuple(np.asarray(g) for g in grads)
+    return Impl("autograd", lambda: f(params), result)
+
+
+def peer_impls(w: workloads.Workload, args: tuple, wanted: set[str]) -> list[Impl]:
+    makers = {"jax": jax_impl, "torch": torch_impl, "autograd": autograd_impl}
+    impls = []
+    for name in PEERS:
+        if name not in wanted or importlib.util.find_spec(name) is None:
+            continue
+        if name == "torch" and w.torch_loss is None:
+            continue
+        impls.append(makers[name](w, args))
+    return impls
+
+
+# ----- checking, timing, memory -------------------------------------------------------------------
+
+def check(w: workloads.Workload, impls: list[Impl]) -> None:
+    """Every implementation's value and gradients agree with the handwritten ones."""
+    ref_value, ref_grads = impls[1].result()
+    for impl in impls[2:]:
+        value, grads = impl.result()
+        pairs = [("value", value, ref_value)] + [(f"gradient {i}", g, r) for i, g, r in
+                                                  zip(w.wrt, grads, ref_grads)]
+        for what, got, ref in pairs:
+            scale = max(1.0, float(np.max(np.abs(ref))))
+            if np.shape(got) != np.shape(ref) or not np.allclose(got, ref, rtol=1e-6, atol=1e-9 * scale):
+                raise SystemExit(f"{w.name}: {impl.name} disagrees with the handwritten {what}")
+
+
+def calibrate(impl: Impl) -> None:
+    for _ in range(3):
+        impl.call()
+    t0, n = time.perf_counter(), 0
+    while time.perf_counter() - t0 < SAMPLE_SECONDS / 2 or n < 2:
+        impl.call()
+        n += 1
+    per_call = (time.perf_counter() - t0) / n
+    impl.inner = max(1, round(SAMPLE_SECONDS / per_call))
+
+
+def time_interleaved(impls: list[Impl], reps: int) -> None:
+    for impl in impls:
+        calibrate(impl)
+    for _ in range(reps):
+        for impl in impls:
+            call, n = impl.call, impl.inner
+            t0 = time.perf_counter()
+            for _ in range(n):
+                call()
+            impl.times.append((time.perf_counter() - t0) / n)
+
+
+def measure_memory(impl: Impl) -> None:
+    if not impl.numpy_memory:
+        return
+    impl.call()
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    result = impl.call()
+    current, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    del result
+    impl.alloc, impl.kept = peak - base, current - base
+
+
+# ----- report -----------------------------------------------------------------------------------
+
+def fmt_time(seconds: float) -> str:
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.1f} us"
+    return f"{seconds * 1e3:.2f} ms"
+
+
+def fmt_bytes(n: int | None) -> str:
+    if n is None:
+        return "n/a"
+    for unit, size in (("MB", 1 << 20), ("KB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+def report(results: list[tuple[workloads.Workload, list[Impl]]], compile_ms: dict) -> str:
+    names = ["forward", "handwritten", "yota", "yota out=", *PEERS]
+    present = [n for n in names if any(i.name == n for _, impls in results for i in impls)]
+    lines = ["## Median time per call", "",
+             "| workload | " + " | ".join(present) + " |", "|---" * (len(present) + 1) + "|"]
+    for w, impls in results:
+        by = {i.name: statistics.median(i.times) for i in impls}
+        lines.append(f"| {w.name} | " + " | ".join(fmt_time(by[n]) if n in by else "-" for n in present) + " |")
+    lines += ["", "## Ratios (median time over median time)", "",
+              "| workload | yota / forward | yota / handwritten | out= / handwritten | "
+              + " | ".join(f"{p} / handwritten" for p in PEERS) + " | "
+              + " | ".join(f"yota / {p}" for p in PEERS) + " |",
+              "|---" * (4 + 2 * len(PEERS)) + "|"]
+    for w, impls in results:
+        by = {i.name: statistics.median(i.times) for i in impls}
+
+        def ratio(a, b):
+            return f"{by[a] / by[b]:.2f}x" if a in by and b in by else "-"
+        cells = [ratio("yota", "forward"), ratio("yota", "handwritten"), ratio("yota out=", "handwritten")]
+        cells += [ratio(p, "handwritten") for p in PEERS] + [ratio("yota", p) for p in PEERS]
+        lines.append(f"| {w.name} | " + " | ".join(cells) + " |")
+    lines += ["", "## Memory per steady-state call (tracemalloc) and compile time", "",
+              "| workload | handwritten peak | yota alloc | yota kept | yota held buffers | yota peak "
+              "| out= alloc | autograd peak | compile (first simplegrad) |", "|---" * 10 + "|"]
+    for w, impls in results:
+        by = {i.name: i for i in impls}
+        yota, out = by["yota"], by.get("yota out=")
+        peak = None if yota.alloc is None else yota.alloc + yota.held
+        lines.append(" | ".join([f"| {w.name}", fmt_bytes(by["handwritten"].alloc), fmt_bytes(yota.alloc),
+                                 fmt_bytes(yota.kept), fmt_bytes(yota.held), fmt_bytes(peak),
+                                 fmt_bytes(out.alloc if out else None),
+                                 fmt_bytes(by["autograd"].alloc if "autograd" in by else None),
+                                 f"{compile_ms[w.name]:.0f} ms |"]))
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", help="comma-separated workload names")
+    parser.add_argument("--reps", type=int, default=15, help="timed samples per implementation")
+    parser.add_argument("--threads", default="1", help="threads per framework (default 1)")
+    parser.add_argument("--peers", default=",".join(PEERS), help="peers to run, if installed")
+    opts = parser.parse_args()
+    chosen = [w for w in workloads.WORKLOADS if not opts.only or w.name in opts.only.split(",")]
+    results, compile_ms = [], {}
+    for w in chosen:
+        args = w.make_args(np.random.default_rng(0))
+        impls = numpy_impls(w, args, compile_ms) + peer_impls(w, args, set(opts.peers.split(",")))
+        check(w, impls)
+        time_interleaved(impls, opts.reps)
+        for impl in impls:
+            measure_memory(impl)
+        results.append((w, impls))
+        print(f"{w.name}: {w.title}: checked and timed ({', '.join(i.name for i in impls)})",
+              file=sys.stderr)
+    print(f"# yota-s2s {ys.__version__} benchmark, numpy {np.__version__}, {THREADS} thread(s) "
+          f"per framework, {opts.reps} interleaved samples, medians\n")
+    print(report(results, compile_ms))
+
+
+if __name__ == "__main__":
+    main()
