@@ -17,7 +17,7 @@ def load(name):
 def test_seed_example_runs(capsys):
     load("linear").main()
     out = capsys.readouterr().out
-    assert "g[0] = {('W',): (3, 4)}" in out and "step  99" in out and "dm = {('W',): dW}" in out
+    assert "g[0] = {('W',): (3, 4)}" in out and "step  99" in out and "dm = {('W',): dW" in out
 
 
 def test_mlp_class_learns_digits(capsys):

@@ -154,6 +154,6 @@ def test_grad_result_reads_well(rng):
     assert repr(g) == ("<GradResult of <lambda>\n  m: {('W',): float64[3, 4], ('b',): float64[3]}\n"
                        "  X: float64[4, 5]>")
     assert [type(x) for x in g] == [dict, np.ndarray]
-    assert "def lambda_grad(m, X):" in g.source and "tape <lambda>" in str(g.tape)
+    assert "def lambda_grad(m, X" in g.source and "tape <lambda>" in str(g.tape)
     with pytest.raises(AttributeError, match="bound methods"):
         g.self

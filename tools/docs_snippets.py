@@ -38,7 +38,8 @@ def snippets() -> dict[str, str]:
         "forward-tape": format_tape(forward) + "\n",
         "gradient-tape": format_tape(plain) + "\n",
         "optimized-tape": format_tape(optimized) + "\n",
-        "module": write_module(optimized),
+        "module": write_module(optimized, buffers=False),
+        "module-buffered": write_module(optimized),
         "struct-module": _struct_module(),
     }
 
@@ -53,7 +54,7 @@ def _struct_module() -> str:
 
     model = structs.MLP([3, 4, 2], np.random.default_rng(0))
     _, tape = gradient_tape(structs.mlp_loss, (model, np.ones((3, 5))))
-    return write_module(tape)
+    return write_module(tape, buffers=False)
 
 
 def update(text: str, values: dict[str, str]) -> str:

@@ -14,10 +14,11 @@ from .api import GradResult, cache_info, clear_cache, grad, simplegrad, source, 
 from .errors import (ArgumentMismatch, GuardError, InternalError, NoRuleError, RuleError,
                      StaticValueError, UnsupportedSyntax, UpdateError, YotaError)
 from .gradcheck import gradcheck
+from .memory import MemoryReport, memory_report
 from .rules import RULES, diffrule, nodiff, primitive, stop_gradient
 
 __all__ = ["simplegrad", "grad", "GradResult", "update", "clear_cache", "cache_info", "trace",
-           "source", "gradcheck", "diffrule", "nodiff", "primitive", "stop_gradient", "rules",
-           "RULES", "YotaError", "UnsupportedSyntax", "NoRuleError", "StaticValueError",
-           "RuleError", "GuardError", "ArgumentMismatch", "InternalError", "UpdateError",
-           "__version__"]
+           "source", "gradcheck", "memory_report", "MemoryReport", "diffrule", "nodiff",
+           "primitive", "stop_gradient", "rules", "RULES", "YotaError", "UnsupportedSyntax",
+           "NoRuleError", "StaticValueError", "RuleError", "GuardError", "ArgumentMismatch",
+           "InternalError", "UpdateError", "__version__"]

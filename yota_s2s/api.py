@@ -29,7 +29,7 @@ from .rules.registry import RULES, RuleSet
 
 def simplegrad(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path | None = None,
                module_name: str | None = None, rules: RuleSet = RULES,
-               wrt: set[int] | None = None) -> Callable:
+               wrt: set[int] | None = None, buffers: bool = True) -> Callable:
     """Compile the gradient of ``f`` for arguments like ``args``.
 
     Returns ``df`` with ``df(*args) == (f(*args), d0, d1, ...)``: one gradient per argument,
@@ -38,10 +38,11 @@ def simplegrad(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path
     is bound to ``model`` too and returns the gradient of ``self`` first.
     The function lives in a generated module: ``df.__module__`` imports in a fresh process
     that has the module's directory (``out_dir`` or the cache) on its path. ``wrt`` (argument
-    indices) limits the gradients computed; the others come back as None.
+    indices) limits the gradients computed; the others come back as None. ``buffers=False``
+    writes the plain form (no work arrays, no scalar mode; docs/performance.md).
     """
-    fn = compile_grad(f, _host(args), device=device, out_dir=out_dir,
-                      module_name=module_name, rules=rules, wrt=wrt).fn
+    fn = compile_grad(f, _host(args), device=device, out_dir=out_dir, module_name=module_name,
+                      rules=rules, wrt=wrt, buffers=buffers).fn
     _, bound = unbind(f)
     return fn if bound is None else types.MethodType(fn, bound)
 

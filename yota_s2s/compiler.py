@@ -62,11 +62,12 @@ def _gradient(f: Any, args: Sequence[Any], rules: RuleSet, wrt: set[int] | None,
 def compile_grad(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES,
                  wrt: set[int] | None = None, device: str = "cpu",
                  out_dir: str | Path | None = None, module_name: str | None = None,
-                 regenerate: str | None = None, check: bool = False) -> Compiled:
+                 regenerate: str | None = None, check: bool = False,
+                 buffers: bool = True) -> Compiled:
     if device not in DEVICES:
         raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
     forward, tape, assumes = _gradient(f, args, rules, wrt, check, passes=True)
-    text = write_module(tape, device=device, regenerate=regenerate)
+    text = write_module(tape, device=device, regenerate=regenerate, buffers=buffers)
     fname = function_name(tape)
     if module_name is None:
         module_name = fname if out_dir is not None else module_name_for(fname, text)

@@ -26,6 +26,9 @@ import numpy as np
 from ..errors import SourceLoc
 from ..ir.names import Namer, name_tape
 from ..ir.tape import ACCUMULATE, Lit, Primitive, Stmt, Tape, Var, tree_vars
+from .buffers import MemoryPlan, plan_memory, writer
+from .scalars import ScalarPlan, name_scalars, plan_scalars, scalar_statement, square
+from .writes import write_statement
 
 _BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "//": ast.FloorDiv,
            "%": ast.Mod, "**": ast.Pow, "@": ast.MatMult, "&": ast.BitAnd, "|": ast.BitOr,
@@ -54,13 +57,29 @@ def _block_key(stmt: Stmt) -> tuple:
 
 
 class Emitter:
+    """Writes a tape's statements; ``fast=True`` adds scalar mode (scalars.py) and writes
+    arrays into planned memory (buffers.py, writes.py)."""
+
     def __init__(self, tape: Tape, taken: set[str] = frozenset(),
-                 calls: dict[Primitive, str] | None = None):
+                 calls: dict[Primitive, str] | None = None, fast: bool = False):
         self.tape = tape
         self.calls = calls or {}          # user functions: how the module's imports name them
-        self.inlined = _inlinable(tape)
+        self.scalars = plan_scalars(tape) if fast else ScalarPlan()
+        self.inlined = _inlinable(tape) - set(self.scalars.elements)
+        if fast:     # what is written into an array is a statement of its own
+            self.inlined -= {s.out for s in tape.stmts if s.outs and writer(s)
+                             and s.out not in self.scalars.floats}
+        self.memory = plan_memory(tape, self.scalars, self.inlined) if fast else MemoryPlan()
+        shared = _shared_names(tape, self.memory)
         self.producer = {v: s for s in tape.stmts for v in s.outs if v in self.inlined}
-        self.names: Namer = name_tape(tape, skip=set(self.inlined), taken=taken, running_sums=True)
+        skip = set(self.inlined) | set(self.scalars.elements) | set(shared)
+        self.names: Namer = name_tape(tape, skip=skip, taken=taken, running_sums=True)
+        for v, same in shared.items():
+            self.names.names[v] = self.names[same]
+        self.scalar_names = name_scalars(self.scalars, self.names)
+        self.slot_names = [self.names.fresh(f"buf{i + 1}")
+                           for i in range(len(self.memory.slots))]
+        self.unpacked_done: set[Var] = set()
         self.modules: set[str] = set()
 
     def blocks(self) -> list[Block]:
@@ -68,14 +87,23 @@ class Emitter:
         for stmt in self.tape.stmts:
             if any(v in self.inlined for v in stmt.outs):
                 continue
+            written = self.statements(stmt)
+            if not written:
+                continue
             key = _block_key(stmt)
             if not blocks or _block_key(blocks[-1].sources[0]) != key:
                 blocks.append(Block(key[0], stmt.loc))
-            blocks[-1].stmts.append(self.statement(stmt))
+            blocks[-1].stmts += written
             blocks[-1].sources.append(stmt)
         return blocks
 
     # -- statements ----------------------------------------------------------------------
+
+    def statements(self, stmt: Stmt) -> list[ast.stmt]:
+        special = scalar_statement(self, stmt)
+        if special is None:
+            special = write_statement(self, stmt)
+        return special if special is not None else [self.statement(stmt)]
 
     def statement(self, stmt: Stmt) -> ast.stmt:
         kind = stmt.prim.emit[0]
@@ -126,6 +154,11 @@ class Emitter:
     def expression(self, stmt: Stmt) -> ast.expr:
         emit, args = stmt.prim.emit, stmt.args
         kind = emit[0]
+        numpy_form = self.scalars.numpy_form(stmt)
+        if numpy_form is not None:
+            return ast.Call(_dotted(numpy_form), [self.atom(a) for a in args], [])
+        if kind == "binop" and emit[1] == "**" and square(self, stmt) is not None:
+            return square(self, stmt)
         if kind == "binop":
             return ast.BinOp(self.atom(args[0]), _BINOPS[emit[1]](), self.atom(args[1]))
         if kind == "unop":
@@ -141,7 +174,7 @@ class Emitter:
         if stmt.prim.operands and stmt.prim.operands[-1].startswith("*"):
             operands = operands[:-1] + list(operands[-1].elts)
         first = args[0] if args else None
-        is_array = isinstance(first, Var) and not first.aval.weak
+        is_array = isinstance(first, Var) and not first.aval.weak and first not in self.scalars.floats
         if stmt.prim.name == "transpose" and not stmt.params and is_array and first.aval.ndim == 2:
             return ast.Attribute(operands[0], "T", ast.Load())
         if kind == "method" or (stmt.prim.name in _METHOD_STYLE and is_array):
@@ -203,6 +236,28 @@ def _dotted(path: str) -> ast.expr:
 def _has_array_lit(key: Any) -> bool:
     parts = key if isinstance(key, tuple) else (key,)
     return any(isinstance(p, Lit) and isinstance(p.value, np.ndarray) for p in parts)
+
+
+def _shared_names(tape: Tape, memory: MemoryPlan) -> dict[Var, Var]:
+    """Values sharing an array share a name when they have none of their own: a temporary takes
+    the name of the next named value of its group in the same block (``h = X @ W1; h += b1;
+    xp.tanh(h, out=h)``), and temporaries after the last named value take the first one's."""
+    block = {o: _block_key(s) for s in tape.stmts for o in s.outs}
+    returned = {g for g in tape.grads or [] if isinstance(g, Var)}
+    shared: dict[Var, Var] = {}
+    for group in {id(g): g for g in memory.group.values()}.values():
+        pending: list[Var] = []
+        for m in group.members:
+            if pending and block[pending[0]] != block[m]:
+                shared.update((p, pending[0]) for p in pending[1:])
+                pending = []
+            if m.hint or m.grad_of is not None or m in returned:
+                shared.update((p, m) for p in pending)
+                pending = []
+            else:
+                pending.append(m)
+        shared.update((p, pending[0]) for p in pending[1:])
+    return shared
 
 
 def _inlinable(tape: Tape) -> set[Var]:

@@ -4,6 +4,7 @@ The gradient of ``np.sum(a)`` is ``broadcast_to(1.0, a.shape)``; a rule applied 
 multiply by a matrix of ones, where a handwritten gradient uses row and column sums::
 
     sum(broadcast_to(c, s), axis)        ->  broadcast_to(c * n, ...)     n: elements summed
+    a * broadcast_to(c, s)               ->  broadcast_to(a * c, a * broadcast's shape)
     broadcast_to(c, (m, k)) @ B          ->  broadcast_to(sum(B, axis=0) * c, (m, n))
     A @ broadcast_to(c, (k, n))          ->  broadcast_to(sum(A, axis=1)[:, None] * c, (m, n))
     view(broadcast_to(c, s))             ->  broadcast_to(c, view's shape)    (expand_dims, .T, ...)
@@ -42,6 +43,8 @@ def broadcast_constant(stmt: Stmt, producer: dict[Var, Stmt]) -> list[Stmt] | No
         return _sum(stmt, producer)
     if name == "matmul":
         return _matmul(stmt, producer)
+    if name == "mul":
+        return _scale(stmt, producer)
     if name in _VIEWS and stmt.args and constant_of(stmt.args[0], producer) is not None:
         if name == "broadcast_to" or stmt.out.aval.dtype != stmt.args[0].aval.dtype:
             return None
@@ -102,6 +105,24 @@ def _matmul(stmt: Stmt, producer: dict[Var, Stmt]) -> list[Stmt] | None:
         shape = tuple(Lit(n) for n in out.shape)
         stmts.append(stmt.replace(prim=RULES.lookup(np.broadcast_to), args=(sums, shape), params=()))
         return stmts
+    return None
+
+
+def _scale(stmt: Stmt, producer: dict[Var, Stmt]) -> list[Stmt] | None:
+    """A product with a broadcast constant that widens the other operand (an outer product
+    with ones) is the other operand, scaled, broadcast."""
+    for k in (0, 1):
+        c, other = constant_of(stmt.args[k], producer), stmt.args[1 - k]
+        if c is None or not isinstance(other, Var) or other.aval.shape == stmt.out.aval.shape:
+            continue
+        shape = tuple(Lit(n) for n in stmt.out.aval.shape)
+        if isinstance(c, (int, float)) and c == 1:
+            if other.aval.dtype != stmt.out.aval.dtype:
+                return None
+            return [stmt.replace(prim=RULES.lookup(np.broadcast_to), args=(other, shape), params=())]
+        scaled = Var(Aval(other.aval.shape, stmt.out.aval.dtype))
+        return [_derived(stmt, scaled, stmt.prim, (other, Lit(c)), ()),
+                stmt.replace(prim=RULES.lookup(np.broadcast_to), args=(scaled, shape), params=())]
     return None
 
 

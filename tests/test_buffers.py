@@ -1,0 +1,173 @@
+"""Generated code with planned memory (work arrays, in-place updates, out=) and scalar mode,
+checked against the plain form (buffers=False), across repeated and concurrent calls."""
+from __future__ import annotations
+
+import threading
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import yota_s2s as ys
+from yota_s2s.compiler import compile_grad
+
+from .programs import models
+from .test_gradcheck import PROGRAMS
+
+
+def mlp_args(rng, batch=16):
+    return (rng.standard_normal((20, 12)) * 0.3, rng.standard_normal(12), rng.standard_normal((12, 5)) * 0.3,
+            rng.standard_normal(5), rng.standard_normal((batch, 20)), np.eye(5)[rng.integers(0, 5, batch)])
+
+
+def assert_same(got, expected):
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        if isinstance(e, dict):
+            assert g.keys() == e.keys()
+            assert_same(list(g.values()), list(e.values()))
+        elif e is None:
+            assert g is None
+        else:
+            np.testing.assert_allclose(g, e, rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("case", PROGRAMS, ids=lambda c: c.name)
+def test_buffered_and_plain_forms_agree_call_after_call(case):
+    args = case.make_args(np.random.default_rng(3))
+    other = case.make_args(np.random.default_rng(4))
+    fast = compile_grad(case.fn, args, check=True)
+    plain = compile_grad(case.fn, args, check=True, buffers=False)
+    for plain_text in ("out=", "_work_arrays", ".tolist()", "WORK_ARRAYS"):
+        assert plain_text not in plain.text
+    first = fast.fn(*args)
+    if case.name != "guard_taken":
+        assert_same(fast.fn(*other), plain.fn(*other))
+    assert_same(fast.fn(*args), plain.fn(*args))
+    assert_same(first, plain.fn(*args))          # the first call's arrays were not overwritten
+
+
+def test_mlp_is_written_in_place_into_work_arrays():
+    text = compile_grad(models.mlp, mlp_args(np.random.default_rng(0)), wrt={0, 1, 2, 3}).text
+    assert "    h = xp.matmul(X, W1, out=buf1)\n    h += b1\n    xp.tanh(h, out=h)\n" in text
+    assert "dW1 = xp.matmul(X.T, " in text and "out=_result(out, 0, (20, 12)))" in text
+    assert "def mlp_grad(W1, b1, W2, b2, X, labels, *, out=None):" in text
+    assert "import threading" in text and "_local = threading.local()" in text
+    assert "Work arrays: " in text and "per thread" in text
+    assert "(20, 12)" not in text.split("WORK_ARRAYS = [")[1].split("]")[0]     # returned, not held
+
+
+def test_out_arrays_are_filled_and_returned():
+    args = mlp_args(np.random.default_rng(0))
+    df = ys.simplegrad(models.mlp, *args)
+    value, *grads = df(*args)
+    out = [np.empty_like(g) for g in grads]
+    out[5] = None                                   # no array for labels: a new one comes back
+    value2, *grads2 = df(*args, out=out)
+    assert value2 == value
+    for k, (g, o, g2) in enumerate(zip(grads, out, grads2)):
+        assert g2 is o if o is not None else g2 is not g
+        np.testing.assert_array_equal(g2, g)
+    with pytest.raises(TypeError, match=r"out\[0\] must be float64\[20, 12\]"):
+        df(*args, out=[np.empty((3, 3))] + out[1:])
+
+
+def test_returned_arrays_are_fresh_on_each_call():
+    args = mlp_args(np.random.default_rng(0))
+    df = ys.simplegrad(models.mlp, *args)
+    first = df(*args)
+    kept = [np.copy(g) for g in first[1:]]
+    second = df(*mlp_args(np.random.default_rng(1)))
+    for a, b, k in zip(first[1:], second[1:], kept):
+        assert a is not b and not np.shares_memory(a, b)
+        np.testing.assert_array_equal(a, k)
+
+
+def test_threads_each_get_their_own_work_arrays():
+    inputs = [mlp_args(np.random.default_rng(i), batch=64) for i in range(4)]
+    df = ys.simplegrad(models.mlp, *inputs[0])
+    expected = [df(*a) for a in inputs]
+    errors = []
+
+    def work(k):
+        for _ in range(30):
+            got = df(*inputs[k])
+            if not all(np.array_equal(g, e) for g, e in zip(got, expected[k])):
+                errors.append(k)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+
+
+def allocated_during(fn) -> int:
+    fn()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    result = fn()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    del result
+    return peak - base
+
+
+def test_steady_state_allocates_the_returned_arrays_or_nothing_with_out():
+    args = mlp_args(np.random.default_rng(0), batch=256)
+    df = ys.simplegrad(models.mlp, *args, wrt={0, 1, 2, 3})
+    grads = df(*args)[1:5]
+    returned = sum(g.nbytes for g in grads)
+    out = [np.empty_like(g) for g in grads] + [None, None]
+    # numpy's own iteration buffer for a broadcasting ufunc is 64 KB; no array is allocated
+    fresh = allocated_during(lambda: df(*args))
+    assert fresh < returned + 80_000
+    assert allocated_during(lambda: df(*args, out=out)) < 80_000
+    plain = ys.simplegrad(models.mlp, *args, wrt={0, 1, 2, 3}, buffers=False)
+    assert allocated_during(lambda: plain(*args)) > fresh + 50_000     # its temporaries
+
+
+def test_memory_report_lists_the_work_arrays():
+    args = mlp_args(np.random.default_rng(0))
+    report = ys.memory_report(ys.simplegrad(models.mlp, *args))
+    assert report.bytes == sum(int(np.prod(s)) * np.dtype(d).itemsize for s, d, _ in report.arrays) > 0
+    assert str(report).startswith(f"mlp_grad: {len(report.arrays)} work arrays per thread")
+    assert "h" in report.arrays[0][2]
+    assert ys.memory_report(ys.simplegrad(models.mlp, *args, buffers=False)).bytes == 0
+
+
+def test_polynomial_runs_on_python_floats():
+    x = np.random.default_rng(0).standard_normal(8)
+    df = ys.simplegrad(models.polynomial, x)
+    text = ys.source(df)
+    assert "    x0, x1, x2, x3, x4, x5, x6, x7 = x.tolist()\n" in text
+    assert "    dx0 = dx1 = dx2 = dx3 = dx4 = dx5 = dx6 = dx7 = 0.0\n" in text
+    assert "    dx = xp.array([dx0, dx1, dx2, dx3, dx4, dx5, dx6, dx7])\n" in text
+    assert "t4 = x5 * x5" in text                      # x[5] ** 2, exactly as numpy squares
+    value, dx = df(x)
+    plain_value, plain_dx = ys.simplegrad(models.polynomial, x, buffers=False)(x)
+    assert type(value) is np.float64 and value == plain_value == models.polynomial(x)
+    np.testing.assert_array_equal(dx, plain_dx)
+
+
+def test_scalar_mode_keeps_numpy_semantics_where_python_differs():
+    def ratio(x):
+        return x[0] / x[1] + x[2] * x[0]
+
+    def mixed(x, y):
+        return np.sum(x[0] * y) + x[1]
+
+    x = np.array([1.0, 0.5, 2.0])
+    df = ys.simplegrad(ratio, x)
+    assert "xp.divide(x0, x1)" in ys.source(df)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value, dx = df(np.array([1.0, 0.0, 2.0]))     # no ZeroDivisionError: numpy's inf
+    assert np.isinf(value) and np.isinf(dx[0])
+    text = ys.source(ys.simplegrad(mixed, x, np.ones(3, np.float32)))
+    assert ".tolist()" not in text                     # x[0] * float32 array: stays numpy
+
+
+def test_generated_text_is_deterministic():
+    args = mlp_args(np.random.default_rng(0))
+    assert compile_grad(models.mlp, args).text == compile_grad(models.mlp, args).text

@@ -1,0 +1,106 @@
+"""Passes, before and after: the tape text (printer, no locations) is the expected value, and
+the verifier and the interpreter check every optimized tape against the unoptimized one."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from yota_s2s.compiler import gradient_tape
+from yota_s2s.ir import verify
+from yota_s2s.ir.printer import format_tape
+from yota_s2s.passes import cse, dce, fold, optimize, signs, simplify
+
+WITHOUT_SIGNS = [fold, simplify, cse, dce]
+
+
+def seed(W, b, x):
+    return np.sum(W @ x + b[:, None])
+
+
+def mean_rows(y, t):
+    return np.mean(np.sum(t * np.log(y), axis=1))
+
+
+def sigmoid_sum(x):
+    return np.sum(1 / (1 + np.exp(-x)))
+
+
+def outer_ones(A, v):
+    return np.sum(A @ v) + np.sum(v @ A)
+
+
+def text(tape) -> str:
+    return format_tape(tape, locations=False)
+
+
+def tapes(f, *args):
+    _, raw = gradient_tape(f, args, passes=False)
+    return raw, optimize(raw)
+
+
+def test_ones_matrix_products_become_row_and_column_sums():
+    raw, tape = tapes(seed, np.ones((2, 3)), np.ones(2), np.ones((3, 4)))
+    assert "dt3:f64[2,4] = broadcast_to 1.0 (2, 4)\n  dt2:f64[2,1] = sum[axis=1, keepdims=True] dt3" in text(raw)
+    assert "dW:f64[2,3] = matmul dt3 t4" in text(raw)
+    assert text(tape).split("seed:f64[] = sum t3\n")[1] == """\
+  t4:f64[3] = sum[axis=1] x
+  dW_1:f64[2,3] = broadcast_to t4 (2, 3)
+  t5:f64[3] = sum[axis=0] W
+  t6:f64[3,1] = getitem[key=(:, None)] t5
+  dx_1:f64[3,4] = broadcast_to t6 (3, 4)
+  dW:f64[2,3] = copy dW_1
+  db:f64[2] = full (2,) 4.0
+  dx:f64[3,4] = copy dx_1
+  return seed
+  grads W: dW, b: db, x: dx"""
+
+
+def test_views_and_scalings_of_broadcast_constants_fold():
+    raw, tape = tapes(mean_rows, np.full((2, 3), 2.0), np.ones((2, 3)))
+    assert "t5:f64[2,1] = expand_dims dt3 1" in text(raw)
+    assert text(tape).split("mean_rows:f64[] = mean t3\n")[1] == """\
+  dt:f64[2,3] = mul 0.5 t1
+  dt1:f64[2,3] = mul t 0.5
+  dy:f64[2,3] = div dt1 y
+  return mean_rows
+  grads y: dy, t: dt"""
+
+
+def test_outer_product_with_ones_is_a_broadcast_sum():
+    raw, tape = tapes(outer_ones, np.ones((2, 2)), np.ones(2))
+    assert "broadcast_to 1.0" in text(raw) and "mul" in text(raw).split("outer_ones:f64[]")[1]
+    assert "t6:f64[2,1] = getitem[key=(:, None)] v\n  dA:f64[2,2] = add t6 v" in text(tape)
+    assert "broadcast_to 1.0" not in text(tape)
+
+
+def test_signs_cancel_and_keep_the_gradient_name():
+    _, raw = gradient_tape(sigmoid_sum, (np.ones(3),), passes=False)
+    before = text(optimize(raw, WITHOUT_SIGNS))
+    after = text(optimize(raw))
+    assert before.count(" = neg ") == 3 and after.count(" = neg ") == 1     # -x in the forward
+    assert after.split("sigmoid_sum:f64[] = sum t4\n")[1] == """\
+  t5:f64[3] = div t4 t3
+  dx:f64[3] = mul t5 t2
+  return sigmoid_sum
+  grads x: dx"""
+
+
+def test_signs_turn_adding_a_negation_into_a_subtraction():
+    def f(a, b):
+        return np.sum(a * b - np.sin(a))
+    _, raw = gradient_tape(f, (np.ones(3), np.ones(3)), passes=False)
+    tape, changed = signs(optimize(raw, WITHOUT_SIGNS))
+    assert changed and "da:f64[3] = sub b " in text(tape)
+
+
+@pytest.mark.parametrize("f, shapes", [(seed, [(2, 3), (2,), (3, 4)]), (mean_rows, [(2, 3), (2, 3)]),
+                                       (sigmoid_sum, [(3,)]), (outer_ones, [(2, 2), (2,)])])
+def test_optimized_tapes_compute_the_same_gradients(f, shapes):
+    args = [np.random.default_rng(0).uniform(0.5, 2.0, s) for s in shapes]
+    raw, tape = tapes(f, *args)
+    verify.check(tape)
+    expected = verify.run(raw, args, check_avals=True)
+    got = verify.run(tape, args, check_avals=True)
+    assert np.allclose(got[0], expected[0])
+    for g, e in zip(got[1], expected[1]):
+        np.testing.assert_allclose(g, e, rtol=1e-12)

@@ -1,0 +1,206 @@
+"""Memory planning: which array each value is written into, so that a call allocates nothing
+but the gradients it returns.
+
+The plan groups values that share storage and gives each group a place to live:
+
+- a value computed elementwise from an operand of its shape and dtype that is dead afterwards
+  (no later use, no live view of it) is written over that operand, *in place*
+  (``h += b1``, ``xp.tanh(h, out=h)``); such a chain of values is one *group*;
+- a group whose values are returned gradients lives in the array returned to the caller,
+  fresh on each call or the caller's own (``out=``): ``"result"``;
+- other groups live in *work arrays* held per thread and reused by every call: ``"slot"``.
+  Two groups share a slot (same shape and dtype) when one is dead before the other is made,
+  so the arrays held are about what is live at once, as in a handwritten gradient;
+- a group whose first value comes from an operation with no ``out=`` form (``np.where``,
+  fancy indexing) is allocated by it, as in the plain form: ``"fresh"``.
+
+Only statements numpy can direct into an array take part (``writer`` names the form);
+scalars, views (``x.T``, ``b[:, None]``: they extend the life of what they view) and values
+that scalar mode turns into Python floats do not. The plan is a codegen-level transformation:
+the tape is unchanged, and ``buffers=False`` writes the plain form from the same tape.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..ir.tape import Stmt, Tape, Var, tree_vars
+from .scalars import ScalarPlan
+
+UFUNCS = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide", "pow": "power",
+          "neg": "negative", "lt": "less", "le": "less_equal", "gt": "greater",
+          "ge": "greater_equal", "eq": "equal", "ne": "not_equal", "mod": "remainder",
+          "floordiv": "floor_divide", "and": "bitwise_and", "or": "bitwise_or",
+          "xor": "bitwise_xor", "invert": "invert"}
+REDUCTIONS = {"sum", "mean", "max", "min", "prod"}
+
+
+def writer(stmt: Stmt) -> str | None:
+    """How ``stmt`` can write its result into a given array, or None."""
+    prim, out = stmt.prim, stmt.outs[0] if len(stmt.outs) == 1 else None
+    if out is None or out.aval.weak or out.aval.ndim == 0 or prim.effect or prim.inplace:
+        return None
+    if prim.name in UFUNCS or isinstance(prim.fn, np.ufunc):
+        return "ufunc"
+    if prim.name == "matmul" and all(isinstance(a, Var) and a.aval.ndim >= 1 for a in stmt.args):
+        return "matmul"
+    if prim.name in REDUCTIONS:
+        return "reduce"
+    if prim.name == "copy":
+        return "copy"
+    if prim.name in ("zeros", "ones") or (prim.name == "full" and not any(tree_vars(stmt.args))):
+        return "fill"
+    if prim.name in ("concatenate", "stack"):
+        return "join"
+    return None
+
+
+@dataclass(eq=False)
+class Group:
+    members: list[Var]
+    kind: str = "slot"             # "slot", "result" or "fresh"
+    slot: int = -1
+    result: tuple = ()             # (argnum, path) of the returned gradient
+    end: int = 0                   # index of the last statement that reads the group
+
+
+@dataclass
+class MemoryPlan:
+    group: dict[Var, Group] = field(default_factory=dict)
+    writes: dict[Var, str] = field(default_factory=dict)      # value -> writer form
+    over: dict[Var, Var] = field(default_factory=dict)        # value -> operand it overwrites
+    slots: list[tuple[tuple, np.dtype, list[Var]]] = field(default_factory=list)
+    delivered: dict[Var, tuple] = field(default_factory=dict)  # returned, copied into out=
+
+    @property
+    def bytes(self) -> int:
+        return sum(int(np.prod(s)) * np.dtype(d).itemsize for s, d, _ in self.slots)
+
+
+def plan_memory(tape: Tape, scalars: ScalarPlan, inlined: set[Var]) -> MemoryPlan:
+    """The plan for ``tape``; ``inlined`` values are written inside their user's expression,
+    so what they read is read where that user is."""
+    plan = MemoryPlan()
+    last = _last_uses(tape, inlined)
+    inputs = {i.var for i in tape.inputs}
+    for index, stmt in enumerate(tape.stmts):
+        if any(o in scalars.chains or o in scalars.elements for o in stmt.outs):
+            continue
+        if stmt.prim.inplace and stmt.outs:
+            base = next(tree_vars(stmt.args[0]))
+            if base in plan.group:
+                _join(plan, stmt.out, base)
+            continue
+        form = writer(stmt) if stmt.outs and stmt.out not in scalars.floats else None
+        if form is None:
+            if stmt.outs and len(stmt.outs) == 1 and not stmt.prim.view:
+                plan.group[stmt.out] = Group([stmt.out], kind="fresh")
+            continue
+        plan.writes[stmt.out] = form
+        target = _overwritable(stmt, index, last, plan, inputs | inlined) if form == "ufunc" else None
+        if target is not None:
+            plan.over[stmt.out] = target
+            _join(plan, stmt.out, target)
+        else:
+            plan.group[stmt.out] = Group([stmt.out])
+    _mark_results(tape, plan)
+    _assign_slots(tape, plan, last)
+    return plan
+
+
+def _join(plan: MemoryPlan, var: Var, base: Var) -> None:
+    group = plan.group[base]
+    group.members.append(var)
+    plan.group[var] = group
+
+
+def _last_uses(tape: Tape, inlined: set[Var]) -> dict[Var, int]:
+    """The last statement reading each value, or reading a view of it (outputs: the end)."""
+    last: dict[Var, int] = {}
+    where = list(range(len(tape.stmts)))       # where each statement's reads happen
+    user: dict[Var, int] = {}
+    for index, stmt in enumerate(tape.stmts):
+        for v in stmt.uses():
+            user[v] = index
+    for index in reversed(range(len(tape.stmts))):
+        outs = tape.stmts[index].outs
+        if outs and outs[0] in inlined and outs[0] in user:
+            where[index] = where[user[outs[0]]]
+    for index, stmt in enumerate(tape.stmts):
+        for v in stmt.uses():
+            last[v] = max(last.get(v, -1), where[index])
+    for v in tape.outputs():
+        if isinstance(v, Var):
+            last[v] = len(tape.stmts)
+    for stmt in reversed(tape.stmts):
+        if stmt.prim.view and stmt.outs and stmt.args and isinstance(stmt.args[0], Var):
+            base = stmt.args[0]
+            last[base] = max(last.get(base, -1), last.get(stmt.out, -1))
+    return last
+
+
+def _overwritable(stmt: Stmt, index: int, last: dict, plan: MemoryPlan,
+                  excluded: set[Var]) -> Var | None:
+    """An operand whose storage the result can take: same shape and dtype, dead after this,
+    and a named array of ours (not an argument, not a temporary inside an expression)."""
+    out = stmt.out
+    operands = [a for a in stmt.args if isinstance(a, Var)]
+    for a in operands:
+        group = plan.group.get(a)
+        if group is None or a in excluded:
+            continue
+        if a.aval.shape != out.aval.shape or a.aval.dtype != out.aval.dtype or last.get(a) != index:
+            continue
+        if any(o is not a and plan.group.get(o) is group for o in operands):
+            continue
+        return a
+    return None
+
+
+def _mark_results(tape: Tape, plan: MemoryPlan) -> None:
+    """Groups holding returned gradients live in the returned arrays."""
+    producer = {o: s for s in tape.stmts for o in s.outs}
+    for inp, g in zip(tape.inputs, tape.grads or []):
+        if not isinstance(g, Var) or g.aval.weak or g.aval.ndim == 0:
+            continue
+        key = (inp.argnum, inp.path)
+        group = plan.group.get(g)
+        if group is not None and group.members[-1] is g and group.kind == "slot":
+            group.kind, group.result = "result", key
+            continue
+        root = g
+        while root in producer and producer[root].prim.view and isinstance(producer[root].args[0], Var):
+            root = producer[root].args[0]
+        if root in plan.group:
+            plan.group[root].kind = "fresh"
+        plan.delivered[g] = key
+
+
+def _assign_slots(tape: Tape, plan: MemoryPlan, last: dict[Var, int]) -> None:
+    """Work arrays by liveness: a group takes a free slot of its shape and dtype, or a new one."""
+    groups = []
+    for var, group in plan.group.items():
+        if group.kind == "slot" and group.members[0] is var:
+            group.end = max(last.get(m, -1) for m in group.members)
+            groups.append(group)
+    order = {s.out: i for i, s in enumerate(tape.stmts) if s.outs}
+    busy: list[Group] = []
+    free: dict[tuple, list[int]] = {}
+    for group in sorted(groups, key=lambda g: order[g.members[0]]):
+        start = order[group.members[0]]
+        for done in [g for g in busy if g.end < start]:
+            busy.remove(done)
+            free.setdefault(_kind(done.members[0]), []).append(done.slot)
+        pool = free.get(_kind(group.members[0]), [])
+        if pool:
+            group.slot = pool.pop(0)
+        else:
+            group.slot = len(plan.slots)
+            plan.slots.append((group.members[0].aval.shape, group.members[0].aval.dtype, []))
+        plan.slots[group.slot][2].extend(group.members)
+        busy.append(group)
+
+
+def _kind(var: Var) -> tuple:
+    return var.aval.shape, var.aval.dtype

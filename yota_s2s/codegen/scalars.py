@@ -1,0 +1,233 @@
+"""Scalar mode: small arrays read element by element become Python floats.
+
+Code like the seed's polynomial reads ``x[0]`` ... ``x[7]`` and does a few dozen scalar
+operations; as numpy scalars each costs ~100 ns, as Python floats ~20 ns. The plan finds
+
+- *unpacked arrays*: float64 vectors of at most ``MAX_SIZE`` elements whose every use is a
+  read ``x[i]`` with a constant ``i``; the code reads them once, ``x0, x1, _, x3 = x.tolist()``;
+- *Python-float values*: results of ``+ - *``, unary ``-`` and ``** n`` (a positive integer
+  literal ``n``) whose operands are such floats, Python floats from the arguments or number
+  literals. For these operations Python floats and numpy float64 scalars give the same bits, so
+  the generated code computes exactly what the traced function computes;
+- *accumulators*: the gradient buffer of such a vector (``np.zeros`` then ``dx[i] += v``)
+  becomes one Python float per element and one ``xp.array([dx0, ...])`` at the end.
+
+A vector is unpacked only if every value that becomes a Python float is consumed by one of
+those operations, by a function call (which gets the same number either way), by an
+accumulator or by the result; otherwise (a division, a method call, an array operand) it stays
+a numpy array. Divisions and non-integer powers of Python floats are written ``xp.divide``,
+``xp.power`` so that they keep numpy's semantics (inf and nan, not ZeroDivisionError).
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..ir.tape import Lit, Stmt, Tape, Var
+
+MAX_SIZE = 64
+_SAFE = {"add", "sub", "mul", "neg"}
+_NUMPY_FORM = {"div": "xp.divide", "pow": "xp.power"}
+
+
+@dataclass
+class ScalarPlan:
+    elements: dict[Var, tuple[Var, int]] = field(default_factory=dict)   # x[i] -> (x, i)
+    unpacked: dict[Var, list[Var | None]] = field(default_factory=dict)  # x -> element Vars
+    floats: set[Var] = field(default_factory=set)                        # Python floats at run time
+    chains: dict[Var, Var] = field(default_factory=dict)    # accumulator step -> its zeros Var
+    chain_ends: set[Var] = field(default_factory=set)       # where the array is made
+
+    def numpy_form(self, stmt: Stmt) -> str | None:
+        """``xp.divide`` where a Python float meets an operation Python would do differently."""
+        if stmt.prim.name not in _NUMPY_FORM or stmt.outs[0] in self.floats:
+            return None
+        if any(isinstance(a, Var) and a in self.floats for a in stmt.args):
+            return _NUMPY_FORM[stmt.prim.name]
+        return None
+
+
+def plan_scalars(tape: Tape) -> ScalarPlan:
+    candidates = _candidates(tape)
+    while candidates:
+        plan = _plan(tape, candidates)
+        bad = _rejected(tape, plan)
+        if not bad:
+            return plan
+        candidates -= bad
+    return ScalarPlan()
+
+
+def _candidates(tape: Tape) -> set[Var]:
+    readers: dict[Var, list[Stmt]] = {}
+    for stmt in tape.stmts:
+        for v in stmt.uses():
+            readers.setdefault(v, []).append(stmt)
+    outputs = set(tape.outputs())
+    found = set()
+    for var, stmts in readers.items():
+        a = var.aval
+        if a.ndim == 1 and a.dtype == np.float64 and a.size <= MAX_SIZE and var not in outputs \
+                and all(_element_key(s, var) is not None for s in stmts):
+            found.add(var)
+    return found
+
+
+def _element_key(stmt: Stmt, var: Var) -> int | None:
+    if stmt.prim.name != "getitem" or stmt.args[0] is not var or not isinstance(stmt.args[1], Lit):
+        return None
+    key = stmt.args[1].value
+    if isinstance(key, bool) or not isinstance(key, int) or not -var.aval.size <= key < var.aval.size:
+        return None
+    return key % var.aval.size
+
+
+def _plan(tape: Tape, arrays: set[Var]) -> ScalarPlan:
+    plan = ScalarPlan()
+    for stmt in tape.stmts:
+        first = stmt.args[0] if stmt.args else None
+        if isinstance(first, Var) and first in arrays:
+            i = _element_key(stmt, first)
+            plan.elements[stmt.out] = (first, i)
+            plan.unpacked.setdefault(first, [None] * first.aval.size)[i] = stmt.out
+            plan.floats.add(stmt.out)
+        elif _is_float_op(stmt, plan.floats):
+            plan.floats.add(stmt.out)
+    _plan_chains(tape, plan)
+    return plan
+
+
+def _is_float_op(stmt: Stmt, floats: set[Var]) -> bool:
+    name, args = stmt.prim.name, stmt.args
+    if not stmt.outs or stmt.outs[0].aval.shape != () or not any(a in floats for a in args
+                                                                 if isinstance(a, Var)):
+        return False
+    if name == "pow":
+        exponent = args[1]
+        return isinstance(exponent, Lit) and type(exponent.value) is int and exponent.value >= 1 \
+            and _float_operand(args[0], floats)
+    return name in _SAFE and all(_float_operand(a, floats) for a in args)
+
+
+def _float_operand(atom, floats: set[Var]) -> bool:
+    if isinstance(atom, Var):
+        return atom in floats or (atom.aval.weak and atom.aval.dtype.kind == "f")
+    return type(atom.value) in (int, float)
+
+
+def _plan_chains(tape: Tape, plan: ScalarPlan) -> None:
+    """``np.zeros(n)`` followed only by ``buf[i] += scalar``: one float per element."""
+    made = {s.out: s for s in tape.stmts if s.prim.name == "zeros" and _small_zeros(s)}
+    steps: dict[Var, Var] = {}
+    bad: set[Var] = set()
+    for stmt in tape.stmts:
+        if stmt.prim.name != "index_add":
+            continue
+        buf, key, value = stmt.args
+        root = steps.get(buf, buf if buf in made else None)
+        if root is None:
+            continue
+        steps[stmt.out] = root
+        scalar = not isinstance(value, Var) or value.aval.shape == ()
+        if not (isinstance(key, Lit) and type(key.value) is int and scalar):
+            bad.add(root)
+    plan.chains = {v: root for v, root in steps.items() if root not in bad}
+    plan.chains.update({root: root for root in set(plan.chains.values())})
+    last = {root: v for v, root in steps.items() if root not in bad}
+    plan.chain_ends = set(last.values())
+
+
+def _small_zeros(stmt: Stmt) -> bool:
+    a = stmt.out.aval
+    return a.ndim == 1 and a.dtype == np.float64 and a.size <= MAX_SIZE and not stmt.params
+
+
+def _rejected(tape: Tape, plan: ScalarPlan) -> set[Var]:
+    """Unpacked arrays whose Python floats reach an operation that would treat them otherwise."""
+    bad = set()
+    for stmt in tape.stmts:
+        for pos, arg in enumerate(stmt.args):
+            for v in ([arg] if isinstance(arg, Var) else []):
+                if v in plan.floats and not _accepts(stmt, pos, plan):
+                    bad |= _sources(v, tape, plan)
+    return bad
+
+
+def _accepts(stmt: Stmt, pos: int, plan: ScalarPlan) -> bool:
+    if stmt.outs and stmt.outs[0] in plan.floats:
+        return True
+    kind = stmt.prim.emit[0]
+    if stmt.prim.name == "index_add":
+        return pos == 2
+    if stmt.outs and stmt.outs[0].aval.shape != ():
+        return False
+    return kind == "call" or stmt.prim.name in _SAFE or stmt.prim.name in _NUMPY_FORM
+
+
+def _sources(var: Var, tape: Tape, plan: ScalarPlan) -> set[Var]:
+    """The unpacked arrays ``var`` was computed from."""
+    producer = {o: s for s in tape.stmts for o in s.outs}
+    found, todo, seen = set(), [var], set()
+    while todo:
+        v = todo.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if v in plan.elements:
+            found.add(plan.elements[v][0])
+        elif v in producer:
+            todo += [a for a in producer[v].uses() if a in plan.floats]
+    return found
+
+
+# ----- writing it ------------------------------------------------------------------------------
+
+def name_scalars(plan: ScalarPlan, namer) -> dict[tuple[Var, int], str]:
+    """``x2`` for ``x[2]`` and ``dx2`` for element 2 of an accumulator ``dx``."""
+    names = {}
+    for array, elements in plan.unpacked.items():
+        for i, v in enumerate(elements):
+            if v is not None:
+                namer.names[v] = names[array, i] = namer.fresh(f"{namer[array]}{i}")
+    for root in sorted({r for r in plan.chains.values()}, key=lambda v: v.id):
+        for i in range(root.aval.size):
+            names[root, i] = namer.fresh(f"{namer[root]}{i}")
+    return names
+
+
+def scalar_statement(emitter, stmt: Stmt) -> list[ast.stmt] | None:
+    """The statements for ``stmt`` in scalar mode, or None when it is written as usual."""
+    plan, names = emitter.scalars, emitter.scalar_names
+    if stmt.outs and stmt.out in plan.elements:
+        array, _ = plan.elements[stmt.out]
+        if array in emitter.unpacked_done:
+            return []
+        emitter.unpacked_done.add(array)
+        targets = [ast.Name(names[array, i]) if v is not None else ast.Name("_")
+                   for i, v in enumerate(plan.unpacked[array])]
+        call = ast.Call(ast.Attribute(emitter.atom(array), "tolist", ast.Load()), [], [])
+        return [ast.Assign([ast.Tuple(targets)], call, lineno=0)]
+    if not stmt.outs or stmt.out not in plan.chains:
+        return None
+    root = plan.chains[stmt.out]
+    elements = [ast.Name(names[root, i]) for i in range(root.aval.size)]
+    if stmt.out is root:
+        return [ast.Assign(elements, ast.Constant(0.0), lineno=0)]
+    index = stmt.args[1].value % root.aval.size
+    body = [ast.AugAssign(ast.Name(names[root, index]), ast.Add(), emitter.atom(stmt.args[2]))]
+    if stmt.out in plan.chain_ends:
+        array = ast.Call(ast.Attribute(ast.Name("xp"), "array", ast.Load()), [ast.List(elements)], [])
+        body.append(ast.Assign([ast.Name(emitter.names[stmt.out])], array, lineno=0))
+    return body
+
+
+def square(emitter, stmt: Stmt) -> ast.expr | None:
+    """``t * t`` for a Python float squared: what numpy computes, and it cannot overflow into an
+    exception as ``t ** 2`` can."""
+    base, exponent = stmt.args
+    if stmt.out in emitter.scalars.floats and isinstance(exponent, Lit) and exponent.value == 2 \
+            and isinstance(base, Var) and base not in emitter.inlined:
+        return ast.BinOp(emitter.atom(base), ast.Mult(), emitter.atom(base))
+    return None

@@ -1,0 +1,102 @@
+"""Statements that write into planned memory (buffers.py): ``out=`` and in-place forms.
+
+    h = xp.matmul(X, W1, out=buf1)       a value made in a work array
+    h += b1                              in place over its first operand, same name
+    xp.tanh(h, out=h)                    in place, a function
+    dW1 = xp.matmul(X.T, dh, out=_result(out, 0, (784, 512)))    a returned gradient
+    dxs = buf3                           then ``dxs.fill(0.0)``: forms that return nothing
+
+The operator a person would write becomes its ufunc (``*`` is ``xp.multiply``); ``x ** 2`` is
+``xp.square`` and ``x ** 0.5`` is ``xp.sqrt``, which is what numpy's ``**`` computes for them.
+"""
+from __future__ import annotations
+
+import ast
+
+from ..ir.tape import Lit, Stmt, Var
+from .buffers import UFUNCS
+
+_AUGMENTED = {"add": ast.Add, "sub": ast.Sub, "mul": ast.Mult, "div": ast.Div}
+_FILL = {"zeros": 0.0, "ones": 1.0}
+
+
+def write_statement(em, stmt: Stmt) -> list[ast.stmt] | None:
+    """``stmt`` written into its planned array, or None when it is written as usual."""
+    plan = em.memory
+    v = stmt.outs[0] if stmt.outs else None
+    if v is None or v not in plan.writes:
+        return None
+    group = plan.group[v]
+    if v in plan.over:
+        target: ast.expr = ast.Name(em.names[plan.over[v]])
+    elif group.kind == "slot":
+        target = ast.Name(em.slot_names[group.slot])
+    elif group.kind == "result":
+        target = result_call(group.result, v)
+    else:
+        return None
+    form = plan.writes[v]
+    if form in ("copy", "fill"):
+        return _bind_then(em, stmt, v, target)
+    value = _call(em, stmt, form, target)
+    name = em.names[v]
+    if isinstance(target, ast.Name) and target.id == name:
+        first = stmt.args[0]
+        if stmt.prim.name in _AUGMENTED and isinstance(first, Var) and em.names.names.get(first) == name:
+            return [ast.AugAssign(ast.Name(name), _AUGMENTED[stmt.prim.name](), em.atom(stmt.args[1]))]
+        return [ast.Expr(value)]
+    return [ast.Assign([ast.Name(name)], value, lineno=0)]
+
+
+def result_call(key: tuple, v: Var) -> ast.expr:
+    argnum, path = key
+    where = ast.Constant(argnum) if not path else ast.Tuple([ast.Constant(argnum), ast.Constant(path)])
+    args = [ast.Name("out"), where, ast.Constant(v.aval.shape)]
+    if v.aval.dtype.name != "float64":
+        args.append(_xp(v.aval.dtype.name))
+    return ast.Call(ast.Name("_result"), args, [])
+
+
+def _xp(name: str) -> ast.expr:
+    return ast.Attribute(ast.Name("xp"), name, ast.Load())
+
+
+def _call(em, stmt: Stmt, form: str, target: ast.expr) -> ast.expr:
+    out = [ast.keyword("out", target)]
+    operands = [em.atom(a) for a in stmt.args]
+    if form == "ufunc" and any(isinstance(a, Var) and a.aval.dtype.kind == "f" for a in stmt.args):
+        # 1.0, not 1: an int operand would make numpy cast through a 64 KB buffer on each call
+        operands = [em.literal(float(a.value)) if isinstance(a, Lit) and type(a.value) is int
+                    else o for a, o in zip(stmt.args, operands)]
+    if form == "ufunc":
+        return ast.Call(_xp(_ufunc(stmt)), operands[:1] if _ufunc(stmt) in ("square", "sqrt")
+                        else operands, out)
+    if form == "matmul":
+        return ast.Call(_xp("matmul"), operands, out)
+    keywords = [ast.keyword(k, em.literal(val)) for k, val in stmt.params] + out
+    if form == "reduce" and isinstance(stmt.args[0], Var) and not stmt.args[0].aval.weak:
+        return ast.Call(ast.Attribute(operands[0], stmt.prim.name, ast.Load()), [], keywords)
+    return ast.Call(_xp(stmt.prim.name), operands, keywords)
+
+
+def _ufunc(stmt: Stmt) -> str:
+    name = stmt.prim.name
+    if name == "pow" and isinstance(stmt.args[1], Lit) and stmt.args[1].value in (2, 0.5):
+        return "square" if stmt.args[1].value == 2 else "sqrt"
+    if name in UFUNCS:
+        return UFUNCS[name]
+    return stmt.prim.emit[1].split(".")[-1]
+
+
+def _bind_then(em, stmt: Stmt, v: Var, target: ast.expr) -> list[ast.stmt]:
+    """``dW = <array>`` then ``xp.copyto(dW, src)`` or ``dW.fill(c)``."""
+    name = ast.Name(em.names[v])
+    lines = [] if isinstance(target, ast.Name) and target.id == name.id else \
+        [ast.Assign([ast.Name(em.names[v])], target, lineno=0)]
+    if em.memory.writes[v] == "copy":
+        call = ast.Call(_xp("copyto"), [name, em.atom(stmt.args[0])], [])
+    else:
+        value = _FILL.get(stmt.prim.name)
+        fill = ast.Constant(value) if value is not None else em.atom(stmt.args[1])
+        call = ast.Call(ast.Attribute(name, "fill", ast.Load()), [fill], [])
+    return lines + [ast.Expr(call)]
