@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -166,6 +167,14 @@ def test_scalar_mode_keeps_numpy_semantics_where_python_differs():
     assert np.isinf(value) and np.isinf(dx[0])
     text = ys.source(ys.simplegrad(mixed, x, np.ones(3, np.float32)))
     assert ".tolist()" not in text                     # x[0] * float32 array: stays numpy
+
+
+def test_design_example_matches_the_buffered_golden_file():
+    """The buffered form of the design example, reviewed like code (plain form: design_loss.py)."""
+    from .programs import design
+    args = (np.ones((4, 3)), np.ones(4), np.ones((3, 2)), np.ones((4, 2)))
+    text = compile_grad(design.loss, args, module_name="design_loss_buffered").text
+    assert text == (Path(__file__).parent / "golden" / "design_loss_buffered.py").read_text()
 
 
 def test_generated_text_is_deterministic():

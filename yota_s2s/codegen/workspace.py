@@ -72,7 +72,7 @@ def prelude(emitter) -> str:
         parts.append(_OUT)
     if memory.delivered:
         parts.append(_DELIVER)
-    return "".join(parts)
+    return "\n".join(parts)
 
 
 def unpack_line(emitter) -> list[str]:

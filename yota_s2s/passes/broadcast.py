@@ -7,13 +7,14 @@ multiply by a matrix of ones, where a handwritten gradient uses row and column s
     a * broadcast_to(c, s)               ->  broadcast_to(a * c, a * broadcast's shape)
     broadcast_to(c, (m, k)) @ B          ->  broadcast_to(sum(B, axis=0) * c, (m, n))
     A @ broadcast_to(c, (k, n))          ->  broadcast_to(sum(A, axis=1)[:, None] * c, (m, n))
-    view(broadcast_to(c, s))             ->  broadcast_to(c, view's shape)    (expand_dims, .T, ...)
+    broadcast_to(c, s)[key]              ->  broadcast_to(c, the result's shape)
     f(broadcast_to(c, s))                ->  broadcast_to(f(c), s)            (f elementwise)
     sum(a.T, axis=k)                     ->  sum(a, axis=1 - k)               (a a matrix)
 
 Each function takes a statement and a map from a Var to the statement that made it, and
 returns None (no change) or the statements that replace it, the last one defining the same
-output. ``c`` is a literal scalar; results keep the statement's shape and dtype.
+output. ``c`` is a literal scalar; results keep the statement's shape and dtype. Shape
+operations of broadcast constants (``expand_dims``, ``.T``) fold in simplify.py.
 """
 from __future__ import annotations
 
@@ -24,7 +25,6 @@ import numpy as np
 from ..ir.tape import Aval, Lit, Stmt, Var
 from ..rules.registry import RULES
 
-_VIEWS = {"expand_dims", "reshape", "squeeze", "transpose", "ravel", "broadcast_to", "getitem"}
 _UNARY = {"neg", "astype", "float"}
 
 
@@ -45,9 +45,7 @@ def broadcast_constant(stmt: Stmt, producer: dict[Var, Stmt]) -> list[Stmt] | No
         return _matmul(stmt, producer)
     if name == "mul":
         return _scale(stmt, producer)
-    if name in _VIEWS and stmt.args and constant_of(stmt.args[0], producer) is not None:
-        if name == "broadcast_to" or stmt.out.aval.dtype != stmt.args[0].aval.dtype:
-            return None
+    if name == "getitem" and constant_of(stmt.args[0], producer) is not None:
         return [_filled(stmt, constant_of(stmt.args[0], producer))]
     if name in _UNARY and constant_of(stmt.args[0], producer) is not None:
         value = stmt.prim.fn(constant_of(stmt.args[0], producer), **dict(stmt.params))
