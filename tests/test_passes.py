@@ -44,13 +44,13 @@ def test_ones_matrix_products_become_row_and_column_sums():
     assert "dW:f64[2,3] = matmul dt3 t4" in text(raw)
     assert text(tape).split("seed:f64[] = sum t3\n")[1] == """\
   t4:f64[3] = sum[axis=1] x
-  dW_1:f64[2,3] = broadcast_to t4 (2, 3)
-  t5:f64[3] = sum[axis=0] W
-  t6:f64[3,1] = getitem[key=(:, None)] t5
-  dx_1:f64[3,4] = broadcast_to t6 (3, 4)
-  dW:f64[2,3] = copy dW_1
+  t5:f64[2,3] = broadcast_to t4 (2, 3)
+  t6:f64[3] = sum[axis=0] W
+  t7:f64[3,1] = getitem[key=(:, None)] t6
+  t8:f64[3,4] = broadcast_to t7 (3, 4)
+  dW:f64[2,3] = copy t5
   db:f64[2] = full (2,) 4.0
-  dx:f64[3,4] = copy dx_1
+  dx:f64[3,4] = copy t8
   return seed
   grads W: dW, b: db, x: dx"""
 

@@ -52,6 +52,7 @@ class Frame:
     def __init__(self, fn: ParsedFunction, globals: dict, closure: dict, parent: "Frame | None"):
         self.fn, self.globals, self.closure, self.parent = fn, globals, closure, parent
         self.locals: dict[str, Any] = {}
+        self.stmt: gast.stmt | None = None     # the statement running now (for locations)
 
     def lookup(self, name: str) -> Any:
         frame: Frame | None = self
@@ -90,7 +91,7 @@ class Evaluator(ExpressionsMixin, CallsMixin):
             return self.loc_override
         if self.frame is None or node is None:
             return None
-        return self.frame.fn.loc(node)
+        return self.frame.fn.loc(node, within=self.frame.stmt)
 
     def unsupported(self, node: gast.AST, what: str, hint: str = "") -> UnsupportedSyntax:
         return UnsupportedSyntax(what, self.loc(node), hint)
@@ -122,6 +123,8 @@ class Evaluator(ExpressionsMixin, CallsMixin):
         if method is None:
             raise self.unsupported(node, f"`{type(node).__name__}` statements are not supported",
                                    _UNSUPPORTED_HINTS.get(type(node).__name__, ""))
+        frame = self.frame
+        outer, frame.stmt = frame.stmt, node
         try:
             method(node)
         except (YotaError, _Return, _Break, _Continue):
@@ -130,6 +133,8 @@ class Evaluator(ExpressionsMixin, CallsMixin):
             raise
         except Exception as e:      # a user-level error (bad shapes, ...) at this line
             raise YotaError(f"{type(e).__name__}: {e}", self.loc(node)) from e
+        finally:
+            frame.stmt = outer
 
     # -- statements ----------------------------------------------------------------------
 

@@ -115,6 +115,7 @@ class ExpressionsMixin:
         from .evaluator import Frame
         outer = self.frame
         self.frame = Frame(outer.fn, outer.globals, {}, outer)
+        self.frame.stmt = outer.stmt
         results: list = []
 
         def loop(generators):

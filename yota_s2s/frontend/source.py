@@ -29,10 +29,17 @@ class ParsedFunction:
     col_offset: int       # file column = node column + col_offset (the dedent)
     code: types.CodeType
 
-    def loc(self, node: gast.AST, func: str | None = None) -> SourceLoc:
+    def loc(self, node: gast.AST, func: str | None = None, within: gast.stmt | None = None) -> SourceLoc:
+        """Where ``node`` is. Inside a statement that spans lines (``within``), the location is
+        the statement's first line, so everything the statement computes shares one place;
+        the caret columns are kept only when ``node`` is on that line."""
         line = getattr(node, "lineno", None)
         if line is None:
             return SourceLoc(self.file, self.line_offset + 1, func=func or self.name)
+        if within is not None and getattr(within, "lineno", line) != line:
+            line = within.lineno + self.line_offset
+            text = linecache.getline(self.file, line).strip()
+            return SourceLoc(self.file, line, 0, None, func or self.name, text)
         line += self.line_offset
         col = getattr(node, "col_offset", 0) + self.col_offset
         end_line = getattr(node, "end_lineno", None)

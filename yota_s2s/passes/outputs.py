@@ -12,6 +12,7 @@ import numpy as np
 from ..frontend.values import to_tree
 from ..ir.tape import Input, Lit, Stmt, Tape, Var
 from ..rules.registry import RULES
+from .rewrite import resolver, substitute_stmt
 
 
 def fresh_outputs(tape: Tape) -> Tape:
@@ -30,11 +31,24 @@ def fresh_outputs(tape: Tape) -> Tape:
         root, borrowed = _root(g, producer, inputs)
         made = producer.get(g)
         if made is not None and made.prim.name == "broadcast_to" and isinstance(made.args[0], Lit):
-            grads[k] = _add(stmts, tape, inp, RULES.lookup(np.full), made.args[::-1], _dtype(inp))
+            grads[k] = _add(stmts, tape, inp, RULES.lookup(np.full), made.args[::-1], _dtype(inp),
+                            made.loc)
         elif borrowed or root in roots:
-            grads[k] = _add(stmts, tape, inp, RULES.lookup(np.copy), (g,), ())
+            if made is not None and g.grad_of is inp.var:
+                g = _unnamed(stmts, made)     # the copy is the gradient now, and takes its name
+            grads[k] = _add(stmts, tape, inp, RULES.lookup(np.copy), (g,), (),
+                            made.loc if made is not None else None)
         roots.add(root)
     return tape.copy(stmts=stmts, grads=grads)
+
+
+def _unnamed(stmts: list[Stmt], made: Stmt) -> Var:
+    """The value ``made`` computes, as a new Var without the gradient's name hint."""
+    temp = Var(made.out.aval)
+    resolve = resolver({made.out: temp})
+    stmts[:] = [made.replace(outs=(temp,)) if s is made else substitute_stmt(s, resolve)
+                for s in stmts]
+    return temp
 
 
 def _root(var: Var, producer: dict[Var, Stmt], inputs: set[Var]) -> tuple[Var, bool]:
@@ -55,8 +69,10 @@ def _dtype(inp: Input) -> tuple:
     return () if inp.var.aval.dtype == np.float64 else (("dtype", inp.var.aval.dtype),)
 
 
-def _add(stmts: list[Stmt], tape: Tape, inp: Input, prim, args: tuple, params: tuple) -> Var:
+def _add(stmts: list[Stmt], tape: Tape, inp: Input, prim, args: tuple, params: tuple,
+         loc=None) -> Var:
+    """A fresh gradient array, placed with the statement it copies (or at the function)."""
     out = Var(inp.var.aval, grad_of=inp.var)
-    stmts.append(Stmt((out,), prim, args, params, tape.loc,
+    stmts.append(Stmt((out,), prim, args, params, loc or tape.loc,
                       rule="fresh: a returned gradient must not share memory"))
     return out
