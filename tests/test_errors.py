@@ -21,7 +21,10 @@ def test_a_call_without_a_rule_names_the_function_the_line_and_the_fix():
     assert lines[0] == "bad.py:9 in no_rule: np.fft.fft has no derivative rule and no Python source to inline"
     assert lines[1] == "    h = np.fft.fft(x).real"
     assert lines[2] == "        ^^^^^^^^^^^^^"
-    assert lines[3] == 'Add ys.diffrule(np.fft.fft, "a", "<expr in a, y, dy>") or mark it ys.nodiff(np.fft.fft).'
+    assert lines[3] == ("Add a rule to bad.py (fill in <...>; y is the result, dy the incoming "
+                        "gradient) or mark it non-differentiable:")
+    assert lines[4:] == ['    ys.diffrule(np.fft.fft, "a", "<expr in a, y, dy>")',
+                         "    ys.nodiff(np.fft.fft)"]
 
 
 @pytest.mark.parametrize("fn,what,hint", [

@@ -41,7 +41,21 @@ def snippets() -> dict[str, str]:
         "module": write_module(optimized, buffers=False),
         "module-buffered": write_module(optimized),
         "struct-module": _struct_module(),
+        **_workflow(),
     }
+
+
+def _workflow() -> dict[str, str]:
+    """docs/workflow.md: what ``yota-s2s compile examples/mlp.py`` prints and writes."""
+    from yota_s2s.gradfile import Options, build, counts
+    from yota_s2s.modelfile import load_model, targets
+
+    model = load_model(ROOT / "examples" / "mlp.py")
+    grad = build(model, targets(model), Options())
+    summary = "; ".join(counts(r.tape) for r in grad.results)
+    return {"mlp-compile": f"$ yota-s2s compile examples/mlp.py\n"
+                           f"wrote examples/mlp_grad.py  ({summary})\n",
+            "mlp-header": grad.text[:grad.text.index('"""\n', 3) + 4]}
 
 
 def _struct_module() -> str:

@@ -10,7 +10,8 @@
 """
 __version__ = "0.1.0"
 
-from .api import GradResult, cache_info, clear_cache, grad, simplegrad, source, trace, update
+from .api import (GradResult, cache_info, clear_cache, example, grad, simplegrad, source, trace,
+                  update)
 from .errors import (ArgumentMismatch, GuardError, InternalError, NoRuleError, RuleError,
                      StaticValueError, UnsupportedSyntax, UpdateError, YotaError)
 from .gradcheck import gradcheck
@@ -18,7 +19,7 @@ from .memory import MemoryReport, memory_report
 from .rules import RULES, diffrule, nodiff, primitive, stop_gradient
 
 __all__ = ["simplegrad", "grad", "GradResult", "update", "clear_cache", "cache_info", "trace",
-           "source", "gradcheck", "memory_report", "MemoryReport", "diffrule", "nodiff",
-           "primitive", "stop_gradient", "rules", "RULES", "YotaError", "UnsupportedSyntax",
-           "NoRuleError", "StaticValueError", "RuleError", "GuardError", "ArgumentMismatch",
-           "InternalError", "UpdateError", "__version__"]
+           "source", "example", "gradcheck", "memory_report", "MemoryReport", "diffrule",
+           "nodiff", "primitive", "stop_gradient", "rules", "RULES", "YotaError",
+           "UnsupportedSyntax", "NoRuleError", "StaticValueError", "RuleError", "GuardError",
+           "ArgumentMismatch", "InternalError", "UpdateError", "__version__"]

@@ -6,6 +6,7 @@ first use and then finds the compiled code again in the per-signature cache (``c
 ``val, g = grad(loss, m, X)``, ``g[0]`` a ``{path: gradient}`` dict for the struct ``m``.
 ``update(m, g[0], fn)`` applies ``fn(x, gx)`` to those fields in place. ``trace(f, *args)``
 returns the value and the SSA tape; ``source(df)`` gives the generated module's text.
+``@example(make_args)`` marks a function for ``yota-s2s compile`` (see ``cli.py``).
 """
 from __future__ import annotations
 
@@ -268,6 +269,29 @@ def source(df: Callable) -> str:
     module = sys.modules.get(getattr(df, "__module__", ""), None)
     text = getattr(module, "__yota_text__", None)
     return text if text is not None else inspect.getsource(module or df)
+
+
+def example(make_args: Callable[..., tuple]) -> Callable[[Callable], Callable]:
+    """Mark a function for ``yota-s2s compile``: ``make_args()`` returns its example arguments.
+
+    ``make_args`` returns a tuple with one example per positional parameter (arrays, floats,
+    ints, structs); if it takes a parameter, it gets a ``numpy.random.Generator`` seeded with 0,
+    so the examples, and the branches they decide, are the same on every compile. The decorator
+    returns the function unchanged; the factory is kept as ``fn.__yota_example__``.
+    """
+    if not callable(make_args):
+        raise YotaError(f"ys.example takes a function that returns the example arguments, "
+                        f"not {make_args!r}",
+                        hint="Write @ys.example(make_args) above the function.")
+
+    def mark(fn: Callable) -> Callable:
+        if getattr(fn, "__yota_example__", None) is not None:
+            raise YotaError(f"{fn.__qualname__} already has an example",
+                            hint="Give each function one @ys.example; compile other signatures "
+                                 "with yota-s2s compile --func NAME --arg NAME=SPEC.")
+        fn.__yota_example__ = make_args
+        return fn
+    return mark
 
 
 def _host(args: tuple) -> tuple:

@@ -6,7 +6,10 @@ code (file:line, the line itself and a caret under the offending span) and *what
     model.py:14 in loss: np.foo has no derivative rule and no Python source to inline
         h = np.foo(x)
             ^^^^^^^^^
-    Add ys.diffrule(np.foo, "x", "<expr in x, y, dy>") or mark it ys.nodiff(np.foo).
+    Add a rule to model.py (fill in <...>; y is the result, dy the incoming gradient) or mark
+    it non-differentiable:
+        ys.diffrule(np.foo, "x", "<expr in x, y, dy>")
+        ys.nodiff(np.foo)
 """
 from __future__ import annotations
 
@@ -102,3 +105,8 @@ class UpdateError(YotaError):
 
 class InternalError(YotaError):
     """A compiler bug: a verifier failure. Please report it with the printed tape."""
+
+
+class UsageError(YotaError):
+    """A command line or a model file that cannot be compiled as asked: a file that does not
+    exist, an argument spec that does not parse, a name that is not a parameter."""

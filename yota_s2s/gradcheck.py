@@ -2,10 +2,13 @@
 
 ``numerical_grad(f, args, i)`` perturbs each element of argument ``i`` by ``±eps``;
 ``gradcheck(f, *args)`` compiles the gradient and compares, raising a ``GradcheckError`` that
-lists the worst element per argument when they disagree.
+lists the worst element per argument when they disagree. ``sampled_errors`` checks a gradient
+that is already compiled on a sample of elements per leaf (``yota-s2s check --gradcheck``).
 """
 from __future__ import annotations
 
+import copy
+import dataclasses
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -18,10 +21,15 @@ class GradcheckError(YotaError):
 
 
 def _as_float64(value: Any) -> Any:
+    """Float arrays and numpy floats in float64, inside plain containers too."""
     if isinstance(value, np.ndarray) and value.dtype.kind == "f":
         return value.astype(np.float64)
     if isinstance(value, np.floating):
         return np.float64(value)
+    if type(value) in (list, tuple):
+        return type(value)(_as_float64(v) for v in value)
+    if type(value) is dict:
+        return {k: _as_float64(v) for k, v in value.items()}
     return value
 
 
@@ -83,3 +91,75 @@ def gradcheck(f: Callable, *args: Any, rtol: float = 1e-5, atol: float = 1e-7,
         raise GradcheckError(f"the gradient of {getattr(f, '__name__', f)} disagrees with finite "
                              "differences:\n  " + "\n  ".join(problems))
     return errors
+
+
+# -- sampled check of a compiled gradient -----------------------------------------------------
+
+def sampled_errors(f: Callable, args: Sequence[Any], grads: Sequence[Any], samples: int = 16,
+                   eps: float = 1e-6) -> dict[tuple[int, tuple], float]:
+    """The worst relative error of ``grads`` (as a compiled gradient returns them) against
+    central differences of ``f`` in float64, over at most ``samples`` elements of each leaf.
+
+    Keys are ``(argnum, path)``: ``path`` is ``()`` for an array argument, a field path for a
+    leaf of a struct argument (its gradient is a dict from paths). The error of a leaf is
+    ``max |g - fd| / max(|fd|, |g|)`` over the sampled elements, so it does not blow up where
+    single gradient entries are near zero. Elements are drawn with a fixed seed.
+    """
+    args64 = [_as_float64(a) for a in args]
+    errors = {}
+    for argnum, grad in enumerate(grads):
+        leaves = grad.items() if isinstance(grad, dict) else [((), grad)] if grad is not None else []
+        for path, g in leaves:
+            if differentiable(leaf(args64[argnum], path)):
+                errors[(argnum, path)] = _leaf_error(f, args64, argnum, path, np.asarray(g),
+                                                     samples, eps)
+    return errors
+
+
+def _leaf_error(f: Callable, args: list, argnum: int, path: tuple, g: np.ndarray, samples: int,
+                eps: float) -> float:
+    x = np.array(leaf(args[argnum], path), dtype=np.float64)
+    rng = np.random.default_rng(0)
+    picks = np.sort(rng.choice(x.size, min(samples, x.size), replace=False))
+    as_float = not isinstance(leaf(args[argnum], path), np.ndarray)
+    worst = scale = 0.0
+    for k in picks:
+        values = []
+        for step in (eps, -eps):
+            moved = x.copy()
+            moved.reshape(-1)[k] += step
+            new = float(moved) if as_float else moved
+            trial = list(args)
+            trial[argnum] = with_leaf(args[argnum], path, new)
+            values.append(float(f(*trial)))
+        fd = (values[0] - values[1]) / (2 * eps)
+        got = float(g.reshape(-1)[k])
+        worst, scale = max(worst, abs(got - fd)), max(scale, abs(fd), abs(got))
+    return worst / scale if scale else 0.0
+
+
+def leaf(value: Any, path: tuple) -> Any:
+    """The leaf at ``path`` inside a struct: dict keys, list/tuple indices, attribute names."""
+    for key in path:
+        value = value[key] if isinstance(value, (dict, list, tuple)) else getattr(value, key)
+    return value
+
+
+def with_leaf(value: Any, path: tuple, new: Any) -> Any:
+    """A copy of ``value`` with the leaf at ``path`` replaced; the original is not changed."""
+    if not path:
+        return new
+    key, rest = path[0], path[1:]
+    if isinstance(value, (dict, list)):
+        out = type(value)(value)
+        out[key] = with_leaf(value[key], rest, new)
+        return out
+    if isinstance(value, tuple):
+        items = list(value)
+        items[key] = with_leaf(value[key], rest, new)
+        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
+    if dataclasses.is_dataclass(value):
+        return dataclasses.replace(value, **{key: with_leaf(getattr(value, key), rest, new)})
+    out = copy.copy(value)
+    setattr(out, key, with_leaf(getattr(value, key), rest, new))
+    return out

@@ -31,17 +31,27 @@ def module_name_for(base: str, text: str) -> str:
 
 def write_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists() and path.read_text() == text:
+    if path.exists() and path.read_text(encoding="utf-8") == text:
         return
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as f:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:     # Python source is UTF-8
             f.write(text)
+        os.chmod(tmp, _file_mode(path))     # mkstemp makes it private; files to commit are not
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _file_mode(path: Path) -> int:
+    """The mode a new file gets from ``open`` (0o666 less the umask), or the old file's."""
+    if path.exists():
+        return path.stat().st_mode & 0o777
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 def load(text: str, module_name: str, directory: Path | None = None) -> ModuleType:

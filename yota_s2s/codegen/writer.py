@@ -3,7 +3,8 @@
 Layout: header docstring (what, compiled for what, how to regenerate), imports (``numpy`` or
 ``cupy`` as ``xp``, ``math`` where Python floats need it, the user's modules for the functions
 that rules and primitives name; see imports.py), ``GuardError`` where guards exist,
-then one function: argument checks, ``# -- forward --``, ``# -- backward --``, return. Each
+then one function per tape (``yota-s2s compile`` writes one per marked function of a model
+file): argument checks, ``# -- forward --``, ``# -- backward --``, return. Each
 statement is unparsed on its own so that comments and blank lines are ours; the text depends
 only on the tape, so two compilations of the same input are byte-identical.
 """
@@ -11,12 +12,14 @@ from __future__ import annotations
 
 import ast
 import textwrap
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Sequence
 
 from .. import __version__
+from ..errors import InternalError
 from ..ir.tape import Tape, Var
 from .emit import Block, Emitter
-from .imports import plan_imports
+from .imports import Imports, plan_imports
 from .workspace import header_lines, prelude, takes_out, unpack_line
 
 INDENT = "    "
@@ -39,17 +42,61 @@ def function_name(tape: Tape) -> str:
     return f"{tape.name}_grad" if tape.name.isidentifier() else "lambda_grad"
 
 
-def write_module(tape: Tape, device: str = "cpu", regenerate: str | None = None,
-                 buffers: bool = True) -> str:
-    """The module's text.
+@dataclass
+class Written:
+    """One generated function: its tape, the emitter that named its values, its blocks of
+    statements, the names it returns and its text."""
+
+    tape: Tape
+    emitter: Emitter
+    blocks: list[Block]
+    returns: list[str]
+    text: str
+
+
+def write_module(tapes: Tape | Sequence[Tape], device: str = "cpu",
+                 regenerate: str | None = None, buffers: bool = True,
+                 source: str | None = None) -> str:
+    """The module's text: one gradient function per tape.
 
     ``buffers=False`` gives the plain form: every statement a primitive that has a rule, so the
     module can be compiled again (gradients of gradients); with ``buffers=True`` values live in
     planned memory (buffers.py) and small vectors read element by element become Python floats
-    (scalars.py).
+    (scalars.py). Several tapes share one module in the plain form only (the work arrays are
+    the module's). ``source`` names the model file and its hash (``yota-s2s compile`` records
+    it); with it, or with several tapes, the header describes each function in turn.
     """
-    imports = plan_imports(tape)
-    emitter = Emitter(tape, taken=imports.names, calls=imports.calls, fast=buffers)
+    tapes = [tapes] if isinstance(tapes, Tape) else list(tapes)
+    if buffers and len(tapes) > 1:
+        raise InternalError("several gradient functions share a module in the plain form only",
+                            hint="Write them with buffers=False.")
+    written, imports = write_functions(tapes, buffers)
+    if len(written) == 1 and source is None:
+        header = _header(tapes[0], device, regenerate, written[0].returns, written[0].emitter)
+    else:
+        header = _header_many(written, device, regenerate, source)
+    modules = set().union(*(w.emitter.modules for w in written))
+    parts = [header, _imports(device, modules, imports.lines)]
+    if any(s.prim.emit[:1] == ("guard",) for tape in tapes for s in tape.stmts):
+        parts.append(_PRELUDE_GUARD)
+    if any(_has_checks(tape) for tape in tapes):
+        parts.append(_PRELUDE_MISMATCH)
+    parts += [prelude(w.emitter) for w in written if prelude(w.emitter)]
+    return "\n".join(parts + [w.text for w in written])
+
+
+def write_functions(tapes: Sequence[Tape], buffers: bool = False) -> tuple[list[Written], Imports]:
+    """Each tape's function, and the imports they share (planned over all of them, so that one
+    module-level name never means two things)."""
+    merged = tapes[0] if len(tapes) == 1 else tapes[0].copy(
+        stmts=[s for t in tapes for s in t.stmts],
+        params=tuple(dict.fromkeys(p for t in tapes for p in t.params)))
+    imports = plan_imports(merged)
+    return [_function(t, Emitter(t, taken=imports.names, calls=imports.calls, fast=buffers))
+            for t in tapes], imports
+
+
+def _function(tape: Tape, emitter: Emitter) -> Written:
     blocks = emitter.blocks()
     fname = function_name(tape)
     returns, build = _returns(tape, emitter)
@@ -63,20 +110,11 @@ def write_module(tape: Tape, device: str = "cpu", regenerate: str | None = None,
     body += build
     body.append(f"return {', '.join(returns)}")
     params = list(tape.params) + (["*", "out=None"] if takes_out(emitter) else [])
-    signature = f"def {fname}({', '.join(params)}):"
-    guards = any(s.prim.emit[:1] == ("guard",) for s in tape.stmts)
     if emitter.memory.slots:
         emitter.modules.add("threading")
-    parts = [_header(tape, device, regenerate, returns, emitter),
-             _imports(device, emitter.modules, imports.lines)]
-    if guards:
-        parts.append(_PRELUDE_GUARD)
-    if _has_checks(tape):
-        parts.append(_PRELUDE_MISMATCH)
-    if prelude(emitter):
-        parts.append(prelude(emitter))
-    parts.append("\n" + signature + "\n" + textwrap.indent("\n".join(body), INDENT) + "\n")
-    return "\n".join(parts)
+    signature = f"def {fname}({', '.join(params)}):"
+    text = "\n" + signature + "\n" + textwrap.indent("\n".join(body), INDENT) + "\n"
+    return Written(tape, emitter, blocks, returns, text)
 
 
 # -- header and imports ---------------------------------------------------------------------
@@ -84,18 +122,77 @@ def write_module(tape: Tape, device: str = "cpu", regenerate: str | None = None,
 def _header(tape: Tape, device: str, regenerate: str | None, returns: list[str],
             emitter: Emitter) -> str:
     where = f" ({tape.loc.short})" if tape.loc else ""
-    args = "; ".join(_describe_param(tape, i) for i in range(len(tape.params)))
-    structs = [f"{r} of {p}" for r, p, k in zip(returns[1:], tape.params, tape.arg_kinds)
-               if k == "struct" and r != "None"]
-    paths = f" ({', '.join(structs)}: gradients by field path)" if structs else ""
     lines = [f'"""Gradient of {tape.name}{where}, generated by yota-s2s {__version__}. Do not edit.',
-             "", f"Compiled for: {args}; device {device}.",
-             f"Returns: {', '.join(returns)}{paths}."]
+             ""] + signature_lines(tape, device, returns)
     lines += header_lines(emitter, tape)
     if regenerate:
         lines.append(f"Regenerate: {regenerate}")
     return "\n".join(textwrap.fill(line, 99, subsequent_indent="    ") if line else line
                      for line in lines) + '\n"""'
+
+
+def signature_lines(tape: Tape, device: str, returns: list[str]) -> list[str]:
+    """``Compiled for: ...; device cpu.`` and ``Returns: ...``, one line each."""
+    args = "; ".join(_describe_param(tape, i) for i in range(len(tape.params)))
+    return [f"Compiled for: {args}; device {device}.",
+            f"Returns: {', '.join(returns)}{_struct_note(tape, returns)}."]
+
+
+def _struct_note(tape: Tape, returns: list[str]) -> str:
+    structs = [f"{r} of {p}" for r, p, k in zip(returns[1:], tape.params, tape.arg_kinds)
+               if k == "struct" and r != "None"]
+    return f" ({', '.join(structs)}: gradients by field path)" if structs else ""
+
+
+def _header_many(written: list[Written], device: str, regenerate: str | None,
+                 source: str | None) -> str:
+    """Each function in a paragraph; lines break between items, never inside one; the source
+    and the command stay whole, to be copied."""
+    files = sorted({w.tape.loc.short.split(":")[0] for w in written if w.tape.loc}) or ["?"]
+    lines = [f'"""Gradients for {", ".join(files)}, generated by yota-s2s {__version__}. '
+             "Do not edit."]
+    for w in written:
+        tape = w.tape
+        of = f" ({tape.loc.short})" if tape.loc else ""
+        params = [_describe_param(tape, i) for i in range(len(tape.params))]
+        lines += ["", f"{function_name(tape)}: the gradient of {tape.name}{of}, device {device}."]
+        lines += _wrap_items(f"{INDENT}Compiled for: ", params, "; ", ".")
+        lines += _wrap_items(f"{INDENT}Returns: ", w.returns, ", ", _struct_note(tape, w.returns)
+                             + ".")
+        lines += [INDENT + line for line in header_lines(w.emitter, tape)]
+    tail = ([f"Source: {source}"] if source else []) + \
+        ([f"Regenerate: {regenerate}"] if regenerate else [])
+    return "\n".join(lines + ([""] + tail if tail else [])) + '\n"""'
+
+
+def _wrap_items(prefix: str, items: list[str], sep: str, end: str) -> list[str]:
+    """``prefix`` and the items, broken at 99 columns between items or between the fields of a
+    struct's description, never inside a shape."""
+    words = []
+    for i, item in enumerate(items):
+        *fields, last = _fields(item)
+        words += fields + [last + (sep.rstrip() if i < len(items) - 1 else end)]
+    lines, line = [], prefix
+    indent = " " * (len(prefix) - len(prefix.lstrip())) + INDENT
+    for word in words:
+        if line not in (prefix, indent) and len(line) + len(word) > 99:
+            lines.append(line.rstrip())
+            line = indent
+        line += word + " "
+    return lines + [line.rstrip()]
+
+
+def _fields(item: str) -> list[str]:
+    """``m (a f64[2, 3], b float)`` -> ``["m (a f64[2, 3],", "b float)"]``: split after the
+    commas directly inside the outer parentheses."""
+    parts, depth, start = [], 0, 0
+    for k, char in enumerate(item):
+        depth += char in "([{"
+        depth -= char in ")]}"
+        if char == "," and depth == 1 and item[k + 1:k + 2] == " ":
+            parts.append(item[start:k + 1])
+            start = k + 2
+    return parts + [item[start:]]
 
 
 def _describe_param(tape: Tape, argnum: int) -> str:

@@ -7,6 +7,7 @@ from typing import Any, Callable, Sequence
 
 from ..ir.tape import Tape, Var
 from ..rules.registry import RULES, RuleSet
+from .collect import Collector
 from .evaluator import Evaluator, Frame
 from .flatten import Flattener, arg_kind, is_struct_object, leaf_names
 from .source import parse_function
@@ -36,15 +37,17 @@ def unbind(fn: Any) -> tuple[Callable, Any]:
     return fn, None
 
 
-def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES) -> tuple[Tape, Evaluator]:
+def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES,
+                   collector: Collector | None = None) -> tuple[Tape, Evaluator]:
     """Evaluate ``fn`` on ``args``; returns the tape and the evaluator (which holds the example
     value of every Var, for the backward pass, and ``flattener``/``depends``: what the code
-    read from its arguments and its globals)."""
+    read from its arguments and its globals). A ``collector`` turns on collecting mode."""
     fn, self_arg = unbind(fn)
     if self_arg is not None:
         args = (self_arg, *args)
     parsed = parse_function(fn)
     ev = Evaluator(rules)
+    ev.collector = collector
     ev.flattener = flat = Flattener(ev.values, ev.input_vars)
     names = param_names(fn, len(args))
     traced_args = [flat.flatten(a, i, (), names[i]) for i, a in enumerate(args)]
@@ -61,4 +64,4 @@ def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES) -> tupl
     return tape, ev
 
 
-__all__ = ["Evaluator", "Frame", "trace_function", "parse_function", "unbind"]
+__all__ = ["Collector", "Evaluator", "Frame", "trace_function", "parse_function", "unbind"]

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import NoRuleError, StaticValueError, UnsupportedSyntax, YotaError
 from ..ir.tape import Aval, Primitive, Stmt, Var, tree_atoms, tree_map
+from .collect import rule_stub, skip_call
 from .flatten import is_struct_object
 from .resolve import array_method, display_name, is_inlinable, is_library, is_random
 from .source import parse_function
@@ -66,9 +67,10 @@ class CallsMixin:
         if is_user_class(fn) and (is_traced([args, kwargs]) or holds_struct([args, kwargs])):
             return construct(self, fn, args, kwargs, node)
         if is_random(fn):
-            raise UnsupportedSyntax(f"{display_name(fn)} draws random numbers inside the compiled "
-                                    "function", self.loc(node),
-                                    "Draw them outside and pass them in as an argument.")
+            return skip_call(self, UnsupportedSyntax(
+                f"{display_name(fn)} draws random numbers inside the compiled function",
+                self.loc(node), "Draw them outside and pass them in as an argument."),
+                fn, args, kwargs)
         if is_inlinable(fn):
             return self.inline(fn, args, kwargs, node)
         traced = is_traced(list(args)) or is_traced(kwargs)
@@ -84,18 +86,13 @@ class CallsMixin:
                                    "time, but it is given a traced value", self.loc(node),
                                    "Use an int or a shape (x.shape[0]) here; traced values are "
                                    "only known when the gradient runs.")
-        raise self.no_rule(fn, node)
+        return skip_call(self, self.no_rule(fn, node, args, kwargs), fn, args, kwargs)
 
-    def no_rule(self, fn: Any, node: gast.AST) -> NoRuleError:
-        name = display_name(fn)
-        try:
-            first = next(iter(inspect.signature(fn).parameters))
-        except (TypeError, ValueError, StopIteration):
-            first = "x"
+    def no_rule(self, fn: Any, node: gast.AST, args: list, kwargs: dict) -> NoRuleError:
         kind = "and no Python source to inline" if is_library(fn) or not callable(fn) else ""
-        return NoRuleError(f"{name} has no derivative rule {kind}".strip(), self.loc(node),
-                           f'Add ys.diffrule({name}, "{first}", "<expr in {first}, y, dy>") '
-                           f"or mark it ys.nodiff({name}).")
+        func = self.loc(node.func) if isinstance(node, gast.Call) else None
+        return NoRuleError(f"{display_name(fn)} has no derivative rule {kind}".strip(),
+                           self.loc(node), rule_stub(fn, list(args), kwargs, func))
 
     # -- primitives ----------------------------------------------------------------------
 

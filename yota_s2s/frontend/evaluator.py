@@ -23,6 +23,7 @@ from ..errors import SourceLoc, StaticValueError, UnsupportedSyntax, YotaError
 from ..ir.tape import Stmt, Var
 from ..rules.registry import RuleSet
 from .calls import CallsMixin
+from .collect import Collector
 from .expressions import ExpressionsMixin
 from .depends import Depends
 from .source import ParsedFunction
@@ -83,6 +84,7 @@ class Evaluator(ExpressionsMixin, CallsMixin):
         self.input_vars: set[Var] = set()
         self.flattener = None                 # frontend.flatten.Flattener, set by trace_function
         self.depends = Depends()              # globals and class attributes the source read
+        self.collector: Collector | None = None    # collecting mode: see collect.py
 
     # -- locations and errors ------------------------------------------------------------
 
@@ -101,11 +103,11 @@ class Evaluator(ExpressionsMixin, CallsMixin):
     def run_body(self, frame: Frame, body: list[gast.stmt]) -> Any:
         saved, self.frame = self.frame, frame
         self.depth += 1
-        if self.depth > MAX_DEPTH:
-            raise UnsupportedSyntax(f"calls nest deeper than {MAX_DEPTH} (unbounded recursion?)",
-                                    frame.fn.loc(frame.fn.node),
-                                    "Recursion must stop on a static value (an int or a shape).")
         try:
+            if self.depth > MAX_DEPTH:
+                raise UnsupportedSyntax(f"calls nest deeper than {MAX_DEPTH} (unbounded "
+                                        "recursion?)", frame.fn.loc(frame.fn.node),
+                                        "Recursion must stop on a static value (an int or a shape).")
             self.exec_block(body)
             return None
         except _Return as ret:
@@ -120,13 +122,17 @@ class Evaluator(ExpressionsMixin, CallsMixin):
 
     def exec_stmt(self, node: gast.stmt) -> None:
         method = getattr(self, "stmt_" + type(node).__name__, None)
-        if method is None:
-            raise self.unsupported(node, f"`{type(node).__name__}` statements are not supported",
-                                   _UNSUPPORTED_HINTS.get(type(node).__name__, ""))
         frame = self.frame
         outer, frame.stmt = frame.stmt, node
         try:
+            if method is None:
+                raise self.unsupported(node, f"`{type(node).__name__}` statements are not "
+                                       "supported", _UNSUPPORTED_HINTS.get(type(node).__name__, ""))
             method(node)
+        except UnsupportedSyntax as e:
+            if self.collector is None:
+                raise
+            self.collector.record(e)        # and go on after the statement
         except (YotaError, _Return, _Break, _Continue):
             raise
         except RecursionError:

@@ -150,7 +150,7 @@ def construct(ev: Any, cls: type, args: list, kwargs: dict, node: gast.AST) -> A
         return sv
     owner, init = static_lookup(cls, "__init__")
     if not isinstance(init, types.FunctionType) or is_library(init):
-        raise ev.no_rule(cls, node)
+        raise ev.no_rule(cls, node, args, kwargs)
     ev.call(class_attribute(ev, sv, "__init__", node), args, kwargs, node)
     return sv
 
