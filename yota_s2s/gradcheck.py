@@ -108,7 +108,7 @@ def sampled_errors(f: Callable, args: Sequence[Any], grads: Sequence[Any], sampl
     args64 = [_as_float64(a) for a in args]
     errors = {}
     for argnum, grad in enumerate(grads):
-        leaves = grad.items() if isinstance(grad, dict) else [((), grad)] if grad is not None else []
+        leaves = grad.items() if isinstance(grad, dict) else [] if grad is None else [((), grad)]
         for path, g in leaves:
             if differentiable(leaf(args64[argnum], path)):
                 errors[(argnum, path)] = _leaf_error(f, args64, argnum, path, np.asarray(g),

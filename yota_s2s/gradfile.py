@@ -1,7 +1,8 @@
 """Gradient files: the module ``yota-s2s compile`` writes for a model file, made in memory.
 
 ``build(model, targets, options)`` compiles every target and, when all compile, writes the text
-of one module with one gradient function per target. The text depends only on the model's
+of one module with one gradient function per target, in the plain form (no work arrays: the
+form to read, review and compile again; docs/performance.md). The text depends only on the model's
 source, the targets and the options, never on the working directory or the time, so the same
 inputs give byte-identical files that can be committed, diffed and checked (``check`` compares
 a fresh build with the file on disk).
@@ -93,7 +94,7 @@ def build(model: ModelFile, targets: Sequence[Target], options: Options,
     command = regenerate(model, targets, options)
     if any(r.problems for r in results):
         return GradFile(model, path, results, None, command)
-    text = write_module([r.tape for r in results], device=options.device,
+    text = write_module([r.tape for r in results], device=options.device, buffers=False,
                         source=source_line(model), regenerate=command)
     return GradFile(model, path, results, text, command, _import_note(model, path, text))
 

@@ -5,8 +5,9 @@ statements generated from it; each backward statement names the rule that produc
 ``Stmt.rule``, and those of the temporaries written inline into it). Functions inlined into
 the compiled one follow as sections of their own. The statements are the generated module's
 own (``codegen.writer.Written``: the blocks, names and returns of the function as written),
-so the page and the file agree; the whole module closes the page. CSS is inline, and there are no scripts, fonts or links to fetch: the page opens
-offline, from a CI artifact or a mail attachment.
+so the page and the file agree; the whole module closes the page. CSS is inline, and there are
+no scripts, fonts or links to fetch: the page opens offline, from a CI artifact or a mail
+attachment.
 """
 from __future__ import annotations
 
