@@ -33,6 +33,7 @@ from .modelfile import ModelFile, Target, load_model, targets
 from .review import review_page
 
 OK, STALE, USAGE, COMPILE_ERRORS = 0, 1, 2, 3
+CLOSED_PIPE = 141          # 128 + SIGPIPE, as a shell reports `yota-s2s show m.py | head`
 TOLERANCE = {"float64": 1e-5, "float32": 1e-3, "float16": 3e-2}
 
 
@@ -342,6 +343,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Output(ns.quiet, ns.color)
     try:
         return COMMANDS[ns.command](ns, out)
+    except BrokenPipeError:                 # the reader went away: stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return CLOSED_PIPE
     except UsageError as e:
         out.error(f"yota-s2s {ns.command}: {e.format()}")
         return USAGE
