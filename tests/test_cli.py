@@ -460,3 +460,10 @@ def test_the_mlp_example_compiles_and_imports_as_in_the_issue(project: Path) -> 
     imported = python(project, "from examples.mlp_grad import loss_grad")
     assert imported.returncode == 0, imported.stderr
     assert run(project, "check", "examples/mlp.py", "--gradcheck").returncode == 0
+
+
+def test_the_committed_example_gradient_file_is_up_to_date() -> None:
+    """Our own repository follows the workflow: examples/mlp_grad.py is committed and checked,
+    as a project's CI would (`yota-s2s compile examples/mlp.py` regenerates it)."""
+    done = run(REPO, "check", "examples/mlp.py")
+    assert done.returncode == 0, done.stdout + done.stderr
