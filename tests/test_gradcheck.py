@@ -17,8 +17,9 @@ import pytest
 from yota_s2s.compiler import compile_grad
 from yota_s2s.gradcheck import differentiable, numerical_grad
 from yota_s2s.ir import verify
+from yota_s2s.rules.indexing import index_add
 
-from .programs import models
+from .programs import models, updates
 
 
 @dataclass
@@ -46,6 +47,31 @@ def unit(*shape):
     return lambda r: tuple(r.uniform(-0.8, 0.8, s) for s in shape)
 
 
+def above_one(*shape):
+    return lambda r: tuple(r.uniform(1.5, 3.0, s) for s in shape)
+
+
+def spd(n, batch=()):
+    """Symmetric positive definite matrices (cholesky)."""
+    def make(r):
+        b = r.standard_normal(batch + (n, n))
+        return (b @ np.swapaxes(b, -1, -2) + n * np.eye(n),)
+    return make
+
+
+def symmetric(n):
+    """A symmetric matrix with well-separated eigenvalues (eigh)."""
+    def make(r):
+        q, _ = np.linalg.qr(r.standard_normal((n, n)))
+        return ((q * np.arange(1.0, n + 1)) @ q.T,)
+    return make
+
+
+def well_conditioned(*shapes):
+    """Square matrices far from singular (a multiple of the identity plus noise)."""
+    return lambda r: tuple(r.standard_normal(s) * 0.3 + np.eye(s[-1]) * 2 for s in shapes)
+
+
 def distinct(*shapes):
     """Values with no ties, within or across arguments (max/min/where are not smooth at ties)."""
     def make(r):
@@ -56,8 +82,9 @@ def distinct(*shapes):
     return make
 
 
-SHAPES = [(), (3,), (2, 3)]
-PAIRS = [((2, 3), (2, 3)), ((2, 3), (3,)), ((2, 3), (1, 3)), ((), (2, 3)), ((2, 1), (1, 3))]
+SHAPES = [(), (3,), (2, 3), (1, 3), (0, 3)]              # size-1 and empty axes included
+PAIRS = [((2, 3), (2, 3)), ((2, 3), (3,)), ((2, 3), (1, 3)), ((), (2, 3)), ((2, 1), (1, 3)),
+         ((0, 3), (3,)), ((1, 1), (1,))]
 
 UNARY = [
     ("exp", lambda x: weighted(np.exp(x)), normal),
@@ -82,6 +109,27 @@ UNARY = [
     ("pow_half", lambda x: weighted(x ** 0.5), positive),
     ("rpow", lambda x: weighted(2.0 ** x), normal),
     ("sign_nodiff", lambda x: weighted(np.sign(x) * x), positive),
+    ("exp2", lambda x: weighted(np.exp2(x)), normal),
+    ("log2", lambda x: weighted(np.log2(x)), positive),
+    ("log10", lambda x: weighted(np.log10(x)), positive),
+    ("cbrt", lambda x: weighted(np.cbrt(x)), positive),
+    ("arcsinh", lambda x: weighted(np.arcsinh(x)), normal),
+    ("arccosh", lambda x: weighted(np.arccosh(x)), above_one),
+    ("arctanh", lambda x: weighted(np.arctanh(x)), unit),
+    ("fabs", lambda x: weighted(np.fabs(x)), positive),
+    ("absolute_negative", lambda x: weighted(np.absolute(-x)), positive),
+    ("deg2rad_radians", lambda x: weighted(np.deg2rad(x) + np.radians(x) ** 2), normal),
+    ("rad2deg_degrees", lambda x: weighted(np.rad2deg(x) + np.degrees(x) ** 2), normal),
+    ("sinc", lambda x: weighted(np.sinc(x)), normal),
+    ("nan_to_num", lambda x: weighted(np.nan_to_num(np.log(x - 0.2))), positive),
+    ("real_imag_conj", lambda x: weighted(np.real(x) * 2 + np.conj(x) + np.conjugate(x) * np.imag(x)), normal),
+    ("angle_of_real", lambda x: weighted(np.angle(x) * x + np.angle(x, deg=True)), normal),
+    ("negative_power", lambda x: weighted(np.negative(x) + np.power(x, 3) + np.true_divide(x, 2.0)), normal),
+    ("rounding_nodiff", lambda x: weighted(x * (np.floor(x) + np.ceil(x) + np.round(x, 1) + np.rint(x)
+                                               + np.trunc(x) + np.fix(x) + np.signbit(x))), normal),
+    ("tests_nodiff", lambda x: weighted(x * (np.isfinite(x) + np.isinf(x) + np.isnan(x) + np.isclose(x, 0.5)
+                                             + np.logical_and(x > 0, x < 1) + np.logical_or(x > 0, x < -1)
+                                             + np.logical_not(x > 0) + np.logical_xor(x > 0, x > 1))), normal),
 ]
 BINARY = [
     ("add", lambda a, b: weighted(a + b), normal),
@@ -94,6 +142,14 @@ BINARY = [
     ("minimum", lambda a, b: weighted(np.minimum(a, b)), distinct),
     ("where", lambda a, b: weighted(np.where(a > b, a * 2, b)), distinct),
     ("mod", lambda a, b: weighted(a % b), positive),
+    ("np_divide_remainder", lambda a, b: weighted(np.divide(a, b) + np.remainder(a, b) + np.mod(b, a)), positive),
+    ("np_add_power", lambda a, b: weighted(np.add(a, b) * np.power(a, b)), positive),
+    ("arctan2", lambda a, b: weighted(np.arctan2(a, b)), positive),
+    ("hypot", lambda a, b: weighted(np.hypot(a, b)), normal),
+    ("logaddexp", lambda a, b: weighted(np.logaddexp(a, b)), normal),
+    ("logaddexp2", lambda a, b: weighted(np.logaddexp2(a, b)), normal),
+    ("fmax", lambda a, b: weighted(np.fmax(a, b)), distinct),
+    ("fmin", lambda a, b: weighted(np.fmin(a, b)), distinct),
 ]
 
 RULE_CASES: list[Case] = []
@@ -108,6 +164,8 @@ RULE_CASES += [
     Case("clip", lambda x: weighted(np.clip(x, -0.5, 0.5)), distinct((2, 3))),
     Case("clip_lower", lambda x: weighted(np.clip(x, 0.3, None)), distinct((4,))),
     Case("clip_bounds", lambda x, lo: weighted(np.clip(x, lo, 1.0)), lambda r: (r.uniform(0, 2, 5), r.uniform(0.9, 1.1, 5))),
+    Case("clip_upper_bound", lambda x, hi: weighted(np.clip(x, None, hi)), lambda r: (r.uniform(0, 2, 5), r.uniform(0.9, 1.1, 5))),
+    Case("index_add_buffer", lambda x, v: weighted(index_add(np.zeros(3) + x, np.array([0, 0, 2]), v)), normal((3,), (3,))),
     Case("sum", lambda x: np.sum(x) * 2.0, normal((2, 3))),
     Case("sum_axis0", lambda x: weighted(np.sum(x, axis=0)), normal((2, 3, 4))),
     Case("sum_axis_tuple", lambda x: weighted(np.sum(x, axis=(0, 2))), normal((2, 3, 4))),
@@ -160,9 +218,173 @@ RULE_CASES += [
     Case("creation", lambda x: weighted(x * np.ones(3) + np.zeros_like(x) + np.arange(3.0) * x + np.full(3, 2.0)), normal((3,))),
     Case("np_array_of_traced", lambda a, b: weighted(np.array([a, b * 2.0]) * np.asarray(a)), normal((3,), (3,))),
     Case("float_math", lambda a: math.exp(a) + math.log(a + 3.0) + math.sqrt(a + 3.0) + math.tanh(a) * math.cos(a), lambda r: (0.3,)),
+    Case("float_math_more", lambda a: math.sin(a) * math.tan(a) + math.asin(a) + math.acos(a) * math.atan(a)
+         + math.sinh(a) * math.cosh(a) + math.expm1(a) + math.log1p(a) + math.fabs(a - 1.0), lambda r: (0.3,)),
+    Case("complex_real_part", lambda a: (complex(a) * (2 + 1j)).real + a ** 2, lambda r: (0.7,)),
+    Case("complex_intermediates", models.complex_intermediates, normal((3,), (3,))),
     Case("float_array_mix", lambda a, x: a * np.sum(x) + float(np.sum(x ** 2)) * a ** 2, lambda r: (0.7, r.standard_normal(3))),
     Case("builtin_abs_sum_max", lambda x: abs(x[0]) + sum([x[1], x[2]]) + max(x[0], x[1]), lambda r: (np.array([-1.3, 0.4, 2.0]),)),
 ]
+
+
+
+def logsumexp(x):
+    m = np.max(x, axis=-1, keepdims=True)
+    return m[..., 0] + np.log(np.sum(np.exp(x - m), axis=-1))
+
+
+REDUCTIONS = [
+    Case("std", lambda x: np.std(x), normal((2, 3))),
+    Case("std_axis_ddof", lambda x: weighted(np.std(x, axis=0, ddof=1)), normal((4, 3))),
+    Case("var_keepdims", lambda x: weighted(x.var(axis=1, keepdims=True)), normal((2, 3))),
+    Case("var_ddof", lambda x: np.var(x, ddof=1) + x.std(axis=(0, 1)), normal((3, 2))),
+    Case("var_size1_axis", lambda x: weighted(np.var(x, axis=0) + np.mean(x, axis=1)), normal((1, 3))),
+    Case("cumsum", lambda x: weighted(np.cumsum(x)), normal((2, 3))),
+    Case("cumsum_axis", lambda x: weighted(x.cumsum(axis=0)), normal((3, 2))),
+    Case("cumprod", lambda x: weighted(np.cumprod(x)), normal((2, 3))),
+    Case("cumprod_axis_with_zero", lambda x: weighted(np.cumprod(x * np.array([1.0, 0.0, 1.0]), axis=1)), normal((2, 3))),
+    Case("cumprod_axis0", lambda x: weighted(x.cumprod(axis=0)), normal((3, 2))),
+    Case("diff", lambda x: weighted(np.diff(x)), normal((5,))),
+    Case("diff_n2_axis0", lambda x: weighted(np.diff(x, n=2, axis=0)), normal((4, 3))),
+    Case("nansum", lambda x: weighted(np.nansum(np.where(x > 1.0, np.nan, x), axis=1)), normal((3, 4))),
+    Case("nanmean", lambda x: weighted(np.nanmean(np.where(x > 1.0, np.nan, x), axis=0)) + np.nanmean(x), normal((4, 3))),
+    Case("sum_empty", lambda x, y: np.sum(x) + np.mean(y), normal((0, 3), (2, 3))),
+    Case("logsumexp_stable", lambda x: weighted(logsumexp(x)), lambda r: (r.standard_normal((2, 4)) * 3 + 800.0,)),
+    Case("norm_vector", lambda x: np.linalg.norm(x), normal((4,))),
+    Case("norm_flattened", lambda x: np.linalg.norm(x), normal((2, 3, 2))),
+    Case("norm_ord1_inf_p", lambda x: np.linalg.norm(x, 1) + np.linalg.norm(x, np.inf) + np.linalg.norm(x, 3)
+         + np.linalg.norm(x, -np.inf) + np.linalg.norm(x, 0), distinct((5,))),
+    Case("norm_axis_keepdims", lambda x: weighted(np.linalg.norm(x, axis=1, keepdims=True)), normal((3, 4))),
+    Case("norm_matrix_fro_nuc", lambda x: np.linalg.norm(x, "fro") + np.linalg.norm(x, "nuc"), normal((3, 4))),
+    Case("norm_matrix_2", lambda x: np.linalg.norm(x, 2) + np.linalg.norm(x, -2), normal((4, 3))),
+    Case("norm_matrix_1_inf", lambda x: np.linalg.norm(x, 1) + np.linalg.norm(x, np.inf)
+         + np.linalg.norm(x, -1) + np.linalg.norm(x, -np.inf), distinct((3, 4))),
+    Case("norm_matrix_axes", lambda x: weighted(np.linalg.norm(x, axis=(0, 2)) + np.linalg.norm(x, 1, axis=(2, 0))), distinct((3, 2, 4))),
+]
+
+SHAPE_OPS = [
+    Case("ravel_fn", lambda x: weighted(np.ravel(x) * 2), normal((2, 3))),
+    Case("atleast", lambda x, s: weighted(np.atleast_1d(s) + np.atleast_2d(x) + np.atleast_3d(x)[..., 0]), normal((3,), ())),
+    Case("swapaxes", lambda x: weighted(np.swapaxes(x, 0, 2) + x.swapaxes(2, 0)), normal((2, 3, 4))),
+    Case("moveaxis", lambda x: weighted(np.moveaxis(x, 0, -1)), normal((2, 3, 4))),
+    Case("rollaxis", lambda x: weighted(np.rollaxis(x, 2) * 2) + weighted(np.rollaxis(x, 0, 3)), normal((2, 3, 4))),
+    Case("flip", lambda x: weighted(np.flip(x, 0) + np.flip(x)), normal((2, 3))),
+    Case("fliplr_flipud", lambda x: weighted(np.fliplr(x) * np.flipud(x)), normal((3, 3))),
+    Case("rot90", lambda x: weighted(np.rot90(x)) + weighted(np.rot90(x, 3, axes=(1, 0)) ** 2), normal((2, 3))),
+    Case("roll", lambda x: weighted(np.roll(x, 2) + np.roll(x, (1, -1), axis=(0, 1))), normal((3, 4))),
+    Case("copy", lambda x: weighted(np.copy(x) * x.copy()), normal((3,))),
+    Case("hstack_vstack", lambda a, b: weighted(np.hstack([a, b])) + weighted(np.vstack((a, b, a))), normal((2, 3), (2, 3))),
+    Case("hstack_1d", lambda a, b, s: weighted(np.hstack((a, s, b))), normal((2,), (3,), ())),
+    Case("vstack_1d", lambda a, b: weighted(np.vstack([a, b])), normal((3,), (3,))),
+    Case("dstack", lambda a, b: weighted(np.dstack([a, b])), normal((2, 3), (2, 3))),
+    Case("column_stack", lambda a, b: weighted(np.column_stack((a, b))), normal((3,), (3, 2))),
+    Case("concatenate_none", lambda a, b: weighted(np.concatenate((a, b), axis=None)), normal((2, 2), (3,))),
+    Case("concatenate_empty", lambda a, b: weighted(np.concatenate([a, b])), normal((0, 3), (2, 3))),
+    Case("split", lambda x: sum(weighted(p) * (i + 1) for i, p in enumerate(np.split(x, 3))), normal((6, 2))),
+    Case("split_indices_axis", lambda x: weighted(np.split(x, [1, 3], axis=1)[1]), normal((2, 5))),
+    Case("array_split", lambda x: sum(np.sum(p ** 2) * (i + 1) for i, p in enumerate(np.array_split(x, 3))), normal((7,))),
+    Case("hsplit_vsplit_dsplit", lambda x: weighted(np.hsplit(x, 2)[1]) + weighted(np.vsplit(x, 2)[0] ** 2)
+         + weighted(np.dsplit(x, [1])[1]), normal((2, 4, 3))),
+    Case("tile", lambda x: weighted(np.tile(x, (2, 3))), normal((2, 2))),
+    Case("tile_more_dims", lambda x: weighted(np.tile(x, (2, 1, 2))), normal((3,))),
+    Case("repeat", lambda x: weighted(np.repeat(x, 3)), normal((2, 2))),
+    Case("repeat_axis", lambda x: weighted(x.repeat(2, axis=1)), normal((2, 3))),
+    Case("repeat_counts", lambda x: weighted(np.repeat(x, [1, 0, 3], axis=0)), normal((3, 2))),
+    Case("pad_constant", lambda x: weighted(np.pad(x, ((1, 2), (0, 1)))), normal((2, 3))),
+    Case("pad_modes", lambda x: weighted(np.pad(x, 2, mode="reflect") + np.pad(x, 2, mode="edge")
+                                          + np.pad(x, 2, mode="wrap") + np.pad(x, (2, 2), "symmetric")), normal((3, 4))),
+]
+
+INDEXING = [
+    Case("index_bool_mask", lambda x: weighted(x[x > 0.2]) + np.sum(x[np.array([True, False, True])] ** 2), normal((3, 2))),
+    Case("index_mixed_advanced", lambda x: weighted(x[np.array([0, 2]), :, np.array([1, 0])]), normal((3, 2, 4))),
+    Case("index_advanced_middle", lambda x: weighted(x[:, [1, 1, 0], 1:]), normal((2, 3, 4))),
+    Case("index_negative_steps", lambda x: weighted(x[::-2, -1::-1]), normal((5, 3))),
+    Case("index_newaxis", lambda x: weighted(x[np.newaxis, :, None] * x[..., np.newaxis]), normal((3,))),
+    Case("take", lambda x: weighted(np.take(x, [0, 3, 3])), normal((2, 3))),
+    Case("take_axis", lambda x: weighted(x.take(np.array([2, 0, 2]), axis=1)), normal((2, 3))),
+    Case("take_wrap", lambda x: weighted(np.take(x, [4, -1], mode="wrap")), normal((3,))),
+    Case("take_along_axis", lambda x: weighted(np.take_along_axis(x, np.argsort(x, axis=1), axis=1)), distinct((3, 4))),
+    Case("take_along_axis0", lambda x: weighted(np.take_along_axis(x, np.array([[1, 0, 1]]), axis=0)), normal((2, 3))),
+    Case("sort", lambda x: weighted(np.sort(x)), distinct((3, 4))),
+    Case("sort_axis0_none", lambda x: weighted(np.sort(x, axis=0)) + weighted(np.sort(x, axis=None) ** 2), distinct((3, 4))),
+    Case("partition", lambda x: weighted(np.partition(x, 2)), distinct((2, 6))),
+    Case("partition_axis0", lambda x: weighted(np.partition(x, (0, 2), axis=0)), distinct((4, 3))),
+    Case("argmax_argsort_nodiff", lambda x: weighted(x[np.argmax(x)] * x[np.argmin(x, axis=0)] + x[np.argsort(x)]
+                                                   + x[np.argpartition(x, 2)]), distinct((5,))),
+    Case("where_indices_nodiff", lambda x: weighted(x[np.nonzero(x > 0.5)]) + weighted(x[np.flatnonzero(x > 1.0)])
+         + weighted(x[np.where(x < 0.5)[0]] ** 2)
+         + np.sum(np.argwhere(x > 0.5) * x[0]) + np.count_nonzero(x > 0) * x[1], distinct((6,))),
+    Case("searchsorted_all_any_nodiff", lambda x: x[np.searchsorted(np.sort(x), 0.9)] * (np.all(x > 0) + np.any(x > 2))
+         + x[0] * np.allclose(x, x) + x[1] * np.array_equal(x, x), distinct((4,))),
+]
+
+PRODUCTS = [
+    Case("vdot", lambda a, b: np.vdot(a, b), normal((2, 3), (3, 2))),
+    Case("inner", lambda a, b: weighted(np.inner(a, b)), normal((2, 3), (4, 3))),
+    Case("inner_1d_scalar", lambda a, b: np.inner(a, b) + weighted(np.inner(a, 2.0)), normal((3,), (3,))),
+    Case("outer", lambda a, b: weighted(np.outer(a, b)), normal((3,), (2, 2))),
+    Case("kron", lambda a, b: weighted(np.kron(a, b)), normal((2, 3), (3, 2))),
+    Case("kron_mixed_ndim", lambda a, b: weighted(np.kron(a, b)), normal((3,), (2, 2))),
+    Case("tensordot", lambda a, b: weighted(np.tensordot(a, b)), normal((2, 3, 4), (3, 4, 5))),
+    Case("tensordot_axes", lambda a, b: weighted(np.tensordot(a, b, axes=([0, 2], [2, 0]))), normal((2, 3, 4), (4, 5, 2))),
+    Case("tensordot_int0", lambda a, b: weighted(np.tensordot(a, b, 0)), normal((2,), (3,))),
+    Case("dot_nd", lambda a, b: weighted(np.dot(a, b)), normal((2, 3, 4), (5, 4, 2))),
+    Case("dot_scalar", lambda a, b: weighted(np.dot(a, b)), normal((), (3,))),
+    Case("einsum_matmul", lambda a, b: weighted(np.einsum("ij,jk->ik", a, b)), normal((2, 3), (3, 4))),
+    Case("einsum_implicit", lambda a, b: weighted(np.einsum("ij,kj", a, b)), normal((2, 3), (4, 3))),
+    Case("einsum_trace_diag", lambda a: np.einsum("ii", a) + weighted(np.einsum("ii->i", a)), normal((3, 3))),
+    Case("einsum_sum_broadcast", lambda a, b: weighted(np.einsum("ij,k->ik", a, b)), normal((2, 3), (4,))),
+    Case("einsum_ellipsis", lambda a, b: weighted(np.einsum("...ij,...jk->...ik", a, b)), normal((2, 2, 3), (3, 4))),
+    Case("einsum_three", lambda a, b, c: np.einsum("i,ij,j->", a, b, c), normal((2,), (2, 3), (3,))),
+    Case("einsum_repeated_batch", lambda a: weighted(np.einsum("bii->bi", a)), normal((2, 3, 3))),
+]
+
+LINALG = [
+    Case("inv", lambda a: weighted(np.linalg.inv(a)), well_conditioned((3, 3))),
+    Case("inv_batched", lambda a: weighted(np.linalg.inv(a)), well_conditioned((2, 3, 3))),
+    Case("det", lambda a: np.linalg.det(a), well_conditioned((3, 3))),
+    Case("det_batched", lambda a: weighted(np.linalg.det(a)), well_conditioned((2, 3, 3))),
+    Case("slogdet", lambda a: weighted(np.linalg.slogdet(a)[1]) + np.sum(np.linalg.slogdet(a)[0]), well_conditioned((2, 3, 3))),
+    Case("solve", lambda a, b: weighted(np.linalg.solve(a, b)), lambda r: (well_conditioned((3, 3))(r)[0], r.standard_normal((3, 2)))),
+    Case("solve_vector", lambda a, b: weighted(np.linalg.solve(a, b)), lambda r: (well_conditioned((3, 3))(r)[0], r.standard_normal(3))),
+    Case("pinv_tall", lambda a: weighted(np.linalg.pinv(a)), normal((4, 3))),
+    Case("pinv_wide", lambda a: weighted(np.linalg.pinv(a)), normal((2, 3))),
+    Case("cholesky", lambda a: weighted(np.linalg.cholesky(a)), spd(3)),
+    Case("cholesky_upper_batched", lambda a: weighted(np.linalg.cholesky(a, upper=True)), spd(3, (2,))),
+    Case("cholesky_of_product", lambda b: weighted(np.linalg.cholesky(b @ b.T + 3 * np.eye(3))), normal((3, 3))),
+    Case("eigh", lambda a: weighted(np.linalg.eigh(a)[0]) + weighted(np.linalg.eigh(a)[1] ** 2), symmetric(4)),
+    Case("eigh_upper_values", lambda a: weighted(np.linalg.eigh(a, UPLO="U")[0] ** 2), symmetric(3)),
+    Case("svd_square", lambda a: weighted(np.linalg.svd(a)[1]) + weighted(np.linalg.svd(a)[0] ** 2), normal((3, 3))),
+    Case("svd_tall", lambda a: weighted(np.linalg.svd(a, full_matrices=False)[1])
+         + weighted(np.linalg.svd(a, full_matrices=False)[0] ** 2) + weighted(np.linalg.svd(a, full_matrices=False)[2] ** 2), normal((4, 3))),
+    Case("svd_wide", lambda a: weighted(np.linalg.svd(a, full_matrices=False)[2] ** 2)
+         + weighted(np.linalg.svd(a, full_matrices=False)[0] ** 2), normal((2, 4))),
+    Case("svd_values", lambda a: weighted(np.linalg.svd(a, compute_uv=False)), normal((3, 2))),
+    Case("qr", lambda a: weighted(np.linalg.qr(a)[0]) + weighted(np.linalg.qr(a)[1]), normal((4, 3))),
+    Case("qr_r_only", lambda a: weighted(np.linalg.qr(a)[1] ** 2), normal((3, 3))),
+    Case("diag", lambda v, m: weighted(np.diag(v, 1)) + weighted(np.diag(m, -1)) + weighted(np.diag(m)), normal((3,), (3, 4))),
+    Case("diagonal", lambda a: weighted(np.diagonal(a, 1)) + weighted(a.diagonal(0, 2, 1)), normal((3, 4, 3))),
+    Case("trace", lambda a, b: np.trace(a) + np.trace(a, 1) + weighted(b.trace(axis1=1, axis2=2)) + np.trace(a, axis1=1, axis2=0),
+         normal((3, 4), (2, 3, 3))),
+    Case("tril_triu", lambda a: weighted(np.tril(a) + np.triu(a, 1) ** 2), normal((3, 4))),
+]
+
+UPDATES = [
+    Case("update_fill_in_loop", updates.fill_in_loop, normal((4,))),
+    Case("update_copy_then_set", updates.copy_then_set, normal((3, 3), (3,))),
+    Case("update_mask_to_zero", updates.mask_to_zero, normal((5,))),
+    Case("update_scale_in_place", updates.scale_in_place, normal((3,), (3,))),
+    Case("update_write_through_view", updates.write_through_view, normal((4,))),
+    Case("update_old_value_still_needed", updates.old_value_still_needed, normal((3,), (3,))),
+    Case("update_repeated_index", updates.repeated_index, normal((4,), (3,))),
+    Case("update_rows_and_columns", updates.rows_and_columns, normal((3, 4), (2,))),
+    Case("update_lists_of_traced", updates.lists_of_traced, normal((3,))),
+    Case("update_sort_and_fill_methods", updates.sort_and_fill_methods, distinct((4,))),
+    Case("update_nested_item", updates.nested_item, normal((2, 3))),
+]
+
+RULE_CASES += REDUCTIONS + SHAPE_OPS + INDEXING + PRODUCTS + LINALG + UPDATES
 
 PROGRAMS: list[Case] = [
     Case("seed_loss", models.seed_loss, normal((4, 6), (4,), (6, 3))),

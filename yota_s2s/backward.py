@@ -166,6 +166,10 @@ class _Sweep:
         if shape != target.shape:
             g = self._reshape_to(g, shape, target.shape)
         dtype = np.result_type(self.concrete(g))
+        if target.dtype.kind == "f" and dtype.kind == "c":
+            # a real value's gradient is the real part (autograd's convention for complex)
+            g = self.emit(self.rules.lookup(np.real), [g], {})
+            dtype = np.result_type(self.concrete(g))
         if target.is_float and not target.weak and dtype != target.dtype:
             from .rules.elementwise import astype
             g = self.emit(self.rules.lookup(astype), [g, Lit(target.dtype)], {})

@@ -97,3 +97,9 @@ def lambdas_and_closures(x, w):
     f = lambda v: scale * v * w   # noqa: E731
     g = lambda v, k=2: v ** k     # noqa: E731
     return np.sum(f(g(x)))
+
+
+def complex_intermediates(x, y):
+    z = x + 1j * y
+    w = z * z + np.exp(z) * np.conj(z)
+    return np.sum(np.abs(w) ** 2) + np.sum(np.real(w) * np.imag(w)) + np.sum(np.angle(w))

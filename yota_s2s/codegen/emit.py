@@ -7,7 +7,8 @@ Readability decisions live here:
 - consecutive statements from the same source line form a block under one comment, in the
   forward section ``# model.py:4  h = ...`` and in the backward ``# grad of model.py:4  ...``;
 - primitives are written as the operator (``a @ b``), the method (``dt.sum(axis=1)``) or the
-  ``xp.`` function a person would write; ``dx[2] += t`` for a plain-key accumulation.
+  ``xp.`` function a person would write; ``dx[2] += t`` for a plain-key accumulation, and
+  ``x[i] = v`` for an update written in place.
 
 gast is the reader's AST; the writer builds stdlib ``ast`` nodes directly, since its node set
 for these few statements is stable across the Python versions we support and ``ast.unparse``
@@ -16,6 +17,7 @@ takes them as they are.
 from __future__ import annotations
 
 import ast
+import bisect
 import math
 from collections import Counter
 from dataclasses import dataclass, field
@@ -33,6 +35,7 @@ from .writes import write_statement
 _BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "//": ast.FloorDiv,
            "%": ast.Mod, "**": ast.Pow, "@": ast.MatMult, "&": ast.BitAnd, "|": ast.BitOr,
            "^": ast.BitXor}
+_AUGMENTED = {"+", "-", "*", "/", "//", "%", "**", "&", "|", "^"}     # not @: numpy refuses @=
 _UNOPS = {"-": ast.USub, "~": ast.Invert, "+": ast.UAdd}
 _CMPS = {"<": ast.Lt, "<=": ast.LtE, ">": ast.Gt, ">=": ast.GtE, "==": ast.Eq, "!=": ast.NotEq}
 # written as methods of their first operand when it is an array: ``dt.sum(axis=1)``
@@ -111,6 +114,8 @@ class Emitter:
             return self.guard(stmt)
         if kind == "index_add":
             return self.index_add(stmt)
+        if kind == "setitem":
+            return self.update(stmt)
         value = self.expression(stmt)
         if not stmt.outs:
             return ast.Expr(value)
@@ -132,13 +137,27 @@ class Emitter:
     def index_add(self, stmt: Stmt) -> ast.stmt:
         buf, key, value = stmt.args
         target = ast.Name(self.names[stmt.out])
-        if any(v.aval.dtype.kind in "iub" and v.aval.ndim > 0 for v in tree_vars(key)) or \
+        if any(v.aval.dtype.kind in "iu" and v.aval.ndim > 0 for v in tree_vars(key)) or \
                 _has_array_lit(key):
-            # integer-array keys may repeat an index: add.at accumulates every one
-            call = ast.Call(_dotted("xp.add.at"), [target, self.key(key), self.atom(value)], [])
+            # integer-array keys may repeat an index: add.at accumulates every one (a boolean
+            # mask names each element once)
+            call = ast.Call(_dotted("xp.add.at"), [target, self.key(key, call=True), self.atom(value)], [])
             return ast.Expr(call)
         sub = ast.Subscript(target, self.key(key), ast.Store())
         return ast.AugAssign(sub, ast.Add(), self.atom(value))
+
+    def update(self, stmt: Stmt) -> ast.stmt:
+        """``x[key] = v`` in place (passes/inplace.py), or ``x[key] += w`` where ``v`` is
+        ``x[key] + w`` written inline and keeps ``x``'s dtype."""
+        target, key, value = stmt.args
+        sub = ast.Subscript(ast.Name(self.names[stmt.out]), self.key(key), ast.Store())
+        op = self.producer.get(value) if isinstance(value, Var) and value in self.inlined else None
+        if op is not None and op.prim.emit[0] == "binop" and op.prim.emit[1] in _AUGMENTED \
+                and op.out.aval.dtype == stmt.out.aval.dtype and isinstance(op.args[0], Var):
+            read = self.producer.get(op.args[0]) if op.args[0] in self.inlined else None
+            if read is not None and read.prim.name == "getitem" and read.args == (target, key):
+                return ast.AugAssign(sub, _BINOPS[op.prim.emit[1]](), self.atom(op.args[1]))
+        return ast.Assign([sub], self.atom(value), lineno=0)
 
     # -- expressions ---------------------------------------------------------------------
 
@@ -185,17 +204,26 @@ class Emitter:
         self.modules.add(emit[1].split(".")[0])
         return ast.Call(_dotted(emit[1]), operands, keywords)
 
-    def key(self, key: Any) -> ast.expr:
-        """An index key: slices, None, ..., ints and index arrays, as Python writes them."""
+    def key(self, key: Any, call: bool = False) -> ast.expr:
+        """An index key: slices, None, ..., ints and index arrays, as Python writes them
+        (``call``: as an argument, where ``:`` is spelled ``slice(None)``)."""
         parts = key if isinstance(key, tuple) else None
         if parts is None:
-            return self.key_part(key)
-        return ast.Tuple([self.key_part(p) for p in parts])
+            return self.key_part(key, call)
+        return ast.Tuple([self.key_part(p, call) for p in parts])
 
-    def key_part(self, part: Any) -> ast.expr:
+    def key_part(self, part: Any, call: bool = False) -> ast.expr:
+        if isinstance(part, Lit) and isinstance(part.value, np.ndarray) and part.value.dtype.kind in "iub":
+            return ast.Constant(part.value.tolist()) if part.value.ndim == 0 else \
+                ast.parse(repr(part.value.tolist()), mode="eval").body   # x[[0, 2]], as written
         if isinstance(part, Lit) and isinstance(part.value, slice):
             s = part.value
-            return ast.Slice(*(None if v is None else self.literal(v) for v in (s.start, s.stop, s.step)))
+            bounds = [s.start, s.stop, s.step]
+            if call:
+                bounds = bounds[:2] if s.step is None else bounds
+                bounds = [None] if bounds == [None, None] else bounds
+                return ast.Call(ast.Name("slice"), [self.literal(v) for v in bounds], [])
+            return ast.Slice(*(None if v is None else self.literal(v) for v in bounds))
         return self.atom(part)
 
     def literal(self, value: Any) -> ast.expr:
@@ -219,6 +247,9 @@ class Emitter:
             return _dotted(f"xp.{np.dtype(value).name}")
         if isinstance(value, np.generic):
             return ast.Call(_dotted(f"xp.{value.dtype.name}"), [self.literal(value.item())], [])
+        if isinstance(value, np.ndarray) and value.size == 0:      # tolist() loses the shape
+            return ast.Call(_dotted("xp.empty"), [self.literal(value.shape)],
+                            [ast.keyword("dtype", _dotted(f"xp.{value.dtype.name}"))])
         if isinstance(value, np.ndarray):
             return ast.Call(_dotted("xp.asarray"), [ast.Constant(value.tolist())],
                             [ast.keyword("dtype", _dotted(f"xp.{value.dtype.name}"))])
@@ -262,31 +293,64 @@ def _shared_names(tape: Tape, memory: MemoryPlan) -> dict[Var, Var]:
 
 def _inlinable(tape: Tape) -> set[Var]:
     """Temporaries written inline into their one use in the same block: the same source line,
-    with no statement from another line in between (so code keeps the source's order)."""
+    with no statement from another line in between (so code keeps the source's order), and no
+    in-place update between the two that writes memory the temporary reads."""
     uses: Counter = Counter()
-    user: dict[Var, Stmt] = {}
-    block: dict[int, int] = {}                # statement -> number of its contiguous block
+    user: dict[Var, int] = {}                 # value -> index of the statement that uses it
+    block: list[int] = []                     # statement index -> its contiguous block
     current, last_key = 0, None
-    for stmt in tape.stmts:
+    for i, stmt in enumerate(tape.stmts):
         if _block_key(stmt) != last_key:
             current, last_key = current + 1, _block_key(stmt)
-        block[id(stmt)] = current
+        block.append(current)
         for v in stmt.uses():
             uses[v] += 1
-            user[v] = stmt
+            user[v] = i
     outputs = {a for a in tape.outputs() if isinstance(a, Var)}
+    outputs |= {next(tree_vars(s.args[0]), None) for s in tape.stmts if s.prim.inplace}  # targets
     named = {i.var for i in tape.inputs}      # values that keep a name (adjoints are d<name>)
-    inline = set()
-    for stmt in tape.stmts:
+    memory = _MemoryRoots(tape.stmts)
+    inline, reads = set(), {}
+    for i, stmt in enumerate(tape.stmts):
         plain = stmt.prim.nout == 1 and not (stmt.prim.effect or stmt.prim.inplace or stmt.prim.creates)
         v = stmt.outs[0] if stmt.outs else None
-        partial = uses[v] == 1 and user[v].rule == ACCUMULATE and user[v].args[1] is v
+        using = tape.stmts[user[v]] if v in user else None
+        partial = uses[v] == 1 and using.rule == ACCUMULATE and using.args[1] is v
         if not plain or v.hint or (v.grad_of in named and not partial) or v in outputs \
                 or uses[v] != 1:
             named.update(stmt.outs)
             continue
-        if block[id(user[v])] != block[id(stmt)]:
+        reads[v] = set().union(*(reads.get(u) or {memory.root(u)} for u in stmt.uses()))
+        if block[user[v]] != block[i] or memory.written(reads[v], i, user[v]):
             named.add(v)
+            reads[v] = None
             continue
         inline.add(v)
     return inline
+
+
+class _MemoryRoots:
+    """Which array's memory each Var is (through views and in-place updates), and where
+    in-place updates write (the positions of the updates of each array)."""
+
+    def __init__(self, stmts: list[Stmt]):
+        self.roots: dict[Var, Var] = {}
+        self.updates: dict[Var, list[int]] = {}
+        for i, s in enumerate(stmts):
+            first = next(tree_vars(s.args[0]), None) if s.args else None
+            if first is not None and (s.prim.view or s.prim.inplace):
+                self.roots[s.out] = self.root(first)
+            if first is not None and s.prim.inplace:
+                self.updates.setdefault(self.root(first), []).append(i)
+
+    def root(self, v: Var) -> Var:
+        return self.roots.get(v, v)
+
+    def written(self, roots: set[Var], start: int, stop: int) -> bool:
+        """Does an update strictly between ``start`` and ``stop`` write one of ``roots``?"""
+        for root in roots:
+            positions = self.updates.get(root, ())
+            k = bisect.bisect_right(positions, start)
+            if k < len(positions) and positions[k] < stop:
+                return True
+        return False

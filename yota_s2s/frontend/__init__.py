@@ -52,7 +52,7 @@ def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES,
     names = param_names(fn, len(args))
     traced_args = [flat.flatten(a, i, (), names[i]) for i, a in enumerate(args)]
     loc = parsed.loc(parsed.node)
-    result = ev.inline(fn, traced_args, {}, None)
+    result = ev.current_tree(ev.inline(fn, traced_args, {}, None))
     if isinstance(result, Var) and result.hint is None:
         # the value of loss() is called loss
         result.hint = parsed.name if parsed.name.isidentifier() else "value"

@@ -20,7 +20,8 @@ from ..errors import NoRuleError, StaticValueError, UnsupportedSyntax, YotaError
 from ..ir.tape import Aval, Primitive, Stmt, Var, tree_atoms, tree_map
 from .collect import rule_stub, skip_call
 from .flatten import is_struct_object
-from .resolve import array_method, display_name, is_inlinable, is_library, is_random
+from .numpy_calls import NUMPY_CALLS, guard_selection
+from .resolve import IN_PLACE_METHODS, array_method, display_name, is_inlinable, is_library, is_random
 from .source import parse_function
 from .structs import StructValue, call_dunder, call_object, construct, holds_struct, is_user_class
 from .values import ArrayMethod, LocalFunction, is_traced, normalize_static, to_tree
@@ -53,6 +54,8 @@ class CallsMixin:
 
     def call(self, fn: Any, args: list, kwargs: dict, node: gast.AST) -> Any:
         if isinstance(fn, ArrayMethod):
+            if fn.name in IN_PLACE_METHODS:
+                return self.update_by_method(fn, args, kwargs, node)
             fn, args, kwargs = array_method(fn, tuple(args), kwargs)
         handler = _BUILTINS.get(_key(fn))
         if handler is not None:
@@ -77,6 +80,8 @@ class CallsMixin:
         if not traced and callable(fn):
             return fn(*args, **kwargs)
         if isinstance(fn, types.BuiltinMethodType) and isinstance(fn.__self__, (list, dict)):
+            if fn.__name__ == "extend" and isinstance(args[0], Var):
+                args = [self.iterate(args[0], node)]        # the rows of an array
             return fn(*args, **kwargs)          # list.append(v), dict.update(...)
         if isinstance(fn, type) and issubclass(fn, np.generic) and len(args) == 1:
             from ..rules.elementwise import astype
@@ -104,6 +109,7 @@ class CallsMixin:
                 result = result[0] if prim.nout == 1 else result
                 if not _is_data(result):
                     return result       # static: shapes, axes, scalars, index metadata
+        guard_selection(self, prim, operands, node)
         return self.emit(prim, operands, params, node)
 
     def bind_primitive(self, prim: Primitive, args, kwargs: dict, node: gast.AST):
@@ -133,6 +139,7 @@ class CallsMixin:
     def emit(self, prim: Primitive, operands: list, params: dict, node: gast.AST | None,
              grad_of: Var | None = None) -> Any:
         loc = self.loc(node)
+        operands = [tree_map(self.current, t) for t in operands]
         try:
             results = prim.apply([tree_map(self.concrete, t) for t in operands], params)
         except YotaError:
@@ -144,9 +151,11 @@ class CallsMixin:
         for v, r in zip(outs, results):
             self.values[v] = r
         order = [name for name, _ in prim.options]
-        self.stmts.append(Stmt(outs, prim, tuple(operands),
-                               tuple(sorted(params.items(), key=lambda kv: order.index(kv[0]))),
-                               loc, self.rule_text))
+        stmt = Stmt(outs, prim, tuple(operands),
+                    tuple(sorted(params.items(), key=lambda kv: order.index(kv[0]))), loc,
+                    self.rule_text)
+        self.stmts.append(stmt)
+        self.note_views(stmt)
         return outs[0] if prim.nout == 1 else outs
 
     def concrete(self, atom: Any) -> Any:
@@ -205,8 +214,8 @@ class CallsMixin:
 
 def _is_data(value: Any) -> bool:
     """A float array made from constants is data to compute when the code runs
-    (``np.broadcast_to(1.0, shape)``), not a constant to write into the code."""
-    return isinstance(value, np.ndarray) and value.size > 1 and value.dtype.kind in "fc"
+    (``np.broadcast_to(1.0, shape)``, empty ones too), not a constant to write into the code."""
+    return isinstance(value, np.ndarray) and value.size != 1 and value.dtype.kind in "fc"
 
 
 def _local_signature(fn: LocalFunction) -> inspect.Signature:
@@ -371,46 +380,11 @@ def _print(ev, args, kwargs, node):
     return None                     # printing is not part of the gradient
 
 
-def _static_inspection(fn):
-    """np.shape(x), np.ndim(x), np.size(x) ...: facts about the example value, static."""
-    def handler(ev, args, kwargs, node):
-        args = [ev.values[a] if isinstance(a, Var) else a for a in args]
-        return fn(*args, **kwargs)
-    return handler
-
-
-def _array(copy: bool):
-    """np.array / np.asarray: of a traced array, a cast or copy; of a list holding traced
-    values, a stack; of static data, an array made when the code runs."""
-    def handler(ev, args, kwargs, node):
-        obj, dtype = args[0], (args[1] if len(args) > 1 else kwargs.get("dtype"))
-        if not is_traced(obj):
-            fn = np.array if copy else np.asarray
-            return ev.call_primitive(ev.rules.lookup(fn), args, kwargs, node)
-        value = _stack_nested(ev, obj, node)
-        if dtype is not None and np.dtype(dtype) != value.aval.dtype:
-            from ..rules.elementwise import astype
-            return ev.call_primitive(ev.rules.lookup(astype), (value, np.dtype(dtype)), {}, node)
-        if copy and value is obj:
-            return ev.call_primitive(ev.rules.lookup(np.copy), (value,), {}, node)
-        return value
-    return handler
-
-
-def _stack_nested(ev, obj, node):
-    if isinstance(obj, (list, tuple)):
-        items = [_stack_nested(ev, item, node) for item in obj]
-        return ev.call_primitive(ev.rules.lookup(np.stack), (items,), {}, node)
-    return obj
-
-
 _BUILTINS = {
     len: _len, isinstance: _isinstance, type: _type, float: _float, int: _int, bool: _bool,
     abs: _abs, sum: _sum, max: _extremum(np.maximum, max), min: _extremum(np.minimum, min),
     zip: _iterating(zip), enumerate: _iterating(enumerate), reversed: _iterating(reversed),
     list: _iterating(list), tuple: _iterating(tuple), map: _map, getattr: _getattr,
     hasattr: _hasattr,
-    print: _print, np.asarray: _array(copy=False), np.array: _array(copy=True),
-    **{fn: _static_inspection(fn) for fn in (np.shape, np.ndim, np.size, np.result_type,
-                                               np.iscomplexobj, np.isrealobj, np.isscalar)},
+    print: _print, **NUMPY_CALLS,
 }

@@ -28,6 +28,7 @@ from .expressions import ExpressionsMixin
 from .depends import Depends
 from .source import ParsedFunction
 from .structs import set_attribute
+from .updates import UpdatesMixin
 from .values import LocalFunction
 
 MAX_LOOP = 100_000
@@ -70,7 +71,7 @@ class Frame:
         raise KeyError(name)
 
 
-class Evaluator(ExpressionsMixin, CallsMixin):
+class Evaluator(ExpressionsMixin, CallsMixin, UpdatesMixin):
     def __init__(self, rules: RuleSet, values: dict[Var, Any] | None = None):
         self.rules = rules
         self.stmts: list[Stmt] = []
@@ -85,6 +86,9 @@ class Evaluator(ExpressionsMixin, CallsMixin):
         self.flattener = None                 # frontend.flatten.Flattener, set by trace_function
         self.depends = Depends()              # globals and class attributes the source read
         self.collector: Collector | None = None    # collecting mode: see collect.py
+        self.latest: dict[Var, Var] = {}      # in-place updates: see updates.py
+        self.views: dict[Var, tuple[Var, Stmt]] = {}
+        self.constants: set[Var] = set()
 
     # -- locations and errors ------------------------------------------------------------
 
@@ -165,28 +169,29 @@ class Evaluator(ExpressionsMixin, CallsMixin):
             self.assign(node.target, self.expr(node.value))
 
     def stmt_AugAssign(self, node: gast.AugAssign) -> None:
+        """``x op= v``: in place on arrays and lists (see updates.py), a new value otherwise."""
         target = node.target
         if isinstance(target, gast.Name):
             current = self.lookup(target.id, target)
-            if isinstance(current, Var) and not current.aval.weak and self.is_input(current):
-                raise self.unsupported(node, f"`{target.id} {_aug_symbol(node.op)}= ...` would "
-                                       f"change the caller's array {target.id} in place",
-                                       f"Write `{target.id} = {target.id} {_aug_symbol(node.op)} ...` "
-                                       "to make a new array instead.")
-            self.assign(target, self.binop(node.op, current, self.expr(node.value), node))
+            value = self.augmented(node.op, current, self.expr(node.value), node, target.id)
+            self.assign(target, value)
         elif isinstance(target, gast.Subscript):
             container = self.expr(target.value)
             key = self.expr(target.slice)
             if isinstance(container, (list, dict)) and not isinstance(key, Var):
-                container[key] = self.binop(node.op, container[key], self.expr(node.value), node)
+                shown = f"{_shown(target.value)}[...]"
+                value = self.augmented(node.op, container[key], self.expr(node.value), node, shown)
+                container[key] = value
             else:
-                raise self.unsupported(node, "augmented assignment into an array element",
-                                       "Build the array with np.concatenate/np.stack, or use np.where.")
+                old = self.getitem(container, key, target)
+                new = self.binop(node.op, old, self.expr(node.value), node)
+                self.write_item(container, key, new, node, _shown(target.value))
         elif isinstance(target, gast.Attribute):
             obj = self.expr(target.value)
             current = self.getattr(obj, target.attr, target)
-            set_attribute(self, obj, target.attr,
-                          self.binop(node.op, current, self.expr(node.value), node), node)
+            shown = f"{_shown(target.value)}.{target.attr}"
+            value = self.augmented(node.op, current, self.expr(node.value), node, shown)
+            set_attribute(self, obj, target.attr, value, node)
         else:
             raise self.unsupported(node, f"augmented assignment to {type(target).__name__}")
 
@@ -285,8 +290,7 @@ class Evaluator(ExpressionsMixin, CallsMixin):
             if isinstance(container, (list, dict)) and not isinstance(key, Var):
                 container[key] = value
             else:
-                raise self.unsupported(target, "assignment into an array element (x[i] = ...)",
-                                       "Build the array with np.concatenate/np.stack, or use np.where.")
+                self.write_item(container, key, value, target, _shown(target.value))
         elif isinstance(target, gast.Starred):
             self.assign(target.value, list(value))
         elif isinstance(target, gast.Attribute):
@@ -317,7 +321,7 @@ class Evaluator(ExpressionsMixin, CallsMixin):
 
     def lookup(self, name: str, node: gast.AST) -> Any:
         try:
-            return self.frame.lookup(name)
+            return self.current(self.frame.lookup(name))
         except KeyError:
             raise YotaError(f"name {name!r} is not defined", self.loc(node)) from None
 
@@ -330,6 +334,7 @@ class Evaluator(ExpressionsMixin, CallsMixin):
         """Python truthiness; a traced condition follows the example and records a guard."""
         if not isinstance(value, Var):
             return bool(value)
+        value = self.current(value)
         try:
             taken = bool(self.values[value])
         except ValueError:
@@ -368,9 +373,13 @@ def _guard_fn():
     return guard
 
 
-def _aug_symbol(op: gast.operator) -> str:
-    from .expressions import BINOP_SYMBOLS
-    return BINOP_SYMBOLS.get(type(op), "?")
+def _shown(node: gast.expr) -> str:
+    """What an update writes into, as the user wrote it (``x``, ``self.W`` in ``x[i] = v``)."""
+    if isinstance(node, gast.Name):
+        return node.id
+    if isinstance(node, gast.Attribute):
+        return f"{_shown(node.value)}.{node.attr}"
+    return f"{_shown(node.value)}[...]" if isinstance(node, gast.Subscript) else "the array"
 
 
 _UNSUPPORTED_HINTS = {

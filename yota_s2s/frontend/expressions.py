@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import StaticValueError, YotaError
 from ..ir.tape import Var
-from .resolve import ARRAY_METHODS, STATIC_ARRAY_ATTRS
+from .resolve import ARRAY_METHODS, IN_PLACE_METHODS, STATIC_ARRAY_ATTRS
 from .structs import StructValue, call_dunder, get_attribute
 from .values import ArrayMethod, is_traced, to_tree
 
@@ -213,7 +213,7 @@ class ExpressionsMixin:
                 return self.call_primitive(self.rules.lookup(np.transpose), (obj,), {}, node)
             if name in ("real", "imag"):
                 return self.call_primitive(self.rules.lookup(getattr(np, name)), (obj,), {}, node)
-            if name in ARRAY_METHODS:
+            if name in ARRAY_METHODS or name in IN_PLACE_METHODS:
                 return ArrayMethod(obj, name)
             raise YotaError(f"arrays have no supported attribute {name!r}", self.loc(node))
         if isinstance(obj, StructValue):

@@ -3,7 +3,8 @@ callables are inlined, called at compile time, or refused.
 
 - ``x.sum(axis=1)`` is ``np.sum(x, axis=1)``: ``ARRAY_METHODS`` maps each ndarray method to
   the numpy function that has its rule (with small adapters where the call shapes differ,
-  ``x.reshape(3, 4)``).
+  ``x.reshape(3, 4)``). ``x.sort()``, ``x.partition(k)`` and ``x.fill(v)`` change ``x``:
+  ``IN_PLACE_METHODS``, recorded as updates (updates.py).
 - ``x.shape``, ``x.ndim``, ``x.dtype``, ``x.size`` are static: read from the abstract value.
 - Python functions with source are inlined, except library code (numpy, scipy, ...), which
   must have a rule.
@@ -16,7 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..rules.elementwise import astype
-from ..rules.shape import ravel
+from ..rules.shape import flatten, ravel
 
 STATIC_ARRAY_ATTRS: dict[str, Callable] = {
     "shape": lambda a: a.shape,
@@ -42,8 +43,12 @@ def _transpose(x, args, kwargs):
     return np.transpose, (x,) if axes is None else (x, axes), kwargs
 
 
-def _flatten(x, args, kwargs):
+def _ravel(x, args, kwargs):
     return ravel, (x,), kwargs
+
+
+def _flatten(x, args, kwargs):
+    return flatten, (x,), kwargs
 
 
 def _item(x, args, kwargs):
@@ -55,13 +60,18 @@ def _method(fn):
 
 
 ARRAY_METHODS: dict[str, Callable] = {
-    "reshape": _reshape, "transpose": _transpose, "flatten": _flatten, "ravel": _flatten,
+    "reshape": _reshape, "transpose": _transpose, "flatten": _flatten, "ravel": _ravel,
     "item": _item, "astype": _method(astype),
     **{name: _method(getattr(np, name)) for name in (
         "sum", "mean", "max", "min", "prod", "std", "var", "cumsum", "cumprod", "argmax",
-        "argmin", "argsort", "any", "all", "clip", "round", "dot", "conj", "conjugate", "trace",
-        "diagonal", "squeeze", "swapaxes", "repeat", "take", "nonzero", "copy")},
+        "argmin", "argsort", "argpartition", "any", "all", "clip", "round", "dot", "conj",
+        "conjugate", "trace", "diagonal", "squeeze", "swapaxes", "repeat", "take", "nonzero",
+        "copy", "searchsorted")},
 }
+
+# Methods that change the array in place (and return None): the frontend records an update.
+IN_PLACE_METHODS: dict[str, Callable | None] = {"sort": np.sort, "partition": np.partition,
+                                                "fill": None}
 
 
 def array_method(method, args: tuple, kwargs: dict) -> tuple[Callable, tuple, dict]:

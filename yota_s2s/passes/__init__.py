@@ -2,7 +2,9 @@
 
 Every pass is a function ``tape -> (tape, changed)``. ``optimize`` runs ``PIPELINE`` until
 nothing changes, then ``fresh_outputs`` makes sure nothing returned aliases an argument, another
-output or a read-only view (and dead-code elimination drops what that replaced).
+output or a read-only view (and dead-code elimination drops what that replaced), and
+``write_in_place`` turns updates (``setitem``) back into the in-place assignments the user
+wrote, where the old array is not needed.
 """
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from ..ir.tape import Tape
 from .cse import cse
 from .dce import dce
 from .fold import fold
+from .inplace import write_in_place
 from .outputs import fresh_outputs
 from .signs import signs
 from .simplify import simplify
@@ -26,7 +29,8 @@ def optimize(tape: Tape, passes=PIPELINE) -> Tape:
             changed |= did
         if not changed:
             break
-    return dce(fresh_outputs(tape))[0]
+    return write_in_place(dce(fresh_outputs(tape))[0])
 
 
-__all__ = ["PIPELINE", "optimize", "cse", "dce", "fold", "signs", "simplify", "fresh_outputs"]
+__all__ = ["PIPELINE", "optimize", "cse", "dce", "fold", "signs", "simplify", "fresh_outputs",
+           "write_in_place"]

@@ -1,11 +1,15 @@
 """Derivative rules, one file per family, all registered in one ``RuleSet`` (``RULES``).
 
     operators.py    + - * / ** unary -, % and the piecewise-constant ones (// < == & ...)
-    elementwise.py  numpy ufuncs, math functions on floats, abs/float, astype
-    reductions.py   sum mean max min prod
-    linalg.py       @ (matmul) and np.dot
-    shape.py        reshape transpose expand_dims squeeze broadcast_to concatenate stack ...
-    indexing.py     x[key] and the accumulating update behind its gradient
+    elementwise.py  numpy ufuncs, complex parts, math functions on floats, abs/float, astype
+    discrete.py     rounding, tests and index-valued functions (no gradient)
+    reductions.py   sum mean prod max min std var nansum nanmean cumsum cumprod diff
+    shape.py        reshape ravel squeeze transpose moveaxis broadcast_to flip roll rot90 ...
+    joining.py      concatenate stack hstack vstack ... split ... tile repeat pad
+    indexing.py     x[key], x[key] = v, take take_along_axis sort partition
+    products.py     @ dot vdot inner outer kron tensordot einsum
+    matrices.py     diag diagonal trace tril triu
+    linalg.py       np.linalg: inv pinv det slogdet solve cholesky eigh svd qr norm
     creation.py     zeros ones full arange ... (no gradient)
     control.py      guards (no gradient)
     stop.py         stop_gradient (identity forward, no gradient)
@@ -18,14 +22,16 @@ are also the examples to learn from.
 import sys
 import types
 
-from . import control, creation, elementwise, indexing, linalg, operators, reductions, shape, stop
+from . import (control, creation, discrete, elementwise, indexing, joining, linalg, matrices,
+               operators, products, reductions, shape, stop)
 from .listing import RuleListing, list_rules
 from .registry import RULES, Rule, RuleSet, alias, diffrule, nodiff, primitive, scatter_rule
 from .stop import stop_gradient
 
 __all__ = ["RULES", "Rule", "RuleSet", "RuleListing", "alias", "diffrule", "nodiff", "primitive",
-           "scatter_rule", "stop_gradient", "list_rules", "control", "creation", "elementwise",
-           "indexing", "linalg", "operators", "reductions", "shape", "stop"]
+           "scatter_rule", "stop_gradient", "list_rules", "control", "creation", "discrete",
+           "elementwise", "indexing", "joining", "linalg", "matrices", "operators", "products",
+           "reductions", "shape", "stop"]
 
 
 class _CallablePackage(types.ModuleType):

@@ -1,4 +1,6 @@
-"""Elementwise functions: numpy ufuncs, ``math`` on Python floats, casts.
+"""Elementwise functions: numpy ufuncs (exp log trig hyperbolic powers abs maximum/minimum
+fmax/fmin clip where logaddexp hypot arctan2 sinc nan_to_num, real imag conj angle), ``math``
+on Python floats, casts. Rounding and predicates have no gradient: see discrete.py.
 
 Each rule is the local derivative times ``dy``; un-broadcasting and dtype casts are done once,
 in backward.py. ``y`` is the result, so ``exp`` and ``tanh`` reuse the forward value.
@@ -34,7 +36,6 @@ diffrule(np.tanh,       "x", "dy * (1 - y * y)")
 diffrule(np.arcsinh,    "x", "dy / np.sqrt(x * x + 1)")
 diffrule(np.arccosh,    "x", "dy / np.sqrt(x * x - 1)")
 diffrule(np.arctanh,    "x", "dy / (1 - x * x)")
-diffrule(np.absolute,   "x", "dy * np.sign(x)")
 diffrule(np.fabs,       "x", "dy * np.sign(x)")
 diffrule(np.maximum,    "x1", "dy * (x1 >= x2)")    # ties: the whole gradient to x1
 diffrule(np.maximum,    "x2", "dy * (x1 < x2)")
@@ -50,6 +51,52 @@ diffrule(np.hypot,      "x1", "dy * x1 / y")
 diffrule(np.hypot,      "x2", "dy * x2 / y")
 diffrule(np.logaddexp,  "x1", "dy * np.exp(x1 - y)")
 diffrule(np.logaddexp,  "x2", "dy * np.exp(x2 - y)")
+diffrule(np.logaddexp2, "x1", "dy * np.exp2(x1 - y)")
+diffrule(np.logaddexp2, "x2", "dy * np.exp2(x2 - y)")
+diffrule(np.deg2rad,    "x", "dy * (np.pi / 180)")
+diffrule(np.radians,    "x", "dy * (np.pi / 180)")
+diffrule(np.rad2deg,    "x", "dy * (180 / np.pi)")
+diffrule(np.degrees,    "x", "dy * (180 / np.pi)")
+diffrule(np.conjugate,  "x", "np.conj(dy)")
+
+
+@diffrule(np.absolute, "x")
+def abs_grad(x, dy):
+    """``dy * sign(x)``; for complex ``x``, ``dy * conj(x) / |x|`` (0 at 0)."""
+    return dy * np.conj(np.sign(x)) if np.iscomplexobj(x) else dy * np.sign(x)
+
+
+@diffrule(np.sinc, "x")
+def sinc_grad(x, y, dy):
+    """``(cos(pi x) - sinc(x)) / x``, and 0 at 0."""
+    at_zero = x == 0
+    return dy * np.where(at_zero, 0.0, (np.cos(np.pi * x) - y) / np.where(at_zero, 1.0, x))
+
+
+primitive(np.nan_to_num, "x, copy=True, nan=0.0, posinf=None, neginf=None")
+diffrule(np.nan_to_num, "x", "np.where(np.isfinite(x), dy, 0.0)")
+
+# Complex numbers follow autograd's convention: the gradient of a real loss L with respect to
+# z = a + ib is dL/da - i dL/db, so holomorphic rules need no conjugates.
+primitive(np.real, "val", view=True)
+primitive(np.imag, "val", view=True)
+primitive(np.angle, "z, deg=False")
+diffrule(np.real, "val", "dy")                  # backward.py casts dy to val's dtype
+
+
+@diffrule(np.imag, "val")
+def imag_grad(val, dy):
+    """``-1j * dy``; a real input has no imaginary part to vary."""
+    return -1j * dy if np.iscomplexobj(val) else np.zeros_like(dy)
+
+
+@diffrule(np.angle, "z")
+def angle_grad(z, dy, deg=False):
+    """``dy conj(iz) / |z|^2``; the angle of a real number is piecewise constant."""
+    if not np.iscomplexobj(z):
+        return np.zeros_like(dy)
+    scale = 180 / np.pi if deg else 1.0
+    return dy * scale * np.conj(z * 1j) / np.abs(z) ** 2
 
 primitive(np.where, "condition, x1, x2")       # numpy's x, y: y is the result in rules
 diffrule(np.where,      "x1", "np.where(condition, dy, 0.0)")
@@ -69,13 +116,6 @@ def clip_grad(a, a_min, a_max, dy):
         return dy * (a >= a_min)
     return dy * ((a >= a_min) & (a <= a_max))
 
-
-primitive(np.round, "a, decimals=0")
-primitive(np.fix, "x")
-for fn in (np.sign, np.floor, np.ceil, np.round, np.rint, np.trunc, np.fix, np.isfinite,
-           np.isinf, np.isnan, np.logical_and, np.logical_or, np.logical_not, np.logical_xor,
-           np.signbit):
-    nodiff(fn)
 
 # ----- math, on Python floats -------------------------------------------------------------
 diffrule(math.exp,   "x", "dy * y")
@@ -99,11 +139,11 @@ for fn in (math.floor, math.ceil, math.trunc, math.copysign):
 
 # ----- builtins and casts -----------------------------------------------------------------
 primitive(builtins.abs, "x", name="abs", emit=("call", "abs"))
-diffrule(builtins.abs, "x", "dy * np.sign(x)")
+diffrule(builtins.abs, "x", abs_grad)
 primitive(builtins.float, "x", name="float", emit=("call", "float"))
 diffrule(builtins.float, "x", "dy")
 primitive(builtins.complex, "x", name="complex", emit=("call", "complex"))
-diffrule(builtins.complex, "x", "dy")
+diffrule(builtins.complex, "x", "np.real(dy)")    # a real input: the real part
 
 
 def astype(x, dtype):

@@ -1,4 +1,4 @@
-"""Indexing: ``x[key]`` and the accumulating update its gradient is made of.
+"""Indexing: ``x[key]``, the update ``x[key] = v``, take, take_along_axis, sort, partition.
 
 The gradient of ``y = a[key]`` is ``da[key] += dy``. backward.py gathers every such
 contribution to one array into a single buffer (one ``np.zeros`` per array, not one per
@@ -6,6 +6,11 @@ index), which is what makes element-by-element code like the seed polynomial che
 ``index_add`` is that update as a primitive: in place on a buffer nobody else reads; the
 generated code writes ``dx[2] += t`` for plain keys and ``np.add.at`` where integer-array keys
 may repeat an index.
+
+``setitem(a, key, v)`` is ``a[key] = v`` as a pure function: the frontend records every
+in-place update of the user's code this way (see frontend/updates.py), and passes/inplace.py
+writes it back in place (``setitem_``) where the old array is not needed any more. What was
+overwritten gets no gradient; ``v`` gets ``dy`` where it landed.
 """
 import operator
 
@@ -26,3 +31,107 @@ def index_add(a, key, v):
 primitive(index_add, "a, key, v", name="index_add", emit=("index_add",), inplace=True)
 diffrule(index_add, "a", "dy")
 diffrule(index_add, "v", "dy[key]")
+
+
+def setitem(a, key, v, repeats=False):
+    """``a[key] = v`` on a copy of ``a``. ``repeats``: the key may name a position twice
+    (an integer index array), where numpy keeps the last write."""
+    out = np.array(a, copy=True)
+    out[key] = v
+    return out
+
+
+def setitem_(a, key, v):
+    """``a[key] = v`` in place: what codegen writes when ``a`` is dead afterwards."""
+    a[key] = v
+    return a
+
+
+primitive(setitem, "a, key, v, repeats=False", name="setitem")
+primitive(setitem_, "a, key, v", name="setitem_", emit=("setitem",), inplace=True)
+
+
+def selects_all(key):
+    """``x[...]``, ``x[:, :]``: a key that names every element once."""
+    parts = key if isinstance(key, tuple) else (key,)
+    return all(p is Ellipsis or isinstance(p, slice) and p == slice(None) for p in parts)
+
+
+@diffrule(setitem, "a")
+def setitem_grad_a(key, dy):
+    """What was overwritten gets no gradient (none at all when it was everything)."""
+    return None if selects_all(key) else setitem(dy, key, 0.0)
+
+
+@diffrule(setitem, "v")
+def setitem_grad_v(a, key, dy, repeats=False):
+    """``dy`` where ``v`` landed. Where the key names a position twice only the last write
+    stayed, so only that element of ``v`` gets the gradient there."""
+    if selects_all(key):
+        return dy
+    landed = dy[key]
+    if not repeats:
+        return landed
+    order = np.reshape(np.arange(np.size(landed)), np.shape(landed))
+    last = setitem(np.full(np.shape(a), -1), key, order)
+    return np.where(last[key] == order, landed, 0.0)
+
+
+primitive(np.take, "a, indices, axis=None, mode='raise'")
+primitive(np.take_along_axis, "arr, indices, axis=-1")
+
+
+@diffrule(np.take, "a")
+def take_grad(a, indices, dy, axis=None, mode="raise"):
+    """``np.take`` reads ``a[..., indices]`` along ``axis`` (the flattened ``a`` for None);
+    repeated indices add up."""
+    if isinstance(indices, tuple):          # a list of indices, as the tape keeps it
+        indices = list(indices)
+    if mode != "raise":                     # where "wrap" or "clip" really read
+        n = np.size(a) if axis is None else np.shape(a)[axis]
+        indices = np.take(np.arange(n), indices, mode=mode)
+    if axis is None:
+        return np.reshape(index_add(np.ravel(np.zeros_like(a)), indices, dy), np.shape(a))
+    before = (slice(None),) * (axis % np.ndim(a))
+    return index_add(np.zeros_like(a), before + (indices,), dy)
+
+
+@diffrule(np.take_along_axis, "arr")
+def take_along_axis_grad(arr, indices, dy, axis=-1):
+    """Scatter ``dy`` back to where each element was taken from (repeats add up)."""
+    if axis is None:
+        return np.reshape(index_add(np.ravel(np.zeros_like(arr)), indices, dy), np.shape(arr))
+    return index_add(np.zeros_like(arr), along_axis_key(indices, axis, np.shape(dy)), dy)
+
+
+def along_axis_key(indices, axis, shape):
+    """The index that ``np.take_along_axis(a, indices, axis)`` reads to make a result of
+    ``shape``: ``indices`` on ``axis``, and an arange on every other axis."""
+    ndim = len(shape)
+    axis = axis % ndim
+    key = []
+    for i, n in enumerate(shape):
+        trailing = (None,) * (ndim - 1 - i)
+        key.append(indices if i == axis else np.arange(n)[(slice(None),) + trailing])
+    return key[0] if ndim == 1 else tuple(key)
+
+
+primitive(np.sort, "a, axis=-1, kind=None, stable=None")
+primitive(np.partition, "a, kth, axis=-1")
+
+
+@diffrule(np.sort, "a")
+def sort_grad(a, dy, axis=-1):
+    """The gradient follows the permutation: ``dy`` goes back to where each element came
+    from (``np.argsort`` gives the order; ties may go either way)."""
+    if axis is None:
+        return np.reshape(sort_grad(np.reshape(a, -1), dy, 0), np.shape(a))
+    return take_along_axis_grad(a, np.argsort(a, axis), dy, axis)
+
+
+@diffrule(np.partition, "a")
+def partition_grad(a, kth, dy, axis=-1):
+    """As for sort, with ``np.argpartition``'s permutation (the same selection algorithm)."""
+    if axis is None:
+        return np.reshape(partition_grad(np.reshape(a, -1), kth, dy, 0), np.shape(a))
+    return take_along_axis_grad(a, np.argpartition(a, kth, axis), dy, axis)

@@ -1,67 +1,219 @@
-"""Products: ``@`` (matmul) in its 1-D, 2-D and batched forms, and ``np.dot``.
+"""Linear algebra: ``np.linalg`` inv pinv det slogdet solve cholesky eigh svd qr norm.
 
-For ``y = x1 @ x2`` with matrices, ``dx1 = dy @ x2.T`` and ``dx2 = x1.T @ dy``. A 1-D operand
-is a vector on that side, and batched operands transpose their last two axes; batch axes that
-were broadcast are summed back by backward.py.
+Each rule holds where the function is differentiable, and says so: an invertible matrix
+(inv, det, slogdet, solve), constant rank (pinv), a positive-definite matrix (cholesky),
+distinct eigenvalues or singular values (eigh, svd), full column rank (qr). Where numpy reads
+only one triangle of a symmetric input (cholesky, eigh), the gradient is the exact one for that
+triangle, so it agrees with finite differences on any input. Batched inputs (``(..., n, n)``)
+work throughout; ``mT`` swaps the last two axes.
 """
-import operator
-
 import numpy as np
 
-from .registry import alias, diffrule, primitive
+from .products import mT
+from .registry import diffrule, primitive
+from .reductions import restore_axes
 
-primitive(operator.matmul, "x1, x2", name="matmul", emit=("binop", "@"))
-alias(np.matmul, operator.matmul)
-
-
-def mT(x):
-    """Swap the last two axes (``x.T`` for a matrix)."""
-    return x.T if x.ndim == 2 else np.swapaxes(x, -1, -2)
-
-
-@diffrule(operator.matmul, "x1")
-def matmul_grad_x1(x1, x2, dy):
-    if x2.ndim == 1:
-        return dy[..., None] * x2 if x1.ndim > 1 else dy * x2
-    if x1.ndim == 1:
-        return x2 @ dy if x2.ndim == 2 else (x2 @ dy[..., None])[..., 0]
-    return dy @ mT(x2)
+primitive(np.linalg.inv, "a")
+primitive(np.linalg.pinv, "a, rcond=None, hermitian=False")
+primitive(np.linalg.det, "a")
+primitive(np.linalg.slogdet, "a", nout=2)
+primitive(np.linalg.solve, "a, b")
+primitive(np.linalg.cholesky, "a, upper=False")
+primitive(np.linalg.eigh, "a, UPLO='L'", nout=2)
+primitive(np.linalg.svd, "a, full_matrices=True, compute_uv=True, hermitian=False", nout=3)
+primitive(np.linalg.qr, "a, mode='reduced'", nout=2)
+primitive(np.linalg.norm, "x, ord=None, axis=None, keepdims=False")
 
 
-@diffrule(operator.matmul, "x2")
-def matmul_grad_x2(x1, x2, dy):
-    if x1.ndim == 1:
-        return x1[:, None] * dy[..., None, :] if x2.ndim > 1 else dy * x1
-    if x2.ndim == 1:
-        return dy @ x1 if x1.ndim == 2 else (dy[..., None, :] @ x1)[..., 0, :]
-    return mT(x1) @ dy
+def svd_values(a, full_matrices=True, compute_uv=True, hermitian=False):
+    """``np.linalg.svd(a, compute_uv=False)``: the singular values only."""
+    return np.linalg.svd(a, full_matrices, False, hermitian)
 
 
-primitive(np.dot, "a, b")
-primitive(np.tensordot, "a, b, axes=2")
+primitive(svd_values, "a, full_matrices=True, compute_uv=True, hermitian=False",
+          name="svd_values", emit=("call", "xp.linalg.svd"))
+
+diffrule(np.linalg.inv, "a", "-mT(y) @ dy @ mT(y)")
 
 
-@diffrule(np.dot, "a")
-def dot_grad_a(a, b, dy):
-    """``np.dot`` is ``@`` for operands up to 2-D, and scaling when one is a scalar."""
-    if a.ndim == 0 or b.ndim == 0:
-        return np.sum(dy * b) if a.ndim == 0 else dy * b
-    if a.ndim > 2 or b.ndim > 2:
-        return np.tensordot(dy, b, (tuple(range(a.ndim - 1, dy.ndim)), tuple(_dot_rest(b))))
-    return matmul_grad_x1(a, b, dy)
+def per_matrix(scale, a):
+    """A value per matrix of ``a``, shaped to scale whole matrices."""
+    return scale if np.ndim(a) == 2 else np.expand_dims(scale, (-2, -1))
 
 
-@diffrule(np.dot, "b")
-def dot_grad_b(a, b, dy):
-    if a.ndim == 0 or b.ndim == 0:
-        return np.sum(dy * a) if b.ndim == 0 else dy * a
-    if a.ndim > 2 or b.ndim > 2:
-        moved = np.tensordot(a, dy, (tuple(range(a.ndim - 1)), tuple(range(a.ndim - 1))))
-        return np.moveaxis(moved, 0, -2) if b.ndim > 1 else moved
-    return matmul_grad_x2(a, b, dy)
+@diffrule(np.linalg.det, "a")
+def det_grad(a, y, dy):
+    """d det(a) / da = det(a) inv(a).T, for an invertible ``a``."""
+    return per_matrix(dy * y, a) * mT(np.linalg.inv(a))
 
 
-def _dot_rest(b):
-    """The axes of ``b`` other than the summed one (second to last, or the only one)."""
-    summed = b.ndim - 2 if b.ndim > 1 else 0
-    return [i for i in range(b.ndim) if i != summed]
+@diffrule(np.linalg.slogdet, "a")
+def slogdet_grad(a, dy):
+    """d log|det a| / da = inv(a).T; the sign is piecewise constant."""
+    _, dlog = dy
+    if dlog is None:
+        return None
+    return per_matrix(dlog, a) * mT(np.linalg.inv(a))
+
+
+@diffrule(np.linalg.pinv, "a")
+def pinv_grad(a, y, dy):
+    """Golub and Pereyra's derivative of the pseudo-inverse, valid where the rank is constant
+    (near full-rank inputs)."""
+    m, n = np.shape(a)[-2:]
+    t1 = -mT(y) @ dy @ mT(y)
+    t2 = (np.eye(m) - a @ y) @ mT(dy) @ y @ mT(y)
+    t3 = mT(y) @ y @ mT(dy) @ (np.eye(n) - y @ a)
+    return t1 + t2 + t3
+
+
+diffrule(np.linalg.solve, "b", "np.linalg.solve(mT(a), dy)")
+
+
+@diffrule(np.linalg.solve, "a")
+def solve_grad_a(a, b, y, dy):
+    """With ``g = solve(a.T, dy)``: ``da = -g y.T`` (an outer product for a vector ``b``)."""
+    g = np.linalg.solve(mT(a), dy)
+    if np.ndim(b) == 1:
+        return -np.expand_dims(g, -1) * np.expand_dims(y, -2)
+    return -g @ mT(y)
+
+
+def triangle_grad(g, lower=True):
+    """The gradient for the triangle numpy reads of a symmetric input, from ``g``, the
+    gradient as if both triangles were one parameter: doubled off the diagonal."""
+    both = g + mT(g)
+    strict = np.tril(both, -1) if lower else np.triu(both, 1)
+    return strict + g * np.eye(np.shape(g)[-1])
+
+
+@diffrule(np.linalg.cholesky, "a")
+def cholesky_grad(a, y, dy, upper=False):
+    """Murray (2016): with ``phi`` the lower triangle with its diagonal halved,
+    ``S = L^-T phi(L^T dL) L^-1``, symmetrized. ``a`` must be positive definite."""
+    low, dlow = (mT(y), mT(dy)) if upper else (y, dy)
+    n = np.shape(a)[-1]
+    phi = np.tril(mT(low) @ dlow) * (1.0 - 0.5 * np.eye(n))
+    s = np.linalg.solve(mT(low), mT(np.linalg.solve(mT(low), mT(phi))))
+    return triangle_grad((s + mT(s)) / 2, lower=not upper)
+
+
+@diffrule(np.linalg.eigh, "a")
+def eigh_grad(a, y, dy, UPLO="L"):
+    """``V diag(dw) V^T + V (F * V^T dV) V^T`` with ``F_ij = 1 / (w_j - w_i)``: the
+    eigenvalues must be distinct for the eigenvector part."""
+    w, v = y
+    dw, dv = dy
+    n = np.shape(a)[-1]
+    g = 0.0
+    if dw is not None:
+        g = (v * np.expand_dims(dw, -2)) @ mT(v)
+    if dv is not None:
+        eye = np.eye(n)
+        gaps = np.expand_dims(w, -2) - np.expand_dims(w, -1) + eye
+        g = g + v @ ((mT(v) @ dv) * (1.0 - eye) / gaps) @ mT(v)
+    return triangle_grad(g, lower=UPLO == "L")
+
+
+@diffrule(np.linalg.svd, "a")
+def svd_grad(a, y, dy, full_matrices=True):
+    """Townsend (2016), as in autograd: needs distinct nonzero singular values, and
+    ``full_matrices=False`` unless ``a`` is square (the extra columns are not unique)."""
+    m, n = np.shape(a)[-2:]
+    if full_matrices and m != n:
+        raise NotImplementedError("the gradient of np.linalg.svd of a non-square matrix needs "
+                                  "full_matrices=False")
+    u, s, vt = y
+    du, ds, dvt = dy
+    k = min(m, n)
+    eye = np.eye(k)
+    f = 1.0 / (np.expand_dims(s, -2) ** 2 - np.expand_dims(s, -1) ** 2 + eye)
+    v = mT(vt)
+    inner = 0.0 if ds is None else eye * np.expand_dims(ds, -2)
+    if du is not None:
+        utdu = mT(u) @ du
+        inner = inner + f * (utdu - mT(utdu)) * np.expand_dims(s, -2)
+    if dvt is not None:
+        vtdv = vt @ mT(dvt)
+        inner = inner + np.expand_dims(s, -1) * (f * (vtdv - mT(vtdv)))
+    g = u @ inner @ vt
+    if du is not None and m > n:
+        g = g + (np.eye(m) - u @ mT(u)) @ du / np.expand_dims(s, -2) @ vt
+    if dvt is not None and m < n:
+        g = g + (u / np.expand_dims(s, -2)) @ dvt @ (np.eye(n) - v @ vt)
+    return g
+
+
+@diffrule(svd_values, "a")
+def svd_values_grad(a, dy):
+    """d s / d a = U diag(ds) V^T, for distinct singular values."""
+    u, _, vt = np.linalg.svd(a, full_matrices=False)
+    return (u * np.expand_dims(dy, -2)) @ vt
+
+
+@diffrule(np.linalg.qr, "a")
+def qr_grad(a, y, dy, mode="reduced"):
+    """For ``a = QR`` with full column rank and m >= n (reduced): with
+    ``M = R dR^T - dQ^T Q``, ``da = (dQ + Q copyltu(M)) R^-T``."""
+    m, n = np.shape(a)[-2:]
+    if m < n or mode != "reduced":
+        raise NotImplementedError("the gradient of np.linalg.qr needs mode='reduced' and a "
+                                  "matrix with at least as many rows as columns")
+    q, r = y
+    dq, dr = dy
+    big = 0.0 if dr is None else r @ mT(dr)
+    if dq is not None:
+        big = big - mT(dq) @ q
+    low = np.tril(big, -1)
+    sym = low + mT(low) + big * np.eye(n)
+    total = q @ sym if dq is None else dq + q @ sym
+    return mT(np.linalg.solve(r, mT(total)))
+
+
+@diffrule(np.linalg.norm, "x")
+def norm_grad(x, y, dy, ord=None, axis=None, keepdims=False):
+    """Vector norms (any ``ord``) along ``axis`` or of a flattened array; matrix norms ('fro',
+    'nuc', 1, -1, 2, -2, inf, -inf) of a 2-D array or along a pair of axes."""
+    if ord is None or ord == "fro" and axis is None:
+        return x * restore_axes(dy / y, axis, keepdims)
+    if axis is None and np.ndim(x) == 2 or isinstance(axis, tuple) and len(axis) == 2:
+        return matrix_norm_grad(x, y, dy, ord, axis, keepdims)
+    return vector_norm_grad(x, y, dy, ord, axis, keepdims)
+
+
+def vector_norm_grad(x, y, dy, ord, axis, keepdims):
+    """(sum |x|^p)^(1/p): ``sign(x) |x|^(p-1) / y^(p-1)``; at p = inf the largest |x| share."""
+    y, dy = restore_axes(y, axis, keepdims), restore_axes(dy, axis, keepdims)
+    if ord == 0:
+        return np.zeros_like(x)
+    if ord == np.inf or ord == -np.inf:
+        hit = np.abs(x) == y
+        return dy * np.sign(x) * hit / np.sum(hit, axis=axis, keepdims=True)
+    if ord == 1:
+        return dy * np.sign(x)
+    if ord == 2:
+        return dy * x / y
+    return dy * np.sign(x) * np.abs(x) ** (ord - 1) / y ** (ord - 1)
+
+
+def matrix_norm_grad(x, y, dy, ord, axis, keepdims):
+    rows, cols = (a % np.ndim(x) for a in axis or (0, 1))
+    dy = restore_axes(dy, axis, keepdims)
+    if ord == "fro":
+        return dy * x / restore_axes(y, axis, keepdims)
+    last = (rows, cols) == (np.ndim(x) - 2, np.ndim(x) - 1)
+    m = x if last else np.moveaxis(x, (rows, cols), (-2, -1))
+    if ord in ("nuc", 2, -2):
+        u, s, vt = np.linalg.svd(m, full_matrices=False)
+        if ord == "nuc":
+            g = u @ vt
+        else:
+            pick = 0 if ord == 2 else -1
+            g = u[..., :, pick:pick + 1 or None] @ vt[..., pick:pick + 1 or None, :]
+    else:
+        over = -2 if ord in (1, -1) else -1        # 1: column sums (over rows); inf: row sums
+        sums = np.sum(np.abs(m), axis=over, keepdims=True)
+        hit = sums == (np.max(sums, axis=(-2, -1), keepdims=True) if ord in (1, np.inf)
+                       else np.min(sums, axis=(-2, -1), keepdims=True))
+        g = np.sign(m) * hit / np.sum(hit, axis=(-2, -1), keepdims=True)
+    return dy * (g if last else np.moveaxis(g, (-2, -1), (rows, cols)))

@@ -1,7 +1,10 @@
-"""Reductions: sum, mean, max, min, prod (with axis and keepdims), and their ndarray methods.
+"""Reductions and scans: sum mean prod max min (amax amin) std var nansum nanmean, cumsum
+cumprod diff, with ``axis``, ``keepdims`` and ``ddof``; their ndarray methods map here.
 
 The gradient of a reduction spreads ``dy`` back over the reduced axes: ``expand_dims`` puts the
 reduced axes back (unless ``keepdims`` kept them) and ``broadcast_to`` repeats it, without a copy.
+A stable log-sum-exp written with ``np.max`` (``m + log(sum(exp(x - m)))``) needs nothing
+special: the gradients through ``m`` cancel exactly.
 """
 import numpy as np
 
@@ -14,6 +17,11 @@ primitive(np.min,  "a, axis=None, keepdims=False")
 primitive(np.prod, "a, axis=None, dtype=None, keepdims=False")
 primitive(np.cumsum, "a, axis=None, dtype=None")
 primitive(np.cumprod, "a, axis=None, dtype=None")
+primitive(np.std,  "a, axis=None, dtype=None, ddof=0, keepdims=False")
+primitive(np.var,  "a, axis=None, dtype=None, ddof=0, keepdims=False")
+primitive(np.nansum, "a, axis=None, dtype=None, keepdims=False")
+primitive(np.nanmean, "a, axis=None, dtype=None, keepdims=False")
+primitive(np.diff, "a, n=1, axis=-1")
 alias(np.amax, np.max)
 alias(np.amin, np.min)
 
@@ -58,3 +66,66 @@ def prod_grad(a, dy, axis=None, keepdims=False):
     left = np.cumprod(np.concatenate((ones, b[..., :-1]), -1), -1)
     right = np.flip(np.cumprod(np.concatenate((ones, np.flip(b, -1)[..., :-1]), -1), -1), -1)
     return dy * np.moveaxis(left * right, -1, axis)
+
+
+@diffrule(np.var, "a")
+def var_grad(a, y, dy, axis=None, ddof=0, keepdims=False):
+    """``2 (a - mean) / (N - ddof)`` times ``dy``, over the reduced axes."""
+    count = np.size(a) // max(np.size(y), 1)
+    centered = a - np.mean(a, axis=axis, keepdims=True)
+    return restore_axes(dy, axis, keepdims) * centered * (2.0 / (count - ddof))
+
+
+@diffrule(np.std, "a")
+def std_grad(a, y, dy, axis=None, ddof=0, keepdims=False):
+    """``(a - mean) / ((N - ddof) std)`` times ``dy``."""
+    count = np.size(a) // max(np.size(y), 1)
+    centered = a - np.mean(a, axis=axis, keepdims=True)
+    return restore_axes(dy / y, axis, keepdims) * centered / (count - ddof)
+
+
+@diffrule(np.nansum, "a")
+def nansum_grad(a, dy, axis=None, keepdims=False):
+    return np.where(np.isnan(a), 0.0, restore_axes(dy, axis, keepdims))
+
+
+@diffrule(np.nanmean, "a")
+def nanmean_grad(a, dy, axis=None, keepdims=False):
+    """Each number gets ``dy`` over how many numbers were averaged; nans get nothing."""
+    present = ~np.isnan(a)
+    count = np.sum(present, axis=axis, keepdims=True)
+    return np.where(present, restore_axes(dy, axis, keepdims) / count, 0.0)
+
+
+@diffrule(np.cumsum, "a")
+def cumsum_grad(a, dy, axis=None):
+    """Each element is in every later partial sum: the reversed cumulative sum of ``dy``."""
+    if axis is None:
+        return np.reshape(np.flip(np.cumsum(np.flip(dy))), np.shape(a))
+    return np.flip(np.cumsum(np.flip(dy, axis), axis), axis)
+
+
+@diffrule(np.cumprod, "a")
+def cumprod_grad(a, dy, axis=None):
+    """``d y_j / d a_i`` is the product of ``a_k`` for ``k <= j``, ``k != i`` (``j >= i``),
+    from a table of partial products with ``a_i`` left out: no division, so zeros are exact,
+    at O(n^2) along the axis."""
+    if axis is None:
+        return np.reshape(cumprod_grad(np.reshape(a, -1), dy, 0), np.shape(a))
+    last = axis % np.ndim(a) == np.ndim(a) - 1
+    b, g = (a, dy) if last else (np.moveaxis(a, axis, -1), np.moveaxis(dy, axis, -1))
+    k = np.arange(np.shape(b)[-1])
+    others = np.cumprod(np.where(k[:, None] == k, 1.0, b[..., None, :]), -1)
+    total = np.sum(np.where(k[:, None] <= k, others * g[..., None, :], 0.0), -1)
+    return total if last else np.moveaxis(total, -1, axis)
+
+
+@diffrule(np.diff, "a")
+def diff_grad(a, dy, n=1, axis=-1):
+    """One difference's adjoint is the difference the other way round, with the ends kept:
+    ``dy`` padded before minus ``dy`` padded after; ``n`` differences take ``n`` of them."""
+    before, after = [(0, 0)] * np.ndim(a), [(0, 0)] * np.ndim(a)
+    before[axis], after[axis] = (1, 0), (0, 1)
+    for _ in range(n):
+        dy = np.pad(dy, before) - np.pad(dy, after)
+    return dy

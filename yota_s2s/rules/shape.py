@@ -1,41 +1,62 @@
-"""Shape operations: reshape, transpose, expand_dims, squeeze, broadcast_to, concatenate, stack,
-and the axis movers the other rules use.
+"""Shape operations: reshape ravel flatten squeeze expand_dims atleast_1d/2d/3d broadcast_to,
+transpose swapaxes moveaxis rollaxis, flip fliplr flipud rot90 roll, copy.
 
-Most are linear maps that only move elements, so the gradient moves ``dy`` back: a reshape is
-undone by reshaping to the input's shape, a transpose by the inverse permutation, a
-concatenation by slicing ``dy`` into the pieces.
+These are linear maps that only move elements, so the gradient moves ``dy`` back: a reshape is
+undone by reshaping to the input's shape, a transpose by the inverse permutation, a flip or a
+roll by the same flip or the opposite roll. A broadcast's gradient is summed back to the
+input's shape centrally, in backward.py.
 """
 import numpy as np
 
-from .registry import diffrule, primitive
+from .registry import alias, diffrule, primitive
 
 
 def ravel(a):
-    """``x.ravel()`` / ``x.flatten()``: the flattened array."""
+    """``x.ravel()`` and ``np.ravel(x)``: the flattened array (a view where possible)."""
     return np.reshape(a, -1)
 
 
+def flatten(a):
+    """``x.flatten()``: a flattened copy."""
+    return np.array(a, copy=True).reshape(-1)
+
+
 primitive(ravel, "a", name="ravel", emit=("method", "ravel"), view=True)
+alias(np.ravel, ravel)
+primitive(flatten, "a", name="flatten", emit=("method", "flatten"))
 primitive(np.reshape, "a, shape", view=True)
 primitive(np.transpose, "a, axes=None", view=True)
 primitive(np.expand_dims, "a, axis", view=True)
 primitive(np.squeeze, "a, axis=None", view=True)
+primitive(np.atleast_1d, "ary", view=True)
+primitive(np.atleast_2d, "ary", view=True)
+primitive(np.atleast_3d, "ary", view=True)
 primitive(np.broadcast_to, "array, shape", view=True)
 primitive(np.swapaxes, "a, axis1, axis2", view=True)
 primitive(np.moveaxis, "a, source, destination", view=True)
+primitive(np.rollaxis, "a, axis, start=0", view=True)
 primitive(np.flip, "m, axis=None", view=True)
-primitive(np.concatenate, "arrays, axis=0")
-primitive(np.stack, "arrays, axis=0")
+primitive(np.fliplr, "m", view=True)
+primitive(np.flipud, "m", view=True)
+primitive(np.rot90, "m, k=1, axes=(0, 1)", view=True)
+primitive(np.roll, "a, shift, axis=None")
 primitive(np.copy, "a")
 
 diffrule(ravel,          "a", "np.reshape(dy, a.shape)")
+diffrule(flatten,        "a", "np.reshape(dy, a.shape)")
 diffrule(np.reshape,     "a", "np.reshape(dy, a.shape)")
 diffrule(np.expand_dims, "a", "np.reshape(dy, a.shape)")
 diffrule(np.squeeze,     "a", "np.reshape(dy, a.shape)")
+diffrule(np.atleast_1d,  "ary", "np.reshape(dy, np.shape(ary))")
+diffrule(np.atleast_2d,  "ary", "np.reshape(dy, np.shape(ary))")
+diffrule(np.atleast_3d,  "ary", "np.reshape(dy, np.shape(ary))")
 diffrule(np.broadcast_to, "array", "dy")          # backward.py sums the broadcast axes
 diffrule(np.swapaxes,    "a", "np.swapaxes(dy, axis1, axis2)")
 diffrule(np.moveaxis,    "a", "np.moveaxis(dy, destination, source)")
 diffrule(np.flip,        "m", "np.flip(dy, axis)")
+diffrule(np.fliplr,      "m", "np.fliplr(dy)")
+diffrule(np.flipud,      "m", "np.flipud(dy)")
+diffrule(np.rot90,       "m", "np.rot90(dy, -k, axes)")
 diffrule(np.copy,        "a", "dy")
 
 
@@ -46,19 +67,16 @@ def transpose_grad(a, dy, axes=None):
     return np.transpose(dy, tuple(int(i) for i in np.argsort(axes)))
 
 
-@diffrule(np.concatenate, "arrays")
-def concatenate_grad(arrays, dy, axis=0):
-    """One slice of ``dy`` per input, along ``axis``."""
-    before = (slice(None),) * (axis % dy.ndim)
-    grads, start = [], 0
-    for a in arrays:
-        stop = start + np.shape(a)[axis]
-        grads.append(dy[before + (slice(start, stop),)])
-        start = stop
-    return tuple(grads)
+@diffrule(np.rollaxis, "a")
+def rollaxis_grad(a, dy, axis, start=0):
+    """``rollaxis`` moves ``axis`` to ``start`` (one less when moving right); move it back."""
+    n = np.ndim(a)
+    axis, start = axis % n, start + n if start < 0 else start
+    return np.moveaxis(dy, start - 1 if axis < start else start, axis)
 
 
-@diffrule(np.stack, "arrays")
-def stack_grad(arrays, dy, axis=0):
-    before = (slice(None),) * (axis % dy.ndim)
-    return tuple(dy[before + (i,)] for i in range(len(arrays)))
+@diffrule(np.roll, "a")
+def roll_grad(a, dy, shift, axis=None):
+    """Roll back by the same amount."""
+    back = -shift if isinstance(shift, int) else tuple(-s for s in shift)
+    return np.roll(dy, back, axis)

@@ -1,0 +1,154 @@
+"""In-place updates: recorded as pure ``setitem`` in the tape, written back in place in the
+generated code where the old array is dead, refused where numpy would change the caller's data
+or fail. Gradients of these programs are checked in test_gradcheck.py (UPDATES), in the
+buffered form; the text checks here read the plain form."""
+import numpy as np
+import pytest
+
+import yota_s2s as ys
+from yota_s2s.compiler import compile_grad, gradient_tape
+from yota_s2s.ir.printer import format_tape
+
+from .programs import updates
+
+
+def forward_code(fn, *args) -> str:
+    text = compile_grad(fn, args, check=True, buffers=False).text
+    return text.split("# -- forward --\n")[1].split("# -- backward --")[0]
+
+
+def backward_code(fn, *args) -> str:
+    return compile_grad(fn, args, check=True, buffers=False).text.split("# -- backward --\n")[1]
+
+
+def test_the_tape_is_pure_and_the_code_writes_in_place():
+    forward, _ = gradient_tape(updates.fill_in_loop, (np.ones(3),), passes=False)
+    assert "out_1:f64[3] = setitem out 0" in format_tape(forward, locations=False)
+    code = forward_code(updates.fill_in_loop, np.ones(3))
+    assert "out[0] = " in code and "out[2] = " in code and ".copy()" not in code
+
+
+def test_a_loop_that_fills_a_buffer_has_a_backward_without_copies_or_zeroing():
+    code = backward_code(updates.fill_in_loop, np.ones(3))
+    assert ".copy()" not in code and "= 0.0" not in code
+    assert "dout[2]" in code and "dout[0]" in code
+
+
+def test_augmented_updates_read_as_written():
+    code = forward_code(updates.copy_then_set, np.ones((3, 3)), np.ones(3))
+    assert "x_1 = x.copy()\n" in code
+    assert "x_1[1] = w[0] * 3.0\n" in code
+    assert "x_1[:, 1:] += w[None, :2]\n" in code
+
+
+def test_an_update_copies_when_the_old_value_is_still_read():
+    code = forward_code(updates.old_value_still_needed, np.ones(3), np.ones(3))
+    assert "y_1 = y.copy()\n" in code and "y_1[0] = 5.0\n" in code
+
+
+def test_updates_through_a_view_change_the_base():
+    def f(x):
+        y = x * 2.0
+        v = y[1:]
+        v *= 3.0
+        return y
+    value, _ = ys.trace(f, np.ones(4))
+    np.testing.assert_array_equal(value, [2.0, 6.0, 6.0, 6.0])
+
+
+def test_aliases_see_the_update():
+    def f(x):
+        y = x + 1.0
+        alias = y
+        rows = [y]
+        y[0] = 10.0
+        return alias + rows[0]
+    value, _ = ys.trace(f, np.zeros(2))
+    np.testing.assert_array_equal(value, [20.0, 2.0])
+
+
+def test_an_index_that_repeats_is_marked_and_one_that_does_not_is_not():
+    forward, _ = gradient_tape(updates.repeated_index, (np.ones(4), np.ones(3)), passes=False)
+    assert "setitem[repeats=True] y" in format_tape(forward, locations=False)
+    forward, _ = gradient_tape(updates.rows_and_columns, (np.ones((3, 4)), np.ones(2)), passes=False)
+    assert "repeats" not in format_tape(forward)
+
+
+@pytest.mark.parametrize("fn,written,fix", [
+    (updates.writes_argument_item, "`x[...] = ...` would change the caller's array x in place",
+     "Copy it first: `x = x.copy()`."),
+    (updates.writes_argument_view, "`v -= ...` would change the caller's array x in place",
+     "Write `v = v - ...`"),
+    (updates.sorts_argument, "`x.sort()` would change the caller's array x in place",
+     "x = x.copy()"),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_writing_into_an_argument_is_refused(fn, written, fix):
+    with pytest.raises(ys.UnsupportedSyntax) as info:
+        gradient_tape(fn, (np.ones(3),))
+    assert written in str(info.value) and fix in str(info.value)
+    assert str(info.value).startswith("updates.py:")
+
+
+def test_updates_numpy_refuses_are_refused():
+    def read_only(x):
+        b = np.broadcast_to(x * 2.0, (3, 4))
+        b[0] = 1.0
+        return np.sum(b)
+
+    def into_a_scalar(x):
+        s = np.sum(x)
+        s[()] = 1.0
+        return s
+
+    def float_into_int(x):
+        y = np.zeros(4, dtype=int)
+        y += x
+        return np.sum(x)
+    for fn, what in [(read_only, "read-only view (made by broadcast_to)"),
+                     (into_a_scalar, "which is not an array"),
+                     (float_into_int, "casts float64 into int64")]:
+        with pytest.raises(ys.UnsupportedSyntax, match=what.replace("(", r"\(").replace(")", r"\)")):
+            gradient_tape(fn, (np.ones(4),))
+
+
+def test_numpy_scalars_and_floats_are_rebound_not_updated():
+    def f(x, s):
+        s += 1.0
+        return np.sum(x) * s
+    value, dx, ds = ys.simplegrad(f, np.ones(3), np.float64(2.0))(np.ones(3), np.float64(2.0))
+    assert value == 9.0 and ds == 3.0
+    np.testing.assert_array_equal(dx, [3.0, 3.0, 3.0])
+
+
+def test_a_boolean_mask_is_guarded_by_its_count():
+    def f(x):
+        return np.sum(x[x > 0] ** 2)
+    df = ys.simplegrad(f, np.array([1.0, -1.0, 2.0]))
+    np.testing.assert_array_equal(df(np.array([3.0, -1.0, 1.0]))[1], [6.0, 0.0, 2.0])
+    with pytest.raises(ValueError, match="selecting 2 elements was True when this gradient was "
+                                         "compiled and is False now"):
+        df(np.array([1.0, 1.0, 1.0]))
+
+
+def test_lists_grow_with_append_extend_and_plus_equals():
+    value, tape = ys.trace(updates.lists_of_traced, np.array([1.0, 2.0, 3.0]))
+    assert value == pytest.approx(updates.lists_of_traced(np.array([1.0, 2.0, 3.0])))
+    assert "stack" in format_tape(tape)
+
+
+def _double(x):
+    return x * 2.0
+
+
+def _double_grad_in_place(x, dy):
+    g = dy * 2.0
+    g[0] = 0.0
+    return g
+
+
+def test_a_rule_that_assigns_in_place_is_refused():
+    rules = ys.RULES.copy()
+    rules.primitive(_double, "x")
+    rules.diffrule(_double, "x", _double_grad_in_place)
+    with pytest.raises(ys.UnsupportedSyntax, match="in a derivative rule: rules are pure"):
+        gradient_tape(lambda x: np.sum(_double(x)), (np.ones(3),), rules=rules)

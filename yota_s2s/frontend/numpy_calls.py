@@ -1,0 +1,126 @@
+"""numpy calls that the frontend writes with other primitives, instead of one rule each.
+
+- ``np.array`` / ``np.asarray`` of traced values: a stack of the items (nested lists too), a
+  cast, a copy; of static data, an array made when the code runs.
+- ``np.split`` and its family: slices (``rules/joining.py`` has them in Python, inlined here
+  with every statement at the call's line).
+- ``np.nonzero(a)`` and ``np.where(a)``: the columns of ``np.argwhere(a)`` (one index array
+  per axis).
+- ``np.linalg.svd(a, compute_uv=False)``: the singular values only, a primitive of its own.
+- ``np.shape(x)``, ``np.ndim(x)``, ``np.size(x)`` ...: static facts about the example value.
+
+And a guard for results whose shape depends on the data (``x[mask]``, ``np.argwhere``): the
+shapes of everything after are those of the example, so the generated code checks the count.
+"""
+from __future__ import annotations
+
+import gast
+import numpy as np
+
+from ..ir.tape import Var, tree_atoms
+from ..rules.control import guard
+from ..rules.joining import SPLITS
+from ..rules.linalg import svd_values
+from .values import is_traced
+
+
+def _array(copy: bool):
+    """np.array / np.asarray: of a traced array, a cast or copy; of a list holding traced
+    values, a stack; of static data, an array made when the code runs."""
+    def handler(ev, args, kwargs, node):
+        obj, dtype = args[0], (args[1] if len(args) > 1 else kwargs.get("dtype"))
+        if not is_traced(obj):
+            fn = np.array if copy else np.asarray
+            return ev.call_primitive(ev.rules.lookup(fn), args, kwargs, node)
+        value = _stack_nested(ev, obj, node)
+        if dtype is not None and np.dtype(dtype) != value.aval.dtype:
+            from ..rules.elementwise import astype
+            return ev.call_primitive(ev.rules.lookup(astype), (value, np.dtype(dtype)), {}, node)
+        if copy and value is obj:
+            return ev.call_primitive(ev.rules.lookup(np.copy), (value,), {}, node)
+        return value
+    return handler
+
+
+def _stack_nested(ev, obj, node):
+    if isinstance(obj, (list, tuple)):
+        items = [_stack_nested(ev, item, node) for item in obj]
+        return ev.call_primitive(ev.rules.lookup(np.stack), (items,), {}, node)
+    return obj
+
+
+def _inline_at_call(py_fn):
+    """Inline ``py_fn`` (numpy written in Python) as if it were one call at the call's line."""
+    def handler(ev, args, kwargs, node):
+        saved, ev.loc_override = ev.loc_override, ev.loc(node)
+        try:
+            return ev.inline(py_fn, list(args), kwargs, node)
+        finally:
+            ev.loc_override = saved
+    return handler
+
+
+def _nonzero(ev, args, kwargs, node):
+    (a,) = args
+    if not isinstance(a, Var):
+        return np.nonzero(a)
+    found = ev.call_primitive(ev.rules.lookup(np.argwhere), (a,), {}, node)
+    return tuple(ev.getitem(found, (slice(None), i), node) for i in range(a.aval.ndim))
+
+
+def _where(ev, args, kwargs, node):
+    """``np.where(condition)`` is ``np.nonzero(condition)``."""
+    if len(args) == 1 and not kwargs:
+        return _nonzero(ev, args, kwargs, node)
+    return ev.call_primitive(ev.rules.lookup(np.where), args, kwargs, node)
+
+
+def _svd(ev, args, kwargs, node):
+    prim = ev.rules.lookup(np.linalg.svd)
+    bound = dict(zip(("a", "full_matrices", "compute_uv", "hermitian"), args), **kwargs)
+    if bound.get("compute_uv", True) is False:
+        prim = ev.rules.lookup(svd_values)
+    return ev.call_primitive(prim, args, kwargs, node)
+
+
+def guard_selection(ev, prim, operands: list, node) -> None:
+    """After ``x[mask]``, ``np.argwhere(mask)``, ``np.flatnonzero(mask)``: check that the
+    mask selects as many elements as it did in the example."""
+    if ev.backward_mode:
+        return          # the forward code checked it
+    if prim.name in ("argwhere", "flatnonzero"):
+        masks = [operands[0]]
+    elif prim.name == "getitem":
+        masks = [a for a in tree_atoms(operands[1])
+                 if isinstance(a, Var) and a.aval.dtype == bool and a.aval.ndim > 0]
+    else:
+        return
+    for mask in masks:
+        if not isinstance(mask, Var):
+            continue
+        count = int(np.count_nonzero(ev.values[ev.current(mask)]))
+        found = ev.call_primitive(ev.rules.lookup(np.count_nonzero), (mask,), {}, node)
+        same = ev.compare(_EQ, found, count, node)
+        loc = ev.loc(node)
+        where = f"{loc.short} `{loc.text}` selecting {count} elements" if loc else "a selection"
+        ev.emit(ev.rules.lookup(guard), [same], {"expected": True, "where": where}, node)
+
+
+_EQ = gast.Eq()
+
+STATIC_FACTS = (np.shape, np.ndim, np.size, np.result_type, np.iscomplexobj, np.isrealobj,
+                np.isscalar)
+
+
+def _static_fact(fn):
+    def handler(ev, args, kwargs, node):
+        return fn(*[ev.values[a] if isinstance(a, Var) else a for a in args], **kwargs)
+    return handler
+
+
+NUMPY_CALLS = {
+    **{fn: _static_fact(fn) for fn in STATIC_FACTS},
+    np.asarray: _array(copy=False), np.array: _array(copy=True), np.nonzero: _nonzero,
+    np.where: _where,
+    np.linalg.svd: _svd, **{fn: _inline_at_call(py) for fn, py in SPLITS.items()},
+}

@@ -1,0 +1,244 @@
+"""In-place updates, functionalized (mixed into ``Evaluator``): ``x[key] = v``, ``x[key] += v``
+and ``x += v`` on arrays.
+
+numpy writes into memory, and every name and every view of that memory sees the change
+(``v = x[:2]; v += 1`` changes ``x``). The tape is pure, so an update makes a new version of
+the array, ``x_1 = setitem(x, key, v)``, and two maps make every later read see it:
+
+- ``latest``: an old version -> its new version. Names, containers and closures all hold the
+  old Var; reads resolve through this map (``current``).
+- ``views``: a value that shares memory with an operand (found on the example values with
+  ``np.may_share_memory``) -> (that base, the statement that made it). Writing into a view
+  writes its base too (``x_1 = setitem(x, (:2,), v_1)``, or the inverse reshape/transpose); a
+  view whose base has a new version is made again from it when it is next read.
+
+Writing into an argument, or into a view of one, would change the caller's data; writing into
+a read-only view (``np.broadcast_to``) fails in numpy: both are errors that say so. Rules never
+write in place (they call ``setitem``), so in backward mode none of this runs. The generated
+code writes in place again wherever the old array is not needed (passes/inplace.py).
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import gast
+import numpy as np
+
+from ..errors import UnsupportedSyntax
+from ..ir.tape import Lit, Stmt, Var, tree_atoms, tree_map
+from ..rules.indexing import setitem
+from .expressions import BINOP_SYMBOLS as _BINOP_SYMBOLS
+
+# How to write a view back into its base: the inverse of the view, per primitive.
+_RESHAPES = ("reshape", "ravel", "squeeze", "expand_dims", "atleast_1d", "atleast_2d",
+             "atleast_3d")
+
+
+class UpdatesMixin:
+    latest: dict[Var, Var]
+    views: dict[Var, tuple[Var, Stmt]]
+    constants: set[Var]
+
+    # -- reading -------------------------------------------------------------------------
+
+    def current(self, value: Any) -> Any:
+        """The version of ``value`` that a read sees now."""
+        if not isinstance(value, Var) or self.backward_mode:
+            return value
+        while value in self.latest:
+            value = self.latest[value]
+        made = self.views.get(value)
+        if made is not None:
+            base, stmt = made
+            fresh = self.current(base)
+            if fresh is not base:
+                args = tuple(tree_map(lambda a: fresh if a is base else a, t) for t in stmt.args)
+                again = self.emit(stmt.prim, list(args), dict(stmt.params), self.frame.stmt)
+                again.hint = again.hint or value.hint
+                self.latest[value] = again
+                return again
+        return value
+
+    def current_tree(self, value: Any) -> Any:
+        if isinstance(value, (list, tuple)):
+            return type(value)(self.current_tree(v) for v in value)
+        if isinstance(value, dict):
+            return {k: self.current_tree(v) for k, v in value.items()}
+        return self.current(value)
+
+    def note_views(self, stmt: Stmt) -> None:
+        """Remember a result that shares memory with one of its operands."""
+        if self.backward_mode or len(stmt.outs) != 1:
+            return
+        if stmt.prim.creates and not any(isinstance(a, Var) for t in stmt.args
+                                         for a in tree_atoms(t)):
+            self.constants.add(stmt.out)        # np.array([0, 2]): the same in every call
+        result = self.values[stmt.out]
+        if not isinstance(result, np.ndarray):
+            return
+        for atom in (a for t in stmt.args for a in tree_atoms(t)):
+            if isinstance(atom, Var) and isinstance(self.values[atom], np.ndarray) \
+                    and np.may_share_memory(result, self.values[atom]):
+                self.views[stmt.out] = (atom, stmt)
+                return
+
+    # -- writing -------------------------------------------------------------------------
+
+    def write_item(self, target: Any, key: Any, value: Any, node: gast.AST, shown: str,
+                   written: str = "") -> None:
+        """``target[key] = value``. ``shown`` names the target as the user wrote it, ``written``
+        the update (``x[...] = ...`` unless said otherwise)."""
+        local = shown.split(".")[-1].split("[")[0]
+        self.check_writable(target, node, written or f"{shown}[...] = ...", shown,
+                            f"Copy it first: `{local} = {shown}.copy()`.")
+        params = {"repeats": True} if _may_repeat(key, self.constants, self.values) else {}
+        new = self.call_primitive(self.rules.lookup(setitem), (target, key, value), params, node)
+        self.replace(target, new, node)
+
+    def update_by_method(self, method: Any, args: list, kwargs: dict, node: gast.AST) -> None:
+        """``x.sort()``, ``x.partition(k)``, ``x.fill(v)``: numpy's in-place methods."""
+        from .resolve import IN_PLACE_METHODS
+        target = self.current(method.var)
+        fn = IN_PLACE_METHODS[method.name]
+        value = args[0] if fn is None else self.call(fn, [target, *args], kwargs, node)
+        func = node.func.value if isinstance(node, gast.Call) else None
+        shown = func.id if isinstance(func, gast.Name) else "the array"
+        self.write_item(target, Ellipsis, value, node, shown, f"{shown}.{method.name}()")
+
+    def augmented(self, op: gast.operator, current: Any, value: Any, node: gast.AST,
+                  shown: str) -> Any:
+        """``current op= value``: in place on an array (numpy's semantics), else a new value."""
+        if isinstance(current, list):
+            if isinstance(value, Var):
+                value = self.iterate(value, node)
+            return _IN_PLACE[type(op)](current, value)
+        if not self.is_array(current):
+            return self.binop(op, current, value, node)
+        symbol = _BINOP_SYMBOLS[type(op)]
+        self.check_writable(current, node, f"{shown} {symbol}= ...", shown,
+                            f"Write `{shown} = {shown} {symbol} ...` to make a new array instead.")
+        new = self.binop(op, current, value, node)
+        new = self.cast_update(current, new, node, f"`{shown} = {shown} {symbol} ...`")
+        self.replace(current, new, node)
+        return new
+
+    def is_array(self, value: Any) -> bool:
+        """A traced ndarray (numpy scalars and Python floats are immutable)."""
+        return isinstance(value, Var) and isinstance(self.values[value], np.ndarray)
+
+    def cast_update(self, target: Var, new: Any, node: gast.AST, rewrite: str) -> Any:
+        """An in-place result keeps the target's shape and dtype, as numpy requires
+        (``rewrite``: the assignment that makes a new array instead)."""
+        shape, dtype = target.aval.shape, target.aval.dtype
+        got = new.aval if isinstance(new, Var) else None
+        if got is not None and got.shape != shape:
+            raise self.unsupported(node, f"an in-place update of a {target.aval} array with a "
+                                   f"result of shape {got.shape}: numpy cannot broadcast the "
+                                   "array itself", f"Write {rewrite} to make a new array.")
+        if got is not None and got.dtype != dtype:
+            if not np.can_cast(got.dtype, dtype, "same_kind"):
+                raise self.unsupported(node, f"an in-place update casts {got.dtype} into "
+                                       f"{dtype}, which numpy refuses",
+                                       f"Write {rewrite} to make a new array.")
+            from ..rules.elementwise import astype
+            new = self.call_primitive(self.rules.lookup(astype), (new, dtype), {}, node)
+        return new
+
+    def replace(self, old: Var, new: Var, node: gast.AST) -> None:
+        """``new`` is what ``old``'s memory holds now; views write through to their base."""
+        new.hint = new.hint or old.hint
+        self.latest[old] = new
+        made = self.views.get(old)
+        if made is None:
+            return
+        base, stmt = made
+        fresh = self.current(base)
+        new_base = self.unview(stmt, fresh, new, node)
+        self.views.pop(new_base, None)          # (a reshape back may look like a view of new)
+        self.views[new] = (new_base, stmt.replace(
+            args=tuple(tree_map(lambda a: new_base if a is base else a, t) for t in stmt.args)))
+        self.replace(fresh, new_base, node)
+
+    def unview(self, stmt: Stmt, base: Var, new: Var, node: gast.AST) -> Var:
+        """The base with the view's memory replaced by ``new``."""
+        name, args, lookup = stmt.prim.name, stmt.args, self.rules.lookup
+        if name == "getitem":
+            return self.call_primitive(lookup(setitem), (base, args[1], new), {}, node)
+        if name in _RESHAPES:
+            return self.call_primitive(lookup(np.reshape), (new, base.aval.shape), {}, node)
+        if name == "transpose":
+            axes = stmt.param("axes")
+            back = () if axes is None else (tuple(int(i) for i in np.argsort(axes)),)
+            return self.call_primitive(lookup(np.transpose), (new, *back), {}, node)
+        if name == "swapaxes":
+            return self.call_primitive(lookup(np.swapaxes), (new, args[1], args[2]), {}, node)
+        if name == "moveaxis":
+            return self.call_primitive(lookup(np.moveaxis), (new, args[2], args[1]), {}, node)
+        if name == "flip":
+            return self.call_primitive(lookup(np.flip), (new,), dict(stmt.params), node)
+        raise UnsupportedSyntax(f"this writes into the result of {name}, which shares memory "
+                                "with its argument; writing through it is not supported",
+                                self.loc(node), "Copy it first (`.copy()`), or write into the "
+                                "original array.")
+
+    def check_writable(self, target: Any, node: gast.AST, shown: str, name: str,
+                       fix: str) -> None:
+        """Refuse updates numpy would refuse, and updates of the caller's arrays.
+
+        ``shown`` is the update as the user wrote it (``x += ...``), ``name`` the array it
+        writes into (``x``), ``fix`` how to avoid it.
+        """
+        if self.backward_mode:
+            raise self.unsupported(node, f"`{shown}` in a derivative rule: rules are pure",
+                                   "Write the update as `a = setitem(a, key, v)` "
+                                   "(from yota_s2s.rules.indexing).")
+        if not self.is_array(target):
+            kind = target.aval if isinstance(target, Var) else type(target).__name__
+            raise self.unsupported(node, f"`{shown}` assigns into an element of {kind}, which "
+                                   "is not an array", "numpy scalars and Python numbers are "
+                                   "immutable; make an array first (np.array, np.zeros, .copy()).")
+        var = target
+        while True:
+            if self.is_input(var):
+                raise self.unsupported(node, f"`{shown}` would change the caller's array "
+                                       f"{name if var is target else var.hint} in place", fix)
+            if not self.values[var].flags.writeable:
+                raise self.unsupported(node, f"`{shown}` writes into a read-only view "
+                                       f"(made by {self.views[var][1].prim.name})",
+                                       "Copy it first (`.copy()`).")
+            if var not in self.views:
+                return
+            var = self.current(self.views[var][0])
+
+
+def _may_repeat(key: Any, constants: set, values: dict) -> bool:
+    """Can the key name one position twice? Only through integer index arrays: a constant one
+    is checked, a traced one might."""
+    parts = key if isinstance(key, tuple) else (key,)
+    arrays = []
+    for part in parts:
+        if isinstance(part, Lit):
+            part = part.value
+        if isinstance(part, list):
+            part = np.asarray(part)
+        if isinstance(part, Var) and part in constants:
+            part = values[part]
+        if isinstance(part, Var):
+            if part.aval.ndim > 0:
+                return True
+        elif isinstance(part, np.ndarray) and part.ndim > 0:
+            arrays.append(part)
+    if not arrays:
+        return False
+    if any(a.dtype == bool for a in arrays):
+        return len(arrays) > 1
+    flat = np.stack([a.ravel() for a in np.broadcast_arrays(*arrays)])
+    return np.unique(flat, axis=1).shape[1] < flat.shape[1]
+
+
+_IN_PLACE = {gast.Add: operator.iadd, gast.Sub: operator.isub, gast.Mult: operator.imul,
+             gast.Div: operator.itruediv, gast.FloorDiv: operator.ifloordiv,
+             gast.Mod: operator.imod, gast.Pow: operator.ipow, gast.MatMult: operator.imatmul,
+             gast.BitAnd: operator.iand, gast.BitOr: operator.ior, gast.BitXor: operator.ixor,
+             gast.LShift: operator.ilshift, gast.RShift: operator.irshift}

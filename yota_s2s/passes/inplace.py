@@ -1,0 +1,263 @@
+"""Updates written back in place, as the user wrote them.
+
+The frontend records ``x[key] = v`` as a pure ``x_1 = setitem(x, key, v)`` (rules use the same
+form). This pass, run last, turns each one into the in-place ``x[key] = v`` (``setitem_``, which
+codegen writes as that assignment, under ``x``'s name) when nothing needs the old ``x`` any
+more: no later statement reads ``x`` or an array that may share its memory (through view
+statements: ``x[:2]``, ``x.T``, a reshape, earlier in-place updates), none of them is an
+argument or a result, and the memory is writable (not made by ``broadcast_to``, not 0-d, which
+may be a numpy scalar when the code runs). Otherwise the update goes to a copy:
+``x_1 = x.copy(); x_1[key] = v``.
+
+Before deciding, reads that come later in the same block (source line and section) and could
+run before the update are moved up: a rule reads ``dy[key]`` after zeroing it in ``dy``, and
+the order of two pure statements is free; one reader less saves a copy.
+
+One forward scan; memory is tracked per alias class (a union-find over view statements) with a
+count of the uses not yet passed, and reads find the updates they skip through an index of
+each chain of updates, so a loop of ``out[i] = ...`` costs time linear in its length.
+"""
+from __future__ import annotations
+
+import bisect
+from collections import Counter, deque
+
+import numpy as np
+
+from ..ir.tape import Lit, Stmt, Tape, Var, tree_vars
+from ..rules.indexing import setitem_
+from ..rules.registry import RULES
+from .dce import dce
+
+
+def write_in_place(tape: Tape) -> Tape:
+    if not any(s.prim.name == "setitem" for s in tape.stmts):
+        return tape
+    tape, _ = dce(_read_around(tape))
+    fixed = {i.var for i in tape.inputs} | {a for a in tape.outputs() if isinstance(a, Var)}
+    memory = _Memory(tape.stmts, fixed)
+    pending, out = deque(tape.stmts), []
+    while pending:
+        stmt = pending.popleft()
+        out += _lower(stmt, pending, memory) if stmt.prim.name == "setitem" else [stmt]
+        memory.passed(stmt)
+    return tape.copy(stmts=out)
+
+
+# -- reads that skip updates ------------------------------------------------------------------
+
+def _read_around(tape: Tape) -> Tape:
+    """``setitem(a, k1, v)[k2]`` reads ``a[k2]`` when ``k1`` and ``k2`` name different
+    elements, so reads skip the updates that do not concern them (and updates that nobody
+    reads any more go: the zeroing in the gradient of ``out[i] = ...`` in a loop)."""
+    stmts, chains = list(tape.stmts), _Chains()
+    for i, s in enumerate(stmts):
+        if s.prim.name == "getitem" and isinstance(s.args[0], Var):
+            stmts[i] = s.replace(args=(chains.source(s.args[0], s.args[1]), s.args[1]))
+        elif s.prim.name == "setitem" and isinstance(s.args[0], Var):
+            chains.add(s)
+    return tape.copy(stmts=stmts)
+
+
+class _Chains:
+    """Chains of updates of one array (``a_1 = setitem(a, ...)``, ``a_2 = setitem(a_1, ...)``),
+    indexed so that a read finds the last update that may touch it without walking the chain:
+    updates by ints (``a[i] = ...``, ``a[i, j] = ...``) by those ints, the others in a list."""
+
+    def __init__(self):
+        self.link: dict[Var, tuple[Var, Stmt]] = {}          # version -> (previous, update)
+        self.root: dict[Var, Var] = {}
+        self.position: dict[Var, int] = {}
+        self.versions: dict[Var, list[Var]] = {}             # root -> version after each update
+        self.by_ints: dict[Var, dict[int, dict[tuple, list[int]]]] = {}  # root -> len -> ints
+        self.others: dict[Var, list[int]] = {}
+
+    def add(self, s: Stmt) -> None:
+        before = s.args[0]
+        root = self.root.get(before, before)
+        versions = self.versions.setdefault(root, [])
+        if before is not (versions[-1] if versions else root):
+            return                          # a branch off the chain: not indexed
+        self.position[s.out] = len(versions)
+        versions.append(s.out)
+        self.link[s.out], self.root[s.out] = (before, s), root
+        ints = _ints(s.args[1], s.out.aval.shape)
+        if ints is None:
+            self.others.setdefault(root, []).append(self.position[s.out])
+        else:
+            by_len = self.by_ints.setdefault(root, {}).setdefault(len(ints), {})
+            by_len.setdefault(ints, []).append(self.position[s.out])
+
+    def source(self, src: Var, key) -> Var:
+        """The oldest version of ``src`` that still holds what ``src[key]`` reads."""
+        while src in self.link:
+            root, position = self.root[src], self.position[src]
+            last = self.last_touching(root, position, _ints(key, src.aval.shape))
+            if last < 0:
+                return root
+            version = self.versions[root][last]
+            before, update = self.link[version]
+            if not _disjoint(update.args[1], key, src.aval.shape):
+                return version
+            src = before
+        return src
+
+    def last_touching(self, root: Var, position: int, ints: tuple | None) -> int:
+        """The position of the last update, up to ``position``, that may touch the elements
+        under the int key ``ints`` (each update when the read is not by ints)."""
+        by_ints = self.by_ints.get(root, {})
+        if ints is None or any(n > len(ints) for n in by_ints):
+            return position if by_ints else _at_most(self.others.get(root, []), position)
+        last = _at_most(self.others.get(root, []), position)
+        for n, writes in by_ints.items():           # an update of a[i] touches a[i, j]
+            last = max(last, _at_most(writes.get(ints[:n], []), position))
+        return last
+
+
+def _at_most(positions: list[int], position: int) -> int:
+    """The largest of the sorted ``positions`` that is at most ``position``; -1 if none."""
+    k = bisect.bisect_right(positions, position)
+    return positions[k - 1] if k else -1
+
+
+def _ints(key, shape: tuple) -> tuple | None:
+    """A key of ints only (``a[i]``, ``a[i, j]``) as non-negative ints; None for any other."""
+    parts = basic_parts(key)
+    if parts is None or len(parts) > len(shape) or not all(isinstance(p, int) for p in parts):
+        return None
+    return tuple(p % n for p, n in zip(parts, shape))
+
+
+def _disjoint(k1, k2, shape: tuple) -> bool:
+    a, b = _positions(k1, shape), _positions(k2, shape)
+    if a is None or b is None:
+        return False
+    return any(not set(x) & set(y) for x, y in zip(a, b))
+
+
+def _positions(key, shape: tuple) -> list | None:
+    """Per axis, the indices a basic key selects; None where it cannot say."""
+    parts = basic_parts(key)
+    if parts is None or None in parts:
+        return None
+    if Ellipsis in parts:
+        i = parts.index(Ellipsis)
+        parts = parts[:i] + (slice(None),) * (len(shape) - len(parts) + 1) + parts[i + 1:]
+    parts += (slice(None),) * (len(shape) - len(parts))
+    if len(parts) != len(shape):
+        return None
+    return [range(n)[p] if isinstance(p, slice) else [p % n] for p, n in zip(parts, shape)]
+
+
+# -- lowering -----------------------------------------------------------------------------------
+
+class _Memory:
+    """Alias classes of Vars (same memory, through view and in-place statements), with the
+    number of uses each class still has ahead, and whether it may not be written."""
+
+    def __init__(self, stmts: list[Stmt], fixed: set[Var]):
+        self.parent: dict[Var, Var] = {}
+        self.ahead: Counter = Counter()
+        self.frozen: set[Var] = set()           # roots of classes that must not be written
+        for s in stmts:
+            self.ahead.update(s.uses())
+        for v in fixed:
+            self.frozen.add(v)
+        for s in stmts:
+            self.note(s)
+
+    def root(self, v: Var) -> Var:
+        while v in self.parent:
+            v = self.parent[v]
+        return v
+
+    def join(self, v: Var, base: Var) -> None:
+        rv, rb = self.root(v), self.root(base)
+        if rv is rb:
+            return
+        self.parent[rv] = rb
+        self.ahead[rb] += self.ahead.pop(rv, 0)
+        if rv in self.frozen or rb in self.frozen:
+            self.frozen.add(rb)
+
+    def note(self, s: Stmt) -> None:
+        """Record what ``s``'s result may share memory with."""
+        if not s.outs or not s.args:
+            return
+        first = next(tree_vars(s.args[0]), None)
+        if s.prim.name == "broadcast_to" or (s.prim.view and first is None):
+            self.frozen.add(s.out)              # read-only, or a view of a constant
+        if first is not None and (s.prim.inplace or s.prim.view and not _copies(s)):
+            self.join(s.out, first)
+
+    def passed(self, s: Stmt) -> None:
+        for v in s.uses():
+            self.ahead[self.root(v)] -= 1
+
+    def uses_ahead(self, v: Var, stmt: Stmt) -> int:
+        """Uses of ``v``'s class after ``stmt`` (``stmt`` itself not counted)."""
+        r = self.root(v)
+        return self.ahead[r] - sum(1 for u in stmt.uses() if self.root(u) is r)
+
+    def writable(self, v: Var) -> bool:
+        return v.aval.ndim > 0 and self.root(v) not in self.frozen
+
+
+def _lower(stmt: Stmt, pending: deque[Stmt], memory: _Memory) -> list[Stmt]:
+    target, key, value = stmt.args
+    inplace = RULES.lookup(setitem_)
+    if isinstance(target, Var) and memory.writable(target):
+        moved = _hoist_readers(stmt, pending, memory) if memory.uses_ahead(target, stmt) else []
+        if memory.uses_ahead(target, stmt) == 0:
+            memory.join(stmt.out, target)
+            return moved + [Stmt(stmt.outs, inplace, stmt.args, (), stmt.loc, stmt.rule)]
+    else:
+        moved = []
+    fresh = Var(stmt.out.aval, hint=stmt.out.hint, grad_of=stmt.out.grad_of)
+    memory.join(stmt.out, fresh)
+    return moved + [Stmt((fresh,), RULES.lookup(np.copy), (target,), (), stmt.loc, stmt.rule),
+                    Stmt(stmt.outs, inplace, (fresh, key, value), (), stmt.loc, stmt.rule)]
+
+
+def _hoist_readers(stmt: Stmt, pending: deque[Stmt], memory: _Memory) -> list[Stmt]:
+    """Take out of ``pending`` the statements of ``stmt``'s block that read the target's
+    memory and may run before ``stmt`` (they are emitted first, and count as passed)."""
+    mine = memory.root(stmt.args[0])
+    between: set[Var] = set(stmt.outs)          # defined after the update, so not movable
+    moved, j = [], 0
+    while j < len(pending) and _same_block(pending[j], stmt):
+        s = pending[j]
+        pure = not (s.prim.effect or s.prim.inplace or s.prim.name == "setitem")
+        reads = any(memory.root(u) is mine for u in s.uses())
+        if pure and reads and not any(u in between for u in s.uses()):
+            moved.append(pending[j])
+            del pending[j]
+            memory.passed(s)
+            continue
+        between.update(s.outs)
+        j += 1
+    return moved
+
+
+def _copies(s: Stmt) -> bool:
+    """An index that makes a copy: an index array, or an element read as a scalar."""
+    if s.prim.name != "getitem":
+        return False
+    parts = basic_parts(s.args[1])
+    return parts is None or (s.out.aval.ndim == 0 and Ellipsis not in parts)
+
+
+def basic_parts(key) -> tuple | None:
+    """A key of ints, slices, None and ``...`` as a tuple of values; None for any other."""
+    parts = key if isinstance(key, tuple) else (key,)
+    if not all(isinstance(p, Lit) for p in parts):
+        return None
+    values = tuple(p.value for p in parts)
+    if all(v is None or v is Ellipsis or isinstance(v, (int, slice)) and not isinstance(v, bool)
+           for v in values):
+        return values
+    return None
+
+
+def _same_block(a: Stmt, b: Stmt) -> bool:
+    return a.loc == b.loc and (a.rule is None) == (b.rule is None)

@@ -1,0 +1,38 @@
+"""Functions with discrete results: rounding, signs, tests and indices. They are recorded (the
+generated code computes them) and no gradient flows through them.
+
+    rounding     floor ceil round rint trunc fix sign signbit
+    tests        isfinite isinf isnan isclose allclose array_equal all any, logical_*
+    indices      argmax argmin argsort argpartition argwhere flatnonzero count_nonzero
+                 searchsorted (``np.nonzero`` is argwhere's columns: see frontend/numpy_calls.py)
+
+Comparisons (``<``, ``np.less``...) are in operators.py; ``np.shape``, ``np.ndim``,
+``np.size`` and ``np.result_type`` are static facts, answered at compile time.
+"""
+import numpy as np
+
+from .registry import nodiff, primitive
+
+primitive(np.round,          "a, decimals=0")
+primitive(np.fix,            "x")
+primitive(np.isclose,        "a, b, rtol=1e-05, atol=1e-08, equal_nan=False")
+primitive(np.allclose,       "a, b, rtol=1e-05, atol=1e-08, equal_nan=False")
+primitive(np.array_equal,    "a1, a2, equal_nan=False")
+primitive(np.all,            "a, axis=None, keepdims=False")
+primitive(np.any,            "a, axis=None, keepdims=False")
+primitive(np.argmax,         "a, axis=None, keepdims=False")
+primitive(np.argmin,         "a, axis=None, keepdims=False")
+primitive(np.argsort,        "a, axis=-1, kind=None, stable=None")
+primitive(np.argpartition,   "a, kth, axis=-1")
+primitive(np.argwhere,       "a")
+primitive(np.flatnonzero,    "a")
+primitive(np.count_nonzero,  "a, axis=None, keepdims=False")
+primitive(np.searchsorted,   "a, v, side='left', sorter=None")
+
+DISCRETE = (np.floor, np.ceil, np.round, np.rint, np.trunc, np.fix, np.sign, np.signbit,
+            np.isfinite, np.isinf, np.isnan, np.isclose, np.allclose, np.array_equal, np.all,
+            np.any, np.logical_and, np.logical_or, np.logical_not, np.logical_xor, np.argmax,
+            np.argmin, np.argsort, np.argpartition, np.argwhere, np.flatnonzero,
+            np.count_nonzero, np.searchsorted)
+for fn in DISCRETE:
+    nodiff(fn)

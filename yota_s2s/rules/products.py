@@ -1,0 +1,207 @@
+"""Products: ``@`` (matmul) in its 1-D, 2-D and batched forms, ``np.dot``, ``vdot``, ``inner``,
+``outer``, ``kron``, ``tensordot`` and ``einsum`` with any subscripts.
+
+For ``y = x1 @ x2`` with matrices, ``dx1 = dy @ x2.T`` and ``dx2 = x1.T @ dy``: each operand's
+gradient contracts ``dy`` with the other operand over the axes they did not share. A 1-D
+operand is a vector on that side, and batched operands transpose their last two axes; batch
+axes that were broadcast are summed back by backward.py. ``einsum`` gets the same treatment in
+its own language: the gradient of an operand is the einsum that puts ``dy`` in its place.
+"""
+import operator
+
+import numpy as np
+
+from .registry import alias, diffrule, primitive
+
+primitive(operator.matmul, "x1, x2", name="matmul", emit=("binop", "@"))
+alias(np.matmul, operator.matmul)
+primitive(np.dot, "a, b")
+primitive(np.vdot, "a, b")
+primitive(np.inner, "a, b")
+primitive(np.outer, "a, b")
+primitive(np.kron, "a, b")
+primitive(np.tensordot, "a, b, axes=2")
+primitive(np.einsum, "subscripts, *operands, optimize=False", view=True)   # "ii->i" is a view
+
+
+def mT(x):
+    """Swap the last two axes (``x.T`` for a matrix)."""
+    return x.T if np.ndim(x) == 2 else np.swapaxes(x, -1, -2)
+
+
+@diffrule(operator.matmul, "x1")
+def matmul_grad_x1(x1, x2, dy):
+    if x2.ndim == 1:
+        return dy[..., None] * x2 if x1.ndim > 1 else dy * x2
+    if x1.ndim == 1:
+        return x2 @ dy if x2.ndim == 2 else (x2 @ dy[..., None])[..., 0]
+    return dy @ mT(x2)
+
+
+@diffrule(operator.matmul, "x2")
+def matmul_grad_x2(x1, x2, dy):
+    if x1.ndim == 1:
+        return x1[:, None] * dy[..., None, :] if x2.ndim > 1 else dy * x1
+    if x2.ndim == 1:
+        return dy @ x1 if x1.ndim == 2 else (dy[..., None, :] @ x1)[..., 0, :]
+    return mT(x1) @ dy
+
+
+@diffrule(np.dot, "a")
+def dot_grad_a(a, b, dy):
+    """``np.dot`` is ``@`` for operands up to 2-D, and scaling when one is a scalar."""
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return np.sum(dy * b) if np.ndim(a) == 0 else dy * b
+    if np.ndim(a) > 2 or np.ndim(b) > 2:
+        return tensordot_grad_a(a, b, dy, ((np.ndim(a) - 1,), (max(np.ndim(b) - 2, 0),)))
+    return matmul_grad_x1(a, b, dy)
+
+
+@diffrule(np.dot, "b")
+def dot_grad_b(a, b, dy):
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return np.sum(dy * a) if np.ndim(b) == 0 else dy * a
+    if np.ndim(a) > 2 or np.ndim(b) > 2:
+        return tensordot_grad_b(a, b, dy, ((np.ndim(a) - 1,), (max(np.ndim(b) - 2, 0),)))
+    return matmul_grad_x2(a, b, dy)
+
+
+diffrule(np.vdot,  "a", "np.reshape(b, np.shape(a)) * dy")      # both flattened
+diffrule(np.vdot,  "b", "np.reshape(a, np.shape(b)) * dy")
+diffrule(np.outer, "a", "np.reshape(dy @ np.ravel(b), np.shape(a))")
+diffrule(np.outer, "b", "np.reshape(np.ravel(a) @ dy, np.shape(b))")
+
+
+@diffrule(np.inner, "a")
+def inner_grad_a(a, b, dy):
+    """``inner`` sums the last axes of ``a`` and ``b``; a scalar operand scales."""
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return np.sum(dy * b) if np.ndim(a) == 0 else dy * b
+    return tensordot_grad_a(a, b, dy, ((np.ndim(a) - 1,), (np.ndim(b) - 1,)))
+
+
+@diffrule(np.inner, "b")
+def inner_grad_b(a, b, dy):
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return np.sum(dy * a) if np.ndim(b) == 0 else dy * a
+    return tensordot_grad_b(a, b, dy, ((np.ndim(a) - 1,), (np.ndim(b) - 1,)))
+
+
+def tensordot_axes(axes, na, nb):
+    """numpy's ``axes`` (an int N, or two sequences) as two tuples of non-negative axes."""
+    if isinstance(axes, int):
+        return tuple(range(na - axes, na)), tuple(range(axes))
+    first, second = axes
+    first = (first,) if isinstance(first, int) else tuple(first)
+    second = (second,) if isinstance(second, int) else tuple(second)
+    return tuple(i % na for i in first), tuple(i % nb for i in second)
+
+
+@diffrule(np.tensordot, "a")
+def tensordot_grad_a(a, b, dy, axes=2):
+    """Contract ``dy`` with ``b`` over ``b``'s free axes, then put ``a``'s axes in order
+    (tensordot keeps the axes it does not sum in their original order)."""
+    summed_a, summed_b = tensordot_axes(axes, np.ndim(a), np.ndim(b))
+    free_a = [i for i in range(np.ndim(a)) if i not in summed_a]
+    free_b = [i for i in range(np.ndim(b)) if i not in summed_b]
+    dy_b = tuple(range(len(free_a), len(free_a) + len(free_b)))
+    g = np.tensordot(dy, b, (dy_b, tuple(free_b)))
+    order = free_a + [summed_a[summed_b.index(i)] for i in sorted(summed_b)]
+    return g if order == sorted(order) else np.transpose(g, tuple(np.argsort(order)))
+
+
+@diffrule(np.tensordot, "b")
+def tensordot_grad_b(a, b, dy, axes=2):
+    summed_a, summed_b = tensordot_axes(axes, np.ndim(a), np.ndim(b))
+    free_a = [i for i in range(np.ndim(a)) if i not in summed_a]
+    free_b = [i for i in range(np.ndim(b)) if i not in summed_b]
+    g = np.tensordot(a, dy, (tuple(free_a), tuple(range(len(free_a)))))
+    order = [summed_b[summed_a.index(i)] for i in sorted(summed_a)] + free_b
+    return g if order == sorted(order) else np.transpose(g, tuple(np.argsort(order)))
+
+
+def kron_blocks(a, b, dy):
+    """``dy`` as blocks: axes (a0, b0, a1, b1, ...), with both shapes padded to one ndim."""
+    nd = max(np.ndim(a), np.ndim(b))
+    sa = (1,) * (nd - np.ndim(a)) + np.shape(a)
+    sb = (1,) * (nd - np.ndim(b)) + np.shape(b)
+    return np.reshape(dy, interleave(sa, sb)), sa, sb
+
+
+def interleave(first, second):
+    return tuple(n for pair in zip(first, second) for n in pair)
+
+
+@diffrule(np.kron, "a")
+def kron_grad_a(a, b, dy):
+    """Each element of ``a`` scales one block, a copy of ``b``: sum the blocks times ``b``."""
+    blocks, sa, sb = kron_blocks(a, b, dy)
+    copies = np.reshape(b, interleave((1,) * len(sb), sb))
+    return np.reshape(np.sum(blocks * copies, axis=tuple(range(1, 2 * len(sa), 2))), np.shape(a))
+
+
+@diffrule(np.kron, "b")
+def kron_grad_b(a, b, dy):
+    blocks, sa, sb = kron_blocks(a, b, dy)
+    scales = np.reshape(a, interleave(sa, (1,) * len(sa)))
+    return np.reshape(np.sum(blocks * scales, axis=tuple(range(0, 2 * len(sa), 2))), np.shape(b))
+
+
+@diffrule(np.einsum, "operands")
+def einsum_grad(subscripts, operands, dy):
+    """For each operand, the einsum with ``dy`` in its place that produces its term."""
+    terms, output = einsum_terms(subscripts, [np.shape(op) for op in operands])
+    return tuple(einsum_term_grad(terms, output, operands, dy, k) for k in range(len(operands)))
+
+
+def einsum_terms(subscripts, shapes):
+    """``"ij,jk->ik"`` as (["ij", "jk"], "ik"): ``...`` spelled out with unused letters, and
+    numpy's implicit output (the labels used once, sorted) made explicit."""
+    spec = subscripts.replace(" ", "")
+    inputs, output = spec.split("->") if "->" in spec else (spec, None)
+    terms = inputs.split(",")
+    free = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz" if c not in spec]
+    width = max([len(s) - len(t) + 3 for t, s in zip(terms, shapes) if "..." in t] + [0])
+    dots = "".join(free[:width])
+    terms = [t.replace("...", dots[width - (len(s) - len(t) + 3):]) if "..." in t else t
+             for t, s in zip(terms, shapes)]
+    if output is None:
+        labels = "".join(terms)
+        output = dots + "".join(sorted(c for c in set(labels) if labels.count(c) == 1
+                                       and c not in dots))
+    return terms, output.replace("...", dots)
+
+
+def einsum_or_same(spec, *operands):
+    """``np.einsum(spec, *operands)``, or the operand itself where the spec changes nothing."""
+    inputs, output = spec.split("->")
+    return operands[0] if inputs == output else np.einsum(spec, *operands)
+
+
+def einsum_term_grad(terms, output, operands, dy, k):
+    """The gradient of operand ``k``: an einsum over the others and ``dy``; a label repeated
+    within its term (a diagonal) goes back through an identity, a label nothing else has (it
+    was summed away) comes back by broadcasting."""
+    target = terms[k]
+    others = terms[:k] + terms[k + 1:] + [output]
+    known = "".join(others)
+    labels = "".join(c for i, c in enumerate(target) if c in known and c not in target[:i])
+    g = einsum_or_same(",".join(others) + "->" + labels, *operands[:k], *operands[k + 1:], dy)
+    spare = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+             if c not in known + target]
+    renamed, eyes = "", []
+    for i, c in enumerate(target):
+        if c in target[:i]:                         # a repeated label: a diagonal
+            renamed += spare[len(eyes)]
+            eyes.append((c + spare[len(eyes)], np.eye(np.shape(operands[k])[i])))
+        elif c in known or target.count(c) > 1:
+            renamed += c
+    if eyes and not labels:                 # a scalar times the diagonal
+        g = g * einsum_or_same(",".join(e for e, _ in eyes) + "->" + renamed, *[m for _, m in eyes])
+    elif eyes:
+        g = np.einsum(",".join([labels] + [e for e, _ in eyes]) + "->" + renamed, g,
+                      *[m for _, m in eyes])
+    missing = tuple(i for i, c in enumerate(target) if c not in known and target.count(c) == 1)
+    if missing:
+        g = np.broadcast_to(np.expand_dims(g, missing), np.shape(operands[k]))
+    return g
