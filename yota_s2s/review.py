@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from . import __version__
-from .codegen.emit import Emitter
+from .codegen.emit import Emitter, unparse
 from .codegen.writer import Written, function_name, signature_lines
 from .highlight import html as code_html
 from .highlight import html_lines
@@ -59,7 +59,7 @@ def _code_by_line(written: Written) -> dict[Key | None, _Code]:
         key = (block.loc.file, block.loc.line) if block.loc else None
         entry = code.setdefault(key, _Code())
         for node, stmt in zip(block.stmts, block.sources):
-            text = ast.unparse(ast.fix_missing_locations(node))
+            text = unparse(node)
             if block.section == "backward":
                 entry.backward.append((text, _rules(stmt, emitter)))
             else:

@@ -256,6 +256,18 @@ class Emitter:
         raise TypeError(f"cannot write {value!r} as a literal")
 
 
+def unparse(node: ast.AST) -> str:
+    """``ast.unparse``, but the same text on every Python we support: 3.10 writes a tuple
+    target as ``(a, b) = ...`` where 3.11+ writes ``a, b = ...`` (committed files must not
+    change with the reviewer's Python)."""
+    node = ast.fix_missing_locations(node)
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+            and isinstance(node.targets[0], ast.Tuple) and len(node.targets[0].elts) > 1:
+        targets = ", ".join(ast.unparse(e) for e in node.targets[0].elts)
+        return f"{targets} = {ast.unparse(node.value)}"
+    return ast.unparse(node)
+
+
 def _dotted(path: str) -> ast.expr:
     parts = path.split(".")
     node: ast.expr = ast.Name(parts[0])

@@ -10,7 +10,6 @@ only on the tape, so two compilations of the same input are byte-identical.
 """
 from __future__ import annotations
 
-import ast
 import textwrap
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -18,7 +17,7 @@ from typing import Any, Sequence
 from .. import __version__
 from ..errors import InternalError
 from ..ir.tape import Tape, Var
-from .emit import Block, Emitter
+from .emit import Block, Emitter, unparse
 from .imports import Imports, plan_imports
 from .workspace import header_lines, prelude, takes_out, unpack_line
 
@@ -332,7 +331,7 @@ def _block_lines(block: Block, tape: Tape) -> list[str]:
             comment = comment[:MAX_COMMENT - 3] + "..."
     lines = [comment]
     for node in block.stmts:
-        lines += ast.unparse(ast.fix_missing_locations(node)).splitlines()
+        lines += unparse(node).splitlines()
     return lines
 
 
@@ -344,8 +343,8 @@ def _returns(tape: Tape, emitter: Emitter) -> tuple[list[str], list[str]]:
         if isinstance(atom, Var) and atom in emitter.memory.delivered:
             argnum, path = emitter.memory.delivered[atom]
             key = argnum if not path else (argnum, path)
-            return f"_deliver(out, {key!r}, {ast.unparse(emitter.atom(atom))})"
-        return ast.unparse(emitter.atom(atom))
+            return f"_deliver(out, {key!r}, {unparse(emitter.atom(atom))})"
+        return unparse(emitter.atom(atom))
     out, build = [text(tape.result)], []
     for argnum, kind in enumerate(tape.arg_kinds):
         leaves = [(i, g) for i, g in zip(tape.inputs, tape.grads or []) if i.argnum == argnum]

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import linecache
 import sys
 from dataclasses import dataclass, replace
 from typing import Any, Callable
@@ -125,6 +126,13 @@ def _caller() -> tuple[SourceLoc, dict]:
     if frame.f_locals is not frame.f_globals:
         names = {**frame.f_globals, **frame.f_locals}
     return SourceLoc(info.filename, info.lineno, func=_frame_func(frame), text=text), names
+
+
+def _function_loc(fn: Callable) -> SourceLoc:
+    """Where a rule function is defined (its first decorator line, as ``co_firstlineno``)."""
+    code = fn.__code__
+    text = linecache.getline(code.co_filename, code.co_firstlineno).strip()
+    return SourceLoc(code.co_filename, code.co_firstlineno, func=fn.__name__, text=text)
 
 
 def _frame_func(frame) -> str:
@@ -228,6 +236,8 @@ class RuleSet:
                 return rule_fn
             return register
         loc, env = _caller()
+        if inspect.isfunction(rule):
+            loc = _function_loc(rule)      # the def itself: the same line on every Python
         prim = self.primitive(fn)
         self._check_argname(prim, argname, loc)
         allowed = placeholders(prim, loc)
