@@ -400,11 +400,11 @@ def test_show_prints_what_compile_writes(project: Path) -> None:
 
 def test_a_reader_that_stops_early_ends_it_quietly(project: Path) -> None:
     write(project / "model.py", MODEL)
-    proc = subprocess.Popen([sys.executable, "-m", "yota_s2s.cli", "show", "model.py"],
-                            cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert proc.stdout.readline().startswith(b'"""Gradients for model.py')
-    proc.stdout.close()
-    assert proc.wait(timeout=120) in (0, 141) and proc.stderr.read() == b""
+    with subprocess.Popen([sys.executable, "-m", "yota_s2s.cli", "show", "model.py"],
+                          cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        assert proc.stdout.readline().startswith(b'"""Gradients for model.py')
+        proc.stdout.close()
+        assert proc.wait(timeout=120) in (0, 141) and proc.stderr.read() == b""
 
 
 def test_review_writes_a_page_per_function(project: Path) -> None:
