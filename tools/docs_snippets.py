@@ -41,8 +41,31 @@ def snippets() -> dict[str, str]:
         "module": write_module(optimized, buffers=False),
         "module-buffered": write_module(optimized),
         "struct-module": _struct_module(),
+        **_seed(),
         **_workflow(),
     }
+
+
+def _seed() -> dict[str, str]:
+    """README and docs/performance.md: the seed loss's gradient, plain and buffered (the body
+    from the forward section on)."""
+    import numpy as np
+
+    from tests.programs import models
+    from yota_s2s.codegen import write_module
+    from yota_s2s.compiler import gradient_tape
+
+    args = (np.ones((128, 784)), np.ones(128), np.ones((784, 100)))
+    _, tape = gradient_tape(models.seed_loss, args)
+
+    def body(text: str) -> str:
+        start = text.index("def seed_loss_grad")
+        lines = text[start:].splitlines()
+        keep = [lines[0]] + ["    ...                     # argument checks"] + \
+            [line for line in lines[1:] if not line.lstrip().startswith(("if ", "raise "))]
+        return "\n".join(keep) + "\n"
+    return {"seed-plain": body(write_module(tape, buffers=False)),
+            "seed-buffered": body(write_module(tape, buffers=True))}
 
 
 def _workflow() -> dict[str, str]:

@@ -2,6 +2,8 @@
 
 Compiled for: W float64[4, 3]; b float64[4]; x float64[3, 2]; y float64[4, 2]; device cpu.
 Returns: loss, dW, db, dx, dy.
+Sums along an axis of a matrix are written as products with a vector of ones (_ONES_n), which BLAS
+    computes several times faster.
 Work arrays: 3 per thread, 192 bytes (WORK_ARRAYS), made on a thread's first call.
 Gradients come back in new arrays, or in the caller's: pass out= with one array (or None) per
     argument to allocate nothing.
@@ -14,6 +16,10 @@ def _mismatch(func, name, expected, value):
     got = f"{value.dtype}{list(value.shape)}" if hasattr(value, "shape") else repr(value)
     return TypeError(f"{func}: argument {name} must be {expected}, got {got}; compile again "
                      "for these arguments (ys.grad does this for you)")
+
+
+# Row and column sums of matrices are products with these (see header); never written.
+_ONES_2 = xp.ones(2)
 
 
 WORK_ARRAYS = [    # shape, dtype, the values that live in it
@@ -77,7 +83,7 @@ def loss_grad(W, b, x, y, *, out=None):
     t3 = xp.multiply(h, h, out=h)
     xp.subtract(1.0, t3, out=t3)
     t4 = xp.multiply(dt1, t3, out=dt1)
-    db = t4.sum(axis=1, out=_result(out, 1, (4,)))
+    db = xp.matmul(t4, _ONES_2, out=_result(out, 1, (4,)))
     dW = xp.matmul(t4, x.T, out=_result(out, 0, (4, 3)))
     dx = xp.matmul(W.T, t4, out=_result(out, 2, (3, 2)))
     return loss, dW, db, dx, dy

@@ -84,6 +84,8 @@ class Emitter:
                            for i in range(len(self.memory.slots))]
         self.unpacked_done: set[Var] = set()
         self.modules: set[str] = set()
+        self.made_by = {v: s for s in tape.stmts for v in s.outs}
+        self.ones: dict[tuple[int, str], str] = {}    # ones vectors for row/column sums
 
     def blocks(self) -> list[Block]:
         blocks: list[Block] = []

@@ -61,6 +61,12 @@ def takes_out(emitter) -> bool:
 def prelude(emitter) -> str:
     """Module-level definitions the function body relies on ("" when there are none)."""
     memory, parts = emitter.memory, []
+    if emitter.ones:
+        parts.append("\n# Row and column sums of matrices are products with these (see header); "
+                     "never written.\n" + "\n".join(
+                         f"{name} = xp.ones({n})" if dtype == "float64" else
+                         f"{name} = xp.ones({n}, xp.{dtype})"
+                         for (n, dtype), name in sorted(emitter.ones.items())) + "\n")
     if memory.slots:
         rows = []
         for (shape, dtype, values), name in zip(memory.slots, emitter.slot_names):
@@ -83,6 +89,9 @@ def unpack_line(emitter) -> list[str]:
 
 def header_lines(emitter, tape: Tape) -> list[str]:
     memory, lines = emitter.memory, []
+    if emitter.ones:
+        lines.append("Sums along an axis of a matrix are written as products with a vector of "
+                     "ones (_ONES_n), which BLAS computes several times faster.")
     if memory.slots:
         lines.append(f"Work arrays: {len(memory.slots)} per thread, {_size(memory.bytes)} "
                      "(WORK_ARRAYS), made on a thread's first call.")

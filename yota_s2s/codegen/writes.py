@@ -74,9 +74,32 @@ def _call(em, stmt: Stmt, form: str, target: ast.expr) -> ast.expr:
     if form == "matmul":
         return ast.Call(_xp("matmul"), operands, out)
     keywords = [ast.keyword(k, em.literal(val)) for k, val in stmt.params] + out
+    if form == "reduce" and sum_as_product(em, stmt):
+        return ast.Call(_xp("matmul"), sum_as_product(em, stmt), out)
     if form == "reduce" and isinstance(stmt.args[0], Var) and not stmt.args[0].aval.weak:
         return ast.Call(ast.Attribute(operands[0], stmt.prim.name, ast.Load()), [], keywords)
     return ast.Call(_xp(stmt.prim.name), operands, keywords)
+
+
+def sum_as_product(em, stmt: Stmt) -> list[ast.expr] | None:
+    """``x.sum(axis=0)`` of a matrix as ``ones @ x`` (``axis=1``: ``x @ ones``), the cheaper
+    form: BLAS's matrix-vector product is 2-30x faster than numpy's reduction along an axis
+    (30x for a tall, narrow matrix). Not for broadcast views, which BLAS cannot read, nor for
+    long float32 sums, where numpy's pairwise summation is the more accurate."""
+    x, params = stmt.args[0], dict(stmt.params)
+    if stmt.prim.name != "sum" or set(params) != {"axis"} or not isinstance(x, Var):
+        return None
+    aval, axis = x.aval, params["axis"]
+    if aval.ndim != 2 or aval.weak or aval.dtype.name not in ("float64", "float32") \
+            or axis not in (0, 1, -1, -2):
+        return None
+    n = aval.shape[axis % 2]
+    made = em.made_by.get(x)
+    if (aval.dtype.name == "float32" and n > 4096) or (made and made.prim.name == "broadcast_to"):
+        return None
+    suffix = "" if aval.dtype.name == "float64" else "_F32"
+    ones = ast.Name(em.ones.setdefault((n, aval.dtype.name), f"_ONES_{n}{suffix}"))
+    return [ones, em.atom(x)] if axis % 2 == 0 else [em.atom(x), ones]
 
 
 def _ufunc(stmt: Stmt) -> str:
