@@ -404,6 +404,8 @@ PROGRAMS: list[Case] = [
     Case("loops_and_branches", lambda x: models.loops_and_branches(x, 5), normal((3, 2))),
     Case("containers", models.containers, normal((3,), (3,))),
     Case("lambdas_and_closures", models.lambdas_and_closures, normal((3,), (3,))),
+    Case("write_through_transpose", models.write_through_transpose, normal((4, 3))),
+    Case("write_through_alias_and_slice", models.write_through_alias_and_slice, normal((5,))),
 ]
 
 CASES = RULE_CASES + PROGRAMS
@@ -420,9 +422,16 @@ def leaf_values(tape, args: tuple) -> list:
 
 
 def check_case(case: Case, args: tuple) -> None:
+    """The buffered form (the default) against finite differences, called twice so that work
+    arrays reused across calls are checked too, and the plain form against the buffered."""
     compiled = compile_grad(case.fn, args, check=True)
     verify.run(compiled.tape, leaf_values(compiled.tape, args), check_avals=True)
+    compiled.fn(*args)
     value, *grads = compiled.fn(*args)
+    plain = compile_grad(case.fn, args, buffers=False).fn(*args)
+    for a, b in zip(plain, (value, *grads)):
+        if b is not None:
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12, err_msg="plain vs buffered")
     assert np.allclose(value, case.fn(*args), rtol=1e-12, atol=1e-12)
     assert len(grads) == len(args)
     for i, (arg, grad) in enumerate(zip(args, grads)):

@@ -103,3 +103,21 @@ def complex_intermediates(x, y):
     z = x + 1j * y
     w = z * z + np.exp(z) * np.conj(z)
     return np.sum(np.abs(w) ** 2) + np.sum(np.real(w) * np.imag(w)) + np.sum(np.angle(w))
+
+
+def write_through_transpose(x):
+    y = x * 2.0
+    t = y.T
+    t[0] += 1.0                 # writes y through the view
+    return np.sum(y * y)
+
+
+def write_through_alias_and_slice(x):
+    y = x + 0.0
+    z = y
+    z[0] = 5.0                  # z is y
+    v = y[1:3]
+    v *= 3.0                    # v is a view of y
+    old = y.copy()
+    y[-1] = old[0] * old[1]
+    return np.sum(old * y * x)

@@ -134,10 +134,16 @@ def _last_uses(tape: Tape, inlined: set[Var]) -> dict[Var, int]:
         if isinstance(v, Var):
             last[v] = len(tape.stmts)
     for stmt in reversed(tape.stmts):
-        if stmt.prim.view and stmt.outs and stmt.args and isinstance(stmt.args[0], Var):
+        if _aliases(stmt) and stmt.outs and stmt.args and isinstance(stmt.args[0], Var):
             base = stmt.args[0]
             last[base] = max(last.get(base, -1), last.get(stmt.out, -1))
     return last
+
+
+def _aliases(stmt: Stmt) -> bool:
+    """The result is (a view of) the first operand's memory: a view, or an in-place update
+    (``t[0] = v`` written in place; ``y_1 = t.T`` then still reads ``y``'s array)."""
+    return stmt.prim.view or stmt.prim.inplace
 
 
 def _overwritable(stmt: Stmt, index: int, last: dict, plan: MemoryPlan,
@@ -170,7 +176,7 @@ def _mark_results(tape: Tape, plan: MemoryPlan) -> None:
             group.kind, group.result = "result", key
             continue
         root = g
-        while root in producer and producer[root].prim.view and isinstance(producer[root].args[0], Var):
+        while root in producer and _aliases(producer[root]) and isinstance(producer[root].args[0], Var):
             root = producer[root].args[0]
         if root in plan.group:
             plan.group[root].kind = "fresh"
