@@ -3,7 +3,8 @@
     x * 1, 1 * x, x / 1, x + 0, 0 + x, x - 0, x ** 1  ->  x
     -(-x) -> x;   -1 * x, 0 - x -> -x
     reshape / broadcast_to / astype / squeeze / expand_dims / ravel to the same shape -> x
-    a reshape (transpose, expand_dims, ...) of broadcast_to(c, s) -> broadcast_to(c, new shape)
+    a reshape (transpose, expand_dims, x[key], ...) of broadcast_to(c, s) -> broadcast_to(c, new
+        shape), or ``c`` itself for a single element
     reshape(sum(x, axis, keepdims=True), s) -> sum(x, axis)   when that already has shape s
     x.T.T -> x
     broadcast_to(c, s) * k -> broadcast_to(c * k, s);  broadcast_to(a, s) * b -> a * b
@@ -20,7 +21,7 @@ import operator
 import numpy as np
 
 from ..frontend.values import static_of, to_tree
-from ..ir.tape import Lit, Stmt, Tape, Var
+from ..ir.tape import Lit, Stmt, Tape, Var, tree_vars
 from .broadcast import broadcast_constant
 from .rewrite import resolver, substitute, substitute_stmt
 
@@ -97,10 +98,17 @@ def _simplify(stmt: Stmt, producer: dict[Var, Stmt]):
             return inner.args[0]
     if name in _SAME_SHAPE_NOOPS and _same(args[0], out):
         return args[0]
-    if name in _SHAPE_OPS and isinstance(args[0], Var):
+    if (name in _SHAPE_OPS or (name == "getitem" and not any(tree_vars(args[1])))) \
+            and isinstance(args[0], Var):
         inner = producer.get(args[0])
         if inner is not None and inner.prim.name == "broadcast_to" and isinstance(inner.args[0], Lit):
+            if out.aval.shape == () and np.result_type(inner.args[0].value) == out.aval.dtype:
+                return inner.args[0]          # one element of a constant is the constant
             return inner.replace(outs=stmt.outs, args=(inner.args[0], to_tree(out.aval.shape)))
+    if name == "getitem" and isinstance(args[0], Var):
+        read = _read_past_write(stmt, producer.get(args[0]))
+        if read is not None:
+            return read
     if name == "sum" and stmt.param("axis") == () and _same(args[0], out):
         return args[0]
     if name == "transpose" and stmt.param("axes") is None and isinstance(args[0], Var):
@@ -149,6 +157,26 @@ def _dtype_arg(atom):
     if atom.aval.weak:
         return atom.aval.dtype.type(0).item()
     return atom.aval.dtype
+
+
+def _read_past_write(stmt: Stmt, write: Stmt | None):
+    """``a_1 = setitem(a, k, v); a_1[j]``: for static ints, ``a[j]`` when ``j != k`` and ``v``
+    when they are the same element (as in the gradient of ``out[i] = ...`` in a loop)."""
+    if write is None or write.prim.name != "setitem":
+        return None
+    base, written, value = write.args
+    read, n = stmt.args[1], stmt.args[0].aval.shape[0] if stmt.args[0].aval.ndim else 0
+    if not (_static_int(read) and _static_int(written)) or n == 0:
+        return None
+    if read.value % n != written.value % n:
+        return stmt.replace(args=(base, read))
+    if isinstance(value, Lit) or (isinstance(value, Var) and value.aval == stmt.out.aval):
+        return value if not isinstance(value, Lit) or stmt.out.aval.shape == () else None
+    return None
+
+
+def _static_int(atom) -> bool:
+    return isinstance(atom, Lit) and type(atom.value) is int
 
 
 def _neg(stmt: Stmt, x) -> Stmt:
