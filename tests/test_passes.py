@@ -104,3 +104,20 @@ def test_optimized_tapes_compute_the_same_gradients(f, shapes):
     assert np.allclose(got[0], expected[0])
     for g, e in zip(got[1], expected[1]):
         np.testing.assert_allclose(g, e, rtol=1e-12)
+
+
+def fill_loop(x):
+    out = np.zeros(3)
+    for i in range(3):
+        out[i] = x[i] * x[i - 1]
+    return np.sum(out)
+
+
+def test_reads_past_writes_to_other_elements_see_the_array_before():
+    raw, tape = tapes(fill_loop, np.arange(1.0, 4.0))
+    assert "getitem[key=2] dout" in text(raw)                 # dy read after dy[k] = 0 writes
+    optimized = text(tape)
+    assert "dout" not in optimized and "broadcast_to" not in optimized
+    assert optimized.count("index_add") == 6                  # one per x[...] read, nothing else
+    _, grads = verify.run(tape, [np.arange(1.0, 4.0)])
+    np.testing.assert_allclose(grads[0], [2.0 + 3.0, 1.0 + 3.0, 2.0 + 1.0])
