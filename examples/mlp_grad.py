@@ -125,8 +125,9 @@ def regularized_loss_grad(W1, b1, W2, b2, X, labels, decay):
     dX = t8 @ W1.T
     dW1 = X.T @ t8
     # grad of mlp.py:46  penalty = decay * (np.sum(W1 ** 2) + np.sum(W2 ** 2))
-    dW2 = dW2 + xp.broadcast_to(decay, (128, 10)) * 2 * W2
-    dW1 = dW1 + xp.broadcast_to(decay, (784, 128)) * 2 * W1
+    t9 = decay * 2
+    dW2 = dW2 + t9 * W2
+    dW1 = dW1 + t9 * W1
     # grad of mlp.py:45  def regularized_loss(W1, b1, W2, b2, X, labels, decay):
     ddecay = float(t1)
     return regularized_loss, dW1, db1, dW2, db2, dX, dlabels, ddecay

@@ -8,7 +8,9 @@
     reshape(sum(x, axis, keepdims=True), s) -> sum(x, axis)   when that already has shape s
     x.T.T -> x
     broadcast_to(c, s) * k -> broadcast_to(c * k, s);  broadcast_to(a, s) * b -> a * b
-        when ``a`` and ``b`` broadcast to the result by themselves (no array of ones)
+        when ``a`` and ``b`` broadcast to the result by themselves (no array of ones);
+        broadcast_to(u, s) / k -> broadcast_to(u / k, s) (the small array is scaled)
+    (a @ b).T -> b.T @ a.T for matrices (no strided view of a product)
     sums and products of broadcast constants -> row and column sums (see broadcast.py)
 
 An identity only applies where the result has exactly the operand's shape and dtype, so
@@ -21,9 +23,9 @@ import operator
 import numpy as np
 
 from ..frontend.values import static_of, to_tree
-from ..ir.tape import Lit, Stmt, Tape, Var, tree_vars
+from ..ir.tape import Aval, Lit, Stmt, Tape, Var, tree_vars
 from .broadcast import broadcast_constant
-from .rewrite import resolver, substitute, substitute_stmt
+from .rewrite import resolver, substitute, substitute_stmt, use_counts
 
 _SAME_SHAPE_NOOPS = {"reshape", "broadcast_to", "astype", "squeeze", "expand_dims", "ravel"}
 _ELEMENTWISE = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "where"}
@@ -34,12 +36,13 @@ def simplify(tape: Tape) -> tuple[Tape, bool]:
     mapping: dict[Var, object] = {}
     resolve = resolver(mapping)
     producer: dict[Var, Stmt] = {}
+    uses = use_counts(tape)
     kept, changed = [], False
     for stmt in tape.stmts:
         stmt = substitute_stmt(stmt, resolve)
         new = broadcast_constant(stmt, producer)
         if new is None:
-            new = _simplify(stmt, producer)
+            new = _simplify(stmt, producer, uses)
         if isinstance(new, Stmt):
             new = [new]
         if new is None or isinstance(new, list):
@@ -74,7 +77,7 @@ def _same(atom, out: Var) -> bool:
     return isinstance(atom, Var) and atom.aval == out.aval
 
 
-def _simplify(stmt: Stmt, producer: dict[Var, Stmt]):
+def _simplify(stmt: Stmt, producer: dict[Var, Stmt], uses):
     name, args, out = stmt.prim.name, stmt.args, stmt.outs[0] if stmt.outs else None
     if name in ("mul", "add") and len(args) == 2:
         unit = 1 if name == "mul" else 0
@@ -111,6 +114,8 @@ def _simplify(stmt: Stmt, producer: dict[Var, Stmt]):
             return read
     if name == "sum" and stmt.param("axis") == () and _same(args[0], out):
         return args[0]
+    if name == "transpose" and _transposed_product(stmt, producer, uses):
+        return _transposed_product(stmt, producer, uses)
     if name == "transpose" and stmt.param("axes") is None and isinstance(args[0], Var):
         inner = producer.get(args[0])
         if inner is not None and inner.prim.name == "transpose" and inner.param("axes") is None \
@@ -140,10 +145,32 @@ def _through_broadcast(stmt: Stmt, producer: dict[Var, Stmt]):
             if np.ndim(folded) == 0 and np.result_type(folded) == stmt.out.aval.dtype:
                 return inner.replace(outs=stmt.outs, args=(Lit(folded), shape))
         trial = args[:i] + [src] + args[i + 1:]
-        if np.broadcast_shapes(*(_shape(a) for a in trial)) == stmt.out.aval.shape and \
-                np.result_type(*(_dtype_arg(a) for a in trial)) == stmt.out.aval.dtype:
+        if np.result_type(*(_dtype_arg(a) for a in trial)) != stmt.out.aval.dtype:
+            continue
+        if np.broadcast_shapes(*(_shape(a) for a in trial)) == stmt.out.aval.shape:
             return stmt.replace(args=tuple(trial))
+        if isinstance(src, Var) and all(isinstance(o, Lit) and np.ndim(o.value) == 0 for o in others):
+            # broadcast_to(u, s) / 6 -> broadcast_to(u / 6, s): scale the small array
+            small = Var(Aval(src.aval.shape, stmt.out.aval.dtype))
+            return [stmt.replace(outs=(small,), args=tuple(trial)),
+                    inner.replace(outs=stmt.outs, args=(small, shape), loc=stmt.loc, rule=stmt.rule)]
     return None
+
+
+def _transposed_product(stmt: Stmt, producer: dict[Var, Stmt], uses) -> list[Stmt] | None:
+    """``(a @ b).T`` -> ``b.T @ a.T`` for matrices in the backward section (the forward keeps
+    the user's own form): the product is made in the order it is read, not as a transposed
+    (strided) view, and transposes of transposes cancel."""
+    inner = producer.get(stmt.args[0]) if isinstance(stmt.args[0], Var) else None
+    if inner is None or inner.prim.name != "matmul" or inner.rule is None or uses[stmt.args[0]] != 1 \
+            or stmt.params or stmt.out.aval.ndim != 2:
+        return None
+    a, b = inner.args
+    if not (isinstance(a, Var) and isinstance(b, Var) and a.aval.ndim == 2 and b.aval.ndim == 2):
+        return None
+    bt, at = Var(Aval(b.aval.shape[::-1], b.aval.dtype)), Var(Aval(a.aval.shape[::-1], a.aval.dtype))
+    return [stmt.replace(outs=(bt,), args=(b,)), stmt.replace(outs=(at,), args=(a,)),
+            inner.replace(outs=stmt.outs, args=(bt, at), loc=stmt.loc, rule=stmt.rule)]
 
 
 def _shape(atom) -> tuple:
