@@ -121,3 +121,30 @@ def test_reads_past_writes_to_other_elements_see_the_array_before():
     assert optimized.count("index_add") == 6                  # one per x[...] read, nothing else
     _, grads = verify.run(tape, [np.arange(1.0, 4.0)])
     np.testing.assert_allclose(grads[0], [2.0 + 3.0, 1.0 + 3.0, 2.0 + 1.0])
+
+
+def scores(Q, K):
+    return np.sum((Q @ K.T) ** 2)
+
+
+def row_means(x, y):
+    return np.sum(np.mean(x, axis=1, keepdims=True) * y)
+
+
+def test_transposed_products_in_the_backward_are_made_in_reading_order():
+    raw, tape = tapes(scores, np.ones((2, 3)), np.ones((4, 3)))
+    assert "transpose" in text(raw).split("= sum t3\n")[1]
+    after = text(tape)
+    assert "t4:f64[4,2] = transpose dt2\n  dK:f64[4,3] = matmul t4 Q" in after
+    assert "t1:f64[3,4] = transpose K" in after            # the forward keeps the user's K.T
+    _, grads = verify.run(tape, [np.ones((2, 3)), np.ones((4, 3))])
+    np.testing.assert_allclose(grads[1], 2 * (np.ones((2, 3)) @ np.ones((3, 4))).T @ np.ones((2, 3)))
+
+
+def test_broadcasts_are_scaled_before_they_are_made():
+    raw, tape = tapes(row_means, np.ones((2, 3)), np.ones((2, 5)))
+    assert "div t" in text(raw) and "(2, 3)" in text(raw)
+    after = text(tape)
+    assert ":f64[2,1] = div" in after and ":f64[2,3] = div" not in after
+    _, grads = verify.run(tape, [np.ones((2, 3)), np.ones((2, 5))])
+    np.testing.assert_allclose(grads[0], np.full((2, 3), 5 / 3))
