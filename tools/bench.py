@@ -267,7 +267,7 @@ def report(results: list[tuple[workloads.Workload, list[Impl]]], compile_ms: dic
         lines.append(f"| {w.name} | " + " | ".join(cells) + " |")
     lines += ["", "## Memory per steady-state call (tracemalloc) and compile time", "",
               "| workload | handwritten peak | yota alloc | yota kept | yota held buffers | yota peak "
-              "| out= alloc | autograd peak | compile (first simplegrad) |", "|---" * 10 + "|"]
+              "| out= alloc | autograd peak | compile (first simplegrad) |", "|---" * 9 + "|"]
     for w, impls in results:
         by = {i.name: i for i in impls}
         yota, out = by["yota"], by.get("yota out=")
