@@ -406,6 +406,7 @@ PROGRAMS: list[Case] = [
     Case("lambdas_and_closures", models.lambdas_and_closures, normal((3,), (3,))),
     Case("write_through_transpose", models.write_through_transpose, normal((4, 3))),
     Case("write_through_alias_and_slice", models.write_through_alias_and_slice, normal((5,))),
+    Case("np_add_at_repeated_index", models.scatter_add, normal((4,), (3,))),
 ]
 
 CASES = RULE_CASES + PROGRAMS

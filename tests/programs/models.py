@@ -121,3 +121,17 @@ def write_through_alias_and_slice(x):
     old = y.copy()
     y[-1] = old[0] * old[1]
     return np.sum(old * y * x)
+
+
+def scatter_add(x, v):
+    a = x * 1.0
+    np.add.at(a, np.array([0, 2, 0]), v)      # index 0 receives two values
+    return np.sum(a ** 2)
+
+
+def tanh_layer(W, x):
+    return np.sum(np.tanh(W @ x) ** 2)
+
+
+def gather_rows(W, idx):
+    return np.sum(np.sin(W[idx]) ** 2)

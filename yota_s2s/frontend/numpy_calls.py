@@ -7,6 +7,8 @@
 - ``np.nonzero(a)`` and ``np.where(a)``: the columns of ``np.argwhere(a)`` (one index array
   per axis).
 - ``np.linalg.svd(a, compute_uv=False)``: the singular values only, a primitive of its own.
+- ``np.add.at(a, key, v)``: an in-place update, accumulating repeated indices (``index_add``),
+  so the gradients we generate can be compiled again.
 - ``np.shape(x)``, ``np.ndim(x)``, ``np.size(x)`` ...: static facts about the example value.
 
 And a guard for results whose shape depends on the data (``x[mask]``, ``np.argwhere``): the
@@ -118,9 +120,29 @@ def _static_fact(fn):
     return handler
 
 
+def _add_at(ev, args, kwargs, node):
+    """``np.add.at(a, key, v)``: ``a[key] += v`` where every repeat of an index adds (as in the
+    gradients we generate), recorded with primitives that have rules: a zeros buffer that
+    ``index_add`` accumulates into, added to ``a``."""
+    from ..rules.indexing import index_add
+    a, key, v = args
+    target = ev.current(a)
+    shown = node.args[0].id if isinstance(node, gast.Call) and isinstance(node.args[0], gast.Name) \
+        else "the array"
+    if not ev.is_array(target):
+        return np.add.at(*args)                 # a static array: numpy does it now
+    ev.check_writable(target, node, f"np.add.at({shown}, ...)", shown,
+                      f"Copy it first: `{shown} = {shown}.copy()`.")
+    dtype = {} if target.aval.dtype == np.float64 else {"dtype": target.aval.dtype}
+    buf = ev.call_primitive(ev.rules.lookup(np.zeros), (target.aval.shape,), dtype, node)
+    buf = ev.call_primitive(ev.rules.lookup(index_add), (buf, key, v), {}, node)
+    ev.replace(target, ev.binop(gast.Add(), target, buf, node), node)
+
+
 NUMPY_CALLS = {
     **{fn: _static_fact(fn) for fn in STATIC_FACTS},
     np.asarray: _array(copy=False), np.array: _array(copy=True), np.nonzero: _nonzero,
     np.where: _where,
-    np.linalg.svd: _svd, **{fn: _inline_at_call(py) for fn, py in SPLITS.items()},
+    np.linalg.svd: _svd, np.add.at: _add_at,
+    **{fn: _inline_at_call(py) for fn, py in SPLITS.items()},
 }

@@ -1,6 +1,6 @@
 """Algebraic simplification: the identities a careful person never writes.
 
-    x * 1, 1 * x, x / 1, x + 0, 0 + x, x - 0, x ** 1  ->  x
+    x * 1, 1 * x, x / 1, x + 0, 0 + x, x - 0, x ** 1, x + np.zeros(...)  ->  x
     -(-x) -> x;   -1 * x, 0 - x -> -x
     reshape / broadcast_to / astype / squeeze / expand_dims / ravel to the same shape -> x
     a reshape (transpose, expand_dims, x[key], ...) of broadcast_to(c, s) -> broadcast_to(c, new
@@ -88,6 +88,11 @@ def _simplify(stmt: Stmt, producer: dict[Var, Stmt], uses):
             return b
         if name == "mul" and (_is(a, -1) and _same(b, out) or _is(b, -1) and _same(a, out)):
             return _neg(stmt, b if _is(a, -1) else a)
+    if name == "add":
+        for zero, other in ((args[0], args[1]), (args[1], args[0])):
+            made = producer.get(zero) if isinstance(zero, Var) else None
+            if made is not None and made.prim.name == "zeros" and _same(other, out):
+                return other                      # a fresh array of zeros adds nothing
     if name in ("div", "pow") and _is(args[1], 1) and _same(args[0], out):
         return args[0]
     if name == "sub":
