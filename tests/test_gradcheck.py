@@ -166,6 +166,7 @@ RULE_CASES += [
     Case("clip_bounds", lambda x, lo: weighted(np.clip(x, lo, 1.0)), lambda r: (r.uniform(0, 2, 5), r.uniform(0.9, 1.1, 5))),
     Case("clip_upper_bound", lambda x, hi: weighted(np.clip(x, None, hi)), lambda r: (r.uniform(0, 2, 5), r.uniform(0.9, 1.1, 5))),
     Case("index_add_buffer", lambda x, v: weighted(index_add(np.zeros(3) + x, np.array([0, 0, 2]), v)), normal((3,), (3,))),
+    Case("index_add_two_buffers", lambda x, v: weighted(index_add(x * 1.0, np.array([1]), v) * index_add(x * 1.0, np.array([2]), v)), normal((3,), (1,))),
     Case("sum", lambda x: np.sum(x) * 2.0, normal((2, 3))),
     Case("sum_axis0", lambda x: weighted(np.sum(x, axis=0)), normal((2, 3, 4))),
     Case("sum_axis_tuple", lambda x: weighted(np.sum(x, axis=(0, 2))), normal((2, 3, 4))),

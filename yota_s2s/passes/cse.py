@@ -2,14 +2,14 @@
 
 Two statements with the same primitive, operands and parameters compute the same value, so the
 second one reuses the first (``x[2]`` read once; ``np.exp(x)`` in a rule and in the forward
-code computed once). Statements that make fresh buffers (``np.zeros`` for an accumulation) or
-update in place are never merged.
+code computed once). Statements that make fresh buffers (``np.zeros`` for an accumulation),
+update in place, or make a value that is updated in place are never merged.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from ..ir.tape import Tape, Var
+from ..ir.tape import Tape, Var, tree_vars
 from .rewrite import resolver, substitute, substitute_stmt
 
 
@@ -18,10 +18,12 @@ def cse(tape: Tape) -> tuple[Tape, bool]:
     mapping: dict[Var, Var] = {}
     resolve = resolver(mapping)
     kept = []
+    targets = {next(tree_vars(s.args[0]), None) for s in tape.stmts if s.prim.inplace and s.args}
     for stmt in tape.stmts:
         stmt = substitute_stmt(stmt, resolve)
         key = (stmt.prim, stmt.args, stmt.params)
-        if stmt.prim.creates or stmt.prim.inplace or not _hashable(key):
+        written = any(o in targets for o in stmt.outs)    # each in-place target is its own array
+        if stmt.prim.creates or stmt.prim.inplace or written or not _hashable(key):
             kept.append(stmt)
         elif key not in seen:
             seen[key] = stmt.outs

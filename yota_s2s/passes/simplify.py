@@ -37,12 +37,15 @@ def simplify(tape: Tape) -> tuple[Tape, bool]:
     resolve = resolver(mapping)
     producer: dict[Var, Stmt] = {}
     uses = use_counts(tape)
+    targets = _in_place_targets(tape)
     kept, changed = [], False
     for stmt in tape.stmts:
         stmt = substitute_stmt(stmt, resolve)
         new = broadcast_constant(stmt, producer)
         if new is None:
             new = _simplify(stmt, producer, uses)
+        if isinstance(new, Var) and stmt.outs and stmt.out in targets:
+            new = None      # an in-place target must stay a fresh array, not become another
         if isinstance(new, Stmt):
             new = [new]
         if new is None or isinstance(new, list):
@@ -58,6 +61,11 @@ def simplify(tape: Tape) -> tuple[Tape, bool]:
     if not changed:
         return tape, False
     return substitute(tape, mapping, kept), True
+
+
+def _in_place_targets(tape: Tape) -> set[Var]:
+    """Values an in-place statement writes into (``index_add``'s buffer)."""
+    return {next(tree_vars(s.args[0]), None) for s in tape.stmts if s.prim.inplace and s.args}
 
 
 def _pass_on_gradient(old: Var, new, producer: dict[Var, Stmt]) -> None:
