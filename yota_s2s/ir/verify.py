@@ -30,7 +30,8 @@ def _fail(tape: Tape, index: int, message: str) -> None:
 
 
 def check(tape: Tape) -> Tape:
-    defined: set[Var] = {i.var for i in tape.inputs}
+    inputs: set[Var] = {i.var for i in tape.inputs}
+    defined = set(inputs)
     if len(defined) != len(tape.inputs):
         _fail(tape, 0, "an input is listed twice")
     last_use: dict[Var, int] = {}
@@ -47,6 +48,8 @@ def check(tape: Tape) -> Tape:
             target = next(tree_vars(stmt.args[0]), None)
             if target is None or last_use.get(target, -1) > index or target in tape.outputs():
                 _fail(tape, index, "an in-place update's target is used after the update")
+            if target in inputs:
+                _fail(tape, index, "an in-place update writes into an argument")
         for v in stmt.outs:
             if v in defined:
                 _fail(tape, index, f"{v!r} is defined twice")
