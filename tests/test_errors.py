@@ -36,7 +36,7 @@ def test_a_call_without_a_rule_names_the_function_the_line_and_the_fix():
 def test_unsupported_syntax_says_what_where_and_how(fn, what, hint):
     err, text = error_text(fn, np.ones(3))
     assert isinstance(err, ys.UnsupportedSyntax)
-    assert text.startswith(f"bad.py:") and what in text and hint in text
+    assert text.startswith("bad.py:") and what in text and hint in text
 
 
 def test_a_non_scalar_result_suggests_reducing_it():

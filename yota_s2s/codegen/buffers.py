@@ -88,7 +88,7 @@ def plan_memory(tape: Tape, scalars: ScalarPlan, inlined: set[Var]) -> MemoryPla
         if any(o in scalars.chains or o in scalars.elements for o in stmt.outs):
             continue
         if stmt.prim.inplace and stmt.outs:
-            base = next(tree_vars(stmt.args[0]))
+            base = stmt.first_var
             if base in plan.group:
                 _join(plan, stmt.out, base)
             continue

@@ -321,7 +321,7 @@ def _inlinable(tape: Tape) -> set[Var]:
             uses[v] += 1
             user[v] = i
     outputs = {a for a in tape.outputs() if isinstance(a, Var)}
-    outputs |= {next(tree_vars(s.args[0]), None) for s in tape.stmts if s.prim.inplace}  # targets
+    outputs |= tape.in_place_targets()
     named = {i.var for i in tape.inputs}      # values that keep a name (adjoints are d<name>)
     memory = _MemoryRoots(tape.stmts)
     inline, reads = set(), {}
@@ -351,7 +351,7 @@ class _MemoryRoots:
         self.roots: dict[Var, Var] = {}
         self.updates: dict[Var, list[int]] = {}
         for i, s in enumerate(stmts):
-            first = next(tree_vars(s.args[0]), None) if s.args else None
+            first = s.first_var
             if first is not None and (s.prim.view or s.prim.inplace):
                 self.roots[s.out] = self.root(first)
             if first is not None and s.prim.inplace:

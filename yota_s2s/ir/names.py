@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from .tape import ACCUMULATE, Tape, Var, tree_vars
+from .tape import ACCUMULATE, Tape, Var
 
 RESERVED = frozenset({"xp", "math", "GuardError", "float", "int", "abs", "max", "min", "len",
                       "range", "sum", "print", "isinstance", "tuple", "list", "dict", "None",
@@ -94,8 +94,8 @@ def name_tape(tape: Tape, skip: set[Var] = frozenset(), taken: Iterable[str] = (
         for v in stmt.outs:
             if v in skip:
                 continue
-            if stmt.prim.inplace and _first_var(stmt) in namer.names:
-                namer.names[v] = namer.names[_first_var(stmt)]
+            if stmt.prim.inplace and stmt.first_var in namer.names:
+                namer.names[v] = namer.names[stmt.first_var]
             elif v in continued and continued[v] in namer.names:
                 namer.names[v] = namer.names[continued[v]]
             elif running_sums and v.grad_of is not None and v.grad_of in namer.names:
@@ -118,15 +118,11 @@ def _running_sums(tape: Tape) -> dict[Var, Var]:
         last_use[a] = len(tape.stmts)
     continued = {}
     for index, stmt in enumerate(tape.stmts):
-        total = _first_var(stmt)
+        total = stmt.first_var
         if stmt.rule == ACCUMULATE and total is not None and last_use.get(total) == index \
                 and total.grad_of is stmt.out.grad_of:
             continued[stmt.out] = total
     return continued
-
-
-def _first_var(stmt) -> Var | None:
-    return next(tree_vars(stmt.args[0]), None) if stmt.args else None
 
 
 def _partial_name(namer: Namer, base: str) -> str:

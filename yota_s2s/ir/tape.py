@@ -173,6 +173,11 @@ class Stmt:
         for arg in self.args:
             yield from tree_vars(arg)
 
+    @property
+    def first_var(self) -> Var | None:
+        """The Var of the first operand: what an in-place statement writes into."""
+        return next(tree_vars(self.args[0]), None) if self.args else None
+
     def param(self, name: str) -> Any:
         for key, value in self.params:
             if key == name:
@@ -232,6 +237,10 @@ class Tape:
         if fields["grads"] is not None:
             fields["grads"] = list(fields["grads"])
         return Tape(**fields)
+
+    def in_place_targets(self) -> set[Var]:
+        """The arrays that in-place statements write into (each must stay its own array)."""
+        return {s.first_var for s in self.stmts if s.prim.inplace} - {None}
 
     def outputs(self) -> list[Atom]:
         outs = list(tree_atoms(self.result))

@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import InternalError
 from .names import name_tape
 from .printer import format_stmt
-from .tape import Aval, Lit, Stmt, Tape, Var, tree_map, tree_vars
+from .tape import Aval, Stmt, Tape, Var, tree_map
 
 
 def _fail(tape: Tape, index: int, message: str) -> None:
@@ -45,7 +45,7 @@ def check(tape: Tape) -> Tape:
         if len(stmt.outs) != stmt.prim.nout:
             _fail(tape, index, f"{stmt.prim.name} makes {stmt.prim.nout} results, not {len(stmt.outs)}")
         if stmt.prim.inplace:
-            target = next(tree_vars(stmt.args[0]), None)
+            target = stmt.first_var
             if target is None or last_use.get(target, -1) > index or target in tape.outputs():
                 _fail(tape, index, "an in-place update's target is used after the update")
             if target in inputs:

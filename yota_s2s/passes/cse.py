@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ir.tape import Tape, Var, tree_vars
+from ..ir.tape import Tape, Var
 from .rewrite import resolver, substitute, substitute_stmt
 
 
@@ -18,7 +18,7 @@ def cse(tape: Tape) -> tuple[Tape, bool]:
     mapping: dict[Var, Var] = {}
     resolve = resolver(mapping)
     kept = []
-    targets = {next(tree_vars(s.args[0]), None) for s in tape.stmts if s.prim.inplace and s.args}
+    targets = tape.in_place_targets()
     for stmt in tape.stmts:
         stmt = substitute_stmt(stmt, resolve)
         key = (stmt.prim, stmt.args, stmt.params)

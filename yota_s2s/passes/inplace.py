@@ -24,7 +24,7 @@ from collections import Counter, deque
 
 import numpy as np
 
-from ..ir.tape import Lit, Stmt, Tape, Var, tree_vars
+from ..ir.tape import Lit, Stmt, Tape, Var
 from ..rules.indexing import setitem_
 from ..rules.registry import RULES
 from .dce import dce
@@ -184,7 +184,7 @@ class _Memory:
         """Record what ``s``'s result may share memory with."""
         if not s.outs or not s.args:
             return
-        first = next(tree_vars(s.args[0]), None)
+        first = s.first_var
         if s.prim.name == "broadcast_to" or (s.prim.view and first is None):
             self.frozen.add(s.out)              # read-only, or a view of a constant
         if first is not None and (s.prim.inplace or s.prim.view and not _copies(s)):

@@ -37,7 +37,7 @@ def simplify(tape: Tape) -> tuple[Tape, bool]:
     resolve = resolver(mapping)
     producer: dict[Var, Stmt] = {}
     uses = use_counts(tape)
-    targets = _in_place_targets(tape)
+    targets = tape.in_place_targets()
     kept, changed = [], False
     for stmt in tape.stmts:
         stmt = substitute_stmt(stmt, resolve)
@@ -61,11 +61,6 @@ def simplify(tape: Tape) -> tuple[Tape, bool]:
     if not changed:
         return tape, False
     return substitute(tape, mapping, kept), True
-
-
-def _in_place_targets(tape: Tape) -> set[Var]:
-    """Values an in-place statement writes into (``index_add``'s buffer)."""
-    return {next(tree_vars(s.args[0]), None) for s in tape.stmts if s.prim.inplace and s.args}
 
 
 def _pass_on_gradient(old: Var, new, producer: dict[Var, Stmt]) -> None:
