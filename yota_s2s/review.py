@@ -76,7 +76,7 @@ def _rules(stmt: Stmt, emitter: Emitter) -> list[str]:
             rules.append(s.rule)
         for v in s.uses():
             if v in emitter.inlined:
-                visit(emitter.producer[v])
+                visit(emitter.made_by[v])
     visit(stmt)
     return rules
 

@@ -74,7 +74,7 @@ class Emitter:
                              and s.out not in self.scalars.floats}
         self.memory = plan_memory(tape, self.scalars, self.inlined) if fast else MemoryPlan()
         shared = _shared_names(tape, self.memory)
-        self.producer = {v: s for s in tape.stmts for v in s.outs if v in self.inlined}
+        self.made_by = {v: s for s in tape.stmts for v in s.outs}
         skip = set(self.inlined) | set(self.scalars.elements) | set(shared)
         self.names: Namer = name_tape(tape, skip=skip, taken=taken, running_sums=True)
         for v, same in shared.items():
@@ -84,7 +84,6 @@ class Emitter:
                            for i in range(len(self.memory.slots))]
         self.unpacked_done: set[Var] = set()
         self.modules: set[str] = set()
-        self.made_by = {v: s for s in tape.stmts for v in s.outs}
         self.ones: dict[tuple[int, str], str] = {}    # ones vectors for row/column sums
 
     def blocks(self) -> list[Block]:
@@ -153,10 +152,10 @@ class Emitter:
         ``x[key] + w`` written inline and keeps ``x``'s dtype."""
         target, key, value = stmt.args
         sub = ast.Subscript(ast.Name(self.names[stmt.out]), self.key(key), ast.Store())
-        op = self.producer.get(value) if isinstance(value, Var) and value in self.inlined else None
+        op = self.made_by.get(value) if isinstance(value, Var) and value in self.inlined else None
         if op is not None and op.prim.emit[0] == "binop" and op.prim.emit[1] in _AUGMENTED \
                 and op.out.aval.dtype == stmt.out.aval.dtype and isinstance(op.args[0], Var):
-            read = self.producer.get(op.args[0]) if op.args[0] in self.inlined else None
+            read = self.made_by.get(op.args[0]) if op.args[0] in self.inlined else None
             if read is not None and read.prim.name == "getitem" and read.args == (target, key):
                 return ast.AugAssign(sub, _BINOPS[op.prim.emit[1]](), self.atom(op.args[1]))
         return ast.Assign([sub], self.atom(value), lineno=0)
@@ -168,7 +167,7 @@ class Emitter:
             return ast.Tuple([self.atom(a) for a in atom])
         if isinstance(atom, Var):
             if atom in self.inlined:
-                return self.expression(self.producer[atom])
+                return self.expression(self.made_by[atom])
             return ast.Name(self.names[atom])
         return self.literal(atom.value)
 
