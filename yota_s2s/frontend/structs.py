@@ -28,6 +28,7 @@ import gast
 
 from ..errors import UnsupportedSyntax, YotaError
 from .resolve import is_library
+from .values import contains
 
 _MISSING = object()
 
@@ -128,13 +129,7 @@ def is_user_class(fn: Any) -> bool:
 
 
 def holds_struct(values: Any) -> bool:
-    if isinstance(values, StructValue):
-        return True
-    if isinstance(values, (list, tuple)):
-        return any(holds_struct(v) for v in values)
-    if isinstance(values, dict):
-        return any(holds_struct(v) for v in values.values())
-    return False
+    return contains(values, StructValue)
 
 
 def construct(ev: Any, cls: type, args: list, kwargs: dict, node: gast.AST) -> Any:

@@ -26,17 +26,22 @@ from ..ir.tape import Lit, Var
 MAX_LITERAL_SIZE = 64      # larger constant arrays are not written into generated code
 
 
-def is_traced(value: Any) -> bool:
-    """Does ``value`` (a Var or a container) hold a traced value anywhere?"""
-    if isinstance(value, Var):
+def contains(value: Any, kind: type) -> bool:
+    """Does ``value``, or anything inside its lists, tuples, dicts and slices, have ``kind``?"""
+    if isinstance(value, kind):
         return True
     if isinstance(value, (list, tuple)):
-        return any(is_traced(v) for v in value)
+        return any(contains(v, kind) for v in value)
     if isinstance(value, dict):
-        return any(is_traced(v) for v in value.values())
+        return any(contains(v, kind) for v in value.values())
     if isinstance(value, slice):
-        return any(is_traced(v) for v in (value.start, value.stop, value.step))
+        return any(contains(v, kind) for v in (value.start, value.stop, value.step))
     return False
+
+
+def is_traced(value: Any) -> bool:
+    """Does ``value`` (a Var or a container) hold a traced value anywhere?"""
+    return contains(value, Var)
 
 
 def normalize_static(value: Any) -> Any:
