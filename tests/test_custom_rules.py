@@ -24,15 +24,15 @@ ROOT = Path(__file__).parent.parent
 X = np.linspace(-1.5, 1.5, 5)
 
 
-def compiled(fn, *args, rules=ys.RULES):
+def compiled(fn, *args, rules=ys.RULES, buffers=False):
     """(generated function, the code of its body without comments), with the verifier on."""
-    c = compile_grad(fn, args, rules=rules, check=True, buffers=False)
+    c = compile_grad(fn, args, rules=rules, check=True, buffers=buffers)
     body = c.text[c.text.index("# -- forward --"):].splitlines()
     return c.fn, "\n".join(line for line in body if not line.lstrip().startswith("#"))
 
 
-def assert_matches_fd(fn, *args, rules=ys.RULES):
-    df, _ = compiled(fn, *args, rules=rules)
+def assert_matches_fd(fn, *args, rules=ys.RULES, buffers=False):
+    df, _ = compiled(fn, *args, rules=rules, buffers=buffers)
     _, *grads = df(*args)
     for i, (a, g) in enumerate(zip(args, grads)):
         if isinstance(a, np.ndarray) and a.dtype.kind == "f":
@@ -213,6 +213,41 @@ def test_re_declaring_a_primitive_keeps_its_rules_marks_and_aliases():
     rules.nodiff(custom.affine, "w")
     rules.primitive(custom.affine, "x, w")
     assert rules.is_nodiff(rules.lookup(custom.affine), "w")
+
+
+def test_a_user_primitive_named_like_a_built_in_is_called_as_itself():
+    """Issue 10 #7: a user function named "transpose" was written ``x.T``."""
+    x, w = np.arange(6.0).reshape(3, 2) + 1, np.cos(np.arange(6.0)).reshape(2, 3)
+    expected_dx = np.rot90(w, -1)
+    for name in ("transpose", "rotate_it"):
+        rules = ys.RULES.copy()
+        rules.primitive(custom.rotate, "a", name=name)
+        for buffers in (True, False):
+            c = compile_grad(custom.rotate_loss, (x, w), rules=rules, check=True,
+                             buffers=buffers)
+            value, dx, dw = c.fn(x, w)
+            assert value == custom.rotate_loss(x, w)
+            np.testing.assert_allclose(dx, expected_dx)
+            np.testing.assert_allclose(dw, np.rot90(x))
+            assert "rotate(x)" in c.text and ".T" not in c.text
+
+
+def test_a_built_in_name_on_a_user_primitive_changes_nothing_but_printing():
+    """Every built-in's name given to user functions: the generated code is the same as with
+    their own names (calls, not the built-in's operator, method, identities or out= form)."""
+    x = np.arange(9.0).reshape(3, 3) / 7 + 0.1
+    w = np.cos(np.arange(9.0)).reshape(3, 3)
+    for buffers in (True, False):
+        assert_matches_fd(custom.like_built_ins, x, w, buffers=buffers)
+    expected = {b: compile_grad(custom.like_built_ins, (x, w), buffers=b).text
+                for b in (True, False)}
+    for name in sorted({prim.name for prim in ys.RULES.prims.values()}):
+        rules = ys.RULES.copy()
+        rules.primitive(custom.rotate, "a", name=name)
+        rules.primitive(custom.blend, "x1, x2", name=name)
+        for buffers in (True, False):
+            text = compile_grad(custom.like_built_ins, (x, w), rules=rules, buffers=buffers).text
+            assert text == expected[buffers], (name, buffers)
 
 
 def test_re_declaring_with_a_rule_for_an_operand_that_is_gone_is_an_error():

@@ -9,6 +9,7 @@ from yota_s2s.compiler import gradient_tape
 from yota_s2s.ir import verify
 from yota_s2s.ir.printer import format_tape
 from yota_s2s.passes import cse, dce, fold, optimize, signs, simplify
+from yota_s2s.rules import RULES
 
 WITHOUT_SIGNS = [fold, simplify, cse, dce]
 
@@ -35,7 +36,7 @@ def text(tape) -> str:
 
 def tapes(f, *args):
     _, raw = gradient_tape(f, args, passes=False)
-    return raw, optimize(raw)
+    return raw, optimize(raw, RULES)
 
 
 def test_ones_matrix_products_become_row_and_column_sums():
@@ -75,8 +76,8 @@ def test_outer_product_with_ones_is_a_broadcast_sum():
 
 def test_signs_cancel_and_keep_the_gradient_name():
     _, raw = gradient_tape(sigmoid_sum, (np.ones(3),), passes=False)
-    before = text(optimize(raw, WITHOUT_SIGNS))
-    after = text(optimize(raw))
+    before = text(optimize(raw, RULES, WITHOUT_SIGNS))
+    after = text(optimize(raw, RULES))
     assert before.count(" = neg ") == 3 and after.count(" = neg ") == 1     # -x in the forward
     assert after.split("sigmoid_sum:f64[] = sum t4\n")[1] == """\
   t5:f64[3] = div t4 t3
@@ -89,7 +90,7 @@ def test_signs_turn_adding_a_negation_into_a_subtraction():
     def f(a, b):
         return np.sum(a * b - np.sin(a))
     _, raw = gradient_tape(f, (np.ones(3), np.ones(3)), passes=False)
-    tape, changed = signs(optimize(raw, WITHOUT_SIGNS))
+    tape, changed = signs(optimize(raw, RULES, WITHOUT_SIGNS), RULES)
     assert changed and "da:f64[3] = sub b " in text(tape)
 
 

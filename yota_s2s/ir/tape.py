@@ -129,6 +129,11 @@ class Primitive:
     ``("call", "xp.tanh")``, ``("call", "logistic", "model")`` (a user function, imported from
     its module), ``("binop", "+")``, ``("unop", "-")``, ``("cmp", ">")``, ``("getitem",)``,
     ``("attr", "T")``, ``("method", "astype")``, ``("identity",)`` (the operand itself).
+
+    ``name`` is for people only (the tape printer, errors, ``ys.rules()``): a user may give any
+    name, a built-in's too. Passes and codegen recognise a primitive by its function
+    (``stmt.prim.fn is np.transpose``) or by the traits below, declared beside its rules
+    (rules/*.py) and kept when the primitive is declared again.
     """
 
     name: str
@@ -137,13 +142,21 @@ class Primitive:
     options: tuple[tuple[str, Any], ...] = ()
     emit: tuple = ()
     nout: int = 1
-    effect: bool = False
-    inplace: bool = False
+    # -- traits --
+    effect: bool = False     # kept without a use (guards)
+    inplace: bool = False    # the result is the first operand's storage, updated
     view: bool = False       # the result may share memory with the first operand
     creates: bool = False    # makes a new array even from static operands (np.zeros)
+    ufunc: Any = None        # elementwise: computed by this numpy ufunc (``np.add`` for ``+``)
+    method: str | None = None    # written as this method of an array operand: ``x.sum(axis=0)``
+    out_form: str | None = None  # how a non-ufunc writes into a given array (see TRAITS)
 
     def __repr__(self) -> str:
         return f"<prim {self.name}>"
+
+    def traits(self) -> dict[str, Any]:
+        """The declared traits, as ``primitive(..., **traits)`` takes them."""
+        return {t: getattr(self, t) for t in TRAITS}
 
     def defaults(self) -> dict[str, Any]:
         return dict(self.options)
@@ -154,6 +167,21 @@ class Primitive:
             operands = [*operands[:-1], *operands[-1]]     # a ``*operands`` tuple spread out
         result = self.fn(*operands, **params)
         return (result,) if self.nout == 1 else tuple(result) if self.nout else ()
+
+
+# What each trait says, for readers of the rule files (and for ``Primitive.traits``).
+TRAITS = {
+    "effect": "kept without a use: dead-code elimination never drops it (guards)",
+    "inplace": "updates its first operand's storage and returns it (index_add, setitem_)",
+    "view": "the result may share memory with the first operand (reshape, x.T, x[1:])",
+    "creates": "makes a new array even from static operands, at run time (np.zeros)",
+    "ufunc": "elementwise: the numpy ufunc that computes it, broadcasting, with an out= form "
+             "(np.exp itself; np.add for +)",
+    "method": "written as this ndarray method when its first operand is an array (x.sum())",
+    "out_form": "how codegen directs the result into a given array, for a primitive that is "
+                "not a ufunc: 'matmul' (matmul(a, b, out=)), 'reduce' (x.sum(axis, out=)), "
+                "'copy' (copyto), 'fill' (.fill(c)), 'join' (concatenate(.., out=))",
+}
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,10 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..ir.tape import Tape, Var
+from ..rules.registry import RuleSet
 from .rewrite import resolver, substitute, substitute_stmt
 
 
-def cse(tape: Tape) -> tuple[Tape, bool]:
+def cse(tape: Tape, rules: RuleSet) -> tuple[Tape, bool]:
     seen: dict[Any, tuple[Var, ...]] = {}
     mapping: dict[Var, Var] = {}
     resolve = resolver(mapping)

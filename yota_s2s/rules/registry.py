@@ -188,8 +188,10 @@ class RuleSet:
             raise RuleError(f"the spec {spec!r} has **keywords; a primitive needs its options "
                             "by name", loc, "List them with defaults: \"x, w, pad=0, stride=1\".")
         operands, options = parse_signature(spec) if spec is not None else _signature(fn, loc)
+        traits = old.traits() if old is not None else _default_traits(fn)
+        traits.update(flags)
         prim = Primitive(name or numpy_path(fn) or _qualified_name(fn), fn, operands, options,
-                         emit or _call_emit(fn, module), nout, **flags)
+                         emit or _call_emit(fn, module), nout, **traits)
         if old is not None:
             self._carry_over(old, prim, loc)
         self.prims[fn] = prim
@@ -198,7 +200,7 @@ class RuleSet:
 
     def _carry_over(self, old: Primitive, new: Primitive, loc: SourceLoc) -> None:
         """A re-declared primitive keeps its rules, nodiff marks and aliases (checked against
-        the new signature before anything changes)."""
+        the new signature before anything changes); its traits were kept where not given."""
         operands = {o.lstrip("*") for o in new.operands}
         moved = {}
         for (prim, argname), rule in self.rules.items():
@@ -326,9 +328,16 @@ def _check_hashable(fn: Any) -> None:
                         "Register the function itself, not a bound or partial object.") from None
 
 
+def _default_traits(fn: Any) -> dict[str, Any]:
+    """A numpy ufunc is elementwise with an ``out=`` form; other functions declare their
+    traits (``view=True``, ``method="sum"``...) beside their rules."""
+    is_numpy_ufunc = isinstance(fn, np.ufunc) and numpy_path(fn) is not None
+    return {"ufunc": fn if is_numpy_ufunc else None}
+
+
 def _qualified_name(fn: Any) -> str:
-    """``math.exp`` -> "math.exp", ``logistic`` -> "model.logistic": never the name of a
-    built-in primitive (passes and codegen recognise those by name)."""
+    """``math.exp`` -> "math.exp", ``logistic`` -> "model.logistic": the name printed for a
+    function declared without one (only for reading: passes and codegen never look at it)."""
     module = getattr(fn, "__module__", None) or ""
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
     return name if module in ("", "builtins", "_operator", "operator") else f"{module}.{name}"
