@@ -2,6 +2,7 @@
 stop_gradient, overrides, re-declaration, imports in the generated module, ys.rules(), and the
 errors. Claims about reuse are checked in the generated text; gradients against finite
 differences."""
+import ast
 import importlib
 import operator
 import re
@@ -248,6 +249,65 @@ def test_a_built_in_name_on_a_user_primitive_changes_nothing_but_printing():
         for buffers in (True, False):
             text = compile_grad(custom.like_built_ins, (x, w), rules=rules, buffers=buffers).text
             assert text == expected[buffers], (name, buffers)
+
+
+def _name_reads(path: Path) -> list[str]:
+    """``prim.name`` read outside an f-string, and ``<x>.name`` compared with strings
+    (dtype names aside), in one module: how code would recognise a primitive by its name."""
+    tree = ast.parse(path.read_text())
+    in_text = {id(n) for s in ast.walk(tree) if isinstance(s, ast.JoinedStr) for n in ast.walk(s)}
+
+    def is_name(node) -> bool:
+        return isinstance(node, ast.Attribute) and node.attr == "name" and not (
+            isinstance(node.value, (ast.Attribute, ast.Name)) and
+            getattr(node.value, "attr", getattr(node.value, "id", None)) == "dtype")
+
+    def strings(node) -> bool:
+        items = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
+        return any(isinstance(i, ast.Constant) and isinstance(i.value, str) for i in items)
+
+    found = []
+    for node in ast.walk(tree):
+        where = f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 0)}"
+        if is_name(node) and id(node) not in in_text and (
+                getattr(node.value, "attr", getattr(node.value, "id", None)) == "prim"):
+            found.append(where)
+        elif isinstance(node, ast.Compare) and any(is_name(n) for n in [node.left, *node.comparators]) \
+                and any(strings(n) for n in [node.left, *node.comparators]):
+            found.append(where)
+    return found
+
+
+def test_no_pass_or_codegen_module_recognises_a_primitive_by_its_name():
+    package = ROOT / "yota_s2s"
+    modules = [p for d in ("passes", "codegen", "frontend", "ir") for p in (package / d).glob("*.py")
+               if p.name != "printer.py"] + [package / "backward.py", package / "compiler.py"]
+    assert [where for path in modules for where in _name_reads(path)] == []
+
+
+def test_a_ufunc_from_outside_numpy_is_called_as_itself_in_both_forms():
+    """It has no xp.<name>(..., out=) form (was ``xp.expit``: AttributeError)."""
+    special = pytest.importorskip("scipy.special")
+    rules = ys.RULES.copy()
+    rules.primitive(special.expit, "x", module="scipy.special")
+    rules.diffrule(special.expit, "x", "dy * y * (1 - y)")
+    x = np.linspace(-1.0, 1.0, 5)
+    for buffers in (True, False):
+        c = compile_grad(lambda x: np.sum(special.expit(x * 2.0)), (x,), rules=rules,
+                         buffers=buffers)
+        y = special.expit(2 * x)
+        np.testing.assert_allclose(c.fn(x)[1], 2 * y * (1 - y))
+
+
+def test_re_declaring_a_built_in_keeps_its_traits():
+    """A view stays a view (the memory analyses rely on it), a ufunc keeps its out= form."""
+    rules = ys.RULES.copy()
+    rules.primitive(np.reshape, "a, shape", name="my_reshape")
+    rules.primitive(operator.mul, "x1, x2", name="times")
+    assert rules.lookup(np.reshape).traits() == ys.RULES.lookup(np.reshape).traits()
+    assert rules.lookup(np.reshape).view and rules.lookup(np.reshape).method == "reshape"
+    assert rules.lookup(operator.mul).ufunc is np.multiply
+    assert rules.primitive(np.copy, "a", method=None).method is None      # unless given anew
 
 
 def test_re_declaring_with_a_rule_for_an_operand_that_is_gone_is_an_error():
