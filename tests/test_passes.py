@@ -94,6 +94,26 @@ def test_signs_turn_adding_a_negation_into_a_subtraction():
     assert changed and "da:f64[3] = sub b " in text(tape)
 
 
+def renamed_and_merged(x):
+    total = 0.0 + np.sin(x)                 # simplify: the sine is `total`
+    again = np.cos(x)                       # CSE: the cosine of the rule is `again`
+    return np.sum(total * 1.0) + np.sum(again)
+
+
+def test_passes_change_no_var_and_no_other_tape():
+    """Names learnt by simplify and CSE go into the tape's side tables: the forward tape and
+    the unoptimized tape, which share the Vars, print as before (they printed the sine as
+    `total` too, and `total_1` for the value it replaced)."""
+    forward, raw = gradient_tape(renamed_and_merged, (np.ones(3),), passes=False)
+    fields = {v: (v.hint, v.grad_of) for s in raw.stmts for v in s.outs}
+    before = text(forward), text(raw)
+    tape = optimize(raw, RULES)
+    assert "total:f64[3] = sin x" in text(tape) and "again:f64[3] = cos x" in text(tape)
+    assert (text(forward), text(raw)) == before
+    assert {v: (v.hint, v.grad_of) for v in fields} == fields
+    assert text(optimize(raw, RULES)) == text(tape)
+
+
 @pytest.mark.parametrize("f, shapes", [(seed, [(2, 3), (2,), (3, 4)]), (mean_rows, [(2, 3), (2, 3)]),
                                        (sigmoid_sum, [(3,)]), (outer_ones, [(2, 2), (2,)])])
 def test_optimized_tapes_compute_the_same_gradients(f, shapes):

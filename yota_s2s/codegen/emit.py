@@ -294,7 +294,7 @@ def _shared_names(tape: Tape, memory: MemoryPlan) -> dict[Var, Var]:
             if pending and block[pending[0]] != block[m]:
                 shared.update((p, pending[0]) for p in pending[1:])
                 pending = []
-            if m.hint or m.grad_of is not None or m in returned:
+            if tape.hint_of(m) or tape.primal_of(m) is not None or m in returned:
                 shared.update((p, m) for p in pending)
                 pending = []
             else:
@@ -328,8 +328,8 @@ def _inlinable(tape: Tape) -> set[Var]:
         v = stmt.outs[0] if stmt.outs else None
         using = tape.stmts[user[v]] if v in user else None
         partial = uses[v] == 1 and using.rule == ACCUMULATE and using.args[1] is v
-        if not plain or v.hint or (v.grad_of in named and not partial) or v in outputs \
-                or uses[v] != 1:
+        if not plain or tape.hint_of(v) or (tape.primal_of(v) in named and not partial) \
+                or v in outputs or uses[v] != 1:
             named.update(stmt.outs)
             continue
         reads[v] = set().union(*(reads.get(u) or {memory.root(u)} for u in stmt.uses()))

@@ -257,14 +257,28 @@ class Tape:
     loc: SourceLoc | None = None
     arg_kinds: tuple[str, ...] = ()     # per parameter: "array", "scalar", "float", "static", "struct"
     layout: list[StaticInput] = field(default_factory=list)   # len(m.layers) == 2, tuple(d) == keys
+    # Side tables for naming. Vars are shared by the tapes made from one another, so a stage
+    # never changes one: where a value takes the place of another it records here that it has
+    # that one's source name (``total = 0.0 + t``: ``t`` is ``total``) or that it is a gradient.
+    hints: dict[Var, str] = field(default_factory=dict)
+    primals: dict[Var, Var] = field(default_factory=dict)
 
     def copy(self, **changes: Any) -> "Tape":
         fields = dict(self.__dict__)
         fields.update(changes)
         fields["inputs"], fields["stmts"] = list(fields["inputs"]), list(fields["stmts"])
+        fields["hints"], fields["primals"] = dict(fields["hints"]), dict(fields["primals"])
         if fields["grads"] is not None:
             fields["grads"] = list(fields["grads"])
         return Tape(**fields)
+
+    def hint_of(self, var: Var) -> str | None:
+        """The source name of ``var``: the one it was bound to, or given in ``hints``."""
+        return self.hints.get(var, var.hint)
+
+    def primal_of(self, var: Var) -> Var | None:
+        """The value ``var`` is the gradient of, if it is one."""
+        return self.primals.get(var, var.grad_of)
 
     def in_place_targets(self) -> set[Var]:
         """The arrays that in-place statements write into (each must stay its own array)."""

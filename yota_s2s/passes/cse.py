@@ -20,6 +20,7 @@ def cse(tape: Tape, rules: RuleSet) -> tuple[Tape, bool]:
     resolve = resolver(mapping)
     kept = []
     targets = tape.in_place_targets()
+    hints = dict(tape.hints)
     for stmt in tape.stmts:
         stmt = substitute_stmt(stmt, resolve)
         key = (stmt.prim, stmt.args, stmt.params)
@@ -32,11 +33,11 @@ def cse(tape: Tape, rules: RuleSet) -> tuple[Tape, bool]:
         else:
             for new, old in zip(stmt.outs, seen[key]):
                 mapping[new] = old
-                if old.hint is None and new.hint is not None:
-                    old.hint = new.hint        # keep the source name the reader knows
+                if hints.get(old, old.hint) is None and tape.hint_of(new) is not None:
+                    hints[old] = tape.hint_of(new)     # keep the source name the reader knows
     if len(kept) == len(tape.stmts):
         return tape, False
-    return substitute(tape, mapping, kept), True
+    return substitute(tape, mapping, kept, hints=hints), True
 
 
 def _hashable(key: Any) -> bool:

@@ -40,7 +40,7 @@ def write_in_place(tape: Tape, rules: RuleSet) -> Tape:
     pending, out = deque(tape.stmts), []
     while pending:
         stmt = pending.popleft()
-        out += _lower(stmt, pending, memory, rules) if stmt.prim.fn is setitem else [stmt]
+        out += _lower(stmt, pending, memory, rules, tape) if stmt.prim.fn is setitem else [stmt]
         memory.passed(stmt)
     return tape.copy(stmts=out)
 
@@ -204,7 +204,8 @@ class _Memory:
         return v.aval.ndim > 0 and self.root(v) not in self.frozen
 
 
-def _lower(stmt: Stmt, pending: deque[Stmt], memory: _Memory, rules: RuleSet) -> list[Stmt]:
+def _lower(stmt: Stmt, pending: deque[Stmt], memory: _Memory, rules: RuleSet,
+           tape: Tape) -> list[Stmt]:
     target, key, value = stmt.args
     inplace = rules.lookup(setitem_)
     if isinstance(target, Var) and memory.writable(target):
@@ -214,7 +215,7 @@ def _lower(stmt: Stmt, pending: deque[Stmt], memory: _Memory, rules: RuleSet) ->
             return moved + [Stmt(stmt.outs, inplace, stmt.args, (), stmt.loc, stmt.rule)]
     else:
         moved = []
-    fresh = Var(stmt.out.aval, hint=stmt.out.hint, grad_of=stmt.out.grad_of)
+    fresh = Var(stmt.out.aval, hint=tape.hint_of(stmt.out), grad_of=tape.primal_of(stmt.out))
     memory.join(stmt.out, fresh)
     return moved + [Stmt((fresh,), rules.lookup(np.copy), (target,), (), stmt.loc, stmt.rule),
                     Stmt(stmt.outs, inplace, (fresh, key, value), (), stmt.loc, stmt.rule)]

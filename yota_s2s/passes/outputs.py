@@ -34,7 +34,7 @@ def fresh_outputs(tape: Tape, rules: RuleSet) -> Tape:
             grads[k] = _add(stmts, tape, inp, rules.lookup(np.full), made.args[::-1], _dtype(inp),
                             made.loc)
         elif borrowed or root in roots:
-            if made is not None and g.grad_of is inp.var:
+            if made is not None and tape.primal_of(g) is inp.var:
                 g = _unnamed(stmts, made)     # the copy is the gradient now, and takes its name
             grads[k] = _add(stmts, tape, inp, rules.lookup(np.copy), (g,), (),
                             made.loc if made is not None else None)

@@ -47,6 +47,7 @@ def simplify(tape: Tape, rules: RuleSet) -> tuple[Tape, bool]:
     producer: dict[Var, Stmt] = {}
     uses = use_counts(tape)
     targets = tape.in_place_targets()
+    names = tape.copy()         # where the hints and primals this pass gives are recorded
     kept, changed = [], False
     for stmt in tape.stmts:
         stmt = substitute_stmt(stmt, resolve)
@@ -63,21 +64,23 @@ def simplify(tape: Tape, rules: RuleSet) -> tuple[Tape, bool]:
             producer.update((o, s) for s in replaced for o in s.outs)
         else:
             mapping[stmt.out] = new
-            if isinstance(new, Var) and new.hint is None and new.grad_of is None:
-                new.hint = stmt.out.hint          # `total = 0.0 + t` keeps the name total
-            _pass_on_gradient(stmt.out, new, producer)
+            if isinstance(new, Var) and names.hint_of(new) is None \
+                    and names.primal_of(new) is None and names.hint_of(stmt.out) is not None:
+                names.hints[new] = names.hint_of(stmt.out)    # `total = 0.0 + t`: t is total
+            _pass_on_gradient(stmt.out, new, producer, names)
         changed |= new is not None
     if not changed:
         return tape, False
-    return substitute(tape, mapping, kept), True
+    return substitute(tape, mapping, kept, hints=names.hints, primals=names.primals), True
 
 
-def _pass_on_gradient(old: Var, new, producer: dict[Var, Stmt]) -> None:
+def _pass_on_gradient(old: Var, new, producer: dict[Var, Stmt], names: Tape) -> None:
     """``dx = t * 1`` becomes ``t``: a temporary of the backward pass then is the gradient,
     and is named like it (``dx``, not ``t2``)."""
-    if isinstance(new, Var) and old.grad_of is not None and new.grad_of is None \
-            and new.hint is None and new in producer and producer[new].rule is not None:
-        new.grad_of = old.grad_of
+    if isinstance(new, Var) and names.primal_of(old) is not None \
+            and names.primal_of(new) is None and names.hint_of(new) is None \
+            and new in producer and producer[new].rule is not None:
+        names.primals[new] = names.primal_of(old)
 
 
 def _is(atom, value) -> bool:
