@@ -308,6 +308,7 @@ def test_re_declaring_a_built_in_keeps_its_traits():
     assert rules.lookup(np.reshape).view and rules.lookup(np.reshape).method == "reshape"
     assert rules.lookup(operator.mul).ufunc is np.multiply
     assert rules.primitive(np.copy, "a", method=None).method is None      # unless given anew
+    assert "no option 'veiw'" in rule_error(lambda: rules.primitive(custom.rotate, veiw=True))
 
 
 def test_re_declaring_with_a_rule_for_an_operand_that_is_gone_is_an_error():

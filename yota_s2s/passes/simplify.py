@@ -47,7 +47,7 @@ def simplify(tape: Tape, rules: RuleSet) -> tuple[Tape, bool]:
     producer: dict[Var, Stmt] = {}
     uses = use_counts(tape)
     targets = tape.in_place_targets()
-    names = tape.copy()         # where the hints and primals this pass gives are recorded
+    names = tape.copy()         # a scratch copy: the names this pass gives go in its tables
     kept, changed = [], False
     for stmt in tape.stmts:
         stmt = substitute_stmt(stmt, resolve)
@@ -64,22 +64,24 @@ def simplify(tape: Tape, rules: RuleSet) -> tuple[Tape, bool]:
             producer.update((o, s) for s in replaced for o in s.outs)
         else:
             mapping[stmt.out] = new
-            if isinstance(new, Var) and names.hint_of(new) is None \
-                    and names.primal_of(new) is None and names.hint_of(stmt.out) is not None:
-                names.hints[new] = names.hint_of(stmt.out)    # `total = 0.0 + t`: t is total
-            _pass_on_gradient(stmt.out, new, producer, names)
+            _take_over_name(stmt.out, new, producer, names)
         changed |= new is not None
     if not changed:
         return tape, False
     return substitute(tape, mapping, kept, hints=names.hints, primals=names.primals), True
 
 
-def _pass_on_gradient(old: Var, new, producer: dict[Var, Stmt], names: Tape) -> None:
-    """``dx = t * 1`` becomes ``t``: a temporary of the backward pass then is the gradient,
-    and is named like it (``dx``, not ``t2``)."""
-    if isinstance(new, Var) and names.primal_of(old) is not None \
-            and names.primal_of(new) is None and names.hint_of(new) is None \
-            and new in producer and producer[new].rule is not None:
+def _take_over_name(old: Var, new, producer: dict[Var, Stmt], names: Tape) -> None:
+    """The value that replaces ``old`` takes its name where it has none of its own (in the
+    side tables of ``names``): ``total = 0.0 + t`` makes ``t`` the ``total``, and
+    ``dx = t * 1`` makes a temporary of the backward pass the gradient ``dx`` (not ``t2``)."""
+    if not isinstance(new, Var):
+        return
+    if names.hint_of(new) is None and names.primal_of(new) is None \
+            and names.hint_of(old) is not None:
+        names.hints[new] = names.hint_of(old)
+    if names.primal_of(old) is not None and names.primal_of(new) is None \
+            and names.hint_of(new) is None and new in producer and producer[new].rule is not None:
         names.primals[new] = names.primal_of(old)
 
 
