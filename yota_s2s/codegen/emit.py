@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import bisect
 import math
+import operator
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,8 +39,6 @@ _BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "//": ast.Fl
 _AUGMENTED = {"+", "-", "*", "/", "//", "%", "**", "&", "|", "^"}     # not @: numpy refuses @=
 _UNOPS = {"-": ast.USub, "~": ast.Invert, "+": ast.UAdd}
 _CMPS = {"<": ast.Lt, "<=": ast.LtE, ">": ast.Gt, ">=": ast.GtE, "==": ast.Eq, "!=": ast.NotEq}
-# written as methods of their first operand when it is an array: ``dt.sum(axis=1)``
-_METHOD_STYLE = {"sum", "mean", "max", "min", "prod", "reshape", "copy"}
 
 
 @dataclass
@@ -156,7 +155,7 @@ class Emitter:
         if op is not None and op.prim.emit[0] == "binop" and op.prim.emit[1] in _AUGMENTED \
                 and op.out.aval.dtype == stmt.out.aval.dtype and isinstance(op.args[0], Var):
             read = self.made_by.get(op.args[0]) if op.args[0] in self.inlined else None
-            if read is not None and read.prim.name == "getitem" and read.args == (target, key):
+            if read is not None and read.prim.fn is operator.getitem and read.args == (target, key):
                 return ast.AugAssign(sub, _BINOPS[op.prim.emit[1]](), self.atom(op.args[1]))
         return ast.Assign([sub], self.atom(value), lineno=0)
 
@@ -195,10 +194,10 @@ class Emitter:
             operands = operands[:-1] + list(operands[-1].elts)
         first = args[0] if args else None
         is_array = isinstance(first, Var) and not first.aval.weak and first not in self.scalars.floats
-        if stmt.prim.name == "transpose" and not stmt.params and is_array and first.aval.ndim == 2:
+        if stmt.prim.fn is np.transpose and not stmt.params and is_array and first.aval.ndim == 2:
             return ast.Attribute(operands[0], "T", ast.Load())
-        if kind == "method" or (stmt.prim.name in _METHOD_STYLE and is_array):
-            name = emit[1] if kind == "method" else stmt.prim.name
+        if kind == "method" or (stmt.prim.method and is_array):     # ``dt.sum(axis=1)``
+            name = emit[1] if kind == "method" else stmt.prim.method
             return ast.Call(ast.Attribute(operands[0], name, ast.Load()), operands[1:], keywords)
         if stmt.prim in self.calls:
             return ast.Call(_dotted(self.calls[stmt.prim]), operands, keywords)
@@ -295,7 +294,7 @@ def _shared_names(tape: Tape, memory: MemoryPlan) -> dict[Var, Var]:
             if pending and block[pending[0]] != block[m]:
                 shared.update((p, pending[0]) for p in pending[1:])
                 pending = []
-            if m.hint or m.grad_of is not None or m in returned:
+            if tape.hint_of(m) or tape.primal_of(m) is not None or m in returned:
                 shared.update((p, m) for p in pending)
                 pending = []
             else:
@@ -329,8 +328,8 @@ def _inlinable(tape: Tape) -> set[Var]:
         v = stmt.outs[0] if stmt.outs else None
         using = tape.stmts[user[v]] if v in user else None
         partial = uses[v] == 1 and using.rule == ACCUMULATE and using.args[1] is v
-        if not plain or v.hint or (v.grad_of in named and not partial) or v in outputs \
-                or uses[v] != 1:
+        if not plain or tape.hint_of(v) or (tape.primal_of(v) in named and not partial) \
+                or v in outputs or uses[v] != 1:
             named.update(stmt.outs)
             continue
         reads[v] = set().union(*(reads.get(u) or {memory.root(u)} for u in stmt.uses()))

@@ -12,12 +12,15 @@ The operator a person would write becomes its ufunc (``*`` is ``xp.multiply``); 
 from __future__ import annotations
 
 import ast
+import operator
+
+import numpy as np
 
 from ..ir.tape import Lit, Stmt, Var
-from .buffers import UFUNCS
 
-_AUGMENTED = {"add": ast.Add, "sub": ast.Sub, "mul": ast.Mult, "div": ast.Div}
-_FILL = {"zeros": 0.0, "ones": 1.0}
+_AUGMENTED = {operator.add: ast.Add, operator.sub: ast.Sub, operator.mul: ast.Mult,
+              operator.truediv: ast.Div}
+_FILL = {np.zeros: 0.0, np.ones: 1.0}
 
 
 def write_statement(em, stmt: Stmt) -> list[ast.stmt] | None:
@@ -42,8 +45,9 @@ def write_statement(em, stmt: Stmt) -> list[ast.stmt] | None:
     name = em.names[v]
     if isinstance(target, ast.Name) and target.id == name:
         first = stmt.args[0]
-        if stmt.prim.name in _AUGMENTED and isinstance(first, Var) and em.names.names.get(first) == name:
-            return [ast.AugAssign(ast.Name(name), _AUGMENTED[stmt.prim.name](), em.atom(stmt.args[1]))]
+        augmented = _AUGMENTED.get(stmt.prim.fn)
+        if augmented and isinstance(first, Var) and em.names.names.get(first) == name:
+            return [ast.AugAssign(ast.Name(name), augmented(), em.atom(stmt.args[1]))]
         return [ast.Expr(value)]
     return [ast.Assign([ast.Name(name)], value, lineno=0)]
 
@@ -77,8 +81,8 @@ def _call(em, stmt: Stmt, form: str, target: ast.expr) -> ast.expr:
     if form == "reduce" and sum_as_product(em, stmt):
         return ast.Call(_xp("matmul"), sum_as_product(em, stmt), out)
     if form == "reduce" and isinstance(stmt.args[0], Var) and not stmt.args[0].aval.weak:
-        return ast.Call(ast.Attribute(operands[0], stmt.prim.name, ast.Load()), [], keywords)
-    return ast.Call(_xp(stmt.prim.name), operands, keywords)
+        return ast.Call(ast.Attribute(operands[0], stmt.prim.method, ast.Load()), [], keywords)
+    return ast.Call(_xp(stmt.prim.emit[1].removeprefix("xp.")), operands, keywords)   # xp.sum
 
 
 def sum_as_product(em, stmt: Stmt) -> list[ast.expr] | None:
@@ -87,7 +91,7 @@ def sum_as_product(em, stmt: Stmt) -> list[ast.expr] | None:
     (30x for a tall, narrow matrix). Not for broadcast views, which BLAS cannot read, nor for
     long float32 sums, where numpy's pairwise summation is the more accurate."""
     x, params = stmt.args[0], dict(stmt.params)
-    if stmt.prim.name != "sum" or set(params) != {"axis"} or not isinstance(x, Var):
+    if stmt.prim.fn is not np.sum or set(params) != {"axis"} or not isinstance(x, Var):
         return None
     aval, axis = x.aval, params["axis"]
     if aval.ndim != 2 or aval.weak or aval.dtype.name not in ("float64", "float32") \
@@ -95,7 +99,7 @@ def sum_as_product(em, stmt: Stmt) -> list[ast.expr] | None:
         return None
     n = aval.shape[axis % 2]
     made = em.made_by.get(x)
-    if (aval.dtype.name == "float32" and n > 4096) or (made and made.prim.name == "broadcast_to"):
+    if (aval.dtype.name == "float32" and n > 4096) or (made and made.prim.fn is np.broadcast_to):
         return None
     suffix = "" if aval.dtype.name == "float64" else "_F32"
     ones = ast.Name(em.ones.setdefault((n, aval.dtype.name), f"_ONES_{n}{suffix}"))
@@ -103,12 +107,10 @@ def sum_as_product(em, stmt: Stmt) -> list[ast.expr] | None:
 
 
 def _ufunc(stmt: Stmt) -> str:
-    name = stmt.prim.name
-    if name == "pow" and isinstance(stmt.args[1], Lit) and stmt.args[1].value in (2, 0.5):
+    ufunc = stmt.prim.ufunc
+    if ufunc is np.power and isinstance(stmt.args[1], Lit) and stmt.args[1].value in (2, 0.5):
         return "square" if stmt.args[1].value == 2 else "sqrt"
-    if name in UFUNCS:
-        return UFUNCS[name]
-    return stmt.prim.emit[1].split(".")[-1]
+    return ufunc.__name__
 
 
 def _bind_then(em, stmt: Stmt, v: Var, target: ast.expr) -> list[ast.stmt]:
@@ -119,7 +121,7 @@ def _bind_then(em, stmt: Stmt, v: Var, target: ast.expr) -> list[ast.stmt]:
     if em.memory.writes[v] == "copy":
         call = ast.Call(_xp("copyto"), [name, em.atom(stmt.args[0])], [])
     else:
-        value = _FILL.get(stmt.prim.name)
+        value = _FILL.get(stmt.prim.fn)
         fill = ast.Constant(value) if value is not None else em.atom(stmt.args[1])
         call = ast.Call(ast.Attribute(name, "fill", ast.Load()), [fill], [])
     return lines + [ast.Expr(call)]

@@ -12,7 +12,7 @@ Names never depend on Var ids, so the same program always gets the same names.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Callable, Iterable
 
 from .tape import ACCUMULATE, Tape, Var
 
@@ -22,11 +22,15 @@ RESERVED = frozenset({"xp", "math", "GuardError", "float", "int", "abs", "max", 
 
 
 class Namer:
-    def __init__(self, taken: Iterable[str] = ()):
+    def __init__(self, taken: Iterable[str] = (), tape: Tape | None = None):
         self.taken: set[str] = set(RESERVED) | set(taken)
         self.source_names: set[str] = set()
         self.names: dict[Var, str] = {}
         self._temps = 0
+        # a tape's side tables (Tape.hints, Tape.primals) over the Vars' own fields
+        self.hint_of: Callable[[Var], str | None] = tape.hint_of if tape else lambda v: v.hint
+        self.primal_of: Callable[[Var], Var | None] = \
+            tape.primal_of if tape else lambda v: v.grad_of
 
     def reserve_sources(self, names: Iterable[str]) -> None:
         """Source names are kept for their own values; other values avoid them."""
@@ -57,10 +61,11 @@ class Namer:
     def name_var(self, var: Var) -> str:
         if var in self.names:
             return self.names[var]
-        if var.hint:
-            name = self.fresh(var.hint, own=True)
-        elif var.grad_of is not None and var.grad_of in self.names:
-            name = self.fresh("d" + self.names[var.grad_of])
+        hint, primal = self.hint_of(var), self.primal_of(var)
+        if hint:
+            name = self.fresh(hint, own=True)
+        elif primal is not None and primal in self.names:
+            name = self.fresh("d" + self.names[primal])
         else:
             name = self.temp()
         self.names[var] = name
@@ -76,10 +81,11 @@ class Namer:
 def name_tape(tape: Tape, skip: set[Var] = frozenset(), taken: Iterable[str] = (),
               running_sums: bool = False) -> Namer:
     """Name every Var of ``tape`` except those in ``skip`` (inlined into expressions)."""
-    namer = Namer(taken)
-    hints = {v.hint for inp in tape.inputs for v in [inp.var] if v.hint}
+    namer = Namer(taken, tape)
+    hint_of, primal_of = tape.hint_of, tape.primal_of
+    hints = {hint_of(inp.var) for inp in tape.inputs if hint_of(inp.var)}
     for stmt in tape.stmts:
-        hints |= {v.hint for v in stmt.outs if v.hint}
+        hints |= {hint_of(v) for v in stmt.outs if hint_of(v)}
     namer.reserve_sources(hints | set(tape.params))
     for param in tape.params:
         namer.taken.add(param)
@@ -98,10 +104,11 @@ def name_tape(tape: Tape, skip: set[Var] = frozenset(), taken: Iterable[str] = (
                 namer.names[v] = namer.names[stmt.first_var]
             elif v in continued and continued[v] in namer.names:
                 namer.names[v] = namer.names[continued[v]]
-            elif running_sums and v.grad_of is not None and v.grad_of in namer.names:
-                namer.names[v] = namer.fresh("d" + namer.names[v.grad_of])
-            elif v.grad_of is not None and v.grad_of in namer.names and v is not totals.get(v.grad_of, v):
-                namer.names[v] = _partial_name(namer, "d" + namer.names[v.grad_of])
+            elif running_sums and primal_of(v) is not None and primal_of(v) in namer.names:
+                namer.names[v] = namer.fresh("d" + namer.names[primal_of(v)])
+            elif primal_of(v) is not None and primal_of(v) in namer.names \
+                    and v is not totals.get(primal_of(v), v):
+                namer.names[v] = _partial_name(namer, "d" + namer.names[primal_of(v)])
             else:
                 namer.name_var(v)
     return namer
@@ -120,7 +127,7 @@ def _running_sums(tape: Tape) -> dict[Var, Var]:
     for index, stmt in enumerate(tape.stmts):
         total = stmt.first_var
         if stmt.rule == ACCUMULATE and total is not None and last_use.get(total) == index \
-                and total.grad_of is stmt.out.grad_of:
+                and tape.primal_of(total) is tape.primal_of(stmt.out):
             continued[stmt.out] = total
     return continued
 
@@ -139,6 +146,6 @@ def _accumulated_totals(tape: Tape, skip: set[Var]) -> dict[Var, Var]:
     totals: dict[Var, Var] = {}
     for stmt in tape.stmts:
         for v in stmt.outs:
-            if v.grad_of is not None and v not in skip and not stmt.prim.inplace:
-                totals[v.grad_of] = v
+            if tape.primal_of(v) is not None and v not in skip and not stmt.prim.inplace:
+                totals[tape.primal_of(v)] = v
     return totals

@@ -20,26 +20,27 @@ each chain of updates, so a loop of ``out[i] = ...`` costs time linear in its le
 from __future__ import annotations
 
 import bisect
+import operator
 from collections import Counter, deque
 
 import numpy as np
 
 from ..ir.tape import Lit, Stmt, Tape, Var
-from ..rules.indexing import setitem_
-from ..rules.registry import RULES
+from ..rules.indexing import setitem, setitem_
+from ..rules.registry import RuleSet
 from .dce import dce
 
 
-def write_in_place(tape: Tape) -> Tape:
-    if not any(s.prim.name == "setitem" for s in tape.stmts):
+def write_in_place(tape: Tape, rules: RuleSet) -> Tape:
+    if not any(s.prim.fn is setitem for s in tape.stmts):
         return tape
-    tape, _ = dce(_read_around(tape))
+    tape, _ = dce(_read_around(tape), rules)
     fixed = {i.var for i in tape.inputs} | {a for a in tape.outputs() if isinstance(a, Var)}
     memory = _Memory(tape.stmts, fixed)
     pending, out = deque(tape.stmts), []
     while pending:
         stmt = pending.popleft()
-        out += _lower(stmt, pending, memory) if stmt.prim.name == "setitem" else [stmt]
+        out += _lower(stmt, pending, memory, rules, tape) if stmt.prim.fn is setitem else [stmt]
         memory.passed(stmt)
     return tape.copy(stmts=out)
 
@@ -52,9 +53,9 @@ def _read_around(tape: Tape) -> Tape:
     reads any more go: the zeroing in the gradient of ``out[i] = ...`` in a loop)."""
     stmts, chains = list(tape.stmts), _Chains()
     for i, s in enumerate(stmts):
-        if s.prim.name == "getitem" and isinstance(s.args[0], Var):
+        if s.prim.fn is operator.getitem and isinstance(s.args[0], Var):
             stmts[i] = s.replace(args=(chains.source(s.args[0], s.args[1]), s.args[1]))
-        elif s.prim.name == "setitem" and isinstance(s.args[0], Var):
+        elif s.prim.fn is setitem and isinstance(s.args[0], Var):
             chains.add(s)
     return tape.copy(stmts=stmts)
 
@@ -185,7 +186,7 @@ class _Memory:
         if not s.outs or not s.args:
             return
         first = s.first_var
-        if s.prim.name == "broadcast_to" or (s.prim.view and first is None):
+        if s.prim.fn is np.broadcast_to or (s.prim.view and first is None):
             self.frozen.add(s.out)              # read-only, or a view of a constant
         if first is not None and (s.prim.inplace or s.prim.view and not _copies(s)):
             self.join(s.out, first)
@@ -203,9 +204,10 @@ class _Memory:
         return v.aval.ndim > 0 and self.root(v) not in self.frozen
 
 
-def _lower(stmt: Stmt, pending: deque[Stmt], memory: _Memory) -> list[Stmt]:
+def _lower(stmt: Stmt, pending: deque[Stmt], memory: _Memory, rules: RuleSet,
+           tape: Tape) -> list[Stmt]:
     target, key, value = stmt.args
-    inplace = RULES.lookup(setitem_)
+    inplace = rules.lookup(setitem_)
     if isinstance(target, Var) and memory.writable(target):
         moved = _hoist_readers(stmt, pending, memory) if memory.uses_ahead(target, stmt) else []
         if memory.uses_ahead(target, stmt) == 0:
@@ -213,9 +215,9 @@ def _lower(stmt: Stmt, pending: deque[Stmt], memory: _Memory) -> list[Stmt]:
             return moved + [Stmt(stmt.outs, inplace, stmt.args, (), stmt.loc, stmt.rule)]
     else:
         moved = []
-    fresh = Var(stmt.out.aval, hint=stmt.out.hint, grad_of=stmt.out.grad_of)
+    fresh = Var(stmt.out.aval, hint=tape.hint_of(stmt.out), grad_of=tape.primal_of(stmt.out))
     memory.join(stmt.out, fresh)
-    return moved + [Stmt((fresh,), RULES.lookup(np.copy), (target,), (), stmt.loc, stmt.rule),
+    return moved + [Stmt((fresh,), rules.lookup(np.copy), (target,), (), stmt.loc, stmt.rule),
                     Stmt(stmt.outs, inplace, (fresh, key, value), (), stmt.loc, stmt.rule)]
 
 
@@ -227,7 +229,7 @@ def _hoist_readers(stmt: Stmt, pending: deque[Stmt], memory: _Memory) -> list[St
     moved, j = [], 0
     while j < len(pending) and _same_block(pending[j], stmt):
         s = pending[j]
-        pure = not (s.prim.effect or s.prim.inplace or s.prim.name == "setitem")
+        pure = not (s.prim.effect or s.prim.inplace or s.prim.fn is setitem)
         reads = any(memory.root(u) is mine for u in s.uses())
         if pure and reads and not any(u in between for u in s.uses()):
             moved.append(pending[j])
@@ -241,7 +243,7 @@ def _hoist_readers(stmt: Stmt, pending: deque[Stmt], memory: _Memory) -> list[St
 
 def _copies(s: Stmt) -> bool:
     """An index that makes a copy: an index array, or an element read as a scalar."""
-    if s.prim.name != "getitem":
+    if s.prim.fn is not operator.getitem:
         return False
     parts = basic_parts(s.args[1])
     return parts is None or (s.out.aval.ndim == 0 and Ellipsis not in parts)
