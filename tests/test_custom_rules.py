@@ -257,6 +257,23 @@ def test_a_built_in_name_on_a_user_primitive_changes_nothing_but_printing():
         assert [write_module(tape, buffers=b) for b in (True, False)] == expected, name
 
 
+def sines_subtracted(x):
+    return np.sum(0.0 - np.sin(x)) + np.sum(-1.0 * np.cos(x))
+
+
+def test_passes_write_the_primitives_of_the_rule_set_they_were_given():
+    """``0 - t`` simplified to ``-t`` took the negation of the global RULES (written ``-``)
+    whatever rule set was compiled with; and passes missed the re-declared negation itself."""
+    rules = ys.RULES.copy()
+    rules.primitive(operator.neg, "x", name="negate", emit=("call", "xp.negative"))
+    df, body = compiled(sines_subtracted, X, rules=rules)
+    assert "sines_subtracted = xp.negative(t1.sum()) - t2.sum()" in body
+    assert "dx = t1 - t2" in body                  # -(-x) and signs see the re-declared one
+    value, dx = df(X)
+    np.testing.assert_allclose(value, sines_subtracted(X))
+    np.testing.assert_allclose(dx, np.sin(X) - np.cos(X))
+
+
 def _name_reads(path: Path) -> list[str]:
     """``prim.name`` read outside an f-string, and ``<x>.name`` compared with strings
     (dtype names aside), in one module: how code would recognise a primitive by its name."""
