@@ -155,7 +155,8 @@ class Emitter:
         if op is not None and op.prim.emit[0] == "binop" and op.prim.emit[1] in _AUGMENTED \
                 and op.out.aval.dtype == stmt.out.aval.dtype and isinstance(op.args[0], Var):
             read = self.made_by.get(op.args[0]) if op.args[0] in self.inlined else None
-            if read is not None and read.prim.fn is operator.getitem and read.args == (target, key):
+            if read is not None and read.prim.fn is operator.getitem \
+                    and read.args == (target, key):
                 return ast.AugAssign(sub, _BINOPS[op.prim.emit[1]](), self.atom(op.args[1]))
         return ast.Assign([sub], self.atom(value), lineno=0)
 
