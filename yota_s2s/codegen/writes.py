@@ -98,7 +98,10 @@ def sum_as_product(em, stmt: Stmt) -> list[ast.expr] | None:
     if (aval.dtype.name == "float32" and n > 4096) or (made and made.prim.name == "broadcast_to"):
         return None
     suffix = "" if aval.dtype.name == "float64" else "_F32"
-    ones = ast.Name(em.ones.setdefault((n, aval.dtype.name), f"_ONES_{n}{suffix}"))
+    key = (n, aval.dtype.name)
+    if key not in em.ones:       # a module-level name: no parameter or value may hold it
+        em.ones[key] = em.names.fresh(f"_ONES_{n}{suffix}")
+    ones = ast.Name(em.ones[key])
     return [ones, em.atom(x)] if axis % 2 == 0 else [em.atom(x), ones]
 
 
