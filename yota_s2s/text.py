@@ -61,6 +61,8 @@ def name_base(text: str, empty: str = "v") -> str:
     """A readable identifier made from any text: its normal form, other characters replaced
     by ``_`` (``x²`` -> ``x2``, ``a-b`` -> ``a_b``), a keyword gets a ``_`` (``class_``)."""
     text = normal(str.__str__(text)) if isinstance(text, str) else str(text)
+    if is_identifier(text):
+        return text
     name = "".join(c if (c == "_" or ("a" + c).isidentifier()) else "_" for c in text)
     name = "_".join(p for p in name.split("_") if p) if name.strip("_") else ""
     if text.startswith("_") and name:
@@ -166,17 +168,24 @@ def literal_text(value: Any) -> str:
 
 
 def describe(value: Any) -> str:
-    """A static value for people (a header, an error, the tape printer): its literal where it
-    has one, else the name of the function or class, else ``<type>``; never the value's own
-    ``repr``, which is the user's code."""
+    """A static value for people (a header, an error, the tape printer): Python's ``repr`` of
+    its plain value (``2 (Color)`` for an ``IntEnum``), a numpy value as its literal, else the
+    name of the function or class, else ``<type>``; never the value's own ``repr``, which is
+    the user's code."""
+    if isinstance(value, (np.generic, np.ndarray, np.dtype)) or \
+            (isinstance(value, type) and issubclass(value, np.generic)):
+        try:
+            return literal_text(value)
+        except StaticValueError:
+            return _named(value)
     try:
-        text = literal_text(value)
-        if type(value) not in _EXACT and not isinstance(value, (tuple, list, np.generic,
-                                                                np.ndarray, np.dtype, slice)):
-            text = f"{text} ({_type_name(value)})"
-        return text
+        plain = plain_value(value)
     except StaticValueError:
         return _named(value)
+    text = repr(plain)          # built-in types only, all the way down
+    if type(value) is not type(plain):
+        text = f"{text} ({_type_name(value)})"
+    return text
 
 
 def _named(value: Any) -> str:

@@ -10,6 +10,8 @@ only on the tape, so two compilations of the same input are byte-identical.
 """
 from __future__ import annotations
 
+import ast
+import builtins
 import textwrap
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -83,7 +85,35 @@ def write_module(tapes: Tape | Sequence[Tape], device: str = "cpu",
     if any(_has_checks(tape) for tape in tapes):
         parts.append(_PRELUDE_MISMATCH)
     parts += [prelude(w.emitter) for w in written if prelude(w.emitter)]
-    return "\n".join(parts + [w.text for w in written])
+    text = "\n".join(parts + [w.text for w in written])
+    check_names(text)
+    return text
+
+
+def check_names(text: str) -> None:
+    """The module parses, and no function's parameter or local shadows a module-level name or
+    a builtin that the module reads (``xp``, ``_ONES_3``, ``isinstance``): a compiler bug
+    otherwise, caught here rather than as a wrong value."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as e:
+        raise InternalError(f"the generated module does not parse: {e}") from None
+    module = {n.id for stmt in tree.body if isinstance(stmt, ast.Assign)
+              for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    module |= {a.asname or a.name.split(".")[0] for stmt in tree.body
+               if isinstance(stmt, (ast.Import, ast.ImportFrom)) for a in stmt.names}
+    module |= {stmt.name for stmt in tree.body if isinstance(stmt, (ast.FunctionDef, ast.ClassDef))}
+    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    shared = module | (read & set(dir(builtins)))
+    for fn in tree.body:
+        if not isinstance(fn, ast.FunctionDef):
+            continue
+        local = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
+        local |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        clash = sorted(local & shared)
+        if clash:
+            raise InternalError(f"in the generated {fn.name}, {', '.join(clash)} would shadow "
+                                "a module-level name or a builtin")
 
 
 def write_functions(tapes: Sequence[Tape], buffers: bool = False) -> tuple[list[Written], Imports]:

@@ -18,12 +18,13 @@ from ..text import name_base, normal
 from .tape import ACCUMULATE, Tape, Var
 
 # Names the generated module defines or reads at module level: its imports, its helpers
-# (codegen/writer.py, codegen/workspace.py), the ``out`` keyword, and the builtins generated
-# code calls. A parameter or value with one of these names is renamed (``xp_1``), never
-# allowed to shadow it. The ``_ONES_n`` vectors take fresh names as they are made.
+# (codegen/writer.py, codegen/workspace.py) and the builtins generated code calls. A parameter
+# or value with one of these names is renamed (``xp_1``), never allowed to shadow it. The
+# ``_ONES_n`` vectors take fresh names as they are made; ``out`` is taken where the function
+# has the ``out=`` keyword (codegen/writer.py).
 MODULE_NAMES = frozenset({"xp", "math", "threading", "GuardError", "_mismatch", "_result",
                           "_deliver", "_out_entry", "_work_arrays", "WORK_ARRAYS", "_local",
-                          "out", "_"})
+                          "_"})
 BUILTINS_USED = frozenset({"float", "int", "complex", "bool", "abs", "max", "min", "len", "range",
                            "sum", "print", "isinstance", "getattr", "hasattr", "repr", "slice",
                            "tuple", "list", "dict", "type", "TypeError", "ValueError", "None",
