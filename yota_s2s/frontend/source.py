@@ -72,7 +72,6 @@ def parse_function(fn: Any) -> ParsedFunction:
     text = "".join(lines)
     dedented = textwrap.dedent(text)
     col_offset = len(lines[0]) - len(lines[0].lstrip()) if dedented != text else 0
-    line = None
     try:
         module = gast.parse(dedented)
     except SyntaxError:
@@ -80,8 +79,8 @@ def parse_function(fn: Any) -> ParsedFunction:
             raise
         # a lambda in the middle of an expression spanning lines (an item of a list or dict
         # literal written over several lines): find it in its whole file
-        module, first, col_offset, line = _whole_file(fn, code), 1, 0, code.co_firstlineno
-    node = _find_node(module, fn, line)
+        module, first, col_offset = _whole_file(fn, code), 1, 0
+    node = _find_node(module, fn, code.co_firstlineno - first + 1)
     parsed = ParsedFunction(node, fn.__name__, code.co_filename, first - 1, col_offset, code)
     _cache[code] = parsed
     return parsed
@@ -97,7 +96,9 @@ def _whole_file(fn: Any, code: types.CodeType) -> gast.Module:
                                 hint="Give the function a name with def.") from None
 
 
-def _find_node(module: gast.Module, fn: Any, line: int | None = None) -> gast.FunctionDef | gast.Lambda:
+def _find_node(module: gast.Module, fn: Any, line: int) -> gast.FunctionDef | gast.Lambda:
+    """The ``def`` of ``fn`` by name, or its lambda: the one on its first ``line`` (of
+    ``module``) with its parameters."""
     code = fn.__code__
     if fn.__name__ != "<lambda>":
         for node in gast.walk(module):
@@ -108,7 +109,7 @@ def _find_node(module: gast.Module, fn: Any, line: int | None = None) -> gast.Fu
     params = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
     lambdas = [n for n in gast.walk(module) if isinstance(n, gast.Lambda)
                and [a.id for a in n.args.args + n.args.kwonlyargs] == params
-               and (line is None or n.lineno == line)]
+               and n.lineno == line]
     if len(lambdas) > 1:
         lambdas = _lambdas_at_column(lambdas, code) or lambdas
     if not lambdas:
