@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 
 from ..ir.tape import Lit, Stmt, Var
+from ..text import dotted, identifier, literal
 from .buffers import UFUNCS
 
 _AUGMENTED = {"add": ast.Add, "sub": ast.Sub, "mul": ast.Mult, "div": ast.Div}
@@ -50,15 +51,14 @@ def write_statement(em, stmt: Stmt) -> list[ast.stmt] | None:
 
 def result_call(key: tuple, v: Var) -> ast.expr:
     argnum, path = key
-    where = ast.Constant(argnum) if not path else ast.Tuple([ast.Constant(argnum), ast.Constant(path)])
-    args = [ast.Name("out"), where, ast.Constant(v.aval.shape)]
+    args = [ast.Name("out"), literal(argnum if not path else (argnum, path)), literal(v.aval.shape)]
     if v.aval.dtype.name != "float64":
-        args.append(_xp(v.aval.dtype.name))
+        args.append(literal(v.aval.dtype))
     return ast.Call(ast.Name("_result"), args, [])
 
 
 def _xp(name: str) -> ast.expr:
-    return ast.Attribute(ast.Name("xp"), name, ast.Load())
+    return dotted(f"xp.{name}")
 
 
 def _call(em, stmt: Stmt, form: str, target: ast.expr) -> ast.expr:
@@ -73,11 +73,12 @@ def _call(em, stmt: Stmt, form: str, target: ast.expr) -> ast.expr:
                         else operands, out)
     if form == "matmul":
         return ast.Call(_xp("matmul"), operands, out)
-    keywords = [ast.keyword(k, em.literal(val)) for k, val in stmt.params] + out
+    keywords = [ast.keyword(identifier(k), em.literal(val)) for k, val in stmt.params] + out
     if form == "reduce" and sum_as_product(em, stmt):
         return ast.Call(_xp("matmul"), sum_as_product(em, stmt), out)
     if form == "reduce" and isinstance(stmt.args[0], Var) and not stmt.args[0].aval.weak:
-        return ast.Call(ast.Attribute(operands[0], stmt.prim.name, ast.Load()), [], keywords)
+        return ast.Call(ast.Attribute(operands[0], identifier(stmt.prim.name), ast.Load()), [],
+                        keywords)
     return ast.Call(_xp(stmt.prim.name), operands, keywords)
 
 

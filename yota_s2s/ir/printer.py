@@ -61,8 +61,8 @@ def format_stmt(stmt: Stmt, names: Namer, used: set[Var] | None = None, shapes: 
     args = list(stmt.args)
     if stmt.prim.emit[:1] == ("getitem",):
         params.insert(0, ("key", args.pop()))   # the index key reads best as a parameter
-    ptext = ", ".join(f"{k}={format_tree(v, names)}" for k, v in params)
-    head = stmt.prim.name + (f"[{ptext}]" if ptext else "")
+    ptext = ", ".join(f"{printable(k)}={format_tree(v, names)}" for k, v in params)
+    head = printable(stmt.prim.name) + (f"[{ptext}]" if ptext else "")
     operands = " ".join(format_tree(a, names) for a in args)
     lhs = ", ".join(out(v) for v in stmt.outs)
     return (f"{lhs} = " if stmt.outs else "") + head + (f" {operands}" if operands else "")
