@@ -328,3 +328,15 @@ def test_printer_shows_values_without_their_repr():
     _, tape = gradient_tape(times_global, (X,), check=True)
     assert "CALLS" not in str(tape)
     assert "CALLS" not in write_module(tape)
+
+
+def named_like_its_gradient(named_like_its_gradient_grad, x):
+    return np.sum(named_like_its_gradient_grad * x)
+
+
+@pytest.mark.parametrize("buffers", FORMS)
+def test_a_parameter_named_like_the_gradient_function(buffers):
+    (value, da, dx), source = grads(named_like_its_gradient, X, X + 1.0, buffers=buffers)
+    assert_close(da, X + 1.0)
+    assert_close(dx, X)
+    assert "def named_like_its_gradient_grad(named_like_its_gradient_grad_1, x" in source

@@ -123,7 +123,8 @@ def write_functions(tapes: Sequence[Tape], buffers: bool = False) -> tuple[list[
         stmts=[s for t in tapes for s in t.stmts],
         params=tuple(dict.fromkeys(p for t in tapes for p in t.params)))
     imports = plan_imports(merged)
-    taken = imports.names | {"out"} if buffers else imports.names   # out= of the function
+    taken = imports.names | {function_name(t) for t in tapes}       # module-level names
+    taken |= {"out"} if buffers else set()                            # out= of the function
     return [_function(t, Emitter(t, taken=taken, calls=imports.calls, fast=buffers))
             for t in tapes], imports
 
