@@ -340,3 +340,23 @@ def test_a_parameter_named_like_the_gradient_function(buffers):
     assert_close(da, X + 1.0)
     assert_close(dx, X)
     assert "def named_like_its_gradient_grad(named_like_its_gradient_grad_1, x" in source
+
+
+def named_like_guard_constants(_k0, d):
+    return np.sum(_k0 * d["a"])
+
+
+def named_like_a_builtin(len, m):
+    return np.sum(len * m[0] * m[1])
+
+
+def test_parameters_named_like_the_cache_guards_constants_and_builtins():
+    ys.clear_cache()
+    for _ in range(3):
+        value, g = ys.grad(named_like_guard_constants, X, {"a": X + 1.0})
+        assert_close(g[0], X + 1.0)
+        assert_close(g[1][("a",)], X)
+        value, g = ys.grad(named_like_a_builtin, X, [X + 1.0, X + 2.0])
+        assert_close(g[0], (X + 1.0) * (X + 2.0))
+        assert_close(g[1][(1,)], X * (X + 1.0))
+    assert ys.cache_info()["misses"] == 2          # one compilation each, then hits
