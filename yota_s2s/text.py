@@ -63,18 +63,14 @@ def name_base(text: str, empty: str = "v") -> str:
     text = normal(str.__str__(text)) if isinstance(text, str) else str(text)
     if is_identifier(text):
         return text
-    name = "".join(c if (c == "_" or ("a" + c).isidentifier()) else "_" for c in text)
-    name = "_".join(p for p in name.split("_") if p) if name.strip("_") else ""
-    if text.startswith("_") and name:
-        name = "_" + name
-    if not name:
-        name = empty
-    if not name.isidentifier():
+    parts = "".join(c if ("a" + c).isidentifier() else "_" for c in text).split("_")
+    name = "_".join(p for p in parts if p)
+    name = normal(("_" if text.startswith("_") else "") + name) if name else empty
+    if not name.isidentifier():               # it starts with a digit
         name = f"{empty}_{name}"
-    name = normal(name)
-    if keyword.iskeyword(name) or not name.isidentifier():
-        name = f"{name}_" if name.isidentifier() or keyword.iskeyword(name) else empty
-    return name
+    if keyword.iskeyword(name):
+        name += "_"
+    return name if is_identifier(name) else empty
 
 
 def dotted(path: str) -> ast.expr:
@@ -100,8 +96,6 @@ def plain_value(value: Any) -> Any:
     ``StaticValueError`` for anything that has no such value."""
     if type(value) in _EXACT:
         return value
-    if isinstance(value, bool):
-        return bool(value)
     if isinstance(value, int):
         return int.__int__(value)
     if isinstance(value, float):
