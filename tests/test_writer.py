@@ -360,3 +360,21 @@ def test_parameters_named_like_the_cache_guards_constants_and_builtins():
         assert_close(g[0], (X + 1.0) * (X + 2.0))
         assert_close(g[1][(1,)], X * (X + 1.0))
     assert ys.cache_info()["misses"] == 2          # one compilation each, then hits
+
+
+# -- constants are told apart by value, not by their repr ---------------------------------------
+
+NEAR = np.array([1.0, 2.0000000001, 3.0])
+FAR = np.array([1.0, 2.0, 3.0])         # the same repr as NEAR (8 digits)
+
+
+def two_constants(x):
+    return np.sum(np.sin(x * NEAR)) + np.sum(np.sin(x * FAR) * 3.0)
+
+
+@pytest.mark.parametrize("buffers", FORMS)
+def test_constant_arrays_with_the_same_repr_stay_two_constants(buffers):
+    x = np.array([1e9, 2e9, 3.0])
+    (value, dx), _ = grads(two_constants, x, buffers=buffers)
+    assert_close(value, two_constants(x))
+    assert_close(dx, NEAR * np.cos(x * NEAR) + 3.0 * FAR * np.cos(x * FAR))
