@@ -378,3 +378,19 @@ def test_constant_arrays_with_the_same_repr_stay_two_constants(buffers):
     (value, dx), _ = grads(two_constants, x, buffers=buffers)
     assert_close(value, two_constants(x))
     assert_close(dx, NEAR * np.cos(x * NEAR) + 3.0 * FAR * np.cos(x * FAR))
+
+
+class Affine:
+    def __init__(self, W):
+        self.W = W
+
+    def loss(self, x):
+        return np.sum(np.tanh(self.W @ x))
+
+
+def test_a_method_keeps_self_and_builtin_named_parameters_keep_their_names():
+    m = Affine(np.arange(6.0).reshape(2, 3) / 10)
+    (value, dself, dx), source = grads(m.loss, X)
+    assert "def loss_grad(self, x" in source
+    t = np.tanh(m.W @ X)
+    assert_close(dself[("W",)], np.outer(1 - t * t, X))

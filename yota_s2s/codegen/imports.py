@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import RuleError, SourceLoc
-from ..ir.names import RESERVED
+from ..ir.names import AVOIDED, RESERVED
 from ..text import is_identifier, normal, printable
 from ..ir.tape import Primitive, Tape
 
@@ -47,7 +47,7 @@ def plan_imports(tape: Tape) -> Imports:
         if len(stmt.prim.emit) > 2 and stmt.prim not in users:
             users[stmt.prim] = stmt.loc
     plan = Imports()
-    taken = {normal(n) for n in RESERVED | MODULE_PRELUDE_NAMES | set(tape.params)}
+    taken = {normal(n) for n in RESERVED | AVOIDED | MODULE_PRELUDE_NAMES | set(tape.params)}
     bound: dict[str, str] = {}                # name -> the module it is imported from
     names: dict[str, list[str]] = {}          # module -> names imported from it
     aliased: list[str] = []

@@ -21,15 +21,17 @@ from .tape import ACCUMULATE, Tape, Var
 # (codegen/writer.py, codegen/workspace.py) and the builtins generated code calls. A parameter
 # or value with one of these names is renamed (``xp_1``), never allowed to shadow it. The
 # ``_ONES_n`` vectors take fresh names as they are made; ``out`` is taken where the function
-# has the ``out=`` keyword (codegen/writer.py).
+# has the ``out=`` keyword (codegen/writer.py). ``write_module`` checks the result.
 MODULE_NAMES = frozenset({"xp", "math", "threading", "GuardError", "_mismatch", "_result",
                           "_deliver", "_out_entry", "_work_arrays", "WORK_ARRAYS", "_local",
                           "_"})
-BUILTINS_USED = frozenset({"float", "int", "complex", "bool", "abs", "max", "min", "len", "range",
-                           "sum", "print", "isinstance", "getattr", "hasattr", "repr", "slice",
-                           "tuple", "list", "dict", "type", "TypeError", "ValueError", "None",
-                           "True", "False", "self"})
+BUILTINS_USED = frozenset({"float", "int", "complex", "len", "isinstance", "getattr", "hasattr",
+                           "repr", "slice", "tuple", "list", "TypeError", "ValueError", "None",
+                           "True", "False"})
 RESERVED = MODULE_NAMES | BUILTINS_USED
+# Names that values other than parameters avoid, for the reader (a temporary is never ``sum``);
+# a parameter keeps them (``self``).
+AVOIDED = frozenset({"bool", "abs", "max", "min", "range", "sum", "print", "dict", "type", "self"})
 
 
 class Namer:
@@ -38,6 +40,7 @@ class Namer:
 
     def __init__(self, taken: Iterable[str] = ()):
         self.taken: set[str] = {normal(n) for n in RESERVED | set(taken)}
+        self.avoided: set[str] = set(AVOIDED)
         self.source_names: set[str] = set()
         self.names: dict[Var, str] = {}
         self.params: list[str] = []        # the generated function's parameter names
@@ -48,7 +51,17 @@ class Namer:
         self.source_names |= {name_base(n) for n in names}
 
     def _free(self, name: str, own: bool = False) -> bool:
-        return name not in self.taken and (own or name not in self.source_names)
+        return name not in self.taken and name not in self.avoided and \
+            (own or name not in self.source_names)
+
+    def param(self, name: str) -> str:
+        """The generated function's name for a parameter: its own unless that would shadow
+        a name the module needs (``xp`` -> ``xp_1``)."""
+        base = name_base(name)
+        if base not in self.taken:
+            self.taken.add(base)
+            return base
+        return self.fresh(base, own=True)
 
     def fresh(self, base: str, own: bool = False) -> str:
         """``base`` (made an identifier, ``text.name_base``) if free, else ``base_1``,
@@ -101,7 +114,7 @@ def name_tape(tape: Tape, skip: set[Var] = frozenset(), taken: Iterable[str] = (
     for stmt in tape.stmts:
         hints |= {v.hint for v in stmt.outs if v.hint}
     namer.reserve_sources(hints | set(tape.params))
-    namer.params = [namer.fresh(p, own=True) for p in tape.params]
+    namer.params = [namer.param(p) for p in tape.params]
     for inp in tape.inputs:
         if inp.path == ():
             namer.names[inp.var] = namer.params[inp.argnum]
