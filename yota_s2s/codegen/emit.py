@@ -29,6 +29,7 @@ import numpy as np
 from ..errors import SourceLoc
 from ..ir.names import Namer, name_tape
 from ..ir.tape import ACCUMULATE, Lit, Primitive, Stmt, Tape, Var, tree_vars
+from ..text import dotted, identifier, literal
 from .buffers import MemoryPlan, plan_memory, writer
 from .scalars import ScalarPlan, name_scalars, plan_scalars, scalar_statement, square
 from .writes import write_statement
@@ -189,7 +190,7 @@ class Emitter:
             return self.atom(args[0])
         if kind == "getitem":
             return ast.Subscript(self.atom(args[0]), self.key(args[1]), ast.Load())
-        keywords = [ast.keyword(k, self.literal(v)) for k, v in stmt.params]
+        keywords = [ast.keyword(identifier(k), self.literal(v)) for k, v in stmt.params]
         operands = [self.atom(a) for a in args]
         if stmt.prim.operands and stmt.prim.operands[-1].startswith("*"):
             operands = operands[:-1] + list(operands[-1].elts)
@@ -199,7 +200,8 @@ class Emitter:
             return ast.Attribute(operands[0], "T", ast.Load())
         if kind == "method" or (stmt.prim.method and is_array):     # ``dt.sum(axis=1)``
             name = emit[1] if kind == "method" else stmt.prim.method
-            return ast.Call(ast.Attribute(operands[0], name, ast.Load()), operands[1:], keywords)
+            return ast.Call(ast.Attribute(operands[0], identifier(name), ast.Load()), operands[1:],
+                            keywords)
         if stmt.prim in self.calls:
             return ast.Call(_dotted(self.calls[stmt.prim]), operands, keywords)
         self.modules.add(emit[1].split(".")[0])
@@ -215,8 +217,7 @@ class Emitter:
 
     def key_part(self, part: Any, call: bool = False) -> ast.expr:
         if isinstance(part, Lit) and isinstance(part.value, np.ndarray) and part.value.dtype.kind in "iub":
-            return ast.Constant(part.value.tolist()) if part.value.ndim == 0 else \
-                ast.parse(repr(part.value.tolist()), mode="eval").body   # x[[0, 2]], as written
+            return self.literal(part.value.tolist())     # x[[0, 2]], as written
         if isinstance(part, Lit) and isinstance(part.value, slice):
             s = part.value
             bounds = [s.start, s.stop, s.step]
@@ -228,33 +229,8 @@ class Emitter:
         return self.atom(part)
 
     def literal(self, value: Any) -> ast.expr:
-        """Source text for a static value, exact for its type (``xp.float32(0.5)``)."""
-        if isinstance(value, bool) or value is None or value is Ellipsis or isinstance(value, str):
-            return ast.Constant(value)
-        if isinstance(value, (int, float)):
-            if isinstance(value, float) and not math.isfinite(value):
-                name = "xp.nan" if math.isnan(value) else "xp.inf"
-                return ast.UnaryOp(ast.USub(), _dotted(name)) if value < 0 else _dotted(name)
-            if value < 0 or (isinstance(value, float) and math.copysign(1, value) < 0):
-                return ast.UnaryOp(ast.USub(), ast.Constant(-value))
-            return ast.Constant(value)
-        if isinstance(value, complex):
-            return ast.Call(ast.Name("complex"), [ast.Constant(value.real), ast.Constant(value.imag)], [])
-        if isinstance(value, tuple):
-            return ast.Tuple([self.literal(v) for v in value])
-        if isinstance(value, slice):
-            return ast.Call(ast.Name("slice"), [self.literal(v) for v in (value.start, value.stop, value.step)], [])
-        if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
-            return _dotted(f"xp.{np.dtype(value).name}")
-        if isinstance(value, np.generic):
-            return ast.Call(_dotted(f"xp.{value.dtype.name}"), [self.literal(value.item())], [])
-        if isinstance(value, np.ndarray) and value.size == 0:      # tolist() loses the shape
-            return ast.Call(_dotted("xp.empty"), [self.literal(value.shape)],
-                            [ast.keyword("dtype", _dotted(f"xp.{value.dtype.name}"))])
-        if isinstance(value, np.ndarray):
-            return ast.Call(_dotted("xp.asarray"), [ast.Constant(value.tolist())],
-                            [ast.keyword("dtype", _dotted(f"xp.{value.dtype.name}"))])
-        raise TypeError(f"cannot write {value!r} as a literal")
+        """A static value, exact for its type (``xp.float32(0.5)``): ``text.literal``."""
+        return literal(value)
 
 
 def unparse(node: ast.AST) -> str:
@@ -270,11 +246,7 @@ def unparse(node: ast.AST) -> str:
 
 
 def _dotted(path: str) -> ast.expr:
-    parts = path.split(".")
-    node: ast.expr = ast.Name(parts[0])
-    for p in parts[1:]:
-        node = ast.Attribute(node, p, ast.Load())
-    return node
+    return dotted(path)
 
 
 def _has_array_lit(key: Any) -> bool:
