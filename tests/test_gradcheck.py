@@ -385,7 +385,22 @@ UPDATES = [
     Case("update_nested_item", updates.nested_item, normal((2, 3))),
 ]
 
-RULE_CASES += REDUCTIONS + SHAPE_OPS + INDEXING + PRODUCTS + LINALG + UPDATES
+# internal crashes and silent zeros of issue 10: each was a crash (or a zero gradient) before
+CRASHES = [
+    Case("sum_size_one", lambda x: np.sum(x) * 2.0, normal((1,))),
+    Case("sum_size_one_matrix", lambda x: np.sum(x), normal((1, 1))),
+    Case("outer_python_float_operand", lambda x, a: weighted(np.outer(x, a)) + weighted(np.outer(a, x)),
+         lambda r: (r.standard_normal(3), 0.7)),
+    Case("python_types_as_dtypes", lambda x: weighted(x * x.astype(int) + x.astype(bool) * x + x.astype(float) ** 2
+                                                      + np.zeros(3, dtype=float) + np.ones(3, dtype=int) * x),
+         lambda r: (r.uniform(-3, 3, 3),)),
+    Case("full_traced_fill_value", lambda x, a: weighted(np.full((2, 3), x) * a + np.full_like(x, a) * x
+                                                         + np.full(3, np.sum(x))), lambda r: (r.standard_normal(3), 0.7)),
+    Case("linspace_traced_ends", lambda x, a: weighted(np.linspace(a, np.sum(x), 5) ** 2)
+         + weighted(np.cos(np.linspace(x, a, 4, endpoint=False))), lambda r: (r.standard_normal(3), 0.7)),
+]
+
+RULE_CASES += REDUCTIONS + SHAPE_OPS + INDEXING + PRODUCTS + LINALG + UPDATES + CRASHES
 
 PROGRAMS: list[Case] = [
     Case("seed_loss", models.seed_loss, normal((4, 6), (4,), (6, 3))),
@@ -466,3 +481,30 @@ def test_float32_inputs_give_float32_gradients(case: Case) -> None:
         assert grad.dtype == np.float32
         expected = numerical_grad(case.fn, [a.astype(np.float64) for a in args], i)
         np.testing.assert_allclose(grad, expected, rtol=2e-2, atol=2e-3)
+
+
+def cast_to_float64_and_sum(x):
+    return np.sum(x.astype(np.float64) ** 2)
+
+
+def python_float_of_sum(x):
+    return float(np.sum(x * x)) * 2.0
+
+
+def sum_cast_to_float64(x):
+    return np.sum(x * x).astype(np.float64)
+
+
+@pytest.mark.parametrize("fn", [cast_to_float64_and_sum, python_float_of_sum, sum_cast_to_float64],
+                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize("buffers", [True, False])
+def test_float32_program_with_float64_casts(fn, buffers: bool) -> None:
+    """A float32 argument cast to float64 (or a Python float) on the way: the constant gradient
+    of the cast used to crash the compiler (``1.0.astype``); it comes back float32."""
+    x = np.random.default_rng(3).standard_normal(4).astype(np.float32)
+    grad = compile_grad(fn, (x,), check=True, buffers=buffers).fn
+    grad(x)
+    value, dx = grad(x)
+    assert np.isclose(value, fn(x), rtol=1e-6)
+    assert dx.dtype == np.float32
+    np.testing.assert_allclose(dx, numerical_grad(fn, [x.astype(np.float64)], 0), rtol=1e-4, atol=1e-4)

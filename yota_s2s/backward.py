@@ -170,7 +170,9 @@ class _Sweep:
             # a real value's gradient is the real part (autograd's convention for complex)
             g = self.emit(self.rules.lookup(np.real), [g], {})
             dtype = np.result_type(self.concrete(g))
-        if target.is_float and not target.weak and dtype != target.dtype:
+        if target.is_float and not target.weak and dtype != target.dtype and not isinstance(g, Var):
+            g = target.dtype.type(g)        # a constant: cast now (a Python float has no astype)
+        elif target.is_float and not target.weak and dtype != target.dtype:
             from .rules.elementwise import astype
             g = self.emit(self.rules.lookup(astype), [g, Lit(target.dtype)], {})
         return g

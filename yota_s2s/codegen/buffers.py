@@ -49,8 +49,9 @@ def writer(stmt: Stmt) -> str | None:
         return "reduce"
     if prim.name == "copy":
         return "copy"
-    if prim.name in ("zeros", "ones") or (prim.name == "full" and not any(tree_vars(stmt.args))):
-        return "fill"
+    if prim.name in ("zeros", "ones") or (prim.name == "full" and not any(tree_vars(stmt.args))
+                                          and np.ndim(stmt.args[1].value) == 0):
+        return "fill"           # ``a.fill(c)`` takes a scalar only, not a (1, 1) array
     if prim.name in ("concatenate", "stack"):
         return "join"
     return None

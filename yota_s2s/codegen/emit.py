@@ -199,7 +199,10 @@ class Emitter:
             return ast.Attribute(operands[0], "T", ast.Load())
         if kind == "method" or (stmt.prim.name in _METHOD_STYLE and is_array):
             name = emit[1] if kind == "method" else stmt.prim.name
-            return ast.Call(ast.Attribute(operands[0], name, ast.Load()), operands[1:], keywords)
+            this = operands[0]
+            if not is_array:
+                this = ast.Call(_dotted("xp.asarray"), [this], [])    # a Python float: no methods
+            return ast.Call(ast.Attribute(this, name, ast.Load()), operands[1:], keywords)
         if stmt.prim in self.calls:
             return ast.Call(_dotted(self.calls[stmt.prim]), operands, keywords)
         self.modules.add(emit[1].split(".")[0])
