@@ -45,6 +45,20 @@ def test_a_non_scalar_result_suggests_reducing_it():
     assert "np.sum(...)" in text
 
 
+def test_a_complex_result_is_refused_with_the_fix():
+    """The gradient of a complex scalar is not defined; it used to come back as if the result
+    were its real part."""
+    line = bad.complex_result.__code__.co_firstlineno
+    for compile_it in (ys.simplegrad, ys.grad):
+        with pytest.raises(ys.YotaError) as info:
+            compile_it(bad.complex_result, np.ones(3))
+        text = str(info.value)
+        assert text.startswith(f"bad.py:{line} in complex_result: complex_result returns a complex "
+                               "scalar (c128[]); the gradient of a value that is not real is not "
+                               "defined")
+        assert "np.real(...)" in text and "np.abs(...)" in text
+
+
 def test_values_that_must_be_static():
     err, text = error_text(bad.traced_axis, np.ones((2, 2)))
     assert isinstance(err, ys.StaticValueError) and "axis= argument of sum must be known at compile time" in text

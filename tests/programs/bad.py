@@ -79,3 +79,7 @@ def ambiguous_truth(x):
 
 def shape_mismatch(x, y):
     return np.sum(x @ y)
+
+
+def complex_result(x):
+    return np.sum(x * (1 + 2j))

@@ -261,7 +261,10 @@ def _checks(tape: Tape, fname: str) -> list[str]:
 
 def _leaf_check(tape: Tape, fname: str, var: Var, ref: str, access: str) -> list[str]:
     aval = var.aval
-    if aval.weak:
+    if aval.weak and aval.dtype.kind == "c":
+        test = f"not isinstance({ref}, (int, float, complex)) or isinstance({ref}, bool)"
+        expected = "a complex"
+    elif aval.weak:
         test = f"not isinstance({ref}, (int, float)) or isinstance({ref}, bool)"
         expected = "a float"
     else:
