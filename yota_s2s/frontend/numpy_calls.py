@@ -93,8 +93,8 @@ def guard_selection(ev, prim, operands: list, node) -> None:
     if prim.name in ("argwhere", "flatnonzero"):
         masks = [operands[0]]
     elif prim.name == "getitem":
-        masks = [a for a in tree_atoms(operands[1])
-                 if isinstance(a, Var) and a.aval.dtype == bool and a.aval.ndim > 0]
+        masks = [a for a in tree_atoms(operands[1])       # 0-d too: x[c > 0] has 0 or 1 rows
+                 if isinstance(a, Var) and a.aval.dtype == bool]
     else:
         return
     for mask in masks:
