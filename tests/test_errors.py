@@ -59,6 +59,17 @@ def test_a_complex_result_is_refused_with_the_fix():
         assert "np.real(...)" in text and "np.abs(...)" in text
 
 
+def test_a_traced_bound_of_arange_is_refused():
+    """np.arange(a, 5.0) with a traced ``a``: its values moved with ``a`` but got no gradient,
+    and its length changed with ``a`` unguarded."""
+    err, text = error_text(bad.traced_arange_start, np.ones(3), 2.0)
+    line = bad.traced_arange_start.__code__.co_firstlineno + 1
+    assert isinstance(err, ys.StaticValueError)
+    assert text.startswith(f"bad.py:{line} in traced_arange_start: the arguments of np.arange must "
+                           "be known at compile time, but one is traced")
+    assert "a + np.arange(n) * step" in text
+
+
 def test_values_that_must_be_static():
     err, text = error_text(bad.traced_axis, np.ones((2, 2)))
     assert isinstance(err, ys.StaticValueError) and "axis= argument of sum must be known at compile time" in text

@@ -396,6 +396,8 @@ CRASHES = [
          lambda r: (r.uniform(-3, 3, 3),)),
     Case("full_traced_fill_value", lambda x, a: weighted(np.full((2, 3), x) * a + np.full_like(x, a) * x
                                                          + np.full(3, np.sum(x))), lambda r: (r.standard_normal(3), 0.7)),
+    Case("einsum_size_one_axes", lambda c, d: weighted(np.einsum("ij,jk->ik", c, c)) + weighted(np.einsum("ij,jk->ik", d, c)),
+         normal((1, 4), (3, 1))),
     Case("linspace_traced_ends", lambda x, a: weighted(np.linspace(a, np.sum(x), 5) ** 2)
          + weighted(np.cos(np.linspace(x, a, 4, endpoint=False))), lambda r: (r.standard_normal(3), 0.7)),
 ]

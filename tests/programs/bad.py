@@ -83,3 +83,7 @@ def shape_mismatch(x, y):
 
 def complex_result(x):
     return np.sum(x * (1 + 2j))
+
+
+def traced_arange_start(x, a):
+    return np.sum(np.arange(a, 5.0) * x)

@@ -331,7 +331,9 @@ def _inlinable(tape: Tape) -> set[Var]:
         plain = stmt.prim.nout == 1 and not (stmt.prim.effect or stmt.prim.inplace or stmt.prim.creates)
         v = stmt.outs[0] if stmt.outs else None
         using = tape.stmts[user[v]] if v in user else None
-        partial = uses[v] == 1 and using.rule == ACCUMULATE and using.args[1] is v
+        # (a pass may have rewritten the addition into a one-operand statement: check the arity)
+        partial = uses[v] == 1 and using.rule == ACCUMULATE and len(using.args) == 2 \
+            and using.args[1] is v
         if not plain or v.hint or (v.grad_of in named and not partial) or v in outputs \
                 or uses[v] != 1:
             named.update(stmt.outs)
