@@ -398,6 +398,8 @@ CRASHES = [
                                                          + np.full(3, np.sum(x))), lambda r: (r.standard_normal(3), 0.7)),
     Case("einsum_size_one_axes", lambda c, d: weighted(np.einsum("ij,jk->ik", c, c)) + weighted(np.einsum("ij,jk->ik", d, c)),
          normal((1, 4), (3, 1))),
+    Case("element_of_a_computed_vector", lambda a, x: weighted(np.atleast_1d(a)[0] * x),
+         lambda r: (r.standard_normal(1), np.array(0.4))),
     Case("linspace_traced_ends", lambda x, a: weighted(np.linspace(a, np.sum(x), 5) ** 2)
          + weighted(np.cos(np.linspace(x, a, 4, endpoint=False))), lambda r: (r.standard_normal(3), 0.7)),
 ]

@@ -68,7 +68,8 @@ class Emitter:
         self.tape = tape
         self.calls = calls or {}          # user functions: how the module's imports name them
         self.scalars = plan_scalars(tape) if fast else ScalarPlan()
-        self.inlined = _inlinable(tape) - set(self.scalars.elements)
+        # an unpacked array keeps its name (``x0, x1 = x.tolist()``) even where it has one use
+        self.inlined = _inlinable(tape) - set(self.scalars.elements) - set(self.scalars.unpacked)
         if fast:     # what is written into an array is a statement of its own
             self.inlined -= {s.out for s in tape.stmts if s.outs and writer(s)
                              and s.out not in self.scalars.floats}
