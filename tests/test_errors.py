@@ -70,6 +70,13 @@ def test_a_traced_bound_of_arange_is_refused():
     assert "a + np.arange(n) * step" in text
 
 
+def test_float_of_a_size_one_vector_says_how_to_read_the_element():
+    err, text = error_text(bad.float_of_a_vector, np.ones(1))
+    line = bad.float_of_a_vector.__code__.co_firstlineno + 1
+    assert text.startswith(f"bad.py:{line} in float_of_a_vector: float() of a traced f64[1]: ")
+    assert "float(x[0])" in text
+
+
 def test_values_that_must_be_static():
     err, text = error_text(bad.traced_axis, np.ones((2, 2)))
     assert isinstance(err, ys.StaticValueError) and "axis= argument of sum must be known at compile time" in text

@@ -400,6 +400,10 @@ CRASHES = [
          normal((1, 4), (3, 1))),
     Case("element_of_a_computed_vector", lambda a, x: weighted(np.atleast_1d(a)[0] * x),
          lambda r: (r.standard_normal(1), np.array(0.4))),
+    Case("item_of_size_one_arrays", lambda x, m: x.item() * 2.0 + m.item() ** 2 + np.sum(m).item() * x.item(),
+         normal((1,), (1, 1))),
+    Case("item_with_an_index", lambda x: np.sum(x) * x.item(1) + x.item(1, 0) ** 2 + np.sum(x > 0).item() * x.item(3),
+         normal((2, 2))),
     Case("linspace_traced_ends", lambda x, a: weighted(np.linspace(a, np.sum(x), 5) ** 2)
          + weighted(np.cos(np.linspace(x, a, 4, endpoint=False))), lambda r: (r.standard_normal(3), 0.7)),
 ]

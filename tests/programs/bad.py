@@ -87,3 +87,7 @@ def complex_result(x):
 
 def traced_arange_start(x, a):
     return np.sum(np.arange(a, 5.0) * x)
+
+
+def float_of_a_vector(x):
+    return float(x) * 2.0
