@@ -404,6 +404,8 @@ CRASHES = [
          normal((1,), (1, 1))),
     Case("item_with_an_index", lambda x: np.sum(x) * x.item(1) + x.item(1, 0) ** 2 + np.sum(x > 0).item() * x.item(3),
          normal((2, 2))),
+    Case("numpy_scalar_types_of_python_floats", lambda x, a: weighted(x * np.float64(a)) + np.real(np.sum(x * np.complex128(a))),
+         lambda r: (r.standard_normal(3), 0.7)),
     Case("linspace_traced_ends", lambda x, a: weighted(np.linspace(a, np.sum(x), 5) ** 2)
          + weighted(np.cos(np.linspace(x, a, 4, endpoint=False))), lambda r: (r.standard_normal(3), 0.7)),
 ]
