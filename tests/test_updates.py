@@ -139,15 +139,31 @@ def _rows_where(x, c):
     return np.sum(x[c > 0] ** 2)
 
 
+def _write_where(x, c):
+    y = x * 1.0
+    y[c > 0] = 2.0 * x
+    return np.sum(y * x)
+
+
+def _write_sum_where(x, c):
+    y = x * 1.0
+    y[c > 0] = np.sum(x)
+    return np.sum(y * x)
+
+
 @pytest.mark.parametrize("buffers", [True, False])
 @pytest.mark.parametrize("fn,x,taken,other", [
     (_first_of_masked_or_doubled, np.array(0.5), np.array(1.0), np.array(-1.0)),
     (_first_of_masked_or_doubled, np.array(0.5), np.array(-1.0), np.array(1.0)),
     (_rows_where, np.array([1.0, 2.0]), np.array(1.0), np.array(-1.0)),
+    (_write_where, np.array([0.5, 1.5, 2.0]), np.array(1.0), np.array(-1.0)),
+    (_write_sum_where, np.array([0.5, 1.5, 2.0]), np.array([1.0, -1.0, 1.0]), np.array([1.0, 1.0, 1.0])),
 ])
 def test_a_0d_boolean_mask_is_guarded_too(fn, x, taken, other, buffers):
     """``x[c > 0]`` with a 0-d mask has 0 or 1 rows, decided by data: it had no guard (the plain
-    form returned a wrong gradient for the other outcome, the buffered one a numpy error)."""
+    form returned a wrong gradient for the other outcome, the buffered one a numpy error).
+    ``y[mask] = v`` had none either, though the gradient of ``v`` reads ``dy[mask]`` (the
+    buffered form failed for another count)."""
     df = ys.simplegrad(fn, x, taken, buffers=buffers)
     for _ in range(2):
         value, dx, dc = df(x, taken)

@@ -22,6 +22,7 @@ import numpy as np
 from ..errors import StaticValueError
 from ..ir.tape import Var, tree_atoms
 from ..rules.control import guard
+from ..rules.indexing import index_add, setitem
 from ..rules.joining import SPLITS
 from ..rules.linalg import svd_values
 from .values import is_traced
@@ -93,9 +94,10 @@ def guard_selection(ev, prim, operands: list, node) -> None:
         return          # the forward code checked it
     if prim.name in ("argwhere", "flatnonzero"):
         masks = [operands[0]]
-    elif prim.name == "getitem":
-        masks = [a for a in tree_atoms(operands[1])       # 0-d too: x[c > 0] has 0 or 1 rows
-                 if isinstance(a, Var) and a.aval.dtype == bool]
+    elif prim.name == "getitem" or (prim.fn in (setitem, index_add) and isinstance(operands[2], Var)):
+        # 0-d masks too: x[c > 0] has 0 or 1 rows. A written value's gradient is dy[mask],
+        # whose shape the generated code has as in the example, so its count is checked too.
+        masks = [a for a in tree_atoms(operands[1]) if isinstance(a, Var) and a.aval.dtype == bool]
     else:
         return
     for mask in masks:
