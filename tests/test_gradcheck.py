@@ -406,6 +406,8 @@ CRASHES = [
          normal((2, 2))),
     Case("numpy_scalar_types_of_python_floats", lambda x, a: weighted(x * np.float64(a)) + np.real(np.sum(x * np.complex128(a))),
          lambda r: (r.standard_normal(3), 0.7)),
+    Case("python_floats_through_inner_and_float", lambda x, c: float(np.sum(np.inner(x, 0.5))) ** 2 + x * c,
+         lambda r: (0.3, 0.7)),
     Case("linspace_traced_ends", lambda x, a: weighted(np.linspace(a, np.sum(x), 5) ** 2)
          + weighted(np.cos(np.linspace(x, a, 4, endpoint=False))), lambda r: (r.standard_normal(3), 0.7)),
 ]
