@@ -385,6 +385,15 @@ UPDATES = [
     Case("update_nested_item", updates.nested_item, normal((2, 3))),
 ]
 
+def value_minus_itself(x0):
+    """The fuzzer's G10: an accumulation that a pass rewrote into a one-operand statement."""
+    v1 = np.einsum("ijk,ijk->ijk", x0, x0)
+    v2 = v1[1:, :2]
+    v8 = np.negative(v2)
+    v9 = v2 - v2
+    return np.sum(np.tanh(v8) * v8) + np.sum(v9)
+
+
 # internal crashes and silent zeros of issue 10: each was a crash (or a zero gradient) before
 CRASHES = [
     Case("sum_size_one", lambda x: np.sum(x) * 2.0, normal((1,))),
@@ -408,6 +417,9 @@ CRASHES = [
          lambda r: (r.standard_normal(3), 0.7)),
     Case("python_floats_through_inner_and_float", lambda x, c: float(np.sum(np.inner(x, 0.5))) ** 2 + x * c,
          lambda r: (0.3, 0.7)),
+    Case("prod_tuple_of_axes", lambda x, y: weighted(np.prod(x, axis=(0, 2))) + weighted(y.prod(axis=(-1, 0), keepdims=True))
+         + np.prod(x, axis=(0, 1, 2)), normal((2, 3, 2), (3, 1))),
+    Case("value_minus_itself", value_minus_itself, normal((2, 3, 4))),
     Case("linspace_traced_ends", lambda x, a: weighted(np.linspace(a, np.sum(x), 5) ** 2)
          + weighted(np.cos(np.linspace(x, a, 4, endpoint=False))), lambda r: (r.standard_normal(3), 0.7)),
 ]
