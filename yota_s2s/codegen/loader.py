@@ -178,25 +178,23 @@ def compile_text(text: str, path: Path) -> CodeType:
 def write_bytecode(path: Path, text: str, code: CodeType | None = None) -> None:
     """Write the ``.pyc`` of ``path`` from ``text`` (its exact content) as a checked-hash pyc,
     which Python uses only while the file's bytes hash to ``text``. Skipped where Python would
-    not write bytecode (there a stale ``.pyc`` is removed); a directory that cannot be written
-    is not an error (as for Python)."""
-    if sys.dont_write_bytecode:
-        stale = stale_bytecode(path)
-        if stale is not None:
-            with contextlib.suppress(OSError):
-                stale.unlink()
-        return
+    not write bytecode (there any other ``.pyc`` of the file is removed, since it may have been
+    compiled from another text); a directory that cannot be written is not an error (as for
+    Python)."""
     try:
         cfile = Path(importlib.util.cache_from_source(str(path)))
     except (NotImplementedError, ValueError):
         return
-    code = compile_text(text, path) if code is None else code
-    data = (importlib.util.MAGIC_NUMBER + _CHECKED_HASH.to_bytes(4, "little")
-            + importlib.util.source_hash(text.encode("utf-8")) + marshal.dumps(code))
-    try:
-        write_atomic(cfile, data)
-    except OSError:
-        pass
+    header = (importlib.util.MAGIC_NUMBER + _CHECKED_HASH.to_bytes(4, "little")
+              + importlib.util.source_hash(text.encode("utf-8")))
+    with contextlib.suppress(OSError):
+        if sys.dont_write_bytecode:
+            with open(cfile, "rb") as f:
+                if f.read(len(header)) != header:
+                    cfile.unlink()
+            return
+        code = compile_text(text, path) if code is None else code
+        write_atomic(cfile, header + marshal.dumps(code))
 
 
 def write_module_file(path: Path, text: str) -> CodeType:
