@@ -66,7 +66,7 @@ def grad(f: Callable, *args: Any, wrt: Any = None, device: str = "cpu",
         wrt = tuple(wrt)
     key = (function_key(fn), rules, rules.version, wrt, device, *map(arg_key, args))
     variant, out = CACHE.call(key, args, lambda: compile_grad(
-        fn, _host(args), rules=rules, device=device, wrt=_argnums(fn, args, wrt, offset)))
+        fn, _host(args), rules=rules, device=device, wrt=_argnums(fn, args, wrt, offset)), fn)
     return out[0], GradResult(out[1:], variant, offset)
 
 

@@ -2,8 +2,9 @@
 
 A call is looked up in two steps:
 
-1. **Key** (one dict lookup): the function (its code object, closure cell contents and
-   defaults: a function redefined in a notebook cell has a new code object and misses), the
+1. **Key** (one dict lookup): the function (its code object, the globals it runs in, closure
+   cell contents and defaults: a function redefined in a notebook cell has a new code object
+   and misses), the
    rule set and its ``version`` (bumped by every ``diffrule``/``nodiff``), ``wrt``, the device,
    and per argument its static signature: an array's shape and dtype, a float's type, a static
    value itself (ints, strings, tuples of them; functions and other objects by identity), a
@@ -33,11 +34,11 @@ import numpy as np
 
 from .compiler import Compiled
 from .errors import InternalError
-from .frontend.depends import Dep
+from .frontend.depends import MISSING, Dep
 from .frontend.flatten import is_struct_object
 
 _PLAIN = (bool, int, str, bytes, type(None))
-_MISSING = object()
+_MISSING = MISSING
 
 
 class _Identity:
@@ -96,20 +97,21 @@ _BY_TYPE: dict[type, Callable[[Any], Any]] = {}
 
 
 def function_key(fn: Callable) -> Any:
-    """The code, and what the code closes over; a new ``def`` always misses."""
+    """The code, the globals it runs in (one code object can run under several), and what it
+    closes over; a new ``def`` always misses."""
     code = getattr(fn, "__code__", None)
     if code is None:
         return _Identity(fn)
     cells, defaults, kwdefaults = fn.__closure__, fn.__defaults__, fn.__kwdefaults__
     if cells is None and defaults is None and kwdefaults is None:
-        return code
+        return code, id(fn.__globals__)      # kept alive by the variant (Cache.call's owner)
     contents = []
     for cell in cells or ():
         try:
             contents.append(static_key(cell.cell_contents))
         except ValueError:            # an empty cell
             contents.append(_MISSING)
-    return (code, tuple(contents), static_key(defaults or ()),
+    return (code, id(fn.__globals__), tuple(contents), static_key(defaults or ()),
             tuple((k, static_key(v)) for k, v in sorted((kwdefaults or {}).items())))
 
 
@@ -120,10 +122,11 @@ class _Never(Exception):
 class Variant:
     """One compiled gradient with the guards that say when it applies."""
 
-    __slots__ = ("fn", "fits", "fresh", "guard_error", "compiled")
+    __slots__ = ("fn", "fits", "fresh", "guard_error", "compiled", "owner")
 
-    def __init__(self, compiled: Compiled):
+    def __init__(self, compiled: Compiled, owner: Any = None):
         self.compiled = compiled
+        self.owner = owner          # what ids in the key refer to, alive while this is cached
         self.fn = compiled.fn
         self.guard_error = getattr(compiled.module, "GuardError", _Never)
         self.fits, self.fresh = make_guards(compiled)
@@ -173,6 +176,8 @@ def _static_test(access: str, value: Any, const: Callable[[Any], str]) -> str:
 def _dep_test(dep: Dep, const: Callable[[Any], str]) -> str:
     if isinstance(dep.namespace, types.CellType):
         return f"{const(dep.namespace)}.cell_contents is {const(dep.value)}"
+    if dep.attribute:
+        return f"getattr({const(dep.namespace)}, {dep.name!r}, _MISSING) is {const(dep.value)}"
     return f"{const(dep.namespace)}.get({dep.name!r}, _MISSING) is {const(dep.value)}"
 
 
@@ -195,9 +200,10 @@ class Cache:
         self._compiling = threading.RLock()
         self.hits = self.misses = self.guard_failures = 0
 
-    def call(self, key: Any, args: tuple,
-             compile_fn: Callable[[], Compiled]) -> tuple[Variant, Any]:
-        """``(variant, variant.fn(*args))``, compiling a new variant only when none applies."""
+    def call(self, key: Any, args: tuple, compile_fn: Callable[[], Compiled],
+             owner: Any = None) -> tuple[Variant, Any]:
+        """``(variant, variant.fn(*args))``, compiling a new variant only when none applies.
+        ``owner`` is kept alive with the variant: an ``id()`` in ``key`` stays its own."""
         found = self._run(key, args)
         if found is not None:
             return found
@@ -205,7 +211,7 @@ class Cache:
             found = self._run(key, args)          # compiled meanwhile by another thread?
             if found is not None:
                 return found
-            variant = Variant(compile_fn())
+            variant = Variant(compile_fn(), owner)
             if variant.fits is not None and not variant.fits(*args):
                 raise InternalError("a freshly compiled gradient rejects the arguments it was "
                                     "compiled for; please report this with the guard:\n"
