@@ -15,6 +15,7 @@ redefined while a program runs, and ``RuleSet.version`` covers the rules.
 """
 from __future__ import annotations
 
+import builtins
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -80,7 +81,7 @@ class Depends:
                 self.read(obj.__dict__, name, value)
             return
         cls = obj if isinstance(obj, type) else type(obj)
-        if _library(getattr(cls, "__module__", None) or "builtins"):
+        if _library_class(cls):
             return
         if not isinstance(obj, type):
             own = getattr(obj, "__dict__", None)
@@ -96,7 +97,7 @@ class Depends:
         """``name`` looked up on ``cls``: each class of its MRO up to the one that has it."""
         for klass in cls.__mro__:
             found = klass.__dict__.get(name, MISSING)
-            if not _library(getattr(klass, "__module__", None) or "builtins"):
+            if not _library_class(klass):
                 self.read(klass.__dict__, name, found, owner=klass)
             if found is not MISSING:
                 return
@@ -107,6 +108,15 @@ class Depends:
 
 def _library(module: str) -> bool:
     return any(module == m or module.startswith(m + ".") for m in LIBRARY_MODULES + ("yota_s2s",))
+
+
+def _library_class(cls: type) -> bool:
+    """A class of numpy, the standard library...; not one whose ``__module__`` says
+    ``builtins`` only because it was made by ``exec`` in a namespace without ``__name__``."""
+    module = getattr(cls, "__module__", None) or "builtins"
+    if module == "builtins":
+        return getattr(builtins, cls.__name__, None) is cls or cls.__dict__.get("__module__") is None
+    return _library(module)
 
 
 class WatchedGlobals(Mapping):
