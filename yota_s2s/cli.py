@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import __version__, highlight
-from .codegen.loader import stale_bytecode, write_atomic, write_module_file
+from .codegen.loader import generated_file, stale_bytecode, write_atomic, write_module_file
 from .codegen.writer import write_functions
 from .errors import UsageError, YotaError
 from .gradcheck import sampled_errors
-from .gradfile import (GradFile, Options, Result, build, compile_target, counts, generated_file,
-                       gradient_function, load_text, project_root, source_line)
+from .gradfile import (GradFile, Options, Result, build, compile_target, counts, gradient_function,
+                       load_text, project_root, source_line)
 from .modelfile import ModelFile, Target, load_model, targets
 from .review import review_page
 
