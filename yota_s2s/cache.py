@@ -99,10 +99,11 @@ _BY_TYPE: dict[type, Callable[[Any], Any]] = {}
 def function_key(fn: Callable) -> Any:
     """The code, the globals it runs in (one code object can run under several), and what it
     closes over; a new ``def`` always misses."""
-    code = getattr(fn, "__code__", None)
-    if code is None:
+    try:
+        code, cells, defaults = fn.__code__, fn.__closure__, fn.__defaults__
+    except AttributeError:
         return _Identity(fn)
-    cells, defaults, kwdefaults = fn.__closure__, fn.__defaults__, fn.__kwdefaults__
+    kwdefaults = fn.__kwdefaults__
     if cells is None and defaults is None and kwdefaults is None:
         return code, id(fn.__globals__)      # kept alive by the variant (Cache.call's owner)
     contents = []
