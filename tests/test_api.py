@@ -125,3 +125,28 @@ def test_cupy_example_arguments_are_copied_to_the_host_for_compiling():
     from yota_s2s.api import _host
     host = _host((FakeCupyArray(np.ones(2)), 3))
     assert isinstance(host[0], np.ndarray) and host[1] == 3
+
+
+def test_a_static_function_argument_is_the_one_compiled_for_not_one_of_the_same_name():
+    def apply(f, x):
+        return np.sum(f(x))
+    square, five = (lambda x: x * x), (lambda x: 5 * x)
+    x = np.ones(2)
+    df = ys.simplegrad(apply, square, x)
+    np.testing.assert_array_equal(df(square, x)[2], 2.0)
+    np.testing.assert_array_equal(df(f=square, x=x)[2], 2.0)
+    with pytest.raises(ys.ArgumentMismatch, match="not the function the gradient of apply"):
+        df(five, x)                                     # also a <lambda>
+    assert "def apply_grad(f, x" in inspect.getsource(df)
+    assert df.__module__ == df.__wrapped__.__module__
+
+
+def test_a_static_function_in_a_struct_is_the_one_compiled_for():
+    def apply(p, x):
+        return np.sum(p["f"](x) * p["w"])
+    x = np.ones(2)
+    sine, cube = (lambda x: np.sin(x)), (lambda x: x ** 3)
+    df = ys.simplegrad(apply, {"f": sine, "w": 2.0}, x)
+    np.testing.assert_allclose(df({"f": sine, "w": 2.0}, x)[2], 2 * np.cos(x))
+    with pytest.raises(ys.ArgumentMismatch):
+        df({"f": cube, "w": 2.0}, x)

@@ -25,6 +25,7 @@ signature compile it once.
 """
 from __future__ import annotations
 
+import functools
 import threading
 import types
 from collections import OrderedDict
@@ -133,16 +134,23 @@ class Variant:
         self.fits, self.fresh = make_guards(compiled)
 
 
+class _Consts:
+    """Objects a guard's source refers to: ``const(value)`` is the name it goes by."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+
+    def __call__(self, value: Any) -> str:
+        name = f"_k{len(self.values)}"
+        self.values[name] = value
+        return name
+
+
 def make_guards(compiled: Compiled) -> tuple[Callable | None, Callable | None]:
     """``fits(*args)`` and ``fresh()`` for a compiled gradient (None when nothing to check)."""
     tape, assumes = compiled.forward, compiled.assumes
-    consts: dict[str, Any] = {}
-
-    def const(value: Any) -> str:
-        name = f"_k{len(consts)}"
-        consts[name] = value
-        return name
-
+    const = _Consts()
+    consts = const.values
     tests = []
     for inp in tape.inputs:
         if inp.path:
@@ -158,6 +166,26 @@ def make_guards(compiled: Compiled) -> tuple[Callable | None, Callable | None]:
     fits = _function("fits", tape.params, tests, consts) if tests else None
     fresh = _function("fresh", (), deps, consts) if deps else None
     return fits, fresh
+
+
+_FUNCTIONS = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, functools.partial)
+
+
+def function_guard(compiled: Compiled) -> Callable | None:
+    """``pinned(*args, **kwargs)``: every function among the static arguments is the very one
+    the gradient was compiled for (a bound method: the same function and object). The
+    generated module can tell functions apart only by name; None when there are none."""
+    tape, const = compiled.forward, _Consts()
+    tests = []
+    for static in tape.statics:
+        value = static.value
+        if isinstance(value, types.MethodType):
+            tests.append(f"getattr({static.access}, '__func__', None) is {const(value.__func__)}"
+                         f" and getattr({static.access}, '__self__', None) is "
+                         f"{const(value.__self__)}")
+        elif isinstance(value, _FUNCTIONS):
+            tests.append(f"{static.access} is {const(value)}")
+    return _function("pinned", (*tape.params, "*_", "**__"), tests, const.values) if tests else None
 
 
 def _leaf_test(access: str, aval: Any, const: Callable[[Any], str]) -> str:
