@@ -130,7 +130,8 @@ def test_cupy_example_arguments_are_copied_to_the_host_for_compiling():
 def test_a_static_function_argument_is_the_one_compiled_for_not_one_of_the_same_name():
     def apply(f, x):
         return np.sum(f(x))
-    square, five = (lambda x: x * x), (lambda x: 5 * x)
+    square = lambda x: x * x                                # noqa: E731
+    five = lambda x: 5 * x                                  # noqa: E731  (also a <lambda>)
     x = np.ones(2)
     df = ys.simplegrad(apply, square, x)
     np.testing.assert_array_equal(df(square, x)[2], 2.0)
@@ -145,7 +146,8 @@ def test_a_static_function_in_a_struct_is_the_one_compiled_for():
     def apply(p, x):
         return np.sum(p["f"](x) * p["w"])
     x = np.ones(2)
-    sine, cube = (lambda x: np.sin(x)), (lambda x: x ** 3)
+    sine = lambda x: np.sin(x)                              # noqa: E731
+    cube = lambda x: x ** 3                                 # noqa: E731
     df = ys.simplegrad(apply, {"f": sine, "w": 2.0}, x)
     np.testing.assert_allclose(df({"f": sine, "w": 2.0}, x)[2], 2 * np.cos(x))
     with pytest.raises(ys.ArgumentMismatch):

@@ -190,7 +190,8 @@ def test_static_function_arguments_are_told_apart_by_identity_not_name():
     def apply(f, x):
         return np.sum(f(x))
     x = np.ones(2)
-    square, five = (lambda x: x * x), (lambda x: 5 * x)
+    square = lambda x: x * x                                # noqa: E731
+    five = lambda x: 5 * x                                  # noqa: E731  (also a <lambda>)
     makers = [lambda x, k=k: k * x for k in (2.0, 7.0)]     # one code object, two defaults
     np.testing.assert_array_equal(ys.grad(apply, square, x)[1][1], 2.0)
     np.testing.assert_array_equal(ys.grad(apply, five, x)[1][1], 5.0)

@@ -185,7 +185,9 @@ def function_guard(compiled: Compiled) -> Callable | None:
                          f"{const(value.__self__)}")
         elif isinstance(value, _FUNCTIONS):
             tests.append(f"{static.access} is {const(value)}")
-    return _function("pinned", (*tape.params, "*_", "**__"), tests, const.values) if tests else None
+    if not tests:
+        return None
+    return _function("pinned", (*tape.params, "*_", "**__"), tests, const.values)
 
 
 def _leaf_test(access: str, aval: Any, const: Callable[[Any], str]) -> str:

@@ -144,8 +144,9 @@ def _refuse_foreign(paths: Sequence[Path], ns: argparse.Namespace) -> None:
     ``--force``): compile and review replace only their own files."""
     foreign = [p for p in paths if p.exists() and not ns.force and not generated_file(p)]
     if foreign:
+        more = f" (and {len(foreign) - 1} more)" if foreign[1:] else ""
         raise UsageError(f"{_shown(foreign[0])} exists and was not written by yota-s2s; it is "
-                         "left as it is" + (f" (and {len(foreign) - 1} more)" if foreign[1:] else ""),
+                         f"left as it is{more}",
                          hint="Move it away, write elsewhere with -o DIR, or replace it with "
                               "--force.")
 

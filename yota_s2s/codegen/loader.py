@@ -102,7 +102,7 @@ def cache_directory() -> Path:
         private_dir(directory)
         if os.access(directory, os.W_OK | os.X_OK):
             return directory
-    except OSError:                   # cannot be made (read-only, no permission); CacheError is not
+    except OSError:               # cannot be made (read-only, no permission); not CacheError
         pass
     user = os.getuid() if hasattr(os, "getuid") else getpass.getuser()
     return private_dir(Path(tempfile.gettempdir()) / f"yota_s2s-{user}")

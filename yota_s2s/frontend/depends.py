@@ -115,7 +115,8 @@ def _library_class(cls: type) -> bool:
     ``builtins`` only because it was made by ``exec`` in a namespace without ``__name__``."""
     module = getattr(cls, "__module__", None) or "builtins"
     if module == "builtins":
-        return getattr(builtins, cls.__name__, None) is cls or cls.__dict__.get("__module__") is None
+        return (getattr(builtins, cls.__name__, None) is cls
+                or cls.__dict__.get("__module__") is None)
     return _library(module)
 
 

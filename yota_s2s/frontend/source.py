@@ -116,6 +116,8 @@ def _check_running(fn: Any, code: types.CodeType) -> None:
     key = (file, flags, hash(text))
     codes = _file_codes.get(key)
     if codes is None:
+        if len(_file_codes) > 256:
+            _file_codes.clear()
         try:
             top = compile(text, file, "exec", flags=flags, dont_inherit=True)
         except (SyntaxError, ValueError):
