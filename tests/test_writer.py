@@ -10,6 +10,7 @@ import enum
 import importlib.util
 import os
 import sys
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -394,3 +395,16 @@ def test_a_method_keeps_self_and_builtin_named_parameters_keep_their_names():
     assert "def loss_grad(self, x" in source
     t = np.tanh(m.W @ X)
     assert_close(dself[("W",)], np.outer(1 - t * t, X))
+
+
+HALF = Fraction(1, 2)
+
+
+def times_fraction(x):
+    return np.sum(x * HALF)
+
+
+def test_a_constant_without_a_literal_is_refused_with_its_place():
+    with pytest.raises(ys.StaticValueError, match=r"test_writer.py:\d+ in times_fraction: the "
+                       r"static value <Fraction> cannot be written"):
+        ys.simplegrad(times_fraction, X)

@@ -102,8 +102,9 @@ def plain_value(value: Any) -> Any:
         return float.__float__(value)
     if isinstance(value, str):
         return str.__str__(value)
-    if type(value) in (tuple, list):
-        return type(value)(plain_value(v) for v in value)
+    if isinstance(value, (tuple, list)):          # a namedtuple as a plain tuple
+        kind = tuple if isinstance(value, tuple) else list
+        return kind(plain_value(v) for v in kind.__iter__(value))
     if type(value) is slice:
         return slice(*(plain_value(v) for v in (value.start, value.stop, value.step)))
     raise StaticValueError(
