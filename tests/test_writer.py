@@ -199,6 +199,7 @@ def test_a_newline_in_a_file_name_stays_inside_its_comment(tmp_path):
         assert all(line.lstrip().startswith("#") for line in body.splitlines()
                    if "__import__" in line)
         assert "# grad of m\\x0a__import__" in body
+        assert source.startswith('"""Gradient of f (m\\\\x0a__import__')      # one header line
 
 
 # -- names: helpers of the module, NFKC, keywords ---------------------------------------------
