@@ -409,3 +409,11 @@ def test_a_constant_without_a_literal_is_refused_with_its_place():
     with pytest.raises(ys.StaticValueError, match=r"test_writer.py:\d+ in times_fraction: the "
                        r"static value <Fraction> cannot be written"):
         ys.simplegrad(times_fraction, X)
+
+
+@pytest.mark.parametrize("buffers", FORMS)
+def test_a_long_static_string_holding_or_is_not_split(buffers):
+    mode = "this or that " * 8
+    (value, dx, _), source = grads(square_if, X, mode, buffers=buffers)
+    assert_close(dx, 2 * X)
+    assert f"if mode != {mode!r}:" in source

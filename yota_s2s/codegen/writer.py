@@ -308,14 +308,14 @@ def _read(tape: Tape, emitter: Emitter, access: str) -> str:
 def _leaf_check(fname: str, var: Var, ref: str, access: str) -> list[str]:
     aval, ref = var.aval, identifier(ref)
     if aval.weak:
-        test = f"not isinstance({ref}, (int, float)) or isinstance({ref}, bool)"
+        tests = [f"not isinstance({ref}, (int, float))", f"isinstance({ref}, bool)"]
         expected = "a float"
     else:
         kind = "xp.ndarray" if aval.ndim else "(xp.ndarray, xp.generic)"
-        test = (f"not isinstance({ref}, {kind}) or {ref}.shape != {literal_text(aval.shape)} "
-                f"or {ref}.dtype != {literal_text(aval.dtype)}")
+        tests = [f"not isinstance({ref}, {kind})", f"{ref}.shape != {literal_text(aval.shape)}",
+                 f"{ref}.dtype != {literal_text(aval.dtype)}"]
         expected = _spec(var)
-    return [_if(test), f"{INDENT}raise _mismatch({_mismatch_args(fname, access, expected)}, {ref})"]
+    return [_if(*tests), f"{INDENT}raise _mismatch({_mismatch_args(fname, access, expected)}, {ref})"]
 
 
 def _mismatch_args(fname: str, access: str, expected: str) -> str:
@@ -337,13 +337,13 @@ def _static_check(fname: str, read: str, access: str, value: Any) -> list[str]:
     return [_if(test), f"{INDENT}raise _mismatch({_mismatch_args(fname, access, expected)}, {read})"]
 
 
-def _if(test: str) -> str:
-    """``if test:``, wrapped before an ``or`` where the line would pass 99 columns."""
-    line = f"if {test}:"
-    if len(line) + len(INDENT) <= 99 or " or " not in test:
+def _if(*tests: str) -> str:
+    """``if a or b:``, wrapped after the first test where the line would pass 99 columns
+    (between tests, never inside one: a test may hold a string with `` or `` in it)."""
+    line = f"if {' or '.join(tests)}:"
+    if len(line) + len(INDENT) <= 99 or len(tests) == 1:
         return line
-    first, rest = test.split(" or ", 1)
-    return f"if ({first}\n{INDENT * 2}or {rest}):"
+    return f"if ({tests[0]}\n{INDENT * 2}or {' or '.join(tests[1:])}):"
 
 
 def _struct_args(tape: Tape, emitter: Emitter, fname: str) -> list[str]:
