@@ -122,8 +122,8 @@ def literal(value: Any) -> ast.expr:
         return ast.Call(_dtype(value.dtype), [literal(value.item())], [])
     if isinstance(value, np.ndarray):
         if value.dtype.kind not in "biufc":
-            raise StaticValueError(f"an array of {printable(str(value.dtype))} cannot be written into the "
-                                   "generated code", hint="Use an array of numbers.")
+            raise StaticValueError(f"an array of {printable(str(value.dtype))} cannot be written "
+                                   "into the generated code", hint="Use an array of numbers.")
         dtype = ast.keyword("dtype", _dtype(value.dtype))
         if value.size == 0:                 # tolist() loses the shape
             return ast.Call(dotted("xp.empty"), [literal(value.shape)], [dtype])

@@ -102,14 +102,17 @@ def check_names(text: str) -> None:
               for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
     module |= {a.asname or a.name.split(".")[0] for stmt in tree.body
                if isinstance(stmt, (ast.Import, ast.ImportFrom)) for a in stmt.names}
-    module |= {stmt.name for stmt in tree.body if isinstance(stmt, (ast.FunctionDef, ast.ClassDef))}
-    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    module |= {stmt.name for stmt in tree.body
+               if isinstance(stmt, (ast.FunctionDef, ast.ClassDef))}
+    read = {n.id for n in ast.walk(tree)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     shared = module | (read & set(dir(builtins)))
     for fn in tree.body:
         if not isinstance(fn, ast.FunctionDef):
             continue
         local = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
-        local |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        local |= {n.id for n in ast.walk(fn)
+                  if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         clash = sorted(local & shared)
         if clash:
             raise InternalError(f"in the generated {fn.name}, {', '.join(clash)} would shadow "
@@ -162,8 +165,8 @@ def _header(tape: Tape, device: str, regenerate: str | None, returns: list[str],
     lines += header_lines(emitter, tape)
     if regenerate:
         lines.append(f"Regenerate: {regenerate}")
-    return _docstring(textwrap.fill(printable(line), 99, subsequent_indent="    ") if line else line
-                      for line in lines)
+    return _docstring(textwrap.fill(printable(line), 99, subsequent_indent=INDENT) if line
+                      else line for line in lines)
 
 
 def signature_lines(tape: Tape, device: str, returns: list[str]) -> list[str]:
@@ -315,11 +318,13 @@ def _leaf_check(fname: str, var: Var, ref: str, access: str) -> list[str]:
         tests = [f"not isinstance({ref}, {kind})", f"{ref}.shape != {literal_text(aval.shape)}",
                  f"{ref}.dtype != {literal_text(aval.dtype)}"]
         expected = _spec(var)
-    return [_if(*tests), f"{INDENT}raise _mismatch({_mismatch_args(fname, access, expected)}, {ref})"]
+    return [_if(*tests), _raise_mismatch(fname, access, expected, ref)]
 
 
-def _mismatch_args(fname: str, access: str, expected: str) -> str:
-    return ", ".join(literal_text(t) for t in (fname, access, expected))
+def _raise_mismatch(fname: str, access: str, expected: str, value: str) -> str:
+    """``raise _mismatch('f_grad', 'm.W', 'float64[3]', W)``: the texts as literals."""
+    texts = ", ".join(literal_text(t) for t in (fname, access, expected))
+    return f"{INDENT}raise _mismatch({texts}, {value})"
 
 
 def _static_check(fname: str, read: str, access: str, value: Any) -> list[str]:
@@ -334,7 +339,7 @@ def _static_check(fname: str, read: str, access: str, value: Any) -> list[str]:
         test = f"getattr({read}, '__name__', None) != {literal_text(expected)}"
     else:
         return []
-    return [_if(test), f"{INDENT}raise _mismatch({_mismatch_args(fname, access, expected)}, {read})"]
+    return [_if(test), _raise_mismatch(fname, access, expected, read)]
 
 
 def _if(*tests: str) -> str:
