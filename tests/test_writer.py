@@ -6,6 +6,7 @@ wrong gradient, code that ran on import or on every call) and checks the gradien
 both forms, that the module parses, and that no payload ran.
 """
 import ast
+import copy
 import enum
 import importlib.util
 import os
@@ -35,12 +36,18 @@ def _no_payload():
 
 
 def grads(f, *args, buffers=True):
-    """Compile, check the module's text, call twice; returns ``(value, *grads)``."""
+    """Compile, check that the module parses, call twice (the second call gives the same
+    values); returns ``((value, *gradients), module text)``."""
     df = ys.simplegrad(f, *args, buffers=buffers)
     source = ys.source(df)
     ast.parse(source)
-    first = df(*args)
-    df(*args)
+    first = copy.deepcopy(df(*args))
+    second = df(*args)
+    for a, b in zip(first, second):
+        for key in (a if isinstance(a, dict) else [None]):
+            pair = (a[key], b[key]) if key is not None else (a, b)
+            if pair[0] is not None:
+                assert_close(*pair)
     return first, source
 
 
