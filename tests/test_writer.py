@@ -424,3 +424,27 @@ def test_a_long_static_string_holding_or_is_not_split(buffers):
     (value, dx, _), source = grads(square_if, X, mode, buffers=buffers)
     assert_close(dx, 2 * X)
     assert f"if mode != {mode!r}:" in source
+
+
+TRIPLES = [("print", "_deliver", "max"), ("bool", "abs", "ValueError"),
+           ("_mismatch", "_ONES_2", "bool"), ("complex", "buf1", "sum"), ("dict", "float", "_result"), ("xp", "dx", "t1"),
+           ("WORK_ARRAYS", "_local", "threading"), ("len", "tuple", "getattr")]
+
+
+@pytest.mark.parametrize("buffers", FORMS)
+def test_parameters_named_like_anything_the_module_uses(tmp_path, monkeypatch, buffers):
+    lines = ["import numpy as np", ""]
+    for i, (a, b, c) in enumerate(TRIPLES):
+        lines += [f"def f{i}({a}, {b}, {c}, *args):",
+                  f"    return np.sum(np.sin({a}) * {b} + {c} * {a} * args[0]) + "
+                  f"np.sum(np.sum({b}.reshape(3, 1) * {c}, axis=0))", ""]
+    (tmp_path / "ys_named_params.py").write_text("\n".join(lines))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import ys_named_params as m
+    A, B, C, D = X, X + 1.0, X * X, X - 2.0
+    for i in range(len(TRIPLES)):
+        (value, da, db, dc, dd), _ = grads(getattr(m, f"f{i}"), A, B, C, D, buffers=buffers)
+        assert_close(da, np.cos(A) * B + C * D)
+        assert_close(db, np.sin(A) + C.sum())
+        assert_close(dc, A * D + B.sum())
+        assert_close(dd, C * A)

@@ -104,19 +104,25 @@ def check_names(text: str) -> None:
                if isinstance(stmt, (ast.Import, ast.ImportFrom)) for a in stmt.names}
     module |= {stmt.name for stmt in tree.body
                if isinstance(stmt, (ast.FunctionDef, ast.ClassDef))}
-    read = {n.id for n in ast.walk(tree)
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    shared = module | (read & set(dir(builtins)))
-    for fn in tree.body:
-        if not isinstance(fn, ast.FunctionDef):
-            continue
-        local = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
-        local |= {n.id for n in ast.walk(fn)
-                  if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-        clash = sorted(local & shared)
+    functions = [fn for fn in tree.body if isinstance(fn, ast.FunctionDef)]
+    local = {fn.name: _locals(fn) for fn in functions}
+    free = set().union(*(_loads(fn) - local[fn.name] for fn in functions))
+    shared = module | (free & set(dir(builtins)))
+    for fn in functions:
+        clash = sorted(local[fn.name] & shared)
         if clash:
             raise InternalError(f"in the generated {fn.name}, {', '.join(clash)} would shadow "
                                 "a module-level name or a builtin")
+
+
+def _locals(fn: ast.FunctionDef) -> set[str]:
+    names = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
+    return names | {n.id for n in ast.walk(fn)
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def _loads(fn: ast.FunctionDef) -> set[str]:
+    return {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
 def write_functions(tapes: Sequence[Tape], buffers: bool = False) -> tuple[list[Written], Imports]:
