@@ -98,12 +98,16 @@ def check_names(text: str) -> None:
         tree = ast.parse(text)
     except SyntaxError as e:
         raise InternalError(f"the generated module does not parse: {e}") from None
-    module = {n.id for stmt in tree.body if isinstance(stmt, ast.Assign)
-              for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-    module |= {a.asname or a.name.split(".")[0] for stmt in tree.body
-               if isinstance(stmt, (ast.Import, ast.ImportFrom)) for a in stmt.names}
-    module |= {stmt.name for stmt in tree.body
-               if isinstance(stmt, (ast.FunctionDef, ast.ClassDef))}
+    bound = [n.id for stmt in tree.body if isinstance(stmt, ast.Assign)
+             for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+    bound += [a.asname or a.name.split(".")[0] for stmt in tree.body
+              if isinstance(stmt, (ast.Import, ast.ImportFrom)) for a in stmt.names]
+    bound += [stmt.name for stmt in tree.body
+              if isinstance(stmt, (ast.FunctionDef, ast.ClassDef))]
+    module = set(bound)
+    twice = sorted(n for n in module if bound.count(n) > 1)
+    if twice:
+        raise InternalError(f"the generated module binds {', '.join(twice)} twice")
     functions = [fn for fn in tree.body if isinstance(fn, ast.FunctionDef)]
     local = {fn.name: _locals(fn) for fn in functions}
     free = set().union(*(_loads(fn) - local[fn.name] for fn in functions))
@@ -131,8 +135,9 @@ def write_functions(tapes: Sequence[Tape], buffers: bool = False) -> tuple[list[
     merged = tapes[0] if len(tapes) == 1 else tapes[0].copy(
         stmts=[s for t in tapes for s in t.stmts],
         params=tuple(dict.fromkeys(p for t in tapes for p in t.params)))
-    imports = plan_imports(merged)
-    taken = imports.names | {function_name(t) for t in tapes}       # module-level names
+    functions = {function_name(t) for t in tapes}
+    imports = plan_imports(merged, functions)
+    taken = imports.names | functions                                 # module-level names
     taken |= {"out"} if buffers else set()                            # out= of the function
     return [_function(t, Emitter(t, taken=taken, calls=imports.calls, fast=buffers))
             for t in tapes], imports
