@@ -27,9 +27,9 @@ import numpy as np
 from ..errors import SourceLoc, StaticValueError
 from ..ir.names import Namer, name_tape
 from ..ir.tape import ACCUMULATE, Lit, Primitive, Stmt, Tape, Var, tree_vars
+from ..text import dotted, identifier, literal
 from .buffers import MemoryPlan, plan_memory, writer
 from .scalars import ScalarPlan, name_scalars, plan_scalars, scalar_statement, square
-from ..text import dotted, identifier, literal
 from .writes import write_statement
 
 _BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "//": ast.FloorDiv,

@@ -26,8 +26,8 @@ from typing import Any
 
 from ..errors import RuleError, SourceLoc
 from ..ir.names import AVOIDED, RESERVED
-from ..text import is_identifier, normal, printable
 from ..ir.tape import Primitive, Tape
+from ..text import is_identifier, normal, printable
 
 MODULE_PRELUDE_NAMES = frozenset({"_mismatch"})
 MAX_LINE = 99
