@@ -5,6 +5,7 @@ import inspect
 import types
 from typing import Any, Callable, Sequence
 
+from ..errors import UnsupportedSyntax
 from ..ir.tape import Tape, Var
 from ..rules.registry import RULES, RuleSet
 from ..text import normal
@@ -56,6 +57,11 @@ def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES,
     if self_arg is not None:
         args = (self_arg, *args)
     parsed = parse_function(fn)
+    if inspect.isgeneratorfunction(fn):
+        raise UnsupportedSyntax(f"{parsed.name} is a generator function: the function to "
+                                "differentiate must return its value", loc=parsed.loc(parsed.node),
+                                hint="Return a list (or a sum) of what it yields; generators are "
+                                     "fine in the helpers it calls.")
     ev = Evaluator(rules)
     ev.collector = collector
     ev.flattener = flat = Flattener(ev.values, ev.input_vars)

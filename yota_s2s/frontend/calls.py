@@ -9,6 +9,7 @@ source, inlined; a library callable on static arguments, called now. Anything el
 from __future__ import annotations
 
 import builtins
+import functools
 import inspect
 import types
 from typing import Any
@@ -18,6 +19,7 @@ import numpy as np
 
 from ..errors import NoRuleError, StaticValueError, UnsupportedSyntax, YotaError
 from ..ir.tape import Aval, Primitive, Stmt, Var, tree_atoms, tree_map
+from ..rules.registry import opaque_primitive
 from .collect import rule_stub, skip_call
 from .flatten import is_struct_object
 from .numpy_calls import NUMPY_CALLS, guard_selection
@@ -54,6 +56,8 @@ class CallsMixin:
         return self.call(fn, args, kwargs, node)
 
     def call(self, fn: Any, args: list, kwargs: dict, node: gast.AST) -> Any:
+        if isinstance(fn, functools.partial):       # its function, with the stored arguments
+            return self.call(fn.func, [*fn.args, *args], {**fn.keywords, **kwargs}, node)
         if isinstance(fn, ArrayMethod):
             if fn.name in IN_PLACE_METHODS:
                 return self.update_by_method(fn, args, kwargs, node)
@@ -92,7 +96,39 @@ class CallsMixin:
                                    "time, but it is given a traced value", self.loc(node),
                                    "Use an int or a shape (x.shape[0]) here; traced values are "
                                    "only known when the gradient runs.")
+        if self.needs_no_gradient(fn, args, kwargs):
+            result = self.opaque_call(fn, args, kwargs, node)
+            if result is not None:
+                return result
         return skip_call(self, self.no_rule(fn, node, args, kwargs), fn, args, kwargs)
+
+    def needs_no_gradient(self, fn: Any, args: list, kwargs: dict) -> bool:
+        """A library call that no gradient can flow through: none of its operands is a traced
+        float (``np.meshgrid`` of ``np.arange`` results), or it is made by a derivative rule
+        (first-order gradients never differentiate a rule's own calls)."""
+        if not (is_library(fn) or isinstance(fn, np.ufunc)) or isinstance(fn, type):
+            return False
+        if is_traced(kwargs):
+            return False
+        return self.backward_mode or not any(
+            isinstance(a, Var) and a.aval.is_float for a in _atoms(args))
+
+    def opaque_call(self, fn: Any, args: list, kwargs: dict, node: gast.AST) -> Any:
+        """``fn(*args, **kwargs)`` recorded as a call with no rules (see ``needs_no_gradient``);
+        None when its result is not an array or a tuple of arrays."""
+        try:
+            result = fn(*[_concrete_tree(self, a) for a in args], **kwargs)
+        except Exception:
+            return None
+        if isinstance(result, (np.ndarray, np.generic)):
+            nout = 1
+        elif isinstance(result, (tuple, list)) and result and \
+                all(isinstance(r, np.ndarray) for r in result):
+            nout = len(result)
+        else:
+            return None
+        prim = opaque_primitive(fn, tuple(kwargs), nout)
+        return self.call_primitive(prim, args, kwargs, node)
 
     def no_rule(self, fn: Any, node: gast.AST, args: list, kwargs: dict) -> NoRuleError:
         kind = "and no Python source to inline" if is_library(fn) or not callable(fn) else ""
@@ -169,10 +205,9 @@ class CallsMixin:
         if isinstance(fn, types.MethodType):
             fn, args = fn.__func__, [fn.__self__, *args]
         parsed = parse_function(fn)
-        if inspect.isgeneratorfunction(fn) or inspect.iscoroutinefunction(fn):
-            raise UnsupportedSyntax(f"{fn.__name__} is a generator (or async) function",
-                                    parsed.loc(parsed.node),
-                                    "Return a list (or use a list comprehension) instead of yielding.")
+        if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+            raise UnsupportedSyntax(f"{fn.__name__} is an async function", parsed.loc(parsed.node),
+                                    "Make it an ordinary function.")
         try:
             bound = inspect.signature(fn).bind(*args, **kwargs)
         except TypeError as e:
@@ -204,6 +239,12 @@ class CallsMixin:
         return self.run_function(frame, fn.node)
 
     def run_function(self, frame, node: gast.FunctionDef | gast.Lambda) -> Any:
+        if _is_generator(node):
+            # A generator runs to the end at once; its values are what it yields, in order (the
+            # caller iterates them: list(gen(x)), for v in gen(x)).
+            frame.yields = []
+            self.run_body(frame, node.body)
+            return frame.yields
         if isinstance(node, gast.Lambda):
             saved, self.frame = self.frame, frame
             try:
@@ -211,6 +252,36 @@ class CallsMixin:
             finally:
                 self.frame = saved
         return self.run_body(frame, node.body)
+
+
+def _is_generator(node: gast.AST) -> bool:
+    """A ``def`` whose own body (not a nested function's) yields."""
+    if not isinstance(node, gast.FunctionDef):
+        return False
+    todo = list(node.body)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, (gast.Yield, gast.YieldFrom)):
+            return True
+        if not isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)):
+            todo.extend(gast.iter_child_nodes(n))
+    return False
+
+
+def _atoms(value: Any):
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _atoms(v)
+    else:
+        yield value
+
+
+def _concrete_tree(ev: Any, value: Any) -> Any:
+    if isinstance(value, Var):
+        return ev.values[ev.current(value)]
+    if isinstance(value, (list, tuple)):
+        return type(value)(_concrete_tree(ev, v) for v in value)
+    return value
 
 
 def _is_data(value: Any) -> bool:
@@ -410,11 +481,16 @@ def _print(ev, args, kwargs, node):
     return None                     # printing is not part of the gradient
 
 
+def _partial(ev, args, kwargs, node):
+    """``functools.partial(f, x, s=2.0)`` holding traced values: called like ``f`` later."""
+    return functools.partial(*args, **kwargs)
+
+
 _BUILTINS = {
     len: _len, isinstance: _isinstance, type: _type, float: _float, int: _int, bool: _bool,
     abs: _abs, sum: _sum, max: _extremum(np.maximum, max), min: _extremum(np.minimum, min),
     zip: _iterating(zip), enumerate: _iterating(enumerate), reversed: _iterating(reversed),
     list: _iterating(list), tuple: _iterating(tuple), map: _map, getattr: _getattr,
-    hasattr: _hasattr, item: _item,
+    hasattr: _hasattr, item: _item, functools.partial: _partial,
     print: _print, **NUMPY_CALLS,
 }

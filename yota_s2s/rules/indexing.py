@@ -123,10 +123,11 @@ primitive(np.partition, "a, kth, axis=-1")
 @diffrule(np.sort, "a")
 def sort_grad(a, dy, axis=-1):
     """The gradient follows the permutation: ``dy`` goes back to where each element came
-    from (``np.argsort`` gives the order; ties may go either way)."""
+    from. Equal elements keep their order (a stable argsort), so with ties the first of them
+    gets the gradient of the first of their places (docs/rules.md)."""
     if axis is None:
         return np.reshape(sort_grad(np.reshape(a, -1), dy, 0), np.shape(a))
-    return take_along_axis_grad(a, np.argsort(a, axis), dy, axis)
+    return take_along_axis_grad(a, np.argsort(a, axis, kind="stable"), dy, axis)
 
 
 @diffrule(np.partition, "a")

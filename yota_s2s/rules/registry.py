@@ -355,3 +355,30 @@ alias = RULES.alias
 scatter_rule = RULES.scatter_rule
 nodiff = RULES.nodiff
 diffrule = RULES.diffrule
+
+
+class _Given:
+    """The default of an option of an opaque call: never equal to a value, so every keyword the
+    call gives is passed on."""
+
+    def __repr__(self) -> str:
+        return "<given>"
+
+
+GIVEN = _Given()
+_opaque: dict[tuple, Primitive] = {}
+
+
+def opaque_primitive(fn: Any, keywords: tuple[str, ...], nout: int) -> Primitive:
+    """A primitive for a library call through which no gradient flows (``np.meshgrid`` of
+    integer arrays, ``np.convolve`` inside a rule): recorded as a call with its positional
+    arguments as operands and its keywords as options, and no rules. Not declared in any
+    RuleSet: the frontend makes one where the call needs no gradient (see frontend/calls.py)."""
+    key = (fn, keywords, nout)
+    prim = _opaque.get(key)
+    if prim is None:
+        prim = Primitive(numpy_path(fn) or _qualified_name(fn), fn, ("*args",),
+                         tuple((k, GIVEN) for k in keywords), _call_emit(fn, None), nout,
+                         **_default_traits(fn))
+        _opaque[key] = prim
+    return prim
