@@ -146,7 +146,14 @@ def vjp(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path | None
     form. ``ys.source(vf)`` shows it.
     """
     cotangent = _example_cotangent(f, args)
-    df = simplegrad(_vjp_objective(f), *args, cotangent, device=device, out_dir=out_dir,
+    objective = _vjp_objective(f)
+    names = param_names(unbind(f)[0], len(args)) if not unbind(f)[1] else ()
+    if len(names) == len(args):
+        last = "cotangent"
+        while last in names:
+            last += "_"
+        objective.__yota_params__ = (*names, last)
+    df = simplegrad(objective, *args, cotangent, device=device, out_dir=out_dir,
                     module_name=module_name, rules=rules, buffers=buffers)
 
     @functools.wraps(df)

@@ -24,7 +24,7 @@ from .frontend.values import to_tree
 from .ir.tape import ACCUMULATE, Aval, Lit, Stmt, Tape, Var, tree_atoms
 from .rules.indexing import index_add
 from .rules.registry import NODIFF_ALL, Rule
-from .rules.template import bind
+from .rules.template import bind, check_options
 
 
 def backward(tape: Tape, ev: Evaluator, wrt: set[int] | None = None) -> Tape:
@@ -117,6 +117,7 @@ class _Sweep:
         env["y"] = stmt.outs[0] if prim.nout == 1 else tuple(stmt.outs)
         env["dy"] = dys[0] if prim.nout == 1 else tuple(dys)
         ev.rule_text = str(rule)
+        check_options(rule, dict(stmt.params), stmt.loc)
         env = bind(rule, env, dict(stmt.params))
         if rule.expr is not None:
             frame = Frame(None, rule.globals, {}, None)

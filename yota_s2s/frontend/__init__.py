@@ -17,7 +17,11 @@ from .values import to_tree
 
 
 def param_names(fn: Any, n_args: int) -> tuple[str, ...]:
-    """One name per positional argument: the parameter's, or ``args_0``... for ``*args``."""
+    """One name per positional argument: the parameter's, or ``args_0``... for ``*args``
+    (or those a wrapper of ours lists in ``__yota_params__``: ``ys.vjp``'s)."""
+    given = getattr(fn, "__yota_params__", None)
+    if given is not None and len(given) == n_args:
+        return tuple(given)
     sig = inspect.signature(fn)
     names = []
     params = list(sig.parameters.values())

@@ -133,6 +133,17 @@ class CallsMixin:
     def no_rule(self, fn: Any, node: gast.AST, args: list, kwargs: dict) -> NoRuleError:
         kind = "and no Python source to inline" if is_library(fn) or not callable(fn) else ""
         func = self.loc(node.func) if isinstance(node, gast.Call) else None
+        if self.frame is not None and "__yota_text__" in self.frame.globals:
+            # differentiating generated code: the call was made by a derivative rule, which
+            # a first-order gradient never differentiates; a second differentiation does
+            name = display_name(fn)
+            return NoRuleError(
+                f"{name} has no derivative rule; it is called by a derivative rule (in the "
+                "generated gradient), and differentiating a gradient differentiates the calls "
+                "its rules make", self.loc(node),
+                f"Register a rule for {name} where the first rule is registered: "
+                f'ys.diffrule({name}, "<operand>", "<expr in y, dy, ...>"), or ys.nodiff({name}) '
+                "if its gradient is not needed.")
         return NoRuleError(f"{display_name(fn)} has no derivative rule {kind}".strip(),
                            self.loc(node), rule_stub(fn, list(args), kwargs, func))
 

@@ -77,7 +77,8 @@ def sinc_grad(x, y, dy):
 
 
 primitive(np.nan_to_num, "x, copy=True, nan=0.0, posinf=None, neginf=None")
-diffrule(np.nan_to_num, "x", "np.where(np.isfinite(x), dy, 0.0)")
+diffrule(np.nan_to_num, "x", "np.where(np.isfinite(x), dy, 0.0)",
+         ignores=("copy", "nan", "posinf", "neginf"))    # replacements are constants
 
 # Complex numbers follow autograd's convention: the gradient of a real loss L with respect to
 # z = a + ib is dL/da - i dL/db, so holomorphic rules need no conjugates.
