@@ -51,8 +51,9 @@ def test_vjp_against_finite_differences(xW, rng, buffers):
 def test_vjp_is_one_generated_module_whose_value_is_fs(xW):
     x, W = xW
     text = ys.source(ys.vjp(layer, x, W))
-    assert "def vjp_grad(x, W, cotangent" in text       # f's parameters, and the cotangent
+    assert "def layer_vjp_grad(x, W, cotangent" in text       # f's parameters, and the cotangent
     assert text.count("xp.tanh(") == 1          # f's value is computed once and returned
+    assert "return layer_vjp, dx, dW, value" in text
 
 
 def test_vjp_refuses_a_result_that_is_not_a_float_array(xW):
@@ -135,7 +136,8 @@ def uses_partial(x):
     f = functools.partial(idioms.scaled_sum, scale=2.0)
     total = functools.partial(np.sum, axis=0)(x[None] * 3.0)        # a numpy function
     g = functools.partial(idioms.scaled_sum, x)                    # holding a traced value
-    return f(x) + np.sum(total) + g(np.sin(x))
+    h = functools.partial(lambda a, b: np.sum(a * b), b=x)         # of a lambda
+    return f(x) + np.sum(total) + g(np.sin(x)) + h(np.cos(x))
 
 
 def uses_map(x):

@@ -153,6 +153,9 @@ def vjp(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path | None
         while last in names:
             last += "_"
         objective.__yota_params__ = (*names, last)
+    name = f"{getattr(f, '__name__', '')}_vjp"
+    if name.isidentifier():
+        objective.__yota_name__ = name
     df = simplegrad(objective, *args, cotangent, device=device, out_dir=out_dir,
                     module_name=module_name, rules=rules, buffers=buffers)
 
@@ -165,7 +168,8 @@ def vjp(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path | None
 
 def _vjp_objective(f: Callable) -> Callable:
     def vjp(*args):
-        return np.sum(f(*args[:-1]) * args[-1])
+        value = f(*args[:-1])
+        return np.sum(value * args[-1])
     return vjp
 
 

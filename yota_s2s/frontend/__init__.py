@@ -76,9 +76,11 @@ def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES,
     if isinstance(result, Var) and result.hint is None:
         # the value of loss() is called loss
         result.hint = parsed.name if parsed.name.isidentifier() else "value"
+        result.hint = getattr(fn, "__yota_name__", None) or result.hint
     inputs = sorted(flat.inputs, key=lambda i: i.argnum)      # struct fields are read lazily
     leaf_names(inputs, names)
-    tape = Tape(name=parsed.name, params=names, inputs=inputs, stmts=ev.stmts,
+    name = getattr(fn, "__yota_name__", None) or parsed.name     # ys.vjp's wrapper: f_vjp
+    tape = Tape(name=name, params=names, inputs=inputs, stmts=ev.stmts,
                 result=to_tree(result, loc), statics=flat.statics, loc=loc, layout=flat.layout,
                 arg_kinds=tuple(arg_kind(a) for a in args))
     return tape, ev

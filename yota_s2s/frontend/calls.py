@@ -57,7 +57,8 @@ class CallsMixin:
 
     def call(self, fn: Any, args: list, kwargs: dict, node: gast.AST) -> Any:
         if isinstance(fn, functools.partial):       # its function, with the stored arguments
-            return self.call(fn.func, [*fn.args, *args], {**fn.keywords, **kwargs}, node)
+            inner = fn.local if isinstance(fn, _LocalPartial) else fn.func
+            return self.call(inner, [*fn.args, *args], {**fn.keywords, **kwargs}, node)
         if isinstance(fn, ArrayMethod):
             if fn.name in IN_PLACE_METHODS:
                 return self.update_by_method(fn, args, kwargs, node)
@@ -493,8 +494,25 @@ def _print(ev, args, kwargs, node):
 
 
 def _partial(ev, args, kwargs, node):
-    """``functools.partial(f, x, s=2.0)`` holding traced values: called like ``f`` later."""
-    return functools.partial(*args, **kwargs)
+    """``functools.partial(f, x, s=2.0)`` holding traced values, or of a function defined in
+    the traced code: called like ``f`` later (see ``call``)."""
+    fn, *stored = args
+    if callable(fn):
+        return functools.partial(fn, *stored, **kwargs)
+    return _LocalPartial(fn, tuple(stored), kwargs)
+
+
+class _LocalPartial(functools.partial):
+    """A partial of a ``def`` or ``lambda`` met while tracing (not callable from Python)."""
+
+    def __new__(cls, fn, args, keywords):
+        self = super().__new__(cls, _not_called, *args, **keywords)
+        self.local = fn
+        return self
+
+
+def _not_called(*args, **kwargs):
+    raise TypeError("a partial of a function defined inside traced code")
 
 
 _BUILTINS = {
