@@ -394,6 +394,15 @@ def value_minus_itself(x0):
     return np.sum(np.tanh(v8) * v8) + np.sum(v9)
 
 
+def element_of_a_size_one_constant(x0):
+    """Fuzz seed 31552: the gradient of sum(keepdims) is a broadcast constant [1.0]; one
+    element of it was the (1,) array itself (an inhomogeneous xp.array([...]) in scalar mode)."""
+    v3 = x0 * 0.336
+    v3.T[-1] = np.cos(x0.T[-1])
+    v6 = np.sum(v3, axis=0, keepdims=True)
+    return np.sum(v6)
+
+
 # internal crashes and silent zeros of issue 10: each was a crash (or a zero gradient) before
 CRASHES = [
     Case("sum_size_one", lambda x: np.sum(x) * 2.0, normal((1,))),
@@ -420,6 +429,7 @@ CRASHES = [
     Case("prod_tuple_of_axes", lambda x, y: weighted(np.prod(x, axis=(0, 2))) + weighted(y.prod(axis=(-1, 0), keepdims=True))
          + np.prod(x, axis=(0, 1, 2)), normal((2, 3, 2), (3, 1))),
     Case("value_minus_itself", value_minus_itself, normal((2, 3, 4))),
+    Case("element_of_a_size_one_constant", element_of_a_size_one_constant, normal((4,))),
     Case("linspace_traced_ends", lambda x, a: weighted(np.linspace(a, np.sum(x), 5) ** 2)
          + weighted(np.cos(np.linspace(x, a, 4, endpoint=False))), lambda r: (r.standard_normal(3), 0.7)),
 ]

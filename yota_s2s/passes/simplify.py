@@ -22,7 +22,7 @@ import operator
 
 import numpy as np
 
-from ..frontend.values import static_of, to_tree
+from ..frontend.values import normalize_static, static_of, to_tree
 from ..ir.tape import Aval, Lit, Stmt, Tape, Var, tree_vars
 from .broadcast import broadcast_constant
 from .rewrite import resolver, substitute, substitute_stmt, use_counts
@@ -112,9 +112,13 @@ def _simplify(stmt: Stmt, producer: dict[Var, Stmt], uses):
     if (name in _SHAPE_OPS or (name == "getitem" and not any(tree_vars(args[1])))) \
             and isinstance(args[0], Var):
         inner = producer.get(args[0])
-        if inner is not None and inner.prim.name == "broadcast_to" and isinstance(inner.args[0], Lit):
-            if out.aval.shape == () and np.result_type(inner.args[0].value) == out.aval.dtype:
-                return inner.args[0]          # one element of a constant is the constant
+        if inner is not None and inner.prim.name == "broadcast_to" and isinstance(inner.args[0], Lit) \
+                and np.size(inner.args[0].value) == 1:      # 1.0, or a constant [1.0]
+            value = inner.args[0].value
+            if out.aval.shape == () and np.result_type(value) == out.aval.dtype:
+                # one element of a constant is the constant, as a scalar
+                return inner.args[0] if np.ndim(value) == 0 else \
+                    Lit(normalize_static(np.reshape(value, ())))
             return inner.replace(outs=stmt.outs, args=(inner.args[0], to_tree(out.aval.shape)))
     if name == "getitem" and isinstance(args[0], Var):
         read = _read_past_write(stmt, producer.get(args[0]))
