@@ -403,6 +403,19 @@ def element_of_a_size_one_constant(x0):
     return np.sum(v6)
 
 
+def one_element_read_twice(x0):
+    """Fuzz seed 40387: x[-3] and x[0] of a 3-vector in scalar mode, one element named once."""
+    v3 = np.sin(x0 * 2.0) - x0
+    return v3[-3] + np.sum(np.minimum(x0, float(v3[0])))
+
+
+def sum_over_axes_of_a_written_view(x1):
+    """Fuzz seed 40657: the (1,) seed constant broadcast back to a (1, 1) value's shape."""
+    v2 = x1 * -1.395
+    v2.T[-1] = np.cos(x1.T[-1])
+    return np.sum(v2.sum(axis=(0, 2)))
+
+
 # internal crashes and silent zeros of issue 10: each was a crash (or a zero gradient) before
 CRASHES = [
     Case("sum_size_one", lambda x: np.sum(x) * 2.0, normal((1,))),
@@ -430,6 +443,8 @@ CRASHES = [
          + np.prod(x, axis=(0, 1, 2)), normal((2, 3, 2), (3, 1))),
     Case("value_minus_itself", value_minus_itself, normal((2, 3, 4))),
     Case("element_of_a_size_one_constant", element_of_a_size_one_constant, normal((4,))),
+    Case("one_element_read_twice", one_element_read_twice, normal((3,))),
+    Case("sum_over_axes_of_a_written_view", sum_over_axes_of_a_written_view, normal((2, 1, 4))),
     Case("linspace_traced_ends", lambda x, a: weighted(np.linspace(a, np.sum(x), 5) ** 2)
          + weighted(np.cos(np.linspace(x, a, 4, endpoint=False))), lambda r: (r.standard_normal(3), 0.7)),
 ]

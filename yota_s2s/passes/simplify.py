@@ -115,11 +115,11 @@ def _simplify(stmt: Stmt, producer: dict[Var, Stmt], uses):
         if inner is not None and inner.prim.name == "broadcast_to" and isinstance(inner.args[0], Lit) \
                 and np.size(inner.args[0].value) == 1:      # 1.0, or a constant [1.0]
             value = inner.args[0].value
+            # the constant as a scalar: it broadcasts to any shape ([[1.0]] does not to (3,))
+            const = inner.args[0] if np.ndim(value) == 0 else Lit(normalize_static(np.reshape(value, ())))
             if out.aval.shape == () and np.result_type(value) == out.aval.dtype:
-                # one element of a constant is the constant, as a scalar
-                return inner.args[0] if np.ndim(value) == 0 else \
-                    Lit(normalize_static(np.reshape(value, ())))
-            return inner.replace(outs=stmt.outs, args=(inner.args[0], to_tree(out.aval.shape)))
+                return const                # one element of a constant is the constant
+            return inner.replace(outs=stmt.outs, args=(const, to_tree(out.aval.shape)))
     if name == "getitem" and isinstance(args[0], Var):
         read = _read_past_write(stmt, producer.get(args[0]))
         if read is not None:
