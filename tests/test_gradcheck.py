@@ -416,6 +416,14 @@ def sum_over_axes_of_a_written_view(x1):
     return np.sum(v2.sum(axis=(0, 2)))
 
 
+def written_through_a_view_in_scalar_mode(x1):
+    """Fuzz G12: a small vector written through a view, its elements read as Python floats."""
+    v2 = x1[[3, 1]]
+    v4 = v2 * 0.912
+    v4.T[-1] = np.cos(v2.T[-1])
+    return np.sum(np.sin(v4))
+
+
 # internal crashes and silent zeros of issue 10: each was a crash (or a zero gradient) before
 CRASHES = [
     Case("sum_size_one", lambda x: np.sum(x) * 2.0, normal((1,))),
@@ -445,6 +453,10 @@ CRASHES = [
     Case("element_of_a_size_one_constant", element_of_a_size_one_constant, normal((4,))),
     Case("one_element_read_twice", one_element_read_twice, normal((3,))),
     Case("sum_over_axes_of_a_written_view", sum_over_axes_of_a_written_view, normal((2, 1, 4))),
+    Case("sum_of_a_size_one_axis_then_sum", lambda x: np.sum(np.sum(x[:, None], axis=-1)), normal((1, 3))),
+    Case("written_through_a_view_in_scalar_mode", written_through_a_view_in_scalar_mode, normal((4,))),
+    Case("outer_with_a_python_float_then_mean", lambda x, s: weighted(np.outer(np.exp(x), s).mean(axis=-2, keepdims=True)),
+         lambda r: (r.standard_normal((2, 3)), 0.283)),
     Case("linspace_traced_ends", lambda x, a: weighted(np.linspace(a, np.sum(x), 5) ** 2)
          + weighted(np.cos(np.linspace(x, a, 4, endpoint=False))), lambda r: (r.standard_normal(3), 0.7)),
 ]
