@@ -170,7 +170,10 @@ def uses_no_gradient_functions(x):
     X, Y = np.meshgrid(np.arange(x.shape[0]), np.arange(3))
     rows, cols = np.indices((3, x.shape[0]))
     counts = np.bincount((x > 0).astype(int), minlength=2)     # traced integers: no gradient
-    return np.sum(x * X) + np.sum(x * rows * cols) + np.sum(x ** 2) * counts[1] + np.sum(Y)
+    bins = np.digitize(x, np.array([-0.5, 0.5]))               # integer results: no gradient
+    near = np.isclose(x, 0.3)
+    return (np.sum(x * X) + np.sum(x * rows * cols) + np.sum(x ** 2) * counts[1] + np.sum(Y)
+            + np.sum(x * bins) + np.sum(np.where(near, 2 * x, x)))
 
 
 def uses_astype_int(x):
@@ -191,7 +194,7 @@ def test_plain_python_against_finite_differences(f, buffers):
 def test_functions_without_gradient_are_plain_calls_in_the_generated_code():
     x = np.array([-0.7, 0.3, 0.45, 1.2])
     text = ys.source(ys.simplegrad(uses_no_gradient_functions, x))
-    assert "xp.meshgrid(" in text and "xp.bincount(" in text
+    assert "xp.meshgrid(" in text and "xp.bincount(" in text and "xp.digitize(" in text
 
 
 def test_a_function_without_rule_on_a_float_is_still_refused():
@@ -336,3 +339,19 @@ def test_clip_bounds_share_the_gradient_at_a_tie(buffers):
                             buffers=buffers)
     np.testing.assert_array_equal(dx, [0.0, 0.5, 0.5])
     assert (dlo, dhi) == (1.5, 0.5)
+
+
+def picks_unique(x, labels):
+    return np.sum(x[np.unique(labels)] ** 2)
+
+
+@BOTH
+def test_a_call_without_gradient_is_guarded_on_its_size(buffers):
+    x, labels, others = np.linspace(0, 1, 5), np.array([0, 0, 2, 3, 3]), np.arange(5)
+    df = ys.simplegrad(picks_unique, x, labels, buffers=buffers)
+    np.testing.assert_allclose(df(x, labels)[1], [0.0, 0.0, 1.0, 1.5, 0.0], rtol=1e-15)
+    where = r"test_idioms.py:\d+ `return np.sum\(x\[np.unique\(labels\)\] \*\* 2\)`"
+    with pytest.raises(Exception, match=where + " giving 3 elements") as e:
+        df(x, others)                # five labels now: the code after it was written for three
+    assert type(e.value).__name__ == "GuardError"
+    np.testing.assert_allclose(ys.grad(picks_unique, x, others)[1][0], 2 * x, rtol=1e-15)

@@ -97,39 +97,62 @@ class CallsMixin:
                                    "time, but it is given a traced value", self.loc(node),
                                    "Use an int or a shape (x.shape[0]) here; traced values are "
                                    "only known when the gradient runs.")
-        if self.needs_no_gradient(fn, args, kwargs):
+        if self.is_opaque(fn, kwargs):
             result = self.opaque_call(fn, args, kwargs, node)
             if result is not None:
                 return result
         return skip_call(self, self.no_rule(fn, node, args, kwargs), fn, args, kwargs)
 
-    def needs_no_gradient(self, fn: Any, args: list, kwargs: dict) -> bool:
-        """A library call that no gradient can flow through: none of its operands is a traced
-        float (``np.meshgrid`` of ``np.arange`` results), or it is made by a derivative rule
-        (first-order gradients never differentiate a rule's own calls)."""
+    def is_opaque(self, fn: Any, kwargs: dict) -> bool:
+        """A library function (numpy, scipy...) with static keywords: a candidate for
+        ``opaque_call``."""
         if not (is_library(fn) or isinstance(fn, np.ufunc)) or isinstance(fn, type):
             return False
-        if is_traced(kwargs):
-            return False
-        return self.backward_mode or not any(
-            isinstance(a, Var) and a.aval.is_float for a in _atoms(args))
+        return not is_traced(kwargs)
 
     def opaque_call(self, fn: Any, args: list, kwargs: dict, node: gast.AST) -> Any:
-        """``fn(*args, **kwargs)`` recorded as a call with no rules (see ``needs_no_gradient``);
-        None when its result is not an array or a tuple of arrays."""
+        """``fn(*args, **kwargs)`` recorded as a plain call with no rules, where no gradient
+        can flow through it: none of its operands is a traced float (``np.meshgrid`` of
+        ``np.arange`` results), its results are integers or booleans (``np.searchsorted``,
+        ``np.digitize``), or a derivative rule makes it (first-order gradients never
+        differentiate a rule's own calls). None otherwise, or when its result is not an array
+        or a tuple of arrays."""
         try:
             result = fn(*[_concrete_tree(self, a) for a in args], **kwargs)
         except Exception:
             return None
         if isinstance(result, (np.ndarray, np.generic)):
-            nout = 1
+            results = [result]
         elif isinstance(result, (tuple, list)) and result and \
                 all(isinstance(r, np.ndarray) for r in result):
-            nout = len(result)
+            results = list(result)
         else:
             return None
+        floats_in = any(isinstance(a, Var) and a.aval.is_float for a in _atoms(args))
+        floats_out = any(r.dtype.kind in "fc" for r in results)
+        if floats_in and floats_out and not self.backward_mode:
+            return None
+        nout = 1 if isinstance(result, (np.ndarray, np.generic)) else len(results)
         prim = opaque_primitive(fn, tuple(kwargs), nout)
-        return self.call_primitive(prim, args, kwargs, node)
+        outs = self.call_primitive(prim, args, kwargs, node)
+        if not self.backward_mode:
+            for out in outs if nout > 1 else (outs,):
+                self.guard_size(out, node)
+        return outs
+
+    def guard_size(self, out: Var, node: gast.AST) -> None:
+        """Check when the code runs that ``out`` has as many elements as in the example: the
+        code after it is written for that shape (``np.unique``, ``np.flatnonzero`` of traced
+        values may give another)."""
+        if not isinstance(out, Var) or out.aval.ndim == 0:
+            return
+        from ..rules.control import guard
+        size = int(out.aval.size)
+        found = self.call_primitive(opaque_primitive(np.size, (), 1), [out], {}, node)
+        same = self.compare(gast.Eq(), found, size, node)
+        loc = self.loc(node)
+        where = f"{loc.short} `{loc.text}` giving {size} elements" if loc else "a call"
+        self.emit(self.rules.lookup(guard), [same], {"expected": True, "where": where}, node)
 
     def no_rule(self, fn: Any, node: gast.AST, args: list, kwargs: dict) -> NoRuleError:
         kind = "and no Python source to inline" if is_library(fn) or not callable(fn) else ""
