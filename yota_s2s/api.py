@@ -42,9 +42,12 @@ def simplegrad(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path
     indices) limits the gradients computed; the others come back as None. ``buffers=False``
     writes the plain form (no work arrays, no scalar mode; docs/performance.md).
     """
-    fn = compile_grad(f, _host(args), device=device, out_dir=out_dir, module_name=module_name,
-                      rules=rules, wrt=wrt, buffers=buffers).fn
-    _, bound = unbind(f)
+    compiled = compile_grad(f, _host(args), device=device, out_dir=out_dir,
+                            module_name=module_name, rules=rules, wrt=wrt, buffers=buffers)
+    fn = compiled.fn
+    inner, bound = unbind(f)
+    if compiled.reads_closure:          # the code reads f's closure at each call: bind it
+        fn = compiled.module.bind(inner)
     return fn if bound is None else types.MethodType(fn, bound)
 
 
@@ -66,7 +69,8 @@ def grad(f: Callable, *args: Any, wrt: Any = None, device: str = "cpu",
         wrt = tuple(wrt)
     key = (function_key(fn), rules, rules.version, wrt, device, *map(arg_key, args))
     variant, out = CACHE.call(key, args, lambda: compile_grad(
-        fn, _host(args), rules=rules, device=device, wrt=_argnums(fn, args, wrt, offset)))
+        fn, _host(args), rules=rules, device=device, wrt=_argnums(fn, args, wrt, offset)),
+        closure_of=fn)
     return out[0], GradResult(out[1:], variant, offset)
 
 

@@ -122,11 +122,12 @@ class _Never(Exception):
 class Variant:
     """One compiled gradient with the guards that say when it applies."""
 
-    __slots__ = ("fn", "fits", "fresh", "guard_error", "compiled")
+    __slots__ = ("fn", "fits", "fresh", "guard_error", "compiled", "reads_closure")
 
     def __init__(self, compiled: Compiled):
         self.compiled = compiled
         self.fn = compiled.fn
+        self.reads_closure = compiled.reads_closure     # called with _fn=the function
         self.guard_error = getattr(compiled.module, "GuardError", _Never)
         self.fits, self.fresh = make_guards(compiled)
 
@@ -196,6 +197,12 @@ def _function(name: str, params: tuple[str, ...], tests: list[str], consts: dict
     return fn
 
 
+def _call(variant: Variant, args: tuple, closure_of: Any) -> Any:
+    if variant.reads_closure:
+        return variant.fn(*args, _fn=closure_of)
+    return variant.fn(*args)
+
+
 class Cache:
     def __init__(self, maxsize: int = 128):
         self.maxsize = maxsize
@@ -204,14 +211,15 @@ class Cache:
         self._compiling = threading.RLock()
         self.hits = self.misses = self.guard_failures = 0
 
-    def call(self, key: Any, args: tuple,
-             compile_fn: Callable[[], Compiled]) -> tuple[Variant, Any]:
-        """``(variant, variant.fn(*args))``, compiling a new variant only when none applies."""
-        found = self._run(key, args)
+    def call(self, key: Any, args: tuple, compile_fn: Callable[[], Compiled],
+             closure_of: Any = None) -> tuple[Variant, Any]:
+        """``(variant, variant.fn(*args))``, compiling a new variant only when none applies.
+        ``closure_of`` is the function compiled: code that reads its closure is given it."""
+        found = self._run(key, args, closure_of)
         if found is not None:
             return found
         with self._compiling:
-            found = self._run(key, args)          # compiled meanwhile by another thread?
+            found = self._run(key, args, closure_of)    # compiled meanwhile by another thread?
             if found is not None:
                 return found
             variant = Variant(compile_fn())
@@ -221,9 +229,9 @@ class Cache:
                                     + variant.fits.source)
             self._add(key, variant)
             self.misses += 1
-        return variant, variant.fn(*args)
+        return variant, _call(variant, args, closure_of)
 
-    def _run(self, key: Any, args: tuple) -> tuple[Variant, Any] | None:
+    def _run(self, key: Any, args: tuple, closure_of: Any = None) -> tuple[Variant, Any] | None:
         with self._lock:
             variants = self._entries.get(key)
             if variants is None:
@@ -237,7 +245,7 @@ class Cache:
             if variant.fits is not None and not variant.fits(*args):
                 continue
             try:
-                out = variant.fn(*args)
+                out = _call(variant, args, closure_of)
             except variant.guard_error:
                 with self._lock:
                     self.guard_failures += 1

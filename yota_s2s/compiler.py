@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence
 
 from .backward import backward
 from .codegen import function_name, load, module_name_for, write_module
+from .codegen.outside import reads_function
 from .frontend import trace_function
 from .frontend.depends import Assumptions
 from .ir import verify
@@ -33,6 +34,11 @@ class Compiled:
     forward: Tape
     tape: Tape
     assumes: Assumptions | None = None      # for ys.grad's cache: what else the code relies on
+
+    @property
+    def reads_closure(self) -> bool:
+        """The function reads its closure at call time: it takes the function as ``_fn``."""
+        return reads_function(self.tape)
 
 
 def gradient_tape(f: Any, args: Sequence[Any], rules: RuleSet = RULES, wrt: set[int] | None = None,

@@ -23,6 +23,8 @@ from ..text import (access_expr, comment, describe, docstring_line, identifier, 
                     name_base)
 from .emit import Block, Emitter, unparse
 from .imports import Imports, plan_imports
+from .outside import BIND, CHANGED_PRELUDE, FUNCTION_PARAM, bind_function, has_reads, \
+    reads_function, unbound_check
 from .workspace import header_lines, prelude, takes_out, unpack_line
 
 INDENT = "    "
@@ -80,8 +82,11 @@ def write_module(tapes: Tape | Sequence[Tape], device: str = "cpu",
         header = _header_many(written, device, regenerate, source)
     modules = set().union(*(w.emitter.modules for w in written))
     parts = [header, _imports(device, modules, imports.lines)]
-    if any(s.prim.emit[:1] == ("guard",) for tape in tapes for s in tape.stmts):
+    if any(s.prim.emit[:1] == ("guard",) for tape in tapes for s in tape.stmts) or \
+            any(has_reads(tape) for tape in tapes):
         parts.append(_PRELUDE_GUARD)
+    if any(has_reads(tape) for tape in tapes):
+        parts.append(CHANGED_PRELUDE)
     if any(_has_checks(tape) for tape in tapes):
         parts.append(_PRELUDE_MISMATCH)
     parts += [prelude(w.emitter) for w in written if prelude(w.emitter)]
@@ -125,7 +130,10 @@ def write_functions(tapes: Sequence[Tape], buffers: bool = False) -> tuple[list[
     imports = plan_imports(merged)
     taken = imports.names | {function_name(t) for t in tapes}       # module-level names
     taken |= {"out"} if buffers else set()                            # out= of the function
-    return [_function(t, Emitter(t, taken=taken, calls=imports.calls, fast=buffers))
+    taken |= {"_changed"} if any(has_reads(t) for t in tapes) else set()
+    taken |= {FUNCTION_PARAM, BIND} if any(reads_function(t) for t in tapes) else set()
+    return [_function(t, Emitter(t, taken=taken, calls=imports.calls, fast=buffers,
+                                 roots=imports.roots))
             for t in tapes], imports
 
 
@@ -133,8 +141,8 @@ def _function(tape: Tape, emitter: Emitter) -> Written:
     blocks = emitter.blocks()
     fname = function_name(tape)
     returns, build = _returns(tape, emitter)
-    body = _checks(tape, emitter, fname) + _struct_args(tape, emitter, fname) + \
-        unpack_line(emitter)
+    body = (unbound_check(fname, tape) if reads_function(tape) else []) + \
+        _checks(tape, emitter, fname) + _struct_args(tape, emitter, fname) + unpack_line(emitter)
     section = None
     for block in blocks:
         if block.section != section and section != "backward":
@@ -143,12 +151,15 @@ def _function(tape: Tape, emitter: Emitter) -> Written:
         body += _block_lines(block, tape)
     body += build
     body.append(f"return {', '.join(returns)}")
-    params = list(map(identifier, emitter.names.params)) + \
-        (["*", "out=None"] if takes_out(emitter) else [])
+    keywords = (["out=None"] if takes_out(emitter) else []) + \
+        ([f"{FUNCTION_PARAM}=None"] if reads_function(tape) else [])
+    params = list(map(identifier, emitter.names.params)) + (["*", *keywords] if keywords else [])
     if emitter.memory.slots:
         emitter.modules.add("threading")
     signature = f"def {identifier(fname)}({', '.join(params)}):"
     text = "\n" + signature + "\n" + textwrap.indent("\n".join(body), INDENT) + "\n"
+    if reads_function(tape):
+        text += "\n" + bind_function(tape, fname)
     return Written(tape, emitter, blocks, returns, text)
 
 

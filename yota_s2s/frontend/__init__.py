@@ -10,6 +10,7 @@ from ..rules.registry import RULES, RuleSet
 from ..text import normal
 from .collect import Collector
 from .evaluator import Evaluator, Frame
+from .externals import FUNCTION
 from .flatten import Flattener, arg_kind, is_struct_object, leaf_names
 from .source import parse_function
 from .values import to_tree
@@ -59,6 +60,7 @@ def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES,
     ev = Evaluator(rules)
     ev.collector = collector
     ev.flattener = flat = Flattener(ev.values, ev.input_vars)
+    ev.externals.function_found(fn, (FUNCTION, ()))     # its closure: the code's _fn argument
     names = param_names(fn, len(args))
     traced_args = [flat.flatten(a, i, (), names[i]) for i, a in enumerate(args)]
     loc = parsed.loc(parsed.node)
@@ -70,7 +72,7 @@ def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES,
     leaf_names(inputs, names)
     tape = Tape(name=parsed.name, params=names, inputs=inputs, stmts=ev.stmts,
                 result=to_tree(result, loc), statics=flat.statics, loc=loc, layout=flat.layout,
-                arg_kinds=tuple(arg_kind(a) for a in args))
+                arg_kinds=tuple(arg_kind(a) for a in args), freevars=fn.__code__.co_freevars)
     return tape, ev
 
 

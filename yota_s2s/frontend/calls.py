@@ -19,6 +19,7 @@ import numpy as np
 from ..errors import NoRuleError, StaticValueError, UnsupportedSyntax, YotaError
 from ..ir.tape import Aval, Primitive, Stmt, Var, tree_atoms, tree_map
 from .collect import rule_stub, skip_call
+from .externals import RandomMethod, cell_path, is_data, random_method
 from .flatten import is_struct_object
 from .numpy_calls import NUMPY_CALLS, guard_selection
 from .resolve import IN_PLACE_METHODS, array_method, display_name, is_inlinable, is_library, is_random
@@ -69,10 +70,17 @@ class CallsMixin:
             return call_object(self, fn, args, kwargs, node)
         if is_user_class(fn) and (is_traced([args, kwargs]) or holds_struct([args, kwargs])):
             return construct(self, fn, args, kwargs, node)
+        if isinstance(fn, RandomMethod):
+            return self.externals.draw(fn.ref, fn.name, list(args), kwargs, node)
+        if random_method(fn) is not None:
+            method = random_method(fn)
+            return self.externals.draw(method.ref, method.name, list(args), kwargs, node)
         if is_random(fn):
             return skip_call(self, UnsupportedSyntax(
                 f"{display_name(fn)} draws random numbers inside the compiled function",
-                self.loc(node), "Draw them outside and pass them in as an argument."),
+                self.loc(node), "Make the generator outside the function (a module global "
+                "rs = np.random.RandomState(0), or a variable of the enclosing function) and "
+                "draw from it inside: rs.randn(3)."),
                 fn, args, kwargs)
         if is_inlinable(fn):
             return self.inline(fn, args, kwargs, node)
@@ -178,14 +186,18 @@ class CallsMixin:
             raise YotaError(f"{fn.__name__}(): {e}", self.loc(node)) from None
         bound.apply_defaults()
         code = fn.__code__
-        closure = {}
-        for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+        closure, cells = {}, {}
+        where = self.externals.where_function(fn)
+        for index, (name, cell) in enumerate(zip(code.co_freevars, fn.__closure__ or ())):
             try:
                 closure[name] = cell.cell_contents
             except ValueError:      # an empty cell: the name is not bound yet
                 continue
-            self.depends.cell(cell, closure[name])
+            cells[name] = cell_path(where, index) or (None, ())
+            if not is_data(closure[name]):      # arrays are read again when the code runs
+                self.depends.cell(cell, closure[name])
         frame = Frame(parsed, self.depends.watch(fn.__globals__), closure, None)
+        frame.cells = cells
         frame.locals.update(bound.arguments)
         return self.run_function(frame, parsed.node)
 

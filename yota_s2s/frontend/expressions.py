@@ -8,6 +8,7 @@ modules they are ordinary Python.
 from __future__ import annotations
 
 import operator
+import types
 from typing import Any
 
 import gast
@@ -15,7 +16,8 @@ import numpy as np
 
 from ..errors import StaticValueError, YotaError
 from ..ir.tape import Var
-from .resolve import ARRAY_METHODS, IN_PLACE_METHODS, STATIC_ARRAY_ATTRS
+from .externals import GeneratorRef, RandomMethod, module_root
+from .resolve import ARRAY_METHODS, IN_PLACE_METHODS, LIBRARY_MODULES, STATIC_ARRAY_ATTRS
 from .structs import StructValue, call_dunder, get_attribute
 from .values import ArrayMethod, is_traced, to_tree
 
@@ -218,10 +220,21 @@ class ExpressionsMixin:
             raise YotaError(f"arrays have no supported attribute {name!r}", self.loc(node))
         if isinstance(obj, StructValue):
             return get_attribute(self, obj, name, node)
+        if isinstance(obj, GeneratorRef):
+            if not callable(getattr(obj.obj, name, None)):
+                raise YotaError(f"{type(obj.obj).__name__}.{name} is not a method the compiled "
+                                "function can call", self.loc(node))
+            return RandomMethod(obj, name)
         try:
             value = getattr(obj, name)
         except AttributeError as e:
             raise YotaError(str(e), self.loc(node)) from None
+        if isinstance(obj, types.ModuleType) and not _library_module(obj):
+            wrapped = self.externals.wrap(value, (module_root(obj.__dict__), (("attr", name),)),
+                                          node, name)
+            if not isinstance(wrapped, Var):
+                self.depends.attribute(obj, name, value)
+            return wrapped
         self.depends.attribute(obj, name, value)
         return value
 
@@ -241,3 +254,8 @@ class ExpressionsMixin:
 
     def visit_Starred(self, node: gast.Starred) -> Any:
         raise self.unsupported(node, "a starred expression here")
+
+
+def _library_module(module: types.ModuleType) -> bool:
+    name = getattr(module, "__name__", "") or ""
+    return any(name == m or name.startswith(m + ".") for m in LIBRARY_MODULES + ("yota_s2s",))
