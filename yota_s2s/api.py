@@ -14,6 +14,7 @@ import copy
 import inspect
 import sys
 import types
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -68,10 +69,47 @@ def grad(f: Callable, *args: Any, wrt: Any = None, device: str = "cpu",
     if isinstance(wrt, list):
         wrt = tuple(wrt)
     key = (function_key(fn), rules, rules.version, wrt, device, *map(arg_key, args))
-    variant, out = CACHE.call(key, args, lambda: compile_grad(
-        fn, _host(args), rules=rules, device=device, wrt=_argnums(fn, args, wrt, offset)),
-        closure_of=fn)
+
+    def compile_now():
+        _note_static_ints(fn, args, offset)
+        return compile_grad(fn, _host(args), rules=rules, device=device,
+                            wrt=_argnums(fn, args, wrt, offset))
+    variant, out = CACHE.call(key, args, compile_now, closure_of=fn)
     return out[0], GradResult(out[1:], variant, offset)
+
+
+RECOMPILE_WARNING = 8       # compiles for as many values of one int argument: warn once
+_static_ints: dict[Any, dict[int, set]] = {}
+_warned: set = set()
+
+
+def _note_static_ints(fn: Callable, args: tuple, offset: int) -> None:
+    """Count the values of each int argument ``fn`` is compiled for; at
+    ``RECOMPILE_WARNING`` distinct values of one, warn once that it makes ``grad`` compile
+    again for every value (autograd's ``objective(params, iter)``)."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return
+    seen = _static_ints.setdefault(code, {})
+    for i, a in enumerate(args):
+        if type(a) is int or isinstance(a, np.integer):
+            values = seen.setdefault(i, set())
+            if len(values) < RECOMPILE_WARNING:
+                values.add(int(a))
+            if len(values) == RECOMPILE_WARNING and (code, i) not in _warned:
+                _warned.add((code, i))
+                name = param_names(fn, len(args))[i]
+                warnings.warn(
+                    f"ys.grad has compiled {fn.__name__} for {RECOMPILE_WARNING} values of its "
+                    f"int argument {name!r}: ints are static (part of the compile key), so each "
+                    "new value compiles again, and past the cache's size nothing is reused. If "
+                    f"{name!r} picks a batch (X[{name} * B:({name} + 1) * B]), slice outside and "
+                    "pass the batch in as an argument; if it is data, pass a float or an array.",
+                    RecompileWarning, stacklevel=4)
+
+
+class RecompileWarning(UserWarning):
+    """``ys.grad`` compiles a function again and again for new values of a static argument."""
 
 
 def clear_cache() -> None:

@@ -100,7 +100,7 @@ def outside_statements(emitter: Any, stmt: Stmt) -> list[ast.stmt]:
     test = (f"type({name}) is not xp.ndarray or {name}.shape != {literal_text(var.aval.shape)} "
             f"or {name}.dtype != {literal_text(var.aval.dtype)}")
     expected = f"{var.aval.dtype.name}[{', '.join(map(str, var.aval.shape))}]"
-    message = ", ".join(map(literal_text, (shown(root, path), expected)))
+    message = ", ".join(map(literal_text, (stmt.param("shown") or shown(root, path), expected)))
     check = ast.parse(f"if {test}:\n    raise _changed({message}, {name})").body[0]
     return [read, check]
 

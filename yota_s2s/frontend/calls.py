@@ -25,7 +25,7 @@ from .numpy_calls import NUMPY_CALLS, guard_selection
 from .resolve import IN_PLACE_METHODS, array_method, display_name, is_inlinable, is_library, is_random
 from .source import parse_function
 from .structs import StructValue, call_dunder, call_object, construct, holds_struct, is_user_class
-from .values import ArrayMethod, LocalFunction, is_traced, normalize_static, to_tree
+from .values import MAX_LITERAL_SIZE, ArrayMethod, LocalFunction, is_traced, normalize_static, to_tree
 
 _signatures: dict[Primitive, inspect.Signature] = {}
 
@@ -227,7 +227,8 @@ class CallsMixin:
 def _is_data(value: Any) -> bool:
     """A float array made from constants is data to compute when the code runs
     (``np.broadcast_to(1.0, shape)``, empty ones too), not a constant to write into the code."""
-    return isinstance(value, np.ndarray) and value.size != 1 and value.dtype.kind in "fc"
+    return isinstance(value, np.ndarray) and value.size != 1 and (
+        value.dtype.kind in "fc" or value.size > MAX_LITERAL_SIZE)
 
 
 def _local_signature(fn: LocalFunction) -> inspect.Signature:

@@ -177,7 +177,10 @@ class Externals:
         var = Var(Aval.of(value), hint=name or _hint(where))
         ev.values[var] = value
         ev.input_vars.add(var)          # never written in place: it is the user's array
-        params = (("root", where[0]), ("path", where[1]))
+        shown = describe_where(where)
+        if ("attr", "__closure__") in where[1] and name:
+            shown = f"{name} (a variable of a closure)"
+        params = (("root", where[0]), ("path", where[1]), ("shown", shown))
         ev.stmts.append(Stmt((var,), prim, (), params, ev.loc(node)))
         self.reads[key] = var
         return var

@@ -34,7 +34,7 @@ def follow(obj: Any, path: tuple) -> Any:
     return obj
 
 
-def external(root: tuple = (), path: tuple = ()) -> Any:
+def external(root: tuple = (), path: tuple = (), shown: str = "") -> Any:
     """The value at ``path`` from ``root``, read now (what the generated code does)."""
     if not root or root[0] != "module":
         raise InternalError("a value read from a closure cannot be read again outside the call")
@@ -47,7 +47,7 @@ def draw(args: tuple = (), method: str = "", keywords: tuple = (), root: tuple =
     raise InternalError("a random draw is made by the generated code, never at compile time")
 
 
-primitive(external, "root=(), path=()", name="external", emit=("external",), creates=True,
+primitive(external, "root=(), path=(), shown=''", name="external", emit=("external",), creates=True,
           view=True)
 nodiff(external)
 primitive(draw, "args, method='', keywords=(), root=(), path=()", name="draw", emit=("draw",),
