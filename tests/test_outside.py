@@ -83,6 +83,27 @@ def test_attributes_of_a_global_object(buffers):
         m.cfg.W[0, 0] = 0.5
 
 
+def test_fields_of_a_global_object_are_not_pasted_stale():
+    w = np.array([0.1, -0.2, 0.3])
+    df = ys.simplegrad(m.with_config, w)
+    text = ys.source(df)
+    assert "shift = tests.programs.outside.cfg.shift" in text
+    assert "if tests.programs.outside.cfg.power != 2:" in text
+    try:
+        m.cfg.shift = -1.5                  # a float field: read at call time
+        assert df(w)[0] == m.with_config(w)
+        np.testing.assert_allclose(df(w)[1], numeric(m.with_config, w), rtol=1e-6, atol=1e-6)
+        m.cfg.power = 4                     # an int field: static, checked
+        with pytest.raises(ValueError, match=r"outside.cfg.power, read from outside the "
+                                             r"function, was 2 .* is 4 now"):
+            df(w)
+        value, g = ys.grad(m.with_config, w)     # compiles for the new value
+        assert value == m.with_config(w)
+        np.testing.assert_allclose(g[0], numeric(m.with_config, w), rtol=1e-6, atol=1e-6)
+    finally:
+        m.cfg.shift, m.cfg.power = 0.25, 2
+
+
 @BOTH
 def test_a_closure_array_is_read_from_the_function(buffers):
     A = np.arange(12.0).reshape(4, 3)

@@ -107,7 +107,7 @@ class Emitter:
     # -- statements ----------------------------------------------------------------------
 
     def statements(self, stmt: Stmt) -> list[ast.stmt]:
-        if stmt.prim.emit[:1] in (("external",), ("draw",)):
+        if stmt.prim.emit[:1] in (("external",), ("draw",), ("external_check",)):
             return outside_statements(self, stmt)
         special = scalar_statement(self, stmt)
         if special is None:

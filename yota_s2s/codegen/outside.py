@@ -22,18 +22,23 @@ from typing import Any
 
 from ..errors import InternalError
 from ..ir.tape import Stmt, Tape, Var
-from ..text import access_attr, access_expr, access_item, docstring_line, identifier, literal_text
+from ..text import (access_attr, access_expr, access_item, describe, docstring_line, identifier,
+                    literal_text)
 
 FUNCTION_PARAM = "_fn"
 BIND = "bind"
 
 CHANGED_PRELUDE = '''
 def _changed(name, expected, value):
-    got = f"{value.dtype}{list(value.shape)}" if hasattr(value, "shape") else type(value).__name__
+    got = f"{value.dtype}{list(value.shape)}" if hasattr(value, "shape") else repr(value)
     return GuardError(f"{name}, read from outside the function, was {expected} when this "
                       f"gradient was compiled and is {got} now; compile again (ys.grad does "
                       "this for you)")
 '''
+
+
+def unparse_expr(node: ast.expr) -> str:
+    return ast.unparse(node)
 
 
 def modules_read(tape: Tape) -> list[str]:
@@ -48,11 +53,11 @@ def reads_function(tape: Tape) -> bool:
 
 
 def has_reads(tape: Tape) -> bool:
-    return any(s.prim.emit[:1] == ("external",) for s in tape.stmts)
+    return any(s.prim.emit[:1] in (("external",), ("external_check",)) for s in tape.stmts)
 
 
 def _outside(stmt: Stmt) -> bool:
-    return stmt.prim.emit[:1] in (("external",), ("draw",))
+    return stmt.prim.emit[:1] in (("external",), ("draw",), ("external_check",))
 
 
 def access(emitter: Any, root: tuple, path: tuple) -> ast.expr:
@@ -83,6 +88,12 @@ def shown(root: tuple, path: tuple) -> str:
 
 def outside_statements(emitter: Any, stmt: Stmt) -> list[ast.stmt]:
     root, path = stmt.param("root"), stmt.param("path")
+    if stmt.prim.emit[0] == "external_check":
+        value = stmt.param("expected")
+        read = unparse_expr(access(emitter, root, path))
+        test = f"{read} is not None" if value is None else f"{read} != {literal_text(value)}"
+        message = ", ".join(map(literal_text, (stmt.param("shown"), describe(value))))
+        return [ast.parse(f"if {test}:\n    raise _changed({message}, {read})").body[0]]
     target = ast.Name(emitter.names[stmt.out])
     if stmt.prim.emit[0] == "draw":
         (operands,) = stmt.args
@@ -97,9 +108,12 @@ def outside_statements(emitter: Any, stmt: Stmt) -> list[ast.stmt]:
     var: Var = stmt.out
     read = ast.Assign([target], access(emitter, root, path), lineno=0)
     name = target.id
-    test = (f"type({name}) is not xp.ndarray or {name}.shape != {literal_text(var.aval.shape)} "
-            f"or {name}.dtype != {literal_text(var.aval.dtype)}")
-    expected = f"{var.aval.dtype.name}[{', '.join(map(str, var.aval.shape))}]"
+    if var.aval.weak:
+        test, expected = f"type({name}) is not float", "a float"
+    else:
+        test = (f"type({name}) is not xp.ndarray or {name}.shape != "
+                f"{literal_text(var.aval.shape)} or {name}.dtype != {literal_text(var.aval.dtype)}")
+        expected = f"{var.aval.dtype.name}[{', '.join(map(str, var.aval.shape))}]"
     message = ", ".join(map(literal_text, (stmt.param("shown") or shown(root, path), expected)))
     check = ast.parse(f"if {test}:\n    raise _changed({message}, {name})").body[0]
     return [read, check]

@@ -37,7 +37,7 @@ import numpy as np
 
 from ..errors import StaticValueError, UnsupportedSyntax
 from ..ir.tape import Aval, Stmt, Var, tree_atoms
-from ..rules.external import draw, external
+from ..rules.external import draw, external, external_check
 from ..text import is_identifier
 from .flatten import is_struct_object
 from .values import MAX_LITERAL_SIZE
@@ -125,9 +125,12 @@ class Externals:
     def where_function(self, fn: Any) -> tuple | None:
         return self.functions.get(id(fn))
 
-    def wrap(self, value: Any, where: tuple | None, node: Any, name: str | None = None) -> Any:
+    def wrap(self, value: Any, where: tuple | None, node: Any, name: str | None = None,
+             field: bool = False) -> Any:
         """The evaluator's view of ``value``, found outside the function at ``where`` (under
-        ``name``, the variable the source reads)."""
+        ``name``, the variable the source reads). A ``field`` (an attribute of an object, an
+        item of a container) can change without any name being rebound: a float there is
+        read at call time too, and an int, bool, string or None is checked at call time."""
         if isinstance(value, (types.FunctionType, types.MethodType)):
             self.function_found(value, where)
             return value
@@ -138,6 +141,11 @@ class Externals:
             return self._read(value, where, node, name)
         if is_generator(value):
             return GeneratorRef(value, where if reachable else None)
+        if reachable and field and type(value) is float:
+            return self._read(value, where, node, name)
+        if reachable and field and (type(value) in (int, bool, str) or value is None):
+            self._check(value, where, node)
+            return value
         if not reachable or isinstance(value, (int, float, complex, str, bytes)):
             return value            # numbers and strings cannot change in place: static
         key = (where[0], where[1])
@@ -147,9 +155,8 @@ class Externals:
             from .structs import StructValue
             wrapped = StructValue(type(value), value, None, where, describe_where(where))
         elif type(value) in (list, tuple, dict) or _is_namedtuple(value):
-            if not _holds_data(value, [0]):
-                return value
-            wrapped = self._container(value, where, node)
+            # searched once per trace: a container without data stays the static value it is
+            wrapped = self._container(value, where, node) if _holds_data(value, [0]) else value
         else:
             return value
         self.reads[key] = wrapped
@@ -160,13 +167,29 @@ class Externals:
         if isinstance(value, dict):
             if not all(_plain_key(k) for k in value):
                 return value
-            return {k: self.wrap(v, (root, path + (("item", k),)), node) for k, v in value.items()}
-        items = [self.wrap(v, (root, path + (("item", i),)), node) for i, v in enumerate(value)]
+            return {k: self.wrap(v, (root, path + (("item", k),)), node, field=True)
+                    for k, v in value.items()}
+        field = type(value) is list or isinstance(value, dict)      # tuples cannot change
+        items = [self.wrap(v, (root, path + (("item", i),)), node, field=field)
+                 for i, v in enumerate(value)]
         if _is_namedtuple(value):
             return type(value)(*items)
         return items if isinstance(value, list) else tuple(items)
 
-    def _read(self, value: np.ndarray, where: tuple, node: Any, name: str | None) -> Var:
+    def _check(self, value: Any, where: tuple, node: Any) -> None:
+        """A static field (``cfg.layers = 3``): the code checks at call time it is unchanged."""
+        key = ("check", where[0], where[1])
+        if key in self.reads:
+            return
+        self.reads[key] = value
+        if where[0] == FUNCTION:
+            self.uses_function = True
+        ev = self.ev
+        params = (("root", where[0]), ("path", where[1]), ("shown", describe_where(where)),
+                  ("expected", value))
+        ev.stmts.append(Stmt((), ev.rules.lookup(external_check), (), params, ev.loc(node)))
+
+    def _read(self, value: Any, where: tuple, node: Any, name: str | None) -> Var:
         key = (where[0], where[1])
         if key in self.reads:
             return self.reads[key]

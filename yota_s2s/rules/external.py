@@ -6,6 +6,10 @@ code reads it where the original does, at call time, from the user's module or t
 and checks its type, shape and dtype (``GuardError`` otherwise); it is never written into the
 module as a literal. It is not an argument, so it gets no gradient.
 
+A float field of such an object (``cfg.scale``) is read the same way; an int, bool, string or
+None field (``cfg.layers``) stays static, and ``external_check`` checks at call time that it
+still has the value the code was compiled for.
+
 ``draw(args, method=..., root=..., path=..., keywords=...)`` is a call that draws random
 numbers (``np.random.randn(3)``, ``rs.normal(size=n)``, ``rng.standard_normal(n)``): kept as
 that call in the forward section, calling the same generator (numpy's global one, or the
@@ -41,6 +45,12 @@ def external(root: tuple = (), path: tuple = (), shown: str = "") -> Any:
     return follow(importlib.import_module(root[1]), path)
 
 
+def external_check(root: tuple = (), path: tuple = (), shown: str = "",
+                   expected: Any = None) -> None:
+    """A static field read from outside (``cfg.layers``) still has the value compiled for."""
+    raise InternalError("a check of a value read from outside runs in the generated code only")
+
+
 def draw(args: tuple = (), method: str = "", keywords: tuple = (), root: tuple = (),
          path: tuple = ()) -> Any:
     """``generator.method(*args)``: ``len(keywords)`` trailing items of ``args`` are keywords."""
@@ -50,6 +60,9 @@ def draw(args: tuple = (), method: str = "", keywords: tuple = (), root: tuple =
 primitive(external, "root=(), path=(), shown=''", name="external", emit=("external",), creates=True,
           view=True)
 nodiff(external)
+primitive(external_check, "root=(), path=(), shown='', expected=None", name="external_check",
+          emit=("external_check",), nout=0, effect=True)
+nodiff(external_check)
 primitive(draw, "args, method='', keywords=(), root=(), path=()", name="draw", emit=("draw",),
           creates=True, effect=True)
 nodiff(draw)
