@@ -71,7 +71,8 @@ class Emitter:
         self.calls = calls or {}          # user functions: how the module's imports name them
         self.roots = roots or {}          # user modules read at call time: how they are named
         self.scalars = plan_scalars(tape) if fast else ScalarPlan()
-        self.inlined = _inlinable(tape) - set(self.scalars.elements)
+        # an unpacked array keeps its name (``x0, x1 = x.tolist()``) even where it has one use
+        self.inlined = _inlinable(tape) - set(self.scalars.elements) - set(self.scalars.unpacked)
         if fast:     # what is written into an array is a statement of its own
             self.inlined -= {s.out for s in tape.stmts if s.outs and writer(s)
                              and s.out not in self.scalars.floats}
@@ -205,7 +206,10 @@ class Emitter:
             return ast.Attribute(operands[0], "T", ast.Load())
         if kind == "method" or (stmt.prim.method and is_array):     # ``dt.sum(axis=1)``
             name = emit[1] if kind == "method" else stmt.prim.method
-            return ast.Call(ast.Attribute(operands[0], identifier(name), ast.Load()), operands[1:],
+            this = operands[0]
+            if not is_array:
+                this = ast.Call(_dotted("xp.asarray"), [this], [])    # a Python float: no methods
+            return ast.Call(ast.Attribute(this, identifier(name), ast.Load()), operands[1:],
                             keywords)
         if stmt.prim in self.calls:
             return ast.Call(_dotted(self.calls[stmt.prim]), operands, keywords)
@@ -305,7 +309,9 @@ def _inlinable(tape: Tape) -> set[Var]:
         plain = stmt.prim.nout == 1 and not (stmt.prim.effect or stmt.prim.inplace or stmt.prim.creates)
         v = stmt.outs[0] if stmt.outs else None
         using = tape.stmts[user[v]] if v in user else None
-        partial = uses[v] == 1 and using.rule == ACCUMULATE and using.args[1] is v
+        # (a pass may have rewritten the addition into a one-operand statement: check the arity)
+        partial = uses[v] == 1 and using.rule == ACCUMULATE and len(using.args) == 2 \
+            and using.args[1] is v
         if not plain or tape.hint_of(v) or (tape.primal_of(v) in named and not partial) \
                 or v in outputs or uses[v] != 1:
             named.update(stmt.outs)
