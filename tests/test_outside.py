@@ -207,14 +207,44 @@ def test_draws_refuse_traced_arguments_and_unreachable_generators():
         ys.simplegrad(m.makes_a_generator, np.zeros(3))
 
 
-def test_an_int_index_argument_warns_once_and_compiles_per_value():
+def test_an_int_that_picks_the_batch_compiles_once_for_300_iterations():
+    ys.clear_cache()
+    w = np.array([0.1, -0.2, 0.3])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ys.RecompileWarning)
+        for it in range(300):
+            value, g = ys.grad(m.autograd_objective, w, it)
+            if it % 97 == 0:
+                assert value == m.autograd_objective(w, it)
+                np.testing.assert_allclose(
+                    g[0], numeric(lambda x: m.autograd_objective(x, it), w), rtol=1e-6,
+                    atol=1e-6)
+    assert g[1] is None
+    assert ys.cache_info()["misses"] == 1 and ys.cache_info()["hits"] == 299
+    assert "type(it) is not int" in g.source
+
+
+def test_a_run_time_int_slicing_a_differentiable_argument():
+    ys.clear_cache()
+    w = np.linspace(0.1, 1.0, 6)
+    for i in (0, 2, 4, 2):
+        value, g = ys.grad(m.window, w, i)
+        assert value == m.window(w, i)
+        np.testing.assert_allclose(g[0], numeric(lambda x: m.window(x, i), w), rtol=1e-6,
+                                   atol=1e-6)
+    value, g = ys.grad(m.window, w, 5)        # a shorter slice: guarded, compiled again
+    np.testing.assert_allclose(g[0], numeric(lambda x: m.window(x, 5), w), rtol=1e-6, atol=1e-6)
+    assert ys.cache_info()["misses"] == 2
+
+
+def test_an_int_the_code_needs_at_compile_time_is_static_and_warns_once():
     ys.clear_cache()
     w = np.array([0.1, -0.2, 0.3])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        for it in range(300):
-            value, g = ys.grad(m.batch_loss, w, it % 10)
+        for n in range(12):
+            value, g = ys.grad(m.repeated, w, n)
+            assert value == m.repeated(w, n)
     recompile = [c for c in caught if issubclass(c.category, ys.RecompileWarning)]
-    assert len(recompile) == 1 and "'i'" in str(recompile[0].message)
-    assert "pass the batch in as an argument" in str(recompile[0].message)
-    assert ys.cache_info()["misses"] == 10       # one compile per value of i, then hits
+    assert len(recompile) == 1 and "int argument 'n'" in str(recompile[0].message)
+    assert ys.cache_info()["misses"] == 12

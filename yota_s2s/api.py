@@ -68,14 +68,38 @@ def grad(f: Callable, *args: Any, wrt: Any = None, device: str = "cpu",
             args, offset = (bound, *args), 1
     if isinstance(wrt, list):
         wrt = tuple(wrt)
-    key = (function_key(fn), rules, rules.version, wrt, device, *map(arg_key, args))
+    code = getattr(fn, "__code__", None)
+    ints = frozenset(i for i, a in enumerate(args) if type(a) is int)
+    dynamic = _dynamic_ints.get(code, ints) & ints
+    try:
+        variant, out = _cached(fn, args, wrt, device, rules, offset, dynamic)
+    except YotaError:
+        if not dynamic:
+            raise
+        _dynamic_ints[code] = frozenset()     # the code needs the ints' values: static
+        variant, out = _cached(fn, args, wrt, device, rules, offset, frozenset())
+    if dynamic and code not in _dynamic_ints:
+        _dynamic_ints[code] = dynamic
+    return out[0], GradResult(out[1:], variant, offset)
+
+
+# int arguments first try to stay run-time values (an index, a slice offset: autograd's
+# objective(params, iter)): one compile serves every value. Where the code needs an int's
+# value to compile (range(n), a shape, an axis), the function's ints are static from then on.
+_dynamic_ints: dict[Any, frozenset[int]] = {}
+
+
+def _cached(fn: Callable, args: tuple, wrt: Any, device: str, rules: RuleSet, offset: int,
+            dynamic: frozenset[int]) -> tuple["Variant", Any]:
+    keys = [("int at run time",) if i in dynamic else arg_key(a) for i, a in enumerate(args)]
+    key = (function_key(fn), rules, rules.version, wrt, device, *keys)
 
     def compile_now():
-        _note_static_ints(fn, args, offset)
+        if not dynamic:
+            _note_static_ints(fn, args, offset)
         return compile_grad(fn, _host(args), rules=rules, device=device,
-                            wrt=_argnums(fn, args, wrt, offset))
-    variant, out = CACHE.call(key, args, compile_now, closure_of=fn)
-    return out[0], GradResult(out[1:], variant, offset)
+                            wrt=_argnums(fn, args, wrt, offset), dynamic=dynamic)
+    return CACHE.call(key, args, compile_now, closure_of=fn)
 
 
 RECOMPILE_WARNING = 8       # compiles for as many values of one int argument: warn once

@@ -73,3 +73,27 @@ def batch_loss(w, i):
     B = 5
     r = X[i * B:(i + 1) * B] @ w - Y[i * B:(i + 1) * B]
     return np.sum(r ** 2)
+
+
+num_batches = 10
+
+
+def batch_indices(it):
+    idx = it % num_batches
+    return slice(idx * 5, (idx + 1) * 5)
+
+
+def autograd_objective(w, it):
+    """autograd's idiom: the int ``it`` picks the batch."""
+    idx = batch_indices(it)
+    return np.sum((X[idx] @ w - Y[idx]) ** 2)
+
+
+def window(w, i):
+    return np.sum(np.sin(w[i:i + 2]) ** 2)
+
+
+def repeated(w, n):
+    for _ in range(n):
+        w = np.sin(w)
+    return np.sum(w)

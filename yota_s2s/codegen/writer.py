@@ -113,17 +113,25 @@ def check_names(text: str) -> None:
     module |= {a.asname or a.name.split(".")[0] for stmt in tree.body
                if isinstance(stmt, (ast.Import, ast.ImportFrom)) for a in stmt.names}
     module |= {stmt.name for stmt in tree.body if isinstance(stmt, (ast.FunctionDef, ast.ClassDef))}
-    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    shared = module | (read & set(dir(builtins)))
-    for fn in tree.body:
-        if not isinstance(fn, ast.FunctionDef):
-            continue
-        local = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
-        local |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    functions = [fn for fn in tree.body if isinstance(fn, ast.FunctionDef)]
+    locals_ = {fn.name: _locals(fn) for fn in functions}
+    read: set[str] = set()            # names read as globals or builtins (not as a local)
+    for stmt in tree.body:
+        names = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)
+                 and isinstance(n.ctx, ast.Load)}
+        read |= names - locals_.get(getattr(stmt, "name", None), set())
+    shared = module | (read & set(dir(builtins)))     # builtins the module reads as builtins
+    for fn in functions:
+        local = locals_[fn.name]
         clash = sorted(local & shared)
         if clash:
             raise InternalError(f"in the generated {fn.name}, {', '.join(clash)} would shadow "
                                 "a module-level name or a builtin")
+
+
+def _locals(fn: ast.FunctionDef) -> set[str]:
+    local = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
+    return local | {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
 def write_functions(tapes: Sequence[Tape], buffers: bool = False) -> tuple[list[Written], Imports]:
@@ -258,8 +266,8 @@ def _describe_param(tape: Tape, argnum: int) -> str:
     leaves = [i for i in tape.inputs if i.argnum == argnum]
     if kind in ("array", "scalar"):
         return f"{name} {_spec(leaves[0].var)}"
-    if kind == "float":
-        return f"{name} float"
+    if kind in ("float", "int"):
+        return f"{name} {kind}"
     if kind == "static":
         value = next(s.value for s in tape.statics if s.argnum == argnum)
         return f"{name} = {static_text(value)}"
@@ -324,6 +332,9 @@ def _leaf_check(fname: str, var: Var, ref: str, access: str) -> list[str]:
     if aval.weak and aval.dtype.kind == "c":
         test = f"not isinstance({ref}, (int, float, complex)) or isinstance({ref}, bool)"
         expected = "a complex"
+    elif aval.weak and aval.dtype.kind in "iu":     # an int kept at run time (ys.grad)
+        test = f"type({ref}) is not int"
+        expected = "an int"
     elif aval.weak:
         test = f"not isinstance({ref}, (int, float)) or isinstance({ref}, bool)"
         expected = "a float"

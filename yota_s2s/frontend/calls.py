@@ -95,6 +95,8 @@ class CallsMixin:
         if isinstance(fn, type) and issubclass(fn, np.generic) and len(args) == 1:
             from ..rules.elementwise import astype
             return self.call_primitive(self.rules.lookup(astype), (args[0], np.dtype(fn)), {}, node)
+        if fn is slice and not kwargs and 1 <= len(args) <= 3:
+            return slice(*args)     # traced bounds: a slice of a traced int (expressions.py)
         if getattr(fn, "__module__", None) == "builtins" or fn in (range, slice):
             raise StaticValueError(f"{getattr(fn, '__name__', fn)}() needs values known at compile "
                                    "time, but it is given a traced value", self.loc(node),
