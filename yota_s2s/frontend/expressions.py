@@ -15,7 +15,7 @@ import gast
 import numpy as np
 
 from ..errors import StaticValueError, YotaError
-from ..ir.tape import Var
+from ..ir.tape import Lit, Var
 from .externals import GeneratorRef, RandomMethod, module_root
 from .resolve import ARRAY_METHODS, IN_PLACE_METHODS, LIBRARY_MODULES, STATIC_ARRAY_ATTRS
 from .structs import StructValue, call_dunder, get_attribute
@@ -287,7 +287,8 @@ class ExpressionsMixin:
             self.truth(self.compare(gast.LtE(), stop, size, node), node)
         self.truth(self.compare(gast.Eq(), self.binop(gast.Sub(), stop, start, node), length,
                                 node), node)
-        rows = self.binop(gast.Add(), np.arange(length), start, node)
+        steps = self.emit(self.rules.lookup(np.arange), [Lit(length)], {}, node)  # xp.arange(n)
+        rows = self.binop(gast.Add(), steps, start, node)
         return parts[:k] + (rows,) + parts[k + 1:] if isinstance(key, tuple) else rows
 
     def visit_Starred(self, node: gast.Starred) -> Any:
