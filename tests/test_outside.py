@@ -248,3 +248,42 @@ def test_an_int_the_code_needs_at_compile_time_is_static_and_warns_once():
     recompile = [c for c in caught if issubclass(c.category, ys.RecompileWarning)]
     assert len(recompile) == 1 and "int argument 'n'" in str(recompile[0].message)
     assert ys.cache_info()["misses"] == 12
+
+
+def test_a_rebound_global_of_the_same_shape_is_read_without_compiling_again():
+    ys.clear_cache()
+    w = np.array([0.1, -0.2, 0.3])
+    df = ys.simplegrad(m.least_squares, w)
+    ys.grad(m.least_squares, w)
+    saved = m.Y
+    try:
+        m.Y = saved + 1.0
+        np.testing.assert_allclose(df(w)[1], numeric(m.least_squares, w), rtol=1e-6, atol=1e-6)
+        value, g = ys.grad(m.least_squares, w)
+        assert value == m.least_squares(w) and ys.cache_info()["misses"] == 1
+    finally:
+        m.Y = saved
+
+
+def test_a_global_of_an_ndarray_subclass_fails_the_exact_type_check():
+    w = np.array([0.1, -0.2, 0.3])
+    df = ys.simplegrad(m.least_squares, w)
+    saved = m.SMALL
+    try:
+        m.SMALL = np.ma.masked_array(saved)
+        with pytest.raises(ValueError, match="outside.SMALL, read from outside the function"):
+            df(w)
+    finally:
+        m.SMALL = saved
+
+
+def test_a_module_that_cannot_be_imported_by_name_says_so(tmp_path):
+    import importlib.util
+    path = tmp_path / "unregistered_model.py"
+    path.write_text("import numpy as np\nBIG = np.ones(100)\n\n\n"
+                    "def f(x):\n    return np.sum(x * BIG)\n")
+    spec = importlib.util.spec_from_file_location("unregistered_model", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)                 # not put in sys.modules
+    with pytest.raises(ys.StaticValueError, match=r"the global BIG .* cannot import by name"):
+        ys.simplegrad(module.f, np.ones(100))

@@ -137,7 +137,7 @@ class Externals:
         reachable = where is not None and where[0] is not None
         if is_data(value):
             if not reachable:
-                return self._unreachable(value, node)
+                return self._unreachable(value, where, node)
             return self._read(value, where, node, name)
         if is_generator(value):
             return GeneratorRef(value, where if reachable else None)
@@ -208,9 +208,16 @@ class Externals:
         self.reads[key] = var
         return var
 
-    def _unreachable(self, value: np.ndarray, node: Any) -> Any:
+    def _unreachable(self, value: np.ndarray, where: tuple | None, node: Any) -> Any:
         if value.size <= MAX_LITERAL_SIZE:
             return value            # a small constant, written into the code as before
+        if where is not None and where[1][:1] and where[1][0][0] == "attr":
+            raise StaticValueError(
+                f"the global {where[1][0][1]} (a {value.dtype}{list(value.shape)} array) is in a "
+                "module that the generated code cannot import by name (it is not in sys.modules "
+                "under its __name__)", self.ev.loc(node),
+                "Import the module normally, or register it (sys.modules[name] = module) before "
+                "compiling; or pass the array in as an argument.")
         raise StaticValueError(
             f"a {value.dtype}{list(value.shape)} array is read from the closure of a function "
             "that the generated code cannot reach (it came from neither a global nor a "
