@@ -11,6 +11,7 @@ returns the value and the SSA tape; ``source(df)`` gives the generated module's 
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 import sys
 import types
@@ -20,9 +21,9 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from .cache import CACHE, Variant, arg_key, function_key
+from .cache import CACHE, Variant, arg_key, function_guard, function_key
 from .compiler import compile_grad
-from .errors import UpdateError, YotaError
+from .errors import ArgumentMismatch, UpdateError, YotaError
 from .frontend import param_names, trace_function, unbind
 from .frontend.flatten import host
 from .ir.tape import Tape
@@ -49,7 +50,27 @@ def simplegrad(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path
     inner, bound = unbind(f)
     if compiled.reads_closure:          # the code reads f's closure at each call: bind it
         fn = compiled.module.bind(inner)
+    fn = _pinned(fn, function_guard(compiled), compiled.forward.name)
     return fn if bound is None else types.MethodType(fn, bound)
+
+
+def _pinned(fn: Callable, pinned: Callable | None, name: str) -> Callable:
+    """``fn``, refusing function arguments other than those it was compiled for (the generated
+    module can check them by name only: two lambdas are both ``<lambda>``)."""
+    if pinned is None:
+        return fn
+
+    @functools.wraps(fn)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        if not pinned(*args, **kwargs):
+            raise ArgumentMismatch(
+                f"{fn.__name__}: a function argument is not the function the gradient of {name} "
+                "was compiled for (they are told apart by identity, not by name)",
+                hint="Compile again for it (ys.simplegrad), or use ys.grad, which compiles once "
+                     "per function and finds it again.")
+        return fn(*args, **kwargs)
+    checked.__yota_pinned__ = pinned.source
+    return checked
 
 
 def grad(f: Callable, *args: Any, wrt: Any = None, device: str = "cpu",
@@ -99,7 +120,7 @@ def _cached(fn: Callable, args: tuple, wrt: Any, device: str, rules: RuleSet, of
             _note_static_ints(fn, args, offset)
         return compile_grad(fn, _host(args), rules=rules, device=device,
                             wrt=_argnums(fn, args, wrt, offset), dynamic=dynamic)
-    return CACHE.call(key, args, compile_now, closure_of=fn)
+    return CACHE.call(key, args, compile_now, fn, closure_of=fn)
 
 
 RECOMPILE_WARNING = 8       # compiles for as many values of one int argument: warn once

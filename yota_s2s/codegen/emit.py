@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SourceLoc
+from ..errors import SourceLoc, StaticValueError
 from ..ir.names import Namer, name_tape
 from ..ir.tape import ACCUMULATE, Lit, Primitive, Stmt, Tape, Var, tree_vars
 from ..text import dotted, identifier, literal
@@ -110,10 +110,15 @@ class Emitter:
     def statements(self, stmt: Stmt) -> list[ast.stmt]:
         if stmt.prim.emit[:1] in (("external",), ("draw",), ("external_check",)):
             return outside_statements(self, stmt)
-        special = scalar_statement(self, stmt)
-        if special is None:
-            special = write_statement(self, stmt)
-        return special if special is not None else [self.statement(stmt)]
+        try:
+            special = scalar_statement(self, stmt)
+            if special is None:
+                special = write_statement(self, stmt)
+            return special if special is not None else [self.statement(stmt)]
+        except StaticValueError as e:      # a value with no literal (text.py): say where
+            if e.loc is not None:
+                raise
+            raise StaticValueError(e.what, stmt.loc, e.hint) from None
 
     def statement(self, stmt: Stmt) -> ast.stmt:
         kind = stmt.prim.emit[0]
