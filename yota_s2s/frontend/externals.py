@@ -28,6 +28,7 @@ into the code, others are refused with a hint.
 from __future__ import annotations
 
 import copy
+import numbers
 import sys
 import types
 from dataclasses import dataclass
@@ -146,8 +147,9 @@ class Externals:
         if reachable and field and (type(value) in (int, bool, str) or value is None):
             self._check(value, where, node)
             return value
-        if not reachable or isinstance(value, (int, float, complex, str, bytes)):
-            return value            # numbers and strings cannot change in place: static
+        if not reachable or isinstance(value, (numbers.Number, str, bytes)) or \
+                _standard_library(type(value)):
+            return value            # numbers, strings, the standard library's objects: static
         key = (where[0], where[1])
         if key in self.reads:
             return self.reads[key]
@@ -301,6 +303,11 @@ def _hint(where: tuple) -> str | None:
         if kind == "attr" and isinstance(key, str) and key not in ("cell_contents", "__closure__"):
             return key
     return None
+
+
+def _standard_library(cls: type) -> bool:
+    module = (getattr(cls, "__module__", None) or "").split(".")[0]
+    return module in getattr(sys, "stdlib_module_names", ()) or module == "builtins"
 
 
 def _plain_key(key: Any) -> bool:
