@@ -287,3 +287,26 @@ def test_a_module_that_cannot_be_imported_by_name_says_so(tmp_path):
     spec.loader.exec_module(module)                 # not put in sys.modules
     with pytest.raises(ys.StaticValueError, match=r"the global BIG .* cannot import by name"):
         ys.simplegrad(module.f, np.ones(100))
+
+
+@BOTH
+def test_a_global_list_of_arrays_is_read_item_by_item_and_its_length_checked(buffers):
+    w = np.array([0.1, -0.2, 0.3])
+    df = ys.simplegrad(m.through_layers, w, buffers=buffers)
+    text = ys.source(df)
+    assert "outside.LAYERS[1]" in text and "if len(tests.programs.outside.LAYERS) != 2:" in text
+    assert "if tuple(tests.programs.outside.TABLES) != ('a', 'b'):" in text
+    np.testing.assert_allclose(df(w)[1], numeric(m.through_layers, w), rtol=1e-6, atol=1e-6)
+    m.LAYERS[1] = -np.ones((3, 3))              # an item replaced: read at call time
+    try:
+        np.testing.assert_allclose(df(w)[1], numeric(m.through_layers, w), rtol=1e-6,
+                                   atol=1e-6)
+        m.LAYERS.append(np.eye(3))              # the list grew: checked
+        with pytest.raises(ValueError, match=r"len\(tests.programs.outside.LAYERS\), read from "
+                                             r"outside the function, was 2 .* is 3 now"):
+            df(w)
+        value, g = ys.grad(m.through_layers, w)     # compiles for three layers
+        assert value == m.through_layers(w)
+    finally:
+        del m.LAYERS[2:]
+        m.LAYERS[1] = 0.5 * np.ones((3, 3))

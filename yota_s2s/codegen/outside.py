@@ -72,18 +72,28 @@ def access(emitter: Any, root: tuple, path: tuple) -> ast.expr:
         text = "xp.random"
     else:
         raise InternalError(f"no root {root!r}")
-    for kind, key in path:
-        text = access_attr(text, key) if kind == "attr" else access_item(text, key)
+    text = _steps(text, path)
     return access_expr(text)
+
+
+def _steps(text: str, path: tuple) -> str:
+    """``text`` read along ``path``: attributes and items, and at the end ``len(...)`` or
+    ``tuple(...)`` (a list's length, a dict's keys)."""
+    for kind, key in path:
+        if kind == "len":
+            text = f"len({text})"
+        elif kind == "keys":
+            text = f"tuple({text})"
+        else:
+            text = access_attr(text, key) if kind == "attr" else access_item(text, key)
+    return text
 
 
 def shown(root: tuple, path: tuple) -> str:
     """The read as a message names it: ``model.X``, ``objective's closure``..."""
     text = {"module": lambda: root[1], "function": lambda: "the function",
             "numpy": lambda: "np.random"}[root[0]]()
-    for kind, key in path:
-        text = access_attr(text, key) if kind == "attr" else access_item(text, key)
-    return text
+    return _steps(text, path)
 
 
 def outside_statements(emitter: Any, stmt: Stmt) -> list[ast.stmt]:

@@ -322,7 +322,7 @@ class Evaluator(ExpressionsMixin, CallsMixin, UpdatesMixin):
 
     def bind_name(self, name: str, value: Any) -> None:
         if (isinstance(value, Var) and not self.backward_mode and value.grad_of is None
-                and not self.is_input(value)
+                and (not self.is_input(value) or value in self.externals.vars)
                 and (value.hint is None or self.hint_depth.get(value, 0) > self.depth)):
             value.hint = name
             self.hint_depth[value] = self.depth

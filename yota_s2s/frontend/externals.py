@@ -103,7 +103,8 @@ def describe_where(where: tuple) -> str:
     text = {"module": lambda: root[1], "function": lambda: "<the function>",
             "numpy": lambda: "np.random"}[root[0]]()
     for kind, key in path:
-        text += f".{key}" if kind == "attr" else f"[{key!r}]"
+        text = f"{kind}({text})" if kind == "len" else f"tuple({text})" if kind == "keys" else \
+            text + (f".{key}" if kind == "attr" else f"[{key!r}]")
     return text
 
 
@@ -117,6 +118,7 @@ class Externals:
         self.held: list[Any] = []                   # keeps the ids above valid
         self.copies: dict[int, Any] = {}            # id(generator) -> the copy that traces
         self.uses_function = False                  # the code reads the function's closure
+        self.vars: set[Var] = set()                 # the values read from outside
 
     def function_found(self, fn: Any, where: tuple | None) -> None:
         if where is not None and where[0] is not None and id(fn) not in self.functions:
@@ -147,13 +149,12 @@ class Externals:
         if reachable and field and (type(value) in (int, bool, str) or value is None):
             self._check(value, where, node)
             return value
-        if not reachable or isinstance(value, (numbers.Number, str, bytes)) or \
-                _standard_library(type(value)):
-            return value            # numbers, strings, the standard library's objects: static
+        if not reachable or isinstance(value, (numbers.Number, str, bytes)):
+            return value            # numbers and strings: static
         key = (where[0], where[1])
         if key in self.reads:
             return self.reads[key]
-        if is_struct_object(value):
+        if is_struct_object(value) and not _standard_library(type(value)):
             from .structs import StructValue
             wrapped = StructValue(type(value), value, None, where, describe_where(where))
         elif type(value) in (list, tuple, dict) or _is_namedtuple(value):
@@ -166,9 +167,12 @@ class Externals:
 
     def _container(self, value: Any, where: tuple, node: Any) -> Any:
         root, path = where
+        if type(value) is list:             # a list can grow: its length is checked
+            self._check(len(value), (root, path + (("len", None),)), node)
         if isinstance(value, dict):
             if not all(_plain_key(k) for k in value):
                 return value
+            self._check(tuple(value), (root, path + (("keys", None),)), node)
             return {k: self.wrap(v, (root, path + (("item", k),)), node, field=True)
                     for k, v in value.items()}
         field = type(value) is list or isinstance(value, dict)      # tuples cannot change
@@ -202,6 +206,7 @@ class Externals:
         var = Var(Aval.of(value), hint=name or _hint(where))
         ev.values[var] = value
         ev.input_vars.add(var)          # never written in place: it is the user's array
+        self.vars.add(var)
         shown = describe_where(where)
         if ("attr", "__closure__") in where[1] and name:
             shown = f"{name} (a variable of a closure)"
@@ -299,10 +304,9 @@ def _tree(values: list) -> tuple:
 
 def _hint(where: tuple) -> str | None:
     root, path = where
-    for kind, key in reversed(path):
-        if kind == "attr" and isinstance(key, str) and key not in ("cell_contents", "__closure__"):
-            return key
-    return None
+    if path and path[-1][0] == "attr" and path[-1][1] != "cell_contents":
+        return path[-1][1]
+    return None             # an item of a container: named by what the code binds it to
 
 
 def _standard_library(cls: type) -> bool:
@@ -326,7 +330,8 @@ def _holds_data(value: Any, count: list) -> bool:
     count[0] += 1
     if count[0] > _MAX_ITEMS:
         return False
-    if is_data(value) or is_generator(value) or is_struct_object(value):
+    if is_data(value) or is_generator(value) or \
+            (is_struct_object(value) and not _standard_library(type(value))):
         return True
     if isinstance(value, dict):
         return any(_holds_data(v, count) for v in value.values())

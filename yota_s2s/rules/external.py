@@ -19,7 +19,8 @@ section reuses the drawn value. It has no gradient: a reparameterized sample
 
 ``root`` is ``("module", name)`` (a module's globals, imported by name) or ``("function",)``
 (the compiled function itself, whose closure the generated code reads through its ``_fn``
-argument); ``path`` is a tuple of steps, each ``("attr", name)`` or ``("item", key)``. Both
+argument); ``path`` is a tuple of steps, each ``("attr", name)`` or ``("item", key)``, and for
+checks a last ``("len", None)`` or ``("keys", None)`` (a list's length, a dict's keys). Both
 are static values, written into the code through ``yota_s2s.text``.
 """
 from __future__ import annotations
@@ -34,7 +35,8 @@ from .registry import nodiff, primitive
 def follow(obj: Any, path: tuple) -> Any:
     """``obj`` read along ``path``: ``(("attr", "W"), ("item", 0))`` is ``obj.W[0]``."""
     for kind, key in path:
-        obj = getattr(obj, key) if kind == "attr" else obj[key]
+        obj = len(obj) if kind == "len" else tuple(obj) if kind == "keys" else \
+            getattr(obj, key) if kind == "attr" else obj[key]
     return obj
 
 
