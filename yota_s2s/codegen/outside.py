@@ -43,7 +43,8 @@ def unparse_expr(node: ast.expr) -> str:
 
 def modules_read(tape: Tape) -> list[str]:
     """The user modules the statements of ``tape`` read from, in a fixed order."""
-    found = {s.param("root")[1] for s in tape.stmts if _outside(s) and s.param("root")[0] == "module"}
+    found = {s.param("root")[1] for s in tape.stmts
+             if _outside(s) and s.param("root")[0] == "module"}
     return sorted(found)
 
 
@@ -122,7 +123,8 @@ def outside_statements(emitter: Any, stmt: Stmt) -> list[ast.stmt]:
         test, expected = f"type({name}) is not float", "a float"
     else:
         test = (f"type({name}) is not xp.ndarray or {name}.shape != "
-                f"{literal_text(var.aval.shape)} or {name}.dtype != {literal_text(var.aval.dtype)}")
+                f"{literal_text(var.aval.shape)} or {name}.dtype != "
+                f"{literal_text(var.aval.dtype)}")
         expected = f"{var.aval.dtype.name}[{', '.join(map(str, var.aval.shape))}]"
     message = ", ".join(map(literal_text, (stmt.param("shown") or shown(root, path), expected)))
     check = ast.parse(f"if {test}:\n    raise _changed({message}, {name})").body[0]

@@ -38,7 +38,8 @@ import numpy as np
 
 from ..errors import StaticValueError, UnsupportedSyntax
 from ..ir.tape import Aval, Stmt, Var, tree_atoms
-from ..rules.external import draw, external, external_check
+from ..rules.external import (DRAW, EXTERNAL, EXTERNAL_CHECK, draw, external,
+                              external_check)
 from ..text import is_identifier
 from .flatten import is_struct_object
 from .values import MAX_LITERAL_SIZE
@@ -193,7 +194,8 @@ class Externals:
         ev = self.ev
         params = (("root", where[0]), ("path", where[1]), ("shown", describe_where(where)),
                   ("expected", value))
-        ev.stmts.append(Stmt((), ev.rules.lookup(external_check), (), params, ev.loc(node)))
+        prim = ev.rules.lookup(external_check) or EXTERNAL_CHECK
+        ev.stmts.append(Stmt((), prim, (), params, ev.loc(node)))
 
     def _read(self, value: Any, where: tuple, node: Any, name: str | None) -> Var:
         key = (where[0], where[1])
@@ -202,7 +204,7 @@ class Externals:
         ev = self.ev
         if where[0] == FUNCTION:
             self.uses_function = True
-        prim = ev.rules.lookup(external)
+        prim = ev.rules.lookup(external) or EXTERNAL      # a rule set made empty
         var = Var(Aval.of(value), hint=name or _hint(where))
         ev.values[var] = value
         ev.input_vars.add(var)          # never written in place: it is the user's array
@@ -261,7 +263,7 @@ class Externals:
         value = np.asarray(value) if isinstance(value, np.generic) else value
         from .values import to_tree
         operands = to_tree(tuple(args) + tuple(kwargs.values()), ev.loc(node))
-        prim = ev.rules.lookup(draw)
+        prim = ev.rules.lookup(draw) or DRAW
         var = Var(Aval.of(value), hint=None)
         ev.values[var] = value
         params = (("method", method), ("keywords", tuple(kwargs)), ("root", ref.where[0]),

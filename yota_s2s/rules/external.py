@@ -59,12 +59,12 @@ def draw(args: tuple = (), method: str = "", keywords: tuple = (), root: tuple =
     raise InternalError("a random draw is made by the generated code, never at compile time")
 
 
-primitive(external, "root=(), path=(), shown=''", name="external", emit=("external",), creates=True,
-          view=True)
+EXTERNAL = primitive(external, "root=(), path=(), shown=''", name="external",
+                     emit=("external",), creates=True, view=True)
 nodiff(external)
-primitive(external_check, "root=(), path=(), shown='', expected=None", name="external_check",
-          emit=("external_check",), nout=0, effect=True)
+EXTERNAL_CHECK = primitive(external_check, "root=(), path=(), shown='', expected=None",
+                           name="external_check", emit=("external_check",), nout=0, effect=True)
 nodiff(external_check)
-primitive(draw, "args, method='', keywords=(), root=(), path=()", name="draw", emit=("draw",),
-          creates=True, effect=True)
+DRAW = primitive(draw, "args, method='', keywords=(), root=(), path=()", name="draw",
+                 emit=("draw",), creates=True, effect=True)
 nodiff(draw)
