@@ -248,14 +248,14 @@ RULE_LINE = idioms.lse_grad.__code__.co_firstlineno      # its decorator line
                                          (idioms.LSE_EXPR_RULES, "dy * np.exp(a - y)")],
                          ids=["function", "expression"])
 def test_an_option_the_rule_does_not_read_is_refused(rules, rule):
-    x, w = np.linspace(0, 1, 4), np.arange(1.0, 5.0)
+    x = np.linspace(0, 1, 4)
 
     def f(x):
-        return idioms.lse(x, b=w)
+        return idioms.lse(x, b=2.5)
     with pytest.raises(ys.RuleError) as e:
         ys.simplegrad(f, x, rules=rules)
     text = str(e.value)
-    assert "is called with b=<float64 array of shape (4,)> at test_idioms.py:" in text
+    assert "is called with b=2.5 at test_idioms.py:" in text
     assert f"its rule for 'a' ({rule}) does not take 'b'" in text
     assert text.startswith("idioms.py:")
     assert 'ignores=("b",)' in text and "**kw" in text
@@ -264,13 +264,13 @@ def test_an_option_the_rule_does_not_read_is_refused(rules, rule):
 
 
 def test_options_the_rule_reads_or_ignores_on_purpose_compile():
-    x, w = np.linspace(0, 1, 4), np.arange(1.0, 5.0)
+    x = np.linspace(0, 1, 4)
 
     def plain(x):
         return idioms.lse(x, axis=0)
 
     def weighted(x):
-        return idioms.lse(x, b=w)
+        return idioms.lse(x, b=2.5)
     np.testing.assert_allclose(grads(plain, x, rules=idioms.LSE_RULES)[1],
                                numerical_grad(plain, [x], 0), atol=1e-8)
     np.testing.assert_allclose(grads(weighted, x, rules=idioms.LSE_B_RULES)[1],

@@ -12,8 +12,8 @@
 """
 __version__ = "0.1.0"
 
-from .api import (GradResult, cache_info, clear_cache, elementwise_grad, example, grad, gradient,
-                  jacobian, simplegrad, source, trace, update, value_and_grad, vjp)
+from .api import (GradResult, RecompileWarning, cache_info, clear_cache, elementwise_grad, example,
+                  grad, gradient, jacobian, simplegrad, source, trace, update, value_and_grad, vjp)
 from .errors import (ArgumentMismatch, GuardError, InternalError, NoRuleError, RuleError,
                      StaticValueError, UnsupportedSyntax, UpdateError, YotaError)
 from .gradcheck import gradcheck
@@ -25,4 +25,4 @@ __all__ = ["simplegrad", "grad", "gradient", "value_and_grad", "vjp", "jacobian"
            "source", "example", "gradcheck", "memory_report", "MemoryReport", "diffrule",
            "nodiff", "primitive", "stop_gradient", "rules", "RULES", "YotaError",
            "UnsupportedSyntax", "NoRuleError", "StaticValueError", "RuleError", "GuardError",
-           "ArgumentMismatch", "InternalError", "UpdateError", "__version__"]
+           "ArgumentMismatch", "InternalError", "UpdateError", "RecompileWarning", "__version__"]
