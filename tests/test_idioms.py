@@ -355,3 +355,36 @@ def test_a_call_without_gradient_is_guarded_on_its_size(buffers):
         df(x, others)                # five labels now: the code after it was written for three
     assert type(e.value).__name__ == "GuardError"
     np.testing.assert_allclose(ys.grad(picks_unique, x, others)[1][0], 2 * x, rtol=1e-15)
+
+
+def net(params, x):
+    return np.tanh(params["W"] @ x + params["b"])
+
+
+@BOTH
+def test_vjp_of_a_struct_argument_and_jacobian_of_a_float(rng, buffers):
+    params = {"W": rng.standard_normal((2, 3)), "b": rng.standard_normal(2)}
+    x, ct = rng.standard_normal(3), rng.standard_normal(2)
+    y, dp, dx = ys.vjp(net, params, x, buffers=buffers)(params, x, ct)
+    np.testing.assert_allclose(y, net(params, x), rtol=1e-15)
+
+    def projected_b(b):
+        return np.sum(net({"W": params["W"], "b": b}, x) * ct)
+    np.testing.assert_allclose(dp[("b",)], numerical_grad(projected_b, [params["b"]], 0),
+                               atol=1e-8)
+    J = ys.jacobian(lambda s, x: np.sin(s * x), 0.5, x, buffers=buffers)
+    np.testing.assert_allclose(J, x * np.cos(0.5 * x), rtol=1e-14)
+
+
+class Quadratic:
+    def __init__(self):
+        self.W = np.array([1.0, 2.0, 3.0])
+
+    def loss(self, x):
+        return np.sum(self.W * x ** 2)
+
+
+def test_gradient_of_a_bound_method():
+    m, x = Quadratic(), np.array([0.5, -1.0, 2.0])
+    np.testing.assert_allclose(ys.gradient(m.loss)(x), 2 * m.W * x, rtol=1e-15)
+    np.testing.assert_allclose(ys.gradient(m.loss, "self")(x)[("W",)], x ** 2, rtol=1e-15)
