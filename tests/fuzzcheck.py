@@ -22,7 +22,7 @@ import hashlib
 import importlib.util
 import sys
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +41,7 @@ class Outcome:
     form: str = ""
     check: str = ""
     detail: str = ""
+    forms: dict = field(default_factory=dict)      # form -> kind
 
     @property
     def key(self) -> tuple:
@@ -70,15 +71,24 @@ def load(program, directory: Path):
     return module.f
 
 
+def copies(args) -> list:
+    return [np.copy(a) if isinstance(a, np.ndarray) else a for a in args]
+
+
 def run_numpy(f, args):
     with np.errstate(all="ignore"):
-        return float(f(*[np.copy(a) for a in args]))
+        return float(f(*copies(args)))
 
 
 def finite_differences(f, args, h=1e-6) -> list[np.ndarray]:
-    args = [np.array(a, dtype=np.float64) for a in args]
+    args = [np.array(a, dtype=np.float64) if isinstance(a, np.ndarray) else a for a in args]
     grads = []
     for i, a in enumerate(args):
+        if not isinstance(a, np.ndarray):                       # a Python float
+            plus, minus = list(args), list(args)
+            plus[i], minus[i] = a + h, a - h
+            grads.append(np.array((run_numpy(f, plus) - run_numpy(f, minus)) / (2 * h)))
+            continue
         g = np.zeros_like(a)
         for j in np.ndindex(a.shape):
             plus, minus = [np.copy(b) for b in args], [np.copy(b) for b in args]
@@ -110,25 +120,26 @@ def far(got, want, rtol, atol) -> str:
 
 def layouts(args):
     """Fortran-ordered, strided and read-only copies of the arguments (same values)."""
-    fortran = [np.asfortranarray(a) if a.ndim >= 2 else a for a in args]
+    fortran = [np.asfortranarray(a) if np.ndim(a) >= 2 else a for a in args]
     strided = []
     for a in args:
-        if a.ndim == 0:
+        if np.ndim(a) == 0:
             strided.append(a)
             continue
         big = np.zeros(a.shape[:-1] + (2 * a.shape[-1],), a.dtype)
         big[..., ::2] = a
         strided.append(big[..., ::2])
-    readonly = [np.copy(a) for a in args]
+    readonly = copies(args)
     for a in readonly:
-        a.flags.writeable = False
+        if isinstance(a, np.ndarray):
+            a.flags.writeable = False
     return {"fortran-ordered args": fortran, "strided args": strided, "read-only args": readonly}
 
 
 def check_form(form, df, args, others, ref, tol) -> list:
     """Run every check of one compiled form; raise Found on the first failure."""
     rtol, atol, tight = tol
-    copies = [np.copy(a) for a in args]
+    before = copies(args)
 
     def call(check, *xs, **kw):
         try:
@@ -150,7 +161,7 @@ def check_form(form, df, args, others, ref, tol) -> list:
     first = call("call", *args)
     if not isinstance(first, tuple) or len(first) != len(args) + 1:
         raise Found("mismatch", "call", f"returned {type(first).__name__} of the wrong length")
-    for a, c in zip(args, copies):
+    for a, c in zip(args, before):
         if not np.array_equal(a, c):
             raise Found("mismatch", "arguments unchanged", "the call wrote into an argument")
     kept = snapshot(first)
@@ -162,27 +173,48 @@ def check_form(form, df, args, others, ref, tol) -> list:
         bad = far(g, want, rtol, atol * max(1.0, float(np.max(np.abs(want), initial=0))))
         if bad:
             raise Found("mismatch", f"gradient {i} vs finite differences", bad)
-        if g is not None and (np.shape(g) != a.shape or np.asarray(g).dtype != a.dtype):
+        want_type = (np.shape(a), np.asarray(a).dtype) if isinstance(a, np.ndarray) else ((), np.float64)
+        if g is not None and (np.shape(g), np.asarray(g).dtype) != want_type:
             raise Found("mismatch", f"gradient {i} type",
-                        f"{np.asarray(g).dtype}{np.shape(g)} for {a.dtype}{a.shape}")
+                        f"{np.asarray(g).dtype}{list(np.shape(g))} for {want_type}")
     second = call("second call", *others)
     bad = far(np.float64(second[0]), value[1], tight, tight * max(1.0, abs(value[1])))
     if bad:
         raise Found("mismatch", "second call value vs numpy", bad)
     same("first result unchanged by a second call", first, kept, 0.0)
     same("third call repeats the first", call("third call", *args), kept)
+    for name, xs in layouts(args).items():
+        same(name, call(name, *xs), kept)
     if form == "buffered":
-        out = [np.full_like(a, np.nan) for a in args]
+        out = [np.full_like(a, np.nan) if isinstance(a, np.ndarray) else None for a in args]
         got = call("out=", *args, out=out)
         same("out= results", got, kept)
         for i, (g, o) in enumerate(zip(got[1:], out)):
-            if g is not o and not np.array_equal(o, kept[i + 1]):
+            if o is not None and g is not o and not np.array_equal(o, kept[i + 1]):
                 raise Found("mismatch", "out= entry not written",
                             f"out[{i}] for {args[i].dtype}{list(args[i].shape)}")
-        half = [None if i % 2 else np.full_like(a, np.nan) for i, a in enumerate(args)]
+        half = [None if i % 2 or not isinstance(a, np.ndarray) else np.full_like(a, np.nan)
+                for i, a in enumerate(args)]
         same("out= with None entries", call("out= with None", *args, out=half), kept)
-    for name, xs in layouts(args).items():
-        same(name, call(name, *xs), kept)
+        for i, a in enumerate(args):
+            if not isinstance(a, np.ndarray):
+                continue
+            wrong = [None] * len(args)
+            wrong[i] = np.zeros(a.shape + (2,), a.dtype)
+            try:
+                df(*args, out=wrong)
+            except Exception:
+                pass
+            else:
+                raise Found("mismatch", "out= of the wrong shape accepted", f"out[{i}]")
+            xs = copies(args)                  # the argument itself as its gradient's out=
+            alias = [None] * len(args)
+            alias[i] = xs[i]
+            try:
+                got = df(*xs, out=alias)
+            except Exception:
+                continue
+            same("out= aliasing an argument", got, kept)
     return kept
 
 
@@ -191,9 +223,10 @@ def check(program, directory: Path, forms=FORMS) -> Outcome:
     out = Outcome(program.seed)
     try:
         f = load(program, directory)
-        args = [np.copy(a) for a in program.args]
+        args = copies(program.args)
         rng = np.random.default_rng(program.seed + 1)
-        others = [(a + 1e-3 * rng.standard_normal(a.shape)).astype(a.dtype) for a in args]
+        others = [(a + 1e-3 * rng.standard_normal(np.shape(a))).astype(np.asarray(a).dtype)
+                  if isinstance(a, np.ndarray) else a + 1e-3 for a in args]
         value = (run_numpy(f, args), run_numpy(f, others))
         fd = finite_differences(f, args)
         if not np.all(np.isfinite(value)) or not all(np.all(np.isfinite(g)) for g in fd):
@@ -225,6 +258,7 @@ def check(program, directory: Path, forms=FORMS) -> Outcome:
                 sys.modules.pop(df.__module__, None)
         if RANK[now.kind] > RANK[out.kind]:
             out = now
+        out.forms[form] = now.kind
     if len(results) == 2 and out.kind == "ok":
         for i, (a, b) in enumerate(zip(*results.values())):
             if a is None or b is None:

@@ -42,7 +42,8 @@ class Program:
 
     def source(self) -> str:
         body = [f"    {line}" for s in self.stmts for line in s.lines]
-        parts, text = ["import numpy as np", ""], "\n".join(body)
+        sig = ", ".join(f"{n} {_type(a)}" for n, a in zip(self.params, self.args))
+        parts, text = ["import numpy as np", f"# seed {self.seed}: f({sig})"], "\n".join(body)
         for name in sorted(self.helpers, reverse=True):     # h3 calls h1: h3 first
             if f"{name}(" in text:
                 parts += ["", self.helpers[name], ""]
@@ -241,7 +242,7 @@ class Gen:
         elif k == 1 and v.ndim <= 2:
             text = f"np.dot({a}, {self.const((s[-1], self.r.choice([1, 2, 3])))})"
         elif k == 2:
-            b = self.arr()
+            b = self.pick()
             text = f"np.outer({a}, {b})"
         elif k == 3:
             b = self.arr(lambda w: w.ndim >= 1 and w.shape[-1] == s[-1])
@@ -393,6 +394,8 @@ class Gen:
         for i in range(nargs):
             shape = self.r.choice(SHAPES)
             x = rng.uniform(-1.5, 1.5, shape).astype(self.dtype)
+            if i and self.r.random() < 0.1:             # a Python float argument
+                x = float(fmt(rng.uniform(-1.5, 1.5)))
             params.append(f"x{i}")
             args.append(x)
             self.vals[f"x{i}"] = x
@@ -408,7 +411,7 @@ class Gen:
         read = set().union(*(s.reads for s in self.stmts)) if self.stmts else set()
         unused = [s.defines for s in self.stmts if s.defines not in read] or params[-1:]
         terms = []
-        for t in unused[-3:]:
+        for t in unused[-5:]:
             form = self.r.choice(["np.sum(np.sin({}))", "np.mean({} * {})", "np.sum({})",
                                   "np.sum(np.tanh({}) * {})"])
             if isinstance(self.vals[t], float) or np.ndim(self.vals[t]) == 0:
@@ -416,6 +419,10 @@ class Gen:
             terms.append((form.format(t, t), frozenset({t})))
         return Program(self.seed, np.dtype(self.dtype).name, tuple(params), tuple(args),
                        self.helpers, tuple(self.stmts), tuple(terms))
+
+
+def _type(a) -> str:
+    return f"{a.dtype}{list(a.shape)}" if isinstance(a, np.ndarray) else type(a).__name__
 
 
 def _same(a, b) -> bool:
