@@ -165,6 +165,14 @@ def check_form(form, df, args, others, ref, tol) -> list:
         if not np.array_equal(a, c):
             raise Found("mismatch", "arguments unchanged", "the call wrote into an argument")
     kept = snapshot(first)
+    grads = [g for g in first[1:] if isinstance(g, np.ndarray)]
+    for i, g in enumerate(grads):
+        if not g.flags.writeable:
+            raise Found("mismatch", "gradients are the caller's", f"gradient {i} is read-only")
+        for other in [a for a in args if isinstance(a, np.ndarray)] + grads[i + 1:]:
+            if np.shares_memory(g, other):
+                raise Found("mismatch", "gradients are the caller's",
+                            f"gradient {i} shares memory with an argument or another gradient")
     value, fd = ref
     bad = far(np.float64(first[0]), value[0], tight, tight * max(1.0, abs(value[0])))
     if bad:

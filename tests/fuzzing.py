@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import random
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -21,6 +21,12 @@ SHAPES = [(), (1,), (3,), (4,), (1, 3), (3, 1), (3, 4), (2, 3), (1, 1), (2, 3, 4
 MARGIN = 0.02          # distance kept from every kink and tie
 LIMIT = 30.0           # largest magnitude a value may reach
 MAX_SIZE = 48          # largest number of elements of any value
+HELPERS = {            # helper functions a program may define and call: source, call
+    "h0": ("def h0(a, b):\n    t = np.tanh(a) + b\n    return t * t", "h0({a}, {b})"),
+    "h1": ("def h1(a, s=0.5):\n    return np.sin(a) * s + a", "h1({a}, s={s})"),
+    "h2": ("def h2(a, b):\n    return np.sum(a * a, axis=-1) + np.mean(b)", "h2({a}, {b})"),
+    "h3": ("def h3(a, b):\n    return h1(a * b, 0.25) - b", "h3({a}, {b})"),
+}
 
 
 @dataclass(frozen=True)
@@ -36,7 +42,6 @@ class Program:
     dtype: str
     params: tuple[str, ...]
     args: tuple[np.ndarray, ...]
-    helpers: dict = field(default_factory=dict)     # name -> source text
     stmts: tuple[Stmt, ...] = ()
     terms: tuple[tuple[str, frozenset], ...] = ()   # loss terms: text, names read
 
@@ -44,10 +49,10 @@ class Program:
         body = [f"    {line}" for s in self.stmts for line in s.lines]
         sig = ", ".join(f"{n} {_type(a)}" for n, a in zip(self.params, self.args))
         parts, text = ["import numpy as np", f"# seed {self.seed}: f({sig})"], "\n".join(body)
-        for name in sorted(self.helpers, reverse=True):     # h3 calls h1: h3 first
+        for name in sorted(HELPERS, reverse=True):     # h3 calls h1: h3 first
             if f"{name}(" in text:
-                parts += ["", self.helpers[name], ""]
-                text += self.helpers[name]
+                parts += ["", HELPERS[name][0], ""]
+                text += HELPERS[name][0]
         loss = " + ".join(t for t, _ in self.terms) or "np.sum(x0)"
         parts += ["", f"def f({', '.join(self.params)}):", *body, f"    return {loss}", ""]
         return "\n".join(parts)
@@ -63,6 +68,10 @@ class Program:
         return replace(self, stmts=tuple(kept), terms=terms)
 
 
+class Skip(Exception):
+    """No value fits the statement being chosen: choose another."""
+
+
 def fmt(x: float) -> str:
     return repr(round(float(x), 3))
 
@@ -72,9 +81,10 @@ class Gen:
         self.seed, self.r = seed, random.Random(seed)
         self.dtype = np.float32 if self.r.random() < 0.25 else np.float64
         self.env: dict = {"np": np}
+        for text, _ in HELPERS.values():
+            exec(text, self.env)
         self.vals: dict[str, object] = {}
         self.stmts: list[Stmt] = []
-        self.helpers: dict[str, str] = {}
         self.n = 0
 
     # -- values ---------------------------------------------------------------------------
@@ -86,8 +96,12 @@ class Gen:
             return names[-1 - int(self.r.random() ** 2 * min(len(names), 4))]
         return self.r.choice(names)
 
-    def arr(self, ok=lambda v: True) -> str | None:
-        return self.pick(lambda v: isinstance(v, np.ndarray) and ok(v))
+    def arr(self, ok=lambda v: True) -> str:
+        """An array value with ``ok``; Skip (this statement) when there is none."""
+        name = self.pick(lambda v: isinstance(v, np.ndarray) and ok(v))
+        if name is None:
+            raise Skip
+        return name
 
     def new(self) -> str:
         self.n += 1
@@ -120,9 +134,7 @@ class Gen:
         except Exception:
             return False
         v = env.get(name)
-        if isinstance(v, np.generic):
-            v = v[()] if v.dtype.kind == "f" else None
-        ok = isinstance(v, float) or (isinstance(v, np.ndarray) and v.dtype.kind == "f"
+        ok = isinstance(v, (float, np.floating)) or (isinstance(v, np.ndarray) and v.dtype.kind == "f"
                                      and v.size <= MAX_SIZE and v.ndim <= 3)
         if not ok or not np.all(np.isfinite(v)) or np.max(np.abs(v), initial=0.0) > LIMIT:
             return False
@@ -140,8 +152,7 @@ class Gen:
     def unary(self) -> bool:
         a = self.arr()
         v = self.vals[a]
-        m, lo = np.max(np.abs(v)), np.min(v)
-        mn = np.min(np.abs(v))
+        m, mn, lo = np.max(np.abs(v)), np.min(np.abs(v)), np.min(v)
         ops = ["np.sin({})", "np.cos({})", "np.tanh({})", "np.arctan({})", "np.square({})",
                "-{}", "{} ** 2", "np.negative({})", "{} * {}", "np.sinh({})"]
         if m < 3:
@@ -202,23 +213,17 @@ class Gen:
 
     def reduce(self) -> bool:
         a = self.arr(lambda v: v.ndim >= 1)
-        if a is None:
-            return False
         v = self.vals[a]
         fn = self.r.choice(["sum", "sum", "mean", "max", "min", "prod"])
         if fn == "prod" and not (np.min(np.abs(v)) > 0.3 and np.max(np.abs(v)) < 2):
             fn = "sum"
         axes = [None] + list(range(-v.ndim, v.ndim)) + ([(0, v.ndim - 1)] if v.ndim >= 2 else [])
         axis = self.r.choice(axes)
-        if fn in ("max", "min"):
-            moved = np.moveaxis(v, axis, -1) if isinstance(axis, int) else v
-            if isinstance(axis, tuple):
-                moved = np.moveaxis(v, axis, (-2, -1)).reshape(v.shape[1:-1] + (-1,))
-            flat = moved.reshape(-1) if axis is None else moved
-            s = np.sort(flat, axis=-1)
-            if s.shape[-1] > 1 and np.min(s[..., -1] - s[..., -2]) < MARGIN:
-                return False
-            if s.shape[-1] > 1 and np.min(s[..., 1] - s[..., 0]) < MARGIN:
+        if fn in ("max", "min"):                # no ties along the reduced axes
+            ax = list(range(v.ndim)) if axis is None else list(np.atleast_1d(axis))
+            moved = np.moveaxis(v, ax, list(range(-len(ax), 0)))
+            gaps = np.diff(np.sort(moved.reshape(moved.shape[:v.ndim - len(ax)] + (-1,))), axis=-1)
+            if np.min(gaps, initial=1.0) < MARGIN:
                 return False
         opts = [] if axis is None else [f"axis={axis}"]
         if self.r.random() < 0.4:
@@ -232,11 +237,9 @@ class Gen:
 
     def product(self) -> bool:
         a = self.arr(lambda v: v.ndim >= 1)
-        if a is None:
-            return False
         v, name = self.vals[a], self.new()
         s = v.shape
-        k, b = self.r.randrange(8), a
+        k = self.r.randrange(8)
         if k == 0:
             text = f"{a} @ {a}.T" if v.ndim == 2 else f"{a} @ {a}"
         elif k == 1 and v.ndim <= 2:
@@ -259,8 +262,6 @@ class Gen:
             text = f"{a} @ {b}"
         else:
             text = f"np.matmul({a}, {self.const((s[-1],))})"
-        if b is None:
-            return False
         return self.accept([f"{name} = {text}"], name)
 
     def index(self) -> bool:
@@ -313,15 +314,11 @@ class Gen:
 
     def select(self) -> bool:
         a = self.arr(lambda v: v.ndim >= 1)
-        if a is None:
-            return False
-        t = self.between(self.vals[a])
-        b = self.operand(a)
-        name = self.new()
+        t, name = self.between(self.vals[a]), self.new()
         if t is None:
             return False
         if self.r.random() < 0.5:
-            text = f"np.where({a} > {t}, {a}, {b})"
+            text = f"np.where({a} > {t}, {a}, {self.operand(a)})"
         else:
             u = self.between(self.vals[a])
             lo, hi = sorted([t, u]) if u is not None and u != t else self.r.choice([(t, None), (None, t)])
@@ -330,26 +327,22 @@ class Gen:
 
     def inplace(self) -> bool:
         a = self.arr(lambda v: v.ndim >= 1)
-        if a is None:
-            return False
-        v, name, k = self.vals[a], self.new(), self.r.randrange(4)
+        v, name, k = self.vals[a], self.new(), self.r.randrange(5)
         if k == 0:       # a fresh array filled row by row in a loop
             n = self.r.choice([2, 3])
             lines = [f"{name} = np.zeros(({n},) + {a}.shape, dtype={a}.dtype)",
                      f"for i in range({n}):",
                      f"    {name}[i] = np.sin({a}) * (i + 1.0) + {self.lit()}"]
         elif k == 1:     # a copy with a row overwritten, another updated
-            b = self.operand(a)
             i = self.r.randrange(-v.shape[0], v.shape[0])
             lines = [f"{name} = {a}.copy()" if self.r.random() < 0.5 else f"{name} = {a} * 1.0",
                      f"{name}[{i}] = np.tanh({a}[{i}]) * {self.lit()}",
                      f"{name}[{self.r.randrange(v.shape[0])}] += {self.lit()}"]
-            return self.accept(lines, name)
         elif k == 2:     # an augmented assignment on a fresh value
-            b = self.operand(a)
             op = self.r.choice(["+=", "-=", "*="])
-            lines = [f"{name} = {a} + {self.lit()}", f"{name} {op} {b}"]
-            return self.accept(lines, name)
+            lines = [f"{name} = {a} + {self.lit()}", f"{name} {op} {self.operand(a)}"]
+        elif k == 3:     # a write through a view
+            lines = [f"{name} = {a} * {self.lit()}", f"{name}.T[-1] = np.cos({a}.T[-1])"]
         else:            # a loop carrying a value
             n = self.r.choice([2, 3])
             lines = [f"{name} = {a} * {self.lit()}", f"for i in range({n}):",
@@ -357,26 +350,22 @@ class Gen:
         return self.accept(lines, name)
 
     def helper_call(self) -> bool:
-        a = self.arr()
-        b = self.operand(a)
-        k, name = self.r.randrange(4), self.new()
-        h = f"h{k}"
-        self.helpers[h] = [
-            "def h0(a, b):\n    t = np.tanh(a) + b\n    return t * t",
-            "def h1(a, s=0.5):\n    return np.sin(a) * s + a",
-            "def h2(a, b):\n    return np.sum(a * a, axis=-1) + np.mean(b)",
-            "def h3(a, b):\n    return h1(a * b, 0.25) - b",
-        ][k]
-        if k == 3:
-            self.helpers["h1"] = "def h1(a, s=0.5):\n    return np.sin(a) * s + a"
-        exec(self.helpers[h], self.env)
-        if k == 3:
-            exec(self.helpers["h1"], self.env)
-        call = {0: f"h0({a}, {b})", 1: f"h1({a}, s={self.lit()})", 2: f"h2({a}, {b})",
-                3: f"h3({a}, {b})"}[k]
-        if k == 2 and np.ndim(self.vals[a]) == 0:
-            return False
-        return self.accept([f"{name} = {call}"], name)
+        a = self.arr(lambda v: v.ndim >= 1)
+        name, call = self.new(), self.r.choice([c for _, c in HELPERS.values()])
+        return self.accept([f"{name} = {call.format(a=a, b=self.operand(a), s=self.lit())}"], name)
+
+    def elements(self) -> bool:
+        """Arithmetic on single elements of a small vector (the buffered form's scalar mode)."""
+        a = self.arr(lambda v: v.ndim == 1 and 2 <= v.size <= 8)
+        v, name = self.vals[a], self.new()
+        terms = []
+        for _ in range(self.r.randint(2, 5)):
+            i, j = self.r.randrange(v.size), self.r.randrange(v.size)
+            terms.append(self.r.choice([f"{a}[{i}] * {a}[{j}]", f"{a}[{i}] ** 2", f"{self.lit()} * {a}[{i}]",
+                                        f"{a}[{i}] ** 3", f"-{a}[{j}]"]
+                                       + ([f"{a}[{i}] / {a}[{j}]"] if abs(v[j]) > 0.2 else [])))
+        text = terms[0] + "".join(f" {self.r.choice('+-')} {t}" for t in terms[1:])
+        return self.accept([f"{name} = {text}"], name)
 
     def scalar(self) -> bool:
         a = self.arr()
@@ -401,13 +390,16 @@ class Gen:
             self.vals[f"x{i}"] = x
         kinds = [(self.unary, 5), (self.binary, 6), (self.reduce, 2), (self.product, 2),
                  (self.index, 3), (self.shape_op, 3), (self.select, 2), (self.inplace, 2),
-                 (self.helper_call, 1), (self.scalar, 0.4)]
+                 (self.helper_call, 1), (self.scalar, 0.4), (self.elements, 1)]
         fns, weights = zip(*kinds)
         want = self.r.randint(2, 9)
         for _ in range(want * 6):
             if len(self.stmts) >= want:
                 break
-            self.r.choices(fns, weights)[0]()
+            try:
+                self.r.choices(fns, weights)[0]()
+            except Skip:
+                pass
         read = set().union(*(s.reads for s in self.stmts)) if self.stmts else set()
         unused = [s.defines for s in self.stmts if s.defines not in read] or params[-1:]
         terms = []
@@ -418,7 +410,7 @@ class Gen:
                 form = self.r.choice(["{}", "np.sin({})", "{} * {}"])
             terms.append((form.format(t, t), frozenset({t})))
         return Program(self.seed, np.dtype(self.dtype).name, tuple(params), tuple(args),
-                       self.helpers, tuple(self.stmts), tuple(terms))
+                       tuple(self.stmts), tuple(terms))
 
 
 def _type(a) -> str:

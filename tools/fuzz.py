@@ -99,7 +99,7 @@ def shrink(program, outcome: Outcome, directory: Path, forms: tuple):
 
 SIGNS = [     # (label, check pattern, detail pattern, pattern in the buffered module)
     ("#1 buffered: two parts of one gradient named the same (dx = ...; dx -= dx)",
-     "", "", r"(?m)^\s*(d\w+) [-+*/]= \1$"),
+     r"gradient \d+ vs|buffered vs plain", "", r"(?m)^\s*(d\w+) [-+*/]= \1$"),
     ("#2 buffered: returned 0-d gradient is a view of a work array",
      "first result unchanged", "at \\(\\)", ""),
     ("crash: buffered: .fill(xp.asarray([1.0])) of a size-1 gradient",
@@ -113,6 +113,10 @@ SIGNS = [     # (label, check pattern, detail pattern, pattern in the buffered m
     ("#3 buffered: out= entry of the wrong shape accepted", "wrong shape accepted", "", ""),
     ("crash: a value minus itself (v - v): emit._inlinable reads args[1] of a one-operand accumulate",
      "compile", r"IndexError: tuple index out of range \(emit.py", ""),
+    ("crash: buffered: scalar mode names an element of a vector written through a view (names.py KeyError)",
+     "compile", r"KeyError: Var\(.*\(names.py", ""),
+    ("crash: np.outer/np.inner with a Python float: backward calls .ravel() on the float",
+     "call", r"'float' object has no attribute 'ravel'", ""),
     ("buffered: module takes no out= (every gradient 0-d?)", "out=", "unexpected keyword argument 'out'", ""),
 ]
 
@@ -141,8 +145,6 @@ def verbose(seed: int, forms: tuple, do_shrink: bool) -> None:
     from tests.fuzzcheck import load
     _setup(forms, False)
     program = generate(seed)
-    print(f"# seed {seed}, {program.dtype}, args:",
-          ", ".join(f"{n} {a.dtype}{list(a.shape)}" for n, a in zip(program.params, program.args)))
     print(program.source())
     outcome = check(program, _STATE["base"] / "programs", forms)
     print("#", outcome.line())
