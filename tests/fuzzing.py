@@ -119,12 +119,9 @@ class Gen:
 
     def between(self, v: np.ndarray) -> float | None:
         """A threshold at least MARGIN away from every element of v."""
-        xs = np.sort(np.unique(np.asarray(v, dtype=np.float64).ravel()))
-        gaps = [(b - a, (a + b) / 2) for a, b in zip(xs[:-1], xs[1:])]
-        gaps = [m for g, m in gaps if g > 2 * MARGIN + 0.002]
-        if not gaps:
-            return None
-        return float(fmt(self.r.choice(gaps)))
+        xs = np.unique(np.asarray(v, dtype=np.float64))
+        gaps = [(a + b) / 2 for a, b in zip(xs[:-1], xs[1:]) if b - a > 2 * MARGIN + 0.002]
+        return float(fmt(self.r.choice(gaps))) if gaps else None
 
     def accept(self, lines: list[str], name: str) -> bool:
         env = dict(self.env, **self.vals)
@@ -136,9 +133,7 @@ class Gen:
         v = env.get(name)
         ok = isinstance(v, (float, np.floating)) or (isinstance(v, np.ndarray) and v.dtype.kind == "f"
                                      and v.size <= MAX_SIZE and v.ndim <= 3)
-        if not ok or not np.all(np.isfinite(v)) or np.max(np.abs(v), initial=0.0) > LIMIT:
-            return False
-        if isinstance(v, np.ndarray) and v.size == 0:
+        if not ok or np.size(v) == 0 or not np.all(np.isfinite(v)) or np.max(np.abs(v)) > LIMIT:
             return False
         for k in self.vals:                 # an in-place block may only change what it defines
             if k != name and not _same(self.vals[k], env[k]):

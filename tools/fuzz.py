@@ -117,6 +117,8 @@ SIGNS = [     # (label, check pattern, detail pattern, pattern in the buffered m
      "compile", r"KeyError: Var\(.*\(names.py", ""),
     ("crash: np.outer/np.inner with a Python float: backward calls .ravel() on the float",
      "call", r"'float' object has no attribute 'ravel'", ""),
+    ("crash: fold of broadcast_to of a size-1 literal with too many dims (sum of a (1, 1) value)",
+     "compile", "more dimensions than allowed by the axis remapping", ""),
     ("buffered: module takes no out= (every gradient 0-d?)", "out=", "unexpected keyword argument 'out'", ""),
 ]
 
