@@ -91,7 +91,7 @@ def finite_differences(f, args, h=1e-6) -> list[np.ndarray]:
             continue
         g = np.zeros_like(a)
         for j in np.ndindex(a.shape):
-            plus, minus = [np.copy(b) for b in args], [np.copy(b) for b in args]
+            plus, minus = copies(args), copies(args)
             plus[i][j] += h
             minus[i][j] -= h
             g[j] = (run_numpy(f, plus) - run_numpy(f, minus)) / (2 * h)
@@ -111,11 +111,12 @@ def far(got, want, rtol, atol) -> str:
     if got.shape != np.shape(want):
         return f"shape {got.shape} != {np.shape(want)}"
     err = np.abs(got.astype(np.float64) - want)
-    bad = err > atol + rtol * np.abs(want)
+    with np.errstate(invalid="ignore"):
+        bad = ~(err <= atol + rtol * np.abs(want)) & ~(np.isnan(got) & np.isnan(want))  # nan: bad
     if not np.any(bad):
         return ""
-    k = np.unravel_index(np.argmax(np.where(bad, err, -1)), err.shape) if err.ndim else ()
-    return f"at {k}: {np.asarray(got)[k]!r} vs {np.asarray(want)[k]!r}"
+    k = tuple(int(i) for i in np.unravel_index(np.argmax(np.where(bad, np.nan_to_num(err, nan=np.inf), -1)), err.shape))
+    return f"at {k}: {float(got[k])!r} vs {float(np.asarray(want)[k])!r}"
 
 
 def layouts(args):

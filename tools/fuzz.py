@@ -203,8 +203,8 @@ def main(argv=None) -> int:
                 if small:
                     print("    " + small.replace("\n", "\n    "))
         if k % 500 == 0:
-            print(f"# {k} programs, {time.perf_counter() - start:.0f} s: {dict(counts)}",
-                  file=sys.stderr, flush=True)
+            print(f"# {k} programs, {time.perf_counter() - start:.0f} s: {dict(counts)}; by form:",
+                  {f"{f} {kind}": n for (f, kind), n in sorted(per_form.items())}, file=sys.stderr, flush=True)
     elapsed = time.perf_counter() - start
     print(f"{opts.n} programs (seeds {opts.seed}..{opts.seed + opts.n - 1}), forms {','.join(forms)},"
           f" {elapsed:.1f} s, {opts.n / elapsed:.1f} programs/s with {opts.jobs} job(s)")
