@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import signal
 import sys
@@ -20,6 +21,7 @@ import tempfile
 import time
 import warnings
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -28,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np  # noqa: E402
 
-from tests.fuzzcheck import FORMS, Outcome, check  # noqa: E402
+import yota_s2s as ys  # noqa: E402
+from tests.fuzzcheck import FORMS, Outcome, check, load  # noqa: E402
 from tests.fuzzing import generate  # noqa: E402
 
 TIMEOUT = 60
@@ -89,45 +92,42 @@ def shrink(program, outcome: Outcome, directory: Path, forms: tuple):
                 break
         if not changed and len(program.terms) > 1:
             for j in range(len(program.terms)):
-                smaller = type(program)(**{**program.__dict__,
-                                           "terms": program.terms[:j] + program.terms[j + 1:]})
+                smaller = replace(program, terms=program.terms[:j] + program.terms[j + 1:])
                 if fails(smaller):
                     program, changed = smaller, True
                     break
     return program
 
 
-SIGNS = [     # (label, check pattern, detail pattern, pattern in the buffered module)
-    ("#1 buffered: two parts of one gradient named the same (dx = ...; dx -= dx)",
+SIGNS = [     # (label, check pattern, detail pattern, pattern in the buffered module); the G
+              # numbers are the groups of the findings note (/work/notes/fuzz-findings.md)
+    ("G1 #1 buffered: two parts of one gradient named the same (dx = ...; dx -= dx)",
      r"gradient \d+ vs|buffered vs plain", "", r"(?m)^\s*(d\w+) [-+*/]= \1$"),
-    ("#2 buffered: returned 0-d gradient is a view of a work array",
+    ("G2 #2 buffered: returned 0-d gradient is a view of a work array",
      "first result unchanged", "at \\(\\)", ""),
-    ("crash: buffered: .fill(xp.asarray([1.0])) of a size-1 gradient",
+    ("G7 crash: buffered: .fill(xp.asarray([1.0])) of a size-1 gradient",
      "", "setting an array element with a sequence", r"\.fill\(xp\.asarray\("),
-    ("buffered: out= entry ignored for a 0-d gradient", "out= entry not written", r"\[\]", ""),
-    ("crash: float32 program, Python float of a traced value: backward casts a float literal",
+    ("G5 buffered: out= entry ignored for a 0-d gradient", "out= entry not written", r"\[\]", ""),
+    ("G8 crash: float32 program, Python float of a traced value: backward casts a float literal",
      "compile", r"astype\(.*\) fails: 'float' object", ""),
-    ("crash: prod over a tuple of axes: backward's moveaxis gets a tuple source and one destination",
+    ("G9 crash: prod over a tuple of axes: backward's moveaxis gets a tuple source and one destination",
      "compile", r"moveaxis\(.*\(\d, \d\), -1\) fails", ""),
-    ("#3 buffered: out= entry aliasing its argument gives wrong results", "out= aliasing", "", ""),
-    ("#3 buffered: out= entry of the wrong shape accepted", "wrong shape accepted", "", ""),
-    ("crash: a value minus itself (v - v): emit._inlinable reads args[1] of a one-operand accumulate",
+    ("G3 #3 buffered: out= entry aliasing its argument gives wrong results", "out= aliasing", "", ""),
+    ("G4 #3 buffered: out= entry of the wrong shape accepted", "wrong shape accepted", "", ""),
+    ("G10 crash: a value minus itself (v - v): emit._inlinable reads args[1] of a one-operand accumulate",
      "compile", r"IndexError: tuple index out of range \(emit.py", ""),
-    ("crash: buffered: scalar mode names an element of a vector written through a view (names.py KeyError)",
+    ("G12 crash: buffered: scalar mode names an element of a vector written through a view (names.py KeyError)",
      "compile", r"KeyError: Var\(.*\(names.py", ""),
-    ("crash: np.outer/np.inner with a Python float: backward calls .ravel() on the float",
+    ("G13 crash: np.outer/np.inner with a Python float: backward calls .ravel() on the float",
      "call", r"'float' object has no attribute 'ravel'", ""),
-    ("crash: fold of broadcast_to of a size-1 literal with too many dims (sum of a (1, 1) value)",
+    ("G11 crash: fold of broadcast_to of a size-1 literal with too many dims (sum of a (1, 1) value)",
      "compile", "more dimensions than allowed by the axis remapping", ""),
-    ("buffered: module takes no out= (every gradient 0-d?)", "out=", "unexpected keyword argument 'out'", ""),
+    ("G6 buffered: module takes no out= (every gradient 0-d?)", "out=", "unexpected keyword argument 'out'", ""),
 ]
 
 
 def diagnose(program, outcome: Outcome) -> str:
     """A best-guess root cause for a failure, from the check and the buffered module's text."""
-    import re
-    import yota_s2s as ys
-    from tests.fuzzcheck import load
     text = ""
     if outcome.form in ("buffered", "both"):
         try:
@@ -143,8 +143,6 @@ def diagnose(program, outcome: Outcome) -> str:
 
 def verbose(seed: int, forms: tuple, do_shrink: bool) -> None:
     """Print the program of ``seed``, its outcome, and the modules of (the shrunk) program."""
-    import yota_s2s as ys
-    from tests.fuzzcheck import load
     _setup(forms, False)
     program = generate(seed)
     print(program.source())
