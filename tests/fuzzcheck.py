@@ -42,6 +42,7 @@ class Outcome:
     check: str = ""
     detail: str = ""
     forms: dict = field(default_factory=dict)      # form -> kind
+    modules: dict = field(default_factory=dict)    # form -> generated module text
 
     @property
     def key(self) -> tuple:
@@ -244,7 +245,7 @@ def check(program, directory: Path, forms=FORMS) -> Outcome:
         return Outcome(program.seed, "generator", "", "numpy", f"{type(e).__name__}: {e}")
     f32 = program.dtype == "float32"
     tol = (3e-3, 3e-3, 2e-5) if f32 else (1e-4, 1e-5, 1e-10)
-    results = {}
+    results, kinds, modules, worst = {}, {}, {}, Outcome(program.seed)
     for form in forms:
         now = Outcome(program.seed, "ok", form)
         try:
@@ -257,6 +258,7 @@ def check(program, directory: Path, forms=FORMS) -> Outcome:
         except Exception as e:
             now.kind, now.check, now.detail = "crash", "compile", _first(e)
         else:
+            modules[form] = ys.source(df)
             try:
                 results[form] = check_form(form, df, args, others, ((value), fd), tol)
             except Found as e:
@@ -265,18 +267,30 @@ def check(program, directory: Path, forms=FORMS) -> Outcome:
                 now.kind, now.check, now.detail = "crash", "checker", _first(e)
             finally:
                 sys.modules.pop(df.__module__, None)
-        if RANK[now.kind] > RANK[out.kind]:
-            out = now
-        out.forms[form] = now.kind
-    if len(results) == 2 and out.kind == "ok":
-        for i, (a, b) in enumerate(zip(*results.values())):
-            if a is None or b is None:
-                continue
-            bad = far(a, np.asarray(b, np.float64), tol[2], tol[2] * max(1.0, float(np.max(np.abs(b)))))
-            if bad:
-                return Outcome(program.seed, "mismatch", "both", "buffered vs plain", f"result {i} {bad}")
+        kinds[form] = now.kind
+        if RANK[now.kind] > RANK[worst.kind]:
+            worst = now
+    if len(results) == 2 and worst.kind == "ok":
+        worst = _compare_forms(program.seed, results, [value[0], *fd], tol[2], kinds)
     sys.modules.pop(f.__module__, None)
-    return out
+    worst.forms, worst.modules = kinds, modules
+    return worst
+
+
+def _compare_forms(seed, results, reference, rtol, kinds) -> Outcome:
+    """The buffered and plain results against each other; a difference is blamed on the form
+    further from the reference (numpy's value, finite differences)."""
+    for i, (a, b, want) in enumerate(zip(*results.values(), reference)):
+        if a is None or b is None:
+            continue
+        bad = far(a, np.asarray(b, np.float64), rtol, rtol * max(1.0, float(np.max(np.abs(b)))))
+        if bad:
+            errors = {form: float(np.max(np.abs(np.asarray(r[i], np.float64) - want)))
+                      for form, r in results.items()}
+            blamed = max(errors, key=errors.get)
+            kinds[blamed] = "mismatch"
+            return Outcome(seed, "mismatch", blamed, "buffered vs plain", f"result {i} {bad}")
+    return Outcome(seed)
 
 
 def _first(e: BaseException) -> str:

@@ -61,7 +61,7 @@ def run_one(seed: int) -> tuple[Outcome, str, str]:
         outcome = check(program, base / "programs", forms)
         small, why = "", ""
         if outcome.kind in ("mismatch", "crash"):
-            why = diagnose(program, outcome)
+            why = diagnose(outcome)
             if _STATE["shrink"] and _STATE["shrunk"][why] < SHRINK_PER_GROUP:
                 _STATE["shrunk"][why] += 1
                 small = shrink(program, outcome, base / "programs", forms).source()
@@ -126,14 +126,9 @@ SIGNS = [     # (label, check pattern, detail pattern, pattern in the buffered m
 ]
 
 
-def diagnose(program, outcome: Outcome) -> str:
+def diagnose(outcome: Outcome) -> str:
     """A best-guess root cause for a failure, from the check and the buffered module's text."""
-    text = ""
-    if outcome.form in ("buffered", "both"):
-        try:
-            text = ys.source(ys.simplegrad(load(program, _STATE["base"] / "programs"), *program.args))
-        except Exception:
-            pass
+    text = outcome.modules.get("buffered", "")
     for label, chk, detail, module in SIGNS:
         if (re.search(chk, outcome.check) and re.search(detail, outcome.detail)
                 and (not module or re.search(module, text))):
