@@ -78,9 +78,13 @@ def run_one(seed: int) -> tuple[Outcome, str, str]:
 
 
 def shrink(program, outcome: Outcome, directory: Path, forms: tuple):
-    """Drop statements and loss terms while the failure keeps its (kind, form, check)."""
+    """Drop statements and loss terms while the failure keeps its (kind, form, check) and its
+    diagnosis (another bug with the same symptom must not take over)."""
+    why = diagnose(outcome)
+
     def fails(p) -> bool:
-        return check(p, directory, forms).key == outcome.key
+        now = check(p, directory, forms)
+        return now.key == outcome.key and diagnose(now) == why
 
     changed = True
     while changed:
@@ -105,8 +109,8 @@ SIGNS = [     # (label, check pattern, detail pattern, pattern in the buffered m
      r"gradient \d+ vs|buffered vs plain", "", r"(?m)^\s*(d\w+) [-+*/]= \1$"),
     ("G2 #2 buffered: returned 0-d gradient is a view of a work array",
      "first result unchanged", "at \\(\\)", ""),
-    ("G7 crash: buffered: .fill(xp.asarray([1.0])) of a size-1 gradient",
-     "", "setting an array element with a sequence", r"\.fill\(xp\.asarray\("),
+    ("G7 crash: buffered: the size-1 seed literal xp.asarray([1.0]) used as a scalar (.fill, x[i] +=)",
+     "", "setting an array element with a sequence", r"xp\.asarray\(\[+1\.0\]+"),
     ("G5 buffered: out= entry ignored for a 0-d gradient", "out= entry not written", r"\[\]", ""),
     ("G8 crash: float32 program, Python float of a traced value: backward casts a float literal",
      "compile", r"astype\(.*\) fails: 'float' object", ""),
