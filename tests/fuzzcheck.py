@@ -1,11 +1,14 @@
 """The referee for generated programs (tests/fuzzing.py): compile, call, compare, classify.
 
 ``check(program)`` compiles the program's gradient in each form (buffered, the default, and
-plain), and for each form: calls it (value against numpy, gradients against central finite
-differences in float64), checks the arguments were not written, calls it again on other inputs
-and checks the first result did not change, calls it a third time (same result), with ``out=``
-(buffered form), and with Fortran-ordered, strided and read-only copies of the arguments; then
-compares the forms with each other. The outcome is one of
+plain), and for each form, in this order: calls it (value against numpy, gradients against
+central finite differences in float64, their shapes and dtypes), checks the arguments were not
+written and the gradients are the caller's (writeable, sharing no memory), calls it again on
+other inputs and checks the first result did not change, calls it a third time (same result),
+with Fortran-ordered, strided and read-only copies of the arguments, and (buffered form) with
+``out=``: every entry an array, every other entry None, an entry of the wrong shape (must
+raise), an entry that is the argument itself (must raise or still be right). Then it compares
+the forms with each other. The outcome is one of
 
 - ``ok``;
 - ``mismatch``: a silently wrong value or gradient (the worst), with the form and the check;
