@@ -106,7 +106,7 @@ def shrink(program, outcome: Outcome, directory: Path, forms: tuple):
 SIGNS = [     # (label, check pattern, detail pattern, pattern in the buffered module); the G
               # numbers are the groups of the findings note (/work/notes/fuzz-findings.md)
     ("G1 #1 buffered: two parts of one gradient named the same (dx = ...; dx -= dx)",
-     r"gradient \d+ vs|buffered vs plain", "", r"(?m)^\s*(d\w+) [-+*/]= \1$"),
+     r"gradient \d+ vs|buffered vs plain", "", r"(?m)^\s*(\w+) [-+*/]= \1$"),
     ("G2 #2 buffered: returned 0-d gradient is a view of a work array",
      "first result unchanged", "at \\(\\)", ""),
     ("G7 crash: buffered: the size-1 seed literal xp.asarray([1.0]) used as a scalar (.fill, x[i] +=)",
@@ -126,6 +126,8 @@ SIGNS = [     # (label, check pattern, detail pattern, pattern in the buffered m
      "call", r"'float' object has no attribute 'ravel'", ""),
     ("G11 crash: fold of broadcast_to of a size-1 literal with too many dims (sum of a (1, 1) value)",
      "compile", "more dimensions than allowed by the axis remapping", ""),
+    ("G14 a 0-d argument's gradient comes back with shape (1, 1) (size-1 seed literal, both forms)",
+     r"gradient \d+ vs", r"shape \(1(, 1)*\) != \(\)", ""),
     ("G6 buffered: module takes no out= (every gradient 0-d?)", "out=", "unexpected keyword argument 'out'", ""),
 ]
 
