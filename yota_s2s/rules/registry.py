@@ -215,7 +215,7 @@ class RuleSet:
         optional = _optional_operands(required, options, operands, loc)
         declared = old.traits() if old is not None else _default_traits(fn)
         declared.update(traits)
-        prim = Primitive(name or numpy_path(fn) or _qualified_name(fn), fn,
+        prim = Primitive(name or numpy_path(fn) or _qualified_name(fn, module), fn,
                          required + tuple(n for n, _ in optional), options[len(optional):],
                          emit or _call_emit(fn, module), nout, optional, **declared)
         if old is not None:
@@ -376,10 +376,10 @@ def _default_traits(fn: Any) -> dict[str, Any]:
     return {"ufunc": fn if is_numpy_ufunc else None}
 
 
-def _qualified_name(fn: Any) -> str:
+def _qualified_name(fn: Any, module: str | None = None) -> str:
     """``math.exp`` -> "math.exp", ``logistic`` -> "model.logistic": the name printed for a
     function declared without one (only for reading: passes and codegen never look at it)."""
-    module = getattr(fn, "__module__", None) or _ufunc_home(fn) or ""
+    module = module or getattr(fn, "__module__", None) or _ufunc_home(fn) or ""
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
     return name if module in ("", "builtins", "_operator", "operator") else f"{module}.{name}"
 
