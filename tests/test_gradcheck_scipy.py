@@ -6,6 +6,10 @@ rule table that tests/test_rules.py checks for coverage; without scipy its scipy
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -105,8 +109,8 @@ if HAS_SCIPY:
         Case("beta_loc_scale", lambda x, loc, s: weighted(stats.beta.logpdf(x, 2.0, 3.0, loc, s) + stats.beta.pdf(x, 2.0, 3.0, loc, s)
                                                           + stats.beta.cdf(x, 2.0, 3.0, loc, s) + stats.beta.logcdf(x, 2.0, 3.0, loc, s)),
              lambda r: (r.uniform(0.2, 0.8, 4), -0.1, 1.2)),
-        Case("chi2", lambda x, df, s: weighted(stats.chi2.logpdf(x, df, 0.0, s) + stats.chi2.pdf(x, df) * 2
-                                               + stats.chi2.cdf(x, 3.0, scale=s) + stats.chi2.logcdf(x, 3.0)),
+        Case("chi2", lambda x, df, s: weighted(stats.chi2.logpdf(x, df, 0.0, s) + stats.chi2.pdf(x, df, scale=s) * 2
+                                               + stats.chi2.cdf(x, 3.0, scale=s) + stats.chi2.logcdf(x, 3.0, 0.0, s)),
              lambda r: (r.uniform(1.0, 3.0, 4), 3.5, 1.2)),
         Case("chi2_loc", lambda x, loc: weighted(stats.chi2.logpdf(x, 3.0, loc) + stats.chi2.pdf(x, 3.0, loc)
                                                  + stats.chi2.cdf(x, 3.0, loc) + stats.chi2.logcdf(x, 3.0, loc)),
@@ -148,3 +152,26 @@ EXTRA_CASES = SIGNAL_CASES + SCIPY_CASES
 @pytest.mark.parametrize("case", EXTRA_CASES, ids=lambda c: c.name)
 def test_matches_finite_differences(case: Case) -> None:
     check_case(case, case.make_args(np.random.default_rng(1)))
+
+
+def test_without_scipy_the_package_imports_and_compiles_and_registers_no_scipy_rule(tmp_path):
+    """scipy is optional: with it hidden, the scipy families are skipped quietly."""
+    (tmp_path / "model.py").write_text("import numpy as np\n\n\ndef loss(x):\n"
+                                       "    return np.sum(np.convolve(x, x) ** 2)\n")
+    script = (
+        "import sys\n"
+        "sys.modules['scipy'] = None             # import scipy fails, as when it is not installed\n"
+        f"sys.path.insert(0, {str(tmp_path)!r})\n"
+        "import numpy as np\n"
+        "import yota_s2s as ys\n"
+        "from yota_s2s.rules import OPTIONAL, RULES\n"
+        "assert OPTIONAL == [], OPTIONAL\n"
+        "assert not any('scipy' in p.name for p in RULES.prims.values())\n"
+        "import model\n"
+        "x = np.array([0.5, -1.0, 2.0])\n"
+        "print(max(ys.gradcheck(model.loss, x).values()) < 1e-6)\n")
+    env = {**os.environ, "YOTA_S2S_CACHE": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
+                          cwd=Path(__file__).parent.parent)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"

@@ -21,6 +21,7 @@ SQRT_2PI = np.sqrt(2 * np.pi)
 for ufunc in (gammaln, gamma, digamma, erf, erfc, erfinv, erfcinv, ndtr, log_ndtr, expit, logit,
               xlogy, xlog1py, beta, betaln, i0, i1, i0e, i1e):
     primitive(ufunc, module="scipy.special")
+primitive(digamma, name="scipy.special.digamma", emit=("call", "digamma", "scipy.special"))  # psi
 primitive(polygamma, "n, x", module="scipy.special")
 primitive(multigammaln, "a, d", module="scipy.special")
 primitive(logsumexp, "a, axis=None, b=None, keepdims=False, return_sign=False",
