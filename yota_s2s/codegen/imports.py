@@ -99,9 +99,12 @@ def _check_importable(prim: Primitive, qualname: str, module: str, loc: SourceLo
                         f"name the module it can be imported from: "
                         f"ys.primitive({name}, module=\"mymodel\").")
     found = _lookup(module, qualname)
-    held = found is not None and (_same_definition(found, prim.fn) or
-                                  inspect.ismethod(found) and found == prim.fn)
-    if inspect.ismethod(prim.fn) and not inspect.isclass(prim.fn.__self__) and not held:
+    of_an_object = inspect.ismethod(prim.fn) and not inspect.isclass(prim.fn.__self__)
+    if of_an_object:        # held by name only bound to the same object (``norm.logpdf``)
+        held = inspect.ismethod(found) and found == prim.fn
+    else:
+        held = found is not None and _same_definition(found, prim.fn)
+    if of_an_object and not held:
         raise RuleError(f"{name} is the method of one object, so the generated module cannot "
                         "import it", loc, "Give the rule to a module-level function, and call "
                         "that function from the method.")
