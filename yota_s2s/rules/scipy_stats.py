@@ -32,8 +32,8 @@ LOC_SCALE = {norm: "", t: "df", gamma: "a", beta: "a, b", chi2: "df"}   # shape 
 for dist, shape in LOC_SCALE.items():
     for method in ("logpdf", "pdf", "cdf", "logcdf"):
         params = ", ".join(p for p in ("x", shape, "loc", "scale") if p)
-        primitive(getattr(dist, method), params.replace("loc", "loc=0.0").replace("scale", "scale=1.0"),
-                  operands=params, name=f"{dist.name}.{method}",
+        spec = params.replace("loc", "loc=0.0").replace("scale", "scale=1.0")
+        primitive(getattr(dist, method), spec, operands=params, name=f"{dist.name}.{method}",
                   emit=("call", f"{dist.name}.{method}", "scipy.stats"))
 for method in ("logpmf", "pmf"):
     primitive(getattr(poisson, method), "k, mu, loc=0", operands="k, mu, loc",
@@ -162,9 +162,14 @@ diffrule(multivariate_normal.pdf, "cov", "mvn_logpdf_grad_cov(x, mean, cov, dy *
 
 
 # ----- Dirichlet --------------------------------------------------------------------------
-# x holds the components along its first axis, one sample per column: (k,) or (k, n).
-diffrule(dirichlet.logpdf, "x", "dy * (np.reshape(alpha, (-1,) + (1,) * (np.ndim(x) - 1)) - 1) / x")
-diffrule(dirichlet.pdf,    "x", "dy * y * (np.reshape(alpha, (-1,) + (1,) * (np.ndim(x) - 1)) - 1) / x")
+def per_component(alpha, x):
+    """``alpha`` along the first axis of ``x``, which holds the components, one sample per
+    column: ``x`` is (k,) or (k, n)."""
+    return np.reshape(alpha, (-1,) + (1,) * (np.ndim(x) - 1))
+
+
+diffrule(dirichlet.logpdf, "x", "dy * (per_component(alpha, x) - 1) / x")
+diffrule(dirichlet.pdf,    "x", "dy * y * (per_component(alpha, x) - 1) / x")
 
 
 @diffrule(dirichlet.logpdf, "alpha")

@@ -19,9 +19,10 @@ primitive(np.correlate, "a, v, mode='valid'")
 
 
 # ----- convolve, correlate ----------------------------------------------------------------
-def full_output(dy, a, v, start):
-    """``dy`` placed where ``mode`` cut it from the full output (length ``len(a) + len(v) - 1``)."""
+def full_output(dy, a, v, mode, correlate=False):
+    """``dy`` placed where ``mode`` cut it from the full output (``len(a) + len(v) - 1``)."""
     n_full = np.shape(a)[0] + np.shape(v)[0] - 1
+    start = mode_start(a, v, mode, correlate)
     return np.pad(dy, (start, n_full - start - np.shape(dy)[0]))
 
 
@@ -37,10 +38,10 @@ def mode_start(a, v, mode, correlate=False):
     return (min(m, n) - 1) // 2
 
 
-diffrule(np.convolve,  "a", "np.correlate(full_output(dy, a, v, mode_start(a, v, mode)), v, 'valid')")
-diffrule(np.convolve,  "v", "np.correlate(full_output(dy, a, v, mode_start(a, v, mode)), a, 'valid')")
-diffrule(np.correlate, "a", "np.convolve(full_output(dy, a, v, mode_start(a, v, mode, True)), v, 'valid')")
-diffrule(np.correlate, "v", "np.correlate(full_output(dy, a, v, mode_start(a, v, mode, True)), a, 'valid')[::-1]")
+diffrule(np.convolve,  "a", "np.correlate(full_output(dy, a, v, mode), v, 'valid')")
+diffrule(np.convolve,  "v", "np.correlate(full_output(dy, a, v, mode), a, 'valid')")
+diffrule(np.correlate, "a", "np.convolve(full_output(dy, a, v, mode, True), v, 'valid')")
+diffrule(np.correlate, "v", "np.correlate(full_output(dy, a, v, mode, True), a, 'valid')[::-1]")
 
 
 # ----- fft ----------------------------------------------------------------------------------
@@ -67,8 +68,10 @@ def fft_axes(a, s, axes):
 
 for fft, fft2, fftn in ((np.fft.fft, np.fft.fft2, np.fft.fftn),
                         (np.fft.ifft, np.fft.ifft2, np.fft.ifftn)):
-    diffrule(fft,  "a", f"fit(np.fft.{fft.__name__}(dy, axis=axis, norm=norm), np.shape(a), (axis,))")
-    diffrule(fft2, "a", f"fit(np.fft.{fft2.__name__}(dy, axes=axes, norm=norm), np.shape(a), axes)")
+    diffrule(fft,  "a", f"fit(np.fft.{fft.__name__}(dy, axis=axis, norm=norm), "
+                        "np.shape(a), (axis,))")
+    diffrule(fft2, "a", f"fit(np.fft.{fft2.__name__}(dy, axes=axes, norm=norm), "
+                        "np.shape(a), axes)")
     diffrule(fftn, "a", f"fit(np.fft.{fftn.__name__}(dy, axes=fft_axes(a, s, axes), norm=norm), "
                         "np.shape(a), fft_axes(a, s, axes))")
 
