@@ -67,6 +67,12 @@ if HAS_SCIPY:
         ("logit", lambda x: weighted(special.logit(x)), between(0.2, 0.8)),
         ("i0_i1", lambda x: weighted(special.i0(x) + special.i1(x) ** 2), normal),
         ("i0e_i1e", lambda x: weighted(special.i0e(x) + special.i1e(x) ** 2), away_from_zero),
+        ("rgamma_erfcx_entr", lambda x: weighted(special.rgamma(x) + special.erfcx(x) + special.entr(x)), positive),
+        ("log_expit", lambda x: weighted(special.log_expit(x)), normal),
+        ("gammainc_gammaincc", lambda x: weighted(special.gammainc(2.5, x) + special.gammaincc(1.5, x) ** 2), positive),
+        ("bessel_j_y", lambda x: weighted(special.j0(x) + special.j1(x) ** 2 + special.y0(x) + special.y1(x) ** 2), positive),
+        ("bessel_of_order", lambda x: weighted(special.jv(1.5, x) + special.jn(2, x) + special.yn(1, x) + special.iv(0.5, x)
+                                               + special.ive(2, x) + special.kv(1.5, x)), positive),
     ]
     SPECIAL_BINARY = [
         ("xlogy_xlog1py", lambda a, b: weighted(special.xlogy(a, b) + special.xlog1py(a, b)), positive),
@@ -117,6 +123,15 @@ if HAS_SCIPY:
              lambda r: (r.uniform(1.0, 3.0, 4), 0.2)),
         Case("poisson", lambda mu: weighted(stats.poisson.logpmf(np.array([0, 1, 3]), mu) + stats.poisson.pmf(np.array([2, 0, 1]), mu)),
              lambda r: (r.uniform(0.5, 3.0, 3),)),
+        Case("poisson_cdf_sf", lambda mu: weighted(stats.poisson.cdf(np.array([0, 1, 3]), mu) + stats.poisson.logcdf(np.array([2, 0, 1]), mu)
+                                                   + stats.poisson.sf(np.array([1, 4, 2]), mu) + stats.poisson.logsf(np.array([0, 2, 5]), mu, 1)),
+             lambda r: (r.uniform(0.5, 3.0, 3),)),
+        Case("sf_logsf", lambda x, mu, s: weighted(stats.norm.sf(x, mu, s) + stats.norm.logsf(x, mu, s) + stats.t.sf(x, 3.0, mu, s)
+                                                   + stats.t.logsf(x, 3.0, mu, s)), loc_scale),
+        Case("sf_logsf_positive", lambda x, loc, s: weighted(stats.gamma.sf(x, 2.0, loc, s) + stats.gamma.logsf(x, 2.0, loc, s)
+                                                             + stats.chi2.sf(x, 3.0, loc, s) + stats.chi2.logsf(x, 3.0, loc, s)
+                                                             + stats.beta.sf(x / 4, 2.0, 3.0, loc / 4, s) + stats.beta.logsf(x / 4, 2.0, 3.0, loc / 4, s)),
+             lambda r: (r.uniform(1.0, 3.0, 4), 0.2, 1.3)),
         Case("multivariate_normal", lambda x, m, c: weighted(stats.multivariate_normal.logpdf(x, m, c))
              + weighted(stats.multivariate_normal.pdf(x, mean=m, cov=c)) * 3,
              lambda r: (r.standard_normal((5, 3)), r.standard_normal(3), spd(3)(r)[0] + np.tril(np.ones((3, 3)), -1) * 0.2)),

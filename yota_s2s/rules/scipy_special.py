@@ -1,16 +1,19 @@
-"""``scipy.special`` (loaded when scipy is installed): the gamma family (gammaln gamma digamma
-psi polygamma multigammaln beta betaln), error functions (erf erfc erfinv erfcinv ndtr
-log_ndtr), expit logit xlogy xlog1py, Bessel functions (i0 i1 i0e i1e), and logsumexp
-(axis, keepdims, b), softmax and log_softmax (axis).
+"""``scipy.special`` (loaded when scipy is installed): the gamma family (gammaln gamma rgamma
+digamma psi polygamma multigammaln beta betaln; gammainc gammaincc in x), error functions (erf
+erfc erfcx erfinv erfcinv ndtr log_ndtr), expit log_expit logit xlogy xlog1py entr, Bessel
+functions (i0 i1 i0e i1e, j0 j1 y0 y1, and in x: jv (jn) yn iv ive kv), and logsumexp (axis,
+keepdims, b), softmax and log_softmax (axis).
 
 The ufuncs have no ``__module__``; generated code imports them from scipy.special, as a person
 would (``from scipy.special import gammaln``). Integer orders (``polygamma(n, x)``,
 ``multigammaln(a, d)``) get no gradient.
 """
 import numpy as np
-from scipy.special import (beta, betaln, digamma, erf, erfc, erfcinv, erfinv, expit, gamma,
-                           gammaln, i0, i0e, i1, i1e, log_ndtr, log_softmax, logit, logsumexp,
-                           multigammaln, ndtr, polygamma, softmax, xlog1py, xlogy)
+from scipy.special import (beta, betaln, digamma, entr, erf, erfc, erfcinv, erfcx, erfinv,
+                           expit, gamma, gammainc, gammaincc, gammaln, i0, i0e, i1, i1e, iv, ive,
+                           j0, j1, jv, kv, log_expit, log_ndtr, log_softmax, logit, logsumexp,
+                           multigammaln, ndtr, polygamma, rgamma, softmax, xlog1py, xlogy, y0, y1,
+                           yn)
 
 from .reductions import restore_axes
 from .registry import diffrule, primitive
@@ -18,8 +21,9 @@ from .registry import diffrule, primitive
 SQRT_PI = np.sqrt(np.pi)
 SQRT_2PI = np.sqrt(2 * np.pi)
 
-for ufunc in (gammaln, gamma, digamma, erf, erfc, erfinv, erfcinv, ndtr, log_ndtr, expit, logit,
-              xlogy, xlog1py, beta, betaln, i0, i1, i0e, i1e):
+for ufunc in (gammaln, gamma, rgamma, gammainc, gammaincc, erf, erfc, erfcx, erfinv, erfcinv, ndtr,
+              log_ndtr, expit, log_expit, logit, xlogy, xlog1py, entr, beta, betaln, i0, i1, i0e,
+              i1e, j0, j1, y0, y1, jv, yn, iv, ive, kv):
     primitive(ufunc, module="scipy.special")
 primitive(digamma, name="scipy.special.digamma", emit=("call", "digamma", "scipy.special"))  # psi
 primitive(polygamma, "n, x", module="scipy.special")
@@ -32,6 +36,9 @@ primitive(log_softmax, "x, axis=None", module="scipy.special")
 # ----- gamma and beta ---------------------------------------------------------------------
 diffrule(gammaln,   "x", "dy * digamma(x)")
 diffrule(gamma,     "x", "dy * y * digamma(x)")
+diffrule(rgamma,    "x", "-dy * y * digamma(x)")
+diffrule(gammainc,  "x2", "dy * np.exp((x1 - 1) * np.log(x2) - x2 - gammaln(x1))")    # in x only
+diffrule(gammaincc, "x2", "-dy * np.exp((x1 - 1) * np.log(x2) - x2 - gammaln(x1))")
 diffrule(digamma,   "x", "dy * polygamma(1, x)")          # scipy.special.psi is digamma
 diffrule(polygamma, "x", "dy * polygamma(n + 1, x)")
 diffrule(betaln,    "x1", "dy * (digamma(x1) - digamma(x1 + x2))")
@@ -49,6 +56,7 @@ def multigammaln_grad(a, d, dy):
 # ----- error functions and the normal distribution ------------------------------------------
 diffrule(erf,      "x", "dy * 2 / SQRT_PI * np.exp(-x * x)")
 diffrule(erfc,     "x", "-dy * 2 / SQRT_PI * np.exp(-x * x)")
+diffrule(erfcx,    "x", "dy * (2 * x * y - 2 / SQRT_PI)")
 diffrule(erfinv,   "x", "dy * SQRT_PI / 2 * np.exp(y * y)")
 diffrule(erfcinv,  "x", "-dy * SQRT_PI / 2 * np.exp(y * y)")
 diffrule(ndtr,     "x", "dy * np.exp(-x * x / 2) / SQRT_2PI")
@@ -56,15 +64,27 @@ diffrule(log_ndtr, "x", "dy * np.exp(-x * x / 2 - y) / SQRT_2PI")
 
 # ----- logistic, x log y ------------------------------------------------------------------
 diffrule(expit,   "x", "dy * y * (1 - y)")
+diffrule(log_expit, "x", "dy * expit(-x)")
 diffrule(logit,   "x", "dy / (x * (1 - x))")
 diffrule(xlogy,   "x1", "dy * np.log(x2)")
 diffrule(xlogy,   "x2", "dy * x1 / x2")
 diffrule(xlog1py, "x1", "dy * np.log1p(x2)")
 diffrule(xlog1py, "x2", "dy * x1 / (1 + x2)")
+diffrule(entr,    "x", "-dy * (np.log(x) + 1)")
 
 # ----- modified Bessel functions ----------------------------------------------------------
 diffrule(i0,  "x", "dy * i1(x)")
 diffrule(i0e, "x", "dy * (i1e(x) - np.sign(x) * y)")
+diffrule(j0,  "x", "-dy * j1(x)")
+diffrule(j1,  "x", "dy * (j0(x) - jv(2, x)) / 2")
+diffrule(y0,  "x", "-dy * y1(x)")
+diffrule(y1,  "x", "dy * (y0(x) - yn(2, x)) / 2")
+# of order x1 (no gradient) at x2: scipy.special.jn is jv
+diffrule(jv,  "x2", "dy * (jv(x1 - 1, x2) - jv(x1 + 1, x2)) / 2")
+diffrule(yn,  "x2", "dy * (yn(x1 - 1, x2) - yn(x1 + 1, x2)) / 2")
+diffrule(iv,  "x2", "dy * (iv(x1 - 1, x2) + iv(x1 + 1, x2)) / 2")
+diffrule(ive, "x2", "dy * ((ive(x1 - 1, x2) + ive(x1 + 1, x2)) / 2 - np.sign(x2) * y)")
+diffrule(kv,  "x2", "-dy * (kv(x1 - 1, x2) + kv(x1 + 1, x2)) / 2")
 
 
 @diffrule(i1, "x")

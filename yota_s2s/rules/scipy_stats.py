@@ -1,8 +1,8 @@
 """``scipy.stats`` distributions (loaded when scipy is installed):
 
-    norm, t, gamma, beta, chi2    logpdf pdf cdf logcdf, in x, loc, scale and the shape
-                                  parameters (df, a, b) of logpdf and pdf
-    poisson                       logpmf pmf, in mu
+    norm, t, gamma, beta, chi2    logpdf pdf cdf logcdf sf logsf, in x, loc, scale, and in
+                                  the shape parameters (df, a, b) of logpdf and pdf
+    poisson                       logpmf pmf cdf logcdf sf logsf, in mu
     multivariate_normal           logpdf pdf, in x, mean, cov
     dirichlet                     logpdf pdf, in x, alpha
 
@@ -10,7 +10,7 @@ The primitives are the methods of scipy's distribution objects, ``norm.logpdf``;
 module imports the object (``from scipy.stats import norm``) and calls its method with the
 operands the call gave (``norm.logpdf(x, loc=mu, scale=s)``). ``loc`` and ``scale`` (and
 ``mean``, ``cov``) are operands with defaults: a call may leave them out, or give them traced
-values. The cdfs have no gradient in their shape parameters (df, a, b: an incomplete-gamma or
+values. The cdfs and sfs have no gradient in their shape parameters (df, a, b: an incomplete-gamma or
 -beta derivative), and neither do the integer ``k`` and ``loc`` of poisson. Frozen
 distributions (``norm(mu, s).logpdf(x)``) are not primitives: call the method of the
 distribution with the parameters instead.
@@ -30,12 +30,12 @@ from .registry import diffrule, primitive
 LOC_SCALE = {norm: "", t: "df", gamma: "a", beta: "a, b", chi2: "df"}   # shape parameters
 
 for dist, shape in LOC_SCALE.items():
-    for method in ("logpdf", "pdf", "cdf", "logcdf"):
+    for method in ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"):
         params = ", ".join(p for p in ("x", shape, "loc", "scale") if p)
         spec = params.replace("loc", "loc=0.0").replace("scale", "scale=1.0")
         primitive(getattr(dist, method), spec, operands=params, name=f"{dist.name}.{method}",
                   emit=("call", f"{dist.name}.{method}", "scipy.stats"))
-for method in ("logpmf", "pmf"):
+for method in ("logpmf", "pmf", "cdf", "logcdf", "sf", "logsf"):
     primitive(getattr(poisson, method), "k, mu, loc=0", operands="k, mu, loc",
               name=f"poisson.{method}", emit=("call", f"poisson.{method}", "scipy.stats"))
 for method in ("logpdf", "pdf"):
@@ -97,16 +97,24 @@ for dist, scores in SCORES.items():
     for operand, score in by_operand.items():
         diffrule(dist.logpdf, operand, f"dy * ({score})")
         diffrule(dist.pdf, operand, f"dy * y * ({score})")
-    # the cdf grows with the density at x; logcdf by the density over the cdf
+    # the cdf grows with the density at x, and the sf (1 - cdf) falls with it; their logs
+    # change by the density over the value
     density = f"{dist.name}.pdf(x, {LOC_SCALE[dist] + ', ' if LOC_SCALE[dist] else ''}loc, scale)"
     ratio = f"np.exp({density.replace('.pdf', '.logpdf')} - y)"
-    for method, d in ((dist.cdf, density), (dist.logcdf, ratio)):
-        diffrule(method, "x", f"dy * {d}")
-        diffrule(method, "loc", f"-dy * {d}")
-        diffrule(method, "scale", f"-dy * {d} * z(x, loc, scale)")
+    for method, d, up in ((dist.cdf, density, True), (dist.logcdf, ratio, True),
+                          (dist.sf, density, False), (dist.logsf, ratio, False)):
+        plus, minus = ("dy", "-dy") if up else ("-dy", "dy")
+        diffrule(method, "x", f"{plus} * {d}")
+        diffrule(method, "loc", f"{minus} * {d}")
+        diffrule(method, "scale", f"{minus} * {d} * z(x, loc, scale)")
 
 diffrule(poisson.logpmf, "mu", "dy * ((k - loc) / mu - 1)")
 diffrule(poisson.pmf,    "mu", "dy * y * ((k - loc) / mu - 1)")
+# d/dmu P(K <= k) = -pmf(floor(k)): the mass moves past k
+diffrule(poisson.cdf,    "mu", "-dy * poisson.pmf(np.floor(k), mu, loc)")
+diffrule(poisson.logcdf, "mu", "-dy * np.exp(poisson.logpmf(np.floor(k), mu, loc) - y)")
+diffrule(poisson.sf,     "mu", "dy * poisson.pmf(np.floor(k), mu, loc)")
+diffrule(poisson.logsf,  "mu", "dy * np.exp(poisson.logpmf(np.floor(k), mu, loc) - y)")
 
 
 # ----- multivariate normal ----------------------------------------------------------------
