@@ -3,6 +3,7 @@ stop_gradient, overrides, re-declaration, imports in the generated module, ys.ru
 errors. Claims about reuse are checked in the generated text; gradients against finite
 differences."""
 import ast
+import dataclasses
 import importlib
 import operator
 import re
@@ -16,8 +17,10 @@ import numpy as np
 import pytest
 
 import yota_s2s as ys
-from yota_s2s.compiler import compile_grad
+from yota_s2s.codegen import write_module
+from yota_s2s.compiler import compile_grad, gradient_tape
 from yota_s2s.gradcheck import numerical_grad
+from yota_s2s.passes import optimize
 
 from .programs import custom
 
@@ -234,21 +237,41 @@ def test_a_user_primitive_named_like_a_built_in_is_called_as_itself():
 
 
 def test_a_built_in_name_on_a_user_primitive_changes_nothing_but_printing():
-    """Every built-in's name given to user functions: the generated code is the same as with
-    their own names (calls, not the built-in's operator, method, identities or out= form)."""
+    """Every built-in's name given to user functions: the optimized tape and the generated
+    code are the same as with their own names (calls, not the built-in's operator, method,
+    identities or out= form). The tape is traced once; each name renames its statements."""
     x = np.arange(9.0).reshape(3, 3) / 7 + 0.1
     w = np.cos(np.arange(9.0)).reshape(3, 3)
     for buffers in (True, False):
         assert_matches_fd(custom.like_built_ins, x, w, buffers=buffers)
-    expected = {b: compile_grad(custom.like_built_ins, (x, w), buffers=b).text
-                for b in (True, False)}
+    _, raw = gradient_tape(custom.like_built_ins, (x, w), passes=False)
+    mine = {ys.RULES.lookup(custom.rotate), ys.RULES.lookup(custom.blend)}
+    optimized = optimize(raw, ys.RULES)
+    calls = sum(s.prim in mine for s in optimized.stmts)
+    expected = [write_module(optimized, buffers=b) for b in (True, False)]
     for name in sorted({prim.name for prim in ys.RULES.prims.values()}):
-        rules = ys.RULES.copy()
-        rules.primitive(custom.rotate, "a", name=name)
-        rules.primitive(custom.blend, "x1, x2", name=name)
-        for buffers in (True, False):
-            text = compile_grad(custom.like_built_ins, (x, w), rules=rules, buffers=buffers).text
-            assert text == expected[buffers], (name, buffers)
+        renamed = {p: dataclasses.replace(p, name=name) for p in mine}
+        stmts = [s.replace(prim=renamed.get(s.prim, s.prim)) for s in raw.stmts]
+        tape = optimize(raw.copy(stmts=stmts), ys.RULES)
+        assert sum(s.prim in renamed.values() for s in tape.stmts) == calls, name
+        assert [write_module(tape, buffers=b) for b in (True, False)] == expected, name
+
+
+def sines_subtracted(x):
+    return np.sum(0.0 - np.sin(x)) + np.sum(-1.0 * np.cos(x))
+
+
+def test_passes_write_the_primitives_of_the_rule_set_they_were_given():
+    """``0 - t`` simplified to ``-t`` took the negation of the global RULES (written ``-``)
+    whatever rule set was compiled with; and passes missed the re-declared negation itself."""
+    rules = ys.RULES.copy()
+    rules.primitive(operator.neg, "x", name="negate", emit=("call", "xp.negative"))
+    df, body = compiled(sines_subtracted, X, rules=rules)
+    assert "sines_subtracted = xp.negative(t1.sum()) - t2.sum()" in body
+    assert "dx = t1 - t2" in body                  # -(-x) and signs see the re-declared one
+    value, dx = df(X)
+    np.testing.assert_allclose(value, sines_subtracted(X))
+    np.testing.assert_allclose(dx, np.sin(X) - np.cos(X))
 
 
 def _name_reads(path: Path) -> list[str]:
@@ -272,16 +295,17 @@ def _name_reads(path: Path) -> list[str]:
         if is_name(node) and id(node) not in in_text and (
                 getattr(node.value, "attr", getattr(node.value, "id", None)) == "prim"):
             found.append(where)
-        elif isinstance(node, ast.Compare) and any(is_name(n) for n in [node.left, *node.comparators]) \
-                and any(strings(n) for n in [node.left, *node.comparators]):
+        elif isinstance(node, ast.Compare) and any(map(is_name, [node.left, *node.comparators])) \
+                and any(map(strings, [node.left, *node.comparators])):
             found.append(where)
     return found
 
 
 def test_no_pass_or_codegen_module_recognises_a_primitive_by_its_name():
     package = ROOT / "yota_s2s"
-    modules = [p for d in ("passes", "codegen", "frontend", "ir") for p in (package / d).glob("*.py")
-               if p.name != "printer.py"] + [package / "backward.py", package / "compiler.py"]
+    modules = [p for d in ("passes", "codegen", "frontend", "ir")
+               for p in (package / d).glob("*.py") if p.name != "printer.py"]
+    modules += [package / "backward.py", package / "compiler.py"]
     assert [where for path in modules for where in _name_reads(path)] == []
 
 

@@ -142,8 +142,7 @@ ys.diffrule(blend, "x2", "3.0 * dy")
 
 def like_built_ins(x, w):
     """Calls where a built-in of the same name would be simplified or written otherwise:
-    ``.T``, ``-(-x)``, ``x * 1``, ``x + 0``, ``0 - x``, zeros added, ``out=`` forms."""
-    a = rotate(rotate(x)) + rotate(np.ones((3, 3)) * 2.0) + rotate(x)[0]
-    b = blend(x, 1.0) + blend(1.0, x) + blend(x, 0.0) + blend(0.0, x) + blend(x, -1.0)
-    c = blend(np.zeros((3, 3)), x) * blend(x, w)
-    return np.sum((a + b + c) * w) + np.sum(rotate(w * x))
+    ``.T``, ``-(-x)``, ``x * 1``, ``0 + x``, ``0 - x``, zeros added, ``out=`` forms."""
+    a = rotate(rotate(x)) + rotate(x)[0]
+    b = blend(x, 1.0) + blend(0.0, x) + blend(np.zeros((3, 3)), x)
+    return np.sum((a + b) * w)

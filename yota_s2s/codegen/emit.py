@@ -26,9 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SourceLoc
+from ..errors import SourceLoc, StaticValueError
 from ..ir.names import Namer, name_tape
 from ..ir.tape import ACCUMULATE, Lit, Primitive, Stmt, Tape, Var, tree_vars
+from ..text import dotted, identifier, literal
 from .buffers import MemoryPlan, plan_memory, writer
 from .scalars import ScalarPlan, name_scalars, plan_scalars, scalar_statement, square
 from .writes import write_statement
@@ -67,7 +68,8 @@ class Emitter:
         self.tape = tape
         self.calls = calls or {}          # user functions: how the module's imports name them
         self.scalars = plan_scalars(tape) if fast else ScalarPlan()
-        self.inlined = _inlinable(tape) - set(self.scalars.elements)
+        # an unpacked array keeps its name (``x0, x1 = x.tolist()``) even where it has one use
+        self.inlined = _inlinable(tape) - set(self.scalars.elements) - set(self.scalars.unpacked)
         if fast:     # what is written into an array is a statement of its own
             self.inlined -= {s.out for s in tape.stmts if s.outs and writer(s)
                              and s.out not in self.scalars.floats}
@@ -103,10 +105,15 @@ class Emitter:
     # -- statements ----------------------------------------------------------------------
 
     def statements(self, stmt: Stmt) -> list[ast.stmt]:
-        special = scalar_statement(self, stmt)
-        if special is None:
-            special = write_statement(self, stmt)
-        return special if special is not None else [self.statement(stmt)]
+        try:
+            special = scalar_statement(self, stmt)
+            if special is None:
+                special = write_statement(self, stmt)
+            return special if special is not None else [self.statement(stmt)]
+        except StaticValueError as e:      # a value with no literal (text.py): say where
+            if e.loc is not None:
+                raise
+            raise StaticValueError(e.what, stmt.loc, e.hint) from None
 
     def statement(self, stmt: Stmt) -> ast.stmt:
         kind = stmt.prim.emit[0]
@@ -155,7 +162,8 @@ class Emitter:
         if op is not None and op.prim.emit[0] == "binop" and op.prim.emit[1] in _AUGMENTED \
                 and op.out.aval.dtype == stmt.out.aval.dtype and isinstance(op.args[0], Var):
             read = self.made_by.get(op.args[0]) if op.args[0] in self.inlined else None
-            if read is not None and read.prim.fn is operator.getitem and read.args == (target, key):
+            if read is not None and read.prim.fn is operator.getitem \
+                    and read.args == (target, key):
                 return ast.AugAssign(sub, _BINOPS[op.prim.emit[1]](), self.atom(op.args[1]))
         return ast.Assign([sub], self.atom(value), lineno=0)
 
@@ -188,7 +196,7 @@ class Emitter:
             return self.atom(args[0])
         if kind == "getitem":
             return ast.Subscript(self.atom(args[0]), self.key(args[1]), ast.Load())
-        keywords = [ast.keyword(k, self.literal(v)) for k, v in stmt.params]
+        keywords = [ast.keyword(identifier(k), self.literal(v)) for k, v in stmt.params]
         operands = [self.atom(a) for a in args]
         if stmt.prim.operands and stmt.prim.operands[-1].startswith("*"):
             operands = operands[:-1] + list(operands[-1].elts)
@@ -204,7 +212,11 @@ class Emitter:
             return ast.Attribute(operands[0], "T", ast.Load())
         if kind == "method" or (stmt.prim.method and is_array):     # ``dt.sum(axis=1)``
             name = emit[1] if kind == "method" else stmt.prim.method
-            return ast.Call(ast.Attribute(operands[0], name, ast.Load()), operands[1:], keywords)
+            this = operands[0]
+            if not is_array:
+                this = ast.Call(_dotted("xp.asarray"), [this], [])    # a Python float: no methods
+            return ast.Call(ast.Attribute(this, identifier(name), ast.Load()), operands[1:],
+                            keywords)
         if stmt.prim in self.calls:
             return ast.Call(_dotted(self.calls[stmt.prim]), operands, keywords)
         self.modules.add(emit[1].split(".")[0])
@@ -220,8 +232,7 @@ class Emitter:
 
     def key_part(self, part: Any, call: bool = False) -> ast.expr:
         if isinstance(part, Lit) and isinstance(part.value, np.ndarray) and part.value.dtype.kind in "iub":
-            return ast.Constant(part.value.tolist()) if part.value.ndim == 0 else \
-                ast.parse(repr(part.value.tolist()), mode="eval").body   # x[[0, 2]], as written
+            return self.literal(part.value.tolist())     # x[[0, 2]], as written
         if isinstance(part, Lit) and isinstance(part.value, slice):
             s = part.value
             bounds = [s.start, s.stop, s.step]
@@ -233,33 +244,8 @@ class Emitter:
         return self.atom(part)
 
     def literal(self, value: Any) -> ast.expr:
-        """Source text for a static value, exact for its type (``xp.float32(0.5)``)."""
-        if isinstance(value, bool) or value is None or value is Ellipsis or isinstance(value, str):
-            return ast.Constant(value)
-        if isinstance(value, (int, float)):
-            if isinstance(value, float) and not math.isfinite(value):
-                name = "xp.nan" if math.isnan(value) else "xp.inf"
-                return ast.UnaryOp(ast.USub(), _dotted(name)) if value < 0 else _dotted(name)
-            if value < 0 or (isinstance(value, float) and math.copysign(1, value) < 0):
-                return ast.UnaryOp(ast.USub(), ast.Constant(-value))
-            return ast.Constant(value)
-        if isinstance(value, complex):
-            return ast.Call(ast.Name("complex"), [ast.Constant(value.real), ast.Constant(value.imag)], [])
-        if isinstance(value, tuple):
-            return ast.Tuple([self.literal(v) for v in value])
-        if isinstance(value, slice):
-            return ast.Call(ast.Name("slice"), [self.literal(v) for v in (value.start, value.stop, value.step)], [])
-        if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
-            return _dotted(f"xp.{np.dtype(value).name}")
-        if isinstance(value, np.generic):
-            return ast.Call(_dotted(f"xp.{value.dtype.name}"), [self.literal(value.item())], [])
-        if isinstance(value, np.ndarray) and value.size == 0:      # tolist() loses the shape
-            return ast.Call(_dotted("xp.empty"), [self.literal(value.shape)],
-                            [ast.keyword("dtype", _dotted(f"xp.{value.dtype.name}"))])
-        if isinstance(value, np.ndarray):
-            return ast.Call(_dotted("xp.asarray"), [ast.Constant(value.tolist())],
-                            [ast.keyword("dtype", _dotted(f"xp.{value.dtype.name}"))])
-        raise TypeError(f"cannot write {value!r} as a literal")
+        """A static value, exact for its type (``xp.float32(0.5)``): ``text.literal``."""
+        return literal(value)
 
 
 def unparse(node: ast.AST) -> str:
@@ -275,11 +261,7 @@ def unparse(node: ast.AST) -> str:
 
 
 def _dotted(path: str) -> ast.expr:
-    parts = path.split(".")
-    node: ast.expr = ast.Name(parts[0])
-    for p in parts[1:]:
-        node = ast.Attribute(node, p, ast.Load())
-    return node
+    return dotted(path)
 
 
 def _has_array_lit(key: Any) -> bool:
@@ -333,7 +315,9 @@ def _inlinable(tape: Tape) -> set[Var]:
         plain = stmt.prim.nout == 1 and not (stmt.prim.effect or stmt.prim.inplace or stmt.prim.creates)
         v = stmt.outs[0] if stmt.outs else None
         using = tape.stmts[user[v]] if v in user else None
-        partial = uses[v] == 1 and using.rule == ACCUMULATE and using.args[1] is v
+        # (a pass may have rewritten the addition into a one-operand statement: check the arity)
+        partial = uses[v] == 1 and using.rule == ACCUMULATE and len(using.args) == 2 \
+            and using.args[1] is v
         if not plain or tape.hint_of(v) or (tape.primal_of(v) in named and not partial) \
                 or v in outputs or uses[v] != 1:
             named.update(stmt.outs)

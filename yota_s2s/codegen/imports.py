@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import RuleError, SourceLoc
-from ..ir.names import RESERVED
+from ..ir.names import AVOIDED, RESERVED
 from ..ir.tape import Primitive, Tape
+from ..text import is_identifier, normal, printable
 
 MODULE_PRELUDE_NAMES = frozenset({"_mismatch"})
 MAX_LINE = 99
@@ -43,14 +44,16 @@ class Imports:
     names: set[str] = field(default_factory=set)               # names the imports bind
 
 
-def plan_imports(tape: Tape) -> Imports:
-    """The import lines and call paths for the user functions ``tape`` calls, in a fixed order."""
+def plan_imports(tape: Tape, module_names: set[str] = frozenset()) -> Imports:
+    """The import lines and call paths for the user functions ``tape`` calls, in a fixed order;
+    no import binds one of ``module_names`` (the module's own functions)."""
     users: dict[Primitive, SourceLoc | None] = {}
     for stmt in tape.stmts:
         if len(stmt.prim.emit) > 2 and stmt.prim not in users:
             users[stmt.prim] = stmt.loc
     plan = Imports()
-    taken = set(RESERVED) | MODULE_PRELUDE_NAMES | set(tape.params)
+    taken = {normal(n) for n in RESERVED | AVOIDED | MODULE_PRELUDE_NAMES | set(tape.params)
+             | set(module_names)}
     bound: dict[str, str] = {}                # name -> the module it is imported from
     names: dict[str, list[str]] = {}          # module -> names imported from it
     aliased: list[str] = []
@@ -98,8 +101,9 @@ def _check_importable(prim: Primitive, qualname: str, module: str, loc: SourceLo
                         f"Move {name} and its rule into a module and import them from there, or "
                         f"name the module it can be imported from: "
                         f"ys.primitive({name}, module=\"mymodel\").")
-    found = _lookup(module, qualname)
     of_an_object = inspect.ismethod(prim.fn) and not inspect.isclass(prim.fn.__self__)
+    plain = all(map(is_identifier, module.split(".") + qualname.split(".")))
+    found = _lookup(module, qualname) if plain and "<locals>" not in qualname else None
     if of_an_object:        # held by name only bound to the same object (``norm.logpdf``)
         held = inspect.ismethod(found) and found == prim.fn
     else:
@@ -112,6 +116,11 @@ def _check_importable(prim: Primitive, qualname: str, module: str, loc: SourceLo
         outer = qualname.split(".<locals>")[0]
         raise RuleError(f"{name} is defined inside {outer}(), so the generated module cannot "
                         "import it", loc, f"Define {name} at the top level of its module.")
+    if not plain:
+        raise RuleError(f"the generated module cannot import {printable(module)}."
+                        f"{printable(qualname)}: not a plain dotted name", loc,
+                        "Give the function a plain name in a module with a plain name, or name "
+                        "the module: ys.primitive(fn, module=\"mymodel\").")
     if not held:
         raise RuleError(f"the generated module would call {module}.{qualname}, but that is not "
                         f"the {name} that has the rule", loc,

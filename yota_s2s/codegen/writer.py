@@ -10,6 +10,8 @@ only on the tape, so two compilations of the same input are byte-identical.
 """
 from __future__ import annotations
 
+import ast
+import builtins
 import textwrap
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -17,6 +19,8 @@ from typing import Any, Sequence
 from .. import __version__
 from ..errors import InternalError
 from ..ir.tape import Tape, Var
+from ..text import (access_expr, comment, describe, docstring_line, identifier, literal_text,
+                    name_base, printable)
 from .emit import Block, Emitter, unparse
 from .imports import Imports, plan_imports
 from .workspace import header_lines, prelude, takes_out, unpack_line
@@ -31,6 +35,11 @@ class GuardError(ValueError):
 
 _PRELUDE_MISMATCH = '''
 def _mismatch(func, name, expected, value):
+    if isinstance(value, xp.ndarray) and type(value) is not xp.ndarray:
+        return TypeError(f"{func}: argument {name} is a {type(value).__qualname__}, a subclass of "
+                         "ndarray, whose operations may differ (np.matrix's * is a matrix product, a "
+                         "masked array skips masked elements); pass a plain array: "
+                         f"np.asarray({name}) (a masked array: {name}.filled(value))")
     got = f"{value.dtype}{list(value.shape)}" if hasattr(value, "shape") else repr(value)
     return TypeError(f"{func}: argument {name} must be {expected}, got {got}; compile again "
                      "for these arguments (ys.grad does this for you)")
@@ -38,7 +47,7 @@ def _mismatch(func, name, expected, value):
 
 
 def function_name(tape: Tape) -> str:
-    return f"{tape.name}_grad" if tape.name.isidentifier() else "lambda_grad"
+    return f"{name_base(tape.name)}_grad" if tape.name.isidentifier() else "lambda_grad"
 
 
 @dataclass
@@ -81,7 +90,48 @@ def write_module(tapes: Tape | Sequence[Tape], device: str = "cpu",
     if any(_has_checks(tape) for tape in tapes):
         parts.append(_PRELUDE_MISMATCH)
     parts += [prelude(w.emitter) for w in written if prelude(w.emitter)]
-    return "\n".join(parts + [w.text for w in written])
+    text = "\n".join(parts + [w.text for w in written])
+    check_names(text)
+    return text
+
+
+def check_names(text: str) -> None:
+    """The module parses, and no function's parameter or local shadows a module-level name or
+    a builtin that the module reads (``xp``, ``_ONES_3``, ``isinstance``): a compiler bug
+    otherwise, caught here rather than as a wrong value."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as e:
+        raise InternalError(f"the generated module does not parse: {e}") from None
+    bound = [n.id for stmt in tree.body if isinstance(stmt, ast.Assign)
+             for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+    bound += [a.asname or a.name.split(".")[0] for stmt in tree.body
+              if isinstance(stmt, (ast.Import, ast.ImportFrom)) for a in stmt.names]
+    bound += [stmt.name for stmt in tree.body
+              if isinstance(stmt, (ast.FunctionDef, ast.ClassDef))]
+    module = set(bound)
+    twice = sorted(n for n in module if bound.count(n) > 1)
+    if twice:
+        raise InternalError(f"the generated module binds {', '.join(twice)} twice")
+    functions = [fn for fn in tree.body if isinstance(fn, ast.FunctionDef)]
+    local = {fn.name: _locals(fn) for fn in functions}
+    free = set().union(*(_loads(fn) - local[fn.name] for fn in functions))
+    shared = module | (free & set(dir(builtins)))
+    for fn in functions:
+        clash = sorted(local[fn.name] & shared)
+        if clash:
+            raise InternalError(f"in the generated {fn.name}, {', '.join(clash)} would shadow "
+                                "a module-level name or a builtin")
+
+
+def _locals(fn: ast.FunctionDef) -> set[str]:
+    names = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
+    return names | {n.id for n in ast.walk(fn)
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def _loads(fn: ast.FunctionDef) -> set[str]:
+    return {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
 def write_functions(tapes: Sequence[Tape], buffers: bool = False) -> tuple[list[Written], Imports]:
@@ -90,8 +140,10 @@ def write_functions(tapes: Sequence[Tape], buffers: bool = False) -> tuple[list[
     merged = tapes[0] if len(tapes) == 1 else tapes[0].copy(
         stmts=[s for t in tapes for s in t.stmts],
         params=tuple(dict.fromkeys(p for t in tapes for p in t.params)))
-    imports = plan_imports(merged)
-    taken = imports.names | {"out"} if buffers else imports.names   # out= of the function
+    functions = {function_name(t) for t in tapes}
+    imports = plan_imports(merged, functions)
+    taken = imports.names | functions                                 # module-level names
+    taken |= {"out"} if buffers else set()                            # out= of the function
     return [_function(t, Emitter(t, taken=taken, calls=imports.calls, fast=buffers))
             for t in tapes], imports
 
@@ -100,7 +152,8 @@ def _function(tape: Tape, emitter: Emitter) -> Written:
     blocks = emitter.blocks()
     fname = function_name(tape)
     returns, build = _returns(tape, emitter)
-    body = _checks(tape, fname) + _struct_args(tape, emitter, fname) + unpack_line(emitter)
+    body = _checks(tape, emitter, fname) + _struct_args(tape, emitter, fname) + \
+        unpack_line(emitter)
     section = None
     for block in blocks:
         if block.section != section and section != "backward":
@@ -109,10 +162,11 @@ def _function(tape: Tape, emitter: Emitter) -> Written:
         body += _block_lines(block, tape)
     body += build
     body.append(f"return {', '.join(returns)}")
-    params = list(tape.params) + (["*", "out=None"] if takes_out(emitter) else [])
+    params = list(map(identifier, emitter.names.params)) + \
+        (["*", "out=None"] if takes_out(emitter) else [])
     if emitter.memory.slots:
         emitter.modules.add("threading")
-    signature = f"def {fname}({', '.join(params)}):"
+    signature = f"def {identifier(fname)}({', '.join(params)}):"
     text = "\n" + signature + "\n" + textwrap.indent("\n".join(body), INDENT) + "\n"
     return Written(tape, emitter, blocks, returns, text)
 
@@ -122,13 +176,13 @@ def _function(tape: Tape, emitter: Emitter) -> Written:
 def _header(tape: Tape, device: str, regenerate: str | None, returns: list[str],
             emitter: Emitter) -> str:
     where = f" ({tape.loc.short})" if tape.loc else ""
-    lines = [f'"""Gradient of {tape.name}{where}, generated by yota-s2s {__version__}. Do not edit.',
+    lines = [f"Gradient of {tape.name}{where}, generated by yota-s2s {__version__}. Do not edit.",
              ""] + signature_lines(tape, device, returns)
     lines += header_lines(emitter, tape)
     if regenerate:
         lines.append(f"Regenerate: {regenerate}")
-    return "\n".join(textwrap.fill(line, 99, subsequent_indent="    ") if line else line
-                     for line in lines) + '\n"""'
+    return _docstring(textwrap.fill(printable(line), 99, subsequent_indent=INDENT) if line
+                      else line for line in lines)
 
 
 def signature_lines(tape: Tape, device: str, returns: list[str]) -> list[str]:
@@ -148,21 +202,30 @@ def _header_many(written: list[Written], device: str, regenerate: str | None,
                  source: str | None) -> str:
     """Each function in a paragraph; lines break between items, never inside one; the source
     and the command stay whole, to be copied."""
-    files = sorted({w.tape.loc.short.split(":")[0] for w in written if w.tape.loc}) or ["?"]
-    lines = [f'"""Gradients for {", ".join(files)}, generated by yota-s2s {__version__}. '
+    files = sorted({printable(w.tape.loc.short.split(":")[0]) for w in written if w.tape.loc}) \
+        or ["?"]
+    lines = [f'Gradients for {", ".join(files)}, generated by yota-s2s {__version__}. '
              "Do not edit."]
     for w in written:
         tape = w.tape
-        of = f" ({tape.loc.short})" if tape.loc else ""
+        of = f" ({printable(tape.loc.short)})" if tape.loc else ""
         params = [_describe_param(tape, i) for i in range(len(tape.params))]
         lines += ["", f"{function_name(tape)}: the gradient of {tape.name}{of}, device {device}."]
         lines += _wrap_items(f"{INDENT}Compiled for: ", params, "; ", ".")
         lines += _wrap_items(f"{INDENT}Returns: ", w.returns, ", ", _struct_note(tape, w.returns)
                              + ".")
         lines += [INDENT + line for line in header_lines(w.emitter, tape)]
-    tail = ([f"Source: {source}"] if source else []) + \
-        ([f"Regenerate: {regenerate}"] if regenerate else [])
-    return "\n".join(lines + ([""] + tail if tail else [])) + '\n"""'
+    tail = ([f"Source: {printable(source)}"] if source else []) + \
+        ([f"Regenerate: {printable(regenerate)}"] if regenerate else [])
+    return _docstring(lines + ([""] + tail if tail else []))
+
+
+def _docstring(lines) -> str:
+    """The module docstring, its lines escaped (``text.docstring_line``), so that no name or
+    value in it (a ``\"\"\"`` in a string argument, a file name, a dict key) can end it; the
+    lines are ``printable`` already, so the only newlines are ours."""
+    text = "\n".join(docstring_line(line) for line in "\n".join(lines).split("\n"))
+    return f'"""{text}\n"""'
 
 
 def _wrap_items(prefix: str, items: list[str], sep: str, end: str) -> list[str]:
@@ -214,12 +277,7 @@ def _describe_param(tape: Tape, argnum: int) -> str:
 
 def static_text(value: Any) -> str:
     """A static value as the header shows it, the same in every run (no addresses)."""
-    if _checkable(value):
-        return repr(value)
-    name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
-    if isinstance(name, str):
-        return name
-    return f"<{type(value).__name__}>"
+    return describe(value)
 
 
 def _spec(var: Var) -> str:
@@ -247,52 +305,69 @@ def _checkable(value: Any) -> bool:
         isinstance(value, tuple) and all(_checkable(v) for v in value))
 
 
-def _checks(tape: Tape, fname: str) -> list[str]:
+def _checks(tape: Tape, emitter: Emitter, fname: str) -> list[str]:
     """Top-level arguments: each array's type, shape and dtype, each static value."""
     lines = []
     for inp in tape.inputs:
         if inp.path == ():
-            lines += _leaf_check(tape, fname, inp.var, tape.params[inp.argnum], inp.access)
+            lines += _leaf_check(fname, inp.var, emitter.names.params[inp.argnum], inp.access)
     for static in tape.statics:
         if static.path == ():
-            lines += _static_check(fname, static.access, static.value)
+            lines += _static_check(fname, _read(tape, emitter, static.access), static.access,
+                                   static.value)
     return lines
 
 
-def _leaf_check(tape: Tape, fname: str, var: Var, ref: str, access: str) -> list[str]:
-    aval = var.aval
+def _read(tape: Tape, emitter: Emitter, access: str) -> str:
+    """An access (``m.layers[0].W``) as the generated function writes it: checked to be one
+    (``text.access_expr``), starting from the function's name for the argument."""
+    return unparse(access_expr(access, dict(zip(tape.params, emitter.names.params))))
+
+
+def _leaf_check(fname: str, var: Var, ref: str, access: str) -> list[str]:
+    aval, ref = var.aval, identifier(ref)
     if aval.weak:
-        test = f"not isinstance({ref}, (int, float)) or isinstance({ref}, bool)"
-        expected = "a float"
+        number = "(int, float, complex)" if aval.dtype.kind == "c" else "(int, float)"
+        tests = [f"not isinstance({ref}, {number})", f"isinstance({ref}, bool)"]
+        expected = "a complex" if aval.dtype.kind == "c" else "a float"
     else:
-        kind = "xp.ndarray" if aval.ndim else "(xp.ndarray, xp.generic)"
-        test = (f"not isinstance({ref}, {kind}) or {ref}.shape != {aval.shape!r} "
-                f"or {ref}.dtype != xp.{aval.dtype.name}")
+        # exactly ndarray: a subclass (np.matrix, a masked array) computes something else
+        kind = f"type({ref}) is not xp.ndarray" if aval.ndim else \
+            f"(type({ref}) is not xp.ndarray and not isinstance({ref}, xp.generic))"
+        tests = [kind, f"{ref}.shape != {literal_text(aval.shape)}",
+                 f"{ref}.dtype != {literal_text(aval.dtype)}"]
         expected = _spec(var)
-    return [_if(test), f"{INDENT}raise _mismatch({fname!r}, {access!r}, {expected!r}, {ref})"]
+    return [_if(*tests), _raise_mismatch(fname, access, expected, ref)]
 
 
-def _static_check(fname: str, access: str, value: Any) -> list[str]:
+def _raise_mismatch(fname: str, access: str, expected: str, value: str) -> str:
+    """``raise _mismatch('f_grad', 'm.W', 'float64[3]', W)``: the texts as literals."""
+    texts = ", ".join(literal_text(t) for t in (fname, access, expected))
+    return f"{INDENT}raise _mismatch({texts}, {value})"
+
+
+def _static_check(fname: str, read: str, access: str, value: Any) -> list[str]:
     """``len(m.layers) != 2``, ``m.mode != 'train'``, a function by its name; nothing for
-    other objects, which only ``ys.grad``'s cache can tell apart."""
+    other objects, which only ``ys.grad``'s cache can tell apart. ``read`` is the access as
+    the function writes it, ``access`` as the message shows it."""
     if _checkable(value):
-        test, expected = (f"{access} is not None" if value is None else f"{access} != {value!r}",
-                          repr(value))
+        test, expected = (f"{read} is not None" if value is None else
+                          f"{read} != {literal_text(value)}", describe(value))
     elif isinstance(getattr(value, "__name__", None), str) and callable(value):
-        expected = value.__name__
-        test = f"getattr({access}, '__name__', None) != {expected!r}"
+        expected = str.__str__(value.__name__)
+        test = f"getattr({read}, '__name__', None) != {literal_text(expected)}"
     else:
         return []
-    return [_if(test), f"{INDENT}raise _mismatch({fname!r}, {access!r}, {expected!r}, {access})"]
+    return [_if(test), _raise_mismatch(fname, access, expected, read)]
 
 
-def _if(test: str) -> str:
-    """``if test:``, wrapped before an ``or`` where the line would pass 99 columns."""
-    line = f"if {test}:"
-    if len(line) + len(INDENT) <= 99 or " or " not in test:
+def _if(*tests: str) -> str:
+    """``if a or b:``, wrapped after the first test where the line would pass 99 columns
+    (between tests, never inside one: a test may hold a string with `` or `` in it)."""
+    line = f"if {' or '.join(tests)}:"
+    if len(line) + len(INDENT) <= 99 or len(tests) == 1:
         return line
-    first, rest = test.split(" or ", 1)
-    return f"if ({first}\n{INDENT * 2}or {rest}):"
+    return f"if ({tests[0]}\n{INDENT * 2}or {' or '.join(tests[1:])}):"
 
 
 def _struct_args(tape: Tape, emitter: Emitter, fname: str) -> list[str]:
@@ -306,30 +381,32 @@ def _struct_args(tape: Tape, emitter: Emitter, fname: str) -> list[str]:
         facts += [(i.path, 1, i) for i in tape.inputs if i.argnum == argnum]
         for _, is_leaf, fact in sorted(facts, key=lambda f: (_path_key(f[0]), f[1])):
             if not is_leaf:
-                lines += _static_check(fname, fact.access, fact.value)
+                lines += _static_check(fname, _read(tape, emitter, fact.access), fact.access,
+                                       fact.value)
                 continue
-            name = emitter.names[fact.var]
-            lines.append(f"{name} = {fact.access}")
-            lines += _leaf_check(tape, fname, fact.var, name, fact.access)
+            name = identifier(emitter.names[fact.var])
+            lines.append(f"{name} = {_read(tape, emitter, fact.access)}")
+            lines += _leaf_check(fname, fact.var, name, fact.access)
     return lines
 
 
 def _path_key(path: tuple) -> tuple:
     """Sorts paths of mixed keys; a container comes before its items."""
-    return tuple((0, k, "") if isinstance(k, int) else (1, 0, repr(k)) for k in path)
+    return tuple((0, k, "") if isinstance(k, int) else (1, 0, literal_text(k)) for k in path)
 
 
 def _block_lines(block: Block, tape: Tape) -> list[str]:
     loc = block.loc
-    comment = "#"
+    note = ""
     if loc is not None:
         prefix = "grad of " if block.section == "backward" else ""
-        comment = f"# {prefix}{loc.short}  {loc.text}"
+        note = f"{prefix}{loc.short}  {loc.text}"
         if loc.func and loc.func != tape.name and block.section == "forward":
-            comment += f"    ({loc.func}, inlined)"
-        if len(comment) > MAX_COMMENT:
-            comment = comment[:MAX_COMMENT - 3] + "..."
-    lines = [comment]
+            note += f"    ({loc.func}, inlined)"
+    line = comment(note)           # escaped: a newline in a file name cannot end it
+    if len(line) > MAX_COMMENT:
+        line = line[:MAX_COMMENT - 3] + "..."
+    lines = [line]
     for node in block.stmts:
         lines += unparse(node).splitlines()
     return lines
@@ -343,17 +420,17 @@ def _returns(tape: Tape, emitter: Emitter) -> tuple[list[str], list[str]]:
         if isinstance(atom, Var) and atom in emitter.memory.delivered:
             argnum, path = emitter.memory.delivered[atom]
             key = argnum if not path else (argnum, path)
-            return f"_deliver(out, {key!r}, {unparse(emitter.atom(atom))})"
+            return f"_deliver(out, {literal_text(key)}, {unparse(emitter.atom(atom))})"
         return unparse(emitter.atom(atom))
     out, build = [text(tape.result)], []
     for argnum, kind in enumerate(tape.arg_kinds):
         leaves = [(i, g) for i, g in zip(tape.inputs, tape.grads or []) if i.argnum == argnum]
         if kind == "struct":
-            items = [f"{i.path!r}: {text(g)}" for i, g in leaves if g is not None]
+            items = [f"{literal_text(i.path)}: {text(g)}" for i, g in leaves if g is not None]
             if not items and any(i.var.aval.is_float for i, _ in leaves):
                 out.append("None")          # not asked for (wrt=)
                 continue
-            name = emitter.names.fresh("d" + tape.params[argnum])
+            name = emitter.names.fresh("d" + emitter.names.params[argnum])
             build += _dict_lines(name, items)
             out.append(name)
         elif leaves and leaves[0][1] is not None:

@@ -17,6 +17,7 @@ import operator
 import numpy as np
 
 from ..ir.tape import Lit, Stmt, Var
+from ..text import dotted, identifier, literal
 
 _AUGMENTED = {operator.add: ast.Add, operator.sub: ast.Sub, operator.mul: ast.Mult,
               operator.truediv: ast.Div}
@@ -54,15 +55,15 @@ def write_statement(em, stmt: Stmt) -> list[ast.stmt] | None:
 
 def result_call(key: tuple, v: Var) -> ast.expr:
     argnum, path = key
-    where = ast.Constant(argnum) if not path else ast.Tuple([ast.Constant(argnum), ast.Constant(path)])
-    args = [ast.Name("out"), where, ast.Constant(v.aval.shape)]
+    where = argnum if not path else (argnum, path)
+    args = [ast.Name("out"), literal(where), literal(v.aval.shape)]
     if v.aval.dtype.name != "float64":
-        args.append(_xp(v.aval.dtype.name))
+        args.append(literal(v.aval.dtype))
     return ast.Call(ast.Name("_result"), args, [])
 
 
 def _xp(name: str) -> ast.expr:
-    return ast.Attribute(ast.Name("xp"), name, ast.Load())
+    return dotted(f"xp.{name}")
 
 
 def _call(em, stmt: Stmt, form: str, target: ast.expr) -> ast.expr:
@@ -77,11 +78,12 @@ def _call(em, stmt: Stmt, form: str, target: ast.expr) -> ast.expr:
                         else operands, out)
     if form == "matmul":
         return ast.Call(_xp("matmul"), operands, out)
-    keywords = [ast.keyword(k, em.literal(val)) for k, val in stmt.params] + out
+    keywords = [ast.keyword(identifier(k), em.literal(val)) for k, val in stmt.params] + out
     if form == "reduce" and sum_as_product(em, stmt):
         return ast.Call(_xp("matmul"), sum_as_product(em, stmt), out)
     if form == "reduce" and isinstance(stmt.args[0], Var) and not stmt.args[0].aval.weak:
-        return ast.Call(ast.Attribute(operands[0], stmt.prim.method, ast.Load()), [], keywords)
+        return ast.Call(ast.Attribute(operands[0], identifier(stmt.prim.method),
+                                      ast.Load()), [], keywords)
     return ast.Call(_xp(stmt.prim.emit[1].removeprefix("xp.")), operands, keywords)   # xp.sum
 
 
@@ -102,7 +104,10 @@ def sum_as_product(em, stmt: Stmt) -> list[ast.expr] | None:
     if (aval.dtype.name == "float32" and n > 4096) or (made and made.prim.fn is np.broadcast_to):
         return None
     suffix = "" if aval.dtype.name == "float64" else "_F32"
-    ones = ast.Name(em.ones.setdefault((n, aval.dtype.name), f"_ONES_{n}{suffix}"))
+    key = (n, aval.dtype.name)
+    if key not in em.ones:       # a module-level name: no parameter or value may hold it
+        em.ones[key] = em.names.fresh(f"_ONES_{n}{suffix}")
+    ones = ast.Name(em.ones[key])
     return [ones, em.atom(x)] if axis % 2 == 0 else [em.atom(x), ones]
 
 

@@ -178,8 +178,8 @@ class UpdatesMixin:
             return self.call_primitive(lookup(np.moveaxis), (new, args[2], args[1]), {}, node)
         if fn is np.flip:
             return self.call_primitive(lookup(np.flip), (new,), dict(stmt.params), node)
-        raise UnsupportedSyntax(f"this writes into the result of {stmt.prim.name}, which shares memory "
-                                "with its argument; writing through it is not supported",
+        raise UnsupportedSyntax(f"this writes into the result of {stmt.prim.name}, which shares "
+                                "memory with its argument; writing through it is not supported",
                                 self.loc(node), "Copy it first (`.copy()`), or write into the "
                                 "original array.")
 

@@ -8,24 +8,47 @@
 - Everything else is a temporary ``t1, t2, ...``, numbered densely in statement order.
 - An ``inplace`` statement's result shares its first operand's name (``dx[2] += t5``).
 
+- Every name is an identifier in its NFKC normal form (``text.name_base``), compared in that
+  form, as Python compares names: ``µ`` and ``μ`` get ``μ`` and ``μ_1``, a dict key ``x²`` is
+  ``x2``. Names the generated module reads or defines (``RESERVED``: ``xp``, ``_result``,
+  ``isinstance``...) are never given to a value; a parameter with one is renamed (``xp_1``).
+
 Names never depend on Var ids, so the same program always gets the same names.
 """
 from __future__ import annotations
 
 from typing import Callable, Iterable
 
+from ..text import name_base, normal
 from .tape import ACCUMULATE, Tape, Var
 
-RESERVED = frozenset({"xp", "math", "GuardError", "float", "int", "abs", "max", "min", "len",
-                      "range", "sum", "print", "isinstance", "tuple", "list", "dict", "None",
-                      "True", "False", "self", "lambda", "def", "return", "in", "is", "not"})
+# Names the generated module defines or reads at module level: its imports, its helpers
+# (codegen/writer.py, codegen/workspace.py) and the builtins generated code calls. A parameter
+# or value with one of these names is renamed (``xp_1``), never allowed to shadow it. The
+# ``_ONES_n`` vectors take fresh names as they are made; ``out`` is taken where the function
+# has the ``out=`` keyword (codegen/writer.py). ``write_module`` checks the result.
+MODULE_NAMES = frozenset({"xp", "math", "threading", "GuardError", "_mismatch", "_result",
+                          "_deliver", "_out_entry", "_work_arrays", "WORK_ARRAYS", "_local",
+                          "_"})
+BUILTINS_USED = frozenset({"float", "int", "complex", "len", "isinstance", "getattr", "hasattr",
+                           "repr", "slice", "tuple", "list", "TypeError", "ValueError", "None",
+                           "True", "False"})
+RESERVED = MODULE_NAMES | BUILTINS_USED
+# Names that values other than parameters avoid, for the reader (a temporary is never ``sum``);
+# a parameter keeps them (``self``).
+AVOIDED = frozenset({"bool", "abs", "max", "min", "range", "sum", "print", "dict", "type", "self"})
 
 
 class Namer:
+    """Hands out names; every name it gives is an identifier in its NFKC normal form (the form
+    Python compares), so two names it gives are never one variable to Python."""
+
     def __init__(self, taken: Iterable[str] = (), tape: Tape | None = None):
-        self.taken: set[str] = set(RESERVED) | set(taken)
+        self.taken: set[str] = {normal(n) for n in RESERVED | set(taken)}
+        self.avoided: set[str] = set(AVOIDED)
         self.source_names: set[str] = set()
         self.names: dict[Var, str] = {}
+        self.params: list[str] = []        # the generated function's parameter names
         self._temps = 0
         # a tape's side tables (Tape.hints, Tape.primals) over the Vars' own fields
         self.hint_of: Callable[[Var], str | None] = tape.hint_of if tape else lambda v: v.hint
@@ -34,18 +57,33 @@ class Namer:
 
     def reserve_sources(self, names: Iterable[str]) -> None:
         """Source names are kept for their own values; other values avoid them."""
-        self.source_names |= set(names)
+        self.source_names |= {name_base(n) for n in names}
+
+    def _free(self, name: str, own: bool = False) -> bool:
+        return name not in self.taken and name not in self.avoided and \
+            (own or name not in self.source_names)
+
+    def param(self, name: str) -> str:
+        """The generated function's name for a parameter: its own unless that would shadow
+        a name the module needs (``xp`` -> ``xp_1``)."""
+        base = name_base(name)
+        if base not in self.taken:
+            self.taken.add(base)
+            return base
+        return self.fresh(base, own=True)
 
     def fresh(self, base: str, own: bool = False) -> str:
-        """``base`` if free, else ``base_1``, ``base_2``, ...
+        """``base`` (made an identifier, ``text.name_base``) if free, else ``base_1``,
+        ``base_2``, ...
 
         A source name is free only for a value that was bound to it (``own``).
         """
-        if base not in self.taken and (own or base not in self.source_names):
+        base = name_base(base)
+        if self._free(base, own):
             self.taken.add(base)
             return base
         k = 1
-        while f"{base}_{k}" in self.taken or f"{base}_{k}" in self.source_names:
+        while not self._free(f"{base}_{k}"):
             k += 1
         self.taken.add(f"{base}_{k}")
         return f"{base}_{k}"
@@ -54,7 +92,7 @@ class Namer:
         while True:
             self._temps += 1
             name = f"t{self._temps}"
-            if name not in self.taken and name not in self.source_names:
+            if self._free(name):
                 self.taken.add(name)
                 return name
 
@@ -87,11 +125,10 @@ def name_tape(tape: Tape, skip: set[Var] = frozenset(), taken: Iterable[str] = (
     for stmt in tape.stmts:
         hints |= {hint_of(v) for v in stmt.outs if hint_of(v)}
     namer.reserve_sources(hints | set(tape.params))
-    for param in tape.params:
-        namer.taken.add(param)
+    namer.params = [namer.param(p) for p in tape.params]
     for inp in tape.inputs:
         if inp.path == ():
-            namer.names[inp.var] = tape.params[inp.argnum]
+            namer.names[inp.var] = namer.params[inp.argnum]
         else:
             namer.name_var(inp.var)
     totals = _accumulated_totals(tape, skip)
@@ -135,7 +172,7 @@ def _running_sums(tape: Tape) -> dict[Var, Var]:
 def _partial_name(namer: Namer, base: str) -> str:
     """Partials of an accumulated gradient: ``dh_1``, ``dh_2`` (the total takes ``dh``)."""
     k = 1
-    while f"{base}_{k}" in namer.taken or f"{base}_{k}" in namer.source_names:
+    while not namer._free(f"{base}_{k}"):
         k += 1
     namer.taken.add(f"{base}_{k}")
     return f"{base}_{k}"

@@ -91,11 +91,21 @@ class Lit:
     value: Any
 
     def __hash__(self) -> int:
-        return hash((type(self.value).__name__, repr(self.value)))
+        return hash(_exact_key(self.value))
 
     def __eq__(self, other: object) -> bool:
-        return (isinstance(other, Lit) and type(self.value) is type(other.value)
-                and repr(self.value) == repr(other.value))
+        return isinstance(other, Lit) and _exact_key(self.value) == _exact_key(other.value)
+
+
+def _exact_key(value: Any) -> tuple:
+    """Equal only for the same value of the same type: an array by its bytes (its ``repr``
+    shows 8 digits, so ``[2.0000000001]`` and ``[2.0]`` would be one constant), other values
+    by ``repr``, exact for numbers (``-0.0`` and ``0.0`` differ, as they must)."""
+    if isinstance(value, np.ndarray):
+        return ("ndarray", value.dtype.str, value.shape, value.tobytes())
+    if isinstance(value, tuple):
+        return (type(value),) + tuple(_exact_key(v) for v in value)
+    return (type(value), repr(value))
 
 
 Atom = Var | Lit

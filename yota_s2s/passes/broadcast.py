@@ -50,12 +50,8 @@ def broadcast_constant(stmt: Stmt, producer: dict[Var, Stmt], rules: RuleSet) ->
     if fn is operator.getitem and constant_of(stmt.args[0], producer) is not None:
         return [_filled(stmt, constant_of(stmt.args[0], producer), rules)]
     if fn in _UNARY and constant_of(stmt.args[0], producer) is not None:
-        c = constant_of(stmt.args[0], producer)
-        if fn is astype:        # a scalar of the new dtype (was astype(c): a TypeError)
-            value = np.asarray(c).astype(stmt.args[1].value)[()]
-            value = value.item() if value.dtype in (np.float64, np.complex128) else value
-        else:
-            value = stmt.prim.fn(c, **dict(stmt.params))
+        rest = [a.value for a in stmt.args[1:]]        # astype's dtype
+        value = stmt.prim.fn(constant_of(stmt.args[0], producer), *rest, **dict(stmt.params))
         if np.result_type(value) != stmt.out.aval.dtype:
             return None
         return [_filled(stmt, value, rules)]
