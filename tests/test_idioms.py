@@ -199,44 +199,44 @@ def test_functions_without_gradient_are_plain_calls_in_the_generated_code():
 
 def test_a_function_without_rule_on_a_float_is_still_refused():
     def f(x):
-        return np.sum(np.convolve(x, idioms.KERNEL))
+        return np.trapezoid(x)
     with pytest.raises(ys.NoRuleError) as e:
         ys.simplegrad(f, np.ones(4))
     text = str(e.value)
-    assert "np.convolve has no derivative rule" in text
-    assert "test_idioms.py:" in text and 'ys.diffrule(np.convolve, "a"' in text
+    assert "np.trapezoid has no derivative rule" in text
+    assert "test_idioms.py:" in text and 'ys.diffrule(np.trapezoid, "y"' in text
 
 
 # -- 6. calls inside rules -----------------------------------------------------------------
 
-def smoothed(x):
-    return np.sum(np.sin(idioms.smooth(x)) ** 2)
+def stepped(x):
+    return np.sum(np.sin(idioms.steps(x) * x[1:]) ** 2)
 
 
 @BOTH
 def test_a_rule_may_call_a_function_without_rule(buffers):
     x = np.linspace(0, 1, 6)
-    value, dx = grads(smoothed, x, buffers=buffers, rules=idioms.SMOOTH_RULES)
-    assert value == pytest.approx(smoothed(x), rel=1e-14)
-    np.testing.assert_allclose(dx, numerical_grad(smoothed, [x], 0), atol=1e-8)
+    value, dx = grads(stepped, x, buffers=buffers, rules=idioms.STEP_RULES)
+    assert value == pytest.approx(stepped(x), rel=1e-14)
+    np.testing.assert_allclose(dx, numerical_grad(stepped, [x], 0), atol=1e-8)
 
 
 def test_a_second_differentiation_names_the_rules_call(tmp_path, monkeypatch):
     import importlib
     monkeypatch.syspath_prepend(str(tmp_path))
     x = np.linspace(0, 1, 6)
-    ys.simplegrad(smoothed, x, buffers=False, rules=idioms.SMOOTH_RULES, out_dir=tmp_path,
-                  module_name="first_smoothed")
-    first = importlib.import_module("first_smoothed").smoothed_grad
+    ys.simplegrad(stepped, x, buffers=False, rules=idioms.STEP_RULES, out_dir=tmp_path,
+                  module_name="first_stepped")
+    first = importlib.import_module("first_stepped").stepped_grad
 
     def directional(x):
         return np.sum(first(x)[1])
     with pytest.raises(ys.NoRuleError) as e:
-        ys.simplegrad(directional, x, rules=idioms.SMOOTH_RULES)
+        ys.simplegrad(directional, x, rules=idioms.STEP_RULES)
     text = str(e.value)
-    assert "first_smoothed.py:" in text
-    assert "np.convolve has no derivative rule; it is called by a derivative rule" in text
-    assert 'ys.diffrule(np.convolve, "<operand>"' in text and "ys.nodiff(np.convolve)" in text
+    assert "first_stepped.py:" in text
+    assert "np.ediff1d has no derivative rule; it is called by a derivative rule" in text
+    assert 'ys.diffrule(np.ediff1d, "<operand>"' in text and "ys.nodiff(np.ediff1d)" in text
 
 
 # -- 7. call options a rule does not read --------------------------------------------------
@@ -289,7 +289,10 @@ def test_built_in_rules_read_or_ignore_every_option():
     from yota_s2s.rules.template import unread_options
     missing = [(str(r), unread_options(r, dict(prim.options)))
                for (prim, _), r in ys.RULES.rules.items() if unread_options(r, dict(prim.options))]
-    assert missing == []
+    refused = [m for m in missing if m[0].startswith("scipy.special.logsumexp b:")]
+    assert [m for m in missing if m not in refused] == []
+    # logsumexp(..., return_sign=True) has no gradient: a call with it is refused
+    assert [options for _, options in refused] in ([], [["return_sign"]])
 
 
 # -- 8. ties -------------------------------------------------------------------------------
