@@ -44,6 +44,7 @@ def test_buffered_and_plain_forms_agree_call_after_call(case):
     first = fast.fn(*args)
     if case.name != "guard_taken":
         assert_same(fast.fn(*other), plain.fn(*other))
+        assert_same(first, plain.fn(*args))      # not overwritten by a call on other arguments
     assert_same(fast.fn(*args), plain.fn(*args))
     assert_same(first, plain.fn(*args))          # the first call's arrays were not overwritten
 

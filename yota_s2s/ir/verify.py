@@ -83,3 +83,48 @@ def run(tape: Tape, values: Sequence[Any], check_avals: bool = False) -> tuple[A
     result = tree_map(value, tape.result)
     grads = [None if g is None else value(g) for g in (tape.grads or [])]
     return result, grads
+
+
+def check_written(tape: Tape, facts, storage: dict[Var, Any], names: dict[Var, str]) -> None:
+    """Invariants of the written code (codegen's plan; ``facts`` is the tape's ``Analysis`` with
+    codegen's read positions):
+
+    - no value is read after its array (``storage``: a key per Var, None for Python scalars;
+      ``("slot", k)`` for work array ``k``) is written with another value, nor after its name
+      (``names``) is bound to another value;
+    - nothing returned is, or shares memory with, a work array;
+    - nothing is written into the memory of an argument.
+    """
+    from .analysis import memory_bases
+    writers = {v for v in facts.defined if v not in facts.producer or
+               not memory_bases(facts.producer[v]) or facts.producer[v].prim.inplace}
+    for v in facts.returned:
+        key = storage.get(v)
+        if isinstance(key, tuple) and key[0] == "slot":
+            _fail(tape, facts.defined[v], f"{v!r} is returned but lives in a work array")
+    held = {storage.get(a) for a in facts.arguments} - {None}
+    for v, key in storage.items():
+        if key in held and v in writers and facts.producer.get(v) is not None:
+            _fail(tape, facts.defined[v], f"{v!r} is written into the memory of an argument")
+    _check_locations(tape, facts, storage, writers, "its array is written with")
+    _check_locations(tape, facts, names, set(facts.defined), "its name is bound to")
+
+
+def _check_locations(tape: Tape, facts, where: dict[Var, Any], writers: set[Var],
+                     what: str) -> None:
+    """A value is not read after its location holds another value."""
+    by_location: dict[Any, list[Var]] = {}
+    for v, key in where.items():
+        if key is not None and v in facts.defined:
+            by_location.setdefault(key, []).append(v)
+    for values in by_location.values():
+        values.sort(key=lambda v: (facts.defined[v], v.id))
+        latest, reader = -2, None
+        for v in values:
+            at = facts.defined[v]
+            if v in writers and reader is not None and latest > at:
+                _fail(tape, facts.defined[reader],
+                      f"{reader!r} is read at statement {latest} but {what} {v!r} at {at}")
+            last = facts.last.get(v, -1)
+            if last > latest:
+                latest, reader = last, v
