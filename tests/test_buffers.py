@@ -181,3 +181,71 @@ def test_design_example_matches_the_buffered_golden_file():
 def test_generated_text_is_deterministic():
     args = mlp_args(np.random.default_rng(0))
     assert compile_grad(models.mlp, args).text == compile_grad(models.mlp, args).text
+
+
+class _Subclass(np.ndarray):
+    pass
+
+
+def _matrix_loss(W, b):
+    return np.sum(np.tanh(W @ b) ** 2)
+
+
+def _delivered_loss(W, b):
+    return np.sum(np.where(W > 0, W, 0.5 * W) @ b) + np.sum(np.where(b > 0, b, 0.0) ** 2)
+
+
+@pytest.mark.parametrize("fn", [_matrix_loss, _delivered_loss])
+def test_out_entries_are_checked(fn):
+    """issue 10 #3: every out= entry is checked (written in place or delivered by a copy):
+    shape, dtype, exact type, writeable, no memory shared with an argument or another entry."""
+    rng = np.random.default_rng(0)
+    W, b = rng.standard_normal((3, 4)), rng.standard_normal(4)
+    df = ys.simplegrad(fn, W, b)
+    value, dW, db = df(W, b)
+    text = ys.source(df)
+    if fn is _delivered_loss:
+        assert "_deliver(out, 1," in text            # the path that checked nothing before
+    good = [np.empty((3, 4)), np.empty(4)]
+    bad_outs = {
+        "shape": ([good[0], np.empty((3, 4))], TypeError, r"out\[1\] must be float64\[4\]"),
+        "dtype": ([good[0], np.empty(4, np.float32)], TypeError, r"out\[1\] must be float64\[4\]"),
+        "type": ([good[0], np.empty(4).view(_Subclass)], TypeError, r"out\[1\] must be"),
+        "list": ([np.empty(4)], TypeError, r"one entry per argument \(2\)"),
+        "argument": ([W, None], ValueError, r"out\[0\] shares memory with an argument"),
+        "view of argument": ([None, W[0]], ValueError, r"out\[1\] shares memory with an argument"),
+    }
+    read_only = np.empty(4)
+    read_only.flags.writeable = False
+    bad_outs["read-only"] = ([None, read_only], ValueError, r"out\[1\] is read-only")
+    shared = np.empty(16)
+    bad_outs["each other"] = ([shared[:12].reshape(3, 4), shared[8:12]], ValueError,
+                              r"out\[1\] shares memory with another out= entry")
+    for what, (out, error, message) in bad_outs.items():
+        before = [None if o is None else np.array(o) for o in out]
+        with pytest.raises(error, match=message):
+            df(W, b, out=out)
+        for o, kept in zip(out, before):     # nothing was written before the check failed
+            if o is not None and kept.size:
+                np.testing.assert_array_equal(np.asarray(o), kept, err_msg=what)
+    got = df(W, b, out=good)
+    assert got[1] is good[0] and got[2] is good[1]
+    np.testing.assert_allclose(got[1], dW, rtol=1e-13)
+    np.testing.assert_allclose(got[2], db, rtol=1e-13)
+    np.testing.assert_allclose(df(W, b, out=[None, None])[2], db, rtol=1e-13)
+
+
+def test_zero_d_gradients_go_into_out_and_are_fresh():
+    def f(a, x):
+        v = a[None] * x
+        return np.sum(v * v)
+    a, x = np.array(0.7), np.arange(1.0, 4.0)
+    df = ys.simplegrad(f, a, x)
+    first = df(a, x)
+    df(np.array(-2.0), x)
+    plain = ys.simplegrad(f, a, x, buffers=False)(a, x)
+    assert_same(first, plain)
+    out = [np.empty(()), np.empty(3)]
+    got = df(a, x, out=out)
+    assert got[1] is out[0] and got[2] is out[1]
+    assert_same(got, plain)

@@ -45,15 +45,43 @@ def _out_entry(out, key):
     return entry[path] if path and entry is not None else entry
 
 
+def _check_out(func, out, count, arrays, entries):
+    """The caller's out=: one entry per argument (``count``), each None or a writeable numpy
+    array of the gradient's shape and dtype that shares no memory with an argument's array
+    (``arrays``) or another entry."""
+    if not isinstance(out, (list, tuple)) or len(out) != count:
+        size = f" of {len(out)}" if isinstance(out, (list, tuple)) else ""
+        raise TypeError(f"{func}: out must be a list with one entry per argument ({count}), "
+                        f"each an array or None; got {type(out).__name__}{size}")
+    arrays = [a for a in arrays if isinstance(a, xp.ndarray)]
+    given = []
+    for key, shape, dtype in entries:
+        array = _out_entry(out, key)
+        if array is None:
+            continue
+        if type(array) is not xp.ndarray or array.shape != shape or array.dtype != dtype:
+            got = f"{array.dtype}{list(array.shape)}" if hasattr(array, "shape") else ""
+            raise TypeError(f"{func}: out[{key!r}] must be {xp.dtype(dtype).name}{list(shape)} "
+                            f"(a numpy array, or None), got {type(array).__name__} {got}")
+        if not array.flags.writeable:
+            raise ValueError(f"{func}: out[{key!r}] is read-only; pass a writeable array or None")
+        others = [(a, "an argument") for a in arrays]
+        for other, what in others + [(g, "another out= entry") for g in given]:
+            if xp.may_share_memory(array, other) and xp.shares_memory(array, other):
+                raise ValueError(f"{func}: out[{key!r}] shares memory with {what}; gradients "
+                                 "must go into arrays of their own (or pass None)")
+        given.append(array)
+    for argnum, entry in enumerate(out):
+        if entry is not None and argnum not in {k if isinstance(k, int) else k[0]
+                                                for k, _, _ in entries}:
+            raise TypeError(f"{func}: out[{argnum}] must be None: no gradient array is "
+                            "returned for that argument")
+
+
 def _result(out, key, shape, dtype=xp.float64):
-    """The array a returned gradient is written into: the caller's (out=) or a new one."""
+    """The array a returned gradient goes into: the caller's (out=, checked) or a new one."""
     array = None if out is None else _out_entry(out, key)
-    if array is None:
-        return xp.empty(shape, dtype)
-    if array.shape != shape or array.dtype != dtype:
-        raise TypeError(f"out[{key!r}] must be {xp.dtype(dtype).name}{list(shape)}, got "
-                        f"{array.dtype}{list(array.shape)}")
-    return array
+    return xp.empty(shape, dtype) if array is None else array
 
 
 def loss_grad(W, b, x, y, *, out=None):
@@ -65,6 +93,13 @@ def loss_grad(W, b, x, y, *, out=None):
         raise _mismatch('loss_grad', 'x', 'float64[3, 2]', x)
     if not isinstance(y, xp.ndarray) or y.shape != (4, 2) or y.dtype != xp.float64:
         raise _mismatch('loss_grad', 'y', 'float64[4, 2]', y)
+    if out is not None:
+        _check_out('loss_grad', out, 4, [W, b, x, y], [
+            (0, (4, 3), xp.float64),
+            (1, (4,), xp.float64),
+            (2, (3, 2), xp.float64),
+            (3, (4, 2), xp.float64),
+        ])
     buf1, buf2, buf3 = _work_arrays()
     # -- forward --
     # design.py:6  return np.tanh(W @ x + b[:, None])    (predict, inlined)

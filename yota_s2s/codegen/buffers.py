@@ -142,11 +142,11 @@ def _mark_results(tape: Tape, plan: MemoryPlan, facts: Analysis) -> None:
     """Groups holding returned gradients live in the returned arrays; nothing returned lives
     in (or views) a work array: such a group is allocated on each call instead."""
     for inp, g in zip(tape.inputs, tape.grads or []):
-        if not isinstance(g, Var) or g.aval.weak or g.aval.ndim == 0:
+        if not isinstance(g, Var) or g.aval.weak:
             continue
         key = (inp.argnum, inp.path)
         group = plan.group.get(g)
-        if group is not None and group.members[-1] is g and group.kind == "slot":
+        if group is not None and group.members[-1] is g and group.kind == "slot" and g.aval.ndim:
             group.kind, group.result = "result", key
             continue
         plan.delivered[g] = key
