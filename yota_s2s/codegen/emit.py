@@ -67,8 +67,8 @@ class Emitter:
                  calls: dict[Primitive, str] | None = None, fast: bool = False):
         self.tape = tape
         self.calls = calls or {}          # user functions: how the module's imports name them
-        self.scalars = plan_scalars(tape) if fast else ScalarPlan()
         facts = Analysis(tape)
+        self.scalars = plan_scalars(tape, facts) if fast else ScalarPlan()
         self.inlined = _inlinable(tape, facts) - set(self.scalars.elements)
         if fast:     # what is written into an array is a statement of its own
             self.inlined -= {s.out for s in tape.stmts if s.outs and writer(s)

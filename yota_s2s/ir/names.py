@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from .analysis import Analysis
 from .tape import ACCUMULATE, Tape, Var
 
 RESERVED = frozenset({"xp", "math", "GuardError", "float", "int", "abs", "max", "min", "len",
@@ -110,12 +111,7 @@ def name_tape(tape: Tape, skip: set[Var] = frozenset(), taken: Iterable[str] = (
 def _running_sums(tape: Tape) -> dict[Var, Var]:
     """Accumulating additions whose running total is not read again: the sum may reuse the
     total's name (``dW = dW + t``)."""
-    last_use: dict[Var, int] = {}
-    for index, stmt in enumerate(tape.stmts):
-        for v in stmt.uses():
-            last_use[v] = index
-    for a in tape.outputs():
-        last_use[a] = len(tape.stmts)
+    last_use = Analysis(tape).last
     continued = {}
     for index, stmt in enumerate(tape.stmts):
         total = stmt.first_var

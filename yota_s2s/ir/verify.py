@@ -13,6 +13,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import InternalError
+from .analysis import Analysis, memory_bases
 from .names import name_tape
 from .printer import format_stmt
 from .tape import Aval, Stmt, Tape, Var, tree_map
@@ -34,10 +35,7 @@ def check(tape: Tape) -> Tape:
     defined = set(inputs)
     if len(defined) != len(tape.inputs):
         _fail(tape, 0, "an input is listed twice")
-    last_use: dict[Var, int] = {}
-    for index, stmt in enumerate(tape.stmts):
-        for v in stmt.uses():
-            last_use[v] = index
+    last_use = Analysis(tape).last        # outputs: read at the end
     for index, stmt in enumerate(tape.stmts):
         for v in stmt.uses():
             if v not in defined:
@@ -46,7 +44,7 @@ def check(tape: Tape) -> Tape:
             _fail(tape, index, f"{stmt.prim.name} makes {stmt.prim.nout} results, not {len(stmt.outs)}")
         if stmt.prim.inplace:
             target = stmt.first_var
-            if target is None or last_use.get(target, -1) > index or target in tape.outputs():
+            if target is None or last_use.get(target, -1) > index:
                 _fail(tape, index, "an in-place update's target is used after the update")
             if target in inputs:
                 _fail(tape, index, "an in-place update writes into an argument")
@@ -95,7 +93,6 @@ def check_written(tape: Tape, facts, storage: dict[Var, Any], names: dict[Var, s
     - nothing returned is, or shares memory with, a work array;
     - nothing is written into the memory of an argument.
     """
-    from .analysis import memory_bases
     writers = {v for v in facts.defined if v not in facts.producer or
                not memory_bases(facts.producer[v]) or facts.producer[v].prim.inplace}
     for v in facts.returned:
