@@ -40,6 +40,10 @@ def squares(v):
     return np.sum(v * v)
 
 
+def scaled_sine(a, s=0.5):
+    return np.sin(a) * s + a
+
+
 def normal(*shape):
     return lambda r: tuple(r.standard_normal(s) if s != () else r.standard_normal() for s in shape)
 
@@ -425,6 +429,10 @@ PROGRAMS: list[Case] = [
          normal((3,), (3,))),
     # issue 10 #2: returned 0-d gradients were views into work arrays (a later call changed an
     # earlier result)
+    # fuzzer seed 204: a ufunc wrote its result over a read-only broadcast (a gradient of 1s)
+    Case("sum_plus_broadcast_ones",
+         lambda x: np.sum(scaled_sine(x, s=1.307)) + np.sum(np.sin(x.sum(axis=0, keepdims=True))),
+         normal((2, 3, 4))),
     Case("returned_0d_view", lambda a: squares(a[None]), lambda r: (np.array(r.standard_normal()),)),
     Case("returned_0d_hstack", lambda x, c: squares(np.hstack([np.sin(x), c])),
          lambda r: (r.standard_normal(3), np.array(r.standard_normal()))),

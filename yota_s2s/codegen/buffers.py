@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..ir.analysis import Analysis, memory_bases
+from ..ir.analysis import Analysis, memory_bases, read_only
 from ..ir.tape import Stmt, Tape, Var, tree_vars
 from .scalars import ScalarPlan
 
@@ -97,7 +97,8 @@ def plan_memory(tape: Tape, scalars: ScalarPlan, inlined: set[Var],
             continue
         form = writer(stmt) if stmt.outs and stmt.out not in scalars.floats else None
         if form is None:
-            if stmt.outs and len(stmt.outs) == 1 and not memory_bases(stmt):
+            if stmt.outs and len(stmt.outs) == 1 and not memory_bases(stmt) \
+                    and not read_only(stmt):
                 plan.group[stmt.out] = Group([stmt.out], kind="fresh")
             continue
         plan.writes[stmt.out] = form

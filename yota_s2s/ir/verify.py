@@ -13,7 +13,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import InternalError
-from .analysis import Analysis, memory_bases
+from .analysis import Analysis, memory_bases, read_only
 from .names import name_tape
 from .printer import format_stmt
 from .tape import Aval, Stmt, Tape, Var, tree_map
@@ -99,10 +99,14 @@ def check_written(tape: Tape, facts, storage: dict[Var, Any], names: dict[Var, s
         key = storage.get(v)
         if isinstance(key, tuple) and key[0] == "slot":
             _fail(tape, facts.defined[v], f"{v!r} is returned but lives in a work array")
-    held = {storage.get(a) for a in facts.arguments} - {None}
+    held = {storage.get(a): "an argument" for a in facts.arguments}
+    held.update((storage.get(s.out), "read-only memory") for s in tape.stmts
+                if s.outs and read_only(s))
+    held.pop(None, None)
     for v, key in storage.items():
-        if key in held and v in writers and facts.producer.get(v) is not None:
-            _fail(tape, facts.defined[v], f"{v!r} is written into the memory of an argument")
+        if key in held and v in writers and facts.producer.get(v) is not None \
+                and not read_only(facts.producer[v]):
+            _fail(tape, facts.defined[v], f"{v!r} is written into the memory of {held[key]}")
     _check_locations(tape, facts, storage, writers, "its array is written with")
     _check_locations(tape, facts, names, set(facts.defined), "its name is bound to")
 
