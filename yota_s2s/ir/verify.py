@@ -99,14 +99,14 @@ def check_written(tape: Tape, facts, storage: dict[Var, Any], names: dict[Var, s
         key = storage.get(v)
         if isinstance(key, tuple) and key[0] == "slot":
             _fail(tape, facts.defined[v], f"{v!r} is returned but lives in a work array")
-    held = {storage.get(a): "an argument" for a in facts.arguments}
+    held = {storage.get(a): "the memory of an argument" for a in facts.arguments}
     held.update((storage.get(s.out), "read-only memory") for s in tape.stmts
-                if s.outs and read_only(s))
+                if s.outs and read_only(s) and not memory_bases(s))     # a constant's view
     held.pop(None, None)
     for v, key in storage.items():
         if key in held and v in writers and facts.producer.get(v) is not None \
                 and not read_only(facts.producer[v]):
-            _fail(tape, facts.defined[v], f"{v!r} is written into the memory of {held[key]}")
+            _fail(tape, facts.defined[v], f"{v!r} is written into {held[key]}")
     _check_locations(tape, facts, storage, writers, "its array is written with")
     _check_locations(tape, facts, names, set(facts.defined), "its name is bound to")
 
