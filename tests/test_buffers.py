@@ -249,3 +249,20 @@ def test_zero_d_gradients_go_into_out_and_are_fresh():
     got = df(a, x, out=out)
     assert got[1] is out[0] and got[2] is out[1]
     assert_same(got, plain)
+
+
+def test_one_out_array_for_two_gradients_is_refused():
+    def f(a, b):
+        return np.sum(np.sin(a) * b)
+    a, b = np.linspace(0.1, 0.9, 4), np.linspace(-1.0, 1.0, 4)
+    df = ys.simplegrad(f, a, b)
+    g = np.zeros(4)
+    with pytest.raises(ValueError, match=r"out\[1\] shares memory with another out= entry"):
+        df(a, b, out=[g, g])
+    with pytest.raises(ValueError, match=r"out\[0\] shares memory with an argument"):
+        df(a, b, out=[b, None])
+    assert not g.any()
+    _, da, db = df(a, b, out=[g, None])
+    assert da is g
+    np.testing.assert_allclose(da, np.cos(a) * b, rtol=1e-13)
+    np.testing.assert_allclose(db, np.sin(a), rtol=1e-13)

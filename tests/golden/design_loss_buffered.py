@@ -45,15 +45,14 @@ def _out_entry(out, key):
     return entry[path] if path and entry is not None else entry
 
 
-def _check_out(func, out, count, arrays, entries):
+def _check_out(func, out, count, arrays, entries, unused):
     """The caller's out=: one entry per argument (``count``), each None or a writeable numpy
-    array of the gradient's shape and dtype that shares no memory with an argument's array
-    (``arrays``) or another entry."""
-    if not isinstance(out, (list, tuple)) or len(out) != count:
+    array of the gradient's shape and dtype (``entries``) sharing no memory with an argument
+    (``arrays``) or another entry; None for the arguments that get no gradient array."""
+    if type(out) not in (list, tuple) or len(out) != count:
         size = f" of {len(out)}" if isinstance(out, (list, tuple)) else ""
         raise TypeError(f"{func}: out must be a list with one entry per argument ({count}), "
                         f"each an array or None; got {type(out).__name__}{size}")
-    arrays = [a for a in arrays if isinstance(a, xp.ndarray)]
     given = []
     for key, shape, dtype in entries:
         array = _out_entry(out, key)
@@ -65,15 +64,14 @@ def _check_out(func, out, count, arrays, entries):
                             f"(a numpy array, or None), got {type(array).__name__} {got}")
         if not array.flags.writeable:
             raise ValueError(f"{func}: out[{key!r}] is read-only; pass a writeable array or None")
-        others = [(a, "an argument") for a in arrays]
-        for other, what in others + [(g, "another out= entry") for g in given]:
-            if xp.may_share_memory(array, other) and xp.shares_memory(array, other):
+        for other in arrays + given:      # two arrays that own their memory do not overlap
+            if other is array or (array.base is not None or other.base is not None)                     and xp.may_share_memory(array, other) and xp.shares_memory(array, other):
+                what = "another out= entry" if any(other is g for g in given) else "an argument"
                 raise ValueError(f"{func}: out[{key!r}] shares memory with {what}; gradients "
                                  "must go into arrays of their own (or pass None)")
         given.append(array)
-    for argnum, entry in enumerate(out):
-        if entry is not None and argnum not in {k if isinstance(k, int) else k[0]
-                                                for k, _, _ in entries}:
+    for argnum in unused:
+        if out[argnum] is not None:
             raise TypeError(f"{func}: out[{argnum}] must be None: no gradient array is "
                             "returned for that argument")
 
@@ -99,7 +97,7 @@ def loss_grad(W, b, x, y, *, out=None):
             (1, (4,), xp.float64),
             (2, (3, 2), xp.float64),
             (3, (4, 2), xp.float64),
-        ])
+        ], ())
     buf1, buf2, buf3 = _work_arrays()
     # -- forward --
     # design.py:6  return np.tanh(W @ x + b[:, None])    (predict, inlined)

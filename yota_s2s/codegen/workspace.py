@@ -31,15 +31,14 @@ def _out_entry(out, key):
     return entry[path] if path and entry is not None else entry
 
 
-def _check_out(func, out, count, arrays, entries):
+def _check_out(func, out, count, arrays, entries, unused):
     """The caller's out=: one entry per argument (``count``), each None or a writeable numpy
-    array of the gradient's shape and dtype that shares no memory with an argument's array
-    (``arrays``) or another entry."""
-    if not isinstance(out, (list, tuple)) or len(out) != count:
+    array of the gradient's shape and dtype (``entries``) sharing no memory with an argument
+    (``arrays``) or another entry; None for the arguments that get no gradient array."""
+    if type(out) not in (list, tuple) or len(out) != count:
         size = f" of {len(out)}" if isinstance(out, (list, tuple)) else ""
         raise TypeError(f"{func}: out must be a list with one entry per argument ({count}), "
                         f"each an array or None; got {type(out).__name__}{size}")
-    arrays = [a for a in arrays if isinstance(a, xp.ndarray)]
     given = []
     for key, shape, dtype in entries:
         array = _out_entry(out, key)
@@ -51,15 +50,15 @@ def _check_out(func, out, count, arrays, entries):
                             f"(a numpy array, or None), got {type(array).__name__} {got}")
         if not array.flags.writeable:
             raise ValueError(f"{func}: out[{key!r}] is read-only; pass a writeable array or None")
-        others = [(a, "an argument") for a in arrays]
-        for other, what in others + [(g, "another out= entry") for g in given]:
-            if xp.may_share_memory(array, other) and xp.shares_memory(array, other):
+        for other in arrays + given:      # two arrays that own their memory do not overlap
+            if other is array or (array.base is not None or other.base is not None) \
+                    and xp.may_share_memory(array, other) and xp.shares_memory(array, other):
+                what = "another out= entry" if any(other is g for g in given) else "an argument"
                 raise ValueError(f"{func}: out[{key!r}] shares memory with {what}; gradients "
                                  "must go into arrays of their own (or pass None)")
         given.append(array)
-    for argnum, entry in enumerate(out):
-        if entry is not None and argnum not in {k if isinstance(k, int) else k[0]
-                                                for k, _, _ in entries}:
+    for argnum in unused:
+        if out[argnum] is not None:
             raise TypeError(f"{func}: out[{argnum}] must be None: no gradient array is "
                             "returned for that argument")
 
@@ -95,14 +94,17 @@ def out_check_lines(emitter, tape: Tape, fname: str) -> list[str]:
     """``if out is not None: _check_out(...)``: every out= entry checked once, up front."""
     if not takes_out(emitter):
         return []
-    leaves = [emitter.names[i.var] for i in tape.inputs if not i.var.aval.weak]
-    entries = [f"({key!r}, {shape!r}, xp.{dtype})" for key, shape, dtype in out_entries(emitter, tape)]
-    call = f"_check_out({fname!r}, out, {len(tape.params)}, [{', '.join(leaves)}], " \
-           f"[{', '.join(entries)}])"
+    leaves = ", ".join(emitter.names[i.var] for i in tape.inputs if not i.var.aval.weak)
+    entries = out_entries(emitter, tape)
+    given = {key if isinstance(key, int) else key[0] for key, _, _ in entries}
+    unused = tuple(argnum for argnum in range(len(tape.params)) if argnum not in given)
+    texts = [f"({key!r}, {shape!r}, xp.{dtype})" for key, shape, dtype in entries]
+    head = f"_check_out({fname!r}, out, {len(tape.params)}, [{leaves}], "
+    call = f"{head}[{', '.join(texts)}], {unused!r})"
     if len(call) + 8 <= 99:
         return ["if out is not None:", f"    {call}"]
-    return (["if out is not None:", f"    _check_out({fname!r}, out, {len(tape.params)}, "
-             f"[{', '.join(leaves)}], ["] + [f"        {e}," for e in entries] + ["    ])"])
+    return ["if out is not None:", f"    {head}["] + [f"        {t}," for t in texts] + \
+        [f"    ], {unused!r})"]
 
 
 def takes_out(emitter) -> bool:
