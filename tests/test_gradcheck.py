@@ -44,6 +44,12 @@ def scaled_sine(a, s=0.5):
     return np.sin(a) * s + a
 
 
+def write_through_view_of_one(x):
+    v = x * 0.262
+    v.T[-1] = np.cos(x.T[-1])
+    return np.sum(np.sin(v))
+
+
 def normal(*shape):
     return lambda r: tuple(r.standard_normal(s) if s != () else r.standard_normal() for s in shape)
 
@@ -433,6 +439,8 @@ PROGRAMS: list[Case] = [
     Case("sum_plus_broadcast_ones",
          lambda x: np.sum(scaled_sine(x, s=1.307)) + np.sum(np.sin(x.sum(axis=0, keepdims=True))),
          normal((2, 3, 4))),
+    # fuzzer seed 1052: scalar mode unpacked a one-element array written inline (no name)
+    Case("scalar_mode_write_through_view", write_through_view_of_one, normal((1,))),
     Case("returned_0d_view", lambda a: squares(a[None]), lambda r: (np.array(r.standard_normal()),)),
     Case("returned_0d_hstack", lambda x, c: squares(np.hstack([np.sin(x), c])),
          lambda r: (r.standard_normal(3), np.array(r.standard_normal()))),

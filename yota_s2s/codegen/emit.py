@@ -69,7 +69,8 @@ class Emitter:
         self.calls = calls or {}          # user functions: how the module's imports name them
         facts = Analysis(tape)
         self.scalars = plan_scalars(tape, facts) if fast else ScalarPlan()
-        self.inlined = _inlinable(tape, facts) - set(self.scalars.elements)
+        self.inlined = _inlinable(tape, facts) - set(self.scalars.elements) \
+            - set(self.scalars.unpacked)        # read by name: x0, x1 = x.tolist()
         if fast:     # what is written into an array is a statement of its own
             self.inlined -= {s.out for s in tape.stmts if s.outs and writer(s)
                              and s.out not in self.scalars.floats}
