@@ -111,3 +111,23 @@ def test_an_operand_without_a_rule_is_a_clear_error(tmp_path):
 def test_a_non_scalar_result_is_refused():
     with pytest.raises(ys.YotaError, match="returns f64\\[3\\]; gradients need a scalar"):
         gradient_tape(lambda x: x * 2.0, (np.ones(3),))
+
+
+def test_the_backward_pass_changes_no_forward_value():
+    """A rule may return a forward value itself (here ``x2``, an intermediate): that it is
+    a gradient is recorded in the gradient tape, and the forward tape prints as before."""
+    from yota_s2s.backward import backward
+    from yota_s2s.frontend import trace_function
+
+    from .programs import custom
+    rules = RULES.copy()
+    rules.diffrule(custom.blend, "x1", "x2")
+
+    def f(x):
+        return np.sum(custom.blend(x, np.sin(x)))
+    forward, ev = trace_function(f, (np.ones(3),), rules)
+    before = format_tape(forward, locations=False)
+    tape = backward(forward, ev)
+    assert format_tape(forward, locations=False) == before
+    assert "dx_1:f64[3] = sin x" not in before and "t1:f64[3] = sin x" in before
+    assert "dx_1:f64[3] = sin x" in format_tape(tape, locations=False)

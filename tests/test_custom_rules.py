@@ -2,6 +2,8 @@
 stop_gradient, overrides, re-declaration, imports in the generated module, ys.rules(), and the
 errors. Claims about reuse are checked in the generated text; gradients against finite
 differences."""
+import ast
+import dataclasses
 import importlib
 import operator
 import re
@@ -15,8 +17,10 @@ import numpy as np
 import pytest
 
 import yota_s2s as ys
-from yota_s2s.compiler import compile_grad
+from yota_s2s.codegen import write_module
+from yota_s2s.compiler import compile_grad, gradient_tape
 from yota_s2s.gradcheck import numerical_grad
+from yota_s2s.passes import optimize
 
 from .programs import custom
 
@@ -24,15 +28,15 @@ ROOT = Path(__file__).parent.parent
 X = np.linspace(-1.5, 1.5, 5)
 
 
-def compiled(fn, *args, rules=ys.RULES):
+def compiled(fn, *args, rules=ys.RULES, buffers=False):
     """(generated function, the code of its body without comments), with the verifier on."""
-    c = compile_grad(fn, args, rules=rules, check=True, buffers=False)
+    c = compile_grad(fn, args, rules=rules, check=True, buffers=buffers)
     body = c.text[c.text.index("# -- forward --"):].splitlines()
     return c.fn, "\n".join(line for line in body if not line.lstrip().startswith("#"))
 
 
-def assert_matches_fd(fn, *args, rules=ys.RULES):
-    df, _ = compiled(fn, *args, rules=rules)
+def assert_matches_fd(fn, *args, rules=ys.RULES, buffers=False):
+    df, _ = compiled(fn, *args, rules=rules, buffers=buffers)
     _, *grads = df(*args)
     for i, (a, g) in enumerate(zip(args, grads)):
         if isinstance(a, np.ndarray) and a.dtype.kind == "f":
@@ -213,6 +217,122 @@ def test_re_declaring_a_primitive_keeps_its_rules_marks_and_aliases():
     rules.nodiff(custom.affine, "w")
     rules.primitive(custom.affine, "x, w")
     assert rules.is_nodiff(rules.lookup(custom.affine), "w")
+
+
+def test_a_user_primitive_named_like_a_built_in_is_called_as_itself():
+    """Issue 10 #7: a user function named "transpose" was written ``x.T``."""
+    x, w = np.arange(6.0).reshape(3, 2) + 1, np.cos(np.arange(6.0)).reshape(2, 3)
+    expected_dx = np.rot90(w, -1)
+    for name in ("transpose", "rotate_it"):
+        rules = ys.RULES.copy()
+        rules.primitive(custom.rotate, "a", name=name)
+        for buffers in (True, False):
+            c = compile_grad(custom.rotate_loss, (x, w), rules=rules, check=True,
+                             buffers=buffers)
+            value, dx, dw = c.fn(x, w)
+            assert value == custom.rotate_loss(x, w)
+            np.testing.assert_allclose(dx, expected_dx)
+            np.testing.assert_allclose(dw, np.rot90(x))
+            assert "rotate(x)" in c.text and ".T" not in c.text
+
+
+def test_a_built_in_name_on_a_user_primitive_changes_nothing_but_printing():
+    """Every built-in's name given to user functions: the optimized tape and the generated
+    code are the same as with their own names (calls, not the built-in's operator, method,
+    identities or out= form). The tape is traced once; each name renames its statements."""
+    x = np.arange(9.0).reshape(3, 3) / 7 + 0.1
+    w = np.cos(np.arange(9.0)).reshape(3, 3)
+    for buffers in (True, False):
+        assert_matches_fd(custom.like_built_ins, x, w, buffers=buffers)
+    _, raw = gradient_tape(custom.like_built_ins, (x, w), passes=False)
+    mine = {ys.RULES.lookup(custom.rotate), ys.RULES.lookup(custom.blend)}
+    optimized = optimize(raw, ys.RULES)
+    calls = sum(s.prim in mine for s in optimized.stmts)
+    expected = [write_module(optimized, buffers=b) for b in (True, False)]
+    for name in sorted({prim.name for prim in ys.RULES.prims.values()}):
+        renamed = {p: dataclasses.replace(p, name=name) for p in mine}
+        stmts = [s.replace(prim=renamed.get(s.prim, s.prim)) for s in raw.stmts]
+        tape = optimize(raw.copy(stmts=stmts), ys.RULES)
+        assert sum(s.prim in renamed.values() for s in tape.stmts) == calls, name
+        assert [write_module(tape, buffers=b) for b in (True, False)] == expected, name
+
+
+def sines_subtracted(x):
+    return np.sum(0.0 - np.sin(x)) + np.sum(-1.0 * np.cos(x))
+
+
+def test_passes_write_the_primitives_of_the_rule_set_they_were_given():
+    """``0 - t`` simplified to ``-t`` took the negation of the global RULES (written ``-``)
+    whatever rule set was compiled with; and passes missed the re-declared negation itself."""
+    rules = ys.RULES.copy()
+    rules.primitive(operator.neg, "x", name="negate", emit=("call", "xp.negative"))
+    df, body = compiled(sines_subtracted, X, rules=rules)
+    assert "sines_subtracted = xp.negative(t1.sum()) - t2.sum()" in body
+    assert "dx = t1 - t2" in body                  # -(-x) and signs see the re-declared one
+    value, dx = df(X)
+    np.testing.assert_allclose(value, sines_subtracted(X))
+    np.testing.assert_allclose(dx, np.sin(X) - np.cos(X))
+
+
+def _name_reads(path: Path) -> list[str]:
+    """``prim.name`` read outside an f-string, and ``<x>.name`` compared with strings
+    (dtype names aside), in one module: how code would recognise a primitive by its name."""
+    tree = ast.parse(path.read_text())
+    in_text = {id(n) for s in ast.walk(tree) if isinstance(s, ast.JoinedStr) for n in ast.walk(s)}
+
+    def is_name(node) -> bool:
+        return isinstance(node, ast.Attribute) and node.attr == "name" and not (
+            isinstance(node.value, (ast.Attribute, ast.Name)) and
+            getattr(node.value, "attr", getattr(node.value, "id", None)) == "dtype")
+
+    def strings(node) -> bool:
+        items = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
+        return any(isinstance(i, ast.Constant) and isinstance(i.value, str) for i in items)
+
+    found = []
+    for node in ast.walk(tree):
+        where = f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 0)}"
+        if is_name(node) and id(node) not in in_text and (
+                getattr(node.value, "attr", getattr(node.value, "id", None)) == "prim"):
+            found.append(where)
+        elif isinstance(node, ast.Compare) and any(map(is_name, [node.left, *node.comparators])) \
+                and any(map(strings, [node.left, *node.comparators])):
+            found.append(where)
+    return found
+
+
+def test_no_pass_or_codegen_module_recognises_a_primitive_by_its_name():
+    package = ROOT / "yota_s2s"
+    modules = [p for d in ("passes", "codegen", "frontend", "ir")
+               for p in (package / d).glob("*.py") if p.name != "printer.py"]
+    modules += [package / "backward.py", package / "compiler.py"]
+    assert [where for path in modules for where in _name_reads(path)] == []
+
+
+def test_a_ufunc_from_outside_numpy_is_called_as_itself_in_both_forms():
+    """It has no xp.<name>(..., out=) form (was ``xp.expit``: AttributeError)."""
+    special = pytest.importorskip("scipy.special")
+    rules = ys.RULES.copy()
+    rules.primitive(special.expit, "x", module="scipy.special")
+    rules.diffrule(special.expit, "x", "dy * y * (1 - y)")
+    x = np.linspace(-1.0, 1.0, 5)
+    for buffers in (True, False):
+        c = compile_grad(lambda x: np.sum(special.expit(x * 2.0)), (x,), rules=rules,
+                         buffers=buffers)
+        y = special.expit(2 * x)
+        np.testing.assert_allclose(c.fn(x)[1], 2 * y * (1 - y))
+
+
+def test_re_declaring_a_built_in_keeps_its_traits():
+    """A view stays a view (the memory analyses rely on it), a ufunc keeps its out= form."""
+    rules = ys.RULES.copy()
+    rules.primitive(np.reshape, "a, shape", name="my_reshape")
+    rules.primitive(operator.mul, "x1, x2", name="times")
+    assert rules.lookup(np.reshape).traits() == ys.RULES.lookup(np.reshape).traits()
+    assert rules.lookup(np.reshape).view and rules.lookup(np.reshape).method == "reshape"
+    assert rules.lookup(operator.mul).ufunc is np.multiply
+    assert rules.primitive(np.copy, "a", method=None).method is None      # unless given anew
+    assert "no option 'veiw'" in rule_error(lambda: rules.primitive(custom.rotate, veiw=True))
 
 
 def test_re_declaring_with_a_rule_for_an_operand_that_is_gone_is_an_error():

@@ -9,6 +9,7 @@ from yota_s2s.compiler import gradient_tape
 from yota_s2s.ir import verify
 from yota_s2s.ir.printer import format_tape
 from yota_s2s.passes import cse, dce, fold, optimize, signs, simplify
+from yota_s2s.rules import RULES
 
 WITHOUT_SIGNS = [fold, simplify, cse, dce]
 
@@ -35,7 +36,7 @@ def text(tape) -> str:
 
 def tapes(f, *args):
     _, raw = gradient_tape(f, args, passes=False)
-    return raw, optimize(raw)
+    return raw, optimize(raw, RULES)
 
 
 def test_ones_matrix_products_become_row_and_column_sums():
@@ -75,8 +76,8 @@ def test_outer_product_with_ones_is_a_broadcast_sum():
 
 def test_signs_cancel_and_keep_the_gradient_name():
     _, raw = gradient_tape(sigmoid_sum, (np.ones(3),), passes=False)
-    before = text(optimize(raw, WITHOUT_SIGNS))
-    after = text(optimize(raw))
+    before = text(optimize(raw, RULES, WITHOUT_SIGNS))
+    after = text(optimize(raw, RULES))
     assert before.count(" = neg ") == 3 and after.count(" = neg ") == 1     # -x in the forward
     assert after.split("sigmoid_sum:f64[] = sum t4\n")[1] == """\
   t5:f64[3] = div t4 t3
@@ -89,8 +90,28 @@ def test_signs_turn_adding_a_negation_into_a_subtraction():
     def f(a, b):
         return np.sum(a * b - np.sin(a))
     _, raw = gradient_tape(f, (np.ones(3), np.ones(3)), passes=False)
-    tape, changed = signs(optimize(raw, WITHOUT_SIGNS))
+    tape, changed = signs(optimize(raw, RULES, WITHOUT_SIGNS), RULES)
     assert changed and "da:f64[3] = sub b " in text(tape)
+
+
+def renamed_and_merged(x):
+    total = 0.0 + np.sin(x)                 # simplify: the sine is `total`
+    again = np.cos(x)                       # CSE: the cosine of the rule is `again`
+    return np.sum(total * 1.0) + np.sum(again)
+
+
+def test_passes_change_no_var_and_no_other_tape():
+    """Names learnt by simplify and CSE go into the tape's side tables: the forward tape and
+    the unoptimized tape, which share the Vars, print as before (they printed the sine as
+    `total` too, and `total_1` for the value it replaced)."""
+    forward, raw = gradient_tape(renamed_and_merged, (np.ones(3),), passes=False)
+    fields = {v: (v.hint, v.grad_of) for s in raw.stmts for v in s.outs}
+    before = text(forward), text(raw)
+    tape = optimize(raw, RULES)
+    assert "total:f64[3] = sin x" in text(tape) and "again:f64[3] = cos x" in text(tape)
+    assert (text(forward), text(raw)) == before
+    assert {v: (v.hint, v.grad_of) for v in fields} == fields
+    assert text(optimize(raw, RULES)) == text(tape)
 
 
 @pytest.mark.parametrize("f, shapes", [(seed, [(2, 3), (2,), (3, 4)]), (mean_rows, [(2, 3), (2, 3)]),

@@ -38,6 +38,7 @@ class _Sweep:
         self.diff = [i.var.aval.is_float and (wrt is None or i.argnum in wrt) for i in tape.inputs]
         self.active = self._active_vars()
         self.full: dict[Var, Any] = {}        # v -> accumulated gradient (a Var or a constant)
+        self.primals: dict[Var, Var] = {}     # a rule's result -> what it is the gradient of
         self.scatter: dict[Var, list[tuple[Any, Any, Stmt]]] = {}   # v -> [(key, dy, stmt)]
 
     def _active_vars(self) -> set[Var]:
@@ -65,7 +66,7 @@ class _Sweep:
         grads = [to_tree(self.final_grad(i.var)) if d else None
                  for i, d in zip(self.tape.inputs, self.diff)]
         ev.backward_mode, ev.loc_override, ev.rule_text = False, None, None
-        return self.tape.copy(stmts=ev.stmts, grads=grads)
+        return self.tape.copy(stmts=ev.stmts, grads=grads, primals=self.primals)
 
     # -- one statement -------------------------------------------------------------------
 
@@ -119,8 +120,8 @@ class _Sweep:
     # -- adjoints ------------------------------------------------------------------------
 
     def accumulate(self, var: Var, g: Any) -> None:
-        if isinstance(g, Var) and g.grad_of is None:
-            g.grad_of = var
+        if isinstance(g, Var) and g.grad_of is None and g not in self.primals:
+            self.primals[g] = var          # (a rule may return a forward value: never changed)
         if var in self.full:
             self.ev.rule_text = ACCUMULATE
             g = self.emit(self.rules.lookup(operator.add), [self.full[var], g], {}, grad_of=var)

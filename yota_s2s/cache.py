@@ -24,6 +24,7 @@ signature compile it once.
 """
 from __future__ import annotations
 
+import ast
 import threading
 import types
 from collections import OrderedDict
@@ -35,6 +36,7 @@ from .compiler import Compiled
 from .errors import InternalError
 from .frontend.depends import Dep
 from .frontend.flatten import is_struct_object
+from .text import access_expr
 
 _PLAIN = (bool, int, str, bytes, type(None))
 _MISSING = object()
@@ -139,19 +141,26 @@ def make_guards(compiled: Compiled) -> tuple[Callable | None, Callable | None]:
         consts[name] = value
         return name
 
+    # the arguments as _a0, _a1...: no parameter name can shadow a constant or a builtin
+    params = tuple(f"_a{i}" for i in range(len(tape.params)))
+    root = dict(zip(tape.params, params))
+
+    def read(access: str) -> str:
+        return ast.unparse(access_expr(access, root))
+
     tests = []
     for inp in tape.inputs:
         if inp.path:
-            tests.append(_leaf_test(inp.access, inp.var.aval, const))
+            tests.append(_leaf_test(read(inp.access), inp.var.aval, const))
     for static in tape.statics + tape.layout:
         if static.path or static.access != tape.params[static.argnum]:
-            tests.append(_static_test(static.access, static.value, const))
-    tests += [f"type({access}) is {const(cls)}" for access, cls in assumes.types
+            tests.append(_static_test(read(static.access), static.value, const))
+    tests += [f"type({read(access)}) is {const(cls)}" for access, cls in assumes.types
               if access not in tape.params]
-    tests += [f"{a} is {b}" for a, b in assumes.aliases]
+    tests += [f"{read(a)} is {read(b)}" for a, b in assumes.aliases]
     deps = [_dep_test(dep, const) for dep in assumes.deps]
     consts["_MISSING"] = _MISSING
-    fits = _function("fits", tape.params, tests, consts) if tests else None
+    fits = _function("fits", params, tests, consts) if tests else None
     fresh = _function("fresh", (), deps, consts) if deps else None
     return fits, fresh
 

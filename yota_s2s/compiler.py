@@ -53,7 +53,7 @@ def _gradient(f: Any, args: Sequence[Any], rules: RuleSet, wrt: set[int] | None,
     if check:
         verify.check(tape)
     if passes:
-        tape = optimize(tape)
+        tape = optimize(tape, rules)
         if check:
             verify.check(tape)
     return forward, tape, assumes

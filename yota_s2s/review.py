@@ -12,7 +12,6 @@ attachment.
 from __future__ import annotations
 
 import ast
-import html
 import linecache
 import os
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from .codegen.writer import Written, function_name, signature_lines
 from .highlight import html as code_html
 from .highlight import html_lines
 from .ir.tape import Stmt, Tape
+from .text import html as escape
 
 Key = tuple[str, int]        # (file, line)
 
@@ -42,13 +42,13 @@ def review_page(written: Written, module_text: str, device: str = "cpu",
     code = _code_by_line(written)
     sections = _sections(tape, code)
     title = f"Gradient of {tape.name}"
-    where = f" <small>{html.escape(tape.loc.short)}</small>" if tape.loc else ""
-    facts = "".join(f"<li>{html.escape(line)}</li>" for line in
+    where = f" <small>{escape(tape.loc.short)}</small>" if tape.loc else ""
+    facts = "".join(f"<li>{escape(line)}</li>" for line in
                     signature_lines(tape, device, written.returns) + list(notes))
     body = "".join(_section_html(name, lines, code) for name, lines in sections)
     return _PAGE.format(
-        title=html.escape(f"{title} — yota-s2s review"), heading=html.escape(title) + where,
-        facts=facts, sections=body, fname=html.escape(function_name(tape)),
+        title=escape(f"{title} — yota-s2s review"), heading=escape(title) + where,
+        facts=facts, sections=body, fname=escape(function_name(tape)),
         module=code_html(module_text), version=__version__)
 
 
@@ -129,13 +129,13 @@ def _section_html(heading: str, keys: list[Key | None], code: dict[Key | None, _
         entry = code.get(key, _Code())
         forward = "".join(f"<pre>{code_html(s)}</pre>" for s in entry.forward)
         backward = "".join(f'<div class="bw"><pre>{code_html(s)}</pre><span class="rule">'
-                           f'{"<br>".join(map(html.escape, r))}</span></div>'
+                           f'{"<br>".join(map(escape, r))}</span></div>'
                            for s, r in entry.backward)
         css = ' class="gen"' if entry.forward or entry.backward else ""
         number = key[1] if key else ""
         rows.append(f'<tr{css}><td class="ln">{number}</td><td class="src"><pre>{text}</pre></td>'
                     f"<td>{forward}</td><td>{backward}</td></tr>")
-    return (f'<h2>{html.escape(heading)}</h2>\n<table>\n<colgroup><col class="c-ln"><col '
+    return (f'<h2>{escape(heading)}</h2>\n<table>\n<colgroup><col class="c-ln"><col '
             f'class="c-src"><col class="c-fw"><col class="c-bw"></colgroup>\n<thead><tr><th></th>'
             f"<th>source</th><th>forward</th><th>backward · rule</th></tr></thead>\n<tbody>\n"
             + "\n".join(rows) + "\n</tbody>\n</table>\n")

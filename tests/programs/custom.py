@@ -118,3 +118,31 @@ def shadowing(logistic):
 
 
 LOGISTIC = logistic
+
+
+def rotate(a):
+    """A quarter turn: the same shape as ``a.T`` for a square matrix, other values."""
+    return np.rot90(a)
+
+
+ys.diffrule(rotate, "a", "np.rot90(dy, -1)")
+
+
+def rotate_loss(x, w):
+    return np.sum(rotate(x) * w)
+
+
+def blend(x1, x2):
+    return 2.0 * x1 + 3.0 * x2
+
+
+ys.diffrule(blend, "x1", "2.0 * dy")
+ys.diffrule(blend, "x2", "3.0 * dy")
+
+
+def like_built_ins(x, w):
+    """Calls where a built-in of the same name would be simplified or written otherwise:
+    ``.T``, ``-(-x)``, ``x * 1``, ``0 + x``, ``0 - x``, zeros added, ``out=`` forms."""
+    a = rotate(rotate(x)) + rotate(x)[0]
+    b = blend(x, 1.0) + blend(0.0, x) + blend(np.zeros((3, 3)), x)
+    return np.sum((a + b) * w)

@@ -29,32 +29,22 @@ from ..ir.analysis import Analysis, memory_bases, read_only
 from ..ir.tape import Stmt, Tape, Var, tree_vars
 from .scalars import ScalarPlan
 
-UFUNCS = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide", "pow": "power",
-          "neg": "negative", "lt": "less", "le": "less_equal", "gt": "greater",
-          "ge": "greater_equal", "eq": "equal", "ne": "not_equal", "mod": "remainder",
-          "floordiv": "floor_divide", "and": "bitwise_and", "or": "bitwise_or",
-          "xor": "bitwise_xor", "invert": "invert"}
-REDUCTIONS = {"sum", "mean", "max", "min", "prod"}
 
 
 def writer(stmt: Stmt) -> str | None:
-    """How ``stmt`` can write its result into a given array, or None."""
+    """How ``stmt`` can write its result into a given array (its primitive's ``ufunc`` or
+    ``out_form`` trait), or None."""
     prim, out = stmt.prim, stmt.outs[0] if len(stmt.outs) == 1 else None
     if out is None or out.aval.weak or out.aval.ndim == 0 or prim.effect or prim.inplace:
         return None
-    if prim.name in UFUNCS or isinstance(prim.fn, np.ufunc):
+    if prim.ufunc is not None:
         return "ufunc"
-    if prim.name == "matmul" and all(isinstance(a, Var) and a.aval.ndim >= 1 for a in stmt.args):
-        return "matmul"
-    if prim.name in REDUCTIONS:
-        return "reduce"
-    if prim.name == "copy":
-        return "copy"
-    if prim.name in ("zeros", "ones") or (prim.name == "full" and not any(tree_vars(stmt.args))):
-        return "fill"
-    if prim.name in ("concatenate", "stack"):
-        return "join"
-    return None
+    if prim.out_form == "matmul" and not all(isinstance(a, Var) and a.aval.ndim >= 1
+                                             for a in stmt.args):
+        return None
+    if prim.out_form == "fill" and any(tree_vars(stmt.args)):
+        return None
+    return prim.out_form
 
 
 @dataclass(eq=False)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import math
+import operator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,7 @@ from ..ir import verify
 from ..ir.analysis import Analysis
 from ..ir.names import Namer, name_tape
 from ..ir.tape import ACCUMULATE, Lit, Primitive, Stmt, Tape, Var, tree_vars
+from ..text import dotted, identifier, literal
 from .buffers import MemoryPlan, plan_memory, storage, writer
 from .scalars import ScalarPlan, name_scalars, plan_scalars, scalar_statement, square
 from .writes import write_statement
@@ -38,8 +40,6 @@ _BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "//": ast.Fl
 _AUGMENTED = {"+", "-", "*", "/", "//", "%", "**", "&", "|", "^"}     # not @: numpy refuses @=
 _UNOPS = {"-": ast.USub, "~": ast.Invert, "+": ast.UAdd}
 _CMPS = {"<": ast.Lt, "<=": ast.LtE, ">": ast.Gt, ">=": ast.GtE, "==": ast.Eq, "!=": ast.NotEq}
-# written as methods of their first operand when it is an array: ``dt.sum(axis=1)``
-_METHOD_STYLE = {"sum", "mean", "max", "min", "prod", "reshape", "copy"}
 
 
 @dataclass
@@ -163,7 +163,8 @@ class Emitter:
         if op is not None and op.prim.emit[0] == "binop" and op.prim.emit[1] in _AUGMENTED \
                 and op.out.aval.dtype == stmt.out.aval.dtype and isinstance(op.args[0], Var):
             read = self.made_by.get(op.args[0]) if op.args[0] in self.inlined else None
-            if read is not None and read.prim.name == "getitem" and read.args == (target, key):
+            if read is not None and read.prim.fn is operator.getitem \
+                    and read.args == (target, key):
                 return ast.AugAssign(sub, _BINOPS[op.prim.emit[1]](), self.atom(op.args[1]))
         return ast.Assign([sub], self.atom(value), lineno=0)
 
@@ -196,17 +197,18 @@ class Emitter:
             return self.atom(args[0])
         if kind == "getitem":
             return ast.Subscript(self.atom(args[0]), self.key(args[1]), ast.Load())
-        keywords = [ast.keyword(k, self.literal(v)) for k, v in stmt.params]
+        keywords = [ast.keyword(identifier(k), self.literal(v)) for k, v in stmt.params]
         operands = [self.atom(a) for a in args]
         if stmt.prim.operands and stmt.prim.operands[-1].startswith("*"):
             operands = operands[:-1] + list(operands[-1].elts)
         first = args[0] if args else None
         is_array = isinstance(first, Var) and not first.aval.weak and first not in self.scalars.floats
-        if stmt.prim.name == "transpose" and not stmt.params and is_array and first.aval.ndim == 2:
+        if stmt.prim.fn is np.transpose and not stmt.params and is_array and first.aval.ndim == 2:
             return ast.Attribute(operands[0], "T", ast.Load())
-        if kind == "method" or (stmt.prim.name in _METHOD_STYLE and is_array):
-            name = emit[1] if kind == "method" else stmt.prim.name
-            return ast.Call(ast.Attribute(operands[0], name, ast.Load()), operands[1:], keywords)
+        if kind == "method" or (stmt.prim.method and is_array):     # ``dt.sum(axis=1)``
+            name = emit[1] if kind == "method" else stmt.prim.method
+            return ast.Call(ast.Attribute(operands[0], identifier(name), ast.Load()), operands[1:],
+                            keywords)
         if stmt.prim in self.calls:
             return ast.Call(_dotted(self.calls[stmt.prim]), operands, keywords)
         self.modules.add(emit[1].split(".")[0])
@@ -222,8 +224,7 @@ class Emitter:
 
     def key_part(self, part: Any, call: bool = False) -> ast.expr:
         if isinstance(part, Lit) and isinstance(part.value, np.ndarray) and part.value.dtype.kind in "iub":
-            return ast.Constant(part.value.tolist()) if part.value.ndim == 0 else \
-                ast.parse(repr(part.value.tolist()), mode="eval").body   # x[[0, 2]], as written
+            return self.literal(part.value.tolist())     # x[[0, 2]], as written
         if isinstance(part, Lit) and isinstance(part.value, slice):
             s = part.value
             bounds = [s.start, s.stop, s.step]
@@ -235,33 +236,8 @@ class Emitter:
         return self.atom(part)
 
     def literal(self, value: Any) -> ast.expr:
-        """Source text for a static value, exact for its type (``xp.float32(0.5)``)."""
-        if isinstance(value, bool) or value is None or value is Ellipsis or isinstance(value, str):
-            return ast.Constant(value)
-        if isinstance(value, (int, float)):
-            if isinstance(value, float) and not math.isfinite(value):
-                name = "xp.nan" if math.isnan(value) else "xp.inf"
-                return ast.UnaryOp(ast.USub(), _dotted(name)) if value < 0 else _dotted(name)
-            if value < 0 or (isinstance(value, float) and math.copysign(1, value) < 0):
-                return ast.UnaryOp(ast.USub(), ast.Constant(-value))
-            return ast.Constant(value)
-        if isinstance(value, complex):
-            return ast.Call(ast.Name("complex"), [ast.Constant(value.real), ast.Constant(value.imag)], [])
-        if isinstance(value, tuple):
-            return ast.Tuple([self.literal(v) for v in value])
-        if isinstance(value, slice):
-            return ast.Call(ast.Name("slice"), [self.literal(v) for v in (value.start, value.stop, value.step)], [])
-        if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
-            return _dotted(f"xp.{np.dtype(value).name}")
-        if isinstance(value, np.generic):
-            return ast.Call(_dotted(f"xp.{value.dtype.name}"), [self.literal(value.item())], [])
-        if isinstance(value, np.ndarray) and value.size == 0:      # tolist() loses the shape
-            return ast.Call(_dotted("xp.empty"), [self.literal(value.shape)],
-                            [ast.keyword("dtype", _dotted(f"xp.{value.dtype.name}"))])
-        if isinstance(value, np.ndarray):
-            return ast.Call(_dotted("xp.asarray"), [ast.Constant(value.tolist())],
-                            [ast.keyword("dtype", _dotted(f"xp.{value.dtype.name}"))])
-        raise TypeError(f"cannot write {value!r} as a literal")
+        """A static value, exact for its type (``xp.float32(0.5)``): ``text.literal``."""
+        return literal(value)
 
 
 def unparse(node: ast.AST) -> str:
@@ -277,11 +253,7 @@ def unparse(node: ast.AST) -> str:
 
 
 def _dotted(path: str) -> ast.expr:
-    parts = path.split(".")
-    node: ast.expr = ast.Name(parts[0])
-    for p in parts[1:]:
-        node = ast.Attribute(node, p, ast.Load())
-    return node
+    return dotted(path)
 
 
 def _has_array_lit(key: Any) -> bool:
@@ -302,7 +274,7 @@ def _shared_names(tape: Tape, memory: MemoryPlan) -> dict[Var, Var]:
             if pending and block[pending[0]] != block[m]:
                 shared.update((p, pending[0]) for p in pending[1:])
                 pending = []
-            if m.hint or m.grad_of is not None or m in returned:
+            if tape.hint_of(m) or tape.primal_of(m) is not None or m in returned:
                 shared.update((p, m) for p in pending)
                 pending = []
             else:
@@ -355,10 +327,11 @@ def _inlinable(tape: Tape, facts: Analysis) -> set[Var]:
         plain = stmt.prim.nout == 1 and not (stmt.prim.effect or stmt.prim.inplace or stmt.prim.creates)
         v = stmt.outs[0] if stmt.outs else None
         user = readers[v][-1] if v in readers else None
+        # (a pass may have rewritten the addition into a one-operand statement: check the arity)
         partial = uses[v] == 1 and tape.stmts[user].rule == ACCUMULATE \
-            and tape.stmts[user].args[1] is v
-        if not plain or v.hint or (v.grad_of in named and not partial) or v in outputs \
-                or uses[v] != 1:
+            and len(tape.stmts[user].args) == 2 and tape.stmts[user].args[1] is v
+        if not plain or tape.hint_of(v) or (tape.primal_of(v) in named and not partial) \
+                or v in outputs or uses[v] != 1:
             named.update(stmt.outs)
             continue
         reads[v] = set().union(*(reads.get(u) or {facts.root(u)} for u in stmt.uses()))

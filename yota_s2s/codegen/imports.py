@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import RuleError, SourceLoc
-from ..ir.names import RESERVED
+from ..ir.names import AVOIDED, RESERVED
+from ..text import is_identifier, normal, printable
 from ..ir.tape import Primitive, Tape
 
 MODULE_PRELUDE_NAMES = frozenset({"_mismatch"})
@@ -46,7 +47,7 @@ def plan_imports(tape: Tape) -> Imports:
         if len(stmt.prim.emit) > 2 and stmt.prim not in users:
             users[stmt.prim] = stmt.loc
     plan = Imports()
-    taken = set(RESERVED) | MODULE_PRELUDE_NAMES | set(tape.params)
+    taken = {normal(n) for n in RESERVED | AVOIDED | MODULE_PRELUDE_NAMES | set(tape.params)}
     bound: dict[str, str] = {}                # name -> the module it is imported from
     names: dict[str, list[str]] = {}          # module -> names imported from it
     aliased: list[str] = []
@@ -102,6 +103,11 @@ def _check_importable(prim: Primitive, qualname: str, module: str, loc: SourceLo
         outer = qualname.split(".<locals>")[0]
         raise RuleError(f"{name} is defined inside {outer}(), so the generated module cannot "
                         "import it", loc, f"Define {name} at the top level of its module.")
+    if not all(map(is_identifier, module.split(".") + qualname.split("."))):
+        raise RuleError(f"the generated module cannot import {printable(module)}."
+                        f"{printable(qualname)}: not a plain dotted name", loc,
+                        "Give the function a plain name in a module with a plain name, or name "
+                        "the module: ys.primitive(fn, module=\"mymodel\").")
     try:
         found: Any = importlib.import_module(module)
         for part in qualname.split("."):

@@ -21,16 +21,18 @@ a numpy array. Divisions and non-integer powers of Python floats are written ``x
 from __future__ import annotations
 
 import ast
+import operator
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..ir.analysis import Analysis
 from ..ir.tape import Lit, Stmt, Tape, Var
+from ..rules.indexing import index_add
 
 MAX_SIZE = 64
-_SAFE = {"add", "sub", "mul", "neg"}
-_NUMPY_FORM = {"div": "xp.divide", "pow": "xp.power"}
+_SAFE = {operator.add, operator.sub, operator.mul, operator.neg}
+_NUMPY_FORM = {operator.truediv: "xp.divide", operator.pow: "xp.power"}
 
 
 @dataclass
@@ -43,10 +45,10 @@ class ScalarPlan:
 
     def numpy_form(self, stmt: Stmt) -> str | None:
         """``xp.divide`` where a Python float meets an operation Python would do differently."""
-        if stmt.prim.name not in _NUMPY_FORM or stmt.outs[0] in self.floats:
+        if stmt.prim.fn not in _NUMPY_FORM or stmt.outs[0] in self.floats:
             return None
         if any(isinstance(a, Var) and a in self.floats for a in stmt.args):
-            return _NUMPY_FORM[stmt.prim.name]
+            return _NUMPY_FORM[stmt.prim.fn]
         return None
 
 
@@ -74,7 +76,8 @@ def _candidates(tape: Tape, facts: Analysis) -> set[Var]:
 
 
 def _element_key(stmt: Stmt, var: Var) -> int | None:
-    if stmt.prim.name != "getitem" or stmt.args[0] is not var or not isinstance(stmt.args[1], Lit):
+    if stmt.prim.fn is not operator.getitem or stmt.args[0] is not var \
+            or not isinstance(stmt.args[1], Lit):
         return None
     key = stmt.args[1].value
     if isinstance(key, bool) or not isinstance(key, int) or not -var.aval.size <= key < var.aval.size:
@@ -98,15 +101,15 @@ def _plan(tape: Tape, arrays: set[Var]) -> ScalarPlan:
 
 
 def _is_float_op(stmt: Stmt, floats: set[Var]) -> bool:
-    name, args = stmt.prim.name, stmt.args
+    fn, args = stmt.prim.fn, stmt.args
     if not stmt.outs or stmt.outs[0].aval.shape != () or not any(a in floats for a in args
                                                                  if isinstance(a, Var)):
         return False
-    if name == "pow":
+    if fn is operator.pow:
         exponent = args[1]
         return isinstance(exponent, Lit) and type(exponent.value) is int and exponent.value >= 1 \
             and _float_operand(args[0], floats)
-    return name in _SAFE and all(_float_operand(a, floats) for a in args)
+    return fn in _SAFE and all(_float_operand(a, floats) for a in args)
 
 
 def _float_operand(atom, floats: set[Var]) -> bool:
@@ -117,11 +120,11 @@ def _float_operand(atom, floats: set[Var]) -> bool:
 
 def _plan_chains(tape: Tape, plan: ScalarPlan) -> None:
     """``np.zeros(n)`` followed only by ``buf[i] += scalar``: one float per element."""
-    made = {s.out: s for s in tape.stmts if s.prim.name == "zeros" and _small_zeros(s)}
+    made = {s.out: s for s in tape.stmts if s.prim.fn is np.zeros and _small_zeros(s)}
     steps: dict[Var, Var] = {}
     bad: set[Var] = set()
     for stmt in tape.stmts:
-        if stmt.prim.name != "index_add":
+        if stmt.prim.fn is not index_add:
             continue
         buf, key, value = stmt.args
         root = steps.get(buf, buf if buf in made else None)
@@ -157,11 +160,11 @@ def _accepts(stmt: Stmt, pos: int, plan: ScalarPlan) -> bool:
     if stmt.outs and stmt.outs[0] in plan.floats:
         return True
     kind = stmt.prim.emit[0]
-    if stmt.prim.name == "index_add":
+    if stmt.prim.fn is index_add:
         return pos == 2
     if stmt.outs and stmt.outs[0].aval.shape != ():
         return False
-    return kind == "call" or stmt.prim.name in _SAFE or stmt.prim.name in _NUMPY_FORM
+    return kind == "call" or stmt.prim.fn in _SAFE or stmt.prim.fn in _NUMPY_FORM
 
 
 def _sources(var: Var, facts: Analysis, plan: ScalarPlan) -> set[Var]:

@@ -11,6 +11,7 @@ calls never share one; what a call returns is never a work array.
 from __future__ import annotations
 
 from ..ir.tape import Tape
+from ..text import literal_text
 
 _WORK = '''
 _local = threading.local()
@@ -125,7 +126,7 @@ def prelude(emitter) -> str:
         rows = []
         for (shape, dtype, values), name in zip(memory.slots, emitter.slot_names):
             held = ", ".join(dict.fromkeys(emitter.names[v] for v in values))
-            rows.append(f"    ({shape!r}, {dtype.name!r}, {held!r}),    # {name}")
+            rows.append(f"    {literal_text((shape, dtype.name, held))},    # {name}")
         parts.append("\nWORK_ARRAYS = [    # shape, dtype, the values that live in it\n"
                      + "\n".join(rows) + "\n]\n" + _WORK)
     if takes_out(emitter):

@@ -10,6 +10,8 @@ only on the tape, so two compilations of the same input are byte-identical.
 """
 from __future__ import annotations
 
+import ast
+import builtins
 import textwrap
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -17,6 +19,8 @@ from typing import Any, Sequence
 from .. import __version__
 from ..errors import InternalError
 from ..ir.tape import Tape, Var
+from ..text import (access_expr, comment, describe, docstring_line, identifier, literal_text,
+                    name_base)
 from .emit import Block, Emitter, unparse
 from .imports import Imports, plan_imports
 from .workspace import header_lines, out_check_lines, prelude, takes_out, unpack_line
@@ -38,7 +42,7 @@ def _mismatch(func, name, expected, value):
 
 
 def function_name(tape: Tape) -> str:
-    return f"{tape.name}_grad" if tape.name.isidentifier() else "lambda_grad"
+    return f"{name_base(tape.name)}_grad" if tape.name.isidentifier() else "lambda_grad"
 
 
 @dataclass
@@ -81,7 +85,35 @@ def write_module(tapes: Tape | Sequence[Tape], device: str = "cpu",
     if any(_has_checks(tape) for tape in tapes):
         parts.append(_PRELUDE_MISMATCH)
     parts += [prelude(w.emitter) for w in written if prelude(w.emitter)]
-    return "\n".join(parts + [w.text for w in written])
+    text = "\n".join(parts + [w.text for w in written])
+    check_names(text)
+    return text
+
+
+def check_names(text: str) -> None:
+    """The module parses, and no function's parameter or local shadows a module-level name or
+    a builtin that the module reads (``xp``, ``_ONES_3``, ``isinstance``): a compiler bug
+    otherwise, caught here rather than as a wrong value."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as e:
+        raise InternalError(f"the generated module does not parse: {e}") from None
+    module = {n.id for stmt in tree.body if isinstance(stmt, ast.Assign)
+              for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    module |= {a.asname or a.name.split(".")[0] for stmt in tree.body
+               if isinstance(stmt, (ast.Import, ast.ImportFrom)) for a in stmt.names}
+    module |= {stmt.name for stmt in tree.body if isinstance(stmt, (ast.FunctionDef, ast.ClassDef))}
+    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    shared = module | (read & set(dir(builtins)))
+    for fn in tree.body:
+        if not isinstance(fn, ast.FunctionDef):
+            continue
+        local = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
+        local |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        clash = sorted(local & shared)
+        if clash:
+            raise InternalError(f"in the generated {fn.name}, {', '.join(clash)} would shadow "
+                                "a module-level name or a builtin")
 
 
 def write_functions(tapes: Sequence[Tape], buffers: bool = False) -> tuple[list[Written], Imports]:
@@ -91,7 +123,8 @@ def write_functions(tapes: Sequence[Tape], buffers: bool = False) -> tuple[list[
         stmts=[s for t in tapes for s in t.stmts],
         params=tuple(dict.fromkeys(p for t in tapes for p in t.params)))
     imports = plan_imports(merged)
-    taken = imports.names | {"out"} if buffers else imports.names   # out= of the function
+    taken = imports.names | {function_name(t) for t in tapes}       # module-level names
+    taken |= {"out"} if buffers else set()                            # out= of the function
     return [_function(t, Emitter(t, taken=taken, calls=imports.calls, fast=buffers))
             for t in tapes], imports
 
@@ -100,7 +133,7 @@ def _function(tape: Tape, emitter: Emitter) -> Written:
     blocks = emitter.blocks()
     fname = function_name(tape)
     returns, build = _returns(tape, emitter)
-    body = _checks(tape, fname) + _struct_args(tape, emitter, fname) + \
+    body = _checks(tape, emitter, fname) + _struct_args(tape, emitter, fname) + \
         out_check_lines(emitter, tape, fname) + unpack_line(emitter)
     section = None
     for block in blocks:
@@ -110,10 +143,11 @@ def _function(tape: Tape, emitter: Emitter) -> Written:
         body += _block_lines(block, tape)
     body += build
     body.append(f"return {', '.join(returns)}")
-    params = list(tape.params) + (["*", "out=None"] if takes_out(emitter) else [])
+    params = list(map(identifier, emitter.names.params)) + \
+        (["*", "out=None"] if takes_out(emitter) else [])
     if emitter.memory.slots:
         emitter.modules.add("threading")
-    signature = f"def {fname}({', '.join(params)}):"
+    signature = f"def {identifier(fname)}({', '.join(params)}):"
     text = "\n" + signature + "\n" + textwrap.indent("\n".join(body), INDENT) + "\n"
     return Written(tape, emitter, blocks, returns, text)
 
@@ -123,13 +157,13 @@ def _function(tape: Tape, emitter: Emitter) -> Written:
 def _header(tape: Tape, device: str, regenerate: str | None, returns: list[str],
             emitter: Emitter) -> str:
     where = f" ({tape.loc.short})" if tape.loc else ""
-    lines = [f'"""Gradient of {tape.name}{where}, generated by yota-s2s {__version__}. Do not edit.',
+    lines = [f"Gradient of {tape.name}{where}, generated by yota-s2s {__version__}. Do not edit.",
              ""] + signature_lines(tape, device, returns)
     lines += header_lines(emitter, tape)
     if regenerate:
         lines.append(f"Regenerate: {regenerate}")
-    return "\n".join(textwrap.fill(line, 99, subsequent_indent="    ") if line else line
-                     for line in lines) + '\n"""'
+    return _docstring(textwrap.fill(line, 99, subsequent_indent="    ") if line else line
+                      for line in lines)
 
 
 def signature_lines(tape: Tape, device: str, returns: list[str]) -> list[str]:
@@ -150,7 +184,7 @@ def _header_many(written: list[Written], device: str, regenerate: str | None,
     """Each function in a paragraph; lines break between items, never inside one; the source
     and the command stay whole, to be copied."""
     files = sorted({w.tape.loc.short.split(":")[0] for w in written if w.tape.loc}) or ["?"]
-    lines = [f'"""Gradients for {", ".join(files)}, generated by yota-s2s {__version__}. '
+    lines = [f'Gradients for {", ".join(files)}, generated by yota-s2s {__version__}. '
              "Do not edit."]
     for w in written:
         tape = w.tape
@@ -163,7 +197,14 @@ def _header_many(written: list[Written], device: str, regenerate: str | None,
         lines += [INDENT + line for line in header_lines(w.emitter, tape)]
     tail = ([f"Source: {source}"] if source else []) + \
         ([f"Regenerate: {regenerate}"] if regenerate else [])
-    return "\n".join(lines + ([""] + tail if tail else [])) + '\n"""'
+    return _docstring(lines + ([""] + tail if tail else []))
+
+
+def _docstring(lines) -> str:
+    """The module docstring: each line escaped (``text.docstring_line``), so that no name or
+    value in it (a ``\"\"\"`` in a string argument, a file name, a dict key) can end it."""
+    text = "\n".join(docstring_line(line) for line in "\n".join(lines).split("\n"))
+    return f'"""{text}\n"""'
 
 
 def _wrap_items(prefix: str, items: list[str], sep: str, end: str) -> list[str]:
@@ -215,12 +256,7 @@ def _describe_param(tape: Tape, argnum: int) -> str:
 
 def static_text(value: Any) -> str:
     """A static value as the header shows it, the same in every run (no addresses)."""
-    if _checkable(value):
-        return repr(value)
-    name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
-    if isinstance(name, str):
-        return name
-    return f"<{type(value).__name__}>"
+    return describe(value)
 
 
 def _spec(var: Var) -> str:
@@ -248,43 +284,55 @@ def _checkable(value: Any) -> bool:
         isinstance(value, tuple) and all(_checkable(v) for v in value))
 
 
-def _checks(tape: Tape, fname: str) -> list[str]:
+def _checks(tape: Tape, emitter: Emitter, fname: str) -> list[str]:
     """Top-level arguments: each array's type, shape and dtype, each static value."""
     lines = []
     for inp in tape.inputs:
         if inp.path == ():
-            lines += _leaf_check(tape, fname, inp.var, tape.params[inp.argnum], inp.access)
+            lines += _leaf_check(fname, inp.var, emitter.names.params[inp.argnum], inp.access)
     for static in tape.statics:
         if static.path == ():
-            lines += _static_check(fname, static.access, static.value)
+            lines += _static_check(fname, _read(tape, emitter, static.access), static.access,
+                                   static.value)
     return lines
 
 
-def _leaf_check(tape: Tape, fname: str, var: Var, ref: str, access: str) -> list[str]:
-    aval = var.aval
+def _read(tape: Tape, emitter: Emitter, access: str) -> str:
+    """An access (``m.layers[0].W``) as the generated function writes it: checked to be one
+    (``text.access_expr``), starting from the function's name for the argument."""
+    return unparse(access_expr(access, dict(zip(tape.params, emitter.names.params))))
+
+
+def _leaf_check(fname: str, var: Var, ref: str, access: str) -> list[str]:
+    aval, ref = var.aval, identifier(ref)
     if aval.weak:
         test = f"not isinstance({ref}, (int, float)) or isinstance({ref}, bool)"
         expected = "a float"
     else:
         kind = "xp.ndarray" if aval.ndim else "(xp.ndarray, xp.generic)"
-        test = (f"not isinstance({ref}, {kind}) or {ref}.shape != {aval.shape!r} "
-                f"or {ref}.dtype != xp.{aval.dtype.name}")
+        test = (f"not isinstance({ref}, {kind}) or {ref}.shape != {literal_text(aval.shape)} "
+                f"or {ref}.dtype != {literal_text(aval.dtype)}")
         expected = _spec(var)
-    return [_if(test), f"{INDENT}raise _mismatch({fname!r}, {access!r}, {expected!r}, {ref})"]
+    return [_if(test), f"{INDENT}raise _mismatch({_mismatch_args(fname, access, expected)}, {ref})"]
 
 
-def _static_check(fname: str, access: str, value: Any) -> list[str]:
+def _mismatch_args(fname: str, access: str, expected: str) -> str:
+    return ", ".join(literal_text(t) for t in (fname, access, expected))
+
+
+def _static_check(fname: str, read: str, access: str, value: Any) -> list[str]:
     """``len(m.layers) != 2``, ``m.mode != 'train'``, a function by its name; nothing for
-    other objects, which only ``ys.grad``'s cache can tell apart."""
+    other objects, which only ``ys.grad``'s cache can tell apart. ``read`` is the access as
+    the function writes it, ``access`` as the message shows it."""
     if _checkable(value):
-        test, expected = (f"{access} is not None" if value is None else f"{access} != {value!r}",
-                          repr(value))
+        test, expected = (f"{read} is not None" if value is None else
+                          f"{read} != {literal_text(value)}", describe(value))
     elif isinstance(getattr(value, "__name__", None), str) and callable(value):
-        expected = value.__name__
-        test = f"getattr({access}, '__name__', None) != {expected!r}"
+        expected = str.__str__(value.__name__)
+        test = f"getattr({read}, '__name__', None) != {literal_text(expected)}"
     else:
         return []
-    return [_if(test), f"{INDENT}raise _mismatch({fname!r}, {access!r}, {expected!r}, {access})"]
+    return [_if(test), f"{INDENT}raise _mismatch({_mismatch_args(fname, access, expected)}, {read})"]
 
 
 def _if(test: str) -> str:
@@ -307,30 +355,32 @@ def _struct_args(tape: Tape, emitter: Emitter, fname: str) -> list[str]:
         facts += [(i.path, 1, i) for i in tape.inputs if i.argnum == argnum]
         for _, is_leaf, fact in sorted(facts, key=lambda f: (_path_key(f[0]), f[1])):
             if not is_leaf:
-                lines += _static_check(fname, fact.access, fact.value)
+                lines += _static_check(fname, _read(tape, emitter, fact.access), fact.access,
+                                       fact.value)
                 continue
-            name = emitter.names[fact.var]
-            lines.append(f"{name} = {fact.access}")
-            lines += _leaf_check(tape, fname, fact.var, name, fact.access)
+            name = identifier(emitter.names[fact.var])
+            lines.append(f"{name} = {_read(tape, emitter, fact.access)}")
+            lines += _leaf_check(fname, fact.var, name, fact.access)
     return lines
 
 
 def _path_key(path: tuple) -> tuple:
     """Sorts paths of mixed keys; a container comes before its items."""
-    return tuple((0, k, "") if isinstance(k, int) else (1, 0, repr(k)) for k in path)
+    return tuple((0, k, "") if isinstance(k, int) else (1, 0, literal_text(k)) for k in path)
 
 
 def _block_lines(block: Block, tape: Tape) -> list[str]:
     loc = block.loc
-    comment = "#"
+    note = ""
     if loc is not None:
         prefix = "grad of " if block.section == "backward" else ""
-        comment = f"# {prefix}{loc.short}  {loc.text}"
+        note = f"{prefix}{loc.short}  {loc.text}"
         if loc.func and loc.func != tape.name and block.section == "forward":
-            comment += f"    ({loc.func}, inlined)"
-        if len(comment) > MAX_COMMENT:
-            comment = comment[:MAX_COMMENT - 3] + "..."
-    lines = [comment]
+            note += f"    ({loc.func}, inlined)"
+    line = comment(note)           # escaped: a newline in a file name cannot end it
+    if len(line) > MAX_COMMENT:
+        line = line[:MAX_COMMENT - 3] + "..."
+    lines = [line]
     for node in block.stmts:
         lines += unparse(node).splitlines()
     return lines
@@ -346,17 +396,17 @@ def _returns(tape: Tape, emitter: Emitter) -> tuple[list[str], list[str]]:
         if isinstance(atom, Var) and atom in emitter.memory.delivered:
             argnum, path = emitter.memory.delivered[atom]
             key = argnum if not path else (argnum, path)
-            return f"_deliver(out, {key!r}, {value})"
+            return f"_deliver(out, {literal_text(key)}, {value})"
         return value
     out, build = [text(tape.result)], []
     for argnum, kind in enumerate(tape.arg_kinds):
         leaves = [(i, g) for i, g in zip(tape.inputs, tape.grads or []) if i.argnum == argnum]
         if kind == "struct":
-            items = [f"{i.path!r}: {text(g)}" for i, g in leaves if g is not None]
+            items = [f"{literal_text(i.path)}: {text(g)}" for i, g in leaves if g is not None]
             if not items and any(i.var.aval.is_float for i, _ in leaves):
                 out.append("None")          # not asked for (wrt=)
                 continue
-            name = emitter.names.fresh("d" + tape.params[argnum])
+            name = emitter.names.fresh("d" + emitter.names.params[argnum])
             build += _dict_lines(name, items)
             out.append(name)
         elif leaves and leaves[0][1] is not None:

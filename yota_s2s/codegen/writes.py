@@ -12,12 +12,16 @@ The operator a person would write becomes its ufunc (``*`` is ``xp.multiply``); 
 from __future__ import annotations
 
 import ast
+import operator
+
+import numpy as np
 
 from ..ir.tape import Lit, Stmt, Var
-from .buffers import UFUNCS
+from ..text import dotted, identifier, literal
 
-_AUGMENTED = {"add": ast.Add, "sub": ast.Sub, "mul": ast.Mult, "div": ast.Div}
-_FILL = {"zeros": 0.0, "ones": 1.0}
+_AUGMENTED = {operator.add: ast.Add, operator.sub: ast.Sub, operator.mul: ast.Mult,
+              operator.truediv: ast.Div}
+_FILL = {np.zeros: 0.0, np.ones: 1.0}
 
 
 def write_statement(em, stmt: Stmt) -> list[ast.stmt] | None:
@@ -42,23 +46,23 @@ def write_statement(em, stmt: Stmt) -> list[ast.stmt] | None:
     name = em.names[v]
     if isinstance(target, ast.Name) and target.id == name:
         first = stmt.args[0]
-        if stmt.prim.name in _AUGMENTED and isinstance(first, Var) and em.names.names.get(first) == name:
-            return [ast.AugAssign(ast.Name(name), _AUGMENTED[stmt.prim.name](), em.atom(stmt.args[1]))]
+        augmented = _AUGMENTED.get(stmt.prim.fn)
+        if augmented and isinstance(first, Var) and em.names.names.get(first) == name:
+            return [ast.AugAssign(ast.Name(name), augmented(), em.atom(stmt.args[1]))]
         return [ast.Expr(value)]
     return [ast.Assign([ast.Name(name)], value, lineno=0)]
 
 
 def result_call(key: tuple, v: Var) -> ast.expr:
     argnum, path = key
-    where = ast.Constant(argnum) if not path else ast.Tuple([ast.Constant(argnum), ast.Constant(path)])
-    args = [ast.Name("out"), where, ast.Constant(v.aval.shape)]
+    args = [ast.Name("out"), literal(argnum if not path else (argnum, path)), literal(v.aval.shape)]
     if v.aval.dtype.name != "float64":
-        args.append(_xp(v.aval.dtype.name))
+        args.append(literal(v.aval.dtype))
     return ast.Call(ast.Name("_result"), args, [])
 
 
 def _xp(name: str) -> ast.expr:
-    return ast.Attribute(ast.Name("xp"), name, ast.Load())
+    return dotted(f"xp.{name}")
 
 
 def _call(em, stmt: Stmt, form: str, target: ast.expr) -> ast.expr:
@@ -73,12 +77,13 @@ def _call(em, stmt: Stmt, form: str, target: ast.expr) -> ast.expr:
                         else operands, out)
     if form == "matmul":
         return ast.Call(_xp("matmul"), operands, out)
-    keywords = [ast.keyword(k, em.literal(val)) for k, val in stmt.params] + out
+    keywords = [ast.keyword(identifier(k), em.literal(val)) for k, val in stmt.params] + out
     if form == "reduce" and sum_as_product(em, stmt):
         return ast.Call(_xp("matmul"), sum_as_product(em, stmt), out)
     if form == "reduce" and isinstance(stmt.args[0], Var) and not stmt.args[0].aval.weak:
-        return ast.Call(ast.Attribute(operands[0], stmt.prim.name, ast.Load()), [], keywords)
-    return ast.Call(_xp(stmt.prim.name), operands, keywords)
+        return ast.Call(ast.Attribute(operands[0], identifier(stmt.prim.method),
+                                      ast.Load()), [], keywords)
+    return ast.Call(_xp(stmt.prim.emit[1].removeprefix("xp.")), operands, keywords)   # xp.sum
 
 
 def sum_as_product(em, stmt: Stmt) -> list[ast.expr] | None:
@@ -87,7 +92,7 @@ def sum_as_product(em, stmt: Stmt) -> list[ast.expr] | None:
     (30x for a tall, narrow matrix). Not for broadcast views, which BLAS cannot read, nor for
     long float32 sums, where numpy's pairwise summation is the more accurate."""
     x, params = stmt.args[0], dict(stmt.params)
-    if stmt.prim.name != "sum" or set(params) != {"axis"} or not isinstance(x, Var):
+    if stmt.prim.fn is not np.sum or set(params) != {"axis"} or not isinstance(x, Var):
         return None
     aval, axis = x.aval, params["axis"]
     if aval.ndim != 2 or aval.weak or aval.dtype.name not in ("float64", "float32") \
@@ -95,20 +100,21 @@ def sum_as_product(em, stmt: Stmt) -> list[ast.expr] | None:
         return None
     n = aval.shape[axis % 2]
     made = em.made_by.get(x)
-    if (aval.dtype.name == "float32" and n > 4096) or (made and made.prim.name == "broadcast_to"):
+    if (aval.dtype.name == "float32" and n > 4096) or (made and made.prim.fn is np.broadcast_to):
         return None
     suffix = "" if aval.dtype.name == "float64" else "_F32"
-    ones = ast.Name(em.ones.setdefault((n, aval.dtype.name), f"_ONES_{n}{suffix}"))
+    key = (n, aval.dtype.name)
+    if key not in em.ones:       # a module-level name: no parameter or value may hold it
+        em.ones[key] = em.names.fresh(f"_ONES_{n}{suffix}")
+    ones = ast.Name(em.ones[key])
     return [ones, em.atom(x)] if axis % 2 == 0 else [em.atom(x), ones]
 
 
 def _ufunc(stmt: Stmt) -> str:
-    name = stmt.prim.name
-    if name == "pow" and isinstance(stmt.args[1], Lit) and stmt.args[1].value in (2, 0.5):
+    ufunc = stmt.prim.ufunc
+    if ufunc is np.power and isinstance(stmt.args[1], Lit) and stmt.args[1].value in (2, 0.5):
         return "square" if stmt.args[1].value == 2 else "sqrt"
-    if name in UFUNCS:
-        return UFUNCS[name]
-    return stmt.prim.emit[1].split(".")[-1]
+    return ufunc.__name__
 
 
 def _bind_then(em, stmt: Stmt, v: Var, target: ast.expr) -> list[ast.stmt]:
@@ -119,7 +125,7 @@ def _bind_then(em, stmt: Stmt, v: Var, target: ast.expr) -> list[ast.stmt]:
     if em.memory.writes[v] == "copy":
         call = ast.Call(_xp("copyto"), [name, em.atom(stmt.args[0])], [])
     else:
-        value = _FILL.get(stmt.prim.name)
+        value = _FILL.get(stmt.prim.fn)
         fill = ast.Constant(value) if value is not None else em.atom(stmt.args[1])
         call = ast.Call(ast.Attribute(name, "fill", ast.Load()), [fill], [])
     return lines + [ast.Expr(call)]

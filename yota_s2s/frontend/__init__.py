@@ -7,6 +7,7 @@ from typing import Any, Callable, Sequence
 
 from ..ir.tape import Tape, Var
 from ..rules.registry import RULES, RuleSet
+from ..text import normal
 from .collect import Collector
 from .evaluator import Evaluator, Frame
 from .flatten import Flattener, arg_kind, is_struct_object, leaf_names
@@ -23,8 +24,17 @@ def param_names(fn: Any, n_args: int) -> tuple[str, ...]:
         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
             names.append(p.name)
         elif p.kind == p.VAR_POSITIONAL:
-            names += [f"{p.name}_{i}" for i in range(n_args - len(names))]
+            names += [_spread_name(p.name, i, params) for i in range(n_args - len(names))]
     return tuple(names[:n_args])
+
+
+def _spread_name(name: str, i: int, params: list) -> str:
+    """``args_1`` for ``*args``'s second item, ``args_1_`` where a parameter is ``args_1``."""
+    taken = {normal(p.name) for p in params}
+    spread = f"{name}_{i}"
+    while normal(spread) in taken:
+        spread += "_"
+    return spread
 
 
 def unbind(fn: Any) -> tuple[Callable, Any]:

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..errors import UnsupportedSyntax
 from ..ir.tape import Aval, Input, StaticInput, Var
+from ..text import access_attr, access_item, name_base, plain_value
 from .resolve import is_library
 
 _PLAIN_KEYS = (str, int, bool, type(None))
@@ -116,14 +117,14 @@ class Flattener:
         if is_namedtuple(value):
             self.types.append((access, type(value)))
             fields = type(value)._fields
-            return type(value)(*(self.flatten(v, argnum, path + (f,), f"{access}.{f}")
+            return type(value)(*(self.flatten(v, argnum, path + (f,), access_attr(access, f))
                                  for f, v in zip(fields, value)))
         if isinstance(value, tuple) and all(isinstance(v, _PLAIN_KEYS) for v in value):
             self.statics.append(StaticInput(argnum, path, value, access))    # a shape, a flag set
             return value
         if isinstance(value, (tuple, list)):
             self._layout(argnum, path, f"len({access})", len(value))
-            items = [self.flatten(v, argnum, path + (i,), f"{access}[{i}]")
+            items = [self.flatten(v, argnum, path + (i,), access_item(access, i))
                      for i, v in enumerate(value)]
             return items if isinstance(value, list) else tuple(items)
         if isinstance(value, dict):
@@ -142,7 +143,7 @@ class Flattener:
                     f"argument {access} has the key {key!r}, which generated code cannot spell",
                     hint="Use str, int or bool keys (or tuples of them) in dicts that hold arrays.")
         self._layout(argnum, path, f"tuple({access})", tuple(value))
-        return {k: self.flatten(v, argnum, path + (k,), f"{access}[{k!r}]")
+        return {k: self.flatten(v, argnum, path + (k,), access_item(access, k))
                 for k, v in value.items()}
 
     def _layout(self, argnum: int, path: tuple, access: str, value: Any) -> None:
@@ -159,8 +160,7 @@ def _plain_key(key: Any) -> bool:
 def _hint(access: str) -> str:
     """A first name for a leaf (``xs[0]`` -> ``xs_0``); ``leaf_names`` shortens it afterwards."""
     name = "".join(c if c.isalnum() else "_" for c in access)
-    name = "_".join(p for p in name.split("_") if p)
-    return name if name.isidentifier() else f"a_{name}"
+    return name_base("_".join(p for p in name.split("_") if p), empty="a")
 
 
 def leaf_names(inputs: list[Input], params: tuple[str, ...]) -> None:
@@ -175,4 +175,4 @@ def leaf_names(inputs: list[Input], params: tuple[str, ...]) -> None:
                 continue
             if sum(p[-k:] == end for p in parts) == 1 and (k > 1 or end[0] not in params):
                 break
-        inp.var.hint = _hint("_".join(map(str, end)))
+        inp.var.hint = _hint("_".join(str(plain_value(k)) for k in end))

@@ -16,6 +16,8 @@ shapes of everything after are those of the example, so the generated code check
 """
 from __future__ import annotations
 
+import operator
+
 import gast
 import numpy as np
 
@@ -90,9 +92,9 @@ def guard_selection(ev, prim, operands: list, node) -> None:
     mask selects as many elements as it did in the example."""
     if ev.backward_mode:
         return          # the forward code checked it
-    if prim.name in ("argwhere", "flatnonzero"):
+    if prim.fn in (np.argwhere, np.flatnonzero):
         masks = [operands[0]]
-    elif prim.name == "getitem":
+    elif prim.fn is operator.getitem:
         masks = [a for a in tree_atoms(operands[1])
                  if isinstance(a, Var) and a.aval.dtype == bool and a.aval.ndim > 0]
     else:

@@ -75,18 +75,30 @@ def parse_function(fn: Any) -> ParsedFunction:
     try:
         module = gast.parse(dedented)
     except SyntaxError:
-        # e.g. a lambda in the middle of an expression spanning lines: parse the lines alone
-        module = gast.parse("(\n" + dedented + "\n)") if fn.__name__ == "<lambda>" else None
-        if module is None:
+        if fn.__name__ != "<lambda>":
             raise
-        first -= 1
-    node = _find_node(module, fn)
+        # a lambda in the middle of an expression spanning lines (an item of a list or dict
+        # literal written over several lines): find it in its whole file
+        module, first, col_offset = _whole_file(fn, code), 1, 0
+    node = _find_node(module, fn, code.co_firstlineno - first + 1)
     parsed = ParsedFunction(node, fn.__name__, code.co_filename, first - 1, col_offset, code)
     _cache[code] = parsed
     return parsed
 
 
-def _find_node(module: gast.Module, fn: Any) -> gast.FunctionDef | gast.Lambda:
+def _whole_file(fn: Any, code: types.CodeType) -> gast.Module:
+    text = "".join(linecache.getlines(code.co_filename))
+    try:
+        return gast.parse(text)
+    except SyntaxError:
+        raise UnsupportedSyntax(f"cannot read the source of {fn.__qualname__} in "
+                                f"{code.co_filename}:{code.co_firstlineno}",
+                                hint="Give the function a name with def.") from None
+
+
+def _find_node(module: gast.Module, fn: Any, line: int) -> gast.FunctionDef | gast.Lambda:
+    """The ``def`` of ``fn`` by name, or its lambda: the one on its first ``line`` (of
+    ``module``) with its parameters."""
     code = fn.__code__
     if fn.__name__ != "<lambda>":
         for node in gast.walk(module):
@@ -96,7 +108,8 @@ def _find_node(module: gast.Module, fn: Any) -> gast.FunctionDef | gast.Lambda:
                 return node
     params = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
     lambdas = [n for n in gast.walk(module) if isinstance(n, gast.Lambda)
-               and [a.id for a in n.args.args + n.args.kwonlyargs] == params]
+               and [a.id for a in n.args.args + n.args.kwonlyargs] == params
+               and n.lineno == line]
     if len(lambdas) > 1:
         lambdas = _lambdas_at_column(lambdas, code) or lambdas
     if not lambdas:

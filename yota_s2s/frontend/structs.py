@@ -27,6 +27,7 @@ from typing import Any
 import gast
 
 from ..errors import UnsupportedSyntax, YotaError
+from ..text import access_attr
 from .resolve import is_library
 from .values import contains
 
@@ -60,7 +61,7 @@ def static_lookup(cls: type, name: str) -> tuple[type | None, Any]:
 
 
 def attribute_access(access: str, name: str) -> str:
-    return f"{access}.{name}" if name.isidentifier() else f"getattr({access}, {name!r})"
+    return access_attr(access, name)
 
 
 def get_attribute(ev: Any, sv: StructValue, name: str, node: gast.AST) -> Any:

@@ -28,11 +28,12 @@ import numpy as np
 from ..errors import UnsupportedSyntax
 from ..ir.tape import Lit, Stmt, Var, tree_atoms, tree_map
 from ..rules.indexing import setitem
+from ..rules.shape import ravel
 from .expressions import BINOP_SYMBOLS as _BINOP_SYMBOLS
 
 # How to write a view back into its base: the inverse of the view, per primitive.
-_RESHAPES = ("reshape", "ravel", "squeeze", "expand_dims", "atleast_1d", "atleast_2d",
-             "atleast_3d")
+_RESHAPES = (np.reshape, ravel, np.squeeze, np.expand_dims, np.atleast_1d, np.atleast_2d,
+             np.atleast_3d)
 
 
 class UpdatesMixin:
@@ -162,23 +163,23 @@ class UpdatesMixin:
 
     def unview(self, stmt: Stmt, base: Var, new: Var, node: gast.AST) -> Var:
         """The base with the view's memory replaced by ``new``."""
-        name, args, lookup = stmt.prim.name, stmt.args, self.rules.lookup
-        if name == "getitem":
+        fn, args, lookup = stmt.prim.fn, stmt.args, self.rules.lookup
+        if fn is operator.getitem:
             return self.call_primitive(lookup(setitem), (base, args[1], new), {}, node)
-        if name in _RESHAPES:
+        if fn in _RESHAPES:
             return self.call_primitive(lookup(np.reshape), (new, base.aval.shape), {}, node)
-        if name == "transpose":
+        if fn is np.transpose:
             axes = stmt.param("axes")
             back = () if axes is None else (tuple(int(i) for i in np.argsort(axes)),)
             return self.call_primitive(lookup(np.transpose), (new, *back), {}, node)
-        if name == "swapaxes":
+        if fn is np.swapaxes:
             return self.call_primitive(lookup(np.swapaxes), (new, args[1], args[2]), {}, node)
-        if name == "moveaxis":
+        if fn is np.moveaxis:
             return self.call_primitive(lookup(np.moveaxis), (new, args[2], args[1]), {}, node)
-        if name == "flip":
+        if fn is np.flip:
             return self.call_primitive(lookup(np.flip), (new,), dict(stmt.params), node)
-        raise UnsupportedSyntax(f"this writes into the result of {name}, which shares memory "
-                                "with its argument; writing through it is not supported",
+        raise UnsupportedSyntax(f"this writes into the result of {stmt.prim.name}, which shares "
+                                "memory with its argument; writing through it is not supported",
                                 self.loc(node), "Copy it first (`.copy()`), or write into the "
                                 "original array.")
 

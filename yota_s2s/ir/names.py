@@ -12,37 +12,74 @@ Names never depend on Var ids, so the same program always gets the same names.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Callable, Iterable
 
+from ..text import name_base, normal
 from .analysis import Analysis
 from .tape import ACCUMULATE, Tape, Var
 
-RESERVED = frozenset({"xp", "math", "GuardError", "float", "int", "abs", "max", "min", "len",
-                      "range", "sum", "print", "isinstance", "tuple", "list", "dict", "None",
-                      "True", "False", "self", "lambda", "def", "return", "in", "is", "not"})
+# Names the generated module defines or reads at module level: its imports, its helpers
+# (codegen/writer.py, codegen/workspace.py) and the builtins generated code calls. A parameter
+# or value with one of these names is renamed (``xp_1``), never allowed to shadow it. The
+# ``_ONES_n`` vectors take fresh names as they are made; ``out`` is taken where the function
+# has the ``out=`` keyword (codegen/writer.py). ``write_module`` checks the result.
+MODULE_NAMES = frozenset({"xp", "math", "threading", "GuardError", "_mismatch", "_result",
+                          "_deliver", "_out_entry", "_check_out", "_work_arrays", "WORK_ARRAYS", "_local",
+                          "_"})
+BUILTINS_USED = frozenset({"float", "int", "complex", "len", "isinstance", "getattr", "hasattr",
+                           "repr", "slice", "tuple", "list", "TypeError", "ValueError", "None",
+                           "True", "False"})
+RESERVED = MODULE_NAMES | BUILTINS_USED
+# Names that values other than parameters avoid, for the reader (a temporary is never ``sum``);
+# a parameter keeps them (``self``).
+AVOIDED = frozenset({"bool", "abs", "max", "min", "range", "sum", "print", "dict", "type", "self"})
 
 
 class Namer:
-    def __init__(self, taken: Iterable[str] = ()):
-        self.taken: set[str] = set(RESERVED) | set(taken)
+    """Hands out names; every name it gives is an identifier in its NFKC normal form (the form
+    Python compares), so two names it gives are never one variable to Python."""
+
+    def __init__(self, taken: Iterable[str] = (), tape: Tape | None = None):
+        self.taken: set[str] = {normal(n) for n in RESERVED | set(taken)}
+        self.avoided: set[str] = set(AVOIDED)
         self.source_names: set[str] = set()
         self.names: dict[Var, str] = {}
+        self.params: list[str] = []        # the generated function's parameter names
         self._temps = 0
+        # a tape's side tables (Tape.hints, Tape.primals) over the Vars' own fields
+        self.hint_of: Callable[[Var], str | None] = tape.hint_of if tape else lambda v: v.hint
+        self.primal_of: Callable[[Var], Var | None] = \
+            tape.primal_of if tape else lambda v: v.grad_of
 
     def reserve_sources(self, names: Iterable[str]) -> None:
         """Source names are kept for their own values; other values avoid them."""
-        self.source_names |= set(names)
+        self.source_names |= {name_base(n) for n in names}
+
+    def _free(self, name: str, own: bool = False) -> bool:
+        return name not in self.taken and name not in self.avoided and \
+            (own or name not in self.source_names)
+
+    def param(self, name: str) -> str:
+        """The generated function's name for a parameter: its own unless that would shadow
+        a name the module needs (``xp`` -> ``xp_1``)."""
+        base = name_base(name)
+        if base not in self.taken:
+            self.taken.add(base)
+            return base
+        return self.fresh(base, own=True)
 
     def fresh(self, base: str, own: bool = False) -> str:
-        """``base`` if free, else ``base_1``, ``base_2``, ...
+        """``base`` (made an identifier, ``text.name_base``) if free, else ``base_1``,
+        ``base_2``, ...
 
         A source name is free only for a value that was bound to it (``own``).
         """
-        if base not in self.taken and (own or base not in self.source_names):
+        base = name_base(base)
+        if self._free(base, own):
             self.taken.add(base)
             return base
         k = 1
-        while f"{base}_{k}" in self.taken or f"{base}_{k}" in self.source_names:
+        while not self._free(f"{base}_{k}"):
             k += 1
         self.taken.add(f"{base}_{k}")
         return f"{base}_{k}"
@@ -51,17 +88,18 @@ class Namer:
         while True:
             self._temps += 1
             name = f"t{self._temps}"
-            if name not in self.taken and name not in self.source_names:
+            if self._free(name):
                 self.taken.add(name)
                 return name
 
     def name_var(self, var: Var) -> str:
         if var in self.names:
             return self.names[var]
-        if var.hint:
-            name = self.fresh(var.hint, own=True)
-        elif var.grad_of is not None and var.grad_of in self.names:
-            name = self.fresh("d" + self.names[var.grad_of])
+        hint, primal = self.hint_of(var), self.primal_of(var)
+        if hint:
+            name = self.fresh(hint, own=True)
+        elif primal is not None and primal in self.names:
+            name = self.fresh("d" + self.names[primal])
         else:
             name = self.temp()
         self.names[var] = name
@@ -77,16 +115,16 @@ class Namer:
 def name_tape(tape: Tape, skip: set[Var] = frozenset(), taken: Iterable[str] = (),
               running_sums: bool = False) -> Namer:
     """Name every Var of ``tape`` except those in ``skip`` (inlined into expressions)."""
-    namer = Namer(taken)
-    hints = {v.hint for inp in tape.inputs for v in [inp.var] if v.hint}
+    namer = Namer(taken, tape)
+    hint_of, primal_of = tape.hint_of, tape.primal_of
+    hints = {hint_of(inp.var) for inp in tape.inputs if hint_of(inp.var)}
     for stmt in tape.stmts:
-        hints |= {v.hint for v in stmt.outs if v.hint}
+        hints |= {hint_of(v) for v in stmt.outs if hint_of(v)}
     namer.reserve_sources(hints | set(tape.params))
-    for param in tape.params:
-        namer.taken.add(param)
+    namer.params = [namer.param(p) for p in tape.params]
     for inp in tape.inputs:
         if inp.path == ():
-            namer.names[inp.var] = tape.params[inp.argnum]
+            namer.names[inp.var] = namer.params[inp.argnum]
         else:
             namer.name_var(inp.var)
     totals = _accumulated_totals(tape, skip)
@@ -99,10 +137,11 @@ def name_tape(tape: Tape, skip: set[Var] = frozenset(), taken: Iterable[str] = (
                 namer.names[v] = namer.names[stmt.first_var]
             elif v in continued and continued[v] in namer.names:
                 namer.names[v] = namer.names[continued[v]]
-            elif running_sums and v.grad_of is not None and v.grad_of in namer.names:
-                namer.names[v] = namer.fresh("d" + namer.names[v.grad_of])
-            elif v.grad_of is not None and v.grad_of in namer.names and v is not totals.get(v.grad_of, v):
-                namer.names[v] = _partial_name(namer, "d" + namer.names[v.grad_of])
+            elif running_sums and primal_of(v) is not None and primal_of(v) in namer.names:
+                namer.names[v] = namer.fresh("d" + namer.names[primal_of(v)])
+            elif primal_of(v) is not None and primal_of(v) in namer.names \
+                    and v is not totals.get(primal_of(v), v):
+                namer.names[v] = _partial_name(namer, "d" + namer.names[primal_of(v)])
             else:
                 namer.name_var(v)
     return namer
@@ -116,7 +155,7 @@ def _running_sums(tape: Tape) -> dict[Var, Var]:
     for index, stmt in enumerate(tape.stmts):
         total = stmt.first_var
         if stmt.rule == ACCUMULATE and total is not None and last_use.get(total) == index \
-                and total.grad_of is stmt.out.grad_of:
+                and tape.primal_of(total) is tape.primal_of(stmt.out):
             continued[stmt.out] = total
     return continued
 
@@ -124,7 +163,7 @@ def _running_sums(tape: Tape) -> dict[Var, Var]:
 def _partial_name(namer: Namer, base: str) -> str:
     """Partials of an accumulated gradient: ``dh_1``, ``dh_2`` (the total takes ``dh``)."""
     k = 1
-    while f"{base}_{k}" in namer.taken or f"{base}_{k}" in namer.source_names:
+    while not namer._free(f"{base}_{k}"):
         k += 1
     namer.taken.add(f"{base}_{k}")
     return f"{base}_{k}"
@@ -135,6 +174,6 @@ def _accumulated_totals(tape: Tape, skip: set[Var]) -> dict[Var, Var]:
     totals: dict[Var, Var] = {}
     for stmt in tape.stmts:
         for v in stmt.outs:
-            if v.grad_of is not None and v not in skip and not stmt.prim.inplace:
-                totals[v.grad_of] = v
+            if tape.primal_of(v) is not None and v not in skip and not stmt.prim.inplace:
+                totals[tape.primal_of(v)] = v
     return totals

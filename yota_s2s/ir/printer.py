@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..text import describe, literal_text, printable
 from .names import Namer, name_tape
 from .tape import Aval, Lit, Stmt, Tape, Var
 
@@ -31,14 +32,14 @@ def format_static(value: Any) -> str:
         inner = ", ".join(format_static(v) for v in value)
         return f"({inner},)" if len(value) == 1 else f"({inner})"
     if isinstance(value, np.generic):
-        return f"{Aval.of(value)}".split("[")[0] + f"({value.item()!r})"
+        return f"{Aval.of(value)}".split("[")[0] + f"({literal_text(value.item())})"
     if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
         return np.dtype(value).name
     if isinstance(value, np.ndarray):
-        return f"array({value.tolist()!r}, {value.dtype.name})"
-    if callable(value) and hasattr(value, "__name__"):
-        return value.__name__
-    return repr(value)
+        return f"array({describe(value.tolist())}, {value.dtype.name})"
+    if callable(value) and isinstance(getattr(value, "__name__", None), str):
+        return printable(value.__name__)
+    return describe(value)     # never the value's own repr: text.describe
 
 
 def format_tree(tree: Any, names: Namer) -> str:
@@ -60,8 +61,8 @@ def format_stmt(stmt: Stmt, names: Namer, used: set[Var] | None = None, shapes: 
     args = list(stmt.args)
     if stmt.prim.emit[:1] == ("getitem",):
         params.insert(0, ("key", args.pop()))   # the index key reads best as a parameter
-    ptext = ", ".join(f"{k}={format_tree(v, names)}" for k, v in params)
-    head = stmt.prim.name + (f"[{ptext}]" if ptext else "")
+    ptext = ", ".join(f"{printable(k)}={format_tree(v, names)}" for k, v in params)
+    head = printable(stmt.prim.name) + (f"[{ptext}]" if ptext else "")
     operands = " ".join(format_tree(a, names) for a in args)
     lhs = ", ".join(out(v) for v in stmt.outs)
     return (f"{lhs} = " if stmt.outs else "") + head + (f" {operands}" if operands else "")
@@ -71,13 +72,14 @@ def format_tape(tape: Tape, locations: bool = True, shapes: bool = True) -> str:
     names = name_tape(tape)
     used = {v for s in tape.stmts for v in s.uses()} | {a for a in tape.outputs() if isinstance(a, Var)}
     ins = ", ".join([f"{names[i.var]}:{i.var.aval}" if shapes else names[i.var] for i in tape.inputs]
-                    + [f"{tape.params[s.argnum]}={format_static(s.value)}" for s in tape.statics
+                    + [f"{printable(tape.params[s.argnum])}={format_static(s.value)}" for s in tape.statics
                        if s.path == ()])
     res = format_tree(tape.result, names)
-    head = f"tape {tape.name}({ins})"
+    head = f"tape {printable(tape.name)}({ins})"
     if shapes and isinstance(tape.result, Var):
         head += f" -> {tape.result.aval}"
-    lines = [(f"  {format_stmt(s, names, used, shapes)}", s.loc.short if s.loc else "") for s in tape.stmts]
+    lines = [(f"  {format_stmt(s, names, used, shapes)}", printable(s.loc.short) if s.loc else "")
+             for s in tape.stmts]
     lines.append((f"  return {res}", ""))
     if tape.grads is not None:
         pairs = [f"{names[i.var]}: {format_tree(g, names) if g is not None else 'None'}"

@@ -91,11 +91,21 @@ class Lit:
     value: Any
 
     def __hash__(self) -> int:
-        return hash((type(self.value).__name__, repr(self.value)))
+        return hash(_exact_key(self.value))
 
     def __eq__(self, other: object) -> bool:
-        return (isinstance(other, Lit) and type(self.value) is type(other.value)
-                and repr(self.value) == repr(other.value))
+        return isinstance(other, Lit) and _exact_key(self.value) == _exact_key(other.value)
+
+
+def _exact_key(value: Any) -> tuple:
+    """Equal only for the same value of the same type: an array by its bytes (its ``repr``
+    shows 8 digits, so ``[2.0000000001]`` and ``[2.0]`` would be one constant), other values
+    by ``repr``, exact for numbers (``-0.0`` and ``0.0`` differ, as they must)."""
+    if isinstance(value, np.ndarray):
+        return ("ndarray", value.dtype.str, value.shape, value.tobytes())
+    if isinstance(value, tuple):
+        return (type(value),) + tuple(_exact_key(v) for v in value)
+    return (type(value), repr(value))
 
 
 Atom = Var | Lit
@@ -129,6 +139,11 @@ class Primitive:
     ``("call", "xp.tanh")``, ``("call", "logistic", "model")`` (a user function, imported from
     its module), ``("binop", "+")``, ``("unop", "-")``, ``("cmp", ">")``, ``("getitem",)``,
     ``("attr", "T")``, ``("method", "astype")``, ``("identity",)`` (the operand itself).
+
+    ``name`` is for people only (the tape printer, errors, ``ys.rules()``): a user may give any
+    name, a built-in's too. Passes and codegen recognise a primitive by its function
+    (``stmt.prim.fn is np.transpose``) or by the traits below, declared beside its rules
+    (rules/*.py) and kept when the primitive is declared again.
     """
 
     name: str
@@ -137,13 +152,21 @@ class Primitive:
     options: tuple[tuple[str, Any], ...] = ()
     emit: tuple = ()
     nout: int = 1
-    effect: bool = False
-    inplace: bool = False
+    # -- traits --
+    effect: bool = False     # kept without a use (guards)
+    inplace: bool = False    # the result is the first operand's storage, updated
     view: bool = False       # the result may share memory with the first operand
     creates: bool = False    # makes a new array even from static operands (np.zeros)
+    ufunc: Any = None        # elementwise: computed by this numpy ufunc (``np.add`` for ``+``)
+    method: str | None = None    # written as this method of an array operand: ``x.sum(axis=0)``
+    out_form: str | None = None  # how a non-ufunc writes into a given array (see TRAITS)
 
     def __repr__(self) -> str:
         return f"<prim {self.name}>"
+
+    def traits(self) -> dict[str, Any]:
+        """The declared traits, as ``primitive(..., **traits)`` takes them."""
+        return {t: getattr(self, t) for t in TRAITS}
 
     def defaults(self) -> dict[str, Any]:
         return dict(self.options)
@@ -154,6 +177,21 @@ class Primitive:
             operands = [*operands[:-1], *operands[-1]]     # a ``*operands`` tuple spread out
         result = self.fn(*operands, **params)
         return (result,) if self.nout == 1 else tuple(result) if self.nout else ()
+
+
+# What each trait says, for readers of the rule files (and for ``Primitive.traits``).
+TRAITS = {
+    "effect": "kept without a use: dead-code elimination never drops it (guards)",
+    "inplace": "updates its first operand's storage and returns it (index_add, setitem_)",
+    "view": "the result may share memory with the first operand (reshape, x.T, x[1:])",
+    "creates": "makes a new array even from static operands, at run time (np.zeros)",
+    "ufunc": "elementwise: the numpy ufunc that computes it, broadcasting, with an out= form "
+             "(np.exp itself; np.add for +)",
+    "method": "written as this ndarray method when its first operand is an array (x.sum())",
+    "out_form": "how codegen directs the result into a given array, for a primitive that is "
+                "not a ufunc: 'matmul' (matmul(a, b, out=)), 'reduce' (x.sum(axis, out=)), "
+                "'copy' (copyto), 'fill' (.fill(c)), 'join' (concatenate(.., out=))",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,14 +267,28 @@ class Tape:
     loc: SourceLoc | None = None
     arg_kinds: tuple[str, ...] = ()     # per parameter: "array", "scalar", "float", "static", "struct"
     layout: list[StaticInput] = field(default_factory=list)   # len(m.layers) == 2, tuple(d) == keys
+    # Side tables for naming. Vars are shared by the tapes made from one another, so a stage
+    # never changes one: where a value takes the place of another it records here that it has
+    # that one's source name (``total = 0.0 + t``: ``t`` is ``total``) or that it is a gradient.
+    hints: dict[Var, str] = field(default_factory=dict)
+    primals: dict[Var, Var] = field(default_factory=dict)
 
     def copy(self, **changes: Any) -> "Tape":
         fields = dict(self.__dict__)
         fields.update(changes)
         fields["inputs"], fields["stmts"] = list(fields["inputs"]), list(fields["stmts"])
+        fields["hints"], fields["primals"] = dict(fields["hints"]), dict(fields["primals"])
         if fields["grads"] is not None:
             fields["grads"] = list(fields["grads"])
         return Tape(**fields)
+
+    def hint_of(self, var: Var) -> str | None:
+        """The source name of ``var``: the one it was bound to, or given in ``hints``."""
+        return self.hints.get(var, var.hint)
+
+    def primal_of(self, var: Var) -> Var | None:
+        """The value ``var`` is the gradient of, if it is one."""
+        return self.primals.get(var, var.grad_of)
 
     def in_place_targets(self) -> set[Var]:
         """The arrays that in-place statements write into (each must stay its own array)."""

@@ -1,14 +1,17 @@
 """Optimizing passes over the tape, each in its own module.
 
-Every pass is a function ``tape -> (tape, changed)``. ``optimize`` runs ``PIPELINE`` until
-nothing changes, then ``fresh_outputs`` makes sure nothing returned aliases an argument, another
-output or a read-only view (and dead-code elimination drops what that replaced), and
-``write_in_place`` turns updates (``setitem``) back into the in-place assignments the user
-wrote, where the old array is not needed.
+Every pass is a function ``(tape, rules) -> (tape, changed)``, where ``rules`` is the RuleSet
+the tape was made with: the primitives of the statements a pass writes come from it (and
+passes recognise statements by their primitive's function or traits, never by its name).
+``optimize`` runs ``PIPELINE`` until nothing changes, then ``fresh_outputs`` makes sure
+nothing returned aliases an argument, another output or a read-only view (and dead-code
+elimination drops what that replaced), and ``write_in_place`` turns updates (``setitem``) back
+into the in-place assignments the user wrote, where the old array is not needed.
 """
 from __future__ import annotations
 
 from ..ir.tape import Tape
+from ..rules.registry import RuleSet
 from .cse import cse
 from .dce import dce
 from .fold import fold
@@ -21,15 +24,16 @@ PIPELINE = [fold, simplify, signs, cse, dce]
 MAX_ROUNDS = 20
 
 
-def optimize(tape: Tape, passes=PIPELINE) -> Tape:
+def optimize(tape: Tape, rules: RuleSet, passes=PIPELINE) -> Tape:
     for _ in range(MAX_ROUNDS):
         changed = False
         for run_pass in passes:
-            tape, did = run_pass(tape)
+            tape, did = run_pass(tape, rules)
             changed |= did
         if not changed:
             break
-    return write_in_place(dce(fresh_outputs(tape))[0])
+    tape, _ = dce(fresh_outputs(tape, rules), rules)
+    return write_in_place(tape, rules)
 
 
 __all__ = ["PIPELINE", "optimize", "cse", "dce", "fold", "signs", "simplify", "fresh_outputs",

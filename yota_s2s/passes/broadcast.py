@@ -18,65 +18,67 @@ operations of broadcast constants (``expand_dims``, ``.T``) fold in simplify.py.
 """
 from __future__ import annotations
 
+import builtins
 import operator
 
 import numpy as np
 
 from ..ir.tape import Aval, Lit, Stmt, Var
-from ..rules.registry import RULES
+from ..rules.elementwise import astype
+from ..rules.registry import RuleSet
 
-_UNARY = {"neg", "astype", "float"}
+_UNARY = {operator.neg, astype, builtins.float}
 
 
 def constant_of(atom, producer: dict[Var, Stmt]):
     """``c`` when ``atom`` is ``broadcast_to(c, shape)`` of a literal scalar, else None."""
     stmt = producer.get(atom) if isinstance(atom, Var) else None
-    if stmt is None or stmt.prim.name != "broadcast_to" or not isinstance(stmt.args[0], Lit):
+    if stmt is None or stmt.prim.fn is not np.broadcast_to or not isinstance(stmt.args[0], Lit):
         return None
     value = stmt.args[0].value
     return value if np.ndim(value) == 0 and not isinstance(value, (bool, np.bool_)) else None
 
 
-def broadcast_constant(stmt: Stmt, producer: dict[Var, Stmt]) -> list[Stmt] | None:
-    name = stmt.prim.name
-    if name == "sum":
-        return _sum(stmt, producer)
-    if name == "matmul":
-        return _matmul(stmt, producer)
-    if name == "mul":
-        return _scale(stmt, producer)
-    if name == "getitem" and constant_of(stmt.args[0], producer) is not None:
-        return [_filled(stmt, constant_of(stmt.args[0], producer))]
-    if name in _UNARY and constant_of(stmt.args[0], producer) is not None:
+def broadcast_constant(stmt: Stmt, producer: dict[Var, Stmt], rules: RuleSet) -> list[Stmt] | None:
+    fn = stmt.prim.fn
+    if fn is np.sum:
+        return _sum(stmt, producer, rules)
+    if fn is operator.matmul:
+        return _matmul(stmt, producer, rules)
+    if fn is operator.mul:
+        return _scale(stmt, producer, rules)
+    if fn is operator.getitem and constant_of(stmt.args[0], producer) is not None:
+        return [_filled(stmt, constant_of(stmt.args[0], producer), rules)]
+    if fn in _UNARY and constant_of(stmt.args[0], producer) is not None:
         value = stmt.prim.fn(constant_of(stmt.args[0], producer), **dict(stmt.params))
         if np.result_type(value) != stmt.out.aval.dtype:
             return None
-        return [_filled(stmt, value)]
+        return [_filled(stmt, value, rules)]
     return None
 
 
-def _filled(stmt: Stmt, value) -> Stmt:
+def _filled(stmt: Stmt, value, rules: RuleSet) -> Stmt:
     """``stmt``'s output as ``broadcast_to(value, its shape)``."""
     shape = tuple(Lit(n) for n in stmt.out.aval.shape)
-    return stmt.replace(prim=RULES.lookup(np.broadcast_to), args=(Lit(value), shape), params=())
+    return stmt.replace(prim=rules.lookup(np.broadcast_to), args=(Lit(value), shape), params=())
 
 
-def _sum(stmt: Stmt, producer: dict[Var, Stmt]) -> list[Stmt] | None:
+def _sum(stmt: Stmt, producer: dict[Var, Stmt], rules: RuleSet) -> list[Stmt] | None:
     source = stmt.args[0]
     c = constant_of(source, producer)
     if c is not None and stmt.param("dtype") is None:
         total = c * (source.aval.size // max(stmt.out.aval.size, 1))
         if np.result_type(total) == stmt.out.aval.dtype:
-            return [_filled(stmt, total)]
+            return [_filled(stmt, total, rules)]
     inner = producer.get(source) if isinstance(source, Var) else None
     axis = stmt.param("axis")
-    if inner is not None and inner.prim.name == "transpose" and inner.param("axes") is None \
+    if inner is not None and inner.prim.fn is np.transpose and inner.param("axes") is None \
             and source.aval.ndim == 2 and isinstance(axis, int) and not stmt.param("keepdims"):
         return [stmt.replace(args=(inner.args[0],), params=_with(stmt.params, axis=1 - axis % 2))]
     return None
 
 
-def _matmul(stmt: Stmt, producer: dict[Var, Stmt]) -> list[Stmt] | None:
+def _matmul(stmt: Stmt, producer: dict[Var, Stmt], rules: RuleSet) -> list[Stmt] | None:
     """A product with a broadcast constant is a row or column sum, broadcast."""
     a, b = stmt.args
     out = stmt.out.aval
@@ -87,26 +89,26 @@ def _matmul(stmt: Stmt, producer: dict[Var, Stmt]) -> list[Stmt] | None:
             continue
         axis = 0 if side == 0 else 1
         sums = Var(Aval((other.aval.shape[1 - axis],), other.aval.dtype))
-        stmts = [_derived(stmt, sums, RULES.lookup(np.sum), (other,), (("axis", axis),))]
+        stmts = [_derived(stmt, sums, rules.lookup(np.sum), (other,), (("axis", axis),))]
         if side == 1 and out.ndim == 2:
             column = Var(Aval(sums.aval.shape + (1,), sums.aval.dtype))
             key = (Lit(slice(None)), Lit(None))
-            stmts.append(_derived(stmt, column, RULES.lookup(operator.getitem), (sums, key), ()))
+            stmts.append(_derived(stmt, column, rules.lookup(operator.getitem), (sums, key), ()))
             sums = column
         if not (isinstance(c, (int, float)) and c == 1):
             dtype = (np.zeros((), sums.aval.dtype) * c).dtype
             scaled = Var(Aval(sums.aval.shape, dtype))
-            stmts.append(_derived(stmt, scaled, RULES.lookup(operator.mul), (sums, Lit(c)), ()))
+            stmts.append(_derived(stmt, scaled, rules.lookup(operator.mul), (sums, Lit(c)), ()))
             sums = scaled
         if sums.aval.dtype != out.dtype:
             return None
         shape = tuple(Lit(n) for n in out.shape)
-        stmts.append(stmt.replace(prim=RULES.lookup(np.broadcast_to), args=(sums, shape), params=()))
+        stmts.append(stmt.replace(prim=rules.lookup(np.broadcast_to), args=(sums, shape), params=()))
         return stmts
     return None
 
 
-def _scale(stmt: Stmt, producer: dict[Var, Stmt]) -> list[Stmt] | None:
+def _scale(stmt: Stmt, producer: dict[Var, Stmt], rules: RuleSet) -> list[Stmt] | None:
     """A product with a broadcast constant that widens the other operand (an outer product
     with ones) is the other operand, scaled, broadcast."""
     for k in (0, 1):
@@ -117,10 +119,10 @@ def _scale(stmt: Stmt, producer: dict[Var, Stmt]) -> list[Stmt] | None:
         if isinstance(c, (int, float)) and c == 1:
             if other.aval.dtype != stmt.out.aval.dtype:
                 return None
-            return [stmt.replace(prim=RULES.lookup(np.broadcast_to), args=(other, shape), params=())]
+            return [stmt.replace(prim=rules.lookup(np.broadcast_to), args=(other, shape), params=())]
         scaled = Var(Aval(other.aval.shape, stmt.out.aval.dtype))
         return [_derived(stmt, scaled, stmt.prim, (other, Lit(c)), ()),
-                stmt.replace(prim=RULES.lookup(np.broadcast_to), args=(scaled, shape), params=())]
+                stmt.replace(prim=rules.lookup(np.broadcast_to), args=(scaled, shape), params=())]
     return None
 
 

@@ -10,15 +10,17 @@ from __future__ import annotations
 from typing import Any
 
 from ..ir.tape import Tape, Var
+from ..rules.registry import RuleSet
 from .rewrite import resolver, substitute, substitute_stmt
 
 
-def cse(tape: Tape) -> tuple[Tape, bool]:
+def cse(tape: Tape, rules: RuleSet) -> tuple[Tape, bool]:
     seen: dict[Any, tuple[Var, ...]] = {}
     mapping: dict[Var, Var] = {}
     resolve = resolver(mapping)
     kept = []
     targets = tape.in_place_targets()
+    hints = dict(tape.hints)
     for stmt in tape.stmts:
         stmt = substitute_stmt(stmt, resolve)
         key = (stmt.prim, stmt.args, stmt.params)
@@ -31,11 +33,11 @@ def cse(tape: Tape) -> tuple[Tape, bool]:
         else:
             for new, old in zip(stmt.outs, seen[key]):
                 mapping[new] = old
-                if old.hint is None and new.hint is not None:
-                    old.hint = new.hint        # keep the source name the reader knows
+                if hints.get(old, old.hint) is None and tape.hint_of(new) is not None:
+                    hints[old] = tape.hint_of(new)     # keep the source name the reader knows
     if len(kept) == len(tape.stmts):
         return tape, False
-    return substitute(tape, mapping, kept), True
+    return substitute(tape, mapping, kept, hints=hints), True
 
 
 def _hashable(key: Any) -> bool:

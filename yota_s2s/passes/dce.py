@@ -5,9 +5,10 @@ With ``wrt=`` limiting the gradients asked for, this is what removes the work fo
 from __future__ import annotations
 
 from ..ir.tape import Tape, Var
+from ..rules.registry import RuleSet
 
 
-def dce(tape: Tape) -> tuple[Tape, bool]:
+def dce(tape: Tape, rules: RuleSet) -> tuple[Tape, bool]:
     live: set[Var] = {a for a in tape.outputs() if isinstance(a, Var)}
     kept = []
     for stmt in reversed(tape.stmts):

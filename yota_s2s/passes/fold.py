@@ -9,10 +9,11 @@ from __future__ import annotations
 from ..frontend.values import normalize_static
 from ..ir.tape import Lit, Tape, Var, tree_atoms
 from ..ir.verify import call_stmt
+from ..rules.registry import RuleSet
 from .rewrite import resolver, substitute, substitute_stmt
 
 
-def fold(tape: Tape) -> tuple[Tape, bool]:
+def fold(tape: Tape, rules: RuleSet) -> tuple[Tape, bool]:
     mapping: dict[Var, Lit] = {}
     resolve = resolver(mapping)
     kept = []

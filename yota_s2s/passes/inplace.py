@@ -28,19 +28,19 @@ import numpy as np
 from ..ir.analysis import Analysis, MemoryClasses, basic_parts, read_only
 from ..ir.tape import Stmt, Tape, Var
 from ..rules.indexing import setitem, setitem_
-from ..rules.registry import RULES
+from ..rules.registry import RuleSet
 from .dce import dce
 
 
-def write_in_place(tape: Tape) -> Tape:
+def write_in_place(tape: Tape, rules: RuleSet) -> Tape:
     if not any(s.prim.fn is setitem for s in tape.stmts):
         return tape
-    tape, _ = dce(_read_around(tape))
+    tape, _ = dce(_read_around(tape), rules)
     memory = _Memory(Analysis(tape))
     pending, out = deque(tape.stmts), []
     while pending:
         stmt = pending.popleft()
-        out += _lower(stmt, pending, memory) if stmt.prim.fn is setitem else [stmt]
+        out += _lower(stmt, pending, memory, rules, tape) if stmt.prim.fn is setitem else [stmt]
         memory.passed(stmt)
     return tape.copy(stmts=out)
 
@@ -191,9 +191,10 @@ class _Memory:
         return v.aval.ndim > 0 and self.root(v) not in self.frozen
 
 
-def _lower(stmt: Stmt, pending: deque[Stmt], memory: _Memory) -> list[Stmt]:
+def _lower(stmt: Stmt, pending: deque[Stmt], memory: _Memory, rules: RuleSet,
+           tape: Tape) -> list[Stmt]:
     target, key, value = stmt.args
-    inplace = RULES.lookup(setitem_)
+    inplace = rules.lookup(setitem_)
     if isinstance(target, Var) and memory.writable(target):
         moved = _hoist_readers(stmt, pending, memory) if memory.uses_ahead(target, stmt) else []
         if memory.uses_ahead(target, stmt) == 0:
@@ -201,9 +202,9 @@ def _lower(stmt: Stmt, pending: deque[Stmt], memory: _Memory) -> list[Stmt]:
             return moved + [Stmt(stmt.outs, inplace, stmt.args, (), stmt.loc, stmt.rule)]
     else:
         moved = []
-    fresh = Var(stmt.out.aval, hint=stmt.out.hint, grad_of=stmt.out.grad_of)
+    fresh = Var(stmt.out.aval, hint=tape.hint_of(stmt.out), grad_of=tape.primal_of(stmt.out))
     memory.join(stmt.out, fresh)
-    return moved + [Stmt((fresh,), RULES.lookup(np.copy), (target,), (), stmt.loc, stmt.rule),
+    return moved + [Stmt((fresh,), rules.lookup(np.copy), (target,), (), stmt.loc, stmt.rule),
                     Stmt(stmt.outs, inplace, (fresh, key, value), (), stmt.loc, stmt.rule)]
 
 

@@ -12,11 +12,11 @@ import numpy as np
 from ..frontend.values import to_tree
 from ..ir.analysis import Analysis, memory_bases, read_only
 from ..ir.tape import Input, Lit, Stmt, Tape, Var
-from ..rules.registry import RULES
+from ..rules.registry import RuleSet
 from .rewrite import resolver, substitute_stmt
 
 
-def fresh_outputs(tape: Tape) -> Tape:
+def fresh_outputs(tape: Tape, rules: RuleSet) -> Tape:
     if not tape.grads:
         return tape
     facts = Analysis(tape)
@@ -25,18 +25,18 @@ def fresh_outputs(tape: Tape) -> Tape:
         if g is None or inp.var.aval.weak:
             continue
         if isinstance(g, Lit):
-            grads[k] = _add(stmts, tape, inp, RULES.lookup(np.full),
+            grads[k] = _add(stmts, tape, inp, rules.lookup(np.full),
                             (to_tree(inp.var.aval.shape), g), _dtype(inp))
             continue
         root, borrowed = _root(g, facts)
         made = facts.producer.get(g)
         if made is not None and made.prim.fn is np.broadcast_to and isinstance(made.args[0], Lit):
-            grads[k] = _add(stmts, tape, inp, RULES.lookup(np.full), made.args[::-1], _dtype(inp),
+            grads[k] = _add(stmts, tape, inp, rules.lookup(np.full), made.args[::-1], _dtype(inp),
                             made.loc)
         elif borrowed or root in roots:
-            if made is not None and g.grad_of is inp.var:
+            if made is not None and tape.primal_of(g) is inp.var:
                 g = _unnamed(stmts, made)     # the copy is the gradient now, and takes its name
-            grads[k] = _add(stmts, tape, inp, RULES.lookup(np.copy), (g,), (),
+            grads[k] = _add(stmts, tape, inp, rules.lookup(np.copy), (g,), (),
                             made.loc if made is not None else None)
         roots.add(root)
     return tape.copy(stmts=stmts, grads=grads)

@@ -21,12 +21,15 @@ def substitute_stmt(stmt: Stmt, resolve) -> Stmt:
     return stmt if args == stmt.args else stmt.replace(args=args)
 
 
-def substitute(tape: Tape, mapping: dict[Var, Any], stmts: list[Stmt] | None = None) -> Tape:
-    """``tape`` with every use of a key of ``mapping`` replaced by its value."""
+def substitute(tape: Tape, mapping: dict[Var, Any], stmts: list[Stmt] | None = None,
+               **changes: Any) -> Tape:
+    """``tape`` with every use of a key of ``mapping`` replaced by its value (and ``changes``
+    to its other fields)."""
     resolve = resolver(mapping)
     new_stmts = [substitute_stmt(s, resolve) for s in (tape.stmts if stmts is None else stmts)]
     grads = None if tape.grads is None else [None if g is None else resolve(g) for g in tape.grads]
-    return tape.copy(stmts=new_stmts, result=tree_map(resolve, tape.result), grads=grads)
+    return tape.copy(stmts=new_stmts, result=tree_map(resolve, tape.result), grads=grads,
+                     **changes)
 
 
 def use_counts(tape: Tape) -> Counter:

@@ -16,17 +16,22 @@ from __future__ import annotations
 
 import operator
 
+import numpy as np
+
 from ..ir.tape import Stmt, Tape, Var
-from ..rules.registry import RULES
+from ..rules.registry import RuleSet
 from .rewrite import use_counts
 
+# The operands a negation moves out of: -(a * b) from either, -(a / b) and -sum(a) from a.
+_LINEAR_IN = {operator.mul: (0, 1), operator.truediv: (0,), np.sum: (0,)}
 
-def signs(tape: Tape) -> tuple[Tape, bool]:
+
+def signs(tape: Tape, rules: RuleSet) -> tuple[Tape, bool]:
     uses = use_counts(tape)
     producer: dict[Var, Stmt] = {}
     kept, changed = [], False
     for stmt in tape.stmts:
-        new = _rewrite(stmt, producer, uses)
+        new = _rewrite(stmt, producer, uses, rules)
         if new is not None:
             kept += new
             changed = True
@@ -40,31 +45,29 @@ def signs(tape: Tape) -> tuple[Tape, bool]:
 def _negated(atom, producer: dict[Var, Stmt], uses) -> Var | None:
     """``a`` when ``atom`` is ``-a`` and nothing else reads ``atom``."""
     stmt = producer.get(atom) if isinstance(atom, Var) else None
-    if stmt is None or stmt.prim.name != "neg" or uses[atom] != 1:
+    if stmt is None or stmt.prim.fn is not operator.neg or uses[atom] != 1:
         return None
     return stmt.args[0] if isinstance(stmt.args[0], Var) else None
 
 
-def _rewrite(stmt: Stmt, producer: dict[Var, Stmt], uses) -> list[Stmt] | None:
-    name, args = stmt.prim.name, stmt.args
-    if name not in ("mul", "div", "sum", "add", "sub"):
+def _rewrite(stmt: Stmt, producer: dict[Var, Stmt], uses, rules: RuleSet) -> list[Stmt] | None:
+    fn, args = stmt.prim.fn, stmt.args
+    if fn not in (operator.add, operator.sub) and fn not in _LINEAR_IN:
         return None
     neg = [_negated(a, producer, uses) for a in args[:2]]
-    if name == "add" and neg[1] is not None:
-        return [_as(stmt, operator.sub, (args[0], neg[1]))]
-    if name == "add" and neg[0] is not None:
-        return [_as(stmt, operator.sub, (args[1], neg[0]))]
-    if name == "sub" and len(neg) > 1 and neg[1] is not None:
-        return [_as(stmt, operator.add, (args[0], neg[1]))]
-    if name in ("mul", "div", "sum"):
-        k = 0 if neg[0] is not None else 1 if name == "mul" and neg[1] is not None else None
-        if k is None:
-            return None
-        inner = Var(stmt.out.aval)
-        positive = stmt.replace(outs=(inner,), args=args[:k] + (neg[k],) + args[k + 1:])
-        return [positive, _as(stmt, operator.neg, (inner,))]
-    return None
+    if fn is operator.add and neg[1] is not None:
+        return [_as(stmt, rules.lookup(operator.sub), (args[0], neg[1]))]
+    if fn is operator.add and neg[0] is not None:
+        return [_as(stmt, rules.lookup(operator.sub), (args[1], neg[0]))]
+    if fn is operator.sub and len(neg) > 1 and neg[1] is not None:
+        return [_as(stmt, rules.lookup(operator.add), (args[0], neg[1]))]
+    k = next((k for k in _LINEAR_IN.get(fn, ()) if neg[k] is not None), None)
+    if k is None:
+        return None
+    inner = Var(stmt.out.aval)
+    positive = stmt.replace(outs=(inner,), args=args[:k] + (neg[k],) + args[k + 1:])
+    return [positive, _as(stmt, rules.lookup(operator.neg), (inner,))]
 
 
-def _as(stmt: Stmt, fn, args: tuple) -> Stmt:
-    return stmt.replace(prim=RULES.lookup(fn), args=args, params=())
+def _as(stmt: Stmt, prim, args: tuple) -> Stmt:
+    return stmt.replace(prim=prim, args=args, params=())

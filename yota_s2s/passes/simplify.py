@@ -24,26 +24,36 @@ import numpy as np
 
 from ..frontend.values import static_of, to_tree
 from ..ir.tape import Aval, Lit, Stmt, Tape, Var, tree_vars
+from ..rules.elementwise import astype
+from ..rules.indexing import setitem
+from ..rules.registry import RuleSet
+from ..rules.shape import ravel
 from .broadcast import broadcast_constant
 from .rewrite import resolver, substitute, substitute_stmt, use_counts
 
-_SAME_SHAPE_NOOPS = {"reshape", "broadcast_to", "astype", "squeeze", "expand_dims", "ravel"}
-_ELEMENTWISE = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "where"}
-_SHAPE_OPS = {"reshape", "expand_dims", "squeeze", "transpose", "ravel", "broadcast_to", "swapaxes"}
+# the operand itself when the result has its shape and dtype
+_SAME_SHAPE_NOOPS = {np.reshape, np.broadcast_to, astype, np.squeeze, np.expand_dims, ravel}
+# elementwise with broadcasting: may operate on what a broadcast_to broadcast
+_ELEMENTWISE = {operator.add, operator.sub, operator.mul, operator.truediv, operator.pow,
+                np.maximum, np.minimum, np.where}
+# a rearrangement of a constant array is that constant, in the new shape
+_SHAPE_OPS = {np.reshape, np.expand_dims, np.squeeze, np.transpose, ravel, np.broadcast_to,
+              np.swapaxes}
 
 
-def simplify(tape: Tape) -> tuple[Tape, bool]:
+def simplify(tape: Tape, rules: RuleSet) -> tuple[Tape, bool]:
     mapping: dict[Var, object] = {}
     resolve = resolver(mapping)
     producer: dict[Var, Stmt] = {}
     uses = use_counts(tape)
     targets = tape.in_place_targets()
+    names = tape.copy()         # a scratch copy: the names this pass gives go in its tables
     kept, changed = [], False
     for stmt in tape.stmts:
         stmt = substitute_stmt(stmt, resolve)
-        new = broadcast_constant(stmt, producer)
+        new = broadcast_constant(stmt, producer, rules)
         if new is None:
-            new = _simplify(stmt, producer, uses)
+            new = _simplify(stmt, producer, uses, rules)
         if isinstance(new, Var) and stmt.outs and stmt.out in targets:
             new = None      # an in-place target must stay a fresh array, not become another
         if isinstance(new, Stmt):
@@ -54,21 +64,25 @@ def simplify(tape: Tape) -> tuple[Tape, bool]:
             producer.update((o, s) for s in replaced for o in s.outs)
         else:
             mapping[stmt.out] = new
-            if isinstance(new, Var) and new.hint is None and new.grad_of is None:
-                new.hint = stmt.out.hint          # `total = 0.0 + t` keeps the name total
-            _pass_on_gradient(stmt.out, new, producer)
+            _take_over_name(stmt.out, new, producer, names)
         changed |= new is not None
     if not changed:
         return tape, False
-    return substitute(tape, mapping, kept), True
+    return substitute(tape, mapping, kept, hints=names.hints, primals=names.primals), True
 
 
-def _pass_on_gradient(old: Var, new, producer: dict[Var, Stmt]) -> None:
-    """``dx = t * 1`` becomes ``t``: a temporary of the backward pass then is the gradient,
-    and is named like it (``dx``, not ``t2``)."""
-    if isinstance(new, Var) and old.grad_of is not None and new.grad_of is None \
-            and new.hint is None and new in producer and producer[new].rule is not None:
-        new.grad_of = old.grad_of
+def _take_over_name(old: Var, new, producer: dict[Var, Stmt], names: Tape) -> None:
+    """The value that replaces ``old`` takes its name where it has none of its own (in the
+    side tables of ``names``): ``total = 0.0 + t`` makes ``t`` the ``total``, and
+    ``dx = t * 1`` makes a temporary of the backward pass the gradient ``dx`` (not ``t2``)."""
+    if not isinstance(new, Var):
+        return
+    if names.hint_of(new) is None and names.primal_of(new) is None \
+            and names.hint_of(old) is not None:
+        names.hints[new] = names.hint_of(old)
+    if names.primal_of(old) is not None and names.primal_of(new) is None \
+            and names.hint_of(new) is None and new in producer and producer[new].rule is not None:
+        names.primals[new] = names.primal_of(old)
 
 
 def _is(atom, value) -> bool:
@@ -80,60 +94,65 @@ def _same(atom, out: Var) -> bool:
     return isinstance(atom, Var) and atom.aval == out.aval
 
 
-def _simplify(stmt: Stmt, producer: dict[Var, Stmt], uses):
-    name, args, out = stmt.prim.name, stmt.args, stmt.outs[0] if stmt.outs else None
-    if name in ("mul", "add") and len(args) == 2:
-        unit = 1 if name == "mul" else 0
+def _simplify(stmt: Stmt, producer: dict[Var, Stmt], uses, rules: RuleSet):
+    fn, args, out = stmt.prim.fn, stmt.args, stmt.outs[0] if stmt.outs else None
+    if fn in (operator.mul, operator.add) and len(args) == 2:
+        unit = 1 if fn is operator.mul else 0
         a, b = args
         if _is(b, unit) and _same(a, out):
             return a
         if _is(a, unit) and _same(b, out):
             return b
-        if name == "mul" and (_is(a, -1) and _same(b, out) or _is(b, -1) and _same(a, out)):
-            return _neg(stmt, b if _is(a, -1) else a)
-    if name == "add":
+        if fn is operator.mul and (_is(a, -1) and _same(b, out) or _is(b, -1) and _same(a, out)):
+            return _neg(stmt, b if _is(a, -1) else a, rules)
+    if fn is operator.add:
         for zero, other in ((args[0], args[1]), (args[1], args[0])):
-            made = producer.get(zero) if isinstance(zero, Var) else None
-            if made is not None and made.prim.name == "zeros" and _same(other, out):
+            if _made_by(zero, np.zeros, producer) and _same(other, out):
                 return other                      # a fresh array of zeros adds nothing
-    if name in ("div", "pow") and _is(args[1], 1) and _same(args[0], out):
+    if fn in (operator.truediv, operator.pow) and _is(args[1], 1) and _same(args[0], out):
         return args[0]
-    if name == "sub":
+    if fn is operator.sub:
         if _is(args[1], 0) and _same(args[0], out):
             return args[0]
         if _is(args[0], 0) and _same(args[1], out):
-            return _neg(stmt, args[1])
-    if name == "neg" and isinstance(args[0], Var):
-        inner = producer.get(args[0])
-        if inner is not None and inner.prim.name == "neg" and _same(inner.args[0], out):
+            return _neg(stmt, args[1], rules)
+    if fn is operator.neg and _made_by(args[0], operator.neg, producer):
+        inner = producer[args[0]]
+        if _same(inner.args[0], out):
             return inner.args[0]
-    if name in _SAME_SHAPE_NOOPS and _same(args[0], out):
+    if fn in _SAME_SHAPE_NOOPS and _same(args[0], out):
         return args[0]
-    if (name in _SHAPE_OPS or (name == "getitem" and not any(tree_vars(args[1])))) \
-            and isinstance(args[0], Var):
-        inner = producer.get(args[0])
-        if inner is not None and inner.prim.name == "broadcast_to" and isinstance(inner.args[0], Lit):
+    if (fn in _SHAPE_OPS or (fn is operator.getitem and not any(tree_vars(args[1])))) \
+            and _made_by(args[0], np.broadcast_to, producer):
+        inner = producer[args[0]]
+        if isinstance(inner.args[0], Lit):
             if out.aval.shape == () and np.result_type(inner.args[0].value) == out.aval.dtype:
                 return inner.args[0]          # one element of a constant is the constant
             return inner.replace(outs=stmt.outs, args=(inner.args[0], to_tree(out.aval.shape)))
-    if name == "getitem" and isinstance(args[0], Var):
+    if fn is operator.getitem and isinstance(args[0], Var):
         read = _read_past_write(stmt, producer.get(args[0]))
         if read is not None:
             return read
-    if name == "sum" and stmt.param("axis") == () and _same(args[0], out):
+    if fn is np.sum and stmt.param("axis") == () and _same(args[0], out):
         return args[0]
-    if name == "transpose" and _transposed_product(stmt, producer, uses):
+    if fn is np.transpose and _transposed_product(stmt, producer, uses):
         return _transposed_product(stmt, producer, uses)
-    if name == "transpose" and stmt.param("axes") is None and isinstance(args[0], Var):
-        inner = producer.get(args[0])
-        if inner is not None and inner.prim.name == "transpose" and inner.param("axes") is None \
-                and _same(inner.args[0], out):
+    if fn is np.transpose and stmt.param("axes") is None \
+            and _made_by(args[0], np.transpose, producer):
+        inner = producer[args[0]]
+        if inner.param("axes") is None and _same(inner.args[0], out):
             return inner.args[0]
-    if name == "reshape" and isinstance(args[0], Var):
+    if fn is np.reshape and isinstance(args[0], Var):
         return _drop_kept_axes(stmt, producer.get(args[0]))
-    if name in _ELEMENTWISE:
+    if fn in _ELEMENTWISE:
         return _through_broadcast(stmt, producer)
     return None
+
+
+def _made_by(atom, fn, producer: dict[Var, Stmt]) -> bool:
+    """Is ``atom`` the result of a call of the primitive of ``fn``?"""
+    made = producer.get(atom) if isinstance(atom, Var) else None
+    return made is not None and made.prim.fn is fn
 
 
 def _through_broadcast(stmt: Stmt, producer: dict[Var, Stmt]):
@@ -141,9 +160,9 @@ def _through_broadcast(stmt: Stmt, producer: dict[Var, Stmt]):
     its shape and dtype: constants fold, and arrays of ones never get made."""
     args = list(stmt.args)
     for i, arg in enumerate(args):
-        inner = producer.get(arg) if isinstance(arg, Var) else None
-        if inner is None or inner.prim.name != "broadcast_to":
+        if not _made_by(arg, np.broadcast_to, producer):
             continue
+        inner = producer[arg]
         src, shape = inner.args
         others = args[:i] + args[i + 1:]
         if isinstance(src, Lit) and all(isinstance(o, Lit) for o in others) \
@@ -169,9 +188,10 @@ def _transposed_product(stmt: Stmt, producer: dict[Var, Stmt], uses) -> list[Stm
     """``(a @ b).T`` -> ``b.T @ a.T`` for matrices in the backward section (the forward keeps
     the user's own form): the product is made in the order it is read, not as a transposed
     (strided) view, and transposes of transposes cancel."""
-    inner = producer.get(stmt.args[0]) if isinstance(stmt.args[0], Var) else None
-    if inner is None or inner.prim.name != "matmul" or inner.rule is None or uses[stmt.args[0]] != 1 \
-            or stmt.params or stmt.out.aval.ndim != 2:
+    if not _made_by(stmt.args[0], operator.matmul, producer):
+        return None
+    inner = producer[stmt.args[0]]
+    if inner.rule is None or uses[stmt.args[0]] != 1 or stmt.params or stmt.out.aval.ndim != 2:
         return None
     a, b = inner.args
     if not (isinstance(a, Var) and isinstance(b, Var) and a.aval.ndim == 2 and b.aval.ndim == 2):
@@ -197,7 +217,7 @@ def _dtype_arg(atom):
 def _read_past_write(stmt: Stmt, write: Stmt | None):
     """``a_1 = setitem(a, k, v); a_1[j]``: for static ints, ``a[j]`` when ``j != k`` and ``v``
     when they are the same element (as in the gradient of ``out[i] = ...`` in a loop)."""
-    if write is None or write.prim.name != "setitem":
+    if write is None or write.prim.fn is not setitem:
         return None
     base, written, value = write.args
     read, n = stmt.args[1], stmt.args[0].aval.shape[0] if stmt.args[0].aval.ndim else 0
@@ -214,14 +234,13 @@ def _static_int(atom) -> bool:
     return isinstance(atom, Lit) and type(atom.value) is int
 
 
-def _neg(stmt: Stmt, x) -> Stmt:
-    from ..rules.registry import RULES
-    return stmt.replace(prim=RULES.lookup(operator.neg), args=(x,), params=())
+def _neg(stmt: Stmt, x, rules: RuleSet) -> Stmt:
+    return stmt.replace(prim=rules.lookup(operator.neg), args=(x,), params=())
 
 
 def _drop_kept_axes(stmt: Stmt, inner: Stmt | None):
     """``reshape(sum(x, axis, keepdims=True), s)`` is ``sum(x, axis)`` when shapes agree."""
-    if inner is None or inner.prim.name != "sum" or not inner.param("keepdims"):
+    if inner is None or inner.prim.fn is not np.sum or not inner.param("keepdims"):
         return None
     axis = inner.param("axis")
     source = inner.args[0]

@@ -2,15 +2,16 @@
 
 These are primitives that ``creates`` arrays: even with all-static arguments they are recorded
 (the array is made when the generated code runs), not baked into the code as a constant.
+``out_form="fill"``: codegen can fill a work array instead (``buf.fill(0.0)``).
 """
 import numpy as np
 
 from .registry import nodiff, primitive
 
-primitive(np.zeros,      "shape, dtype=None", creates=True)
-primitive(np.ones,       "shape, dtype=None", creates=True)
+primitive(np.zeros,      "shape, dtype=None", creates=True, out_form="fill")
+primitive(np.ones,       "shape, dtype=None", creates=True, out_form="fill")
 primitive(np.empty,      "shape, dtype=None", creates=True)
-primitive(np.full,       "shape, fill_value, dtype=None", creates=True)
+primitive(np.full,       "shape, fill_value, dtype=None", creates=True, out_form="fill")
 primitive(np.zeros_like, "a, dtype=None, shape=None", creates=True)
 primitive(np.ones_like,  "a, dtype=None", creates=True)
 primitive(np.empty_like, "a, dtype=None", creates=True)

@@ -9,12 +9,13 @@ import numpy as np
 
 from .registry import alias, diffrule, nodiff, primitive
 
-primitive(operator.add, "x1, x2", name="add", emit=("binop", "+"))
-primitive(operator.sub, "x1, x2", name="sub", emit=("binop", "-"))
-primitive(operator.mul, "x1, x2", name="mul", emit=("binop", "*"))
-primitive(operator.truediv, "x1, x2", name="div", emit=("binop", "/"))
-primitive(operator.pow, "x1, x2", name="pow", emit=("binop", "**"))
-primitive(operator.neg, "x", name="neg", emit=("unop", "-"))
+# Each operator is elementwise: the numpy ufunc named beside it computes it (into out=).
+primitive(operator.add,     "x1, x2", name="add", emit=("binop", "+"),  ufunc=np.add)
+primitive(operator.sub,     "x1, x2", name="sub", emit=("binop", "-"),  ufunc=np.subtract)
+primitive(operator.mul,     "x1, x2", name="mul", emit=("binop", "*"),  ufunc=np.multiply)
+primitive(operator.truediv, "x1, x2", name="div", emit=("binop", "/"),  ufunc=np.divide)
+primitive(operator.pow,     "x1, x2", name="pow", emit=("binop", "**"), ufunc=np.power)
+primitive(operator.neg,     "x",      name="neg", emit=("unop", "-"),   ufunc=np.negative)
 
 diffrule(operator.add,     "x1", "dy")
 diffrule(operator.add,     "x2", "dy")
@@ -41,15 +42,20 @@ for np_fn, op in [(np.add, operator.add), (np.subtract, operator.sub),
     alias(np_fn, op)
 
 # Piecewise constant: the derivative is zero almost everywhere.
-for op, symbol, name in [(operator.floordiv, "//", "floordiv"), (operator.lt, "<", "lt"),
-                         (operator.le, "<=", "le"), (operator.gt, ">", "gt"),
-                         (operator.ge, ">=", "ge"), (operator.eq, "==", "eq"),
-                         (operator.ne, "!=", "ne"), (operator.and_, "&", "and"),
-                         (operator.or_, "|", "or"), (operator.xor, "^", "xor")]:
-    kind = "cmp" if name in ("lt", "le", "gt", "ge", "eq", "ne") else "binop"
-    primitive(op, "x1, x2", name=name, emit=(kind, symbol))
+for op, emit, name, ufunc in [
+        (operator.floordiv, ("binop", "//"), "floordiv", np.floor_divide),
+        (operator.lt,       ("cmp", "<"),    "lt",       np.less),
+        (operator.le,       ("cmp", "<="),   "le",       np.less_equal),
+        (operator.gt,       ("cmp", ">"),    "gt",       np.greater),
+        (operator.ge,       ("cmp", ">="),   "ge",       np.greater_equal),
+        (operator.eq,       ("cmp", "=="),   "eq",       np.equal),
+        (operator.ne,       ("cmp", "!="),   "ne",       np.not_equal),
+        (operator.and_,     ("binop", "&"),  "and",      np.bitwise_and),
+        (operator.or_,      ("binop", "|"),  "or",       np.bitwise_or),
+        (operator.xor,      ("binop", "^"),  "xor",      np.bitwise_xor)]:
+    primitive(op, "x1, x2", name=name, emit=emit, ufunc=ufunc)
     nodiff(op)
-primitive(operator.invert, "x", name="invert", emit=("unop", "~"))
+primitive(operator.invert, "x", name="invert", emit=("unop", "~"), ufunc=np.invert)
 nodiff(operator.invert)
 for np_fn, op in [(np.floor_divide, operator.floordiv), (np.less, operator.lt),
                   (np.less_equal, operator.le), (np.greater, operator.gt),
@@ -58,7 +64,7 @@ for np_fn, op in [(np.floor_divide, operator.floordiv), (np.less, operator.lt),
     alias(np_fn, op)
 
 # x % m = x - m * floor(x / m): slope 1 in x, -floor(x / m) in m.
-primitive(operator.mod, "x1, x2", name="mod", emit=("binop", "%"))
+primitive(operator.mod, "x1, x2", name="mod", emit=("binop", "%"), ufunc=np.remainder)
 diffrule(operator.mod, "x1", "dy")
 diffrule(operator.mod, "x2", "-dy * np.floor(x1 / x2)")
 alias(np.mod, operator.mod)

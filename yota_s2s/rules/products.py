@@ -13,7 +13,7 @@ import numpy as np
 
 from .registry import alias, diffrule, primitive
 
-primitive(operator.matmul, "x1, x2", name="matmul", emit=("binop", "@"))
+primitive(operator.matmul, "x1, x2", name="matmul", emit=("binop", "@"), out_form="matmul")
 alias(np.matmul, operator.matmul)
 primitive(np.dot, "a, b")
 primitive(np.vdot, "a, b")

@@ -10,11 +10,12 @@ import numpy as np
 
 from .registry import alias, diffrule, primitive
 
-primitive(np.sum,  "a, axis=None, dtype=None, keepdims=False")
-primitive(np.mean, "a, axis=None, dtype=None, keepdims=False")
-primitive(np.max,  "a, axis=None, keepdims=False")
-primitive(np.min,  "a, axis=None, keepdims=False")
-primitive(np.prod, "a, axis=None, dtype=None, keepdims=False")
+# written ``x.sum(axis=0)``, and into a given array with ``out=``
+primitive(np.sum,  "a, axis=None, dtype=None, keepdims=False", method="sum",  out_form="reduce")
+primitive(np.mean, "a, axis=None, dtype=None, keepdims=False", method="mean", out_form="reduce")
+primitive(np.max,  "a, axis=None, keepdims=False",             method="max",  out_form="reduce")
+primitive(np.min,  "a, axis=None, keepdims=False",             method="min",  out_form="reduce")
+primitive(np.prod, "a, axis=None, dtype=None, keepdims=False", method="prod", out_form="reduce")
 primitive(np.cumsum, "a, axis=None, dtype=None")
 primitive(np.cumprod, "a, axis=None, dtype=None")
 primitive(np.std,  "a, axis=None, dtype=None, ddof=0, keepdims=False")

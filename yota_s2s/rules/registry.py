@@ -38,7 +38,7 @@ import gast
 import numpy as np
 
 from ..errors import RuleError, SourceLoc
-from ..ir.tape import Primitive
+from ..ir.tape import TRAITS, Primitive
 from .template import (check_rule_expr, check_rule_function, forwarded_kwargs, parse_rule_expr,
                        placeholders, spelled)
 
@@ -175,21 +175,29 @@ class RuleSet:
 
     def primitive(self, fn: Any, spec: str | None = None, *, name: str | None = None,
                   emit: tuple | None = None, nout: int = 1, module: str | None = None,
-                  **flags: Any) -> Primitive:
+                  **traits: Any) -> Primitive:
         """Declare ``fn`` a primitive: called, never inlined. ``module`` names where generated
-        code imports it from (for functions defined in ``__main__``, or re-exported).
-        Idempotent unless something new is given."""
+        code imports it from (for functions defined in ``__main__``, or re-exported);
+        ``name`` is how it is printed, nothing else. ``traits`` (``view=True``,
+        ``method="sum"``...: ``ir.tape.TRAITS``) tell passes and codegen what it does; a
+        re-declared primitive keeps those not given. Idempotent unless something new is given."""
         _check_hashable(fn)
         old = self.prims.get(fn)
-        if old is not None and (spec, name, emit, module) == (None,) * 4 and not flags:
+        if old is not None and (spec, name, emit, module) == (None,) * 4 and not traits:
             return old
         loc = _caller()[0]
+        unknown = sorted(set(traits) - set(TRAITS))
+        if unknown:
+            raise RuleError(f"ys.primitive({spelled(fn)}) has no option {unknown[0]!r}", loc,
+                            f"Its traits are: {', '.join(TRAITS)}.")
         if spec is not None and "**" in spec:
             raise RuleError(f"the spec {spec!r} has **keywords; a primitive needs its options "
                             "by name", loc, "List them with defaults: \"x, w, pad=0, stride=1\".")
         operands, options = parse_signature(spec) if spec is not None else _signature(fn, loc)
+        declared = old.traits() if old is not None else _default_traits(fn)
+        declared.update(traits)
         prim = Primitive(name or numpy_path(fn) or _qualified_name(fn), fn, operands, options,
-                         emit or _call_emit(fn, module), nout, **flags)
+                         emit or _call_emit(fn, module), nout, **declared)
         if old is not None:
             self._carry_over(old, prim, loc)
         self.prims[fn] = prim
@@ -198,7 +206,7 @@ class RuleSet:
 
     def _carry_over(self, old: Primitive, new: Primitive, loc: SourceLoc) -> None:
         """A re-declared primitive keeps its rules, nodiff marks and aliases (checked against
-        the new signature before anything changes)."""
+        the new signature before anything changes); its traits were kept where not given."""
         operands = {o.lstrip("*") for o in new.operands}
         moved = {}
         for (prim, argname), rule in self.rules.items():
@@ -326,9 +334,16 @@ def _check_hashable(fn: Any) -> None:
                         "Register the function itself, not a bound or partial object.") from None
 
 
+def _default_traits(fn: Any) -> dict[str, Any]:
+    """A numpy ufunc is elementwise with an ``out=`` form; other functions declare their
+    traits (``view=True``, ``method="sum"``...) beside their rules."""
+    is_numpy_ufunc = isinstance(fn, np.ufunc) and numpy_path(fn) is not None
+    return {"ufunc": fn if is_numpy_ufunc else None}
+
+
 def _qualified_name(fn: Any) -> str:
-    """``math.exp`` -> "math.exp", ``logistic`` -> "model.logistic": never the name of a
-    built-in primitive (passes and codegen recognise those by name)."""
+    """``math.exp`` -> "math.exp", ``logistic`` -> "model.logistic": the name printed for a
+    function declared without one (only for reading: passes and codegen never look at it)."""
     module = getattr(fn, "__module__", None) or ""
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
     return name if module in ("", "builtins", "_operator", "operator") else f"{module}.{name}"
