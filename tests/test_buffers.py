@@ -12,7 +12,7 @@ import pytest
 import yota_s2s as ys
 from yota_s2s.compiler import compile_grad
 
-from .programs import models
+from .programs import custom, models
 from .test_gradcheck import PROGRAMS
 
 
@@ -266,3 +266,23 @@ def test_one_out_array_for_two_gradients_is_refused():
     assert da is g
     np.testing.assert_allclose(da, np.cos(a) * b, rtol=1e-13)
     np.testing.assert_allclose(db, np.sin(a), rtol=1e-13)
+
+
+def _tanh_of_rotated(x, w):
+    return np.sum(np.tanh(custom.rotate(x) * w))
+
+
+@pytest.mark.parametrize("buffers", [True, False])
+def test_a_user_primitive_returning_a_view_is_copied_not_written_through(buffers):
+    """custom.rotate returns np.rot90(a), a view of its argument, without declaring it: the
+    analysis did not know, and the buffered form wrote dw over it, into the caller's x."""
+    from yota_s2s.gradcheck import numerical_grad
+    x, w = np.arange(6.0).reshape(3, 2) / 5 + 0.1, np.cos(np.arange(6.0)).reshape(2, 3)
+    kept = x.copy()
+    df = compile_grad(_tanh_of_rotated, (x, w), check=True, buffers=buffers).fn
+    for _ in range(2):
+        value, dx, dw = df(x, w)
+        np.testing.assert_array_equal(x, kept)
+        assert not np.shares_memory(dw, x) and not np.shares_memory(dx, x)
+        np.testing.assert_allclose(dx, numerical_grad(_tanh_of_rotated, (x, w), 0), atol=1e-7)
+        np.testing.assert_allclose(dw, numerical_grad(_tanh_of_rotated, (x, w), 1), atol=1e-7)

@@ -58,12 +58,25 @@ def memory_bases(stmt: Stmt) -> tuple[Var, ...]:
 
 
 def index_copies(stmt: Stmt) -> bool:
-    """``a[key]`` with a key that makes a copy: an index array, or one element read as a
-    scalar (a numpy scalar is immutable; it shares nothing)."""
+    """``a[key]`` with a key that makes a copy: an index array or a mask (a traced 0-d integer
+    is an int to numpy: basic indexing, a view), or one element read as a scalar (a numpy
+    scalar is immutable; it shares nothing)."""
     if stmt.prim.fn is not operator.getitem:
         return False
-    parts = basic_parts(stmt.args[1])
-    return parts is None or (stmt.out.aval.ndim == 0 and Ellipsis not in parts)
+    key = stmt.args[1]
+    parts = key if isinstance(key, tuple) else (key,)
+    for p in parts:
+        value = p.aval if isinstance(p, Var) else p.value if isinstance(p, Lit) else p
+        if isinstance(value, (np.ndarray, np.generic)) or isinstance(p, Var):
+            if np.ndim(value) if not isinstance(p, Var) else value.ndim:
+                return True
+            if np.dtype(value.dtype).kind not in "iu":
+                return True
+        elif not (value is None or value is Ellipsis or isinstance(value, slice)
+                  or isinstance(value, int) and not isinstance(value, bool)):
+            return True
+    return stmt.out.aval.ndim == 0 and not any(isinstance(p, Lit) and p.value is Ellipsis
+                                               for p in parts)
 
 
 def basic_parts(key) -> tuple | None:
