@@ -20,6 +20,13 @@ gradients) are read at ``len(tape.stmts)``; inputs are defined at -1.
 ``inlined`` values are written inside the expression of their one reader (codegen), so what
 they read is read where that reader is: pass them to get read positions of the written code.
 
+Per statement: ``memory_bases(stmt)``, ``index_copies(stmt)`` (an index that makes a copy),
+``read_only(stmt)`` (a broadcast, a view of a constant: never written). ``MemoryClasses`` is
+the union-find, for a pass that joins classes as it rewrites (passes/inplace.py). The frontend
+copies a result whose memory sharing its primitive does not declare (frontend/updates.py), so
+these classes are what the code does; ``ir.verify.check_written`` checks codegen's plan
+against them.
+
 Primitive properties come from the primitive object (``prim.view``, ``prim.inplace``, the
 function itself), never from its name, which a user can set.
 """
