@@ -17,24 +17,28 @@ import numpy as xp
 
 
 def _mismatch(func, name, expected, value):
+    if isinstance(value, xp.ndarray) and type(value) is not xp.ndarray:
+        return TypeError(f"{func}: argument {name} is a {type(value).__qualname__}, a subclass of "
+                         "ndarray, whose operations may differ (np.matrix's * is a matrix product, a "
+                         "masked array skips masked elements); pass a plain array: "
+                         f"np.asarray({name}) (a masked array: {name}.filled(value))")
     got = f"{value.dtype}{list(value.shape)}" if hasattr(value, "shape") else repr(value)
     return TypeError(f"{func}: argument {name} must be {expected}, got {got}; compile again "
                      "for these arguments (ys.grad does this for you)")
 
 
 def loss_grad(W1, b1, W2, b2, X, labels):
-    if not isinstance(W1, xp.ndarray) or W1.shape != (784, 128) or W1.dtype != xp.float64:
+    if type(W1) is not xp.ndarray or W1.shape != (784, 128) or W1.dtype != xp.float64:
         raise _mismatch('loss_grad', 'W1', 'float64[784, 128]', W1)
-    if not isinstance(b1, xp.ndarray) or b1.shape != (128,) or b1.dtype != xp.float64:
+    if type(b1) is not xp.ndarray or b1.shape != (128,) or b1.dtype != xp.float64:
         raise _mismatch('loss_grad', 'b1', 'float64[128]', b1)
-    if not isinstance(W2, xp.ndarray) or W2.shape != (128, 10) or W2.dtype != xp.float64:
+    if type(W2) is not xp.ndarray or W2.shape != (128, 10) or W2.dtype != xp.float64:
         raise _mismatch('loss_grad', 'W2', 'float64[128, 10]', W2)
-    if not isinstance(b2, xp.ndarray) or b2.shape != (10,) or b2.dtype != xp.float64:
+    if type(b2) is not xp.ndarray or b2.shape != (10,) or b2.dtype != xp.float64:
         raise _mismatch('loss_grad', 'b2', 'float64[10]', b2)
-    if not isinstance(X, xp.ndarray) or X.shape != (64, 784) or X.dtype != xp.float64:
+    if type(X) is not xp.ndarray or X.shape != (64, 784) or X.dtype != xp.float64:
         raise _mismatch('loss_grad', 'X', 'float64[64, 784]', X)
-    if (not isinstance(labels, xp.ndarray)
-            or labels.shape != (64, 10) or labels.dtype != xp.float64):
+    if type(labels) is not xp.ndarray or labels.shape != (64, 10) or labels.dtype != xp.float64:
         raise _mismatch('loss_grad', 'labels', 'float64[64, 10]', labels)
     # -- forward --
     # mlp.py:29  h = np.tanh(X @ W1 + b1)    (predict, inlined)
@@ -72,18 +76,17 @@ def loss_grad(W1, b1, W2, b2, X, labels):
 
 
 def regularized_loss_grad(W1, b1, W2, b2, X, labels, decay):
-    if not isinstance(W1, xp.ndarray) or W1.shape != (784, 128) or W1.dtype != xp.float64:
+    if type(W1) is not xp.ndarray or W1.shape != (784, 128) or W1.dtype != xp.float64:
         raise _mismatch('regularized_loss_grad', 'W1', 'float64[784, 128]', W1)
-    if not isinstance(b1, xp.ndarray) or b1.shape != (128,) or b1.dtype != xp.float64:
+    if type(b1) is not xp.ndarray or b1.shape != (128,) or b1.dtype != xp.float64:
         raise _mismatch('regularized_loss_grad', 'b1', 'float64[128]', b1)
-    if not isinstance(W2, xp.ndarray) or W2.shape != (128, 10) or W2.dtype != xp.float64:
+    if type(W2) is not xp.ndarray or W2.shape != (128, 10) or W2.dtype != xp.float64:
         raise _mismatch('regularized_loss_grad', 'W2', 'float64[128, 10]', W2)
-    if not isinstance(b2, xp.ndarray) or b2.shape != (10,) or b2.dtype != xp.float64:
+    if type(b2) is not xp.ndarray or b2.shape != (10,) or b2.dtype != xp.float64:
         raise _mismatch('regularized_loss_grad', 'b2', 'float64[10]', b2)
-    if not isinstance(X, xp.ndarray) or X.shape != (64, 784) or X.dtype != xp.float64:
+    if type(X) is not xp.ndarray or X.shape != (64, 784) or X.dtype != xp.float64:
         raise _mismatch('regularized_loss_grad', 'X', 'float64[64, 784]', X)
-    if (not isinstance(labels, xp.ndarray)
-            or labels.shape != (64, 10) or labels.dtype != xp.float64):
+    if type(labels) is not xp.ndarray or labels.shape != (64, 10) or labels.dtype != xp.float64:
         raise _mismatch('regularized_loss_grad', 'labels', 'float64[64, 10]', labels)
     if not isinstance(decay, (int, float)) or isinstance(decay, bool):
         raise _mismatch('regularized_loss_grad', 'decay', 'a float', decay)

@@ -125,3 +125,50 @@ def test_cupy_example_arguments_are_copied_to_the_host_for_compiling():
     from yota_s2s.api import _host
     host = _host((FakeCupyArray(np.ones(2)), 3))
     assert isinstance(host[0], np.ndarray) and host[1] == 3
+
+
+class _Tagged(np.ndarray):
+    """A user's subclass of ndarray."""
+
+
+def _elementwise_product(x, y):
+    return np.sum(x * y)
+
+
+class _Holder:
+    def __init__(self, W):
+        self.W = W
+
+
+def _field_product(m, x):
+    return np.sum(m.W * x)
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")     # np.matrix
+@pytest.mark.parametrize("make", [np.matrix, lambda a: np.ma.masked_array(a, mask=[[0, 1], [0, 0]]),
+                                  lambda a: a.view(_Tagged)], ids=["matrix", "masked", "user_subclass"])
+@pytest.mark.parametrize("buffers", [True, False])
+def test_numpy_subclasses_are_refused_by_the_generated_code_and_the_compiler(make, buffers):
+    """np.matrix's * is a matrix product and a masked array skips masked elements: code compiled
+    for plain arrays computed something else for them, silently (the check used isinstance)."""
+    a = np.array([[1.0, 2.0], [3.0, 4.0]])
+    df = ys.simplegrad(_elementwise_product, a, a, buffers=buffers)
+    with pytest.raises(TypeError, match=r"_elementwise_product_grad: argument y is a \w+, a subclass "
+                                        r"of ndarray.*pass a plain array: np\.asarray\(y\)"):
+        df(a, make(a))
+    for compile_it in (ys.simplegrad, ys.grad):
+        with pytest.raises(ys.ArgumentMismatch) as info:
+            compile_it(_elementwise_product, make(a), a)
+        text = str(info.value)
+        line = _elementwise_product.__code__.co_firstlineno
+        assert text.startswith(f"test_api.py:{line} in _elementwise_product: argument x is a ")
+        assert "a subclass of numpy.ndarray" in text and "np.asarray(x)" in text
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")
+def test_a_numpy_subclass_inside_a_struct_is_not_a_cache_hit():
+    m = _Holder(np.ones((2, 2)))
+    ys.grad(_field_product, m, np.ones((2, 2)))
+    m.W = np.matrix(np.ones((2, 2)))
+    with pytest.raises(ys.ArgumentMismatch, match=r"argument m\.W is a numpy\.matrix"):
+        ys.grad(_field_product, m, np.ones((2, 2)))

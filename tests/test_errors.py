@@ -45,6 +45,38 @@ def test_a_non_scalar_result_suggests_reducing_it():
     assert "np.sum(...)" in text
 
 
+def test_a_complex_result_is_refused_with_the_fix():
+    """The gradient of a complex scalar is not defined; it used to come back as if the result
+    were its real part."""
+    line = bad.complex_result.__code__.co_firstlineno
+    for compile_it in (ys.simplegrad, ys.grad):
+        with pytest.raises(ys.YotaError) as info:
+            compile_it(bad.complex_result, np.ones(3))
+        text = str(info.value)
+        assert text.startswith(f"bad.py:{line} in complex_result: complex_result returns a complex "
+                               "scalar (c128[]); the gradient of a value that is not real is not "
+                               "defined")
+        assert "np.real(...)" in text and "np.abs(...)" in text
+
+
+def test_a_traced_bound_of_arange_is_refused():
+    """np.arange(a, 5.0) with a traced ``a``: its values moved with ``a`` but got no gradient,
+    and its length changed with ``a`` unguarded."""
+    err, text = error_text(bad.traced_arange_start, np.ones(3), 2.0)
+    line = bad.traced_arange_start.__code__.co_firstlineno + 1
+    assert isinstance(err, ys.StaticValueError)
+    assert text.startswith(f"bad.py:{line} in traced_arange_start: the arguments of np.arange must "
+                           "be known at compile time, but one is traced")
+    assert "a + np.arange(n) * step" in text
+
+
+def test_float_of_a_size_one_vector_says_how_to_read_the_element():
+    err, text = error_text(bad.float_of_a_vector, np.ones(1))
+    line = bad.float_of_a_vector.__code__.co_firstlineno + 1
+    assert text.startswith(f"bad.py:{line} in float_of_a_vector: float() of a traced f64[1]: ")
+    assert "float(x[0])" in text
+
+
 def test_values_that_must_be_static():
     err, text = error_text(bad.traced_axis, np.ones((2, 2)))
     assert isinstance(err, ys.StaticValueError) and "axis= argument of sum must be known at compile time" in text

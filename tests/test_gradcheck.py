@@ -400,7 +400,46 @@ UPDATES = [
     Case("update_nested_item", updates.nested_item, normal((2, 3))),
 ]
 
-RULE_CASES += REDUCTIONS + SHAPE_OPS + INDEXING + PRODUCTS + LINALG + UPDATES
+def value_minus_itself(x0):
+    """The fuzzer's G10: an accumulation that a pass rewrote into a one-operand statement."""
+    v1 = np.einsum("ijk,ijk->ijk", x0, x0)
+    v2 = v1[1:, :2]
+    v8 = np.negative(v2)
+    v9 = v2 - v2
+    return np.sum(np.tanh(v8) * v8) + np.sum(v9)
+
+
+# internal crashes and silent zeros of issue 10: each was a crash (or a zero gradient) before
+CRASHES = [
+    Case("sum_size_one", lambda x: np.sum(x) * 2.0, normal((1,))),
+    Case("sum_size_one_matrix", lambda x: np.sum(x), normal((1, 1))),
+    Case("outer_python_float_operand", lambda x, a: weighted(np.outer(x, a)) + weighted(np.outer(a, x)),
+         lambda r: (r.standard_normal(3), 0.7)),
+    Case("python_types_as_dtypes", lambda x: weighted(x * x.astype(int) + x.astype(bool) * x + x.astype(float) ** 2
+                                                      + np.zeros(3, dtype=float) + np.ones(3, dtype=int) * x),
+         lambda r: (r.uniform(-3, 3, 3),)),
+    Case("full_traced_fill_value", lambda x, a: weighted(np.full((2, 3), x) * a + np.full_like(x, a) * x
+                                                         + np.full(3, np.sum(x))), lambda r: (r.standard_normal(3), 0.7)),
+    Case("einsum_size_one_axes", lambda c, d: weighted(np.einsum("ij,jk->ik", c, c)) + weighted(np.einsum("ij,jk->ik", d, c)),
+         normal((1, 4), (3, 1))),
+    Case("element_of_a_computed_vector", lambda a, x: weighted(np.atleast_1d(a)[0] * x),
+         lambda r: (r.standard_normal(1), np.array(0.4))),
+    Case("item_of_size_one_arrays", lambda x, m: x.item() * 2.0 + m.item() ** 2 + np.sum(m).item() * x.item(),
+         normal((1,), (1, 1))),
+    Case("item_with_an_index", lambda x: np.sum(x) * x.item(1) + x.item(1, 0) ** 2 + np.sum(x > 0).item() * x.item(3),
+         normal((2, 2))),
+    Case("numpy_scalar_types_of_python_floats", lambda x, a: weighted(x * np.float64(a)) + np.real(np.sum(x * np.complex128(a))),
+         lambda r: (r.standard_normal(3), 0.7)),
+    Case("python_floats_through_inner_and_float", lambda x, c: float(np.sum(np.inner(x, 0.5))) ** 2 + x * c,
+         lambda r: (0.3, 0.7)),
+    Case("prod_tuple_of_axes", lambda x, y: weighted(np.prod(x, axis=(0, 2))) + weighted(y.prod(axis=(-1, 0), keepdims=True))
+         + np.prod(x, axis=(0, 1, 2)), normal((2, 3, 2), (3, 1))),
+    Case("value_minus_itself", value_minus_itself, normal((2, 3, 4))),
+    Case("linspace_traced_ends", lambda x, a: weighted(np.linspace(a, np.sum(x), 5) ** 2)
+         + weighted(np.cos(np.linspace(x, a, 4, endpoint=False))), lambda r: (r.standard_normal(3), 0.7)),
+]
+
+RULE_CASES += REDUCTIONS + SHAPE_OPS + INDEXING + PRODUCTS + LINALG + UPDATES + CRASHES
 
 PROGRAMS: list[Case] = [
     Case("seed_loss", models.seed_loss, normal((4, 6), (4,), (6, 3))),
@@ -508,3 +547,75 @@ def test_float32_inputs_give_float32_gradients(case: Case) -> None:
         assert grad.dtype == np.float32
         expected = numerical_grad(case.fn, [a.astype(np.float64) for a in args], i)
         np.testing.assert_allclose(grad, expected, rtol=2e-2, atol=2e-3)
+
+
+def cast_to_float64_and_sum(x):
+    return np.sum(x.astype(np.float64) ** 2)
+
+
+def python_float_of_sum(x):
+    return float(np.sum(x * x)) * 2.0
+
+
+def sum_cast_to_float64(x):
+    return np.sum(x * x).astype(np.float64)
+
+
+@pytest.mark.parametrize("fn", [cast_to_float64_and_sum, python_float_of_sum, sum_cast_to_float64],
+                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize("buffers", [True, False])
+def test_float32_program_with_float64_casts(fn, buffers: bool) -> None:
+    """A float32 argument cast to float64 (or a Python float) on the way: the constant gradient
+    of the cast used to crash the compiler (``1.0.astype``); it comes back float32."""
+    x = np.random.default_rng(3).standard_normal(4).astype(np.float32)
+    grad = compile_grad(fn, (x,), check=True, buffers=buffers).fn
+    grad(x)
+    value, dx = grad(x)
+    assert np.isclose(value, fn(x), rtol=1e-6)
+    assert dx.dtype == np.float32
+    np.testing.assert_allclose(dx, numerical_grad(fn, [x.astype(np.float64)], 0), rtol=1e-4, atol=1e-4)
+
+
+def complex_numerical_grad(fn, args, i, eps=1e-6):
+    """autograd's convention for a complex argument z = a + ib: dL/da - i dL/db."""
+    def at(delta):
+        moved = list(args)
+        moved[i] = args[i] + delta
+        return float(fn(*moved))
+    z = np.asarray(args[i], dtype=complex)
+    grad = np.zeros(z.shape, complex)
+    for k in np.ndindex(z.shape):
+        for step, part in ((eps, 1.0), (eps * 1j, -1j)):
+            delta = np.zeros(z.shape, complex)
+            delta[k] = step
+            delta = delta if z.ndim else complex(delta)
+            grad[k] += part * (at(delta) - at(-delta)) / (2 * eps)
+    return grad if z.ndim else complex(grad)
+
+
+def vdot_of_complex(a, x):
+    return np.real(np.vdot(a, x * (1 + 2j))) + np.imag(np.vdot(x * a, a * 0.5))
+
+
+def python_complex_argument(x, z):
+    return np.sum(np.abs(x * z) ** 2) + np.real(z * np.sum(x))
+
+
+@pytest.mark.parametrize("fn,make", [
+    (vdot_of_complex, lambda r: (r.standard_normal(3) + 1j * r.standard_normal(3), r.standard_normal(3))),
+    (python_complex_argument, lambda r: (r.standard_normal(3), 0.5 - 1.5j)),
+], ids=["vdot_conjugates_a", "python_complex_argument"])
+@pytest.mark.parametrize("buffers", [True, False])
+def test_complex_arguments(fn, make, buffers: bool) -> None:
+    """np.vdot conjugates its first operand (its gradients did not); a Python complex argument
+    was refused by the argument check of the code compiled for it. Both forms, called twice."""
+    args = make(np.random.default_rng(4))
+    grad = compile_grad(fn, args, check=True, buffers=buffers).fn
+    grad(*args)
+    value, *grads = grad(*args)
+    assert np.isclose(value, fn(*args))
+    for i, g in enumerate(grads):
+        expected = complex_numerical_grad(fn, args, i) if np.iscomplexobj(args[i]) \
+            else numerical_grad(fn, args, i)
+        assert type(g) is type(expected) or isinstance(g, np.ndarray)
+        np.testing.assert_allclose(g, expected, rtol=1e-6, atol=1e-6, err_msg=f"argument {i}")

@@ -8,6 +8,7 @@ import pytest
 import yota_s2s as ys
 from yota_s2s.compiler import compile_grad, gradient_tape
 from yota_s2s.ir.printer import format_tape
+from yota_s2s.gradcheck import numerical_grad
 
 from .programs import updates
 
@@ -128,6 +129,48 @@ def test_a_boolean_mask_is_guarded_by_its_count():
     with pytest.raises(ValueError, match="selecting 2 elements was True when this gradient was "
                                          "compiled and is False now"):
         df(np.array([1.0, 1.0, 1.0]))
+
+
+def _first_of_masked_or_doubled(x, c):
+    return np.sum(np.concatenate([x[c > 0], x[None] * 2.0])[0] * x)
+
+
+def _rows_where(x, c):
+    return np.sum(x[c > 0] ** 2)
+
+
+def _write_where(x, c):
+    y = x * 1.0
+    y[c > 0] = 2.0 * x
+    return np.sum(y * x)
+
+
+def _write_sum_where(x, c):
+    y = x * 1.0
+    y[c > 0] = np.sum(x)
+    return np.sum(y * x)
+
+
+@pytest.mark.parametrize("buffers", [True, False])
+@pytest.mark.parametrize("fn,x,taken,other", [
+    (_first_of_masked_or_doubled, np.array(0.5), np.array(1.0), np.array(-1.0)),
+    (_first_of_masked_or_doubled, np.array(0.5), np.array(-1.0), np.array(1.0)),
+    (_rows_where, np.array([1.0, 2.0]), np.array(1.0), np.array(-1.0)),
+    (_write_where, np.array([0.5, 1.5, 2.0]), np.array(1.0), np.array(-1.0)),
+    (_write_sum_where, np.array([0.5, 1.5, 2.0]), np.array([1.0, -1.0, 1.0]), np.array([1.0, 1.0, 1.0])),
+])
+def test_a_0d_boolean_mask_is_guarded_too(fn, x, taken, other, buffers):
+    """``x[c > 0]`` with a 0-d mask has 0 or 1 rows, decided by data: it had no guard (the plain
+    form returned a wrong gradient for the other outcome, the buffered one a numpy error).
+    ``y[mask] = v`` had none either, though the gradient of ``v`` reads ``dy[mask]`` (the
+    buffered form failed for another count)."""
+    df = ys.simplegrad(fn, x, taken, buffers=buffers)
+    for _ in range(2):
+        value, dx, dc = df(x, taken)
+        assert value == pytest.approx(fn(x, taken))
+        np.testing.assert_allclose(dx, numerical_grad(fn, (x, taken), 0), atol=1e-6)
+    with pytest.raises(ValueError, match="when this gradient was compiled and is False now"):
+        df(x, other)
 
 
 def test_lists_grow_with_append_extend_and_plus_equals():

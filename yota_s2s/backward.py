@@ -59,6 +59,12 @@ class _Sweep:
             raise YotaError(f"{self.tape.name} returns {_describe(result)}; gradients need a "
                             "scalar float result", self.tape.loc,
                             "Reduce the output to a scalar, e.g. return np.sum(...) or np.mean(...).")
+        if result.aval.dtype.kind == "c":
+            raise YotaError(f"{self.tape.name} returns a complex scalar ({result.aval}); the "
+                            "gradient of a value that is not real is not defined", self.tape.loc,
+                            "Return a real scalar: its real part (np.real(...), .real), its "
+                            "magnitude (np.abs(...)) or a squared norm. Derivatives of holomorphic "
+                            "functions are not supported.")
         if result in self.active:
             self.full[result] = _one(result.aval)
             for stmt in reversed(self.tape.stmts):
@@ -157,7 +163,8 @@ class _Sweep:
         self.ev.rule_text = "fit the gradient to the argument"
         g = self.fit(g, var.aval)
         if var.aval.weak and isinstance(g, Var) and not g.aval.weak:
-            g = self.emit(self.rules.lookup(float), [g], {}, grad_of=var)
+            python = complex if var.aval.dtype.kind == "c" else float
+            g = self.emit(self.rules.lookup(python), [g], {}, grad_of=var)
         return g
 
     def fit(self, g: Any, target: Aval) -> Any:
@@ -171,7 +178,9 @@ class _Sweep:
             # a real value's gradient is the real part (autograd's convention for complex)
             g = self.emit(self.rules.lookup(np.real), [g], {})
             dtype = np.result_type(self.concrete(g))
-        if target.is_float and not target.weak and dtype != target.dtype:
+        if target.is_float and not target.weak and dtype != target.dtype and not isinstance(g, Var):
+            g = target.dtype.type(g)        # a constant: cast now (a Python float has no astype)
+        elif target.is_float and not target.weak and dtype != target.dtype:
             from .rules.elementwise import astype
             g = self.emit(self.rules.lookup(astype), [g, Lit(target.dtype)], {})
         return g

@@ -168,8 +168,10 @@ def make_guards(compiled: Compiled) -> tuple[Callable | None, Callable | None]:
 def _leaf_test(access: str, aval: Any, const: Callable[[Any], str]) -> str:
     if aval.weak:
         return f"type({access}) is {'complex' if aval.dtype.kind == 'c' else 'float'}"
-    dtype = const(aval.dtype)
-    return f"getattr({access}, 'dtype', None) == {dtype} and {access}.shape == {aval.shape!r}"
+    dtype, ndarray = const(aval.dtype), const(np.ndarray)
+    # a numpy subclass (np.matrix, a masked array) misses: compiling it again refuses it
+    return (f"getattr({access}, 'dtype', None) == {dtype} and {access}.shape == {aval.shape!r} "
+            f"and (type({access}) is {ndarray} or not isinstance({access}, {ndarray}))")
 
 
 def _static_test(access: str, value: Any, const: Callable[[Any], str]) -> str:

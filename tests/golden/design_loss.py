@@ -7,19 +7,24 @@ import numpy as xp
 
 
 def _mismatch(func, name, expected, value):
+    if isinstance(value, xp.ndarray) and type(value) is not xp.ndarray:
+        return TypeError(f"{func}: argument {name} is a {type(value).__qualname__}, a subclass of "
+                         "ndarray, whose operations may differ (np.matrix's * is a matrix product, a "
+                         "masked array skips masked elements); pass a plain array: "
+                         f"np.asarray({name}) (a masked array: {name}.filled(value))")
     got = f"{value.dtype}{list(value.shape)}" if hasattr(value, "shape") else repr(value)
     return TypeError(f"{func}: argument {name} must be {expected}, got {got}; compile again "
                      "for these arguments (ys.grad does this for you)")
 
 
 def loss_grad(W, b, x, y):
-    if not isinstance(W, xp.ndarray) or W.shape != (4, 3) or W.dtype != xp.float64:
+    if type(W) is not xp.ndarray or W.shape != (4, 3) or W.dtype != xp.float64:
         raise _mismatch('loss_grad', 'W', 'float64[4, 3]', W)
-    if not isinstance(b, xp.ndarray) or b.shape != (4,) or b.dtype != xp.float64:
+    if type(b) is not xp.ndarray or b.shape != (4,) or b.dtype != xp.float64:
         raise _mismatch('loss_grad', 'b', 'float64[4]', b)
-    if not isinstance(x, xp.ndarray) or x.shape != (3, 2) or x.dtype != xp.float64:
+    if type(x) is not xp.ndarray or x.shape != (3, 2) or x.dtype != xp.float64:
         raise _mismatch('loss_grad', 'x', 'float64[3, 2]', x)
-    if not isinstance(y, xp.ndarray) or y.shape != (4, 2) or y.dtype != xp.float64:
+    if type(y) is not xp.ndarray or y.shape != (4, 2) or y.dtype != xp.float64:
         raise _mismatch('loss_grad', 'y', 'float64[4, 2]', y)
     # -- forward --
     # design.py:6  return np.tanh(W @ x + b[:, None])    (predict, inlined)

@@ -13,6 +13,11 @@ import numpy as xp
 
 
 def _mismatch(func, name, expected, value):
+    if isinstance(value, xp.ndarray) and type(value) is not xp.ndarray:
+        return TypeError(f"{func}: argument {name} is a {type(value).__qualname__}, a subclass of "
+                         "ndarray, whose operations may differ (np.matrix's * is a matrix product, a "
+                         "masked array skips masked elements); pass a plain array: "
+                         f"np.asarray({name}) (a masked array: {name}.filled(value))")
     got = f"{value.dtype}{list(value.shape)}" if hasattr(value, "shape") else repr(value)
     return TypeError(f"{func}: argument {name} must be {expected}, got {got}; compile again "
                      "for these arguments (ys.grad does this for you)")
@@ -65,7 +70,9 @@ def _check_out(func, out, count, arrays, entries, unused):
         if not array.flags.writeable:
             raise ValueError(f"{func}: out[{key!r}] is read-only; pass a writeable array or None")
         for other in arrays + given:      # two arrays that own their memory do not overlap
-            if other is array or (array.base is not None or other.base is not None)                     and xp.may_share_memory(array, other) and xp.shares_memory(array, other):
+            if other is array or ((array.base is not None or other.base is not None)
+                                  and xp.may_share_memory(array, other)
+                                  and xp.shares_memory(array, other)):
                 what = "another out= entry" if any(other is g for g in given) else "an argument"
                 raise ValueError(f"{func}: out[{key!r}] shares memory with {what}; gradients "
                                  "must go into arrays of their own (or pass None)")
@@ -83,13 +90,13 @@ def _result(out, key, shape, dtype=xp.float64):
 
 
 def loss_grad(W, b, x, y, *, out=None):
-    if not isinstance(W, xp.ndarray) or W.shape != (4, 3) or W.dtype != xp.float64:
+    if type(W) is not xp.ndarray or W.shape != (4, 3) or W.dtype != xp.float64:
         raise _mismatch('loss_grad', 'W', 'float64[4, 3]', W)
-    if not isinstance(b, xp.ndarray) or b.shape != (4,) or b.dtype != xp.float64:
+    if type(b) is not xp.ndarray or b.shape != (4,) or b.dtype != xp.float64:
         raise _mismatch('loss_grad', 'b', 'float64[4]', b)
-    if not isinstance(x, xp.ndarray) or x.shape != (3, 2) or x.dtype != xp.float64:
+    if type(x) is not xp.ndarray or x.shape != (3, 2) or x.dtype != xp.float64:
         raise _mismatch('loss_grad', 'x', 'float64[3, 2]', x)
-    if not isinstance(y, xp.ndarray) or y.shape != (4, 2) or y.dtype != xp.float64:
+    if type(y) is not xp.ndarray or y.shape != (4, 2) or y.dtype != xp.float64:
         raise _mismatch('loss_grad', 'y', 'float64[4, 2]', y)
     if out is not None:
         _check_out('loss_grad', out, 4, [W, b, x, y], [

@@ -79,3 +79,15 @@ def ambiguous_truth(x):
 
 def shape_mismatch(x, y):
     return np.sum(x @ y)
+
+
+def complex_result(x):
+    return np.sum(x * (1 + 2j))
+
+
+def traced_arange_start(x, a):
+    return np.sum(np.arange(a, 5.0) * x)
+
+
+def float_of_a_vector(x):
+    return float(x) * 2.0

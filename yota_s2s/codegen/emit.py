@@ -207,7 +207,10 @@ class Emitter:
             return ast.Attribute(operands[0], "T", ast.Load())
         if kind == "method" or (stmt.prim.method and is_array):     # ``dt.sum(axis=1)``
             name = emit[1] if kind == "method" else stmt.prim.method
-            return ast.Call(ast.Attribute(operands[0], identifier(name), ast.Load()), operands[1:],
+            this = operands[0]
+            if not is_array:
+                this = ast.Call(_dotted("xp.asarray"), [this], [])    # a Python float: no methods
+            return ast.Call(ast.Attribute(this, identifier(name), ast.Load()), operands[1:],
                             keywords)
         if stmt.prim in self.calls:
             return ast.Call(_dotted(self.calls[stmt.prim]), operands, keywords)

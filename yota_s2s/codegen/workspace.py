@@ -52,8 +52,9 @@ def _check_out(func, out, count, arrays, entries, unused):
         if not array.flags.writeable:
             raise ValueError(f"{func}: out[{key!r}] is read-only; pass a writeable array or None")
         for other in arrays + given:      # two arrays that own their memory do not overlap
-            if other is array or (array.base is not None or other.base is not None) \
-                    and xp.may_share_memory(array, other) and xp.shares_memory(array, other):
+            if other is array or ((array.base is not None or other.base is not None)
+                                  and xp.may_share_memory(array, other)
+                                  and xp.shares_memory(array, other)):
                 what = "another out= entry" if any(other is g for g in given) else "an argument"
                 raise ValueError(f"{func}: out[{key!r}] shares memory with {what}; gradients "
                                  "must go into arrays of their own (or pass None)")

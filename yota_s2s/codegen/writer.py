@@ -35,6 +35,11 @@ class GuardError(ValueError):
 
 _PRELUDE_MISMATCH = '''
 def _mismatch(func, name, expected, value):
+    if isinstance(value, xp.ndarray) and type(value) is not xp.ndarray:
+        return TypeError(f"{func}: argument {name} is a {type(value).__qualname__}, a subclass of "
+                         "ndarray, whose operations may differ (np.matrix's * is a matrix product, a "
+                         "masked array skips masked elements); pass a plain array: "
+                         f"np.asarray({name}) (a masked array: {name}.filled(value))")
     got = f"{value.dtype}{list(value.shape)}" if hasattr(value, "shape") else repr(value)
     return TypeError(f"{func}: argument {name} must be {expected}, got {got}; compile again "
                      "for these arguments (ys.grad does this for you)")
@@ -305,12 +310,17 @@ def _read(tape: Tape, emitter: Emitter, access: str) -> str:
 
 def _leaf_check(fname: str, var: Var, ref: str, access: str) -> list[str]:
     aval, ref = var.aval, identifier(ref)
-    if aval.weak:
+    if aval.weak and aval.dtype.kind == "c":
+        test = f"not isinstance({ref}, (int, float, complex)) or isinstance({ref}, bool)"
+        expected = "a complex"
+    elif aval.weak:
         test = f"not isinstance({ref}, (int, float)) or isinstance({ref}, bool)"
         expected = "a float"
     else:
-        kind = "xp.ndarray" if aval.ndim else "(xp.ndarray, xp.generic)"
-        test = (f"not isinstance({ref}, {kind}) or {ref}.shape != {literal_text(aval.shape)} "
+        # exactly ndarray: a subclass (np.matrix, a masked array) computes something else
+        kind = f"type({ref}) is not xp.ndarray" if aval.ndim else \
+            f"(type({ref}) is not xp.ndarray and not isinstance({ref}, xp.generic))"
+        test = (f"{kind} or {ref}.shape != {literal_text(aval.shape)} "
                 f"or {ref}.dtype != {literal_text(aval.dtype)}")
         expected = _spec(var)
     return [_if(test), f"{INDENT}raise _mismatch({_mismatch_args(fname, access, expected)}, {ref})"]

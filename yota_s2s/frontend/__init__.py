@@ -60,8 +60,8 @@ def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES,
     ev.collector = collector
     ev.flattener = flat = Flattener(ev.values, ev.input_vars)
     names = param_names(fn, len(args))
+    loc = flat.loc = parsed.loc(parsed.node)
     traced_args = [flat.flatten(a, i, (), names[i]) for i, a in enumerate(args)]
-    loc = parsed.loc(parsed.node)
     result = ev.current_tree(ev.inline(fn, traced_args, {}, None))
     if isinstance(result, Var) and result.hint is None:
         # the value of loss() is called loss

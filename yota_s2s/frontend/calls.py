@@ -21,7 +21,8 @@ from ..ir.tape import Aval, Primitive, Stmt, Var, tree_atoms, tree_map
 from .collect import rule_stub, skip_call
 from .flatten import is_struct_object
 from .numpy_calls import NUMPY_CALLS, guard_selection
-from .resolve import IN_PLACE_METHODS, array_method, display_name, is_inlinable, is_library, is_random
+from .resolve import (IN_PLACE_METHODS, array_method, display_name, is_inlinable, is_library,
+                      is_random, item)
 from .source import parse_function
 from .structs import StructValue, call_dunder, call_object, construct, holds_struct, is_user_class
 from .values import ArrayMethod, LocalFunction, is_traced, normalize_static, to_tree
@@ -293,8 +294,37 @@ def _type(ev, args, kwargs, node):
 
 def _float(ev, args, kwargs, node):
     if args and isinstance(args[0], Var):
+        x = args[0]
+        if x.aval.ndim > 0 and x.aval.size == 1:
+            try:
+                float(ev.values[ev.current(x)])
+            except TypeError as e:      # numpy 2.x refuses size-1 arrays that are not 0-d
+                raise YotaError(f"float() of a traced {x.aval}: {e}", ev.loc(node),
+                                "Read its one element: float(x[0]) (or x.reshape(()) for "
+                                "a 0-d array).") from None
         return ev.call_primitive(ev.rules.lookup(builtins.float), args, kwargs, node)
     return float(*args, **kwargs)
+
+
+def _item(ev, args, kwargs, node):
+    """``x.item()`` of a size-1 array, ``x.item(k)`` (flat index), ``x.item(i, j)``: the element
+    as a Python float (or complex); an integer or bool element stays a 0-d array."""
+    x, *index = args
+    if len(index) == 1:
+        flat = ev.call_primitive(ev.rules.lookup(np.ravel), (x,), {}, node)
+        x = ev.getitem(flat, index[0], node)
+    elif index:
+        x = ev.getitem(x, tuple(index), node)
+    elif x.aval.ndim:
+        if x.aval.size != 1:
+            raise YotaError(f"{x.aval}.item() needs an array of one element", ev.loc(node),
+                            "Pass the index of the element: x.item(k) or x.item(i, j).")
+        x = ev.call_primitive(ev.rules.lookup(np.reshape), (x, ()), {}, node)
+    kind = x.aval.dtype.kind if isinstance(x, Var) else None
+    if kind in ("f", "c"):
+        python = float if kind == "f" else complex
+        return ev.call_primitive(ev.rules.lookup(python), (x,), {}, node)
+    return x
 
 
 def _int(ev, args, kwargs, node):
@@ -385,6 +415,6 @@ _BUILTINS = {
     abs: _abs, sum: _sum, max: _extremum(np.maximum, max), min: _extremum(np.minimum, min),
     zip: _iterating(zip), enumerate: _iterating(enumerate), reversed: _iterating(reversed),
     list: _iterating(list), tuple: _iterating(tuple), map: _map, getattr: _getattr,
-    hasattr: _hasattr,
+    hasattr: _hasattr, item: _item,
     print: _print, **NUMPY_CALLS,
 }

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import UnsupportedSyntax
+from ..errors import ArgumentMismatch, SourceLoc, UnsupportedSyntax
 from ..ir.tape import Aval, Input, StaticInput, Var
 from ..text import access_attr, access_item, name_base, plain_value
 from .resolve import is_library
@@ -87,6 +87,7 @@ class Flattener:
         self.types: list[tuple[str, type]] = []      # (access, class) of each struct object
         self.aliases: list[tuple[str, str]] = []     # (access, first access) of shared objects
         self._seen: dict[tuple[int, int], tuple[Any, str, Any]] = {}
+        self.loc: SourceLoc | None = None            # the traced function, for errors
 
     def flatten(self, value: Any, argnum: int, path: tuple, access: str,
                 attribute: bool = False) -> Any:
@@ -108,6 +109,14 @@ class Flattener:
         return result
 
     def _flatten_new(self, value: Any, argnum: int, path: tuple, access: str) -> Any:
+        if isinstance(value, np.ndarray) and type(value) is not np.ndarray:
+            raise ArgumentMismatch(
+                f"argument {access} is a {type(value).__module__}.{type(value).__qualname__}, a "
+                "subclass of numpy.ndarray, whose operations may differ from ndarray's (np.matrix's * "
+                "is a matrix product, a masked array skips masked elements); the gradient would "
+                "be compiled for the wrong operations", self.loc,
+                f"Pass a plain array: np.asarray({access}) (for a masked array, decide what the "
+                f"masked elements hold: {access}.filled(0.0)).")
         if is_traced_leaf(value):
             var = Var(Aval.of(value), hint=_hint(access))
             self.inputs.append(Input(var, argnum, path, access))

@@ -21,8 +21,10 @@ import operator
 import gast
 import numpy as np
 
+from ..errors import StaticValueError
 from ..ir.tape import Var, tree_atoms
 from ..rules.control import guard
+from ..rules.indexing import index_add, setitem
 from ..rules.joining import SPLITS
 from ..rules.linalg import svd_values
 from .values import is_traced
@@ -94,9 +96,11 @@ def guard_selection(ev, prim, operands: list, node) -> None:
         return          # the forward code checked it
     if prim.fn in (np.argwhere, np.flatnonzero):
         masks = [operands[0]]
-    elif prim.fn is operator.getitem:
-        masks = [a for a in tree_atoms(operands[1])
-                 if isinstance(a, Var) and a.aval.dtype == bool and a.aval.ndim > 0]
+    elif prim.fn is operator.getitem or (prim.fn in (setitem, index_add)
+                                         and isinstance(operands[2], Var)):
+        # 0-d masks too: x[c > 0] has 0 or 1 rows. A written value's gradient is dy[mask],
+        # whose shape the generated code has as in the example, so its count is checked too.
+        masks = [a for a in tree_atoms(operands[1]) if isinstance(a, Var) and a.aval.dtype == bool]
     else:
         return
     for mask in masks:
@@ -122,6 +126,17 @@ def _static_fact(fn):
     return handler
 
 
+def _arange(ev, args, kwargs, node):
+    """``np.arange``: its length depends on the values of its bounds, so they must be static
+    (a traced start would also get no gradient: it is a creation primitive)."""
+    if is_traced([args, kwargs]):
+        raise StaticValueError("the arguments of np.arange must be known at compile time, but one "
+                               "is traced (the length of the result depends on them)", ev.loc(node),
+                               "Use static bounds and shift or scale the result: "
+                               "`a + np.arange(n) * step`.")
+    return ev.call_primitive(ev.rules.lookup(np.arange), args, kwargs, node)
+
+
 def _add_at(ev, args, kwargs, node):
     """``np.add.at(a, key, v)``: ``a[key] += v`` where every repeat of an index adds (as in the
     gradients we generate), recorded with primitives that have rules: a zeros buffer that
@@ -145,6 +160,6 @@ NUMPY_CALLS = {
     **{fn: _static_fact(fn) for fn in STATIC_FACTS},
     np.asarray: _array(copy=False), np.array: _array(copy=True), np.nonzero: _nonzero,
     np.where: _where,
-    np.linalg.svd: _svd, np.add.at: _add_at,
+    np.linalg.svd: _svd, np.add.at: _add_at, np.arange: _arange,
     **{fn: _inline_at_call(py) for fn, py in SPLITS.items()},
 }

@@ -51,8 +51,14 @@ def _flatten(x, args, kwargs):
     return flatten, (x,), kwargs
 
 
+def item(x, *index):
+    """``x.item(*index)`` as a function; the frontend writes it with other primitives
+    (calls.py ``_item``): the element (a 0-d value), then ``float`` or ``complex`` of it."""
+    return x.item(*index)
+
+
 def _item(x, args, kwargs):
-    return (float if x.aval.dtype.kind == "f" else complex), (x,), kwargs
+    return item, (x, *args), kwargs
 
 
 def _method(fn):

@@ -44,10 +44,16 @@ def is_traced(value: Any) -> bool:
     return contains(value, Var)
 
 
+_PYTHON_DTYPES = (int, float, bool, complex)
+
+
 def normalize_static(value: Any) -> Any:
     """Numpy scalars that Python would treat the same become Python scalars (``np.int64(3)`` ->
     ``3``, ``np.float64(0.5)`` -> ``0.5``) so literals print plainly. float32 and other
-    narrow types keep their type, since it decides the dtype of what they touch."""
+    narrow types keep their type, since it decides the dtype of what they touch. A Python
+    type where numpy takes a dtype (``int``, ``float``) becomes that dtype."""
+    if isinstance(value, type) and value in _PYTHON_DTYPES:
+        return np.dtype(value)      # ``x.astype(int)``, ``dtype=float``: numpy's dtype for it
     if isinstance(value, (np.bool_, np.integer)):
         return value.item()
     if isinstance(value, np.float64):

@@ -50,7 +50,8 @@ def broadcast_constant(stmt: Stmt, producer: dict[Var, Stmt], rules: RuleSet) ->
     if fn is operator.getitem and constant_of(stmt.args[0], producer) is not None:
         return [_filled(stmt, constant_of(stmt.args[0], producer), rules)]
     if fn in _UNARY and constant_of(stmt.args[0], producer) is not None:
-        value = stmt.prim.fn(constant_of(stmt.args[0], producer), **dict(stmt.params))
+        rest = [a.value for a in stmt.args[1:]]        # astype's dtype
+        value = stmt.prim.fn(constant_of(stmt.args[0], producer), *rest, **dict(stmt.params))
         if np.result_type(value) != stmt.out.aval.dtype:
             return None
         return [_filled(stmt, value, rules)]

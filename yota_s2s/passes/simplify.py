@@ -174,11 +174,13 @@ def _through_broadcast(stmt: Stmt, producer: dict[Var, Stmt]):
         trial = args[:i] + [src] + args[i + 1:]
         if np.result_type(*(_dtype_arg(a) for a in trial)) != stmt.out.aval.dtype:
             continue
-        if np.broadcast_shapes(*(_shape(a) for a in trial)) == stmt.out.aval.shape:
+        weak = not any(_strong(a) for a in trial)     # Python floats give a Python float
+        if np.broadcast_shapes(*(_shape(a) for a in trial)) == stmt.out.aval.shape \
+                and weak == stmt.out.aval.weak:
             return stmt.replace(args=tuple(trial))
         if isinstance(src, Var) and all(isinstance(o, Lit) and np.ndim(o.value) == 0 for o in others):
             # broadcast_to(u, s) / 6 -> broadcast_to(u / 6, s): scale the small array
-            small = Var(Aval(src.aval.shape, stmt.out.aval.dtype))
+            small = Var(Aval(src.aval.shape, stmt.out.aval.dtype, weak))
             return [stmt.replace(outs=(small,), args=tuple(trial)),
                     inner.replace(outs=stmt.outs, args=(small, shape), loc=stmt.loc, rule=stmt.rule)]
     return None
@@ -203,6 +205,13 @@ def _transposed_product(stmt: Stmt, producer: dict[Var, Stmt], uses) -> list[Stm
 
 def _shape(atom) -> tuple:
     return atom.aval.shape if isinstance(atom, Var) else np.shape(atom.value)
+
+
+def _strong(atom) -> bool:
+    """A numpy value (an array or numpy scalar), not a Python scalar."""
+    if isinstance(atom, Lit):
+        return isinstance(atom.value, (np.ndarray, np.generic))
+    return not atom.aval.weak
 
 
 def _dtype_arg(atom):

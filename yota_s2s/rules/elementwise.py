@@ -147,8 +147,9 @@ diffrule(builtins.complex, "x", "np.real(dy)")    # a real input: the real part
 
 
 def astype(x, dtype):
-    """``x.astype(dtype)`` as a function (the primitive behind the method)."""
-    return x.astype(dtype)
+    """``x.astype(dtype)`` as a function (the primitive behind the method); a Python number
+    (a folded constant) becomes a numpy scalar of ``dtype``."""
+    return x.astype(dtype) if hasattr(x, "astype") else np.dtype(dtype).type(x)
 
 
 primitive(astype, "x, dtype", name="astype", emit=("method", "astype"))

@@ -66,8 +66,20 @@ def dot_grad_b(a, b, dy):
     return matmul_grad_x2(a, b, dy)
 
 
-diffrule(np.vdot,  "a", "np.reshape(b, np.shape(a)) * dy")      # both flattened
-diffrule(np.vdot,  "b", "np.reshape(a, np.shape(b)) * dy")
+
+
+@diffrule(np.vdot, "a")
+def vdot_grad_a(a, b, dy):
+    """``vdot`` flattens both and conjugates ``a``: ``sum(conj(a) * b)``."""
+    g = np.reshape(b, np.shape(a)) * dy
+    return np.conj(g) if np.iscomplexobj(g) else g
+
+
+@diffrule(np.vdot, "b")
+def vdot_grad_b(a, b, dy):
+    return np.reshape(np.conj(a) if np.iscomplexobj(a) else a, np.shape(b)) * dy
+
+
 diffrule(np.outer, "a", "np.reshape(dy @ np.ravel(b), np.shape(a))")
 diffrule(np.outer, "b", "np.reshape(np.ravel(a) @ dy, np.shape(b))")
 

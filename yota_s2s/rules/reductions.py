@@ -62,11 +62,21 @@ def prod_grad(a, dy, axis=None, keepdims=False):
     if axis is None:
         return np.reshape(prod_grad(np.reshape(a, -1), np.reshape(dy, (1,)), 0, True), a.shape)
     dy = restore_axes(dy, axis, keepdims)
-    b = np.moveaxis(a, axis, -1)
+    if not isinstance(axis, int):       # a tuple of axes: moved to the end as one axis
+        last = tuple(range(a.ndim - len(axis), a.ndim))
+        moved = np.moveaxis(a, axis, last)
+        flat = np.reshape(moved, moved.shape[:a.ndim - len(axis)] + (-1,))
+        others = np.reshape(other_products(flat), moved.shape)
+        return dy * np.moveaxis(others, last, axis)
+    return dy * np.moveaxis(other_products(np.moveaxis(a, axis, -1)), -1, axis)
+
+
+def other_products(b):
+    """For each element, the product of the others along the last axis."""
     ones = np.ones(b.shape[:-1] + (1,), b.dtype)
     left = np.cumprod(np.concatenate((ones, b[..., :-1]), -1), -1)
     right = np.flip(np.cumprod(np.concatenate((ones, np.flip(b, -1)[..., :-1]), -1), -1), -1)
-    return dy * np.moveaxis(left * right, -1, axis)
+    return left * right
 
 
 @diffrule(np.var, "a")
