@@ -286,3 +286,18 @@ def test_a_user_primitive_returning_a_view_is_copied_not_written_through(buffers
         assert not np.shares_memory(dw, x) and not np.shares_memory(dx, x)
         np.testing.assert_allclose(dx, numerical_grad(_tanh_of_rotated, (x, w), 0), atol=1e-7)
         np.testing.assert_allclose(dw, numerical_grad(_tanh_of_rotated, (x, w), 1), atol=1e-7)
+
+
+def test_only_0d_gradients_still_take_out():
+    """Fuzzer G5/G6: with every gradient 0-d the buffered function had no out= parameter, and a
+    0-d entry was ignored where it had one."""
+    def f(a, b):
+        return np.sum(np.sin(a) * b)
+    a, b = np.array(0.3), np.array(-1.5)
+    df = ys.simplegrad(f, a, b)
+    out = [np.full((), np.nan), None]
+    value, da, db = df(a, b, out=out)
+    assert da is out[0] and float(da) == np.cos(0.3) * -1.5
+    assert db is not out[0] and float(db) == np.sin(0.3)
+    with pytest.raises(TypeError, match=r"out\[1\] must be float64\[\]"):
+        df(a, b, out=[None, np.empty(1)])
