@@ -60,7 +60,7 @@ def _check_out(func, out, count, arrays, entries, unused):
                         f"each an array or None; got {type(out).__name__}{size}")
     given = []
     for key, shape, dtype in entries:
-        array = _out_entry(out, key)
+        array = out[key] if type(key) is int else _out_entry(out, key)
         if array is None:
             continue
         if type(array) is not xp.ndarray or array.shape != shape or array.dtype != dtype:
@@ -69,8 +69,9 @@ def _check_out(func, out, count, arrays, entries, unused):
                             f"(a numpy array, or None), got {type(array).__name__} {got}")
         if not array.flags.writeable:
             raise ValueError(f"{func}: out[{key!r}] is read-only; pass a writeable array or None")
-        for other in arrays + given:      # two arrays that own their memory do not overlap
-            if other is array or ((array.base is not None or other.base is not None)
+        owns = array.base is None         # two arrays that own their memory do not overlap
+        for other in arrays + given if given else arrays:
+            if other is array or ((not owns or other.base is not None)
                                   and xp.may_share_memory(array, other)
                                   and xp.shares_memory(array, other)):
                 what = "another out= entry" if any(other is g for g in given) else "an argument"
