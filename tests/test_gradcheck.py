@@ -50,6 +50,11 @@ def write_through_view_of_one(x):
     return np.sum(np.sin(v))
 
 
+def one_element_read_twice(x):
+    v = -x[1] - x[0] / x[3] + x[1] / x[3]
+    return v * v + np.sin(x[-4])
+
+
 def normal(*shape):
     return lambda r: tuple(r.standard_normal(s) if s != () else r.standard_normal() for s in shape)
 
@@ -480,6 +485,8 @@ PROGRAMS: list[Case] = [
          normal((2, 3, 4))),
     # fuzzer seed 1052: scalar mode unpacked a one-element array written inline (no name)
     Case("scalar_mode_write_through_view", write_through_view_of_one, normal((1,))),
+    # fuzzer seed 90360: x[0] and x[-4] in scalar mode, one element read by two values
+    Case("scalar_mode_element_read_twice", one_element_read_twice, normal((4,))),
     Case("returned_0d_view", lambda a: squares(a[None]), lambda r: (np.array(r.standard_normal()),)),
     Case("returned_0d_hstack", lambda x, c: squares(np.hstack([np.sin(x), c])),
          lambda r: (r.standard_normal(3), np.array(r.standard_normal()))),

@@ -191,7 +191,9 @@ def name_scalars(plan: ScalarPlan, namer) -> dict[tuple[Var, int], str]:
     for array, elements in plan.unpacked.items():
         for i, v in enumerate(elements):
             if v is not None:
-                namer.names[v] = names[array, i] = namer.fresh(f"{namer[array]}{i}")
+                names[array, i] = namer.fresh(f"{namer[array]}{i}")
+    for v, key in plan.elements.items():    # x[0] and x[-4] read one element: one name
+        namer.names[v] = names[key]
     for root in sorted({r for r in plan.chains.values()}, key=lambda v: v.id):
         for i in range(root.aval.size):
             names[root, i] = namer.fresh(f"{namer[root]}{i}")
