@@ -301,3 +301,23 @@ def test_only_0d_gradients_still_take_out():
     assert db is not out[0] and float(db) == np.sin(0.3)
     with pytest.raises(TypeError, match=r"out\[1\] must be float64\[\]"):
         df(a, b, out=[None, np.empty(1)])
+
+
+def _dict_loss(p, x):
+    return np.sum(np.tanh(p["W"] @ x + p["b"]))
+
+
+def test_out_entries_of_a_struct_argument_are_checked():
+    p, x = {"W": np.ones((3, 4)) * 0.1, "b": np.zeros(3)}, np.arange(4.0)
+    df = ys.simplegrad(_dict_loss, p, x)
+    _, dp, dx = df(p, x)
+    o = {("W",): np.empty((3, 4)), ("b",): np.empty(3)}
+    _, dp2, _ = df(p, x, out=[o, None])
+    assert dp2[("W",)] is o[("W",)] and dp2[("b",)] is o[("b",)]
+    np.testing.assert_allclose(dp2[("W",)], dp[("W",)], rtol=1e-13)
+    with pytest.raises(ValueError, match=r"out\[\(0, \('W',\)\)\] shares memory with an argument"):
+        df(p, x, out=[{("W",): p["W"]}, None])
+    with pytest.raises(TypeError, match=r"out\[0\] must be None or a dict"):
+        df(p, x, out=[np.empty((3, 4)), None])
+    _, dp3, _ = df(p, x, out=[{("b",): o[("b",)]}, None])     # a path left out: a new array
+    np.testing.assert_allclose(dp3[("W",)], dp[("W",)], rtol=1e-13)

@@ -47,7 +47,12 @@ def _work_arrays():
 def _out_entry(out, key):
     argnum, path = key if isinstance(key, tuple) else (key, ())
     entry = out[argnum]
-    return entry[path] if path and entry is not None else entry
+    if not path or entry is None:
+        return entry
+    if not isinstance(entry, dict):
+        raise TypeError(f"out[{argnum}] must be None or a dict {{path: array}}, as the gradient "
+                        f"returned for that argument, not {type(entry).__name__}")
+    return entry.get(path)
 
 
 def _check_out(func, out, count, arrays, entries, unused):
