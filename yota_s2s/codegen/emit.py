@@ -80,7 +80,8 @@ class Emitter:
         shared = _shared_names(tape, self.memory)
         self.made_by = self.facts.producer
         skip = set(self.inlined) | set(self.scalars.elements) | set(shared)
-        self.names: Namer = name_tape(tape, skip=skip, taken=taken, running_sums=True)
+        self.names: Namer = name_tape(tape, skip=skip, taken=taken, running_sums=True,
+                                      facts=facts)
         for v, same in shared.items():
             self.names.names[v] = self.names[same]
         self.scalar_names = name_scalars(self.scalars, self.names)

@@ -113,8 +113,9 @@ class Namer:
 
 
 def name_tape(tape: Tape, skip: set[Var] = frozenset(), taken: Iterable[str] = (),
-              running_sums: bool = False) -> Namer:
-    """Name every Var of ``tape`` except those in ``skip`` (inlined into expressions)."""
+              running_sums: bool = False, facts: Analysis | None = None) -> Namer:
+    """Name every Var of ``tape`` except those in ``skip`` (inlined into expressions);
+    ``facts``: the tape's analysis, when the caller has one."""
     namer = Namer(taken, tape)
     hint_of, primal_of = tape.hint_of, tape.primal_of
     hints = {hint_of(inp.var) for inp in tape.inputs if hint_of(inp.var)}
@@ -128,7 +129,7 @@ def name_tape(tape: Tape, skip: set[Var] = frozenset(), taken: Iterable[str] = (
         else:
             namer.name_var(inp.var)
     totals = _accumulated_totals(tape, skip)
-    continued = _running_sums(tape) if running_sums else {}
+    continued = _running_sums(tape, facts or Analysis(tape)) if running_sums else {}
     for stmt in tape.stmts:
         for v in stmt.outs:
             if v in skip:
@@ -147,10 +148,10 @@ def name_tape(tape: Tape, skip: set[Var] = frozenset(), taken: Iterable[str] = (
     return namer
 
 
-def _running_sums(tape: Tape) -> dict[Var, Var]:
+def _running_sums(tape: Tape, facts: Analysis) -> dict[Var, Var]:
     """Accumulating additions whose running total is not read again: the sum may reuse the
     total's name (``dW = dW + t``)."""
-    last_use = Analysis(tape).last
+    last_use = facts.last
     continued = {}
     for index, stmt in enumerate(tape.stmts):
         total = stmt.first_var
