@@ -172,3 +172,46 @@ def test_a_numpy_subclass_inside_a_struct_is_not_a_cache_hit():
     m.W = np.matrix(np.ones((2, 2)))
     with pytest.raises(ys.ArgumentMismatch, match=r"argument m\.W is a numpy\.matrix"):
         ys.grad(_field_product, m, np.ones((2, 2)))
+
+
+def test_a_static_function_argument_is_the_one_compiled_for_not_one_of_the_same_name():
+    def apply(f, x):
+        return np.sum(f(x))
+    square = lambda x: x * x                                # noqa: E731
+    five = lambda x: 5 * x                                  # noqa: E731  (also a <lambda>)
+    x = np.ones(2)
+    df = ys.simplegrad(apply, square, x)
+    np.testing.assert_array_equal(df(square, x)[2], 2.0)
+    np.testing.assert_array_equal(df(f=square, x=x)[2], 2.0)
+    with pytest.raises(ys.ArgumentMismatch, match="not the function the gradient of apply"):
+        df(five, x)                                     # also a <lambda>
+    assert "def apply_grad(f, x" in inspect.getsource(df)
+    assert df.__module__ == df.__wrapped__.__module__
+
+
+def test_a_static_function_in_a_struct_is_the_one_compiled_for():
+    def apply(p, x):
+        return np.sum(p["f"](x) * p["w"])
+    x = np.ones(2)
+    sine = lambda x: np.sin(x)                              # noqa: E731
+    cube = lambda x: x ** 3                                 # noqa: E731
+    df = ys.simplegrad(apply, {"f": sine, "w": 2.0}, x)
+    np.testing.assert_allclose(df({"f": sine, "w": 2.0}, x)[2], 2 * np.cos(x))
+    with pytest.raises(ys.ArgumentMismatch):
+        df({"f": cube, "w": 2.0}, x)
+
+
+def test_the_function_pin_takes_parameters_named_like_its_own_constants():
+    """The identity check of static functions runs with the user's parameter names (so that
+    keyword calls work); a parameter named ``_k0`` or ``getattr`` must not shadow what it uses."""
+    def apply(_k0, getattr, x):
+        return np.sum(_k0(x) * getattr(x))
+    square = lambda x: x * x                                # noqa: E731
+    sine = lambda x: np.sin(x)                              # noqa: E731
+    x = np.array([0.5, 1.5])
+    df = ys.simplegrad(apply, square, sine, x)
+    expected = 2 * x * np.sin(x) + x * x * np.cos(x)
+    np.testing.assert_allclose(df(square, sine, x)[3], expected)
+    np.testing.assert_allclose(df(square, sine, x=x)[3], expected)
+    with pytest.raises(ys.ArgumentMismatch):
+        df(sine, sine, x)

@@ -7,6 +7,8 @@ are imported and run in a process where ``yota_s2s`` cannot be imported.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
+import marshal
 import os
 import pty
 import select
@@ -268,6 +270,121 @@ def test_check_gradcheck_catches_a_wrong_rule(project: Path) -> None:
     assert done.returncode == 1
     assert "gradcheck model.py loss: worst relative error x " in done.stderr
     assert "[FAILED for x]" in done.stderr
+
+
+SCALED = """
+import numpy as np
+import yota_s2s as ys
+
+@ys.example(lambda: (np.ones(3),))
+def loss(x):
+    return np.sum(x * 2.0)
+"""
+
+
+def with_bytecode() -> dict:
+    """An environment in which Python writes ``__pycache__`` as it does by default."""
+    return {**os.environ, "PYTHONDONTWRITEBYTECODE": ""}        # empty: not set
+
+
+def test_a_gradient_file_rewritten_without_bytecode_leaves_no_stale_bytecode(
+        project: Path) -> None:
+    """Under PYTHONDONTWRITEBYTECODE compile removes bytecode it did not write."""
+    model = write(project / "model.py", SCALED)
+    grad = project / "model_grad.py"
+    assert run(project, "compile", "model.py").returncode == 0
+    assert gradient_in_a_fresh_process(project) == "2.0"     # leaves __pycache__ behind
+    stamp = os.stat(grad)
+    model.write_text(model.read_text().replace("2.0", "3.0"))
+    assert run(project, "compile", "model.py").returncode == 0
+    os.utime(grad, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))     # within the same second
+    assert gradient_in_a_fresh_process(project) == "3.0"
+
+
+def gradient_in_a_fresh_process(project: Path) -> str:
+    done = subprocess.run([sys.executable, "-c", "import numpy as np, model_grad; "
+                           "print(model_grad.loss_grad(np.ones(3))[1][0])"],
+                          cwd=project, env=with_bytecode(), capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_a_gradient_file_rewritten_within_a_second_at_the_same_size_is_not_run_stale(
+        project: Path) -> None:
+    model = write(project / "model.py", SCALED)
+    grad = project / "model_grad.py"
+    assert run(project, "compile", "model.py", env=with_bytecode()).returncode == 0
+    assert gradient_in_a_fresh_process(project) == "2.0"     # leaves __pycache__ behind
+    stamp = os.stat(grad)
+    model.write_text(model.read_text().replace("2.0", "3.0"))
+    assert run(project, "compile", "model.py", env=with_bytecode()).returncode == 0
+    assert os.stat(grad).st_size == stamp.st_size
+    os.utime(grad, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))     # within the same second
+    done = run(project, "check", "model.py", "--gradcheck")
+    assert done.returncode == 0, done.stderr
+    assert gradient_in_a_fresh_process(project) == "3.0"
+
+
+def test_check_reports_bytecode_that_python_would_run_instead_of_the_file(project: Path) -> None:
+    model = write(project / "model.py", SCALED)
+    grad = project / "model_grad.py"
+    assert run(project, "compile", "model.py").returncode == 0
+    old = grad.read_text()
+    model.write_text(model.read_text().replace("2.0", "3.0"))
+    assert run(project, "compile", "model.py").returncode == 0
+    # bytecode of the old text stamped as the new file's (rewritten by hand, a checkout...)
+    info = os.stat(grad)
+    cfile = Path(importlib.util.cache_from_source(str(grad)))
+    cfile.parent.mkdir(exist_ok=True)
+    cfile.write_bytes(importlib.util.MAGIC_NUMBER + bytes(4)
+                      + (int(info.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little")
+                      + (info.st_size & 0xFFFFFFFF).to_bytes(4, "little")
+                      + marshal.dumps(compile(old, str(grad), "exec", dont_inherit=True)))
+    assert gradient_in_a_fresh_process(project) == "2.0"     # what Python would run
+    done = run(project, "check", "model.py", "--gradcheck")
+    assert done.returncode == 1
+    assert "stale bytecode: __pycache__/model_grad." in done.stderr
+    assert "regenerate with:\n    yota-s2s compile model.py" in done.stderr
+    assert run(project, "compile", "model.py", env=with_bytecode()).returncode == 0
+    assert gradient_in_a_fresh_process(project) == "3.0"
+    assert run(project, "check", "model.py").returncode == 0
+
+
+@pytest.mark.parametrize("command, output", [("compile", "model_grad.py"),
+                                             ("review", "model.loss.html")])
+def test_compile_and_review_do_not_overwrite_files_they_did_not_write(
+        project: Path, command: str, output: str) -> None:
+    write(project / "model.py", SCALED)
+    mine = write(project / output, "# my own notes\n")
+    done = run(project, command, "model.py")
+    assert done.returncode == 2
+    assert f"{output} exists and was not written by yota-s2s" in done.stderr
+    assert "--force" in done.stderr
+    assert mine.read_text() == "# my own notes\n"
+    assert run(project, command, "model.py").returncode == 2
+    done = run(project, command, "model.py", "--force")
+    assert done.returncode == 0, done.stderr
+    assert run(project, command, "model.py").returncode == 0      # its own file: replaced
+
+
+@pytest.mark.parametrize("code", ["0", "None", "'done'", "3"])
+def test_a_model_that_calls_sys_exit_at_import_fails_check(project: Path, code: str) -> None:
+    write(project / "model.py", SCALED)
+    assert run(project, "compile", "model.py").returncode == 0
+    (project / "model.py").write_text(f"import sys\nsys.exit({code})\n" + SCALED)
+    for command in ("check", "compile"):
+        done = run(project, command, "model.py")
+        assert done.returncode == 3, (command, done.stdout, done.stderr)
+        assert "model.py:2: importing model.py calls sys.exit(" in done.stderr
+        assert "up to date" not in done.stdout
+
+
+def test_an_example_that_calls_sys_exit_fails_check(project: Path) -> None:
+    write(project / "model.py", SCALED.replace("lambda: (np.ones(3),)", "lambda: exit(0)"))
+    done = run(project, "check", "model.py")
+    assert done.returncode == 3
+    assert "called sys.exit(0)" in done.stderr
 
 
 # -- a function that calls into the model: the import rule ------------------------------------

@@ -2,9 +2,11 @@
 in a notebook cell, rebinding of what the source read, the bound, and threads."""
 from __future__ import annotations
 
+import importlib
 import itertools
 import linecache
 import threading
+import types
 
 import numpy as np
 import pytest
@@ -12,6 +14,7 @@ import pytest
 import yota_s2s as ys
 from yota_s2s import api
 from yota_s2s.cache import Cache
+from yota_s2s.errors import StaleSourceError
 
 from .programs import structs as S
 
@@ -139,6 +142,93 @@ def test_closures_are_part_of_the_key():
     np.testing.assert_array_equal(ys.grad(scaled(3), x)[1][0], 3.0)
     np.testing.assert_array_equal(ys.grad(scaled(2), x)[1][0], 2.0)
     assert misses() == 2
+
+
+def test_rebinding_a_class_attribute_the_source_reads_recompiles():
+    ns = {"np": np}
+    cell("class Base:\n    scale = 2.0\n\nclass Cfg(Base):\n    pass\n\n"
+         "def loss(x):\n    return np.sum(x * Cfg.scale)\n", ns)
+    loss, x = ns["loss"], np.ones(2)
+    np.testing.assert_array_equal(ys.grad(loss, x)[1][0], 2.0)
+    ns["Base"].scale = 3.0                              # where it was found
+    np.testing.assert_array_equal(ys.grad(loss, x)[1][0], 3.0)
+    ns["Cfg"].scale = 4.0                               # shadowed on the subclass
+    np.testing.assert_array_equal(ys.grad(loss, x)[1][0], 4.0)
+    np.testing.assert_array_equal(ys.grad(loss, x)[1][0], 4.0)
+    assert misses() == 3
+
+
+def test_rebinding_an_attribute_of_a_global_object_recompiles():
+    ns = {"np": np}
+    cell("class Cfg:\n    scale = 2.0\n\nclass Slots:\n    __slots__ = ('k',)\n\n"
+         "cfg, slots = Cfg(), Slots()\nslots.k = 1.0\n\n"
+         "def loss(x):\n    return np.sum(x * cfg.scale * slots.k)\n", ns)
+    loss, x = ns["loss"], np.ones(2)
+    np.testing.assert_array_equal(ys.grad(loss, x)[1][0], 2.0)
+    ns["cfg"].scale = 3.0                               # set on the object, over the class's
+    np.testing.assert_array_equal(ys.grad(loss, x)[1][0], 3.0)
+    ns["cfg"].scale = 5.0
+    np.testing.assert_array_equal(ys.grad(loss, x)[1][0], 5.0)
+    ns["slots"].k = 2.0
+    np.testing.assert_array_equal(ys.grad(loss, x)[1][0], 10.0)
+    np.testing.assert_array_equal(ys.grad(loss, x)[1][0], 10.0)
+    assert misses() == 4
+
+
+def test_one_code_object_under_other_globals_is_another_function():
+    first = {"np": np, "K": 2.0}
+    cell("def loss(x):\n    return np.sum(x * K)\n", first)
+    other = types.FunctionType(first["loss"].__code__, {"np": np, "K": 5.0})
+    x = np.ones(2)
+    np.testing.assert_array_equal(ys.grad(first["loss"], x)[1][0], 2.0)
+    np.testing.assert_array_equal(ys.grad(other, x)[1][0], 5.0)
+    np.testing.assert_array_equal(ys.grad(first["loss"], x)[1][0], 2.0)
+    assert misses() == 2
+
+
+def test_static_function_arguments_are_told_apart_by_identity_not_name():
+    def apply(f, x):
+        return np.sum(f(x))
+    x = np.ones(2)
+    square = lambda x: x * x                                # noqa: E731
+    five = lambda x: 5 * x                                  # noqa: E731  (also a <lambda>)
+    makers = [lambda x, k=k: k * x for k in (2.0, 7.0)]     # one code object, two defaults
+    np.testing.assert_array_equal(ys.grad(apply, square, x)[1][1], 2.0)
+    np.testing.assert_array_equal(ys.grad(apply, five, x)[1][1], 5.0)
+    np.testing.assert_array_equal(ys.grad(apply, makers[0], x)[1][1], 2.0)
+    np.testing.assert_array_equal(ys.grad(apply, makers[1], x)[1][1], 7.0)
+
+
+MODULE = """import numpy as np
+
+
+def loss(x):
+    return np.sum(x * 2.0)
+
+
+def other(x):
+    return x
+"""
+
+
+def test_a_source_file_edited_after_import_is_not_compiled_for_the_running_code(
+        tmp_path, monkeypatch):
+    path = tmp_path / "edited_after_import.py"
+    path.write_text(MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("edited_after_import")
+    x = np.ones(2)
+    path.write_text(MODULE.replace("x * 2.0", "x * 7.0"))
+    with pytest.raises(StaleSourceError, match="edited_after_import.py has changed since loss"):
+        ys.grad(module.loss, x)
+    path.write_text("# a line more\n" + MODULE)     # the text is the same, its lines are not
+    with pytest.raises(StaleSourceError):
+        ys.grad(module.loss, x)
+    path.write_text(MODULE.replace("return x", "return 2 * x"))   # another function changed
+    np.testing.assert_array_equal(ys.grad(module.loss, x)[1][0], 2.0)
+    path.write_text(MODULE.replace("x * 2.0", "x * 7.0"))
+    module = importlib.reload(module)
+    np.testing.assert_array_equal(ys.grad(module.loss, x)[1][0], 7.0)
 
 
 def sines(x):

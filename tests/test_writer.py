@@ -6,10 +6,12 @@ wrong gradient, code that ran on import or on every call) and checks the gradien
 both forms, that the module parses, and that no payload ran.
 """
 import ast
+import copy
 import enum
 import importlib.util
 import os
 import sys
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -34,12 +36,18 @@ def _no_payload():
 
 
 def grads(f, *args, buffers=True):
-    """Compile, check the module's text, call twice; returns ``(value, *grads)``."""
+    """Compile, check that the module parses, call twice (the second call gives the same
+    values); returns ``((value, *gradients), module text)``."""
     df = ys.simplegrad(f, *args, buffers=buffers)
     source = ys.source(df)
     ast.parse(source)
-    first = df(*args)
-    df(*args)
+    first = copy.deepcopy(df(*args))
+    second = df(*args)
+    for a, b in zip(first, second):
+        for key in (a if isinstance(a, dict) else [None]):
+            pair = (a[key], b[key]) if key is not None else (a, b)
+            if pair[0] is not None:
+                assert_close(*pair)
     return first, source
 
 
@@ -198,6 +206,7 @@ def test_a_newline_in_a_file_name_stays_inside_its_comment(tmp_path):
         assert all(line.lstrip().startswith("#") for line in body.splitlines()
                    if "__import__" in line)
         assert "# grad of m\\x0a__import__" in body
+        assert source.startswith('"""Gradient of f (m\\\\x0a__import__')      # one header line
 
 
 # -- names: helpers of the module, NFKC, keywords ---------------------------------------------
@@ -394,3 +403,48 @@ def test_a_method_keeps_self_and_builtin_named_parameters_keep_their_names():
     assert "def loss_grad(self, x" in source
     t = np.tanh(m.W @ X)
     assert_close(dself[("W",)], np.outer(1 - t * t, X))
+
+
+HALF = Fraction(1, 2)
+
+
+def times_fraction(x):
+    return np.sum(x * HALF)
+
+
+def test_a_constant_without_a_literal_is_refused_with_its_place():
+    with pytest.raises(ys.StaticValueError, match=r"test_writer.py:\d+ in times_fraction: the "
+                       r"static value <Fraction> cannot be written"):
+        ys.simplegrad(times_fraction, X)
+
+
+@pytest.mark.parametrize("buffers", FORMS)
+def test_a_long_static_string_holding_or_is_not_split(buffers):
+    mode = "this or that " * 8
+    (value, dx, _), source = grads(square_if, X, mode, buffers=buffers)
+    assert_close(dx, 2 * X)
+    assert f"if mode != {mode!r}:" in source
+
+
+TRIPLES = [("print", "_deliver", "max"), ("bool", "abs", "ValueError"),
+           ("_mismatch", "_ONES_2", "bool"), ("complex", "buf1", "sum"), ("dict", "float", "_result"), ("xp", "dx", "t1"),
+           ("WORK_ARRAYS", "_local", "threading"), ("len", "tuple", "getattr")]
+
+
+@pytest.mark.parametrize("buffers", FORMS)
+def test_parameters_named_like_anything_the_module_uses(tmp_path, monkeypatch, buffers):
+    lines = ["import numpy as np", ""]
+    for i, (a, b, c) in enumerate(TRIPLES):
+        lines += [f"def f{i}({a}, {b}, {c}, *args):",
+                  f"    return np.sum(np.sin({a}) * {b} + {c} * {a} * args[0]) + "
+                  f"np.sum(np.sum({b}.reshape(3, 1) * {c}, axis=0))", ""]
+    (tmp_path / "ys_named_params.py").write_text("\n".join(lines))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import ys_named_params as m
+    A, B, C, D = X, X + 1.0, X * X, X - 2.0
+    for i in range(len(TRIPLES)):
+        (value, da, db, dc, dd), _ = grads(getattr(m, f"f{i}"), A, B, C, D, buffers=buffers)
+        assert_close(da, np.cos(A) * B + C * D)
+        assert_close(db, np.sin(A) + C.sum())
+        assert_close(dc, A * D + B.sum())
+        assert_close(dd, C * A)

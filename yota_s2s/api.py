@@ -11,6 +11,7 @@ returns the value and the SSA tape; ``source(df)`` gives the generated module's 
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 import sys
 import types
@@ -19,9 +20,9 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from .cache import CACHE, Variant, arg_key, function_key
+from .cache import CACHE, Variant, arg_key, function_guard, function_key
 from .compiler import compile_grad
-from .errors import UpdateError, YotaError
+from .errors import ArgumentMismatch, UpdateError, YotaError
 from .frontend import param_names, trace_function, unbind
 from .frontend.flatten import host
 from .ir.tape import Tape
@@ -42,10 +43,30 @@ def simplegrad(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path
     indices) limits the gradients computed; the others come back as None. ``buffers=False``
     writes the plain form (no work arrays, no scalar mode; docs/performance.md).
     """
-    fn = compile_grad(f, _host(args), device=device, out_dir=out_dir, module_name=module_name,
-                      rules=rules, wrt=wrt, buffers=buffers).fn
+    compiled = compile_grad(f, _host(args), device=device, out_dir=out_dir,
+                            module_name=module_name, rules=rules, wrt=wrt, buffers=buffers)
+    fn = _pinned(compiled.fn, function_guard(compiled), compiled.forward.name)
     _, bound = unbind(f)
     return fn if bound is None else types.MethodType(fn, bound)
+
+
+def _pinned(fn: Callable, pinned: Callable | None, name: str) -> Callable:
+    """``fn``, refusing function arguments other than those it was compiled for (the generated
+    module can check them by name only: two lambdas are both ``<lambda>``)."""
+    if pinned is None:
+        return fn
+
+    @functools.wraps(fn)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        if not pinned(*args, **kwargs):
+            raise ArgumentMismatch(
+                f"{fn.__name__}: a function argument is not the function the gradient of {name} "
+                "was compiled for (they are told apart by identity, not by name)",
+                hint="Compile again for it (ys.simplegrad), or use ys.grad, which compiles once "
+                     "per function and finds it again.")
+        return fn(*args, **kwargs)
+    checked.__yota_pinned__ = pinned.source
+    return checked
 
 
 def grad(f: Callable, *args: Any, wrt: Any = None, device: str = "cpu",
@@ -66,7 +87,7 @@ def grad(f: Callable, *args: Any, wrt: Any = None, device: str = "cpu",
         wrt = tuple(wrt)
     key = (function_key(fn), rules, rules.version, wrt, device, *map(arg_key, args))
     variant, out = CACHE.call(key, args, lambda: compile_grad(
-        fn, _host(args), rules=rules, device=device, wrt=_argnums(fn, args, wrt, offset)))
+        fn, _host(args), rules=rules, device=device, wrt=_argnums(fn, args, wrt, offset)), fn)
     return out[0], GradResult(out[1:], variant, offset)
 
 

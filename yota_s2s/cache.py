@@ -2,8 +2,9 @@
 
 A call is looked up in two steps:
 
-1. **Key** (one dict lookup): the function (its code object, closure cell contents and
-   defaults: a function redefined in a notebook cell has a new code object and misses), the
+1. **Key** (one dict lookup): the function (its code object, the globals it runs in, closure
+   cell contents and defaults: a function redefined in a notebook cell has a new code object
+   and misses), the
    rule set and its ``version`` (bumped by every ``diffrule``/``nodiff``), ``wrt``, the device,
    and per argument its static signature: an array's shape and dtype, a float's type, a static
    value itself (ints, strings, tuples of them; functions and other objects by identity), a
@@ -25,21 +26,23 @@ signature compile it once.
 from __future__ import annotations
 
 import ast
+import functools
 import threading
 import types
 from collections import OrderedDict
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
 from .compiler import Compiled
 from .errors import InternalError
-from .frontend.depends import Dep
+from .frontend.depends import MISSING, Dep
 from .frontend.flatten import is_struct_object
-from .text import access_expr
+from .ir.tape import Tape
+from .text import access_expr, literal_text
 
 _PLAIN = (bool, int, str, bytes, type(None))
-_MISSING = object()
+_MISSING = MISSING
 
 
 class _Identity:
@@ -98,20 +101,22 @@ _BY_TYPE: dict[type, Callable[[Any], Any]] = {}
 
 
 def function_key(fn: Callable) -> Any:
-    """The code, and what the code closes over; a new ``def`` always misses."""
-    code = getattr(fn, "__code__", None)
-    if code is None:
+    """The code, the globals it runs in (one code object can run under several), and what it
+    closes over; a new ``def`` always misses."""
+    try:
+        code, cells, defaults = fn.__code__, fn.__closure__, fn.__defaults__
+    except AttributeError:
         return _Identity(fn)
-    cells, defaults, kwdefaults = fn.__closure__, fn.__defaults__, fn.__kwdefaults__
+    kwdefaults = fn.__kwdefaults__
     if cells is None and defaults is None and kwdefaults is None:
-        return code
+        return code, id(fn.__globals__)      # kept alive by the variant (Cache.call's owner)
     contents = []
     for cell in cells or ():
         try:
             contents.append(static_key(cell.cell_contents))
         except ValueError:            # an empty cell
             contents.append(_MISSING)
-    return (code, tuple(contents), static_key(defaults or ()),
+    return (code, id(fn.__globals__), tuple(contents), static_key(defaults or ()),
             tuple((k, static_key(v)) for k, v in sorted((kwdefaults or {}).items())))
 
 
@@ -122,32 +127,38 @@ class _Never(Exception):
 class Variant:
     """One compiled gradient with the guards that say when it applies."""
 
-    __slots__ = ("fn", "fits", "fresh", "guard_error", "compiled")
+    __slots__ = ("fn", "fits", "fresh", "guard_error", "compiled", "owner")
 
-    def __init__(self, compiled: Compiled):
+    def __init__(self, compiled: Compiled, owner: Any = None):
         self.compiled = compiled
+        self.owner = owner          # what ids in the key refer to, alive while this is cached
         self.fn = compiled.fn
         self.guard_error = getattr(compiled.module, "GuardError", _Never)
         self.fits, self.fresh = make_guards(compiled)
 
 
+class _Consts:
+    """Objects a guard's source refers to: ``const(value)`` is the name it goes by."""
+
+    def __init__(self, avoid: Iterable[str] = ()) -> None:
+        self.values: dict[str, Any] = {}
+        self.avoid = set(avoid)      # the guard's parameter names
+
+    def __call__(self, value: Any) -> str:
+        n = len(self.values)
+        while f"_k{n}" in self.avoid or f"_k{n}" in self.values:
+            n += 1
+        name = f"_k{n}"
+        self.values[name] = value
+        return name
+
+
 def make_guards(compiled: Compiled) -> tuple[Callable | None, Callable | None]:
     """``fits(*args)`` and ``fresh()`` for a compiled gradient (None when nothing to check)."""
     tape, assumes = compiled.forward, compiled.assumes
-    consts: dict[str, Any] = {}
-
-    def const(value: Any) -> str:
-        name = f"_k{len(consts)}"
-        consts[name] = value
-        return name
-
-    # the arguments as _a0, _a1...: no parameter name can shadow a constant or a builtin
-    params = tuple(f"_a{i}" for i in range(len(tape.params)))
-    root = dict(zip(tape.params, params))
-
-    def read(access: str) -> str:
-        return ast.unparse(access_expr(access, root))
-
+    const = _Consts()
+    consts = const.values
+    params, read = _reader(tape)
     tests = []
     for inp in tape.inputs:
         if inp.path:
@@ -163,6 +174,42 @@ def make_guards(compiled: Compiled) -> tuple[Callable | None, Callable | None]:
     fits = _function("fits", params, tests, consts) if tests else None
     fresh = _function("fresh", (), deps, consts) if deps else None
     return fits, fresh
+
+
+_FUNCTIONS = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, functools.partial)
+
+
+def function_guard(compiled: Compiled) -> Callable | None:
+    """``pinned(*args, **kwargs)``: every function among the static arguments is the very one
+    the gradient was compiled for (a bound method: the same function and object). The
+    generated module can tell functions apart only by name; None when there are none."""
+    tape = compiled.forward
+    # the function's own parameter names, so that it takes the same keywords; the constants
+    # and the one builtin it calls go by names that no parameter has
+    const = _Consts(avoid=tape.params)
+    root = {p: p for p in tape.params}
+    tests = []
+    for static in tape.statics:
+        value, access = static.value, ast.unparse(access_expr(static.access, root))
+        if isinstance(value, types.MethodType):
+            get = const(getattr)
+            tests.append(f"{get}({access}, '__func__', None) is {const(value.__func__)}"
+                         f" and {get}({access}, '__self__', None) is {const(value.__self__)}")
+        elif isinstance(value, _FUNCTIONS):
+            tests.append(f"{access} is {const(value)}")
+    if not tests:
+        return None
+    rest = [n for n in ("_", "__", "___", "____") if n not in tape.params][:2]
+    return _function("pinned", (*tape.params, f"*{rest[0]}", f"**{rest[1]}"), tests, const.values)
+
+
+def _reader(tape: Tape) -> tuple[tuple[str, ...], Callable[[str], str]]:
+    """The guards' parameters, ``_a0, _a1, ...`` (no parameter name can shadow a constant or
+    a builtin), and ``read(access)``: an argument's field read from them, checked to be an
+    access (``text.access_expr``), never pasted as it is."""
+    params = tuple(f"_a{i}" for i in range(len(tape.params)))
+    root = dict(zip(tape.params, params))
+    return params, lambda access: ast.unparse(access_expr(access, root))
 
 
 def _leaf_test(access: str, aval: Any, const: Callable[[Any], str]) -> str:
@@ -184,7 +231,9 @@ def _static_test(access: str, value: Any, const: Callable[[Any], str]) -> str:
 def _dep_test(dep: Dep, const: Callable[[Any], str]) -> str:
     if isinstance(dep.namespace, types.CellType):
         return f"{const(dep.namespace)}.cell_contents is {const(dep.value)}"
-    return f"{const(dep.namespace)}.get({dep.name!r}, _MISSING) is {const(dep.value)}"
+    if dep.attribute:
+        return f"getattr({const(dep.namespace)}, {literal_text(dep.name)}, _MISSING) is {const(dep.value)}"
+    return f"{const(dep.namespace)}.get({literal_text(dep.name)}, _MISSING) is {const(dep.value)}"
 
 
 def _function(name: str, params: tuple[str, ...], tests: list[str], consts: dict) -> Callable:
@@ -206,9 +255,10 @@ class Cache:
         self._compiling = threading.RLock()
         self.hits = self.misses = self.guard_failures = 0
 
-    def call(self, key: Any, args: tuple,
-             compile_fn: Callable[[], Compiled]) -> tuple[Variant, Any]:
-        """``(variant, variant.fn(*args))``, compiling a new variant only when none applies."""
+    def call(self, key: Any, args: tuple, compile_fn: Callable[[], Compiled],
+             owner: Any = None) -> tuple[Variant, Any]:
+        """``(variant, variant.fn(*args))``, compiling a new variant only when none applies.
+        ``owner`` is kept alive with the variant: an ``id()`` in ``key`` stays its own."""
         found = self._run(key, args)
         if found is not None:
             return found
@@ -216,7 +266,7 @@ class Cache:
             found = self._run(key, args)          # compiled meanwhile by another thread?
             if found is not None:
                 return found
-            variant = Variant(compile_fn())
+            variant = Variant(compile_fn(), owner)
             if variant.fits is not None and not variant.fits(*args):
                 raise InternalError("a freshly compiled gradient rejects the arguments it was "
                                     "compiled for; please report this with the guard:\n"

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import __version__, highlight
-from .codegen.loader import write_atomic
+from .codegen.loader import generated_file, stale_bytecode, write_atomic, write_module_file
 from .codegen.writer import write_functions
 from .errors import UsageError, YotaError
 from .gradcheck import sampled_errors
@@ -139,11 +139,24 @@ def _shown(path: Path) -> str:
 
 # -- the commands ------------------------------------------------------------------------------
 
+def _refuse_foreign(paths: Sequence[Path], ns: argparse.Namespace) -> None:
+    """A ``UsageError`` if a file at one of ``paths`` was not written by yota-s2s (unless
+    ``--force``): compile and review replace only their own files."""
+    foreign = [p for p in paths if p.exists() and not ns.force and not generated_file(p)]
+    if foreign:
+        more = f" (and {len(foreign) - 1} more)" if foreign[1:] else ""
+        raise UsageError(f"{_shown(foreign[0])} exists and was not written by yota-s2s; it is "
+                         f"left as it is{more}",
+                         hint="Move it away, write elsewhere with -o DIR, or replace it with "
+                              "--force.")
+
+
 def cmd_compile(ns: argparse.Namespace, out: Output) -> int:
     files = _build_all(ns, out)
+    _refuse_foreign([grad.path for grad in files if grad.ok], ns)
     for grad in files:
         if grad.ok:
-            write_atomic(grad.path, grad.text)
+            write_module_file(grad.path, grad.text)
             summary = "; ".join(counts(r.tape) for r in grad.results)
             out.info(f"wrote {_shown(grad.path)}  ({summary})")
             if grad.note:
@@ -176,8 +189,13 @@ def cmd_check(ns: argparse.Namespace, out: Output) -> int:
 def _fresh(grad: GradFile, diff: bool, out: Output) -> bool:
     on_disk = grad.path.read_text(encoding="utf-8") if grad.path.is_file() else None
     if on_disk == grad.text:
-        out.info(f"up to date: {_shown(grad.path)}")
-        return True
+        bytecode = stale_bytecode(grad.path)
+        if bytecode is None:
+            out.info(f"up to date: {_shown(grad.path)}")
+            return True
+        out.error(f"stale bytecode: {_shown(bytecode)} was not compiled from "
+                  f"{_shown(grad.path)}, and Python would run it instead of the file")
+        return False
     out.error(f"{'missing' if on_disk is None else 'stale'}: {_shown(grad.path)}")
     if diff and on_disk is not None:
         lines = difflib.unified_diff(on_disk.splitlines(True), grad.text.splitlines(True),
@@ -245,9 +263,11 @@ def cmd_review(ns: argparse.Namespace, out: Output) -> int:
     files = _build_all(ns, out)
     pages = [(grad, written) for grad in files if grad.ok
              for written in write_functions([r.tape for r in grad.results])[0]]
-    for grad, written in pages:
+    paths = [_review_path(ns.out, grad.model, written.tape.name, len(pages))
+             for grad, written in pages]
+    _refuse_foreign(paths, ns)
+    for (grad, written), path in zip(pages, paths):
         name = written.tape.name
-        path = _review_path(ns.out, grad.model, name, len(pages))
         notes = [f"Statements: {counts(written.tape).split(': ', 1)[1]}.",
                  f"Source: {source_line(grad.model)}"]
         write_atomic(path, review_page(written, grad.text, ns.device, notes))
@@ -317,6 +337,11 @@ def _check_options(p: argparse.ArgumentParser) -> None:
                    + ")")
 
 
+def _force(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--force", action="store_true",
+                   help="replace files at the output paths that yota-s2s did not write")
+
+
 _COMMAND_HELP = {
     "compile": "write a gradient module for each model file",
     "check": "exit 1 if a gradient file is missing or out of date (for CI)",
@@ -325,13 +350,14 @@ _COMMAND_HELP = {
     "review": "write an HTML review page per function: source beside generated code",
 }
 _COMMAND_OPTIONS = {
-    "compile": lambda p: p.add_argument("-o", "--out", metavar="DIR",
-                                        help="write the gradient files here"),
+    "compile": lambda p: (p.add_argument("-o", "--out", metavar="DIR",
+                                         help="write the gradient files here"), _force(p)),
     "check": _check_options,
     "trace": lambda p: p.add_argument("--grad", action="store_true",
                                       help="the tape with its gradients, optimized"),
-    "review": lambda p: p.add_argument("-o", "--out", metavar="PATH",
-                                       help="a .html file, or a directory for the pages"),
+    "review": lambda p: (p.add_argument("-o", "--out", metavar="PATH",
+                                        help="a .html file, or a directory for the pages"),
+                         _force(p)),
 }
 
 
@@ -351,6 +377,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return USAGE
     except YotaError as e:
         out.error(e.format())
+        return COMPILE_ERRORS
+    except SystemExit as e:                 # user code (a model, an example) called sys.exit
+        out.error(f"yota-s2s {ns.command}: the model's code called sys.exit({e.code!r}); "
+                  "nothing was checked or written after it")
         return COMPILE_ERRORS
     except Exception:
         out.error(traceback.format_exc() + "\nThis is a yota-s2s bug; please report it with the "

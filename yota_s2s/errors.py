@@ -110,3 +110,12 @@ class InternalError(YotaError):
 class UsageError(YotaError):
     """A command line or a model file that cannot be compiled as asked: a file that does not
     exist, an argument spec that does not parse, a name that is not a parameter."""
+
+
+class CacheError(YotaError):
+    """A cache directory or a generated file that cannot be trusted, or a module name that
+    would replace or escape something it must not."""
+
+
+class StaleSourceError(YotaError):
+    """The source on disk no longer is the code that runs (edited after import)."""

@@ -87,6 +87,11 @@ def load_model(path: str | Path) -> ModelFile:
     if module is None:
         try:
             module = importlib.import_module(name)
+        except SystemExit as e:           # sys.exit at import: a failure, never a clean pass
+            raise YotaError(f"importing {path.name} calls sys.exit({e.code!r})",
+                            _failing_line(e, path),
+                            "A model file must import without exiting: put the script part "
+                            "under if __name__ == '__main__':") from None
         except Exception as e:
             raise YotaError(f"importing {path.name} fails: {type(e).__name__}: {e}",
                             _failing_line(e, path)) from e
@@ -97,7 +102,7 @@ def load_model(path: str | Path) -> ModelFile:
     return ModelFile(path, name, root, module)
 
 
-def _failing_line(error: Exception, path: Path) -> SourceLoc | None:
+def _failing_line(error: BaseException, path: Path) -> SourceLoc | None:
     if isinstance(error, SyntaxError) and error.filename and error.lineno:
         return SourceLoc(error.filename, error.lineno, text=(error.text or "").strip())
     frames = [f for f in traceback.extract_tb(error.__traceback__) if Path(f.filename) == path]

@@ -102,8 +102,9 @@ def plain_value(value: Any) -> Any:
         return float.__float__(value)
     if isinstance(value, str):
         return str.__str__(value)
-    if type(value) in (tuple, list):
-        return type(value)(plain_value(v) for v in value)
+    if isinstance(value, (tuple, list)):          # a namedtuple as a plain tuple
+        kind = tuple if isinstance(value, tuple) else list
+        return kind(plain_value(v) for v in kind.__iter__(value))
     if type(value) is slice:
         return slice(*(plain_value(v) for v in (value.start, value.stop, value.step)))
     raise StaticValueError(
@@ -121,8 +122,8 @@ def literal(value: Any) -> ast.expr:
         return ast.Call(_dtype(value.dtype), [literal(value.item())], [])
     if isinstance(value, np.ndarray):
         if value.dtype.kind not in "biufc":
-            raise StaticValueError(f"an array of {printable(str(value.dtype))} cannot be written into the "
-                                   "generated code", hint="Use an array of numbers.")
+            raise StaticValueError(f"an array of {printable(str(value.dtype))} cannot be written "
+                                   "into the generated code", hint="Use an array of numbers.")
         dtype = ast.keyword("dtype", _dtype(value.dtype))
         if value.size == 0:                 # tolist() loses the shape
             return ast.Call(dotted("xp.empty"), [literal(value.shape)], [dtype])

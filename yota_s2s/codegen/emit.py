@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SourceLoc
+from ..errors import SourceLoc, StaticValueError
 from ..ir import verify
 from ..ir.analysis import Analysis
 from ..ir.names import Namer, name_tape
@@ -112,10 +112,15 @@ class Emitter:
     # -- statements ----------------------------------------------------------------------
 
     def statements(self, stmt: Stmt) -> list[ast.stmt]:
-        special = scalar_statement(self, stmt)
-        if special is None:
-            special = write_statement(self, stmt)
-        return special if special is not None else [self.statement(stmt)]
+        try:
+            special = scalar_statement(self, stmt)
+            if special is None:
+                special = write_statement(self, stmt)
+            return special if special is not None else [self.statement(stmt)]
+        except StaticValueError as e:      # a value with no literal (text.py): say where
+            if e.loc is not None:
+                raise
+            raise StaticValueError(e.what, stmt.loc, e.hint) from None
 
     def statement(self, stmt: Stmt) -> ast.stmt:
         kind = stmt.prim.emit[0]

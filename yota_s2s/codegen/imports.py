@@ -26,8 +26,8 @@ from typing import Any
 
 from ..errors import RuleError, SourceLoc
 from ..ir.names import AVOIDED, RESERVED
-from ..text import is_identifier, normal, printable
 from ..ir.tape import Primitive, Tape
+from ..text import is_identifier, normal, printable
 
 MODULE_PRELUDE_NAMES = frozenset({"_mismatch"})
 MAX_LINE = 99
@@ -40,14 +40,16 @@ class Imports:
     names: set[str] = field(default_factory=set)               # names the imports bind
 
 
-def plan_imports(tape: Tape) -> Imports:
-    """The import lines and call paths for the user functions ``tape`` calls, in a fixed order."""
+def plan_imports(tape: Tape, module_names: set[str] = frozenset()) -> Imports:
+    """The import lines and call paths for the user functions ``tape`` calls, in a fixed order;
+    no import binds one of ``module_names`` (the module's own functions)."""
     users: dict[Primitive, SourceLoc | None] = {}
     for stmt in tape.stmts:
         if len(stmt.prim.emit) > 2 and stmt.prim not in users:
             users[stmt.prim] = stmt.loc
     plan = Imports()
-    taken = {normal(n) for n in RESERVED | AVOIDED | MODULE_PRELUDE_NAMES | set(tape.params)}
+    taken = {normal(n) for n in RESERVED | AVOIDED | MODULE_PRELUDE_NAMES | set(tape.params)
+             | set(module_names)}
     bound: dict[str, str] = {}                # name -> the module it is imported from
     names: dict[str, list[str]] = {}          # module -> names imported from it
     aliased: list[str] = []

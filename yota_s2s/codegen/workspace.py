@@ -31,9 +31,9 @@ def _out_entry(out, key):
     entry = out[argnum]
     if not path or entry is None:
         return entry
-    if not isinstance(entry, dict):
+    if not hasattr(entry, "get"):
         raise TypeError(f"out[{argnum}] must be None or a dict {{path: array}}, as the gradient "
-                        f"returned for that argument, not {type(entry).__name__}")
+                        f"returned for that argument, not {entry.__class__.__name__}")
     return entry.get(path)
 
 
@@ -41,34 +41,38 @@ def _check_out(func, out, count, arrays, entries, unused):
     """The caller's out=: one entry per argument (``count``), each None or a writeable numpy
     array of the gradient's shape and dtype (``entries``) sharing no memory with an argument
     (``arrays``) or another entry; None for the arguments that get no gradient array."""
-    if type(out) not in (list, tuple) or len(out) != count:
+    if not isinstance(out, (list, tuple)) or len(out) != count:
         size = f" of {len(out)}" if isinstance(out, (list, tuple)) else ""
         raise TypeError(f"{func}: out must be a list with one entry per argument ({count}), "
-                        f"each an array or None; got {type(out).__name__}{size}")
+                        f"each an array or None; got {out.__class__.__name__}{size}")
     given = []
     for key, shape, dtype in entries:
-        array = out[key] if type(key) is int else _out_entry(out, key)
+        array = out[key] if key.__class__ is int else _out_entry(out, key)
         if array is None:
             continue
-        if type(array) is not xp.ndarray or array.shape != shape or array.dtype != dtype:
+        if array.__class__ is not xp.ndarray or array.shape != shape or array.dtype != dtype:
             got = f"{array.dtype}{list(array.shape)}" if hasattr(array, "shape") else ""
             raise TypeError(f"{func}: out[{key!r}] must be {xp.dtype(dtype).name}{list(shape)} "
-                            f"(a numpy array, or None), got {type(array).__name__} {got}")
+                            f"(a numpy array, or None), got {array.__class__.__name__} {got}")
         if not array.flags.writeable:
             raise ValueError(f"{func}: out[{key!r}] is read-only; pass a writeable array or None")
-        owns = array.base is None         # two arrays that own their memory do not overlap
-        for other in arrays + given if given else arrays:
-            if other is array or ((not owns or other.base is not None)
-                                  and xp.may_share_memory(array, other)
-                                  and xp.shares_memory(array, other)):
-                what = "another out= entry" if any(other is g for g in given) else "an argument"
-                raise ValueError(f"{func}: out[{key!r}] shares memory with {what}; gradients "
-                                 "must go into arrays of their own (or pass None)")
+        _check_apart(func, key, array, arrays, "an argument")
+        _check_apart(func, key, array, given, "another out= entry")
         given.append(array)
     for argnum in unused:
         if out[argnum] is not None:
             raise TypeError(f"{func}: out[{argnum}] must be None: no gradient array is "
                             "returned for that argument")
+
+
+def _check_apart(func, key, array, others, what):
+    owns = array.base is None         # two arrays that own their memory do not overlap
+    for other in others:
+        if other is array or ((not owns or other.base is not None)
+                              and xp.may_share_memory(array, other)
+                              and xp.shares_memory(array, other)):
+            raise ValueError(f"{func}: out[{key!r}] shares memory with {what}; gradients "
+                             "must go into arrays of their own (or pass None)")
 
 
 def _result(out, key, shape, dtype=xp.float64):

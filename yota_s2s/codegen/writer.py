@@ -20,7 +20,7 @@ from .. import __version__
 from ..errors import InternalError
 from ..ir.tape import Tape, Var
 from ..text import (access_expr, comment, describe, docstring_line, identifier, literal_text,
-                    name_base)
+                    name_base, printable)
 from .emit import Block, Emitter, unparse
 from .imports import Imports, plan_imports
 from .workspace import header_lines, out_check_lines, prelude, takes_out, unpack_line
@@ -103,22 +103,35 @@ def check_names(text: str) -> None:
         tree = ast.parse(text)
     except SyntaxError as e:
         raise InternalError(f"the generated module does not parse: {e}") from None
-    module = {n.id for stmt in tree.body if isinstance(stmt, ast.Assign)
-              for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-    module |= {a.asname or a.name.split(".")[0] for stmt in tree.body
-               if isinstance(stmt, (ast.Import, ast.ImportFrom)) for a in stmt.names}
-    module |= {stmt.name for stmt in tree.body if isinstance(stmt, (ast.FunctionDef, ast.ClassDef))}
-    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    shared = module | (read & set(dir(builtins)))
-    for fn in tree.body:
-        if not isinstance(fn, ast.FunctionDef):
-            continue
-        local = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
-        local |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-        clash = sorted(local & shared)
+    bound = [n.id for stmt in tree.body if isinstance(stmt, ast.Assign)
+             for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+    bound += [a.asname or a.name.split(".")[0] for stmt in tree.body
+              if isinstance(stmt, (ast.Import, ast.ImportFrom)) for a in stmt.names]
+    bound += [stmt.name for stmt in tree.body
+              if isinstance(stmt, (ast.FunctionDef, ast.ClassDef))]
+    module = set(bound)
+    twice = sorted(n for n in module if bound.count(n) > 1)
+    if twice:
+        raise InternalError(f"the generated module binds {', '.join(twice)} twice")
+    functions = [fn for fn in tree.body if isinstance(fn, ast.FunctionDef)]
+    local = {fn.name: _locals(fn) for fn in functions}
+    free = set().union(*(_loads(fn) - local[fn.name] for fn in functions))
+    shared = module | (free & set(dir(builtins)))
+    for fn in functions:
+        clash = sorted(local[fn.name] & shared)
         if clash:
             raise InternalError(f"in the generated {fn.name}, {', '.join(clash)} would shadow "
                                 "a module-level name or a builtin")
+
+
+def _locals(fn: ast.FunctionDef) -> set[str]:
+    names = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
+    return names | {n.id for n in ast.walk(fn)
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def _loads(fn: ast.FunctionDef) -> set[str]:
+    return {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
 def write_functions(tapes: Sequence[Tape], buffers: bool = False) -> tuple[list[Written], Imports]:
@@ -127,8 +140,9 @@ def write_functions(tapes: Sequence[Tape], buffers: bool = False) -> tuple[list[
     merged = tapes[0] if len(tapes) == 1 else tapes[0].copy(
         stmts=[s for t in tapes for s in t.stmts],
         params=tuple(dict.fromkeys(p for t in tapes for p in t.params)))
-    imports = plan_imports(merged)
-    taken = imports.names | {function_name(t) for t in tapes}       # module-level names
+    functions = {function_name(t) for t in tapes}
+    imports = plan_imports(merged, functions)
+    taken = imports.names | functions                                 # module-level names
     taken |= {"out"} if buffers else set()                            # out= of the function
     return [_function(t, Emitter(t, taken=taken, calls=imports.calls, fast=buffers))
             for t in tapes], imports
@@ -167,8 +181,8 @@ def _header(tape: Tape, device: str, regenerate: str | None, returns: list[str],
     lines += header_lines(emitter, tape)
     if regenerate:
         lines.append(f"Regenerate: {regenerate}")
-    return _docstring(textwrap.fill(line, 99, subsequent_indent="    ") if line else line
-                      for line in lines)
+    return _docstring(textwrap.fill(printable(line), 99, subsequent_indent=INDENT) if line
+                      else line for line in lines)
 
 
 def signature_lines(tape: Tape, device: str, returns: list[str]) -> list[str]:
@@ -188,26 +202,28 @@ def _header_many(written: list[Written], device: str, regenerate: str | None,
                  source: str | None) -> str:
     """Each function in a paragraph; lines break between items, never inside one; the source
     and the command stay whole, to be copied."""
-    files = sorted({w.tape.loc.short.split(":")[0] for w in written if w.tape.loc}) or ["?"]
+    files = sorted({printable(w.tape.loc.short.split(":")[0]) for w in written if w.tape.loc}) \
+        or ["?"]
     lines = [f'Gradients for {", ".join(files)}, generated by yota-s2s {__version__}. '
              "Do not edit."]
     for w in written:
         tape = w.tape
-        of = f" ({tape.loc.short})" if tape.loc else ""
+        of = f" ({printable(tape.loc.short)})" if tape.loc else ""
         params = [_describe_param(tape, i) for i in range(len(tape.params))]
         lines += ["", f"{function_name(tape)}: the gradient of {tape.name}{of}, device {device}."]
         lines += _wrap_items(f"{INDENT}Compiled for: ", params, "; ", ".")
         lines += _wrap_items(f"{INDENT}Returns: ", w.returns, ", ", _struct_note(tape, w.returns)
                              + ".")
         lines += [INDENT + line for line in header_lines(w.emitter, tape)]
-    tail = ([f"Source: {source}"] if source else []) + \
-        ([f"Regenerate: {regenerate}"] if regenerate else [])
+    tail = ([f"Source: {printable(source)}"] if source else []) + \
+        ([f"Regenerate: {printable(regenerate)}"] if regenerate else [])
     return _docstring(lines + ([""] + tail if tail else []))
 
 
 def _docstring(lines) -> str:
-    """The module docstring: each line escaped (``text.docstring_line``), so that no name or
-    value in it (a ``\"\"\"`` in a string argument, a file name, a dict key) can end it."""
+    """The module docstring, its lines escaped (``text.docstring_line``), so that no name or
+    value in it (a ``\"\"\"`` in a string argument, a file name, a dict key) can end it; the
+    lines are ``printable`` already, so the only newlines are ours."""
     text = "\n".join(docstring_line(line) for line in "\n".join(lines).split("\n"))
     return f'"""{text}\n"""'
 
@@ -310,24 +326,24 @@ def _read(tape: Tape, emitter: Emitter, access: str) -> str:
 
 def _leaf_check(fname: str, var: Var, ref: str, access: str) -> list[str]:
     aval, ref = var.aval, identifier(ref)
-    if aval.weak and aval.dtype.kind == "c":
-        test = f"not isinstance({ref}, (int, float, complex)) or isinstance({ref}, bool)"
-        expected = "a complex"
-    elif aval.weak:
-        test = f"not isinstance({ref}, (int, float)) or isinstance({ref}, bool)"
-        expected = "a float"
+    if aval.weak:
+        number = "(int, float, complex)" if aval.dtype.kind == "c" else "(int, float)"
+        tests = [f"not isinstance({ref}, {number})", f"isinstance({ref}, bool)"]
+        expected = "a complex" if aval.dtype.kind == "c" else "a float"
     else:
         # exactly ndarray: a subclass (np.matrix, a masked array) computes something else
         kind = f"type({ref}) is not xp.ndarray" if aval.ndim else \
             f"(type({ref}) is not xp.ndarray and not isinstance({ref}, xp.generic))"
-        test = (f"{kind} or {ref}.shape != {literal_text(aval.shape)} "
-                f"or {ref}.dtype != {literal_text(aval.dtype)}")
+        tests = [kind, f"{ref}.shape != {literal_text(aval.shape)}",
+                 f"{ref}.dtype != {literal_text(aval.dtype)}"]
         expected = _spec(var)
-    return [_if(test), f"{INDENT}raise _mismatch({_mismatch_args(fname, access, expected)}, {ref})"]
+    return [_if(*tests), _raise_mismatch(fname, access, expected, ref)]
 
 
-def _mismatch_args(fname: str, access: str, expected: str) -> str:
-    return ", ".join(literal_text(t) for t in (fname, access, expected))
+def _raise_mismatch(fname: str, access: str, expected: str, value: str) -> str:
+    """``raise _mismatch('f_grad', 'm.W', 'float64[3]', W)``: the texts as literals."""
+    texts = ", ".join(literal_text(t) for t in (fname, access, expected))
+    return f"{INDENT}raise _mismatch({texts}, {value})"
 
 
 def _static_check(fname: str, read: str, access: str, value: Any) -> list[str]:
@@ -342,16 +358,16 @@ def _static_check(fname: str, read: str, access: str, value: Any) -> list[str]:
         test = f"getattr({read}, '__name__', None) != {literal_text(expected)}"
     else:
         return []
-    return [_if(test), f"{INDENT}raise _mismatch({_mismatch_args(fname, access, expected)}, {read})"]
+    return [_if(test), _raise_mismatch(fname, access, expected, read)]
 
 
-def _if(test: str) -> str:
-    """``if test:``, wrapped before an ``or`` where the line would pass 99 columns."""
-    line = f"if {test}:"
-    if len(line) + len(INDENT) <= 99 or " or " not in test:
+def _if(*tests: str) -> str:
+    """``if a or b:``, wrapped after the first test where the line would pass 99 columns
+    (between tests, never inside one: a test may hold a string with `` or `` in it)."""
+    line = f"if {' or '.join(tests)}:"
+    if len(line) + len(INDENT) <= 99 or len(tests) == 1:
         return line
-    first, rest = test.split(" or ", 1)
-    return f"if ({first}\n{INDENT * 2}or {rest}):"
+    return f"if ({tests[0]}\n{INDENT * 2}or {' or '.join(tests[1:])}):"
 
 
 def _struct_args(tape: Tape, emitter: Emitter, fname: str) -> list[str]:

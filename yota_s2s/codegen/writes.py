@@ -55,7 +55,8 @@ def write_statement(em, stmt: Stmt) -> list[ast.stmt] | None:
 
 def result_call(key: tuple, v: Var) -> ast.expr:
     argnum, path = key
-    args = [ast.Name("out"), literal(argnum if not path else (argnum, path)), literal(v.aval.shape)]
+    where = argnum if not path else (argnum, path)
+    args = [ast.Name("out"), literal(where), literal(v.aval.shape)]
     if v.aval.dtype.name != "float64":
         args.append(literal(v.aval.dtype))
     return ast.Call(ast.Name("_result"), args, [])

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..errors import ArgumentMismatch, SourceLoc, UnsupportedSyntax
 from ..ir.tape import Aval, Input, StaticInput, Var
-from ..text import access_attr, access_item, name_base, plain_value
+from ..text import access_attr, access_item, describe, name_base, plain_value
 from .resolve import is_library
 
 _PLAIN_KEYS = (str, int, bool, type(None))
@@ -149,7 +149,8 @@ class Flattener:
         for key in value:
             if not _plain_key(key):
                 raise UnsupportedSyntax(
-                    f"argument {access} has the key {key!r}, which generated code cannot spell",
+                    f"argument {access} has the key {describe(key)}, which generated code "
+                    "cannot spell",
                     hint="Use str, int or bool keys (or tuples of them) in dicts that hold arrays.")
         self._layout(argnum, path, f"tuple({access})", tuple(value))
         return {k: self.flatten(v, argnum, path + (k,), access_item(access, k))

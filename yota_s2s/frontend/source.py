@@ -5,11 +5,22 @@
 tape statement can carry a ``SourceLoc``. Works for functions in files, notebook cells (IPython
 registers cells with ``linecache``), nested functions, lambdas and methods. Where Python keeps
 no source (the plain REPL, ``exec`` of a string) it raises an error that says so.
+
+The source must be the code that runs: a file edited after its module was imported would
+otherwise be compiled in place of the running function. So the file's text (as ``inspect``
+reads it) is compiled as the import system compiles it, and one of its code objects must equal
+the function's ``__code__`` (same bytecode, constants, names and positions); if none does,
+``StaleSourceError``. Checked for modules imported from source files by Python's own loader;
+pseudo-files (notebook cells) cannot change, and code made by other loaders (pytest's assert
+rewriting) cannot be compiled again here, so those are not checked.
 """
 from __future__ import annotations
 
+import __future__
+import importlib.machinery
 import inspect
 import linecache
+import os
 import textwrap
 import types
 from dataclasses import dataclass
@@ -17,7 +28,7 @@ from typing import Any
 
 import gast
 
-from ..errors import SourceLoc, UnsupportedSyntax
+from ..errors import SourceLoc, StaleSourceError, UnsupportedSyntax
 
 
 @dataclass(frozen=True)
@@ -69,6 +80,7 @@ def parse_function(fn: Any) -> ParsedFunction:
             hint="yota_s2s compiles from source. Functions typed at the plain Python prompt or "
                  "made by exec() have none: put the function in a file (or a Jupyter/IPython "
                  "cell) and import it.") from None
+    _check_running(fn, code)
     text = "".join(lines)
     dedented = textwrap.dedent(text)
     col_offset = len(lines[0]) - len(lines[0].lstrip()) if dedented != text else 0
@@ -94,6 +106,48 @@ def _whole_file(fn: Any, code: types.CodeType) -> gast.Module:
         raise UnsupportedSyntax(f"cannot read the source of {fn.__qualname__} in "
                                 f"{code.co_filename}:{code.co_firstlineno}",
                                 hint="Give the function a name with def.") from None
+
+
+_FUTURE_FLAGS = 0
+for _feature in __future__.all_feature_names:
+    _FUTURE_FLAGS |= getattr(__future__, _feature).compiler_flag
+_file_codes: dict[tuple[str, int, int], frozenset[types.CodeType]] = {}
+
+
+def _check_running(fn: Any, code: types.CodeType) -> None:
+    """A ``StaleSourceError`` unless the text ``inspect`` reads for ``fn`` compiles to ``code``."""
+    file = code.co_filename
+    loader = getattr(inspect.getmodule(fn), "__loader__", None)
+    if not os.path.isfile(file) or not isinstance(
+            loader, (importlib.machinery.SourceFileLoader, type(None))):
+        return
+    text = "".join(linecache.getlines(file, fn.__globals__))
+    flags = code.co_flags & _FUTURE_FLAGS
+    key = (file, flags, hash(text))
+    codes = _file_codes.get(key)
+    if codes is None:
+        if len(_file_codes) > 256:
+            _file_codes.clear()
+        try:
+            top = compile(text, file, "exec", flags=flags, dont_inherit=True)
+        except (SyntaxError, ValueError):
+            top = None
+        codes = _file_codes[key] = frozenset(_all_codes(top)) if top is not None else frozenset()
+    if code in codes:
+        return
+    raise StaleSourceError(
+        f"{os.path.basename(file)} has changed since {fn.__qualname__} was imported: the "
+        "function that runs is not the one in the file, and yota_s2s compiles the source",
+        SourceLoc(file, code.co_firstlineno, func=fn.__name__),
+        "Reload the module (importlib.reload, or %autoreload in IPython) or restart Python, so "
+        "that the code that runs is the code in the file.")
+
+
+def _all_codes(code: types.CodeType) -> Any:
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _all_codes(const)
 
 
 def _find_node(module: gast.Module, fn: Any, line: int) -> gast.FunctionDef | gast.Lambda:

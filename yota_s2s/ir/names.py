@@ -8,6 +8,11 @@
 - Everything else is a temporary ``t1, t2, ...``, numbered densely in statement order.
 - An ``inplace`` statement's result shares its first operand's name (``dx[2] += t5``).
 
+- Every name is an identifier in its NFKC normal form (``text.name_base``), compared in that
+  form, as Python compares names: ``µ`` and ``μ`` get ``μ`` and ``μ_1``, a dict key ``x²`` is
+  ``x2``. Names the generated module reads or defines (``RESERVED``: ``xp``, ``_result``,
+  ``isinstance``...) are never given to a value; a parameter with one is renamed (``xp_1``).
+
 Names never depend on Var ids, so the same program always gets the same names.
 """
 from __future__ import annotations
@@ -24,8 +29,8 @@ from .tape import ACCUMULATE, Tape, Var
 # ``_ONES_n`` vectors take fresh names as they are made; ``out`` is taken where the function
 # has the ``out=`` keyword (codegen/writer.py). ``write_module`` checks the result.
 MODULE_NAMES = frozenset({"xp", "math", "threading", "GuardError", "_mismatch", "_result",
-                          "_deliver", "_out_entry", "_check_out", "_work_arrays", "WORK_ARRAYS", "_local",
-                          "_"})
+                          "_deliver", "_out_entry", "_check_out", "_check_apart", "_work_arrays",
+                          "WORK_ARRAYS", "_local", "_"})
 BUILTINS_USED = frozenset({"float", "int", "complex", "len", "isinstance", "getattr", "hasattr",
                            "repr", "slice", "tuple", "list", "TypeError", "ValueError", "None",
                            "True", "False"})

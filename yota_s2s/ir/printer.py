@@ -72,7 +72,8 @@ def format_tape(tape: Tape, locations: bool = True, shapes: bool = True) -> str:
     names = name_tape(tape)
     used = {v for s in tape.stmts for v in s.uses()} | {a for a in tape.outputs() if isinstance(a, Var)}
     ins = ", ".join([f"{names[i.var]}:{i.var.aval}" if shapes else names[i.var] for i in tape.inputs]
-                    + [f"{printable(tape.params[s.argnum])}={format_static(s.value)}" for s in tape.statics
+                    + [f"{printable(tape.params[s.argnum])}={format_static(s.value)}"
+                       for s in tape.statics
                        if s.path == ()])
     res = format_tree(tape.result, names)
     head = f"tape {printable(tape.name)}({ins})"
