@@ -85,9 +85,10 @@ class Emitter:
         for v, same in shared.items():
             self.names.names[v] = self.names[same]
         self.scalar_names = name_scalars(self.scalars, self.names)
-        _separate_names(tape, self.facts, self.names, self.inlined)
+        unbound = self.inlined | set(self.scalars.elements)   # elements: bound by x.tolist()
+        _separate_names(tape, self.facts, self.names, unbound)
         verify.check_written(tape, self.facts, storage(tape, self.memory, self.scalars, self.facts),
-                             {v: n for v, n in self.names.names.items() if v not in self.inlined})
+                             {v: n for v, n in self.names.names.items() if v not in unbound})
         self.slot_names = [self.names.fresh(f"buf{i + 1}")
                            for i in range(len(self.memory.slots))]
         self.unpacked_done: set[Var] = set()
@@ -292,16 +293,18 @@ def _shared_names(tape: Tape, memory: MemoryPlan) -> dict[Var, Var]:
     return shared
 
 
-def _separate_names(tape: Tape, facts: Analysis, namer: Namer, inlined: set[Var]) -> None:
+def _separate_names(tape: Tape, facts: Analysis, namer: Namer, unbound: set[Var]) -> None:
     """A name holds one value at a time. Where a value is still read after another value takes
     its name (two parts of one gradient, both named after it; a temporary named after the
     array it is written into), the earlier value gets a name of its own, together with the
-    in-place updates that write through it (they are written under their operand's name)."""
+    in-place updates that write through it (they are written under their operand's name).
+    ``unbound`` values have no assignment of their own (inlined; elements of an unpacked array,
+    bound once by ``x.tolist()``, where two reads of one element share its name)."""
     updated = {s.first_var: s.out for s in tape.stmts if s.prim.inplace and s.outs}
     holder: dict[str, Var] = {}
     for v in facts.defined:             # inputs first, then statement order
         name = namer.names.get(v)
-        if name is None or v in inlined:
+        if name is None or v in unbound:
             continue
         old = holder.get(name)
         if old is not None and old is not v and facts.last.get(old, -1) > facts.defined[v]:
