@@ -56,23 +56,19 @@ def _check_out(func, out, count, arrays, entries, unused):
                             f"(a numpy array, or None), got {array.__class__.__name__} {got}")
         if not array.flags.writeable:
             raise ValueError(f"{func}: out[{key!r}] is read-only; pass a writeable array or None")
-        _check_apart(func, key, array, arrays, "an argument")
-        _check_apart(func, key, array, given, "another out= entry")
+        owns = array.base is None         # two arrays that own their memory do not overlap
+        for others, what in ((arrays, "an argument"), (given, "another out= entry")):
+            for other in others:
+                if other is array or ((not owns or other.base is not None)
+                                      and xp.may_share_memory(array, other)
+                                      and xp.shares_memory(array, other)):
+                    raise ValueError(f"{func}: out[{key!r}] shares memory with {what}; "
+                                     "gradients must go into arrays of their own (or None)")
         given.append(array)
     for argnum in unused:
         if out[argnum] is not None:
             raise TypeError(f"{func}: out[{argnum}] must be None: no gradient array is "
                             "returned for that argument")
-
-
-def _check_apart(func, key, array, others, what):
-    owns = array.base is None         # two arrays that own their memory do not overlap
-    for other in others:
-        if other is array or ((not owns or other.base is not None)
-                              and xp.may_share_memory(array, other)
-                              and xp.shares_memory(array, other)):
-            raise ValueError(f"{func}: out[{key!r}] shares memory with {what}; gradients "
-                             "must go into arrays of their own (or pass None)")
 
 
 def _result(out, key, shape, dtype=xp.float64):
