@@ -31,6 +31,7 @@ from ..ir.names import Namer, name_tape
 from ..ir.tape import ACCUMULATE, Lit, Primitive, Stmt, Tape, Var, tree_vars
 from ..text import dotted, identifier, literal
 from .buffers import MemoryPlan, plan_memory, storage, writer
+from .outside import outside_statements
 from .scalars import ScalarPlan, name_scalars, plan_scalars, scalar_statement, square
 from .writes import write_statement
 
@@ -64,9 +65,11 @@ class Emitter:
     arrays into planned memory (buffers.py, writes.py)."""
 
     def __init__(self, tape: Tape, taken: set[str] = frozenset(),
-                 calls: dict[Primitive, str] | None = None, fast: bool = False):
+                 calls: dict[Primitive, str] | None = None, fast: bool = False,
+                 roots: dict[str, str] | None = None):
         self.tape = tape
         self.calls = calls or {}          # user functions: how the module's imports name them
+        self.roots = roots or {}          # user modules read at call time: how they are named
         facts = Analysis(tape)
         self.scalars = plan_scalars(tape, facts) if fast else ScalarPlan()
         self.inlined = _inlinable(tape, facts) - set(self.scalars.elements) \
@@ -113,6 +116,8 @@ class Emitter:
     # -- statements ----------------------------------------------------------------------
 
     def statements(self, stmt: Stmt) -> list[ast.stmt]:
+        if stmt.prim.emit[:1] in (("external",), ("draw",), ("external_check",)):
+            return outside_statements(self, stmt)
         try:
             special = scalar_statement(self, stmt)
             if special is None:
@@ -208,6 +213,12 @@ class Emitter:
         operands = [self.atom(a) for a in args]
         if stmt.prim.operands and stmt.prim.operands[-1].startswith("*"):
             operands = operands[:-1] + list(operands[-1].elts)
+        if stmt.prim.optional:      # ``norm.logpdf(x, scale=s)``: by name, left out at defaults
+            n = len(args) - len(stmt.prim.optional)
+            given = zip(stmt.prim.optional, args[n:], operands[n:])
+            keywords = [ast.keyword(name, op) for (name, default), a, op in given
+                        if a != Lit(default)] + keywords
+            operands = operands[:n]
         first = args[0] if args else None
         is_array = isinstance(first, Var) and not first.aval.weak and first not in self.scalars.floats
         if stmt.prim.fn is np.transpose and not stmt.params and is_array and first.aval.ndim == 2:
