@@ -239,8 +239,8 @@ class CallsMixin:
                     tuple(sorted(params.items(), key=lambda kv: order.index(kv[0]))), loc,
                     self.rule_text)
         self.stmts.append(stmt)
-        self.note_views(stmt)
-        return outs[0] if prim.nout == 1 else outs
+        copy = self.note_views(stmt, node)
+        return copy if copy is not None else outs[0] if prim.nout == 1 else outs
 
     def concrete(self, atom: Any) -> Any:
         return self.values[atom] if isinstance(atom, Var) else atom.value
