@@ -1,4 +1,6 @@
 """One small function per frontend construct, for the frontend tests (tape text)."""
+import functools
+
 import numpy as np
 import numpy as onp
 from numpy import exp
@@ -126,3 +128,30 @@ class Model:
 
     def loss(self, x):
         return np.sum(x) * self.scale
+
+
+def doubled(f):
+    """A decorator that changes the result: the compiled code must run it, not what
+    ``__wrapped__`` names."""
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        return 2 * f(*args, **kwargs)
+    return wrapper
+
+
+@doubled
+def doubled_loss(x):
+    return np.sum(x ** 2)
+
+
+@doubled
+def doubled_square(x):
+    return x ** 2
+
+
+def calls_doubled(x):
+    return np.sum(doubled_square(x))
+
+
+def cube(r):
+    return r ** 3

@@ -76,13 +76,15 @@ def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES,
     loc = flat.loc = parsed.loc(parsed.node)
     traced_args = [flat.flatten(a, i, (), names[i]) for i, a in enumerate(args)]
     result = ev.current_tree(ev.inline(fn, traced_args, {}, None))
+    # the function's own name (a decorated one's too: loss, not its wrapper); ys.vjp's: f_vjp
+    name = getattr(fn, "__yota_name__", None) or getattr(fn, "__name__", None) or parsed.name
+    if not isinstance(name, str) or not name.isidentifier():
+        name = parsed.name
     if isinstance(result, Var) and result.hint is None:
         # the value of loss() is called loss
-        result.hint = parsed.name if parsed.name.isidentifier() else "value"
-        result.hint = getattr(fn, "__yota_name__", None) or result.hint
+        result.hint = name if name.isidentifier() else "value"
     inputs = sorted(flat.inputs, key=lambda i: i.argnum)      # struct fields are read lazily
     leaf_names(inputs, names)
-    name = getattr(fn, "__yota_name__", None) or parsed.name     # ys.vjp's wrapper: f_vjp
     tape = Tape(name=name, params=names, inputs=inputs, stmts=ev.stmts,
                 result=to_tree(result, loc), statics=flat.statics, loc=loc, layout=flat.layout,
                 arg_kinds=tuple("int" if i in dynamic and type(a) is int else arg_kind(a)

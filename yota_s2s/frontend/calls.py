@@ -24,8 +24,8 @@ from .collect import rule_stub, skip_call
 from .externals import RandomMethod, cell_path, is_data, random_method
 from .flatten import is_struct_object
 from .numpy_calls import NUMPY_CALLS, guard_selection
-from .resolve import (IN_PLACE_METHODS, array_method, display_name, is_inlinable, is_library,
-                      is_random, item)
+from .resolve import (IN_PLACE_METHODS, array_method, display_name, is_compiler, is_inlinable,
+                      is_library, is_random, item)
 from .source import parse_function
 from .structs import StructValue, call_dunder, call_object, construct, holds_struct, is_user_class
 from .values import MAX_LITERAL_SIZE, ArrayMethod, LocalFunction, is_traced, normalize_static, to_tree
@@ -89,6 +89,14 @@ class CallsMixin:
                 self.loc(node), "Make the generator outside the function (a module global "
                 "rs = np.random.RandomState(0), or a variable of the enclosing function) and "
                 "draw from it inside: rs.randn(3)."),
+                fn, args, kwargs)
+        if is_compiler(fn):
+            return skip_call(self, UnsupportedSyntax(
+                f"{display_name(fn)} is yota_s2s itself: the function calls a gradient that "
+                "ys.grad, ys.gradient or ys.vjp compiles, and differentiating that call (a "
+                "gradient of a gradient) is not supported through them yet", self.loc(node),
+                "Differentiate the plain generated gradient instead: df = ys.simplegrad(f, x, "
+                "buffers=False), then ys.simplegrad(lambda x: np.dot(df(x)[1], v), x)."),
                 fn, args, kwargs)
         if is_inlinable(fn):
             return self.inline(fn, args, kwargs, node)
@@ -256,7 +264,7 @@ class CallsMixin:
             raise UnsupportedSyntax(f"{fn.__name__} is an async function", parsed.loc(parsed.node),
                                     "Make it an ordinary function.")
         try:
-            bound = inspect.signature(fn).bind(*args, **kwargs)
+            bound = inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)
         except TypeError as e:
             raise YotaError(f"{fn.__name__}(): {e}", self.loc(node)) from None
         bound.apply_defaults()

@@ -96,6 +96,15 @@ def is_library(fn: Any) -> bool:
     return any(module == m or module.startswith(m + ".") for m in LIBRARY_MODULES)
 
 
+def is_compiler(fn: Any) -> bool:
+    """yota_s2s's own entry points and the wrappers they return (``ys.grad``, the functions of
+    ``ys.gradient``): never inlined, since what they compute is a gradient, not their source."""
+    if isinstance(fn, types.MethodType):
+        fn = fn.__func__
+    module = getattr(fn, "__module__", None) or ""
+    return module in ("yota_s2s", "yota_s2s.api", "yota_s2s.cache", "yota_s2s.compiler")
+
+
 def is_inlinable(fn: Any) -> bool:
     """A Python function of the user's (or a rule function) that the frontend can inline."""
     if isinstance(fn, types.MethodType):

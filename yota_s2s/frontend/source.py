@@ -67,13 +67,15 @@ _cache: dict[types.CodeType, ParsedFunction] = {}
 
 
 def parse_function(fn: Any) -> ParsedFunction:
-    """Parse ``fn`` (a function, lambda or method); cached per code object."""
-    fn = inspect.unwrap(getattr(fn, "__func__", fn))
+    """Parse ``fn`` (a function, lambda or method); cached per code object. A decorated
+    function is the wrapper that runs, not what ``__wrapped__`` names: a decorator may change
+    the result (or, as ``ys.gradient``'s functions do, compute another function entirely)."""
+    fn = getattr(fn, "__func__", fn)
     code = fn.__code__
     if code in _cache:
         return _cache[code]
     try:
-        lines, first = inspect.getsourcelines(fn)
+        lines, first = inspect.getsourcelines(code)     # the code that runs, unwrapped
     except (OSError, TypeError):
         raise UnsupportedSyntax(
             f"Python keeps no source for {fn.__qualname__} (defined in {code.co_filename})",
@@ -87,13 +89,13 @@ def parse_function(fn: Any) -> ParsedFunction:
     try:
         module = gast.parse(dedented)
     except SyntaxError:
-        if fn.__name__ != "<lambda>":
+        if code.co_name != "<lambda>":
             raise
         # a lambda in the middle of an expression spanning lines (an item of a list or dict
         # literal written over several lines): find it in its whole file
         module, first, col_offset = _whole_file(fn, code), 1, 0
     node = _find_node(module, fn, code.co_firstlineno - first + 1)
-    parsed = ParsedFunction(node, fn.__name__, code.co_filename, first - 1, col_offset, code)
+    parsed = ParsedFunction(node, code.co_name, code.co_filename, first - 1, col_offset, code)
     _cache[code] = parsed
     return parsed
 
@@ -153,12 +155,12 @@ def _all_codes(code: types.CodeType) -> Any:
 def _find_node(module: gast.Module, fn: Any, line: int) -> gast.FunctionDef | gast.Lambda:
     """The ``def`` of ``fn`` by name, or its lambda: the one on its first ``line`` (of
     ``module``) with its parameters."""
-    code = fn.__code__
-    if fn.__name__ != "<lambda>":
+    code = fn.__code__          # by its code's name: functools.wraps renames the function
+    if code.co_name != "<lambda>":
         for node in gast.walk(module):
-            if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef)) and node.name == fn.__name__:
+            if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef)) and node.name == code.co_name:
                 if isinstance(node, gast.AsyncFunctionDef):
-                    raise UnsupportedSyntax(f"{fn.__name__} is async; only plain functions compile")
+                    raise UnsupportedSyntax(f"{code.co_name} is async; only plain functions compile")
                 return node
     params = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
     lambdas = [n for n in gast.walk(module) if isinstance(n, gast.Lambda)
