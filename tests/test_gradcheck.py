@@ -394,6 +394,36 @@ def value_minus_itself(x0):
     return np.sum(np.tanh(v8) * v8) + np.sum(v9)
 
 
+def element_of_a_size_one_constant(x0):
+    """Fuzz seed 31552: the gradient of sum(keepdims) is a broadcast constant [1.0]; one
+    element of it was the (1,) array itself (an inhomogeneous xp.array([...]) in scalar mode)."""
+    v3 = x0 * 0.336
+    v3.T[-1] = np.cos(x0.T[-1])
+    v6 = np.sum(v3, axis=0, keepdims=True)
+    return np.sum(v6)
+
+
+def one_element_read_twice(x0):
+    """Fuzz seed 40387: x[-3] and x[0] of a 3-vector in scalar mode, one element named once."""
+    v3 = np.sin(x0 * 2.0) - x0
+    return v3[-3] + np.sum(np.minimum(x0, float(v3[0])))
+
+
+def sum_over_axes_of_a_written_view(x1):
+    """Fuzz seed 40657: the (1,) seed constant broadcast back to a (1, 1) value's shape."""
+    v2 = x1 * -1.395
+    v2.T[-1] = np.cos(x1.T[-1])
+    return np.sum(v2.sum(axis=(0, 2)))
+
+
+def written_through_a_view_in_scalar_mode(x1):
+    """Fuzz G12: a small vector written through a view, its elements read as Python floats."""
+    v2 = x1[[3, 1]]
+    v4 = v2 * 0.912
+    v4.T[-1] = np.cos(v2.T[-1])
+    return np.sum(np.sin(v4))
+
+
 # internal crashes and silent zeros of issue 10: each was a crash (or a zero gradient) before
 CRASHES = [
     Case("sum_size_one", lambda x: np.sum(x) * 2.0, normal((1,))),
@@ -420,6 +450,13 @@ CRASHES = [
     Case("prod_tuple_of_axes", lambda x, y: weighted(np.prod(x, axis=(0, 2))) + weighted(y.prod(axis=(-1, 0), keepdims=True))
          + np.prod(x, axis=(0, 1, 2)), normal((2, 3, 2), (3, 1))),
     Case("value_minus_itself", value_minus_itself, normal((2, 3, 4))),
+    Case("element_of_a_size_one_constant", element_of_a_size_one_constant, normal((4,))),
+    Case("one_element_read_twice", one_element_read_twice, normal((3,))),
+    Case("sum_over_axes_of_a_written_view", sum_over_axes_of_a_written_view, normal((2, 1, 4))),
+    Case("sum_of_a_size_one_axis_then_sum", lambda x: np.sum(np.sum(x[:, None], axis=-1)), normal((1, 3))),
+    Case("written_through_a_view_in_scalar_mode", written_through_a_view_in_scalar_mode, normal((4,))),
+    Case("outer_with_a_python_float_then_mean", lambda x, s: weighted(np.outer(np.exp(x), s).mean(axis=-2, keepdims=True)),
+         lambda r: (r.standard_normal((2, 3)), 0.283)),
     Case("linspace_traced_ends", lambda x, a: weighted(np.linspace(a, np.sum(x), 5) ** 2)
          + weighted(np.cos(np.linspace(x, a, 4, endpoint=False))), lambda r: (r.standard_normal(3), 0.7)),
 ]

@@ -10,8 +10,8 @@
 """
 __version__ = "0.1.0"
 
-from .api import (GradResult, cache_info, clear_cache, example, grad, simplegrad, source, trace,
-                  update)
+from .api import (GradResult, RecompileWarning, cache_info, clear_cache, example, grad, simplegrad,
+                  source, trace, update)
 from .errors import (ArgumentMismatch, GuardError, InternalError, NoRuleError, RuleError,
                      StaticValueError, UnsupportedSyntax, UpdateError, YotaError)
 from .gradcheck import gradcheck
@@ -22,4 +22,4 @@ __all__ = ["simplegrad", "grad", "GradResult", "update", "clear_cache", "cache_i
            "source", "example", "gradcheck", "memory_report", "MemoryReport", "diffrule",
            "nodiff", "primitive", "stop_gradient", "rules", "RULES", "YotaError",
            "UnsupportedSyntax", "NoRuleError", "StaticValueError", "RuleError", "GuardError",
-           "ArgumentMismatch", "InternalError", "UpdateError", "__version__"]
+           "ArgumentMismatch", "InternalError", "UpdateError", "RecompileWarning", "__version__"]

@@ -15,6 +15,7 @@ import functools
 import inspect
 import sys
 import types
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -45,8 +46,11 @@ def simplegrad(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path
     """
     compiled = compile_grad(f, _host(args), device=device, out_dir=out_dir,
                             module_name=module_name, rules=rules, wrt=wrt, buffers=buffers)
-    fn = _pinned(compiled.fn, function_guard(compiled), compiled.forward.name)
-    _, bound = unbind(f)
+    fn = compiled.fn
+    inner, bound = unbind(f)
+    if compiled.reads_closure:          # the code reads f's closure at each call: bind it
+        fn = compiled.module.bind(inner)
+    fn = _pinned(fn, function_guard(compiled), compiled.forward.name)
     return fn if bound is None else types.MethodType(fn, bound)
 
 
@@ -85,10 +89,72 @@ def grad(f: Callable, *args: Any, wrt: Any = None, device: str = "cpu",
             args, offset = (bound, *args), 1
     if isinstance(wrt, list):
         wrt = tuple(wrt)
-    key = (function_key(fn), rules, rules.version, wrt, device, *map(arg_key, args))
-    variant, out = CACHE.call(key, args, lambda: compile_grad(
-        fn, _host(args), rules=rules, device=device, wrt=_argnums(fn, args, wrt, offset)), fn)
+    code = getattr(fn, "__code__", None)
+    ints = frozenset(i for i, a in enumerate(args) if type(a) is int)
+    dynamic = _dynamic_ints.get(code, ints) & ints
+    try:
+        variant, out = _cached(fn, args, wrt, device, rules, offset, dynamic)
+    except YotaError:
+        if not dynamic:
+            raise
+        _dynamic_ints[code] = frozenset()     # the code needs the ints' values: static
+        variant, out = _cached(fn, args, wrt, device, rules, offset, frozenset())
+    if dynamic and code not in _dynamic_ints:
+        _dynamic_ints[code] = dynamic
     return out[0], GradResult(out[1:], variant, offset)
+
+
+# int arguments first try to stay run-time values (an index, a slice offset: autograd's
+# objective(params, iter)): one compile serves every value. Where the code needs an int's
+# value to compile (range(n), a shape, an axis), the function's ints are static from then on.
+_dynamic_ints: dict[Any, frozenset[int]] = {}
+
+
+def _cached(fn: Callable, args: tuple, wrt: Any, device: str, rules: RuleSet, offset: int,
+            dynamic: frozenset[int]) -> tuple["Variant", Any]:
+    keys = [("int at run time",) if i in dynamic else arg_key(a) for i, a in enumerate(args)]
+    key = (function_key(fn), rules, rules.version, wrt, device, *keys)
+
+    def compile_now():
+        if not dynamic:
+            _note_static_ints(fn, args, offset)
+        return compile_grad(fn, _host(args), rules=rules, device=device,
+                            wrt=_argnums(fn, args, wrt, offset), dynamic=dynamic)
+    return CACHE.call(key, args, compile_now, fn, closure_of=fn)
+
+
+RECOMPILE_WARNING = 8       # compiles for as many values of one int argument: warn once
+_static_ints: dict[Any, dict[int, set]] = {}
+_warned: set = set()
+
+
+def _note_static_ints(fn: Callable, args: tuple, offset: int) -> None:
+    """Count the values of each int argument ``fn`` is compiled for; at
+    ``RECOMPILE_WARNING`` distinct values of one, warn once that it makes ``grad`` compile
+    again for every value (autograd's ``objective(params, iter)``)."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return
+    seen = _static_ints.setdefault(code, {})
+    for i, a in enumerate(args):
+        if type(a) is int or isinstance(a, np.integer):
+            values = seen.setdefault(i, set())
+            if len(values) < RECOMPILE_WARNING:
+                values.add(int(a))
+            if len(values) == RECOMPILE_WARNING and (code, i) not in _warned:
+                _warned.add((code, i))
+                name = param_names(fn, len(args))[i]
+                warnings.warn(
+                    f"ys.grad has compiled {fn.__name__} for {RECOMPILE_WARNING} values of its "
+                    f"int argument {name!r}: ints are static (part of the compile key), so each "
+                    "new value compiles again, and past the cache's size nothing is reused. If "
+                    f"{name!r} picks a batch (X[{name} * B:({name} + 1) * B]), slice outside and "
+                    "pass the batch in as an argument; if it is data, pass a float or an array.",
+                    RecompileWarning, stacklevel=4)
+
+
+class RecompileWarning(UserWarning):
+    """``ys.grad`` compiles a function again and again for new values of a static argument."""
 
 
 def clear_cache() -> None:

@@ -127,12 +127,13 @@ class _Never(Exception):
 class Variant:
     """One compiled gradient with the guards that say when it applies."""
 
-    __slots__ = ("fn", "fits", "fresh", "guard_error", "compiled", "owner")
+    __slots__ = ("fn", "fits", "fresh", "guard_error", "compiled", "owner", "reads_closure")
 
     def __init__(self, compiled: Compiled, owner: Any = None):
         self.compiled = compiled
         self.owner = owner          # what ids in the key refer to, alive while this is cached
         self.fn = compiled.fn
+        self.reads_closure = compiled.reads_closure     # called with _fn=the function
         self.guard_error = getattr(compiled.module, "GuardError", _Never)
         self.fits, self.fresh = make_guards(compiled)
 
@@ -247,6 +248,12 @@ def _function(name: str, params: tuple[str, ...], tests: list[str], consts: dict
     return fn
 
 
+def _call(variant: Variant, args: tuple, closure_of: Any) -> Any:
+    if variant.reads_closure:
+        return variant.fn(*args, _fn=closure_of)
+    return variant.fn(*args)
+
+
 class Cache:
     def __init__(self, maxsize: int = 128):
         self.maxsize = maxsize
@@ -256,14 +263,15 @@ class Cache:
         self.hits = self.misses = self.guard_failures = 0
 
     def call(self, key: Any, args: tuple, compile_fn: Callable[[], Compiled],
-             owner: Any = None) -> tuple[Variant, Any]:
+             owner: Any = None, closure_of: Any = None) -> tuple[Variant, Any]:
         """``(variant, variant.fn(*args))``, compiling a new variant only when none applies.
-        ``owner`` is kept alive with the variant: an ``id()`` in ``key`` stays its own."""
-        found = self._run(key, args)
+        ``owner`` is kept alive with the variant: an ``id()`` in ``key`` stays its own.
+        ``closure_of`` is the function compiled: code that reads its closure is given it."""
+        found = self._run(key, args, closure_of)
         if found is not None:
             return found
         with self._compiling:
-            found = self._run(key, args)          # compiled meanwhile by another thread?
+            found = self._run(key, args, closure_of)    # compiled meanwhile by another thread?
             if found is not None:
                 return found
             variant = Variant(compile_fn(), owner)
@@ -273,9 +281,9 @@ class Cache:
                                     + variant.fits.source)
             self._add(key, variant)
             self.misses += 1
-        return variant, variant.fn(*args)
+        return variant, _call(variant, args, closure_of)
 
-    def _run(self, key: Any, args: tuple) -> tuple[Variant, Any] | None:
+    def _run(self, key: Any, args: tuple, closure_of: Any = None) -> tuple[Variant, Any] | None:
         with self._lock:
             variants = self._entries.get(key)
             if variants is None:
@@ -289,7 +297,7 @@ class Cache:
             if variant.fits is not None and not variant.fits(*args):
                 continue
             try:
-                out = variant.fn(*args)
+                out = _call(variant, args, closure_of)
             except variant.guard_error:
                 with self._lock:
                     self.guard_failures += 1

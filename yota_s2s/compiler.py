@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence
 
 from .backward import backward
 from .codegen import function_name, load, module_name_for, write_module
+from .codegen.outside import reads_function
 from .frontend import trace_function
 from .frontend.depends import Assumptions
 from .ir import verify
@@ -34,6 +35,11 @@ class Compiled:
     tape: Tape
     assumes: Assumptions | None = None      # for ys.grad's cache: what else the code relies on
 
+    @property
+    def reads_closure(self) -> bool:
+        """The function reads its closure at call time: it takes the function as ``_fn``."""
+        return reads_function(self.tape)
+
 
 def gradient_tape(f: Any, args: Sequence[Any], rules: RuleSet = RULES, wrt: set[int] | None = None,
                   check: bool = False, passes: bool = True) -> tuple[Tape, Tape]:
@@ -43,9 +49,10 @@ def gradient_tape(f: Any, args: Sequence[Any], rules: RuleSet = RULES, wrt: set[
 
 
 def _gradient(f: Any, args: Sequence[Any], rules: RuleSet, wrt: set[int] | None, check: bool,
-              passes: bool) -> tuple[Tape, Tape, Assumptions]:
+              passes: bool, dynamic: frozenset[int] = frozenset()
+              ) -> tuple[Tape, Tape, Assumptions]:
     """``gradient_tape``, and what the trace assumed beyond the tape (for ``ys.grad``'s cache)."""
-    forward, ev = trace_function(f, args, rules)
+    forward, ev = trace_function(f, args, rules, dynamic=dynamic)
     assumes = Assumptions(tuple(ev.flattener.types), tuple(ev.flattener.aliases), tuple(ev.depends))
     if check:
         verify.check(forward)
@@ -63,10 +70,10 @@ def compile_grad(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES,
                  wrt: set[int] | None = None, device: str = "cpu",
                  out_dir: str | Path | None = None, module_name: str | None = None,
                  regenerate: str | None = None, check: bool = False,
-                 buffers: bool = True) -> Compiled:
+                 buffers: bool = True, dynamic: frozenset[int] = frozenset()) -> Compiled:
     if device not in DEVICES:
         raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
-    forward, tape, assumes = _gradient(f, args, rules, wrt, check, passes=True)
+    forward, tape, assumes = _gradient(f, args, rules, wrt, check, passes=True, dynamic=dynamic)
     text = write_module(tape, device=device, regenerate=regenerate, buffers=buffers)
     fname = function_name(tape)
     if module_name is None:

@@ -31,6 +31,7 @@ from ..ir.names import Namer, name_tape
 from ..ir.tape import ACCUMULATE, Lit, Primitive, Stmt, Tape, Var, tree_vars
 from ..text import dotted, identifier, literal
 from .buffers import MemoryPlan, plan_memory, writer
+from .outside import outside_statements
 from .scalars import ScalarPlan, name_scalars, plan_scalars, scalar_statement, square
 from .writes import write_statement
 
@@ -64,9 +65,11 @@ class Emitter:
     arrays into planned memory (buffers.py, writes.py)."""
 
     def __init__(self, tape: Tape, taken: set[str] = frozenset(),
-                 calls: dict[Primitive, str] | None = None, fast: bool = False):
+                 calls: dict[Primitive, str] | None = None, fast: bool = False,
+                 roots: dict[str, str] | None = None):
         self.tape = tape
         self.calls = calls or {}          # user functions: how the module's imports name them
+        self.roots = roots or {}          # user modules read at call time: how they are named
         self.scalars = plan_scalars(tape) if fast else ScalarPlan()
         # an unpacked array keeps its name (``x0, x1 = x.tolist()``) even where it has one use
         self.inlined = _inlinable(tape) - set(self.scalars.elements) - set(self.scalars.unpacked)
@@ -105,6 +108,8 @@ class Emitter:
     # -- statements ----------------------------------------------------------------------
 
     def statements(self, stmt: Stmt) -> list[ast.stmt]:
+        if stmt.prim.emit[:1] in (("external",), ("draw",), ("external_check",)):
+            return outside_statements(self, stmt)
         try:
             special = scalar_statement(self, stmt)
             if special is None:

@@ -28,6 +28,7 @@ from ..errors import RuleError, SourceLoc
 from ..ir.names import AVOIDED, RESERVED
 from ..ir.tape import Primitive, Tape
 from ..text import is_identifier, normal, printable
+from .outside import modules_read
 
 MODULE_PRELUDE_NAMES = frozenset({"_mismatch"})
 MAX_LINE = 99
@@ -38,6 +39,7 @@ class Imports:
     lines: list[str] = field(default_factory=list)            # "from model import logistic"
     calls: dict[Primitive, str] = field(default_factory=dict)  # prim -> "logistic"
     names: set[str] = field(default_factory=set)               # names the imports bind
+    roots: dict[str, str] = field(default_factory=dict)        # module read at call time -> name
 
 
 def plan_imports(tape: Tape, module_names: set[str] = frozenset()) -> Imports:
@@ -69,6 +71,18 @@ def plan_imports(tape: Tape, module_names: set[str] = frozenset()) -> Imports:
             bound[alias] = module
             aliased.append(f"import {module} as {alias}")
         plan.calls[prim] = f"{alias}.{qualname}"
+    for module in modules_read(tape):           # globals read at call time: the module itself
+        head = module.split(".")[0]
+        if head not in taken and bound.get(head, (module,)) == (module,) and \
+                not any(m.split(".")[0] == head and m != module for m in plan.roots):
+            bound[head] = (module,)
+            plan.roots[module] = module
+            aliased.append(f"import {module}")
+            continue
+        alias = _fresh("_" + module.replace(".", "_").strip("_"), taken | set(bound))
+        bound[alias] = (module,)
+        plan.roots[module] = alias
+        aliased.append(f"import {module} as {alias}")
     plan.lines = [_from_import(m, ns) for m, ns in names.items()] + aliased
     plan.names = set(bound)
     return plan

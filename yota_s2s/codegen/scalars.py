@@ -94,7 +94,8 @@ def _plan(tape: Tape, arrays: set[Var]) -> ScalarPlan:
         if isinstance(first, Var) and first in arrays:
             i = _element_key(stmt, first)
             plan.elements[stmt.out] = (first, i)
-            plan.unpacked.setdefault(first, [None] * first.aval.size)[i] = stmt.out
+            slots = plan.unpacked.setdefault(first, [None] * first.aval.size)
+            slots[i] = slots[i] or stmt.out     # x[0] and x[-3] of 3 read one element
             plan.floats.add(stmt.out)
         elif _is_float_op(stmt, plan.floats):
             plan.floats.add(stmt.out)
@@ -194,6 +195,8 @@ def name_scalars(plan: ScalarPlan, namer) -> dict[tuple[Var, int], str]:
         for i, v in enumerate(elements):
             if v is not None:
                 namer.names[v] = names[array, i] = namer.fresh(f"{namer[array]}{i}")
+    for v, key in plan.elements.items():        # a second read of an element: the same name
+        namer.names[v] = names[key]
     for root in sorted({r for r in plan.chains.values()}, key=lambda v: v.id):
         for i in range(root.aval.size):
             names[root, i] = namer.fresh(f"{namer[root]}{i}")

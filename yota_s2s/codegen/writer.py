@@ -23,6 +23,8 @@ from ..text import (access_expr, comment, describe, docstring_line, identifier, 
                     name_base, printable)
 from .emit import Block, Emitter, unparse
 from .imports import Imports, plan_imports
+from .outside import BIND, CHANGED_PRELUDE, FUNCTION_PARAM, bind_function, has_reads, \
+    reads_function, unbound_check
 from .workspace import header_lines, prelude, takes_out, unpack_line
 
 INDENT = "    "
@@ -85,8 +87,11 @@ def write_module(tapes: Tape | Sequence[Tape], device: str = "cpu",
         header = _header_many(written, device, regenerate, source)
     modules = set().union(*(w.emitter.modules for w in written))
     parts = [header, _imports(device, modules, imports.lines)]
-    if any(s.prim.emit[:1] == ("guard",) for tape in tapes for s in tape.stmts):
+    if any(s.prim.emit[:1] == ("guard",) for tape in tapes for s in tape.stmts) or \
+            any(has_reads(tape) for tape in tapes):
         parts.append(_PRELUDE_GUARD)
+    if any(has_reads(tape) for tape in tapes):
+        parts.append(CHANGED_PRELUDE)
     if any(_has_checks(tape) for tape in tapes):
         parts.append(_PRELUDE_MISMATCH)
     parts += [prelude(w.emitter) for w in written if prelude(w.emitter)]
@@ -144,7 +149,10 @@ def write_functions(tapes: Sequence[Tape], buffers: bool = False) -> tuple[list[
     imports = plan_imports(merged, functions)
     taken = imports.names | functions                                 # module-level names
     taken |= {"out"} if buffers else set()                            # out= of the function
-    return [_function(t, Emitter(t, taken=taken, calls=imports.calls, fast=buffers))
+    taken |= {"_changed"} if any(has_reads(t) for t in tapes) else set()
+    taken |= {FUNCTION_PARAM, BIND} if any(reads_function(t) for t in tapes) else set()
+    return [_function(t, Emitter(t, taken=taken, calls=imports.calls, fast=buffers,
+                                 roots=imports.roots))
             for t in tapes], imports
 
 
@@ -152,8 +160,8 @@ def _function(tape: Tape, emitter: Emitter) -> Written:
     blocks = emitter.blocks()
     fname = function_name(tape)
     returns, build = _returns(tape, emitter)
-    body = _checks(tape, emitter, fname) + _struct_args(tape, emitter, fname) + \
-        unpack_line(emitter)
+    body = (unbound_check(fname, tape) if reads_function(tape) else []) + \
+        _checks(tape, emitter, fname) + _struct_args(tape, emitter, fname) + unpack_line(emitter)
     section = None
     for block in blocks:
         if block.section != section and section != "backward":
@@ -162,12 +170,15 @@ def _function(tape: Tape, emitter: Emitter) -> Written:
         body += _block_lines(block, tape)
     body += build
     body.append(f"return {', '.join(returns)}")
-    params = list(map(identifier, emitter.names.params)) + \
-        (["*", "out=None"] if takes_out(emitter) else [])
+    keywords = (["out=None"] if takes_out(emitter) else []) + \
+        ([f"{FUNCTION_PARAM}=None"] if reads_function(tape) else [])
+    params = list(map(identifier, emitter.names.params)) + (["*", *keywords] if keywords else [])
     if emitter.memory.slots:
         emitter.modules.add("threading")
     signature = f"def {identifier(fname)}({', '.join(params)}):"
     text = "\n" + signature + "\n" + textwrap.indent("\n".join(body), INDENT) + "\n"
+    if reads_function(tape):
+        text += "\n" + bind_function(tape, fname)
     return Written(tape, emitter, blocks, returns, text)
 
 
@@ -263,8 +274,8 @@ def _describe_param(tape: Tape, argnum: int) -> str:
     leaves = [i for i in tape.inputs if i.argnum == argnum]
     if kind in ("array", "scalar"):
         return f"{name} {_spec(leaves[0].var)}"
-    if kind == "float":
-        return f"{name} float"
+    if kind in ("float", "int"):
+        return f"{name} {kind}"
     if kind == "static":
         value = next(s.value for s in tape.statics if s.argnum == argnum)
         return f"{name} = {static_text(value)}"
@@ -326,7 +337,10 @@ def _read(tape: Tape, emitter: Emitter, access: str) -> str:
 
 def _leaf_check(fname: str, var: Var, ref: str, access: str) -> list[str]:
     aval, ref = var.aval, identifier(ref)
-    if aval.weak:
+    if aval.weak and aval.dtype.kind in "iu":       # an int kept at run time (ys.grad)
+        tests = [f"type({ref}) is not int"]
+        expected = "an int"
+    elif aval.weak:
         number = "(int, float, complex)" if aval.dtype.kind == "c" else "(int, float)"
         tests = [f"not isinstance({ref}, {number})", f"isinstance({ref}, bool)"]
         expected = "a complex" if aval.dtype.kind == "c" else "a float"

@@ -10,6 +10,7 @@ from ..rules.registry import RULES, RuleSet
 from ..text import normal
 from .collect import Collector
 from .evaluator import Evaluator, Frame
+from .externals import FUNCTION
 from .flatten import Flattener, arg_kind, is_struct_object, leaf_names
 from .source import parse_function
 from .values import to_tree
@@ -48,7 +49,8 @@ def unbind(fn: Any) -> tuple[Callable, Any]:
 
 
 def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES,
-                   collector: Collector | None = None) -> tuple[Tape, Evaluator]:
+                   collector: Collector | None = None,
+                   dynamic: frozenset[int] = frozenset()) -> tuple[Tape, Evaluator]:
     """Evaluate ``fn`` on ``args``; returns the tape and the evaluator (which holds the example
     value of every Var, for the backward pass, and ``flattener``/``depends``: what the code
     read from its arguments and its globals). A ``collector`` turns on collecting mode."""
@@ -58,7 +60,8 @@ def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES,
     parsed = parse_function(fn)
     ev = Evaluator(rules)
     ev.collector = collector
-    ev.flattener = flat = Flattener(ev.values, ev.input_vars)
+    ev.flattener = flat = Flattener(ev.values, ev.input_vars, dynamic)
+    ev.externals.function_found(fn, (FUNCTION, ()))     # its closure: the code's _fn argument
     names = param_names(fn, len(args))
     loc = flat.loc = parsed.loc(parsed.node)
     traced_args = [flat.flatten(a, i, (), names[i]) for i, a in enumerate(args)]
@@ -70,7 +73,8 @@ def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES,
     leaf_names(inputs, names)
     tape = Tape(name=parsed.name, params=names, inputs=inputs, stmts=ev.stmts,
                 result=to_tree(result, loc), statics=flat.statics, loc=loc, layout=flat.layout,
-                arg_kinds=tuple(arg_kind(a) for a in args))
+                arg_kinds=tuple("int" if i in dynamic and type(a) is int else arg_kind(a)
+                                for i, a in enumerate(args)), freevars=fn.__code__.co_freevars)
     return tape, ev
 
 

@@ -19,13 +19,14 @@ import numpy as np
 from ..errors import NoRuleError, StaticValueError, UnsupportedSyntax, YotaError
 from ..ir.tape import Aval, Primitive, Stmt, Var, tree_atoms, tree_map
 from .collect import rule_stub, skip_call
+from .externals import RandomMethod, cell_path, is_data, random_method
 from .flatten import is_struct_object
 from .numpy_calls import NUMPY_CALLS, guard_selection
 from .resolve import (IN_PLACE_METHODS, array_method, display_name, is_inlinable, is_library,
                       is_random, item)
 from .source import parse_function
 from .structs import StructValue, call_dunder, call_object, construct, holds_struct, is_user_class
-from .values import ArrayMethod, LocalFunction, is_traced, normalize_static, to_tree
+from .values import MAX_LITERAL_SIZE, ArrayMethod, LocalFunction, is_traced, normalize_static, to_tree
 
 _signatures: dict[Primitive, inspect.Signature] = {}
 
@@ -70,10 +71,17 @@ class CallsMixin:
             return call_object(self, fn, args, kwargs, node)
         if is_user_class(fn) and (is_traced([args, kwargs]) or holds_struct([args, kwargs])):
             return construct(self, fn, args, kwargs, node)
+        if isinstance(fn, RandomMethod):
+            return self.externals.draw(fn.ref, fn.name, list(args), kwargs, node)
+        if random_method(fn) is not None:
+            method = random_method(fn)
+            return self.externals.draw(method.ref, method.name, list(args), kwargs, node)
         if is_random(fn):
             return skip_call(self, UnsupportedSyntax(
                 f"{display_name(fn)} draws random numbers inside the compiled function",
-                self.loc(node), "Draw them outside and pass them in as an argument."),
+                self.loc(node), "Make the generator outside the function (a module global "
+                "rs = np.random.RandomState(0), or a variable of the enclosing function) and "
+                "draw from it inside: rs.randn(3)."),
                 fn, args, kwargs)
         if is_inlinable(fn):
             return self.inline(fn, args, kwargs, node)
@@ -87,6 +95,8 @@ class CallsMixin:
         if isinstance(fn, type) and issubclass(fn, np.generic) and len(args) == 1:
             from ..rules.elementwise import astype
             return self.call_primitive(self.rules.lookup(astype), (args[0], np.dtype(fn)), {}, node)
+        if fn is slice and not kwargs and 1 <= len(args) <= 3:
+            return slice(*args)     # traced bounds: a slice of a traced int (expressions.py)
         if getattr(fn, "__module__", None) == "builtins" or fn in (range, slice):
             raise StaticValueError(f"{getattr(fn, '__name__', fn)}() needs values known at compile "
                                    "time, but it is given a traced value", self.loc(node),
@@ -179,14 +189,18 @@ class CallsMixin:
             raise YotaError(f"{fn.__name__}(): {e}", self.loc(node)) from None
         bound.apply_defaults()
         code = fn.__code__
-        closure = {}
-        for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+        closure, cells = {}, {}
+        where = self.externals.where_function(fn)
+        for index, (name, cell) in enumerate(zip(code.co_freevars, fn.__closure__ or ())):
             try:
                 closure[name] = cell.cell_contents
             except ValueError:      # an empty cell: the name is not bound yet
                 continue
-            self.depends.cell(cell, closure[name])
+            cells[name] = cell_path(where, index) or (None, ())
+            if not is_data(closure[name]):      # arrays are read again when the code runs
+                self.depends.cell(cell, closure[name])
         frame = Frame(parsed, self.depends.watch(fn.__globals__), closure, None)
+        frame.cells = cells
         frame.locals.update(bound.arguments)
         return self.run_function(frame, parsed.node)
 
@@ -216,7 +230,8 @@ class CallsMixin:
 def _is_data(value: Any) -> bool:
     """A float array made from constants is data to compute when the code runs
     (``np.broadcast_to(1.0, shape)``, empty ones too), not a constant to write into the code."""
-    return isinstance(value, np.ndarray) and value.size != 1 and value.dtype.kind in "fc"
+    return isinstance(value, np.ndarray) and value.size != 1 and (
+        value.dtype.kind in "fc" or value.size > MAX_LITERAL_SIZE)
 
 
 def _local_signature(fn: LocalFunction) -> inspect.Signature:

@@ -64,6 +64,12 @@ class Depends:
         key = (id(namespace if owner is None else owner), name)
         self.deps.setdefault(key, Dep(namespace, name, value, attribute))
 
+    def forget(self, namespace: Any, name: str) -> None:
+        """``name`` was read as data that the generated code reads again at each call (a
+        global array): its rebinding needs no new compile, the code's guard checks it."""
+        namespace = getattr(namespace, "globals", namespace)
+        self.deps.pop((id(namespace), name), None)
+
     def watch(self, globals_: dict) -> Mapping:
         """``globals_`` as the evaluator should see it: reads are recorded (user code only)."""
         if _library(globals_.get("__name__") or ""):

@@ -26,6 +26,7 @@ from .calls import CallsMixin
 from .collect import Collector
 from .expressions import ExpressionsMixin
 from .depends import Depends
+from .externals import Externals, module_root
 from .source import ParsedFunction
 from .structs import set_attribute
 from .updates import UpdatesMixin
@@ -55,19 +56,26 @@ class Frame:
         self.fn, self.globals, self.closure, self.parent = fn, globals, closure, parent
         self.locals: dict[str, Any] = {}
         self.stmt: gast.stmt | None = None     # the statement running now (for locations)
+        self.cells: dict[str, tuple | None] = {}    # where each closure cell is (externals.py)
 
     def lookup(self, name: str) -> Any:
+        return self.locate(name)[0]
+
+    def locate(self, name: str) -> tuple[Any, tuple | None]:
+        """The value of ``name`` and, for a global or a closure cell, where it was found
+        (``(root, path)``, root None where generated code cannot reach it); None for locals
+        and builtins."""
         frame: Frame | None = self
         while frame is not None:
             if name in frame.locals:
-                return frame.locals[name]
+                return frame.locals[name], None
             if name in frame.closure:
-                return frame.closure[name]
+                return frame.closure[name], frame.cells.get(name, (None, ()))
             frame = frame.parent
         if name in self.globals:
-            return self.globals[name]
+            return self.globals[name], (module_root(self.globals), (("attr", name),))
         if hasattr(builtins, name):
-            return getattr(builtins, name)
+            return getattr(builtins, name), None
         raise KeyError(name)
 
 
@@ -85,6 +93,7 @@ class Evaluator(ExpressionsMixin, CallsMixin, UpdatesMixin):
         self.input_vars: set[Var] = set()
         self.flattener = None                 # frontend.flatten.Flattener, set by trace_function
         self.depends = Depends()              # globals and class attributes the source read
+        self.externals = Externals(self)      # data read from globals and closures
         self.collector: Collector | None = None    # collecting mode: see collect.py
         self.latest: dict[Var, Var] = {}      # in-place updates: see updates.py
         self.views: dict[Var, tuple[Var, Stmt]] = {}
@@ -313,7 +322,7 @@ class Evaluator(ExpressionsMixin, CallsMixin, UpdatesMixin):
 
     def bind_name(self, name: str, value: Any) -> None:
         if (isinstance(value, Var) and not self.backward_mode and value.grad_of is None
-                and not self.is_input(value)
+                and (not self.is_input(value) or value in self.externals.vars)
                 and (value.hint is None or self.hint_depth.get(value, 0) > self.depth)):
             value.hint = name
             self.hint_depth[value] = self.depth
@@ -321,9 +330,14 @@ class Evaluator(ExpressionsMixin, CallsMixin, UpdatesMixin):
 
     def lookup(self, name: str, node: gast.AST) -> Any:
         try:
-            return self.current(self.frame.lookup(name))
+            value, where = self.frame.locate(name)
         except KeyError:
             raise YotaError(f"name {name!r} is not defined", self.loc(node)) from None
+        if where is not None:
+            value = self.externals.wrap(value, where, node, name)
+            if isinstance(value, Var) and where[1][:1] == (("attr", name),):
+                self.depends.forget(self.frame.globals, name)   # read when the code runs
+        return self.current(value)
 
     def is_input(self, var: Var) -> bool:
         return var in self.input_vars

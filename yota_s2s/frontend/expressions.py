@@ -8,14 +8,16 @@ modules they are ordinary Python.
 from __future__ import annotations
 
 import operator
+import types
 from typing import Any
 
 import gast
 import numpy as np
 
 from ..errors import StaticValueError, YotaError
-from ..ir.tape import Var
-from .resolve import ARRAY_METHODS, IN_PLACE_METHODS, STATIC_ARRAY_ATTRS
+from ..ir.tape import Lit, Var
+from .externals import GeneratorRef, RandomMethod, module_root
+from .resolve import ARRAY_METHODS, IN_PLACE_METHODS, LIBRARY_MODULES, STATIC_ARRAY_ATTRS
 from .structs import StructValue, call_dunder, get_attribute
 from .values import ArrayMethod, is_traced, to_tree
 
@@ -218,10 +220,21 @@ class ExpressionsMixin:
             raise YotaError(f"arrays have no supported attribute {name!r}", self.loc(node))
         if isinstance(obj, StructValue):
             return get_attribute(self, obj, name, node)
+        if isinstance(obj, GeneratorRef):
+            if not callable(getattr(obj.obj, name, None)):
+                raise YotaError(f"{type(obj.obj).__name__}.{name} is not a method the compiled "
+                                "function can call", self.loc(node))
+            return RandomMethod(obj, name)
         try:
             value = getattr(obj, name)
         except AttributeError as e:
             raise YotaError(str(e), self.loc(node)) from None
+        if isinstance(obj, types.ModuleType) and not _library_module(obj):
+            wrapped = self.externals.wrap(value, (module_root(obj.__dict__), (("attr", name),)),
+                                          node, name)
+            if not isinstance(wrapped, Var):
+                self.depends.attribute(obj, name, value)
+            return wrapped
         self.depends.attribute(obj, name, value)
         return value
 
@@ -229,6 +242,8 @@ class ExpressionsMixin:
         return self.getitem(self.expr(node.value), self.expr(node.slice), node)
 
     def getitem(self, obj: Any, key: Any, node: gast.AST) -> Any:
+        if isinstance(obj, Var) and _has_traced_slice(key):
+            key = self.dynamic_slice(obj, key, node)
         if isinstance(obj, Var) or (isinstance(obj, np.ndarray) and is_traced(key)):
             to_tree(key, self.loc(node), key=True)          # rejects traced slice bounds early
             return self.call_primitive(self.rules.lookup(operator.getitem), (obj, key), {}, node)
@@ -239,5 +254,52 @@ class ExpressionsMixin:
                                    self.loc(node), "Index Python containers with ints known at compile time.")
         return obj[key]
 
+    def dynamic_slice(self, obj: Var, key: Any, node: gast.AST) -> Any:
+        """``x[i * B:(i + 1) * B]`` with a traced ``i`` (an int argument ``ys.grad`` keeps a
+        run-time value): the rows ``x[arange(n) + i * B]``, ``n`` the length on the example,
+        with guards that the slice has that length and stays inside ``x`` (the generated code
+        raises ``GuardError`` for another length, and ``ys.grad`` compiles that one too)."""
+        parts = key if isinstance(key, tuple) else (key,)
+        dynamic = [k for k, p in enumerate(parts) if isinstance(p, slice) and is_traced(p)]
+        k = dynamic[0]
+        part = parts[k]
+        if len(dynamic) > 1 or is_traced(part.step) or part.step not in (None, 1) or \
+                any(p is Ellipsis or p is None or isinstance(p, Var) for p in parts[:k]) or \
+                any(isinstance(p, Var) and p.aval.ndim for p in parts) or k >= obj.aval.ndim or \
+                any(isinstance(b, Var) and (b.aval.dtype.kind not in "iu" or b.aval.ndim)
+                    for b in (part.start, part.stop)):
+            raise StaticValueError("slice bounds must be known at compile time, but one is "
+                                   "traced", self.loc(node),
+                                   "Use ints (or values computed from shapes) as slice bounds; "
+                                   "an int argument of ys.grad may be a bound in one plain "
+                                   "slice (x[i:i + n]).")
+        size = obj.aval.shape[k]
+        example = slice(*(self.values[b] if isinstance(b, Var) else b
+                          for b in (part.start, part.stop)))
+        length = len(range(*example.indices(size)))
+        start = 0 if part.start is None else part.start
+        stop = size if part.stop is None else part.stop
+        if not isinstance(stop, Var):
+            stop = min(stop, size) if stop >= 0 else stop + size
+        if isinstance(start, Var):
+            self.truth(self.compare(gast.GtE(), start, 0, node), node)
+        if isinstance(stop, Var):
+            self.truth(self.compare(gast.LtE(), stop, size, node), node)
+        self.truth(self.compare(gast.Eq(), self.binop(gast.Sub(), stop, start, node), length,
+                                node), node)
+        steps = self.emit(self.rules.lookup(np.arange), [Lit(length)], {}, node)  # xp.arange(n)
+        rows = self.binop(gast.Add(), steps, start, node)
+        return parts[:k] + (rows,) + parts[k + 1:] if isinstance(key, tuple) else rows
+
     def visit_Starred(self, node: gast.Starred) -> Any:
         raise self.unsupported(node, "a starred expression here")
+
+
+def _library_module(module: types.ModuleType) -> bool:
+    name = getattr(module, "__name__", "") or ""
+    return any(name == m or name.startswith(m + ".") for m in LIBRARY_MODULES + ("yota_s2s",))
+
+
+def _has_traced_slice(key: Any) -> bool:
+    parts = key if isinstance(key, tuple) else (key,)
+    return any(isinstance(p, slice) and is_traced(p) for p in parts)

@@ -78,7 +78,9 @@ def arg_kind(value: Any) -> str:
 class Flattener:
     """Turns argument values into evaluator values, recording every leaf it hands out."""
 
-    def __init__(self, values: dict[Var, Any], input_vars: set[Var]):
+    def __init__(self, values: dict[Var, Any], input_vars: set[Var],
+                 dynamic: frozenset[int] = frozenset()):
+        self.dynamic = dynamic            # int arguments that stay values at run time
         self.values = values              # the evaluator's example value of each Var
         self.input_vars = input_vars      # the evaluator's set of Vars that are inputs
         self.inputs: list[Input] = []
@@ -117,7 +119,7 @@ class Flattener:
                 "be compiled for the wrong operations", self.loc,
                 f"Pass a plain array: np.asarray({access}) (for a masked array, decide what the "
                 f"masked elements hold: {access}.filled(0.0)).")
-        if is_traced_leaf(value):
+        if is_traced_leaf(value) or (not path and argnum in self.dynamic and type(value) is int):
             var = Var(Aval.of(value), hint=_hint(access))
             self.inputs.append(Input(var, argnum, path, access))
             self.values[var] = value

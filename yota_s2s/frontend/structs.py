@@ -68,6 +68,12 @@ def get_attribute(ev: Any, sv: StructValue, name: str, node: gast.AST) -> Any:
     """``sv.name``: a field (flattened on first read) or a class attribute."""
     if name in sv.fields:
         return sv.fields[name]
+    if sv.obj is not None and sv.argnum is None and _instance_has(sv.obj, name):
+        root, path = sv.path         # an object read from a global or a closure: externals.py
+        value = ev.externals.wrap(getattr(sv.obj, name), (root, path + (("attr", name),)),
+                                  node, name, field=True)
+        sv.fields[name] = value
+        return value
     if sv.obj is not None and _instance_has(sv.obj, name):
         value = ev.flattener.flatten(getattr(sv.obj, name), sv.argnum, sv.path + (name,),
                                      attribute_access(sv.access, name), attribute=True)

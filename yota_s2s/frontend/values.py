@@ -87,11 +87,12 @@ def to_tree(value: Any, loc: SourceLoc | None = None, key: bool = False) -> Any:
     if isinstance(value, dict):
         raise StaticValueError("a dict cannot be passed to a numpy function", loc)
     if isinstance(value, np.ndarray) and value.size > MAX_LITERAL_SIZE:
+        # arrays from globals and closures are read at call time (externals.py), arrays the
+        # code computes are computed when it runs (calls.py): this one came from neither
         raise StaticValueError(
-            f"a constant array of {value.size} elements ({value.dtype}{list(value.shape)}) from "
-            "outside the function is used in the computation", loc,
-            "Pass it in as an argument (it then stays an array in the generated code); constants "
-            f"of up to {MAX_LITERAL_SIZE} elements are written into the code.")
+            f"a constant array of {value.size} elements ({value.dtype}{list(value.shape)}) that "
+            "the generated code cannot read at call time is used in the computation", loc,
+            "Make it a module global (read when the code runs) or pass it in as an argument.")
     return Lit(normalize_static(value))
 
 

@@ -265,8 +265,9 @@ class Tape:
     grads: list[Atom | None] | None = None
     statics: list[StaticInput] = field(default_factory=list)
     loc: SourceLoc | None = None
-    arg_kinds: tuple[str, ...] = ()     # per parameter: "array", "scalar", "float", "static", "struct"
+    arg_kinds: tuple[str, ...] = ()     # per parameter: "array", "scalar", "float", "int", "static", "struct"
     layout: list[StaticInput] = field(default_factory=list)   # len(m.layers) == 2, tuple(d) == keys
+    freevars: tuple[str, ...] = ()      # the function's closure variables (co_freevars)
     # Side tables for naming. Vars are shared by the tapes made from one another, so a stage
     # never changes one: where a value takes the place of another it records here that it has
     # that one's source name (``total = 0.0 + t``: ``t`` is ``total``) or that it is a gradient.

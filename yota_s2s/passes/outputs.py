@@ -58,7 +58,7 @@ def _root(var: Var, producer: dict[Var, Stmt], inputs: set[Var]) -> tuple[Var, b
     while var in producer and producer[var].prim.view:
         stmt = producer[var]
         borrowed |= stmt.prim.fn is np.broadcast_to
-        base = stmt.args[0]
+        base = stmt.args[0] if stmt.args else None     # no operand: the user's (a global)
         if not isinstance(base, Var):
             return var, True
         var = base

@@ -22,7 +22,7 @@ import operator
 
 import numpy as np
 
-from ..frontend.values import static_of, to_tree
+from ..frontend.values import normalize_static, static_of, to_tree
 from ..ir.tape import Aval, Lit, Stmt, Tape, Var, tree_vars
 from ..rules.elementwise import astype
 from ..rules.indexing import setitem
@@ -125,10 +125,14 @@ def _simplify(stmt: Stmt, producer: dict[Var, Stmt], uses, rules: RuleSet):
     if (fn in _SHAPE_OPS or (fn is operator.getitem and not any(tree_vars(args[1])))) \
             and _made_by(args[0], np.broadcast_to, producer):
         inner = producer[args[0]]
-        if isinstance(inner.args[0], Lit):
-            if out.aval.shape == () and np.result_type(inner.args[0].value) == out.aval.dtype:
-                return inner.args[0]          # one element of a constant is the constant
-            return inner.replace(outs=stmt.outs, args=(inner.args[0], to_tree(out.aval.shape)))
+        if isinstance(inner.args[0], Lit) and np.size(inner.args[0].value) == 1:  # 1.0 or [1.0]
+            value = inner.args[0].value
+            # the constant as a scalar: it broadcasts to any shape ([[1.0]] does not to (3,))
+            const = inner.args[0] if np.ndim(value) == 0 else \
+                Lit(normalize_static(np.reshape(value, ())))
+            if out.aval.shape == () and np.result_type(value) == out.aval.dtype:
+                return const                # one element of a constant is the constant
+            return inner.replace(outs=stmt.outs, args=(const, to_tree(out.aval.shape)))
     if fn is operator.getitem and isinstance(args[0], Var):
         read = _read_past_write(stmt, producer.get(args[0]))
         if read is not None:

@@ -1,0 +1,342 @@
+"""Data the function reads from outside: module globals, closure cells, and what hangs off them.
+
+The generated code reads such data where the original reads it, at call time, never from a
+copy pasted into the module (DESIGN.md, "Static and dynamic values"). So that it can, every
+value the evaluator takes from a global or a closure cell comes with *where* it was found:
+a root (``("module", "model")``: the globals of an importable module; ``("function",)``: the
+compiled function itself, for its own closure) and a path of steps from it
+(``(("attr", "X"),)`` is ``model.X``; a closure cell is ``__closure__[i].cell_contents``).
+``Externals.wrap`` turns the value into what the evaluator works with:
+
+- a numeric ``ndarray`` becomes a Var made by an ``external`` statement (rules/external.py):
+  read at call time and checked for exact type, shape and dtype; it gets no gradient. Read
+  twice, it is one Var. Its mutation in place between calls is seen; rebinding the name too;
+- a user class instance becomes a ``StructValue`` whose fields are wrapped when read
+  (``cfg.W``), so methods inline with ``self`` as usual;
+- a ``RandomState`` or ``Generator`` becomes a ``GeneratorRef``: its methods are random draws
+  (``draw`` statements), made by the generated code from the same object at call time; while
+  tracing, a copy of the generator draws the example values, so compiling consumes none of
+  the user's random numbers;
+- lists, tuples and dicts that hold any of those are rebuilt with their items wrapped;
+- a user function is remembered with its path, so that its own closure can be reached;
+- everything else (numbers, strings, tuples of numbers, functions, modules) is static, as before.
+
+Data found where the generated code cannot reach it (the closure of a function that came
+from neither a global nor a closure) keeps the old rule: small constant arrays are written
+into the code, others are refused with a hint.
+"""
+from __future__ import annotations
+
+import copy
+import numbers
+import sys
+import types
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import StaticValueError, UnsupportedSyntax
+from ..ir.tape import Aval, Stmt, Var, tree_atoms
+from ..rules.external import (DRAW, EXTERNAL, EXTERNAL_CHECK, draw, external,
+                              external_check)
+from ..text import is_identifier
+from .flatten import is_struct_object
+from .values import MAX_LITERAL_SIZE
+
+NUMPY_GLOBAL = ("numpy",)          # the root of np.random's own generator: ``xp.random``
+FUNCTION = ("function",)           # the root of the compiled function's closure
+_CELL = (("attr", "__closure__"),)
+_MAX_ITEMS = 10_000                # containers larger than this are not searched for data
+
+# Generator methods that are not draws: they change or show the generator's state, or shuffle
+# an array in place.
+_NOT_DRAWS = frozenset({"seed", "set_state", "get_state", "shuffle", "bit_generator", "spawn",
+                        "jumped", "__getstate__", "__setstate__", "__reduce__"})
+
+
+@dataclass(eq=False)
+class GeneratorRef:
+    """A random generator the function reads from outside (``rs``, ``rng``, ``np.random``)."""
+
+    obj: Any
+    where: tuple | None            # (root, path), or None where generated code cannot reach it
+
+
+@dataclass(eq=False)
+class RandomMethod:
+    """``rs.randn`` before the call."""
+
+    ref: GeneratorRef
+    name: str
+
+
+def module_root(globals_: Any) -> tuple | None:
+    """``("module", name)`` for the globals of a module imported under ``name``, else None."""
+    globals_ = getattr(globals_, "globals", globals_)       # a WatchedGlobals
+    name = globals_.get("__name__") if isinstance(globals_, dict) else None
+    module = sys.modules.get(name) if isinstance(name, str) else None
+    if module is None or module.__dict__ is not globals_ or \
+            not all(map(is_identifier, name.split("."))):
+        return None
+    return ("module", name)
+
+
+def cell_path(where: tuple | None, index: int) -> tuple | None:
+    """Where cell ``index`` of the function found at ``where`` is."""
+    if where is None or where[0] is None:
+        return None
+    root, path = where
+    return root, path + _CELL + (("item", index), ("attr", "cell_contents"))
+
+
+def is_generator(value: Any) -> bool:
+    return isinstance(value, (np.random.RandomState, np.random.Generator))
+
+
+def is_data(value: Any) -> bool:
+    return type(value) is np.ndarray and value.dtype.kind in "biufc"
+
+
+def describe_where(where: tuple) -> str:
+    """``model.X``, ``objective's closure: X``: for messages."""
+    root, path = where
+    text = {"module": lambda: root[1], "function": lambda: "<the function>",
+            "numpy": lambda: "np.random"}[root[0]]()
+    for kind, key in path:
+        text = f"{kind}({text})" if kind == "len" else f"tuple({text})" if kind == "keys" else \
+            text + (f".{key}" if kind == "attr" else f"[{key!r}]")
+    return text
+
+
+class Externals:
+    """The reads from outside that one trace made, by where they were found."""
+
+    def __init__(self, ev: Any):
+        self.ev = ev
+        self.reads: dict[tuple, Any] = {}
+        self.functions: dict[int, tuple] = {}       # id(function) -> where it was found
+        self.held: list[Any] = []                   # keeps the ids above valid
+        self.copies: dict[int, Any] = {}            # id(generator) -> the copy that traces
+        self.uses_function = False                  # the code reads the function's closure
+        self.vars: set[Var] = set()                 # the values read from outside
+
+    def function_found(self, fn: Any, where: tuple | None) -> None:
+        if where is not None and where[0] is not None and id(fn) not in self.functions:
+            self.functions[id(fn)] = where
+            self.held.append(fn)
+
+    def where_function(self, fn: Any) -> tuple | None:
+        return self.functions.get(id(fn))
+
+    def wrap(self, value: Any, where: tuple | None, node: Any, name: str | None = None,
+             field: bool = False) -> Any:
+        """The evaluator's view of ``value``, found outside the function at ``where`` (under
+        ``name``, the variable the source reads). A ``field`` (an attribute of an object, an
+        item of a container) can change without any name being rebound: a float there is
+        read at call time too, and an int, bool, string or None is checked at call time."""
+        if isinstance(value, (types.FunctionType, types.MethodType)):
+            self.function_found(value, where)
+            return value
+        reachable = where is not None and where[0] is not None
+        if is_data(value):
+            if not reachable:
+                return self._unreachable(value, where, node)
+            return self._read(value, where, node, name)
+        if is_generator(value):
+            return GeneratorRef(value, where if reachable else None)
+        if reachable and field and type(value) is float:
+            return self._read(value, where, node, name)
+        if reachable and field and (type(value) in (int, bool, str) or value is None):
+            self._check(value, where, node)
+            return value
+        if not reachable or isinstance(value, (numbers.Number, str, bytes)):
+            return value            # numbers and strings: static
+        key = (where[0], where[1])
+        if key in self.reads:
+            return self.reads[key]
+        if is_struct_object(value) and not _standard_library(type(value)):
+            from .structs import StructValue
+            wrapped = StructValue(type(value), value, None, where, describe_where(where))
+        elif type(value) in (list, tuple, dict) or _is_namedtuple(value):
+            # searched once per trace: a container without data stays the static value it is
+            wrapped = self._container(value, where, node) if _holds_data(value, [0]) else value
+        else:
+            return value
+        self.reads[key] = wrapped
+        return wrapped
+
+    def _container(self, value: Any, where: tuple, node: Any) -> Any:
+        root, path = where
+        if type(value) is list:             # a list can grow: its length is checked
+            self._check(len(value), (root, path + (("len", None),)), node)
+        if isinstance(value, dict):
+            if not all(_plain_key(k) for k in value):
+                return value
+            self._check(tuple(value), (root, path + (("keys", None),)), node)
+            return {k: self.wrap(v, (root, path + (("item", k),)), node, field=True)
+                    for k, v in value.items()}
+        field = type(value) is list or isinstance(value, dict)      # tuples cannot change
+        items = [self.wrap(v, (root, path + (("item", i),)), node, field=field)
+                 for i, v in enumerate(value)]
+        if _is_namedtuple(value):
+            return type(value)(*items)
+        return items if isinstance(value, list) else tuple(items)
+
+    def _check(self, value: Any, where: tuple, node: Any) -> None:
+        """A static field (``cfg.layers = 3``): the code checks at call time it is unchanged."""
+        key = ("check", where[0], where[1])
+        if key in self.reads:
+            return
+        self.reads[key] = value
+        if where[0] == FUNCTION:
+            self.uses_function = True
+        ev = self.ev
+        params = (("root", where[0]), ("path", where[1]), ("shown", describe_where(where)),
+                  ("expected", value))
+        prim = ev.rules.lookup(external_check) or EXTERNAL_CHECK
+        ev.stmts.append(Stmt((), prim, (), params, ev.loc(node)))
+
+    def _read(self, value: Any, where: tuple, node: Any, name: str | None) -> Var:
+        key = (where[0], where[1])
+        if key in self.reads:
+            return self.reads[key]
+        ev = self.ev
+        if where[0] == FUNCTION:
+            self.uses_function = True
+        prim = ev.rules.lookup(external) or EXTERNAL      # a rule set made empty
+        var = Var(Aval.of(value), hint=name or _hint(where))
+        ev.values[var] = value
+        ev.input_vars.add(var)          # never written in place: it is the user's array
+        self.vars.add(var)
+        shown = describe_where(where)
+        if ("attr", "__closure__") in where[1] and name:
+            shown = f"{name} (a variable of a closure)"
+        params = (("root", where[0]), ("path", where[1]), ("shown", shown))
+        ev.stmts.append(Stmt((var,), prim, (), params, ev.loc(node)))
+        self.reads[key] = var
+        return var
+
+    def _unreachable(self, value: np.ndarray, where: tuple | None, node: Any) -> Any:
+        if value.size <= MAX_LITERAL_SIZE:
+            return value            # a small constant, written into the code as before
+        if where is not None and where[1][:1] and where[1][0][0] == "attr":
+            raise StaticValueError(
+                f"the global {where[1][0][1]} (a {value.dtype}{list(value.shape)} array) is in a "
+                "module that the generated code cannot import by name (it is not in sys.modules "
+                "under its __name__)", self.ev.loc(node),
+                "Import the module normally, or register it (sys.modules[name] = module) before "
+                "compiling; or pass the array in as an argument.")
+        raise StaticValueError(
+            f"a {value.dtype}{list(value.shape)} array is read from the closure of a function "
+            "that the generated code cannot reach (it came from neither a global nor a "
+            "closure)", self.ev.loc(node),
+            "Make the array (or the function holding it) a module global, or pass it in as "
+            "an argument.")
+
+    # -- random draws --------------------------------------------------------------------
+
+    def draw(self, ref: GeneratorRef, method: str, args: list, kwargs: dict, node: Any) -> Any:
+        ev = self.ev
+        shown = f"{_generator_name(ref)}.{method}"
+        if method in _NOT_DRAWS or method.startswith("_"):
+            raise UnsupportedSyntax(f"{shown}() inside the compiled function changes the random "
+                                    "generator's state", ev.loc(node),
+                                    "Seed or shuffle outside the function; draws "
+                                    "(rs.randn(...), rng.normal(...)) are fine inside.")
+        if ref.where is None:
+            raise UnsupportedSyntax(
+                f"{shown}() draws from a generator that the generated code cannot reach (one "
+                "made inside the function, or held where no global or closure leads)",
+                ev.loc(node), "Make the generator a module global (rs = np.random.RandomState"
+                "(0)) or a variable of the enclosing function, and draw from it inside.")
+        traced = [a for a in tree_atoms(_tree(args + list(kwargs.values()))) if isinstance(a, Var)]
+        if traced:
+            raise UnsupportedSyntax(
+                f"{shown}() is given a traced value; random draws take static arguments "
+                "(shapes, constants) and carry no gradient", ev.loc(node),
+                "Reparameterize: draw eps = rng.standard_normal(shape), then use "
+                "mu + sigma * eps, which carries the gradient to mu and sigma.")
+        if ref.where[0] == FUNCTION:
+            self.uses_function = True
+        value = getattr(self._copy(ref.obj), method)(*args, **kwargs)
+        value = np.asarray(value) if isinstance(value, np.generic) else value
+        from .values import to_tree
+        operands = to_tree(tuple(args) + tuple(kwargs.values()), ev.loc(node))
+        prim = ev.rules.lookup(draw) or DRAW
+        var = Var(Aval.of(value), hint=None)
+        ev.values[var] = value
+        params = (("method", method), ("keywords", tuple(kwargs)), ("root", ref.where[0]),
+                  ("path", ref.where[1]))
+        ev.stmts.append(Stmt((var,), prim, (operands,), params, ev.loc(node)))
+        return var
+
+    def _copy(self, obj: Any) -> Any:
+        """The copy of ``obj`` that draws the example values while tracing."""
+        found = self.copies.get(id(obj))
+        if found is None:
+            if isinstance(obj, np.random.RandomState):
+                found = np.random.RandomState()
+                found.set_state(obj.get_state())
+            else:
+                found = copy.deepcopy(obj)
+            self.copies[id(obj)] = found
+            self.held.append(obj)
+        return found
+
+
+def random_method(fn: Any) -> RandomMethod | None:
+    """``np.random.randn`` (a method of numpy's global RandomState) as a draw, or None."""
+    owner = getattr(fn, "__self__", None)
+    name = getattr(fn, "__name__", None)
+    if owner is np.random.mtrand._rand and isinstance(name, str):
+        return RandomMethod(GeneratorRef(owner, (NUMPY_GLOBAL, ())), name)
+    return None
+
+
+def _generator_name(ref: GeneratorRef) -> str:
+    if ref.where is None:
+        return type(ref.obj).__name__
+    return describe_where(ref.where)
+
+
+def _tree(values: list) -> tuple:
+    return tuple(values)
+
+
+def _hint(where: tuple) -> str | None:
+    root, path = where
+    if path and path[-1][0] == "attr" and path[-1][1] != "cell_contents":
+        return path[-1][1]
+    return None             # an item of a container: named by what the code binds it to
+
+
+def _standard_library(cls: type) -> bool:
+    module = (getattr(cls, "__module__", None) or "").split(".")[0]
+    return module in getattr(sys, "stdlib_module_names", ()) or module == "builtins"
+
+
+def _plain_key(key: Any) -> bool:
+    if isinstance(key, tuple):
+        return all(_plain_key(k) for k in key)
+    return type(key) in (str, int, bool)
+
+
+def _is_namedtuple(value: Any) -> bool:
+    return isinstance(value, tuple) and hasattr(type(value), "_fields")
+
+
+def _holds_data(value: Any, count: list) -> bool:
+    """Does the container hold an array, a struct object or a generator (searched up to
+    ``_MAX_ITEMS`` items)?"""
+    count[0] += 1
+    if count[0] > _MAX_ITEMS:
+        return False
+    if is_data(value) or is_generator(value) or \
+            (is_struct_object(value) and not _standard_library(type(value))):
+        return True
+    if isinstance(value, dict):
+        return any(_holds_data(v, count) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_holds_data(v, count) for v in value)
+    return False
