@@ -180,3 +180,61 @@ def test_design_example_matches_the_buffered_golden_file():
 def test_generated_text_is_deterministic():
     args = mlp_args(np.random.default_rng(0))
     assert compile_grad(models.mlp, args).text == compile_grad(models.mlp, args).text
+
+
+LAYOUTS = {
+    "fortran": np.asfortranarray,
+    "strided": lambda a: np.repeat(a, 2, axis=-1)[..., ::2],          # every other element
+    "read-only": lambda a: np.lib.stride_tricks.as_strided(a, writeable=False),
+}
+
+
+def array_args(case) -> list[int]:
+    args = case.make_args(np.random.default_rng(5))
+    return [k for k, a in enumerate(args) if isinstance(a, np.ndarray) and a.ndim]
+
+
+@pytest.mark.parametrize("buffers", [True, False], ids=["buffered", "plain"])
+@pytest.mark.parametrize("case", [c for c in PROGRAMS if array_args(c)], ids=lambda c: c.name)
+def test_fortran_strided_and_readonly_arguments_give_the_same_results(case, buffers):
+    args = case.make_args(np.random.default_rng(5))
+    df = compile_grad(case.fn, args, buffers=buffers).fn
+    expected = df(*args)
+    kept = [None if e is None else np.copy(e) for e in expected]
+    arrays = array_args(case)
+    for name, layout in LAYOUTS.items():
+        changed = [layout(a) if k in arrays else a for k, a in enumerate(args)]
+        assert all(np.array_equal(c, a) for c, a in zip(changed, args))
+        if name == "strided":
+            assert not any(changed[k].flags.c_contiguous for k in arrays if args[k].size > 1)
+        got = df(*changed)
+        for g, e in zip(got, kept):
+            if e is None:
+                assert g is None
+            else:
+                np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-12, err_msg=name)
+
+
+def test_nan_and_inf_arguments_propagate_as_in_numpy():
+    def f(x, y):
+        return np.sum(np.tanh(x) * y) + np.sum(np.exp(x))
+
+    x, y = np.array([0.5, np.nan, np.inf, -np.inf]), np.array([2.0, 3.0, 4.0, 5.0])
+    with np.errstate(all="ignore"):
+        value = f(x, y)
+        dx = (1 - np.tanh(x) ** 2) * y + np.exp(x)         # [.., nan, inf, 0]
+        dy = np.tanh(x)                                      # [.., nan, 1, -1]
+    for buffers in (True, False):
+        df = ys.simplegrad(f, np.ones(4), np.ones(4), buffers=buffers)
+        with np.errstate(all="ignore"):
+            for _ in range(2):
+                got = df(x, y)
+                np.testing.assert_array_equal(got[0], value)
+                np.testing.assert_allclose(got[1], dx, rtol=1e-14)
+                np.testing.assert_allclose(got[2], dy, rtol=1e-14)
+    p = np.random.default_rng(0).standard_normal(8)
+    p[3] = np.nan
+    fast, plain = ys.simplegrad(models.polynomial, p), ys.simplegrad(models.polynomial, p, buffers=False)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(fast(p)[1], plain(p)[1])      # scalar mode: same nans
+        assert np.isnan(fast(p)[0]) and np.isnan(models.polynomial(p))

@@ -25,6 +25,10 @@ gradient), or a rule function the compiler inlines. Every rule below is checked 
 finite differences by a case of `tests/test_gradcheck.py`, over shapes that include
 broadcasting, empty and size-1 axes. A numpy function that is not here has no rule: calling it
 on a traced value is a `NoRuleError` that shows the `ys.diffrule(...)` line to add.
+
+The `scipy.*` rows (rules/scipy_*.py) are registered only where scipy is installed: yota_s2s
+itself does not need it. Generated code imports what it calls from scipy by name
+(`from scipy.stats import norm`, `from scipy.special import gammaln`).
 """
 
 
@@ -51,9 +55,13 @@ def _call(prim, names: list[str]) -> str:
         return f"{prim.emit[1]}x"
     if prim.name in _SPELLED:
         return _SPELLED[prim.name]
-    params = list(prim.operands) + [f"{k}={v!r}" for k, v in prim.options]
+    optional = dict(prim.optional)
+    params = [f"{o}={optional[o]!r}" if o in optional else o for o in prim.operands]
+    params += [f"{k}={v!r}" for k, v in prim.options]
     if kind == "method":
         return f"{params[0]}.{prim.emit[1]}({', '.join(params[1:])})"
+    if len(prim.emit) > 2:          # imported by generated code: scipy.stats.norm.logpdf
+        return f"{prim.emit[2]}.{prim.emit[1]}({', '.join(params)})"
     own = [n for n in names if n.split(".")[-1] == prim.name.split(".")[-1]]
     return f"{(own or sorted(names))[0]}({', '.join(params)})"
 

@@ -205,6 +205,12 @@ class Emitter:
         operands = [self.atom(a) for a in args]
         if stmt.prim.operands and stmt.prim.operands[-1].startswith("*"):
             operands = operands[:-1] + list(operands[-1].elts)
+        if stmt.prim.optional:      # ``norm.logpdf(x, scale=s)``: by name, left out at defaults
+            n = len(args) - len(stmt.prim.optional)
+            given = zip(stmt.prim.optional, args[n:], operands[n:])
+            keywords = [ast.keyword(name, op) for (name, default), a, op in given
+                        if a != Lit(default)] + keywords
+            operands = operands[:n]
         first = args[0] if args else None
         is_array = isinstance(first, Var) and not first.aval.weak and first not in self.scalars.floats
         if stmt.prim.fn is np.transpose and not stmt.params and is_array and first.aval.ndim == 2:

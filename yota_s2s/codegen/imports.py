@@ -12,6 +12,10 @@ so it runs in a fresh process that has ``model`` on its path, without yota_s2s. 
 is already taken in the generated function (a parameter called ``logistic``), the module is
 imported under an alias instead (``import model as _model``; ``_model.logistic(x)``).
 
+A method of an object that a module holds by name is imported with its object
+(``from scipy.stats import norm``; ``norm.logpdf(x, mu, s)``), and a ufunc from outside numpy
+from the module that exports it (``from scipy.special import gammaln``).
+
 A function that cannot be imported by name is an error here, at compile time, never a
 ``NameError`` later: one defined in ``__main__`` (a script run directly, a notebook) or inside
 another function, a method bound to an object, or one its module no longer holds under that
@@ -111,7 +115,14 @@ def _check_importable(prim: Primitive, qualname: str, module: str, loc: SourceLo
                         f"Move {name} and its rule into a module and import them from there, or "
                         f"name the module it can be imported from: "
                         f"ys.primitive({name}, module=\"mymodel\").")
-    if inspect.ismethod(prim.fn) and not inspect.isclass(prim.fn.__self__):
+    of_an_object = inspect.ismethod(prim.fn) and not inspect.isclass(prim.fn.__self__)
+    plain = all(map(is_identifier, module.split(".") + qualname.split(".")))
+    found = _lookup(module, qualname) if plain and "<locals>" not in qualname else None
+    if of_an_object:        # held by name only bound to the same object (``norm.logpdf``)
+        held = inspect.ismethod(found) and found == prim.fn
+    else:
+        held = found is not None and _same_definition(found, prim.fn)
+    if of_an_object and not held:
         raise RuleError(f"{name} is the method of one object, so the generated module cannot "
                         "import it", loc, "Give the rule to a module-level function, and call "
                         "that function from the method.")
@@ -119,21 +130,27 @@ def _check_importable(prim: Primitive, qualname: str, module: str, loc: SourceLo
         outer = qualname.split(".<locals>")[0]
         raise RuleError(f"{name} is defined inside {outer}(), so the generated module cannot "
                         "import it", loc, f"Define {name} at the top level of its module.")
-    if not all(map(is_identifier, module.split(".") + qualname.split("."))):
+    if not plain:
         raise RuleError(f"the generated module cannot import {printable(module)}."
                         f"{printable(qualname)}: not a plain dotted name", loc,
                         "Give the function a plain name in a module with a plain name, or name "
                         "the module: ys.primitive(fn, module=\"mymodel\").")
+    if not held:
+        raise RuleError(f"the generated module would call {module}.{qualname}, but that is not "
+                        f"the {name} that has the rule", loc,
+                        f"Name the module that exports it: ys.primitive({name}, module=\"...\").")
+
+
+def _lookup(module: str, qualname: str) -> Any:
+    """``module.qualname`` as an import finds it (a method: bound to the object it holds,
+    ``scipy.stats.norm.logpdf``), or None."""
     try:
         found: Any = importlib.import_module(module)
         for part in qualname.split("."):
             found = getattr(found, part)
     except (ImportError, AttributeError):
-        found = None
-    if found is None or not _same_definition(found, prim.fn):
-        raise RuleError(f"the generated module would call {module}.{qualname}, but that is not "
-                        f"the {name} that has the rule", loc,
-                        f"Name the module that exports it: ys.primitive({name}, module=\"...\").")
+        return None
+    return found
 
 
 def _same_definition(a: Any, b: Any) -> bool:

@@ -34,7 +34,9 @@ _signatures: dict[Primitive, inspect.Signature] = {}
 def primitive_signature(prim: Primitive) -> inspect.Signature:
     if prim not in _signatures:
         P = inspect.Parameter
-        params = [P(o[1:], P.VAR_POSITIONAL) if o.startswith("*") else P(o, P.POSITIONAL_OR_KEYWORD)
+        optional = dict(prim.optional)
+        params = [P(o[1:], P.VAR_POSITIONAL) if o.startswith("*") else
+                  P(o, P.POSITIONAL_OR_KEYWORD, **({"default": optional[o]} if o in optional else {}))
                   for o in prim.operands]
         kind = P.KEYWORD_ONLY if any(o.startswith("*") for o in prim.operands) else P.POSITIONAL_OR_KEYWORD
         params += [P(name, kind, default=default) for name, default in prim.options]
@@ -129,9 +131,9 @@ class CallsMixin:
             bound = primitive_signature(prim).bind(*args, **kwargs)
         except TypeError as e:
             raise YotaError(f"{prim.name}: {e}", loc) from None
-        operands, params = [], {}
+        operands, params, optional = [], {}, dict(prim.optional)
         for name in prim.operands:
-            value = bound.arguments.get(name.lstrip("*"), ())
+            value = bound.arguments.get(name.lstrip("*"), optional.get(name, ()))
             operands.append(to_tree(tuple(value) if name.startswith("*") else value, loc,
                                     key=name == "key"))
         for name, default in prim.options:

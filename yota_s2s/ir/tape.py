@@ -139,6 +139,8 @@ class Primitive:
     ``("call", "xp.tanh")``, ``("call", "logistic", "model")`` (a user function, imported from
     its module), ``("binop", "+")``, ``("unop", "-")``, ``("cmp", ">")``, ``("getitem",)``,
     ``("attr", "T")``, ``("method", "astype")``, ``("identity",)`` (the operand itself).
+    ``optional`` gives the last operands defaults, for a call that leaves them out
+    (``norm.logpdf(x)``: ``loc=0.0, scale=1.0``); they are still written by position.
 
     ``name`` is for people only (the tape printer, errors, ``ys.rules()``): a user may give any
     name, a built-in's too. Passes and codegen recognise a primitive by its function
@@ -152,6 +154,7 @@ class Primitive:
     options: tuple[tuple[str, Any], ...] = ()
     emit: tuple = ()
     nout: int = 1
+    optional: tuple[tuple[str, Any], ...] = ()   # trailing operands a call may leave out: defaults
     # -- traits --
     effect: bool = False     # kept without a use (guards)
     inplace: bool = False    # the result is the first operand's storage, updated

@@ -13,17 +13,25 @@
     creation.py     zeros ones full arange ... (no gradient)
     control.py      guards (no gradient)
     stop.py         stop_gradient (identity forward, no gradient)
+    signal.py       np.convolve correlate, np.fft: fft ifft rfft irfft fft2 ifft2 fftn ifftn
+
+Optional families, loaded when their library is installed (``OPTIONAL`` lists those loaded):
+
+    scipy_special.py  scipy.special: gammaln digamma erf expit xlogy logsumexp softmax ...
+    scipy_stats.py    scipy.stats: norm t gamma beta chi2 poisson multivariate_normal dirichlet
+    scipy_misc.py     scipy.signal.convolve, scipy.linalg: solve_triangular cholesky sqrtm
 
 registry.py holds the ``RuleSet``, template.py checks and binds rules, listing.py prints them.
 
 The same ``diffrule``/``nodiff`` calls that users make register the built-ins, so these files
 are also the examples to learn from.
 """
+import importlib
 import sys
 import types
 
 from . import (control, creation, discrete, elementwise, indexing, joining, linalg, matrices,
-               operators, products, reductions, shape, stop)
+               operators, products, reductions, shape, signal, stop)
 from .listing import RuleListing, list_rules
 from .registry import RULES, Rule, RuleSet, alias, diffrule, nodiff, primitive, scatter_rule
 from .stop import stop_gradient
@@ -31,7 +39,24 @@ from .stop import stop_gradient
 __all__ = ["RULES", "Rule", "RuleSet", "RuleListing", "alias", "diffrule", "nodiff", "primitive",
            "scatter_rule", "stop_gradient", "list_rules", "control", "creation", "discrete",
            "elementwise", "indexing", "joining", "linalg", "matrices", "operators", "products",
-           "reductions", "shape", "stop"]
+           "reductions", "shape", "signal", "stop", "OPTIONAL"]
+
+
+def _load_optional(names: tuple[str, ...]) -> list[str]:
+    """Import the rule files whose library is installed; the others are skipped quietly."""
+    loaded = []
+    for name in names:
+        try:
+            importlib.import_module(f"{__name__}.{name}")
+        except ImportError as e:
+            if not (e.name or "").startswith("scipy"):
+                raise
+            continue
+        loaded.append(name)
+    return loaded
+
+
+OPTIONAL = _load_optional(("scipy_special", "scipy_stats", "scipy_misc"))
 
 
 class _CallablePackage(types.ModuleType):

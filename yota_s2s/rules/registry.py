@@ -146,13 +146,28 @@ def _call_emit(fn: Any, module: str | None) -> tuple:
     path = numpy_path(fn)
     if path is not None and module is None:
         return ("call", "xp." + path)
-    module = module or getattr(fn, "__module__", None) or ""
+    module = module or getattr(fn, "__module__", None) or _ufunc_home(fn) or ""
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
     if module in ("", "builtins", "_operator", "operator"):
         return ("call", name)
     if module == "math":
         return ("call", f"math.{name}")
     return ("call", name, module)
+
+
+def _ufunc_home(fn: Any) -> str | None:
+    """The module that exports a ufunc from outside numpy (scipy.special's have no
+    ``__module__``): generated code imports it from there (``from scipy.special import erf``)."""
+    if not isinstance(fn, np.ufunc):
+        return None
+    for module in UFUNC_HOMES:
+        found = sys.modules.get(module)
+        if found is not None and getattr(found, fn.__name__, None) is fn:
+            return module
+    return None
+
+
+UFUNC_HOMES = ["scipy.special"]
 
 
 class RuleSet:
@@ -175,15 +190,18 @@ class RuleSet:
 
     def primitive(self, fn: Any, spec: str | None = None, *, name: str | None = None,
                   emit: tuple | None = None, nout: int = 1, module: str | None = None,
-                  **traits: Any) -> Primitive:
+                  operands: str | None = None, **traits: Any) -> Primitive:
         """Declare ``fn`` a primitive: called, never inlined. ``module`` names where generated
         code imports it from (for functions defined in ``__main__``, or re-exported);
-        ``name`` is how it is printed, nothing else. ``traits`` (``view=True``,
-        ``method="sum"``...: ``ir.tape.TRAITS``) tell passes and codegen what it does; a
-        re-declared primitive keeps those not given. Idempotent unless something new is given."""
+        ``name`` is how it is printed, nothing else. ``operands`` names the parameters that
+        are operands when some of them have defaults (``"x, loc, scale"`` for the spec
+        ``"x, loc=0.0, scale=1.0"``: a call may leave them out, or give them traced values).
+        ``traits`` (``view=True``, ``method="sum"``...: ``ir.tape.TRAITS``) tell passes and
+        codegen what it does; a re-declared primitive keeps those not given. Idempotent unless
+        something new is given."""
         _check_hashable(fn)
         old = self.prims.get(fn)
-        if old is not None and (spec, name, emit, module) == (None,) * 4 and not traits:
+        if old is not None and (spec, name, emit, module, operands) == (None,) * 5 and not traits:
             return old
         loc = _caller()[0]
         unknown = sorted(set(traits) - set(TRAITS))
@@ -193,11 +211,13 @@ class RuleSet:
         if spec is not None and "**" in spec:
             raise RuleError(f"the spec {spec!r} has **keywords; a primitive needs its options "
                             "by name", loc, "List them with defaults: \"x, w, pad=0, stride=1\".")
-        operands, options = parse_signature(spec) if spec is not None else _signature(fn, loc)
+        required, options = parse_signature(spec) if spec is not None else _signature(fn, loc)
+        optional = _optional_operands(required, options, operands, loc)
         declared = old.traits() if old is not None else _default_traits(fn)
         declared.update(traits)
-        prim = Primitive(name or numpy_path(fn) or _qualified_name(fn), fn, operands, options,
-                         emit or _call_emit(fn, module), nout, **declared)
+        prim = Primitive(name or numpy_path(fn) or _qualified_name(fn, module), fn,
+                         required + tuple(n for n, _ in optional), options[len(optional):],
+                         emit or _call_emit(fn, module), nout, optional, **declared)
         if old is not None:
             self._carry_over(old, prim, loc)
         self.prims[fn] = prim
@@ -326,6 +346,21 @@ class RuleSet:
         return NODIFF_ALL in marks or argname in marks
 
 
+def _optional_operands(required: tuple[str, ...], options: tuple, operands: str | None,
+                       loc: SourceLoc) -> tuple[tuple[str, Any], ...]:
+    """The options that ``operands`` makes operands (the first ones: calls give them by
+    position), with their defaults."""
+    if operands is None:
+        return ()
+    names = tuple(n.strip() for n in operands.split(",") if n.strip())
+    order = required + tuple(n for n, _ in options)
+    if names != order[:len(names)] or len(names) < len(required):
+        raise RuleError(f"operands={operands!r} must name the first parameters of the spec, in "
+                        f"order: {', '.join(order)}", loc,
+                        "Operands come first; the parameters after them are static options.")
+    return options[:len(names) - len(required)]
+
+
 def _check_hashable(fn: Any) -> None:
     try:
         hash(fn)
@@ -341,10 +376,10 @@ def _default_traits(fn: Any) -> dict[str, Any]:
     return {"ufunc": fn if is_numpy_ufunc else None}
 
 
-def _qualified_name(fn: Any) -> str:
+def _qualified_name(fn: Any, module: str | None = None) -> str:
     """``math.exp`` -> "math.exp", ``logistic`` -> "model.logistic": the name printed for a
     function declared without one (only for reading: passes and codegen never look at it)."""
-    module = getattr(fn, "__module__", None) or ""
+    module = module or getattr(fn, "__module__", None) or _ufunc_home(fn) or ""
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
     return name if module in ("", "builtins", "_operator", "operator") else f"{module}.{name}"
 

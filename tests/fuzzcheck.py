@@ -1,0 +1,303 @@
+"""The referee for generated programs (tests/fuzzing.py): compile, call, compare, classify.
+
+``check(program)`` compiles the program's gradient in each form (buffered, the default, and
+plain), and for each form, in this order: calls it (value against numpy, gradients against
+central finite differences in float64, their shapes and dtypes), checks the arguments were not
+written and the gradients are the caller's (writeable, sharing no memory), calls it again on
+other inputs and checks the first result did not change, calls it a third time (same result),
+with Fortran-ordered, strided and read-only copies of the arguments, and (buffered form) with
+``out=``: every entry an array, every other entry None, an entry of the wrong shape (must
+raise), an entry that is the argument itself (must raise or still be right). Then it compares
+the forms with each other. The outcome is one of
+
+- ``ok``;
+- ``mismatch``: a silently wrong value or gradient (the worst), with the form and the check;
+- ``crash``: an exception that is not a clean ``YotaError`` refusal (``InternalError`` included),
+  at compile time or when the generated function runs;
+- ``refusal``: a ``YotaError`` subclass at compile time (unsupported, no rule...), acceptable;
+  a bare ``YotaError`` counts as a crash: numpy ran the program, so a call failing during the
+  compile ("np.foo(...) fails: ...") is a call the compiler made wrongly;
+- ``generator``: numpy itself rejects the program (a bug of the generator).
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+import yota_s2s as ys
+from yota_s2s.errors import InternalError, YotaError
+
+FORMS = ("buffered", "plain")
+RANK = {"ok": 0, "refusal": 1, "generator": 2, "crash": 3, "mismatch": 4}
+
+
+@dataclass
+class Outcome:
+    seed: int
+    kind: str = "ok"
+    form: str = ""
+    check: str = ""
+    detail: str = ""
+    forms: dict = field(default_factory=dict)      # form -> kind
+    modules: dict = field(default_factory=dict)    # form -> generated module text
+
+    @property
+    def key(self) -> tuple:
+        return self.kind, self.form, self.check
+
+    def line(self) -> str:
+        where = f"{self.form}: " if self.form else ""
+        return f"seed {self.seed}: {self.kind}: {where}{self.check}: {self.detail}"[:300]
+
+
+class Found(Exception):
+    def __init__(self, kind: str, check: str, detail: str = ""):
+        super().__init__(detail)
+        self.kind, self.check, self.detail = kind, check, detail
+
+
+def load(program, directory: Path):
+    """Write the program's source to ``directory`` and import it; its function ``f``."""
+    text = program.source()
+    name = f"fz_{program.seed}_{hashlib.sha1(text.encode()).hexdigest()[:10]}"
+    path = directory / f"{name}.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module.f
+
+
+def copies(args) -> list:
+    return [np.copy(a) if isinstance(a, np.ndarray) else a for a in args]
+
+
+def run_numpy(f, args):
+    with np.errstate(all="ignore"):
+        return float(f(*copies(args)))
+
+
+def finite_differences(f, args, h=1e-6) -> list[np.ndarray]:
+    args = [np.array(a, dtype=np.float64) if isinstance(a, np.ndarray) else a for a in args]
+    grads = []
+    for i, a in enumerate(args):
+        if not isinstance(a, np.ndarray):                       # a Python float
+            plus, minus = list(args), list(args)
+            plus[i], minus[i] = a + h, a - h
+            grads.append(np.array((run_numpy(f, plus) - run_numpy(f, minus)) / (2 * h)))
+            continue
+        g = np.zeros_like(a)
+        for j in np.ndindex(a.shape):
+            plus, minus = copies(args), copies(args)
+            plus[i][j] += h
+            minus[i][j] -= h
+            g[j] = (run_numpy(f, plus) - run_numpy(f, minus)) / (2 * h)
+        grads.append(g)
+    return grads
+
+
+def snapshot(result) -> list:
+    return [None if r is None else np.array(r, copy=True) for r in result]
+
+
+def far(got, want, rtol, atol) -> str:
+    """'' when ``got`` is close to ``want``; else a short description of the worst element."""
+    if got is None:
+        return "" if not np.any(want) else "None where a gradient was expected"
+    got = np.asarray(got)
+    if got.shape != np.shape(want):
+        return f"shape {got.shape} != {np.shape(want)}"
+    err = np.abs(got.astype(np.float64) - want)
+    with np.errstate(invalid="ignore"):
+        bad = ~(err <= atol + rtol * np.abs(want)) & ~(np.isnan(got) & np.isnan(want))  # nan: bad
+    if not np.any(bad):
+        return ""
+    k = tuple(int(i) for i in np.unravel_index(np.argmax(np.where(bad, np.nan_to_num(err, nan=np.inf), -1)), err.shape))
+    return f"at {k}: {float(got[k])!r} vs {float(np.asarray(want)[k])!r}"
+
+
+def layouts(args):
+    """Fortran-ordered, strided and read-only copies of the arguments (same values)."""
+    fortran = [np.asfortranarray(a) if np.ndim(a) >= 2 else a for a in args]
+    strided = []
+    for a in args:
+        if np.ndim(a) == 0:
+            strided.append(a)
+            continue
+        big = np.zeros(a.shape[:-1] + (2 * a.shape[-1],), a.dtype)
+        big[..., ::2] = a
+        strided.append(big[..., ::2])
+    readonly = copies(args)
+    for a in readonly:
+        if isinstance(a, np.ndarray):
+            a.flags.writeable = False
+    return {"fortran-ordered args": fortran, "strided args": strided, "read-only args": readonly}
+
+
+def check_form(form, df, args, others, ref, tol) -> list:
+    """Run every check of one compiled form; raise Found on the first failure."""
+    rtol, atol, tight = tol
+    before = copies(args)
+
+    def call(check, *xs, **kw):
+        try:
+            return df(*xs, **kw)
+        except Exception as e:
+            raise Found("crash", check, f"{type(e).__name__}: {e}".splitlines()[0])
+
+    def same(check, got, want, rel=tight):
+        for i, (g, w) in enumerate(zip(got, want)):
+            w = np.asarray(w, np.float64) if w is not None else None
+            if w is None:
+                if g is not None:
+                    raise Found("mismatch", check, f"result {i} is not None")
+                continue
+            bad = far(g, w, rel, rel * max(1.0, float(np.max(np.abs(w), initial=0))))
+            if bad:
+                raise Found("mismatch", check, f"result {i} {bad}")
+
+    first = call("call", *args)
+    if not isinstance(first, tuple) or len(first) != len(args) + 1:
+        raise Found("mismatch", "call", f"returned {type(first).__name__} of the wrong length")
+    for a, c in zip(args, before):
+        if not np.array_equal(a, c):
+            raise Found("mismatch", "arguments unchanged", "the call wrote into an argument")
+    kept = snapshot(first)
+    grads = [g for g in first[1:] if isinstance(g, np.ndarray)]
+    for i, g in enumerate(grads):
+        if not g.flags.writeable:
+            raise Found("mismatch", "gradients are the caller's", f"gradient {i} is read-only")
+        for other in [a for a in args if isinstance(a, np.ndarray)] + grads[i + 1:]:
+            if np.shares_memory(g, other):
+                raise Found("mismatch", "gradients are the caller's",
+                            f"gradient {i} shares memory with an argument or another gradient")
+    value, fd = ref
+    bad = far(np.float64(first[0]), value[0], tight, tight * max(1.0, abs(value[0])))
+    if bad:
+        raise Found("mismatch", "value vs numpy", bad)
+    for i, (g, want, a) in enumerate(zip(first[1:], fd, args)):
+        bad = far(g, want, rtol, atol * max(1.0, float(np.max(np.abs(want), initial=0))))
+        if bad:
+            raise Found("mismatch", f"gradient {i} vs finite differences", bad)
+        got = (np.shape(g), np.asarray(g).dtype.name)
+        want = (a.shape, a.dtype.name) if isinstance(a, np.ndarray) else ((), got[1])
+        if g is not None and got != want:           # a Python float's: any float scalar
+            raise Found("mismatch", f"gradient {i} type", f"{got} for {want}")
+    second = call("second call", *others)
+    bad = far(np.float64(second[0]), value[1], tight, tight * max(1.0, abs(value[1])))
+    if bad:
+        raise Found("mismatch", "second call value vs numpy", bad)
+    same("first result unchanged by a second call", first, kept, 0.0)
+    same("third call repeats the first", call("third call", *args), kept)
+    for name, xs in layouts(args).items():
+        same(name, call(name, *xs), kept)
+    if form == "buffered":
+        out = [np.full_like(a, np.nan) if isinstance(a, np.ndarray) else None for a in args]
+        got = call("out=", *args, out=out)
+        same("out= results", got, kept)
+        for i, (g, o) in enumerate(zip(got[1:], out)):
+            if o is not None and g is not o and not np.array_equal(o, kept[i + 1]):
+                raise Found("mismatch", "out= entry not written",
+                            f"out[{i}] for {args[i].dtype}{list(args[i].shape)}")
+        half = [None if i % 2 or not isinstance(a, np.ndarray) else np.full_like(a, np.nan)
+                for i, a in enumerate(args)]
+        same("out= with None entries", call("out= with None", *args, out=half), kept)
+        for i, a in enumerate(args):
+            if not isinstance(a, np.ndarray):
+                continue
+            wrong = [None] * len(args)
+            wrong[i] = np.zeros(a.shape + (2,), a.dtype)
+            try:
+                df(*args, out=wrong)
+            except Exception:
+                pass
+            else:
+                raise Found("mismatch", "out= of the wrong shape accepted", f"out[{i}]")
+            xs = copies(args)                  # the argument itself as its gradient's out=
+            alias = [None] * len(args)
+            alias[i] = xs[i]
+            try:
+                got = df(*xs, out=alias)
+            except Exception:
+                continue
+            same("out= aliasing an argument", got, kept)
+    return kept
+
+
+def check(program, directory: Path, forms=FORMS) -> Outcome:
+    """Compile and check ``program`` in ``forms``; the worst outcome found."""
+    out = Outcome(program.seed)
+    try:
+        f = load(program, directory)
+        args = copies(program.args)
+        rng = np.random.default_rng(program.seed + 1)
+        others = [(a + 1e-3 * rng.standard_normal(np.shape(a))).astype(np.asarray(a).dtype)
+                  if isinstance(a, np.ndarray) else a + 1e-3 for a in args]
+        value = (run_numpy(f, args), run_numpy(f, others))
+        fd = finite_differences(f, args)
+        if not np.all(np.isfinite(value)) or not all(np.all(np.isfinite(g)) for g in fd):
+            raise ValueError("not finite")
+    except Exception as e:
+        return Outcome(program.seed, "generator", "", "numpy", f"{type(e).__name__}: {e}")
+    f32 = program.dtype == "float32"
+    tol = (3e-3, 3e-3, 2e-5) if f32 else (1e-4, 1e-5, 1e-10)
+    results, kinds, modules, worst = {}, {}, {}, Outcome(program.seed)
+    for form in forms:
+        now = Outcome(program.seed, "ok", form)
+        try:
+            df = ys.simplegrad(f, *args, buffers=form == "buffered")
+        except YotaError as e:
+            # numpy ran the program: a bare YotaError ("np.foo(...) fails: ...") is the compiler
+            # failing on a call it made itself, not a refusal of an unsupported construct
+            internal = type(e) in (YotaError, InternalError)
+            now.kind, now.check, now.detail = ("crash" if internal else "refusal"), "compile", _first(e)
+        except Exception as e:
+            now.kind, now.check, now.detail = "crash", "compile", _first(e)
+        else:
+            modules[form] = ys.source(df)
+            try:
+                results[form] = check_form(form, df, args, others, ((value), fd), tol)
+            except Found as e:
+                now.kind, now.check, now.detail = e.kind, e.check, e.detail
+            except Exception as e:                  # the checker's own failure: report it
+                now.kind, now.check, now.detail = "crash", "checker", _first(e)
+            finally:
+                sys.modules.pop(df.__module__, None)
+        kinds[form] = now.kind
+        if RANK[now.kind] > RANK[worst.kind]:
+            worst = now
+    if len(results) == 2 and worst.kind == "ok":
+        worst = _compare_forms(program.seed, results, [value[0], *fd], tol[2], kinds)
+    sys.modules.pop(f.__module__, None)
+    worst.forms, worst.modules = kinds, modules
+    return worst
+
+
+def _compare_forms(seed, results, reference, rtol, kinds) -> Outcome:
+    """The buffered and plain results against each other; a difference is blamed on the form
+    further from the reference (numpy's value, finite differences)."""
+    for i, (a, b, want) in enumerate(zip(*results.values(), reference)):
+        if a is None or b is None:
+            continue
+        bad = far(a, np.asarray(b, np.float64), rtol, rtol * max(1.0, float(np.max(np.abs(b)))))
+        if bad:
+            errors = {form: float(np.max(np.abs(np.asarray(r[i], np.float64) - want)))
+                      for form, r in results.items()}
+            blamed = max(errors, key=errors.get)
+            kinds[blamed] = "mismatch"
+            return Outcome(seed, "mismatch", blamed, "buffered vs plain", f"result {i} {bad}")
+    return Outcome(seed)
+
+
+def _first(e: BaseException) -> str:
+    tb = traceback.extract_tb(e.__traceback__)
+    where = f" ({Path(tb[-1].filename).name}:{tb[-1].lineno})" if tb else ""
+    msg = str(e).splitlines()[0] if str(e) else ""
+    return f"{type(e).__name__}: {msg}{where}"

@@ -1,0 +1,421 @@
+"""Random straight-line numpy programs for the fuzzer (tests/test_fuzz.py, tools/fuzz.py).
+
+``generate(seed)`` writes a program as Python source: a function ``f`` of one to three float
+arrays, made of elementwise ops and ufuncs, broadcasting arithmetic, reductions, products,
+indexing, joining and reshaping, ``np.where``, ``clip``, in-place updates, small loops and
+helper functions, ending in a scalar loss. Each statement is run on the example arguments as it
+is chosen, so the generator knows every value: it only writes a statement numpy accepts, whose
+values stay finite and moderate, and that keeps clear of non-differentiable points (no ties in
+max/min/maximum/where/clip/masks, no zero in abs, logs of positive values) by a margin much
+larger than the finite-difference step. ``Program.without`` drops statements (for shrinking).
+"""
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+SHAPES = [(), (1,), (3,), (4,), (1, 3), (3, 1), (3, 4), (2, 3), (1, 1), (2, 3, 4), (2, 1, 4)]
+MARGIN = 0.02          # distance kept from every kink and tie
+LIMIT = 30.0           # largest magnitude a value may reach
+MAX_SIZE = 48          # largest number of elements of any value
+HELPERS = {            # helper functions a program may define and call: source, call
+    "h0": ("def h0(a, b):\n    t = np.tanh(a) + b\n    return t * t", "h0({a}, {b})"),
+    "h1": ("def h1(a, s=0.5):\n    return np.sin(a) * s + a", "h1({a}, s={s})"),
+    "h2": ("def h2(a, b):\n    return np.sum(a * a, axis=-1) + np.mean(b)", "h2({a}, {b})"),
+    "h3": ("def h3(a, b):\n    return h1(a * b, 0.25) - b", "h3({a}, {b})"),
+}
+
+
+@dataclass(frozen=True)
+class Stmt:
+    lines: tuple[str, ...]     # source lines, relative to the function body's indentation
+    defines: str
+    reads: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Program:
+    seed: int
+    dtype: str
+    params: tuple[str, ...]
+    args: tuple[np.ndarray, ...]
+    stmts: tuple[Stmt, ...] = ()
+    terms: tuple[tuple[str, frozenset], ...] = ()   # loss terms: text, names read
+
+    def source(self) -> str:
+        body = [f"    {line}" for s in self.stmts for line in s.lines]
+        sig = ", ".join(f"{n} {_type(a)}" for n, a in zip(self.params, self.args))
+        parts, text = ["import numpy as np", f"# seed {self.seed}: f({sig})"], "\n".join(body)
+        for name in sorted(HELPERS, reverse=True):     # h3 calls h1: h3 first
+            if f"{name}(" in text:
+                parts += ["", HELPERS[name][0], ""]
+                text += HELPERS[name][0]
+        loss = " + ".join(t for t, _ in self.terms) or "np.sum(x0)"
+        parts += ["", f"def f({', '.join(self.params)}):", *body, f"    return {loss}", ""]
+        return "\n".join(parts)
+
+    def without(self, drop: set[int]) -> Program:
+        """The program less statements ``drop`` and everything that reads what only they made."""
+        defined, kept = set(self.params), []
+        for i, s in enumerate(self.stmts):
+            if i not in drop and s.reads <= defined:
+                kept.append(s)
+                defined.add(s.defines)
+        terms = tuple(t for t in self.terms if t[1] <= defined)
+        return replace(self, stmts=tuple(kept), terms=terms)
+
+
+class Skip(Exception):
+    """No value fits the statement being chosen: choose another."""
+
+
+def fmt(x: float) -> str:
+    return repr(round(float(x), 3))
+
+
+class Gen:
+    def __init__(self, seed: int):
+        self.seed, self.r = seed, random.Random(seed)
+        self.dtype = np.float32 if self.r.random() < 0.25 else np.float64
+        self.env: dict = {"np": np}
+        for text, _ in HELPERS.values():
+            exec(text, self.env)
+        self.vals: dict[str, object] = {}
+        self.stmts: list[Stmt] = []
+        self.n = 0
+
+    # -- values ---------------------------------------------------------------------------
+    def pick(self, ok=lambda v: True) -> str | None:
+        names = [k for k, v in self.vals.items() if ok(v)]
+        if not names:
+            return None
+        if self.r.random() < 0.5:               # prefer recent values: deeper programs
+            return names[-1 - int(self.r.random() ** 2 * min(len(names), 4))]
+        return self.r.choice(names)
+
+    def arr(self, ok=lambda v: True) -> str:
+        """An array value with ``ok``; Skip (this statement) when there is none."""
+        name = self.pick(lambda v: isinstance(v, np.ndarray) and ok(v))
+        if name is None:
+            raise Skip
+        return name
+
+    def new(self) -> str:
+        self.n += 1
+        return f"v{self.n}"
+
+    def lit(self, lo=-1.5, hi=1.5) -> str:
+        x = self.r.uniform(lo, hi)
+        return fmt(x if abs(x) > 0.1 else 0.5)
+
+    def const(self, shape: tuple) -> str:
+        n = int(np.prod(shape))
+        lo, hi = self.lit(-1.2, -0.1), self.lit(0.2, 1.3)
+        text = f"np.linspace({lo}, {hi}, {n}, dtype=x0.dtype)"
+        return f"{text}.reshape({shape})" if len(shape) != 1 else text
+
+    def between(self, v: np.ndarray) -> float | None:
+        """A threshold at least MARGIN away from every element of v."""
+        xs = np.unique(np.asarray(v, dtype=np.float64))
+        gaps = [(a + b) / 2 for a, b in zip(xs[:-1], xs[1:]) if b - a > 2 * MARGIN + 0.002]
+        return float(fmt(self.r.choice(gaps))) if gaps else None
+
+    def accept(self, lines: list[str], name: str) -> bool:
+        env = dict(self.env, **self.vals)
+        try:
+            with np.errstate(all="raise"):
+                exec("\n".join(lines), env)
+        except Exception:
+            return False
+        v = env.get(name)
+        ok = isinstance(v, (float, np.floating)) or (isinstance(v, np.ndarray) and v.dtype.kind == "f"
+                                     and v.size <= MAX_SIZE and v.ndim <= 3)
+        if not ok or np.size(v) == 0 or not np.all(np.isfinite(v)) or np.max(np.abs(v)) > LIMIT:
+            return False
+        for k in self.vals:                 # an in-place block may only change what it defines
+            if k != name and not _same(self.vals[k], env[k]):
+                return False
+        reads = set(re.findall(r"\b[vx]\d+\b", "\n".join(lines))) & set(self.vals) - {name}
+        self.vals[name] = v
+        self.stmts.append(Stmt(tuple(lines), name, frozenset(reads)))
+        return True
+
+    # -- statements -----------------------------------------------------------------------
+    def unary(self) -> bool:
+        a = self.arr()
+        v = self.vals[a]
+        m, mn, lo = np.max(np.abs(v)), np.min(np.abs(v)), np.min(v)
+        ops = ["np.sin({})", "np.cos({})", "np.tanh({})", "np.arctan({})", "np.square({})",
+               "-{}", "{} ** 2", "np.negative({})", "{} * {}", "np.sinh({})"]
+        if m < 3:
+            ops += ["np.exp({})", "np.expm1({})", "np.cosh({})"]
+        if lo > 0.1:
+            ops += ["np.log({})", "np.sqrt({})", "{} ** 0.5", "np.log1p({})", "{} ** 1.5"]
+        if mn > 0.05:
+            ops += ["np.abs({})", "abs({})", "np.cbrt({})"]
+        if m < 0.9:
+            ops += ["np.arcsin({})", "np.arccos({})", "np.arctanh({})"]
+        if mn > 0.2:
+            ops += ["np.reciprocal({})", "1.0 / {}"]
+        op = self.r.choice(ops)
+        name = self.new()
+        return self.accept([f"{name} = {op.format(a, a)}"], name)
+
+    def operand(self, a: str) -> str:
+        """A second operand for ``a``: a broadcast-compatible value, a literal or a constant."""
+        shape = np.shape(self.vals[a])
+        k = self.r.random()
+        if k < 0.55:
+            def fits(v):
+                try:
+                    return len(np.broadcast_shapes(shape, np.shape(v))) <= 3
+                except ValueError:
+                    return False
+            b = self.pick(fits)
+            if b is not None:
+                return b
+        if k < 0.8 or not shape:
+            return self.lit()
+        return self.const(shape[self.r.randrange(len(shape)):])
+
+    def binary(self) -> bool:
+        a = self.arr() if self.r.random() < 0.8 else self.pick()
+        b = self.operand(a)
+        if self.r.random() < 0.5:
+            a, b = b, a
+        name = self.new()
+        env = dict(self.env, **self.vals)
+        try:
+            va, vb = (eval(t, env) for t in (a, b))
+        except Exception:
+            return False
+        d = np.asarray(va, np.float64) - np.asarray(vb, np.float64)
+        ops = ["{} + {}", "{} - {}", "{} * {}", "np.add({}, {})", "np.multiply({}, {})",
+               "np.subtract({}, {})"]
+        if np.min(np.abs(vb)) > 0.2:
+            ops += ["{} / {}", "np.divide({}, {})"]
+        if np.min(np.abs(d)) > MARGIN:
+            ops += ["np.maximum({}, {})", "np.minimum({}, {})"]
+        if np.min(np.asarray(va) ** 2 + np.asarray(vb) ** 2) > 0.05:
+            ops += ["np.arctan2({}, {})"]
+        if np.min(va) > 0.1 and np.max(np.abs(vb)) < 2:
+            ops += ["{} ** {}", "np.power({}, {})"]
+        op = self.r.choice(ops)
+        return self.accept([f"{name} = {op.format(a, b)}"], name)
+
+    def reduce(self) -> bool:
+        a = self.arr(lambda v: v.ndim >= 1)
+        v = self.vals[a]
+        fn = self.r.choice(["sum", "sum", "mean", "max", "min", "prod"])
+        if fn == "prod" and not (np.min(np.abs(v)) > 0.3 and np.max(np.abs(v)) < 2):
+            fn = "sum"
+        axes = [None] + list(range(-v.ndim, v.ndim)) + ([(0, v.ndim - 1)] if v.ndim >= 2 else [])
+        axis = self.r.choice(axes)
+        if fn in ("max", "min"):                # no ties along the reduced axes
+            ax = list(range(v.ndim)) if axis is None else list(np.atleast_1d(axis))
+            moved = np.moveaxis(v, ax, list(range(-len(ax), 0)))
+            gaps = np.diff(np.sort(moved.reshape(moved.shape[:v.ndim - len(ax)] + (-1,))), axis=-1)
+            if np.min(gaps, initial=1.0) < MARGIN:
+                return False
+        opts = [] if axis is None else [f"axis={axis}"]
+        if self.r.random() < 0.4:
+            opts.append("keepdims=True")
+        name = self.new()
+        if self.r.random() < 0.5:
+            text = f"np.{'amax' if fn == 'max' and self.r.random() < 0.2 else fn}({', '.join([a] + opts)})"
+        else:
+            text = f"{a}.{fn}({', '.join(opts)})"
+        return self.accept([f"{name} = {text}"], name)
+
+    def product(self) -> bool:
+        a = self.arr(lambda v: v.ndim >= 1)
+        v, name = self.vals[a], self.new()
+        s = v.shape
+        k = self.r.randrange(8)
+        if k == 0:
+            text = f"{a} @ {a}.T" if v.ndim == 2 else f"{a} @ {a}"
+        elif k == 1 and v.ndim <= 2:
+            text = f"np.dot({a}, {self.const((s[-1], self.r.choice([1, 2, 3])))})"
+        elif k == 2:
+            b = self.pick()
+            text = f"np.outer({a}, {b})"
+        elif k == 3:
+            b = self.arr(lambda w: w.ndim >= 1 and w.shape[-1] == s[-1])
+            text = f"np.inner({a}, {b})"
+        elif k == 4 and v.ndim == 2:
+            b = self.arr(lambda w: w.ndim == 2 and w.shape[0] == s[1])
+            text = f"np.einsum('ij,jk->ik', {a}, {b})"
+        elif k == 5:
+            sub = "ijk"[:v.ndim]
+            out = "".join(self.r.sample(sub, self.r.randrange(v.ndim + 1)))
+            text = f"np.einsum('{sub},{sub}->{out}', {a}, {a})"
+        elif k == 6:
+            b = self.arr(lambda w: w.ndim >= 1 and w.shape[0] == s[-1] and w.ndim <= 2)
+            text = f"{a} @ {b}"
+        else:
+            text = f"np.matmul({a}, {self.const((s[-1],))})"
+        return self.accept([f"{name} = {text}"], name)
+
+    def index(self) -> bool:
+        a = self.arr()
+        v, name = self.vals[a], self.new()
+        if v.ndim == 0:
+            key = self.r.choice(["None", "()", "...", "None, None", f"{a} > {fmt(v - 0.5)}"])
+        else:
+            n = v.shape[0]
+            keys = [str(self.r.randrange(-n, n)), f"{self.r.randrange(n)}:", "::-1", "None",
+                    ":, None", f"..., {self.r.randrange(-v.shape[-1], v.shape[-1])}",
+                    f"np.array({[self.r.randrange(n) for _ in range(3)]})",
+                    f"{[self.r.randrange(n) for _ in range(2)]}", "::2"]
+            if v.ndim >= 2:
+                keys += [f":, {self.r.randrange(v.shape[1])}", f"1:, :{v.shape[1] - 1 or 1}",
+                         f"{self.r.randrange(n)}, ::-1"]
+            t = self.between(v)
+            if t is not None:
+                keys += [f"{a} > {t}", f"{a} < {t}"]
+            key = self.r.choice(keys)
+        return self.accept([f"{name} = {a}[{key}]"], name)
+
+    def shape_op(self) -> bool:
+        a = self.arr()
+        v, name = self.vals[a], self.new()
+        s, k = v.shape, self.r.randrange(9)
+        if k == 0:
+            text = f"{a}.reshape(-1)" if self.r.random() < 0.5 else f"np.reshape({a}, ({v.size}, 1))"
+        elif k == 1:
+            text = f"{a}.T" if self.r.random() < 0.6 else f"np.transpose({a})"
+        elif k == 2 and v.ndim >= 1:
+            ax = self.r.randrange(-v.ndim, v.ndim)
+            other = self.r.choice([f"np.cos({a})", a, f"np.arccos(0.5 * np.tanh({a}))",
+                                   f"np.arctan2(1.5, {a})", f"{a} * 2.0"])
+            text = f"np.concatenate([{a}, {other}], axis={ax})"
+        elif k == 3:
+            ax = self.r.randrange(v.ndim + 1)
+            text = f"np.stack([np.sin({a}), {a}], axis={ax})"
+        elif k == 4:
+            text = f"np.hstack([{a}, np.tanh({a})])" if v.ndim else f"np.hstack([np.sin({a}), {a}])"
+        elif k == 5:
+            text = f"np.tile({a}, {self.r.choice([2, (2, 1)])})"
+        elif k == 6:
+            text = f"np.expand_dims({a}, {self.r.randrange(v.ndim + 1)})"
+        elif k == 7 and 1 in s:
+            text = f"np.squeeze({a})"
+        else:
+            text = f"{a}.ravel()" if self.r.random() < 0.5 else f"np.vstack([{a}, {a}])"
+        return self.accept([f"{name} = {text}"], name)
+
+    def select(self) -> bool:
+        a = self.arr(lambda v: v.ndim >= 1)
+        t, name = self.between(self.vals[a]), self.new()
+        if t is None:
+            return False
+        if self.r.random() < 0.5:
+            text = f"np.where({a} > {t}, {a}, {self.operand(a)})"
+        else:
+            u = self.between(self.vals[a])
+            lo, hi = sorted([t, u]) if u is not None and u != t else self.r.choice([(t, None), (None, t)])
+            text = f"np.clip({a}, {lo}, {hi})" if self.r.random() < 0.7 else f"{a}.clip({lo}, {hi})"
+        return self.accept([f"{name} = {text}"], name)
+
+    def inplace(self) -> bool:
+        a = self.arr(lambda v: v.ndim >= 1)
+        v, name, k = self.vals[a], self.new(), self.r.randrange(5)
+        if k == 0:       # a fresh array filled row by row in a loop
+            n = self.r.choice([2, 3])
+            lines = [f"{name} = np.zeros(({n},) + {a}.shape, dtype={a}.dtype)",
+                     f"for i in range({n}):",
+                     f"    {name}[i] = np.sin({a}) * (i + 1.0) + {self.lit()}"]
+        elif k == 1:     # a copy with a row overwritten, another updated
+            i = self.r.randrange(-v.shape[0], v.shape[0])
+            lines = [f"{name} = {a}.copy()" if self.r.random() < 0.5 else f"{name} = {a} * 1.0",
+                     f"{name}[{i}] = np.tanh({a}[{i}]) * {self.lit()}",
+                     f"{name}[{self.r.randrange(v.shape[0])}] += {self.lit()}"]
+        elif k == 2:     # an augmented assignment on a fresh value
+            op = self.r.choice(["+=", "-=", "*="])
+            lines = [f"{name} = {a} + {self.lit()}", f"{name} {op} {self.operand(a)}"]
+        elif k == 3:     # a write through a view
+            lines = [f"{name} = {a} * {self.lit()}", f"{name}.T[-1] = np.cos({a}.T[-1])"]
+        else:            # a loop carrying a value
+            n = self.r.choice([2, 3])
+            lines = [f"{name} = {a} * {self.lit()}", f"for i in range({n}):",
+                     f"    {name} = np.tanh({name} * 0.9 + {a}) + {self.lit(-0.3, 0.3)}"]
+        return self.accept(lines, name)
+
+    def helper_call(self) -> bool:
+        a = self.arr(lambda v: v.ndim >= 1)
+        name, call = self.new(), self.r.choice([c for _, c in HELPERS.values()])
+        return self.accept([f"{name} = {call.format(a=a, b=self.operand(a), s=self.lit())}"], name)
+
+    def elements(self) -> bool:
+        """Arithmetic on single elements of a small vector (the buffered form's scalar mode)."""
+        a = self.arr(lambda v: v.ndim == 1 and 2 <= v.size <= 8)
+        v, name = self.vals[a], self.new()
+        terms = []
+        for _ in range(self.r.randint(2, 5)):
+            i, j = self.r.randrange(v.size), self.r.randrange(v.size)
+            terms.append(self.r.choice([f"{a}[{i}] * {a}[{j}]", f"{a}[{i}] ** 2", f"{self.lit()} * {a}[{i}]",
+                                        f"{a}[{i}] ** 3", f"-{a}[{j}]"]
+                                       + ([f"{a}[{i}] / {a}[{j}]"] if abs(v[j]) > 0.2 else [])))
+        text = terms[0] + "".join(f" {self.r.choice('+-')} {t}" for t in terms[1:])
+        return self.accept([f"{name} = {text}"], name)
+
+    def scalar(self) -> bool:
+        a = self.arr()
+        name = self.new()
+        v = self.vals[a]
+        text = self.r.choice([f"float(np.sum({a}))", f"float(np.mean({a}))", f"{self.lit()}"]
+                             + ([f"float({a}[0])"] if v.ndim == 1 else []))
+        return self.accept([f"{name} = {text}"], name)
+
+    # -- the program ----------------------------------------------------------------------
+    def program(self) -> Program:
+        rng = np.random.default_rng(self.seed)
+        nargs = self.r.choice([1, 1, 2, 2, 2, 3])
+        params, args = [], []
+        for i in range(nargs):
+            shape = self.r.choice(SHAPES)
+            x = rng.uniform(-1.5, 1.5, shape).astype(self.dtype)
+            if i and self.r.random() < 0.1:             # a Python float argument
+                x = float(fmt(rng.uniform(-1.5, 1.5)))
+            params.append(f"x{i}")
+            args.append(x)
+            self.vals[f"x{i}"] = x
+        kinds = [(self.unary, 5), (self.binary, 6), (self.reduce, 2), (self.product, 2),
+                 (self.index, 3), (self.shape_op, 3), (self.select, 2), (self.inplace, 2),
+                 (self.helper_call, 1), (self.scalar, 0.4), (self.elements, 1)]
+        fns, weights = zip(*kinds)
+        want = self.r.randint(2, 9)
+        for _ in range(want * 6):
+            if len(self.stmts) >= want:
+                break
+            try:
+                self.r.choices(fns, weights)[0]()
+            except Skip:
+                pass
+        read = set().union(*(s.reads for s in self.stmts)) if self.stmts else set()
+        unused = [s.defines for s in self.stmts if s.defines not in read] or params[-1:]
+        terms = []
+        for t in unused[-5:]:
+            form = self.r.choice(["np.sum(np.sin({}))", "np.mean({} * {})", "np.sum({})",
+                                  "np.sum(np.tanh({}) * {})"])
+            if isinstance(self.vals[t], float) or np.ndim(self.vals[t]) == 0:
+                form = self.r.choice(["{}", "np.sin({})", "{} * {}"])
+            terms.append((form.format(t, t), frozenset({t})))
+        return Program(self.seed, np.dtype(self.dtype).name, tuple(params), tuple(args),
+                       tuple(self.stmts), tuple(terms))
+
+
+def _type(a) -> str:
+    return f"{a.dtype}{list(a.shape)}" if isinstance(a, np.ndarray) else type(a).__name__
+
+
+def _same(a, b) -> bool:
+    return a is b or (np.shape(a) == np.shape(b) and np.array_equal(a, b))
+
+
+def generate(seed: int) -> Program:
+    """The program of ``seed``: the same source and arguments on every machine and run."""
+    return Gen(seed).program()

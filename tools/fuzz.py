@@ -1,0 +1,226 @@
+"""Random-program fuzzer: generate numpy programs, compile their gradients, check, count.
+
+    python tools/fuzz.py --n 20000 --seed 0 --jobs 2            # counts per outcome, run time
+    python tools/fuzz.py --n 2000 --show-failures --shrink      # each failure: seed, reason
+    python tools/fuzz.py --seed 1234 --n 1 --verbose [--shrink] # one program and its modules
+
+Programs come from tests/fuzzing.py (one seed, one program, on every machine); the checks
+and the outcome classes (ok, mismatch, crash, refusal, generator) from tests/fuzzcheck.py.
+``--shrink`` drops statements of a failing program while the same failure (kind, form,
+check) persists, and prints what is left (the first few of each diagnosis, per job).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import warnings
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+
+for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(var, "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np  # noqa: E402
+
+import yota_s2s as ys  # noqa: E402
+from tests.fuzzcheck import FORMS, Outcome, check, load  # noqa: E402
+from tests.fuzzing import generate  # noqa: E402
+
+TIMEOUT = 60
+SHRINK_PER_GROUP = 5        # per worker: the rest of a group only counts
+_STATE: dict = {}
+
+
+def _setup(forms: tuple, shrink: bool) -> None:
+    base = Path(os.environ.get("YOTA_S2S_CACHE") or tempfile.gettempdir()) / f"fuzz-{os.getpid()}"
+    os.environ["YOTA_S2S_CACHE"] = str(base / "cache")
+    (base / "programs").mkdir(parents=True, exist_ok=True)
+    _STATE.update(base=base, forms=forms, shrink=shrink, done=0, shrunk=Counter())
+    warnings.simplefilter("ignore")           # numpy's RuntimeWarnings from generated code
+
+
+def _timeout(*_):
+    raise TimeoutError(f"over {TIMEOUT} s")
+
+
+def run_one(seed: int) -> tuple[Outcome, str, str]:
+    """The outcome of ``seed``, its diagnosis and, when shrinking is on, the shrunk source."""
+    base, forms = _STATE["base"], _STATE["forms"]
+    signal.signal(signal.SIGALRM, _timeout)
+    signal.alarm(TIMEOUT)
+    try:
+        program = generate(seed)
+        outcome = check(program, base / "programs", forms)
+        small, why = "", ""
+        if outcome.kind in ("mismatch", "crash"):
+            why = diagnose(outcome)
+            if _STATE["shrink"] and _STATE["shrunk"][why] < SHRINK_PER_GROUP:
+                _STATE["shrunk"][why] += 1
+                small = shrink(program, outcome, base / "programs", forms).source()
+    except TimeoutError as e:
+        outcome, small, why = Outcome(seed, "crash", "", "timeout", str(e)), "", "timeout"
+    finally:
+        signal.alarm(0)
+    _STATE["done"] += 1
+    if _STATE["done"] % 100 == 0:                 # keep the disk and sys.modules small
+        shutil.rmtree(base / "cache", ignore_errors=True)
+        for p in (base / "programs").glob("*.py"):
+            p.unlink()
+    return outcome, why, small
+
+
+def shrink(program, outcome: Outcome, directory: Path, forms: tuple):
+    """Drop statements and loss terms while the failure keeps its (kind, form, check) and its
+    diagnosis (another bug with the same symptom must not take over)."""
+    why = diagnose(outcome)
+
+    def fails(p) -> bool:
+        now = check(p, directory, forms)
+        return now.key == outcome.key and diagnose(now) == why
+
+    changed = True
+    while changed:
+        changed = False
+        for i in reversed(range(len(program.stmts))):
+            smaller = program.without({i})
+            if len(smaller.stmts) < len(program.stmts) and fails(smaller):
+                program, changed = smaller, True
+                break
+        if not changed and len(program.terms) > 1:
+            for j in range(len(program.terms)):
+                smaller = replace(program, terms=program.terms[:j] + program.terms[j + 1:])
+                if fails(smaller):
+                    program, changed = smaller, True
+                    break
+    return program
+
+
+SIGNS = [     # (label, check pattern, detail pattern, pattern in the buffered module); the G
+              # numbers are the groups of the findings note (/work/notes/fuzz-findings.md)
+    ("G1 #1 buffered: two parts of one gradient named the same (dx = ...; dx -= dx)",
+     r"gradient \d+ vs|buffered vs plain", "", r"(?m)^\s*(\w+) [-+*/]= \1$"),
+    ("G2 #2 buffered: returned 0-d gradient is a view of a work array",
+     "first result unchanged", "at \\(\\)", ""),
+    ("G7 crash: buffered: the size-1 seed literal xp.asarray([1.0]) used as a scalar (.fill, x[i] +=)",
+     "", "setting an array element with a sequence", r"xp\.asarray\(\[+1\.0\]+"),
+    ("G5 buffered: out= entry ignored for a 0-d gradient", "out= entry not written", r"\[\]", ""),
+    ("G8 crash: float32 program, Python float of a traced value: backward casts a float literal",
+     "compile", r"astype\(.*\) fails: 'float' object", ""),
+    ("G9 crash: prod over a tuple of axes: backward's moveaxis gets a tuple source and one destination",
+     "compile", r"moveaxis\(.*\(\d, \d\), -1\) fails", ""),
+    ("G3 #3 buffered: out= entry aliasing its argument gives wrong results", "out= aliasing", "", ""),
+    ("G4 #3 buffered: out= entry of the wrong shape accepted", "wrong shape accepted", "", ""),
+    ("G10 crash: a value minus itself (v - v): emit._inlinable reads args[1] of a one-operand accumulate",
+     "compile", r"IndexError: tuple index out of range \(emit.py", ""),
+    ("G12 crash: buffered: scalar mode names an element of a vector written through a view (names.py KeyError)",
+     "compile", r"KeyError: Var\(.*\(names.py", ""),
+    ("G13 crash: np.outer/np.inner with a Python float: backward calls .ravel() on the float",
+     "call", r"'float' object has no attribute 'ravel'", ""),
+    ("G11 crash: fold of broadcast_to of a size-1 literal with too many dims (sum of a (1, 1) value)",
+     "compile", "more dimensions than allowed by the axis remapping", ""),
+    ("G14 a 0-d argument's gradient comes back with shape (1, 1) (size-1 seed literal, both forms)",
+     r"gradient \d+ vs", r"shape \(1(, 1)*\) != \(\)", ""),
+    ("G6 buffered: module takes no out= (every gradient 0-d?)", "out=", "unexpected keyword argument 'out'", ""),
+]
+
+
+def diagnose(outcome: Outcome) -> str:
+    """A best-guess root cause for a failure, from the check and the buffered module's text."""
+    text = outcome.modules.get("buffered", "")
+    for label, chk, detail, module in SIGNS:
+        if (re.search(chk, outcome.check) and re.search(detail, outcome.detail)
+                and (not module or re.search(module, text))):
+            return label
+    return f"other: {outcome.kind} {outcome.form} {outcome.check}"
+
+
+def verbose(seed: int, forms: tuple, do_shrink: bool) -> None:
+    """Print the program of ``seed``, its outcome, and the modules of (the shrunk) program."""
+    _setup(forms, False)
+    program = generate(seed)
+    print(program.source())
+    outcome = check(program, _STATE["base"] / "programs", forms)
+    print("#", outcome.line())
+    if do_shrink and outcome.kind in ("mismatch", "crash"):
+        program = shrink(program, outcome, _STATE["base"] / "programs", forms)
+        print("# shrunk:\n" + program.source())
+        print("# args:", ", ".join(f"{n} = {_literal(a)}" for n, a in zip(program.params, program.args)))
+    f = load(program, _STATE["base"] / "programs")
+    for form in forms:
+        try:
+            df = ys.simplegrad(f, *program.args, buffers=form == "buffered")
+            print(f"# ---- {form} form ----\n{ys.source(df)}")
+        except Exception as e:
+            print(f"# ---- {form} form: {type(e).__name__}: {e}")
+
+
+def _literal(a) -> str:
+    if not isinstance(a, np.ndarray):
+        return repr(a)
+    return f"np.array({a.tolist()!r}{', np.float32' if a.dtype == np.float32 else ''})"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=1000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--forms", default=",".join(FORMS))
+    ap.add_argument("--show-failures", action="store_true")
+    ap.add_argument("--shrink", action="store_true")
+    ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--refusals", action="store_true", help="list refusals too")
+    opts = ap.parse_args(argv)
+    forms = tuple(opts.forms.split(","))
+    if opts.verbose:
+        verbose(opts.seed, forms, opts.shrink)
+        return 0
+    seeds = range(opts.seed, opts.seed + opts.n)
+    start, counts, failures, per_form = time.perf_counter(), Counter(), [], Counter()
+    if opts.jobs > 1:
+        import multiprocessing
+        pool = multiprocessing.get_context("fork").Pool(opts.jobs, _setup, (forms, opts.shrink))
+        results = pool.imap_unordered(run_one, seeds, chunksize=8)
+    else:
+        _setup(forms, opts.shrink)
+        results = map(run_one, seeds)
+    for k, (outcome, why, small) in enumerate(results, 1):
+        counts[outcome.kind] += 1
+        per_form.update(outcome.forms.items())
+        if outcome.kind != "ok" and (outcome.kind != "refusal" or opts.refusals):
+            failures.append((outcome, why))
+            if opts.show_failures:
+                print(outcome.line(), f"[{why}]" if why else "", flush=True)
+                if small:
+                    print("    " + small.replace("\n", "\n    "))
+        if k % 500 == 0:
+            print(f"# {k} programs, {time.perf_counter() - start:.0f} s: {dict(counts)}; by form:",
+                  {f"{f} {kind}": n for (f, kind), n in sorted(per_form.items())}, file=sys.stderr, flush=True)
+    elapsed = time.perf_counter() - start
+    print(f"{opts.n} programs (seeds {opts.seed}..{opts.seed + opts.n - 1}), forms {','.join(forms)},"
+          f" {elapsed:.1f} s, {opts.n / elapsed:.1f} programs/s with {opts.jobs} job(s)")
+    kinds = ("ok", "mismatch", "crash", "refusal", "generator")
+    print("  " + " " * 10 + "".join(f"{k:>10s}" for k in kinds))
+    print("  " + f"{'worst':10s}" + "".join(f"{counts[k]:10d}" for k in kinds))
+    for form in forms:
+        print("  " + f"{form:10s}" + "".join(f"{per_form[form, k]:10d}" for k in kinds))
+    print("by check:")
+    for (kind, form, chk), n in Counter(o.key for o, _ in failures).most_common():
+        print(f"  {n:6d}  {kind} {form}: {chk}")
+    print("by diagnosis (tools/fuzz.py SIGNS):")
+    for why, n in Counter(why for o, why in failures if o.kind != "refusal").most_common():
+        seeds = [o.seed for o, w in failures if w == why][:6]
+        print(f"  {n:6d}  {why}  (seeds {', '.join(map(str, seeds))})")
+    return 1 if counts["mismatch"] or counts["crash"] or counts["generator"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

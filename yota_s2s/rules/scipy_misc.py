@@ -1,0 +1,82 @@
+"""``scipy.signal`` and ``scipy.linalg`` (loaded when scipy is installed): convolve and
+correlate (n-dimensional, modes full, same, valid; real inputs), solve_triangular (lower,
+trans, unit_diagonal), cholesky (lower), sqrtm and solve_sylvester (which sqrtm's rule calls).
+
+A convolution's gradient is a correlation of the incoming gradient, placed where ``mode`` cut
+the output from the full one (scipy centres it), with the other operand; ``correlate(a, b)``
+is ``convolve(a, b flipped on every axis)``. The linear-algebra rules hold where the function
+is differentiable: an invertible triangle, a positive-definite matrix (cholesky), a matrix
+whose square root has no eigenvalues summing to zero (sqrtm). Where scipy reads one triangle
+(solve_triangular, cholesky), the gradient is that triangle's.
+"""
+import numpy as np
+from scipy.linalg import cholesky, solve_sylvester, solve_triangular, sqrtm
+from scipy.signal import convolve, correlate
+
+from .linalg import cholesky_grad
+from .products import mT
+from .registry import diffrule, primitive
+
+primitive(convolve, "in1, in2, mode='full', method='auto'", module="scipy.signal")
+primitive(correlate, "in1, in2, mode='full', method='auto'", module="scipy.signal")
+primitive(solve_triangular, "a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False, "
+          "check_finite=True", module="scipy.linalg")
+primitive(cholesky, "a, lower=False, overwrite_a=False, check_finite=True", module="scipy.linalg")
+primitive(sqrtm, "A", module="scipy.linalg")
+primitive(solve_sylvester, "a, b, q", module="scipy.linalg")
+
+
+# ----- convolve, correlate ----------------------------------------------------------------
+def full_output(dy, in1, in2):
+    """``dy`` placed in the full output (``s1 + s2 - 1`` per axis) where scipy's ``mode``
+    centred it (a full ``dy`` stays as it is)."""
+    full = [m + n - 1 for m, n in zip(np.shape(in1), np.shape(in2))]
+    widths = [((f - d) // 2, f - d - (f - d) // 2) for f, d in zip(full, np.shape(dy))]
+    return np.pad(dy, widths)
+
+
+diffrule(convolve,  "in1", "correlate(full_output(dy, in1, in2), in2, 'valid')")
+diffrule(convolve,  "in2", "correlate(full_output(dy, in1, in2), in1, 'valid')")
+diffrule(correlate, "in1", "convolve(full_output(dy, in1, in2), in2, 'valid')")
+diffrule(correlate, "in2", "np.flip(correlate(full_output(dy, in1, in2), in1, 'valid'))")
+
+
+# ----- linear algebra ---------------------------------------------------------------------
+def transposed(trans):
+    """scipy's ``trans`` (0, 1, 2, 'N', 'T', 'C') as a bool: solve with a.T."""
+    return trans in (1, 2, "T", "C")
+
+
+def other_side(trans):
+    """The ``trans`` that solves with the other side of ``a``."""
+    return 0 if transposed(trans) else 1
+
+
+def triangle_read(g, lower=False, unit_diagonal=False):
+    """``g`` on the triangle solve_triangular reads (without the diagonal for a unit one)."""
+    if unit_diagonal:
+        return np.tril(g, -1) if lower else np.triu(g, 1)
+    return np.tril(g) if lower else np.triu(g)
+
+
+diffrule(solve_triangular, "b", "solve_triangular(a, dy, trans=other_side(trans), lower=lower, "
+                                "unit_diagonal=unit_diagonal)")
+
+
+@diffrule(solve_triangular, "a")
+def solve_triangular_grad_a(a, b, y, dy, trans=0, lower=False, unit_diagonal=False):
+    """With ``g`` the gradient of ``b``: ``-g y^T`` (``-y g^T`` for ``trans``), on the triangle."""
+    g = solve_triangular(a, dy, trans=other_side(trans), lower=lower, unit_diagonal=unit_diagonal)
+    if np.ndim(b) == 1:
+        g, y = g[:, None], y[:, None]
+    grad = -y @ mT(g) if transposed(trans) else -g @ mT(y)
+    return triangle_read(grad, lower, unit_diagonal)
+
+
+diffrule(cholesky, "a", "cholesky_grad(a, y, dy, not lower)")     # upper unless lower=True
+
+# sqrtm: X X = A, so X dX + dX X = dA, and dA = the solution G of X^T G + G X^T = dX.
+diffrule(sqrtm, "A", "solve_sylvester(mT(y), mT(y), dy)")
+diffrule(solve_sylvester, "q", "solve_sylvester(mT(a), mT(b), dy)")
+diffrule(solve_sylvester, "a", "-solve_sylvester(mT(a), mT(b), dy) @ mT(y)")
+diffrule(solve_sylvester, "b", "-mT(y) @ solve_sylvester(mT(a), mT(b), dy)")

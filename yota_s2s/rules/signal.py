@@ -1,0 +1,97 @@
+"""Convolution and Fourier transforms in numpy: ``np.convolve`` and ``np.correlate`` (modes
+full, same, valid; real 1-D inputs), ``np.fft``: fft ifft fft2 ifft2 fftn ifftn rfft irfft (with
+``n``/``s``, ``axis``/``axes`` and ``norm``).
+
+Each is linear in each operand, so its gradient is the transposed map: for a convolution a
+correlation of the incoming gradient (placed in the full-length output) with the other operand;
+for the discrete Fourier transform, whose matrix is symmetric, the same transform of ``dy``
+(autograd's convention for complex values: no conjugates), cut or zero-padded back to the
+input's length where ``n`` changed it. ``rfft`` reads a real input, so its gradient is the real
+part of an ``fft`` of ``dy`` padded to the full spectrum; ``irfft`` counts each frequency other
+than 0 and n/2 twice (``conj(c_k)`` stands for the negative frequency).
+"""
+import numpy as np
+
+from .registry import diffrule, primitive
+
+primitive(np.convolve, "a, v, mode='full'")
+primitive(np.correlate, "a, v, mode='valid'")
+
+
+# ----- convolve, correlate ----------------------------------------------------------------
+def full_output(dy, a, v, mode, correlate=False):
+    """``dy`` placed where ``mode`` cut it from the full output (``len(a) + len(v) - 1``)."""
+    n_full = np.shape(a)[0] + np.shape(v)[0] - 1
+    start = mode_start(a, v, mode, correlate)
+    return np.pad(dy, (start, n_full - start - np.shape(dy)[0]))
+
+
+def mode_start(a, v, mode, correlate=False):
+    """Where the output of ``mode`` starts in the full output."""
+    m, n = np.shape(a)[0], np.shape(v)[0]
+    if mode == "full":
+        return 0
+    if mode == "valid":
+        return min(m, n) - 1
+    if correlate and n > m:
+        return m // 2
+    return (min(m, n) - 1) // 2
+
+
+diffrule(np.convolve,  "a", "np.correlate(full_output(dy, a, v, mode), v, 'valid')")
+diffrule(np.convolve,  "v", "np.correlate(full_output(dy, a, v, mode), a, 'valid')")
+diffrule(np.correlate, "a", "np.convolve(full_output(dy, a, v, mode, True), v, 'valid')")
+diffrule(np.correlate, "v", "np.correlate(full_output(dy, a, v, mode, True), a, 'valid')[::-1]")
+
+
+# ----- fft ----------------------------------------------------------------------------------
+def fit(g, shape, axes):
+    """``g`` cut or zero-padded along ``axes`` to the lengths of ``shape`` there."""
+    for axis in axes:
+        length, have = shape[axis], np.shape(g)[axis]
+        if have > length:
+            g = np.take(g, np.arange(length), axis=axis)
+        elif have < length:
+            widths = [(0, 0)] * np.ndim(g)
+            widths[axis] = (0, length - have)
+            g = np.pad(g, widths)
+    return g
+
+
+def fft_axes(a, s, axes):
+    """The axes an n-dimensional transform works on (numpy's defaults)."""
+    if axes is not None:
+        return tuple(axes)
+    count = np.ndim(a) if s is None else len(s)
+    return tuple(range(-count, 0))
+
+
+for fft, fft2, fftn in ((np.fft.fft, np.fft.fft2, np.fft.fftn),
+                        (np.fft.ifft, np.fft.ifft2, np.fft.ifftn)):
+    diffrule(fft,  "a", f"fit(np.fft.{fft.__name__}(dy, axis=axis, norm=norm), "
+                        "np.shape(a), (axis,))")
+    diffrule(fft2, "a", f"fit(np.fft.{fft2.__name__}(dy, axes=axes, norm=norm), "
+                        "np.shape(a), axes)")
+    diffrule(fftn, "a", f"fit(np.fft.{fftn.__name__}(dy, axes=fft_axes(a, s, axes), norm=norm), "
+                        "np.shape(a), fft_axes(a, s, axes))")
+
+
+@diffrule(np.fft.rfft, "a")
+def rfft_grad(a, dy, n=None, axis=-1, norm=None):
+    """The real part of the fft of ``dy`` zero-padded to the full spectrum."""
+    length = np.shape(a)[axis] if n is None else n
+    full = fit(dy, np.shape(dy)[:axis % np.ndim(dy)] + (length,) +
+               np.shape(dy)[axis % np.ndim(dy) + 1:], (axis,))
+    return fit(np.real(np.fft.fft(full, axis=axis, norm=norm)), np.shape(a), (axis,))
+
+
+@diffrule(np.fft.irfft, "a")
+def irfft_grad(a, y, dy, n=None, axis=-1, norm=None):
+    """``ifft(dy)`` at the frequencies ``irfft`` reads, doubled but for 0 and n/2."""
+    length = np.shape(y)[axis]
+    half = length // 2 + 1
+    twice = [1.0] + [2.0] * (half - 2) + [1.0 if length % 2 == 0 else 2.0]
+    g = np.take(np.fft.ifft(dy, axis=axis, norm=norm), np.arange(half), axis=axis)
+    shape = [1] * np.ndim(dy)
+    shape[axis] = half
+    return fit(g * np.reshape(np.array(twice), shape), np.shape(a), (axis,))
