@@ -12,7 +12,7 @@ import pytest
 import yota_s2s as ys
 from yota_s2s.compiler import compile_grad
 
-from .programs import models
+from .programs import custom, models
 from .test_gradcheck import PROGRAMS
 
 
@@ -44,6 +44,7 @@ def test_buffered_and_plain_forms_agree_call_after_call(case):
     first = fast.fn(*args)
     if case.name != "guard_taken":
         assert_same(fast.fn(*other), plain.fn(*other))
+        assert_same(first, plain.fn(*args))      # not overwritten by a call on other arguments
     assert_same(fast.fn(*args), plain.fn(*args))
     assert_same(first, plain.fn(*args))          # the first call's arrays were not overwritten
 
@@ -180,6 +181,146 @@ def test_design_example_matches_the_buffered_golden_file():
 def test_generated_text_is_deterministic():
     args = mlp_args(np.random.default_rng(0))
     assert compile_grad(models.mlp, args).text == compile_grad(models.mlp, args).text
+
+
+class _Subclass(np.ndarray):
+    pass
+
+
+def _matrix_loss(W, b):
+    return np.sum(np.tanh(W @ b) ** 2)
+
+
+def _delivered_loss(W, b):
+    return np.sum(np.where(W > 0, W, 0.5 * W) @ b) + np.sum(np.where(b > 0, b, 0.0) ** 2)
+
+
+@pytest.mark.parametrize("fn", [_matrix_loss, _delivered_loss])
+def test_out_entries_are_checked(fn):
+    """issue 10 #3: every out= entry is checked (written in place or delivered by a copy):
+    shape, dtype, exact type, writeable, no memory shared with an argument or another entry."""
+    rng = np.random.default_rng(0)
+    W, b = rng.standard_normal((3, 4)), rng.standard_normal(4)
+    df = ys.simplegrad(fn, W, b)
+    value, dW, db = df(W, b)
+    text = ys.source(df)
+    if fn is _delivered_loss:
+        assert "_deliver(out, 1," in text            # the path that checked nothing before
+    good = [np.empty((3, 4)), np.empty(4)]
+    bad_outs = {
+        "shape": ([good[0], np.empty((3, 4))], TypeError, r"out\[1\] must be float64\[4\]"),
+        "dtype": ([good[0], np.empty(4, np.float32)], TypeError, r"out\[1\] must be float64\[4\]"),
+        "type": ([good[0], np.empty(4).view(_Subclass)], TypeError, r"out\[1\] must be"),
+        "list": ([np.empty(4)], TypeError, r"one entry per argument \(2\)"),
+        "argument": ([W, None], ValueError, r"out\[0\] shares memory with an argument"),
+        "view of argument": ([None, W[0]], ValueError, r"out\[1\] shares memory with an argument"),
+    }
+    read_only = np.empty(4)
+    read_only.flags.writeable = False
+    bad_outs["read-only"] = ([None, read_only], ValueError, r"out\[1\] is read-only")
+    shared = np.empty(16)
+    bad_outs["each other"] = ([shared[:12].reshape(3, 4), shared[8:12]], ValueError,
+                              r"out\[1\] shares memory with another out= entry")
+    for what, (out, error, message) in bad_outs.items():
+        before = [None if o is None else np.array(o) for o in out]
+        with pytest.raises(error, match=message):
+            df(W, b, out=out)
+        for o, kept in zip(out, before):     # nothing was written before the check failed
+            if o is not None and kept.size:
+                np.testing.assert_array_equal(np.asarray(o), kept, err_msg=what)
+    got = df(W, b, out=good)
+    assert got[1] is good[0] and got[2] is good[1]
+    np.testing.assert_allclose(got[1], dW, rtol=1e-13)
+    np.testing.assert_allclose(got[2], db, rtol=1e-13)
+    np.testing.assert_allclose(df(W, b, out=[None, None])[2], db, rtol=1e-13)
+
+
+def test_zero_d_gradients_go_into_out_and_are_fresh():
+    def f(a, x):
+        v = a[None] * x
+        return np.sum(v * v)
+    a, x = np.array(0.7), np.arange(1.0, 4.0)
+    df = ys.simplegrad(f, a, x)
+    first = df(a, x)
+    df(np.array(-2.0), x)
+    plain = ys.simplegrad(f, a, x, buffers=False)(a, x)
+    assert_same(first, plain)
+    out = [np.empty(()), np.empty(3)]
+    got = df(a, x, out=out)
+    assert got[1] is out[0] and got[2] is out[1]
+    assert_same(got, plain)
+
+
+def test_one_out_array_for_two_gradients_is_refused():
+    def f(a, b):
+        return np.sum(np.sin(a) * b)
+    a, b = np.linspace(0.1, 0.9, 4), np.linspace(-1.0, 1.0, 4)
+    df = ys.simplegrad(f, a, b)
+    g = np.zeros(4)
+    with pytest.raises(ValueError, match=r"out\[1\] shares memory with another out= entry"):
+        df(a, b, out=[g, g])
+    with pytest.raises(ValueError, match=r"out\[0\] shares memory with an argument"):
+        df(a, b, out=[b, None])
+    assert not g.any()
+    _, da, db = df(a, b, out=[g, None])
+    assert da is g
+    np.testing.assert_allclose(da, np.cos(a) * b, rtol=1e-13)
+    np.testing.assert_allclose(db, np.sin(a), rtol=1e-13)
+
+
+def _tanh_of_rotated(x, w):
+    return np.sum(np.tanh(custom.rotate(x) * w))
+
+
+@pytest.mark.parametrize("buffers", [True, False])
+def test_a_user_primitive_returning_a_view_is_copied_not_written_through(buffers):
+    """custom.rotate returns np.rot90(a), a view of its argument, without declaring it: the
+    analysis did not know, and the buffered form wrote dw over it, into the caller's x."""
+    from yota_s2s.gradcheck import numerical_grad
+    x, w = np.arange(6.0).reshape(3, 2) / 5 + 0.1, np.cos(np.arange(6.0)).reshape(2, 3)
+    kept = x.copy()
+    df = compile_grad(_tanh_of_rotated, (x, w), check=True, buffers=buffers).fn
+    for _ in range(2):
+        value, dx, dw = df(x, w)
+        np.testing.assert_array_equal(x, kept)
+        assert not np.shares_memory(dw, x) and not np.shares_memory(dx, x)
+        np.testing.assert_allclose(dx, numerical_grad(_tanh_of_rotated, (x, w), 0), atol=1e-7)
+        np.testing.assert_allclose(dw, numerical_grad(_tanh_of_rotated, (x, w), 1), atol=1e-7)
+
+
+def test_only_0d_gradients_still_take_out():
+    """Fuzzer G5/G6: with every gradient 0-d the buffered function had no out= parameter, and a
+    0-d entry was ignored where it had one."""
+    def f(a, b):
+        return np.sum(np.sin(a) * b)
+    a, b = np.array(0.3), np.array(-1.5)
+    df = ys.simplegrad(f, a, b)
+    out = [np.full((), np.nan), None]
+    value, da, db = df(a, b, out=out)
+    assert da is out[0] and float(da) == np.cos(0.3) * -1.5
+    assert db is not out[0] and float(db) == np.sin(0.3)
+    with pytest.raises(TypeError, match=r"out\[1\] must be float64\[\]"):
+        df(a, b, out=[None, np.empty(1)])
+
+
+def _dict_loss(p, x):
+    return np.sum(np.tanh(p["W"] @ x + p["b"]))
+
+
+def test_out_entries_of_a_struct_argument_are_checked():
+    p, x = {"W": np.ones((3, 4)) * 0.1, "b": np.zeros(3)}, np.arange(4.0)
+    df = ys.simplegrad(_dict_loss, p, x)
+    _, dp, dx = df(p, x)
+    o = {("W",): np.empty((3, 4)), ("b",): np.empty(3)}
+    _, dp2, _ = df(p, x, out=[o, None])
+    assert dp2[("W",)] is o[("W",)] and dp2[("b",)] is o[("b",)]
+    np.testing.assert_allclose(dp2[("W",)], dp[("W",)], rtol=1e-13)
+    with pytest.raises(ValueError, match=r"out\[\(0, \('W',\)\)\] shares memory with an argument"):
+        df(p, x, out=[{("W",): p["W"]}, None])
+    with pytest.raises(TypeError, match=r"out\[0\] must be None or a dict"):
+        df(p, x, out=[np.empty((3, 4)), None])
+    _, dp3, _ = df(p, x, out=[{("b",): o[("b",)]}, None])     # a path left out: a new array
+    np.testing.assert_allclose(dp3[("W",)], dp[("W",)], rtol=1e-13)
 
 
 LAYOUTS = {

@@ -35,6 +35,21 @@ def weighted(y):
     return np.sum(y * np.cos(np.arange(np.size(y)) + 1.0).reshape(np.shape(y)))
 
 
+def squares(v):
+    """sum(v * v): the product of a value with itself (two gradient parts, one buffer)."""
+    return np.sum(v * v)
+
+
+def scaled_sine(a, s=0.5):
+    return np.sin(a) * s + a
+
+
+def write_through_view_of_one(x):
+    v = x * 0.262
+    v.T[-1] = np.cos(x.T[-1])
+    return np.sum(np.sin(v))
+
+
 def normal(*shape):
     return lambda r: tuple(r.standard_normal(s) if s != () else r.standard_normal() for s in shape)
 
@@ -484,6 +499,33 @@ PROGRAMS: list[Case] = [
     Case("write_through_transpose", models.write_through_transpose, normal((4, 3))),
     Case("write_through_alias_and_slice", models.write_through_alias_and_slice, normal((5,))),
     Case("np_add_at_repeated_index", models.scatter_add, normal((4,), (3,))),
+    # issue 10 #1: two parts of one gradient (a view of a joined array's gradient and a
+    # product written into the returned array) were given one name in the buffered form
+    Case("parts_concatenate_cos", lambda x: np.sum(np.concatenate([x, np.cos(x)]) ** 2),
+         normal((3,))),
+    Case("parts_stack_cos", lambda x: np.sum(np.stack([x, np.cos(x)]) ** 2), normal((3,))),
+    Case("parts_reshape_arccos",
+         lambda x: np.sum(np.concatenate([x.reshape(2, 3), np.arccos(x).reshape(2, 3)]) ** 2),
+         unit((6,))),
+    Case("parts_arctan2_second", lambda x, y: np.sum(np.concatenate([x, np.arctan2(y, x)]) ** 2),
+         normal((3,), (3,))),
+    # issue 10 #2: returned 0-d gradients were views into work arrays (a later call changed an
+    # earlier result)
+    # fuzzer seed 204: a ufunc wrote its result over a read-only broadcast (a gradient of 1s)
+    Case("sum_plus_broadcast_ones",
+         lambda x: np.sum(scaled_sine(x, s=1.307)) + np.sum(np.sin(x.sum(axis=0, keepdims=True))),
+         normal((2, 3, 4))),
+    # fuzzer seed 1052: scalar mode unpacked a one-element array written inline (no name)
+    Case("scalar_mode_write_through_view", write_through_view_of_one, normal((1,))),
+    Case("returned_0d_view", lambda a: squares(a[None]), lambda r: (np.array(r.standard_normal()),)),
+    Case("returned_0d_hstack", lambda x, c: squares(np.hstack([np.sin(x), c])),
+         lambda r: (r.standard_normal(3), np.array(r.standard_normal()))),
+    Case("returned_0d_hstack_0d", lambda x, c: squares(np.hstack([np.sin(x), c])),
+         lambda r: (np.array(r.standard_normal()), np.array(r.standard_normal()))),
+    Case("returned_0d_outer", lambda c, a: squares(np.outer(c, a)),
+         lambda r: (r.standard_normal(3), np.array(r.standard_normal()))),
+    Case("returned_0d_tile", lambda a: squares(np.tile(a, 2)),
+         lambda r: (np.array(r.standard_normal()),)),
 ]
 
 CASES = RULE_CASES + PROGRAMS

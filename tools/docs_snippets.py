@@ -61,8 +61,9 @@ def _seed() -> dict[str, str]:
     def body(text: str) -> str:
         start = text.index("def seed_loss_grad")
         lines = text[start:].splitlines()
-        keep = [lines[0]] + ["    ...                     # argument checks"] + \
-            [line for line in lines[1:] if not line.lstrip().startswith(("if ", "raise "))]
+        first = next(i for i, line in enumerate(lines)
+                     if "_work_arrays()" in line or line.strip() == "# -- forward --")
+        keep = [lines[0]] + ["    ...                     # argument checks"] + lines[first:]
         return "\n".join(keep) + "\n"
     return {"seed-plain": body(write_module(tape, buffers=False)),
             "seed-buffered": body(write_module(tape, buffers=True))}

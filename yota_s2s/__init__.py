@@ -4,21 +4,24 @@
     dloss = ys.simplegrad(loss, W, b, x)     # a readable generated module, compiled once
     val, dW, db, dx = dloss(W, b, x)
     val, g = ys.grad(loss, model, X)                   # cached per signature; g[0] by field path
+    dloss_dW = ys.gradient(loss)                       # autograd's grad(f): dloss_dW(W, b, x)
+    vf = ys.vjp(f, x); y, dx = vf(x, cotangent)        # non-scalar results
     ys.update(model, g[0], lambda x, gx: x - 0.01 * gx)
     ys.diffrule(logistic, "x", "y * (1 - y) * dy")     # a custom derivative
     print(ys.rules())                                  # every primitive and its rules
 """
 __version__ = "0.1.0"
 
-from .api import (GradResult, RecompileWarning, cache_info, clear_cache, example, grad, simplegrad,
-                  source, trace, update)
+from .api import (GradResult, RecompileWarning, cache_info, clear_cache, elementwise_grad, example,
+                  grad, gradient, jacobian, simplegrad, source, trace, update, value_and_grad, vjp)
 from .errors import (ArgumentMismatch, GuardError, InternalError, NoRuleError, RuleError,
                      StaticValueError, UnsupportedSyntax, UpdateError, YotaError)
 from .gradcheck import gradcheck
 from .memory import MemoryReport, memory_report
 from .rules import RULES, diffrule, nodiff, primitive, stop_gradient
 
-__all__ = ["simplegrad", "grad", "GradResult", "update", "clear_cache", "cache_info", "trace",
+__all__ = ["simplegrad", "grad", "gradient", "value_and_grad", "vjp", "jacobian",
+           "elementwise_grad", "GradResult", "update", "clear_cache", "cache_info", "trace",
            "source", "example", "gradcheck", "memory_report", "MemoryReport", "diffrule",
            "nodiff", "primitive", "stop_gradient", "rules", "RULES", "YotaError",
            "UnsupportedSyntax", "NoRuleError", "StaticValueError", "RuleError", "GuardError",

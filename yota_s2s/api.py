@@ -104,6 +104,127 @@ def grad(f: Callable, *args: Any, wrt: Any = None, device: str = "cpu",
     return out[0], GradResult(out[1:], variant, offset)
 
 
+def gradient(f: Callable, argnum: int | str | tuple = 0, *, device: str = "cpu",
+             rules: RuleSet = RULES) -> Callable:
+    """autograd's ``grad(f)``: a reusable function ``g(*args)`` that returns the gradient of
+    ``f`` with respect to argument ``argnum`` (a position or a parameter name; a tuple gives a
+    tuple of gradients). Each call goes through ``grad``'s per-signature cache: compiled on the
+    first call with a new signature, found again after that."""
+    return _gradient_factory(f, argnum, device, rules, with_value=False)
+
+
+def value_and_grad(f: Callable, argnum: int | str | tuple = 0, *, device: str = "cpu",
+                   rules: RuleSet = RULES) -> Callable:
+    """Like ``gradient``, with the value too: ``g(*args) == (f(*args), gradient)``."""
+    return _gradient_factory(f, argnum, device, rules, with_value=True)
+
+
+def _gradient_factory(f: Callable, argnum: Any, device: str, rules: RuleSet,
+                      with_value: bool) -> Callable:
+    if isinstance(argnum, list):
+        argnum = tuple(argnum)
+
+    @functools.wraps(f)
+    def g(*args: Any) -> Any:
+        value, grads = grad(f, *args, wrt=argnum, device=device, rules=rules)
+        picked = _picked(f, args, grads, argnum)
+        return (value, picked) if with_value else picked
+    g.__name__ = g.__qualname__ = f"grad_{getattr(f, '__name__', 'f')}"
+    return g
+
+
+def _picked(f: Callable, args: tuple, grads: "GradResult", argnum: Any) -> Any:
+    if isinstance(argnum, tuple):
+        return tuple(_picked(f, args, grads, a) for a in argnum)
+    if isinstance(argnum, str):
+        if argnum == "self":
+            return grads.self
+        fn, bound = unbind(f)
+        names = param_names(fn, len(args) + (bound is not None))
+        return grads[names.index(argnum) - (bound is not None)]
+    return grads[argnum]
+
+
+def vjp(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path | None = None,
+        module_name: str | None = None, rules: RuleSet = RULES,
+        buffers: bool = True) -> Callable:
+    """Vector-Jacobian products of ``f``, whose result is a float array like ``f(*args)``.
+
+    Returns ``vf`` with ``vf(*args, cotangent) == (f(*args), c0, c1, ...)``, where ``ci`` is
+    the gradient of ``sum(f(*args) * cotangent)`` with respect to argument ``i`` (None where
+    there is none); ``cotangent`` has the shape and dtype of ``f``'s result. The code is one
+    generated module, compiled once for arguments like ``args`` (``f`` is called once here to
+    learn its result's shape): the gradient of ``np.sum(f(*args) * cotangent)``, whose
+    gradient with respect to ``cotangent`` is ``f``'s value. ``buffers=False`` writes the plain
+    form. ``ys.source(vf)`` shows it.
+    """
+    cotangent = _example_cotangent(f, args)
+    objective = _vjp_objective(f)
+    names = param_names(unbind(f)[0], len(args)) if not unbind(f)[1] else ()
+    if len(names) == len(args):
+        last = "cotangent"
+        while last in names:
+            last += "_"
+        objective.__yota_params__ = (*names, last)
+    name = f"{getattr(f, '__name__', '')}_vjp"
+    if name.isidentifier():
+        objective.__yota_name__ = name
+    df = simplegrad(objective, *args, cotangent, device=device, out_dir=out_dir,
+                    module_name=module_name, rules=rules, buffers=buffers)
+
+    @functools.wraps(df)
+    def vf(*args_and_cotangent: Any) -> tuple:
+        value, *grads = df(*args_and_cotangent)
+        return (grads[-1], *grads[:-1])
+    return vf
+
+
+def _vjp_objective(f: Callable) -> Callable:
+    def vjp(*args):
+        value = f(*args[:-1])
+        return np.sum(value * args[-1])
+    return vjp
+
+
+def _example_cotangent(f: Callable, args: tuple) -> np.ndarray:
+    out = f(*args)
+    if not (hasattr(out, "shape") and hasattr(out, "dtype")) or out.dtype.kind != "f":
+        raise YotaError(f"{getattr(f, '__name__', f)} returns {type(out).__name__}"
+                        f"{' of ' + str(out.dtype) if hasattr(out, 'dtype') else ''}; "
+                        "vector-Jacobian products need a real float array",
+                        hint="Return a float array (or use ys.grad for a scalar result).")
+    return np.ones(np.shape(out), out.dtype)
+
+
+def jacobian(f: Callable, *args: Any, argnum: int = 0, rules: RuleSet = RULES,
+             buffers: bool = True) -> np.ndarray:
+    """The Jacobian of ``f`` at ``args`` with respect to array argument ``argnum``, of shape
+    ``f(*args).shape + args[argnum].shape``: one vector-Jacobian product per element of the
+    result (rows of the generated ``vjp`` function), so meant for small results."""
+    x = args[argnum] if isinstance(argnum, int) and -len(args) <= argnum < len(args) else None
+    if not isinstance(x, (np.ndarray, float, np.floating)):
+        raise YotaError(f"jacobian: argument {argnum!r} of {getattr(f, '__name__', f)} is not "
+                        "a float array", hint="Give argnum= the position of an array argument.")
+    vf = vjp(f, *args, rules=rules, buffers=buffers)
+    out = f(*args)
+    rows = []
+    for i in range(out.size):
+        cotangent = np.zeros(out.shape, out.dtype)
+        cotangent.flat[i] = 1
+        rows.append(vf(*args, cotangent)[1 + argnum % len(args)])
+    return np.reshape(np.array(rows), out.shape + np.shape(x))
+
+
+def elementwise_grad(f: Callable, argnum: int | str | tuple = 0, *, device: str = "cpu",
+                     rules: RuleSet = RULES) -> Callable:
+    """autograd's ``elementwise_grad(f)``: ``g(*args)``, the gradient of ``np.sum(f(*args))``
+    with respect to argument ``argnum`` (the vector-Jacobian product with ones; for an
+    elementwise ``f``, each element's own derivative). Cached like ``gradient``."""
+    def summed(*args):
+        return np.sum(f(*args))
+    return _gradient_factory(summed, argnum, device, rules, with_value=False)
+
+
 # int arguments first try to stay run-time values (an index, a slice offset: autograd's
 # objective(params, iter)): one compile serves every value. Where the code needs an int's
 # value to compile (range(n), a shape, an axis), the function's ints are static from then on.

@@ -24,7 +24,7 @@ from .frontend.values import to_tree
 from .ir.tape import ACCUMULATE, Aval, Lit, Stmt, Tape, Var, tree_atoms
 from .rules.indexing import index_add
 from .rules.registry import NODIFF_ALL, Rule
-from .rules.template import bind
+from .rules.template import bind, check_options
 
 
 def backward(tape: Tape, ev: Evaluator, wrt: set[int] | None = None) -> Tape:
@@ -55,9 +55,9 @@ class _Sweep:
         ev, result = self.ev, self.tape.result
         ev.backward_mode = True
         ev.stmts = list(self.tape.stmts)
-        if not isinstance(result, Var) or result.aval.shape != () or not result.aval.is_float:
+        if not isinstance(result, Var) or result.aval.size != 1 or not result.aval.is_float:
             raise YotaError(f"{self.tape.name} returns {_describe(result)}; gradients need a "
-                            "scalar float result", self.tape.loc,
+                            "scalar float result (or an array of one element)", self.tape.loc,
                             "Reduce the output to a scalar, e.g. return np.sum(...) or np.mean(...).")
         if result.aval.dtype.kind == "c":
             raise YotaError(f"{self.tape.name} returns a complex scalar ({result.aval}); the "
@@ -67,6 +67,11 @@ class _Sweep:
                             "functions are not supported.")
         if result in self.active:
             self.full[result] = _one(result.aval)
+            if result.aval.shape != ():      # an array of one element, taken as a scalar
+                self.ev.loc_override, self.ev.rule_text = self.tape.loc, "the result's own gradient"
+                dtype = {} if result.aval.dtype == np.float64 else {"dtype": result.aval.dtype}
+                self.full[result] = self.emit(self.rules.lookup(np.ones),
+                                              [Lit(result.aval.shape)], dtype, grad_of=result)
             for stmt in reversed(self.tape.stmts):
                 self.sweep(stmt)
         grads = [to_tree(self.final_grad(i.var)) if d else None
@@ -112,6 +117,7 @@ class _Sweep:
         env["y"] = stmt.outs[0] if prim.nout == 1 else tuple(stmt.outs)
         env["dy"] = dys[0] if prim.nout == 1 else tuple(dys)
         ev.rule_text = str(rule)
+        check_options(rule, dict(stmt.params), stmt.loc)
         env = bind(rule, env, dict(stmt.params))
         if rule.expr is not None:
             frame = Frame(None, rule.globals, {}, None)

@@ -33,6 +33,12 @@ def _as_float64(value: Any) -> Any:
     return value
 
 
+def _scalar(value: Any) -> float:
+    """``f``'s value as a float: a result of one element (shape (1,), (1, 1)) counts as a
+    scalar, as it does for the gradient."""
+    return float(np.reshape(value, ())) if np.size(value) == 1 else float(value)
+
+
 def numerical_grad(f: Callable, args: Sequence[Any], i: int, eps: float = 1e-6) -> Any:
     """d f(*args) / d args[i] by central differences (``args[i]``: a float array or a float)."""
     args = list(args)
@@ -40,7 +46,7 @@ def numerical_grad(f: Callable, args: Sequence[Any], i: int, eps: float = 1e-6) 
     if isinstance(x, float):
         def at(v):
             args[i] = v
-            return float(f(*args))
+            return _scalar(f(*args))
         return (at(x + eps) - at(x - eps)) / (2 * eps)
     x = np.array(x, dtype=np.float64)
     grad = np.zeros_like(x)
@@ -49,10 +55,10 @@ def numerical_grad(f: Callable, args: Sequence[Any], i: int, eps: float = 1e-6) 
         orig = flat[k]
         flat[k] = orig + eps
         args[i] = x.copy()
-        hi = float(f(*args))
+        hi = _scalar(f(*args))
         flat[k] = orig - eps
         args[i] = x.copy()
-        lo = float(f(*args))
+        lo = _scalar(f(*args))
         flat[k] = orig
         gflat[k] = (hi - lo) / (2 * eps)
     return grad
@@ -131,7 +137,7 @@ def _leaf_error(f: Callable, args: list, argnum: int, path: tuple, g: np.ndarray
             new = float(moved) if as_float else moved
             trial = list(args)
             trial[argnum] = with_leaf(args[argnum], path, new)
-            values.append(float(f(*trial)))
+            values.append(_scalar(f(*trial)))
         fd = (values[0] - values[1]) / (2 * eps)
         got = float(g.reshape(-1)[k])
         worst, scale = max(worst, abs(got - fd)), max(scale, abs(fd), abs(got))

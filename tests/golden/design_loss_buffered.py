@@ -47,18 +47,52 @@ def _work_arrays():
 def _out_entry(out, key):
     argnum, path = key if isinstance(key, tuple) else (key, ())
     entry = out[argnum]
-    return entry[path] if path and entry is not None else entry
+    if not path or entry is None:
+        return entry
+    if not hasattr(entry, "get"):
+        raise TypeError(f"out[{argnum}] must be None or a dict {{path: array}}, as the gradient "
+                        f"returned for that argument, not {entry.__class__.__name__}")
+    return entry.get(path)
+
+
+def _check_out(func, out, count, arrays, entries, unused):
+    """The caller's out=: one entry per argument (``count``), each None or a writeable numpy
+    array of the gradient's shape and dtype (``entries``) sharing no memory with an argument
+    (``arrays``) or another entry; None for the arguments that get no gradient array."""
+    if not isinstance(out, (list, tuple)) or len(out) != count:
+        size = f" of {len(out)}" if isinstance(out, (list, tuple)) else ""
+        raise TypeError(f"{func}: out must be a list with one entry per argument ({count}), "
+                        f"each an array or None; got {out.__class__.__name__}{size}")
+    given = []
+    for key, shape, dtype in entries:
+        array = out[key] if key.__class__ is int else _out_entry(out, key)
+        if array is None:
+            continue
+        if array.__class__ is not xp.ndarray or array.shape != shape or array.dtype != dtype:
+            got = f"{array.dtype}{list(array.shape)}" if hasattr(array, "shape") else ""
+            raise TypeError(f"{func}: out[{key!r}] must be {xp.dtype(dtype).name}{list(shape)} "
+                            f"(a numpy array, or None), got {array.__class__.__name__} {got}")
+        if not array.flags.writeable:
+            raise ValueError(f"{func}: out[{key!r}] is read-only; pass a writeable array or None")
+        owns = array.base is None         # two arrays that own their memory do not overlap
+        for others, what in ((arrays, "an argument"), (given, "another out= entry")):
+            for other in others:
+                if other is array or ((not owns or other.base is not None)
+                                      and xp.may_share_memory(array, other)
+                                      and xp.shares_memory(array, other)):
+                    raise ValueError(f"{func}: out[{key!r}] shares memory with {what}; "
+                                     "gradients must go into arrays of their own (or None)")
+        given.append(array)
+    for argnum in unused:
+        if out[argnum] is not None:
+            raise TypeError(f"{func}: out[{argnum}] must be None: no gradient array is "
+                            "returned for that argument")
 
 
 def _result(out, key, shape, dtype=xp.float64):
-    """The array a returned gradient is written into: the caller's (out=) or a new one."""
+    """The array a returned gradient goes into: the caller's (out=, checked) or a new one."""
     array = None if out is None else _out_entry(out, key)
-    if array is None:
-        return xp.empty(shape, dtype)
-    if array.shape != shape or array.dtype != dtype:
-        raise TypeError(f"out[{key!r}] must be {xp.dtype(dtype).name}{list(shape)}, got "
-                        f"{array.dtype}{list(array.shape)}")
-    return array
+    return xp.empty(shape, dtype) if array is None else array
 
 
 def loss_grad(W, b, x, y, *, out=None):
@@ -70,6 +104,13 @@ def loss_grad(W, b, x, y, *, out=None):
         raise _mismatch('loss_grad', 'x', 'float64[3, 2]', x)
     if type(y) is not xp.ndarray or y.shape != (4, 2) or y.dtype != xp.float64:
         raise _mismatch('loss_grad', 'y', 'float64[4, 2]', y)
+    if out is not None:
+        _check_out('loss_grad', out, 4, [W, b, x, y], [
+            (0, (4, 3), xp.float64),
+            (1, (4,), xp.float64),
+            (2, (3, 2), xp.float64),
+            (3, (4, 2), xp.float64),
+        ], ())
     buf1, buf2, buf3 = _work_arrays()
     # -- forward --
     # design.py:6  return np.tanh(W @ x + b[:, None])    (predict, inlined)

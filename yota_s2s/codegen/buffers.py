@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..ir.analysis import Analysis, memory_bases, read_only
 from ..ir.tape import Stmt, Tape, Var, tree_vars
 from .scalars import ScalarPlan
 
@@ -69,12 +70,14 @@ class MemoryPlan:
         return sum(int(np.prod(s)) * np.dtype(d).itemsize for s, d, _ in self.slots)
 
 
-def plan_memory(tape: Tape, scalars: ScalarPlan, inlined: set[Var]) -> MemoryPlan:
+def plan_memory(tape: Tape, scalars: ScalarPlan, inlined: set[Var],
+                facts: Analysis | None = None) -> MemoryPlan:
     """The plan for ``tape``; ``inlined`` values are written inside their user's expression,
-    so what they read is read where that user is."""
+    so what they read is read where that user is (``facts`` is the analysis of the tape with
+    those read positions)."""
     plan = MemoryPlan()
-    last = _last_uses(tape, inlined)
-    inputs = {i.var for i in tape.inputs}
+    facts = facts or Analysis(tape, inlined)
+    excluded = facts.arguments | inlined
     for index, stmt in enumerate(tape.stmts):
         if any(o in scalars.chains or o in scalars.elements for o in stmt.outs):
             continue
@@ -85,18 +88,19 @@ def plan_memory(tape: Tape, scalars: ScalarPlan, inlined: set[Var]) -> MemoryPla
             continue
         form = writer(stmt) if stmt.outs and stmt.out not in scalars.floats else None
         if form is None:
-            if stmt.outs and len(stmt.outs) == 1 and not stmt.prim.view:
+            if stmt.outs and len(stmt.outs) == 1 and not memory_bases(stmt) \
+                    and not read_only(stmt):
                 plan.group[stmt.out] = Group([stmt.out], kind="fresh")
             continue
         plan.writes[stmt.out] = form
-        target = _overwritable(stmt, index, last, plan, inputs | inlined) if form == "ufunc" else None
+        target = _overwritable(stmt, index, facts, plan, excluded) if form == "ufunc" else None
         if target is not None:
             plan.over[stmt.out] = target
             _join(plan, stmt.out, target)
         else:
             plan.group[stmt.out] = Group([stmt.out])
-    _mark_results(tape, plan)
-    _assign_slots(tape, plan, last)
+    _mark_results(tape, plan, facts)
+    _assign_slots(tape, plan, facts)
     return plan
 
 
@@ -106,48 +110,19 @@ def _join(plan: MemoryPlan, var: Var, base: Var) -> None:
     plan.group[var] = group
 
 
-def _last_uses(tape: Tape, inlined: set[Var]) -> dict[Var, int]:
-    """The last statement reading each value, or reading a view of it (outputs: the end)."""
-    last: dict[Var, int] = {}
-    where = list(range(len(tape.stmts)))       # where each statement's reads happen
-    user: dict[Var, int] = {}
-    for index, stmt in enumerate(tape.stmts):
-        for v in stmt.uses():
-            user[v] = index
-    for index in reversed(range(len(tape.stmts))):
-        outs = tape.stmts[index].outs
-        if outs and outs[0] in inlined and outs[0] in user:
-            where[index] = where[user[outs[0]]]
-    for index, stmt in enumerate(tape.stmts):
-        for v in stmt.uses():
-            last[v] = max(last.get(v, -1), where[index])
-    for v in tape.outputs():
-        if isinstance(v, Var):
-            last[v] = len(tape.stmts)
-    for stmt in reversed(tape.stmts):
-        if _aliases(stmt) and stmt.outs and stmt.args and isinstance(stmt.args[0], Var):
-            base = stmt.args[0]
-            last[base] = max(last.get(base, -1), last.get(stmt.out, -1))
-    return last
-
-
-def _aliases(stmt: Stmt) -> bool:
-    """The result is (a view of) the first operand's memory: a view, or an in-place update
-    (``t[0] = v`` written in place; ``y_1 = t.T`` then still reads ``y``'s array)."""
-    return stmt.prim.view or stmt.prim.inplace
-
-
-def _overwritable(stmt: Stmt, index: int, last: dict, plan: MemoryPlan,
+def _overwritable(stmt: Stmt, index: int, facts: Analysis, plan: MemoryPlan,
                   excluded: set[Var]) -> Var | None:
-    """An operand whose storage the result can take: same shape and dtype, dead after this,
-    and a named array of ours (not an argument, not a temporary inside an expression)."""
+    """An operand whose storage the result can take: same shape and dtype, its memory dead
+    after this (no later read of it or of anything sharing it), and a named array of ours (not
+    an argument, not a temporary inside an expression)."""
     out = stmt.out
     operands = [a for a in stmt.args if isinstance(a, Var)]
     for a in operands:
         group = plan.group.get(a)
         if group is None or a in excluded:
             continue
-        if a.aval.shape != out.aval.shape or a.aval.dtype != out.aval.dtype or last.get(a) != index:
+        if a.aval.shape != out.aval.shape or a.aval.dtype != out.aval.dtype \
+                or facts.last_memory.get(a) != index:
             continue
         if any(o is not a and plan.group.get(o) is group for o in operands):
             continue
@@ -155,33 +130,32 @@ def _overwritable(stmt: Stmt, index: int, last: dict, plan: MemoryPlan,
     return None
 
 
-def _mark_results(tape: Tape, plan: MemoryPlan) -> None:
-    """Groups holding returned gradients live in the returned arrays."""
-    producer = {o: s for s in tape.stmts for o in s.outs}
+def _mark_results(tape: Tape, plan: MemoryPlan, facts: Analysis) -> None:
+    """Groups holding returned gradients live in the returned arrays; nothing returned lives
+    in (or views) a work array: such a group is allocated on each call instead."""
     for inp, g in zip(tape.inputs, tape.grads or []):
-        if not isinstance(g, Var) or g.aval.weak or g.aval.ndim == 0:
+        if not isinstance(g, Var) or g.aval.weak:
             continue
         key = (inp.argnum, inp.path)
         group = plan.group.get(g)
-        if group is not None and group.members[-1] is g and group.kind == "slot":
+        if group is not None and group.members[-1] is g and group.kind == "slot" and g.aval.ndim:
             group.kind, group.result = "result", key
             continue
-        root = g
-        while root in producer and _aliases(producer[root]) and isinstance(producer[root].args[0], Var):
-            root = producer[root].args[0]
-        if root in plan.group:
-            plan.group[root].kind = "fresh"
         plan.delivered[g] = key
+    for v in facts.returned:
+        group = plan.group.get(v)
+        if group is not None and group.kind == "slot":
+            group.kind = "fresh"
 
 
-def _assign_slots(tape: Tape, plan: MemoryPlan, last: dict[Var, int]) -> None:
+def _assign_slots(tape: Tape, plan: MemoryPlan, facts: Analysis) -> None:
     """Work arrays by liveness: a group takes a free slot of its shape and dtype, or a new one."""
     groups = []
     for var, group in plan.group.items():
         if group.kind == "slot" and group.members[0] is var:
-            group.end = max(last.get(m, -1) for m in group.members)
+            group.end = max(facts.last_memory.get(m, -1) for m in group.members)
             groups.append(group)
-    order = {s.out: i for i, s in enumerate(tape.stmts) if s.outs}
+    order = facts.defined
     busy: list[Group] = []
     free: dict[tuple, list[int]] = {}
     for group in sorted(groups, key=lambda g: order[g.members[0]]):
@@ -201,3 +175,24 @@ def _assign_slots(tape: Tape, plan: MemoryPlan, last: dict[Var, int]) -> None:
 
 def _kind(var: Var) -> tuple:
     return var.aval.shape, var.aval.dtype
+
+
+def storage(tape: Tape, plan: MemoryPlan, scalars: ScalarPlan, facts: Analysis) -> dict[Var, object]:
+    """Where each value's array lives in the written code, for the verifier: ``("slot", k)``
+    for work array ``k``, one key per other group, the base's for views and in-place updates,
+    the value itself for an array of its own; None for Python scalars."""
+    where: dict[Var, object] = {i.var: ("own", i.var) for i in tape.inputs}
+    for stmt in tape.stmts:
+        for v in stmt.outs:
+            group = plan.group.get(v)
+            bases = memory_bases(stmt)
+            if v in scalars.floats or v in scalars.elements or v in scalars.chains \
+                    or v.aval.weak:
+                where[v] = None
+            elif group is not None:
+                where[v] = ("slot", group.slot) if group.kind == "slot" else ("group", id(group))
+            elif len(bases) == 1:
+                where[v] = where.get(bases[0])
+            else:
+                where[v] = None if bases else ("own", v)
+    return where

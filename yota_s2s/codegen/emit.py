@@ -17,20 +17,20 @@ takes them as they are.
 from __future__ import annotations
 
 import ast
-import bisect
 import math
 import operator
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ..errors import SourceLoc, StaticValueError
+from ..ir import verify
+from ..ir.analysis import Analysis
 from ..ir.names import Namer, name_tape
 from ..ir.tape import ACCUMULATE, Lit, Primitive, Stmt, Tape, Var, tree_vars
 from ..text import dotted, identifier, literal
-from .buffers import MemoryPlan, plan_memory, writer
+from .buffers import MemoryPlan, plan_memory, storage, writer
 from .outside import outside_statements
 from .scalars import ScalarPlan, name_scalars, plan_scalars, scalar_statement, square
 from .writes import write_statement
@@ -70,20 +70,28 @@ class Emitter:
         self.tape = tape
         self.calls = calls or {}          # user functions: how the module's imports name them
         self.roots = roots or {}          # user modules read at call time: how they are named
-        self.scalars = plan_scalars(tape) if fast else ScalarPlan()
-        # an unpacked array keeps its name (``x0, x1 = x.tolist()``) even where it has one use
-        self.inlined = _inlinable(tape) - set(self.scalars.elements) - set(self.scalars.unpacked)
+        facts = Analysis(tape)
+        self.scalars = plan_scalars(tape, facts) if fast else ScalarPlan()
+        self.inlined = _inlinable(tape, facts) - set(self.scalars.elements) \
+            - set(self.scalars.unpacked)        # read by name: x0, x1 = x.tolist()
         if fast:     # what is written into an array is a statement of its own
             self.inlined -= {s.out for s in tape.stmts if s.outs and writer(s)
                              and s.out not in self.scalars.floats}
-        self.memory = plan_memory(tape, self.scalars, self.inlined) if fast else MemoryPlan()
+        self.facts = Analysis(tape, self.inlined) if self.inlined else facts
+        self.memory = plan_memory(tape, self.scalars, self.inlined, self.facts) if fast \
+            else MemoryPlan()
         shared = _shared_names(tape, self.memory)
-        self.made_by = {v: s for s in tape.stmts for v in s.outs}
+        self.made_by = self.facts.producer
         skip = set(self.inlined) | set(self.scalars.elements) | set(shared)
-        self.names: Namer = name_tape(tape, skip=skip, taken=taken, running_sums=True)
+        self.names: Namer = name_tape(tape, skip=skip, taken=taken, running_sums=True,
+                                      facts=facts)
         for v, same in shared.items():
             self.names.names[v] = self.names[same]
         self.scalar_names = name_scalars(self.scalars, self.names)
+        unbound = self.inlined | set(self.scalars.elements)   # elements: bound by x.tolist()
+        _separate_names(tape, self.facts, self.names, unbound)
+        verify.check_written(tape, self.facts, storage(tape, self.memory, self.scalars, self.facts),
+                             {v: n for v, n in self.names.names.items() if v not in unbound})
         self.slot_names = [self.names.fresh(f"buf{i + 1}")
                            for i in range(len(self.memory.slots))]
         self.unpacked_done: set[Var] = set()
@@ -296,68 +304,63 @@ def _shared_names(tape: Tape, memory: MemoryPlan) -> dict[Var, Var]:
     return shared
 
 
-def _inlinable(tape: Tape) -> set[Var]:
+def _separate_names(tape: Tape, facts: Analysis, namer: Namer, unbound: set[Var]) -> None:
+    """A name holds one value at a time. Where a value is still read after another value takes
+    its name (two parts of one gradient, both named after it; a temporary named after the
+    array it is written into), the earlier value gets a name of its own, together with the
+    in-place updates that write through it (they are written under their operand's name).
+    ``unbound`` values have no assignment of their own (inlined; elements of an unpacked array,
+    bound once by ``x.tolist()``, where two reads of one element share its name)."""
+    updated = {s.first_var: s.out for s in tape.stmts if s.prim.inplace and s.outs}
+    holder: dict[str, Var] = {}
+    for v in facts.defined:             # inputs first, then statement order
+        name = namer.names.get(v)
+        if name is None or v in unbound:
+            continue
+        old = holder.get(name)
+        if old is not None and old is not v and facts.last.get(old, -1) > facts.defined[v]:
+            chain = [old]
+            while chain[0] in facts.producer and facts.producer[chain[0]].prim.inplace \
+                    and namer.names.get(facts.producer[chain[0]].first_var) == name:
+                chain.insert(0, facts.producer[chain[0]].first_var)
+            while chain[-1] in updated and namer.names.get(updated[chain[-1]]) == name:
+                chain.append(updated[chain[-1]])
+            own = namer.fresh(name)
+            for c in chain:
+                namer.names[c] = own
+            holder[own] = old
+        holder[name] = v
+
+
+def _inlinable(tape: Tape, facts: Analysis) -> set[Var]:
     """Temporaries written inline into their one use in the same block: the same source line,
     with no statement from another line in between (so code keeps the source's order), and no
     in-place update between the two that writes memory the temporary reads."""
-    uses: Counter = Counter()
-    user: dict[Var, int] = {}                 # value -> index of the statement that uses it
     block: list[int] = []                     # statement index -> its contiguous block
     current, last_key = 0, None
-    for i, stmt in enumerate(tape.stmts):
+    for stmt in tape.stmts:
         if _block_key(stmt) != last_key:
             current, last_key = current + 1, _block_key(stmt)
         block.append(current)
-        for v in stmt.uses():
-            uses[v] += 1
-            user[v] = i
-    outputs = {a for a in tape.outputs() if isinstance(a, Var)}
-    outputs |= tape.in_place_targets()
+    uses, readers = facts.uses, facts.readers
+    outputs = set(facts.outputs) | tape.in_place_targets()
     named = {i.var for i in tape.inputs}      # values that keep a name (adjoints are d<name>)
-    memory = _MemoryRoots(tape.stmts)
     inline, reads = set(), {}
     for i, stmt in enumerate(tape.stmts):
         plain = stmt.prim.nout == 1 and not (stmt.prim.effect or stmt.prim.inplace or stmt.prim.creates)
         v = stmt.outs[0] if stmt.outs else None
-        using = tape.stmts[user[v]] if v in user else None
+        user = readers[v][-1] if v in readers else None
         # (a pass may have rewritten the addition into a one-operand statement: check the arity)
-        partial = uses[v] == 1 and using.rule == ACCUMULATE and len(using.args) == 2 \
-            and using.args[1] is v
+        partial = uses[v] == 1 and tape.stmts[user].rule == ACCUMULATE \
+            and len(tape.stmts[user].args) == 2 and tape.stmts[user].args[1] is v
         if not plain or tape.hint_of(v) or (tape.primal_of(v) in named and not partial) \
                 or v in outputs or uses[v] != 1:
             named.update(stmt.outs)
             continue
-        reads[v] = set().union(*(reads.get(u) or {memory.root(u)} for u in stmt.uses()))
-        if block[user[v]] != block[i] or memory.written(reads[v], i, user[v]):
+        reads[v] = set().union(*(reads.get(u) or {facts.root(u)} for u in stmt.uses()))
+        if block[user] != block[i] or facts.written_between(reads[v], i, user):
             named.add(v)
             reads[v] = None
             continue
         inline.add(v)
     return inline
-
-
-class _MemoryRoots:
-    """Which array's memory each Var is (through views and in-place updates), and where
-    in-place updates write (the positions of the updates of each array)."""
-
-    def __init__(self, stmts: list[Stmt]):
-        self.roots: dict[Var, Var] = {}
-        self.updates: dict[Var, list[int]] = {}
-        for i, s in enumerate(stmts):
-            first = s.first_var
-            if first is not None and (s.prim.view or s.prim.inplace):
-                self.roots[s.out] = self.root(first)
-            if first is not None and s.prim.inplace:
-                self.updates.setdefault(self.root(first), []).append(i)
-
-    def root(self, v: Var) -> Var:
-        return self.roots.get(v, v)
-
-    def written(self, roots: set[Var], start: int, stop: int) -> bool:
-        """Does an update strictly between ``start`` and ``stop`` write one of ``roots``?"""
-        for root in roots:
-            positions = self.updates.get(root, ())
-            k = bisect.bisect_right(positions, start)
-            if k < len(positions) and positions[k] < stop:
-                return True
-        return False

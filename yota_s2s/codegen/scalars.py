@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..ir.analysis import Analysis
 from ..ir.tape import Lit, Stmt, Tape, Var
 from ..rules.indexing import index_add
 
@@ -51,28 +52,25 @@ class ScalarPlan:
         return None
 
 
-def plan_scalars(tape: Tape) -> ScalarPlan:
-    candidates = _candidates(tape)
+def plan_scalars(tape: Tape, facts: Analysis | None = None) -> ScalarPlan:
+    facts = facts or Analysis(tape)
+    candidates = _candidates(tape, facts)
     while candidates:
         plan = _plan(tape, candidates)
-        bad = _rejected(tape, plan)
+        bad = _rejected(tape, plan, facts)
         if not bad:
             return plan
         candidates -= bad
     return ScalarPlan()
 
 
-def _candidates(tape: Tape) -> set[Var]:
-    readers: dict[Var, list[Stmt]] = {}
-    for stmt in tape.stmts:
-        for v in stmt.uses():
-            readers.setdefault(v, []).append(stmt)
-    outputs = set(tape.outputs())
+def _candidates(tape: Tape, facts: Analysis) -> set[Var]:
+    outputs = set(facts.outputs)
     found = set()
-    for var, stmts in readers.items():
+    for var, positions in facts.readers.items():
         a = var.aval
         if a.ndim == 1 and a.dtype == np.float64 and a.size <= MAX_SIZE and var not in outputs \
-                and all(_element_key(s, var) is not None for s in stmts):
+                and all(_element_key(tape.stmts[i], var) is not None for i in positions):
             found.add(var)
     return found
 
@@ -148,14 +146,14 @@ def _small_zeros(stmt: Stmt) -> bool:
     return a.ndim == 1 and a.dtype == np.float64 and a.size <= MAX_SIZE and not stmt.params
 
 
-def _rejected(tape: Tape, plan: ScalarPlan) -> set[Var]:
+def _rejected(tape: Tape, plan: ScalarPlan, facts: Analysis) -> set[Var]:
     """Unpacked arrays whose Python floats reach an operation that would treat them otherwise."""
     bad = set()
     for stmt in tape.stmts:
         for pos, arg in enumerate(stmt.args):
             for v in ([arg] if isinstance(arg, Var) else []):
                 if v in plan.floats and not _accepts(stmt, pos, plan):
-                    bad |= _sources(v, tape, plan)
+                    bad |= _sources(v, facts, plan)
     return bad
 
 
@@ -170,9 +168,9 @@ def _accepts(stmt: Stmt, pos: int, plan: ScalarPlan) -> bool:
     return kind == "call" or stmt.prim.fn in _SAFE or stmt.prim.fn in _NUMPY_FORM
 
 
-def _sources(var: Var, tape: Tape, plan: ScalarPlan) -> set[Var]:
+def _sources(var: Var, facts: Analysis, plan: ScalarPlan) -> set[Var]:
     """The unpacked arrays ``var`` was computed from."""
-    producer = {o: s for s in tape.stmts for o in s.outs}
+    producer = facts.producer
     found, todo, seen = set(), [var], set()
     while todo:
         v = todo.pop()

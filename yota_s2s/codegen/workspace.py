@@ -29,29 +29,90 @@ _OUT = '''
 def _out_entry(out, key):
     argnum, path = key if isinstance(key, tuple) else (key, ())
     entry = out[argnum]
-    return entry[path] if path and entry is not None else entry
+    if not path or entry is None:
+        return entry
+    if not hasattr(entry, "get"):
+        raise TypeError(f"out[{argnum}] must be None or a dict {{path: array}}, as the gradient "
+                        f"returned for that argument, not {entry.__class__.__name__}")
+    return entry.get(path)
+
+
+def _check_out(func, out, count, arrays, entries, unused):
+    """The caller's out=: one entry per argument (``count``), each None or a writeable numpy
+    array of the gradient's shape and dtype (``entries``) sharing no memory with an argument
+    (``arrays``) or another entry; None for the arguments that get no gradient array."""
+    if not isinstance(out, (list, tuple)) or len(out) != count:
+        size = f" of {len(out)}" if isinstance(out, (list, tuple)) else ""
+        raise TypeError(f"{func}: out must be a list with one entry per argument ({count}), "
+                        f"each an array or None; got {out.__class__.__name__}{size}")
+    given = []
+    for key, shape, dtype in entries:
+        array = out[key] if key.__class__ is int else _out_entry(out, key)
+        if array is None:
+            continue
+        if array.__class__ is not xp.ndarray or array.shape != shape or array.dtype != dtype:
+            got = f"{array.dtype}{list(array.shape)}" if hasattr(array, "shape") else ""
+            raise TypeError(f"{func}: out[{key!r}] must be {xp.dtype(dtype).name}{list(shape)} "
+                            f"(a numpy array, or None), got {array.__class__.__name__} {got}")
+        if not array.flags.writeable:
+            raise ValueError(f"{func}: out[{key!r}] is read-only; pass a writeable array or None")
+        owns = array.base is None         # two arrays that own their memory do not overlap
+        for others, what in ((arrays, "an argument"), (given, "another out= entry")):
+            for other in others:
+                if other is array or ((not owns or other.base is not None)
+                                      and xp.may_share_memory(array, other)
+                                      and xp.shares_memory(array, other)):
+                    raise ValueError(f"{func}: out[{key!r}] shares memory with {what}; "
+                                     "gradients must go into arrays of their own (or None)")
+        given.append(array)
+    for argnum in unused:
+        if out[argnum] is not None:
+            raise TypeError(f"{func}: out[{argnum}] must be None: no gradient array is "
+                            "returned for that argument")
 
 
 def _result(out, key, shape, dtype=xp.float64):
-    """The array a returned gradient is written into: the caller's (out=) or a new one."""
+    """The array a returned gradient goes into: the caller's (out=, checked) or a new one."""
     array = None if out is None else _out_entry(out, key)
-    if array is None:
-        return xp.empty(shape, dtype)
-    if array.shape != shape or array.dtype != dtype:
-        raise TypeError(f"out[{key!r}] must be {xp.dtype(dtype).name}{list(shape)}, got "
-                        f"{array.dtype}{list(array.shape)}")
-    return array
+    return xp.empty(shape, dtype) if array is None else array
 '''
 
 _DELIVER = '''
 def _deliver(out, key, value):
-    """``value``, or a copy of it in the caller's array when one was given (out=)."""
+    """``value``, or a copy of it in the caller's array when one was given (out=, checked)."""
     array = None if out is None else _out_entry(out, key)
     if array is None:
         return value
     xp.copyto(array, value)
     return array
 '''
+
+
+def out_entries(emitter, tape: Tape) -> list[tuple]:
+    """(key, shape, dtype) of each gradient the caller's out= may hold."""
+    memory, entries = emitter.memory, []
+    keys = {g.result: g.members[-1] for g in memory.group.values() if g.kind == "result"}
+    keys.update({key: v for v, key in memory.delivered.items()})
+    for (argnum, path), v in sorted(keys.items(), key=lambda kv: (kv[0][0], repr(kv[0][1]))):
+        entries.append((argnum if not path else (argnum, path), v.aval.shape, v.aval.dtype.name))
+    return entries
+
+
+def out_check_lines(emitter, tape: Tape, fname: str) -> list[str]:
+    """``if out is not None: _check_out(...)``: every out= entry checked once, up front."""
+    if not takes_out(emitter):
+        return []
+    leaves = ", ".join(emitter.names[i.var] for i in tape.inputs if not i.var.aval.weak)
+    entries = out_entries(emitter, tape)
+    given = {key if isinstance(key, int) else key[0] for key, _, _ in entries}
+    unused = tuple(argnum for argnum in range(len(tape.params)) if argnum not in given)
+    texts = [f"({key!r}, {shape!r}, xp.{dtype})" for key, shape, dtype in entries]
+    head = f"_check_out({fname!r}, out, {len(tape.params)}, [{leaves}], "
+    call = f"{head}[{', '.join(texts)}], {unused!r})"
+    if len(call) + 8 <= 99:
+        return ["if out is not None:", f"    {call}"]
+    return ["if out is not None:", f"    {head}["] + [f"        {t}," for t in texts] + \
+        [f"    ], {unused!r})"]
 
 
 def takes_out(emitter) -> bool:

@@ -25,7 +25,7 @@ from .emit import Block, Emitter, unparse
 from .imports import Imports, plan_imports
 from .outside import BIND, CHANGED_PRELUDE, FUNCTION_PARAM, bind_function, has_reads, \
     reads_function, unbound_check
-from .workspace import header_lines, prelude, takes_out, unpack_line
+from .workspace import header_lines, out_check_lines, prelude, takes_out, unpack_line
 
 INDENT = "    "
 MAX_COMMENT = 100
@@ -161,7 +161,8 @@ def _function(tape: Tape, emitter: Emitter) -> Written:
     fname = function_name(tape)
     returns, build = _returns(tape, emitter)
     body = (unbound_check(fname, tape) if reads_function(tape) else []) + \
-        _checks(tape, emitter, fname) + _struct_args(tape, emitter, fname) + unpack_line(emitter)
+        _checks(tape, emitter, fname) + _struct_args(tape, emitter, fname) + \
+        out_check_lines(emitter, tape, fname) + unpack_line(emitter)
     section = None
     for block in blocks:
         if block.section != section and section != "backward":
@@ -430,12 +431,14 @@ def _returns(tape: Tape, emitter: Emitter) -> tuple[list[str], list[str]]:
     """The returned names, and the statements that build each struct's ``{path: gradient}``."""
     def text(atom: Any) -> str:
         if isinstance(atom, Var) and atom in emitter.scalars.floats and not atom.aval.weak:
-            return f"xp.float64({emitter.names[atom]})"     # a numpy scalar, as traced
+            value = f"xp.float64({emitter.names[atom]})"     # a numpy scalar, as traced
+        else:
+            value = unparse(emitter.atom(atom))
         if isinstance(atom, Var) and atom in emitter.memory.delivered:
             argnum, path = emitter.memory.delivered[atom]
             key = argnum if not path else (argnum, path)
-            return f"_deliver(out, {literal_text(key)}, {unparse(emitter.atom(atom))})"
-        return unparse(emitter.atom(atom))
+            return f"_deliver(out, {literal_text(key)}, {value})"
+        return value
     out, build = [text(tape.result)], []
     for argnum, kind in enumerate(tape.arg_kinds):
         leaves = [(i, g) for i, g in zip(tape.inputs, tape.grads or []) if i.argnum == argnum]

@@ -5,6 +5,7 @@ import inspect
 import types
 from typing import Any, Callable, Sequence
 
+from ..errors import UnsupportedSyntax
 from ..ir.tape import Tape, Var
 from ..rules.registry import RULES, RuleSet
 from ..text import normal
@@ -17,7 +18,11 @@ from .values import to_tree
 
 
 def param_names(fn: Any, n_args: int) -> tuple[str, ...]:
-    """One name per positional argument: the parameter's, or ``args_0``... for ``*args``."""
+    """One name per positional argument: the parameter's, or ``args_0``... for ``*args``
+    (or those a wrapper of ours lists in ``__yota_params__``: ``ys.vjp``'s)."""
+    given = getattr(fn, "__yota_params__", None)
+    if given is not None and len(given) == n_args:
+        return tuple(given)
     sig = inspect.signature(fn)
     names = []
     params = list(sig.parameters.values())
@@ -58,6 +63,11 @@ def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES,
     if self_arg is not None:
         args = (self_arg, *args)
     parsed = parse_function(fn)
+    if inspect.isgeneratorfunction(fn):
+        raise UnsupportedSyntax(f"{parsed.name} is a generator function: the function to "
+                                "differentiate must return its value", loc=parsed.loc(parsed.node),
+                                hint="Return a list (or a sum) of what it yields; generators are "
+                                     "fine in the helpers it calls.")
     ev = Evaluator(rules)
     ev.collector = collector
     ev.flattener = flat = Flattener(ev.values, ev.input_vars, dynamic)
@@ -69,9 +79,11 @@ def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES,
     if isinstance(result, Var) and result.hint is None:
         # the value of loss() is called loss
         result.hint = parsed.name if parsed.name.isidentifier() else "value"
+        result.hint = getattr(fn, "__yota_name__", None) or result.hint
     inputs = sorted(flat.inputs, key=lambda i: i.argnum)      # struct fields are read lazily
     leaf_names(inputs, names)
-    tape = Tape(name=parsed.name, params=names, inputs=inputs, stmts=ev.stmts,
+    name = getattr(fn, "__yota_name__", None) or parsed.name     # ys.vjp's wrapper: f_vjp
+    tape = Tape(name=name, params=names, inputs=inputs, stmts=ev.stmts,
                 result=to_tree(result, loc), statics=flat.statics, loc=loc, layout=flat.layout,
                 arg_kinds=tuple("int" if i in dynamic and type(a) is int else arg_kind(a)
                                 for i, a in enumerate(args)), freevars=fn.__code__.co_freevars)

@@ -9,6 +9,7 @@ source, inlined; a library callable on static arguments, called now. Anything el
 from __future__ import annotations
 
 import builtins
+import functools
 import inspect
 import types
 from typing import Any
@@ -18,6 +19,7 @@ import numpy as np
 
 from ..errors import NoRuleError, StaticValueError, UnsupportedSyntax, YotaError
 from ..ir.tape import Aval, Primitive, Stmt, Var, tree_atoms, tree_map
+from ..rules.registry import opaque_primitive
 from .collect import rule_stub, skip_call
 from .externals import RandomMethod, cell_path, is_data, random_method
 from .flatten import is_struct_object
@@ -57,6 +59,9 @@ class CallsMixin:
         return self.call(fn, args, kwargs, node)
 
     def call(self, fn: Any, args: list, kwargs: dict, node: gast.AST) -> Any:
+        if isinstance(fn, functools.partial):       # its function, with the stored arguments
+            inner = fn.local if isinstance(fn, _LocalPartial) else fn.func
+            return self.call(inner, [*fn.args, *args], {**fn.keywords, **kwargs}, node)
         if isinstance(fn, ArrayMethod):
             if fn.name in IN_PLACE_METHODS:
                 return self.update_by_method(fn, args, kwargs, node)
@@ -104,11 +109,77 @@ class CallsMixin:
                                    "time, but it is given a traced value", self.loc(node),
                                    "Use an int or a shape (x.shape[0]) here; traced values are "
                                    "only known when the gradient runs.")
+        if self.is_opaque(fn, kwargs):
+            result = self.opaque_call(fn, args, kwargs, node)
+            if result is not None:
+                return result
         return skip_call(self, self.no_rule(fn, node, args, kwargs), fn, args, kwargs)
+
+    def is_opaque(self, fn: Any, kwargs: dict) -> bool:
+        """A library function (numpy, scipy...) with static keywords: a candidate for
+        ``opaque_call``."""
+        if not (is_library(fn) or isinstance(fn, np.ufunc)) or isinstance(fn, type):
+            return False
+        return not is_traced(kwargs)
+
+    def opaque_call(self, fn: Any, args: list, kwargs: dict, node: gast.AST) -> Any:
+        """``fn(*args, **kwargs)`` recorded as a plain call with no rules, where no gradient
+        can flow through it: none of its operands is a traced float (``np.meshgrid`` of
+        ``np.arange`` results), its results are integers or booleans (``np.searchsorted``,
+        ``np.digitize``), or a derivative rule makes it (first-order gradients never
+        differentiate a rule's own calls). None otherwise, or when its result is not an array
+        or a tuple of arrays."""
+        try:
+            result = fn(*[_concrete_tree(self, a) for a in args], **kwargs)
+        except Exception:
+            return None
+        if isinstance(result, (np.ndarray, np.generic)):
+            results = [result]
+        elif isinstance(result, (tuple, list)) and result and \
+                all(isinstance(r, np.ndarray) for r in result):
+            results = list(result)
+        else:
+            return None
+        floats_in = any(isinstance(a, Var) and a.aval.is_float for a in _atoms(args))
+        floats_out = any(r.dtype.kind in "fc" for r in results)
+        if floats_in and floats_out and not self.backward_mode:
+            return None
+        nout = 1 if isinstance(result, (np.ndarray, np.generic)) else len(results)
+        prim = opaque_primitive(fn, tuple(kwargs), nout)
+        outs = self.call_primitive(prim, args, kwargs, node)
+        if not self.backward_mode:
+            for out in outs if nout > 1 else (outs,):
+                self.guard_size(out, node)
+        return outs
+
+    def guard_size(self, out: Var, node: gast.AST) -> None:
+        """Check when the code runs that ``out`` has as many elements as in the example: the
+        code after it is written for that shape (``np.unique``, ``np.flatnonzero`` of traced
+        values may give another)."""
+        if not isinstance(out, Var) or out.aval.ndim == 0:
+            return
+        from ..rules.control import guard
+        size = int(out.aval.size)
+        found = self.call_primitive(opaque_primitive(np.size, (), 1), [out], {}, node)
+        same = self.compare(gast.Eq(), found, size, node)
+        loc = self.loc(node)
+        where = f"{loc.short} `{loc.text}` giving {size} elements" if loc else "a call"
+        self.emit(self.rules.lookup(guard), [same], {"expected": True, "where": where}, node)
 
     def no_rule(self, fn: Any, node: gast.AST, args: list, kwargs: dict) -> NoRuleError:
         kind = "and no Python source to inline" if is_library(fn) or not callable(fn) else ""
         func = self.loc(node.func) if isinstance(node, gast.Call) else None
+        if self.frame is not None and "__yota_text__" in self.frame.globals:
+            # differentiating generated code: the call was made by a derivative rule, which
+            # a first-order gradient never differentiates; a second differentiation does
+            name = display_name(fn)
+            return NoRuleError(
+                f"{name} has no derivative rule; it is called by a derivative rule (in the "
+                "generated gradient), and differentiating a gradient differentiates the calls "
+                "its rules make", self.loc(node),
+                f"Register a rule for {name} where the first rule is registered: "
+                f'ys.diffrule({name}, "<operand>", "<expr in y, dy, ...>"), or ys.nodiff({name}) '
+                "if its gradient is not needed.")
         return NoRuleError(f"{display_name(fn)} has no derivative rule {kind}".strip(),
                            self.loc(node), rule_stub(fn, list(args), kwargs, func))
 
@@ -168,8 +239,8 @@ class CallsMixin:
                     tuple(sorted(params.items(), key=lambda kv: order.index(kv[0]))), loc,
                     self.rule_text)
         self.stmts.append(stmt)
-        self.note_views(stmt)
-        return outs[0] if prim.nout == 1 else outs
+        copy = self.note_views(stmt, node)
+        return copy if copy is not None else outs[0] if prim.nout == 1 else outs
 
     def concrete(self, atom: Any) -> Any:
         return self.values[atom] if isinstance(atom, Var) else atom.value
@@ -181,10 +252,9 @@ class CallsMixin:
         if isinstance(fn, types.MethodType):
             fn, args = fn.__func__, [fn.__self__, *args]
         parsed = parse_function(fn)
-        if inspect.isgeneratorfunction(fn) or inspect.iscoroutinefunction(fn):
-            raise UnsupportedSyntax(f"{fn.__name__} is a generator (or async) function",
-                                    parsed.loc(parsed.node),
-                                    "Return a list (or use a list comprehension) instead of yielding.")
+        if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+            raise UnsupportedSyntax(f"{fn.__name__} is an async function", parsed.loc(parsed.node),
+                                    "Make it an ordinary function.")
         try:
             bound = inspect.signature(fn).bind(*args, **kwargs)
         except TypeError as e:
@@ -220,6 +290,12 @@ class CallsMixin:
         return self.run_function(frame, fn.node)
 
     def run_function(self, frame, node: gast.FunctionDef | gast.Lambda) -> Any:
+        if _is_generator(node):
+            # A generator runs to the end at once; its values are what it yields, in order (the
+            # caller iterates them: list(gen(x)), for v in gen(x)).
+            frame.yields = []
+            self.run_body(frame, node.body)
+            return frame.yields
         if isinstance(node, gast.Lambda):
             saved, self.frame = self.frame, frame
             try:
@@ -227,6 +303,36 @@ class CallsMixin:
             finally:
                 self.frame = saved
         return self.run_body(frame, node.body)
+
+
+def _is_generator(node: gast.AST) -> bool:
+    """A ``def`` whose own body (not a nested function's) yields."""
+    if not isinstance(node, gast.FunctionDef):
+        return False
+    todo = list(node.body)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, (gast.Yield, gast.YieldFrom)):
+            return True
+        if not isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)):
+            todo.extend(gast.iter_child_nodes(n))
+    return False
+
+
+def _atoms(value: Any):
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _atoms(v)
+    else:
+        yield value
+
+
+def _concrete_tree(ev: Any, value: Any) -> Any:
+    if isinstance(value, Var):
+        return ev.values[ev.current(value)]
+    if isinstance(value, (list, tuple)):
+        return type(value)(_concrete_tree(ev, v) for v in value)
+    return value
 
 
 def _is_data(value: Any) -> bool:
@@ -427,11 +533,33 @@ def _print(ev, args, kwargs, node):
     return None                     # printing is not part of the gradient
 
 
+def _partial(ev, args, kwargs, node):
+    """``functools.partial(f, x, s=2.0)`` holding traced values, or of a function defined in
+    the traced code: called like ``f`` later (see ``call``)."""
+    fn, *stored = args
+    if callable(fn):
+        return functools.partial(fn, *stored, **kwargs)
+    return _LocalPartial(fn, tuple(stored), kwargs)
+
+
+class _LocalPartial(functools.partial):
+    """A partial of a ``def`` or ``lambda`` met while tracing (not callable from Python)."""
+
+    def __new__(cls, fn, args, keywords):
+        self = super().__new__(cls, _not_called, *args, **keywords)
+        self.local = fn
+        return self
+
+
+def _not_called(*args, **kwargs):
+    raise TypeError("a partial of a function defined inside traced code")
+
+
 _BUILTINS = {
     len: _len, isinstance: _isinstance, type: _type, float: _float, int: _int, bool: _bool,
     abs: _abs, sum: _sum, max: _extremum(np.maximum, max), min: _extremum(np.minimum, min),
     zip: _iterating(zip), enumerate: _iterating(enumerate), reversed: _iterating(reversed),
     list: _iterating(list), tuple: _iterating(tuple), map: _map, getattr: _getattr,
-    hasattr: _hasattr, item: _item,
+    hasattr: _hasattr, item: _item, functools.partial: _partial,
     print: _print, **NUMPY_CALLS,
 }

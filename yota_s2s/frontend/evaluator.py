@@ -56,6 +56,7 @@ class Frame:
         self.fn, self.globals, self.closure, self.parent = fn, globals, closure, parent
         self.locals: dict[str, Any] = {}
         self.stmt: gast.stmt | None = None     # the statement running now (for locations)
+        self.yields: list | None = None        # a generator's values (see calls.run_function)
         self.cells: dict[str, tuple | None] = {}    # where each closure cell is (externals.py)
 
     def lookup(self, name: str) -> Any:

@@ -53,6 +53,24 @@ class ExpressionsMixin:
         self.assign(node.target, value)
         return value
 
+    def visit_Yield(self, node: gast.Yield) -> Any:
+        frame = self.frame
+        while frame is not None and getattr(frame, "yields", None) is None:
+            frame = frame.parent
+        if frame is None:
+            raise self.unsupported(node, "`yield` outside a generator function")
+        frame.yields.append(None if node.value is None else self.expr(node.value))
+        return None                     # what send() would give: nothing is sent
+
+    def visit_YieldFrom(self, node: gast.YieldFrom) -> Any:
+        frame = self.frame
+        while frame is not None and getattr(frame, "yields", None) is None:
+            frame = frame.parent
+        if frame is None:
+            raise self.unsupported(node, "`yield from` outside a generator function")
+        frame.yields.extend(self.iterate(self.expr(node.value), node))
+        return None
+
     def visit_Lambda(self, node: gast.Lambda) -> Any:
         return self.make_local_function(node, "<lambda>")
 

@@ -26,6 +26,7 @@ import gast
 import numpy as np
 
 from ..errors import UnsupportedSyntax
+from ..ir.analysis import memory_bases
 from ..ir.tape import Lit, Stmt, Var, tree_atoms, tree_map
 from ..rules.indexing import setitem
 from ..rules.shape import ravel
@@ -68,21 +69,30 @@ class UpdatesMixin:
             return {k: self.current_tree(v) for k, v in value.items()}
         return self.current(value)
 
-    def note_views(self, stmt: Stmt) -> None:
-        """Remember a result that shares memory with one of its operands."""
-        if self.backward_mode or len(stmt.outs) != 1:
-            return
-        if stmt.prim.creates and not any(isinstance(a, Var) for t in stmt.args
-                                         for a in tree_atoms(t)):
+    def note_views(self, stmt: Stmt, node: gast.AST | None = None) -> Var | None:
+        """Remember a result that shares memory with one of its operands. A result that shares
+        memory its primitive does not declare (a function of the user's returning a view) is
+        copied: the tape's analysis (ir/analysis.py) knows memory from the primitives alone, and
+        passes and codegen would write into one array and change the other. Returns the copy
+        that stands for the result then (a write into it is refused, as into a view)."""
+        if len(stmt.outs) != 1:
+            return None
+        if not self.backward_mode and stmt.prim.creates and \
+                not any(isinstance(a, Var) for t in stmt.args for a in tree_atoms(t)):
             self.constants.add(stmt.out)        # np.array([0, 2]): the same in every call
         result = self.values[stmt.out]
         if not isinstance(result, np.ndarray):
-            return
+            return None
         for atom in (a for t in stmt.args for a in tree_atoms(t)):
             if isinstance(atom, Var) and isinstance(self.values[atom], np.ndarray) \
                     and np.may_share_memory(result, self.values[atom]):
-                self.views[stmt.out] = (atom, stmt)
-                return
+                declared = atom in memory_bases(stmt)
+                copy = None if declared else \
+                    self.emit(self.rules.lookup(np.copy), [stmt.out], {}, node)
+                if not self.backward_mode:
+                    self.views[copy or stmt.out] = (atom, stmt)
+                return copy
+        return None
 
     # -- writing -------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Callable, Iterable
 
 from ..text import name_base, normal
+from .analysis import Analysis
 from .tape import ACCUMULATE, Tape, Var
 
 # Names the generated module defines or reads at module level: its imports, its helpers
@@ -28,8 +29,8 @@ from .tape import ACCUMULATE, Tape, Var
 # ``_ONES_n`` vectors take fresh names as they are made; ``out`` is taken where the function
 # has the ``out=`` keyword (codegen/writer.py). ``write_module`` checks the result.
 MODULE_NAMES = frozenset({"xp", "math", "threading", "GuardError", "_mismatch", "_result",
-                          "_deliver", "_out_entry", "_work_arrays", "WORK_ARRAYS", "_local",
-                          "_"})
+                          "_deliver", "_out_entry", "_check_out", "_work_arrays", "WORK_ARRAYS",
+                          "_local", "_"})
 BUILTINS_USED = frozenset({"float", "int", "complex", "len", "isinstance", "getattr", "hasattr",
                            "repr", "slice", "tuple", "list", "TypeError", "ValueError", "None",
                            "True", "False"})
@@ -117,8 +118,9 @@ class Namer:
 
 
 def name_tape(tape: Tape, skip: set[Var] = frozenset(), taken: Iterable[str] = (),
-              running_sums: bool = False) -> Namer:
-    """Name every Var of ``tape`` except those in ``skip`` (inlined into expressions)."""
+              running_sums: bool = False, facts: Analysis | None = None) -> Namer:
+    """Name every Var of ``tape`` except those in ``skip`` (inlined into expressions);
+    ``facts``: the tape's analysis, when the caller has one."""
     namer = Namer(taken, tape)
     hint_of, primal_of = tape.hint_of, tape.primal_of
     hints = {hint_of(inp.var) for inp in tape.inputs if hint_of(inp.var)}
@@ -132,7 +134,7 @@ def name_tape(tape: Tape, skip: set[Var] = frozenset(), taken: Iterable[str] = (
         else:
             namer.name_var(inp.var)
     totals = _accumulated_totals(tape, skip)
-    continued = _running_sums(tape) if running_sums else {}
+    continued = _running_sums(tape, facts or Analysis(tape)) if running_sums else {}
     for stmt in tape.stmts:
         for v in stmt.outs:
             if v in skip:
@@ -151,15 +153,10 @@ def name_tape(tape: Tape, skip: set[Var] = frozenset(), taken: Iterable[str] = (
     return namer
 
 
-def _running_sums(tape: Tape) -> dict[Var, Var]:
+def _running_sums(tape: Tape, facts: Analysis) -> dict[Var, Var]:
     """Accumulating additions whose running total is not read again: the sum may reuse the
     total's name (``dW = dW + t``)."""
-    last_use: dict[Var, int] = {}
-    for index, stmt in enumerate(tape.stmts):
-        for v in stmt.uses():
-            last_use[v] = index
-    for a in tape.outputs():
-        last_use[a] = len(tape.stmts)
+    last_use = facts.last
     continued = {}
     for index, stmt in enumerate(tape.stmts):
         total = stmt.first_var

@@ -13,6 +13,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import InternalError
+from .analysis import Analysis, memory_bases, read_only
 from .names import name_tape
 from .printer import format_stmt
 from .tape import Aval, Stmt, Tape, Var, tree_map
@@ -34,10 +35,7 @@ def check(tape: Tape) -> Tape:
     defined = set(inputs)
     if len(defined) != len(tape.inputs):
         _fail(tape, 0, "an input is listed twice")
-    last_use: dict[Var, int] = {}
-    for index, stmt in enumerate(tape.stmts):
-        for v in stmt.uses():
-            last_use[v] = index
+    last_use = Analysis(tape).last        # outputs: read at the end
     for index, stmt in enumerate(tape.stmts):
         for v in stmt.uses():
             if v not in defined:
@@ -46,7 +44,7 @@ def check(tape: Tape) -> Tape:
             _fail(tape, index, f"{stmt.prim.name} makes {stmt.prim.nout} results, not {len(stmt.outs)}")
         if stmt.prim.inplace:
             target = stmt.first_var
-            if target is None or last_use.get(target, -1) > index or target in tape.outputs():
+            if target is None or last_use.get(target, -1) > index:
                 _fail(tape, index, "an in-place update's target is used after the update")
             if target in inputs:
                 _fail(tape, index, "an in-place update writes into an argument")
@@ -83,3 +81,51 @@ def run(tape: Tape, values: Sequence[Any], check_avals: bool = False) -> tuple[A
     result = tree_map(value, tape.result)
     grads = [None if g is None else value(g) for g in (tape.grads or [])]
     return result, grads
+
+
+def check_written(tape: Tape, facts, storage: dict[Var, Any], names: dict[Var, str]) -> None:
+    """Invariants of the written code (codegen's plan; ``facts`` is the tape's ``Analysis`` with
+    codegen's read positions):
+
+    - no value is read after its array (``storage``: a key per Var, None for Python scalars;
+      ``("slot", k)`` for work array ``k``) is written with another value, nor after its name
+      (``names``) is bound to another value;
+    - nothing returned is, or shares memory with, a work array;
+    - nothing is written into the memory of an argument.
+    """
+    writers = {v for v in facts.defined if v not in facts.producer or
+               not memory_bases(facts.producer[v]) or facts.producer[v].prim.inplace}
+    for v in facts.returned:
+        key = storage.get(v)
+        if isinstance(key, tuple) and key[0] == "slot":
+            _fail(tape, facts.defined[v], f"{v!r} is returned but lives in a work array")
+    held = {storage.get(a): "the memory of an argument" for a in facts.arguments}
+    held.update((storage.get(s.out), "read-only memory") for s in tape.stmts
+                if s.outs and read_only(s) and not memory_bases(s))     # a constant's view
+    held.pop(None, None)
+    for v, key in storage.items():
+        if key in held and v in writers and facts.producer.get(v) is not None \
+                and not read_only(facts.producer[v]):
+            _fail(tape, facts.defined[v], f"{v!r} is written into {held[key]}")
+    _check_locations(tape, facts, storage, writers, "its array is written with")
+    _check_locations(tape, facts, names, set(facts.defined), "its name is bound to")
+
+
+def _check_locations(tape: Tape, facts, where: dict[Var, Any], writers: set[Var],
+                     what: str) -> None:
+    """A value is not read after its location holds another value."""
+    by_location: dict[Any, list[Var]] = {}
+    for v, key in where.items():
+        if key is not None and v in facts.defined:
+            by_location.setdefault(key, []).append(v)
+    for values in by_location.values():
+        values.sort(key=lambda v: (facts.defined[v], v.id))
+        latest, reader = -2, None
+        for v in values:
+            at = facts.defined[v]
+            if v in writers and reader is not None and latest > at:
+                _fail(tape, facts.defined[reader],
+                      f"{reader!r} is read at statement {latest} but {what} {v!r} at {at}")
+            last = facts.last.get(v, -1)
+            if last > latest:
+                latest, reader = last, v

@@ -25,7 +25,8 @@ from collections import Counter, deque
 
 import numpy as np
 
-from ..ir.tape import Lit, Stmt, Tape, Var
+from ..ir.analysis import Analysis, MemoryClasses, basic_parts, read_only
+from ..ir.tape import Stmt, Tape, Var
 from ..rules.indexing import setitem, setitem_
 from ..rules.registry import RuleSet
 from .dce import dce
@@ -35,8 +36,7 @@ def write_in_place(tape: Tape, rules: RuleSet) -> Tape:
     if not any(s.prim.fn is setitem for s in tape.stmts):
         return tape
     tape, _ = dce(_read_around(tape), rules)
-    fixed = {i.var for i in tape.inputs} | {a for a in tape.outputs() if isinstance(a, Var)}
-    memory = _Memory(tape.stmts, fixed)
+    memory = _Memory(Analysis(tape))
     pending, out = deque(tape.stmts), []
     while pending:
         stmt = pending.popleft()
@@ -153,43 +153,30 @@ def _positions(key, shape: tuple) -> list | None:
 # -- lowering -----------------------------------------------------------------------------------
 
 class _Memory:
-    """Alias classes of Vars (same memory, through view and in-place statements), with the
-    number of uses each class still has ahead, and whether it may not be written."""
+    """The memory classes of the analysis (same memory, through view and in-place statements),
+    joined further as updates are lowered, with the number of uses each class still has ahead,
+    and whether it may not be written (an argument's, a result's, a read-only view's)."""
 
-    def __init__(self, stmts: list[Stmt], fixed: set[Var]):
-        self.parent: dict[Var, Var] = {}
+    def __init__(self, facts: Analysis):
+        self.classes = MemoryClasses()
+        self.classes.parent = {v: facts.root(v) for v in facts.defined if facts.root(v) is not v}
         self.ahead: Counter = Counter()
-        self.frozen: set[Var] = set()           # roots of classes that must not be written
-        for s in stmts:
-            self.ahead.update(s.uses())
-        for v in fixed:
-            self.frozen.add(v)
-        for s in stmts:
-            self.note(s)
+        for v, n in facts.uses.items():
+            self.ahead[facts.root(v)] += n
+        self.frozen: set[Var] = {facts.root(v) for v in facts.arguments | facts.returned}
+        self.frozen |= {facts.root(s.out) for s in facts.tape.stmts if s.outs and read_only(s)}
 
     def root(self, v: Var) -> Var:
-        while v in self.parent:
-            v = self.parent[v]
-        return v
+        return self.classes.root(v)
 
     def join(self, v: Var, base: Var) -> None:
         rv, rb = self.root(v), self.root(base)
         if rv is rb:
             return
-        self.parent[rv] = rb
+        self.classes.join(v, base)
         self.ahead[rb] += self.ahead.pop(rv, 0)
         if rv in self.frozen or rb in self.frozen:
             self.frozen.add(rb)
-
-    def note(self, s: Stmt) -> None:
-        """Record what ``s``'s result may share memory with."""
-        if not s.outs or not s.args:
-            return
-        first = s.first_var
-        if s.prim.fn is np.broadcast_to or (s.prim.view and first is None):
-            self.frozen.add(s.out)              # read-only, or a view of a constant
-        if first is not None and (s.prim.inplace or s.prim.view and not _copies(s)):
-            self.join(s.out, first)
 
     def passed(self, s: Stmt) -> None:
         for v in s.uses():
@@ -239,26 +226,6 @@ def _hoist_readers(stmt: Stmt, pending: deque[Stmt], memory: _Memory) -> list[St
         between.update(s.outs)
         j += 1
     return moved
-
-
-def _copies(s: Stmt) -> bool:
-    """An index that makes a copy: an index array, or an element read as a scalar."""
-    if s.prim.fn is not operator.getitem:
-        return False
-    parts = basic_parts(s.args[1])
-    return parts is None or (s.out.aval.ndim == 0 and Ellipsis not in parts)
-
-
-def basic_parts(key) -> tuple | None:
-    """A key of ints, slices, None and ``...`` as a tuple of values; None for any other."""
-    parts = key if isinstance(key, tuple) else (key,)
-    if not all(isinstance(p, Lit) for p in parts):
-        return None
-    values = tuple(p.value for p in parts)
-    if all(v is None or v is Ellipsis or isinstance(v, (int, slice)) and not isinstance(v, bool)
-           for v in values):
-        return values
-    return None
 
 
 def _same_block(a: Stmt, b: Stmt) -> bool:

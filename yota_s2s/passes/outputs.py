@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..frontend.values import to_tree
+from ..ir.analysis import Analysis, memory_bases, read_only
 from ..ir.tape import Input, Lit, Stmt, Tape, Var
 from ..rules.registry import RuleSet
 from .rewrite import resolver, substitute_stmt
@@ -18,8 +19,7 @@ from .rewrite import resolver, substitute_stmt
 def fresh_outputs(tape: Tape, rules: RuleSet) -> Tape:
     if not tape.grads:
         return tape
-    producer = {o: s for s in tape.stmts for o in s.outs}
-    inputs = {i.var for i in tape.inputs}
+    facts = Analysis(tape)
     stmts, grads, roots = list(tape.stmts), list(tape.grads), set()
     for k, (inp, g) in enumerate(zip(tape.inputs, tape.grads)):
         if g is None or inp.var.aval.weak:
@@ -28,8 +28,8 @@ def fresh_outputs(tape: Tape, rules: RuleSet) -> Tape:
             grads[k] = _add(stmts, tape, inp, rules.lookup(np.full),
                             (to_tree(inp.var.aval.shape), g), _dtype(inp))
             continue
-        root, borrowed = _root(g, producer, inputs)
-        made = producer.get(g)
+        root, borrowed = _root(g, facts)
+        made = facts.producer.get(g)
         if made is not None and made.prim.fn is np.broadcast_to and isinstance(made.args[0], Lit):
             grads[k] = _add(stmts, tape, inp, rules.lookup(np.full), made.args[::-1], _dtype(inp),
                             made.loc)
@@ -51,18 +51,18 @@ def _unnamed(stmts: list[Stmt], made: Stmt) -> Var:
     return temp
 
 
-def _root(var: Var, producer: dict[Var, Stmt], inputs: set[Var]) -> tuple[Var, bool]:
+def _root(var: Var, facts: Analysis) -> tuple[Var, bool]:
     """The array ``var`` shares memory with, and whether that memory is not ours to return
-    (an argument, or a read-only broadcast)."""
+    (an argument, a read-only broadcast, a view of a constant)."""
     borrowed = False
-    while var in producer and producer[var].prim.view:
-        stmt = producer[var]
-        borrowed |= stmt.prim.fn is np.broadcast_to
-        base = stmt.args[0] if stmt.args else None     # no operand: the user's (a global)
-        if not isinstance(base, Var):
-            return var, True
-        var = base
-    return var, borrowed or var in inputs
+    while var in facts.producer:
+        stmt = facts.producer[var]
+        borrowed |= read_only(stmt)
+        bases = memory_bases(stmt)
+        if len(bases) != 1:
+            break
+        var = bases[0]
+    return var, borrowed or var in facts.arguments
 
 
 def _dtype(inp: Input) -> tuple:

@@ -30,9 +30,9 @@ for fn in (np.zeros, np.ones, np.empty, np.zeros_like, np.ones_like, np.empty_li
 # A traced fill value or end point is a value like any other: ``np.full(s, a)`` is ``a``
 # broadcast (backward.py sums ``dy`` back to its shape), ``np.linspace`` is linear in both ends.
 nodiff(np.full, "shape")
-diffrule(np.full, "fill_value", "dy")
+diffrule(np.full, "fill_value", "dy", ignores=("dtype",))
 nodiff(np.full_like, "a")
-diffrule(np.full_like, "fill_value", "dy")
+diffrule(np.full_like, "fill_value", "dy", ignores=("dtype",))
 
 
 def _linspace_steps(dy, num, endpoint):
@@ -41,11 +41,11 @@ def _linspace_steps(dy, num, endpoint):
     return np.reshape(t, (num,) + (1,) * (np.ndim(dy) - 1))
 
 
-@diffrule(np.linspace, "start")
+@diffrule(np.linspace, "start", ignores=("dtype",))
 def linspace_grad_start(start, stop, dy, num=50, endpoint=True):
     return dy * (1.0 - _linspace_steps(dy, num, endpoint))
 
 
-@diffrule(np.linspace, "stop")
+@diffrule(np.linspace, "stop", ignores=("dtype",))
 def linspace_grad_stop(start, stop, dy, num=50, endpoint=True):
     return dy * _linspace_steps(dy, num, endpoint)

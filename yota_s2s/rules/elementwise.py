@@ -37,14 +37,17 @@ diffrule(np.arcsinh,    "x", "dy / np.sqrt(x * x + 1)")
 diffrule(np.arccosh,    "x", "dy / np.sqrt(x * x - 1)")
 diffrule(np.arctanh,    "x", "dy / (1 - x * x)")
 diffrule(np.fabs,       "x", "dy * np.sign(x)")
-diffrule(np.maximum,    "x1", "dy * (x1 >= x2)")    # ties: the whole gradient to x1
-diffrule(np.maximum,    "x2", "dy * (x1 < x2)")
-diffrule(np.minimum,    "x1", "dy * (x1 <= x2)")
-diffrule(np.minimum,    "x2", "dy * (x1 > x2)")
-diffrule(np.fmax,       "x1", "dy * (x1 >= x2)")
-diffrule(np.fmax,       "x2", "dy * (x1 < x2)")
-diffrule(np.fmin,       "x1", "dy * (x1 <= x2)")
-diffrule(np.fmin,       "x2", "dy * (x1 > x2)")
+# Ties (docs/rules.md): where x1 == x2 each operand gets half of dy, as in autograd and JAX,
+# so np.maximum(0, x) and np.maximum(x, 0) agree. fmax/fmin pass dy to the number where the
+# other operand is nan (the one they return).
+diffrule(np.maximum,    "x1", "dy * ((x1 > x2) + 0.5 * (x1 == x2))")
+diffrule(np.maximum,    "x2", "dy * ((x2 > x1) + 0.5 * (x2 == x1))")
+diffrule(np.minimum,    "x1", "dy * ((x1 < x2) + 0.5 * (x1 == x2))")
+diffrule(np.minimum,    "x2", "dy * ((x2 < x1) + 0.5 * (x2 == x1))")
+diffrule(np.fmax,       "x1", "dy * ((x1 > x2) + 0.5 * (x1 == x2) + np.isnan(x2))")
+diffrule(np.fmax,       "x2", "dy * ((x2 > x1) + 0.5 * (x2 == x1) + np.isnan(x1))")
+diffrule(np.fmin,       "x1", "dy * ((x1 < x2) + 0.5 * (x1 == x2) + np.isnan(x2))")
+diffrule(np.fmin,       "x2", "dy * ((x2 < x1) + 0.5 * (x2 == x1) + np.isnan(x1))")
 diffrule(np.arctan2,    "x1", "dy * x2 / (x1 * x1 + x2 * x2)")
 diffrule(np.arctan2,    "x2", "-dy * x1 / (x1 * x1 + x2 * x2)")
 diffrule(np.hypot,      "x1", "dy * x1 / y")
@@ -74,7 +77,8 @@ def sinc_grad(x, y, dy):
 
 
 primitive(np.nan_to_num, "x, copy=True, nan=0.0, posinf=None, neginf=None")
-diffrule(np.nan_to_num, "x", "np.where(np.isfinite(x), dy, 0.0)")
+diffrule(np.nan_to_num, "x", "np.where(np.isfinite(x), dy, 0.0)",
+         ignores=("copy", "nan", "posinf", "neginf"))    # replacements are constants
 
 # Complex numbers follow autograd's convention: the gradient of a real loss L with respect to
 # z = a + ib is dL/da - i dL/db, so holomorphic rules need no conjugates.
@@ -103,18 +107,22 @@ diffrule(np.where,      "x1", "np.where(condition, dy, 0.0)")
 diffrule(np.where,      "x2", "np.where(condition, 0.0, dy)")
 
 primitive(np.clip, "a, a_min, a_max")
-diffrule(np.clip,       "a_min", "dy * (a < a_min)")
-diffrule(np.clip,       "a_max", "dy * (a > a_max)")
 
 
+# clip(a, lo, hi) is minimum(maximum(a, lo), hi): at a bound, a and the bound share dy
+# equally (the maximum/minimum tie rule); a bound may be None.
 @diffrule(np.clip, "a")
 def clip_grad(a, a_min, a_max, dy):
-    """The gradient passes where ``a`` is inside the bounds (a bound may be None)."""
+    """``dy`` inside the bounds, half of it at a bound, none outside."""
     if a_min is None:
-        return dy * (a <= a_max)
+        return dy * ((a < a_max) + 0.5 * (a == a_max))
     if a_max is None:
-        return dy * (a >= a_min)
-    return dy * ((a >= a_min) & (a <= a_max))
+        return dy * ((a > a_min) + 0.5 * (a == a_min))
+    return dy * (((a > a_min) & (a < a_max)) + 0.5 * (a == a_min) + 0.5 * (a == a_max))
+
+
+diffrule(np.clip,       "a_min", "dy * ((a < a_min) + 0.5 * (a == a_min))")
+diffrule(np.clip,       "a_max", "dy * ((a > a_max) + 0.5 * (a == a_max))")
 
 
 # ----- math, on Python floats -------------------------------------------------------------
@@ -131,7 +139,7 @@ diffrule(math.atan,  "x", "dy / (1 + x * x)")
 diffrule(math.sinh,  "x", "dy * math.cosh(x)")
 diffrule(math.cosh,  "x", "dy * math.sinh(x)")
 diffrule(math.tanh,  "x", "dy * (1 - y * y)")
-diffrule(math.fabs,  "x", "dy * math.copysign(1.0, x)")
+diffrule(math.fabs,  "x", "dy * (1.0 * (x > 0) - 1.0 * (x < 0))")    # 0 at 0, as np.abs
 primitive(math.log, "x")          # the one-argument form
 diffrule(math.log,   "x", "dy / x")
 for fn in (math.floor, math.ceil, math.trunc, math.copysign):

@@ -57,7 +57,7 @@ def selects_all(key):
     return all(p is Ellipsis or isinstance(p, slice) and p == slice(None) for p in parts)
 
 
-@diffrule(setitem, "a")
+@diffrule(setitem, "a", ignores=("repeats",))
 def setitem_grad_a(key, dy):
     """What was overwritten gets no gradient (none at all when it was everything)."""
     return None if selects_all(key) else setitem(dy, key, 0.0)
@@ -120,13 +120,14 @@ primitive(np.sort, "a, axis=-1, kind=None, stable=None")
 primitive(np.partition, "a, kth, axis=-1")
 
 
-@diffrule(np.sort, "a")
+@diffrule(np.sort, "a", ignores=("kind", "stable"))
 def sort_grad(a, dy, axis=-1):
     """The gradient follows the permutation: ``dy`` goes back to where each element came
-    from (``np.argsort`` gives the order; ties may go either way)."""
+    from. Equal elements keep their order (a stable argsort), so with ties the first of them
+    gets the gradient of the first of their places (docs/rules.md)."""
     if axis is None:
         return np.reshape(sort_grad(np.reshape(a, -1), dy, 0), np.shape(a))
-    return take_along_axis_grad(a, np.argsort(a, axis), dy, axis)
+    return take_along_axis_grad(a, np.argsort(a, axis, kind="stable"), dy, axis)
 
 
 @diffrule(np.partition, "a")

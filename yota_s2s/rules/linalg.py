@@ -56,7 +56,7 @@ def slogdet_grad(a, dy):
     return per_matrix(dlog, a) * mT(np.linalg.inv(a))
 
 
-@diffrule(np.linalg.pinv, "a")
+@diffrule(np.linalg.pinv, "a", ignores=("rcond", "hermitian"))
 def pinv_grad(a, y, dy):
     """Golub and Pereyra's derivative of the pseudo-inverse, valid where the rank is constant
     (near full-rank inputs)."""
@@ -115,7 +115,7 @@ def eigh_grad(a, y, dy, UPLO="L"):
     return triangle_grad(g, lower=UPLO == "L")
 
 
-@diffrule(np.linalg.svd, "a")
+@diffrule(np.linalg.svd, "a", ignores=("compute_uv", "hermitian"))
 def svd_grad(a, y, dy, full_matrices=True):
     """Townsend (2016), as in autograd: needs distinct nonzero singular values, and
     ``full_matrices=False`` unless ``a`` is square (the extra columns are not unique)."""
@@ -144,7 +144,7 @@ def svd_grad(a, y, dy, full_matrices=True):
     return g
 
 
-@diffrule(svd_values, "a")
+@diffrule(svd_values, "a", ignores=("full_matrices", "compute_uv", "hermitian"))
 def svd_values_grad(a, dy):
     """d s / d a = U diag(ds) V^T, for distinct singular values."""
     u, _, vt = np.linalg.svd(a, full_matrices=False)

@@ -159,7 +159,7 @@ def kron_grad_b(a, b, dy):
     return np.reshape(np.sum(blocks * scales, axis=tuple(range(0, 2 * len(sa), 2))), np.shape(b))
 
 
-@diffrule(np.einsum, "operands")
+@diffrule(np.einsum, "operands", ignores=("optimize",))
 def einsum_grad(subscripts, operands, dy):
     """For each operand, the einsum with ``dy`` in its place that produces its term."""
     terms, output = einsum_terms(subscripts, [np.shape(op) for op in operands])

@@ -34,12 +34,12 @@ def restore_axes(dy, axis, keepdims):
     return np.expand_dims(dy, axis)
 
 
-@diffrule(np.sum, "a")
+@diffrule(np.sum, "a", ignores=("dtype",))
 def sum_grad(a, dy, axis=None, keepdims=False):
     return np.broadcast_to(restore_axes(dy, axis, keepdims), a.shape)
 
 
-@diffrule(np.mean, "a")
+@diffrule(np.mean, "a", ignores=("dtype",))
 def mean_grad(a, y, dy, axis=None, keepdims=False):
     return np.broadcast_to(restore_axes(dy, axis, keepdims), a.shape) / (a.size // max(np.size(y), 1))
 
@@ -55,7 +55,7 @@ def max_grad(a, y, dy, axis=None, keepdims=False):
 diffrule(np.min, "a", max_grad)
 
 
-@diffrule(np.prod, "a")
+@diffrule(np.prod, "a", ignores=("dtype",))
 def prod_grad(a, dy, axis=None, keepdims=False):
     """The product of all the other elements: exclusive products from the left and from the
     right, so zeros in ``a`` are exact (``y / a`` would give nan)."""
@@ -79,7 +79,7 @@ def other_products(b):
     return left * right
 
 
-@diffrule(np.var, "a")
+@diffrule(np.var, "a", ignores=("dtype",))
 def var_grad(a, y, dy, axis=None, ddof=0, keepdims=False):
     """``2 (a - mean) / (N - ddof)`` times ``dy``, over the reduced axes."""
     count = np.size(a) // max(np.size(y), 1)
@@ -87,7 +87,7 @@ def var_grad(a, y, dy, axis=None, ddof=0, keepdims=False):
     return restore_axes(dy, axis, keepdims) * centered * (2.0 / (count - ddof))
 
 
-@diffrule(np.std, "a")
+@diffrule(np.std, "a", ignores=("dtype",))
 def std_grad(a, y, dy, axis=None, ddof=0, keepdims=False):
     """``(a - mean) / ((N - ddof) std)`` times ``dy``."""
     count = np.size(a) // max(np.size(y), 1)
@@ -95,12 +95,12 @@ def std_grad(a, y, dy, axis=None, ddof=0, keepdims=False):
     return restore_axes(dy / y, axis, keepdims) * centered / (count - ddof)
 
 
-@diffrule(np.nansum, "a")
+@diffrule(np.nansum, "a", ignores=("dtype",))
 def nansum_grad(a, dy, axis=None, keepdims=False):
     return np.where(np.isnan(a), 0.0, restore_axes(dy, axis, keepdims))
 
 
-@diffrule(np.nanmean, "a")
+@diffrule(np.nanmean, "a", ignores=("dtype",))
 def nanmean_grad(a, dy, axis=None, keepdims=False):
     """Each number gets ``dy`` over how many numbers were averaged; nans get nothing."""
     present = ~np.isnan(a)
@@ -108,7 +108,7 @@ def nanmean_grad(a, dy, axis=None, keepdims=False):
     return np.where(present, restore_axes(dy, axis, keepdims) / count, 0.0)
 
 
-@diffrule(np.cumsum, "a")
+@diffrule(np.cumsum, "a", ignores=("dtype",))
 def cumsum_grad(a, dy, axis=None):
     """Each element is in every later partial sum: the reversed cumulative sum of ``dy``."""
     if axis is None:
@@ -116,7 +116,7 @@ def cumsum_grad(a, dy, axis=None):
     return np.flip(np.cumsum(np.flip(dy, axis), axis), axis)
 
 
-@diffrule(np.cumprod, "a")
+@diffrule(np.cumprod, "a", ignores=("dtype",))
 def cumprod_grad(a, dy, axis=None):
     """``d y_j / d a_i`` is the product of ``a_k`` for ``k <= j``, ``k != i`` (``j >= i``),
     from a table of partial products with ``a_i`` left out: no division, so zeros are exact,

@@ -59,6 +59,7 @@ class Rule:
     globals: dict | None = None      # where names in ``expr`` resolve (np, math, user helpers)
     loc: SourceLoc | None = None     # where the rule was registered
     kwargs: str | None = None        # ``kw`` in ``**kw``: the keyword options of the call
+    ignores: frozenset = frozenset()  # options that do not change this gradient (``dtype``)
 
     def __str__(self) -> str:
         return f"{self.prim.name} {self.argname}: {self.text}"
@@ -251,16 +252,19 @@ class RuleSet:
         self.prims[fn] = self.prims[target]
         self._changed()
 
-    def diffrule(self, fn: Any, argname: str, rule: str | Callable | None = None):
+    def diffrule(self, fn: Any, argname: str, rule: str | Callable | None = None, *,
+                 ignores: tuple[str, ...] = ()):
         """Register ``rule`` as the derivative of ``fn`` with respect to ``argname``.
 
         ``rule`` is an expression in ``fn``'s parameter names, ``y`` and ``dy`` (and ``**kw``
         for the keyword options of the call), or a function of those names; without it,
-        ``diffrule`` is a decorator for such a function.
+        ``diffrule`` is a decorator for such a function. A call that sets an option the rule
+        neither reads nor forwards is refused when it is compiled (the gradient would ignore
+        it), unless the option is listed in ``ignores``: it does not change this gradient.
         """
         if rule is None:
             def register(rule_fn: Callable) -> Callable:
-                self.diffrule(fn, argname, rule_fn)
+                self.diffrule(fn, argname, rule_fn, ignores=ignores)
                 return rule_fn
             return register
         loc, env = _caller()
@@ -268,13 +272,18 @@ class RuleSet:
             loc = _function_loc(rule)      # the def itself: the same line on every Python
         prim = self.primitive(fn)
         self._check_argname(prim, argname, loc)
+        ignores = (ignores,) if isinstance(ignores, str) else tuple(ignores)
+        unknown = sorted(set(ignores) - {o for o, _ in prim.options})
+        if unknown:
+            raise RuleError(f"ignores={unknown[0]!r}: {spelled(fn)} has no such option", loc,
+                            f"Its options are: {', '.join(o for o, _ in prim.options) or '(none)'}.")
         allowed = placeholders(prim, loc)
         if isinstance(rule, str):
             expr = parse_rule_expr(rule, loc)
             kwargs = forwarded_kwargs(expr, allowed, prim, loc)
             check_rule_expr(expr, allowed | {kwargs} - {None}, env, prim, loc)
             entry = Rule(prim, argname, rule.strip(), expr=expr, globals=env, loc=loc,
-                         kwargs=kwargs)
+                         kwargs=kwargs, ignores=frozenset(ignores))
         elif not inspect.isfunction(rule):
             raise RuleError(f"the rule for {spelled(fn)} must be a string or a Python function, "
                             f"not {type(rule).__name__}", loc,
@@ -283,7 +292,7 @@ class RuleSet:
             kwargs = check_rule_function(rule, allowed, prim)
             params = ", ".join(inspect.signature(rule).parameters)
             entry = Rule(prim, argname, f"{rule.__name__}({params})", fn=rule, loc=loc,
-                         kwargs=kwargs)
+                         kwargs=kwargs, ignores=frozenset(ignores))
         self.rules[(prim, argname)] = entry
         self._unmark(prim, argname)
         self._changed()
@@ -390,3 +399,30 @@ alias = RULES.alias
 scatter_rule = RULES.scatter_rule
 nodiff = RULES.nodiff
 diffrule = RULES.diffrule
+
+
+class _Given:
+    """The default of an option of an opaque call: never equal to a value, so every keyword the
+    call gives is passed on."""
+
+    def __repr__(self) -> str:
+        return "<given>"
+
+
+GIVEN = _Given()
+_opaque: dict[tuple, Primitive] = {}
+
+
+def opaque_primitive(fn: Any, keywords: tuple[str, ...], nout: int) -> Primitive:
+    """A primitive for a library call through which no gradient flows (``np.meshgrid`` of
+    integer arrays, ``np.convolve`` inside a rule): recorded as a call with its positional
+    arguments as operands and its keywords as options, and no rules. Not declared in any
+    RuleSet: the frontend makes one where the call needs no gradient (see frontend/calls.py)."""
+    key = (fn, keywords, nout)
+    prim = _opaque.get(key)
+    if prim is None:
+        prim = Primitive(numpy_path(fn) or _qualified_name(fn), fn, ("*args",),
+                         tuple((k, GIVEN) for k in keywords), _call_emit(fn, None), nout,
+                         **_default_traits(fn))
+        _opaque[key] = prim
+    return prim

@@ -35,10 +35,14 @@ def full_output(dy, in1, in2):
     return np.pad(dy, widths)
 
 
-diffrule(convolve,  "in1", "correlate(full_output(dy, in1, in2), in2, 'valid')")
-diffrule(convolve,  "in2", "correlate(full_output(dy, in1, in2), in1, 'valid')")
-diffrule(correlate, "in1", "convolve(full_output(dy, in1, in2), in2, 'valid')")
-diffrule(correlate, "in2", "np.flip(correlate(full_output(dy, in1, in2), in1, 'valid'))")
+diffrule(convolve,  "in1", "correlate(full_output(dy, in1, in2), in2, 'valid')",
+         ignores=("mode", "method"))        # full_output reads the mode from dy's shape
+diffrule(convolve,  "in2", "correlate(full_output(dy, in1, in2), in1, 'valid')",
+         ignores=("mode", "method"))
+diffrule(correlate, "in1", "convolve(full_output(dy, in1, in2), in2, 'valid')",
+         ignores=("mode", "method"))
+diffrule(correlate, "in2", "np.flip(correlate(full_output(dy, in1, in2), in1, 'valid'))",
+         ignores=("mode", "method"))
 
 
 # ----- linear algebra ---------------------------------------------------------------------
@@ -60,10 +64,11 @@ def triangle_read(g, lower=False, unit_diagonal=False):
 
 
 diffrule(solve_triangular, "b", "solve_triangular(a, dy, trans=other_side(trans), lower=lower, "
-                                "unit_diagonal=unit_diagonal)")
+                                "unit_diagonal=unit_diagonal)",
+         ignores=("overwrite_b", "check_finite"))
 
 
-@diffrule(solve_triangular, "a")
+@diffrule(solve_triangular, "a", ignores=("overwrite_b", "check_finite"))
 def solve_triangular_grad_a(a, b, y, dy, trans=0, lower=False, unit_diagonal=False):
     """With ``g`` the gradient of ``b``: ``-g y^T`` (``-y g^T`` for ``trans``), on the triangle."""
     g = solve_triangular(a, dy, trans=other_side(trans), lower=lower, unit_diagonal=unit_diagonal)
@@ -73,7 +78,8 @@ def solve_triangular_grad_a(a, b, y, dy, trans=0, lower=False, unit_diagonal=Fal
     return triangle_read(grad, lower, unit_diagonal)
 
 
-diffrule(cholesky, "a", "cholesky_grad(a, y, dy, not lower)")     # upper unless lower=True
+diffrule(cholesky, "a", "cholesky_grad(a, y, dy, not lower)",
+         ignores=("overwrite_a", "check_finite"))     # upper unless lower=True
 
 # sqrtm: X X = A, so X dX + dX X = dA, and dA = the solution G of X^T G + G X^T = dX.
 diffrule(sqrtm, "A", "solve_sylvester(mT(y), mT(y), dy)")

@@ -136,21 +136,21 @@ def mvn_parts(x, mean, cov, dy):
     return d, r, solved, np.reshape(dy, (-1, 1))
 
 
-@diffrule(multivariate_normal.logpdf, "x")
+@diffrule(multivariate_normal.logpdf, "x", ignores=("allow_singular",))
 def mvn_logpdf_grad_x(x, mean, cov, dy):
     """``-cov^-1 (x - mean)`` per sample."""
     _, _, solved, dy = mvn_parts(x, mean, cov, dy)
     return np.reshape(-dy * solved, np.shape(x))
 
 
-@diffrule(multivariate_normal.logpdf, "mean")
+@diffrule(multivariate_normal.logpdf, "mean", ignores=("allow_singular",))
 def mvn_logpdf_grad_mean(x, mean, cov, dy):
     """``cov^-1 (x - mean)``, summed over the samples."""
     _, _, solved, dy = mvn_parts(x, mean, cov, dy)
     return np.reshape(np.sum(dy * solved, axis=0), np.shape(mean))
 
 
-@diffrule(multivariate_normal.logpdf, "cov")
+@diffrule(multivariate_normal.logpdf, "cov", ignores=("allow_singular",))
 def mvn_logpdf_grad_cov(x, mean, cov, dy):
     """``(S r r^T S - S) / 2`` with ``S = cov^-1``, summed over the samples; for a matrix, the
     gradient of the lower triangle that scipy reads (a scalar or diagonal ``cov``: its
@@ -164,9 +164,12 @@ def mvn_logpdf_grad_cov(x, mean, cov, dy):
     return np.sum(dy * (np.sum(solved * solved, axis=1, keepdims=True) - d / cov)) / 2
 
 
-diffrule(multivariate_normal.pdf, "x", "mvn_logpdf_grad_x(x, mean, cov, dy * y)")
-diffrule(multivariate_normal.pdf, "mean", "mvn_logpdf_grad_mean(x, mean, cov, dy * y)")
-diffrule(multivariate_normal.pdf, "cov", "mvn_logpdf_grad_cov(x, mean, cov, dy * y)")
+diffrule(multivariate_normal.pdf, "x", "mvn_logpdf_grad_x(x, mean, cov, dy * y)",
+         ignores=("allow_singular",))
+diffrule(multivariate_normal.pdf, "mean", "mvn_logpdf_grad_mean(x, mean, cov, dy * y)",
+         ignores=("allow_singular",))
+diffrule(multivariate_normal.pdf, "cov", "mvn_logpdf_grad_cov(x, mean, cov, dy * y)",
+         ignores=("allow_singular",))
 
 
 # ----- Dirichlet --------------------------------------------------------------------------

@@ -69,14 +69,14 @@ def fft_axes(a, s, axes):
 for fft, fft2, fftn in ((np.fft.fft, np.fft.fft2, np.fft.fftn),
                         (np.fft.ifft, np.fft.ifft2, np.fft.ifftn)):
     diffrule(fft,  "a", f"fit(np.fft.{fft.__name__}(dy, axis=axis, norm=norm), "
-                        "np.shape(a), (axis,))")
+                        "np.shape(a), (axis,))", ignores=("n", "out"))     # fit: n
     diffrule(fft2, "a", f"fit(np.fft.{fft2.__name__}(dy, axes=axes, norm=norm), "
-                        "np.shape(a), axes)")
+                        "np.shape(a), axes)", ignores=("s", "out"))        # fit: s
     diffrule(fftn, "a", f"fit(np.fft.{fftn.__name__}(dy, axes=fft_axes(a, s, axes), norm=norm), "
-                        "np.shape(a), fft_axes(a, s, axes))")
+                        "np.shape(a), fft_axes(a, s, axes))", ignores=("out",))
 
 
-@diffrule(np.fft.rfft, "a")
+@diffrule(np.fft.rfft, "a", ignores=("out",))
 def rfft_grad(a, dy, n=None, axis=-1, norm=None):
     """The real part of the fft of ``dy`` zero-padded to the full spectrum."""
     length = np.shape(a)[axis] if n is None else n
@@ -85,7 +85,7 @@ def rfft_grad(a, dy, n=None, axis=-1, norm=None):
     return fit(np.real(np.fft.fft(full, axis=axis, norm=norm)), np.shape(a), (axis,))
 
 
-@diffrule(np.fft.irfft, "a")
+@diffrule(np.fft.irfft, "a", ignores=("out",))
 def irfft_grad(a, y, dy, n=None, axis=-1, norm=None):
     """``ifft(dy)`` at the frequencies ``irfft`` reads, doubled but for 0 and n/2."""
     length = np.shape(y)[axis]

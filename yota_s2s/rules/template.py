@@ -131,6 +131,42 @@ def function_loc(fn: Callable) -> SourceLoc:
     return SourceLoc(code.co_filename, code.co_firstlineno, func=fn.__name__, text=text)
 
 
+def unread_options(rule: Any, given: dict[str, Any]) -> list[str]:
+    """The options a call sets (``given``) that ``rule`` neither reads nor forwards with
+    ``**kw`` nor declares ``ignores``: its gradient would be that of another call."""
+    if rule.kwargs or rule.scatter:
+        return []
+    if rule.fn is not None:
+        read = set(inspect.signature(rule.fn).parameters)
+    else:
+        read = free_names(rule.expr)
+    return [name for name in given if name not in read and name not in rule.ignores]
+
+
+def check_options(rule: Any, given: dict[str, Any], call: SourceLoc | None) -> None:
+    """Refuse a call whose options ``rule`` would silently ignore (``b=W`` of a logsumexp
+    rule written for ``axis`` and ``keepdims`` only)."""
+    unread = unread_options(rule, given)
+    if not unread:
+        return
+    name, where = spelled(rule.prim.fn), f" at {call.short}" if call else ""
+    shown = ", ".join(f"{o}={_shown(given[o])}" for o in unread)
+    example = (f"def {rule.fn.__name__}(..., {unread[0]}=None)" if rule.fn is not None
+               else f"use {unread[0]} in the expression")
+    raise RuleError(f"{name} is called with {shown}{where}, but its rule for {rule.argname!r} "
+                    f"({rule.text}) does not take {unread[0]!r}: the gradient would ignore it",
+                    rule.loc, f"Make the rule use it ({example}), forward the options with "
+                    f"**kw, or, if it does not change this gradient, say so: ys.diffrule({name}, "
+                    f"\"{rule.argname}\", ..., ignores=(\"{unread[0]}\",)).")
+
+
+def _shown(value: Any) -> str:
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return f"<{value.dtype} array of shape {tuple(value.shape)}>"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def bind(rule: Any, env: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
     """Placeholder values for one use of ``rule`` (a ``registry.Rule``).
 
