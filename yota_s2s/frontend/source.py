@@ -69,6 +69,14 @@ _cache: dict[types.CodeType, ParsedFunction] = {}
 def parse_function(fn: Any) -> ParsedFunction:
     """Parse ``fn`` (a function, lambda or method); cached per code object."""
     fn = inspect.unwrap(getattr(fn, "__func__", fn))
+    if getattr(fn, "__yota_gradient__", False):
+        raise UnsupportedSyntax(
+            f"{fn.__qualname__} is a gradient function made by yota_s2s (ys.gradient, "
+            "ys.value_and_grad, ys.elementwise_grad, ys.vjp...): differentiating it again is "
+            "not supported",
+            hint="For a second derivative, compile the plain gradient (ys.simplegrad(f, *args, "
+                 "buffers=False, out_dir=...)), import the function it writes, and "
+                 "differentiate a function that calls it (docs/porting.md).")
     code = fn.__code__
     if code in _cache:
         return _cache[code]
