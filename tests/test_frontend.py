@@ -190,15 +190,3 @@ def test_a_decorated_function_is_compiled_as_it_runs(buffers):
         assert value == 10.0
         np.testing.assert_array_equal(dx, [4.0, 8.0])
     assert ys.simplegrad(c.doubled_loss, x, buffers=buffers).__name__ == "doubled_loss_grad"
-
-
-def test_a_gradient_of_a_gradient_function_is_refused_not_the_first_derivative():
-    """ys.gradient(ys.gradient(f)) traced f itself (through __wrapped__): the first derivative
-    came back as the second. Now it is a clear error that says how to nest."""
-    d1 = ys.gradient(c.cube)
-    assert d1(3.0) == 27.0
-    with pytest.raises(ys.UnsupportedSyntax, match="gradient of a gradient") as info:
-        ys.gradient(d1)(3.0)
-    assert "buffers=False" in str(info.value)
-    with pytest.raises(ys.UnsupportedSyntax):
-        ys.elementwise_grad(ys.elementwise_grad(np.tanh))(np.linspace(-1, 1, 3))

@@ -124,12 +124,15 @@ def _gradient_factory(f: Callable, argnum: Any, device: str, rules: RuleSet,
     if isinstance(argnum, list):
         argnum = tuple(argnum)
 
-    @functools.wraps(f)
     def g(*args: Any) -> Any:
         value, grads = grad(f, *args, wrt=argnum, device=device, rules=rules)
         picked = _picked(f, args, grads, argnum)
         return (value, picked) if with_value else picked
+    # no functools.wraps: its __wrapped__ would make the frontend trace f in place of g (a
+    # nested ys.gradient(ys.gradient(f)) silently gave the first derivative)
     g.__name__ = g.__qualname__ = f"grad_{getattr(f, '__name__', 'f')}"
+    g.__doc__ = getattr(f, "__doc__", None)
+    g.__yota_gradient__ = True          # the frontend refuses to differentiate it again
     return g
 
 
@@ -176,6 +179,8 @@ def vjp(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path | None
     def vf(*args_and_cotangent: Any) -> tuple:
         value, *grads = df(*args_and_cotangent)
         return (grads[-1], *grads[:-1])
+    del vf.__wrapped__                  # the frontend must not trace df in place of vf
+    vf.__yota_gradient__ = True
     return vf
 
 

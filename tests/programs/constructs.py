@@ -152,6 +152,3 @@ def doubled_square(x):
 def calls_doubled(x):
     return np.sum(doubled_square(x))
 
-
-def cube(r):
-    return r ** 3

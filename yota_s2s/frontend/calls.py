@@ -25,7 +25,7 @@ from .externals import RandomMethod, cell_path, is_data, random_method
 from .flatten import is_struct_object
 from .numpy_calls import NUMPY_CALLS, guard_selection
 from .resolve import (IN_PLACE_METHODS, array_method, display_name, is_compiler, is_inlinable,
-                      is_library, is_random, item)
+                      is_library, is_random, item, nested_gradient)
 from .source import parse_function
 from .structs import StructValue, call_dunder, call_object, construct, holds_struct, is_user_class
 from .values import MAX_LITERAL_SIZE, ArrayMethod, LocalFunction, is_traced, normalize_static, to_tree
@@ -91,13 +91,8 @@ class CallsMixin:
                 "draw from it inside: rs.randn(3)."),
                 fn, args, kwargs)
         if is_compiler(fn):
-            return skip_call(self, UnsupportedSyntax(
-                f"{display_name(fn)} is yota_s2s itself: the function calls a gradient that "
-                "ys.grad, ys.gradient or ys.vjp compiles, and differentiating that call (a "
-                "gradient of a gradient) is not supported through them yet", self.loc(node),
-                "Differentiate the plain generated gradient instead: df = ys.simplegrad(f, x, "
-                "buffers=False), then ys.simplegrad(lambda x: np.dot(df(x)[1], v), x)."),
-                fn, args, kwargs)
+            return skip_call(self, nested_gradient(display_name(fn), self.loc(node)),
+                             fn, args, kwargs)
         if is_inlinable(fn):
             return self.inline(fn, args, kwargs, node)
         traced = is_traced(list(args)) or is_traced(kwargs)

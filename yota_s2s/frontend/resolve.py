@@ -16,6 +16,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..errors import UnsupportedSyntax
+
 from ..rules.elementwise import astype
 from ..rules.shape import flatten, ravel
 
@@ -97,12 +99,27 @@ def is_library(fn: Any) -> bool:
 
 
 def is_compiler(fn: Any) -> bool:
-    """yota_s2s's own entry points and the wrappers they return (``ys.grad``, the functions of
-    ``ys.gradient``): never inlined, since what they compute is a gradient, not their source."""
+    """yota_s2s's own entry points and the functions they return (``ys.grad``, what
+    ``ys.gradient`` or ``ys.vjp`` makes): never inlined, since what they compute is a
+    gradient, not their source."""
     if isinstance(fn, types.MethodType):
         fn = fn.__func__
-    module = getattr(fn, "__module__", None) or ""
-    return module in ("yota_s2s", "yota_s2s.api", "yota_s2s.cache", "yota_s2s.compiler")
+    if getattr(fn, "__yota_gradient__", False) is True:
+        return True
+    from .. import api          # the package's entry points (api imports the frontend)
+    return fn in (api.simplegrad, api.grad, api.gradient, api.value_and_grad, api.vjp,
+                  api.jacobian, api.elementwise_grad, api.trace)
+
+
+def nested_gradient(name: str, loc: Any = None) -> UnsupportedSyntax:
+    """The error for differentiating what yota_s2s computes (a gradient of a gradient)."""
+    return UnsupportedSyntax(
+        f"{name} is a gradient function made by yota_s2s (ys.grad, ys.gradient, "
+        "ys.value_and_grad, ys.elementwise_grad, ys.vjp...): differentiating it again is not "
+        "supported through them", loc,
+        "For a second derivative, differentiate the plain generated gradient: "
+        "df = ys.simplegrad(f, x, buffers=False), then "
+        "ys.simplegrad(lambda x: np.dot(df(x)[1], v), x) (docs/porting.md).")
 
 
 def is_inlinable(fn: Any) -> bool:

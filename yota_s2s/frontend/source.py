@@ -29,6 +29,7 @@ from typing import Any
 import gast
 
 from ..errors import SourceLoc, StaleSourceError, UnsupportedSyntax
+from .resolve import is_compiler, nested_gradient
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,8 @@ def parse_function(fn: Any) -> ParsedFunction:
     function is the wrapper that runs, not what ``__wrapped__`` names: a decorator may change
     the result (or, as ``ys.gradient``'s functions do, compute another function entirely)."""
     fn = getattr(fn, "__func__", fn)
+    if is_compiler(fn):
+        raise nested_gradient(fn.__qualname__)
     code = fn.__code__
     if code in _cache:
         return _cache[code]
