@@ -610,6 +610,37 @@ def test_numpy_complex128_constant_widens_a_complex64_program(buffers: bool) -> 
         np.testing.assert_allclose(dz, np.full(3, 1 + 2j))
 
 
+def squared_by_float64(x):
+    return np.sum(x ** np.float64(2.0)) + np.sum(np.sqrt(x) ** np.float64(0.5))
+
+
+def clipped_by_float64(x):
+    return np.sum(np.clip(x, np.float64(0.2), np.float64(0.7)) * np.maximum(x, np.float64(0.3)))
+
+
+def updated_by_float64(x):
+    y = np.where(x > 0.5, x, np.float64(0.25))
+    z = x * 1.0
+    z *= np.float64(3.0)              # in place: stays float32, as in numpy
+    return np.sum(y * z) + np.sum(x) / np.float64(3.0)
+
+
+@pytest.mark.parametrize("fn", [squared_by_float64, clipped_by_float64, updated_by_float64],
+                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize("buffers", [True, False])
+def test_float64_constants_with_float32_operands_compute_what_numpy_computes(fn, buffers):
+    """``x32 ** np.float64(2.0)`` is float64: the buffered form used to write it as
+    ``xp.square(x, out=<float64 work array>)``, squaring in float32."""
+    x = np.linspace(0.1, 0.9, 5).astype(np.float32)
+    expected = fn(x)
+    grad = compile_grad(fn, (x,), check=True, buffers=buffers)
+    for _ in range(2):
+        value, dx = grad.fn(x)
+        assert value.dtype == expected.dtype == np.float64
+        np.testing.assert_allclose(value, expected, rtol=1e-14)
+        assert dx.dtype == np.float32
+
+
 def log_two_pi(x):
     return np.sum(x * np.log(2 * np.pi) - 1 / np.sqrt(x.shape[0]) * x ** 2)
 
