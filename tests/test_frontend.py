@@ -85,6 +85,23 @@ def test_numpy_under_other_names_and_module_constants():
           return aliases""")
 
 
+def float64_constants(x):
+    return np.sum(x * np.float64(2.0)) + np.sum(x * np.log(2 * np.pi))
+
+
+def test_numpy_float64_constants_stay_float64_on_the_tape():
+    """Under NumPy 2's promotion (NEP 50) ``x32 * np.float64(2.0)`` is float64, as on the tape;
+    the constants used to become Python floats (``t1:f32[3] = mul x 2.0``)."""
+    assert tape_text(float64_constants, np.ones(3, np.float32)) == lines("""
+        tape float64_constants(x:f32[3]) -> f64[]
+          t1:f64[3] = mul x f64(2.0)
+          t2:f64[] = sum t1
+          t3:f64[3] = mul x f64(1.8378770664093453)
+          t4:f64[] = sum t3
+          float64_constants:f64[] = add t2 t4
+          return float64_constants""")
+
+
 def test_calls_across_modules_with_keywords_defaults_varargs():
     assert "mul t1 3.0" in tape_text(c.across_modules, X)
     assert tape_text(c.defaults_and_kwargs, X) == lines("""

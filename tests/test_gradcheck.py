@@ -613,6 +613,113 @@ def test_float32_program_with_float64_casts(fn, buffers: bool) -> None:
     np.testing.assert_allclose(dx, numerical_grad(fn, [x.astype(np.float64)], 0), rtol=1e-4, atol=1e-4)
 
 
+def float64_constants(x):
+    return np.sum(x * np.float64(2.0)) + np.sum(x * np.log(2 * np.pi))
+
+
+def complex128_constant(z):
+    return np.sum(np.real(z * np.complex128(1 + 2j)))
+
+
+@pytest.mark.parametrize("buffers", [True, False])
+def test_numpy_float64_constants_widen_a_float32_program_as_in_numpy(buffers: bool) -> None:
+    """``np.float64(2.0)``, ``np.log(2 * np.pi)`` are strong float64 operands under NumPy 2's
+    promotion (NEP 50): ``x32 * np.float64(2.0)`` is float64. They used to become Python
+    floats, so the generated code computed in float32 and returned a float32 value."""
+    x = np.linspace(0.1, 0.9, 3).astype(np.float32)
+    expected = float64_constants(x)
+    assert expected.dtype == np.float64
+    grad = compile_grad(float64_constants, (x,), check=True, buffers=buffers)
+    for _ in range(2):
+        value, dx = grad.fn(x)
+        assert value.dtype == np.float64
+        assert value == expected                    # the same float64 operations as numpy's
+        assert dx.dtype == np.float32
+        np.testing.assert_allclose(dx, np.full(3, 2.0 + np.log(2 * np.pi)), rtol=1e-6)
+    assert "xp.float64(1.8378770664093453)" in grad.text
+
+
+@pytest.mark.parametrize("buffers", [True, False])
+def test_numpy_complex128_constant_widens_a_complex64_program(buffers: bool) -> None:
+    z = (np.arange(3.0) + 1j).astype(np.complex64)
+    expected = complex128_constant(z)
+    assert expected.dtype == np.float64
+    grad = compile_grad(complex128_constant, (z,), check=True, buffers=buffers)
+    for _ in range(2):
+        value, dz = grad.fn(z)
+        assert value.dtype == np.float64 and value == expected
+        assert dz.dtype == np.complex64
+        np.testing.assert_allclose(dz, np.full(3, 1 + 2j))
+
+
+def squared_by_float64(x):
+    return np.sum(x ** np.float64(2.0)) + np.sum(np.sqrt(x) ** np.float64(0.5))
+
+
+def clipped_by_float64(x):
+    return np.sum(np.clip(x, np.float64(0.2), np.float64(0.7)) * np.maximum(x, np.float64(0.3)))
+
+
+def updated_by_float64(x):
+    y = np.where(x > 0.5, x, np.float64(0.25))
+    z = x * 1.0
+    z *= np.float64(3.0)              # in place: stays float32, as in numpy
+    return np.sum(y * z) + np.sum(x) / np.float64(3.0)
+
+
+@pytest.mark.parametrize("fn", [squared_by_float64, clipped_by_float64, updated_by_float64],
+                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize("buffers", [True, False])
+def test_float64_constants_with_float32_operands_compute_what_numpy_computes(fn, buffers):
+    """``x32 ** np.float64(2.0)`` is float64: the buffered form used to write it as
+    ``xp.square(x, out=<float64 work array>)``, squaring in float32."""
+    x = np.linspace(0.1, 0.9, 5).astype(np.float32)
+    expected = fn(x)
+    grad = compile_grad(fn, (x,), check=True, buffers=buffers)
+    for _ in range(2):
+        value, dx = grad.fn(x)
+        assert value.dtype == expected.dtype == np.float64
+        np.testing.assert_allclose(value, expected, rtol=1e-14)
+        assert dx.dtype == np.float32
+
+
+def log_two_pi(x):
+    return np.sum(x * np.log(2 * np.pi) - 1 / np.sqrt(x.shape[0]) * x ** 2)
+
+
+def test_float64_constant_in_a_float64_program_is_written_plainly() -> None:
+    """Where every operand is float64 already the constant decides nothing: it reads as the
+    plain float, not ``xp.float64(...)``."""
+    x = np.linspace(0.1, 0.9, 3)
+    grad = compile_grad(log_two_pi, (x,), check=True)
+    assert "1.8378770664093453" in grad.text
+    assert "xp.float64(" not in grad.text
+    value, dx = grad.fn(x)
+    assert value == log_two_pi(x)
+    np.testing.assert_allclose(dx, np.log(2 * np.pi) - 2 / np.sqrt(3) * x)
+
+
+def rule_constants(x):
+    return np.sum(np.exp2(x) + np.log2(x) + np.deg2rad(x) * np.log10(x))
+
+
+@pytest.mark.parametrize("buffers", [True, False])
+def test_rule_constants_keep_a_float32_program_in_float32(buffers: bool) -> None:
+    """The constants of derivative rules (``np.log(2.0)`` for exp2, ``np.pi / 180``) are math
+    constants: they must not make a float32 program's backward pass float64."""
+    x = np.linspace(0.5, 1.5, 4).astype(np.float32)
+    grad = compile_grad(rule_constants, (x,), check=True, buffers=buffers)
+    value, dx = grad.fn(x)
+    assert value.dtype == np.float32 and dx.dtype == np.float32
+    backward = grad.text.split("# -- backward --")[1]
+    assert "float64" not in backward
+    assert "'float64'" not in grad.text               # no float64 work array
+    for line in backward.splitlines():
+        assert "xp.float64" not in line
+    np.testing.assert_allclose(dx, numerical_grad(rule_constants, [x.astype(np.float64)], 0),
+                               rtol=1e-3, atol=1e-3)
+
+
 def complex_numerical_grad(fn, args, i, eps=1e-6):
     """autograd's convention for a complex argument z = a + ib: dL/da - i dL/db."""
     def at(delta):

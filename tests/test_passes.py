@@ -2,12 +2,15 @@
 the verifier and the interpreter check every optimized tape against the unoptimized one."""
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 import pytest
 
 from yota_s2s.compiler import gradient_tape
 from yota_s2s.ir import verify
 from yota_s2s.ir.printer import format_tape
+from yota_s2s.ir.tape import Aval, Input, Lit, Stmt, Tape, Var
 from yota_s2s.passes import cse, dce, fold, optimize, signs, simplify
 from yota_s2s.rules import RULES
 
@@ -169,3 +172,21 @@ def test_broadcasts_are_scaled_before_they_are_made():
     assert ":f64[2,1] = div" in after and ":f64[2,3] = div" not in after
     _, grads = verify.run(tape, [np.ones((2, 3)), np.ones((2, 5))])
     np.testing.assert_allclose(grads[0], np.full((2, 3), 5 / 3))
+
+
+def test_fold_keeps_a_float64_constant_strong_and_a_python_one_weak():
+    """``np.float64(2.0) - 1`` is a strong float64 (``x32 * it`` is float64, as the tape says),
+    ``2.0 - 1`` a weak float: folding keeps each as it was (NEP 50)."""
+    sub, mul = RULES.lookup(operator.sub), RULES.lookup(operator.mul)
+    for const, out_dtype in [(np.float64(2.0), np.float64), (2.0, np.float32)]:
+        x = Var(Aval((3,), np.dtype(np.float32)))
+        c = Var(Aval.of(const - 1))
+        y = Var(Aval((3,), np.dtype(out_dtype)))
+        stmts = [Stmt((c,), sub, (Lit(const), Lit(1))), Stmt((y,), mul, (x, c))]
+        tape = Tape("f", ("x",), [Input(x, 0)], stmts, result=y)
+        folded, changed = fold(tape, RULES)
+        assert changed and len(folded.stmts) == 1
+        (lit,) = [a for a in folded.stmts[0].args if isinstance(a, Lit)]
+        assert type(lit.value) is type(const) and lit.value == 1.0
+        value, _ = verify.run(folded, [np.ones(3, np.float32)], check_avals=True)
+        assert value.dtype == out_dtype

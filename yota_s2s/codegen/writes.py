@@ -113,8 +113,11 @@ def sum_as_product(em, stmt: Stmt) -> list[ast.expr] | None:
 
 def _ufunc(stmt: Stmt) -> str:
     ufunc = stmt.prim.ufunc
-    if ufunc is np.power and isinstance(stmt.args[1], Lit) and stmt.args[1].value in (2, 0.5):
-        return "square" if stmt.args[1].value == 2 else "sqrt"
+    base, exponent = stmt.args[0], stmt.args[1] if len(stmt.args) > 1 else None
+    # not where the exponent decides the dtype (float32 ** np.float64(2.0) is float64)
+    if ufunc is np.power and isinstance(exponent, Lit) and exponent.value in (2, 0.5) \
+            and isinstance(base, Var) and base.aval.dtype == stmt.out.aval.dtype:
+        return "square" if exponent.value == 2 else "sqrt"
     return ufunc.__name__
 
 

@@ -28,7 +28,8 @@ from .resolve import (IN_PLACE_METHODS, array_method, display_name, is_compiler,
                       is_library, is_random, item, nested_gradient)
 from .source import parse_function
 from .structs import StructValue, call_dunder, call_object, construct, holds_struct, is_user_class
-from .values import MAX_LITERAL_SIZE, ArrayMethod, LocalFunction, is_traced, normalize_static, to_tree
+from .values import MAX_LITERAL_SIZE, ArrayMethod, LocalFunction, is_traced, normalize_static, to_tree, \
+    weak_tree
 
 _signatures: dict[Primitive, inspect.Signature] = {}
 
@@ -227,6 +228,8 @@ class CallsMixin:
              grad_of: Var | None = None) -> Any:
         loc = self.loc(node)
         operands = [tree_map(self.current, t) for t in operands]
+        if self.backward_mode:      # constants of derivative rules never widen a gradient
+            operands = [weak_tree(t) for t in operands]
         try:
             results = prim.apply([tree_map(self.concrete, t) for t in operands], params)
         except YotaError:

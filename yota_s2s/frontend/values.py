@@ -49,20 +49,39 @@ _PYTHON_DTYPES = (int, float, bool, complex)
 
 def normalize_static(value: Any) -> Any:
     """Numpy scalars that Python would treat the same become Python scalars (``np.int64(3)`` ->
-    ``3``, ``np.float64(0.5)`` -> ``0.5``) so literals print plainly. float32 and other
-    narrow types keep their type, since it decides the dtype of what they touch. A Python
-    type where numpy takes a dtype (``int``, ``float``) becomes that dtype."""
+    ``3``, ``np.bool_(True)`` -> ``True``) so literals print plainly. Floating and complex
+    numpy scalars keep their type: under NumPy 2's promotion (NEP 50) a Python float is "weak"
+    and ``np.float64(2.0)`` is not (``x32 * np.float64(2.0)`` is float64, ``x32 * 2.0`` is
+    float32); ``passes.constants`` writes them plainly where that changes nothing. A 0-d array
+    becomes its scalar. A Python type where numpy takes a dtype (``int``, ``float``) becomes
+    that dtype."""
     if isinstance(value, type) and value in _PYTHON_DTYPES:
         return np.dtype(value)      # ``x.astype(int)``, ``dtype=float``: numpy's dtype for it
     if isinstance(value, (np.bool_, np.integer)):
         return value.item()
-    if isinstance(value, np.float64):
-        return float(value)
-    if isinstance(value, np.complex128):
-        return complex(value)
     if isinstance(value, np.ndarray) and value.ndim == 0:
         return normalize_static(value[()])
     return value
+
+
+def weak_scalar(value: Any) -> Any:
+    """``value`` as a "weak" Python scalar where it is a float64 or complex128 numpy scalar
+    (``np.float64(0.5)`` -> ``0.5``): a math constant, such as ``np.log(2.0)`` in a derivative
+    rule, that must not widen what it multiplies. Anything else is returned unchanged."""
+    if type(value) is np.float64:
+        return float(value)
+    if type(value) is np.complex128:
+        return complex(value)
+    return value
+
+
+def weak_tree(tree: Any) -> Any:
+    """An operand tree with every float64/complex128 literal made weak (``weak_scalar``)."""
+    if isinstance(tree, tuple):
+        return tuple(weak_tree(t) for t in tree)
+    if isinstance(tree, Lit) and type(tree.value) in (np.float64, np.complex128):
+        return Lit(weak_scalar(tree.value))
+    return tree
 
 
 def to_tree(value: Any, loc: SourceLoc | None = None, key: bool = False) -> Any:

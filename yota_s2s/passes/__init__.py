@@ -7,11 +7,13 @@ passes recognise statements by their primitive's function or traits, never by it
 nothing returned aliases an argument, another output or a read-only view (and dead-code
 elimination drops what that replaced), and ``write_in_place`` turns updates (``setitem``) back
 into the in-place assignments the user wrote, where the old array is not needed.
+``plain_constants`` then writes float64 constants as plain floats where that changes nothing.
 """
 from __future__ import annotations
 
 from ..ir.tape import Tape
 from ..rules.registry import RuleSet
+from .constants import plain_constants
 from .cse import cse
 from .dce import dce
 from .fold import fold
@@ -33,8 +35,9 @@ def optimize(tape: Tape, rules: RuleSet, passes=PIPELINE) -> Tape:
         if not changed:
             break
     tape, _ = dce(fresh_outputs(tape, rules), rules)
+    tape, _ = plain_constants(tape, rules)
     return write_in_place(tape, rules)
 
 
 __all__ = ["PIPELINE", "optimize", "cse", "dce", "fold", "signs", "simplify", "fresh_outputs",
-           "write_in_place"]
+           "write_in_place", "plain_constants"]

@@ -6,7 +6,7 @@ code runs, so no large constant is ever written into the generated module.
 """
 from __future__ import annotations
 
-from ..frontend.values import normalize_static
+from ..frontend.values import normalize_static, weak_scalar
 from ..ir.tape import Lit, Tape, Var, tree_atoms
 from ..ir.verify import call_stmt
 from ..rules.registry import RuleSet
@@ -22,6 +22,8 @@ def fold(tape: Tape, rules: RuleSet) -> tuple[Tape, bool]:
             lit_stmt = substitute_stmt(stmt, resolve)
             (value,) = call_stmt(lit_stmt, {})
             value = normalize_static(value)
+            if stmt.out.aval.weak:      # weak as the statement's result was (NEP 50): a
+                value = weak_scalar(value)  # strong np.float64 stays one, so no dtype changes
             if getattr(value, "ndim", 0) == 0:
                 mapping[stmt.out] = Lit(value)
                 continue
@@ -36,3 +38,4 @@ def _foldable(stmt, mapping) -> bool:
     if p.effect or p.creates or p.inplace or p.nout != 1:
         return False
     return all(not isinstance(a, Var) or a in mapping for arg in stmt.args for a in tree_atoms(arg))
+
