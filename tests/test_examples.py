@@ -9,10 +9,9 @@ import pytest
 
 import yota_s2s as ys
 
+from .test_outside import BOTH, numeric
+
 EXAMPLES = Path(__file__).parent.parent / "examples"
-BOTH = pytest.mark.parametrize("buffers", [True, False], ids=["buffered", "plain"])
-
-
 def load(name):
     """The example as an importable module (in ``sys.modules`` under its name)."""
     if name in sys.modules:
@@ -22,18 +21,6 @@ def load(name):
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
-
-
-def numeric(f, x, eps=1e-6, reset=None):
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        for sign in (1, -1):
-            xx = x.copy()
-            xx[i] += sign * eps
-            if reset:
-                reset()
-            g[i] += sign * f(xx) / (2 * eps)
-    return g
 
 
 @BOTH
