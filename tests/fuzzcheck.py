@@ -233,7 +233,6 @@ def check_form(form, df, args, others, ref, tol) -> list:
 
 def check(program, directory: Path, forms=FORMS) -> Outcome:
     """Compile and check ``program`` in ``forms``; the worst outcome found."""
-    out = Outcome(program.seed)
     try:
         f = load(program, directory)
         args = copies(program.args)

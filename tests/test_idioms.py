@@ -2,7 +2,6 @@
 the gradient factories, plain Python (partial, map, generators, sorted, functions whose outputs
 carry no gradient), calls inside rules, call options a rule does not read, and ties."""
 import functools
-import inspect
 import math
 
 import numpy as np

@@ -13,12 +13,13 @@
 __version__ = "0.1.0"
 
 from .api import (GradResult, RecompileWarning, cache_info, clear_cache, elementwise_grad, example,
-                  grad, gradient, jacobian, simplegrad, source, trace, update, value_and_grad, vjp)
+                  grad, gradient, jacobian, simplegrad, source, trace, value_and_grad, vjp)
 from .errors import (ArgumentMismatch, GuardError, InternalError, NoRuleError, RuleError,
                      StaticValueError, UnsupportedSyntax, UpdateError, YotaError)
 from .gradcheck import gradcheck
 from .memory import MemoryReport, memory_report
 from .rules import RULES, diffrule, nodiff, primitive, stop_gradient
+from .struct_update import update
 
 __all__ = ["simplegrad", "grad", "gradient", "value_and_grad", "vjp", "jacobian",
            "elementwise_grad", "GradResult", "update", "clear_cache", "cache_info", "trace",

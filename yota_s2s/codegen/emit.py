@@ -17,7 +17,6 @@ takes them as they are.
 from __future__ import annotations
 
 import ast
-import math
 import operator
 from dataclasses import dataclass, field
 from typing import Any
