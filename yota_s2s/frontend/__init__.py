@@ -5,6 +5,8 @@ import inspect
 import types
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from ..errors import UnsupportedSyntax
 from ..ir.tape import Tape, Var
 from ..rules.registry import RULES, RuleSet
@@ -23,6 +25,8 @@ def param_names(fn: Any, n_args: int) -> tuple[str, ...]:
     given = getattr(fn, "__yota_params__", None)
     if given is not None and len(given) == n_args:
         return tuple(given)
+    if isinstance(fn, np.ufunc):        # numpy < 2.3 gives ufuncs no signature
+        return (("x",) if fn.nin == 1 else tuple(f"x{i + 1}" for i in range(fn.nin)))[:n_args]
     sig = inspect.signature(fn)
     names = []
     params = list(sig.parameters.values())

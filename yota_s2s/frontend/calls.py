@@ -425,12 +425,13 @@ def _float(ev, args, kwargs, node):
     if args and isinstance(args[0], Var):
         x = args[0]
         if x.aval.ndim > 0 and x.aval.size == 1:
-            try:
-                float(ev.values[ev.current(x)])
-            except TypeError as e:      # numpy 2.x refuses size-1 arrays that are not 0-d
-                raise YotaError(f"float() of a traced {x.aval}: {e}", ev.loc(node),
-                                "Read its one element: float(x[0]) (or x.reshape(()) for "
-                                "a 0-d array).") from None
+            # numpy 2.x deprecates (then, from 2.4, refuses) converting a size-1 array that is
+            # not 0-d: refused on every numpy, so a module compiled on one runs on the others
+            raise YotaError(f"float() of a traced {x.aval}: only a 0-d array converts to a "
+                            "Python float (numpy 2 deprecates, then refuses, other size-1 "
+                            "arrays)", ev.loc(node),
+                            "Read its one element: float(x[0]) (or x.reshape(()) for a 0-d "
+                            "array).")
         return ev.call_primitive(ev.rules.lookup(builtins.float), args, kwargs, node)
     return float(*args, **kwargs)
 
