@@ -54,22 +54,23 @@ class ExpressionsMixin:
         return value
 
     def visit_Yield(self, node: gast.Yield) -> Any:
-        frame = self.frame
-        while frame is not None and getattr(frame, "yields", None) is None:
-            frame = frame.parent
-        if frame is None:
-            raise self.unsupported(node, "`yield` outside a generator function")
-        frame.yields.append(None if node.value is None else self.expr(node.value))
+        yields = self._yields(node, "`yield`")
+        yields.append(None if node.value is None else self.expr(node.value))
         return None                     # what send() would give: nothing is sent
 
     def visit_YieldFrom(self, node: gast.YieldFrom) -> Any:
+        yields = self._yields(node, "`yield from`")
+        yields.extend(self.iterate(self.expr(node.value), node))
+        return None
+
+    def _yields(self, node: gast.AST, what: str) -> list:
+        """The list the enclosing generator function collects its yielded values in."""
         frame = self.frame
         while frame is not None and getattr(frame, "yields", None) is None:
             frame = frame.parent
         if frame is None:
-            raise self.unsupported(node, "`yield from` outside a generator function")
-        frame.yields.extend(self.iterate(self.expr(node.value), node))
-        return None
+            raise self.unsupported(node, f"{what} outside a generator function")
+        return frame.yields
 
     def visit_Lambda(self, node: gast.Lambda) -> Any:
         return self.make_local_function(node, "<lambda>")
