@@ -100,3 +100,52 @@ def test_run_checks_avals():
     tape, _, _ = small_tape()
     with pytest.raises(InternalError, match="shape"):
         verify.run(tape, [np.zeros(4)], check_avals=True)
+
+
+# -- tape.play: the tracer on its own (ir/play.py) -----------------------------------------
+
+def test_play_evaluates_a_traced_tape_on_new_arguments():
+    import yota_s2s as ys
+    from .programs import models
+    r = np.random.default_rng(0)
+    args = [r.standard_normal((3, 4)), r.standard_normal(4), r.standard_normal((4, 2)),
+            r.standard_normal(2), r.standard_normal((5, 3)), np.eye(2)[np.arange(5) % 2]]
+    value, tape = ys.trace(models.mlp, *args)
+    assert tape.play(*args) == pytest.approx(value)
+    other = [a * 0.5 if a.dtype.kind == "f" else a for a in args]
+    assert tape.play(*other) == pytest.approx(models.mlp(*other))
+
+
+def test_play_reads_struct_leaves_globals_and_gives_gradients():
+    import yota_s2s as ys
+    from yota_s2s.compiler import gradient_tape
+    from .programs import outside, structs
+    model = structs.MLP([3, 4, 2], np.random.default_rng(1))
+    X = np.random.default_rng(2).standard_normal((3, 5))
+    value, tape = ys.trace(structs.mlp_loss, model, X)
+    assert tape.play(model, X) == pytest.approx(structs.mlp_loss(model, X))
+    w = np.arange(3.0)
+    _, tape = ys.trace(outside.least_squares, w)
+    assert tape.play(w) == pytest.approx(outside.least_squares(w))
+    _, grad = gradient_tape(outside.least_squares, [w])
+    value, dw = grad.play(w)
+    expected = ys.simplegrad(outside.least_squares, w)(w)
+    assert value == pytest.approx(expected[0]) and np.allclose(dw, expected[1])
+
+
+def _scattered(x, v):
+    a = x * 1.0
+    np.add.at(a, np.array([0, 2, 0]), v)
+    return a, np.sum(a ** 2)
+
+
+def test_play_returns_tuples_and_never_writes_into_arguments():
+    import yota_s2s as ys
+    x, v = np.arange(5.0), np.ones(3)
+    before = x.copy()
+    value, tape = ys.trace(_scattered, x, v)
+    played = tape.play(x, v)
+    assert isinstance(played, tuple) and len(played) == 2
+    np.testing.assert_allclose(played[0], value[0])
+    assert played[1] == pytest.approx(value[1])
+    np.testing.assert_array_equal(x, before)

@@ -303,6 +303,12 @@ class Tape:
         outs += [g for g in (self.grads or []) if g is not None]
         return outs
 
+    def play(self, *args: Any, fn: Callable | None = None) -> Any:
+        """Evaluate the tape on ``args`` with numpy, statement by statement (``ir/play.py``):
+        its result, and after the backward pass ``(result, *grads)`` per input leaf."""
+        from .play import play
+        return play(self, *args, fn=fn)
+
     def __str__(self) -> str:
         from .printer import format_tape
         return format_tape(self)

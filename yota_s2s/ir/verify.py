@@ -15,8 +15,10 @@ import numpy as np
 from ..errors import InternalError
 from .analysis import Analysis, memory_bases, read_only
 from .names import name_tape
+from .play import apply_stmt, value_of
+from .play import run as play_stmts
 from .printer import format_stmt
-from .tape import Aval, Stmt, Tape, Var, tree_map
+from .tape import Aval, Stmt, Tape, Var
 
 
 def _fail(tape: Tape, index: int, message: str) -> None:
@@ -60,26 +62,22 @@ def check(tape: Tape) -> Tape:
 
 def call_stmt(stmt: Stmt, env: dict[Var, Any]) -> tuple:
     """Evaluate one statement on concrete values; returns its results as a tuple."""
-    def value(atom):
-        return env[atom] if isinstance(atom, Var) else atom.value
-    return stmt.prim.apply([tree_map(value, a) for a in stmt.args], dict(stmt.params))
+    return apply_stmt(stmt, env)
 
 
 def run(tape: Tape, values: Sequence[Any], check_avals: bool = False) -> tuple[Any, list]:
     """Interpret ``tape`` on leaf values (one per input); returns (result, grads)."""
     env: dict[Var, Any] = {i.var: v for i, v in zip(tape.inputs, values)}
-    for index, stmt in enumerate(tape.stmts):
-        results = call_stmt(stmt, env)
+
+    def checked(index: int, stmt: Stmt, results: tuple) -> None:
         for v, r in zip(stmt.outs, results):
-            if check_avals and v.aval.shape != np.shape(r):
+            if v.aval.shape != np.shape(r):
                 _fail(tape, index, f"result has shape {np.shape(r)}, its aval says {v.aval}")
-            if check_avals and Aval.of(r).dtype != v.aval.dtype:
+            if Aval.of(r).dtype != v.aval.dtype:
                 _fail(tape, index, f"result has dtype {Aval.of(r).dtype}, its aval says {v.aval}")
-            env[v] = r
-    def value(atom):
-        return env[atom] if isinstance(atom, Var) else atom.value
-    result = tree_map(value, tape.result)
-    grads = [None if g is None else value(g) for g in (tape.grads or [])]
+    play_stmts(tape.stmts, env, check=checked if check_avals else None)
+    result = value_of(tape.result, env)
+    grads = [None if g is None else value_of(g, env) for g in (tape.grads or [])]
     return result, grads
 
 
