@@ -51,3 +51,132 @@ def test_second_order_through_a_scatter_with_repeated_indices(first_order):
 
     _, hW = ys.simplegrad(directional, W, buffers=False)(W)
     np.testing.assert_allclose(hW, numerical_grad(directional, [W], 0), atol=1e-6)
+
+
+# -- from the public API: buffered gradients, hvp, hessian (higher.py) ----------------------
+
+def test_gradient_of_a_function_calling_a_buffered_gradient():
+    """The issue's example: a default (buffered) df once failed with "assigning 'arrays' would
+    change _local in place"; the frontend now inlines its plain form."""
+    x, v = np.linspace(-1, 1, 5), np.cos(np.arange(5.0))
+    df = ys.simplegrad(models.tanh_layer, np.eye(5), x)
+    assert "_work_arrays" in ys.source(df)
+
+    def directional(x):
+        return np.dot(df(np.eye(5), x)[2], v)
+    _, hx = ys.simplegrad(directional, x)(x)
+    np.testing.assert_allclose(hx, numerical_grad(directional, [x], 0), atol=1e-6)
+    assert "_local" not in ys.source(ys.simplegrad(directional, x, buffers=False))
+
+
+def test_a_gradient_through_ys_grad_function_of_a_cached_variant():
+    x = np.linspace(-1, 1, 4)
+    _, g = ys.grad(models.tanh_layer, np.eye(4), x)
+
+    def through(W):
+        return np.sum(g.function(W, x)[1] ** 2)
+    W = np.eye(4) * 0.5
+    _, dW = ys.simplegrad(through, W)(W)
+    np.testing.assert_allclose(dW, numerical_grad(through, [W], 0), atol=1e-6)
+
+
+def tanh_sum(x):
+    return np.sum(np.tanh(x))
+
+
+def test_third_and_fourth_derivatives_of_tanh():
+    x = np.linspace(-2, 2, 7)
+    t = np.tanh(x)
+    d1 = ys.elementwise_grad(tanh_sum)
+    d2 = ys.elementwise_grad(d1)
+    d3 = ys.elementwise_grad(d2)
+    d4 = ys.elementwise_grad(d3)
+    np.testing.assert_allclose(d1(x), 1 - t ** 2, atol=1e-12)
+    np.testing.assert_allclose(d2(x), -2 * t * (1 - t ** 2), atol=1e-12)
+    np.testing.assert_allclose(d3(x), -2 + 8 * t ** 2 - 6 * t ** 4, atol=1e-12)
+    np.testing.assert_allclose(d4(x), (16 * t - 24 * t ** 3) * (1 - t ** 2), atol=1e-12)
+    # the same through simplegrad of functions that call buffered generated gradients
+    g1 = ys.simplegrad(tanh_sum, x)
+    g2 = ys.simplegrad(lambda x: np.sum(g1(x)[1]), x)
+    g3 = ys.simplegrad(lambda x: np.sum(g2(x)[1]), x)
+    g4 = ys.simplegrad(lambda x: np.sum(g3(x)[1]), x)
+    np.testing.assert_allclose(g4(x)[1], (16 * t - 24 * t ** 3) * (1 - t ** 2), atol=1e-12)
+
+
+def differences_of_gradients(f, args, argnum, v, eps=1e-5):
+    """H v by central differences of the first gradient along v."""
+    df = ys.simplegrad(f, *args, buffers=False)
+    plus, minus = list(args), list(args)
+    plus[argnum], minus[argnum] = args[argnum] + eps * v, args[argnum] - eps * v
+    return (df(*plus)[1 + argnum] - df(*minus)[1 + argnum]) / (2 * eps)
+
+
+def _logreg(r):
+    return r.standard_normal(5), 0.1, r.standard_normal((20, 5)), (r.random(20) > 0.5) * 1.0
+
+
+def _mlp(r):
+    return (r.standard_normal((6, 5)) * 0.5, r.standard_normal(5), r.standard_normal((5, 3)) * 0.5,
+            r.standard_normal(3), r.standard_normal((4, 6)), np.eye(3)[[0, 2, 1, 2]])
+
+
+def _rnn(r):
+    return (r.standard_normal((3, 4)) * 0.5, r.standard_normal((4, 4)) * 0.5, r.standard_normal(4),
+            r.standard_normal((5, 2, 3)), r.standard_normal((2, 4)))
+
+
+@pytest.mark.parametrize("f,make,argnums", [
+    (models.logistic_regression, _logreg, (0,)),
+    (models.mlp, _mlp, (0, 1, 2, 3)),
+    (models.rnn, _rnn, (0, 1, 2)),
+], ids=["logreg", "mlp", "rnn"])
+@pytest.mark.parametrize("buffers", [True, False])
+def test_hvp_matches_differences_of_gradients(f, make, argnums, buffers):
+    r = np.random.default_rng(3)
+    args = make(r)
+    for argnum in argnums:
+        hf = ys.hvp(f, *args, argnum=argnum, buffers=buffers)
+        assert hf.strategy == "rev-rev" and "def " in ys.source(hf)
+        v = r.standard_normal(np.shape(args[argnum]))
+        hv = hf(*args, v)
+        assert np.shape(hv) == np.shape(args[argnum])
+        np.testing.assert_allclose(hv, differences_of_gradients(f, args, argnum, v),
+                                   rtol=1e-5, atol=1e-6, err_msg=f"argument {argnum}")
+        np.testing.assert_allclose(hf(*args, v), hv, rtol=1e-12, atol=1e-14)   # work arrays reused
+
+
+def test_hessian_is_dense_symmetric_and_agrees_with_hvp():
+    r = np.random.default_rng(4)
+    args = _logreg(r)
+    H = ys.hessian(models.logistic_regression, *args)
+    assert H.shape == (5, 5)
+    np.testing.assert_allclose(H, H.T, atol=1e-12)
+    v = r.standard_normal(5)
+    np.testing.assert_allclose(H @ v, differences_of_gradients(models.logistic_regression, args, 0, v),
+                               rtol=1e-5, atol=1e-6)
+    W = r.standard_normal((2, 3))
+    H2 = ys.hessian(models.tanh_layer, W, r.standard_normal(3))
+    assert H2.shape == (2, 3, 2, 3)
+    np.testing.assert_allclose(H2, np.transpose(H2, (2, 3, 0, 1)), atol=1e-12)
+
+
+def test_hvp_and_hessian_refuse_what_they_cannot_do():
+    x = np.ones(3)
+    with pytest.raises(ys.YotaError, match="strategy"):
+        ys.hvp(tanh_sum, x, strategy="fwd-fwd")
+    with pytest.raises(ys.YotaError, match="not a real float"):
+        ys.hvp(lambda n, x: np.sum(x) * n, 3, x)
+    with pytest.raises(ys.YotaError, match="ys.hvp"):
+        ys.hessian(tanh_sum, np.ones(5000))
+
+
+def test_hvp_of_an_hvp_function_is_a_third_derivative():
+    x = np.linspace(-1, 1, 4)
+    hf = ys.hvp(tanh_sum, x)
+    v = np.ones(4)
+
+    def third(x):
+        return np.sum(hf(x, v))
+    t = np.tanh(x)
+    np.testing.assert_allclose(ys.simplegrad(third, x)(x)[1], -2 + 8 * t ** 2 - 6 * t ** 4,
+                               atol=1e-12)

@@ -6,6 +6,7 @@
     val, g = ys.grad(loss, model, X)                   # cached per signature; g[0] by field path
     dloss_dW = ys.gradient(loss)                       # autograd's grad(f): dloss_dW(W, b, x)
     vf = ys.vjp(f, x); y, dx = vf(x, cotangent)        # non-scalar results
+    hf = ys.hvp(loss, W, b, x); Hv = hf(W, b, x, v)    # Hessian-vector products (in W)
     ys.update(model, g[0], lambda x, gx: x - 0.01 * gx)
     ys.diffrule(logistic, "x", "y * (1 - y) * dy")     # a custom derivative
     print(ys.rules())                                  # every primitive and its rules
@@ -17,11 +18,12 @@ from .api import (GradResult, RecompileWarning, cache_info, clear_cache, element
 from .errors import (ArgumentMismatch, GuardError, InternalError, NoRuleError, RuleError,
                      StaticValueError, UnsupportedSyntax, UpdateError, YotaError)
 from .gradcheck import gradcheck
+from .higher import hessian, hvp
 from .memory import MemoryReport, memory_report
 from .rules import RULES, diffrule, nodiff, primitive, stop_gradient
 from .struct_update import update
 
-__all__ = ["simplegrad", "grad", "gradient", "value_and_grad", "vjp", "jacobian",
+__all__ = ["simplegrad", "grad", "gradient", "value_and_grad", "vjp", "jacobian", "hvp", "hessian",
            "elementwise_grad", "GradResult", "update", "clear_cache", "cache_info", "trace",
            "source", "example", "gradcheck", "memory_report", "MemoryReport", "diffrule",
            "nodiff", "primitive", "stop_gradient", "rules", "RULES", "YotaError",

@@ -131,7 +131,9 @@ def _gradient_factory(f: Callable, argnum: Any, device: str, rules: RuleSet,
     # nested ys.gradient(ys.gradient(f)) silently gave the first derivative)
     g.__name__ = g.__qualname__ = f"grad_{getattr(f, '__name__', 'f')}"
     g.__doc__ = getattr(f, "__doc__", None)
-    g.__yota_gradient__ = True          # the frontend refuses to differentiate it again
+    g.__yota_gradient__ = True          # the frontend inlines __yota_inline__'s function instead
+    from .higher import gradient_inline
+    g.__yota_inline__ = gradient_inline(f, argnum, with_value, device, rules)
     return g
 
 
@@ -180,6 +182,8 @@ def vjp(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path | None
         return (grads[-1], *grads[:-1])
     del vf.__wrapped__                  # the frontend must not trace df in place of vf
     vf.__yota_gradient__ = True
+    from .higher import vjp_inline
+    vf.__yota_inline__ = vjp_inline(df)
     return vf
 
 

@@ -15,6 +15,7 @@ from .collect import Collector
 from .evaluator import Evaluator, Frame
 from .externals import FUNCTION
 from .flatten import Flattener, arg_kind, is_struct_object, leaf_names
+from .resolve import is_compiler
 from .source import parse_function
 from .values import to_tree
 
@@ -66,6 +67,9 @@ def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES,
     fn, self_arg = unbind(fn)
     if self_arg is not None:
         args = (self_arg, *args)
+    if is_compiler(fn) and getattr(fn, "__yota_inline__", None) is not None:
+        from ..higher import calling
+        fn = calling(fn, args)      # ys.gradient(ys.gradient(f)): a function that calls it
     parsed = parse_function(fn)
     if inspect.isgeneratorfunction(fn):
         raise UnsupportedSyntax(f"{parsed.name} is a generator function: the function to "

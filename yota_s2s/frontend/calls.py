@@ -25,7 +25,7 @@ from .externals import RandomMethod, cell_path, is_data, random_method
 from .flatten import is_struct_object
 from .numpy_calls import NUMPY_CALLS, guard_selection
 from .resolve import (IN_PLACE_METHODS, array_method, display_name, is_compiler, is_inlinable,
-                      is_library, is_random, item, nested_gradient)
+                      is_library, is_random, item, nested_gradient, plain_form)
 from .source import parse_function
 from .structs import StructValue, call_dunder, call_object, construct, holds_struct, is_user_class
 from .values import MAX_LITERAL_SIZE, ArrayMethod, LocalFunction, is_traced, normalize_static, to_tree, \
@@ -70,6 +70,8 @@ class CallsMixin:
         handler = _BUILTINS.get(_key(fn))
         if handler is not None:
             return handler(self, list(args), kwargs, node)
+        if fn is complex and len(args) == 2 and not kwargs and not is_traced(list(args)):
+            return complex(*args)       # a constant as generated code writes it: complex(2.0, 1.0)
         prim = self.rules.lookup(fn)
         if prim is not None:
             return self.call_primitive(prim, args, kwargs, node)
@@ -92,10 +94,13 @@ class CallsMixin:
                 "draw from it inside: rs.randn(3)."),
                 fn, args, kwargs)
         if is_compiler(fn):
+            inlined = self.gradient_function(fn, args, kwargs)
+            if inlined is not None:
+                return self.call(inlined, args, kwargs, node)
             return skip_call(self, nested_gradient(display_name(fn), self.loc(node)),
                              fn, args, kwargs)
         if is_inlinable(fn):
-            return self.inline(fn, args, kwargs, node)
+            return self.inline(plain_form(fn, self.loc(node)), args, kwargs, node)
         traced = is_traced(list(args)) or is_traced(kwargs)
         if not traced and callable(fn):
             return fn(*args, **kwargs)
@@ -118,6 +123,19 @@ class CallsMixin:
             if result is not None:
                 return result
         return skip_call(self, self.no_rule(fn, node, args, kwargs), fn, args, kwargs)
+
+    def gradient_function(self, fn: Any, args: list, kwargs: dict) -> Any:
+        """What to inline for a call of a gradient function of ours (``ys.gradient(f)``'s,
+        ``ys.vjp``'s, ``ys.hvp``'s): the function its ``__yota_inline__`` gives for the
+        example arguments (higher.py), written over a plain generated gradient; None where
+        it has none or the arguments are not plain arrays and floats."""
+        make = getattr(fn, "__yota_inline__", None)
+        examples = [_concrete_tree(self, a) for a in args]
+        plain = all(isinstance(a, (np.ndarray, np.generic, float, int, bool))
+                    for a in _leaves(examples))
+        if make is None or kwargs or not plain:
+            return None
+        return make(*examples)
 
     def is_opaque(self, fn: Any, kwargs: dict) -> bool:
         """A library function (numpy, scipy...) with static keywords: a candidate for
@@ -339,6 +357,14 @@ def _concrete_tree(ev: Any, value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return type(value)(_concrete_tree(ev, v) for v in value)
     return value
+
+
+def _leaves(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _leaves(v)
+    else:
+        yield value
 
 
 def _is_data(value: Any) -> bool:

@@ -107,19 +107,54 @@ def is_compiler(fn: Any) -> bool:
     if getattr(fn, "__yota_gradient__", False) is True:
         return True
     from .. import api          # the package's entry points (api imports the frontend)
+    from .. import higher
     return fn in (api.simplegrad, api.grad, api.gradient, api.value_and_grad, api.vjp,
-                  api.jacobian, api.elementwise_grad, api.trace)
+                  api.jacobian, api.elementwise_grad, api.trace, higher.hvp, higher.hessian)
 
 
 def nested_gradient(name: str, loc: Any = None) -> UnsupportedSyntax:
     """The error for differentiating what yota_s2s computes (a gradient of a gradient)."""
     return UnsupportedSyntax(
         f"{name} is a gradient function made by yota_s2s (ys.grad, ys.gradient, "
-        "ys.value_and_grad, ys.elementwise_grad, ys.vjp...): differentiating it again is not "
-        "supported through them", loc,
-        "For a second derivative, differentiate the plain generated gradient: "
-        "df = ys.simplegrad(f, x, buffers=False), then "
-        "ys.simplegrad(lambda x: np.dot(df(x)[1], v), x) (docs/porting.md).")
+        "ys.value_and_grad, ys.elementwise_grad, ys.vjp...): differentiating a call of it "
+        "works for functions of arrays and floats, not here (ys.grad itself, a bound "
+        "method, or struct arguments)", loc,
+        "For a second derivative, differentiate the generated gradient: "
+        "df = ys.simplegrad(f, x), then ys.simplegrad(lambda x: np.dot(df(x)[1], v), x), "
+        "or use ys.hvp(f, x) (docs/porting.md).")
+
+
+def plain_form(fn: Any, loc: Any = None) -> Any:
+    """What the frontend inlines for ``fn``: for a function of a buffered generated module,
+    the same function of that module's plain form (compiler.py ``PlainForm``): the buffered
+    code keeps per-thread work arrays, which a gradient of it cannot go through. ``fn``
+    itself otherwise (a plain generated module inlines as it is)."""
+    func = fn.__func__ if isinstance(fn, types.MethodType) else fn
+    scope = getattr(func, "__globals__", None) or {}
+    make = scope.get("__yota_plain__")
+    if make is not None:
+        plain = make(func.__name__)
+        if plain is None:
+            return fn
+        return types.MethodType(plain, fn.__self__) if isinstance(fn, types.MethodType) else plain
+    if "WORK_ARRAYS" in scope and "_work_arrays" in scope and _generated(scope):
+        raise UnsupportedSyntax(
+            f"{func.__qualname__} is a buffered gradient module imported from "
+            f"{scope.get('__file__')}: its plain form, which a gradient of it needs, is "
+            "not known in this process", loc,
+            "Write that module in its plain form (ys.simplegrad(..., buffers=False, "
+            "out_dir=...)), or call the gradient ys.simplegrad returns in this process: the "
+            "compiler finds its plain form itself.")
+    return fn
+
+
+def _generated(scope: dict) -> bool:
+    from ..codegen.loader import generated_file
+    from pathlib import Path
+    if isinstance(scope.get("__yota_text__"), str):
+        return True
+    file = scope.get("__file__")
+    return isinstance(file, str) and generated_file(Path(file))
 
 
 def is_inlinable(fn: Any) -> bool:

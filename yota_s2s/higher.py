@@ -1,0 +1,200 @@
+"""Higher order: Hessian-vector products, dense Hessians, and gradients of gradients.
+
+A gradient module's plain form (``buffers=False``) uses only primitives with rules, so a
+function that calls a generated gradient can be differentiated again: the frontend inlines
+the plain form in place of a buffered module's function (``frontend/resolve.py``
+``plain_form``), and in place of a call of ``ys.gradient``'s (or ``value_and_grad``'s,
+``elementwise_grad``'s, ``vjp``'s) function it inlines what ``__yota_inline__`` gives for
+the example arguments: ``picked_gradient`` over the plain generated gradient.
+
+``hvp(f, *args)`` builds on that: ``H v`` is the gradient of ``x -> <grad f(x), v>``
+("rev-rev", reverse over reverse: one generated module whose forward section is the first
+gradient and whose backward section differentiates it), or the forward-mode derivative of the
+gradient in direction ``v`` ("fwd-rev", with ``ys.jvp``). ``hessian(f, *args)`` is one ``hvp``
+per unit vector: dense, for small inputs.
+"""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from .errors import YotaError
+from .frontend import param_names, unbind
+from .rules.registry import RULES, RuleSet
+
+STRATEGIES = ("rev-rev", "fwd-rev")
+HESSIAN_LIMIT = 4096        # elements of x: a dense Hessian beyond this is an hvp's job
+
+
+def hvp(f: Callable, *args: Any, argnum: int = 0, strategy: str = "rev-rev",
+        device: str = "cpu", out_dir: str | Path | None = None, module_name: str | None = None,
+        rules: RuleSet = RULES, buffers: bool = True) -> Callable:
+    """Hessian-vector products of a scalar ``f`` with respect to argument ``argnum``.
+
+    Returns ``hf`` with ``hf(*args, v) == H @ v``, ``H`` the Hessian of ``f`` in argument
+    ``argnum`` at ``args`` and ``v`` an array like that argument; the result has its shape.
+    ``hf`` is a generated module's function (``ys.source(hf)`` shows it), compiled once for
+    arguments like ``args``. ``strategy``: ``"rev-rev"`` differentiates ``<grad f, v>`` in
+    reverse mode (one module: the first gradient, then its backward section); ``"fwd-rev"``
+    pushes ``v`` forward through the gradient (``ys.jvp`` of the plain gradient).
+    """
+    if strategy not in STRATEGIES:
+        raise YotaError(f"hvp: strategy={strategy!r} is not one of {', '.join(STRATEGIES)}",
+                        hint='Use strategy="rev-rev" (reverse over reverse) or "fwd-rev".')
+    fn, bound = unbind(f)
+    name = getattr(fn, "__name__", "f")
+    x = _float_argument("hvp", f, args, argnum)
+    argnum %= len(args)
+    from .api import simplegrad
+    df = simplegrad(f, *args, buffers=False, wrt={argnum}, rules=rules, device=device)
+    if strategy == "fwd-rev":
+        return _fwd_rev(df, args, argnum, x, name, device, rules)
+    directional = _directional(df, argnum)
+    names = param_names(fn, len(args)) if bound is None else ()
+    if len(names) == len(args):
+        v = "v"
+        while v in names:
+            v += "_"
+        directional.__yota_params__ = (*names, v)
+    if f"{name}_hvp".isidentifier():
+        directional.__yota_name__ = f"{name}_hvp"
+    hf = simplegrad(directional, *args, np.zeros_like(x), wrt={argnum}, rules=rules,
+                    device=device, out_dir=out_dir, module_name=module_name, buffers=buffers)
+
+    @functools.wraps(hf)
+    def hessian_vector(*args_and_v: Any) -> Any:
+        return hf(*args_and_v)[1 + argnum]
+    del hessian_vector.__wrapped__         # the frontend must not trace hf in place of it
+    hessian_vector.__yota_gradient__ = True
+    hessian_vector.__yota_inline__ = lambda *example: functools.partial(picked_gradient, hf,
+                                                                       argnum, False)
+    hessian_vector.strategy = strategy
+    return hessian_vector
+
+
+def _directional(df: Callable, argnum: int) -> Callable:
+    """``<grad f(*args), v>`` as a function of ``(*args, v)``: its gradient is ``H v``."""
+    def hvp(*args):
+        grads = df(*args[:-1])
+        return np.sum(grads[1 + argnum] * args[-1])
+    return hvp
+
+
+def _fwd_rev(df: Callable, args: tuple, argnum: int, x: Any, name: str, device: str,
+             rules: RuleSet) -> Callable:
+    from . import api
+    jvp = getattr(api, "jvp", None)
+    if jvp is None:
+        raise YotaError('hvp: strategy="fwd-rev" needs forward mode (ys.jvp), which this '
+                        "version does not have yet",
+                        hint='Use strategy="rev-rev" (the default).')
+    gradient = _picked_plain(df, argnum)
+    tangents = tuple(np.zeros_like(a) if i == argnum else None for i, a in enumerate(args))
+    jf = jvp(gradient, args, tangents, rules=rules, device=device)
+
+    def hessian_vector(*args_and_v: Any) -> Any:
+        *primals, v = args_and_v
+        tangents = tuple(v if i == argnum else None for i in range(len(primals)))
+        return jf(*primals, *tangents)[1]
+    hessian_vector.__name__ = hessian_vector.__qualname__ = f"{name}_hvp"
+    hessian_vector.__yota_gradient__ = True
+    hessian_vector.strategy = "fwd-rev"
+    return hessian_vector
+
+
+def _picked_plain(df: Callable, argnum: int) -> Callable:
+    def gradient(*args):
+        return df(*args)[1 + argnum]
+    return gradient
+
+
+def hessian(f: Callable, *args: Any, argnum: int = 0, rules: RuleSet = RULES,
+            strategy: str = "rev-rev") -> np.ndarray:
+    """The dense Hessian of a scalar ``f`` in argument ``argnum`` at ``args``, of shape
+    ``x.shape + x.shape``: one Hessian-vector product (``hvp``) per element of ``x``, so
+    meant for small ``x`` (at most ``HESSIAN_LIMIT`` elements)."""
+    x = _float_argument("hessian", f, args, argnum)
+    size = int(np.size(x))
+    if size > HESSIAN_LIMIT:
+        raise YotaError(f"hessian: argument {argnum} has {size} elements; a dense Hessian of "
+                        f"it has {size * size} and takes {size} Hessian-vector products",
+                        hint="Use ys.hvp(f, *args) for products with the Hessian, or pass a "
+                             f"smaller argument (at most {HESSIAN_LIMIT} elements).")
+    hf = hvp(f, *args, argnum=argnum, rules=rules, strategy=strategy)
+    rows = []
+    for i in range(size):
+        v = np.zeros(np.shape(x), np.result_type(x))
+        v.flat[i] = 1
+        rows.append(np.reshape(hf(*args, v), -1))
+    return np.reshape(np.array(rows).T, np.shape(x) + np.shape(x))
+
+
+def _float_argument(what: str, f: Callable, args: tuple, argnum: Any) -> Any:
+    x = args[argnum] if isinstance(argnum, int) and -len(args) <= argnum < len(args) else None
+    if not (isinstance(x, (np.ndarray, np.floating, float)) and np.result_type(x).kind == "f"):
+        raise YotaError(f"{what}: argument {argnum!r} of {getattr(f, '__name__', f)} is not a "
+                        "real float array or float",
+                        hint="Give argnum= the position of a float array argument.")
+    return x
+
+
+# -- what the frontend inlines for a call of a gradient function -----------------------------
+
+def picked_gradient(df: Callable, position: Any, with_value: bool, *args: Any) -> Any:
+    """``df(*args)``'s gradient at ``position`` (a tuple of positions: a tuple of them), with
+    the value first when ``with_value``: what ``ys.gradient(f)(*args)`` returns, written over
+    a generated gradient ``df`` so that the frontend can inline it."""
+    out = df(*args)
+    if isinstance(position, tuple):
+        picked = tuple([out[1 + p] for p in position])
+    else:
+        picked = out[1 + position]
+    if with_value:
+        return out[0], picked
+    return picked
+
+
+def gradient_inline(f: Callable, argnum: Any, with_value: bool, device: str,
+                    rules: RuleSet) -> Callable:
+    """``__yota_inline__`` of ``ys.gradient(f, argnum)``'s function: for example arguments,
+    the function the frontend inlines in its place (``picked_gradient`` over ``f``'s
+    gradient compiled by ``ys.grad`` for them), or None where it cannot (a bound method)."""
+    def make(*example: Any) -> Callable | None:
+        fn, bound = unbind(f)
+        if bound is not None:
+            return None
+        names = param_names(fn, len(example))
+        positions = tuple(_position(a, names) for a in argnum) if isinstance(argnum, tuple) \
+            else _position(argnum, names)
+        from .api import grad
+        _, grads = grad(f, *example, wrt=argnum, device=device, rules=rules)
+        return functools.partial(picked_gradient, grads.function, positions, with_value)
+    return make
+
+
+def calling(g: Callable, examples: tuple) -> Callable:
+    """A function that calls the gradient function ``g`` (``ys.gradient(f)``'s): what the
+    frontend traces to differentiate ``g`` itself, named like ``g``."""
+    def call(*args):
+        return g(*args)
+    call.__yota_name__ = call.__name__ = call.__qualname__ = getattr(g, "__name__", "call")
+    call.__yota_params__ = param_names(g, len(examples))
+    return call
+
+
+def vjp_inline(df: Callable) -> Callable:
+    """``__yota_inline__`` of ``ys.vjp``'s function: ``vjp_reordered`` over its gradient."""
+    return lambda *example: functools.partial(vjp_reordered, df)
+
+
+def vjp_reordered(df: Callable, *args: Any) -> tuple:
+    """``(f(*args), c0, c1, ...)`` from the gradient of ``sum(f(*args) * cotangent)``."""
+    out = df(*args)
+    return (out[-1], *out[1:-1])
+
+
+def _position(argnum: Any, names: tuple) -> int:
+    return names.index(argnum) if isinstance(argnum, str) else argnum
