@@ -215,3 +215,44 @@ def test_the_function_pin_takes_parameters_named_like_its_own_constants():
     np.testing.assert_allclose(df(square, sine, x=x)[3], expected)
     with pytest.raises(ys.ArgumentMismatch):
         df(sine, sine, x)
+
+
+# -- ys.compile: the tracer on its own, a forward-only module --------------------------------
+
+@pytest.mark.parametrize("buffers", [True, False])
+def test_compile_writes_a_forward_only_module(tmp_path, monkeypatch, buffers):
+    from .programs import models
+    r = np.random.default_rng(0)
+    args = (r.standard_normal((3, 4)) * 0.5, r.standard_normal((4, 4)) * 0.5, r.standard_normal(4),
+            r.standard_normal((5, 2, 3)), r.standard_normal((2, 4)))
+    cf = ys.compile(models.rnn, *args, buffers=buffers, out_dir=tmp_path, module_name="rnn_fwd")
+    assert cf(*args) == pytest.approx(models.rnn(*args), rel=1e-12)
+    assert cf(*args) == pytest.approx(models.rnn(*args), rel=1e-12)      # work arrays reused
+    text = ys.source(cf)
+    assert text.startswith('"""Forward of rnn') and "def rnn_forward(" in text
+    assert "backward" not in text and ("_work_arrays" in text) == buffers
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import importlib
+    del sys.modules["rnn_fwd"]
+    fresh = importlib.import_module("rnn_fwd")            # importable like a gradient module
+    assert fresh.rnn_forward(*args) == pytest.approx(models.rnn(*args), rel=1e-12)
+    with pytest.raises(TypeError, match="must be float64"):
+        cf(args[0].astype(np.float32), *args[1:])
+
+
+def pair_of_results(x, w):
+    h = np.tanh(x * w)
+    return h, np.sum(h * h)
+
+
+def test_compile_returns_tuples_and_differentiates_through():
+    x, w = np.linspace(-1, 1, 4), 0.7
+    cf = ys.compile(pair_of_results, x, w)
+    h, s = cf(x, w)
+    np.testing.assert_allclose(h, np.tanh(x * w))
+    assert s == pytest.approx(np.sum(np.tanh(x * w) ** 2))
+
+    def through(x):
+        return cf(x, w)[1]
+    _, dx = ys.simplegrad(through, x)(x)      # its plain form is inlined
+    np.testing.assert_allclose(dx, 2 * np.tanh(x * w) * (1 - np.tanh(x * w) ** 2) * w)

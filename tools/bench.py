@@ -5,7 +5,8 @@
 
 For each workload (tools/workloads.py) it times, in one process, with repetitions interleaved
 after a warm-up: the forward function, the handwritten gradient, the generated gradient (fresh
-arrays, and with ``out=`` arrays when the module takes them), and JAX (jit), PyTorch (eager) and
+arrays, and with ``out=`` arrays when the module takes them), ``ys.compile``'s forward-only
+module of the loss (against the forward function: the helper calls' overhead gone), and JAX (jit), PyTorch (eager) and
 autograd where they are installed (skipped otherwise). Before any timing it checks that every
 implementation returns the same value and gradients as the handwritten one.
 
@@ -81,9 +82,13 @@ def numpy_impls(w: workloads.Workload, args: tuple, compile_ms: dict) -> list[Im
     def pick(res):
         value, *grads = res
         return value, tuple(grads[i] for i in wrt)
+    cf = ys.compile(w.loss, *args)          # the forward alone, as a generated module
+    if not np.allclose(cf(*args), w.loss(*args), rtol=1e-9):
+        raise SystemExit(f"{w.name}: ys.compile's forward disagrees with the loss")
     impls = [Impl("forward", lambda: w.loss(*args), lambda: None),
              Impl("handwritten", lambda: w.handwritten(*args), lambda: w.handwritten(*args)),
-             Impl("yota", lambda: df(*args), lambda: pick(df(*args)), held=held)]
+             Impl("yota", lambda: df(*args), lambda: pick(df(*args)), held=held),
+             Impl("ys.compile", lambda: cf(*args), lambda: None, held=_held_bytes(cf))]
     if "out" in inspect.signature(df).parameters:
         value, *grads = df(*args)
         outs = tuple(np.empty_like(g) if isinstance(g, np.ndarray) else None for g in grads)
@@ -181,6 +186,8 @@ def check(w: workloads.Workload, impls: list[Impl]) -> None:
     """Every implementation's value and gradients agree with the handwritten ones."""
     ref_value, ref_grads = impls[1].result()
     for impl in impls[2:]:
+        if impl.name == "ys.compile":
+            continue                    # a forward only: checked against the loss when made
         value, grads = impl.result()
         pairs = [("value", value, ref_value)] + [(f"gradient {i}", g, r) for i, g, r in
                                                   zip(w.wrt, grads, ref_grads)]
@@ -265,6 +272,13 @@ def report(results: list[tuple[workloads.Workload, list[Impl]]], compile_ms: dic
         cells = [ratio("yota", "forward"), ratio("yota", "handwritten"), ratio("yota out=", "handwritten")]
         cells += [ratio(p, "handwritten") for p in PEERS] + [ratio("yota", p) for p in PEERS]
         lines.append(f"| {w.name} | " + " | ".join(cells) + " |")
+    lines += ["", "## ys.compile: the forward-only generated module against the Python forward", "",
+              "| workload | forward | ys.compile | ys.compile / forward |", "|---" * 4 + "|"]
+    for w, impls in results:
+        by = {i.name: statistics.median(i.times) for i in impls}
+        if "ys.compile" in by:
+            lines.append(f"| {w.name} | {fmt_time(by['forward'])} | {fmt_time(by['ys.compile'])} | "
+                         f"{by['ys.compile'] / by['forward']:.2f}x |")
     lines += ["", "## Memory per steady-state call (tracemalloc) and compile time", "",
               "| workload | handwritten peak | yota alloc | yota kept | yota held buffers | yota peak "
               "| out= alloc | autograd peak | compile (first simplegrad) |", "|---" * 9 + "|"]

@@ -7,6 +7,8 @@
     dloss_dW = ys.gradient(loss)                       # autograd's grad(f): dloss_dW(W, b, x)
     vf = ys.vjp(f, x); y, dx = vf(x, cotangent)        # non-scalar results
     hf = ys.hvp(loss, W, b, x); Hv = hf(W, b, x, v)    # Hessian-vector products (in W)
+    value, tape = ys.trace(loss, W, b, x); tape.play(W, b, x)   # the tracer on its own
+    floss = ys.compile(loss, W, b, x)                  # a forward-only generated module
     ys.update(model, g[0], lambda x, gx: x - 0.01 * gx)
     ys.diffrule(logistic, "x", "y * (1 - y) * dy")     # a custom derivative
     print(ys.rules())                                  # every primitive and its rules
@@ -15,6 +17,7 @@ __version__ = "0.1.0"
 
 from .api import (GradResult, RecompileWarning, cache_info, clear_cache, elementwise_grad, example,
                   grad, gradient, jacobian, simplegrad, source, trace, value_and_grad, vjp)
+from .api import compile_forward as compile     # noqa: A004 (ys.compile, as jax.jit)
 from .errors import (ArgumentMismatch, GuardError, InternalError, NoRuleError, RuleError,
                      StaticValueError, UnsupportedSyntax, UpdateError, YotaError)
 from .gradcheck import gradcheck
@@ -24,7 +27,7 @@ from .rules import RULES, diffrule, nodiff, primitive, stop_gradient
 from .struct_update import update
 
 __all__ = ["simplegrad", "grad", "gradient", "value_and_grad", "vjp", "jacobian", "hvp", "hessian",
-           "elementwise_grad", "GradResult", "update", "clear_cache", "cache_info", "trace",
+           "elementwise_grad", "compile", "GradResult", "update", "clear_cache", "cache_info", "trace",
            "source", "example", "gradcheck", "memory_report", "MemoryReport", "diffrule",
            "nodiff", "primitive", "stop_gradient", "rules", "RULES", "YotaError",
            "UnsupportedSyntax", "NoRuleError", "StaticValueError", "RuleError", "GuardError",

@@ -5,7 +5,8 @@ from an importable generated module: ``val, *grads = df(*args)``. ``grad(f, *arg
 first use and then finds the compiled code again in the per-signature cache (``cache.py``):
 ``val, g = grad(loss, m, X)``, ``g[0]`` a ``{path: gradient}`` dict for the struct ``m``.
 ``update(m, g[0], fn)`` applies ``fn(x, gx)`` to those fields in place. ``trace(f, *args)``
-returns the value and the SSA tape; ``source(df)`` gives the generated module's text.
+returns the value and the SSA tape (``tape.play(*args)`` evaluates it), ``compile(f, *args)``
+a forward-only generated module's function; ``source(df)`` gives the generated module's text.
 ``@example(make_args)`` marks a function for ``yota-s2s compile`` (see ``cli.py``).
 """
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from .cache import CACHE, Variant, arg_key, function_guard, function_key
+from .compiler import compile_forward as compile_forward_module
 from .compiler import compile_grad
 from .errors import ArgumentMismatch, YotaError
 from .frontend import param_names, trace_function, unbind
@@ -45,6 +47,26 @@ def simplegrad(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path
     """
     compiled = compile_grad(f, _host(args), device=device, out_dir=out_dir,
                             module_name=module_name, rules=rules, wrt=wrt, buffers=buffers)
+    return _user_function(compiled, f)
+
+
+def compile_forward(f: Callable, *args: Any, device: str = "cpu",
+                    out_dir: str | Path | None = None, module_name: str | None = None,
+                    rules: RuleSet = RULES, buffers: bool = True) -> Callable:
+    """``ys.compile``: the tracer without AD. Returns ``cf`` with ``cf(*args) == f(*args)``,
+    a function of a generated forward-only module written from ``f``'s tape for arguments
+    like ``args``: helper calls inlined, common subexpressions shared, values in work arrays
+    (``buffers=False``: the plain form). ``ys.source(cf)`` shows it; it imports like a
+    gradient module."""
+    compiled = compile_forward_module(f, _host(args), device=device, out_dir=out_dir,
+                                      module_name=module_name, rules=rules, buffers=buffers)
+    return _user_function(compiled, f)
+
+
+def _user_function(compiled: Any, f: Callable) -> Callable:
+    """The generated function as the user calls it: bound to ``f``'s closure where the code
+    reads it, pinned to the function arguments it was compiled for, a method of ``f``'s
+    object for a bound method."""
     fn = compiled.fn
     inner, bound = unbind(f)
     if compiled.reads_closure:          # the code reads f's closure at each call: bind it

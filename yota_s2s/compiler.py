@@ -84,6 +84,30 @@ def compile_grad(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES,
     return Compiled(getattr(module, fname), module, text, forward, tape, assumes)
 
 
+def compile_forward(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES, device: str = "cpu",
+                    out_dir: str | Path | None = None, module_name: str | None = None,
+                    check: bool = False, buffers: bool = True) -> Compiled:
+    """The forward-only module of ``f`` (``ys.compile``): the traced tape, inlined and
+    optimized by the same passes, written with no gradient section."""
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
+    forward, ev = trace_function(f, args, rules)
+    if check:
+        verify.check(forward)
+    tape = optimize(forward, rules)
+    if check:
+        verify.check(tape)
+    text = write_module(tape, device=device, buffers=buffers)
+    fname = function_name(tape)
+    if module_name is None:
+        module_name = fname if out_dir is not None else module_name_for(fname, text)
+    module = load(text, module_name, out_dir)
+    if buffers:
+        module.__yota_plain__ = PlainForm(tape, device)
+    assumes = Assumptions(tuple(ev.flattener.types), tuple(ev.flattener.aliases), tuple(ev.depends))
+    return Compiled(getattr(module, fname), module, text, forward, tape, assumes)
+
+
 class PlainForm:
     """The plain form (``buffers=False``) of a buffered generated module, written from the
     same tape when first asked for. A buffered module keeps one as ``__yota_plain__``: where a
