@@ -43,6 +43,7 @@ def snippets() -> dict[str, str]:
         "struct-module": _struct_module(),
         **_seed(),
         **_workflow(),
+        **_primer(),
     }
 
 
@@ -80,6 +81,35 @@ def _workflow() -> dict[str, str]:
     return {"mlp-compile": f"$ yota-s2s compile examples/mlp.py\n"
                            f"wrote examples/mlp_grad.py  ({summary})\n",
             "mlp-header": grad.text[:grad.text.index('"""\n', 3) + 4]}
+
+
+def _primer() -> dict[str, str]:
+    """docs/primer.md: reverse mode on tests/programs/primer.py, from the tape to the module,
+    and the tape played by the interpreter (ir/play.py)."""
+    import numpy as np
+
+    from tests.programs import primer
+    from yota_s2s.codegen import write_module
+    from yota_s2s.compiler import gradient_tape
+    from yota_s2s.ir.printer import format_tape
+
+    args = (np.array([0.5, -1.0, 2.0]), np.array([1.0, 0.5, 0.25]))
+    forward, adjoint = gradient_tape(primer.loss, args, passes=False)
+    _, optimized = gradient_tape(primer.loss, args)
+    module = write_module(optimized, buffers=False)
+    value, dw, dx = optimized.play(*args)
+
+    def shown(a):             # 4 decimals: the same text on every platform's numpy
+        return np.array2string(np.asarray(a), precision=4, floatmode="fixed")
+    played = (f">>> w, x = np.array({args[0].tolist()}), np.array({args[1].tolist()})\n"
+              ">>> value, dw, dx = tape.play(w, x)     # tape: the optimized gradient tape\n"
+              f">>> print(value, dw, dx)\n{shown(value)} {shown(dw)} {shown(dx)}\n")
+    return {"primer-model": (ROOT / "tests/programs/primer.py").read_text(),
+            "primer-forward": format_tape(forward) + "\n",
+            "primer-adjoint": format_tape(adjoint) + "\n",
+            "primer-optimized": format_tape(optimized) + "\n",
+            "primer-module": module[module.index("def loss_grad"):],
+            "primer-play": played}
 
 
 def _struct_module() -> str:
