@@ -180,3 +180,20 @@ def test_hvp_of_an_hvp_function_is_a_third_derivative():
     t = np.tanh(x)
     np.testing.assert_allclose(ys.simplegrad(third, x)(x)[1], -2 + 8 * t ** 2 - 6 * t ** 4,
                                atol=1e-12)
+
+
+def test_fwd_rev_agrees_with_rev_rev_or_is_refused_with_the_way_out():
+    r = np.random.default_rng(5)
+    args = _mlp(r)
+    v = r.standard_normal(np.shape(args[0]))
+    expected = ys.hvp(models.mlp, *args)(*args, v)
+    if not hasattr(ys, "jvpfunction"):
+        with pytest.raises(ys.YotaError, match="rev-rev"):
+            ys.hvp(models.mlp, *args, strategy="fwd-rev")
+        return
+    hf = ys.hvp(models.mlp, *args, strategy="fwd-rev")
+    assert hf.strategy == "fwd-rev" and "def " in ys.source(hf)
+    np.testing.assert_allclose(hf(*args, v), expected, rtol=1e-10, atol=1e-12)
+    small = _logreg(r)
+    np.testing.assert_allclose(ys.hessian(models.logistic_regression, *small, strategy="fwd-rev"),
+                               ys.hessian(models.logistic_regression, *small), atol=1e-10)

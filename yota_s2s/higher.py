@@ -22,6 +22,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .errors import YotaError
+from .gradcheck import differentiable
 from .frontend import param_names, unbind
 from .rules.registry import RULES, RuleSet
 
@@ -85,28 +86,40 @@ def _directional(df: Callable, argnum: int) -> Callable:
 
 def _fwd_rev(df: Callable, args: tuple, argnum: int, x: Any, name: str, device: str,
              rules: RuleSet) -> Callable:
+    """``H v`` as the forward-mode derivative of the plain gradient along ``v``
+    (``ys.jvpfunction`` of ``grad_argnum f``, the other arguments held constant)."""
     from . import api
-    jvp = getattr(api, "jvp", None)
-    if jvp is None:
-        raise YotaError('hvp: strategy="fwd-rev" needs forward mode (ys.jvp), which this '
-                        "version does not have yet",
+    jvpfunction = getattr(api, "jvpfunction", None)
+    if jvpfunction is None:
+        raise YotaError('hvp: strategy="fwd-rev" needs forward mode (ys.jvpfunction), which '
+                        "this version does not have yet",
                         hint='Use strategy="rev-rev" (the default).')
-    gradient = _picked_plain(df, argnum)
-    tangents = tuple(np.zeros_like(a) if i == argnum else None for i, a in enumerate(args))
-    jf = jvp(gradient, args, tangents, rules=rules, device=device)
+    gradient = _held_gradient(df, argnum, tuple(i for i, a in enumerate(args)
+                                                if i != argnum and differentiable(a)))
+    gradient.__yota_name__ = f"{name}_hvp" if f"{name}_hvp".isidentifier() else "hvp"
+    jf = jvpfunction(gradient, *args, rules=rules, device=device)
+    floats = [i for i, a in enumerate(args) if differentiable(a)]
 
     def hessian_vector(*args_and_v: Any) -> Any:
         *primals, v = args_and_v
-        tangents = tuple(v if i == argnum else None for i in range(len(primals)))
+        tangents = [v if i == argnum else np.zeros_like(primals[i]) for i in floats]
         return jf(*primals, *tangents)[1]
     hessian_vector.__name__ = hessian_vector.__qualname__ = f"{name}_hvp"
+    hessian_vector.__module__ = getattr(jf, "__module__", __name__)     # ys.source shows it
     hessian_vector.__yota_gradient__ = True
     hessian_vector.strategy = "fwd-rev"
     return hessian_vector
 
 
-def _picked_plain(df: Callable, argnum: int) -> Callable:
+def _held_gradient(df: Callable, argnum: int, held: tuple) -> Callable:
+    """``grad_argnum f(*args)`` with the arguments at ``held`` behind ``stop_gradient``: no
+    tangent flows from them (theirs are zeros)."""
+    from .rules import stop_gradient
+
     def gradient(*args):
+        args = list(args)
+        for i in held:
+            args[i] = stop_gradient(args[i])
         return df(*args)[1 + argnum]
     return gradient
 
