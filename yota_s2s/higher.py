@@ -51,10 +51,10 @@ def hvp(f: Callable, *args: Any, argnum: int = 0, strategy: str = "rev-rev",
     argnum %= len(args)
     from .api import simplegrad
     df = simplegrad(f, *args, buffers=False, wrt={argnum}, rules=rules, device=device)
-    if strategy == "fwd-rev":
-        return _fwd_rev(df, args, argnum, x, name, device, rules)
-    directional = _directional(df, argnum)
     names = param_names(fn, len(args)) if bound is None else ()
+    if strategy == "fwd-rev":
+        return _fwd_rev(df, args, argnum, name, names, device, rules)
+    directional = _directional(df, argnum)
     if len(names) == len(args):
         v = "v"
         while v in names:
@@ -84,7 +84,7 @@ def _directional(df: Callable, argnum: int) -> Callable:
     return hvp
 
 
-def _fwd_rev(df: Callable, args: tuple, argnum: int, x: Any, name: str, device: str,
+def _fwd_rev(df: Callable, args: tuple, argnum: int, name: str, params: tuple, device: str,
              rules: RuleSet) -> Callable:
     """``H v`` as the forward-mode derivative of the plain gradient along ``v``
     (``ys.jvpfunction`` of ``grad_argnum f``, the other arguments held constant)."""
@@ -97,18 +97,27 @@ def _fwd_rev(df: Callable, args: tuple, argnum: int, x: Any, name: str, device: 
     gradient = _held_gradient(df, argnum, tuple(i for i, a in enumerate(args)
                                                 if i != argnum and differentiable(a)))
     gradient.__yota_name__ = f"{name}_hvp" if f"{name}_hvp".isidentifier() else "hvp"
+    if params:
+        gradient.__yota_params__ = params
     jf = jvpfunction(gradient, *args, rules=rules, device=device)
     floats = [i for i, a in enumerate(args) if differentiable(a)]
 
     def hessian_vector(*args_and_v: Any) -> Any:
         *primals, v = args_and_v
-        tangents = [v if i == argnum else np.zeros_like(primals[i]) for i in floats]
+        tangents = [v if i == argnum else _zero_like(primals[i]) for i in floats]
         return jf(*primals, *tangents)[1]
     hessian_vector.__name__ = hessian_vector.__qualname__ = f"{name}_hvp"
     hessian_vector.__module__ = getattr(jf, "__module__", __name__)     # ys.source shows it
     hessian_vector.__yota_gradient__ = True
     hessian_vector.strategy = "fwd-rev"
     return hessian_vector
+
+
+def _zero_like(a: Any) -> Any:
+    """A zero tangent of ``a``'s kind: a Python float, a numpy scalar or an array."""
+    if isinstance(a, float):
+        return 0.0
+    return a.dtype.type(0) if isinstance(a, np.generic) else np.zeros_like(a)
 
 
 def _held_gradient(df: Callable, argnum: int, held: tuple) -> Callable:
