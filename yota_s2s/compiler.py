@@ -80,7 +80,7 @@ def compile_grad(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES,
         module_name = fname if out_dir is not None else module_name_for(fname, text)
     module = load(text, module_name, out_dir)
     if buffers:
-        module.__yota_plain__ = PlainForm(tape, device)
+        module.__yota_plain__ = PlainForm(tape)
     return Compiled(getattr(module, fname), module, text, forward, tape, assumes)
 
 
@@ -103,7 +103,7 @@ def compile_forward(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES, devi
         module_name = fname if out_dir is not None else module_name_for(fname, text)
     module = load(text, module_name, out_dir)
     if buffers:
-        module.__yota_plain__ = PlainForm(tape, device)
+        module.__yota_plain__ = PlainForm(tape)
     assumes = Assumptions(tuple(ev.flattener.types), tuple(ev.flattener.aliases), tuple(ev.depends))
     return Compiled(getattr(module, fname), module, text, forward, tape, assumes)
 
@@ -112,16 +112,18 @@ class PlainForm:
     """The plain form (``buffers=False``) of a buffered generated module, written from the
     same tape when first asked for. A buffered module keeps one as ``__yota_plain__``: where a
     function being compiled calls the buffered function (a gradient of a gradient), the
-    frontend inlines the plain one, which uses only primitives with rules (no work arrays)."""
+    frontend inlines the plain one, which uses only primitives with rules (no work arrays).
+    It is written for numpy whatever the device of the buffered one: it is only traced, and the
+    code that inlines it is written for its own device."""
 
-    def __init__(self, tape: Tape, device: str):
-        self.tape, self.device = tape, device
+    def __init__(self, tape: Tape):
+        self.tape = tape
         self.module: ModuleType | None = None
 
     def __call__(self, name: str) -> Callable | None:
         """The plain module's function ``name`` (None if it has none)."""
         if self.module is None:
-            text = write_module(self.tape, device=self.device, buffers=False)
+            text = write_module(self.tape, buffers=False)
             self.module = load(text, module_name_for(function_name(self.tape), text))
         fn = getattr(self.module, name, None)
         return fn if callable(fn) else None

@@ -50,7 +50,7 @@ def hvp(f: Callable, *args: Any, argnum: int = 0, strategy: str = "rev-rev",
     x = _float_argument("hvp", f, args, argnum)
     argnum %= len(args)
     from .api import simplegrad
-    df = simplegrad(f, *args, buffers=False, wrt={argnum}, rules=rules, device=device)
+    df = simplegrad(f, *args, buffers=False, wrt={argnum}, rules=rules)    # traced only: numpy
     names = param_names(fn, len(args)) if bound is None else ()
     if strategy == "fwd-rev":
         return _fwd_rev(df, args, argnum, name, names, device, rules)
