@@ -197,3 +197,17 @@ def test_fwd_rev_agrees_with_rev_rev_or_is_refused_with_the_way_out():
     small = _logreg(r)
     np.testing.assert_allclose(ys.hessian(models.logistic_regression, *small, strategy="fwd-rev"),
                                ys.hessian(models.logistic_regression, *small), atol=1e-10)
+
+
+def test_a_buffered_module_imported_from_its_file_is_refused_with_the_way_out(tmp_path, monkeypatch):
+    x = np.linspace(-1, 1, 4)
+    ys.simplegrad(tanh_sum, x, out_dir=tmp_path, module_name="imported_buffered")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    del sys.modules["imported_buffered"]
+    grad = importlib.import_module("imported_buffered").tanh_sum_grad   # no plain form known
+
+    def through(x):
+        return np.sum(grad(x)[1])
+    with pytest.raises(ys.UnsupportedSyntax, match="(?s)buffered gradient module.*buffers=False"):
+        ys.simplegrad(through, x)
+    del sys.modules["imported_buffered"]

@@ -125,6 +125,10 @@ def nested_gradient(name: str, loc: Any = None) -> UnsupportedSyntax:
         "or use ys.hvp(f, x) (docs/porting.md).")
 
 
+# module-level helpers that only the buffered form of a generated module has (codegen/workspace.py)
+BUFFERED_HELPERS = ("_work_arrays", "_result", "_deliver", "_check_out")
+
+
 def plain_form(fn: Any, loc: Any = None) -> Any:
     """What the frontend inlines for ``fn``: for a function of a buffered generated module,
     the same function of that module's plain form (compiler.py ``PlainForm``): the buffered
@@ -138,7 +142,7 @@ def plain_form(fn: Any, loc: Any = None) -> Any:
         if plain is None:
             return fn
         return types.MethodType(plain, fn.__self__) if isinstance(fn, types.MethodType) else plain
-    if "WORK_ARRAYS" in scope and "_work_arrays" in scope and _generated(scope):
+    if any(name in scope for name in BUFFERED_HELPERS) and _generated(scope):
         raise UnsupportedSyntax(
             f"{func.__qualname__} is a buffered gradient module imported from "
             f"{scope.get('__file__')}: its plain form, which a gradient of it needs, is "
