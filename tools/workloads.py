@@ -346,18 +346,18 @@ def ring_hand(x):
 
 
 # ----- RK4 over 1,000 steps of dy/dt = tanh(W y + b) - y / 2; loss of the final state ----------
+# The step sizes are an argument (a per-step input; no gradient asked for them).
 
-RK4_STEPS, RK4_DT, RK4_DIM = 1000, 0.01, 16
+RK4_DT, RK4_DIM = 0.01, 16
 
 
 def ode(y, W, b):
     return np.tanh(W @ y + b) - 0.5 * y
 
 
-def rk4(W, b, y0):
-    dt = RK4_DT
+def rk4(W, b, y0, dts):
     y = y0
-    for _ in range(RK4_STEPS):
+    for dt in dts:
         k1 = ode(y, W, b)
         k2 = ode(y + 0.5 * dt * k1, W, b)
         k3 = ode(y + 0.5 * dt * k2, W, b)
@@ -366,15 +366,15 @@ def rk4(W, b, y0):
     return 0.5 * np.sum(y * y)
 
 
-def rk4_hand(W, b, y0):
+def rk4_hand(W, b, y0, dts):
     """The discrete adjoint of RK4: each stage's point u and tanh s saved in (steps, 4, dim)
     arrays, the stages' adjoints in a third; dW and db from them in one product at the end."""
-    dt, steps = RK4_DT, RK4_STEPS
+    steps = dts.shape[0]
     us = np.empty((steps, 4) + y0.shape)
     ss = np.empty_like(us)
     y = y0.copy()
     for n in range(steps):
-        u, s = us[n], ss[n]
+        u, s, dt = us[n], ss[n], float(dts[n])
         u[0] = y
         s[0] = np.tanh(W @ y + b)
         k1 = s[0] - 0.5 * u[0]
@@ -393,7 +393,7 @@ def rk4_hand(W, b, y0):
     dy = y                                       # d value / d y at the end
     WT = W.T
     for n in range(steps - 1, -1, -1):
-        u, s, dz = us[n], ss[n], dzs[n]
+        s, dz, dt = ss[n], dzs[n], float(dts[n])
         dk4 = dt / 6.0 * dy
         dk3, dk2, dk1 = 2.0 * dk4, 2.0 * dk4, dk4.copy()
         # a stage k = tanh(W u + b) - u / 2: dz = dk (1 - s^2), du = W^T dz - dk / 2
@@ -415,9 +415,11 @@ def rk4_hand(W, b, y0):
     return value, (flat_dz.T @ flat_u, flat_dz.sum(axis=0), dy)
 
 
-def rk4_args(r):
-    return (r.standard_normal((RK4_DIM, RK4_DIM)) / np.sqrt(RK4_DIM), r.standard_normal(RK4_DIM) * 0.1,
-            r.standard_normal(RK4_DIM))
+def rk4_args(steps: int) -> Callable:
+    def make(r):
+        return (r.standard_normal((RK4_DIM, RK4_DIM)) / np.sqrt(RK4_DIM), r.standard_normal(RK4_DIM) * 0.1,
+                r.standard_normal(RK4_DIM), np.full(steps, RK4_DT))
+    return make
 
 
 # ----- 2-D advection-diffusion of a smoke field by a velocity field, 100 steps, np.roll stencil ---
@@ -443,25 +445,31 @@ def flow(vx, vy, f0, target):
 
 def flow_hand(vx, vy, f0, target):
     """The adjoint of the stencil: each field saved in one (steps + 1, n, n) array; the adjoint
-    of a centred difference is minus the difference, the Laplacian is its own adjoint."""
+    of a centred difference is minus the difference, the Laplacian is its own adjoint, so a
+    step back is four rolls of (nu a -+ c v a) plus four of the saved field for dvx, dvy."""
     c, nu = 0.5 * FLOW_DT, FLOW_NU
     fs = np.empty((FLOW_STEPS + 1,) + f0.shape)
     fs[0] = f0
     for n in range(FLOW_STEPS):
-        fs[n + 1] = flow_step(fs[n], vx, vy)
+        f = fs[n]
+        east, west = np.roll(f, -1, axis=1), np.roll(f, 1, axis=1)
+        south, north = np.roll(f, -1, axis=0), np.roll(f, 1, axis=0)
+        g = fs[n + 1]
+        np.multiply(1.0 - 4.0 * nu, f, out=g)
+        g += nu * (east + west + south + north)
+        g -= c * (vx * (east - west) + vy * (south - north))
     r = fs[-1] - target
     value = np.vdot(r, r)
     a = 2.0 * r
     dvx, dvy = np.zeros_like(vx), np.zeros_like(vy)
     for n in range(FLOW_STEPS - 1, -1, -1):
         f = fs[n]
-        dvx -= c * a * (np.roll(f, -1, axis=1) - np.roll(f, 1, axis=1))
-        dvy -= c * a * (np.roll(f, -1, axis=0) - np.roll(f, 1, axis=0))
-        gx, gy = vx * a, vy * a
-        a = a + c * (np.roll(gx, -1, axis=1) - np.roll(gx, 1, axis=1)
-                     + np.roll(gy, -1, axis=0) - np.roll(gy, 1, axis=0)) \
-            + nu * (np.roll(a, 1, axis=0) + np.roll(a, -1, axis=0) + np.roll(a, 1, axis=1)
-                    + np.roll(a, -1, axis=1) - 4.0 * a)
+        ca = c * a
+        dvx -= ca * (np.roll(f, -1, axis=1) - np.roll(f, 1, axis=1))
+        dvy -= ca * (np.roll(f, -1, axis=0) - np.roll(f, 1, axis=0))
+        na, gx, gy = nu * a, vx * ca, vy * ca
+        a = (1.0 - 4.0 * nu) * a + np.roll(na - gx, 1, axis=1) + np.roll(na + gx, -1, axis=1) \
+            + np.roll(na - gy, 1, axis=0) + np.roll(na + gy, -1, axis=0)
     return value, (dvx, dvy)
 
 
@@ -477,10 +485,10 @@ LOOP_WORKLOADS = [
     *(Workload(f"rnn_T{steps}", f"tanh RNN, hidden {RNN_HIDDEN}, input {RNN_INPUT}, batch {RNN_BATCH}, "
                f"loss summed over {steps:,} steps", rnn, rnn_loop_args(steps), (0, 1, 2), rnn_bptt)
       for steps in (10, 100, 1_000, 10_000)),
-    Workload("ring_n10000", "scalar loop s += x[i] * x[(i + 1) % n] ** 2, n = 10,000", ring,
-             lambda r: (r.standard_normal(10_000),), (0,), ring_hand),
-    Workload("rk4_1000", f"RK4, {RK4_STEPS:,} steps of dy/dt = tanh(W y + b) - y / 2, dim {RK4_DIM}",
-             rk4, rk4_args, (0, 1, 2), rk4_hand),
+    *(Workload(f"ring_n{n}", f"scalar loop s += x[i] * x[(i + 1) % n] ** 2, n = {n:,}", ring,
+               lambda r, n=n: (r.standard_normal(n),), (0,), ring_hand) for n in (1_000, 10_000)),
+    *(Workload(f"rk4_{steps}", f"RK4, {steps:,} steps of dy/dt = tanh(W y + b) - y / 2, dim {RK4_DIM}",
+               rk4, rk4_args(steps), (0, 1, 2), rk4_hand) for steps in (100, 1_000)),
     Workload("flow_100", f"2-D advection-diffusion, {FLOW_SIZE}x{FLOW_SIZE} periodic grid (np.roll), "
              f"{FLOW_STEPS} steps", flow, flow_args, (0, 1), flow_hand),
 ]
