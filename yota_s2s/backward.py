@@ -32,7 +32,38 @@ def backward(tape: Tape, ev: Evaluator, wrt: set[int] | None = None) -> Tape:
     return _Sweep(tape, ev, wrt).run()
 
 
+def transpose(ev: Evaluator, stmts: list[Stmt], inputs: list[Var],
+              seeds: list[tuple[Any, Any]]) -> list[Any]:
+    """The transpose of the linear map that ``stmts`` compute from ``inputs``: the adjoints of
+    ``inputs`` (None where zero) when each ``(value, seed)`` of ``seeds`` gives a value its
+    adjoint. Forward mode uses it to turn a VJP rule into a JVP (forward.py)."""
+    sweep = _Sweep.linear(ev)
+    sweep.active = set(inputs)
+    for stmt in stmts:
+        if any(u in sweep.active for u in stmt.uses()):
+            sweep.active |= {o for o in stmt.outs if o.aval.is_float}
+    for value, seed in seeds:
+        if value in sweep.active:
+            sweep.accumulate(value, seed)
+    for stmt in reversed(stmts):
+        if not any(o in inputs for o in stmt.outs):     # (what makes a placeholder)
+            sweep.sweep(stmt)
+    out = []
+    for u in inputs:
+        g = sweep.adjoint(u)
+        out.append(None if g is None else sweep.fit(g, u.aval))
+    return out
+
+
 class _Sweep:
+    @classmethod
+    def linear(cls, ev: Evaluator) -> "_Sweep":
+        """A sweep with no tape of its own, for ``transpose`` and forward.py's fitting."""
+        sweep = cls.__new__(cls)
+        sweep.tape, sweep.ev, sweep.rules = None, ev, ev.rules
+        sweep.active, sweep.full, sweep.primals, sweep.scatter = set(), {}, {}, {}
+        return sweep
+
     def __init__(self, tape: Tape, ev: Evaluator, wrt: set[int] | None):
         self.tape, self.ev, self.rules = tape, ev, ev.rules
         self.diff = [i.var.aval.is_float and (wrt is None or i.argnum in wrt) for i in tape.inputs]
@@ -109,13 +140,15 @@ class _Sweep:
                 if isinstance(atom, Var) and atom in self.active and g is not None:
                     self.accumulate(atom, self.fit(g, atom.aval))
 
-    def instantiate(self, rule: Rule, stmt: Stmt, dys: list) -> Any:
-        """Run the rule in the frontend with its placeholders bound to this statement."""
+    def instantiate(self, rule: Rule, stmt: Stmt, dys: list, extra: dict | None = None) -> Any:
+        """Run the rule in the frontend with its placeholders bound to this statement
+        (``extra``: more placeholders, a JVP rule's tangent)."""
         ev, prim = self.ev, stmt.prim
         env = {name.lstrip("*"): _value(tree) for name, tree in zip(prim.operands, stmt.args)}
         env.update({name: stmt.param(name) for name, _ in prim.options})
         env["y"] = stmt.outs[0] if prim.nout == 1 else tuple(stmt.outs)
         env["dy"] = dys[0] if prim.nout == 1 else tuple(dys)
+        env.update(extra or {})
         ev.rule_text = str(rule)
         check_options(rule, dict(stmt.params), stmt.loc)
         env = bind(rule, env, dict(stmt.params))

@@ -76,15 +76,15 @@ def sinc_grad(x, y, dy):
     return dy * np.where(at_zero, 0.0, (np.cos(np.pi * x) - y) / np.where(at_zero, 1.0, x))
 
 
-primitive(np.nan_to_num, "x, copy=True, nan=0.0, posinf=None, neginf=None")
+primitive(np.nan_to_num, "x, copy=True, nan=0.0, posinf=None, neginf=None", elementwise=True)
 diffrule(np.nan_to_num, "x", "np.where(np.isfinite(x), dy, 0.0)",
          ignores=("copy", "nan", "posinf", "neginf"))    # replacements are constants
 
 # Complex numbers follow autograd's convention: the gradient of a real loss L with respect to
 # z = a + ib is dL/da - i dL/db, so holomorphic rules need no conjugates.
-primitive(np.real, "val", view=True)
-primitive(np.imag, "val", view=True)
-primitive(np.angle, "z, deg=False")
+primitive(np.real, "val", view=True, elementwise=True)
+primitive(np.imag, "val", view=True, elementwise=True)
+primitive(np.angle, "z, deg=False", elementwise=True)
 diffrule(np.real, "val", "dy")                  # backward.py casts dy to val's dtype
 
 
@@ -102,11 +102,11 @@ def angle_grad(z, dy, deg=False):
     scale = 180 / np.pi if deg else 1.0
     return dy * scale * np.conj(z * 1j) / np.abs(z) ** 2
 
-primitive(np.where, "condition, x1, x2")       # numpy's x, y: y is the result in rules
+primitive(np.where, "condition, x1, x2", elementwise=True)   # numpy's x, y: y is the result in rules
 diffrule(np.where,      "x1", "np.where(condition, dy, 0.0)")
 diffrule(np.where,      "x2", "np.where(condition, 0.0, dy)")
 
-primitive(np.clip, "a, a_min, a_max")
+primitive(np.clip, "a, a_min, a_max", elementwise=True)
 
 
 # clip(a, lo, hi) is minimum(maximum(a, lo), hi): at a bound, a and the bound share dy
@@ -146,11 +146,11 @@ for fn in (math.floor, math.ceil, math.trunc, math.copysign):
     nodiff(fn)
 
 # ----- builtins and casts -----------------------------------------------------------------
-primitive(builtins.abs, "x", name="abs", emit=("call", "abs"))
+primitive(builtins.abs, "x", name="abs", emit=("call", "abs"), elementwise=True)
 diffrule(builtins.abs, "x", abs_grad)
-primitive(builtins.float, "x", name="float", emit=("call", "float"))
+primitive(builtins.float, "x", name="float", emit=("call", "float"), elementwise=True)
 diffrule(builtins.float, "x", "dy")
-primitive(builtins.complex, "x", name="complex", emit=("call", "complex"))
+primitive(builtins.complex, "x", name="complex", emit=("call", "complex"), elementwise=True)
 diffrule(builtins.complex, "x", "np.real(dy)")    # a real input: the real part
 
 
@@ -160,5 +160,5 @@ def astype(x, dtype):
     return x.astype(dtype) if hasattr(x, "astype") else np.dtype(dtype).type(x)
 
 
-primitive(astype, "x, dtype", name="astype", emit=("method", "astype"))
+primitive(astype, "x, dtype", name="astype", emit=("method", "astype"), elementwise=True)
 diffrule(astype, "x", "dy")           # backward.py casts dy back to x's dtype

@@ -18,7 +18,7 @@ import numpy as np
 
 from .registry import diffrule, primitive, scatter_rule
 
-primitive(operator.getitem, "a, key", name="getitem", emit=("getitem",), view=True)
+primitive(operator.getitem, "a, key", name="getitem", emit=("getitem",), view=True, linear=True)
 scatter_rule(operator.getitem, "a")
 
 
@@ -47,7 +47,7 @@ def setitem_(a, key, v):
     return a
 
 
-primitive(setitem, "a, key, v, repeats=False", name="setitem")
+primitive(setitem, "a, key, v, repeats=False", name="setitem", linear=True)
 primitive(setitem_, "a, key, v", name="setitem_", emit=("setitem",), inplace=True)
 
 
@@ -77,8 +77,8 @@ def setitem_grad_v(a, key, dy, repeats=False):
     return np.where(last[key] == order, landed, 0.0)
 
 
-primitive(np.take, "a, indices, axis=None, mode='raise'")
-primitive(np.take_along_axis, "arr, indices, axis=-1")
+primitive(np.take, "a, indices, axis=None, mode='raise'", linear=True)
+primitive(np.take_along_axis, "arr, indices, axis=-1", linear=True)
 
 
 @diffrule(np.take, "a")

@@ -11,18 +11,18 @@ import numpy as np
 from .registry import alias, diffrule, primitive
 
 # written ``x.sum(axis=0)``, and into a given array with ``out=``
-primitive(np.sum,  "a, axis=None, dtype=None, keepdims=False", method="sum",  out_form="reduce")
-primitive(np.mean, "a, axis=None, dtype=None, keepdims=False", method="mean", out_form="reduce")
+primitive(np.sum,  "a, axis=None, dtype=None, keepdims=False", method="sum",  out_form="reduce", linear=True)
+primitive(np.mean, "a, axis=None, dtype=None, keepdims=False", method="mean", out_form="reduce", linear=True)
 primitive(np.max,  "a, axis=None, keepdims=False",             method="max",  out_form="reduce")
 primitive(np.min,  "a, axis=None, keepdims=False",             method="min",  out_form="reduce")
 primitive(np.prod, "a, axis=None, dtype=None, keepdims=False", method="prod", out_form="reduce")
-primitive(np.cumsum, "a, axis=None, dtype=None")
+primitive(np.cumsum, "a, axis=None, dtype=None", linear=True)
 primitive(np.cumprod, "a, axis=None, dtype=None")
 primitive(np.std,  "a, axis=None, dtype=None, ddof=0, keepdims=False")
 primitive(np.var,  "a, axis=None, dtype=None, ddof=0, keepdims=False")
 primitive(np.nansum, "a, axis=None, dtype=None, keepdims=False")
 primitive(np.nanmean, "a, axis=None, dtype=None, keepdims=False")
-primitive(np.diff, "a, n=1, axis=-1")
+primitive(np.diff, "a, n=1, axis=-1", linear=True)
 alias(np.amax, np.max)
 alias(np.amin, np.min)
 

@@ -17,8 +17,8 @@ from .linalg import cholesky_grad  # noqa: F401  (named in a rule below)
 from .products import mT
 from .registry import diffrule, primitive
 
-primitive(convolve, "in1, in2, mode='full', method='auto'", module="scipy.signal")
-primitive(correlate, "in1, in2, mode='full', method='auto'", module="scipy.signal")
+primitive(convolve, "in1, in2, mode='full', method='auto'", module="scipy.signal", multilinear=True)
+primitive(correlate, "in1, in2, mode='full', method='auto'", module="scipy.signal", multilinear=True)
 primitive(solve_triangular, "a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False, "
           "check_finite=True", module="scipy.linalg")
 primitive(cholesky, "a, lower=False, overwrite_a=False, check_finite=True", module="scipy.linalg")

@@ -14,8 +14,8 @@ import numpy as np
 
 from .registry import diffrule, primitive
 
-primitive(np.convolve, "a, v, mode='full'")
-primitive(np.correlate, "a, v, mode='valid'")
+primitive(np.convolve, "a, v, mode='full'", multilinear=True)
+primitive(np.correlate, "a, v, mode='valid'", multilinear=True)
 
 
 # ----- convolve, correlate ----------------------------------------------------------------
