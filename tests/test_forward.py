@@ -32,7 +32,7 @@ def tangents_for(args: tuple, rng: np.random.Generator) -> list:
     for a in args:
         if not has_tangent(a):
             out.append(None)
-        elif isinstance(a, float):
+        elif isinstance(a, float) and not isinstance(a, np.generic):
             out.append(float(rng.standard_normal()))
         else:
             t = rng.standard_normal(np.shape(a))
