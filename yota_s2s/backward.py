@@ -32,6 +32,16 @@ def backward(tape: Tape, ev: Evaluator, wrt: set[int] | None = None) -> Tape:
     return _Sweep(tape, ev, wrt).run()
 
 
+def refuse_complex(stmt: Stmt, active: list[Var]) -> None:
+    """A primitive whose derivative is written for real values only (``real_only``: max, sort,
+    eigh) refuses complex operands that need one, in both sweeps."""
+    reason = stmt.prim.real_only
+    if reason and any(v.aval.dtype.kind == "c" for v in active):
+        raise YotaError(f"{stmt.prim.name} of complex values has no derivative here: {reason}",
+                        stmt.loc, "Differentiate through real values: np.real(z), np.imag(z) "
+                        "or np.abs(z), and compare or decompose those (docs/complex.md).")
+
+
 def transpose(ev: Evaluator, stmts: list[Stmt], inputs: list[Var],
               seeds: list[tuple[Any, Any]]) -> list[Any]:
     """The transpose of the linear map that ``stmts`` compute from ``inputs``: the adjoints of
@@ -77,6 +87,7 @@ class _Sweep:
         active = {i.var for i, d in zip(self.tape.inputs, self.diff) if d}
         for stmt in self.tape.stmts:
             if NODIFF_ALL in self.rules.nodiffs.get(stmt.prim, ()):
+                refuse_complex(stmt, [u for u in stmt.uses() if u in active])
                 continue
             if any(u in active for u in stmt.uses()):
                 active |= {o for o in stmt.outs if o.aval.is_float}
@@ -94,8 +105,9 @@ class _Sweep:
             raise YotaError(f"{self.tape.name} returns a complex scalar ({result.aval}); the "
                             "gradient of a value that is not real is not defined", self.tape.loc,
                             "Return a real scalar: its real part (np.real(...), .real), its "
-                            "magnitude (np.abs(...)) or a squared norm. Derivatives of holomorphic "
-                            "functions are not supported.")
+                            "magnitude (np.abs(...)) or a squared norm. The derivative of a "
+                            "holomorphic function is a JVP: ys.jvp(f, (z,), (1.0 + 0j,)) "
+                            "(docs/complex.md).")
         if result in self.active:
             self.full[result] = _one(result.aval)
             if result.aval.shape != ():      # an array of one element, taken as a scalar
@@ -115,6 +127,7 @@ class _Sweep:
     def sweep(self, stmt: Stmt) -> None:
         if not any(o in self.full or o in self.scatter for o in stmt.outs):
             return
+        refuse_complex(stmt, [u for u in stmt.uses() if u in self.active])
         self.ev.loc_override = stmt.loc
         dys = [self.adjoint(o) for o in stmt.outs]
         for name, tree in zip(stmt.prim.operands, stmt.args):

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from .backward import _align, _Sweep, transpose
+from .backward import _align, _Sweep, refuse_complex, transpose
 from .errors import NoRuleError, YotaError
 from .frontend.evaluator import Evaluator
 from .frontend.values import to_tree
@@ -110,7 +110,10 @@ class _ForwardSweep:
 
     def push(self, stmt: Stmt) -> None:
         active = [a for a in stmt.uses() if a in self.tangent]
-        if not active or NODIFF_ALL in self.rules.nodiffs.get(stmt.prim, ()):
+        if not active:
+            return
+        refuse_complex(stmt, active)
+        if NODIFF_ALL in self.rules.nodiffs.get(stmt.prim, ()):
             return
         ev, prim = self.ev, stmt.prim
         ev.loc_override = stmt.loc

@@ -166,6 +166,7 @@ class Primitive:
     elementwise: bool = False    # its rules are pointwise: the JVP is the VJP with dy := tangent
     linear: bool = False         # jointly linear in its float operands: the JVP is itself
     multilinear: bool = False    # linear in each float operand: the JVP is a sum of itself
+    real_only: str | None = None  # why its derivative is refused for complex values
 
     def __repr__(self) -> str:
         return f"<prim {self.name}>"
@@ -204,6 +205,9 @@ TRAITS = {
               "is the primitive applied to the tangents, zeros for constant operands",
     "multilinear": "linear in each float operand separately (matmul, einsum, kron): the JVP "
                    "is the sum over operands of the primitive with that one operand's tangent",
+    "real_only": "why it has no derivative for complex operands (it orders them: max, sort, "
+                 "clip; its rule is written for real matrices: eigh, svd): both sweeps refuse "
+                 "a complex operand that needs one, saying this",
 }
 
 # The rule text of every statement the forward sweep (forward.py) records starts with this:

@@ -116,8 +116,8 @@ def along_axis_key(indices, axis, shape):
     return key[0] if ndim == 1 else tuple(key)
 
 
-primitive(np.sort, "a, axis=-1, kind=None, stable=None")
-primitive(np.partition, "a, kth, axis=-1")
+primitive(np.sort, "a, axis=-1, kind=None, stable=None", real_only="complex numbers have no order")
+primitive(np.partition, "a, kth, axis=-1", real_only="complex numbers have no order")
 
 
 @diffrule(np.sort, "a", ignores=("kind", "stable"))
