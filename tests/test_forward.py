@@ -180,3 +180,17 @@ def test_declared_jvprule_is_used() -> None:
 def test_a_tuple_result_is_refused() -> None:
     with pytest.raises(YotaError, match="forward mode"):
         compile_jvp(lambda x: (x, x), (np.ones(2),))
+
+
+def doubled(x):
+    return x * 2.0
+
+
+def test_a_user_primitive_declared_linear_needs_no_rule() -> None:
+    rules = RULES.copy()
+    rules.primitive(doubled, "x", linear=True)
+
+    def f(x):
+        return doubled(x)
+    value, tangent = compile_jvp(f, (np.ones(3),), rules=rules).fn(np.ones(3), np.arange(3.0))
+    np.testing.assert_allclose(tangent, [0.0, 2.0, 4.0])

@@ -86,8 +86,9 @@ primitive(np.nan_to_num, "x, copy=True, nan=0.0, posinf=None, neginf=None", elem
 diffrule(np.nan_to_num, "x", "np.where(np.isfinite(x), dy, 0.0)",
          ignores=("copy", "nan", "posinf", "neginf"))    # replacements are constants
 
-# Complex numbers follow autograd's convention: the gradient of a real loss L with respect to
-# z = a + ib is dL/da - i dL/db, so holomorphic rules need no conjugates.
+# Complex numbers follow JAX's (and autograd's) convention, docs/complex.md: the gradient of a
+# real loss L with respect to z = a + ib is dL/da - i dL/db, so holomorphic rules need no
+# conjugates.
 primitive(np.real, "val", view=True, elementwise=True)
 primitive(np.imag, "val", view=True, elementwise=True)
 primitive(np.angle, "z, deg=False", elementwise=True)
