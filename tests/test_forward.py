@@ -194,3 +194,28 @@ def test_a_user_primitive_declared_linear_needs_no_rule() -> None:
         return doubled(x)
     value, tangent = compile_jvp(f, (np.ones(3),), rules=rules).fn(np.ones(3), np.arange(3.0))
     np.testing.assert_allclose(tangent, [0.0, 2.0, 4.0])
+
+
+@pytest.mark.parametrize("buffers", [True, False], ids=["buffered", "plain"])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_cuda_jvp_equals_the_numpy_jvp(case: Case, buffers: bool, tmp_path) -> None:
+    """The cupy path (``device="cuda"``) of forward mode, where cupy and a device exist, as
+    tests/test_cupy.py does for gradients; cases that cupy cannot run are skipped there too."""
+    from .test_cupy import CUPY_LACKS, HAS_DEVICE, cp, to_device, to_host
+    if not HAS_DEVICE:
+        pytest.skip("no CUDA device")
+    if case.name in CUPY_LACKS:
+        pytest.skip(CUPY_LACKS[case.name])
+    args = case.make_args(np.random.default_rng(1))
+    if any(arg_kind(a) == "struct" for a in args):
+        pytest.skip("forward mode takes array and float arguments")
+    tangents = tangents_for(args, np.random.default_rng(2))
+    given = [t for t in tangents if t is not None]
+    expected = compile_jvp(case.fn, args, tangents, buffers=buffers).fn(*args, *given)
+    fn = compile_jvp(case.fn, args, tangents, buffers=buffers, device="cuda", out_dir=tmp_path,
+                     module_name=f"jvp_{abs(hash(case.name))}_{int(buffers)}").fn
+    fn(*to_device(tuple(args)), *to_device(tuple(given)))
+    got = fn(*to_device(tuple(args)), *to_device(tuple(given)))
+    assert cp is not None
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(to_host(g), e, rtol=1e-10, atol=1e-10)
