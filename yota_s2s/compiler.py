@@ -58,14 +58,18 @@ def _gradient(f: Any, args: Sequence[Any], rules: RuleSet, wrt: set[int] | None,
     assumes = Assumptions(tuple(ev.flattener.types), tuple(ev.flattener.aliases), tuple(ev.depends))
     if check:
         verify.check(forward)
-    tape = backward(forward, ev, wrt)
+    return forward, _optimized(backward(forward, ev, wrt), rules, check, passes), assumes
+
+
+def _optimized(tape: Tape, rules: RuleSet, check: bool, passes: bool) -> Tape:
+    """A swept tape, verified and (with ``passes``) optimized."""
     if check:
         verify.check(tape)
     if passes:
         tape = optimize(tape, rules)
         if check:
             verify.check(tape)
-    return forward, tape, assumes
+    return tape
 
 
 def compile_grad(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES,
@@ -76,6 +80,13 @@ def compile_grad(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES,
     if device not in DEVICES:
         raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
     forward, tape, assumes = _gradient(f, args, rules, wrt, check, passes=True, dynamic=dynamic)
+    return _written(forward, tape, device, out_dir, module_name, regenerate, buffers, assumes)
+
+
+def _written(forward: Tape, tape: Tape, device: str, out_dir: str | Path | None,
+             module_name: str | None, regenerate: str | None, buffers: bool,
+             assumes: Assumptions | None = None) -> Compiled:
+    """``tape``'s module, written and loaded."""
     text = write_module(tape, device=device, regenerate=regenerate, buffers=buffers)
     fname = function_name(tape)
     if module_name is None:
@@ -92,13 +103,7 @@ def jvp_tape(f: Any, args: Sequence[Any], tangents: Sequence[Any] | None = None,
     if check:
         verify.check(forward)
     tape = forward_sweep(forward, ev, list(tangents or [None] * len(args)))
-    if check:
-        verify.check(tape)
-    if passes:
-        tape = optimize(tape, rules)
-        if check:
-            verify.check(tape)
-    return forward, tape
+    return forward, _optimized(tape, rules, check, passes)
 
 
 def compile_jvp(f: Any, args: Sequence[Any], tangents: Sequence[Any] | None = None, *,
@@ -110,9 +115,4 @@ def compile_jvp(f: Any, args: Sequence[Any], tangents: Sequence[Any] | None = No
     if device not in DEVICES:
         raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
     forward, tape = jvp_tape(f, args, tangents, rules, check)
-    text = write_module(tape, device=device, buffers=buffers)
-    fname = function_name(tape)
-    if module_name is None:
-        module_name = fname if out_dir is not None else module_name_for(fname, text)
-    module = load(text, module_name, out_dir)
-    return Compiled(getattr(module, fname), module, text, forward, tape)
+    return _written(forward, tape, device, out_dir, module_name, None, buffers)

@@ -148,7 +148,7 @@ class _ForwardSweep:
                 continue
             if not isinstance(total, Var):
                 total = self._filled(out, total)
-            if total not in self.marks and total not in self.tape.inputs:
+            if total not in self.marks:          # (not another value's tangent, passed on)
                 self.marks[total] = out
             self.tangent[out] = total
 
