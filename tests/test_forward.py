@@ -219,3 +219,23 @@ def test_cuda_jvp_equals_the_numpy_jvp(case: Case, buffers: bool, tmp_path) -> N
     assert cp is not None
     for g, e in zip(got, expected):
         np.testing.assert_allclose(to_host(g), e, rtol=1e-10, atol=1e-10)
+
+
+def cubic_loss(x):
+    return np.sum(np.tanh(x) ** 2) + np.sum(x ** 3)
+
+
+@pytest.mark.parametrize("buffers", [False], ids=["plain"])
+def test_forward_over_reverse_is_a_hessian_vector_product(buffers: bool) -> None:
+    """jvp of a function that calls a generated gradient: H @ v. (The buffered form's work
+    arrays are refused when traced, as for reverse over reverse: issue 13 item 1, whose fix
+    makes the compiler use the plain form there; add True here with it.)"""
+    x, v = np.linspace(-1, 1, 5), np.arange(5.0)
+    df = ys.simplegrad(cubic_loss, x, buffers=buffers)
+
+    def gradient(x):
+        return df(x)[1]
+    _, hv = ys.jvp(gradient, (x,), (v,))
+    t = np.tanh(x)
+    hessian = np.diag(2 * (1 - t ** 2) ** 2 - 4 * t ** 2 * (1 - t ** 2) + 6 * x)
+    np.testing.assert_allclose(hv, hessian @ v, rtol=1e-12, atol=1e-12)
