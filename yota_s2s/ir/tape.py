@@ -167,6 +167,7 @@ class Primitive:
     linear: bool = False         # jointly linear in its float operands: the JVP is itself
     multilinear: bool = False    # linear in each float operand: the JVP is a sum of itself
     real_only: str | None = None  # why its derivative is refused for complex values
+    array_first: bool = False    # the first operand must be an array (cupy takes no number)
 
     def __repr__(self) -> str:
         return f"<prim {self.name}>"
@@ -208,6 +209,8 @@ TRAITS = {
     "real_only": "why it has no derivative for complex operands (it orders them: max, sort, "
                  "clip; its rule is written for real matrices: eigh, svd): both sweeps refuse "
                  "a complex operand that needs one, saying this",
+    "array_first": "the first operand must be an array: numpy takes a Python number there, cupy "
+                   "does not, so codegen writes xp.asarray(1.0) (np.broadcast_to(1.0, shape))",
 }
 
 # The rule text of every statement the forward sweep (forward.py) records starts with this:
