@@ -9,6 +9,7 @@
     hf = ys.hvp(loss, W, b, x); Hv = hf(W, b, x, v)    # Hessian-vector products (in W)
     value, tape = ys.trace(loss, W, b, x); tape.play(W, b, x)   # the tracer on its own
     floss = ys.compile(loss, W, b, x)                  # a forward-only generated module
+    y, dot_y = ys.jvp(f, (x,), (t,))                   # forward mode: J @ t
     ys.update(model, g[0], lambda x, gx: x - 0.01 * gx)
     ys.diffrule(logistic, "x", "y * (1 - y) * dy")     # a custom derivative
     print(ys.rules())                                  # every primitive and its rules
@@ -16,19 +17,21 @@
 __version__ = "0.1.0"
 
 from .api import (GradResult, RecompileWarning, cache_info, clear_cache, elementwise_grad, example,
-                  grad, gradient, jacobian, simplegrad, source, trace, value_and_grad, vjp)
+                  grad, gradient, jacobian, jvp, jvpfunction, simplegrad, source, trace,
+                  value_and_grad, vjp)
 from .api import compile_forward as compile     # noqa: A004 (ys.compile, as jax.jit)
 from .errors import (ArgumentMismatch, GuardError, InternalError, NoRuleError, RuleError,
                      StaticValueError, UnsupportedSyntax, UpdateError, YotaError)
 from .gradcheck import gradcheck
 from .higher import hessian, hvp
 from .memory import MemoryReport, memory_report
-from .rules import RULES, diffrule, nodiff, primitive, stop_gradient
+from .rules import RULES, diffrule, jvprule, nodiff, primitive, stop_gradient
 from .struct_update import update
 
-__all__ = ["simplegrad", "grad", "gradient", "value_and_grad", "vjp", "jacobian", "hvp", "hessian",
-           "elementwise_grad", "compile", "GradResult", "update", "clear_cache", "cache_info", "trace",
-           "source", "example", "gradcheck", "memory_report", "MemoryReport", "diffrule",
+__all__ = ["simplegrad", "grad", "gradient", "value_and_grad", "vjp", "jvp", "jvpfunction",
+           "jacobian", "hvp", "hessian", "elementwise_grad", "compile", "GradResult", "update",
+           "clear_cache", "cache_info", "trace",
+           "source", "example", "gradcheck", "memory_report", "MemoryReport", "diffrule", "jvprule",
            "nodiff", "primitive", "stop_gradient", "rules", "RULES", "YotaError",
            "UnsupportedSyntax", "NoRuleError", "StaticValueError", "RuleError", "GuardError",
            "ArgumentMismatch", "InternalError", "UpdateError", "RecompileWarning", "__version__"]

@@ -109,8 +109,8 @@ def is_compiler(fn: Any) -> bool:
     from .. import api          # the package's entry points (api imports the frontend)
     from .. import higher
     return fn in (api.simplegrad, api.grad, api.gradient, api.value_and_grad, api.vjp,
-                  api.jacobian, api.elementwise_grad, api.trace, api.compile_forward, higher.hvp,
-                  higher.hessian)
+                  api.jacobian, api.elementwise_grad, api.trace, api.compile_forward, api.jvp,
+                  api.jvpfunction, higher.hvp, higher.hessian)
 
 
 def nested_gradient(name: str, loc: Any = None) -> UnsupportedSyntax:

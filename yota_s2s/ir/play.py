@@ -4,7 +4,7 @@
 as the flattener recorded them), calls each statement's primitive on the values of its
 operands, and returns the tape's result (a tuple result as a tuple); after the backward pass
 it returns ``(result, *grads)``, one gradient per *input leaf* (``tape.inputs`` order, None
-where there is none). ``run(stmts, env)`` is the loop itself, for callers that keep their own
+where there is none), and after the forward sweep ``(result, tangent)``. ``run(stmts, env)`` is the loop itself, for callers that keep their own
 environment (a region body evaluated on given values): it updates ``env`` (Var -> value) and
 returns it.
 
@@ -36,6 +36,8 @@ def play(tape: Tape, *args: Any, fn: Callable | None = None) -> Any:
         env[inp.var] = leaf(args[inp.argnum], inp.path)
     run(tape.stmts, env, fn=fn, inputs={i.var for i in tape.inputs})
     result = value_of(tape.result, env)
+    if getattr(tape, "tangent", None) is not None:      # forward mode: the value and its tangent
+        return result, value_of(tape.tangent, env)
     if tape.grads is None:
         return result
     return (result, *(None if g is None else value_of(g, env) for g in tape.grads))
