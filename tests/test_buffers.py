@@ -379,3 +379,55 @@ def test_nan_and_inf_arguments_propagate_as_in_numpy():
     with np.errstate(all="ignore"):
         np.testing.assert_array_equal(fast(p)[1], plain(p)[1])      # scalar mode: same nans
         assert np.isnan(fast(p)[0]) and np.isnan(models.polynomial(p))
+
+
+# -- cache-blocked elementwise chains (codegen/blocks.py) --------------------------------------
+
+def long_chain(x):
+    s = np.sin(x)
+    g = np.exp(-0.5 * x * x)
+    return np.sum(s * g + np.tanh(x) ** 2)
+
+
+def chain_then_mean(x, y):
+    t = np.tanh(x * y + 1.0)
+    return np.mean(t * t) * np.sum(np.cos(t))       # two totals, then a product of them
+
+
+def chain_into_a_reduction_along_an_axis(A):
+    e = np.exp(np.sin(A) * 0.5)
+    return np.sum(np.log1p(e).sum(axis=1) ** 2)
+
+
+@pytest.mark.parametrize("fn, shapes", [
+    (long_chain, [(4 * 32768 + 5,)]),
+    (chain_then_mean, [(4 * 32768 + 1,), (4 * 32768 + 1,)]),
+    (chain_into_a_reduction_along_an_axis, [(2500, 60)]),
+])
+def test_long_elementwise_chains_run_in_blocks_and_agree_with_the_plain_form(fn, shapes):
+    from yota_s2s.codegen import blocks
+    rng = np.random.default_rng(5)
+    args = [rng.standard_normal(s) for s in shapes]
+    fast = ys.simplegrad(fn, *args)
+    plain = ys.simplegrad(fn, *args, buffers=False)
+    text = ys.source(fast)
+    assert "in blocks of" in text and "for start in range(0, " in text
+    assert "in blocks of" not in ys.source(plain)
+    if fn is long_chain:            # every work array lives inside the loop: one block each
+        assert {s for s, _, _ in ys.memory_report(fast).arrays} == {(blocks.BLOCK,)}
+    expected = plain(*args)
+    for _ in range(2):                                          # work arrays reused
+        got = fast(*args)
+        np.testing.assert_allclose(got[0], expected[0], rtol=1e-12)
+        for g, e in zip(got[1:], expected[1:]):
+            np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-15)
+    out = [np.empty_like(a) for a in args]
+    got = fast(*args, out=out)
+    assert all(g is o for g, o in zip(got[1:], out))
+    for g, e in zip(got[1:], expected[1:]):
+        np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-15)
+
+
+def test_short_chains_stay_whole():
+    x = np.random.default_rng(0).standard_normal(1000)
+    assert "in blocks of" not in ys.source(ys.simplegrad(long_chain, x))

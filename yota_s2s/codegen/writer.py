@@ -168,7 +168,18 @@ def _function(tape: Tape, emitter: Emitter) -> Written:
         if block.section != section and section != "backward":
             section = block.section
             body.append(f"# -- {section} --")
-        body += _block_lines(block, tape)
+        if block.loop is None:
+            body += _block_lines(block, tape)
+            continue
+        loop, inner = block.loop, []          # a cache-blocked chain (blocks.py)
+        for part in loop.inner:
+            if part.section != section and section != "backward":
+                section = part.section
+                inner.append(f"# -- {section} --")
+            inner += _block_lines(part, tape)
+        body += [line for node in loop.before for line in unparse(node).splitlines()]
+        body += loop.head + [INDENT + line for line in inner]
+        body += [line for node in loop.after for line in unparse(node).splitlines()]
     body += build
     body.append(f"return {', '.join(returns)}")
     keywords = (["out=None"] if takes_out(emitter) else []) + \
