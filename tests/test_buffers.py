@@ -431,3 +431,25 @@ def test_long_elementwise_chains_run_in_blocks_and_agree_with_the_plain_form(fn,
 def test_short_chains_stay_whole():
     x = np.random.default_rng(0).standard_normal(1000)
     assert "in blocks of" not in ys.source(ys.simplegrad(long_chain, x))
+
+
+def logistic_all(w, X, y):
+    return np.mean(np.log(1 + np.exp(-y * (X @ w))))
+
+
+def test_a_tall_outer_product_gradient_is_returned_in_fortran_order():
+    rng = np.random.default_rng(2)
+    args = (rng.standard_normal(8), rng.standard_normal((400, 8)), np.sign(rng.standard_normal(400)))
+    fast = ys.simplegrad(logistic_all, *args)
+    plain = ys.simplegrad(logistic_all, *args, buffers=False)
+    assert "order='F'" in ys.source(fast)
+    got, expected = fast(*args), plain(*args)
+    assert got[2].flags.f_contiguous and not got[2].flags.c_contiguous
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(g, e, rtol=1e-13, atol=1e-15)
+    out = [np.empty(8), np.empty((400, 8)), np.empty(400)]       # the caller's C order is kept
+    got = fast(*args, out=out)
+    assert got[2] is out[1]
+    np.testing.assert_allclose(got[2], expected[2], rtol=1e-13, atol=1e-15)
+    wide = (rng.standard_normal(400), rng.standard_normal((8, 400)), np.sign(rng.standard_normal(8)))
+    assert "order='F'" not in ys.source(ys.simplegrad(logistic_all, *wide))

@@ -45,6 +45,7 @@ from ..ir.analysis import Analysis, memory_bases
 from ..ir.tape import Lit, Stmt, Tape, Var, tree_vars
 from .buffers import MemoryPlan
 from .scalars import ScalarPlan
+from .writes import result_call
 
 # Elements per block: 32768 float64 (256 KB per array) keeps a chain's handful of live blocks in
 # a 1-2 MB L2 cache; 16K-64K measured within a few percent of each other (docs/performance.md).
@@ -206,7 +207,6 @@ class Loop:
 def write_chain(em, chain: Chain, group_blocks) -> Loop | None:
     """``chain`` as a loop over blocks, or None where its names cannot be (a name bound inside
     the chain that also holds a whole array read in it)."""
-    from .writes import result_call
     stmts = em.tape.stmts[chain.start:chain.stop]
     names, memory = em.names, em.memory
     made = {v for s in stmts for v in s.outs}
@@ -220,7 +220,7 @@ def write_chain(em, chain: Chain, group_blocks) -> Loop | None:
     for s in stmts:
         group = memory.group.get(s.out)
         if group is not None and group.kind == "result" and s.out not in memory.over:
-            call = result_call(group.result, s.out)
+            call = result_call(group, s.out)
             key = ast.unparse(call)
             if key not in results:
                 results[key] = names.fresh(names[group.members[-1]] + "_full")
@@ -276,7 +276,6 @@ def _storage(em, v: Var, made: set[Var], results: dict[str, str]) -> str:
     """The name of the whole array ``v`` lives in, after the loop: the array its chain of
     in-place writes started in (a work array, a hoisted returned array) or, where that started
     before the chain, the name of the value it overwrote there."""
-    from .writes import result_call
     while v in em.memory.over and v in made:
         v = em.memory.over[v]
     if v not in made:
@@ -284,7 +283,7 @@ def _storage(em, v: Var, made: set[Var], results: dict[str, str]) -> str:
     group = em.memory.group[v]
     if group.kind == "slot":
         return em.slot_names[group.slot]
-    return results[ast.unparse(result_call(group.result, v))]
+    return results[ast.unparse(result_call(group, v))]
 
 
 def _shape_text(shape: tuple) -> str:
