@@ -453,3 +453,27 @@ def test_a_tall_outer_product_gradient_is_returned_in_fortran_order():
     np.testing.assert_allclose(got[2], expected[2], rtol=1e-13, atol=1e-15)
     wide = (rng.standard_normal(400), rng.standard_normal((8, 400)), np.sign(rng.standard_normal(8)))
     assert "order='F'" not in ys.source(ys.simplegrad(logistic_all, *wide))
+
+
+def eight_reads(x):
+    return x[2] * x[7] ** 3 - 3 * x[2] * x[7] * x[5] ** 2 - x[0] * x[5] ** 3 + x[1] * x[3] + x[4] * x[6]
+
+
+def every_element(x):
+    total = 0.0
+    for i in range(x.shape[0]):
+        total = total + x[i] * x[(i + 1) % x.shape[0]]
+    return total
+
+
+@pytest.mark.parametrize("fn, size, floats", [
+    (eight_reads, 64, True), (eight_reads, 96, True), (eight_reads, 97, False),
+    (every_element, 200, True),
+])
+def test_scalar_mode_applies_where_floats_measured_faster(fn, size, floats):
+    """A vector read whole is faster as Python floats at every length; a few reads of a long
+    one are not (``x.tolist()`` costs every element): 8 reads pay up to 96 elements."""
+    x = np.random.default_rng(1).standard_normal(size)
+    fast = ys.simplegrad(fn, x)
+    assert ("x.tolist()" in ys.source(fast)) is floats
+    assert_same(fast(x), ys.simplegrad(fn, x, buffers=False)(x))

@@ -37,6 +37,7 @@ Planned from the analysis (ir/analysis.py: definitions, last reads) and the memo
 from __future__ import annotations
 
 import ast
+import bisect
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -62,6 +63,7 @@ class Chain:
     rows: int                        # rows (first-axis entries) per block
     sums: dict[Var, Var] = field(default_factory=dict)      # accumulated value -> its operand
     slots: set[int] = field(default_factory=set)            # work arrays shrunk to one block
+    whole: set[int] = field(default_factory=set)            # work arrays of its shape, whole
 
 
 def plan_chains(tape: Tape, facts: Analysis, memory: MemoryPlan, scalars: ScalarPlan,
@@ -76,8 +78,7 @@ def plan_chains(tape: Tape, facts: Analysis, memory: MemoryPlan, scalars: Scalar
             continue
         chains.append(chain)
         i = chain.stop
-    for chain in chains:
-        chain.slots = _shrinkable(chain, facts, memory)
+    _shrinkable(chains, facts, memory)
     return chains
 
 
@@ -149,12 +150,24 @@ def _sum(stmt: Stmt, shape, scalars: ScalarPlan, inlined, sums) -> bool:
         and v.aval.dtype == np.float64 and v not in scalars.floats and v not in inlined
 
 
-def _shrinkable(chain: Chain, facts: Analysis, memory: MemoryPlan) -> set[int]:
-    """Work arrays whose every value is made and last read inside the chain: one block will do."""
-    return {k for k, (shape, _, members) in enumerate(memory.slots)
-            if shape == chain.shape and members
-            and all(chain.start <= facts.defined[m] < chain.stop
-                    and facts.last_memory.get(m, -1) < chain.stop for m in members)}
+def _shrinkable(chains: list[Chain], facts: Analysis, memory: MemoryPlan) -> None:
+    """Work arrays whose every value is made and last read inside one chain: one block will do
+    (``chain.slots``); every chain's ``whole`` lists the work arrays of its shape that stay whole."""
+    starts = [c.start for c in chains]
+    for k, (shape, _, members) in enumerate(memory.slots):
+        if not members:
+            continue
+        first = min(facts.defined[m] for m in members)
+        last = max(max(facts.defined[m], facts.last_memory.get(m, -1)) for m in members)
+        at = bisect.bisect_right(starts, first) - 1
+        chain = chains[at] if at >= 0 else None
+        if chain is not None and shape == chain.shape and last < chain.stop:
+            chain.slots.add(k)
+    by_shape: dict[tuple, set[int]] = {}
+    for k, (shape, _, _) in enumerate(memory.slots):
+        by_shape.setdefault(shape, set()).add(k)
+    for chain in chains:
+        chain.whole = by_shape.get(chain.shape, set()) - chain.slots
 
 
 # -- writing ------------------------------------------------------------------------------------
@@ -212,8 +225,7 @@ def write_chain(em, chain: Chain, group_blocks) -> Loop | None:
     made = {v for s in stmts for v in s.outs}
     whole = {names[u] for s in stmts for a in s.args if isinstance(a, Var)
              for u in tree_vars(a) if u.aval.ndim and u not in made}
-    whole |= {em.slot_names[k] for k, (shape, _, _) in enumerate(memory.slots)
-              if shape == chain.shape and k not in chain.slots}
+    whole |= {em.slot_names[k] for k in chain.whole}
     block = {em.slot_names[k] for k in chain.slots}
     results: dict[str, str] = {}          # _result(...) text -> the hoisted array's name
     before: list[ast.stmt] = []
