@@ -477,3 +477,13 @@ def test_scalar_mode_applies_where_floats_measured_faster(fn, size, floats):
     fast = ys.simplegrad(fn, x)
     assert ("x.tolist()" in ys.source(fast)) is floats
     assert_same(fast(x), ys.simplegrad(fn, x, buffers=False)(x))
+
+
+def test_chains_stay_whole_on_a_gpu():
+    """On cupy each block would be a kernel launch per statement: no blocks there."""
+    from yota_s2s.codegen import write_module
+    from yota_s2s.compiler import gradient_tape
+    x = np.random.default_rng(0).standard_normal(4 * 32768 + 5)
+    _, tape = gradient_tape(long_chain, [x])
+    assert "in blocks of" in write_module(tape, buffers=True)
+    assert "in blocks of" not in write_module(tape, device="cuda", buffers=True)

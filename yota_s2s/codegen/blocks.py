@@ -112,10 +112,11 @@ def _chain_from(stmts, i, facts, memory, scalars, inlined) -> Chain | None:
 
 def _elementwise(stmt: Stmt, shape, facts: Analysis, start: int, memory: MemoryPlan,
                  scalars: ScalarPlan, inlined, sums) -> bool:
-    """A ufunc into planned memory, its arrays of the chain's shape. An array from before the
-    chain that shares memory with another (a view, ``a[::-1]``) only if it is an argument's,
-    which nothing writes: a view of memory the chain writes would read other elements than
-    the block's, some of them already overwritten by an earlier block."""
+    """A ufunc into planned memory, its arrays of the chain's shape. A value from before the
+    chain that shares memory with another (a view, ``a[::-1]``; an element ``a[3]``, a 0-d view
+    on cupy) only if it is an argument's, which nothing writes: a view of memory the chain
+    writes would read other elements than the block's, some already overwritten by an earlier
+    block."""
     if len(stmt.outs) != 1 or stmt.prim.inplace or stmt.prim.effect:
         return False
     v = stmt.out
@@ -135,7 +136,7 @@ def _elementwise(stmt: Stmt, shape, facts: Analysis, start: int, memory: MemoryP
                 return False
             if u.aval.ndim != 0 and u.aval.shape != v.aval.shape:
                 return False
-            if u.aval.ndim and facts.defined.get(u, -1) < start and u in facts.producer \
+            if facts.defined.get(u, -1) < start and u in facts.producer \
                     and memory_bases(facts.producer[u]) and u not in facts.arguments:
                 return False
     return True

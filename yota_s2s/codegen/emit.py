@@ -67,7 +67,7 @@ class Emitter:
 
     def __init__(self, tape: Tape, taken: set[str] = frozenset(),
                  calls: dict[Primitive, str] | None = None, fast: bool = False,
-                 roots: dict[str, str] | None = None):
+                 roots: dict[str, str] | None = None, blocked: bool = True):
         self.tape = tape
         self.calls = calls or {}          # user functions: how the module's imports name them
         self.roots = roots or {}          # user modules read at call time: how they are named
@@ -99,7 +99,7 @@ class Emitter:
         self.modules: set[str] = set()
         self.ones: dict[tuple[int, str], str] = {}    # ones vectors for row/column sums
         self.chains = plan_chains(tape, self.facts, self.memory, self.scalars, self.inlined) \
-            if fast else []
+            if fast and blocked else []
 
     def blocks(self) -> list[Block]:
         chains = {c.start: c for c in self.chains}
