@@ -379,3 +379,111 @@ def test_nan_and_inf_arguments_propagate_as_in_numpy():
     with np.errstate(all="ignore"):
         np.testing.assert_array_equal(fast(p)[1], plain(p)[1])      # scalar mode: same nans
         assert np.isnan(fast(p)[0]) and np.isnan(models.polynomial(p))
+
+
+# -- cache-blocked elementwise chains (codegen/blocks.py) --------------------------------------
+
+def long_chain(x):
+    s = np.sin(x)
+    g = np.exp(-0.5 * x * x)
+    return np.sum(s * g + np.tanh(x) ** 2)
+
+
+def chain_then_mean(x, y):
+    t = np.tanh(x * y + 1.0)
+    return np.mean(t * t) * np.sum(np.cos(t))       # two totals, then a product of them
+
+
+def chain_into_a_reduction_along_an_axis(A):
+    e = np.exp(np.sin(A) * 0.5)
+    return np.sum(np.log1p(e).sum(axis=1) ** 2)
+
+
+@pytest.mark.parametrize("fn, shapes", [
+    (long_chain, [(4 * 32768 + 5,)]),
+    (chain_then_mean, [(4 * 32768 + 1,), (4 * 32768 + 1,)]),
+    (chain_into_a_reduction_along_an_axis, [(2500, 60)]),
+])
+def test_long_elementwise_chains_run_in_blocks_and_agree_with_the_plain_form(fn, shapes):
+    from yota_s2s.codegen import blocks
+    rng = np.random.default_rng(5)
+    args = [rng.standard_normal(s) for s in shapes]
+    fast = ys.simplegrad(fn, *args)
+    plain = ys.simplegrad(fn, *args, buffers=False)
+    text = ys.source(fast)
+    assert "in blocks of" in text and "for start in range(0, " in text
+    assert "in blocks of" not in ys.source(plain)
+    if fn is long_chain:            # every work array lives inside the loop: one block each
+        assert {s for s, _, _ in ys.memory_report(fast).arrays} == {(blocks.BLOCK,)}
+    expected = plain(*args)
+    for _ in range(2):                                          # work arrays reused
+        got = fast(*args)
+        np.testing.assert_allclose(got[0], expected[0], rtol=1e-12)
+        for g, e in zip(got[1:], expected[1:]):
+            np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-15)
+    out = [np.empty_like(a) for a in args]
+    got = fast(*args, out=out)
+    assert all(g is o for g, o in zip(got[1:], out))
+    for g, e in zip(got[1:], expected[1:]):
+        np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-15)
+
+
+def test_short_chains_stay_whole():
+    x = np.random.default_rng(0).standard_normal(1000)
+    assert "in blocks of" not in ys.source(ys.simplegrad(long_chain, x))
+
+
+def logistic_all(w, X, y):
+    return np.mean(np.log(1 + np.exp(-y * (X @ w))))
+
+
+def test_a_tall_outer_product_gradient_is_returned_in_fortran_order():
+    rng = np.random.default_rng(2)
+    args = (rng.standard_normal(8), rng.standard_normal((400, 8)), np.sign(rng.standard_normal(400)))
+    fast = ys.simplegrad(logistic_all, *args)
+    plain = ys.simplegrad(logistic_all, *args, buffers=False)
+    assert "order='F'" in ys.source(fast)
+    got, expected = fast(*args), plain(*args)
+    assert got[2].flags.f_contiguous and not got[2].flags.c_contiguous
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(g, e, rtol=1e-13, atol=1e-15)
+    out = [np.empty(8), np.empty((400, 8)), np.empty(400)]       # the caller's C order is kept
+    got = fast(*args, out=out)
+    assert got[2] is out[1]
+    np.testing.assert_allclose(got[2], expected[2], rtol=1e-13, atol=1e-15)
+    wide = (rng.standard_normal(400), rng.standard_normal((8, 400)), np.sign(rng.standard_normal(8)))
+    assert "order='F'" not in ys.source(ys.simplegrad(logistic_all, *wide))
+
+
+def eight_reads(x):
+    return x[2] * x[7] ** 3 - 3 * x[2] * x[7] * x[5] ** 2 - x[0] * x[5] ** 3 + x[1] * x[3] + x[4] * x[6]
+
+
+def every_element(x):
+    total = 0.0
+    for i in range(x.shape[0]):
+        total = total + x[i] * x[(i + 1) % x.shape[0]]
+    return total
+
+
+@pytest.mark.parametrize("fn, size, floats", [
+    (eight_reads, 64, True), (eight_reads, 96, True), (eight_reads, 97, False),
+    (every_element, 200, True),
+])
+def test_scalar_mode_applies_where_floats_measured_faster(fn, size, floats):
+    """A vector read whole is faster as Python floats at every length; a few reads of a long
+    one are not (``x.tolist()`` costs every element): 8 reads pay up to 96 elements."""
+    x = np.random.default_rng(1).standard_normal(size)
+    fast = ys.simplegrad(fn, x)
+    assert ("x.tolist()" in ys.source(fast)) is floats
+    assert_same(fast(x), ys.simplegrad(fn, x, buffers=False)(x))
+
+
+def test_chains_stay_whole_on_a_gpu():
+    """On cupy each block would be a kernel launch per statement: no blocks there."""
+    from yota_s2s.codegen import write_module
+    from yota_s2s.compiler import gradient_tape
+    x = np.random.default_rng(0).standard_normal(4 * 32768 + 5)
+    _, tape = gradient_tape(long_chain, [x])
+    assert "in blocks of" in write_module(tape, buffers=True)
+    assert "in blocks of" not in write_module(tape, device="cuda", buffers=True)

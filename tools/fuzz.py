@@ -3,6 +3,7 @@
     python tools/fuzz.py --n 20000 --seed 0 --jobs 2            # counts per outcome, run time
     python tools/fuzz.py --n 2000 --show-failures --shrink      # each failure: seed, reason
     python tools/fuzz.py --seed 1234 --n 1 --verbose [--shrink] # one program and its modules
+    python tools/fuzz.py --n 2000 --block 2     # chains of the small arrays run in blocks of 2
 
 Programs come from tests/fuzzing.py (one seed, one program, on every machine); the checks
 and the outcome classes (ok, mismatch, crash, refusal, generator) from tests/fuzzcheck.py.
@@ -178,7 +179,13 @@ def main(argv=None) -> int:
     ap.add_argument("--shrink", action="store_true")
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--refusals", action="store_true", help="list refusals too")
+    ap.add_argument("--block", type=int, help="elements per block of a cache-blocked chain "
+                    "(codegen/blocks.py), and chains of twice that many are blocked: small "
+                    "values put the fuzzer's small arrays through the blocked form")
     opts = ap.parse_args(argv)
+    if opts.block:
+        from yota_s2s.codegen import blocks
+        blocks.BLOCK, blocks.MIN_SIZE = opts.block, 2 * opts.block
     forms = tuple(opts.forms.split(","))
     if opts.verbose:
         verbose(opts.seed, forms, opts.shrink)

@@ -109,6 +109,32 @@ def logreg_args(r):
     return r.standard_normal(100) * 0.1, 0.1, r.standard_normal((10000, 100)), (r.random(10000) > 0.5) * 1.0
 
 
+# ----- logistic regression with gradients for the weights, the data and the labels --------------
+
+def logreg_all(w, X, y):
+    return np.mean(np.log(1 + np.exp(-y * (X @ w))))
+
+
+def logreg_all_hand(w, X, y):
+    z = X @ w
+    e = np.exp(-y * z)
+    value = np.mean(np.log(1 + e))
+    dm = e / (1 + e)
+    dm /= X.shape[0]                 # d value / d(-y * z)
+    dz = -y * dm
+    dy = -z * dm
+    return value, (dz @ X, np.outer(dz, w), dy)
+
+
+def logreg_all_torch(torch, w, X, y):
+    return torch.mean(torch.log(1 + torch.exp(-y * (X @ w))))
+
+
+def logreg_all_args(r):
+    return (r.standard_normal(100) * 0.1, r.standard_normal((10000, 100)),
+            np.where(r.random(10000) > 0.5, 1.0, -1.0))
+
+
 # ----- the seed's polynomial: scalar work ------------------------------------------------------
 
 def polynomial(x):
@@ -148,6 +174,10 @@ def chain_hand(x):
     dx *= g
     dx += 2 * t * (1 - t * t)
     return value, (dx,)
+
+
+def chain_args(n):
+    return lambda r: (r.standard_normal(n),)
 
 
 def chain_torch(torch, x):
@@ -262,10 +292,14 @@ WORKLOADS = [
              mlp_hand, mlp_torch),
     Workload("logreg", "logistic regression, X 10000x100", logreg, logreg_args, (0, 1),
              logreg_hand, logreg_torch),
+    Workload("logreg_all", "logistic regression, gradients for w, X and y, X 10000x100",
+             logreg_all, logreg_all_args, (0, 1, 2), logreg_all_hand, logreg_all_torch),
     Workload("polynomial", "the seed's 8-variable polynomial", polynomial,
              lambda r: (r.standard_normal(8),), (0,), polynomial_hand, polynomial_torch),
     Workload("chain", "elementwise chain on 1e6 floats", chain,
-             lambda r: (r.standard_normal(1_000_000),), (0,), chain_hand, chain_torch),
+             chain_args(1_000_000), (0,), chain_hand, chain_torch),
+    Workload("chain1e7", "elementwise chain on 1e7 floats", chain, chain_args(10_000_000), (0,),
+             chain_hand, chain_torch),
     Workload("rnn", "tanh RNN, 20 steps, hidden 256, batch 64", rnn, rnn_args, (0, 1, 2),
              rnn_hand, rnn_torch),
     Workload("vae", "VAE 784-400-20, batch 128", vae, vae_args, tuple(range(10)), vae_hand,

@@ -29,6 +29,7 @@ from ..ir.analysis import Analysis
 from ..ir.names import Namer, name_tape
 from ..ir.tape import ACCUMULATE, TANGENT, Lit, Primitive, Stmt, Tape, Var, tree_vars
 from ..text import dotted, identifier, literal
+from .blocks import Loop, plan_chains, write_chain
 from .buffers import MemoryPlan, plan_memory, storage, writer
 from .outside import outside_statements
 from .scalars import ScalarPlan, name_scalars, plan_scalars, scalar_statement, square
@@ -48,6 +49,7 @@ class Block:
     loc: SourceLoc | None
     stmts: list[ast.stmt] = field(default_factory=list)
     sources: list[Stmt] = field(default_factory=list)   # the tape statements behind it
+    loop: Loop | None = None     # a cache-blocked chain (blocks.py): the blocks inside its loop
 
 
 def section_of(stmt: Stmt) -> str:
@@ -67,7 +69,7 @@ class Emitter:
 
     def __init__(self, tape: Tape, taken: set[str] = frozenset(),
                  calls: dict[Primitive, str] | None = None, fast: bool = False,
-                 roots: dict[str, str] | None = None):
+                 roots: dict[str, str] | None = None, blocked: bool = True):
         self.tape = tape
         self.calls = calls or {}          # user functions: how the module's imports name them
         self.roots = roots or {}          # user modules read at call time: how they are named
@@ -98,21 +100,29 @@ class Emitter:
         self.unpacked_done: set[Var] = set()
         self.modules: set[str] = set()
         self.ones: dict[tuple[int, str], str] = {}    # ones vectors for row/column sums
+        self.chains = plan_chains(tape, self.facts, self.memory, self.scalars, self.inlined) \
+            if fast and blocked else []
 
     def blocks(self) -> list[Block]:
+        chains = {c.start: c for c in self.chains}
+        stmts, i, written = self.tape.stmts, 0, []
         blocks: list[Block] = []
-        for stmt in self.tape.stmts:
-            if any(v in self.inlined for v in stmt.outs):
+        while i < len(stmts):
+            chain = chains.get(i)
+            loop = write_chain(self, chain, _group) if chain is not None else None
+            if loop is not None:
+                blocks += _group(written)
+                written = []
+                sources = stmts[chain.start:chain.stop]
+                blocks.append(Block(section_of(sources[0]), sources[0].loc, loop.before,
+                                    list(sources), loop))
+                i = chain.stop
                 continue
-            written = self.statements(stmt)
-            if not written:
-                continue
-            key = _block_key(stmt)
-            if not blocks or _block_key(blocks[-1].sources[0]) != key:
-                blocks.append(Block(key[0], stmt.loc))
-            blocks[-1].stmts += written
-            blocks[-1].sources.append(stmt)
-        return blocks
+            stmt = stmts[i]
+            i += 1
+            if not any(v in self.inlined for v in stmt.outs):
+                written.append((stmt, self.statements(stmt)))
+        return blocks + _group(written)
 
     # -- statements ----------------------------------------------------------------------
 
@@ -262,6 +272,20 @@ class Emitter:
     def literal(self, value: Any) -> ast.expr:
         """A static value, exact for its type (``xp.float32(0.5)``): ``text.literal``."""
         return literal(value)
+
+
+def _group(written: list[tuple[Stmt, list[ast.stmt]]]) -> list[Block]:
+    """Statements as written, in blocks: consecutive statements of one source line."""
+    blocks: list[Block] = []
+    for stmt, nodes in written:
+        if not nodes:
+            continue
+        key = _block_key(stmt)
+        if not blocks or _block_key(blocks[-1].sources[0]) != key:
+            blocks.append(Block(key[0], stmt.loc))
+        blocks[-1].stmts += nodes
+        blocks[-1].sources.append(stmt)
+    return blocks
 
 
 def unparse(node: ast.AST) -> str:

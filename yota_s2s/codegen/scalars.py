@@ -3,8 +3,9 @@
 Code like the seed's polynomial reads ``x[0]`` ... ``x[7]`` and does a few dozen scalar
 operations; as numpy scalars each costs ~100 ns, as Python floats ~20 ns. The plan finds
 
-- *unpacked arrays*: float64 vectors of at most ``MAX_SIZE`` elements whose every use is a
-  read ``x[i]`` with a constant ``i``; the code reads them once, ``x0, x1, _, x3 = x.tolist()``;
+- *unpacked arrays*: float64 vectors whose every use is a read ``x[i]`` with a constant ``i``,
+  of at most ``MAX_SIZE`` elements or with one element in ``READ_RATIO`` read; the code reads
+  them once, ``x0, x1, _, x3 = x.tolist()``;
 - *Python-float values*: results of ``+ - *``, unary ``-`` and ``** n`` (a positive integer
   literal ``n``) whose operands are such floats, Python floats from the arguments or number
   literals. For these operations Python floats and numpy float64 scalars give the same bits, so
@@ -30,7 +31,12 @@ from ..ir.analysis import Analysis
 from ..ir.tape import Lit, Stmt, Tape, Var
 from ..rules.indexing import index_add
 
-MAX_SIZE = 64
+# Python floats or numpy: ``x.tolist()`` and ``xp.array([dx0, ...])`` cost ~60 ns an element,
+# read or not; each element read and its operations cost ~500 ns more as numpy scalars. Measured
+# (docs/performance.md): a vector read whole is faster as floats at every length (3-5x, 8 to
+# 1024 elements); the polynomial's 8 reads of a longer vector are faster up to ~100 elements.
+MAX_SIZE = 64               # a vector this short: always
+READ_RATIO = 12             # a longer one: when at least one element in 12 is read (written)
 _SAFE = {operator.add, operator.sub, operator.mul, operator.neg}
 _NUMPY_FORM = {operator.truediv: "xp.divide", operator.pow: "xp.power"}
 
@@ -69,10 +75,17 @@ def _candidates(tape: Tape, facts: Analysis) -> set[Var]:
     found = set()
     for var, positions in facts.readers.items():
         a = var.aval
-        if a.ndim == 1 and a.dtype == np.float64 and a.size <= MAX_SIZE and var not in outputs \
-                and all(_element_key(tape.stmts[i], var) is not None for i in positions):
+        if a.ndim != 1 or a.dtype != np.float64 or var in outputs:
+            continue
+        keys = {_element_key(tape.stmts[i], var) for i in positions}
+        if None not in keys and _worth_it(a.size, len(keys)):
             found.add(var)
     return found
+
+
+def _worth_it(size: int, used: int) -> bool:
+    """Python floats for a vector of ``size`` elements of which ``used`` are read (written)."""
+    return size <= MAX_SIZE or size <= READ_RATIO * used
 
 
 def _element_key(stmt: Stmt, var: Var) -> int | None:
@@ -124,6 +137,7 @@ def _plan_chains(tape: Tape, plan: ScalarPlan) -> None:
     made = {s.out: s for s in tape.stmts if s.prim.fn is np.zeros and _small_zeros(s)}
     steps: dict[Var, Var] = {}
     bad: set[Var] = set()
+    written: dict[Var, set] = {}
     for stmt in tape.stmts:
         if stmt.prim.fn is not index_add:
             continue
@@ -135,6 +149,9 @@ def _plan_chains(tape: Tape, plan: ScalarPlan) -> None:
         scalar = not isinstance(value, Var) or value.aval.shape == ()
         if not (isinstance(key, Lit) and type(key.value) is int and scalar):
             bad.add(root)
+        else:
+            written.setdefault(root, set()).add(key.value % root.aval.size)
+    bad |= {root for root, keys in written.items() if not _worth_it(root.aval.size, len(keys))}
     plan.chains = {v: root for v, root in steps.items() if root not in bad}
     plan.chains.update({root: root for root in set(plan.chains.values())})
     last = {root: v for v, root in steps.items() if root not in bad}
@@ -143,7 +160,7 @@ def _plan_chains(tape: Tape, plan: ScalarPlan) -> None:
 
 def _small_zeros(stmt: Stmt) -> bool:
     a = stmt.out.aval
-    return a.ndim == 1 and a.dtype == np.float64 and a.size <= MAX_SIZE and not stmt.params
+    return a.ndim == 1 and a.dtype == np.float64 and not stmt.params
 
 
 def _rejected(tape: Tape, plan: ScalarPlan, facts: Analysis) -> set[Var]:

@@ -71,10 +71,10 @@ def _check_out(func, out, count, arrays, entries, unused):
                             "returned for that argument")
 
 
-def _result(out, key, shape, dtype=xp.float64):
+def _result(out, key, shape, dtype=xp.float64, order="C"):
     """The array a returned gradient goes into: the caller's (out=, checked) or a new one."""
     array = None if out is None else _out_entry(out, key)
-    return xp.empty(shape, dtype) if array is None else array
+    return xp.empty(shape, dtype, order=order) if array is None else array
 '''
 
 _DELIVER = '''

@@ -84,7 +84,7 @@ def write_module(tapes: Tape | Sequence[Tape], device: str = "cpu",
     if buffers and len(tapes) > 1:
         raise InternalError("several gradient functions share a module in the plain form only",
                             hint="Write them with buffers=False.")
-    written, imports = write_functions(tapes, buffers)
+    written, imports = write_functions(tapes, buffers, blocked=device == "cpu")
     if len(written) == 1 and source is None:
         header = _header(tapes[0], device, regenerate, written[0].returns, written[0].emitter)
     else:
@@ -143,9 +143,11 @@ def _loads(fn: ast.FunctionDef) -> set[str]:
     return {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
-def write_functions(tapes: Sequence[Tape], buffers: bool = False) -> tuple[list[Written], Imports]:
+def write_functions(tapes: Sequence[Tape], buffers: bool = False,
+                    blocked: bool = True) -> tuple[list[Written], Imports]:
     """Each tape's function, and the imports they share (planned over all of them, so that one
-    module-level name never means two things)."""
+    module-level name never means two things). ``blocked``: long elementwise chains of the
+    buffered form run in cache-sized blocks (blocks.py; on a CPU, not on a GPU)."""
     merged = tapes[0] if len(tapes) == 1 else tapes[0].copy(
         stmts=[s for t in tapes for s in t.stmts],
         params=tuple(dict.fromkeys(p for t in tapes for p in t.params)))
@@ -156,7 +158,7 @@ def write_functions(tapes: Sequence[Tape], buffers: bool = False) -> tuple[list[
     taken |= {"_changed"} if any(has_reads(t) for t in tapes) else set()
     taken |= {FUNCTION_PARAM, BIND} if any(reads_function(t) for t in tapes) else set()
     return [_function(t, Emitter(t, taken=taken, calls=imports.calls, fast=buffers,
-                                 roots=imports.roots))
+                                 roots=imports.roots, blocked=blocked))
             for t in tapes], imports
 
 
@@ -172,7 +174,18 @@ def _function(tape: Tape, emitter: Emitter) -> Written:
         if block.section not in sections:
             sections.append(block.section)
             body.append(f"# -- {block.section} --")
-        body += _block_lines(block, tape)
+        if block.loop is None:
+            body += _block_lines(block, tape)
+            continue
+        loop, inner = block.loop, []          # a cache-blocked chain (blocks.py)
+        for part in loop.inner:
+            if part.section not in sections:
+                sections.append(part.section)
+                inner.append(f"# -- {part.section} --")
+            inner += _block_lines(part, tape)
+        body += [line for node in loop.before for line in unparse(node).splitlines()]
+        body += loop.head + [INDENT + line for line in inner]
+        body += [line for node in loop.after for line in unparse(node).splitlines()]
     body += build
     body.append(f"return {', '.join(returns)}")
     keywords = (["out=None"] if takes_out(emitter) else []) + \

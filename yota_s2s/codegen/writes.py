@@ -36,7 +36,7 @@ def write_statement(em, stmt: Stmt) -> list[ast.stmt] | None:
     elif group.kind == "slot":
         target = ast.Name(em.slot_names[group.slot])
     elif group.kind == "result":
-        target = result_call(group.result, v)
+        target = result_call(group, v)
     else:
         return None
     form = plan.writes[v]
@@ -53,13 +53,15 @@ def write_statement(em, stmt: Stmt) -> list[ast.stmt] | None:
     return [ast.Assign([ast.Name(name)], value, lineno=0)]
 
 
-def result_call(key: tuple, v: Var) -> ast.expr:
-    argnum, path = key
+def result_call(group, v: Var) -> ast.expr:
+    """``_result(out, key, shape[, dtype][, order="F"])``: the array ``group`` is returned in."""
+    argnum, path = group.result
     where = argnum if not path else (argnum, path)
     args = [ast.Name("out"), literal(where), literal(v.aval.shape)]
     if v.aval.dtype.name != "float64":
         args.append(literal(v.aval.dtype))
-    return ast.Call(ast.Name("_result"), args, [])
+    order = [ast.keyword("order", ast.Constant("F"))] if group.order == "F" else []
+    return ast.Call(ast.Name("_result"), args, order)
 
 
 def _xp(name: str) -> ast.expr:
