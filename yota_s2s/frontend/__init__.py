@@ -92,7 +92,8 @@ def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES,
     tape = Tape(name=name, params=names, inputs=inputs, stmts=ev.stmts,
                 result=to_tree(result, loc), statics=flat.statics, loc=loc, layout=flat.layout,
                 arg_kinds=tuple("int" if i in dynamic and type(a) is int else arg_kind(a)
-                                for i, a in enumerate(args)), freevars=fn.__code__.co_freevars)
+                                for i, a in enumerate(args)), freevars=fn.__code__.co_freevars,
+                loops=list(ev.loop_notes))
     return tape, ev
 
 

@@ -276,6 +276,9 @@ class Tape:
     # that one's source name (``total = 0.0 + t``: ``t`` is ``total``) or that it is a gradient.
     hints: dict[Var, str] = field(default_factory=dict)
     primals: dict[Var, Var] = field(default_factory=dict)
+    loops: list[str] = field(default_factory=list)    # per loop: region or unrolled, and why
+    # a loop body's inputs that the body owns and may write in place (ir/region.py: ``fresh``)
+    owned: frozenset = frozenset()
 
     def copy(self, **changes: Any) -> "Tape":
         fields = dict(self.__dict__)
