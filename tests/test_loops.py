@@ -8,7 +8,7 @@ from yota_s2s.frontend import trace_function
 from yota_s2s.gradcheck import numerical_grad
 from yota_s2s.ir import verify
 
-from .programs.loops import (appended, branchy, breaking, calls_region, counted, cyclic,
+from .programs.loop_regions import (appended, branchy, breaking, calls_region, counted, cyclic,
                              enumerated, growing, masked, nested, returning, rnn, rnn_args,
                              rnn_rows, shifted, short, with_helper, written_rows, zipped)
 

@@ -51,7 +51,7 @@ def _loops() -> dict[str, str]:
     """docs/how-it-works.md: a loop region on the tape and in the generated module."""
     import numpy as np
 
-    from tests.programs import loops
+    from tests.programs import loop_regions as loops
     from yota_s2s.codegen import write_module
     from yota_s2s.compiler import gradient_tape
     from yota_s2s.ir.printer import format_tape
@@ -59,7 +59,7 @@ def _loops() -> dict[str, str]:
     args = (np.ones((4, 4)), np.ones((4, 3)), np.ones(4), np.ones(4), np.ones((100, 3)))
     forward, tape = gradient_tape(loops.rnn, args)
     text = write_module(tape, buffers=False)
-    model = (ROOT / "tests/programs/loops.py").read_text()
+    model = (ROOT / "tests/programs/loop_regions.py").read_text()
     return {"loop-model": model[:model.index("\n\n# --")] + "\n",
             "loop-tape": format_tape(forward) + "\n",
             "loop-module": text[text.index("    # -- forward --"):]}

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from .frontend.values import to_tree
-from .ir.region import Loop, loop_of, loop_primitive
+from .ir.region import EMPTY, Loop, loop_of, loop_primitive
 from .ir.tape import ACCUMULATE, Aval, Input, Lit, Stmt, Tape, Var, tree_atoms
 from .rules.indexing import index_add, setitem_
 
@@ -195,7 +195,7 @@ def sweep_region(sweep, stmt: Stmt) -> None:
                          result=tuple(body.result) + tuple(stacks_out),
                          owned=body.owned | frozenset(stacks_in))
     fwd_loop = Loop(fwd_body, loop.length, n + len(stacks_in),
-                    fresh=tuple(loop.fresh) + (True,) * len(stacks_in), reverse=loop.reverse,
+                    fresh=tuple(loop.fresh) + (EMPTY,) * len(stacks_in), reverse=loop.reverse,
                     source=loop.source)
     fwd_prim = loop_primitive(fwd_loop, fwd_params[1:])
     stacks = tuple(Var(s.aval, hint=s.hint) for s in stacks_in)

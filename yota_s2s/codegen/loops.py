@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 from collections import Counter
 
-from ..ir.region import loop_of
+from ..ir.region import EMPTY, loop_of
 from ..ir.tape import Lit, Stmt, Var
 from ..text import identifier
 
@@ -68,7 +68,8 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
     lines: list[str] = []
     for c, fresh in zip(loop.carried, loop.fresh):
         if fresh:
-            lines.append(f"{names[c]} = xp.zeros({_shape(c)}{_dtype(c)})")
+            made = "empty" if fresh == EMPTY else "zeros"
+            lines.append(f"{names[c]} = xp.{made}({_shape(c)}{_dtype(c)})")
             em.modules.add("xp")
         elif c in body.owned:       # updated in place by the body: the loop's own copy
             lines.append(f"{names[c]} = {_text(em, operands[c], unparse)}.copy()")

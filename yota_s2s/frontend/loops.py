@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import YotaError
 from ..ir.analysis import Analysis
-from ..ir.region import Loop, loop_primitive
+from ..ir.region import EMPTY, Loop, loop_primitive
 from ..ir.tape import Aval, Input, Lit, Stmt, Tape, Var, tree_vars
 from ..passes.rewrite import substitute_stmt
 from ..rules.indexing import setitem
@@ -100,11 +100,14 @@ class LoopsMixin:
                 last.value.value) or name in _assigned(body[:-1]):
             return False
         start = self.frame.locals.get(name)
+        bound_node = test.comparators[0]
+        if type(start) is not int or not isinstance(bound_node, (gast.Name, gast.Constant)):
+            return False
         try:
-            bound = self.expr(test.comparators[0])
+            bound = self.expr(bound_node)
         except Exception:
             return False
-        if type(start) is not int or type(bound) is not int:
+        if type(bound) is not int:
             return False
         step = last.value.value if isinstance(last.op, gast.Add) else -last.value.value
         op = test.ops[0]
@@ -336,7 +339,7 @@ class LoopsMixin:
                     result=tuple(v for _, v in outs) + tuple(stacks_out), loc=self.loc(node),
                     owned=frozenset(stacks_in))
         source = _loop_source(node)
-        loop = Loop(tape, length, len(c_all), fresh=(False,) * len(c_in) + (True,) * len(stacks_in),
+        loop = Loop(tape, length, len(c_all), fresh=(False,) * len(c_in) + (EMPTY,) * len(stacks_in),
                     source=source)
         operands = [_operand(carried[n][1]) for n in carried_names] + \
             [_operand(o) for _, o in invariants]

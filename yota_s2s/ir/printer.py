@@ -110,7 +110,8 @@ def _stmt_lines(tape: Tape, names: Namer, used: set[Var], shapes: bool, indent: 
         inner = name_tape(body, taken=set(names.names.values()))
         inner_used = {v for b in body.stmts for v in b.uses()} | \
             {a for a in body.outputs() if isinstance(a, Var)}
-        fresh = [f"{inner[c]}=zeros" for c, f in zip(loop.carried, loop.fresh) if f]
+        fresh = [f"{inner[c]}={'empty' if f == 'empty' else 'zeros'}"
+                 for c, f in zip(loop.carried, loop.fresh) if f]
         ins = [inner[v] for v in loop.operand_vars()]
         lines.append((f"{indent}  step {inner[loop.index]}: {', '.join(fresh + ins)}", ""))
         lines += _stmt_lines(body, inner, inner_used, shapes, indent + "    ")

@@ -8,7 +8,8 @@ A region is the one statement of the tape that holds another tape::
 counted down with ``reverse``), the carried values ``c_in`` and the loop invariants ``k_in``;
 its result is the tuple of the carried values after one step, ``c_out`` (same avals as
 ``c_in``). The statement's operands are the carried values' initial values (one per carried
-value that is not ``fresh``: a ``fresh`` one starts as ``zeros`` made by the loop itself, an
+value that is not ``fresh``: a ``fresh`` one starts as ``zeros`` made by the loop itself (an
+``EMPTY`` one as ``empty``: a stack whose every row a step writes before any is read), an
 accumulator or a stack of saved values that the body writes in place) and the invariants
 (``k_in`` stand for them: the body is its own scope, its Vars are its own). Its results are
 the carried values after the last step. Every other stage treats the statement as an opaque
@@ -20,12 +21,15 @@ makes new arrays; the stages that look inside ask ``loop_of(stmt)``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .tape import Aval, Lit, Primitive, Stmt, Tape, Var, tree_map
+from .tape import Primitive, Stmt, Tape, Var
+
+
+EMPTY = "empty"     # Loop.fresh: allocated uninitialized (every row is written by the steps)
 
 
 @dataclass(eq=False)
@@ -33,10 +37,9 @@ class Loop:
     body: Tape              # inputs: index, carried (c_in), invariants (k_in); result: c_out tuple
     length: int
     ncarry: int
-    fresh: tuple[bool, ...] = ()   # per carried value: starts as zeros made by the loop
+    fresh: tuple = ()       # per carried value: False (an operand), True (zeros) or EMPTY
     reverse: bool = False
     source: str = ""        # how the loop was written, for people: "range(1000)"
-    saved: dict = field(default_factory=dict)   # backward: carried stack -> the value it saves
 
     @property
     def index(self) -> Var:
@@ -132,12 +135,4 @@ def body_tapes(tape: Tape):
             yield from body_tapes(loop.body)
 
 
-def zeros_of(aval: Aval) -> Any:
-    return np.zeros(aval.shape, aval.dtype)
-
-
-def lit_value(atom: Any) -> Any:
-    return atom.value if isinstance(atom, Lit) else atom
-
-
-__all__ = ["Loop", "run_loop", "loop_primitive", "loop_of", "body_tapes", "tree_map"]
+__all__ = ["EMPTY", "Loop", "run_loop", "loop_primitive", "loop_of", "body_tapes"]
