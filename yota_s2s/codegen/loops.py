@@ -19,6 +19,7 @@ step ends by rebinding it.
 from __future__ import annotations
 
 import ast
+import operator
 from collections import Counter
 
 from ..ir.region import EMPTY, loop_of
@@ -81,7 +82,10 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
     steps = f"range({loop.length - 1}, -1, -1)" if loop.reverse else f"range({loop.length})"
     lines.append(f"for {identifier(names[loop.index])} in {steps}:")
     inner: list[str] = []
+    running = _running_sums(sub, loop)
     for block in sub.blocks():
+        block.stmts = [running.get(id(source), node)
+                       for node, source in zip(block.stmts, block.sources)]
         inner += _block_lines(block, sub.tape)
     ins = [names[c] for c in loop.carried]
     outs = [_text(sub, o, unparse) for o in body.result]
@@ -109,6 +113,31 @@ def _same_names(sub, loop) -> None:
         if facts.last.get(c, -1) <= facts.defined[o] and c not in facts.outputs:
             count[names[o]] -= 1
             names[o] = names[c]
+
+
+def _running_sums(sub, loop) -> dict[int, ast.stmt]:
+    """``dW += t1.T @ t2``: an accumulator the loop owns (it made it: nothing else sees its
+    memory) whose new value is its old one plus a term of its own shape and dtype, the old one
+    not read again in the step, is added to in place (as a handwritten BPTT does)."""
+    facts, names = sub.facts, sub.names.names
+    done: dict[int, ast.stmt] = {}
+    body = loop.body
+    for c, o in zip(loop.carried, body.result):
+        if c not in body.owned or not isinstance(o, Var) or o not in facts.producer:
+            continue
+        stmt = facts.producer[o]
+        at = facts.defined[o]
+        if stmt.prim.fn is not operator.add or stmt.args[0] is not c or stmt.args[1] is c \
+                or (o.aval.shape, o.aval.dtype) != (c.aval.shape, c.aval.dtype) \
+                or facts.last_memory.get(c, -1) > at or names.get(o) != names.get(c) \
+                or o in sub.inlined:
+            continue
+        term = stmt.args[1]
+        if isinstance(term, Var) and term.aval.shape != c.aval.shape:
+            continue
+        done[id(stmt)] = ast.AugAssign(ast.Name(names[c], ast.Store()), ast.Add(),
+                                       sub.atom(term))
+    return done
 
 
 def _text(em, atom, unparse) -> str:
