@@ -133,3 +133,20 @@ def test_review_page_shows_the_loop_once():
     text = html.unescape(re.sub("<[^>]+>", "", page))
     assert "for t in range(50):" in text and "for t in range(49, -1, -1):" in text
     assert "h = xp.tanh(W @ h + U @ xs[t] + b)" in text
+
+
+def test_gradient_of_the_rnn_gradient_keeps_both_loops():
+    """The plain module's forward and reverse loops are regions when it is compiled again."""
+    args = rnn_args(10)
+    df = ys.simplegrad(rnn, *args, buffers=False)
+
+    def g(W, U, b, h0, xs):
+        out = df(W, U, b, h0, xs)
+        return np.sum(out[1] ** 2) + np.sum(out[5] * xs)
+    tape, _ = trace_function(g, args)
+    assert len(tape.loops) == 2 and all("region" in note for note in tape.loops), tape.loops
+    for buffers in (False, True):
+        value, *grads = ys.simplegrad(g, *args, buffers=buffers)(*args)
+        assert np.isclose(value, g(*args))
+        for i, grad in enumerate(grads):
+            assert np.allclose(grad, numerical_grad(g, list(args), i), rtol=1e-5, atol=1e-7)
