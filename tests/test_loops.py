@@ -9,8 +9,9 @@ from yota_s2s.gradcheck import numerical_grad
 from yota_s2s.ir import verify
 
 from .programs.loop_regions import (appended, branchy, breaking, calls_region, counted, cyclic,
-                             enumerated, growing, masked, nested, returning, rnn, rnn_args,
-                             rnn_rows, shifted, short, with_helper, written_rows, zipped)
+                                    enumerated, growing, index_scaled, masked, nested, returning,
+                                    rnn, rnn_args, rnn_rows, shifted, short, with_helper,
+                                    written_rows, zipped)
 
 
 def _vec(n, seed=1):
@@ -150,3 +151,12 @@ def test_gradient_of_the_rnn_gradient_keeps_both_loops():
         assert np.isclose(value, g(*args))
         for i, grad in enumerate(grads):
             assert np.allclose(grad, numerical_grad(g, list(args), i), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("buffers", [True, False], ids=["buffered", "plain"])
+def test_float32_gradient_stays_float32(buffers):
+    x = np.linspace(-0.5, 0.7, 4).astype(np.float32)
+    value, dx = ys.simplegrad(index_scaled, x, buffers=buffers)(x)
+    assert dx.dtype == np.float32
+    expected = numerical_grad(index_scaled, [x.astype(np.float64)], 0)
+    assert np.allclose(dx, expected, rtol=1e-3, atol=1e-3)

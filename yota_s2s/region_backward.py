@@ -117,7 +117,8 @@ def sweep_region(sweep, stmt: Stmt) -> None:
             made = producer.get(v)
             cheap[v] = made is not None and (
                 made.prim.fn is operator.getitem or
-                v.aval.ndim == 0 and v.aval.dtype.kind in "iub" and made.prim.ufunc is not None
+                v.aval.ndim == 0 and (v.aval.dtype.kind in "iub" or v.aval.weak)
+                and made.prim.ufunc is not None
             ) and all(again(u) for u in made.uses())
         return cheap[v]
     remade = {v for v in reads if again(v)}
@@ -178,8 +179,13 @@ def sweep_region(sweep, stmt: Stmt) -> None:
                              None))
             current = s_out
             at = row(offset, prologue, SAVED)
-            prologue.append(Stmt((v,), rules.lookup(operator.getitem), (s_b, at), (), stmt.loc,
+            python = {"f": float, "c": complex}.get(v.aval.dtype.kind) if v.aval.weak else None
+            read = Var(Aval((), v.aval.dtype)) if python else v
+            ev.values[read] = ev.values[v]
+            prologue.append(Stmt((read,), rules.lookup(operator.getitem), (s_b, at), (), stmt.loc,
                                  SAVED))
+            if python:          # a Python float saved in a float64 stack: a Python float again
+                prologue.append(Stmt((v,), rules.lookup(python), (read,), (), stmt.loc, SAVED))
         stacks_in.append(s_in)
         stacks_out.append(current)
         stack_args.append(s_b)

@@ -162,3 +162,14 @@ def masked(xs):
     for t in range(xs.shape[0]):
         s = s + np.sum(xs[t][xs[t] > 0] ** 2)      # the selection's size is guarded
     return s
+
+
+def index_scaled(x):
+    """A float made from the step index (t + 1.0): a Python float in the step and in its
+    adjoint (fuzzer seed 77020: saved in a float64 stack, it widened a float32 gradient)."""
+    h = x * 0.5
+    out = np.zeros((10,) + x.shape, dtype=x.dtype)
+    for t in range(10):
+        h = np.cos(h * 0.835 - 0.381)
+        out[t] = h * (t + 1.0)
+    return np.sum(np.tanh(out) * out)
