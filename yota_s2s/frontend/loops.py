@@ -137,7 +137,6 @@ class LoopsMixin:
         length = _length(iterable)
         if length is None:
             return False
-        rows = iterable
         if length < MIN_STEPS:
             return False        # short: unrolled, and not worth a note
         reason = _syntax_reason(node)
@@ -146,7 +145,7 @@ class LoopsMixin:
         names = _assigned(node.body)
         overrides: dict[str, Aval] = {}
         for _ in range(3):
-            outcome = self._trial(node, iterable, length, rows, names, overrides)
+            outcome = self._trial(node, iterable, length, names, overrides)
             if isinstance(outcome, dict):
                 overrides.update(outcome)       # a carried value widened: try again from it
                 continue
@@ -177,8 +176,8 @@ class LoopsMixin:
 
     # -- the trial -----------------------------------------------------------------------
 
-    def _trial(self, node: gast.For, iterable: Any, length: int, rows: Any,
-               names: list[str], overrides: dict[str, Aval]) -> Any:
+    def _trial(self, node: gast.For, iterable: Any, length: int, names: list[str],
+               overrides: dict[str, Aval]) -> Any:
         """Trace one step. True: the region is on the tape; a str: why not (all undone);
         a dict: carried values that must start wider (``s = 0.0`` then ``s += np.sum(x)``)."""
         frame = self.frame
@@ -218,7 +217,7 @@ class LoopsMixin:
         if failure is None:
             outcome = self._check_step(node, names, carried, saved, containers, body)
             if isinstance(outcome, tuple):
-                return self._make_region(node, iterable, length, rows, index, carried, saved,
+                return self._make_region(node, iterable, length, index, carried, saved,
                                          containers, body, *outcome)
             failure = outcome
         self._undo(saved, containers)
@@ -295,8 +294,8 @@ class LoopsMixin:
             return "a carried value is a view of a value from before the step"
         return (outs, updated, appended)
 
-    def _make_region(self, node, iterable, length, rows, index, carried, saved, containers,
-                     body, outs, updated, appended) -> bool:
+    def _make_region(self, node, iterable, length, index, carried, saved, containers, body,
+                     outs, updated, appended) -> bool | str:
         frame = self.frame
         carried_names = [name for name, _ in outs]
         c_in = [carried[n][0] for n in carried_names]
@@ -339,11 +338,11 @@ class LoopsMixin:
                     result=tuple(v for _, v in outs) + tuple(stacks_out), loc=self.loc(node),
                     owned=frozenset(stacks_in))
         source = _loop_source(node)
-        loop = Loop(tape, length, len(c_all), fresh=(False,) * len(c_in) + (EMPTY,) * len(stacks_in),
-                    source=source)
+        loop = Loop(tape, length, len(c_all), source=source,
+                    fresh=(False,) * len(c_in) + (EMPTY,) * len(stacks_in))
         operands = [_operand(carried[n][1]) for n in carried_names] + \
             [_operand(o) for _, o in invariants]
-        prim = loop_primitive(loop, tuple(params[1:1 + len(c_all)]) + tuple(params[1 + len(c_all):]))
+        prim = loop_primitive(loop, params[1:])
         self._undo(saved, containers, notes=False)
         try:
             results = self.emit(prim, operands, {"loop": loop}, node)
@@ -366,7 +365,8 @@ class LoopsMixin:
             self.assign(node.target, self.step_item(iterable, length - 1, node.iter))
         loc = self.loc(node)
         self.loop_notes.append(f"{loc.short + ' ' if loc else ''}region: {source}, "
-                               f"{length} steps, carries {', '.join(carried_names)}")
+                               f"{length} steps, carries "
+                               f"{', '.join(carried_names + [s.hint for s in stacks_in])}")
         return True
 
 
