@@ -44,6 +44,7 @@ def snippets() -> dict[str, str]:
         **_seed(),
         **_workflow(),
         **_loops(),
+        **_jvp(args),
     }
 
 
@@ -63,6 +64,17 @@ def _loops() -> dict[str, str]:
     return {"loop-model": model[:model.index("\n\n# --")] + "\n",
             "loop-tape": format_tape(forward) + "\n",
             "loop-module": text[text.index("    # -- forward --"):]}
+
+
+def _jvp(args: tuple) -> dict[str, str]:
+    """docs/how-it-works.md: the forward-mode module of the design loss (from its def on)."""
+    from tests.programs import design
+    from yota_s2s.codegen import write_module
+    from yota_s2s.compiler import jvp_tape
+
+    _, tape = jvp_tape(design.loss, args)
+    text = write_module(tape, buffers=False)
+    return {"jvp-module": text[text.index("def loss_jvp"):]}
 
 
 def _seed() -> dict[str, str]:

@@ -41,6 +41,7 @@ class TrialAbort(YotaError):
 
 class LoopsMixin:
     trial_depth: int = 0
+    regions: bool = True    # False: every loop is unrolled (forward mode has no region yet)
     stack_rows: dict        # a row a region appended to a list -> (its stack, its index)
 
     def loop_iterable(self, node: gast.expr) -> Any:
@@ -132,7 +133,7 @@ class LoopsMixin:
 
     def region_for(self, node: gast.For, iterable: Any) -> bool:
         """Run ``node`` as a region if it can be one; False (nothing done) to unroll it."""
-        if self.collector is not None or self.backward_mode:
+        if self.collector is not None or self.backward_mode or not self.regions:
             return False
         length = _length(iterable)
         if length is None:
