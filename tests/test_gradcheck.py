@@ -19,7 +19,7 @@ from yota_s2s.gradcheck import differentiable, numerical_grad
 from yota_s2s.ir import verify
 from yota_s2s.rules.indexing import index_add
 
-from .programs import loops, models, updates
+from .programs import loop_regions, loops, models, updates
 
 
 @dataclass
@@ -489,6 +489,22 @@ PROGRAMS: list[Case] = [
     Case("rnn_python_loop", models.rnn,
          lambda r: (r.standard_normal((3, 4)) * 0.5, r.standard_normal((4, 4)) * 0.5, r.standard_normal(4),
                     r.standard_normal((5, 2, 3)), r.standard_normal((2, 4)))),
+    # loop regions (issue 12): kept as loops, and loops that stay unrolled (a data branch,
+    # a changing shape, break, an early return)
+    Case("region_rnn", loop_regions.rnn, lambda r: loop_regions.rnn_args(9, seed=4)),
+    Case("region_cyclic_index", loop_regions.cyclic, normal((12,))),
+    Case("region_in_helper", loop_regions.calls_region,
+         lambda r: (r.standard_normal((4, 4)) * 0.4, r.standard_normal(4), r.standard_normal((9, 4)))),
+    Case("region_in_region", loop_regions.nested,
+         lambda r: (r.standard_normal((4, 4)) * 0.4, r.standard_normal((8, 4)) * 0.2)),
+    Case("region_rows_written", loop_regions.written_rows,
+         lambda r: (r.standard_normal((3, 3)), r.standard_normal((10, 3)))),
+    Case("region_rows_appended", loop_regions.appended,
+         lambda r: (r.standard_normal((3, 3)), r.standard_normal((10, 3)))),
+    Case("unrolled_data_branch", loop_regions.branchy, positive((10,))),
+    Case("unrolled_changing_shape", loop_regions.growing, normal((10,))),
+    Case("unrolled_break", loop_regions.breaking, normal((10,))),
+    Case("unrolled_early_return", loop_regions.returning, lambda r: (r.standard_normal(10) * 0.1,)),
     Case("helper_calls_args_kwargs", models.helper_calls, normal((3,), (3,))),
     Case("guard_taken", models.with_guard, positive((4,))),
     Case("guard_not_taken", models.with_guard, lambda r: (-r.uniform(0.5, 2, 4),)),

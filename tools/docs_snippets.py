@@ -44,8 +44,27 @@ def snippets() -> dict[str, str]:
         **_seed(),
         **_workflow(),
         **_primer(),
+        **_loops(),
         **_jvp(args),
     }
+
+
+def _loops() -> dict[str, str]:
+    """docs/how-it-works.md: a loop region on the tape and in the generated module."""
+    import numpy as np
+
+    from tests.programs import loop_regions as loops
+    from yota_s2s.codegen import write_module
+    from yota_s2s.compiler import gradient_tape
+    from yota_s2s.ir.printer import format_tape
+
+    args = (np.ones((4, 4)), np.ones((4, 3)), np.ones(4), np.ones(4), np.ones((100, 3)))
+    forward, tape = gradient_tape(loops.rnn, args)
+    text = write_module(tape, buffers=False)
+    model = (ROOT / "tests/programs/loop_regions.py").read_text()
+    return {"loop-model": model[:model.index("\n\n# --")] + "\n",
+            "loop-tape": format_tape(forward) + "\n",
+            "loop-module": text[text.index("    # -- forward --"):]}
 
 
 def _jvp(args: tuple) -> dict[str, str]:

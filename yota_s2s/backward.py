@@ -25,6 +25,8 @@ from .ir.tape import ACCUMULATE, Aval, Lit, Stmt, Tape, Var, tree_atoms
 from .rules.indexing import index_add
 from .rules.registry import NODIFF_ALL, Rule
 from .rules.template import bind, check_options
+from .ir.region import loop_of
+from .region_backward import sweep_region
 
 
 def backward(tape: Tape, ev: Evaluator, wrt: set[int] | None = None) -> Tape:
@@ -81,22 +83,17 @@ class _Sweep:
         self.full: dict[Var, Any] = {}        # v -> accumulated gradient (a Var or a constant)
         self.primals: dict[Var, Var] = {}     # a rule's result -> what it is the gradient of
         self.scatter: dict[Var, list[tuple[Any, Any, Stmt]]] = {}   # v -> [(key, dy, stmt)]
+        self.home: list[Stmt] = ev.stmts      # where the forward statements are (regions grow)
 
     def _active_vars(self) -> set[Var]:
         """Values on a differentiable path from an input that wants a gradient."""
-        active = {i.var for i, d in zip(self.tape.inputs, self.diff) if d}
-        for stmt in self.tape.stmts:
-            if NODIFF_ALL in self.rules.nodiffs.get(stmt.prim, ()):
-                refuse_complex(stmt, [u for u in stmt.uses() if u in active])
-                continue
-            if any(u in active for u in stmt.uses()):
-                active |= {o for o in stmt.outs if o.aval.is_float}
-        return active
+        seeds = {i.var for i, d in zip(self.tape.inputs, self.diff) if d}
+        return active_from(self.tape.stmts, seeds, self.rules)
 
     def run(self) -> Tape:
         ev, result = self.ev, self.tape.result
         ev.backward_mode = True
-        ev.stmts = list(self.tape.stmts)
+        ev.stmts = self.home = list(self.tape.stmts)
         if not isinstance(result, Var) or result.aval.size != 1 or not result.aval.is_float:
             raise YotaError(f"{self.tape.name} returns {_describe(result)}; gradients need a "
                             "scalar float result (or an array of one element)", self.tape.loc,
@@ -129,6 +126,8 @@ class _Sweep:
             return
         refuse_complex(stmt, [u for u in stmt.uses() if u in self.active])
         self.ev.loc_override = stmt.loc
+        if loop_of(stmt) is not None:
+            return sweep_region(self, stmt)
         dys = [self.adjoint(o) for o in stmt.outs]
         for name, tree in zip(stmt.prim.operands, stmt.args):
             name = name.lstrip("*")
@@ -259,6 +258,18 @@ class _Sweep:
 
     def emit(self, prim, operands: list, params: dict, grad_of: Var | None = None) -> Var:
         return self.ev.emit(prim, [to_tree(o) for o in operands], params, None, grad_of=grad_of)
+
+
+def active_from(stmts: list[Stmt], seeds: set[Var], rules) -> set[Var]:
+    """``seeds`` and the float values computed from them by ``stmts``."""
+    active = set(seeds)
+    for stmt in stmts:
+        if NODIFF_ALL in rules.nodiffs.get(stmt.prim, ()):
+            refuse_complex(stmt, [u for u in stmt.uses() if u in active])
+            continue
+        if any(u in active for u in stmt.uses()):
+            active |= {o for o in stmt.outs if o.aval.is_float}
+    return active
 
 
 def _value(tree: Any) -> Any:

@@ -137,7 +137,8 @@ def jvp_tape(f: Any, args: Sequence[Any], tangents: Sequence[Any] | None = None,
              rules: RuleSet = RULES, check: bool = False, passes: bool = True) -> tuple[Tape, Tape]:
     """(forward tape, optimized tape that also computes the tangent) for ``f`` on ``args``,
     the tangents' example values ``tangents`` (ones where None)."""
-    forward, ev = trace_function(f, args, rules)
+    # (forward mode has no JVP of a loop region yet: its loops are unrolled)
+    forward, ev = trace_function(f, args, rules, regions=False)
     if check:
         verify.check(forward)
     tape = forward_sweep(forward, ev, list(tangents or [None] * len(args)))

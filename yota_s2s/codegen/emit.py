@@ -31,6 +31,7 @@ from ..ir.tape import ACCUMULATE, TANGENT, Lit, Primitive, Stmt, Tape, Var, tree
 from ..text import dotted, identifier, literal
 from .blocks import Loop, plan_chains, write_chain
 from .buffers import MemoryPlan, plan_memory, storage, writer
+from .loops import Verbatim, loop_statements
 from .outside import outside_statements
 from .scalars import ScalarPlan, name_scalars, plan_scalars, scalar_statement, square
 from .writes import write_statement
@@ -129,6 +130,8 @@ class Emitter:
     def statements(self, stmt: Stmt) -> list[ast.stmt]:
         if stmt.prim.emit[:1] in (("external",), ("draw",), ("external_check",)):
             return outside_statements(self, stmt)
+        if stmt.prim.emit[:1] == ("loop",):
+            return loop_statements(self, stmt)
         try:
             special = scalar_statement(self, stmt)
             if special is None:
@@ -292,6 +295,8 @@ def unparse(node: ast.AST) -> str:
     """``ast.unparse``, but the same text on every Python we support: 3.10 writes a tuple
     target as ``(a, b) = ...`` where 3.11+ writes ``a, b = ...`` (committed files must not
     change with the reviewer's Python)."""
+    if isinstance(node, Verbatim):
+        return "\n".join(node.lines)
     node = ast.fix_missing_locations(node)
     if isinstance(node, ast.Assign) and len(node.targets) == 1 \
             and isinstance(node.targets[0], ast.Tuple) and len(node.targets[0].elts) > 1:

@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 from .. import __version__
 from ..errors import InternalError
+from ..ir.region import body_tapes
 from ..ir.tape import Tape, Var
 from ..text import (access_expr, comment, describe, docstring_line, identifier, literal_text,
                     name_base, printable)
@@ -148,8 +149,10 @@ def write_functions(tapes: Sequence[Tape], buffers: bool = False,
     """Each tape's function, and the imports they share (planned over all of them, so that one
     module-level name never means two things). ``blocked``: long elementwise chains of the
     buffered form run in cache-sized blocks (blocks.py; on a CPU, not on a GPU)."""
-    merged = tapes[0] if len(tapes) == 1 else tapes[0].copy(
-        stmts=[s for t in tapes for s in t.stmts],
+    # (the statements of loop bodies too: their calls are the module's imports as well)
+    merged = tapes[0].copy(
+        stmts=[s for t in tapes for s in t.stmts] +
+              [s for t in tapes for body in body_tapes(t) for s in body.stmts],
         params=tuple(dict.fromkeys(p for t in tapes for p in t.params)))
     functions = {function_name(t) for t in tapes}
     imports = plan_imports(merged, functions)

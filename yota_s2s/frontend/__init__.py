@@ -60,7 +60,8 @@ def unbind(fn: Any) -> tuple[Callable, Any]:
 
 def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES,
                    collector: Collector | None = None,
-                   dynamic: frozenset[int] = frozenset()) -> tuple[Tape, Evaluator]:
+                   dynamic: frozenset[int] = frozenset(),
+                   regions: bool = True) -> tuple[Tape, Evaluator]:
     """Evaluate ``fn`` on ``args``; returns the tape and the evaluator (which holds the example
     value of every Var, for the backward pass, and ``flattener``/``depends``: what the code
     read from its arguments and its globals). A ``collector`` turns on collecting mode."""
@@ -78,6 +79,7 @@ def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES,
                                      "fine in the helpers it calls.")
     ev = Evaluator(rules)
     ev.collector = collector
+    ev.regions = regions                # loops as loop regions (frontend/loops.py), or unrolled
     ev.flattener = flat = Flattener(ev.values, ev.input_vars, dynamic)
     ev.externals.function_found(fn, (FUNCTION, ()))     # its closure: the code's _fn argument
     names = param_names(fn, len(args))
@@ -96,7 +98,8 @@ def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES,
     tape = Tape(name=name, params=names, inputs=inputs, stmts=ev.stmts,
                 result=to_tree(result, loc), statics=flat.statics, loc=loc, layout=flat.layout,
                 arg_kinds=tuple("int" if i in dynamic and type(a) is int else arg_kind(a)
-                                for i, a in enumerate(args)), freevars=fn.__code__.co_freevars)
+                                for i, a in enumerate(args)), freevars=fn.__code__.co_freevars,
+                loops=list(ev.loop_notes))
     return tape, ev
 
 

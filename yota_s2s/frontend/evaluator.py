@@ -8,7 +8,9 @@ every branch can be decided:
 - calls to Python functions with source are inlined; primitives are recorded (``calls.py``);
 - ``if``/``while``/``and``/``or``/``x if c else y`` on static values pick a branch; on traced
   values they follow the example and record a *guard*, which the generated code checks;
-- ``for`` loops are unrolled; ``break``, ``continue`` and ``return`` work anywhere.
+- ``for`` loops become loop regions where the body is one program for every step
+  (``loops.py``), and are unrolled otherwise; ``break``, ``continue`` and ``return`` work
+  anywhere.
 
 Statements are here; expressions in ``expressions.py``; calls in ``calls.py``.
 """
@@ -27,6 +29,7 @@ from .collect import Collector
 from .expressions import ExpressionsMixin
 from .depends import Depends
 from .externals import Externals, module_root
+from .loops import LoopsMixin, TrialAbort
 from .source import ParsedFunction
 from .structs import set_attribute
 from .updates import UpdatesMixin
@@ -80,7 +83,7 @@ class Frame:
         raise KeyError(name)
 
 
-class Evaluator(ExpressionsMixin, CallsMixin, UpdatesMixin):
+class Evaluator(ExpressionsMixin, CallsMixin, UpdatesMixin, LoopsMixin):
     def __init__(self, rules: RuleSet, values: dict[Var, Any] | None = None):
         self.rules = rules
         self.stmts: list[Stmt] = []
@@ -99,6 +102,8 @@ class Evaluator(ExpressionsMixin, CallsMixin, UpdatesMixin):
         self.latest: dict[Var, Var] = {}      # in-place updates: see updates.py
         self.views: dict[Var, tuple[Var, Stmt]] = {}
         self.constants: set[Var] = set()
+        self.loop_notes: list[str] = []       # per loop: region or unrolled, and why (loops.py)
+        self.stack_rows: dict = {}
 
     # -- locations and errors ------------------------------------------------------------
 
@@ -210,7 +215,11 @@ class Evaluator(ExpressionsMixin, CallsMixin, UpdatesMixin):
         self.exec_block(branch)
 
     def stmt_For(self, node: gast.For) -> None:
-        items = self.iterate(self.expr(node.iter), node.iter, lazy=True)
+        iterable = self.loop_iterable(node.iter)
+        if self.region_for(node, iterable):
+            return
+        iterable = self.eager(iterable)
+        items = self.iterate(iterable, node.iter, lazy=True)
         for count, item in enumerate(items):
             if count >= MAX_LOOP:
                 raise self.unsupported(node, f"the loop runs more than {MAX_LOOP} times")
@@ -220,6 +229,8 @@ class Evaluator(ExpressionsMixin, CallsMixin, UpdatesMixin):
         self.exec_block(node.orelse)
 
     def stmt_While(self, node: gast.While) -> None:
+        if self.region_while(node):
+            return
         count = 0
         while self.truth(self.expr(node.test), node.test):
             count += 1
@@ -350,6 +361,8 @@ class Evaluator(ExpressionsMixin, CallsMixin, UpdatesMixin):
         if not isinstance(value, Var):
             return bool(value)
         value = self.current(value)
+        if self.trial_depth:
+            raise TrialAbort("the body branches on a traced value", self.loc(node))
         try:
             taken = bool(self.values[value])
         except ValueError:

@@ -169,7 +169,8 @@ class Analysis:
         self.last_memory: dict[Var, int] = {v: class_last.get(self.root(v), -1)
                                             for v in self.defined}
         self.returned: set[Var] = self._closure(self.outputs)
-        self.arguments: set[Var] = self._closure(i.var for i in tape.inputs)
+        self.arguments: set[Var] = self._closure(i.var for i in tape.inputs
+                                                 if i.var not in tape.owned)
 
     def _read_positions(self, inlined) -> list[int]:
         """Per statement, where its reads happen in the written code."""

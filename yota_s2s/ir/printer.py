@@ -18,6 +18,7 @@ import numpy as np
 
 from ..text import describe, literal_text, printable
 from .names import Namer, name_tape
+from .region import loop_of
 from .tape import Aval, Lit, Stmt, Tape, Var
 
 
@@ -61,6 +62,10 @@ def format_stmt(stmt: Stmt, names: Namer, used: set[Var] | None = None, shapes: 
     args = list(stmt.args)
     if stmt.prim.emit[:1] == ("getitem",):
         params.insert(0, ("key", args.pop()))   # the index key reads best as a parameter
+    if stmt.prim.emit[:1] == ("loop",):
+        loop = stmt.param("loop")
+        order = "reversed " if loop.reverse else ""
+        params = [("region", f"{order}{loop.source or 'range'}, {loop.length} steps")]
     ptext = ", ".join(f"{printable(k)}={format_tree(v, names)}" for k, v in params)
     head = printable(stmt.prim.name) + (f"[{ptext}]" if ptext else "")
     operands = " ".join(format_tree(a, names) for a in args)
@@ -79,8 +84,7 @@ def format_tape(tape: Tape, locations: bool = True, shapes: bool = True) -> str:
     head = f"tape {printable(tape.name)}({ins})"
     if shapes and isinstance(tape.result, Var):
         head += f" -> {tape.result.aval}"
-    lines = [(f"  {format_stmt(s, names, used, shapes)}", printable(s.loc.short) if s.loc else "")
-             for s in tape.stmts]
+    lines = _stmt_lines(tape, names, used, shapes, "  ")
     lines.append((f"  return {res}", ""))
     if tape.grads is not None:
         pairs = [f"{names[i.var]}: {format_tree(g, names) if g is not None else 'None'}"
@@ -88,6 +92,31 @@ def format_tape(tape: Tape, locations: bool = True, shapes: bool = True) -> str:
         lines.append((f"  grads {', '.join(pairs)}", ""))
     if tape.tangent is not None:
         lines.append((f"  tangent {format_tree(tape.tangent, names)}", ""))
+    if tape.loops:
+        lines += [(f"  # loop {printable(note)}", "") for note in tape.loops]
     width = max(len(text) for text, _ in lines) + 2
     body = [text.ljust(width) + f"# {loc}" if locations and loc else text for text, loc in lines]
     return "\n".join([head] + body)
+
+
+def _stmt_lines(tape: Tape, names: Namer, used: set[Var], shapes: bool, indent: str) -> list:
+    """Each statement's line; a region's body follows it, indented, as one step of the loop."""
+    lines = []
+    for s in tape.stmts:
+        lines.append((f"{indent}{format_stmt(s, names, used, shapes)}",
+                      printable(s.loc.short) if s.loc else ""))
+        loop = loop_of(s)
+        if loop is None:
+            continue
+        body = loop.body
+        inner = name_tape(body, taken=set(names.names.values()))
+        inner_used = {v for b in body.stmts for v in b.uses()} | \
+            {a for a in body.outputs() if isinstance(a, Var)}
+        fresh = [f"{inner[c]}={'empty' if f == 'empty' else 'zeros'}"
+                 for c, f in zip(loop.carried, loop.fresh) if f]
+        ins = [inner[v] for v in loop.operand_vars()]
+        lines.append((f"{indent}  step {inner[loop.index]}: {', '.join(fresh + ins)}", ""))
+        lines += _stmt_lines(body, inner, inner_used, shapes, indent + "    ")
+        carried = ", ".join(inner[c] for c in loop.carried)
+        lines.append((f"{indent}    next {carried} = {format_tree(body.result, inner)}", ""))
+    return lines

@@ -301,6 +301,9 @@ class Tape:
     # marks the Vars that are tangents (named ``dot_h``, where adjoints are ``dh``).
     tangent: Tree = None
     tangents: set = field(default_factory=set)
+    loops: list[str] = field(default_factory=list)    # per loop: region or unrolled, and why
+    # a loop body's inputs that the body owns and may write in place (ir/region.py: ``fresh``)
+    owned: frozenset = frozenset()
 
     def copy(self, **changes: Any) -> "Tape":
         fields = dict(self.__dict__)

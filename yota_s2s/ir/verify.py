@@ -18,6 +18,7 @@ from .names import name_tape
 from .play import apply_stmt, value_of
 from .play import run as play_stmts
 from .printer import format_stmt
+from .region import loop_of
 from .tape import Aval, Stmt, Tape, Var
 
 
@@ -48,16 +49,39 @@ def check(tape: Tape) -> Tape:
             target = stmt.first_var
             if target is None or last_use.get(target, -1) > index:
                 _fail(tape, index, "an in-place update's target is used after the update")
-            if target in inputs:
+            if target in inputs and target not in tape.owned:
                 _fail(tape, index, "an in-place update writes into an argument")
         for v in stmt.outs:
             if v in defined:
                 _fail(tape, index, f"{v!r} is defined twice")
             defined.add(v)
+        if loop_of(stmt) is not None:
+            _check_region(tape, index, stmt)
     for out in tape.outputs():
         if isinstance(out, Var) and out not in defined:
             _fail(tape, len(tape.stmts) - 1, f"output {out!r} is never defined")
     return tape
+
+
+def _check_region(tape: Tape, index: int, stmt: Stmt) -> None:
+    """A region's body is a well-formed tape of its own whose result matches its carried
+    values, and the statement has one operand per given input, one result per carried value."""
+    loop = loop_of(stmt)
+    body = loop.body
+    check(body)
+    if len(loop.fresh) != loop.ncarry or len(body.result) != loop.ncarry:
+        _fail(tape, index, "a region's body gives a result per carried value")
+    if len(stmt.args) != len(loop.operand_vars()):
+        _fail(tape, index, "a region has one operand per carried initial value and invariant")
+    for c, o, out in zip(loop.carried, body.result, stmt.outs):
+        aval = o.aval if isinstance(o, Var) else None
+        if aval is not None and (aval.shape, aval.dtype) != (c.aval.shape, c.aval.dtype):
+            _fail(tape, index, f"a carried value changes from {c.aval} to {aval} in a step")
+        if (out.aval.shape, out.aval.dtype) != (c.aval.shape, c.aval.dtype):
+            _fail(tape, index, f"a region's result {out.aval} is not its carried {c.aval}")
+    for c, fresh in zip(loop.carried, loop.fresh):
+        if fresh and c not in body.owned:
+            _fail(tape, index, "a carried value the region starts as zeros is the body's own")
 
 
 def call_stmt(stmt: Stmt, env: dict[Var, Any]) -> tuple:

@@ -8,6 +8,7 @@ nothing returned aliases an argument, another output or a read-only view (and de
 elimination drops what that replaced), and ``write_in_place`` turns updates (``setitem``) back
 into the in-place assignments the user wrote, where the old array is not needed.
 ``plain_constants`` then writes float64 constants as plain floats where that changes nothing.
+Loop bodies go through the same passes, each as a tape of its own (``regions.py``).
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from .dce import dce
 from .fold import fold
 from .inplace import write_in_place
 from .outputs import fresh_outputs
+from .regions import in_place_bodies, optimize_bodies
 from .signs import signs
 from .simplify import simplify
 
@@ -27,6 +29,15 @@ MAX_ROUNDS = 20
 
 
 def optimize(tape: Tape, rules: RuleSet, passes=PIPELINE) -> Tape:
+    tape = _rounds(tape, rules, passes)
+    tape, _ = dce(fresh_outputs(tape, rules), rules)
+    tape, _ = plain_constants(tape, rules)
+    # inside loop bodies (passes/regions.py): the same passes, each body a tape of its own
+    tape = optimize_bodies(tape, lambda body: _rounds(body, rules, passes + [plain_constants]))
+    return in_place_bodies(write_in_place(tape, rules), rules)
+
+
+def _rounds(tape: Tape, rules: RuleSet, passes) -> Tape:
     for _ in range(MAX_ROUNDS):
         changed = False
         for run_pass in passes:
@@ -34,9 +45,7 @@ def optimize(tape: Tape, rules: RuleSet, passes=PIPELINE) -> Tape:
             changed |= did
         if not changed:
             break
-    tape, _ = dce(fresh_outputs(tape, rules), rules)
-    tape, _ = plain_constants(tape, rules)
-    return write_in_place(tape, rules)
+    return tape
 
 
 __all__ = ["PIPELINE", "optimize", "cse", "dce", "fold", "signs", "simplify", "fresh_outputs",

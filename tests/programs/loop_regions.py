@@ -1,0 +1,175 @@
+# a tanh RNN summed over its steps (docs/how-it-works.md: loop regions)
+import numpy as np
+
+
+def rnn(W, U, b, h0, xs):
+    h = h0
+    loss = 0.0
+    for t in range(xs.shape[0]):
+        h = np.tanh(W @ h + U @ xs[t] + b)
+        loss += np.sum(h)
+    return loss
+
+
+# -- loops that become regions, and loops that stay unrolled (tests/test_loops.py) --
+
+def rnn_rows(W, U, b, h0, xs):
+    h = h0
+    total = 0.0
+    for x in xs:
+        h = np.tanh(W @ h + U @ x + b)
+        total = total + np.sum(h ** 2)
+    return total * 0.5
+
+
+def rnn_args(T=12, H=5, D=3, seed=0):
+    r = np.random.default_rng(seed)
+    return (r.normal(size=(H, H)) * 0.3, r.normal(size=(H, D)) * 0.3, r.normal(size=H) * 0.1,
+            r.normal(size=H), r.normal(size=(T, D)))
+
+
+def shifted(x, w):
+    s = 0.0
+    for i in range(1, x.shape[0]):
+        s = s + w * x[i] * x[i - 1] ** 2
+    return s
+
+
+def cyclic(x):
+    n = x.shape[0]
+    s = 0.0
+    for i in range(n):
+        s += x[i] * x[(i + 1) % n] ** 2
+    return s
+
+
+def branchy(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        if x[i] > 0:
+            s = s + x[i] ** 2
+        else:
+            s = s - x[i]
+    return s
+
+
+def growing(x):
+    v = x[:1]
+    for i in range(9):
+        v = np.concatenate([v, x[i:i + 1] * v[-1:]])
+    return np.sum(v)
+
+
+def breaking(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        if i == 5:
+            break
+        s = s + np.sin(x[i])
+    return s
+
+
+def returning(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + x[i] * s + 1.0
+        if i == 6:
+            return s
+    return s
+
+
+def short(x):
+    s = 0.0
+    for i in range(4):
+        s = s + np.exp(x[i])
+    return s
+
+
+def helper_step(h, W, x):
+    return np.tanh(W @ h + x)
+
+
+def with_helper(W, h0, xs):
+    h = h0
+    for t in range(xs.shape[0]):
+        h = helper_step(h, W, xs[t])
+    return np.sum(h * h)
+
+
+def inner_region(W, h, xs):
+    for t in range(xs.shape[0]):
+        h = np.tanh(W @ h + xs[t])
+    return h
+
+
+def calls_region(W, h0, xs):
+    return np.sum(inner_region(W, h0, xs) ** 2)
+
+
+def zipped(W, xs, ys):
+    h = np.zeros(W.shape[0])
+    s = 0.0
+    for x, y in zip(xs, ys):
+        h = np.tanh(W @ h + x)
+        s = s + np.sum((h - y) ** 2)
+    return s
+
+
+def enumerated(w, xs):
+    s = 0.0
+    for i, x in enumerate(xs):
+        s = s + np.sum(w * x) * xs[i - 1, 0]
+    return s
+
+
+def written_rows(W, xs):
+    h = np.zeros(W.shape[0])
+    out = np.zeros((xs.shape[0], W.shape[0]))
+    for t in range(xs.shape[0]):
+        h = np.tanh(W @ h + xs[t])
+        out[t] = h
+    return np.sum(out ** 2)
+
+
+def appended(W, xs):
+    h = np.zeros(W.shape[0])
+    hs = []
+    for t in range(xs.shape[0]):
+        h = np.tanh(W @ h + xs[t])
+        hs.append(h)
+    return np.sum(np.stack(hs) ** 2)
+
+
+def nested(W, xs):
+    h = np.zeros(W.shape[0])
+    for t in range(xs.shape[0]):
+        for k in range(8):
+            h = np.tanh(W @ h + xs[t] * k)
+    return np.sum(h)
+
+
+def counted(x):
+    s = 0.0
+    i = 1
+    while i < 10:
+        s = s + np.sin(x[i]) * x[i - 1]
+        i += 1
+    return s * i
+
+
+def masked(xs):
+    s = 0.0
+    for t in range(xs.shape[0]):
+        s = s + np.sum(xs[t][xs[t] > 0] ** 2)      # the selection's size is guarded
+    return s
+
+
+def index_scaled(x):
+    """A float made from the step index (t + 1.0): a Python float in the step and in its
+    adjoint (fuzzer seed 77020: saved in a float64 stack, it widened a float32 gradient)."""
+    h = x * 0.5
+    out = np.zeros((10,) + x.shape, dtype=x.dtype)
+    for t in range(10):
+        h = np.cos(h * 0.835 - 0.381)
+        out[t] = h * (t + 1.0)
+    return np.sum(np.tanh(out) * out)

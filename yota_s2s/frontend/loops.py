@@ -1,0 +1,510 @@
+"""``for`` loops that stay loops: the region trial (see ir/region.py for the statement).
+
+A ``for`` over ``range(...)`` or over an array's rows, with at least ``MIN_STEPS`` steps, is
+first *tried* as a region: its body runs once, into a scratch list of statements, with the
+step index a traced int ``t`` and every name the body assigns that holds a traced value (or a
+float) a fresh Var, the value at the start of any step. The trial keeps the region when that
+one step is the same program for every step:
+
+- the body never takes a decision on a traced value (a branch, a guard, a static use of ``t``:
+  ``range(t)``, ``if t == 0``), has no ``break``, ``continue`` or ``return``, no ``else``;
+- each carried value has the same shape and dtype after the step as before it;
+- names that hold static values (ints, lists, strings) keep them; Python lists and dicts are
+  not changed; a name first bound in the body is not read after the loop.
+
+Otherwise everything the trial did is undone (the frame's names, the statements, the update
+tables) and the loop is unrolled as before; ``loop_notes`` keeps what was chosen and why, which
+the tape printout shows. The region's values after the loop (the partial evaluator is concrete:
+later code may decide on them) come from running the body tape ``length`` times with numpy.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import gast
+import numpy as np
+
+from ..errors import YotaError
+from ..ir.analysis import Analysis
+from ..ir.region import EMPTY, Loop, loop_primitive
+from ..ir.tape import Aval, Input, Lit, Stmt, Tape, Var, tree_vars
+from ..passes.rewrite import substitute_stmt
+from ..rules.indexing import setitem
+
+MIN_STEPS = 8
+_MISSING = object()
+
+
+class TrialAbort(YotaError):
+    """The body is not the same program at every step: unroll (``what`` says why)."""
+
+
+class LoopsMixin:
+    trial_depth: int = 0
+    regions: bool = True    # False: every loop is unrolled (forward mode has no region yet)
+    stack_rows: dict        # a row a region appended to a list -> (its stack, its index)
+
+    def loop_iterable(self, node: gast.expr) -> Any:
+        """What a ``for`` iterates over: ``zip(...)`` and ``enumerate(...)`` of arrays and
+        ranges stay ``Steps`` (each step's items made from the index), anything else is the
+        value of the expression."""
+        if isinstance(node, gast.Call) and not node.keywords and \
+                not any(isinstance(a, gast.Starred) for a in node.args):
+            fn = self.expr(node.func)
+            if fn is zip or fn is enumerate:
+                args = self.elements(node.args)
+                if all(_steppable(a) for a in args[:1 if fn is enumerate else None]) and \
+                        (fn is zip or len(args) == 1 or
+                         len(args) == 2 and type(args[1]) is int):
+                    return Steps(fn, args, node)
+                return self.call(fn, args, {}, node)
+        return self.expr(node)
+
+    def eager(self, iterable: Any) -> Any:
+        """A ``Steps`` as the value Python would iterate (when the loop is unrolled)."""
+        if isinstance(iterable, Steps):
+            return self.call(iterable.fn, list(iterable.args), {}, iterable.node)
+        return iterable
+
+    def step_item(self, iterable: Any, index: Any, node: gast.AST) -> Any:
+        """The item of step ``index`` (a traced int, or an int)."""
+        if isinstance(iterable, Steps):
+            if iterable.fn is enumerate:
+                start = iterable.args[1] if len(iterable.args) == 2 else 0
+                count = index if not start else self.binop(gast.Add(), index, start, node)
+                return (count, self.step_item(iterable.args[0], index, node))
+            return tuple(self.step_item(a, index, node) for a in iterable.args)
+        if isinstance(iterable, range):
+            if not isinstance(index, Var):
+                return iterable[index]
+            item = index
+            if iterable.step != 1:
+                item = self.binop(gast.Mult(), item, iterable.step, node)
+            if iterable.start != 0:
+                item = self.binop(gast.Add(), item, iterable.start, node)
+            return item
+        return self.getitem(iterable, index, node)
+
+    def region_while(self, node: gast.While) -> bool:
+        """``while i < n: ...; i += k`` with ``i`` and ``n`` static ints: the loop
+        ``for i in range(i, n, k)`` without the increment, as a region when it can be one
+        (then ``i`` ends as the while loop leaves it). False: nothing done."""
+        test, body = node.test, node.body
+        if node.orelse or not body or not isinstance(test, gast.Compare) or \
+                len(test.ops) != 1 or not isinstance(test.left, gast.Name) or \
+                not isinstance(test.ops[0], (gast.Lt, gast.LtE, gast.Gt, gast.GtE, gast.NotEq)):
+            return False
+        name, last = test.left.id, body[-1]
+        if not (isinstance(last, gast.AugAssign) and isinstance(last.target, gast.Name) and
+                last.target.id == name and isinstance(last.op, (gast.Add, gast.Sub)) and
+                isinstance(last.value, gast.Constant) and type(last.value.value) is int and
+                last.value.value) or name in _assigned(body[:-1]):
+            return False
+        start = self.frame.locals.get(name)
+        bound_node = test.comparators[0]
+        if type(start) is not int or not isinstance(bound_node, (gast.Name, gast.Constant)):
+            return False
+        try:
+            bound = self.expr(bound_node)
+        except Exception:
+            return False
+        if type(bound) is not int:
+            return False
+        step = last.value.value if isinstance(last.op, gast.Add) else -last.value.value
+        op = test.ops[0]
+        if isinstance(op, gast.LtE):
+            bound += 1
+        elif isinstance(op, gast.GtE):
+            bound -= 1
+        elif isinstance(op, gast.NotEq) and (bound - start) % step:
+            return False
+        if (step > 0) != isinstance(op, (gast.Lt, gast.LtE, gast.NotEq)) and \
+                not isinstance(op, gast.NotEq):
+            return False
+        steps = range(start, bound, step)
+        loop = gast.For(target=gast.Name(name, gast.Store(), None, None), iter=test,
+                        body=body[:-1], orelse=[], type_comment=None)
+        gast.copy_location(loop, node)
+        loop.target = gast.copy_location(loop.target, test.left)
+        if not self.region_for(loop, steps):
+            return False
+        self.bind_name(name, start + len(steps) * step)
+        return True
+
+    def region_for(self, node: gast.For, iterable: Any) -> bool:
+        """Run ``node`` as a region if it can be one; False (nothing done) to unroll it."""
+        if self.collector is not None or self.backward_mode or not self.regions:
+            return False
+        length = _length(iterable)
+        if length is None:
+            return False
+        if length < MIN_STEPS:
+            return False        # short: unrolled, and not worth a note
+        reason = _syntax_reason(node)
+        if reason:
+            return self._unrolled(node, reason)
+        names = _assigned(node.body)
+        overrides: dict[str, Aval] = {}
+        for _ in range(3):
+            outcome = self._trial(node, iterable, length, names, overrides)
+            if isinstance(outcome, dict):
+                overrides.update(outcome)       # a carried value widened: try again from it
+                continue
+            if isinstance(outcome, str):
+                return self._unrolled(node, outcome)
+            return True
+        return self._unrolled(node, "carried values keep changing type")
+
+    def stacked(self, fn: Any, args: list, kwargs: dict) -> Var | None:
+        """``np.stack(hs)`` of the rows a region appended to ``hs``, in order: the stack the
+        region made (None for anything else)."""
+        if fn not in (np.stack, np.array, np.asarray) or len(args) != 1 or \
+                kwargs not in ({}, {"axis": 0}) or not isinstance(args[0], (list, tuple)) or \
+                not args[0]:
+            return None
+        rows = [self.stack_rows.get(r) if isinstance(r, Var) else None for r in args[0]]
+        stack = rows[0][0] if rows[0] else None
+        if stack is None or len(rows) != stack.aval.shape[0] or \
+                any(r is None or r[0] is not stack or r[1] != i for i, r in enumerate(rows)):
+            return None
+        return stack
+
+    def _unrolled(self, node: gast.AST, reason: str) -> bool:
+        loc = self.loc(node)
+        where = f"{loc.short} " if loc else ""
+        self.loop_notes.append(f"{where}unrolled: {reason}")
+        return False
+
+    # -- the trial -----------------------------------------------------------------------
+
+    def _trial(self, node: gast.For, iterable: Any, length: int, names: list[str],
+               overrides: dict[str, Aval]) -> Any:
+        """Trace one step. True: the region is on the tape; a str: why not (all undone);
+        a dict: carried values that must start wider (``s = 0.0`` then ``s += np.sum(x)``)."""
+        frame = self.frame
+        saved = (dict(frame.locals), self.stmts, dict(self.latest), dict(self.views),
+                 len(self.loop_notes))
+        containers = {id(v): (v, list(v.items()) if isinstance(v, dict) else list(v))
+                      for v in frame.locals.values() if type(v) in (list, dict)}
+        index = Var(Aval((), np.dtype(np.int64), weak=True),
+                    hint=node.target.id if isinstance(node.target, gast.Name) else "t")
+        self.values[index] = 0
+        carried: dict[str, tuple[Var, Any]] = {}
+        for name in names:
+            if name not in frame.locals:
+                continue
+            pre = self.current(frame.locals[name])
+            if not _traceable(pre):
+                continue
+            aval = overrides.get(name) or (pre.aval if isinstance(pre, Var) else Aval.of(pre))
+            var = Var(aval, hint=name)
+            value = self.values[pre] if isinstance(pre, Var) else pre
+            self.values[var] = np.asarray(value, aval.dtype)[()] if not aval.weak else value
+            carried[name] = (var, pre)
+            frame.locals[name] = var
+        self.stmts = []
+        self.trial_depth += 1
+        failure = None
+        try:
+            self.assign(node.target, self.step_item(iterable, index, node.iter))
+            self.exec_block(node.body)
+        except TrialAbort as e:
+            failure = e.what
+        except Exception as e:           # anything the step could not do with a traced index
+            failure = _short(e)
+        finally:
+            self.trial_depth -= 1
+        body = self.stmts
+        if failure is None:
+            outcome = self._check_step(node, names, carried, saved, containers, body)
+            if isinstance(outcome, tuple):
+                return self._make_region(node, iterable, length, index, carried, saved,
+                                         containers, body, *outcome)
+            failure = outcome
+        self._undo(saved, containers)
+        return failure
+
+    def _undo(self, saved, containers, notes: bool = True) -> None:
+        frame = self.frame
+        frame.locals.clear()
+        frame.locals.update(saved[0])
+        self.stmts = saved[1]
+        self.latest.clear()
+        self.latest.update(saved[2])
+        self.views.clear()
+        self.views.update(saved[3])
+        if notes:
+            del self.loop_notes[saved[4]:]
+        for obj, items in containers.values():
+            obj.clear()
+            obj.update(items) if isinstance(obj, dict) else obj.extend(items)
+
+    def _check_step(self, node, names, carried, saved, containers, body) -> Any:
+        """(carried names, their values after the step) when the step is a region; else a
+        reason (str) or the avals to start from (dict)."""
+        frame = self.frame
+        if any(s.prim.effect for s in body):
+            return "the body checks a traced value (a guard)"
+        made = {v for s in body for v in s.outs}
+        inputs = {v for v, _ in carried.values()}
+        appended = []               # hs.append(h): one value per step, stacked
+        for obj, items in containers.values():
+            now = list(obj.items()) if isinstance(obj, dict) else list(obj)
+            if isinstance(obj, list) and len(now) == len(items) + 1 and \
+                    all(a is b for a, b in zip(now, items)) and isinstance(now[-1], Var) and \
+                    (now[-1] in made or now[-1] in inputs):
+                appended.append((obj, now[-1]))
+                continue
+            if len(now) != len(items) or any(a is not b for a, b in zip(now, items)):
+                return "the loop changes a Python list or dict"
+        for old, new in self.latest.items():
+            if saved[2].get(old) is not new and old not in inputs and old not in made:
+                return "an array from before the loop is updated through another name"
+        outs, wider = [], {}
+        for name in names:
+            pre, now = saved[0].get(name, _MISSING), frame.locals.get(name, _MISSING)
+            if name in carried:
+                var = carried[name][0]
+                now = self.current(now) if now is not _MISSING else now
+                if now is var:
+                    continue
+                if not isinstance(now, Var):
+                    return f"`{name}` becomes a static value in the loop"
+                if now not in made:
+                    return f"`{name}` is not computed in the loop"
+                if now.aval != var.aval:
+                    if now.aval.shape == var.aval.shape and np.can_cast(
+                            var.aval.dtype, now.aval.dtype, "same_kind"):
+                        wider[name] = now.aval
+                        continue
+                    return f"`{name}` changes from {var.aval} to {now.aval} in the loop"
+                outs.append((name, now))
+            elif pre is _MISSING:
+                if isinstance(now, Var) and name in _loaded_outside(frame, node):
+                    return f"`{name}` is first bound in the loop and read after it"
+            elif not _same_static(pre, now):
+                return f"`{name}` is a static value that changes in the loop"
+        if wider:
+            return wider
+        if not outs and not appended:
+            return "the loop carries no traced value"
+        updated = {name for name, (var, _) in carried.items() if var in self.latest}
+        facts = Analysis(Tape("step", (), [Input(v, 0) for v in inputs], body,
+                              result=tuple(v for _, v in outs)), frozenset())
+        if any(facts.view_root(v) not in made for _, v in outs):
+            return "a carried value is a view of a value from before the step"
+        return (outs, updated, appended)
+
+    def _make_region(self, node, iterable, length, index, carried, saved, containers, body,
+                     outs, updated, appended) -> bool | str:
+        frame = self.frame
+        carried_names = [name for name, _ in outs]
+        c_in = [carried[n][0] for n in carried_names]
+        # what the body reads from outside the step: the invariants, as inputs of their own
+        defined = {index, *c_in} | {v for s in body for v in s.outs}
+        unchanged = {carried[n][0]: carried[n][1] for n in carried if n not in carried_names}
+        outer: dict[Var, Any] = {}
+        for stmt in body:
+            for v in stmt.uses():
+                if v not in defined and v not in outer:
+                    outer[v] = unchanged.get(v, v)
+        mapping = {}
+        for v in outer:
+            if v in unchanged:
+                mapping[v] = v          # already a Var of the step's own
+            else:
+                mapping[v] = k = Var(v.aval, hint=v.hint)
+                self.values[k] = self.values[v]
+        stmts = [substitute_stmt(s, lambda a: mapping.get(a, a)) for s in body]
+        stmts = _live(stmts, [v for _, v in outs] + [v for _, v in appended])
+        stacks_in, stacks_out = [], []
+        for obj, v in appended:
+            listed = next((n for n, o in frame.locals.items() if o is obj), "rows")
+            aval = Aval((length, *v.aval.shape), v.aval.dtype)
+            s_in, s_out = Var(aval, hint=listed), Var(aval, hint=listed)
+            self.values[s_in] = self.values[s_out] = np.zeros(aval.shape, aval.dtype)
+            stmts.append(Stmt((s_out,), self.rules.lookup(setitem), (s_in, index, v), (),
+                              self.loc(node), None))
+            stacks_in.append(s_in)
+            stacks_out.append(s_out)
+        used = {v for s in stmts for v in s.uses()}
+        invariants = [(mapping[v], o) for v, o in outer.items() if mapping[v] in used]
+        hint = index.hint or "t"
+        params = (hint, *carried_names, *(v.hint for v in stacks_in),
+                  *(k.hint or f"k{i}" for i, (k, _) in enumerate(invariants)))
+        c_all = c_in + stacks_in
+        inputs = [Input(index, 0)] + [Input(c, i + 1) for i, c in enumerate(c_all)] + \
+            [Input(k, i + 1 + len(c_all)) for i, (k, _) in enumerate(invariants)]
+        tape = Tape(name="step", params=params, inputs=inputs, stmts=stmts,
+                    result=tuple(v for _, v in outs) + tuple(stacks_out), loc=self.loc(node),
+                    owned=frozenset(stacks_in))
+        source = _loop_source(node)
+        loop = Loop(tape, length, len(c_all), source=source,
+                    fresh=(False,) * len(c_in) + (EMPTY,) * len(stacks_in))
+        operands = [_operand(carried[n][1]) for n in carried_names] + \
+            [_operand(o) for _, o in invariants]
+        prim = loop_primitive(loop, params[1:])
+        self._undo(saved, containers, notes=False)
+        try:
+            results = self.emit(prim, operands, {"loop": loop}, node)
+        except YotaError as e:          # a later step fails where the first did not
+            self._undo(saved, containers)
+            return f"a step fails: {_short(e)}"
+        results = results if isinstance(results, tuple) else (results,)
+        for (obj, _), stack, s_in in zip(appended, results[len(carried_names):], stacks_in):
+            stack.hint = stack.hint or s_in.hint
+            rows = [self.getitem(stack, i, node) for i in range(length)]
+            self.stack_rows.update((row, (stack, i)) for i, row in enumerate(rows))
+            obj.extend(rows)
+        for name, value in zip(carried_names, results):
+            pre = carried[name][1]
+            if isinstance(pre, Var) and name in updated:
+                self.latest[pre] = value        # ``out[t] = ...``: the array was updated
+            self.bind_name(name, value)
+        targets = {n.id for n in gast.walk(node.target) if isinstance(n, gast.Name)}
+        if targets & _loaded_outside(frame, node):
+            self.assign(node.target, self.step_item(iterable, length - 1, node.iter))
+        loc = self.loc(node)
+        self.loop_notes.append(f"{loc.short + ' ' if loc else ''}region: {source}, "
+                               f"{length} steps, carries "
+                               f"{', '.join(carried_names + [s.hint for s in stacks_in])}")
+        return True
+
+
+class Steps:
+    """``zip(...)``/``enumerate(...)`` in a ``for``, kept apart until the loop is decided."""
+
+    def __init__(self, fn: Any, args: list, node: gast.AST):
+        self.fn, self.args, self.node = fn, args, node
+
+
+def _steppable(value: Any) -> bool:
+    return isinstance(value, range) or isinstance(value, Var) and value.aval.ndim >= 1 \
+        and not value.aval.weak
+
+
+def _length(iterable: Any) -> int | None:
+    if isinstance(iterable, Steps):
+        parts = iterable.args[:1] if iterable.fn is enumerate else iterable.args
+        lengths = [_length(p) for p in parts]
+        return min(lengths) if lengths and None not in lengths else None
+    if isinstance(iterable, range):
+        return len(iterable)
+    if _steppable(iterable):
+        return iterable.aval.shape[0]
+    return None
+
+
+def _operand(value: Any) -> Any:
+    return value if isinstance(value, Var) else Lit(value)
+
+
+def _traceable(value: Any) -> bool:
+    if isinstance(value, Var):
+        return True
+    if isinstance(value, (float, complex, np.floating, np.complexfloating)):
+        return True
+    return isinstance(value, np.ndarray) and value.dtype.kind in "fc"
+
+
+def _same_static(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    if type(a) is not type(b) or isinstance(a, (Var, np.ndarray)):
+        return False
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
+def _short(e: Exception) -> str:
+    what = getattr(e, "what", None) or str(e) or type(e).__name__
+    return what.splitlines()[0][:120]
+
+
+def _live(stmts: list, outs: list) -> list:
+    live = set(outs)
+    kept = []
+    for stmt in reversed(stmts):
+        if stmt.prim.effect or any(o in live for o in stmt.outs):
+            kept.append(stmt)
+            live.update(stmt.uses())
+    kept.reverse()
+    return kept
+
+
+def _loop_source(node: gast.For) -> str:
+    try:
+        return gast.unparse(node.iter) if hasattr(gast, "unparse") else \
+            __import__("ast").unparse(gast.gast_to_ast(node.iter))
+    except Exception:
+        return "the loop"
+
+
+def _walk_own(nodes, loops: bool = True):
+    """The nodes of a block, not entering function definitions (nor loops, with
+    ``loops=False``: a ``break`` there is that loop's)."""
+    stack = list(nodes)
+    while stack:
+        n = stack.pop()
+        yield n
+        for child in gast.iter_child_nodes(n):
+            if isinstance(child, (gast.FunctionDef, gast.Lambda, gast.AsyncFunctionDef)):
+                continue
+            if not loops and isinstance(child, (gast.For, gast.While)):
+                continue
+            stack.append(child)
+
+
+def _syntax_reason(node: gast.For) -> str | None:
+    if node.orelse:
+        return "the loop has an else block"
+    for n in _walk_own(node.body, loops=False):
+        if isinstance(n, gast.Break):
+            return "break"
+        if isinstance(n, gast.Continue):
+            return "continue"
+    for n in _walk_own(node.body):
+        if isinstance(n, gast.Return):
+            return "return inside the loop"
+        if isinstance(n, (gast.Yield, gast.YieldFrom)):
+            return "yield inside the loop"
+        if isinstance(n, (gast.Global, gast.Nonlocal)):
+            return "global names"
+        if isinstance(n, (gast.Assign, gast.AugAssign, gast.AnnAssign)):
+            targets = n.targets if isinstance(n, gast.Assign) else [n.target]
+            for t in targets:
+                for sub in gast.walk(t):
+                    if isinstance(sub, gast.Attribute) and isinstance(sub.ctx, gast.Store):
+                        return "an attribute is assigned in the loop"
+    return None
+
+
+def _assigned(body: list) -> list[str]:
+    """Names the body binds or updates (``x = ...``, ``x += ...``, ``x[i] = ...``), in order."""
+    names: dict[str, None] = {}
+    for n in _walk_own(body):
+        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
+            names[n.id] = None
+        elif isinstance(n, gast.Subscript) and isinstance(n.ctx, gast.Store):
+            base = n.value
+            while isinstance(base, gast.Subscript):
+                base = base.value
+            if isinstance(base, gast.Name):
+                names[base.id] = None
+        elif isinstance(n, gast.AugAssign) and isinstance(n.target, gast.Subscript):
+            base = n.target.value
+            if isinstance(base, gast.Name):
+                names[base.id] = None
+    return sorted(names)
+
+
+def _loaded_outside(frame, node: gast.For) -> set[str]:
+    """Names read in the function outside the loop ``node`` (conservatively: anywhere else)."""
+    inside = {id(n) for n in gast.walk(node)}
+    return {n.id for n in gast.walk(frame.fn.node)
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and id(n) not in inside}
+
+
+__all__ = ["LoopsMixin", "TrialAbort", "MIN_STEPS", "tree_vars"]

@@ -1,0 +1,56 @@
+"""The passes inside loop regions (ir/region.py): each body is optimized as a tape of its own.
+
+A body's inputs (the step index, the carried values, the invariants) and its result (the
+carried values after a step) stay as they are, so the region statement around it keeps its
+operands and results: nothing moves across the region boundary. Dead-code elimination inside
+a body keeps what the next step or the region's results need; common subexpressions are merged
+within one step only.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable
+
+from ..ir.analysis import Analysis
+from ..ir.region import loop_of
+from ..ir.tape import Stmt, Tape
+from ..rules.registry import RuleSet
+
+
+def optimize_bodies(tape: Tape, optimize: Callable[[Tape], Tape]) -> Tape:
+    """``tape`` with every region's body (and theirs, depth first) run through ``optimize``."""
+    return _each_body(tape, lambda body: optimize(optimize_bodies(body, optimize)))
+
+
+def in_place_bodies(tape: Tape, rules: RuleSet) -> Tape:
+    """``write_in_place`` inside every body. A carried array that the body then updates in
+    place (``out[t] = h``) becomes the loop's own: the body tape ``owns`` it and codegen
+    starts it as a copy of its initial value, once, before the loop."""
+    from .inplace import write_in_place
+
+    def lower(body: Tape, loop) -> Tape:
+        body = in_place_bodies(body, rules)
+        given = frozenset(c for c, f in zip(loop.carried, loop.fresh)
+                          if not f and not c.aval.weak and c.aval.ndim)
+        body = write_in_place(body.copy(owned=body.owned | given), rules)
+        facts = Analysis(body)
+        written = {facts.root(s.first_var) for s in body.stmts
+                   if s.prim.inplace and s.first_var is not None}
+        body.owned = (body.owned - given) | frozenset(c for c in given if c in written)
+        return body
+    return _each_body(tape, lower, with_loop=True)
+
+
+def _each_body(tape: Tape, change: Callable, with_loop: bool = False) -> Tape:
+    stmts: list[Stmt] = []
+    changed = False
+    for stmt in tape.stmts:
+        loop = loop_of(stmt)
+        if loop is not None:
+            body = change(loop.body, loop) if with_loop else change(loop.body)
+            new = replace(loop, body=body)
+            stmt = stmt.replace(params=tuple((k, new if k == "loop" else v)
+                                             for k, v in stmt.params))
+            changed = True
+        stmts.append(stmt)
+    return tape.copy(stmts=stmts) if changed else tape

@@ -1,0 +1,292 @@
+"""The derivative of a loop region (ir/region.py): a region again, running backwards.
+
+For ``c = loop(init, k)`` with body ``c_out = step(t, c_in, k)``::
+
+    forward:  the same loop, which also saves each value the backward step reads into a
+              stack of its own, ``H[t] = h`` (a carried array that starts as zeros, made by
+              the loop, written in place: one T x shape array per saved quantity)
+    backward: for t in reversed(range(T)):
+                  h = H[t]                          # what the step's adjoint reads
+                  dc_in, dk += adjoint of the step at (dc_out)
+              carried: the cotangents of the carried values (starting as the gradients of the
+              region's results) and one accumulator per invariant that needs a gradient
+
+The step's adjoint is the ordinary reverse sweep (backward.py) over the body's statements,
+seeded with the carried cotangents; a region inside the body is differentiated the same way
+(its saved stacks become values of the outer step, saved in turn). The backward region is an
+ordinary region, so the plain module can be differentiated again.
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from .frontend.values import to_tree
+from .ir.region import EMPTY, Loop, loop_of, loop_primitive
+from .ir.tape import ACCUMULATE, Aval, Input, Lit, Stmt, Tape, Var, tree_atoms
+from .rules.indexing import index_add, setitem_
+
+SAVED = "saved by the forward loop for the backward loop"
+
+
+def sweep_region(sweep, stmt: Stmt) -> None:
+    from .backward import _Sweep, active_from
+    ev, rules = sweep.ev, sweep.rules
+    loop: Loop = loop_of(stmt)
+    body = loop.body
+    dys = [sweep.adjoint(o) for o in stmt.outs]
+    outer = dict(zip(loop.operand_vars(), stmt.args))
+    seeds = {v for v, a in outer.items() if isinstance(a, Var) and a in sweep.active}
+    while True:                     # a carried value is active once any step makes it so
+        act = active_from(body.stmts, seeds, rules)
+        more = {c for c, o in zip(loop.carried, body.result) if o in act} - seeds
+        if not more:
+            break
+        seeds |= more
+    carried = [c for c in loop.carried if c in seeds]
+    if not carried and not any(k in seeds for k in loop.invariants):
+        return
+
+    sub = _Sweep.__new__(_Sweep)
+    sub.tape, sub.ev, sub.rules, sub.active = body, ev, rules, act
+    sub.full, sub.scatter, sub.primals = {}, {}, sweep.primals
+    sub.home = list(body.stmts)
+    outer_stmts, ev.stmts = ev.stmts, []
+    cot: dict[Var, Var] = {}        # carried c -> its cotangent at the end of a step
+    for c, o in zip(loop.carried, body.result):
+        if c in seeds:
+            cot[c] = Var(c.aval, grad_of=c)
+            ev.values[cot[c]] = np.zeros(c.aval.shape, c.aval.dtype)
+            if isinstance(o, Var) and o in act:
+                sub.full[o] = cot[c]
+    for s in reversed(list(sub.home)):
+        sub.sweep(s)
+    ev.loc_override = stmt.loc
+    cot_out: dict[Var, Any] = {}
+    for c in cot:
+        ev.rule_text = "the cotangent of the value carried into the step"
+        g = sub.adjoint(c)
+        g = sub.fit(g, c.aval) if g is not None else sub.emit(
+            rules.lookup(np.zeros), [Lit(c.aval.shape)], _dtype(c.aval), grad_of=c)
+        cot_out[c] = g
+    acc_in: dict[Var, Var] = {}
+    acc_out: dict[Var, Any] = {}
+    for k in loop.invariants:
+        parts, total = sub.scatter.pop(k, []), sub.full.pop(k, None)
+        if not parts and total is None:
+            continue
+        acc_in[k] = buf = Var(k.aval, grad_of=k)
+        ev.values[buf] = np.zeros(k.aval.shape, k.aval.dtype)
+        for key, dy, s in parts:
+            ev.loc_override, ev.rule_text = s.loc, "getitem a: da[key] += dy"
+            buf = sub.emit(rules.lookup(index_add), [buf, key, sub.fit(dy, s.out.aval)], {},
+                           grad_of=k)
+        if total is not None:
+            ev.rule_text = ACCUMULATE
+            buf = sub.emit(rules.lookup(operator.add), [buf, sub.fit(total, k.aval)], {},
+                           grad_of=k)
+        acc_out[k] = buf
+    back = ev.stmts
+    ev.stmts = outer_stmts
+
+    # what the backward step reads of the forward step: saved per step, or an invariant
+    made_fwd = {v for s in sub.home for v in s.outs} | set(loop.carried)
+    made_back = {v for s in back for v in s.outs}
+    reads: dict[Var, None] = {}
+    for s in back:
+        for v in s.uses():
+            if v in made_fwd and v not in made_back:
+                reads[v] = None
+    for g in [*cot_out.values(), *acc_out.values()]:
+        if isinstance(g, Var) and g in made_fwd and g not in made_back:
+            reads[g] = None
+    index = loop.index
+    fwd_stmts = list(sub.home)
+    # a row of an invariant (``xs[t]``) is read again, not saved
+    producer = {o: s for s in fwd_stmts for o in s.outs}
+    cheap: dict[Var, bool] = {}
+
+    def again(v: Any) -> bool:
+        """Made again in the backward step rather than saved: a row of an invariant, an index
+        computed from the step's (``x[(i + 1) % n]``)."""
+        if not isinstance(v, Var) or v is index or v in loop.invariants:
+            return True
+        if v not in cheap:
+            made = producer.get(v)
+            cheap[v] = made is not None and (
+                made.prim.fn is operator.getitem or
+                v.aval.ndim == 0 and (v.aval.dtype.kind in "iub" or v.aval.weak)
+                and made.prim.ufunc is not None
+            ) and all(again(u) for u in made.uses())
+        return cheap[v]
+    remade = {v for v in reads if again(v)}
+    for v in list(remade):
+        stack = [v]
+        while stack:
+            u = stack.pop()
+            if u in producer:
+                remade.add(u)
+                stack += [w for w in producer[u].uses() if w not in remade]
+    prologue = [s for s in fwd_stmts if any(o in remade for o in s.outs)]
+    for v in remade:
+        reads.pop(v, None)
+    names = tuple(body.params)
+    hint_of = body.hint_of
+    # one stack per saved value; a carried value read both before and after the step (the
+    # state h and the new state) takes one stack of length + 1 rows, as a handwritten BPTT
+    # keeps its states: the step at t reads its state at row t and writes the next at t + 1
+    # (the other way round in a loop that counts down)
+    groups: list[tuple[str, int, list]] = []      # (name, rows, [(var, row offset, first)])
+    for c, o in zip(loop.carried, body.result):
+        if c in reads and isinstance(o, Var) and o in reads and o not in loop.carried:
+            ahead = (0, 1) if not loop.reverse else (1, 0)
+            groups.append((_stack_name(hint_of(c) or "v"), loop.length + 1,
+                           [(c, ahead[0], True), (o, ahead[1], False)]))
+            del reads[c], reads[o]
+    for v in reads:
+        suffix = "_prev" if v in loop.carried else ""
+        groups.append((_stack_name(hint_of(v) or "v") + suffix, loop.length,
+                       [(v, 0, v in loop.carried)]))
+    shifted = {}
+
+    def row(offset: int, into: list, rule: str | None) -> Any:
+        if not offset:
+            return index
+        key = (offset, id(into))
+        if key not in shifted:
+            shifted[key] = Var(index.aval)
+            ev.values[shifted[key]] = offset
+            into.append(Stmt((shifted[key],), rules.lookup(operator.add),
+                             (index, Lit(offset)), (), stmt.loc, rule))
+        return shifted[key]
+
+    stacks_in, stacks_out, stack_args, stack_names = [], [], [], []
+    first, last = [], []
+    for base, rows, saves in groups:
+        v0 = saves[0][0]
+        aval = Aval((rows, *v0.aval.shape), v0.aval.dtype)
+        s_in, s_b = Var(aval, hint=base), Var(aval, hint=base)
+        ev.values[s_in] = ev.values[s_b] = np.zeros(aval.shape, aval.dtype)
+        current = s_in
+        for v, offset, before in saves:
+            into = first if before else last
+            at = row(offset, into, None)
+            s_out = Var(aval, hint=base)
+            ev.values[s_out] = ev.values[s_in]
+            into.append(Stmt((s_out,), rules.lookup(setitem_), (current, at, v), (), stmt.loc,
+                             None))
+            current = s_out
+            at = row(offset, prologue, SAVED)
+            python = {"f": float, "c": complex}.get(v.aval.dtype.kind) if v.aval.weak else None
+            read = Var(Aval((), v.aval.dtype)) if python else v
+            ev.values[read] = ev.values[v]
+            prologue.append(Stmt((read,), rules.lookup(operator.getitem), (s_b, at), (), stmt.loc,
+                                 SAVED))
+            if python:          # a Python float saved in a float64 stack: a Python float again
+                prologue.append(Stmt((v,), rules.lookup(python), (read,), (), stmt.loc, SAVED))
+        stacks_in.append(s_in)
+        stacks_out.append(current)
+        stack_args.append(s_b)
+        stack_names.append(base)
+    fwd_stmts = first + fwd_stmts + last
+    # the forward region, saving
+    n = loop.ncarry
+    fwd_inputs = [Input(index, 0)] + [Input(c, i + 1) for i, c in enumerate(loop.carried)] + \
+        [Input(s, n + 1 + i) for i, s in enumerate(stacks_in)] + \
+        [Input(k, n + 1 + len(stacks_in) + i) for i, k in enumerate(loop.invariants)]
+    fwd_params = names[:1 + n] + tuple(stack_names) + names[1 + n:]
+    fwd_body = body.copy(inputs=fwd_inputs, stmts=fwd_stmts, params=fwd_params,
+                         result=tuple(body.result) + tuple(stacks_out),
+                         owned=body.owned | frozenset(stacks_in))
+    fwd_loop = Loop(fwd_body, loop.length, n + len(stacks_in),
+                    fresh=tuple(loop.fresh) + (EMPTY,) * len(stacks_in), reverse=loop.reverse,
+                    source=loop.source)
+    fwd_prim = loop_primitive(fwd_loop, fwd_params[1:])
+    stacks = tuple(Var(s.aval, hint=s.hint) for s in stacks_in)
+    fwd = Stmt(tuple(stmt.outs) + stacks, fwd_prim, stmt.args, (("loop", fwd_loop),), stmt.loc,
+               stmt.rule)
+    for v in stacks:            # (nothing decides on a saved value: its example is zeros)
+        ev.values[v] = np.zeros(v.aval.shape, v.aval.dtype)
+    where = next(i for i, s in enumerate(sweep.home) if s is stmt)
+    sweep.home[where] = fwd
+
+    # the backward region
+    read_back = {u for s in prologue + back for u in s.uses()} | \
+        {g for g in [*cot_out.values(), *acc_out.values()] if isinstance(g, Var)}
+    invariants = [k for k in loop.invariants if k in read_back]
+    for k in invariants:
+        reads.pop(k, None)
+    # a cotangent the step passes on unchanged (that of a running sum) is an invariant
+    steady = [c for c in cot if cot_out[c] is cot[c]]
+    dinit = {c: dys[loop.carried.index(c)] for c in cot}
+    for c in steady:
+        if dinit[c] is None:
+            dinit[c] = sub.emit(rules.lookup(np.zeros), [Lit(c.aval.shape)], _dtype(c.aval),
+                                grad_of=c)
+        del cot_out[c]
+    held = {c: cot.pop(c) for c in steady}
+    cvars = list(cot.values()) + list(acc_in.values())
+    b_inputs = [Input(index, 0)] + [Input(v, i + 1) for i, v in enumerate(cvars)] + \
+        [Input(k, 1 + len(cvars) + i)
+         for i, k in enumerate(list(held.values()) + invariants + stack_args)]
+    pname = {k: p for k, p in zip(loop.invariants, names[1 + n:])}
+    cname = {c: p for c, p in zip(loop.carried, names[1:1 + n])}
+    b_params = (names[0],) + tuple("d" + cname[c] for c in cot) + \
+        tuple("d" + pname[k] for k in acc_in) + tuple("d" + cname[c] for c in held) + \
+        tuple(pname[k] for k in invariants) + \
+        tuple(s.hint for s in stack_args)
+    b_result = tuple(to_tree(cot_out[c]) for c in cot) + tuple(to_tree(acc_out[k]) for k in acc_in)
+    b_body = Tape(name="step_grad", params=b_params, inputs=b_inputs, stmts=prologue + back,
+                  result=b_result, loc=body.loc, primals=dict(body.primals))
+    fresh = tuple(dinit[c] is None for c in cot) + (True,) * len(acc_in)
+    b_body.owned = frozenset(v for v, f in zip(cvars, fresh) if f)
+    b_loop = Loop(b_body, loop.length, len(cvars), fresh=fresh, reverse=not loop.reverse,
+                  source=loop.source)
+    operands = [to_tree(dinit[c]) for c in cot if dinit[c] is not None]
+    operands += [to_tree(dinit[c]) for c in held] + [outer[k] for k in invariants] + list(stacks)
+    ev.loc_override, ev.rule_text = stmt.loc, "the loop's backward: its step's adjoint, reversed"
+    b_prim = loop_primitive(b_loop, b_params[1:])
+    # the gradients' examples are zeros: nothing decides on a gradient's value, and running
+    # the loop here would make compile time grow with the trip count
+    primal = [outer.get(c) for c in cot] + [outer[k] for k in acc_in]
+    outs = tuple(Var(Aval.of(_zeros_like(ev.values[v])),
+                     grad_of=p if isinstance(p, Var) else None) for v, p in zip(cvars, primal))
+    for v, o in zip(cvars, outs):
+        ev.values[o] = _zeros_like(ev.values[v])
+    ev.stmts.append(Stmt(outs, b_prim, tuple(operands), (("loop", b_loop),), stmt.loc,
+                         ev.rule_text))
+    for c, g in zip(cot, outs[:len(cot)]):
+        init = outer.get(c)
+        if isinstance(init, Var) and init in sweep.active:
+            sweep.accumulate(init, g)
+    for c in held:
+        init = outer.get(c)
+        if isinstance(init, Var) and init in sweep.active:
+            sweep.accumulate(init, sweep.fit(dinit[c], init.aval))
+    for k, g in zip(acc_in, outs[len(cot):]):
+        if outer[k] in sweep.active:
+            sweep.accumulate(outer[k], sweep.fit(g, outer[k].aval))
+
+
+def _concrete(ev, atom: Any) -> Any:
+    if isinstance(atom, tuple):
+        return tuple(_concrete(ev, a) for a in atom)
+    return ev.values[atom] if isinstance(atom, Var) else atom.value
+
+
+def _zeros_like(value: Any) -> Any:
+    return np.zeros_like(value) if isinstance(value, np.ndarray) else type(value)(0)
+
+
+def _dtype(aval: Aval) -> dict:
+    return {} if aval.dtype == np.float64 else {"dtype": aval.dtype}
+
+
+def _stack_name(base: str) -> str:
+    upper = base.upper()
+    return upper if upper != base and upper.isidentifier() else f"{base}_all"
+
+
+__all__ = ["sweep_region", "SAVED", "tree_atoms"]
