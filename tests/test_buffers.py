@@ -460,10 +460,9 @@ def eight_reads(x):
 
 
 def every_element(x):
-    total = 0.0
-    for i in range(x.shape[0]):
-        total = total + x[i] * x[(i + 1) % x.shape[0]]
-    return total
+    """Every element read, in straight-line code (a ``for`` loop here would be a loop region)."""
+    n = x.shape[0]
+    return sum(x[i] * x[(i + 1) % n] for i in range(n))
 
 
 @pytest.mark.parametrize("fn, size, floats", [
