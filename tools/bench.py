@@ -13,6 +13,8 @@ It prints medians and ratios (to the forward call, to the handwritten gradient, 
 gradient against each peer); with tracemalloc, the bytes a steady-state call allocates (its peak
 above the memory before it) and keeps, and peak memory (that, plus the work arrays a generated
 module holds); and compile time: the latency of the first ``simplegrad`` call, from a cold cache.
+
+    python tools/bench.py --compile-growth     # compile stages against program and array size
 """
 from __future__ import annotations
 
@@ -286,7 +288,14 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=15, help="timed samples per implementation")
     parser.add_argument("--threads", default="1", help="threads per framework (default 1)")
     parser.add_argument("--peers", default=",".join(PEERS), help="peers to run, if installed")
+    parser.add_argument("--compile-growth", action="store_true",
+                        help="instead: compile time and memory per stage against program length "
+                             "and array size, with growth exponents (tools/growth.py)")
     opts = parser.parse_args()
+    if opts.compile_growth:
+        import growth
+        print(growth.report())
+        return
     chosen = [w for w in workloads.WORKLOADS if not opts.only or w.name in opts.only.split(",")]
     results, compile_ms = [], {}
     for w in chosen:

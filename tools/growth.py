@@ -202,8 +202,8 @@ def sweep(title: str, runs: list[tuple[str, float, Callable, tuple]], against: s
                           f"**{slope(xs, totals):.2f}** | {mem_exp} | |"]
 
 
-def report(quick: bool = False) -> str:
-    steps = (25, 50, 100, 200) if quick else (200, 400, 800, 1600)
+def report(quick: bool = False, steps: tuple = ()) -> str:
+    steps = steps or ((25, 50, 100, 200) if quick else (200, 400, 800, 1600))
     ops = (50, 100, 200) if quick else (50, 100, 200, 400, 800)
     sizes = (10**3, 10**4, 10**5) if quick else (10**3, 10**4, 10**5, 10**6, 10**7)
     batches = (16, 64, 256) if quick else (16, 64, 256, 1024)
@@ -229,8 +229,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="smaller sizes")
+    parser.add_argument("--steps", help="RNN lengths, comma-separated (default 200,400,800,1600)")
     opts = parser.parse_args()
-    print(report(opts.quick))
+    steps = tuple(int(s) for s in opts.steps.split(",")) if opts.steps else ()
+    print(report(opts.quick, steps))
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from ..errors import SourceLoc, StaticValueError, UnsupportedSyntax, YotaError
 from ..ir.tape import Stmt, Var
 from ..rules.registry import RuleSet
 from .calls import CallsMixin
+from .abstract import Values
 from .collect import Collector
 from .expressions import ExpressionsMixin
 from .depends import Depends
@@ -84,7 +85,7 @@ class Evaluator(ExpressionsMixin, CallsMixin, UpdatesMixin):
     def __init__(self, rules: RuleSet, values: dict[Var, Any] | None = None):
         self.rules = rules
         self.stmts: list[Stmt] = []
-        self.values: dict[Var, Any] = values if values is not None else {}
+        self.values = Values(values or {})      # example values; ghosts until read (abstract.py)
         self.frame: Frame | None = None
         self.depth = 0
         self.hint_depth: dict[Var, int] = {}
