@@ -218,12 +218,14 @@ def _chain(x):
     return np.sum(y * y)
 
 
-def test_compile_memory_does_not_grow_with_the_arrays():
+def test_compile_memory_does_not_grow_with_the_arrays(monkeypatch):
     """A chain on 1e6 floats compiles keeping no value of that size: the evaluator and the
     backward sweep know the intermediates by shape and dtype (issue 14)."""
     import tracemalloc
 
     from yota_s2s.compiler import compile_grad
+    from yota_s2s.frontend import abstract
+    monkeypatch.setattr(abstract, "CHECK", False)       # (which computes every value)
     x = np.linspace(-1.0, 1.0, 1_000_000)
     tracemalloc.start()
     try:
@@ -236,10 +238,11 @@ def test_compile_memory_does_not_grow_with_the_arrays():
     assert np.isclose(value, _chain(x))
 
 
-def test_values_read_by_python_are_computed_from_the_statements():
+def test_values_read_by_python_are_computed_from_the_statements(monkeypatch):
     """A branch on a value and float() of one see the real numbers (computed on demand, with
     what they depend on); what nothing reads stays a ghost."""
-    from yota_s2s.frontend import trace_function
+    from yota_s2s.frontend import abstract, trace_function
+    monkeypatch.setattr(abstract, "CHECK", False)
 
     def branchy(x):
         y = np.exp(x) * 2.0
