@@ -85,7 +85,8 @@ class Evaluator(ExpressionsMixin, CallsMixin, UpdatesMixin):
     def __init__(self, rules: RuleSet, values: dict[Var, Any] | None = None):
         self.rules = rules
         self.stmts: list[Stmt] = []
-        self.values = Values(values or {})      # example values; ghosts until read (abstract.py)
+        # the example values; ghosts until Python code reads them (abstract.py)
+        self.values = values if isinstance(values, Values) else Values(values or {})
         self.frame: Frame | None = None
         self.depth = 0
         self.hint_depth: dict[Var, int] = {}
