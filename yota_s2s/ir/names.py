@@ -2,7 +2,7 @@
 
 - Parameters keep their names; values bound to a source name keep it (``h``), later SSA
   versions of the same name get ``h_1``, ``h_2``.
-- Adjoints are ``d<primal>`` (``dW``, ``dh``). When a gradient is accumulated from several
+- Adjoints are ``d<primal>`` (``dW``, ``dh``), tangents (forward mode) ``dot_<primal>``. When a gradient is accumulated from several
   contributions, the total gets the plain name and the partials ``dh_1``, ``dh_2``; with
   ``running_sums`` (codegen) the sum keeps one name instead: ``dW = dW + h.T @ t7``.
 - Everything else is a temporary ``t1, t2, ...``, numbered densely in statement order.
@@ -56,6 +56,7 @@ class Namer:
         self.hint_of: Callable[[Var], str | None] = tape.hint_of if tape else lambda v: v.hint
         self.primal_of: Callable[[Var], Var | None] = \
             tape.primal_of if tape else lambda v: v.grad_of
+        self.prefix_of: Callable[[Var], str] = tape.prefix_of if tape else lambda v: "d"
 
     def reserve_sources(self, names: Iterable[str]) -> None:
         """Source names are kept for their own values; other values avoid them."""
@@ -111,7 +112,7 @@ class Namer:
         if hint:
             name = self.fresh(hint, own=True)
         elif primal is not None and primal in self.names:
-            name = self.fresh("d" + self.names[primal])
+            name = self.fresh(self.prefix_of(var) + self.names[primal])
         else:
             name = self.temp()
         self.names[var] = name
@@ -151,10 +152,10 @@ def name_tape(tape: Tape, skip: set[Var] = frozenset(), taken: Iterable[str] = (
             elif v in continued and continued[v] in namer.names:
                 namer.names[v] = namer.names[continued[v]]
             elif running_sums and primal_of(v) is not None and primal_of(v) in namer.names:
-                namer.names[v] = namer.fresh("d" + namer.names[primal_of(v)])
+                namer.names[v] = namer.fresh(tape.prefix_of(v) + namer.names[primal_of(v)])
             elif primal_of(v) is not None and primal_of(v) in namer.names \
                     and v is not totals.get(primal_of(v), v):
-                namer.names[v] = _partial_name(namer, "d" + namer.names[primal_of(v)])
+                namer.names[v] = _partial_name(namer, tape.prefix_of(v) + namer.names[primal_of(v)])
             else:
                 namer.name_var(v)
     return namer
