@@ -207,3 +207,84 @@ def test_a_decorated_function_is_compiled_as_it_runs(buffers):
         assert value == 10.0
         np.testing.assert_array_equal(dx, [4.0, 8.0])
     assert ys.simplegrad(c.doubled_loss, x, buffers=buffers).__name__ == "doubled_loss_grad"
+
+
+# -- abstract evaluation (frontend/abstract.py): values are computed only where they are read --
+
+def _chain(x):
+    y = x
+    for i in range(12):
+        y = np.sin(y) * x + 0.5 if i % 2 else np.tanh(y) - x
+    return np.sum(y * y)
+
+
+def test_compile_memory_does_not_grow_with_the_arrays(monkeypatch):
+    """A chain on 1e6 floats compiles keeping no value of that size: the evaluator and the
+    backward sweep know the intermediates by shape and dtype (issue 14)."""
+    import tracemalloc
+
+    from yota_s2s.compiler import compile_grad
+    from yota_s2s.frontend import abstract
+    monkeypatch.setattr(abstract, "CHECK", False)       # (which computes every value)
+    x = np.linspace(-1.0, 1.0, 1_000_000)
+    tracemalloc.start()
+    try:
+        compiled = compile_grad(_chain, (x,))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < x.nbytes / 2, f"compiling held {peak} bytes"
+    value, dx = compiled.fn(x)
+    assert np.isclose(value, _chain(x))
+
+
+def test_values_read_by_python_are_computed_from_the_statements(monkeypatch):
+    """A branch on a value and float() of one see the real numbers (computed on demand, with
+    what they depend on); what nothing reads stays a ghost."""
+    from yota_s2s.frontend import abstract, trace_function
+    monkeypatch.setattr(abstract, "CHECK", False)
+
+    def branchy(x):
+        y = np.exp(x) * 2.0
+        z = np.cos(y)
+        unread = np.tanh(x) @ x
+        if np.sum(y) > 10.0:
+            return float(np.sum(y)) * np.sum(z) + unread
+        return np.sum(z)
+
+    x = np.linspace(0.0, 1.0, 8)
+    tape, ev = trace_function(branchy, (x,))
+    assert float(np.sum(np.exp(x) * 2.0)) > 10.0         # the branch taken
+    assert len(tape.stmts) > 6
+    by_hint = {s.out.hint: s.out for s in tape.stmts if s.outs and s.out.hint}
+    assert ev.values.is_ghost(by_hint["z"]) and ev.values.is_ghost(by_hint["unread"])
+    assert not ev.values.is_ghost(by_hint["y"])          # read by the branch
+    np.testing.assert_allclose(ev.values[by_hint["z"]], np.cos(np.exp(x) * 2.0))
+    assert not ev.values.is_ghost(by_hint["z"])
+    from yota_s2s.compiler import compile_grad
+    np.testing.assert_allclose(compile_grad(branchy, (x,)).fn(x)[0], branchy(x))
+
+
+@pytest.mark.parametrize("fn, args", [
+    (lambda x, s: np.sum((x.astype(np.float32) * s) ** 2), (np.arange(6.0).reshape(2, 3), 1.5)),
+    (lambda x: np.sum(x.mean(axis=0, keepdims=True) * x.max(axis=1)[:, None]), (X,)),
+    (lambda a, b: np.sum((a @ b) @ (b.T @ a[0].T)), (np.ones((2, 3, 4)), np.ones((4, 5)))),
+    (lambda a, v: np.sum(v @ a[0] + (v @ v) * np.zeros_like(a[1, 0])), (np.ones((2, 4, 4)), np.ones(4))),
+    (lambda x: np.sum(np.broadcast_to(x[:, None], (3, 4, 2)).transpose(2, 0, 1)
+                      * np.full((2, 3, 4), 2, np.float32)), (X,)),
+    (lambda x: np.sum(np.prod(x.astype(np.float32), axis=(0, 1))) + float(np.sum(x[1:])), (X,)),
+    (lambda x: np.sum(np.where(x > 1, x, 0.0) * (x.reshape(-1) ** 2).reshape(3, 2)), (X,)),
+    (lambda n: np.sum((n + 1) * 0.5 * n) + np.sum(n // 2) * 1.0, (np.arange(4),)),
+])
+def test_abstract_results_are_what_numpy_computes(fn, args, monkeypatch):
+    """Every abstract result checked against the real one (YOTA_S2S_CHECK_ABSTRACT does this for
+    the whole suite): shape, dtype, weak or not, ndarray or scalar."""
+    from yota_s2s.compiler import compile_grad
+    from yota_s2s.frontend import abstract
+    monkeypatch.setattr(abstract, "CHECK", True)
+    if all(np.asarray(a).dtype.kind != "f" for a in args):
+        from yota_s2s.frontend import trace_function
+        trace_function(fn, args)
+        return
+    compiled = compile_grad(fn, args, check=True)
+    np.testing.assert_allclose(compiled.fn(*args)[0], fn(*args))

@@ -17,6 +17,8 @@ gradient against each peer); with tracemalloc, the bytes a steady-state call all
 above the memory before it) and keeps, and peak memory (that, plus the work arrays a generated
 module holds); and compile time: the latency of the first ``simplegrad`` call, from a cold cache.
 
+    python tools/bench.py --compile-growth     # compile stages against program and array size
+
 ``--loops`` runs the loop workloads instead (workloads.LOOP_WORKLOADS: a tanh RNN at T = 10 ..
 10,000, a scalar ring loop, RK4, a 2-D advection stencil; no peers unless ``--peers`` names them)
 and adds a table of compile time and module lines of both forms. A compile that runs past
@@ -395,7 +397,14 @@ def main() -> None:
     parser.add_argument("--loops", action="store_true", help="the loop workloads (issue 12)")
     parser.add_argument("--compile-timeout", type=float, default=240.0,
                         help="CPU seconds a --loops compile may take before it is reported as timeout")
+    parser.add_argument("--compile-growth", action="store_true",
+                        help="instead: compile time and memory per stage against program length "
+                             "and array size, with growth exponents (tools/growth.py)")
     opts = parser.parse_args()
+    if opts.compile_growth:
+        import growth
+        print(growth.report())
+        return
     peers = opts.peers if opts.peers is not None else ("" if opts.loops else ",".join(PEERS))
     table = workloads.LOOP_WORKLOADS if opts.loops else workloads.WORKLOADS
     chosen = [w for w in table if not opts.only or w.name in opts.only.split(",")]

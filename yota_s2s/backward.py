@@ -221,14 +221,14 @@ class _Sweep:
     def fit(self, g: Any, target: Aval) -> Any:
         """``g`` summed over broadcast axes (or broadcast up) to ``target``'s shape, and cast to
         its dtype. Emits nothing when they already agree."""
-        shape = np.shape(self.concrete(g))
+        shape = g.aval.shape if isinstance(g, Var) else np.shape(g)
         if shape != target.shape:
             g = self._reshape_to(g, shape, target.shape)
-        dtype = np.result_type(self.concrete(g))
+        dtype = _dtype(g)
         if target.dtype.kind == "f" and dtype.kind == "c":
             # a real value's gradient is the real part (autograd's convention for complex)
             g = self.emit(self.rules.lookup(np.real), [g], {})
-            dtype = np.result_type(self.concrete(g))
+            dtype = _dtype(g)
         if target.is_float and not target.weak and dtype != target.dtype and not isinstance(g, Var):
             g = target.dtype.type(g)        # a constant: cast now (a Python float has no astype)
         elif target.is_float and not target.weak and dtype != target.dtype:
@@ -245,16 +245,13 @@ class _Sweep:
             if lead == 0:
                 params["keepdims"] = True
             g = self.emit(self.rules.lookup(np.sum), [g], params)
-            if np.shape(self.concrete(g)) != target:
+            if g.aval.shape != target:
                 g = self.emit(self.rules.lookup(np.reshape), [g, Lit(target)], {})
             return g
         if np.broadcast_shapes(shape, target) == target:
             return self.emit(self.rules.lookup(np.broadcast_to), [g, Lit(target)], {})
         raise YotaError(f"internal: a gradient of shape {shape} cannot fit {target}",
                         self.ev.loc_override, "This is a yota_s2s bug; please report it.")
-
-    def concrete(self, value: Any) -> Any:
-        return self.ev.values[value] if isinstance(value, Var) else value
 
     def emit(self, prim, operands: list, params: dict, grad_of: Var | None = None) -> Var:
         return self.ev.emit(prim, [to_tree(o) for o in operands], params, None, grad_of=grad_of)
@@ -270,6 +267,11 @@ def active_from(stmts: list[Stmt], seeds: set[Var], rules) -> set[Var]:
         if any(u in active for u in stmt.uses()):
             active |= {o for o in stmt.outs if o.aval.is_float}
     return active
+
+
+def _dtype(g: Any) -> np.dtype:
+    """The dtype of a gradient (a Var's from its aval: its value is not computed)."""
+    return g.aval.dtype if isinstance(g, Var) else np.result_type(g)
 
 
 def _value(tree: Any) -> Any:

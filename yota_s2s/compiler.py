@@ -7,6 +7,8 @@ With ``check=True`` the verifier runs after every stage (the tests do this).
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -50,10 +52,31 @@ def gradient_tape(f: Any, args: Sequence[Any], rules: RuleSet = RULES, wrt: set[
     return forward, tape
 
 
+@contextlib.contextmanager
+def few_collections():
+    """A compile makes many small objects (Vars, statements, syntax trees) that live until it
+    ends; with Python's default thresholds its cycle collector scans them again and again, a
+    cost that grows faster than the program (5x the codegen time for 4x the statements).
+    Collecting a young generation every 50,000 allocations instead of 700 keeps the stages
+    linear; the thresholds are restored afterwards."""
+    saved = gc.get_threshold()
+    gc.set_threshold(max(saved[0], 50_000), max(saved[1], 20), max(saved[2], 100))
+    try:
+        yield
+    finally:
+        gc.set_threshold(*saved)
+
+
 def _gradient(f: Any, args: Sequence[Any], rules: RuleSet, wrt: set[int] | None, check: bool,
               passes: bool, dynamic: frozenset[int] = frozenset()
               ) -> tuple[Tape, Tape, Assumptions]:
     """``gradient_tape``, and what the trace assumed beyond the tape (for ``ys.grad``'s cache)."""
+    with few_collections():
+        return _stages(f, args, rules, wrt, check, passes, dynamic)
+
+
+def _stages(f: Any, args: Sequence[Any], rules: RuleSet, wrt: set[int] | None, check: bool,
+            passes: bool, dynamic: frozenset[int]) -> tuple[Tape, Tape, Assumptions]:
     forward, ev = trace_function(f, args, rules, dynamic=dynamic)
     assumes = Assumptions(tuple(ev.flattener.types), tuple(ev.flattener.aliases), tuple(ev.depends))
     if check:
@@ -87,11 +110,12 @@ def _written(forward: Tape, tape: Tape, device: str, out_dir: str | Path | None,
              module_name: str | None, regenerate: str | None, buffers: bool,
              assumes: Assumptions | None = None) -> Compiled:
     """``tape``'s module, written and loaded."""
-    text = write_module(tape, device=device, regenerate=regenerate, buffers=buffers)
-    fname = function_name(tape)
-    if module_name is None:
-        module_name = fname if out_dir is not None else module_name_for(fname, text)
-    module = load(text, module_name, out_dir)
+    with few_collections():
+        text = write_module(tape, device=device, regenerate=regenerate, buffers=buffers)
+        fname = function_name(tape)
+        if module_name is None:
+            module_name = fname if out_dir is not None else module_name_for(fname, text)
+        module = load(text, module_name, out_dir)
     if buffers:
         module.__yota_plain__ = PlainForm(tape)
     return Compiled(getattr(module, fname), module, text, forward, tape, assumes)

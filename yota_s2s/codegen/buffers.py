@@ -21,6 +21,8 @@ the tape is unchanged, and ``buffers=False`` writes the plain form from the same
 """
 from __future__ import annotations
 
+import heapq
+from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -167,28 +169,32 @@ def _tall_outer_product(group: Group, facts: Analysis) -> bool:
 
 
 def _assign_slots(tape: Tape, plan: MemoryPlan, facts: Analysis) -> None:
-    """Work arrays by liveness: a group takes a free slot of its shape and dtype, or a new one."""
+    """Work arrays by liveness: a group takes a free slot of its shape and dtype (the one freed
+    first), or a new one. Groups are taken in order of definition; the busy ones wait in a
+    heap by their end, so the plan is n log n in the number of groups."""
     groups = []
     for var, group in plan.group.items():
         if group.kind == "slot" and group.members[0] is var:
             group.end = max(facts.last_memory.get(m, -1) for m in group.members)
             groups.append(group)
     order = facts.defined
-    busy: list[Group] = []
-    free: dict[tuple, list[int]] = {}
-    for group in sorted(groups, key=lambda g: order[g.members[0]]):
+    busy: list[tuple[int, int, Group]] = []      # (end, when it was taken, group)
+    free: dict[tuple, deque[int]] = {}
+    for taken, group in enumerate(sorted(groups, key=lambda g: order[g.members[0]])):
         start = order[group.members[0]]
-        for done in [g for g in busy if g.end < start]:
-            busy.remove(done)
-            free.setdefault(_kind(done.members[0]), []).append(done.slot)
-        pool = free.get(_kind(group.members[0]), [])
+        done = []
+        while busy and busy[0][0] < start:
+            done.append(heapq.heappop(busy))
+        for _, _, g in sorted(done, key=lambda d: d[1]):       # freed in the order taken
+            free.setdefault(_kind(g.members[0]), deque()).append(g.slot)
+        pool = free.get(_kind(group.members[0]))
         if pool:
-            group.slot = pool.pop(0)
+            group.slot = pool.popleft()
         else:
             group.slot = len(plan.slots)
             plan.slots.append((group.members[0].aval.shape, group.members[0].aval.dtype, []))
         plan.slots[group.slot][2].extend(group.members)
-        busy.append(group)
+        heapq.heappush(busy, (group.end, taken, group))
 
 
 def _kind(var: Var) -> tuple:

@@ -20,6 +20,7 @@ import numpy as np
 from ..errors import NoRuleError, StaticValueError, UnsupportedSyntax, YotaError
 from ..ir.tape import Aval, Primitive, Stmt, Var, tree_atoms, tree_map
 from ..rules.registry import opaque_primitive
+from . import abstract
 from .collect import rule_stub, skip_call
 from .externals import RandomMethod, cell_path, is_data, random_method
 from .flatten import is_struct_object
@@ -250,22 +251,29 @@ class CallsMixin:
         operands = [tree_map(self.current, t) for t in operands]
         if self.backward_mode:      # constants of derivative rules never widen a gradient
             operands = [weak_tree(t) for t in operands]
+        ghosts = abstract.evaluate(self, prim, operands, params)     # shape and dtype only
         try:
-            results = prim.apply([tree_map(self.concrete, t) for t in operands], params)
+            results = ghosts or prim.apply([tree_map(self.concrete, t) for t in operands], params)
         except YotaError:
             raise
         except Exception as e:
             described = ", ".join(_describe(t) for t in operands)
             raise YotaError(f"{prim.name}({described}) fails: {e}", loc) from None
         outs = tuple(Var(Aval.of(r), grad_of=grad_of) for r in results)
-        for v, r in zip(outs, results):
-            self.values[v] = r
         order = [name for name, _ in prim.options]
         stmt = Stmt(outs, prim, tuple(operands),
                     tuple(sorted(params.items(), key=lambda kv: order.index(kv[0]))), loc,
                     self.rule_text)
+        for v, r in zip(outs, results):
+            if ghosts:
+                self.values.set_ghost(v, r, stmt)
+            else:
+                self.values[v] = r
         self.stmts.append(stmt)
         copy = self.note_views(stmt, node)
+        if ghosts and abstract.CHECK:
+            abstract.check(ghosts, prim.apply([tree_map(self.concrete, t) for t in operands],
+                                              params), prim)
         return copy if copy is not None else outs[0] if prim.nout == 1 else outs
 
     def concrete(self, atom: Any) -> Any:
@@ -439,14 +447,14 @@ def _len(ev, args, kwargs, node):
 
 def _isinstance(ev, args, kwargs, node):
     value, cls = args
-    return isinstance(ev.values[value] if isinstance(value, Var) else value, cls)
+    return isinstance(ev.values.peek(value) if isinstance(value, Var) else value, cls)
 
 
 def _type(ev, args, kwargs, node):
     (value,) = args
     if isinstance(value, StructValue):
         return value.cls
-    return type(ev.values[value] if isinstance(value, Var) else value)
+    return type(ev.values.peek(value) if isinstance(value, Var) else value)
 
 
 def _float(ev, args, kwargs, node):

@@ -25,6 +25,7 @@ from ..errors import SourceLoc, StaticValueError, UnsupportedSyntax, YotaError
 from ..ir.tape import Stmt, Var
 from ..rules.registry import RuleSet
 from .calls import CallsMixin
+from .abstract import Values
 from .collect import Collector
 from .expressions import ExpressionsMixin
 from .depends import Depends
@@ -87,7 +88,8 @@ class Evaluator(ExpressionsMixin, CallsMixin, UpdatesMixin, LoopsMixin):
     def __init__(self, rules: RuleSet, values: dict[Var, Any] | None = None):
         self.rules = rules
         self.stmts: list[Stmt] = []
-        self.values: dict[Var, Any] = values if values is not None else {}
+        # the example values; ghosts until Python code reads them (abstract.py)
+        self.values = values if isinstance(values, Values) else Values(values or {})
         self.frame: Frame | None = None
         self.depth = 0
         self.hint_depth: dict[Var, int] = {}

@@ -122,7 +122,7 @@ STATIC_FACTS = (np.shape, np.ndim, np.size, np.result_type, np.iscomplexobj, np.
 
 def _static_fact(fn):
     def handler(ev, args, kwargs, node):
-        return fn(*[ev.values[a] if isinstance(a, Var) else a for a in args], **kwargs)
+        return fn(*[ev.values.peek(a) if isinstance(a, Var) else a for a in args], **kwargs)
     return handler
 
 

@@ -80,12 +80,12 @@ class UpdatesMixin:
         if not self.backward_mode and stmt.prim.creates and \
                 not any(isinstance(a, Var) for t in stmt.args for a in tree_atoms(t)):
             self.constants.add(stmt.out)        # np.array([0, 2]): the same in every call
-        result = self.values[stmt.out]
+        result = self.values.peek(stmt.out)     # a ghost views the ghost it is made from
         if not isinstance(result, np.ndarray):
             return None
         for atom in (a for t in stmt.args for a in tree_atoms(t)):
-            if isinstance(atom, Var) and isinstance(self.values[atom], np.ndarray) \
-                    and np.may_share_memory(result, self.values[atom]):
+            if isinstance(atom, Var) and isinstance(self.values.peek(atom), np.ndarray) \
+                    and np.may_share_memory(result, self.values.peek(atom)):
                 declared = atom in memory_bases(stmt)
                 copy = None if declared else \
                     self.emit(self.rules.lookup(np.copy), [stmt.out], {}, node)
@@ -136,7 +136,7 @@ class UpdatesMixin:
 
     def is_array(self, value: Any) -> bool:
         """A traced ndarray (numpy scalars and Python floats are immutable)."""
-        return isinstance(value, Var) and isinstance(self.values[value], np.ndarray)
+        return isinstance(value, Var) and isinstance(self.values.peek(value), np.ndarray)
 
     def cast_update(self, target: Var, new: Any, node: gast.AST, rewrite: str) -> Any:
         """An in-place result keeps the target's shape and dtype, as numpy requires

@@ -51,6 +51,7 @@ class Namer:
         self.names: dict[Var, str] = {}
         self.params: list[str] = []        # the generated function's parameter names
         self._temps = 0
+        self._suffix: dict[str, int] = {}    # base -> the smallest k that may give a free base_k
         # a tape's side tables (Tape.hints, Tape.primals) over the Vars' own fields
         self.hint_of: Callable[[Var], str | None] = tape.hint_of if tape else lambda v: v.hint
         self.primal_of: Callable[[Var], Var | None] = \
@@ -84,9 +85,15 @@ class Namer:
         if self._free(base, own):
             self.taken.add(base)
             return base
-        k = 1
+        return self.suffixed(base)
+
+    def suffixed(self, base: str) -> str:
+        """The first free ``base_1``, ``base_2``, ... A name once taken stays taken, so the
+        search goes on from where the last one for ``base`` stopped: linear in the names."""
+        k = self._suffix.get(base, 1)
         while not self._free(f"{base}_{k}"):
             k += 1
+        self._suffix[base] = k + 1
         self.taken.add(f"{base}_{k}")
         return f"{base}_{k}"
 
@@ -169,11 +176,7 @@ def _running_sums(tape: Tape, facts: Analysis) -> dict[Var, Var]:
 
 def _partial_name(namer: Namer, base: str) -> str:
     """Partials of an accumulated gradient: ``dh_1``, ``dh_2`` (the total takes ``dh``)."""
-    k = 1
-    while not namer._free(f"{base}_{k}"):
-        k += 1
-    namer.taken.add(f"{base}_{k}")
-    return f"{base}_{k}"
+    return namer.suffixed(base)
 
 
 def _accumulated_totals(tape: Tape, skip: set[Var]) -> dict[Var, Var]:
