@@ -147,6 +147,7 @@ class _Sweep:
             saved = self.ev.loc_override
             self.ev.loc_override = parts[0][2].loc
             dtype = {} if var.aval.dtype == np.float64 else {"dtype": var.aval.dtype}
+            self.ev.rule_text = "getitem a: da = zeros(a.shape), then da[key] += dy for each key"
             buf = self.emit(self.rules.lookup(np.zeros), [Lit(var.aval.shape)], dtype, grad_of=var)
             for key, dy, stmt in parts:
                 self.ev.loc_override, self.ev.rule_text = stmt.loc, "getitem a: da[key] += dy"

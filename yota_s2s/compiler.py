@@ -14,9 +14,11 @@ from typing import Any, Callable, Sequence
 from .backward import backward
 from .codegen import function_name, load, module_name_for, write_module
 from .codegen.outside import reads_function
+from .codegen.writer import names_taken
 from .frontend import trace_function
 from .frontend.depends import Assumptions
 from .ir import verify
+from .ir.names import assign_names
 from .ir.tape import Tape
 from .passes import optimize
 from .rules.registry import RULES, RuleSet
@@ -42,14 +44,16 @@ class Compiled:
 
 
 def gradient_tape(f: Any, args: Sequence[Any], rules: RuleSet = RULES, wrt: set[int] | None = None,
-                  check: bool = False, passes: bool = True) -> tuple[Tape, Tape]:
-    """(forward tape, optimized gradient tape) for ``f`` on ``args``."""
-    forward, tape, _ = _gradient(f, args, rules, wrt, check, passes)
+                  check: bool = False, passes: bool = True, review: bool = False
+                  ) -> tuple[Tape, Tape]:
+    """(forward tape, optimized gradient tape) for ``f`` on ``args``; ``review``: optimized
+    for the review form (the plain form, ``buffers=False``: passes.REVIEW_PIPELINE)."""
+    forward, tape, _ = _gradient(f, args, rules, wrt, check, passes, review=review)
     return forward, tape
 
 
 def _gradient(f: Any, args: Sequence[Any], rules: RuleSet, wrt: set[int] | None, check: bool,
-              passes: bool, dynamic: frozenset[int] = frozenset()
+              passes: bool, dynamic: frozenset[int] = frozenset(), review: bool = False
               ) -> tuple[Tape, Tape, Assumptions]:
     """``gradient_tape``, and what the trace assumed beyond the tape (for ``ys.grad``'s cache)."""
     forward, ev = trace_function(f, args, rules, dynamic=dynamic)
@@ -60,10 +64,10 @@ def _gradient(f: Any, args: Sequence[Any], rules: RuleSet, wrt: set[int] | None,
     if check:
         verify.check(tape)
     if passes:
-        tape = optimize(tape, rules)
+        tape = optimize(tape, rules, review=review)
         if check:
             verify.check(tape)
-    return forward, tape, assumes
+    return forward, assign_names(tape, names_taken(tape)), assumes
 
 
 def compile_grad(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES,
@@ -73,7 +77,8 @@ def compile_grad(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES,
                  buffers: bool = True, dynamic: frozenset[int] = frozenset()) -> Compiled:
     if device not in DEVICES:
         raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
-    forward, tape, assumes = _gradient(f, args, rules, wrt, check, passes=True, dynamic=dynamic)
+    forward, tape, assumes = _gradient(f, args, rules, wrt, check, passes=True, dynamic=dynamic,
+                                       review=not buffers)
     text = write_module(tape, device=device, regenerate=regenerate, buffers=buffers)
     fname = function_name(tape)
     if module_name is None:

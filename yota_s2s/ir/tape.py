@@ -276,12 +276,16 @@ class Tape:
     # that one's source name (``total = 0.0 + t``: ``t`` is ``total``) or that it is a gradient.
     hints: dict[Var, str] = field(default_factory=dict)
     primals: dict[Var, Var] = field(default_factory=dict)
+    # The names of its values, given once by ir/names.assign_names on a finished tape (a
+    # ``Namer``); a copy, made by a stage that changes the tape, has none until named again.
+    namer: Any = field(default=None, compare=False, repr=False)
 
     def copy(self, **changes: Any) -> "Tape":
         fields = dict(self.__dict__)
         fields.update(changes)
         fields["inputs"], fields["stmts"] = list(fields["inputs"]), list(fields["stmts"])
         fields["hints"], fields["primals"] = dict(fields["hints"]), dict(fields["primals"])
+        fields["namer"] = None
         if fields["grads"] is not None:
             fields["grads"] = list(fields["grads"])
         return Tape(**fields)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..ir.tape import Tape
 from ..rules.registry import RuleSet
 from .constants import plain_constants
-from .cse import cse
+from .cse import cse, cse_within_sections
 from .dce import dce
 from .fold import fold
 from .inplace import write_in_place
@@ -23,10 +23,15 @@ from .signs import signs
 from .simplify import simplify
 
 PIPELINE = [fold, simplify, signs, cse, dce]
+# The review form (the plain form, what a reviewer reads): no CSE across the sections.
+REVIEW_PIPELINE = [fold, simplify, signs, cse_within_sections, dce]
 MAX_ROUNDS = 20
 
 
-def optimize(tape: Tape, rules: RuleSet, passes=PIPELINE) -> Tape:
+def optimize(tape: Tape, rules: RuleSet, passes=PIPELINE, review: bool = False) -> Tape:
+    """``review``: the pipeline of the review form (``REVIEW_PIPELINE``)."""
+    if review:
+        passes = REVIEW_PIPELINE
     for _ in range(MAX_ROUNDS):
         changed = False
         for run_pass in passes:
@@ -39,5 +44,5 @@ def optimize(tape: Tape, rules: RuleSet, passes=PIPELINE) -> Tape:
     return write_in_place(tape, rules)
 
 
-__all__ = ["PIPELINE", "optimize", "cse", "dce", "fold", "signs", "simplify", "fresh_outputs",
+__all__ = ["PIPELINE", "REVIEW_PIPELINE", "optimize", "cse", "cse_within_sections", "dce", "fold", "signs", "simplify", "fresh_outputs",
            "write_in_place", "plain_constants"]

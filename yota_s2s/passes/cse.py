@@ -15,6 +15,17 @@ from .rewrite import resolver, substitute, substitute_stmt
 
 
 def cse(tape: Tape, rules: RuleSet) -> tuple[Tape, bool]:
+    return _cse(tape, across=True)
+
+
+def cse_within_sections(tape: Tape, rules: RuleSet) -> tuple[Tape, bool]:
+    """CSE for the review form: a backward statement never reuses a forward value, so each
+    backward line computes what its rule says (``dy * (1 - h * h)``, not ``dy * (1 - t6)``
+    where ``t6`` is a forward ``h * h``) and no gradient is written as a forward value."""
+    return _cse(tape, across=False)
+
+
+def _cse(tape: Tape, across: bool) -> tuple[Tape, bool]:
     seen: dict[Any, tuple[Var, ...]] = {}
     mapping: dict[Var, Var] = {}
     resolve = resolver(mapping)
@@ -23,7 +34,7 @@ def cse(tape: Tape, rules: RuleSet) -> tuple[Tape, bool]:
     hints = dict(tape.hints)
     for stmt in tape.stmts:
         stmt = substitute_stmt(stmt, resolve)
-        key = (stmt.prim, stmt.args, stmt.params)
+        key = (stmt.prim, stmt.args, stmt.params) + (() if across else (stmt.rule is None,))
         written = any(o in targets for o in stmt.outs)    # each in-place target is its own array
         if stmt.prim.creates or stmt.prim.inplace or written or not _hashable(key):
             kept.append(stmt)

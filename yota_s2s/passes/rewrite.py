@@ -28,8 +28,15 @@ def substitute(tape: Tape, mapping: dict[Var, Any], stmts: list[Stmt] | None = N
     resolve = resolver(mapping)
     new_stmts = [substitute_stmt(s, resolve) for s in (tape.stmts if stmts is None else stmts)]
     grads = None if tape.grads is None else [None if g is None else resolve(g) for g in tape.grads]
-    return tape.copy(stmts=new_stmts, result=tree_map(resolve, tape.result), grads=grads,
-                     **changes)
+    new = tape.copy(stmts=new_stmts, result=tree_map(resolve, tape.result), grads=grads,
+                    **changes)
+    # a gradient of a replaced value is the gradient of its replacement (``d`` + its name)
+    for stmt in new_stmts:
+        for v in stmt.outs:
+            primal = new.primal_of(v)
+            if primal in mapping and isinstance(resolve(primal), Var):
+                new.primals[v] = resolve(primal)
+    return new
 
 
 def use_counts(tape: Tape) -> Counter:
