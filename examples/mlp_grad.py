@@ -46,8 +46,7 @@ def loss_grad(W1, b1, W2, b2, X, labels):
     # mlp.py:30  return h @ W2 + b2    (predict, inlined)
     t4 = h @ W2 + b2
     # mlp.py:34  shifted = logits - np.max(logits, axis=1, keepdims=True)    (cross_entropy, inlined)
-    t5 = t4.max(axis=1, keepdims=True)
-    shifted = t4 - t5
+    shifted = t4 - t4.max(axis=1, keepdims=True)
     # mlp.py:35  log_probs = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))    (cro...
     t6 = xp.exp(shifted)
     t7 = t6.sum(axis=1, keepdims=True)
@@ -66,19 +65,13 @@ def loss_grad(W1, b1, W2, b2, X, labels):
     # rule log, x: dy / x
     # rule sub, x2: -dy
     dshifted = dlog_probs - dlog_probs.sum(axis=1, keepdims=True) / t7 * t6
-    # grad of mlp.py:34  shifted = logits - np.max(logits, axis=1, keepdims=True)
-    # rule max, a: max_grad(a, y, dy, axis, keepdims) in yota_s2s/rules/reductions.py:47
-    # rule accumulate: the gradients of a value used twice add up
-    # rule sub, x2: -dy
-    t16 = t4 == t5
-    dt4 = dshifted - dshifted.sum(axis=1, keepdims=True) * t16 / t16.sum(axis=1, keepdims=True)
     # grad of mlp.py:30  return h @ W2 + b2
     # rule add, x2: dy
     # rule matmul, x1: matmul_grad_x1(x1, x2, dy) in yota_s2s/rules/products.py:32
     # rule matmul, x2: matmul_grad_x2(x1, x2, dy) in yota_s2s/rules/products.py:41
-    db2 = dt4.sum(axis=0)
-    dh = dt4 @ W2.T
-    dW2 = h.T @ dt4
+    db2 = dshifted.sum(axis=0)
+    dh = dshifted @ W2.T
+    dW2 = h.T @ dshifted
     # grad of mlp.py:29  h = np.tanh(X @ W1 + b1)
     # rule tanh, x: dy * (1 - y * y)
     # rule add, x2: dy
@@ -115,8 +108,7 @@ def regularized_loss_grad(W1, b1, W2, b2, X, labels, decay):
     # mlp.py:30  return h @ W2 + b2    (predict, inlined)
     t9 = h @ W2 + b2
     # mlp.py:34  shifted = logits - np.max(logits, axis=1, keepdims=True)    (cross_entropy, inlined)
-    t10 = t9.max(axis=1, keepdims=True)
-    shifted = t9 - t10
+    shifted = t9 - t9.max(axis=1, keepdims=True)
     # mlp.py:35  log_probs = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))    (cro...
     t11 = xp.exp(shifted)
     t12 = t11.sum(axis=1, keepdims=True)
@@ -137,19 +129,13 @@ def regularized_loss_grad(W1, b1, W2, b2, X, labels, decay):
     # rule log, x: dy / x
     # rule sub, x2: -dy
     dshifted = dlog_probs - dlog_probs.sum(axis=1, keepdims=True) / t12 * t11
-    # grad of mlp.py:34  shifted = logits - np.max(logits, axis=1, keepdims=True)
-    # rule max, a: max_grad(a, y, dy, axis, keepdims) in yota_s2s/rules/reductions.py:47
-    # rule accumulate: the gradients of a value used twice add up
-    # rule sub, x2: -dy
-    t21 = t9 == t10
-    dt9 = dshifted - dshifted.sum(axis=1, keepdims=True) * t21 / t21.sum(axis=1, keepdims=True)
     # grad of mlp.py:30  return h @ W2 + b2
     # rule add, x2: dy
     # rule matmul, x1: matmul_grad_x1(x1, x2, dy) in yota_s2s/rules/products.py:32
     # rule matmul, x2: matmul_grad_x2(x1, x2, dy) in yota_s2s/rules/products.py:41
-    db2 = dt9.sum(axis=0)
-    dh = dt9 @ W2.T
-    dW2 = h.T @ dt9
+    db2 = dshifted.sum(axis=0)
+    dh = dshifted @ W2.T
+    dW2 = h.T @ dshifted
     # grad of mlp.py:29  h = np.tanh(X @ W1 + b1)
     # rule tanh, x: dy * (1 - y * y)
     # rule add, x2: dy
@@ -162,9 +148,9 @@ def regularized_loss_grad(W1, b1, W2, b2, X, labels, decay):
     # grad of mlp.py:46  penalty = decay * (np.sum(W1 ** 2) + np.sum(W2 ** 2))
     # rule pow, x1: dy * x2 * x1 ** (x2 - 1)
     # rule accumulate: the gradients of a value used twice add up
-    t31 = decay * 2
-    dW2 = dW2 + t31 * W2
-    dW1 = dW1 + t31 * W1
+    t26 = decay * 2
+    dW2 = dW2 + t26 * W2
+    dW1 = dW1 + t26 * W1
     # grad of mlp.py:45  def regularized_loss(W1, b1, W2, b2, X, labels, decay):
     # rule fit the gradient to the argument
     ddecay = float(t5)

@@ -131,3 +131,48 @@ def test_the_backward_pass_changes_no_forward_value():
     assert format_tape(forward, locations=False) == before
     assert "dx_part1:f64[3] = sin x" not in before and "t1:f64[3] = sin x" in before
     assert "dx_part1:f64[3] = sin x" in format_tape(tape, locations=False)
+
+
+def _log_softmax(x):
+    shifted = x - np.max(x, axis=1, keepdims=True)
+    return shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
+
+
+def _softmax(x):
+    e = np.exp(x - np.max(x, axis=1, keepdims=True))
+    return e / np.sum(e, axis=1, keepdims=True)
+
+
+def test_the_max_of_a_stable_log_softmax_or_softmax_gets_no_gradient_term():
+    """Its terms cancel exactly (rules/reductions.py max_shift): nothing of the max's rule is
+    written, and the gradient is still right."""
+    x, w = np.random.default_rng(1).standard_normal((2, 4, 3))
+    for f in (lambda x, w: np.sum(w * _log_softmax(x)), lambda x, w: np.sum(w * _softmax(x))):
+        text, _ = backward_text(f, x, w, passes=True)
+        assert "max[" in text and " eq " not in text       # max_grad's `a == y`: not emitted
+        ys.gradcheck(f, x, w)
+
+
+def test_a_max_shift_read_elsewhere_keeps_its_gradient():
+    """``shifted`` also returned in a sum: the result depends on the max, whose term stays."""
+    def f(x):
+        shifted = x - np.max(x, axis=1, keepdims=True)
+        return np.sum(shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))) \
+            + np.sum(shifted ** 2)
+    x = np.random.default_rng(2).standard_normal((4, 3))
+    text, _ = backward_text(f, x, passes=True)
+    assert " eq " in text
+    ys.gradcheck(f, x)
+
+
+def test_a_rule_set_declares_terms_that_cancel():
+    rules = RULES.copy()
+    seen = []
+
+    @rules.cancels
+    def nothing(tape, facts):
+        seen.append(len(tape.stmts))
+        return set()
+    assert nothing in rules.cancellations and nothing not in RULES.cancellations
+    gradient_tape(lambda x: np.sum(np.sin(x)), (np.ones(3),), rules)
+    assert seen == [2]

@@ -21,6 +21,7 @@ import numpy as np
 from .errors import NoRuleError, YotaError
 from .frontend.evaluator import Evaluator, Frame
 from .frontend.values import to_tree
+from .ir.analysis import Analysis
 from .ir.tape import ACCUMULATE, Aval, Lit, Stmt, Tape, Var, tree_atoms
 from .rules.indexing import index_add
 from .rules.registry import NODIFF_ALL, Rule
@@ -40,6 +41,7 @@ class _Sweep:
         self.full: dict[Var, Any] = {}        # v -> accumulated gradient (a Var or a constant)
         self.primals: dict[Var, Var] = {}     # a rule's result -> what it is the gradient of
         self.scatter: dict[Var, list[tuple[Any, Any, Stmt]]] = {}   # v -> [(key, dy, stmt)]
+        self.cancelled: set[tuple[int, str]] = set()     # terms that cancel: RuleSet.cancels
 
     def _active_vars(self) -> set[Var]:
         """Values on a differentiable path from an input that wants a gradient."""
@@ -72,8 +74,11 @@ class _Sweep:
                 dtype = {} if result.aval.dtype == np.float64 else {"dtype": result.aval.dtype}
                 self.full[result] = self.emit(self.rules.lookup(np.ones),
                                               [Lit(result.aval.shape)], dtype, grad_of=result)
-            for stmt in reversed(self.tape.stmts):
-                self.sweep(stmt)
+            facts = Analysis(self.tape)
+            self.cancelled = set().union(*(check(self.tape, facts)
+                                           for check in self.rules.cancellations))
+            for index in reversed(range(len(self.tape.stmts))):
+                self.sweep(self.tape.stmts[index], index)
         grads = [to_tree(self.final_grad(i.var)) if d else None
                  for i, d in zip(self.tape.inputs, self.diff)]
         ev.backward_mode, ev.loc_override, ev.rule_text = False, None, None
@@ -81,7 +86,7 @@ class _Sweep:
 
     # -- one statement -------------------------------------------------------------------
 
-    def sweep(self, stmt: Stmt) -> None:
+    def sweep(self, stmt: Stmt, index: int = -1) -> None:
         if not any(o in self.full or o in self.scatter for o in stmt.outs):
             return
         self.ev.loc_override = stmt.loc
@@ -89,7 +94,8 @@ class _Sweep:
         for name, tree in zip(stmt.prim.operands, stmt.args):
             name = name.lstrip("*")
             targets = [a for a in tree_atoms(tree) if isinstance(a, Var) and a in self.active]
-            if not targets or self.rules.is_nodiff(stmt.prim, name):
+            if not targets or self.rules.is_nodiff(stmt.prim, name) \
+                    or (index, name) in self.cancelled:
                 continue
             rule = self.rules.rule(stmt.prim, name)
             if rule is None:

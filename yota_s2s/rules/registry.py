@@ -187,12 +187,14 @@ class RuleSet:
         self.prims: dict[Any, Primitive] = {}
         self.rules: dict[tuple[Primitive, str], Rule] = {}
         self.nodiffs: dict[Primitive, set[str]] = {}
+        self.cancellations: list[Callable] = []     # see ``cancels``
         self.version = next(_versions)
 
     def copy(self) -> "RuleSet":
         new = RuleSet()
         new.prims, new.rules = dict(self.prims), dict(self.rules)
         new.nodiffs = {p: set(s) for p, s in self.nodiffs.items()}
+        new.cancellations = list(self.cancellations)
         return new
 
     def _changed(self) -> None:
@@ -340,6 +342,17 @@ class RuleSet:
         self._changed()
         return fn
 
+    def cancels(self, check: Callable) -> Callable:
+        """Declare terms that cancel exactly: ``check(tape, facts)`` (the forward tape and its
+        ``ir.analysis.Analysis``) returns ``(statement index, operand name)`` pairs whose
+        gradient contributions add up to zero for every value of the arguments (the max
+        subtracted before a log-sum-exp); backward.py emits nothing for them. Returns
+        ``check``, so it works as a decorator (docs/rules.md, "Terms that cancel")."""
+        if check not in self.cancellations:
+            self.cancellations.append(check)
+            self._changed()
+        return check
+
     def _check_argname(self, prim: Primitive, argname: str, loc: SourceLoc) -> None:
         names = [o.lstrip("*") for o in prim.operands]
         if argname not in names:
@@ -410,6 +423,7 @@ alias = RULES.alias
 scatter_rule = RULES.scatter_rule
 nodiff = RULES.nodiff
 diffrule = RULES.diffrule
+cancels = RULES.cancels
 
 
 class _Given:
