@@ -67,16 +67,16 @@ def loss_grad(W1, b1, W2, b2, X, labels):
     dshifted = dlog_probs - dlog_probs.sum(axis=1, keepdims=True) / t7 * t6
     # grad of mlp.py:30  return h @ W2 + b2
     # rule add, x2: dy
-    # rule matmul, x1: matmul_grad_x1(x1, x2, dy) in yota_s2s/rules/products.py:32
-    # rule matmul, x2: matmul_grad_x2(x1, x2, dy) in yota_s2s/rules/products.py:41
+    # rule matmul, x1: matmul_grad_x1(x1, x2, dy) in rules/products.py:32
+    # rule matmul, x2: matmul_grad_x2(x1, x2, dy) in rules/products.py:41
     db2 = dshifted.sum(axis=0)
     dh = dshifted @ W2.T
     dW2 = h.T @ dshifted
     # grad of mlp.py:29  h = np.tanh(X @ W1 + b1)
     # rule tanh, x: dy * (1 - y * y)
     # rule add, x2: dy
-    # rule matmul, x1: matmul_grad_x1(x1, x2, dy) in yota_s2s/rules/products.py:32
-    # rule matmul, x2: matmul_grad_x2(x1, x2, dy) in yota_s2s/rules/products.py:41
+    # rule matmul, x1: matmul_grad_x1(x1, x2, dy) in rules/products.py:32
+    # rule matmul, x2: matmul_grad_x2(x1, x2, dy) in rules/products.py:41
     dt2 = dh * (1 - h * h)
     db1 = dt2.sum(axis=0)
     dX = dt2 @ W1.T
@@ -131,16 +131,16 @@ def regularized_loss_grad(W1, b1, W2, b2, X, labels, decay):
     dshifted = dlog_probs - dlog_probs.sum(axis=1, keepdims=True) / t12 * t11
     # grad of mlp.py:30  return h @ W2 + b2
     # rule add, x2: dy
-    # rule matmul, x1: matmul_grad_x1(x1, x2, dy) in yota_s2s/rules/products.py:32
-    # rule matmul, x2: matmul_grad_x2(x1, x2, dy) in yota_s2s/rules/products.py:41
+    # rule matmul, x1: matmul_grad_x1(x1, x2, dy) in rules/products.py:32
+    # rule matmul, x2: matmul_grad_x2(x1, x2, dy) in rules/products.py:41
     db2 = dshifted.sum(axis=0)
     dh = dshifted @ W2.T
     dW2 = h.T @ dshifted
     # grad of mlp.py:29  h = np.tanh(X @ W1 + b1)
     # rule tanh, x: dy * (1 - y * y)
     # rule add, x2: dy
-    # rule matmul, x1: matmul_grad_x1(x1, x2, dy) in yota_s2s/rules/products.py:32
-    # rule matmul, x2: matmul_grad_x2(x1, x2, dy) in yota_s2s/rules/products.py:41
+    # rule matmul, x1: matmul_grad_x1(x1, x2, dy) in rules/products.py:32
+    # rule matmul, x2: matmul_grad_x2(x1, x2, dy) in rules/products.py:41
     dt7 = dh * (1 - h * h)
     db1 = dt7.sum(axis=0)
     dX = dt7 @ W1.T

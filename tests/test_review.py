@@ -72,8 +72,8 @@ def test_each_source_line_beside_its_statements_and_rules(page) -> None:
     ln, _, forward, backward = table["return np.tanh(W @ x + b[:, None])"]
     assert ln == "6" and forward.strip() == "h = xp.tanh(W @ x + b[:, None])"
     for rule in ("tanh x: dy * (1 - y * y)",
-                 "matmul x1: matmul_grad_x1(x1, x2, dy) in yota_s2s/rules/products.py:32",
-                 "matmul x2: matmul_grad_x2(x1, x2, dy) in yota_s2s/rules/products.py:41"):
+                 "matmul x1: matmul_grad_x1(x1, x2, dy) in rules/products.py:32",
+                 "matmul x2: matmul_grad_x2(x1, x2, dy) in rules/products.py:41"):
         assert f"\n{rule}\n" in backward + "\n"
     assert "pow x1: dy * x2 * x1 ** (x2 - 1)" in table["return np.mean(h ** 2)"][3]
     assert table["def loss(W, b, x):"][2:] == ["", ""]

@@ -136,8 +136,8 @@ def loss_grad(W, b, x, y_, *, out=None):
     # grad of design.py:6  return np.tanh(W @ x + b[:, None])
     # rule tanh, x: dy * (1 - y * y)
     # rule getitem, a: d{a}[key] += dy
-    # rule matmul, x1: matmul_grad_x1(x1, x2, dy) in yota_s2s/rules/products.py:32
-    # rule matmul, x2: matmul_grad_x2(x1, x2, dy) in yota_s2s/rules/products.py:41
+    # rule matmul, x1: matmul_grad_x1(x1, x2, dy) in rules/products.py:32
+    # rule matmul, x2: matmul_grad_x2(x1, x2, dy) in rules/products.py:41
     t6 = xp.multiply(h, h, out=h)
     xp.subtract(1.0, t6, out=t6)
     dt3 = xp.multiply(dt4, t6, out=dt4)

@@ -91,14 +91,14 @@ class Namer:
         """``base`` (made an identifier, ``text.name_base``) if free, else ``base_1``,
         ``base_2``, ...
 
-        A source name is free only for a value that was bound to it (``own``).
+        A source name is free only for a value that was bound to it (``own``). A rule word
+        is never given: ``y`` gets ``y_``, then ``y_1``, ``y_2``.
         """
         base = name_base(base)
-        if base in RULE_WORDS:
-            base += "_"
-        if self._free(base, own):
-            self.taken.add(base)
-            return base
+        first = base + "_" if base in RULE_WORDS else base
+        if self._free(first, own):
+            self.taken.add(first)
+            return first
         k = 1
         while not self._free(f"{base}_{k}"):
             k += 1

@@ -19,9 +19,11 @@ def cse(tape: Tape, rules: RuleSet) -> tuple[Tape, bool]:
 
 
 def cse_within_sections(tape: Tape, rules: RuleSet) -> tuple[Tape, bool]:
-    """CSE for the review form: a backward statement never reuses a forward value, so each
-    backward line computes what its rule says (``dy * (1 - h * h)``, not ``dy * (1 - t6)``
-    where ``t6`` is a forward ``h * h``) and no gradient is written as a forward value."""
+    """CSE for the review form: a gradient (or a backward value computed from one) never
+    reuses a forward value, so no gradient is written as a forward value that equals it only
+    for these arguments (``dw = out + out``, where ``out = w * x ** 2`` stands for
+    ``dout * x ** 2`` because ``dout`` is ``w``). A rule's operands, computed from forward
+    values alone (``h * h`` for ``1 - y * y``), still reuse them."""
     return _cse(tape, across=False)
 
 
@@ -32,9 +34,15 @@ def _cse(tape: Tape, across: bool) -> tuple[Tape, bool]:
     kept = []
     targets = tape.in_place_targets()
     hints = dict(tape.hints)
+    made_backward: set[Var] = set()      # gradients and values made from them
     for stmt in tape.stmts:
         stmt = substitute_stmt(stmt, resolve)
-        key = (stmt.prim, stmt.args, stmt.params) + (() if across else (stmt.rule is None,))
+        key = (stmt.prim, stmt.args, stmt.params)
+        if stmt.rule is not None:
+            if not across and (any(u in made_backward for u in stmt.uses())
+                               or any(tape.primal_of(o) is not None for o in stmt.outs)):
+                key += ("a gradient",)
+                made_backward.update(stmt.outs)
         written = any(o in targets for o in stmt.outs)    # each in-place target is its own array
         if stmt.prim.creates or stmt.prim.inplace or written or not _hashable(key):
             kept.append(stmt)

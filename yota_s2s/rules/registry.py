@@ -65,13 +65,14 @@ class Rule:
 
     def __str__(self) -> str:
         """``tanh x: dy * (1 - y * y)``; a rule function also says where it is written
-        (``matmul x1: matmul_grad_x1(x1, x2, dy) in yota_s2s/rules/products.py:32``)."""
+        (``matmul x1: matmul_grad_x1(x1, x2, dy) in rules/products.py:32``, a path in the
+        yota_s2s package)."""
         where = ""
         if self.fn is not None and self.loc is not None:
             package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
             path = os.path.abspath(self.loc.file)
             inside = path.startswith(package + os.sep)
-            where = f" in yota_s2s/{os.path.relpath(path, package)}:{self.loc.line}" \
+            where = f" in {os.path.relpath(path, package)}:{self.loc.line}" \
                 if inside else f" in {self.loc.short}"
         return f"{self.prim.name} {self.argname}: {self.text}{where}"
 
