@@ -21,7 +21,27 @@ except Exception:                                   # no driver, or no device
     HAS_DEVICE = False
 pytestmark = pytest.mark.skipif(not HAS_DEVICE, reason="no CUDA device")
 
-CUPY_LACKS: dict[str, str] = {}
+# The user's own program means something else on cupy: x[idx] += v with a repeated index keeps
+# one of the additions on numpy and leaves the result undefined on cupy.
+CUPY_DIFFERS = {"update_repeated_index"}
+
+# What cupy (14.2, checked on an H200) cannot run, by case and form, and why. None of these is
+# a wrong answer: each raises from cupy, as the user's own function would on cupy arrays.
+_FLOAT_ARGUMENT = "cupy functions take arrays, not Python floats (the user's own call fails too)"
+_SCALAR_MODE = ("scalar mode mixes Python floats with cupy's 0-d arrays (an element read is a "
+                "0-d array on cupy), which xp.array([...]) and xp.stack refuse")
+CUPY_LACKS: dict[tuple[str, str], str] = {
+    **{(name, form): _FLOAT_ARGUMENT for form in ("buffered", "plain") for name in (
+        "sinc[]", "dot_scalar", "inner_1d_scalar", "outer_python_float_operand",
+        "python_floats_through_inner_and_float", "outer_with_a_python_float_then_mean")},
+    ("take_wrap", "buffered"): "cupy.take has no mode=",
+    ("take_wrap", "plain"): "cupy.take has no mode=",
+    ("cholesky_upper_batched", "buffered"): "cupy.linalg.cholesky has no upper=",
+    ("cholesky_upper_batched", "plain"): "cupy.linalg.cholesky has no upper=",
+    **{(name, "buffered"): _SCALAR_MODE for name in (
+        "item_with_an_index", "one_element_read_twice", "element_of_a_size_one_constant",
+        "written_through_a_view_in_scalar_mode", "update_lists_of_traced")},
+}
 
 
 def to_device(value):
@@ -53,11 +73,14 @@ def test_cuda_gradient_equals_the_numpy_gradient(case: Case, buffers: bool, tmp_
         df(*dargs)                                   # work arrays reused on the second call
         return df(*dargs)
 
-    if case.name in CUPY_LACKS:
-        with pytest.raises(Exception):
+    if (case.name, "buffered" if buffers else "plain") in CUPY_LACKS:
+        with pytest.raises(Exception):   # the list stays true: a case cupy learns fails here
             run()
         return
     got = run()
+    if case.name in CUPY_DIFFERS:      # the list stays true: the value is not numpy's
+        assert not np.allclose(to_host(got[0]), expected[0])
+        return
     assert len(got) == len(expected)
     for i, (g, e) in enumerate(zip(got, expected)):
         if e is None:

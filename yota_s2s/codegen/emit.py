@@ -243,6 +243,8 @@ class Emitter:
                 this = ast.Call(_dotted("xp.asarray"), [this], [])    # a Python float: no methods
             return ast.Call(ast.Attribute(this, identifier(name), ast.Load()), operands[1:],
                             keywords)
+        if stmt.prim.array_first and _python_number(first, self.scalars.floats):
+            operands[0] = ast.Call(_dotted("xp.asarray"), [operands[0]], [])
         if stmt.prim in self.calls:
             return ast.Call(_dotted(self.calls[stmt.prim]), operands, keywords)
         self.modules.add(emit[1].split(".")[0])
@@ -290,6 +292,14 @@ def unparse(node: ast.AST) -> str:
 
 def _dotted(path: str) -> ast.expr:
     return dotted(path)
+
+
+def _python_number(atom: Any, floats: set[Var]) -> bool:
+    """A number, not an array, in the generated code: a literal, a weak scalar, or a value
+    scalar mode keeps as a Python float."""
+    if isinstance(atom, Lit):
+        return isinstance(atom.value, (int, float, complex, np.generic))
+    return isinstance(atom, Var) and atom.aval.dtype.kind in "fc" and (atom.aval.weak or atom in floats)
 
 
 def _has_array_lit(key: Any) -> bool:

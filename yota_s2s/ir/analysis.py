@@ -66,8 +66,9 @@ def memory_bases(stmt: Stmt) -> tuple[Var, ...]:
 
 def index_copies(stmt: Stmt) -> bool:
     """``a[key]`` with a key that makes a copy: an index array or a mask (a traced 0-d integer
-    is an int to numpy: basic indexing, a view), or one element read as a scalar (a numpy
-    scalar is immutable; it shares nothing)."""
+    is an int to numpy: basic indexing, a view). One element read (``x[3]``) is a view: numpy
+    gives an immutable scalar, but cupy gives a 0-d array that sees later writes to ``x``, and
+    the generated code must be right on both."""
     if stmt.prim.fn is not operator.getitem:
         return False
     key = stmt.args[1]
@@ -82,8 +83,7 @@ def index_copies(stmt: Stmt) -> bool:
         elif not (value is None or value is Ellipsis or isinstance(value, slice)
                   or isinstance(value, int) and not isinstance(value, bool)):
             return True
-    return stmt.out.aval.ndim == 0 and not any(isinstance(p, Lit) and p.value is Ellipsis
-                                               for p in parts)
+    return False
 
 
 def basic_parts(key) -> tuple | None:

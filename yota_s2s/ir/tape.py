@@ -163,6 +163,7 @@ class Primitive:
     ufunc: Any = None        # elementwise: computed by this numpy ufunc (``np.add`` for ``+``)
     method: str | None = None    # written as this method of an array operand: ``x.sum(axis=0)``
     out_form: str | None = None  # how a non-ufunc writes into a given array (see TRAITS)
+    array_first: bool = False    # the first operand must be an array (cupy takes no number)
 
     def __repr__(self) -> str:
         return f"<prim {self.name}>"
@@ -194,6 +195,8 @@ TRAITS = {
     "out_form": "how codegen directs the result into a given array, for a primitive that is "
                 "not a ufunc: 'matmul' (matmul(a, b, out=)), 'reduce' (x.sum(axis, out=)), "
                 "'copy' (copyto), 'fill' (.fill(c)), 'join' (concatenate(.., out=))",
+    "array_first": "the first operand must be an array: numpy takes a Python number there, cupy "
+                   "does not, so codegen writes xp.asarray(1.0) (np.broadcast_to(1.0, shape))",
 }
 
 
