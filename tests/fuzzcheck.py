@@ -5,7 +5,8 @@ plain), and for each form, in this order: calls it (value against numpy, gradien
 central finite differences in float64, their shapes and dtypes), checks the arguments were not
 written and the gradients are the caller's (writeable, sharing no memory), calls it again on
 other inputs and checks the first result did not change, calls it a third time (same result),
-with Fortran-ordered, strided and read-only copies of the arguments, and (buffered form) with
+with Fortran-ordered, strided and read-only copies of the arguments, its forward mode (the
+tangent along a random direction against the finite-difference gradient), and (buffered form) with
 ``out=``: every entry an array, every other entry None, an entry of the wrong shape (must
 raise), an entry that is the argument itself (must raise or still be right). Then it compares
 the forms with each other. The outcome is one of
@@ -231,6 +232,34 @@ def check_form(form, df, args, others, ref, tol) -> list:
     return kept
 
 
+def check_jvp(form, f, args, fd, tol, seed) -> None:
+    """Forward mode of the same program in the same form: the tangent along random directions
+    against the finite-difference gradient dotted with them."""
+    rtol, atol, _ = tol
+    rng = np.random.default_rng(seed + 2)
+    tangents = [rng.standard_normal(np.shape(a)).astype(a.dtype) if isinstance(a, np.ndarray)
+                else float(rng.standard_normal()) for a in args]
+    try:
+        jf = ys.jvpfunction(f, *args, buffers=form == "buffered")
+    except YotaError as e:
+        internal = type(e) in (YotaError, InternalError)
+        raise Found("crash" if internal else "refusal", "jvp compile", _first(e))
+    except Exception as e:
+        raise Found("crash", "jvp compile", _first(e))
+    try:
+        value, tangent = jf(*args, *tangents)
+    except Exception as e:
+        raise Found("crash", "jvp call", _first(e))
+    finally:
+        sys.modules.pop(jf.__module__, None)
+    want = sum(float(np.sum(np.asarray(g, np.float64) * t)) for g, t in zip(fd, tangents))
+    scale = max(1.0, sum(float(np.sum(np.abs(np.asarray(g, np.float64) * t)))
+                         for g, t in zip(fd, tangents)))
+    bad = far(np.float64(tangent), np.float64(want), rtol, atol * scale)
+    if bad:
+        raise Found("mismatch", "jvp vs finite differences", bad)
+
+
 def check(program, directory: Path, forms=FORMS) -> Outcome:
     """Compile and check ``program`` in ``forms``; the worst outcome found."""
     try:
@@ -263,6 +292,7 @@ def check(program, directory: Path, forms=FORMS) -> Outcome:
             modules[form] = ys.source(df)
             try:
                 results[form] = check_form(form, df, args, others, ((value), fd), tol)
+                check_jvp(form, f, args, fd, tol, program.seed)
             except Found as e:
                 now.kind, now.check, now.detail = e.kind, e.check, e.detail
             except Exception as e:                  # the checker's own failure: report it

@@ -2,8 +2,10 @@
 
 ``generate(seed)`` writes a program as Python source: a function ``f`` of one to three float
 arrays, made of elementwise ops and ufuncs, broadcasting arithmetic, reductions, products,
-indexing, joining and reshaping, ``np.where``, ``clip``, in-place updates, small loops and
-helper functions, ending in a scalar loss. Each statement is run on the example arguments as it
+indexing, joining and reshaping, ``np.where``, ``clip``, in-place updates, loops (trip counts 1
+to 20: carried values, per-step indexing, ``out[t] =`` rows, nested loops, ``while``, list append
+and ``np.stack``, branches on data inside the body) and helper functions, ending in a scalar
+loss. Each statement is run on the example arguments as it
 is chosen, so the generator knows every value: it only writes a statement numpy accepts, whose
 values stay finite and moderate, and that keeps clear of non-differentiable points (no ties in
 max/min/maximum/where/clip/masks, no zero in abs, logs of positive values) by a margin much
@@ -344,6 +346,76 @@ class Gen:
                      f"    {name} = np.tanh({name} * 0.9 + {a}) + {self.lit(-0.3, 0.3)}"]
         return self.accept(lines, name)
 
+    def trips(self) -> int:
+        """A trip count from 1 to 20, half of them 8 or more (long enough for a loop region)."""
+        return self.r.randint(8, 20) if self.r.random() < 0.5 else self.r.randint(1, 7)
+
+    def loop(self) -> bool:
+        """A loop defining one value: carried, indexed per step, written row by row, nested."""
+        a = self.arr(lambda v: v.ndim >= 1)
+        v, name, n, k = self.vals[a], self.new(), self.trips(), self.r.randrange(8)
+        w, c = self.lit(0.3, 0.9), self.lit(-0.5, 0.5)
+        m = v.shape[0]
+        if k == 0:       # a carried value, the index used as a value
+            lines = [f"{name} = {a} * {self.lit()}", f"for t in range({n}):",
+                     f"    {name} = np.tanh({name} * {w} + {a}) + {c} * t / {n}"]
+        elif k == 1:     # a per-step row, the index wrapped around the first axis
+            key = self.r.choice([f"t % {m}", f"(t + 1) % {m}", f"{m - 1} - t % {m}"])
+            lines = [f"{name} = np.sin({a}[0]) * {w}", f"for t in range({n}):",
+                     f"    {name} = np.sin({name} * {w} + {a}[{key}]) + {c}"]
+        elif k == 2:     # out[t] = ...: a row per step (a sum when the rows would be too big)
+            row = n * v.size <= MAX_SIZE
+            shape = f"({n},) + {a}.shape" if row else f"{n}"
+            lines = [f"{name} = np.zeros({shape}, dtype={a}.dtype)", f"h = {a} * {w}",
+                     f"for t in range({n}):", f"    h = np.cos(h * {w} + {c})",
+                     f"    {name}[t] = {'h * (t + 1.0)' if row else 'np.sum(h * h)'}"]
+        elif k == 3:     # nested loops
+            inner = self.r.randint(1, max(1, 40 // n))
+            lines = [f"{name} = {a} * {w}", f"for t in range({n}):", f"    for j in range({inner}):",
+                     f"        {name} = np.tanh({name} * {w} + {c} * (t - j)) + 0.1 * {a}"]
+        elif k == 4:     # a branch on the data at every step
+            return self.branching_loop(a, name, n, w, c)
+        elif k == 5:     # list append, then np.stack
+            lines = ["hs = []", f"h = {a}", f"for t in range({n}):",
+                     f"    h = np.sin(h * {w} + {c} * t)", f"    hs.append({self.r.choice(['h', 'np.sum(h)'])})",
+                     f"{name} = np.stack(hs)" if n * v.size <= MAX_SIZE else f"{name} = np.stack(hs).sum(axis=0)"]
+        elif k == 6:     # a while loop with a static trip count
+            lines = [f"{name} = {a} * {w}", "t = 0", f"while t < {n}:",
+                     f"    {name} = np.sin({name} * {w} + {a}) * {c} + {w}",
+                     "    t += 1"]
+        else:            # over the first axis: enumerate, zip, the previous row
+            form = self.r.randrange(3)
+            if form == 0:
+                lines = [f"{name} = np.cos({a}[0]) * {w}", f"for t, row in enumerate({a}):",
+                         f"    {name} = {name} * {w} + np.sin(row) * (t + 1.0) * {c}"]
+            elif form == 1:
+                lines = [f"{name} = {a}[0] * {c}", f"for row, other in zip({a}, {a}[::-1]):",
+                         f"    {name} = np.tanh({name} + row * other * {w})"]
+            else:
+                lines = [f"{name} = {a}[0] * {w}", f"for t in range(1, {m}):",
+                         f"    {name} = {name} * {w} + {a}[t] * {a}[t - 1]"]
+        return self.accept(lines, name)
+
+    def branching_loop(self, a: str, name: str, n: int, w: str, c: str) -> bool:
+        """``if np.sum(h) > threshold`` in the body, the threshold at least MARGIN from the sum
+        at every step (a run records the sums; a step that comes too close rejects the loop)."""
+        v = np.asarray(self.vals[a], np.float64)
+        thr = fmt(float(np.sum(v)) * float(w) + self.r.uniform(-0.5, 0.5))
+        lines = [f"{name} = {a} * {w}", f"for t in range({n}):", f"    if np.sum({name}) > {thr}:",
+                 f"        {name} = np.tanh({name} + {c})", "    else:",
+                 f"        {name} = {name} * {w} + {self.lit(0.2, 0.6)}"]
+        probe = list(lines)
+        probe.insert(2, f"    sums.append(float(np.sum({name})))")
+        env = dict(self.env, **self.vals, sums=[])
+        try:
+            with np.errstate(all="raise"):
+                exec("\n".join(probe), env)
+        except Exception:
+            return False
+        if min(abs(x - float(thr)) for x in env["sums"]) < 5 * MARGIN:
+            return False
+        return self.accept(lines, name)
+
     def helper_call(self) -> bool:
         a = self.arr(lambda v: v.ndim >= 1)
         name, call = self.new(), self.r.choice([c for _, c in HELPERS.values()])
@@ -385,7 +457,7 @@ class Gen:
             self.vals[f"x{i}"] = x
         kinds = [(self.unary, 5), (self.binary, 6), (self.reduce, 2), (self.product, 2),
                  (self.index, 3), (self.shape_op, 3), (self.select, 2), (self.inplace, 2),
-                 (self.helper_call, 1), (self.scalar, 0.4), (self.elements, 1)]
+                 (self.helper_call, 1), (self.scalar, 0.4), (self.elements, 1), (self.loop, 1.5)]
         fns, weights = zip(*kinds)
         want = self.r.randint(2, 9)
         for _ in range(want * 6):

@@ -4,6 +4,7 @@ result kept across a second call, out=, Fortran-ordered, strided and read-only a
 the two forms against each other. ``python tools/fuzz.py`` runs thousands of them."""
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import numpy as np
@@ -43,6 +44,11 @@ def test_generated_programs_cover_the_features_and_both_dtypes():
                     " > ", "np.concatenate(", "np.stack(", "np.where(", "np.maximum(", "clip(",
                     "np.tile(", ".T", "np.zeros(", "for i in range(", "+= ", "def h", "float("):
         assert feature in text, feature
+    for feature in ("for t in range(", "for j in range(", "while t < ", "hs.append(", "enumerate(",
+                    "zip(", "[t] = ", " % ", "[t - 1]", "    if np.sum("):      # loops (issue 12)
+        assert feature in text, feature
+    trips = [int(n) for n in re.findall(r"for t in range\((\d+)\)", text)]
+    assert min(trips) < 8 <= max(trips), "short loops and loops long enough for a region"
     assert {p.dtype for p in programs} == {"float32", "float64"}
     assert any(isinstance(a, float) for p in programs for a in p.args)
     shapes = {np.shape(a) for p in programs for a in p.args}

@@ -19,7 +19,7 @@ from yota_s2s.gradcheck import differentiable, numerical_grad
 from yota_s2s.ir import verify
 from yota_s2s.rules.indexing import index_add
 
-from .programs import models, updates
+from .programs import loops, models, updates
 
 
 @dataclass
@@ -528,7 +528,51 @@ PROGRAMS: list[Case] = [
          lambda r: (np.array(r.standard_normal()),)),
 ]
 
-CASES = RULE_CASES + PROGRAMS
+
+
+def signed_rows(steps, width):
+    """Rows whose sums alternate in sign, far from zero (a branch on the sum at every step)."""
+    def make(r):
+        signs = np.where(np.arange(steps) % 3 == 1, -1.0, 1.0)[:, None]
+        return r.standard_normal((steps, width)) * 0.2 + 0.5 * signs, r.standard_normal(width) * 0.5
+    return make
+
+
+# issue 12: loops. Today every loop is unrolled; these are the referee for loop regions (the
+# first group must become regions, the second, "loop_fallback_*", must stay unrolled and guarded).
+LOOPS: list[Case] = [
+    Case("loop_carried_array", loops.carried_array, lambda r: (r.standard_normal((4, 4)) * 0.4,
+                                                               r.standard_normal(4))),
+    Case("loop_per_step_input", loops.per_step_input, normal((12, 3), (3,), (3,))),
+    Case("loop_per_step_output", loops.per_step_output, normal((9, 3), (3,))),
+    Case("loop_previous_step", loops.previous_step, normal((10, 2, 3), (3,))),
+    Case("loop_over_first_axis", loops.over_first_axis, normal((11, 2, 3), (2, 3))),
+    Case("loop_zip", loops.zipped, normal((9, 3), (9, 3), (3,))),
+    Case("loop_enumerate", loops.enumerated, lambda r: (r.standard_normal((8, 3)), r.standard_normal(3))),
+    Case("loop_nested_regions", loops.nested, lambda r: (r.standard_normal((8, 3)) * 0.5,
+                                                         r.standard_normal((8, 3)), r.standard_normal(3))),
+    Case("loop_nested_short_inner", loops.nested_short_inner, normal((9, 2, 3), (3,))),
+    Case("loop_in_helper", loops.loop_in_helper, normal((10, 3), (3,), (3,))),
+    Case("loop_while_static", loops.while_static, lambda r: (r.standard_normal(3) * 0.5,
+                                                             r.uniform(0.2, 0.8, 3))),
+    Case("loop_append_stack", loops.append_and_stack, normal((8, 2, 3), (2, 3))),
+    Case("loop_ring_index_arithmetic", loops.ring, normal((12,))),
+    Case("loop_reversed_range", loops.reversed_range, normal((10, 3), (3,))),
+    Case("loop_accumulate_in_place", loops.accumulate_in_place, normal((9, 3), (3,))),
+    Case("loop_rnn_summed", loops.rnn_summed,
+         lambda r: (r.standard_normal((3, 4)) * 0.5, r.standard_normal((4, 4)) * 0.5, r.standard_normal(4),
+                    r.standard_normal((12, 2, 3)), r.standard_normal((2, 4)))),
+    Case("loop_continue_on_index", loops.continue_on_index, normal((10, 3), (3,))),
+    Case("loop_fallback_data_branch", loops.data_branch, signed_rows(10, 3)),
+    Case("loop_fallback_growing_carry", loops.growing_carry, normal((2,))),
+    Case("loop_fallback_break_on_index", loops.break_on_index, normal((14, 3), (3,))),
+    Case("loop_fallback_break_on_data", loops.break_on_data,
+         lambda r: (0.3 + 0.01 * r.standard_normal((12, 3)), np.full(3, 0.1))),
+    Case("loop_fallback_early_return", loops.early_return, normal((12, 3), (3,))),
+    Case("loop_fallback_short", loops.short_loop, normal((3, 3), (3,))),
+]
+
+CASES = RULE_CASES + PROGRAMS + LOOPS
 
 
 def leaf_values(tape, args: tuple) -> list:

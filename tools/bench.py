@@ -2,6 +2,8 @@
 
     python tools/bench.py                      # every workload, one thread per framework
     python tools/bench.py --only mlp,rnn --reps 31 --threads 1
+    python tools/bench.py --loops                     # issue 12's loop workloads (RNN over T ...)
+    python tools/bench.py --loops --only rnn_T10,rnn_T100 --compile-timeout 60
 
 For each workload (tools/workloads.py) it times, in one process, with repetitions interleaved
 after a warm-up: the forward function, the handwritten gradient, the generated gradient (fresh
@@ -13,6 +15,11 @@ It prints medians and ratios (to the forward call, to the handwritten gradient, 
 gradient against each peer); with tracemalloc, the bytes a steady-state call allocates (its peak
 above the memory before it) and keeps, and peak memory (that, plus the work arrays a generated
 module holds); and compile time: the latency of the first ``simplegrad`` call, from a cold cache.
+
+``--loops`` runs the loop workloads instead (workloads.LOOP_WORKLOADS: a tanh RNN at T = 10 ..
+10,000, a scalar ring loop, RK4, a 2-D advection stencil; no peers unless ``--peers`` names them)
+and adds a table of compile time and module lines of both forms. A compile that runs past
+``--compile-timeout`` seconds of CPU time is reported as "timeout" and that workload is not timed.
 """
 from __future__ import annotations
 
@@ -32,6 +39,7 @@ os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_t
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import argparse  # noqa: E402
+import signal  # noqa: E402
 import importlib  # noqa: E402
 import inspect  # noqa: E402
 import statistics  # noqa: E402
@@ -71,11 +79,43 @@ class Impl:
 
 # ----- implementations ----------------------------------------------------------------------------
 
-def numpy_impls(w: workloads.Workload, args: tuple, compile_ms: dict) -> list[Impl]:
+class CompileTimeout(Exception):
+    """A compile ran past ``--compile-timeout``."""
+
+
+def compile_timed(w: workloads.Workload, args: tuple, timeout: float, cpu: dict | None = None,
+                  **options) -> tuple[Any, float]:
+    """``simplegrad`` of the workload and its latency in ms (its process CPU time in ms into
+    ``cpu[w.name]``: on a shared machine the steadier of the two); CompileTimeout past
+    ``timeout`` s of CPU time (0: no limit), so that a loaded machine does not turn a compile
+    into a timeout."""
+    expired = []
+
+    def alarm(*_):
+        expired.append(True)
+        raise CompileTimeout
+    old = signal.signal(signal.SIGPROF, alarm)
+    signal.setitimer(signal.ITIMER_PROF, timeout)
+    t0, c0 = time.perf_counter(), time.process_time()
+    try:
+        df = ys.simplegrad(w.loss, *args, **_wrt_option(w.wrt, len(args)), **options)
+    except Exception:
+        if expired:                 # the compiler may wrap what the alarm raised
+            raise CompileTimeout from None
+        raise
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, old)
+    if cpu is not None:
+        cpu[w.name] = (time.process_time() - c0) * 1e3
+    return df, (time.perf_counter() - t0) * 1e3
+
+
+def numpy_impls(w: workloads.Workload, args: tuple, compile_ms: dict, df=None) -> list[Impl]:
+    """Forward, handwritten and generated (``df``, or compiled here and timed into compile_ms)."""
     wrt = w.wrt
-    t0 = time.perf_counter()
-    df = ys.simplegrad(w.loss, *args, **_wrt_option(wrt, len(args)))
-    compile_ms[w.name] = (time.perf_counter() - t0) * 1e3
+    if df is None:
+        df, compile_ms[w.name] = compile_timed(w, args, 0)
     held = _held_bytes(df)
 
     def pick(res):
@@ -280,18 +320,82 @@ def report(results: list[tuple[workloads.Workload, list[Impl]]], compile_ms: dic
     return "\n".join(lines)
 
 
+def module_lines(df) -> int:
+    return len(ys.source(df).splitlines())
+
+
+def loop_report(results: list[tuple[workloads.Workload, list[Impl] | None]], compile_ms: dict,
+                loops: dict) -> str:
+    """Issue 12's table: what a loop costs to compile and to read, and the gradient's time and
+    peak memory against the handwritten one (yota peak = its allocations plus held buffers)."""
+    lines = ["## Loops: compile, module size, time and memory against handwritten", "",
+             "| workload | compile buffered (CPU) | compile plain | lines buffered / plain | yota / handwritten "
+             "| yota / forward | yota peak / handwritten peak |", "|---" * 7 + "|"]
+    for w, impls in results:
+        info = loops[w.name]
+        plain = info.get("plain_ms")
+        cells = [f"{compile_ms[w.name] / 1e3:.2f} s ({info['cpu_ms'][w.name] / 1e3:.2f} s)"
+                 if w.name in compile_ms else "timeout",
+                 "-" if plain is None else (f"{plain / 1e3:.2f} s" if plain != "timeout" else "timeout"),
+                 f"{info.get('lines', 'timeout')} / {info.get('plain_lines', 'timeout')}"]
+        if impls is None:
+            cells += ["timeout"] * 3
+        else:
+            by = {i.name: i for i in impls}
+            med = {n: statistics.median(i.times) for n, i in by.items()}
+            hand, yota = by["handwritten"], by["yota"]
+            peak = None if yota.alloc is None else yota.alloc + yota.held
+            cells += [f"{med['yota'] / med['handwritten']:.2f}x", f"{med['yota'] / med['forward']:.2f}x",
+                      f"{peak / hand.alloc:.2f}x" if peak is not None and hand.alloc else "-"]
+        lines.append(f"| {w.name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def run_loop_workload(w: workloads.Workload, args: tuple, opts, compile_ms: dict, loops: dict):
+    """The buffered form timed as usual, the plain form compiled for its size; None when the
+    buffered compile times out."""
+    info = loops[w.name] = {"cpu_ms": {}}
+    try:
+        df, compile_ms[w.name] = compile_timed(w, args, opts.compile_timeout, info["cpu_ms"])
+    except CompileTimeout:
+        print(f"{w.name}: compile (buffered) over {opts.compile_timeout:g} s", file=sys.stderr)
+        return None
+    info["lines"] = module_lines(df)
+    print(f"{w.name}: compiled in {compile_ms[w.name] / 1e3:.1f} s", file=sys.stderr)
+    impls = numpy_impls(w, args, compile_ms, df)
+    try:
+        df, info["plain_ms"] = compile_timed(w, args, opts.compile_timeout, buffers=False)
+        info["plain_lines"] = module_lines(df)
+    except CompileTimeout:
+        info["plain_ms"] = "timeout"
+    return impls
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", help="comma-separated workload names")
     parser.add_argument("--reps", type=int, default=15, help="timed samples per implementation")
     parser.add_argument("--threads", default="1", help="threads per framework (default 1)")
-    parser.add_argument("--peers", default=",".join(PEERS), help="peers to run, if installed")
+    parser.add_argument("--peers", default=None, help="peers to run, if installed (default: all; "
+                        "none with --loops)")
+    parser.add_argument("--loops", action="store_true", help="the loop workloads (issue 12)")
+    parser.add_argument("--compile-timeout", type=float, default=240.0,
+                        help="CPU seconds a --loops compile may take before it is reported as timeout")
     opts = parser.parse_args()
-    chosen = [w for w in workloads.WORKLOADS if not opts.only or w.name in opts.only.split(",")]
-    results, compile_ms = [], {}
+    peers = opts.peers if opts.peers is not None else ("" if opts.loops else ",".join(PEERS))
+    table = workloads.LOOP_WORKLOADS if opts.loops else workloads.WORKLOADS
+    chosen = [w for w in table if not opts.only or w.name in opts.only.split(",")]
+    results, compile_ms, loops = [], {}, {}
     for w in chosen:
         args = w.make_args(np.random.default_rng(0))
-        impls = numpy_impls(w, args, compile_ms) + peer_impls(w, args, set(opts.peers.split(",")))
+        if opts.loops:
+            impls = run_loop_workload(w, args, opts, compile_ms, loops)
+            if impls is None:
+                results.append((w, None))
+                continue
+        else:
+            impls = numpy_impls(w, args, compile_ms)
+        impls += peer_impls(w, args, set(peers.split(",")))
         check(w, impls)
         time_interleaved(impls, opts.reps)
         for impl in impls:
@@ -301,7 +405,11 @@ def main() -> None:
               file=sys.stderr)
     print(f"# yota-s2s {ys.__version__} benchmark, numpy {np.__version__}, {THREADS} thread(s) "
           f"per framework, {opts.reps} interleaved samples, medians\n")
-    print(report(results, compile_ms))
+    timed = [(w, impls) for w, impls in results if impls is not None]
+    print(report(timed, compile_ms))
+    if opts.loops:
+        print()
+        print(loop_report(results, compile_ms, loops))
 
 
 if __name__ == "__main__":

@@ -45,7 +45,19 @@ def snippets() -> dict[str, str]:
         **_seed(),
         **_review(),
         **_workflow(),
+        **_jvp(args),
     }
+
+
+def _jvp(args: tuple) -> dict[str, str]:
+    """docs/how-it-works.md: the forward-mode module of the design loss (from its def on)."""
+    from tests.programs import design
+    from yota_s2s.codegen import write_module
+    from yota_s2s.compiler import jvp_tape
+
+    _, tape = jvp_tape(design.loss, args)
+    text = write_module(tape, buffers=False)
+    return {"jvp-module": text[text.index("def loss_jvp"):]}
 
 
 def _seed() -> dict[str, str]:

@@ -271,3 +271,224 @@ WORKLOADS = [
     Workload("vae", "VAE 784-400-20, batch 128", vae, vae_args, tuple(range(10)), vae_hand,
              vae_torch),
 ]
+
+
+# ===== issue 12: loops that stay loops (``tools/bench.py --loops``) ================================
+# Each loop workload at several trip counts; today every loop is unrolled, so compile time and
+# module size grow with the trip count. The handwritten gradients are what a careful person
+# writes for a loop: saved values in one preallocated stacked array, a reverse loop.
+
+# ----- a tanh RNN, hidden 64, input 32, loss summed over T steps ------------------------------
+
+RNN_BATCH, RNN_INPUT, RNN_HIDDEN = 16, 32, 64
+
+
+def rnn_bptt(Wx, Wh, b, xs, h0):
+    """Backpropagation through time: every state in one (T + 1, batch, hidden) array; going
+    back, step t's pre-activation gradient overwrites its state (no longer needed), so dWx and
+    db come from one product and one sum at the end."""
+    steps = xs.shape[0]
+    hs = np.empty((steps + 1,) + h0.shape)
+    hs[0] = h0
+    value = 0.0
+    for t in range(steps):
+        h = hs[t + 1]
+        np.matmul(xs[t], Wx, out=h)
+        h += hs[t] @ Wh
+        h += b
+        np.tanh(h, out=h)
+        value += np.vdot(h, h)
+    dWh = np.zeros_like(Wh)
+    dh = np.zeros_like(h0)
+    for t in range(steps - 1, -1, -1):
+        dz = hs[t + 1]                # h, then dz = (dh + h) * (1 - h * h) written over it
+        dh += dz
+        dz *= dz
+        np.subtract(1.0, dz, out=dz)
+        dz *= dh
+        dWh += hs[t].T @ dz
+        np.matmul(dz, Wh.T, out=dh)
+    dzs = hs[1:].reshape(-1, h0.shape[-1])
+    return value * 0.5, (xs.reshape(-1, xs.shape[-1]).T @ dzs, dWh, dzs.sum(axis=0))
+
+
+def rnn_loop_args(steps: int) -> Callable:
+    def make(r):
+        return (r.standard_normal((RNN_INPUT, RNN_HIDDEN)) * 0.1,
+                r.standard_normal((RNN_HIDDEN, RNN_HIDDEN)) * 0.1, r.standard_normal(RNN_HIDDEN) * 0.1,
+                r.standard_normal((steps, RNN_BATCH, RNN_INPUT)),
+                r.standard_normal((RNN_BATCH, RNN_HIDDEN)) * 0.1)
+    return make
+
+
+# ----- a scalar polynomial loop over a ring: s += x[i] * x[(i + 1) % n] ** 2 ------------------
+
+def ring(x):
+    n = x.shape[0]
+    s = 0.0
+    for i in range(n):
+        s += x[i] * x[(i + 1) % n] ** 2
+    return s
+
+
+def ring_hand(x):
+    v = x.tolist()
+    n = len(v)
+    s, g = 0.0, [0.0] * n
+    for i in range(n):
+        j = i + 1 if i + 1 < n else 0
+        a, c = v[i], v[j]
+        cc = c * c
+        s += a * cc
+        g[i] += cc
+        g[j] += 2.0 * a * c
+    return s, (np.array(g),)
+
+
+# ----- RK4 over 1,000 steps of dy/dt = tanh(W y + b) - y / 2; loss of the final state ----------
+# The step sizes are an argument (a per-step input; no gradient asked for them).
+
+RK4_DT, RK4_DIM = 0.01, 16
+
+
+def ode(y, W, b):
+    return np.tanh(W @ y + b) - 0.5 * y
+
+
+def rk4(W, b, y0, dts):
+    y = y0
+    for dt in dts:
+        k1 = ode(y, W, b)
+        k2 = ode(y + 0.5 * dt * k1, W, b)
+        k3 = ode(y + 0.5 * dt * k2, W, b)
+        k4 = ode(y + dt * k3, W, b)
+        y = y + dt / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+    return 0.5 * np.sum(y * y)
+
+
+def rk4_hand(W, b, y0, dts):
+    """The discrete adjoint of RK4: each stage's point u and tanh s saved in (steps, 4, dim)
+    arrays, the stages' adjoints in a third; dW and db from them in one product at the end."""
+    steps = dts.shape[0]
+    us = np.empty((steps, 4) + y0.shape)
+    ss = np.empty_like(us)
+    y = y0.copy()
+    for n in range(steps):
+        u, s, dt = us[n], ss[n], float(dts[n])
+        u[0] = y
+        s[0] = np.tanh(W @ y + b)
+        k1 = s[0] - 0.5 * u[0]
+        u[1] = y + 0.5 * dt * k1
+        s[1] = np.tanh(W @ u[1] + b)
+        k2 = s[1] - 0.5 * u[1]
+        u[2] = y + 0.5 * dt * k2
+        s[2] = np.tanh(W @ u[2] + b)
+        k3 = s[2] - 0.5 * u[2]
+        u[3] = y + dt * k3
+        s[3] = np.tanh(W @ u[3] + b)
+        k4 = s[3] - 0.5 * u[3]
+        y += dt / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+    value = 0.5 * np.dot(y, y)
+    dzs = np.empty_like(us)
+    dy = y                                       # d value / d y at the end
+    WT = W.T
+    for n in range(steps - 1, -1, -1):
+        s, dz, dt = ss[n], dzs[n], float(dts[n])
+        dk4 = dt / 6.0 * dy
+        dk3, dk2, dk1 = 2.0 * dk4, 2.0 * dk4, dk4.copy()
+        # a stage k = tanh(W u + b) - u / 2: dz = dk (1 - s^2), du = W^T dz - dk / 2
+        dz[3] = dk4 * (1.0 - s[3] * s[3])
+        du = WT @ dz[3] - 0.5 * dk4
+        dy = dy + du
+        dk3 += dt * du
+        dz[2] = dk3 * (1.0 - s[2] * s[2])
+        du = WT @ dz[2] - 0.5 * dk3
+        dy += du
+        dk2 += 0.5 * dt * du
+        dz[1] = dk2 * (1.0 - s[1] * s[1])
+        du = WT @ dz[1] - 0.5 * dk2
+        dy += du
+        dk1 += 0.5 * dt * du
+        dz[0] = dk1 * (1.0 - s[0] * s[0])
+        dy += WT @ dz[0] - 0.5 * dk1
+    flat_dz, flat_u = dzs.reshape(-1, y0.shape[0]), us.reshape(-1, y0.shape[0])
+    return value, (flat_dz.T @ flat_u, flat_dz.sum(axis=0), dy)
+
+
+def rk4_args(steps: int) -> Callable:
+    def make(r):
+        return (r.standard_normal((RK4_DIM, RK4_DIM)) / np.sqrt(RK4_DIM), r.standard_normal(RK4_DIM) * 0.1,
+                r.standard_normal(RK4_DIM), np.full(steps, RK4_DT))
+    return make
+
+
+# ----- 2-D advection-diffusion of a smoke field by a velocity field, 100 steps, np.roll stencil ---
+
+FLOW_STEPS, FLOW_SIZE, FLOW_DT, FLOW_NU = 100, 32, 0.2, 0.05
+
+
+def flow_step(f, vx, vy):
+    """Centred differences on a periodic grid (np.roll), plus diffusion."""
+    dfx = np.roll(f, -1, axis=1) - np.roll(f, 1, axis=1)
+    dfy = np.roll(f, -1, axis=0) - np.roll(f, 1, axis=0)
+    lap = np.roll(f, 1, axis=0) + np.roll(f, -1, axis=0) + np.roll(f, 1, axis=1) \
+        + np.roll(f, -1, axis=1) - 4.0 * f
+    return f - 0.5 * FLOW_DT * (vx * dfx + vy * dfy) + FLOW_NU * lap
+
+
+def flow(vx, vy, f0, target):
+    f = f0
+    for _ in range(FLOW_STEPS):
+        f = flow_step(f, vx, vy)
+    return np.sum((f - target) ** 2)
+
+
+def flow_hand(vx, vy, f0, target):
+    """The adjoint of the stencil: each field saved in one (steps + 1, n, n) array; the adjoint
+    of a centred difference is minus the difference, the Laplacian is its own adjoint, so a
+    step back is four rolls of (nu a -+ c v a) plus four of the saved field for dvx, dvy."""
+    c, nu = 0.5 * FLOW_DT, FLOW_NU
+    fs = np.empty((FLOW_STEPS + 1,) + f0.shape)
+    fs[0] = f0
+    for n in range(FLOW_STEPS):
+        f = fs[n]
+        east, west = np.roll(f, -1, axis=1), np.roll(f, 1, axis=1)
+        south, north = np.roll(f, -1, axis=0), np.roll(f, 1, axis=0)
+        g = fs[n + 1]
+        np.multiply(1.0 - 4.0 * nu, f, out=g)
+        g += nu * (east + west + south + north)
+        g -= c * (vx * (east - west) + vy * (south - north))
+    r = fs[-1] - target
+    value = np.vdot(r, r)
+    a = 2.0 * r
+    dvx, dvy = np.zeros_like(vx), np.zeros_like(vy)
+    for n in range(FLOW_STEPS - 1, -1, -1):
+        f = fs[n]
+        ca = c * a
+        dvx -= ca * (np.roll(f, -1, axis=1) - np.roll(f, 1, axis=1))
+        dvy -= ca * (np.roll(f, -1, axis=0) - np.roll(f, 1, axis=0))
+        na, gx, gy = nu * a, vx * ca, vy * ca
+        a = (1.0 - 4.0 * nu) * a + np.roll(na - gx, 1, axis=1) + np.roll(na + gx, -1, axis=1) \
+            + np.roll(na - gy, 1, axis=0) + np.roll(na + gy, -1, axis=0)
+    return value, (dvx, dvy)
+
+
+def flow_args(r):
+    n = FLOW_SIZE
+    yy, xx = np.meshgrid(np.arange(n, dtype=float), np.arange(n, dtype=float), indexing="ij")
+    f0 = np.exp(-((yy - 10.0) ** 2 + (xx - 12.0) ** 2) / 12.0)
+    target = np.exp(-((yy - 20.0) ** 2 + (xx - 18.0) ** 2) / 12.0)
+    return 0.5 + 0.3 * r.standard_normal((n, n)), 0.5 + 0.3 * r.standard_normal((n, n)), f0, target
+
+
+LOOP_WORKLOADS = [
+    *(Workload(f"rnn_T{steps}", f"tanh RNN, hidden {RNN_HIDDEN}, input {RNN_INPUT}, batch {RNN_BATCH}, "
+               f"loss summed over {steps:,} steps", rnn, rnn_loop_args(steps), (0, 1, 2), rnn_bptt)
+      for steps in (10, 100, 1_000, 10_000)),
+    *(Workload(f"ring_n{n}", f"scalar loop s += x[i] * x[(i + 1) % n] ** 2, n = {n:,}", ring,
+               lambda r, n=n: (r.standard_normal(n),), (0,), ring_hand) for n in (1_000, 10_000)),
+    *(Workload(f"rk4_{steps}", f"RK4, {steps:,} steps of dy/dt = tanh(W y + b) - y / 2, dim {RK4_DIM}",
+               rk4, rk4_args(steps), (0, 1, 2), rk4_hand) for steps in (100, 1_000)),
+    Workload("flow_100", f"2-D advection-diffusion, {FLOW_SIZE}x{FLOW_SIZE} periodic grid (np.roll), "
+             f"{FLOW_STEPS} steps", flow, flow_args, (0, 1), flow_hand),
+]

@@ -6,6 +6,7 @@
     val, g = ys.grad(loss, model, X)                   # cached per signature; g[0] by field path
     dloss_dW = ys.gradient(loss)                       # autograd's grad(f): dloss_dW(W, b, x)
     vf = ys.vjp(f, x); y, dx = vf(x, cotangent)        # non-scalar results
+    y, dot_y = ys.jvp(f, (x,), (t,))                   # forward mode: J @ t
     ys.update(model, g[0], lambda x, gx: x - 0.01 * gx)
     ys.diffrule(logistic, "x", "y * (1 - y) * dy")     # a custom derivative
     print(ys.rules())                                  # every primitive and its rules
@@ -13,17 +14,19 @@
 __version__ = "0.1.0"
 
 from .api import (GradResult, RecompileWarning, cache_info, clear_cache, elementwise_grad, example,
-                  grad, gradient, jacobian, simplegrad, source, trace, value_and_grad, vjp)
+                  grad, gradient, jacobian, jvp, jvpfunction, simplegrad, source, trace,
+                  value_and_grad, vjp)
 from .errors import (ArgumentMismatch, GuardError, InternalError, NoRuleError, RuleError,
                      StaticValueError, UnsupportedSyntax, UpdateError, YotaError)
 from .gradcheck import gradcheck
 from .memory import MemoryReport, memory_report
-from .rules import RULES, diffrule, nodiff, primitive, stop_gradient
+from .rules import RULES, diffrule, jvprule, nodiff, primitive, stop_gradient
 from .struct_update import update
 
-__all__ = ["simplegrad", "grad", "gradient", "value_and_grad", "vjp", "jacobian",
+__all__ = ["simplegrad", "grad", "gradient", "value_and_grad", "vjp", "jvp", "jvpfunction",
+           "jacobian",
            "elementwise_grad", "GradResult", "update", "clear_cache", "cache_info", "trace",
-           "source", "example", "gradcheck", "memory_report", "MemoryReport", "diffrule",
+           "source", "example", "gradcheck", "memory_report", "MemoryReport", "diffrule", "jvprule",
            "nodiff", "primitive", "stop_gradient", "rules", "RULES", "YotaError",
            "UnsupportedSyntax", "NoRuleError", "StaticValueError", "RuleError", "GuardError",
            "ArgumentMismatch", "InternalError", "UpdateError", "RecompileWarning", "__version__"]

@@ -200,23 +200,90 @@ def _example_cotangent(f: Callable, args: tuple) -> np.ndarray:
     return np.ones(np.shape(out), out.dtype)
 
 
-def jacobian(f: Callable, *args: Any, argnum: int = 0, rules: RuleSet = RULES,
-             buffers: bool = True) -> np.ndarray:
+def jacobian(f: Callable, *args: Any, argnum: int = 0, mode: str = "rev",
+             rules: RuleSet = RULES, buffers: bool = True) -> np.ndarray:
     """The Jacobian of ``f`` at ``args`` with respect to array argument ``argnum``, of shape
-    ``f(*args).shape + args[argnum].shape``: one vector-Jacobian product per element of the
-    result (rows of the generated ``vjp`` function), so meant for small results."""
+    ``f(*args).shape + args[argnum].shape``. ``mode="rev"``: one vector-Jacobian product per
+    element of the result (rows of the generated ``vjp`` function), for small results;
+    ``mode="fwd"``: one Jacobian-vector product per element of the argument (columns of the
+    generated ``jvp`` function), for small arguments."""
     x = args[argnum] if isinstance(argnum, int) and -len(args) <= argnum < len(args) else None
     if not isinstance(x, (np.ndarray, float, np.floating)):
         raise YotaError(f"jacobian: argument {argnum!r} of {getattr(f, '__name__', f)} is not "
                         "a float array", hint="Give argnum= the position of an array argument.")
-    vf = vjp(f, *args, rules=rules, buffers=buffers)
+    if mode not in ("fwd", "rev"):
+        raise YotaError(f"jacobian: mode={mode!r}", hint='Use mode="fwd" or mode="rev".')
     out = f(*args)
+    k = argnum % len(args)
+    if mode == "fwd":
+        jf = jvpfunction(f, *args, rules=rules, buffers=buffers)
+        zeros = [_like(a, None) if _has_tangent(a) else None for a in args]
+        columns = []
+        for i in range(np.size(x)):
+            tangent = np.zeros(np.shape(x), np.result_type(x))
+            tangent.flat[i] = 1
+            tangents = [*zeros[:k], _like(x, tangent), *zeros[k + 1:]]
+            columns.append(np.asarray(jf(*args, *[t for t in tangents if t is not None])[1]))
+        return np.reshape(np.stack(columns, axis=-1) if columns else
+                          np.zeros(np.shape(out) + (0,)), np.shape(out) + np.shape(x))
+    vf = vjp(f, *args, rules=rules, buffers=buffers)
     rows = []
     for i in range(out.size):
         cotangent = np.zeros(out.shape, out.dtype)
         cotangent.flat[i] = 1
-        rows.append(vf(*args, cotangent)[1 + argnum % len(args)])
+        rows.append(vf(*args, cotangent)[1 + k])
     return np.reshape(np.array(rows), out.shape + np.shape(x))
+
+
+def _has_tangent(value: Any) -> bool:
+    return np.result_type(value).kind in "fc" and not isinstance(value, (bool, int))
+
+
+def jvpfunction(f: Callable, *args: Any, tangents: tuple | None = None, device: str = "cpu",
+                out_dir: str | Path | None = None, module_name: str | None = None,
+                rules: RuleSet = RULES, buffers: bool = True) -> Callable:
+    """Compile forward mode for ``f`` on arguments like ``args``: returns ``jf`` with
+    ``jf(*args, *tangents) == (f(*args), J @ tangents)``, one tangent per float argument (in
+    order; ints and static arguments have none), in a generated module (``ys.source(jf)``)
+    whose ``# -- tangent --`` section computes ``dot_h`` for each ``h``. ``tangents``: example
+    tangents to trace with (ones by default; only their shapes matter)."""
+    from .compiler import compile_jvp
+    compiled = compile_jvp(f, _host(args), tangents, rules=rules, device=device, out_dir=out_dir,
+                           module_name=module_name, buffers=buffers)
+    fn = compiled.fn
+    inner, bound = unbind(f)
+    if compiled.reads_closure:
+        fn = compiled.module.bind(inner)
+    return fn if bound is None else types.MethodType(fn, bound)
+
+
+_jvp_cache: dict[Any, Callable] = {}
+
+
+def jvp(f: Callable, primals: tuple, tangents: tuple, *, rules: RuleSet = RULES) -> tuple:
+    """JAX's ``jvp``: ``(f(*primals), J @ tangents)``, the tangent of ``f``'s result along
+    ``tangents`` (one per primal, like it; None for ints and static arguments). Compiled once
+    per function and argument signature (``jvpfunction``) and found again after that."""
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise YotaError(f"jvp: {len(primals)} primals but {len(tangents)} tangents",
+                        hint="Give one tangent per primal (None for an int or static one).")
+    key = (function_key(f), rules, rules.version, *(arg_key(a) for a in primals))
+    jf = _jvp_cache.get(key)
+    if jf is None:
+        jf = _jvp_cache[key] = jvpfunction(f, *primals, rules=rules)
+    return jf(*primals, *[_like(p, t) for p, t in zip(primals, tangents) if _has_tangent(p)])
+
+
+def _like(primal: Any, tangent: Any) -> Any:
+    """A tangent as the generated code checks it: of its primal's kind, shape and dtype."""
+    if tangent is None:
+        tangent = np.zeros_like(primal)
+    if isinstance(primal, np.ndarray):
+        return np.asarray(tangent, primal.dtype)
+    if isinstance(primal, np.generic):
+        return primal.dtype.type(np.reshape(tangent, ()))
+    return type(primal)(np.reshape(tangent, ()))
 
 
 def elementwise_grad(f: Callable, argnum: int | str | tuple = 0, *, device: str = "cpu",

@@ -33,7 +33,48 @@ def backward(tape: Tape, ev: Evaluator, wrt: set[int] | None = None) -> Tape:
     return _Sweep(tape, ev, wrt).run()
 
 
+def refuse_complex(stmt: Stmt, active: list[Var]) -> None:
+    """A primitive whose derivative is written for real values only (``real_only``: max, sort,
+    eigh) refuses complex operands that need one, in both sweeps."""
+    reason = stmt.prim.real_only
+    if reason and any(v.aval.dtype.kind == "c" for v in active):
+        raise YotaError(f"{stmt.prim.name} of complex values has no derivative here: {reason}",
+                        stmt.loc, "Differentiate through real values: np.real(z), np.imag(z) "
+                        "or np.abs(z), and compare or decompose those (docs/complex.md).")
+
+
+def transpose(ev: Evaluator, stmts: list[Stmt], inputs: list[Var],
+              seeds: list[tuple[Any, Any]]) -> list[Any]:
+    """The transpose of the linear map that ``stmts`` compute from ``inputs``: the adjoints of
+    ``inputs`` (None where zero) when each ``(value, seed)`` of ``seeds`` gives a value its
+    adjoint. Forward mode uses it to turn a VJP rule into a JVP (forward.py)."""
+    sweep = _Sweep.linear(ev)
+    sweep.active = set(inputs)
+    for stmt in stmts:
+        if any(u in sweep.active for u in stmt.uses()):
+            sweep.active |= {o for o in stmt.outs if o.aval.is_float}
+    for value, seed in seeds:
+        if value in sweep.active:
+            sweep.accumulate(value, seed)
+    for stmt in reversed(stmts):
+        if not any(o in inputs for o in stmt.outs):     # (what makes a placeholder)
+            sweep.sweep(stmt)
+    out = []
+    for u in inputs:
+        g = sweep.adjoint(u)
+        out.append(None if g is None else sweep.fit(g, u.aval))
+    return out
+
+
 class _Sweep:
+    @classmethod
+    def linear(cls, ev: Evaluator) -> "_Sweep":
+        """A sweep with no tape of its own, for ``transpose`` and forward.py's fitting."""
+        sweep = cls.__new__(cls)
+        sweep.tape, sweep.ev, sweep.rules = None, ev, ev.rules
+        sweep.active, sweep.full, sweep.primals, sweep.scatter = set(), {}, {}, {}
+        return sweep
+
     def __init__(self, tape: Tape, ev: Evaluator, wrt: set[int] | None):
         self.tape, self.ev, self.rules = tape, ev, ev.rules
         self.diff = [i.var.aval.is_float and (wrt is None or i.argnum in wrt) for i in tape.inputs]
@@ -48,6 +89,7 @@ class _Sweep:
         active = {i.var for i, d in zip(self.tape.inputs, self.diff) if d}
         for stmt in self.tape.stmts:
             if NODIFF_ALL in self.rules.nodiffs.get(stmt.prim, ()):
+                refuse_complex(stmt, [u for u in stmt.uses() if u in active])
                 continue
             if any(u in active for u in stmt.uses()):
                 active |= {o for o in stmt.outs if o.aval.is_float}
@@ -65,8 +107,9 @@ class _Sweep:
             raise YotaError(f"{self.tape.name} returns a complex scalar ({result.aval}); the "
                             "gradient of a value that is not real is not defined", self.tape.loc,
                             "Return a real scalar: its real part (np.real(...), .real), its "
-                            "magnitude (np.abs(...)) or a squared norm. Derivatives of holomorphic "
-                            "functions are not supported.")
+                            "magnitude (np.abs(...)) or a squared norm. The derivative of a "
+                            "holomorphic function is a JVP: ys.jvp(f, (z,), (1.0 + 0j,)) "
+                            "(docs/complex.md).")
         if result in self.active:
             self.full[result] = _one(result.aval)
             if result.aval.shape != ():      # an array of one element, taken as a scalar
@@ -89,6 +132,7 @@ class _Sweep:
     def sweep(self, stmt: Stmt, index: int = -1) -> None:
         if not any(o in self.full or o in self.scatter for o in stmt.outs):
             return
+        refuse_complex(stmt, [u for u in stmt.uses() if u in self.active])
         self.ev.loc_override = stmt.loc
         dys = [self.adjoint(o) for o in stmt.outs]
         for name, tree in zip(stmt.prim.operands, stmt.args):
@@ -115,13 +159,15 @@ class _Sweep:
                 if isinstance(atom, Var) and atom in self.active and g is not None:
                     self.accumulate(atom, self.fit(g, atom.aval))
 
-    def instantiate(self, rule: Rule, stmt: Stmt, dys: list) -> Any:
-        """Run the rule in the frontend with its placeholders bound to this statement."""
+    def instantiate(self, rule: Rule, stmt: Stmt, dys: list, extra: dict | None = None) -> Any:
+        """Run the rule in the frontend with its placeholders bound to this statement
+        (``extra``: more placeholders, a JVP rule's tangent)."""
         ev, prim = self.ev, stmt.prim
         env = {name.lstrip("*"): _value(tree) for name, tree in zip(prim.operands, stmt.args)}
         env.update({name: stmt.param(name) for name, _ in prim.options})
         env["y"] = stmt.outs[0] if prim.nout == 1 else tuple(stmt.outs)
         env["dy"] = dys[0] if prim.nout == 1 else tuple(dys)
+        env.update(extra or {})
         ev.rule_text = str(rule)
         check_options(rule, dict(stmt.params), stmt.loc)
         env = bind(rule, env, dict(stmt.params))

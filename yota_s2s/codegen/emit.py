@@ -27,7 +27,7 @@ from ..errors import SourceLoc, StaticValueError
 from ..ir import verify
 from ..ir.analysis import Analysis
 from ..ir.names import Namer, namer_of
-from ..ir.tape import ACCUMULATE, Lit, Primitive, Stmt, Tape, Var, tree_vars
+from ..ir.tape import ACCUMULATE, TANGENT, Lit, Primitive, Stmt, Tape, Var, tree_vars
 from ..text import dotted, fraction, identifier, literal
 from .buffers import MemoryPlan, plan_memory, storage, writer
 from .outside import outside_statements
@@ -44,14 +44,16 @@ _CMPS = {"<": ast.Lt, "<=": ast.LtE, ">": ast.Gt, ">=": ast.GtE, "==": ast.Eq, "
 
 @dataclass
 class Block:
-    section: str                 # "forward" or "backward"
+    section: str                 # "forward", "backward" or "tangent"
     loc: SourceLoc | None
     stmts: list[ast.stmt] = field(default_factory=list)
     sources: list[Stmt] = field(default_factory=list)   # the tape statements behind it
 
 
 def section_of(stmt: Stmt) -> str:
-    return "backward" if stmt.rule is not None else "forward"
+    if stmt.rule is None:
+        return "forward"
+    return "tangent" if stmt.rule.startswith(TANGENT) else "backward"
 
 
 def _block_key(stmt: Stmt) -> tuple:

@@ -2,10 +2,11 @@
 
 - Parameters keep their names; values bound to a source name keep it (``h``), later SSA
   versions of the same name get ``h_1``, ``h_2``.
-- Adjoints are ``d<primal>`` (``dW``, ``dh``, ``dt5`` for the temporary ``t5``). When a
-  gradient is accumulated from several contributions, a running sum keeps the total's name
-  (``dW = dW + h.T @ dt7``), and a contribution that is not itself the running total is a part:
-  ``dh_part1``, ``dh_part2`` (never ``dh_1``, which reads as the gradient of ``h_1``).
+- Adjoints are ``d<primal>`` (``dW``, ``dh``, ``dt5`` for the temporary ``t5``), tangents
+  (forward mode) ``dot_<primal>``. When a gradient is accumulated from several contributions,
+  a running sum keeps the total's name (``dW = dW + h.T @ dt7``), and a contribution that is
+  not itself the running total is a part: ``dh_part1``, ``dh_part2`` (never ``dh_1``, which
+  reads as the gradient of ``h_1``).
 - Everything else is a temporary ``t1, t2, ...``, numbered densely in statement order.
 - ``y`` and ``dy`` are the rules' words for a statement's result and its incoming gradient
   (the ``# rule`` comments of the module say ``dy * (1 - y * y)``): a user's value or parameter
@@ -67,6 +68,7 @@ class Namer:
         self.hint_of: Callable[[Var], str | None] = tape.hint_of if tape else lambda v: v.hint
         self.primal_of: Callable[[Var], Var | None] = \
             tape.primal_of if tape else lambda v: v.grad_of
+        self.prefix_of: Callable[[Var], str] = tape.prefix_of if tape else lambda v: "d"
 
     def reserve_sources(self, names: Iterable[str]) -> None:
         """Source names are kept for their own values; other values avoid them."""
@@ -120,7 +122,7 @@ class Namer:
         if hint:
             name = self.fresh(hint, own=True)
         elif primal is not None and primal in self.names:
-            name = self.fresh("d" + self.names[primal])
+            name = self.fresh(self.prefix_of(var) + self.names[primal])
         else:
             name = self.temp()
         self.names[var] = name
@@ -139,6 +141,7 @@ class Namer:
         other.avoided, other.source_names = set(self.avoided), set(self.source_names)
         other.names, other.params, other._temps = dict(self.names), list(self.params), self._temps
         other.hint_of, other.primal_of = self.hint_of, self.primal_of
+        other.prefix_of = self.prefix_of
         return other
 
     def clashes(self, taken: Iterable[str]) -> bool:
@@ -192,7 +195,7 @@ def name_tape(tape: Tape, skip: set[Var] = frozenset(), taken: Iterable[str] = (
                 namer.names[v] = namer.names[continued[v]]
             elif primal_of(v) is not None and primal_of(v) in namer.names \
                     and v not in chained and v is not totals.get(primal_of(v), v):
-                namer.names[v] = _partial_name(namer, "d" + namer.names[primal_of(v)])
+                namer.names[v] = _partial_name(namer, tape.prefix_of(v) + namer.names[primal_of(v)])
             else:
                 namer.name_var(v)
     return namer

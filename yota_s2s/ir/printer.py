@@ -86,6 +86,8 @@ def format_tape(tape: Tape, locations: bool = True, shapes: bool = True) -> str:
         pairs = [f"{names[i.var]}: {format_tree(g, names) if g is not None else 'None'}"
                  for i, g in zip(tape.inputs, tape.grads)]
         lines.append((f"  grads {', '.join(pairs)}", ""))
+    if tape.tangent is not None:
+        lines.append((f"  tangent {format_tree(tape.tangent, names)}", ""))
     width = max(len(text) for text, _ in lines) + 2
     body = [text.ljust(width) + f"# {loc}" if locations and loc else text for text, loc in lines]
     return "\n".join([head] + body)

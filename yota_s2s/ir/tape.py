@@ -2,7 +2,7 @@
 
 Grammar (what every stage consumes and produces)::
 
-    tape    ::= inputs stmt* result grads?
+    tape    ::= inputs stmt* result grads? tangent?
     stmt    ::= out+ '=' prim[params] arg*          # one primitive call
     arg     ::= Var | Lit | '(' arg* ')'            # a tree: sequences of operands, index keys
     Var     ::= a value with an abstract value (shape, dtype, weak) and a source-name hint
@@ -163,6 +163,10 @@ class Primitive:
     ufunc: Any = None        # elementwise: computed by this numpy ufunc (``np.add`` for ``+``)
     method: str | None = None    # written as this method of an array operand: ``x.sum(axis=0)``
     out_form: str | None = None  # how a non-ufunc writes into a given array (see TRAITS)
+    elementwise: bool = False    # its rules are pointwise: the JVP is the VJP with dy := tangent
+    linear: bool = False         # jointly linear in its float operands: the JVP is itself
+    multilinear: bool = False    # linear in each float operand: the JVP is a sum of itself
+    real_only: str | None = None  # why its derivative is refused for complex values
     array_first: bool = False    # the first operand must be an array (cupy takes no number)
 
     def __repr__(self) -> str:
@@ -195,9 +199,23 @@ TRAITS = {
     "out_form": "how codegen directs the result into a given array, for a primitive that is "
                 "not a ufunc: 'matmul' (matmul(a, b, out=)), 'reduce' (x.sum(axis, out=)), "
                 "'copy' (copyto), 'fill' (.fill(c)), 'join' (concatenate(.., out=))",
+    "elementwise": "each result element depends on the operand elements at its (broadcast) "
+                   "position only, so a VJP rule is dy times a pointwise derivative and the JVP "
+                   "is that rule with dy := the operand's tangent (every ufunc; scipy.stats)",
+    "linear": "jointly linear in its float operands (x.T, reshape, sum, concatenate): the JVP "
+              "is the primitive applied to the tangents, zeros for constant operands",
+    "multilinear": "linear in each float operand separately (matmul, einsum, kron): the JVP "
+                   "is the sum over operands of the primitive with that one operand's tangent",
+    "real_only": "why it has no derivative for complex operands (it orders them: max, sort, "
+                 "clip; its rule is written for real matrices: eigh, svd): both sweeps refuse "
+                 "a complex operand that needs one, saying this",
     "array_first": "the first operand must be an array: numpy takes a Python number there, cupy "
                    "does not, so codegen writes xp.asarray(1.0) (np.broadcast_to(1.0, shape))",
 }
+
+# The rule text of every statement the forward sweep (forward.py) records starts with this:
+# codegen writes them in a section of their own, ``# -- tangent --``.
+TANGENT = "jvp "
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,6 +300,10 @@ class Tape:
     # The names of its values, given once by ir/names.assign_names on a finished tape (a
     # ``Namer``); a copy, made by a stage that changes the tape, has none until named again.
     namer: Any = field(default=None, compare=False, repr=False)
+    # Forward mode (forward.py): the tangent of ``result``, returned after it; ``tangents``
+    # marks the Vars that are tangents (named ``dot_h``, where adjoints are ``dh``).
+    tangent: Tree = None
+    tangents: set = field(default_factory=set)
 
     def copy(self, **changes: Any) -> "Tape":
         fields = dict(self.__dict__)
@@ -289,6 +311,7 @@ class Tape:
         fields["inputs"], fields["stmts"] = list(fields["inputs"]), list(fields["stmts"])
         fields["hints"], fields["primals"] = dict(fields["hints"]), dict(fields["primals"])
         fields["namer"] = None
+        fields["tangents"] = set(fields["tangents"])
         if fields["grads"] is not None:
             fields["grads"] = list(fields["grads"])
         return Tape(**fields)
@@ -308,7 +331,12 @@ class Tape:
     def outputs(self) -> list[Atom]:
         outs = list(tree_atoms(self.result))
         outs += [g for g in (self.grads or []) if g is not None]
+        outs += list(tree_atoms(self.tangent)) if self.tangent is not None else []
         return outs
+
+    def prefix_of(self, var: Var) -> str:
+        """How the name of a derivative starts: ``dot_`` for a tangent, ``d`` for an adjoint."""
+        return "dot_" if var in self.tangents else "d"
 
     def __str__(self) -> str:
         from .printer import format_tape

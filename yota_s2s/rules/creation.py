@@ -12,7 +12,8 @@ from .registry import diffrule, nodiff, primitive
 primitive(np.zeros,      "shape, dtype=None", creates=True, out_form="fill")
 primitive(np.ones,       "shape, dtype=None", creates=True, out_form="fill")
 primitive(np.empty,      "shape, dtype=None", creates=True)
-primitive(np.full,       "shape, fill_value, dtype=None", creates=True, out_form="fill")
+primitive(np.full,       "shape, fill_value, dtype=None", creates=True, out_form="fill",
+          linear=True)
 primitive(np.zeros_like, "a, dtype=None, shape=None", creates=True)
 primitive(np.ones_like,  "a, dtype=None", creates=True)
 primitive(np.empty_like, "a, dtype=None", creates=True)

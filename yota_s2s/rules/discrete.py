@@ -36,3 +36,6 @@ DISCRETE = (np.floor, np.ceil, np.round, np.rint, np.trunc, np.fix, np.sign, np.
             np.count_nonzero, np.searchsorted)
 for fn in DISCRETE:
     nodiff(fn)
+# np.sign(z) of a complex z is z / |z|, smooth: its derivative is not zero, and no rule gives it
+primitive(np.sign, real_only="np.sign of a complex z is z / |z|, which is not piecewise "
+                             "constant (write z / np.abs(z))")

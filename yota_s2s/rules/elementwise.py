@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from .registry import diffrule, nodiff, primitive
+from .registry import diffrule, jvprule, nodiff, primitive
 
 # ----- numpy ------------------------------------------------------------------------------
 diffrule(np.exp,        "x", "dy * y")
@@ -40,6 +40,9 @@ diffrule(np.fabs,       "x", "dy * np.sign(x)")
 # Ties (docs/rules.md): where x1 == x2 each operand gets half of dy, as in autograd and JAX,
 # so np.maximum(0, x) and np.maximum(x, 0) agree. fmax/fmin pass dy to the number where the
 # other operand is nan (the one they return).
+ORDERS = "complex numbers have no order (numpy compares them lexicographically, not smoothly)"
+for fn in (np.maximum, np.minimum, np.fmax, np.fmin):
+    primitive(fn, real_only=ORDERS)
 diffrule(np.maximum,    "x1", "dy * ((x1 > x2) + 0.5 * (x1 == x2))")
 diffrule(np.maximum,    "x2", "dy * ((x2 > x1) + 0.5 * (x2 == x1))")
 diffrule(np.minimum,    "x1", "dy * ((x1 < x2) + 0.5 * (x1 == x2))")
@@ -69,6 +72,9 @@ def abs_grad(x, dy):
     return dy * np.conj(np.sign(x)) if np.iscomplexobj(x) else dy * np.sign(x)
 
 
+primitive(np.sinc, "x", elementwise=True)
+
+
 @diffrule(np.sinc, "x")
 def sinc_grad(x, y, dy):
     """``(cos(pi x) - sinc(x)) / x``, and 0 at 0."""
@@ -76,15 +82,16 @@ def sinc_grad(x, y, dy):
     return dy * np.where(at_zero, 0.0, (np.cos(np.pi * x) - y) / np.where(at_zero, 1.0, x))
 
 
-primitive(np.nan_to_num, "x, copy=True, nan=0.0, posinf=None, neginf=None")
+primitive(np.nan_to_num, "x, copy=True, nan=0.0, posinf=None, neginf=None", elementwise=True)
 diffrule(np.nan_to_num, "x", "np.where(np.isfinite(x), dy, 0.0)",
          ignores=("copy", "nan", "posinf", "neginf"))    # replacements are constants
 
-# Complex numbers follow autograd's convention: the gradient of a real loss L with respect to
-# z = a + ib is dL/da - i dL/db, so holomorphic rules need no conjugates.
-primitive(np.real, "val", view=True)
-primitive(np.imag, "val", view=True)
-primitive(np.angle, "z, deg=False")
+# Complex numbers follow JAX's (and autograd's) convention, docs/complex.md: the gradient of a
+# real loss L with respect to z = a + ib is dL/da - i dL/db, so holomorphic rules need no
+# conjugates.
+primitive(np.real, "val", view=True, elementwise=True)
+primitive(np.imag, "val", view=True, elementwise=True)
+primitive(np.angle, "z, deg=False", elementwise=True)
 diffrule(np.real, "val", "dy")                  # backward.py casts dy to val's dtype
 
 
@@ -102,11 +109,32 @@ def angle_grad(z, dy, deg=False):
     scale = 180 / np.pi if deg else 1.0
     return dy * scale * np.conj(z * 1j) / np.abs(z) ** 2
 
-primitive(np.where, "condition, x1, x2")       # numpy's x, y: y is the result in rules
+# Forward mode: these are not holomorphic, so their JVP is not their VJP with dy := the tangent
+# (the elementwise derivation); for a real operand they agree with it.
+jvprule(np.real, "val", "np.real(dval)")
+jvprule(np.imag, "val", "np.imag(dval)")
+
+
+@jvprule(np.absolute, "x")
+def abs_jvp(x, dx):
+    """``Re(conj(x) dx) / |x|`` (0 at 0); ``sign(x) dx`` for a real ``x``."""
+    return np.real(np.conj(np.sign(x)) * dx) if np.iscomplexobj(x) else np.sign(x) * dx
+
+
+@jvprule(np.angle, "z")
+def angle_jvp(z, dz, deg=False):
+    """``Im(conj(z) dz) / |z|^2``: the angle of ``z`` is ``Im(log z)``; 0 for a real ``z``."""
+    if not np.iscomplexobj(z):
+        return np.zeros_like(np.real(dz))
+    scale = 180 / np.pi if deg else 1.0
+    return scale * np.imag(np.conj(z) * dz) / np.abs(z) ** 2
+
+
+primitive(np.where, "condition, x1, x2", elementwise=True)   # numpy's x, y: y is the result in rules
 diffrule(np.where,      "x1", "np.where(condition, dy, 0.0)")
 diffrule(np.where,      "x2", "np.where(condition, 0.0, dy)")
 
-primitive(np.clip, "a, a_min, a_max")
+primitive(np.clip, "a, a_min, a_max", elementwise=True, real_only=ORDERS)
 
 
 # clip(a, lo, hi) is minimum(maximum(a, lo), hi): at a bound, a and the bound share dy
@@ -146,12 +174,13 @@ for fn in (math.floor, math.ceil, math.trunc, math.copysign):
     nodiff(fn)
 
 # ----- builtins and casts -----------------------------------------------------------------
-primitive(builtins.abs, "x", name="abs", emit=("call", "abs"))
+primitive(builtins.abs, "x", name="abs", emit=("call", "abs"), elementwise=True)
 diffrule(builtins.abs, "x", abs_grad)
-primitive(builtins.float, "x", name="float", emit=("call", "float"))
+jvprule(builtins.abs, "x", abs_jvp)
+primitive(builtins.float, "x", name="float", emit=("call", "float"), elementwise=True)
 diffrule(builtins.float, "x", "dy")
-primitive(builtins.complex, "x", name="complex", emit=("call", "complex"))
-diffrule(builtins.complex, "x", "np.real(dy)")    # a real input: the real part
+primitive(builtins.complex, "x", name="complex", emit=("call", "complex"), elementwise=True)
+diffrule(builtins.complex, "x", "dy")    # backward.py takes the real part for a real x
 
 
 def astype(x, dtype):
@@ -160,5 +189,5 @@ def astype(x, dtype):
     return x.astype(dtype) if hasattr(x, "astype") else np.dtype(dtype).type(x)
 
 
-primitive(astype, "x, dtype", name="astype", emit=("method", "astype"))
+primitive(astype, "x, dtype", name="astype", emit=("method", "astype"), elementwise=True)
 diffrule(astype, "x", "dy")           # backward.py casts dy back to x's dtype

@@ -18,7 +18,7 @@ import numpy as np
 
 from .registry import diffrule, primitive, scatter_rule
 
-primitive(operator.getitem, "a, key", name="getitem", emit=("getitem",), view=True)
+primitive(operator.getitem, "a, key", name="getitem", emit=("getitem",), view=True, linear=True)
 scatter_rule(operator.getitem, "a")
 
 
@@ -47,7 +47,7 @@ def setitem_(a, key, v):
     return a
 
 
-primitive(setitem, "a, key, v, repeats=False", name="setitem")
+primitive(setitem, "a, key, v, repeats=False", name="setitem", linear=True)
 primitive(setitem_, "a, key, v", name="setitem_", emit=("setitem",), inplace=True)
 
 
@@ -77,8 +77,8 @@ def setitem_grad_v(a, key, dy, repeats=False):
     return np.where(last[key] == order, landed, 0.0)
 
 
-primitive(np.take, "a, indices, axis=None, mode='raise'")
-primitive(np.take_along_axis, "arr, indices, axis=-1")
+primitive(np.take, "a, indices, axis=None, mode='raise'", linear=True)
+primitive(np.take_along_axis, "arr, indices, axis=-1", linear=True)
 
 
 @diffrule(np.take, "a")
@@ -116,8 +116,8 @@ def along_axis_key(indices, axis, shape):
     return key[0] if ndim == 1 else tuple(key)
 
 
-primitive(np.sort, "a, axis=-1, kind=None, stable=None")
-primitive(np.partition, "a, kth, axis=-1")
+primitive(np.sort, "a, axis=-1, kind=None, stable=None", real_only="complex numbers have no order")
+primitive(np.partition, "a, kth, axis=-1", real_only="complex numbers have no order")
 
 
 @diffrule(np.sort, "a", ignores=("kind", "stable"))

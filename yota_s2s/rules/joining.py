@@ -10,14 +10,14 @@ import numpy as np
 from .indexing import index_add
 from .registry import diffrule, primitive
 
-primitive(np.concatenate, "arrays, axis=0", out_form="join")      # np.concatenate(.., out=)
-primitive(np.stack, "arrays, axis=0", out_form="join")
-primitive(np.hstack, "tup")
-primitive(np.vstack, "tup")
-primitive(np.dstack, "tup")
-primitive(np.column_stack, "tup")
-primitive(np.tile, "A, reps")
-primitive(np.repeat, "a, repeats, axis=None")
+primitive(np.concatenate, "arrays, axis=0", out_form="join", linear=True)   # np.concatenate(.., out=)
+primitive(np.stack, "arrays, axis=0", out_form="join", linear=True)
+primitive(np.hstack, "tup", linear=True)
+primitive(np.vstack, "tup", linear=True)
+primitive(np.dstack, "tup", linear=True)
+primitive(np.column_stack, "tup", linear=True)
+primitive(np.tile, "A, reps", linear=True)
+primitive(np.repeat, "a, repeats, axis=None", linear=True)
 primitive(np.pad, "array, pad_width, mode='constant', constant_values=0, reflect_type='even'")
 
 

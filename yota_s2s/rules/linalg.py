@@ -11,17 +11,18 @@ import numpy as np
 
 from .products import mT
 from .registry import diffrule, primitive
-from .reductions import restore_axes
+from .reductions import conj_if_complex, restore_axes
 
 primitive(np.linalg.inv, "a")
-primitive(np.linalg.pinv, "a, rcond=None, hermitian=False")
+REAL_MATRICES = "its rule is written for real matrices (a complex one needs conjugate transposes)"
+primitive(np.linalg.pinv, "a, rcond=None, hermitian=False", real_only=REAL_MATRICES)
 primitive(np.linalg.det, "a")
 primitive(np.linalg.slogdet, "a", nout=2)
 primitive(np.linalg.solve, "a, b")
-primitive(np.linalg.cholesky, "a, upper=False")
-primitive(np.linalg.eigh, "a, UPLO='L'", nout=2)
-primitive(np.linalg.svd, "a, full_matrices=True, compute_uv=True, hermitian=False", nout=3)
-primitive(np.linalg.qr, "a, mode='reduced'", nout=2)
+primitive(np.linalg.cholesky, "a, upper=False", real_only=REAL_MATRICES)
+primitive(np.linalg.eigh, "a, UPLO='L'", nout=2, real_only=REAL_MATRICES)
+primitive(np.linalg.svd, "a, full_matrices=True, compute_uv=True, hermitian=False", nout=3, real_only=REAL_MATRICES)
+primitive(np.linalg.qr, "a, mode='reduced'", nout=2, real_only=REAL_MATRICES)
 primitive(np.linalg.norm, "x, ord=None, axis=None, keepdims=False")
 
 
@@ -49,8 +50,12 @@ def det_grad(a, y, dy):
 
 @diffrule(np.linalg.slogdet, "a")
 def slogdet_grad(a, dy):
-    """d log|det a| / da = inv(a).T; the sign is piecewise constant."""
-    _, dlog = dy
+    """d log|det a| / da = inv(a).T (for a complex ``a`` too: log|det a| = Re log det a); the
+    sign is piecewise constant, but not for a complex ``a``: refused there."""
+    dsign, dlog = dy
+    if dsign is not None and np.iscomplexobj(a):
+        raise NotImplementedError("the gradient through the sign of slogdet of a complex "
+                                  "matrix (use the log-determinant, or np.linalg.det)")
     if dlog is None:
         return None
     return per_matrix(dlog, a) * mT(np.linalg.inv(a))
@@ -148,7 +153,7 @@ def svd_grad(a, y, dy, full_matrices=True):
 def svd_values_grad(a, dy):
     """d s / d a = U diag(ds) V^T, for distinct singular values."""
     u, _, vt = np.linalg.svd(a, full_matrices=False)
-    return (u * np.expand_dims(dy, -2)) @ vt
+    return conj_if_complex((u * np.expand_dims(dy, -2)) @ vt)
 
 
 @diffrule(np.linalg.qr, "a")
@@ -173,7 +178,13 @@ def qr_grad(a, y, dy, mode="reduced"):
 @diffrule(np.linalg.norm, "x")
 def norm_grad(x, y, dy, ord=None, axis=None, keepdims=False):
     """Vector norms (any ``ord``) along ``axis`` or of a flattened array; matrix norms ('fro',
-    'nuc', 1, -1, 2, -2, inf, -inf) of a 2-D array or along a pair of axes."""
+    'nuc', 1, -1, 2, -2, inf, -inf) of a 2-D array or along a pair of axes. A norm is real:
+    for a complex ``x`` its gradient is the conjugate of the real formula (np.sign(x) is
+    x / |x| there)."""
+    return conj_if_complex(real_norm_grad(x, y, dy, ord, axis, keepdims))
+
+
+def real_norm_grad(x, y, dy, ord, axis, keepdims):
     if ord is None or ord == "fro" and axis is None:
         return x * restore_axes(dy / y, axis, keepdims)
     if axis is None and np.ndim(x) == 2 or isinstance(axis, tuple) and len(axis) == 2:

@@ -9,11 +9,11 @@ import numpy as np
 from .indexing import setitem
 from .registry import diffrule, primitive
 
-primitive(np.diag, "v, k=0", view=True)             # of a matrix: a read-only view
-primitive(np.diagonal, "a, offset=0, axis1=0, axis2=1", view=True)
-primitive(np.trace, "a, offset=0, axis1=0, axis2=1, dtype=None")
-primitive(np.tril, "m, k=0")
-primitive(np.triu, "m, k=0")
+primitive(np.diag, "v, k=0", view=True, linear=True)   # of a matrix: a read-only view
+primitive(np.diagonal, "a, offset=0, axis1=0, axis2=1", view=True, linear=True)
+primitive(np.trace, "a, offset=0, axis1=0, axis2=1, dtype=None", linear=True)
+primitive(np.tril, "m, k=0", linear=True)
+primitive(np.triu, "m, k=0", linear=True)
 
 diffrule(np.tril, "m", "np.tril(dy, k)")
 diffrule(np.triu, "m", "np.triu(dy, k)")

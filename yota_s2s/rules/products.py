@@ -13,15 +13,15 @@ import numpy as np
 
 from .registry import alias, diffrule, primitive
 
-primitive(operator.matmul, "x1, x2", name="matmul", emit=("binop", "@"), out_form="matmul")
+primitive(operator.matmul, "x1, x2", name="matmul", emit=("binop", "@"), out_form="matmul", multilinear=True)
 alias(np.matmul, operator.matmul)
-primitive(np.dot, "a, b")
-primitive(np.vdot, "a, b")
-primitive(np.inner, "a, b")
-primitive(np.outer, "a, b")
-primitive(np.kron, "a, b")
-primitive(np.tensordot, "a, b, axes=2")
-primitive(np.einsum, "subscripts, *operands, optimize=False", view=True)   # "ii->i" is a view
+primitive(np.dot, "a, b", multilinear=True)
+primitive(np.vdot, "a, b", multilinear=True)
+primitive(np.inner, "a, b", multilinear=True)
+primitive(np.outer, "a, b", multilinear=True)
+primitive(np.kron, "a, b", multilinear=True)
+primitive(np.tensordot, "a, b, axes=2", multilinear=True)
+primitive(np.einsum, "subscripts, *operands, optimize=False", view=True, multilinear=True)   # "ii->i" is a view
 
 
 def mT(x):

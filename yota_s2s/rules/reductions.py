@@ -17,19 +17,21 @@ from ..ir.tape import Var
 from .registry import alias, cancels, diffrule, primitive
 
 # written ``x.sum(axis=0)``, and into a given array with ``out=``
-primitive(np.sum,  "a, axis=None, dtype=None, keepdims=False", method="sum",  out_form="reduce")
-primitive(np.mean, "a, axis=None, dtype=None, keepdims=False", method="mean", out_form="reduce")
-primitive(np.max,  "a, axis=None, keepdims=False",             method="max",  out_form="reduce")
+primitive(np.sum,  "a, axis=None, dtype=None, keepdims=False", method="sum",  out_form="reduce", linear=True)
+primitive(np.mean, "a, axis=None, dtype=None, keepdims=False", method="mean", out_form="reduce", linear=True)
+primitive(np.max,  "a, axis=None, keepdims=False",             method="max",  out_form="reduce",
+          real_only="complex numbers have no order")
 # no out= form: cupy 14's min(axis, out=) raises (max's works)
-primitive(np.min,  "a, axis=None, keepdims=False",             method="min")
+primitive(np.min,  "a, axis=None, keepdims=False",             method="min",
+          real_only="complex numbers have no order")
 primitive(np.prod, "a, axis=None, dtype=None, keepdims=False", method="prod", out_form="reduce")
-primitive(np.cumsum, "a, axis=None, dtype=None")
+primitive(np.cumsum, "a, axis=None, dtype=None", linear=True)
 primitive(np.cumprod, "a, axis=None, dtype=None")
 primitive(np.std,  "a, axis=None, dtype=None, ddof=0, keepdims=False")
 primitive(np.var,  "a, axis=None, dtype=None, ddof=0, keepdims=False")
 primitive(np.nansum, "a, axis=None, dtype=None, keepdims=False")
 primitive(np.nanmean, "a, axis=None, dtype=None, keepdims=False")
-primitive(np.diff, "a, n=1, axis=-1")
+primitive(np.diff, "a, n=1, axis=-1", linear=True)
 alias(np.amax, np.max)
 alias(np.amin, np.min)
 
@@ -88,9 +90,10 @@ def other_products(b):
 
 @diffrule(np.var, "a", ignores=("dtype",))
 def var_grad(a, y, dy, axis=None, ddof=0, keepdims=False):
-    """``2 (a - mean) / (N - ddof)`` times ``dy``, over the reduced axes."""
+    """``2 (a - mean) / (N - ddof)`` times ``dy``, over the reduced axes (conjugated for a
+    complex ``a``: var is real)."""
     count = np.size(a) // max(np.size(y), 1)
-    centered = a - np.mean(a, axis=axis, keepdims=True)
+    centered = conj_if_complex(a - np.mean(a, axis=axis, keepdims=True))
     return restore_axes(dy, axis, keepdims) * centered * (2.0 / (count - ddof))
 
 
@@ -98,8 +101,14 @@ def var_grad(a, y, dy, axis=None, ddof=0, keepdims=False):
 def std_grad(a, y, dy, axis=None, ddof=0, keepdims=False):
     """``(a - mean) / ((N - ddof) std)`` times ``dy``."""
     count = np.size(a) // max(np.size(y), 1)
-    centered = a - np.mean(a, axis=axis, keepdims=True)
+    centered = conj_if_complex(a - np.mean(a, axis=axis, keepdims=True))
     return restore_axes(dy / y, axis, keepdims) * centered / (count - ddof)
+
+
+def conj_if_complex(x):
+    """A real function of complex ``x`` (var, std, norm) has the gradient ``conj`` of its
+    steepest-ascent direction (docs/complex.md); real ``x`` is left alone."""
+    return np.conj(x) if np.iscomplexobj(x) else x
 
 
 @diffrule(np.nansum, "a", ignores=("dtype",))

@@ -189,11 +189,12 @@ class RuleSet:
         self.rules: dict[tuple[Primitive, str], Rule] = {}
         self.nodiffs: dict[Primitive, set[str]] = {}
         self.cancellations: list[Callable] = []     # see ``cancels``
+        self.jvps: dict[tuple[Primitive, str], Rule] = {}     # declared JVP rules (few)
         self.version = next(_versions)
 
     def copy(self) -> "RuleSet":
         new = RuleSet()
-        new.prims, new.rules = dict(self.prims), dict(self.rules)
+        new.prims, new.rules, new.jvps = dict(self.prims), dict(self.rules), dict(self.jvps)
         new.nodiffs = {p: set(s) for p, s in self.nodiffs.items()}
         new.cancellations = list(self.cancellations)
         return new
@@ -256,6 +257,8 @@ class RuleSet:
                                 rule.globals, new, loc)
             moved[(new, argname)] = replace(rule, prim=new)
         self.rules = {k: r for k, r in self.rules.items() if k[0] is not old} | moved
+        self.jvps = {(new if p is old else p, a): replace(r, prim=new) if p is old else r
+                     for (p, a), r in self.jvps.items()}
         self.prims.update((fn, new) for fn, prim in list(self.prims.items()) if prim is old)
         marks = self.nodiffs.pop(old, set())
         if marks:
@@ -311,6 +314,56 @@ class RuleSet:
         self._unmark(prim, argname)
         self._changed()
         return rule
+
+    def jvprule(self, fn: Any, argname: str, rule: str | Callable | None = None):
+        """Register ``rule`` as the tangent of ``fn``'s result due to its operand ``argname``
+        (forward mode; the contributions of the operands add up). It is written like a
+        ``diffrule``, in ``fn``'s parameter names and ``y``, with ``d<argname>`` (``dz`` for
+        ``z``) the operand's tangent in place of ``dy``::
+
+            jvprule(np.angle, "z", "np.imag(np.conj(z) * dz) / np.abs(z) ** 2")
+
+        Most primitives need none: forward.py derives the JVP from the ``elementwise``,
+        ``linear`` and ``multilinear`` traits, or by transposing the VJP rule."""
+        if rule is None:
+            def register(rule_fn: Callable) -> Callable:
+                self.jvprule(fn, argname, rule_fn)
+                return rule_fn
+            return register
+        loc, env = _caller()
+        if inspect.isfunction(rule):
+            loc = _function_loc(rule)
+        prim = self.primitive(fn)
+        self._check_argname(prim, argname, loc)
+        allowed = placeholders(prim, loc) - {"dy"} | {tangent_name(argname)}
+        if isinstance(rule, str):
+            expr = parse_rule_expr(rule, loc)
+            check_rule_expr(expr, allowed, env, prim, loc)
+            entry = Rule(prim, argname, rule.strip(), expr=expr, globals=env, loc=loc)
+        else:
+            check_rule_function(rule, allowed, prim)
+            params = ", ".join(inspect.signature(rule).parameters)
+            entry = Rule(prim, argname, f"{rule.__name__}({params})", fn=rule, loc=loc)
+        self.jvps[(prim, argname)] = entry
+        self._changed()
+        return rule
+
+    def jvp(self, prim: Primitive, argname: str) -> tuple[str, Rule | None]:
+        """How forward mode gets the tangent due to ``argname``: ("declared", its jvprule),
+        ("linear", None), ("multilinear", None), ("elementwise", the VJP rule, used with dy
+        := the tangent), ("transposed", the VJP rule) or ("none", None)."""
+        declared = self.jvps.get((prim, argname))
+        if declared is not None:
+            return "declared", declared
+        if prim.linear:
+            return "linear", None
+        if prim.multilinear:
+            return "multilinear", None
+        vjp = self.rules.get((prim, argname))
+        if vjp is None:
+            return "none", None
+        pointwise = prim.elementwise or prim.ufunc is not None
+        return ("elementwise" if pointwise else "transposed"), vjp
 
     def _unmark(self, prim: Primitive, argname: str) -> None:
         """A rule for ``argname`` lifts an earlier ``nodiff`` of it (or of the whole call)."""
@@ -407,7 +460,13 @@ def _default_traits(fn: Any) -> dict[str, Any]:
     """A numpy ufunc is elementwise with an ``out=`` form; other functions declare their
     traits (``view=True``, ``method="sum"``...) beside their rules."""
     is_numpy_ufunc = isinstance(fn, np.ufunc) and numpy_path(fn) is not None
-    return {"ufunc": fn if is_numpy_ufunc else None}
+    return {"ufunc": fn if is_numpy_ufunc else None,
+            "elementwise": isinstance(fn, np.ufunc) or getattr(fn, "__module__", None) == "math"}
+
+
+def tangent_name(argname: str) -> str:
+    """The placeholder for an operand's tangent in a ``jvprule``: ``dz`` for ``z``."""
+    return "d" + argname
 
 
 def _qualified_name(fn: Any, module: str | None = None) -> str:
@@ -425,6 +484,7 @@ scatter_rule = RULES.scatter_rule
 nodiff = RULES.nodiff
 diffrule = RULES.diffrule
 cancels = RULES.cancels
+jvprule = RULES.jvprule
 
 
 class _Given:

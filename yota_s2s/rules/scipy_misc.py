@@ -13,15 +13,17 @@ import numpy as np
 from scipy.linalg import cholesky, solve_sylvester, solve_triangular, sqrtm
 from scipy.signal import convolve, correlate
 
-from .linalg import cholesky_grad  # noqa: F401  (named in a rule below)
+from .linalg import REAL_MATRICES, cholesky_grad  # noqa: F401  (named in a rule below)
 from .products import mT
+from .reductions import conj_if_complex as cj  # noqa: F401  (named in rules below)
 from .registry import diffrule, primitive
 
-primitive(convolve, "in1, in2, mode='full', method='auto'", module="scipy.signal")
-primitive(correlate, "in1, in2, mode='full', method='auto'", module="scipy.signal")
+primitive(convolve, "in1, in2, mode='full', method='auto'", module="scipy.signal", multilinear=True)
+primitive(correlate, "in1, in2, mode='full', method='auto'", module="scipy.signal", multilinear=True)
 primitive(solve_triangular, "a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False, "
           "check_finite=True", module="scipy.linalg")
-primitive(cholesky, "a, lower=False, overwrite_a=False, check_finite=True", module="scipy.linalg")
+primitive(cholesky, "a, lower=False, overwrite_a=False, check_finite=True", module="scipy.linalg",
+          real_only=REAL_MATRICES)
 primitive(sqrtm, "A", module="scipy.linalg")
 primitive(solve_sylvester, "a, b, q", module="scipy.linalg")
 
@@ -35,13 +37,15 @@ def full_output(dy, in1, in2):
     return np.pad(dy, widths)
 
 
-diffrule(convolve,  "in1", "correlate(full_output(dy, in1, in2), in2, 'valid')",
+# For complex operands: correlate conjugates its second operand, convolve does not, so each
+# rule conjugates (cj) where the other one would (docs/complex.md).
+diffrule(convolve,  "in1", "correlate(full_output(dy, in1, in2), cj(in2), 'valid')",
          ignores=("mode", "method"))        # full_output reads the mode from dy's shape
-diffrule(convolve,  "in2", "correlate(full_output(dy, in1, in2), in1, 'valid')",
+diffrule(convolve,  "in2", "correlate(full_output(dy, in1, in2), cj(in1), 'valid')",
          ignores=("mode", "method"))
-diffrule(correlate, "in1", "convolve(full_output(dy, in1, in2), in2, 'valid')",
+diffrule(correlate, "in1", "convolve(full_output(dy, in1, in2), cj(in2), 'valid')",
          ignores=("mode", "method"))
-diffrule(correlate, "in2", "np.flip(correlate(full_output(dy, in1, in2), in1, 'valid'))",
+diffrule(correlate, "in2", "np.flip(correlate(full_output(cj(dy), in1, in2), in1, 'valid'))",
          ignores=("mode", "method"))
 
 

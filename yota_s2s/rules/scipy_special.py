@@ -25,9 +25,10 @@ for ufunc in (gammaln, gamma, rgamma, gammainc, gammaincc, erf, erfc, erfcx, erf
               log_ndtr, expit, log_expit, logit, xlogy, xlog1py, entr, beta, betaln, i0, i1, i0e,
               i1e, j0, j1, y0, y1, jv, yn, iv, ive, kv):
     primitive(ufunc, module="scipy.special")
-primitive(digamma, name="scipy.special.digamma", emit=("call", "digamma", "scipy.special"))  # psi
-primitive(polygamma, "n, x", module="scipy.special")
-primitive(multigammaln, "a, d", module="scipy.special")
+primitive(digamma, name="scipy.special.digamma", emit=("call", "digamma", "scipy.special"),
+          real_only="its derivative, scipy.special.polygamma, has no complex version")  # psi
+primitive(polygamma, "n, x", module="scipy.special", elementwise=True)
+primitive(multigammaln, "a, d", module="scipy.special", elementwise=True)
 primitive(logsumexp, "a, axis=None, b=None, keepdims=False, return_sign=False",
           operands="a, axis, b", module="scipy.special")
 primitive(softmax, "x, axis=None", module="scipy.special")

@@ -34,10 +34,11 @@ for dist, shape in LOC_SCALE.items():
         params = ", ".join(p for p in ("x", shape, "loc", "scale") if p)
         spec = params.replace("loc", "loc=0.0").replace("scale", "scale=1.0")
         primitive(getattr(dist, method), spec, operands=params, name=f"{dist.name}.{method}",
-                  emit=("call", f"{dist.name}.{method}", "scipy.stats"))
+                  emit=("call", f"{dist.name}.{method}", "scipy.stats"), elementwise=True)
 for method in ("logpmf", "pmf", "cdf", "logcdf", "sf", "logsf"):
     primitive(getattr(poisson, method), "k, mu, loc=0", operands="k, mu, loc",
-              name=f"poisson.{method}", emit=("call", f"poisson.{method}", "scipy.stats"))
+              name=f"poisson.{method}", emit=("call", f"poisson.{method}", "scipy.stats"),
+              elementwise=True)
 for method in ("logpdf", "pdf"):
     primitive(getattr(multivariate_normal, method), "x, mean=None, cov=1, allow_singular=False",
               operands="x, mean, cov", name=f"multivariate_normal.{method}",

@@ -12,10 +12,11 @@ than 0 and n/2 twice (``conj(c_k)`` stands for the negative frequency).
 """
 import numpy as np
 
+from .reductions import conj_if_complex as cj  # noqa: F401  (named in rules below)
 from .registry import diffrule, primitive
 
-primitive(np.convolve, "a, v, mode='full'")
-primitive(np.correlate, "a, v, mode='valid'")
+primitive(np.convolve, "a, v, mode='full'", multilinear=True)
+primitive(np.correlate, "a, v, mode='valid'", multilinear=True)
 
 
 # ----- convolve, correlate ----------------------------------------------------------------
@@ -38,10 +39,12 @@ def mode_start(a, v, mode, correlate=False):
     return (min(m, n) - 1) // 2
 
 
-diffrule(np.convolve,  "a", "np.correlate(full_output(dy, a, v, mode), v, 'valid')")
-diffrule(np.convolve,  "v", "np.correlate(full_output(dy, a, v, mode), a, 'valid')")
-diffrule(np.correlate, "a", "np.convolve(full_output(dy, a, v, mode, True), v, 'valid')")
-diffrule(np.correlate, "v", "np.correlate(full_output(dy, a, v, mode, True), a, 'valid')[::-1]")
+# For complex operands: np.correlate conjugates its second operand, np.convolve does not, so
+# each rule conjugates (cj) where the other one would (docs/complex.md).
+diffrule(np.convolve,  "a", "np.correlate(full_output(dy, a, v, mode), cj(v), 'valid')")
+diffrule(np.convolve,  "v", "np.correlate(full_output(dy, a, v, mode), cj(a), 'valid')")
+diffrule(np.correlate, "a", "np.convolve(full_output(dy, a, v, mode, True), cj(v), 'valid')")
+diffrule(np.correlate, "v", "np.correlate(full_output(cj(dy), a, v, mode, True), a, 'valid')[::-1]")
 
 
 # ----- fft ----------------------------------------------------------------------------------
@@ -66,6 +69,9 @@ def fft_axes(a, s, axes):
     return tuple(range(-count, 0))
 
 
+for fft in (np.fft.fft, np.fft.fft2, np.fft.fftn, np.fft.ifft, np.fft.ifft2, np.fft.ifftn,
+            np.fft.rfft, np.fft.irfft):
+    primitive(fft, linear=True)       # forward mode: the transform of the tangent
 for fft, fft2, fftn in ((np.fft.fft, np.fft.fft2, np.fft.fftn),
                         (np.fft.ifft, np.fft.ifft2, np.fft.ifftn)):
     diffrule(fft,  "a", f"fit(np.fft.{fft.__name__}(dy, axis=axis, norm=norm), "

@@ -1,0 +1,167 @@
+"""Complex numbers (docs/complex.md): every case of the gradient-check table run again on
+complex arguments, where numpy accepts them. The gradient of the real loss
+``Re((1 - 0.5j) f(z))`` must be JAX's (and autograd's) ``dL/da - i dL/db`` for ``z = a + ib``,
+by central differences along the real and the imaginary direction of each element, in both
+generated forms; forward mode must give ``(f(z + e t) - f(z - e t)) / 2e`` for a complex
+tangent ``t`` (``f`` itself may be complex: holomorphic functions go through ``jvp``). Cases
+whose primitives have no derivative for complex values are refused with an error that says so
+(``REFUSED``); a case that numpy itself refuses on complex input is not applicable."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import yota_s2s as ys
+from yota_s2s.compiler import compile_grad, compile_jvp
+from yota_s2s.frontend.flatten import arg_kind
+
+from .test_gradcheck import RULE_CASES, Case, complex_numerical_grad
+from .test_gradcheck_scipy import EXTRA_CASES
+
+CASES_ALL = RULE_CASES + EXTRA_CASES
+
+# Cases refused on complex input, by the primitive that refuses them (its ``real_only`` trait).
+REFUSED = {
+    "maximum": "np.maximum orders its operands", "minimum": "np.minimum orders its operands",
+    "fmax": "np.fmax orders its operands", "fmin": "np.fmin orders its operands",
+    "clip": "np.clip orders", "max": "np.max orders", "min": "np.min orders",
+    "amax": "np.amax orders", "sort": "np.sort orders", "partition": "np.partition orders",
+    "searchsorted_all_any_nodiff": "np.sort orders",
+    "eigh": "real matrices only", "svd_square": "real matrices only",
+    "svd_tall": "real matrices only", "svd_wide": "real matrices only",
+    "cholesky": "real matrices only", "scipy_cholesky": "real matrices only",
+    "qr": "real matrices only", "pinv": "real matrices only", "slogdet": "the sign is smooth",
+    "logsumexp_stable": "np.max orders", "builtin_abs_sum_max": "np.maximum orders",
+    "sign_nodiff": "np.sign(z) = z / |z| is smooth",
+    "digamma": "scipy's polygamma has no complex version",
+}
+
+
+def complexify(args: tuple, rng: np.random.Generator) -> tuple | None:
+    """``args`` with every float value given an imaginary part (None: there is none)."""
+    out, changed = [], False
+    for a in args:
+        if arg_kind(a) == "struct" or isinstance(a, (bool, int, np.integer)) or \
+                np.result_type(a).kind != "f":
+            out.append(a)
+            continue
+        changed = True
+        imag = 0.25 * rng.standard_normal(np.shape(a))
+        if isinstance(a, np.ndarray):
+            out.append(a + 1j * imag)
+        elif isinstance(a, np.generic):
+            out.append(np.complex128(a + 1j * imag))
+        else:
+            out.append(complex(a, float(imag)))
+    return tuple(out) if changed else None
+
+
+def real_loss(fn):
+    def loss(*args):
+        return np.real((1 - 0.5j) * np.asarray(fn(*args)).reshape(()))
+    loss.__name__ = "complex_loss"
+    return loss
+
+
+def check_complex_grad(case: Case, loss, args: tuple) -> None:
+    grads = []
+    for buffers in (True, False):
+        fn = compile_grad(loss, args, check=True, buffers=buffers).fn
+        fn(*args)
+        value, *g = fn(*args)
+        np.testing.assert_allclose(value, loss(*args), rtol=1e-10, atol=1e-10)
+        grads.append(g)
+    for i, (a, g, plain) in enumerate(zip(args, *grads)):
+        if np.iscomplexobj(a):
+            expected = complex_numerical_grad(loss, args, i)
+            np.testing.assert_allclose(g, expected, rtol=10 * case.tol, atol=10 * case.tol,
+                                       err_msg=f"argument {i} of {case.name}")
+            np.testing.assert_allclose(plain, g, rtol=1e-12, atol=1e-12, err_msg="plain")
+
+
+def check_complex_jvp(case: Case, args: tuple) -> None:
+    rng = np.random.default_rng(7)
+    tangents = [None if not np.iscomplexobj(a) else
+                type(a)(complex(*rng.standard_normal(2))) if np.ndim(a) == 0 and
+                not isinstance(a, np.ndarray) else
+                (rng.standard_normal(np.shape(a)) + 1j * rng.standard_normal(np.shape(a)))
+                .astype(np.result_type(a)) for a in args]
+    # float (real) arguments keep a zero tangent: the check is along the complex ones
+    given = [t if t is not None else (np.zeros_like(a) if isinstance(a, np.ndarray) else
+                                      type(a)(0)) for a, t in zip(args, tangents)
+             if np.result_type(a).kind in "fc" and not isinstance(a, (bool, int))
+             and arg_kind(a) != "struct"]
+    eps = 1e-6
+
+    def at(sign):
+        return case.fn(*[a if t is None else a + sign * eps * t for a, t in zip(args, tangents)])
+    expected = (np.asarray(at(1)) - np.asarray(at(-1))) / (2 * eps)
+    for buffers in (True, False):
+        fn = compile_jvp(case.fn, args, tangents, check=True, buffers=buffers).fn
+        _, tangent = fn(*args, *given)
+        np.testing.assert_allclose(tangent, expected, rtol=10 * case.tol, atol=10 * case.tol,
+                                   err_msg=f"jvp of {case.name}, buffers={buffers}")
+
+
+def refusal(name: str) -> str | None:
+    base = name.split("[")[0]
+    for key, reason in REFUSED.items():
+        if base == key or base.startswith(key + "_"):
+            return reason
+    return None
+
+
+@pytest.mark.parametrize("case", CASES_ALL, ids=lambda c: c.name)
+def test_complex_arguments_match_finite_differences(case: Case) -> None:
+    args = complexify(case.make_args(np.random.default_rng(1)), np.random.default_rng(5))
+    if args is None or any(arg_kind(a) == "struct" for a in args):
+        pytest.skip("no complex argument to give")
+    try:
+        with warnings.catch_warnings(), np.errstate(all="raise"):
+            warnings.simplefilter("error")
+            case.fn(*args)
+    except Exception as e:          # numpy has no complex version (hypot, floor, <)
+        pytest.skip(f"numpy refuses complex input: {type(e).__name__}")
+    expected_refusal = refusal(case.name)
+    try:
+        check_complex_grad(case, real_loss(case.fn), args)
+        check_complex_jvp(case, args)
+    except ys.YotaError as e:
+        assert expected_refusal is not None, f"refused without a reason in REFUSED: {e}"
+        assert "complex" in str(e)
+        return
+    assert expected_refusal is None, f"{case.name} is in REFUSED ({expected_refusal}) but works"
+
+
+def test_refused_complex_says_what_to_do() -> None:
+    z = np.array([1 + 2j, 3 - 1j])
+    with pytest.raises(ys.YotaError, match="complex numbers have no order") as info:
+        compile_grad(lambda z: np.real(np.sum(np.maximum(z, 1.0))), (z,))
+    assert "np.real(z)" in str(info.value)
+
+
+def test_complex_result_is_refused_by_grad_pointing_at_jvp() -> None:
+    z = np.array([1 + 2j, 3 - 1j])
+    with pytest.raises(ys.YotaError, match="ys.jvp"):
+        compile_grad(lambda z: np.sum(z * z), (z,))
+
+
+def test_holomorphic_derivative_through_jvp() -> None:
+    z = np.array([0.3 + 0.2j, -1.0 + 0.5j, 2.0 - 1.0j])
+
+    def f(z):
+        return np.sin(z) * np.exp(z) + z ** 3
+    value, tangent = ys.jvp(f, (z,), (np.ones(3, complex),))
+    np.testing.assert_allclose(value, f(z))
+    np.testing.assert_allclose(tangent, np.cos(z) * np.exp(z) + np.sin(z) * np.exp(z) + 3 * z ** 2)
+
+
+def test_real_functions_of_complex_follow_jax_convention() -> None:
+    """d|z|^2 = 2 conj(z) (JAX, autograd: dL/da - i dL/db); PyTorch would give 2 z."""
+    z = np.array([3.0 + 4.0j])
+    _, g = compile_grad(lambda z: np.sum(np.abs(z) ** 2), (z,)).fn(z)
+    np.testing.assert_allclose(g, [6.0 - 8.0j])
+    _, g = compile_grad(lambda z: np.var(z * np.array([1.0])) + np.linalg.norm(z), (z,)).fn(z)
+    np.testing.assert_allclose(g, [0.6 - 0.8j])

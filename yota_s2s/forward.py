@@ -1,0 +1,265 @@
+"""The forward sweep (forward mode): from a tape to one that also computes the tangent of its
+result, a Jacobian-vector product.
+
+    for stmt in tape:                                # in order
+        for operand with a tangent:
+            t = jvp(stmt.prim, operand)(operands, y, tangent)    # instantiated by the frontend
+        tangent(stmt.out) = sum of the t, fit to the out's shape and dtype
+
+Each argument with float values gets a tangent argument (``dot_x`` for ``x``); the result's
+tangent is returned after the value. How a primitive's JVP is found (``RuleSet.jvp``), most
+specific first:
+
+- a declared ``jvprule`` (a handful: the parts of a complex number, whose VJP is not the JVP);
+- ``linear`` (``reshape``, ``sum``, ``concatenate``, ``x[key]``): the primitive itself applied
+  to the tangents, zeros in place of the constant operands;
+- ``multilinear`` (``@``, ``einsum``, ``kron``): the sum over the operands of the primitive
+  with that one operand's tangent;
+- ``elementwise`` (every ufunc, scipy.stats): the VJP rule is ``dy`` times a pointwise
+  derivative, so the same rule with ``dy`` := the operand's tangent is the JVP;
+- otherwise the VJP rule is transposed: a VJP rule is a linear map ``dy -> dx``; instantiated
+  on a placeholder ``dy`` and swept backward from ``dx`` with the tangent as its seed
+  (``backward.transpose``), it gives ``J t`` (``inv``: ``-mT(y) @ dy @ mT(y)`` becomes
+  ``-y @ t @ y``). This is JAX's derivation of VJPs from JVPs, run the other way.
+
+A primitive with neither is refused with what to add. docs/how-it-works.md explains the choice.
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from .backward import _align, _Sweep, refuse_complex, transpose
+from .errors import NoRuleError, YotaError
+from .frontend.evaluator import Evaluator
+from .frontend.values import to_tree
+from .ir.tape import ACCUMULATE, TANGENT, Input, Lit, Stmt, Tape, Var, tree_atoms, tree_map
+from .rules.registry import NODIFF_ALL, tangent_name
+
+
+def forward(tape: Tape, ev: Evaluator, tangents: list[Any]) -> Tape:
+    """Extend ``tape`` (recorded by ``ev``) with the tangent of its result, given example
+    ``tangents`` (one per argument; None for those without float values)."""
+    return _ForwardSweep(tape, ev, tangents).run()
+
+
+class _ForwardSweep:
+    def __init__(self, tape: Tape, ev: Evaluator, tangents: list[Any]):
+        self.tape, self.ev, self.rules = tape, ev, ev.rules
+        self.example = tangents
+        self.tangent: dict[Var, Any] = {}     # primal Var -> its tangent (a Var)
+        self.marks: dict[Var, Var] = {}       # tangent Var -> its primal, for names
+        self.linear = _Sweep.linear(ev)       # fit/emit helpers (no tape of its own)
+
+    def run(self) -> Tape:
+        tape, ev = self.tape, self.ev
+        if not isinstance(tape.result, Var) or not tape.result.aval.is_float:
+            raise YotaError(f"{tape.name} returns {_describe(tape.result)}; forward mode "
+                            "needs one float array or scalar as the result", tape.loc,
+                            "Return one array (np.concatenate or np.stack several).")
+        ev.backward_mode = True
+        ev.stmts = list(tape.stmts)
+        inputs, params, kinds = self._tangent_inputs()
+        start = len(ev.stmts)
+        for stmt in tape.stmts:
+            self.push(stmt)
+        ev.loc_override, ev.rule_text = tape.loc, f"{TANGENT}the result's tangent"
+        result = tape.result
+        out = self.tangent.get(result)
+        if out is None:
+            out = 0.0 if result.aval.weak else self._zeros(result)
+        stmts = ev.stmts[:start] + [s.replace(rule=_tangent_rule(s.rule))
+                                    for s in ev.stmts[start:]]
+        ev.backward_mode, ev.loc_override, ev.rule_text = False, None, None
+        primals = dict(tape.primals)
+        primals.update(self.marks)
+        return tape.copy(stmts=stmts, tangent=out, inputs=tape.inputs + inputs,
+                         params=tape.params + params, arg_kinds=tape.arg_kinds + kinds,
+                         primals=primals,
+                         tangents=set(self.marks))
+
+    def _tangent_inputs(self) -> tuple[list[Input], tuple[str, ...], tuple[str, ...]]:
+        """A tangent argument for each argument with float values (``dot_x``), in order:
+        its Inputs, names and kinds."""
+        tape = self.tape
+        floats = sorted({i.argnum for i in tape.inputs if i.var.aval.is_float})
+        params = tuple(_tangent_param(tape.params[k], tape.params) for k in floats)
+        inputs = []
+        for inp in tape.inputs:
+            if not inp.var.aval.is_float:
+                continue
+            if tape.arg_kinds[inp.argnum] == "struct":
+                raise YotaError(f"{tape.name}: forward mode takes array and float arguments; "
+                                f"{tape.params[inp.argnum]} is a structure", tape.loc,
+                                "Pass its arrays as arguments of their own.")
+            example = self.example[inp.argnum] if inp.argnum < len(self.example) else None
+            aval = inp.var.aval
+            value = np.ones(aval.shape, aval.dtype) if example is None \
+                else np.asarray(example, aval.dtype).reshape(aval.shape)
+            var = Var(aval)
+            self.ev.values[var] = value.item() if aval.weak else value
+            self.tangent[inp.var] = var
+            self.marks[var] = inp.var
+            k = floats.index(inp.argnum)
+            inputs.append(Input(var, len(tape.params) + k, (), params[k]))
+        return inputs, params, tuple(tape.arg_kinds[k] for k in floats)
+
+    # -- one statement -------------------------------------------------------------------
+
+    def push(self, stmt: Stmt) -> None:
+        active = [a for a in stmt.uses() if a in self.tangent]
+        if not active:
+            return
+        refuse_complex(stmt, active)
+        if NODIFF_ALL in self.rules.nodiffs.get(stmt.prim, ()):
+            return
+        ev, prim = self.ev, stmt.prim
+        ev.loc_override = stmt.loc
+        parts: list[Any] = []           # contributions: one tuple per operand, one per output
+        if prim.linear:
+            ev.rule_text = f"{TANGENT}{prim.name}: linear, itself applied to the tangents"
+            parts.append(self._apply(stmt, lambda k, atom: True))
+        elif prim.multilinear:          # x @ x: each position in turn, not each value
+            ev.rule_text = f"{TANGENT}{prim.name}: multilinear, one operand's tangent at a time"
+            for position in [k for k, a in enumerate(_atoms(stmt.args)) if a in self.tangent]:
+                parts.append(self._apply(stmt, lambda k, atom, p=position: k == p))
+        else:
+            for name, tree in zip(prim.operands, stmt.args):
+                name = name.lstrip("*")
+                if not any(a in self.tangent for a in tree_atoms(tree) if isinstance(a, Var)) \
+                        or self.rules.is_nodiff(prim, name):
+                    continue
+                parts.append(self._operand(stmt, name, tree))
+        for k, out in enumerate(stmt.outs):
+            total = None
+            for part in parts:
+                piece = part[k]
+                if piece is None or not isinstance(piece, Var) and np.all(piece == 0):
+                    continue
+                piece = self.linear.fit(piece, out.aval)
+                if total is None:
+                    total = piece
+                else:
+                    ev.rule_text = f"{TANGENT}{ACCUMULATE}"
+                    total = self.emit(operator.add, [total, piece], {})
+            if total is None or not out.aval.is_float:
+                continue
+            if not isinstance(total, Var):
+                total = self._filled(out, total)
+            if total not in self.marks:          # (not another value's tangent, passed on)
+                self.marks[total] = out
+            self.tangent[out] = total
+
+    def _operand(self, stmt: Stmt, name: str, tree: Any) -> tuple:
+        """The contribution of operand ``name``, one entry per output of ``stmt``."""
+        kind, rule = self.rules.jvp(stmt.prim, name)
+        tangent = tree_map(lambda atom: self._tangent_or_zero(atom), tree)
+        if kind == "none":
+            raise NoRuleError(
+                f"{stmt.prim.name} has neither a JVP nor a VJP rule for its operand {name!r}",
+                stmt.loc, f'Add ys.jvprule(<function>, "{name}", "<expr in y, '
+                f'{tangent_name(name)}, ...>") (the tangent of the result due to {name}), a VJP '
+                f'rule ys.diffrule(<function>, "{name}", ...), which forward mode transposes, '
+                f"or declare the primitive linear=True if it is linear.")
+        if kind == "transposed":
+            return self._transposed(rule, stmt, tree, tangent)
+        if stmt.prim.nout != 1:
+            raise YotaError(f"internal: an {kind} JVP for {stmt.prim.name}, which has "
+                            f"{stmt.prim.nout} results", stmt.loc, "Declare a jvprule.")
+        if kind == "declared":
+            value = _Sweep.instantiate(self.linear, rule, stmt, [None],
+                                       extra={tangent_name(name): _value(tangent)})
+        else:                            # elementwise: the VJP rule with dy := the tangent
+            value = _Sweep.instantiate(self.linear, rule, stmt, [_value(tangent)])
+        return (value,)
+
+    def _transposed(self, rule, stmt: Stmt, tree: Any, tangent: Any) -> tuple:
+        """Transpose the VJP rule: placeholders for ``dy`` (zeros: the rule is linear in them),
+        the rule's result fitted to the operand, then swept backward from it with the
+        operand's tangent as its seed; the placeholders' adjoints are the output tangents."""
+        ev = self.ev
+        start = len(ev.stmts)
+        saved = ev.rule_text
+        dys = [self._zeros(o) for o in stmt.outs]
+        grads = _Sweep.instantiate(self.linear, rule, stmt, dys)
+        seeds = []
+        for atom, g in _align(tree, grads):
+            if isinstance(atom, Var) and atom in self.tangent and g is not None:
+                g = self.linear.fit(g, atom.aval)
+                if isinstance(g, Var):
+                    seeds.append((g, self.tangent[atom]))
+        ev.rule_text = saved
+        return tuple(transpose(ev, ev.stmts[start:], dys, seeds))
+
+    def _apply(self, stmt: Stmt, replaced) -> tuple:
+        """``stmt``'s primitive on its operands, those that ``replaced`` picks (and have a
+        tangent) taking their tangents, other float operands zeros where ``replaced`` picks
+        them (a constant term of a linear map has no tangent)."""
+        position = iter(range(1 << 30))
+
+        def swap(atom):
+            if not replaced(next(position), atom) or not _is_float(atom, self.ev):
+                return atom
+            return self._tangent_or_zero(atom)
+        args = [tree_map(swap, t) for t in stmt.args]
+        result = self.ev.emit(stmt.prim, args, dict(stmt.params), None)
+        return tuple(result) if stmt.prim.nout != 1 else (result,)
+
+    def _tangent_or_zero(self, atom: Any) -> Any:
+        if isinstance(atom, Var):
+            if atom in self.tangent:
+                return self.tangent[atom]
+            return self._zeros(atom) if atom.aval.is_float else atom
+        value = atom.value
+        if isinstance(value, (float, complex, np.ndarray, np.generic)) and \
+                np.result_type(value).kind in "fc":
+            return Lit(np.zeros_like(value) if isinstance(value, np.ndarray)
+                       else type(value)(0))
+        return atom
+
+    def _zeros(self, var: Var) -> Any:
+        dtype = {} if var.aval.dtype == np.float64 else {"dtype": var.aval.dtype}
+        return self.emit(np.zeros, [Lit(var.aval.shape)], dtype)
+
+    def _filled(self, var: Var, value: Any) -> Var:
+        return self.emit(np.full, [Lit(var.aval.shape), Lit(value)], {"dtype": var.aval.dtype})
+
+    def emit(self, fn, operands: list, params: dict) -> Var:
+        return self.ev.emit(self.rules.lookup(fn), [to_tree(o) for o in operands], params, None)
+
+
+def _tangent_rule(text: str | None) -> str:
+    """Every statement of the tangent section has a rule text starting with ``TANGENT``."""
+    text = text or "tangent"
+    return text if text.startswith(TANGENT) else TANGENT + text
+
+
+def _tangent_param(name: str, taken: tuple) -> str:
+    base = "dot_" + name
+    while base in taken:
+        base += "_"
+    return base
+
+
+def _atoms(args: tuple) -> list:
+    """The atoms of a statement's operands, in order (as ``tree_map`` visits them)."""
+    return [a for tree in args for a in tree_atoms(tree)]
+
+
+def _is_float(atom: Any, ev: Evaluator) -> bool:
+    if isinstance(atom, Var):
+        return atom.aval.is_float
+    return isinstance(atom.value, (float, complex, np.ndarray, np.generic)) and \
+        np.result_type(atom.value).kind in "fc"
+
+
+def _value(tree: Any) -> Any:
+    if isinstance(tree, tuple):
+        return tuple(_value(t) for t in tree)
+    return tree.value if isinstance(tree, Lit) else tree
+
+
+def _describe(value: Any) -> str:
+    return str(value.aval) if isinstance(value, Var) else f"the constant {value!r}"
