@@ -73,6 +73,7 @@ class _Sweep:
         sweep = cls.__new__(cls)
         sweep.tape, sweep.ev, sweep.rules = None, ev, ev.rules
         sweep.active, sweep.full, sweep.primals, sweep.scatter = set(), {}, {}, {}
+        sweep.cancelled = set()
         return sweep
 
     def __init__(self, tape: Tape, ev: Evaluator, wrt: set[int] | None):
