@@ -44,34 +44,43 @@ def loss_grad(W1, b1, W2, b2, X, labels):
     # mlp.py:29  h = np.tanh(X @ W1 + b1)    (predict, inlined)
     h = xp.tanh(X @ W1 + b1)
     # mlp.py:30  return h @ W2 + b2    (predict, inlined)
-    t1 = h @ W2 + b2
+    t4 = h @ W2 + b2
     # mlp.py:34  shifted = logits - np.max(logits, axis=1, keepdims=True)    (cross_entropy, inlined)
-    t2 = t1.max(axis=1, keepdims=True)
-    shifted = t1 - t2
+    shifted = t4 - t4.max(axis=1, keepdims=True)
     # mlp.py:35  log_probs = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))    (cro...
-    t3 = xp.exp(shifted)
-    t4 = t3.sum(axis=1, keepdims=True)
-    log_probs = shifted - xp.log(t4)
+    t6 = xp.exp(shifted)
+    t7 = t6.sum(axis=1, keepdims=True)
+    log_probs = shifted - xp.log(t7)
     # mlp.py:36  return -np.mean(np.sum(labels * log_probs, axis=1))    (cross_entropy, inlined)
     loss = -(labels * log_probs).sum(axis=1).mean()
     # -- backward --
     # grad of mlp.py:36  return -np.mean(np.sum(labels * log_probs, axis=1))
-    dlabels = -0.015625 * log_probs
-    dlog_probs = labels * -0.015625
+    # rule mul, x1: dy * x2
+    # rule mul, x2: x1 * dy
+    dlabels = -1 / 64 * log_probs
+    dlog_probs = labels * (-1 / 64)
     # grad of mlp.py:35  log_probs = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
-    dshifted = dlog_probs - dlog_probs.sum(axis=1, keepdims=True) / t4 * t3
-    # grad of mlp.py:34  shifted = logits - np.max(logits, axis=1, keepdims=True)
-    t5 = t1 == t2
-    dt1 = dshifted - dshifted.sum(axis=1, keepdims=True) * t5 / t5.sum(axis=1, keepdims=True)
+    # rule accumulate: the gradients of a value used twice add up
+    # rule exp, x: dy * y
+    # rule log, x: dy / x
+    # rule sub, x2: -dy
+    dshifted = dlog_probs - dlog_probs.sum(axis=1, keepdims=True) / t7 * t6
     # grad of mlp.py:30  return h @ W2 + b2
-    db2 = dt1.sum(axis=0)
-    dh = dt1 @ W2.T
-    dW2 = h.T @ dt1
+    # rule add, x2: dy
+    # rule matmul, x1: matmul_grad_x1(x1, x2, dy) in rules/products.py:32
+    # rule matmul, x2: matmul_grad_x2(x1, x2, dy) in rules/products.py:41
+    db2 = dshifted.sum(axis=0)
+    dh = dshifted @ W2.T
+    dW2 = h.T @ dshifted
     # grad of mlp.py:29  h = np.tanh(X @ W1 + b1)
-    t6 = dh * (1 - h * h)
-    db1 = t6.sum(axis=0)
-    dX = t6 @ W1.T
-    dW1 = X.T @ t6
+    # rule tanh, x: dy * (1 - y * y)
+    # rule add, x2: dy
+    # rule matmul, x1: matmul_grad_x1(x1, x2, dy) in rules/products.py:32
+    # rule matmul, x2: matmul_grad_x2(x1, x2, dy) in rules/products.py:41
+    dt2 = dh * (1 - h * h)
+    db1 = dt2.sum(axis=0)
+    dX = dt2 @ W1.T
+    dW1 = X.T @ dt2
     return loss, dW1, db1, dW2, db2, dX, dlabels
 
 
@@ -92,45 +101,57 @@ def regularized_loss_grad(W1, b1, W2, b2, X, labels, decay):
         raise _mismatch('regularized_loss_grad', 'decay', 'a float', decay)
     # -- forward --
     # mlp.py:46  penalty = decay * (np.sum(W1 ** 2) + np.sum(W2 ** 2))
-    t1 = (W1 ** 2).sum() + (W2 ** 2).sum()
-    penalty = decay * t1
+    t5 = (W1 ** 2).sum() + (W2 ** 2).sum()
+    penalty = decay * t5
     # mlp.py:29  h = np.tanh(X @ W1 + b1)    (predict, inlined)
     h = xp.tanh(X @ W1 + b1)
     # mlp.py:30  return h @ W2 + b2    (predict, inlined)
-    t2 = h @ W2 + b2
+    t9 = h @ W2 + b2
     # mlp.py:34  shifted = logits - np.max(logits, axis=1, keepdims=True)    (cross_entropy, inlined)
-    t3 = t2.max(axis=1, keepdims=True)
-    shifted = t2 - t3
+    shifted = t9 - t9.max(axis=1, keepdims=True)
     # mlp.py:35  log_probs = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))    (cro...
-    t4 = xp.exp(shifted)
-    t5 = t4.sum(axis=1, keepdims=True)
-    log_probs = shifted - xp.log(t5)
+    t11 = xp.exp(shifted)
+    t12 = t11.sum(axis=1, keepdims=True)
+    log_probs = shifted - xp.log(t12)
     # mlp.py:36  return -np.mean(np.sum(labels * log_probs, axis=1))    (cross_entropy, inlined)
-    t6 = (labels * log_probs).sum(axis=1).mean()
+    t16 = (labels * log_probs).sum(axis=1).mean()
     # mlp.py:47  return loss(W1, b1, W2, b2, X, labels) + penalty
-    regularized_loss = penalty - t6
+    regularized_loss = penalty - t16
     # -- backward --
     # grad of mlp.py:36  return -np.mean(np.sum(labels * log_probs, axis=1))
-    dlabels = -0.015625 * log_probs
-    dlog_probs = labels * -0.015625
+    # rule mul, x1: dy * x2
+    # rule mul, x2: x1 * dy
+    dlabels = -1 / 64 * log_probs
+    dlog_probs = labels * (-1 / 64)
     # grad of mlp.py:35  log_probs = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
-    dshifted = dlog_probs - dlog_probs.sum(axis=1, keepdims=True) / t5 * t4
-    # grad of mlp.py:34  shifted = logits - np.max(logits, axis=1, keepdims=True)
-    t7 = t2 == t3
-    dt2 = dshifted - dshifted.sum(axis=1, keepdims=True) * t7 / t7.sum(axis=1, keepdims=True)
+    # rule accumulate: the gradients of a value used twice add up
+    # rule exp, x: dy * y
+    # rule log, x: dy / x
+    # rule sub, x2: -dy
+    dshifted = dlog_probs - dlog_probs.sum(axis=1, keepdims=True) / t12 * t11
     # grad of mlp.py:30  return h @ W2 + b2
-    db2 = dt2.sum(axis=0)
-    dh = dt2 @ W2.T
-    dW2 = h.T @ dt2
+    # rule add, x2: dy
+    # rule matmul, x1: matmul_grad_x1(x1, x2, dy) in rules/products.py:32
+    # rule matmul, x2: matmul_grad_x2(x1, x2, dy) in rules/products.py:41
+    db2 = dshifted.sum(axis=0)
+    dh = dshifted @ W2.T
+    dW2 = h.T @ dshifted
     # grad of mlp.py:29  h = np.tanh(X @ W1 + b1)
-    t8 = dh * (1 - h * h)
-    db1 = t8.sum(axis=0)
-    dX = t8 @ W1.T
-    dW1 = X.T @ t8
+    # rule tanh, x: dy * (1 - y * y)
+    # rule add, x2: dy
+    # rule matmul, x1: matmul_grad_x1(x1, x2, dy) in rules/products.py:32
+    # rule matmul, x2: matmul_grad_x2(x1, x2, dy) in rules/products.py:41
+    dt7 = dh * (1 - h * h)
+    db1 = dt7.sum(axis=0)
+    dX = dt7 @ W1.T
+    dW1 = X.T @ dt7
     # grad of mlp.py:46  penalty = decay * (np.sum(W1 ** 2) + np.sum(W2 ** 2))
-    t9 = decay * 2
-    dW2 = dW2 + t9 * W2
-    dW1 = dW1 + t9 * W1
+    # rule pow, x1: dy * x2 * x1 ** (x2 - 1)
+    # rule accumulate: the gradients of a value used twice add up
+    t26 = decay * 2
+    dW2 = dW2 + t26 * W2
+    dW1 = dW1 + t26 * W1
     # grad of mlp.py:45  def regularized_loss(W1, b1, W2, b2, X, labels, decay):
-    ddecay = float(t1)
+    # rule fit the gradient to the argument
+    ddecay = float(t5)
     return regularized_loss, dW1, db1, dW2, db2, dX, dlabels, ddecay

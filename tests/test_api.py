@@ -45,7 +45,7 @@ def test_source_is_the_module_text_and_inspect_agrees():
     text = ys.source(df)
     assert text.startswith('"""Gradient of loss (design.py:9)')
     assert inspect.getsource(sys.modules[df.__module__]) == text
-    assert "def loss_grad(W, b, x, y, *, out=None):" in inspect.getsource(df)
+    assert "def loss_grad(W, b, x, y_, *, out=None):" in inspect.getsource(df)
 
 
 def test_returned_gradients_are_fresh_arrays():
@@ -90,11 +90,11 @@ def test_pdb_stops_on_a_line_of_the_generated_module():
     path = sys.modules[df.__module__].__file__
     line = next(i for i, text in enumerate(ys.source(df).splitlines(), 1) if text.strip().startswith("dW ="))
     out = io.StringIO()
-    debugger = pdb.Pdb(stdin=io.StringIO(f"break {path}:{line}\ncontinue\np t2.shape\ncontinue\n"),
+    debugger = pdb.Pdb(stdin=io.StringIO(f"break {path}:{line}\ncontinue\np dt3.shape\ncontinue\n"),
                        stdout=out, nosigint=True)
     debugger.use_rawinput = False
     debugger.runcall(df, *ARGS)
-    assert "(4, 2)" in out.getvalue() and "dW = t2 @ x.T" in out.getvalue()
+    assert "(4, 2)" in out.getvalue() and "dW = dt3 @ x.T" in out.getvalue()
 
 
 def test_trace_gives_value_and_printable_tape():

@@ -64,14 +64,14 @@ def test_early_return_on_a_static_flag(flag, expected):
 
 @pytest.mark.parametrize("mode,op", [("a", "add x 1"), ("b", "mul x 3"), ("c", "neg x")])
 def test_if_elif_else_on_static_values(mode, op):
-    assert f"y:f64[3,2] = {op}" in tape_text(c.elif_chain, X, mode)
+    assert f"y_:f64[3,2] = {op}" in tape_text(c.elif_chain, X, mode)     # y_: a rule word
 
 
 def test_conditional_expression_and_boolean_operators():
     assert tape_text(c.cond_expr_boolop, X, 2) == lines("""
         tape cond_expr_boolop(x:f64[3,2], k=2) -> f64[]
-          y:f64[3,2] = mul x 2
-          t1:f64[] = sum y
+          y_:f64[3,2] = mul x 2
+          t1:f64[] = sum y_
           cond_expr_boolop:f64[] = mul t1 3
           return cond_expr_boolop""")
 
@@ -126,7 +126,7 @@ def test_comprehensions_and_dicts():
 
 
 def test_augmented_assignment_rebinds():
-    assert "y_1:f64[3,2] = add y 2.0\n  y_2:f64[3,2] = mul y_1 x" in tape_text(c.augmented, X)
+    assert "y_1:f64[3,2] = add y_ 2.0\n  y_2:f64[3,2] = mul y_1 x" in tape_text(c.augmented, X)
 
 
 def test_nested_functions_closures_and_methods():

@@ -65,9 +65,9 @@ def test_views_and_scalings_of_broadcast_constants_fold():
     assert text(tape).split("mean_rows:f64[] = mean t3\n")[1] == """\
   dt:f64[2,3] = mul 0.5 t1
   dt1:f64[2,3] = mul t 0.5
-  dy:f64[2,3] = div dt1 y
+  dy_:f64[2,3] = div dt1 y_
   return mean_rows
-  grads y: dy, t: dt"""
+  grads y_: dy_, t: dt"""
 
 
 def test_outer_product_with_ones_is_a_broadcast_sum():

@@ -71,8 +71,9 @@ def test_each_source_line_beside_its_statements_and_rules(page) -> None:
                           "return np.tanh(W @ x + b[:, None])"}
     ln, _, forward, backward = table["return np.tanh(W @ x + b[:, None])"]
     assert ln == "6" and forward.strip() == "h = xp.tanh(W @ x + b[:, None])"
-    for rule in ("tanh x: dy * (1 - y * y)", "matmul x1: matmul_grad_x1(x1, x2, dy)",
-                 "matmul x2: matmul_grad_x2(x1, x2, dy)"):
+    for rule in ("tanh x: dy * (1 - y * y)",
+                 "matmul x1: matmul_grad_x1(x1, x2, dy) in rules/products.py:32",
+                 "matmul x2: matmul_grad_x2(x1, x2, dy) in rules/products.py:41"):
         assert f"\n{rule}\n" in backward + "\n"
     assert "pow x1: dy * x2 * x1 ** (x2 - 1)" in table["return np.mean(h ** 2)"][3]
     assert table["def loss(W, b, x):"][2:] == ["", ""]
@@ -134,3 +135,19 @@ def test_page_renders_in_headless_chromium(page, tmp_path: Path) -> None:
     assert (width, height) == (1400, 900) and raw >= height * (1 + 3 * width)
     # a page of text and colour compresses far worse than an empty one
     assert (tmp_path / "review.png").stat().st_size > 10 * (tmp_path / "blank.png").stat().st_size
+
+
+def test_page_uses_the_tape_names_and_toggles_the_buffered_form(page) -> None:
+    """The review form's names are the tape printout's (one naming pass, ir/names.py); the
+    buffered form is behind a toggle and says it is not the form to review."""
+    text, directory = page
+    plain = unescape(re.sub(r"<[^>]+>", "", text))
+    tape = run(directory, "trace", "model.py", "--func", "loss", "--grad").stdout
+    table = rows(text)
+    backward = table["return np.tanh(W @ x + b[:, None])"][3]
+    targets = {line.split(" = ")[0].strip() for line in backward.splitlines() if " = " in line}
+    assert targets >= {"dW", "dx", "db"}
+    printed = {line.split(":")[0].strip() for line in tape.splitlines() if " = " in line}
+    assert targets <= printed
+    assert '<details class="buffered">' in text and "The buffered form" in plain
+    assert "out=" in plain.split("The buffered form", 1)[1]         # xp.tanh(h, out=h)

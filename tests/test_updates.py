@@ -44,7 +44,7 @@ def test_augmented_updates_read_as_written():
 
 def test_an_update_copies_when_the_old_value_is_still_read():
     code = forward_code(updates.old_value_still_needed, np.ones(3), np.ones(3))
-    assert "y_1 = y.copy()\n" in code and "y_1[0] = 5.0\n" in code
+    assert "y_1 = y_.copy()\n" in code and "y_1[0] = 5.0\n" in code     # y_: a rule word
 
 
 def test_updates_through_a_view_change_the_base():

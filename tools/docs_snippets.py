@@ -33,15 +33,17 @@ def snippets() -> dict[str, str]:
     args = (np.ones((4, 3)), np.ones(4), np.ones((3, 2)), np.ones((4, 2)))
     forward, plain = gradient_tape(design.loss, args, passes=False)
     _, optimized = gradient_tape(design.loss, args)
+    _, review = gradient_tape(design.loss, args, review=True)
     return {
         "model": (ROOT / "tests/programs/design.py").read_text(),
         "forward-tape": format_tape(forward) + "\n",
         "gradient-tape": format_tape(plain) + "\n",
-        "optimized-tape": format_tape(optimized) + "\n",
-        "module": write_module(optimized, buffers=False),
+        "optimized-tape": format_tape(review) + "\n",
+        "module": write_module(review, buffers=False),
         "module-buffered": write_module(optimized),
         "struct-module": _struct_module(),
         **_seed(),
+        **_review(),
         **_workflow(),
         **_primer(),
         **_loops(),
@@ -89,6 +91,7 @@ def _seed() -> dict[str, str]:
 
     args = (np.ones((128, 784)), np.ones(128), np.ones((784, 100)))
     _, tape = gradient_tape(models.seed_loss, args)
+    _, review = gradient_tape(models.seed_loss, args, review=True)
 
     def body(text: str) -> str:
         start = text.index("def seed_loss_grad")
@@ -97,8 +100,32 @@ def _seed() -> dict[str, str]:
                      if "_work_arrays()" in line or line.strip() == "# -- forward --")
         keep = [lines[0]] + ["    ...                     # argument checks"] + lines[first:]
         return "\n".join(keep) + "\n"
-    return {"seed-plain": body(write_module(tape, buffers=False)),
+    return {"seed-plain": body(write_module(review, buffers=False)),
             "seed-buffered": body(write_module(tape, buffers=True))}
+
+
+def _review() -> dict[str, str]:
+    """docs/review.md: three programs (tests/programs/review.py) and their review forms, from
+    the function on (the module's header and helpers are those of every module)."""
+    import inspect
+
+    from tests.programs import review
+    from yota_s2s.codegen import write_module
+    from yota_s2s.compiler import gradient_tape
+    from yota_s2s.ir.printer import format_tape
+
+    values = {}
+    for name, args in review.examples().items():
+        fn = getattr(review, name)
+        _, tape = gradient_tape(fn, args, review=True)
+        text = write_module(tape, buffers=False)
+        values[f"review-{name}-source"] = inspect.getsource(fn)
+        values[f"review-{name}"] = text[text.index(f"def {name}_grad"):]
+        values[f"review-{name}-tape"] = format_tape(tape, locations=False) + "\n"
+    sys.path.insert(0, str(ROOT / "tools"))
+    from review_metrics import table
+    values["review-metrics"] = table()
+    return values
 
 
 def _workflow() -> dict[str, str]:
@@ -152,7 +179,7 @@ def _struct_module() -> str:
     from yota_s2s.compiler import gradient_tape
 
     model = structs.MLP([3, 4, 2], np.random.default_rng(0))
-    _, tape = gradient_tape(structs.mlp_loss, (model, np.ones((3, 5))))
+    _, tape = gradient_tape(structs.mlp_loss, (model, np.ones((3, 5))), review=True)
     return write_module(tape, buffers=False)
 
 

@@ -21,6 +21,7 @@ import numpy as np
 from .errors import NoRuleError, YotaError
 from .frontend.evaluator import Evaluator, Frame
 from .frontend.values import to_tree
+from .ir.analysis import Analysis
 from .ir.tape import ACCUMULATE, Aval, Lit, Stmt, Tape, Var, tree_atoms
 from .rules.indexing import index_add
 from .rules.registry import NODIFF_ALL, Rule
@@ -74,6 +75,7 @@ class _Sweep:
         sweep = cls.__new__(cls)
         sweep.tape, sweep.ev, sweep.rules = None, ev, ev.rules
         sweep.active, sweep.full, sweep.primals, sweep.scatter = set(), {}, {}, {}
+        sweep.cancelled = set()
         return sweep
 
     def __init__(self, tape: Tape, ev: Evaluator, wrt: set[int] | None):
@@ -84,6 +86,7 @@ class _Sweep:
         self.primals: dict[Var, Var] = {}     # a rule's result -> what it is the gradient of
         self.scatter: dict[Var, list[tuple[Any, Any, Stmt]]] = {}   # v -> [(key, dy, stmt)]
         self.home: list[Stmt] = ev.stmts      # where the forward statements are (regions grow)
+        self.cancelled: set[tuple[int, str]] = set()     # terms that cancel: RuleSet.cancels
 
     def _active_vars(self) -> set[Var]:
         """Values on a differentiable path from an input that wants a gradient."""
@@ -112,8 +115,11 @@ class _Sweep:
                 dtype = {} if result.aval.dtype == np.float64 else {"dtype": result.aval.dtype}
                 self.full[result] = self.emit(self.rules.lookup(np.ones),
                                               [Lit(result.aval.shape)], dtype, grad_of=result)
-            for stmt in reversed(self.tape.stmts):
-                self.sweep(stmt)
+            facts = Analysis(self.tape)
+            self.cancelled = set().union(*(check(self.tape, facts)
+                                           for check in self.rules.cancellations))
+            for index in reversed(range(len(self.tape.stmts))):
+                self.sweep(self.tape.stmts[index], index)
         grads = [to_tree(self.final_grad(i.var)) if d else None
                  for i, d in zip(self.tape.inputs, self.diff)]
         ev.backward_mode, ev.loc_override, ev.rule_text = False, None, None
@@ -121,7 +127,7 @@ class _Sweep:
 
     # -- one statement -------------------------------------------------------------------
 
-    def sweep(self, stmt: Stmt) -> None:
+    def sweep(self, stmt: Stmt, index: int = -1) -> None:
         if not any(o in self.full or o in self.scatter for o in stmt.outs):
             return
         refuse_complex(stmt, [u for u in stmt.uses() if u in self.active])
@@ -132,7 +138,8 @@ class _Sweep:
         for name, tree in zip(stmt.prim.operands, stmt.args):
             name = name.lstrip("*")
             targets = [a for a in tree_atoms(tree) if isinstance(a, Var) and a in self.active]
-            if not targets or self.rules.is_nodiff(stmt.prim, name):
+            if not targets or self.rules.is_nodiff(stmt.prim, name) \
+                    or (index, name) in self.cancelled:
                 continue
             rule = self.rules.rule(stmt.prim, name)
             if rule is None:
@@ -192,6 +199,7 @@ class _Sweep:
             saved = self.ev.loc_override
             self.ev.loc_override = parts[0][2].loc
             dtype = {} if var.aval.dtype == np.float64 else {"dtype": var.aval.dtype}
+            self.ev.rule_text = "getitem a: da = zeros(a.shape), then da[key] += dy for each key"
             buf = self.emit(self.rules.lookup(np.zeros), [Lit(var.aval.shape)], dtype, grad_of=var)
             for key, dy, stmt in parts:
                 self.ev.loc_override, self.ev.rule_text = stmt.loc, "getitem a: da[key] += dy"

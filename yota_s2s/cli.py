@@ -24,7 +24,7 @@ from typing import Callable, Sequence
 
 from . import __version__, highlight
 from .codegen.loader import generated_file, stale_bytecode, write_atomic, write_module_file
-from .codegen.writer import write_functions
+from .codegen.writer import write_functions, write_module
 from .errors import UsageError, YotaError
 from .gradcheck import sampled_errors
 from .gradfile import (GradFile, Options, Result, build, compile_target, counts, gradient_function,
@@ -270,7 +270,8 @@ def cmd_review(ns: argparse.Namespace, out: Output) -> int:
         name = written.tape.name
         notes = [f"Statements: {counts(written.tape).split(': ', 1)[1]}.",
                  f"Source: {source_line(grad.model)}"]
-        write_atomic(path, review_page(written, grad.text, ns.device, notes))
+        buffered = write_module(written.tape, device=ns.device, buffers=True)
+        write_atomic(path, review_page(written, grad.text, ns.device, notes, buffered))
         out.info(f"wrote {_shown(path)}  (review of {name})")
     return COMPILE_ERRORS if _report_problems(files, out) else OK
 

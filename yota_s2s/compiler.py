@@ -18,9 +18,11 @@ from .backward import backward
 from .forward import forward as forward_sweep
 from .codegen import function_name, load, module_name_for, write_module
 from .codegen.outside import reads_function
+from .codegen.writer import names_taken
 from .frontend import trace_function
 from .frontend.depends import Assumptions
 from .ir import verify
+from .ir.names import assign_names
 from .ir.tape import Tape
 from .passes import optimize
 from .rules.registry import RULES, RuleSet
@@ -46,9 +48,11 @@ class Compiled:
 
 
 def gradient_tape(f: Any, args: Sequence[Any], rules: RuleSet = RULES, wrt: set[int] | None = None,
-                  check: bool = False, passes: bool = True) -> tuple[Tape, Tape]:
-    """(forward tape, optimized gradient tape) for ``f`` on ``args``."""
-    forward, tape, _ = _gradient(f, args, rules, wrt, check, passes)
+                  check: bool = False, passes: bool = True, review: bool = False
+                  ) -> tuple[Tape, Tape]:
+    """(forward tape, optimized gradient tape) for ``f`` on ``args``; ``review``: optimized
+    for the review form (the plain form, ``buffers=False``: passes.REVIEW_PIPELINE)."""
+    forward, tape, _ = _gradient(f, args, rules, wrt, check, passes, review=review)
     return forward, tape
 
 
@@ -68,31 +72,34 @@ def few_collections():
 
 
 def _gradient(f: Any, args: Sequence[Any], rules: RuleSet, wrt: set[int] | None, check: bool,
-              passes: bool, dynamic: frozenset[int] = frozenset()
+              passes: bool, dynamic: frozenset[int] = frozenset(), review: bool = False
               ) -> tuple[Tape, Tape, Assumptions]:
     """``gradient_tape``, and what the trace assumed beyond the tape (for ``ys.grad``'s cache)."""
     with few_collections():
-        return _stages(f, args, rules, wrt, check, passes, dynamic)
+        return _stages(f, args, rules, wrt, check, passes, dynamic, review)
 
 
 def _stages(f: Any, args: Sequence[Any], rules: RuleSet, wrt: set[int] | None, check: bool,
-            passes: bool, dynamic: frozenset[int]) -> tuple[Tape, Tape, Assumptions]:
+            passes: bool, dynamic: frozenset[int], review: bool
+            ) -> tuple[Tape, Tape, Assumptions]:
     forward, ev = trace_function(f, args, rules, dynamic=dynamic)
     assumes = Assumptions(tuple(ev.flattener.types), tuple(ev.flattener.aliases), tuple(ev.depends))
     if check:
         verify.check(forward)
-    return forward, _optimized(backward(forward, ev, wrt), rules, check, passes), assumes
+    return forward, _optimized(backward(forward, ev, wrt), rules, check, passes, review), assumes
 
 
-def _optimized(tape: Tape, rules: RuleSet, check: bool, passes: bool) -> Tape:
-    """A swept tape, verified and (with ``passes``) optimized."""
+def _optimized(tape: Tape, rules: RuleSet, check: bool, passes: bool, review: bool = False
+               ) -> Tape:
+    """A swept tape, verified and (with ``passes``) optimized, then named once
+    (ir/names.assign_names); ``review``: optimized for the review form."""
     if check:
         verify.check(tape)
     if passes:
-        tape = optimize(tape, rules)
+        tape = optimize(tape, rules, review=review)
         if check:
             verify.check(tape)
-    return tape
+    return assign_names(tape, names_taken(tape))
 
 
 def compile_grad(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES,
@@ -102,7 +109,8 @@ def compile_grad(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES,
                  buffers: bool = True, dynamic: frozenset[int] = frozenset()) -> Compiled:
     if device not in DEVICES:
         raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
-    forward, tape, assumes = _gradient(f, args, rules, wrt, check, passes=True, dynamic=dynamic)
+    forward, tape, assumes = _gradient(f, args, rules, wrt, check, passes=True, dynamic=dynamic,
+                                       review=not buffers)
     return _written(forward, tape, device, out_dir, module_name, regenerate, buffers, assumes)
 
 

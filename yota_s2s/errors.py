@@ -27,6 +27,7 @@ class SourceLoc:
     end_col: int | None = None
     func: str = ""     # the function the line belongs to
     text: str = ""     # the source line, stripped
+    iteration: str = ""    # in an unrolled loop: which pass, ``t = 3`` (``t = 1, i = 2`` nested)
 
     @property
     def short(self) -> str:

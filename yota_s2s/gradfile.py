@@ -103,7 +103,8 @@ def compile_target(target: Target, backward: bool = True) -> Result:
     """The target's tapes (only the forward one if not ``backward``), or all its problems."""
     try:
         if backward:
-            forward, tape = gradient_tape(target.fn, target.args, RULES, target.wrt, check=True)
+            forward, tape = gradient_tape(target.fn, target.args, RULES, target.wrt, check=True,
+                                          review=True)
         else:
             forward, tape = trace_function(target.fn, target.args, RULES)[0], None
     except (YotaError, RecursionError) as error:

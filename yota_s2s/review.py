@@ -1,11 +1,12 @@
 """The review page: one self-contained HTML file per compiled gradient function.
 
 Each row is a line of the function's source, beside the forward statements and the backward
-statements generated from it; each backward statement names the rule that produced it (its
+statements generated from it, in the review form (the plain form, with the tape's names); each backward statement names the rule that produced it (its
 ``Stmt.rule``, and those of the temporaries written inline into it). Functions inlined into
 the compiled one follow as sections of their own. The statements are the generated module's
 own (``codegen.writer.Written``: the blocks, names and returns of the function as written),
-so the page and the file agree; the whole module closes the page. CSS is inline, and there are
+so the page and the file agree; the whole module closes the page, and a toggle (``<details>``)
+shows the buffered form. CSS is inline, and there are
 no scripts, fonts or links to fetch: the page opens offline, from a CI artifact or a mail
 attachment.
 """
@@ -18,11 +19,11 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from . import __version__
-from .codegen.emit import Emitter, unparse
+from .codegen.emit import unparse
 from .codegen.writer import Written, function_name, signature_lines
 from .highlight import html as code_html
 from .highlight import html_lines
-from .ir.tape import Stmt, Tape
+from .ir.tape import Tape
 from .text import html as escape
 
 Key = tuple[str, int]        # (file, line)
@@ -35,9 +36,10 @@ class _Code:
 
 
 def review_page(written: Written, module_text: str, device: str = "cpu",
-                notes: Sequence[str] = ()) -> str:
-    """The page for one function of a gradient module (``module_text``); ``notes`` are more
-    lines for the page's head (the model file's hash, statement counts)."""
+                notes: Sequence[str] = (), buffered: str | None = None) -> str:
+    """The page for one function of a gradient module (``module_text``, the plain form: the
+    review form); ``notes`` are more lines for the page's head (the model file's hash,
+    statement counts); ``buffered``: the buffered form's module, behind a toggle."""
     tape = written.tape
     code = _code_by_line(written)
     sections = _sections(tape, code)
@@ -49,7 +51,8 @@ def review_page(written: Written, module_text: str, device: str = "cpu",
     return _PAGE.format(
         title=escape(f"{title} — yota-s2s review"), heading=escape(title) + where,
         facts=facts, sections=body, fname=escape(function_name(tape)),
-        module=code_html(module_text), version=__version__)
+        module=code_html(module_text), version=__version__,
+        buffered="" if buffered is None else _BUFFERED.format(module=code_html(buffered)))
 
 
 def _code_by_line(written: Written) -> dict[Key | None, _Code]:
@@ -61,24 +64,10 @@ def _code_by_line(written: Written) -> dict[Key | None, _Code]:
         for node, stmt in zip(block.stmts, block.sources):
             text = unparse(node)
             if block.section == "backward":
-                entry.backward.append((text, _rules(stmt, emitter)))
+                entry.backward.append((text, emitter.rules_of(stmt)))
             else:
                 entry.forward.append(text)
     return code
-
-
-def _rules(stmt: Stmt, emitter: Emitter) -> list[str]:
-    """The rule of ``stmt``, then those of the temporaries written inline into it."""
-    rules: list[str] = []
-
-    def visit(s: Stmt) -> None:
-        if s.rule and s.rule not in rules:
-            rules.append(s.rule)
-        for v in s.uses():
-            if v in emitter.inlined:
-                visit(emitter.made_by[v])
-    visit(stmt)
-    return rules
 
 
 def _sections(tape: Tape, code: dict[Key | None, _Code]) -> list[tuple[str, list[Key]]]:
@@ -141,6 +130,13 @@ def _section_html(heading: str, keys: list[Key | None], code: dict[Key | None, _
             + "\n".join(rows) + "\n</tbody>\n</table>\n")
 
 
+_BUFFERED = """<details class="buffered">
+<summary>The buffered form (what ys.grad runs by default: the same values, call after call,
+written for speed; one name may hold several values, so review the form above)</summary>
+<pre>{module}</pre>
+</details>
+"""
+
 _PAGE = """<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -179,7 +175,7 @@ footer {{ margin-top: 2em; color: #999; font-size: 12px; }}
 <summary>The generated module ({fname})</summary>
 <pre>{module}</pre>
 </details>
-<footer>Written by yota-s2s {version} review. Each row: a source line, the statements
+{buffered}<footer>Written by yota-s2s {version} review. Each row: a source line, the statements
 generated from it, and the rule behind each backward statement.</footer>
 </body>
 </html>

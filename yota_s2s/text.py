@@ -27,6 +27,7 @@ import html as _html
 import keyword
 import math
 import unicodedata
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -111,6 +112,22 @@ def plain_value(value: Any) -> Any:
         f"the static value {_named(value)} cannot be written into the generated code",
         hint="Static values (shapes, flags, modes) must be int, float, bool, str, None or tuples "
              "of those; pass the plain value (int(n), str(mode)) or make it an array.")
+
+
+def fraction(value: Any) -> ast.expr | None:
+    """``-1 / 64`` for the float -0.015625 (``3 / 64``, ``1 / 3``): a constant the compiler
+    computed from a count, written so that the count shows, where the fraction is exactly the
+    float and shorter than its decimal; None otherwise (``0.25``, ``0.1``, integers)."""
+    if type(value) is not float or not math.isfinite(value) or value == int(value):
+        return None
+    ratio = Fraction(value).limit_denominator(1 << 20)
+    k, n = ratio.numerator, ratio.denominator
+    if k / n != value or len(f"{k} / {n}") >= len(repr(value)):
+        return None
+    top: ast.expr = ast.Constant(abs(k))
+    if k < 0:
+        top = ast.UnaryOp(ast.USub(), top)
+    return ast.BinOp(top, ast.Div(), ast.Constant(n))
 
 
 def literal(value: Any) -> ast.expr:

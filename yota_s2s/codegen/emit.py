@@ -26,9 +26,9 @@ import numpy as np
 from ..errors import SourceLoc, StaticValueError
 from ..ir import verify
 from ..ir.analysis import Analysis
-from ..ir.names import Namer, name_tape
+from ..ir.names import Namer, namer_of
 from ..ir.tape import ACCUMULATE, TANGENT, Lit, Primitive, Stmt, Tape, Var, tree_vars
-from ..text import dotted, identifier, literal
+from ..text import dotted, fraction, identifier, literal
 from .blocks import Loop, plan_chains, write_chain
 from .buffers import MemoryPlan, plan_memory, storage, writer
 from .loops import Verbatim, loop_statements
@@ -60,8 +60,11 @@ def section_of(stmt: Stmt) -> str:
 
 
 def _block_key(stmt: Stmt) -> tuple:
+    """Statements share a block (and its comment) when they share section, source line and,
+    in an unrolled loop, iteration (``# t = 3``)."""
     loc = stmt.loc
-    return (section_of(stmt), loc.file if loc else None, loc.line if loc else None)
+    return (section_of(stmt), loc.file if loc else None, loc.line if loc else None) + \
+        ((loc.iteration,) if loc and loc.iteration else ())
 
 
 class Emitter:
@@ -71,7 +74,7 @@ class Emitter:
     def __init__(self, tape: Tape, taken: set[str] = frozenset(),
                  calls: dict[Primitive, str] | None = None, fast: bool = False,
                  roots: dict[str, str] | None = None, blocked: bool = True):
-        self.tape = tape
+        self.tape, self.fast = tape, fast
         self.calls = calls or {}          # user functions: how the module's imports name them
         self.roots = roots or {}          # user modules read at call time: how they are named
         facts = Analysis(tape)
@@ -86,9 +89,7 @@ class Emitter:
             else MemoryPlan()
         shared = _shared_names(tape, self.memory)
         self.made_by = self.facts.producer
-        skip = set(self.inlined) | set(self.scalars.elements) | set(shared)
-        self.names: Namer = name_tape(tape, skip=skip, taken=taken, running_sums=True,
-                                      facts=facts)
+        self.names: Namer = namer_of(tape, taken)     # the tape's names (ir/names.py)
         for v, same in shared.items():
             self.names.names[v] = self.names[same]
         self.scalar_names = name_scalars(self.scalars, self.names)
@@ -124,6 +125,19 @@ class Emitter:
             if not any(v in self.inlined for v in stmt.outs):
                 written.append((stmt, self.statements(stmt)))
         return blocks + _group(written)
+
+    def rules_of(self, stmt: Stmt) -> list[str]:
+        """The rule of ``stmt``, then those of the temporaries written inline into it."""
+        rules: list[str] = []
+
+        def visit(s: Stmt) -> None:
+            if s.rule and s.rule not in rules:
+                rules.append(s.rule)
+            for v in s.uses():
+                if v in self.inlined:
+                    visit(self.made_by[v])
+        visit(stmt)
+        return rules
 
     # -- statements ----------------------------------------------------------------------
 
@@ -273,8 +287,10 @@ class Emitter:
         return self.atom(part)
 
     def literal(self, value: Any) -> ast.expr:
-        """A static value, exact for its type (``xp.float32(0.5)``): ``text.literal``."""
-        return literal(value)
+        """A static value, exact for its type (``xp.float32(0.5)``): ``text.literal``; in the
+        plain (review) form a float made from a count shows it: ``-1 / 64``."""
+        shown = None if self.fast else fraction(value)
+        return shown if shown is not None else literal(value)
 
 
 def _group(written: list[tuple[Stmt, list[ast.stmt]]]) -> list[Block]:

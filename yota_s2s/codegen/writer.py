@@ -156,13 +156,20 @@ def write_functions(tapes: Sequence[Tape], buffers: bool = False,
         params=tuple(dict.fromkeys(p for t in tapes for p in t.params)))
     functions = {function_name(t) for t in tapes}
     imports = plan_imports(merged, functions)
-    taken = imports.names | functions                                 # module-level names
+    taken = imports.names | set().union(*map(names_taken, tapes))      # module-level names
     taken |= {"out"} if buffers else set()                            # out= of the function
-    taken |= {"_changed"} if any(has_reads(t) for t in tapes) else set()
-    taken |= {FUNCTION_PARAM, BIND} if any(reads_function(t) for t in tapes) else set()
     return [_function(t, Emitter(t, taken=taken, calls=imports.calls, fast=buffers,
                                  roots=imports.roots, blocked=blocked))
             for t in tapes], imports
+
+
+def names_taken(tape: Tape) -> set[str]:
+    """Names the module defines for ``tape`` (its function, ``_changed``...): no value has one.
+    The compiler names the finished tape avoiding them (ir/names.assign_names)."""
+    taken = {function_name(tape)}
+    taken |= {"_changed"} if has_reads(tape) else set()
+    taken |= {FUNCTION_PARAM, BIND} if reads_function(tape) else set()
+    return taken
 
 
 def _function(tape: Tape, emitter: Emitter) -> Written:
@@ -173,19 +180,22 @@ def _function(tape: Tape, emitter: Emitter) -> Written:
         _checks(tape, emitter, fname) + _struct_args(tape, emitter, fname) + \
         out_check_lines(emitter, tape, fname) + unpack_line(emitter)
     sections: list[str] = []
+    previous, shown = None, set()
     for block in blocks:
         if block.section not in sections:
             sections.append(block.section)
             body.append(f"# -- {block.section} --")
         if block.loop is None:
-            body += _block_lines(block, tape)
+            body += _block_lines(block, tape, emitter, previous, shown)
+            previous = block
             continue
         loop, inner = block.loop, []          # a cache-blocked chain (blocks.py)
         for part in loop.inner:
             if part.section not in sections:
                 sections.append(part.section)
                 inner.append(f"# -- {part.section} --")
-            inner += _block_lines(part, tape)
+            inner += _block_lines(part, tape, emitter, previous, shown)
+            previous = part
         body += [line for node in loop.before for line in unparse(node).splitlines()]
         body += loop.head + [INDENT + line for line in inner]
         body += [line for node in loop.after for line in unparse(node).splitlines()]
@@ -432,8 +442,16 @@ def _path_key(path: tuple) -> tuple:
     return tuple((0, k, "") if isinstance(k, int) else (1, 0, literal_text(k)) for k in path)
 
 
-def _block_lines(block: Block, tape: Tape) -> list[str]:
+def _block_lines(block: Block, tape: Tape, emitter: Emitter, previous: Block | None,
+                 shown: set[str]) -> list[str]:
+    """The block's comments, then its statements. In an unrolled loop, ``# t = 3`` where a
+    pass begins; the source line (said once for a run of passes over one line); for a backward
+    block, the rules that made its statements (``# rule tanh, x: dy * (1 - y * y)``), each
+    once under its source line (``shown``: those said since it)."""
     loc = block.loc
+    before = previous.loc if previous is not None else None
+    again = before is not None and loc is not None and previous.section == block.section \
+        and (before.file, before.line) == (loc.file, loc.line)
     note = ""
     if loc is not None:
         prefix = {"backward": "grad of ", "tangent": "tangent of "}.get(block.section, "")
@@ -441,12 +459,34 @@ def _block_lines(block: Block, tape: Tape) -> list[str]:
         if loc.func and loc.func != tape.name and block.section == "forward":
             note += f"    ({loc.func}, inlined)"
     line = comment(note)           # escaped: a newline in a file name cannot end it
-    if len(line) > MAX_COMMENT:
-        line = line[:MAX_COMMENT - 3] + "..."
-    lines = [line]
+    lines = []
+    if loc is not None and loc.iteration and (before is None or before.iteration != loc.iteration):
+        lines.append(comment(loc.iteration))
+    if not again:
+        lines.append(_cut(line))
+        shown.clear()
+    if block.section == "backward":
+        rules = dict.fromkeys(r for s in block.sources for r in emitter.rules_of(s)
+                              if r not in shown)
+        lines += [_cut(comment(rule_comment(r))) for r in rules]
+        shown.update(rules)
     for node in block.stmts:
         lines += unparse(node).splitlines()
     return lines
+
+
+def rule_comment(rule: str) -> str:
+    """``tanh x: dy * (1 - y * y)`` -> ``rule tanh, x: dy * (1 - y * y)``: which primitive, which
+    operand, what derivative (the rule's own text, in its words ``y`` and ``dy``)."""
+    head, sep, text = rule.partition(": ")
+    prim, _, operand = head.partition(" ")
+    if sep and operand and " " not in operand:
+        return f"rule {prim}, {operand}: {text}"
+    return f"rule {rule}"
+
+
+def _cut(line: str) -> str:
+    return line if len(line) <= MAX_COMMENT else line[:MAX_COMMENT - 3] + "..."
 
 
 def _returns(tape: Tape, emitter: Emitter) -> tuple[list[str], list[str]]:

@@ -17,6 +17,7 @@ Statements are here; expressions in ``expressions.py``; calls in ``calls.py``.
 from __future__ import annotations
 
 import builtins
+from dataclasses import replace
 from typing import Any
 
 import gast
@@ -62,6 +63,7 @@ class Frame:
         self.stmt: gast.stmt | None = None     # the statement running now (for locations)
         self.yields: list | None = None        # a generator's values (see calls.run_function)
         self.cells: dict[str, tuple | None] = {}    # where each closure cell is (externals.py)
+        self.iterations: list[str] = []        # unrolled loops running now: ``t = 3``
 
     def lookup(self, name: str) -> Any:
         return self.locate(name)[0]
@@ -114,7 +116,10 @@ class Evaluator(ExpressionsMixin, CallsMixin, UpdatesMixin, LoopsMixin):
             return self.loc_override
         if self.frame is None or node is None:
             return None
-        return self.frame.fn.loc(node, within=self.frame.stmt)
+        loc = self.frame.fn.loc(node, within=self.frame.stmt)
+        if self.frame.iterations and loc is not None:
+            loc = replace(loc, iteration=", ".join(self.frame.iterations))
+        return loc
 
     def unsupported(self, node: gast.AST, what: str, hint: str = "") -> UnsupportedSyntax:
         return UnsupportedSyntax(what, self.loc(node), hint)
@@ -226,8 +231,16 @@ class Evaluator(ExpressionsMixin, CallsMixin, UpdatesMixin, LoopsMixin):
             if count >= MAX_LOOP:
                 raise self.unsupported(node, f"the loop runs more than {MAX_LOOP} times")
             self.assign(node.target, item)
-            if self.loop_body(node.body):
-                return
+            marks = self.frame.iterations
+            counter = isinstance(node.target, gast.Name) and type(item) is int
+            if counter:      # ``# t = 3`` above the statements of this pass (codegen)
+                marks.append(f"{node.target.id} = {item}")
+            try:
+                if self.loop_body(node.body):
+                    return
+            finally:
+                if counter:
+                    marks.pop()
         self.exec_block(node.orelse)
 
     def stmt_While(self, node: gast.While) -> None:

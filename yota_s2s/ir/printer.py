@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..text import describe, literal_text, printable
-from .names import Namer, name_tape
+from .names import Namer, name_tape, namer_of
 from .region import loop_of
 from .tape import Aval, Lit, Stmt, Tape, Var
 
@@ -74,7 +74,7 @@ def format_stmt(stmt: Stmt, names: Namer, used: set[Var] | None = None, shapes: 
 
 
 def format_tape(tape: Tape, locations: bool = True, shapes: bool = True) -> str:
-    names = name_tape(tape)
+    names = namer_of(tape)
     used = {v for s in tape.stmts for v in s.uses()} | {a for a in tape.outputs() if isinstance(a, Var)}
     ins = ", ".join([f"{names[i.var]}:{i.var.aval}" if shapes else names[i.var] for i in tape.inputs]
                     + [f"{printable(tape.params[s.argnum])}={format_static(s.value)}"

@@ -297,6 +297,9 @@ class Tape:
     # that one's source name (``total = 0.0 + t``: ``t`` is ``total``) or that it is a gradient.
     hints: dict[Var, str] = field(default_factory=dict)
     primals: dict[Var, Var] = field(default_factory=dict)
+    # The names of its values, given once by ir/names.assign_names on a finished tape (a
+    # ``Namer``); a copy, made by a stage that changes the tape, has none until named again.
+    namer: Any = field(default=None, compare=False, repr=False)
     # Forward mode (forward.py): the tangent of ``result``, returned after it; ``tangents``
     # marks the Vars that are tangents (named ``dot_h``, where adjoints are ``dh``).
     tangent: Tree = None
@@ -310,6 +313,7 @@ class Tape:
         fields.update(changes)
         fields["inputs"], fields["stmts"] = list(fields["inputs"]), list(fields["stmts"])
         fields["hints"], fields["primals"] = dict(fields["hints"]), dict(fields["primals"])
+        fields["namer"] = None
         fields["tangents"] = set(fields["tangents"])
         if fields["grads"] is not None:
             fields["grads"] = list(fields["grads"])

@@ -15,7 +15,7 @@ from __future__ import annotations
 from ..ir.tape import Tape
 from ..rules.registry import RuleSet
 from .constants import plain_constants
-from .cse import cse
+from .cse import cse, cse_within_sections
 from .dce import dce
 from .fold import fold
 from .inplace import write_in_place
@@ -25,10 +25,15 @@ from .signs import signs
 from .simplify import simplify
 
 PIPELINE = [fold, simplify, signs, cse, dce]
+# The review form (the plain form, what a reviewer reads): no CSE across the sections.
+REVIEW_PIPELINE = [fold, simplify, signs, cse_within_sections, dce]
 MAX_ROUNDS = 20
 
 
-def optimize(tape: Tape, rules: RuleSet, passes=PIPELINE) -> Tape:
+def optimize(tape: Tape, rules: RuleSet, passes=PIPELINE, review: bool = False) -> Tape:
+    """``review``: the pipeline of the review form (``REVIEW_PIPELINE``)."""
+    if review:
+        passes = REVIEW_PIPELINE
     tape = _rounds(tape, rules, passes)
     tape, _ = dce(fresh_outputs(tape, rules), rules)
     tape, _ = plain_constants(tape, rules)
@@ -48,5 +53,5 @@ def _rounds(tape: Tape, rules: RuleSet, passes) -> Tape:
     return tape
 
 
-__all__ = ["PIPELINE", "optimize", "cse", "dce", "fold", "signs", "simplify", "fresh_outputs",
+__all__ = ["PIPELINE", "REVIEW_PIPELINE", "optimize", "cse", "cse_within_sections", "dce", "fold", "signs", "simplify", "fresh_outputs",
            "write_in_place", "plain_constants"]

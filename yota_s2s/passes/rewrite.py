@@ -29,8 +29,15 @@ def substitute(tape: Tape, mapping: dict[Var, Any], stmts: list[Stmt] | None = N
     new_stmts = [substitute_stmt(s, resolve) for s in (tape.stmts if stmts is None else stmts)]
     grads = None if tape.grads is None else [None if g is None else resolve(g) for g in tape.grads]
     tangent = None if tape.tangent is None else tree_map(resolve, tape.tangent)
-    return tape.copy(stmts=new_stmts, result=tree_map(resolve, tape.result), grads=grads,
-                     tangent=tangent, **changes)
+    new = tape.copy(stmts=new_stmts, result=tree_map(resolve, tape.result), grads=grads,
+                    tangent=tangent, **changes)
+    # a gradient of a replaced value is the gradient of its replacement (``d`` + its name)
+    for stmt in new_stmts:
+        for v in stmt.outs:
+            primal = new.primal_of(v)
+            if primal in mapping and isinstance(resolve(primal), Var):
+                new.primals[v] = resolve(primal)
+    return new
 
 
 def use_counts(tape: Tape) -> Counter:

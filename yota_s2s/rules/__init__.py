@@ -33,11 +33,12 @@ import types
 from . import (control, creation, discrete, elementwise, indexing, joining, linalg, matrices,
                operators, products, reductions, shape, signal, stop)
 from .listing import RuleListing, list_rules
-from .registry import (RULES, Rule, RuleSet, alias, diffrule, jvprule, nodiff, primitive,
-                       scatter_rule)
+from .registry import (RULES, Rule, RuleSet, alias, cancels, diffrule, jvprule, nodiff,
+                       primitive, scatter_rule)
 from .stop import stop_gradient
 
-__all__ = ["RULES", "Rule", "RuleSet", "RuleListing", "alias", "diffrule", "jvprule", "nodiff",
+__all__ = ["RULES", "Rule", "RuleSet", "RuleListing", "alias", "cancels", "diffrule", "jvprule",
+           "nodiff",
            "primitive",
            "scatter_rule", "stop_gradient", "list_rules", "control", "creation", "discrete",
            "elementwise", "indexing", "joining", "linalg", "matrices", "operators", "products",

@@ -4,11 +4,17 @@ cumprod diff, with ``axis``, ``keepdims`` and ``ddof``; their ndarray methods ma
 The gradient of a reduction spreads ``dy`` back over the reduced axes: ``expand_dims`` puts the
 reduced axes back (unless ``keepdims`` kept them) and ``broadcast_to`` repeats it, without a copy.
 A stable log-sum-exp written with ``np.max`` (``m + log(sum(exp(x - m)))``) needs nothing
-special: the gradients through ``m`` cancel exactly.
+special: the gradients through ``m`` cancel exactly. In a log-softmax or a softmax
+(``s = x - max(x)``, then ``s - log(sum(exp(s)))`` or ``exp(s) / sum(exp(s))``) they cancel
+before they reach ``m``, and ``max_shift`` (declared with ``cancels``) says so: that branch of the
+gradient is not emitted.
 """
+import operator
+
 import numpy as np
 
-from .registry import alias, diffrule, primitive
+from ..ir.tape import Var
+from .registry import alias, cancels, diffrule, primitive
 
 # written ``x.sum(axis=0)``, and into a given array with ``out=``
 primitive(np.sum,  "a, axis=None, dtype=None, keepdims=False", method="sum",  out_form="reduce", linear=True)
@@ -150,3 +156,50 @@ def diff_grad(a, dy, n=1, axis=-1):
     for _ in range(n):
         dy = np.pad(dy, before) - np.pad(dy, after)
     return dy
+
+
+@cancels
+def max_shift(tape, facts) -> set:
+    """``s = x - np.max(x, axis, keepdims=True)`` read only by ``e = np.exp(s)``, ``e`` only by
+    ``z = np.sum(e, axis, keepdims=True)`` (the same axis) and ``e / z``, ``z`` only by ``e / z``
+    and ``l = np.log(z)``, ``l`` only by ``s - l``: the log-softmax ``s - l`` and the softmax
+    ``e / z`` do not depend on the max, so the gradient of ``s``'s subtrahend adds up to zero
+    (``-sum(ds, axis)``, with ``ds = dr - softmax * sum(dr)``) and is not emitted."""
+    stmts, producer, readers = tape.stmts, facts.producer, facts.readers
+    kept = set(facts.outputs)
+
+    def made(v, fn):
+        s = producer.get(v) if isinstance(v, Var) else None
+        return s if s is not None and s.prim.fn is fn else None
+
+    def read_by(v, allowed) -> bool:
+        return v not in kept and all(allowed(stmts[j]) for j in readers.get(v, []))
+
+    found = set()
+    for index, stmt in enumerate(stmts):
+        if stmt.prim.fn is not operator.sub or len(stmt.args) != 2:
+            continue
+        top = made(stmt.args[1], np.max)
+        if top is None or not (top.param("keepdims") or top.param("axis") is None):
+            continue
+        axis, s = top.param("axis"), stmt.out
+        exps = [stmts[j] for j in readers.get(s, []) if stmts[j].prim.fn is np.exp]
+        sums = [stmts[j] for e in exps for j in readers.get(e.out, [])
+                if stmts[j].prim.fn is np.sum]
+        if len(exps) != 1 or len(sums) != 1 or sums[0].param("axis") != axis \
+                or sums[0].param("keepdims") != top.param("keepdims"):
+            continue
+        e, z = exps[0].out, sums[0].out
+        logs = [stmts[j].out for j in readers.get(z, []) if stmts[j].prim.fn is np.log]
+
+        def softmax(r):
+            return r.prim.fn is operator.truediv and r.args == (e, z)
+
+        def log_softmax(r):
+            return r.prim.fn is operator.sub and r.args[0] is s and r.args[1] in logs
+        if read_by(s, lambda r: r is exps[0] or log_softmax(r)) \
+                and read_by(e, lambda r: r is sums[0] or softmax(r)) \
+                and read_by(z, lambda r: softmax(r) or r.prim.fn is np.log) \
+                and all(read_by(v, log_softmax) for v in logs):
+            found.add((index, "x2"))
+    return found

@@ -27,6 +27,8 @@ compiled code keyed on it goes stale. There is one default ``RuleSet`` (``RULES`
 """
 from __future__ import annotations
 
+import os
+
 import inspect
 import itertools
 import linecache
@@ -62,7 +64,17 @@ class Rule:
     ignores: frozenset = frozenset()  # options that do not change this gradient (``dtype``)
 
     def __str__(self) -> str:
-        return f"{self.prim.name} {self.argname}: {self.text}"
+        """``tanh x: dy * (1 - y * y)``; a rule function also says where it is written
+        (``matmul x1: matmul_grad_x1(x1, x2, dy) in rules/products.py:32``, a path in the
+        yota_s2s package)."""
+        where = ""
+        if self.fn is not None and self.loc is not None:
+            package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+            path = os.path.abspath(self.loc.file)
+            inside = path.startswith(package + os.sep)
+            where = f" in {os.path.relpath(path, package)}:{self.loc.line}" \
+                if inside else f" in {self.loc.short}"
+        return f"{self.prim.name} {self.argname}: {self.text}{where}"
 
 
 def parse_signature(spec: str) -> tuple[tuple[str, ...], tuple[tuple[str, Any], ...]]:
@@ -176,6 +188,7 @@ class RuleSet:
         self.prims: dict[Any, Primitive] = {}
         self.rules: dict[tuple[Primitive, str], Rule] = {}
         self.nodiffs: dict[Primitive, set[str]] = {}
+        self.cancellations: list[Callable] = []     # see ``cancels``
         self.jvps: dict[tuple[Primitive, str], Rule] = {}     # declared JVP rules (few)
         self.version = next(_versions)
 
@@ -183,6 +196,7 @@ class RuleSet:
         new = RuleSet()
         new.prims, new.rules, new.jvps = dict(self.prims), dict(self.rules), dict(self.jvps)
         new.nodiffs = {p: set(s) for p, s in self.nodiffs.items()}
+        new.cancellations = list(self.cancellations)
         return new
 
     def _changed(self) -> None:
@@ -382,6 +396,17 @@ class RuleSet:
         self._changed()
         return fn
 
+    def cancels(self, check: Callable) -> Callable:
+        """Declare terms that cancel exactly: ``check(tape, facts)`` (the forward tape and its
+        ``ir.analysis.Analysis``) returns ``(statement index, operand name)`` pairs whose
+        gradient contributions add up to zero for every value of the arguments (the max
+        subtracted before a log-sum-exp); backward.py emits nothing for them. Returns
+        ``check``, so it works as a decorator (docs/rules.md, "Terms that cancel")."""
+        if check not in self.cancellations:
+            self.cancellations.append(check)
+            self._changed()
+        return check
+
     def _check_argname(self, prim: Primitive, argname: str, loc: SourceLoc) -> None:
         names = [o.lstrip("*") for o in prim.operands]
         if argname not in names:
@@ -458,6 +483,7 @@ alias = RULES.alias
 scatter_rule = RULES.scatter_rule
 nodiff = RULES.nodiff
 diffrule = RULES.diffrule
+cancels = RULES.cancels
 jvprule = RULES.jvprule
 
 
