@@ -53,6 +53,7 @@ def sweep_region(sweep, stmt: Stmt) -> None:
     sub.tape, sub.ev, sub.rules, sub.active = body, ev, rules, act
     sub.full, sub.scatter, sub.primals = {}, {}, sweep.primals
     sub.home = list(body.stmts)
+    sub.cancelled = set()      # (RuleSet.cancels is keyed by top-level statements)
     outer_stmts, ev.stmts = ev.stmts, []
     cot: dict[Var, Var] = {}        # carried c -> its cotangent at the end of a step
     for c, o in zip(loop.carried, body.result):

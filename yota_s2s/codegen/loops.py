@@ -83,10 +83,12 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
     lines.append(f"for {identifier(names[loop.index])} in {steps}:")
     inner: list[str] = []
     running = _running_sums(sub, loop)
+    previous, shown = None, set()
     for block in sub.blocks():
         block.stmts = [running.get(id(source), node)
                        for node, source in zip(block.stmts, block.sources)]
-        inner += _block_lines(block, sub.tape)
+        inner += _block_lines(block, sub.tape, sub, previous, shown)
+        previous = block
     ins = [names[c] for c in loop.carried]
     outs = [_text(sub, o, unparse) for o in body.result]
     moved = [(a, b) for a, b in zip(ins, outs) if a != b]
