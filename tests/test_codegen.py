@@ -122,6 +122,52 @@ def test_cuda_device_imports_cupy_and_nothing_else_differs(monkeypatch, tmp_path
     assert np.allclose(df(*DESIGN_ARGS)[1], compile_grad(design.loss, DESIGN_ARGS).fn(*DESIGN_ARGS)[1])
 
 
+def _strict_cupy():
+    """numpy, refusing a number where cupy wants an array (``cupy.broadcast_to(1.0, shape)``
+    raises TypeError): the cupy behaviour a CPU can check."""
+    import types
+    strict = types.ModuleType("cupy")
+    strict.__dict__.update({k: getattr(np, k) for k in dir(np) if not k.startswith("__")})
+
+    def needs_array(fn):
+        def call(a, *args, **kwargs):
+            if not isinstance(a, np.ndarray):
+                raise TypeError(f"{fn.__name__}: expected an array, got {type(a).__name__}")
+            return fn(a, *args, **kwargs)
+        return call
+    for name in ("broadcast_to", "reshape", "expand_dims"):
+        setattr(strict, name, needs_array(getattr(np, name)))
+    return strict
+
+
+def sum_of_previous_rows(xs, w):
+    s = 0.0
+    for t in range(1, xs.shape[0]):          # a loop region; its backward carries ds = 1.0
+        s = s + np.sum(xs[t] * xs[t - 1] * w)
+    return s
+
+
+def mean_of_a_scalar_broadcast(x):
+    return np.mean(np.broadcast_to(np.sum(x), (3, 2)))
+
+
+@pytest.mark.parametrize("fn, args", [
+    (sum_of_previous_rows, (np.random.default_rng(0).standard_normal((10, 2, 3)), np.ones(3))),
+    (mean_of_a_scalar_broadcast, (np.arange(4.0),)),
+])
+@pytest.mark.parametrize("buffers", [True, False])
+def test_a_number_where_cupy_wants_an_array_is_wrapped(fn, args, buffers, monkeypatch, tmp_path):
+    """A number (a literal, a 0-d value, a loop's carried ``ds = 1.0``) that reaches reshape,
+    expand_dims or broadcast_to is written ``xp.asarray(...)``: found on an H200, where cupy
+    raised for the loop's backward."""
+    monkeypatch.setitem(sys.modules, "cupy", _strict_cupy())
+    gpu = compile_grad(fn, args, device="cuda", buffers=buffers, out_dir=tmp_path,
+                       module_name=f"strict_{fn.__name__}_{int(buffers)}").fn
+    cpu = compile_grad(fn, args, buffers=buffers).fn
+    for g, c in zip(gpu(*args), cpu(*args)):
+        np.testing.assert_allclose(g, c, rtol=1e-13, atol=1e-15)
+
+
 def test_python_floats_use_math():
     text = module_text(models.python_floats, 0.3, 0.5)
     assert text.startswith('"""') and "import math\nimport numpy as xp" in text

@@ -41,10 +41,6 @@ CUPY_LACKS: dict[tuple[str, str], str] = {
     **{(name, "buffered"): _SCALAR_MODE for name in (
         "item_with_an_index", "one_element_read_twice", "element_of_a_size_one_constant",
         "written_through_a_view_in_scalar_mode", "update_lists_of_traced", "unrolled_break")},
-    # ours, not cupy's (found on the H200 after the loop regions landed): a carried Python float
-    # (``ds = 1.0``) reaches xp.broadcast_to inside a loop body (codegen/loops.py)
-    ("loop_previous_step", "buffered"): "a carried Python float reaches xp.broadcast_to",
-    ("loop_previous_step", "plain"): "a carried Python float reaches xp.broadcast_to",
 }
 
 

@@ -326,11 +326,12 @@ def _dotted(path: str) -> ast.expr:
 
 
 def _python_number(atom: Any, floats: set[Var]) -> bool:
-    """A number, not an array, in the generated code: a literal, a weak scalar, or a value
-    scalar mode keeps as a Python float."""
+    """Maybe a number, not an array, in the generated code: a literal, or any 0-d value (a
+    Python float, a numpy scalar, or a loop's carried ``ds = 1.0``); cupy's 0-d results are
+    arrays already, and ``xp.asarray`` leaves them as they are."""
     if isinstance(atom, Lit):
         return isinstance(atom.value, (int, float, complex, np.generic))
-    return isinstance(atom, Var) and atom.aval.dtype.kind in "fc" and (atom.aval.weak or atom in floats)
+    return isinstance(atom, Var) and (atom.aval.ndim == 0 or atom in floats)
 
 
 def _has_array_lit(key: Any) -> bool:
