@@ -147,7 +147,14 @@ def test_the_max_of_a_stable_log_softmax_or_softmax_gets_no_gradient_term():
     """Its terms cancel exactly (rules/reductions.py max_shift): nothing of the max's rule is
     written, and the gradient is still right."""
     x, w = np.random.default_rng(1).standard_normal((2, 4, 3))
-    for f in (lambda x, w: np.sum(w * _log_softmax(x)), lambda x, w: np.sum(w * _softmax(x))):
+    # named functions: Python 3.10 cannot tell two lambdas on one line apart
+
+    def log_softmax_loss(x, w):
+        return np.sum(w * _log_softmax(x))
+
+    def softmax_loss(x, w):
+        return np.sum(w * _softmax(x))
+    for f in (log_softmax_loss, softmax_loss):
         text, _ = backward_text(f, x, w, passes=True)
         assert "max[" in text and " eq " not in text       # max_grad's `a == y`: not emitted
         ys.gradcheck(f, x, w)
