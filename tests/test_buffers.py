@@ -145,12 +145,27 @@ def test_polynomial_runs_on_python_floats():
     text = ys.source(df)
     assert "    x0, x1, x2, x3, x4, x5, x6, x7 = x.tolist()\n" in text
     assert "    dx0 = dx1 = dx2 = dx3 = dx4 = dx5 = dx6 = dx7 = 0.0\n" in text
-    assert "    dx = xp.array([dx0, dx1, dx2, dx3, dx4, dx5, dx6, dx7])\n" in text
+    # the floats go straight into the returned array: one xp.array, or the caller's out=
+    assert "    dx = [dx0, dx1, dx2, dx3, dx4, dx5, dx6, dx7]\n" in text
+    assert "return xp.float64(polynomial), _deliver(out, 0, dx)\n" in text
     assert "t8 = x5 * x5" in text                      # x[5] ** 2, exactly as numpy squares
     value, dx = df(x)
     plain_value, plain_dx = ys.simplegrad(models.polynomial, x, buffers=False)(x)
     assert type(value) is np.float64 and value == plain_value == models.polynomial(x)
+    assert type(dx) is np.ndarray and dx.dtype == np.float64 and dx.shape == (8,)
     np.testing.assert_array_equal(dx, plain_dx)
+    for _ in range(3):                                   # call after call, with and without out=
+        mine = np.full(8, np.nan)
+        value2, dx2 = df(x, out=[mine])
+        assert dx2 is mine and value2 == value
+        np.testing.assert_array_equal(mine, plain_dx)
+        value3, dx3 = df(x, out=[None])
+        assert type(dx3) is np.ndarray and dx3 is not mine
+        np.testing.assert_array_equal(dx3, plain_dx)
+    with pytest.raises(TypeError, match=r"out\[0\] must be float64\[8\]"):
+        df(x, out=[np.empty(8, np.float32)])
+    with pytest.raises(ValueError, match="shares memory with an argument"):
+        df(x, out=[x])
 
 
 def test_scalar_mode_keeps_numpy_semantics_where_python_differs():
@@ -486,3 +501,29 @@ def test_chains_stay_whole_on_a_gpu():
     _, tape = gradient_tape(long_chain, [x])
     assert "in blocks of" in write_module(tape, buffers=True)
     assert "in blocks of" not in write_module(tape, device="cuda", buffers=True)
+
+
+def test_recomputed_forward_values_hold_less_memory_and_change_no_bit():
+    """issue 14, peak memory: logistic regression's buffered gradient keeps 6 arrays of the
+    data's length (8 before recompute), and returns what the plain form returns, call after
+    call."""
+    def logreg(w, b, X, y):
+        p = 1 / (1 + np.exp(-(X @ w + b)))
+        return -np.mean(y * np.log(p + 1e-9) + (1 - y) * np.log(1 - p + 1e-9))
+
+    r = np.random.default_rng(1)
+    args = (r.standard_normal(20) * 0.1, 0.1, r.standard_normal((10000, 20)),
+            (r.random(10000) > 0.5) * 1.0)
+    fast = ys.simplegrad(logreg, *args)
+    plain = ys.simplegrad(logreg, *args, buffers=False)
+    text = ys.source(fast)
+    assert text.count("# rule recompute: a cheap forward value") == 2
+    assert "t10 = xp.subtract(1.0, p, out=buf5)\n    t10 += 1e-09\n" in text
+    report = ys.memory_report(fast)
+    assert [shape for shape, _, _ in report.arrays] == [(10000,)] * 6
+    for _ in range(3):
+        args = (r.standard_normal(20) * 0.1, float(r.standard_normal()),
+                r.standard_normal((10000, 20)), (r.random(10000) > 0.5) * 1.0)
+        got, want = fast(*args), plain(*args)
+        assert got[0] == want[0] and got[2] == want[2]
+        np.testing.assert_array_equal(got[1], want[1])

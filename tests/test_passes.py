@@ -190,3 +190,36 @@ def test_fold_keeps_a_float64_constant_strong_and_a_python_one_weak():
         assert type(lit.value) is type(const) and lit.value == 1.0
         value, _ = verify.run(folded, [np.ones(3, np.float32)], check_avals=True)
         assert value.dtype == out_dtype
+
+
+def logistic(w, X, y):
+    p = 1 / (1 + np.exp(-(X @ w)))
+    return -np.mean(y * np.log(p + 1e-9) + (1 - y) * np.log(1 - p + 1e-9))
+
+
+def test_recompute_makes_cheap_forward_values_again_in_the_backward():
+    """issue 14, peak memory: ``1 + e``, ``p + eps`` and ``1 - y`` (one cheap operation of
+    values alive anyway) are made again where the backward reads them, not kept; the buffered
+    pipeline only, and nothing for small arrays."""
+    from yota_s2s.passes.recompute import MIN_SIZE, RULE, recompute
+    r = np.random.default_rng(0)
+    n = MIN_SIZE
+    args = (r.standard_normal(5) * 0.1, r.standard_normal((n, 5)), (r.random(n) > 0.5) * 1.0)
+    _, tape = gradient_tape(logistic, args)
+    _, review = gradient_tape(logistic, args, review=True)
+    again = [s for s in tape.stmts if s.rule == RULE]
+    assert len(again) == 3 and not any(s.rule == RULE for s in review.stmts)
+    assert {s.prim.ufunc for s in again} == {np.add, np.subtract}
+    verify.check(tape)
+    start = next(i for i, s in enumerate(tape.stmts) if s.rule is not None)
+    for stmt in again:
+        position = tape.stmts.index(stmt)
+        assert position >= start                  # in the backward section
+        reader = next(s for s in tape.stmts[position + 1:] if stmt.out in tuple(s.uses()))
+        assert reader.rule is not None and reader.rule != RULE
+        kept = next(s for s in tape.stmts[:start]               # the forward statement itself
+                    if s.prim is stmt.prim and s.args == stmt.args and s.params == stmt.params)
+        assert not any(kept.out in tuple(s.uses()) for s in tape.stmts[start:])
+    small = tuple(a[:10] if a.ndim else a for a in args[1:])
+    _, tape = gradient_tape(logistic, (args[0], *small))
+    assert recompute(tape, RULES) == (tape, False)

@@ -75,6 +75,7 @@ class Emitter:
                  calls: dict[Primitive, str] | None = None, fast: bool = False,
                  roots: dict[str, str] | None = None, blocked: bool = True):
         self.tape, self.fast = tape, fast
+        self.blocked = blocked            # a CPU module (blocked chains; numpy, not cupy)
         self.calls = calls or {}          # user functions: how the module's imports name them
         self.roots = roots or {}          # user modules read at call time: how they are named
         facts = Analysis(tape)

@@ -239,9 +239,19 @@ def scalar_statement(emitter, stmt: Stmt) -> list[ast.stmt] | None:
     index = stmt.args[1].value % root.aval.size
     body = [ast.AugAssign(ast.Name(names[root, index]), ast.Add(), emitter.atom(stmt.args[2]))]
     if stmt.out in plan.chain_ends:
-        array = ast.Call(ast.Attribute(ast.Name("xp"), "array", ast.Load()), [ast.List(elements)], [])
+        array = ast.List(elements)
+        if not _delivered_list(emitter, stmt.out):
+            array = ast.Call(ast.Attribute(ast.Name("xp"), "array", ast.Load()), [array], [])
         body.append(ast.Assign([ast.Name(emitter.names[stmt.out])], array, lineno=0))
     return body
+
+
+def _delivered_list(emitter, var: Var) -> bool:
+    """A returned accumulator read by nothing else stays a list of floats: ``_deliver`` writes
+    it straight into the caller's out= array, or makes the array when none was given (on a
+    CPU: numpy takes a list where cupy wants an array)."""
+    return var in emitter.memory.delivered and not emitter.facts.readers.get(var) \
+        and emitter.blocked
 
 
 def square(emitter, stmt: Stmt) -> ast.expr | None:

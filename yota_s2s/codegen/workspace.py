@@ -57,18 +57,28 @@ def _check_out(func, out, count, arrays, entries, unused):
         if not array.flags.writeable:
             raise ValueError(f"{func}: out[{key!r}] is read-only; pass a writeable array or None")
         owns = array.base is None         # two arrays that own their memory do not overlap
-        for others, what in ((arrays, "an argument"), (given, "another out= entry")):
-            for other in others:
-                if other is array or ((not owns or other.base is not None)
-                                      and xp.may_share_memory(array, other)
-                                      and xp.shares_memory(array, other)):
-                    raise ValueError(f"{func}: out[{key!r}] shares memory with {what}; "
-                                     "gradients must go into arrays of their own (or None)")
+        for other in arrays:
+            if other is array or ((not owns or other.base is not None)
+                                  and _overlap(array, other)):
+                raise _shared(func, key, "an argument")
+        for other in given:
+            if other is array or ((not owns or other.base is not None)
+                                  and _overlap(array, other)):
+                raise _shared(func, key, "another out= entry")
         given.append(array)
     for argnum in unused:
         if out[argnum] is not None:
             raise TypeError(f"{func}: out[{argnum}] must be None: no gradient array is "
                             "returned for that argument")
+
+
+def _overlap(a, b):
+    return xp.may_share_memory(a, b) and xp.shares_memory(a, b)
+
+
+def _shared(func, key, what):
+    return ValueError(f"{func}: out[{key!r}] shares memory with {what}; gradients must go into "
+                      "arrays of their own (or None)")
 
 
 def _result(out, key, shape, dtype=xp.float64, order="C"):
@@ -79,11 +89,12 @@ def _result(out, key, shape, dtype=xp.float64, order="C"):
 
 _DELIVER = '''
 def _deliver(out, key, value):
-    """``value``, or a copy of it in the caller's array when one was given (out=, checked)."""
+    """``value``, or a copy of it in the caller's array when one was given (out=, checked).
+    A list (a vector of Python floats, scalar mode) becomes a new array when none was given."""
     array = None if out is None else _out_entry(out, key)
     if array is None:
-        return value
-    xp.copyto(array, value)
+        return xp.array(value) if value.__class__ is list else value
+    array[...] = value                  # same shape and dtype (checked): a plain copy
     return array
 '''
 

@@ -8,6 +8,8 @@ nothing returned aliases an argument, another output or a read-only view (and de
 elimination drops what that replaced), and ``write_in_place`` turns updates (``setitem``) back
 into the in-place assignments the user wrote, where the old array is not needed.
 ``plain_constants`` then writes float64 constants as plain floats where that changes nothing.
+For the buffered form, ``recompute`` makes cheap forward values again where the backward
+section reads them, instead of keeping them in memory.
 Loop bodies go through the same passes, each as a tape of its own (``regions.py``).
 """
 from __future__ import annotations
@@ -19,6 +21,7 @@ from .cse import cse, cse_within_sections
 from .dce import dce
 from .fold import fold
 from .inplace import write_in_place
+from .recompute import recompute
 from .outputs import fresh_outputs
 from .regions import in_place_bodies, optimize_bodies
 from .signs import signs
@@ -39,7 +42,10 @@ def optimize(tape: Tape, rules: RuleSet, passes=PIPELINE, review: bool = False) 
     tape, _ = plain_constants(tape, rules)
     # inside loop bodies (passes/regions.py): the same passes, each body a tape of its own
     tape = optimize_bodies(tape, lambda body: _rounds(body, rules, passes + [plain_constants]))
-    return in_place_bodies(write_in_place(tape, rules), rules)
+    tape = in_place_bodies(write_in_place(tape, rules), rules)
+    if not review:      # the buffered form: cheap forward values made again, not kept
+        tape, _ = recompute(tape, rules)
+    return tape
 
 
 def _rounds(tape: Tape, rules: RuleSet, passes) -> Tape:
@@ -54,4 +60,4 @@ def _rounds(tape: Tape, rules: RuleSet, passes) -> Tape:
 
 
 __all__ = ["PIPELINE", "REVIEW_PIPELINE", "optimize", "cse", "cse_within_sections", "dce", "fold", "signs", "simplify", "fresh_outputs",
-           "write_in_place", "plain_constants"]
+           "write_in_place", "plain_constants", "recompute"]
