@@ -514,8 +514,8 @@ def test_recomputed_forward_values_hold_less_memory_and_change_no_bit():
     r = np.random.default_rng(1)
     args = (r.standard_normal(20) * 0.1, 0.1, r.standard_normal((10000, 20)),
             (r.random(10000) > 0.5) * 1.0)
-    fast = ys.simplegrad(logreg, *args)
-    plain = ys.simplegrad(logreg, *args, buffers=False)
+    fast = ys.simplegrad(logreg, *args, wrt={0, 1})
+    plain = ys.simplegrad(logreg, *args, buffers=False, wrt={0, 1})
     text = ys.source(fast)
     assert text.count("# rule recompute: a cheap forward value") == 2
     assert "t10 = xp.subtract(1.0, p, out=buf5)\n    t10 += 1e-09\n" in text
@@ -527,3 +527,43 @@ def test_recomputed_forward_values_hold_less_memory_and_change_no_bit():
         got, want = fast(*args), plain(*args)
         assert got[0] == want[0] and got[2] == want[2]
         np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_work_arrays_live_in_returned_arrays_not_yet_written():
+    """issue 14, peak memory: the seed's ``W @ x`` (and the row sums of ``x``) are dead before
+    ``dW`` (``dx``) is written, so they live in that array's memory, which the call allocates
+    anyway, instead of work arrays held between calls; only the column sums of ``W``, read
+    while both are written, stay held. Call after call, with out= (a strided, an F-ordered
+    and a C-ordered array) and without, the values are the plain form's."""
+    def seed(W, b, x):
+        return np.sum(W @ x + b[:, None])
+
+    r = np.random.default_rng(2)
+    args = (r.random((128, 784)), r.random(128), r.random((784, 100)))
+    fast = ys.simplegrad(seed, *args)
+    plain = ys.simplegrad(seed, *args, buffers=False)
+    text = ys.source(fast)
+    assert "    buf3, = _work_arrays()\n" in text
+    assert "    dW_mem = _result(out, 0, (128, 784))\n    dx_mem = _result(out, 2, (784, 100))\n" \
+           "    buf1 = dW_mem.ravel('K')[0:12800].reshape((128, 100))\n" \
+           "    buf2 = dx_mem.ravel('K')[0:784].reshape((784,))\n" in text
+    assert "    t1 = xp.matmul(W, x, out=buf1)\n" in text and "    dW = dW_mem\n" in text
+    assert [shape for shape, _, _ in ys.memory_report(fast).arrays] == [(784,)]
+    assert "2 more in the memory of returned gradients" in text
+    for call in range(4):
+        args = (r.random((128, 784)), r.random(128), r.random((784, 100)))
+        want = plain(*args)
+        if call == 0:
+            out = None
+        elif call == 1:
+            out = [np.empty((128, 784), order="F"), None, np.empty((784, 200))[:, ::2]]
+        else:
+            out = [np.empty((128, 784)), np.empty(128), np.empty((784, 100))]
+        fresh = [np.copy(g) for g in fast(*args)[1:]]
+        got = fast(*args, out=out)
+        assert got[0] == want[0]
+        for g, f, w in zip(got[1:], fresh, want[1:]):
+            np.testing.assert_array_equal(g, f)            # with out= or without: the same bits
+            np.testing.assert_allclose(g, w, rtol=1e-13)   # row sums as BLAS products
+        if out is not None:
+            assert all(o is None or g is o for g, o in zip(got[1:], out))

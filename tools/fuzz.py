@@ -182,7 +182,13 @@ def main(argv=None) -> int:
     ap.add_argument("--block", type=int, help="elements per block of a cache-blocked chain "
                     "(codegen/blocks.py), and chains of twice that many are blocked: small "
                     "values put the fuzzer's small arrays through the blocked form")
+    ap.add_argument("--lend", type=int, help="work arrays of this many elements or more live "
+                    "in returned arrays not yet written (codegen/buffers.py LEND_MIN): 1 puts the "
+                    "fuzzer's small arrays through it")
     opts = ap.parse_args(argv)
+    if opts.lend:
+        from yota_s2s.codegen import buffers
+        buffers.LEND_MIN = opts.lend
     if opts.block:
         from yota_s2s.codegen import blocks
         blocks.BLOCK, blocks.MIN_SIZE = opts.block, 2 * opts.block

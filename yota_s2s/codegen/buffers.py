@@ -50,6 +50,11 @@ def writer(stmt: Stmt) -> str | None:
     return prim.out_form
 
 
+# A work array this large (elements) or larger lives in a returned array's memory where one is
+# free for it (_lend_slots); a smaller one is not worth a view made on each call.
+LEND_MIN = 512
+
+
 @dataclass(eq=False)
 class Group:
     members: list[Var]
@@ -67,10 +72,13 @@ class MemoryPlan:
     over: dict[Var, Var] = field(default_factory=dict)        # value -> operand it overwrites
     slots: list[tuple[tuple, np.dtype, list[Var]]] = field(default_factory=list)
     delivered: dict[Var, tuple] = field(default_factory=dict)  # returned, copied into out=
+    lent: dict[int, tuple[Group, int]] = field(default_factory=dict)   # slot -> (result, offset)
 
     @property
     def bytes(self) -> int:
-        return sum(int(np.prod(s)) * np.dtype(d).itemsize for s, d, _ in self.slots)
+        """The work arrays held per thread (not those lent by returned arrays)."""
+        return sum(int(np.prod(s)) * np.dtype(d).itemsize
+                   for k, (s, d, _) in enumerate(self.slots) if k not in self.lent)
 
 
 def plan_memory(tape: Tape, scalars: ScalarPlan, inlined: set[Var],
@@ -104,6 +112,7 @@ def plan_memory(tape: Tape, scalars: ScalarPlan, inlined: set[Var],
             plan.group[stmt.out] = Group([stmt.out])
     _mark_results(tape, plan, facts)
     _assign_slots(tape, plan, facts)
+    _lend_slots(plan, facts)
     return plan
 
 
@@ -195,6 +204,36 @@ def _assign_slots(tape: Tape, plan: MemoryPlan, facts: Analysis) -> None:
             plan.slots.append((group.members[0].aval.shape, group.members[0].aval.dtype, []))
         plan.slots[group.slot][2].extend(group.members)
         heapq.heappush(busy, (group.end, taken, group))
+
+
+def _lend_slots(plan: MemoryPlan, facts: Analysis) -> None:
+    """Work arrays whose values are all dead before a returned gradient's array is first
+    written live in that array instead (its first elements, then the next ones): memory the
+    call allocates anyway, so they are not held between calls and do not add to the peak (the
+    seed's ``W @ x`` in ``dW``, which a handwritten gradient frees before it allocates the
+    gradients). Largest first, each into the first returned array that is written after its
+    last read and has room. The function makes those arrays at its start (codegen/workspace.py)."""
+    results = sorted({id(g): g for g in plan.group.values() if g.kind == "result"}.values(),
+                     key=lambda g: facts.defined[g.members[0]])
+    if not results:
+        return
+    ends: dict[int, int] = {}
+    for var, group in plan.group.items():
+        if group.kind == "slot" and group.members[0] is var:
+            ends[group.slot] = max(ends.get(group.slot, -1), group.end)
+    room = {id(g): int(np.prod(g.members[0].aval.shape)) for g in results}
+    order = sorted(range(len(plan.slots)), key=lambda k: (-int(np.prod(plan.slots[k][0])), k))
+    for k in order:
+        shape, dtype, _ = plan.slots[k]
+        size = int(np.prod(shape))
+        if size < LEND_MIN or k not in ends:
+            continue
+        for g in results:
+            if g.members[0].aval.dtype == dtype and facts.defined[g.members[0]] > ends[k] \
+                    and room[id(g)] >= size:
+                plan.lent[k] = (g, int(np.prod(g.members[0].aval.shape)) - room[id(g)])
+                room[id(g)] -= size
+                break
 
 
 def _kind(var: Var) -> tuple:

@@ -105,6 +105,13 @@ class Emitter:
         self.ones: dict[tuple[int, str], str] = {}    # ones vectors for row/column sums
         self.chains = plan_chains(tape, self.facts, self.memory, self.scalars, self.inlined) \
             if fast and blocked else []
+        if self.chains or not blocked:    # blocked chains hoist returned arrays their own way
+            self.memory.lent.clear()      # (blocks.py); a GPU module keeps its work arrays
+        self.lent_arrays: dict[int, str] = {}       # returned group -> its array, made first
+        for group, _ in self.memory.lent.values():
+            if id(group) not in self.lent_arrays:
+                self.lent_arrays[id(group)] = self.names.fresh(
+                    self.names[group.members[-1]] + "_mem")
 
     def blocks(self) -> list[Block]:
         chains = {c.start: c for c in self.chains}

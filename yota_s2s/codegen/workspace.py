@@ -10,8 +10,12 @@ calls never share one; what a call returns is never a work array.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..ir.tape import Tape
 from ..text import literal_text
+from .emit import unparse
+from .writes import result_call
 
 _WORK = '''
 _local = threading.local()
@@ -140,9 +144,11 @@ def prelude(emitter) -> str:
                          f"{name} = xp.ones({n})" if dtype == "float64" else
                          f"{name} = xp.ones({n}, xp.{dtype})"
                          for (n, dtype), name in sorted(emitter.ones.items())) + "\n")
-    if memory.slots:
+    if len(memory.slots) > len(memory.lent):
         rows = []
-        for (shape, dtype, values), name in zip(memory.slots, emitter.slot_names):
+        for k, ((shape, dtype, values), name) in enumerate(zip(memory.slots, emitter.slot_names)):
+            if k in memory.lent:
+                continue
             held = ", ".join(dict.fromkeys(emitter.names[v] for v in values))
             rows.append(f"    {literal_text((shape, dtype.name, held))},    # {name}")
         parts.append("\nWORK_ARRAYS = [    # shape, dtype, the values that live in it\n"
@@ -155,9 +161,29 @@ def prelude(emitter) -> str:
 
 
 def unpack_line(emitter) -> list[str]:
-    if not emitter.slot_names:
-        return []
-    return [f"{', '.join(emitter.slot_names)}{',' if len(emitter.slot_names) == 1 else ''} = _work_arrays()"]
+    """``buf1, buf2 = _work_arrays()``; then the returned arrays that lend memory to work
+    arrays, made first, and those work arrays as views of their first elements."""
+    lent = emitter.memory.lent
+    held = [name for k, name in enumerate(emitter.slot_names) if k not in lent]
+    lines = [f"{', '.join(held)}{',' if len(held) == 1 else ''} = _work_arrays()"] if held else []
+    if not lent:
+        return lines
+    lines.append("# work arrays in the memory of returned arrays, dead before those are written")
+    made = set()
+    for k in sorted(lent, key=lambda k: (emitter.memory.lent[k][1], k)):
+        group, start = lent[k]
+        name = emitter.lent_arrays[id(group)]
+        if name not in made:
+            made.add(name)
+            lines.append(f"{name} = {unparse(result_call(group, group.members[0]))}")
+    for k, name in enumerate(emitter.slot_names):
+        if k in lent:
+            group, start = lent[k]
+            shape = emitter.memory.slots[k][0]
+            size = int(np.prod(shape))
+            lines.append(f"{name} = {emitter.lent_arrays[id(group)]}.ravel('K')"
+                         f"[{start}:{start + size}].reshape({literal_text(shape)})")
+    return lines
 
 
 def header_lines(emitter, tape: Tape) -> list[str]:
@@ -172,9 +198,12 @@ def header_lines(emitter, tape: Tape) -> list[str]:
     if emitter.ones:
         lines.append("Sums along an axis of a matrix are written as products with a vector of "
                      "ones (_ONES_n), which BLAS computes several times faster.")
-    if memory.slots:
-        lines.append(f"Work arrays: {len(memory.slots)} per thread, {_size(memory.bytes)} "
-                     "(WORK_ARRAYS), made on a thread's first call.")
+    if len(memory.slots) > len(memory.lent):
+        lines.append(f"Work arrays: {len(memory.slots) - len(memory.lent)} per thread, "
+                     f"{_size(memory.bytes)} (WORK_ARRAYS), made on a thread's first call.")
+    if memory.lent:
+        lines.append(f"{len(memory.lent)} more in the memory of returned gradients, before "
+                     "those are written.")
     if takes_out(emitter):
         lines.append("Gradients come back in new arrays, or in the caller's: pass out= with one "
                      "array (or None) per argument to allocate nothing.")

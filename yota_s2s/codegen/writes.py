@@ -35,6 +35,8 @@ def write_statement(em, stmt: Stmt) -> list[ast.stmt] | None:
         target: ast.expr = ast.Name(em.names[plan.over[v]])
     elif group.kind == "slot":
         target = ast.Name(em.slot_names[group.slot])
+    elif group.kind == "result" and id(group) in em.lent_arrays:     # made at the start
+        target = ast.Name(em.lent_arrays[id(group)])
     elif group.kind == "result":
         target = result_call(group, v)
     else:
