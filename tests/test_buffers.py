@@ -146,8 +146,8 @@ def test_polynomial_runs_on_python_floats():
     assert "    x0, x1, x2, x3, x4, x5, x6, x7 = x.tolist()\n" in text
     assert "    dx0 = dx1 = dx2 = dx3 = dx4 = dx5 = dx6 = dx7 = 0.0\n" in text
     # the floats go straight into the returned array: one xp.array, or the caller's out=
-    assert "    dx = [dx0, dx1, dx2, dx3, dx4, dx5, dx6, dx7]\n" in text
-    assert "return xp.float64(polynomial), _deliver(out, 0, dx)\n" in text
+    assert "    dx = _deliver(out, 0, [dx0, dx1, dx2, dx3, dx4, dx5, dx6, dx7])\n" in text
+    assert "return xp.float64(polynomial), dx\n" in text
     assert "t8 = x5 * x5" in text                      # x[5] ** 2, exactly as numpy squares
     value, dx = df(x)
     plain_value, plain_dx = ys.simplegrad(models.polynomial, x, buffers=False)(x)
@@ -544,10 +544,16 @@ def test_work_arrays_live_in_returned_arrays_not_yet_written():
     plain = ys.simplegrad(seed, *args, buffers=False)
     text = ys.source(fast)
     assert "    buf3, = _work_arrays()\n" in text
-    assert "    dW_mem = _result(out, 0, (128, 784))\n    dx_mem = _result(out, 2, (784, 100))\n" \
+    # each returned array made where its first work array is first written (W @ x's numpy
+    # broadcasting buffer is allocated before dx is)
+    assert "    dW_mem = _result(out, 0, (128, 784))\n" \
            "    buf1 = dW_mem.ravel('K')[0:12800].reshape((128, 100))\n" \
-           "    buf2 = dx_mem.ravel('K')[0:784].reshape((784,))\n" in text
-    assert "    t1 = xp.matmul(W, x, out=buf1)\n" in text and "    dW = dW_mem\n" in text
+           "    t1 = xp.matmul(W, x, out=buf1)\n" in text
+    assert "    dx_mem = _result(out, 2, (784, 100))\n" \
+           "    buf2 = dx_mem.ravel('K')[0:784].reshape((784,))\n" \
+           "    t4 = xp.matmul(x, _ONES_100, out=buf2)\n" in text
+    assert text.index("seed = t1.sum()") < text.index("dx_mem = ")
+    assert "    dW = dW_mem\n" in text and "    dx = dx_mem\n" in text
     assert [shape for shape, _, _ in ys.memory_report(fast).arrays] == [(784,)]
     assert "2 more in the memory of returned gradients" in text
     for call in range(4):

@@ -107,7 +107,9 @@ class Emitter:
             if fast and blocked else []
         if self.chains or not blocked:    # blocked chains hoist returned arrays their own way
             self.memory.lent.clear()      # (blocks.py); a GPU module keeps its work arrays
-        self.lent_arrays: dict[int, str] = {}       # returned group -> its array, made first
+        self.lent_arrays: dict[int, str] = {}       # returned group -> its array, made early
+        self.lent_made: set = set()                 # those and the lent work arrays made so far
+        self.delivered_done: set[Var] = set()       # returned values _deliver'ed where made
         for group, _ in self.memory.lent.values():
             if id(group) not in self.lent_arrays:
                 self.lent_arrays[id(group)] = self.names.fresh(

@@ -30,6 +30,7 @@ import numpy as np
 from ..ir.analysis import Analysis
 from ..ir.tape import Lit, Stmt, Tape, Var
 from ..rules.indexing import index_add
+from ..text import literal
 
 # Python floats or numpy: ``x.tolist()`` and ``xp.array([dx0, ...])`` cost ~60 ns an element,
 # read or not; each element read and its operations cost ~500 ns more as numpy scalars. Measured
@@ -239,17 +240,20 @@ def scalar_statement(emitter, stmt: Stmt) -> list[ast.stmt] | None:
     index = stmt.args[1].value % root.aval.size
     body = [ast.AugAssign(ast.Name(names[root, index]), ast.Add(), emitter.atom(stmt.args[2]))]
     if stmt.out in plan.chain_ends:
-        array = ast.List(elements)
-        if not _delivered_list(emitter, stmt.out):
-            array = ast.Call(ast.Attribute(ast.Name("xp"), "array", ast.Load()), [array], [])
+        array = ast.Call(ast.Attribute(ast.Name("xp"), "array", ast.Load()), [ast.List(elements)], [])
+        if _delivered_list(emitter, stmt.out):
+            argnum, path = emitter.memory.delivered[stmt.out]
+            key = literal(argnum if not path else (argnum, path))
+            array = ast.Call(ast.Name("_deliver"), [ast.Name("out"), key, ast.List(elements)], [])
+            emitter.delivered_done.add(stmt.out)
         body.append(ast.Assign([ast.Name(emitter.names[stmt.out])], array, lineno=0))
     return body
 
 
 def _delivered_list(emitter, var: Var) -> bool:
-    """A returned accumulator read by nothing else stays a list of floats: ``_deliver`` writes
-    it straight into the caller's out= array, or makes the array when none was given (on a
-    CPU: numpy takes a list where cupy wants an array)."""
+    """A returned accumulator read by nothing else: ``_deliver`` writes its floats straight
+    into the caller's out= array, or makes the array when none was given (on a CPU: numpy
+    takes a list where cupy wants an array)."""
     return var in emitter.memory.delivered and not emitter.facts.readers.get(var) \
         and emitter.blocked
 

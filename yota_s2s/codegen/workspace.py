@@ -10,12 +10,8 @@ calls never share one; what a call returns is never a work array.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from ..ir.tape import Tape
 from ..text import literal_text
-from .emit import unparse
-from .writes import result_call
 
 _WORK = '''
 _local = threading.local()
@@ -161,29 +157,10 @@ def prelude(emitter) -> str:
 
 
 def unpack_line(emitter) -> list[str]:
-    """``buf1, buf2 = _work_arrays()``; then the returned arrays that lend memory to work
-    arrays, made first, and those work arrays as views of their first elements."""
-    lent = emitter.memory.lent
-    held = [name for k, name in enumerate(emitter.slot_names) if k not in lent]
-    lines = [f"{', '.join(held)}{',' if len(held) == 1 else ''} = _work_arrays()"] if held else []
-    if not lent:
-        return lines
-    lines.append("# work arrays in the memory of returned arrays, dead before those are written")
-    made = set()
-    for k in sorted(lent, key=lambda k: (emitter.memory.lent[k][1], k)):
-        group, start = lent[k]
-        name = emitter.lent_arrays[id(group)]
-        if name not in made:
-            made.add(name)
-            lines.append(f"{name} = {unparse(result_call(group, group.members[0]))}")
-    for k, name in enumerate(emitter.slot_names):
-        if k in lent:
-            group, start = lent[k]
-            shape = emitter.memory.slots[k][0]
-            size = int(np.prod(shape))
-            lines.append(f"{name} = {emitter.lent_arrays[id(group)]}.ravel('K')"
-                         f"[{start}:{start + size}].reshape({literal_text(shape)})")
-    return lines
+    """``buf1, buf2 = _work_arrays()``: the work arrays held (those that live in a returned
+    array are views of it, made where they are first written: writes.py)."""
+    held = [name for k, name in enumerate(emitter.slot_names) if k not in emitter.memory.lent]
+    return [f"{', '.join(held)}{',' if len(held) == 1 else ''} = _work_arrays()"] if held else []
 
 
 def header_lines(emitter, tape: Tape) -> list[str]:

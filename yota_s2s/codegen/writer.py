@@ -496,7 +496,8 @@ def _returns(tape: Tape, emitter: Emitter) -> tuple[list[str], list[str]]:
             value = f"xp.float64({emitter.names[atom]})"     # a numpy scalar, as traced
         else:
             value = unparse(emitter.atom(atom))
-        if isinstance(atom, Var) and atom in emitter.memory.delivered:
+        if isinstance(atom, Var) and atom in emitter.memory.delivered \
+                and atom not in emitter.delivered_done:
             argnum, path = emitter.memory.delivered[atom]
             key = argnum if not path else (argnum, path)
             return f"_deliver(out, {literal_text(key)}, {value})"

@@ -35,6 +35,8 @@ def write_statement(em, stmt: Stmt) -> list[ast.stmt] | None:
         target: ast.expr = ast.Name(em.names[plan.over[v]])
     elif group.kind == "slot":
         target = ast.Name(em.slot_names[group.slot])
+        if group.slot in plan.lent and group.slot not in em.lent_made:
+            return _lent_view(em, group.slot) + write_statement(em, stmt)
     elif group.kind == "result" and id(group) in em.lent_arrays:     # made at the start
         target = ast.Name(em.lent_arrays[id(group)])
     elif group.kind == "result":
@@ -53,6 +55,26 @@ def write_statement(em, stmt: Stmt) -> list[ast.stmt] | None:
             return [ast.AugAssign(ast.Name(name), augmented(), em.atom(stmt.args[1]))]
         return [ast.Expr(value)]
     return [ast.Assign([ast.Name(name)], value, lineno=0)]
+
+
+def _lent_view(em, slot: int) -> list[ast.stmt]:
+    """Before the first value written into a work array that lives in a returned array
+    (buffers.py, ``_lend_slots``): ``dW_mem = _result(...)`` (once per returned array, as late
+    as this) and ``buf1 = dW_mem.ravel('K')[0:12800].reshape((128, 100))``, a view of its
+    elements from the offset (of a copy, where the caller's out= array is not contiguous)."""
+    em.lent_made.add(slot)
+    group, start = em.memory.lent[slot]
+    name = em.lent_arrays[id(group)]
+    lines = []
+    if name not in em.lent_made:
+        em.lent_made.add(name)
+        lines.append(ast.Assign([ast.Name(name)], result_call(group, group.members[0]), lineno=0))
+    shape = em.memory.slots[slot][0]
+    flat = ast.Call(ast.Attribute(ast.Name(name), "ravel", ast.Load()), [ast.Constant("K")], [])
+    part = ast.Subscript(flat, ast.Slice(ast.Constant(start),
+                                         ast.Constant(start + int(np.prod(shape)))), ast.Load())
+    view = ast.Call(ast.Attribute(part, "reshape", ast.Load()), [literal(shape)], [])
+    return lines + [ast.Assign([ast.Name(em.slot_names[slot])], view, lineno=0)]
 
 
 def result_call(group, v: Var) -> ast.expr:
