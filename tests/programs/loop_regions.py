@@ -173,3 +173,16 @@ def index_scaled(x):
         h = np.cos(h * 0.835 - 0.381)
         out[t] = h * (t + 1.0)
     return np.sum(np.tanh(out) * out)
+
+
+def weak_then_array(x):
+    """A region that carries a Python float, then one that starts from it (its start is the
+    first region's result, known by kind only: a Python float)."""
+    s = 0.5
+    for i in range(10):
+        s = s * 0.9 + 0.1
+    h = x * 1.0
+    for i in range(10):
+        h = np.sin(h) * s + x
+        s = s * 0.95
+    return np.sum(h ** 2) * s

@@ -14,8 +14,11 @@ one step is the same program for every step:
 
 Otherwise everything the trial did is undone (the frame's names, the statements, the update
 tables) and the loop is unrolled as before; ``loop_notes`` keeps what was chosen and why, which
-the tape printout shows. The region's values after the loop (the partial evaluator is concrete:
-later code may decide on them) come from running the body tape ``length`` times with numpy.
+the tape printout shows. The region's values after the loop are ghosts (frontend/abstract.py:
+their avals are the carried values' avals); the body tape runs ``length`` times with numpy
+(``run_loop``) only if Python code reads one of them (a branch on the loss, a ``float()``, a
+static key). The step's carried values and invariants are likewise made only if the trial's
+step reads them, so a loop after a loop does not run the first.
 """
 from __future__ import annotations
 
@@ -30,6 +33,7 @@ from ..ir.region import EMPTY, Loop, loop_primitive
 from ..ir.tape import Aval, Input, Lit, Stmt, Tape, Var, tree_vars
 from ..passes.rewrite import substitute_stmt
 from ..rules.indexing import setitem
+from .abstract import ghost
 
 MIN_STEPS = 8
 _MISSING = object()
@@ -198,8 +202,11 @@ class LoopsMixin:
                 continue
             aval = overrides.get(name) or (pre.aval if isinstance(pre, Var) else Aval.of(pre))
             var = Var(aval, hint=name)
-            value = self.values[pre] if isinstance(pre, Var) else pre
-            self.values[var] = np.asarray(value, aval.dtype)[()] if not aval.weak else value
+            start = None if aval.weak else lambda v, d=aval.dtype: np.asarray(v, d)[()]
+            if isinstance(pre, Var):
+                self.values.derive(var, pre, start)     # (made only if the step reads it)
+            else:
+                self.values[var] = start(pre) if start else pre
             carried[name] = (var, pre)
             frame.locals[name] = var
         self.stmts = []
@@ -314,7 +321,7 @@ class LoopsMixin:
                 mapping[v] = v          # already a Var of the step's own
             else:
                 mapping[v] = k = Var(v.aval, hint=v.hint)
-                self.values[k] = self.values[v]
+                self.values.derive(k, v)
         stmts = [substitute_stmt(s, lambda a: mapping.get(a, a)) for s in body]
         stmts = _live(stmts, [v for _, v in outs] + [v for _, v in appended])
         stacks_in, stacks_out = [], []
@@ -322,7 +329,7 @@ class LoopsMixin:
             listed = next((n for n, o in frame.locals.items() if o is obj), "rows")
             aval = Aval((length, *v.aval.shape), v.aval.dtype)
             s_in, s_out = Var(aval, hint=listed), Var(aval, hint=listed)
-            self.values[s_in] = self.values[s_out] = np.zeros(aval.shape, aval.dtype)
+            self.values[s_in] = self.values[s_out] = ghost(aval.shape, aval.dtype)
             stmts.append(Stmt((s_out,), self.rules.lookup(setitem), (s_in, index, v), (),
                               self.loc(node), None))
             stacks_in.append(s_in)
