@@ -10,8 +10,9 @@ from yota_s2s.ir import verify
 
 from .programs.loop_regions import (appended, branchy, breaking, calls_region, counted, cyclic,
                                     enumerated, growing, index_scaled, masked, nested, returning,
-                                    rnn, rnn_args, rnn_rows, shifted, short, weak_then_array,
-                                    with_helper, written_rows, zipped)
+                                    rnn, rnn_args, rnn_rows, rows_read_after, rows_written_after,
+                                    shifted, short, weak_then_array, with_helper, written_rows,
+                                    zipped)
 
 
 def _vec(n, seed=1):
@@ -35,6 +36,10 @@ CASES = [
     ("nested", nested, lambda: (rnn_args()[0], _vec(50).reshape(10, 5) * 0.1), "region"),
     ("counted", counted, lambda: (_vec(10),), "region"),
     ("weak_then_array", weak_then_array, lambda: (_vec(4),), "region"),
+    ("rows_read_after", rows_read_after, lambda: (rnn_args()[0], _vec(50).reshape(10, 5)),
+     "region"),
+    ("rows_written_after", rows_written_after,
+     lambda: (rnn_args()[0], _vec(50).reshape(10, 5)), "region"),
     ("branchy", branchy, lambda: (_vec(10),), "unrolled"),
     ("growing", growing, lambda: (_vec(10),), "unrolled"),
     ("breaking", breaking, lambda: (_vec(10),), "unrolled"),
@@ -238,3 +243,20 @@ def test_region_results_in_check_mode_are_the_run_values(monkeypatch):
         for buffers in (True, False):
             compiled = compile_grad(f, args, buffers=buffers, check=True)
             assert np.isclose(compiled.fn(*args)[0], f(*args))
+
+
+def test_rows_of_an_appended_list_go_on_the_tape_only_when_read():
+    """``hs.append(h)`` in a region of 500 steps: ``np.stack(hs)`` reads the stack, no row;
+    reading ``hs[3]`` puts that row (only) on the tape (compile time does not grow with T)."""
+    import operator
+
+    W, xs = rnn_args()[0], _vec(2500).reshape(500, 5) * 0.1
+    tape, _ = trace_function(appended, (W, xs))
+    assert not [s for s in tape.stmts if s.prim.fn is operator.getitem], tape.stmts
+    tape, _ = trace_function(rows_read_after, (W, xs))
+    rows = [s.args[1].value for s in tape.stmts if s.prim.fn is operator.getitem]
+    assert sorted(rows) == [3, 5, 499]
+    value, dW, _ = ys.simplegrad(rows_read_after, W, xs)(W, xs)
+    assert np.isclose(value, rows_read_after(W, xs))
+    np.testing.assert_allclose(dW, numerical_grad(rows_read_after, (W, xs), 0), rtol=1e-6,
+                               atol=1e-8)
