@@ -11,8 +11,8 @@ from yota_s2s.ir import verify
 from .programs.loop_regions import (appended, branchy, breaking, calls_region, counted, cyclic,
                                     enumerated, growing, index_scaled, masked, nested, returning,
                                     rnn, rnn_args, rnn_rows, rows_read_after, rows_written_after,
-                                    shifted, short, weak_then_array, with_helper, written_rows,
-                                    zipped)
+                                    shifted, short, stacks_and_rows_written, weak_then_array,
+                                    with_helper, written_rows, zipped)
 
 
 def _vec(n, seed=1):
@@ -39,6 +39,8 @@ CASES = [
     ("rows_read_after", rows_read_after, lambda: (rnn_args()[0], _vec(50).reshape(10, 5)),
      "region"),
     ("rows_written_after", rows_written_after,
+     lambda: (rnn_args()[0], _vec(50).reshape(10, 5)), "region"),
+    ("stacks_and_rows_written", stacks_and_rows_written,
      lambda: (rnn_args()[0], _vec(50).reshape(10, 5)), "region"),
     ("branchy", branchy, lambda: (_vec(10),), "unrolled"),
     ("growing", growing, lambda: (_vec(10),), "unrolled"),

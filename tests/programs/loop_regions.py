@@ -211,3 +211,22 @@ def rows_written_after(W, xs):
     hs[2][1] = 0.5
     hs[6] *= 2.0
     return np.sum(np.stack(hs) ** 2) + np.sum(first * hs[2])
+
+
+
+
+def stacks_and_rows_written(W, xs):
+    """np.stack copies: a write into one stack reaches neither the rows nor another stack of
+    them, a row written after stacking leaves the stacks, a stack made after sees it."""
+    h = np.zeros(W.shape[0])
+    hs = []
+    for t in range(xs.shape[0]):
+        h = np.tanh(W @ h + xs[t])
+        hs.append(h)
+    first = np.stack(hs)
+    second = np.stack(hs)
+    first[2] += 1.0
+    hs[3] *= 2.0
+    hs[1][1] = 2.0
+    third = np.array(hs)
+    return np.sum(first * hs[2]) + np.sum(second ** 2 * third) + np.sum(hs[3] ** 3)

@@ -172,8 +172,14 @@ class LoopsMixin:
         rows = [self.stack_rows.get(r) if isinstance(r, Var) else None for r in args[0]]
         stack = rows[0][0] if rows[0] else None
         if stack is None or len(rows) != stack.aval.shape[0] or \
-                any(r is None or r[0] is not stack or r[1] != i for i, r in enumerate(rows)):
-            return None
+                any(r is None or r[0] is not stack or r[1] != i for i, r in enumerate(rows)) or \
+                any(self.latest.get(v) is not None for v in (stack, *args[0])):
+            return None     # (a row or the stack written in place since: stack the rows)
+        # np.stack copies: from here on a write into the result or into a row reaches only
+        # itself, and the stack is handed out once (a second np.stack(hs) stacks the rows)
+        for row in args[0]:
+            self.views.pop(row, None)
+            del self.stack_rows[row]
         return stack
 
     def _rows(self, stack: Var, length: int, node: gast.AST) -> list[Var]:
