@@ -90,6 +90,16 @@ def test_writing_into_an_argument_is_refused(fn, written, fix):
     assert str(info.value).startswith("updates.py:")
 
 
+def test_writing_into_an_argument_held_in_a_list_says_how_to_copy_the_item():
+    def f(x):
+        rows = [x, x * 2.0]
+        rows[0][1] = 2.0
+        return np.sum(rows[1])
+    with pytest.raises(ys.UnsupportedSyntax) as info:
+        gradient_tape(f, (np.ones(3),))
+    assert "Copy it first: `rows[...] = rows[...].copy()`." in str(info.value)
+
+
 def test_updates_numpy_refuses_are_refused():
     def read_only(x):
         b = np.broadcast_to(x * 2.0, (3, 4))

@@ -60,6 +60,8 @@ class UpdatesMixin:
                 again.hint = again.hint or value.hint
                 self.latest[value] = again
                 return again
+        if value in self.pending_rows:
+            self.place_row(value)       # a row of a region's list, read (frontend/loops.py)
         return value
 
     def current_tree(self, value: Any) -> Any:
@@ -100,7 +102,7 @@ class UpdatesMixin:
                    written: str = "") -> None:
         """``target[key] = value``. ``shown`` names the target as the user wrote it, ``written``
         the update (``x[...] = ...`` unless said otherwise)."""
-        local = shown.split(".")[-1].split("[")[0]
+        local = shown if "[" in shown else shown.split(".")[-1]   # (hs[...] is a list's item)
         self.check_writable(target, node, written or f"{shown}[...] = ...", shown,
                             f"Copy it first: `{local} = {shown}.copy()`.")
         params = {"repeats": True} if _may_repeat(key, self.constants, self.values) else {}
