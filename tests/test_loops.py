@@ -162,3 +162,68 @@ def test_float32_gradient_stays_float32(buffers):
     assert dx.dtype == np.float32
     expected = numerical_grad(index_scaled, [x.astype(np.float64)], 0)
     assert np.allclose(dx, expected, rtol=1e-3, atol=1e-3)
+
+
+# -- the generated loops' run-time shape (issue 12): one stack row per step, stacks held per
+# -- thread, returned accumulators in the returned arrays --
+
+def _loop_lines(text: str, header: str) -> list[str]:
+    """The lines of the loop that starts with ``header``, indented one level more than it."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip() == header)
+    indent = len(lines[start]) - len(lines[start].lstrip())
+    body = []
+    for line in lines[start + 1:]:
+        if line.strip() and len(line) - len(line.lstrip()) <= indent:
+            break
+        body.append(line.strip())
+    return body
+
+
+@pytest.mark.parametrize("buffers", [True, False], ids=["buffered", "plain"])
+def test_state_stack_takes_one_row_per_step(buffers):
+    """The state h and the next state share one (T + 1)-row stack: row 0 is written once before
+    the loop, each step writes its next state only (not the state the step before wrote)."""
+    args = rnn_args(20)
+    df = ys.simplegrad(rnn, *args, buffers=buffers)
+    text = ys.source(df)
+    loop = _loop_lines(text, "for t in range(20):")
+    assert [line for line in loop if line.startswith("H[")] == ["H[t + 1] = h"]
+    before = text.split("for t in range(20):")[0].rstrip().splitlines()
+    assert before[-1].strip() == "H[0] = h"
+    for _ in range(2):          # a second call: the stack's rows are all written again
+        value, *grads = df(*args)
+        assert np.isclose(value, rnn(*args), rtol=1e-12)
+        for i, g in enumerate(grads):
+            assert np.allclose(g, numerical_grad(rnn, list(args), i), rtol=1e-5, atol=1e-7)
+
+
+def test_stack_is_a_work_array_held_per_thread():
+    """The buffered form's stack is allocated once per thread (WORK_ARRAYS), not per call;
+    calls with other arguments in between give what the plain form gives."""
+    args = rnn_args(15)
+    df = ys.simplegrad(rnn, *args)
+    plain = ys.simplegrad(rnn, *args, buffers=False)
+    text = ys.source(df)
+    assert "H = buf" in text and "xp.empty((16, 5))" not in text
+    assert ys.memory_report(df).bytes >= 16 * 5 * 8
+    for seed in (1, 2, 1):
+        other = rnn_args(15, seed=seed)
+        for a, b in zip(df(*other), plain(*other)):
+            assert np.allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+def test_returned_accumulator_is_made_in_the_returned_array():
+    """A gradient the backward loop adds to in place (``dW += ...``) lives in the array
+    returned to the caller: out= is written by the loop, with no copy after it."""
+    args = rnn_args(10)
+    df = ys.simplegrad(rnn, *args, wrt={0, 1})
+    text = ys.source(df)
+    assert "dW = _result(out, 0, (5, 5))" in text and "dW.fill(0.0)" in text
+    assert "_deliver(out, 0" not in text and "_deliver(out, 1" not in text
+    value, dW, dU, *_ = df(*args)
+    outs = [np.full((5, 5), np.nan), np.full((5, 3), np.nan), None, None, None]
+    again = df(*args, out=outs)
+    assert again[1] is outs[0] and again[2] is outs[1]
+    assert np.array_equal(outs[0], dW) and np.array_equal(outs[1], dU)
+    assert np.allclose(dW, numerical_grad(rnn, list(args), 0), rtol=1e-5, atol=1e-7)

@@ -3,12 +3,17 @@
     # rnn.py:5  for t in range(xs.shape[0]):   (a loop region, 1000 steps)
     h = h0
     loss = 0.0
-    H = xp.zeros((1000, 64))                 # a stack the backward loop reads, allocated once
+    H = xp.empty((1001, 64))                 # a stack the backward loop reads
+    H[0] = h                                 # the first step's state: one row per step after
     for t in range(1000):
         # rnn.py:6  h = np.tanh(W @ h + U @ xs[t] + b)
         h = xp.tanh(W @ h + U @ xs[t] + b)
-        H[t] = h
         ...
+        H[t + 1] = h
+
+In the buffered form a stack the loop makes is a work array held per thread (``H = buf1``,
+workspace.py), and an accumulator that becomes a returned gradient is made in the returned
+array (``dW = _result(out, 0, (64, 64))``, then ``dW += ...`` in each step).
 
 The body is written by an Emitter of its own (the plain form: inlining, names from the source,
 comments per source line) whose names avoid every name of the enclosing function; the
@@ -57,6 +62,7 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
     params = list(body.params)
     for i, inp in enumerate(body.inputs):
         params[i] = keep.get(inp.var) or own.get(inp.var) or params[i]
+    held = _held_stacks(em, stmt, loop)
     taken = set(em.names.taken) - set(keep.values()) - set(own.values())
     sub = Emitter(body.copy(params=tuple(params), name=em.tape.name), taken=taken,
                   calls=em.calls, fast=False, roots=em.roots)
@@ -66,9 +72,17 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
             raise AssertionError(f"loop invariant {name} renamed {names[k]}")
     _same_names(sub, loop)
     em.modules |= sub.modules
+    blocks = sub.blocks()
+    first = _first_rows(sub, loop, blocks)
+    running = _running_sums(sub, loop)
+    returned = _returned_sums(em, stmt, loop, sub, running)
     lines: list[str] = []
     for c, fresh in zip(loop.carried, loop.fresh):
-        if fresh:
+        if c in held:
+            lines.append(f"{names[c]} = {held[c]}")
+        elif c in returned:
+            lines += [f"{names[c]} = {unparse(returned[c])}", f"{names[c]}.fill(0.0)"]
+        elif fresh:
             made = "empty" if fresh == EMPTY else "zeros"
             lines.append(f"{names[c]} = xp.{made}({_shape(c)}{_dtype(c)})")
             em.modules.add("xp")
@@ -79,14 +93,19 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
     for k in loop.invariants:
         if k not in keep:
             lines.append(f"{names[k]} = {_text(em, operands[k], unparse)}")
+    for stack, c, row, _ in first:
+        lines.append(f"{names[stack]}[{row}] = {names[c]}")
+    dropped = {id(save) for _, _, _, save in first}
     steps = f"range({loop.length - 1}, -1, -1)" if loop.reverse else f"range({loop.length})"
     lines.append(f"for {identifier(names[loop.index])} in {steps}:")
     inner: list[str] = []
-    running = _running_sums(sub, loop)
     previous, shown = None, set()
-    for block in sub.blocks():
-        block.stmts = [running.get(id(source), node)
-                       for node, source in zip(block.stmts, block.sources)]
+    for block in blocks:
+        kept = [(running.get(id(source), node), source)
+                for node, source in zip(block.stmts, block.sources) if id(source) not in dropped]
+        if not kept:
+            continue
+        block.stmts, block.sources = [k for k, _ in kept], [s for _, s in kept]
         inner += _block_lines(block, sub.tape, sub, previous, shown)
         previous = block
     ins = [names[c] for c in loop.carried]
@@ -100,6 +119,100 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
     for target, value in after:
         lines.append(f"{target} = {value}")
     return [Verbatim(lines)]
+
+
+def _held_stacks(em, stmt: Stmt, loop) -> dict[Var, str]:
+    """In the buffered form, each stack the loop makes (``EMPTY``: every row written by a step
+    before any is read) is a work array held per thread (workspace.py), allocated once, not on
+    every call: carried value -> the work array's name. Not for a stack the function returns
+    (or that shares memory with what it returns): a returned array is never a work array."""
+    if not em.fast:
+        return {}
+    held = {}
+    for c, fresh, o in zip(loop.carried, loop.fresh, stmt.outs):
+        if fresh != EMPTY or o in em.facts.returned or c.aval.weak:
+            continue
+        em.memory.slots.append((tuple(c.aval.shape), c.aval.dtype, [o]))
+        em.slot_names.append(em.names.fresh(f"buf{len(em.memory.slots)}"))
+        held[c] = em.slot_names[-1]
+    return held
+
+
+def _returned_sums(em, stmt: Stmt, loop, sub, running: dict) -> dict[Var, ast.expr]:
+    """In the buffered form, an accumulator the loop makes (zeros) and adds to in place in
+    every step (``dW += ...``), whose final value is a returned gradient, is made in the array
+    returned to the caller (``_result``: the caller's out= or a new one), not copied into it
+    after the loop. Carried value -> the ``_result(...)`` call; the planned memory
+    (buffers.py) learns that the gradient now lives in a returned array."""
+    from .buffers import Group
+    from .writes import result_call
+    if not em.fast:
+        return {}
+    memory, facts, found = em.memory, sub.facts, {}
+    returned = [g for g in em.tape.grads or [] if isinstance(g, Var)]
+    for c, fresh, o, r in zip(loop.carried, loop.fresh, stmt.outs, loop.body.result):
+        if fresh is not True or o not in memory.delivered or returned.count(o) != 1 \
+                or c.aval.weak or not c.aval.ndim or c.aval.dtype.kind not in "fc" \
+                or c not in loop.body.owned or not isinstance(r, Var):
+            continue
+        made = facts.producer.get(r)
+        if not (id(made) in running or facts.same_memory(c, r)):
+            continue
+        group = Group([o], kind="result", result=memory.delivered.pop(o))
+        memory.group[o] = group
+        found[c] = result_call(group, o)
+    return found
+
+
+def _first_rows(sub, loop, blocks) -> list[tuple[Var, Var, int, Stmt]]:
+    """The stacks that keep a carried value and its next value in one array (region_backward:
+    the step at ``t`` saves its state ``h`` at row ``t`` and the next state at ``t + 1``): row
+    ``t`` of step ``t`` is what the step before wrote at its ``t + 1``, so only the first step's
+    save is needed, written once before the loop (``H[0] = h``): one row written per step, as
+    in a handwritten BPTT. (stack, carried value, row, the save left out of the body) per such
+    stack, where the analysis shows the stack's memory written by exactly those two saves and
+    read by nothing else in the step."""
+    from ..rules.indexing import setitem_
+    if any(len(b.stmts) != len(b.sources) for b in blocks):
+        return []
+    facts, body, index = sub.facts, loop.body, loop.index
+    stmts = body.stmts
+
+    def is_index(key, shift: int) -> bool:
+        """``key`` is the step index plus ``shift``."""
+        if not shift:
+            return key is index
+        made = facts.producer.get(key) if isinstance(key, Var) else None
+        return made is not None and made.prim.fn is operator.add and made.args[0] is index \
+            and isinstance(made.args[1], Lit) and type(made.args[1].value) is int \
+            and made.args[1].value == shift
+
+    found = []
+    results = dict(zip(loop.carried, body.result))
+    fresh = dict(zip(loop.carried, loop.fresh))
+    for stack in loop.carried:
+        if fresh[stack] != EMPTY:
+            continue
+        root = facts.root(stack)
+        writes = facts.updates.get(root, [])
+        if len(writes) != 2:
+            continue
+        save, later = stmts[writes[0]], stmts[writes[1]]
+        if save.prim.fn is not setitem_ or later.prim.fn is not setitem_ \
+                or save.args[0] is not stack or later.args[0] is not save.out:
+            continue
+        c = save.args[2]
+        if not isinstance(c, Var) or c not in results or fresh[c] or results[c] is not later.args[2]:
+            continue
+        first, second = (0, 1) if not loop.reverse else (1, 0)
+        if not (is_index(save.args[1], first) and is_index(later.args[1], second)):
+            continue
+        members = facts.members.get(root, [])
+        readers = {p for m in members for p in facts.readers.get(m, ())}
+        if readers - {writes[0], writes[1]} or results[stack] is not later.out:
+            continue
+        found.append((stack, c, 0 if not loop.reverse else loop.length, save))
+    return found
 
 
 def _same_names(sub, loop) -> None:
