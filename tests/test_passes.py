@@ -190,3 +190,22 @@ def test_fold_keeps_a_float64_constant_strong_and_a_python_one_weak():
         assert type(lit.value) is type(const) and lit.value == 1.0
         value, _ = verify.run(folded, [np.ones(3, np.float32)], check_avals=True)
         assert value.dtype == out_dtype
+
+
+def test_constant_invariant_folds_inside_a_loop_body():
+    """A loop body reads a number where the region's operand is one: the backward loop's
+    ``dtotal * 2 * h`` (``dtotal = 0.5`` from ``total * 0.5``) folds to ``h``, one array
+    operation less per step, and the invariant is not written at all."""
+    import yota_s2s as ys
+    from yota_s2s.gradcheck import numerical_grad
+
+    from .programs.loop_regions import rnn_args, rnn_rows
+    args = rnn_args()
+    for buffers in (True, False):
+        df = ys.simplegrad(rnn_rows, *args, buffers=buffers)
+        text = ys.source(df)
+        assert "dh_2 = dh0 + h_2" in text and "dtotal" not in text
+        value, *grads = df(*args)
+        assert np.isclose(value, rnn_rows(*args), rtol=1e-12)
+        for i, g in enumerate(grads):
+            assert np.allclose(g, numerical_grad(rnn_rows, list(args), i), rtol=1e-5, atol=1e-7)

@@ -104,6 +104,7 @@ class Emitter:
         self.ones: dict[tuple[int, str], str] = {}    # ones vectors for row/column sums
         self.chains = plan_chains(tape, self.facts, self.memory, self.scalars, self.inlined) \
             if fast and blocked else []
+        self.dot_sums = fast      # ``xp.vdot(h, h)`` for ``np.sum(h ** 2)`` (loops.py sets it)
 
     def blocks(self) -> list[Block]:
         chains = {c.start: c for c in self.chains}
@@ -225,6 +226,9 @@ class Emitter:
         numpy_form = self.scalars.numpy_form(stmt)
         if numpy_form is not None:
             return ast.Call(_dotted(numpy_form), [self.atom(a) for a in args], [])
+        if self.dot_sums and stmt.prim.fn is np.sum and _sum_of_squares(self, stmt) is not None:
+            base = self.atom(_sum_of_squares(self, stmt))
+            return ast.Call(_dotted("xp.vdot"), [base, base], [])
         if kind == "binop" and emit[1] == "**" and square(self, stmt) is not None:
             return square(self, stmt)
         if kind == "binop":
@@ -332,6 +336,27 @@ def _python_number(atom: Any, floats: set[Var]) -> bool:
     if isinstance(atom, Lit):
         return isinstance(atom.value, (int, float, complex, np.generic))
     return isinstance(atom, Var) and (atom.aval.ndim == 0 or atom in floats)
+
+
+def _sum_of_squares(em: Emitter, stmt: Stmt) -> Var | None:
+    """``x`` where ``stmt`` is ``np.sum(x ** 2)`` (or ``x * x``) over a whole float64 array,
+    the square written inline: one BLAS dot product, ``xp.vdot(x, x)``, with no array made
+    for the square."""
+    (square_,) = stmt.args if len(stmt.args) == 1 and not stmt.params else (None,)
+    made = em.made_by.get(square_) if square_ in em.inlined else None
+    if made is None:
+        return None
+    x = made.args[0]
+    if made.prim.fn is operator.pow:
+        twice = isinstance(made.args[1], Lit) and type(made.args[1].value) in (int, float) \
+            and made.args[1].value == 2
+    else:
+        twice = made.prim.fn is operator.mul and made.args[1] is x
+    if not twice or not isinstance(x, Var) or x in em.inlined or x in em.scalars.floats \
+            or x.aval.weak or not x.aval.ndim or x.aval.dtype != np.float64 \
+            or square_.aval.dtype != np.float64:
+        return None
+    return x
 
 
 def _has_array_lit(key: Any) -> bool:

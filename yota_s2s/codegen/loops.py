@@ -66,6 +66,7 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
     taken = set(em.names.taken) - set(keep.values()) - set(own.values())
     sub = Emitter(body.copy(params=tuple(params), name=em.tape.name), taken=taken,
                   calls=em.calls, fast=False, roots=em.roots)
+    sub.dot_sums = em.fast
     names = sub.names
     for k, name in keep.items():
         if names[k] != name:
@@ -91,7 +92,7 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
         elif names[c] != _text(em, operands[c], unparse):
             lines.append(f"{names[c]} = {_text(em, operands[c], unparse)}")
     for k in loop.invariants:
-        if k not in keep:
+        if k not in keep and (k in sub.facts.readers or any(k is r for r in body.result)):
             lines.append(f"{names[k]} = {_text(em, operands[k], unparse)}")
     for stack, c, row, _ in first:
         lines.append(f"{names[stack]}[{row}] = {names[c]}")
