@@ -80,7 +80,8 @@ def test_module_is_one_loop_whatever_the_trip_count():
     assert lines[10] == lines[200]
     text = texts[200]
     assert "for t in range(200):" in text and "for t in range(199, -1, -1):" in text
-    assert "h = xp.tanh(W @ h + U @ xs[t] + b)" in text
+    # (the buffered form makes the state in its stack's row: one row written per step)
+    assert "h = xp.tanh(W @ h + U @ xs[t] + b, out=H[t + 1])" in text
     assert "dxs[t] += " in text
 
 
@@ -188,7 +189,10 @@ def test_state_stack_takes_one_row_per_step(buffers):
     df = ys.simplegrad(rnn, *args, buffers=buffers)
     text = ys.source(df)
     loop = _loop_lines(text, "for t in range(20):")
-    assert [line for line in loop if line.startswith("H[")] == ["H[t + 1] = h"]
+    writes = [line for line in loop if line.startswith("H[") or "out=H[" in line]
+    # the buffered form makes the next state in its row: no copy into the stack
+    assert writes == (["h = xp.tanh(W @ h + U @ xs[t] + b, out=H[t + 1])"] if buffers
+                      else ["H[t + 1] = h"])
     before = text.split("for t in range(20):")[0].rstrip().splitlines()
     assert before[-1].strip() == "H[0] = h"
     for _ in range(2):          # a second call: the stack's rows are all written again
@@ -241,3 +245,47 @@ def test_sum_of_squares_in_a_buffered_loop_is_a_dot_product():
     for a, b in zip(fast(*args), plain(*args)):
         assert np.allclose(a, b, rtol=1e-12, atol=1e-14)
     assert np.isclose(fast(*args)[0], rnn_rows(*args), rtol=1e-12)
+
+
+def test_running_sums_add_each_product_as_it_is_made():
+    """The backward loop adds each accumulated product where it is made (``dW += t.T @ dz``):
+    two products are never held at once (peak memory), as in a handwritten BPTT."""
+    args = rnn_args(10)
+    for buffers in (True, False):
+        df = ys.simplegrad(rnn, *args, buffers=buffers)
+        loop = _loop_lines(ys.source(df), "for t in range(9, -1, -1):")
+        sums = [line for line in loop if line.startswith(("dW +=", "dU +=", "db +="))]
+        assert len(sums) == 3, loop
+        assert all("*" in line or "@" in line for line in sums if not line.startswith("db")), sums
+        value, *grads = df(*args)
+        for i, g in enumerate(grads):
+            assert np.allclose(g, numerical_grad(rnn, list(args), i), rtol=1e-5, atol=1e-7)
+
+
+def _state_used_after(W, U, b, h0, xs):
+    h = h0
+    loss = 0.0
+    for t in range(xs.shape[0]):
+        h = np.tanh(W @ h + U @ xs[t] + b)
+        loss += np.sum(h)
+    h[0] = 3.0 * h[0]
+    return loss + np.sum(h ** 2)
+
+
+def test_state_read_after_the_loop_is_not_a_row_of_the_stack():
+    """The last state is a row of the stack only where nothing after the loop reads it: here
+    it is updated in place after the loop, which must not change the row the backward loop
+    reads."""
+    args = rnn_args(10)
+    fast = ys.simplegrad(_state_used_after, *args)
+    plain = ys.simplegrad(_state_used_after, *args, buffers=False)
+    assert "out=H[" not in ys.source(fast)
+    for _ in range(2):
+        value, *grads = fast(*[a.copy() for a in args])
+        again = plain(*[a.copy() for a in args])
+        assert np.isclose(value, _state_used_after(*[a.copy() for a in args]), rtol=1e-12)
+        for i, (g, p) in enumerate(zip(grads, again[1:])):
+            assert np.allclose(g, p, rtol=1e-12, atol=1e-14)
+            expected = numerical_grad(lambda *a: _state_used_after(*[x.copy() for x in a]),
+                                      [a.copy() for a in args], i)
+            assert np.allclose(g, expected, rtol=1e-5, atol=1e-7)

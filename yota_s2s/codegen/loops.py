@@ -27,6 +27,7 @@ import ast
 import operator
 from collections import Counter
 
+from ..ir.analysis import Analysis
 from ..ir.region import EMPTY, loop_of
 from ..ir.tape import Lit, Stmt, Var
 from ..text import identifier
@@ -65,7 +66,7 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
     held = _held_stacks(em, stmt, loop)
     taken = set(em.names.taken) - set(keep.values()) - set(own.values())
     sub = Emitter(body.copy(params=tuple(params), name=em.tape.name), taken=taken,
-                  calls=em.calls, fast=False, roots=em.roots)
+                  calls=em.calls, fast=False, roots=em.roots, inline=_summed_terms(loop))
     sub.dot_sums = em.fast
     names = sub.names
     for k, name in keep.items():
@@ -97,6 +98,9 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
     for stack, c, row, _ in first:
         lines.append(f"{names[stack]}[{row}] = {names[c]}")
     dropped = {id(save) for _, _, _, save in first}
+    for made, node, save in _states_in_rows(em, stmt, loop, sub, first):
+        running[id(made)] = node
+        dropped.add(id(save))
     steps = f"range({loop.length - 1}, -1, -1)" if loop.reverse else f"range({loop.length})"
     lines.append(f"for {identifier(names[loop.index])} in {steps}:")
     inner: list[str] = []
@@ -162,6 +166,74 @@ def _returned_sums(em, stmt: Stmt, loop, sub, running: dict) -> dict[Var, ast.ex
         group = Group([o], kind="result", result=memory.delivered.pop(o))
         memory.group[o] = group
         found[c] = result_call(group, o)
+    return found
+
+
+def _summed_terms(loop) -> set[Var]:
+    """The terms of the running sums (``dW = dW + t``, ``dW`` the loop's own accumulator),
+    written inline into the sum (``dW += h.T @ dz``) where nothing the term reads is written
+    between the two: each product is added as soon as it is made, so no two of them are held
+    at once."""
+    body = loop.body
+    facts = Analysis(body)
+    found = set()
+    for c, o in zip(loop.carried, body.result):
+        add = facts.producer.get(o) if isinstance(o, Var) else None
+        if c not in body.owned or add is None or add.prim.fn is not operator.add \
+                or len(add.args) != 2 or add.args[0] is not c:
+            continue
+        term = add.args[1]
+        made = facts.producer.get(term) if isinstance(term, Var) else None
+        if made is None or facts.uses[term] != 1 or body.hint_of(term) or made.prim.nout != 1 \
+                or made.prim.effect or made.prim.inplace or made.prim.creates \
+                or loop_of(made) is not None or any(term is r for r in body.result):
+            continue
+        reads, todo = set(), list(made.uses())
+        while todo:                 # everything the term's expression reads, transitively
+            u = todo.pop()
+            if facts.root(u) not in reads:
+                reads.add(facts.root(u))
+                if u in facts.producer:
+                    todo += facts.producer[u].uses()
+        if not facts.written_between(reads, facts.defined[term], facts.defined[o]):
+            found.add(term)
+    return found
+
+
+def _states_in_rows(em, stmt: Stmt, loop, sub, first) -> list[tuple[Stmt, ast.stmt, Stmt]]:
+    """In the buffered form, a state saved in its stack (``_first_rows``) is made in its row:
+    ``h = xp.tanh(..., out=H[t + 1])``, no copy; ``h`` is then that row, which no later step
+    writes. Where the state comes from an elementwise function (a ufunc) of its shape, nothing
+    between it and its save touches the stack or the state's memory, and nothing after the
+    loop reads the loop's last state (a view of the stack there). (the state's statement, its
+    new node, the save left out) per such state."""
+    from .buffers import writer
+    from .writes import _call
+    if not em.fast:
+        return []
+    facts, found = sub.facts, []
+    after = dict(zip(loop.carried, stmt.outs))
+    for stack, c, _, _ in first:
+        results = dict(zip(loop.carried, loop.body.result))
+        o, root = results[c], facts.root(stack)
+        save = next(s for s in loop.body.stmts if s.prim.inplace and s.args[2] is o
+                    and facts.root(s.args[0]) is root)
+        made = facts.producer.get(o)
+        if made is None or writer(made) != "ufunc" or o.aval.weak or c.aval.weak \
+                or made.out.aval.shape != tuple(stack.aval.shape[1:]) \
+                or made.out.aval.dtype != stack.aval.dtype:
+            continue
+        start, stop = facts.defined[o], facts.defined[save.out]
+        key = save.args[1]
+        if isinstance(key, Var) and facts.defined.get(key, -1) > start and key not in sub.inlined:
+            continue
+        if facts.updates.get(facts.root(o)) or any(
+                start <= p < stop for m in facts.members.get(root, []) for p in facts.readers.get(m, ())
+                if p != stop) or em.facts.readers.get(after[c]) or after[c] in em.facts.returned:
+            continue
+        row = ast.Subscript(ast.Name(sub.names[save.args[0]]), sub.key(key), ast.Load())
+        node = ast.Assign([ast.Name(sub.names[o])], _call(sub, made, "ufunc", row), lineno=0)
+        found.append((made, node, save))
     return found
 
 
