@@ -289,3 +289,48 @@ def test_state_read_after_the_loop_is_not_a_row_of_the_stack():
             expected = numerical_grad(lambda *a: _state_used_after(*[x.copy() for x in a]),
                                       [a.copy() for a in args], i)
             assert np.allclose(g, expected, rtol=1e-5, atol=1e-7)
+
+
+# -- scalar mode in loop bodies (buffered form): elements as Python floats --
+
+def _ring_ratio(x):
+    n = x.shape[0]
+    s = 0.0
+    for i in range(n):
+        s += x[i] / x[(i + 1) % n] - x[i] ** 2
+    return s
+
+
+def test_scalar_loop_reads_python_floats_from_lists():
+    """A vector read one element at a time in a loop is read from ``x.tolist()``: the body
+    computes with Python floats (numpy's bits for + - * and squares), the gradient accumulates
+    in a list, made an array after the loop; the value comes back as numpy's float64."""
+    x = _vec(11)
+    fast = ys.simplegrad(cyclic, x)
+    plain = ys.simplegrad(cyclic, x, buffers=False)
+    text = ys.source(fast)
+    assert ".tolist()" in text and "xp.array(dx)" in text and "= [0.0] * 11" in text
+    assert ".tolist()" not in ys.source(plain)
+    for scale in (1.0, 3.0):
+        value, dx = fast(x * scale)
+        expected, dx_plain = plain(x * scale)
+        assert type(value) is type(expected) is np.float64
+        assert value == expected and np.array_equal(dx, dx_plain)
+        assert np.allclose(dx, numerical_grad(cyclic, [x * scale], 0), rtol=1e-5, atol=1e-7)
+
+
+def test_scalar_loop_keeps_numpy_semantics_at_the_edges():
+    """Python floats where numpy would not raise: a square that overflows is inf (``t * t``,
+    not ``t ** 2``, which raises OverflowError), a division by zero is inf (``xp.divide``)."""
+    x = np.array([1e200, 2.0, 0.0, -3.0, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0])
+    fast = ys.simplegrad(_ring_ratio, _vec(12))
+    plain = ys.simplegrad(_ring_ratio, _vec(12), buffers=False)
+    text = ys.source(fast)
+    assert ".tolist()" in text and "xp.divide(" in text and "for i in range(12):" in text
+    with np.errstate(all="ignore"):
+        got, want = fast(x), plain(x)
+    assert np.array_equal(got[0], want[0], equal_nan=True)
+    assert np.array_equal(got[1], want[1], equal_nan=True)
+    value, dx = fast(_vec(12))
+    assert np.isclose(value, _ring_ratio(_vec(12)), rtol=1e-12)
+    assert np.allclose(dx, numerical_grad(_ring_ratio, [_vec(12)], 0), rtol=1e-5, atol=1e-7)

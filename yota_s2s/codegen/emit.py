@@ -74,15 +74,17 @@ class Emitter:
     def __init__(self, tape: Tape, taken: set[str] = frozenset(),
                  calls: dict[Primitive, str] | None = None, fast: bool = False,
                  roots: dict[str, str] | None = None, blocked: bool = True,
-                 inline: set[Var] = frozenset()):
+                 inline: set[Var] = frozenset(), named: set[Var] = frozenset()):
         """``inline``: more temporaries written inside their one reader's expression, where
-        the caller has checked that nothing they read is written before that reader runs."""
+        the caller has checked that nothing they read is written before that reader runs;
+        ``named``: temporaries that get a statement and a name of their own."""
         self.tape, self.fast = tape, fast
         self.calls = calls or {}          # user functions: how the module's imports name them
         self.roots = roots or {}          # user modules read at call time: how they are named
         facts = Analysis(tape)
         self.scalars = plan_scalars(tape, facts) if fast else ScalarPlan()
-        self.inlined = (_inlinable(tape, facts) | set(inline)) - set(self.scalars.elements) \
+        self.inlined = (_inlinable(tape, facts) | set(inline)) - set(named) \
+            - set(self.scalars.elements) \
             - set(self.scalars.unpacked)        # read by name: x0, x1 = x.tolist()
         if fast:     # what is written into an array is a statement of its own
             self.inlined -= {s.out for s in tape.stmts if s.outs and writer(s)

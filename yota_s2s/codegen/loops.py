@@ -27,6 +27,8 @@ import ast
 import operator
 from collections import Counter
 
+import numpy as np
+
 from ..ir.analysis import Analysis
 from ..ir.region import EMPTY, loop_of
 from ..ir.tape import Lit, Stmt, Var
@@ -60,14 +62,23 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
         name = em.names.names.get(o)
         if name is not None and name not in read and name not in own.values():
             own[c] = name
+    lists, sums, floats = _body_scalars(loop) if em.fast else (set(), set(), set())
+    for k in lists:                 # read as a list, made before the loop: a name of its own
+        keep.pop(k, None)
+    # a Python float squared is written ``t * t`` (scalars.square: ``t ** 2`` may raise
+    # OverflowError where numpy gives inf): its base needs a name
+    squared = {s.args[0] for s in body.stmts if s.prim.fn is operator.pow and s.outs
+               and s.out in floats}
     params = list(body.params)
     for i, inp in enumerate(body.inputs):
         params[i] = keep.get(inp.var) or own.get(inp.var) or params[i]
     held = _held_stacks(em, stmt, loop)
     taken = set(em.names.taken) - set(keep.values()) - set(own.values())
     sub = Emitter(body.copy(params=tuple(params), name=em.tape.name), taken=taken,
-                  calls=em.calls, fast=False, roots=em.roots, inline=_summed_terms(loop))
+                  calls=em.calls, fast=False, roots=em.roots, inline=_summed_terms(loop),
+                  named=squared)
     sub.dot_sums = em.fast
+    sub.scalars.floats |= floats
     names = sub.names
     for k, name in keep.items():
         if names[k] != name:
@@ -77,11 +88,13 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
     blocks = sub.blocks()
     first = _first_rows(sub, loop, blocks)
     running = _running_sums(sub, loop)
-    returned = _returned_sums(em, stmt, loop, sub, running)
+    returned = _returned_sums(em, stmt, loop, sub, running, sums)
     lines: list[str] = []
     for c, fresh in zip(loop.carried, loop.fresh):
         if c in held:
             lines.append(f"{names[c]} = {held[c]}")
+        elif c in sums:
+            lines.append(f"{names[c]} = [0.0] * {c.aval.shape[0]}")
         elif c in returned:
             lines += [f"{names[c]} = {unparse(returned[c])}", f"{names[c]}.fill(0.0)"]
         elif fresh:
@@ -93,7 +106,9 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
         elif names[c] != _text(em, operands[c], unparse):
             lines.append(f"{names[c]} = {_text(em, operands[c], unparse)}")
     for k in loop.invariants:
-        if k not in keep and (k in sub.facts.readers or any(k is r for r in body.result)):
+        if k in lists:
+            lines.append(f"{names[k]} = {_text(em, operands[k], unparse)}.tolist()")
+        elif k not in keep and (k in sub.facts.readers or any(k is r for r in body.result)):
             lines.append(f"{names[k]} = {_text(em, operands[k], unparse)}")
     for stack, c, row, _ in first:
         lines.append(f"{names[stack]}[{row}] = {names[c]}")
@@ -119,11 +134,104 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
     if moved:
         inner.append(f"{', '.join(a for a, _ in moved)} = {', '.join(b for _, b in moved)}")
     lines += [INDENT + line for line in inner or ["pass"]]
-    after = [(em.names[o], names[c]) for o, c in zip(stmt.outs, loop.carried)
-             if o in em.names and em.names[o] != names[c]]
-    for target, value in after:
-        lines.append(f"{target} = {value}")
+    for o, c in zip(stmt.outs, loop.carried):
+        if o not in em.names:
+            continue
+        value = names[c]
+        if c in sums:           # Python floats in a list: the array again
+            value = f"xp.array({value})"
+        elif c in floats and not c.aval.weak:       # a Python float: numpy's float64 again
+            value = f"xp.float64({value})"
+        if em.names[o] != value:
+            lines.append(f"{em.names[o]} = {value}")
     return [Verbatim(lines)]
+
+
+def _body_scalars(loop) -> tuple[set[Var], set[Var], set[Var]]:
+    """Scalar mode (scalars.py) inside a loop body, for the buffered form: a float64 vector
+    invariant read only one element at a time (``x[i]``, ``x[(i + 1) % n]``, the index a
+    runtime int) is read from a list, ``x.tolist()`` made before the loop, so its elements are
+    Python floats; so are the results of ``+ - *``, unary ``-`` and ``** 2`` of such floats
+    (and a carried number whose every step's value is one); a float64 accumulator the loop
+    makes (zeros) and only adds numbers to, one element at a time (``dx[i] += v``), is a list
+    of Python floats, made an array after the loop. For these operations Python floats give
+    numpy's bits. (listed invariants, listed accumulators, Python-float values); nothing where
+    any of those floats reaches an operation that would treat a Python float otherwise."""
+    from ..rules.indexing import index_add, setitem_
+    from .scalars import _NUMPY_FORM, _SAFE
+    body = loop.body
+    facts = Analysis(body)
+    stmts = body.stmts
+
+    def vector(v: Var) -> bool:
+        return v.aval.ndim == 1 and v.aval.dtype == np.float64 and not v.aval.weak
+
+    def int_key(key) -> bool:
+        if isinstance(key, Lit):
+            return type(key.value) is int
+        return isinstance(key, Var) and key.aval.ndim == 0 and key.aval.dtype.kind in "iu"
+
+    def number(atom) -> bool:
+        return isinstance(atom, Lit) and type(atom.value) in (int, float) or \
+            isinstance(atom, Var) and atom.aval.ndim == 0
+
+    lists = {k for k in loop.invariants if vector(k) and k in facts.readers and all(
+        stmts[p].prim.fn is operator.getitem and stmts[p].args[0] is k and int_key(stmts[p].args[1])
+        for p in facts.readers[k])}
+    results = dict(zip(loop.carried, body.result))
+    sums = set()
+    for c, fresh in zip(loop.carried, loop.fresh):
+        if fresh is not True or c not in body.owned or not vector(c):
+            continue
+        v = c
+        while len(facts.readers.get(v, ())) == 1:
+            step = stmts[facts.readers[v][0]]
+            if step.prim.fn is not index_add or step.args[0] is not v or facts.uses[v] != 1 \
+                    or not int_key(step.args[1]) or not number(step.args[2]):
+                break
+            v = step.out
+        if v is results[c] and v not in facts.readers:
+            sums.add(c)
+    carried = {o: c for c, o in results.items() if isinstance(o, Var) and c.aval.ndim == 0
+               and c.aval.dtype == np.float64}
+    assumed = set(carried.values())     # carried numbers: floats if every step makes one
+
+    def operand(atom) -> bool:
+        if isinstance(atom, Var):
+            return atom in floats or atom.aval.weak and atom.aval.dtype.kind == "f"
+        return type(atom.value) in (int, float)
+    while True:
+        floats = set(assumed)
+        for stmt in stmts:
+            fn, args = stmt.prim.fn, stmt.args
+            if not stmt.outs or stmt.out.aval.shape != ():
+                continue
+            if fn is operator.getitem and args[0] in lists:
+                floats.add(stmt.out)
+            elif any(isinstance(a, Var) and a in floats for a in args) and all(
+                    operand(a) for a in args) and (fn in _SAFE and fn is not operator.pow or (
+                    fn is operator.pow and args[1] == Lit(2) and type(args[1].value) is int)):
+                floats.add(stmt.out)
+        kept = {c for o, c in carried.items() if c in assumed and o in floats}
+        if kept == assumed:
+            break
+        assumed = kept
+    for index, stmt in enumerate(stmts):         # every float goes where a float may go
+        for pos, arg in enumerate(stmt.args):
+            if not (isinstance(arg, Var) and arg in floats) or stmt.outs and stmt.out in floats:
+                continue
+            fn = stmt.prim.fn
+            # a number stored, or an operation with a number's result that numpy computes
+            # alike for a Python float and a float64 (``xp.divide`` for a division)
+            if fn is index_add and pos == 2 or fn is setitem_ and pos == 2 and \
+                    stmt.out.aval.ndim == 1 or (fn in _NUMPY_FORM or fn in _SAFE) \
+                    and stmt.out.aval.ndim == 0:
+                continue
+            return set(), set(), set()
+    outs = {o for o in body.result if isinstance(o, Var)}
+    if any(o in floats and o not in carried for o in outs):
+        return set(), set(), set()
+    return lists, sums, floats
 
 
 def _held_stacks(em, stmt: Stmt, loop) -> dict[Var, str]:
@@ -143,7 +251,7 @@ def _held_stacks(em, stmt: Stmt, loop) -> dict[Var, str]:
     return held
 
 
-def _returned_sums(em, stmt: Stmt, loop, sub, running: dict) -> dict[Var, ast.expr]:
+def _returned_sums(em, stmt: Stmt, loop, sub, running: dict, lists: set[Var]) -> dict[Var, ast.expr]:
     """In the buffered form, an accumulator the loop makes (zeros) and adds to in place in
     every step (``dW += ...``), whose final value is a returned gradient, is made in the array
     returned to the caller (``_result``: the caller's out= or a new one), not copied into it
@@ -158,7 +266,7 @@ def _returned_sums(em, stmt: Stmt, loop, sub, running: dict) -> dict[Var, ast.ex
     for c, fresh, o, r in zip(loop.carried, loop.fresh, stmt.outs, loop.body.result):
         if fresh is not True or o not in memory.delivered or returned.count(o) != 1 \
                 or c.aval.weak or not c.aval.ndim or c.aval.dtype.kind not in "fc" \
-                or c not in loop.body.owned or not isinstance(r, Var):
+                or c not in loop.body.owned or not isinstance(r, Var) or c in lists:
             continue
         made = facts.producer.get(r)
         if not (id(made) in running or facts.same_memory(c, r)):
