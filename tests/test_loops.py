@@ -334,3 +334,47 @@ def test_scalar_loop_keeps_numpy_semantics_at_the_edges():
     value, dx = fast(_vec(12))
     assert np.isclose(value, _ring_ratio(_vec(12)), rtol=1e-12)
     assert np.allclose(dx, numerical_grad(_ring_ratio, [_vec(12)], 0), rtol=1e-5, atol=1e-7)
+
+
+def test_stack_of_numbers_is_a_list_read_as_it_is():
+    """A stack of Python floats read only element by element by the backward loop is a list:
+    no array written per step, no ``V.tolist()``; the argument's list is made once."""
+    x = _vec(11)
+    text = ys.source(ys.simplegrad(cyclic, x))
+    assert "= [0.0] * 11" in text and text.count("x.tolist()") == 1 and "V.tolist()" not in text
+    for scale in (1.0, -2.0):
+        value, dx = ys.simplegrad(cyclic, x)(x * scale)
+        expected, dx_plain = ys.simplegrad(cyclic, x, buffers=False)(x * scale)
+        assert value == expected and np.array_equal(dx, dx_plain)
+
+
+def _two_loops(W, h0, xs):
+    h = h0
+    for t in range(xs.shape[0]):
+        buf4 = np.tanh(W @ h + xs[t])
+        h = buf4 * 1.5
+    g = h0
+    total = 0.0
+    for t in range(xs.shape[0]):
+        g = np.tanh(W @ g + xs[t])
+        total = total + np.sum(g)
+    return total + np.sum(h ** 2)
+
+
+def test_work_array_names_avoid_the_names_loop_bodies_assign():
+    """A work array bound when the function starts keeps its name through every loop: a body
+    assigning ``buf4`` (the user's name) does not take the name of the second loop's stack."""
+    r = np.random.default_rng(3)
+    args = (r.normal(size=(4, 4)) * 0.4, r.normal(size=4), r.normal(size=(10, 4)))
+    df = ys.simplegrad(_two_loops, *args)
+    plain = ys.simplegrad(_two_loops, *args, buffers=False)
+    text = ys.source(df)
+    assigned = text.split("= _work_arrays()")[0].splitlines()[-1].strip()
+    after = [line.strip() for line in text.split("= _work_arrays()")[1].splitlines()]
+    assert not [line for line in after for name in assigned.split(", ")
+                if line.startswith(f"{name} = ")]
+    for a, b in zip(df(*args), plain(*args)):
+        assert np.allclose(a, b, rtol=1e-12, atol=1e-14)
+    value, *grads = df(*args)
+    for i, g in enumerate(grads):
+        assert np.allclose(g, numerical_grad(_two_loops, list(args), i), rtol=1e-5, atol=1e-7)

@@ -110,6 +110,9 @@ class Emitter:
         self.chains = plan_chains(tape, self.facts, self.memory, self.scalars, self.inlined) \
             if fast and blocked else []
         self.dot_sums = fast      # ``xp.vdot(h, h)`` for ``np.sum(h ** 2)`` (loops.py sets it)
+        self.lists: set[Var] = set()      # values a loop made as Python lists (loops.py)
+        self.list_names: dict[Var, str] = {}      # an argument -> its x.tolist() (loops.py)
+        self.body_names: set[str] = set()         # names loop bodies assign (loops.py)
 
     def blocks(self) -> list[Block]:
         chains = {c.start: c for c in self.chains}

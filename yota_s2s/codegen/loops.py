@@ -63,8 +63,11 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
         if name is not None and name not in read and name not in own.values():
             own[c] = name
     lists, sums, floats = _body_scalars(loop) if em.fast else (set(), set(), set())
-    for k in lists:                 # read as a list, made before the loop: a name of its own
-        keep.pop(k, None)
+    for k in lists:                 # read as a list, made before the loop: a name of its own,
+        keep.pop(k, None)           # or that of the list an earlier loop made of an argument
+        a = operands[k]
+        if isinstance(a, Var) and a in em.list_names and a in em.facts.arguments:
+            keep[k] = em.list_names[a]
     # a Python float squared is written ``t * t`` (scalars.square: ``t ** 2`` may raise
     # OverflowError where numpy gives inf): its base needs a name
     squared = {s.args[0] for s in body.stmts if s.prim.fn is operator.pow and s.outs
@@ -72,7 +75,8 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
     params = list(body.params)
     for i, inp in enumerate(body.inputs):
         params[i] = keep.get(inp.var) or own.get(inp.var) or params[i]
-    held = _held_stacks(em, stmt, loop)
+    listed = _list_stacks(em, stmt, loop, floats)
+    held = _held_stacks(em, stmt, loop, listed)
     taken = set(em.names.taken) - set(keep.values()) - set(own.values())
     sub = Emitter(body.copy(params=tuple(params), name=em.tape.name), taken=taken,
                   calls=em.calls, fast=False, roots=em.roots, inline=_summed_terms(loop),
@@ -93,7 +97,7 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
     for c, fresh in zip(loop.carried, loop.fresh):
         if c in held:
             lines.append(f"{names[c]} = {held[c]}")
-        elif c in sums:
+        elif c in sums or c in listed:
             lines.append(f"{names[c]} = [0.0] * {c.aval.shape[0]}")
         elif c in returned:
             lines += [f"{names[c]} = {unparse(returned[c])}", f"{names[c]}.fill(0.0)"]
@@ -106,9 +110,13 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
         elif names[c] != _text(em, operands[c], unparse):
             lines.append(f"{names[c]} = {_text(em, operands[c], unparse)}")
     for k in loop.invariants:
-        if k in lists:
-            lines.append(f"{names[k]} = {_text(em, operands[k], unparse)}.tolist()")
-        elif k not in keep and (k in sub.facts.readers or any(k is r for r in body.result)):
+        if k in lists and k not in keep:
+            made = "" if operands[k] in em.lists else ".tolist()"     # a list already
+            lines.append(f"{names[k]} = {_text(em, operands[k], unparse)}{made}")
+            if isinstance(operands[k], Var) and operands[k] in em.facts.arguments:
+                em.list_names[operands[k]] = names[k]
+                em.names.taken.add(names[k])        # no later body may take it
+        elif k not in keep and k not in lists and (k in sub.facts.readers or any(k is r for r in body.result)):
             lines.append(f"{names[k]} = {_text(em, operands[k], unparse)}")
     for stack, c, row, _ in first:
         lines.append(f"{names[stack]}[{row}] = {names[c]}")
@@ -134,6 +142,8 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
     if moved:
         inner.append(f"{', '.join(a for a, _ in moved)} = {', '.join(b for _, b in moved)}")
     lines += [INDENT + line for line in inner or ["pass"]]
+    em.lists.update(o for o, c in zip(stmt.outs, loop.carried) if c in listed)
+    em.body_names |= set(sub.names.taken) - set(em.names.taken)
     for o, c in zip(stmt.outs, loop.carried):
         if o not in em.names:
             continue
@@ -145,6 +155,59 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
         if em.names[o] != value:
             lines.append(f"{em.names[o]} = {value}")
     return [Verbatim(lines)]
+
+
+def _vector(v: Var) -> bool:
+    return v.aval.ndim == 1 and v.aval.dtype == np.float64 and not v.aval.weak
+
+
+def _int_key(key) -> bool:
+    if isinstance(key, Lit):
+        return type(key.value) is int
+    return isinstance(key, Var) and key.aval.ndim == 0 and key.aval.dtype.kind in "iu"
+
+
+def _number(atom) -> bool:
+    return isinstance(atom, Lit) and type(atom.value) in (int, float) or \
+        isinstance(atom, Var) and atom.aval.ndim == 0
+
+
+def _list_stacks(em, stmt: Stmt, loop, floats: set[Var]) -> set[Var]:
+    """In the buffered form, a stack of numbers (one Python float per step, ``V[i] = t``)
+    whose only readers after the loop are loops that read it one element at a time (scalar
+    mode, ``_body_scalars``) is a list, ``V = [0.0] * n``: no array is written per step, and
+    the reading loop takes the list as it is (not ``V.tolist()``)."""
+    from ..rules.indexing import setitem_
+    if not em.fast:
+        return set()
+    body = loop.body
+    facts = Analysis(body)
+    results = dict(zip(loop.carried, body.result))
+    found = set()
+    for c, fresh, o in zip(loop.carried, loop.fresh, stmt.outs):
+        if fresh != EMPTY or not _vector(c) or o in em.facts.returned:
+            continue
+        v = c
+        while len(facts.readers.get(v, ())) == 1:
+            step = body.stmts[facts.readers[v][0]]
+            if step.prim.fn is not setitem_ or step.args[0] is not v or facts.uses[v] != 1 \
+                    or not _int_key(step.args[1]) or step.args[2] not in floats:
+                break
+            v = step.out
+        readers = em.facts.readers.get(o, [])
+        if v is results[c] and v not in facts.readers and readers and all(
+                _reads_as_list(em.tape.stmts[p], o) for p in readers):
+            found.add(c)
+    return found
+
+
+def _reads_as_list(user: Stmt, value: Var) -> bool:
+    """Does the region ``user`` read ``value`` only as an invariant it reads as a list?"""
+    loop = loop_of(user)
+    if loop is None:
+        return False
+    lists = _body_scalars(loop)[0]
+    return all(k in lists for k, a in zip(loop.operand_vars(), user.args) if a is value)
 
 
 def _body_scalars(loop) -> tuple[set[Var], set[Var], set[Var]]:
@@ -163,18 +226,7 @@ def _body_scalars(loop) -> tuple[set[Var], set[Var], set[Var]]:
     facts = Analysis(body)
     stmts = body.stmts
 
-    def vector(v: Var) -> bool:
-        return v.aval.ndim == 1 and v.aval.dtype == np.float64 and not v.aval.weak
-
-    def int_key(key) -> bool:
-        if isinstance(key, Lit):
-            return type(key.value) is int
-        return isinstance(key, Var) and key.aval.ndim == 0 and key.aval.dtype.kind in "iu"
-
-    def number(atom) -> bool:
-        return isinstance(atom, Lit) and type(atom.value) in (int, float) or \
-            isinstance(atom, Var) and atom.aval.ndim == 0
-
+    vector, int_key, number = _vector, _int_key, _number
     lists = {k for k in loop.invariants if vector(k) and k in facts.readers and all(
         stmts[p].prim.fn is operator.getitem and stmts[p].args[0] is k and int_key(stmts[p].args[1])
         for p in facts.readers[k])}
@@ -234,7 +286,7 @@ def _body_scalars(loop) -> tuple[set[Var], set[Var], set[Var]]:
     return lists, sums, floats
 
 
-def _held_stacks(em, stmt: Stmt, loop) -> dict[Var, str]:
+def _held_stacks(em, stmt: Stmt, loop, listed: set[Var]) -> dict[Var, str]:
     """In the buffered form, each stack the loop makes (``EMPTY``: every row written by a step
     before any is read) is a work array held per thread (workspace.py), allocated once, not on
     every call: carried value -> the work array's name. Not for a stack the function returns
@@ -243,10 +295,14 @@ def _held_stacks(em, stmt: Stmt, loop) -> dict[Var, str]:
         return {}
     held = {}
     for c, fresh, o in zip(loop.carried, loop.fresh, stmt.outs):
-        if fresh != EMPTY or o in em.facts.returned or c.aval.weak:
+        if fresh != EMPTY or o in em.facts.returned or c.aval.weak or c in listed:
             continue
         em.memory.slots.append((tuple(c.aval.shape), c.aval.dtype, [o]))
+        # bound when the function starts: no name an earlier loop's body assigns
+        body = em.body_names - em.names.taken
+        em.names.taken |= body
         em.slot_names.append(em.names.fresh(f"buf{len(em.memory.slots)}"))
+        em.names.taken -= body
         held[c] = em.slot_names[-1]
     return held
 
