@@ -82,7 +82,8 @@ def test_module_is_one_loop_whatever_the_trip_count():
     assert "for t in range(200):" in text and "for t in range(199, -1, -1):" in text
     # (the buffered form makes the state in its stack's row: one row written per step)
     assert "h = xp.tanh(W @ h + U @ xs[t] + b, out=H[t + 1])" in text
-    assert "dxs[t] += " in text
+    # (each row of dxs is written once: assigned, not added to zeros)
+    assert "dxs[t] = " in text
 
 
 def test_tape_prints_the_region():
@@ -378,3 +379,24 @@ def test_work_array_names_avoid_the_names_loop_bodies_assign():
     value, *grads = df(*args)
     for i, g in enumerate(grads):
         assert np.allclose(g, numerical_grad(_two_loops, list(args), i), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("buffers", [True, False], ids=["buffered", "plain"])
+def test_rows_written_once_are_assigned_without_a_zero_fill(buffers):
+    """``dxs[t] += v`` where each step adds only at its own row: every row is written once,
+    so the step assigns it and the array is not filled with zeros first."""
+    args = rnn_args(12)
+    df = ys.simplegrad(rnn, *args, buffers=buffers)
+    text = ys.source(df)
+    loop = _loop_lines(text, "for t in range(11, -1, -1):")
+    assert [line for line in loop if line.startswith("dxs[")] == ["dxs[t] = t4 @ U"] or \
+        [line.split(" = ")[0] for line in loop if line.startswith("dxs[")] == ["dxs[t]"], loop
+    assert "dxs = xp.zeros" not in text and "dxs.fill" not in text
+    assert ("dxs = _result(out, 4, (12, 3))" if buffers else "dxs = xp.empty((12, 3))") in text
+    for _ in range(2):
+        value, *grads = df(*args)
+        assert np.allclose(grads[4], numerical_grad(rnn, list(args), 4), rtol=1e-5, atol=1e-7)
+    if buffers:
+        out = [None, None, None, None, np.full((12, 3), np.nan)]
+        assert df(*args, out=out)[5] is out[4]
+        assert np.allclose(out[4], grads[4], rtol=1e-14, atol=0)

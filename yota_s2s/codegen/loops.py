@@ -93,6 +93,9 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
     first = _first_rows(sub, loop, blocks)
     running = _running_sums(sub, loop)
     returned = _returned_sums(em, stmt, loop, sub, running, sums)
+    once = _rows_written_once(sub, loop, blocks) if not sums else {}
+    for c, (add, node) in once.items():
+        running[id(add)] = node
     lines: list[str] = []
     for c, fresh in zip(loop.carried, loop.fresh):
         if c in held:
@@ -100,9 +103,11 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
         elif c in sums or c in listed:
             lines.append(f"{names[c]} = [0.0] * {c.aval.shape[0]}")
         elif c in returned:
-            lines += [f"{names[c]} = {unparse(returned[c])}", f"{names[c]}.fill(0.0)"]
+            lines.append(f"{names[c]} = {unparse(returned[c])}")
+            if c not in once:
+                lines.append(f"{names[c]}.fill(0.0)")
         elif fresh:
-            made = "empty" if fresh == EMPTY else "zeros"
+            made = "empty" if fresh == EMPTY or c in once else "zeros"
             lines.append(f"{names[c]} = xp.{made}({_shape(c)}{_dtype(c)})")
             em.modules.add("xp")
         elif c in body.owned:       # updated in place by the body: the loop's own copy
@@ -284,6 +289,34 @@ def _body_scalars(loop) -> tuple[set[Var], set[Var], set[Var]]:
     if any(o in floats and o not in carried for o in outs):
         return set(), set(), set()
     return lists, sums, floats
+
+
+def _rows_written_once(sub, loop, blocks) -> dict[Var, tuple[Stmt, ast.stmt]]:
+    """An accumulator the loop makes (zeros) of one row per step, to which each step adds only
+    at its own row (``dxs[t] += v``): every row is written once, so the step assigns it
+    (``dxs[t] = v``) and the array starts uninitialized, with no zero fill. Accumulator ->
+    (the addition, its assignment)."""
+    from ..rules.indexing import index_add
+    if any(len(b.stmts) != len(b.sources) for b in blocks):
+        return {}
+    facts, body, found = sub.facts, loop.body, {}
+    results = dict(zip(loop.carried, body.result))
+    for c, fresh in zip(loop.carried, loop.fresh):
+        if fresh is not True or c not in body.owned or not c.aval.ndim \
+                or c.aval.shape[0] != loop.length:
+            continue
+        readers = facts.readers.get(c, [])
+        members = facts.members.get(facts.root(c), [])
+        if len(readers) != 1 or any(facts.readers.get(m, [])
+                                    for m in members if m is not c):
+            continue
+        add = body.stmts[readers[0]]
+        if add.prim.fn is not index_add or add.args[0] is not c or add.args[1] is not loop.index \
+                or add.out is not results[c] or facts.uses[c] != 1:
+            continue
+        row = ast.Subscript(ast.Name(sub.names[add.out]), sub.key(add.args[1]), ast.Store())
+        found[c] = (add, ast.Assign([row], sub.atom(add.args[2]), lineno=0))
+    return found
 
 
 def _held_stacks(em, stmt: Stmt, loop, listed: set[Var]) -> dict[Var, str]:
