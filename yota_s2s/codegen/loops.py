@@ -236,19 +236,20 @@ def _body_scalars(loop) -> tuple[set[Var], set[Var], set[Var]]:
         stmts[p].prim.fn is operator.getitem and stmts[p].args[0] is k and int_key(stmts[p].args[1])
         for p in facts.readers[k])}
     results = dict(zip(loop.carried, body.result))
-    sums = set()
+    sums: dict[Var, list] = {}      # accumulator -> the numbers added to it
     for c, fresh in zip(loop.carried, loop.fresh):
         if fresh is not True or c not in body.owned or not vector(c):
             continue
-        v = c
+        v, added = c, []
         while len(facts.readers.get(v, ())) == 1:
             step = stmts[facts.readers[v][0]]
             if step.prim.fn is not index_add or step.args[0] is not v or facts.uses[v] != 1 \
                     or not int_key(step.args[1]) or not number(step.args[2]):
                 break
+            added.append(step.args[2])
             v = step.out
         if v is results[c] and v not in facts.readers:
-            sums.add(c)
+            sums[c] = added
     carried = {o: c for c, o in results.items() if isinstance(o, Var) and c.aval.ndim == 0
                and c.aval.dtype == np.float64}
     assumed = set(carried.values())     # carried numbers: floats if every step makes one
@@ -288,7 +289,9 @@ def _body_scalars(loop) -> tuple[set[Var], set[Var], set[Var]]:
     outs = {o for o in body.result if isinstance(o, Var)}
     if any(o in floats and o not in carried for o in outs):
         return set(), set(), set()
-    return lists, sums, floats
+    # a list holds Python floats only (on cupy a 0-d array in it would not make an array)
+    return lists, {c for c, added in sums.items()
+                   if all(a in floats if isinstance(a, Var) else True for a in added)}, floats
 
 
 def _rows_written_once(sub, loop, blocks) -> dict[Var, tuple[Stmt, ast.stmt]]:
@@ -413,7 +416,8 @@ def _states_in_rows(em, stmt: Stmt, loop, sub, first) -> list[tuple[Stmt, ast.st
     for stack, c, _, _ in first:
         results = dict(zip(loop.carried, loop.body.result))
         o, root = results[c], facts.root(stack)
-        save = next(s for s in loop.body.stmts if s.prim.inplace and s.args[2] is o
+        save = next(s for s in loop.body.stmts if s.prim.inplace and len(s.args) == 3
+                    and s.args[2] is o
                     and facts.root(s.args[0]) is root)
         made = facts.producer.get(o)
         if made is None or writer(made) != "ufunc" or o.aval.weak or c.aval.weak \
