@@ -11,9 +11,18 @@
         ...
         H[t + 1] = h
 
-In the buffered form a stack the loop makes is a work array held per thread (``H = buf1``,
-workspace.py), and an accumulator that becomes a returned gradient is made in the returned
-array (``dW = _result(out, 0, (64, 64))``, then ``dW += ...`` in each step).
+In both forms the backward loop adds each accumulated product as it is made
+(``dW += h.T @ dz``: no two products held at once) and assigns the rows of an accumulator each
+step writes once (``dxs[t] = dz @ U``, no zero fill). The buffered form goes further, as a
+handwritten BPTT does:
+
+- a stack the loop makes is a work array held per thread (``H = buf1``, workspace.py);
+- a saved state is made in its row (``h = xp.tanh(..., out=H[t + 1])``), no copy;
+- an accumulator that becomes a returned gradient is made in the returned array
+  (``dW = _result(out, 0, (64, 64))``): out= is written by the loop;
+- ``np.sum(h ** 2)`` is ``xp.vdot(h, h)``;
+- scalar mode (scalars.py): a vector read one element at a time is read from ``x.tolist()``
+  (Python floats), an element-wise accumulator or a stack of numbers is a list.
 
 The body is written by an Emitter of its own (the plain form: inlining, names from the source,
 comments per source line) whose names avoid every name of the enclosing function; the
