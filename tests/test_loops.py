@@ -8,7 +8,9 @@ from yota_s2s.frontend import trace_function
 from yota_s2s.gradcheck import numerical_grad
 from yota_s2s.ir import verify
 
-from .programs.loop_regions import (appended, branchy, breaking, calls_region, counted, cyclic,
+from .programs.loop_regions import (appended, appended_before_step, appended_then_updated,
+                                    appended_view, last_row_is_state, zero_d_total,
+                                    branchy, breaking, calls_region, counted, cyclic,
                                     enumerated, growing, index_scaled, masked, nested, returning,
                                     rnn, rnn_args, rnn_rows, rows_read_after, rows_written_after,
                                     shifted, short, stacks_and_rows_written, weak_then_array,
@@ -42,6 +44,10 @@ CASES = [
      lambda: (rnn_args()[0], _vec(50).reshape(10, 5)), "region"),
     ("stacks_and_rows_written", stacks_and_rows_written,
      lambda: (rnn_args()[0], _vec(50).reshape(10, 5)), "region"),
+    *((f.__name__, f, lambda: (rnn_args()[0], _vec(50).reshape(10, 5)), kind) for f, kind in [
+        (last_row_is_state, "region"), (zero_d_total, "region"),
+        (appended_then_updated, "unrolled"), (appended_before_step, "unrolled"),
+        (appended_view, "unrolled")]),
     ("branchy", branchy, lambda: (_vec(10),), "unrolled"),
     ("growing", growing, lambda: (_vec(10),), "unrolled"),
     ("breaking", breaking, lambda: (_vec(10),), "unrolled"),
