@@ -9,7 +9,8 @@ from yota_s2s.gradcheck import numerical_grad
 from yota_s2s.ir import verify
 
 from .programs.loop_regions import (appended, branchy, breaking, calls_region, counted, cyclic,
-                                    enumerated, growing, index_scaled, masked, nested, returning,
+                                    enumerated, growing, index_scaled, masked, named_out, nested,
+                                    returning,
                                     rnn, rnn_args, rnn_rows, shifted, short, softmax_steps,
                                     with_helper, written_rows, zipped)
 
@@ -40,6 +41,7 @@ CASES = [
     ("nested", nested, lambda: (rnn_args()[0], _vec(50).reshape(10, 5) * 0.1), "region"),
     ("counted", counted, lambda: (_vec(10),), "region"),
     ("softmax_steps", softmax_steps, lambda: _softmax_args(), "region"),
+    ("named_out", named_out, lambda: (_vec(10),), "region"),
     ("branchy", branchy, lambda: (_vec(10),), "unrolled"),
     ("growing", growing, lambda: (_vec(10),), "unrolled"),
     ("breaking", breaking, lambda: (_vec(10),), "unrolled"),
@@ -224,3 +226,19 @@ def test_a_cancelled_term_in_a_loop_body_is_not_emitted():
         value, *grads = df(*args)
         for i, g in enumerate(grads):
             assert np.allclose(g, numerical_grad(softmax_steps, list(args), i), atol=1e-7)
+
+
+def test_nested_bodies_are_named_by_the_same_pass():
+    """The inner loop's backward step, inside the outer one's, reads its saved states as
+    ``h_prev``/``h_new``, names the gradient of the forward step's pre-activation ``dt4`` and
+    counts with the forward loop's index name ``k``; both forms agree with the printout."""
+    from yota_s2s.codegen import write_module
+    from yota_s2s.ir.printer import format_tape
+    args = (rnn_args()[0], _vec(50).reshape(10, 5) * 0.1)
+    _, tape = gradient_tape(nested, args, review=True)
+    plain = write_module(tape, buffers=False)
+    back = plain.split("# -- backward --")[1]
+    for line in ("for k in range(7, -1, -1):", "h_prev = H_1[k]", "h_new = H_1[k + 1]",
+                 "dt4 = dh * (1 - h_new * h_new)", "dh = dt4 @ W"):
+        assert f"            {line}\n" in back or f"        {line}\n" in back, line
+    assert "dt4:f64[5] = mul dh" in format_tape(tape, locations=False)

@@ -184,3 +184,12 @@ def softmax_steps(W, xs, labels):
         logp = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
         total = total - np.sum(labels[t] * logp)
     return total
+
+
+def named_out(x):
+    """A loop body's value named ``out``, the buffered form's keyword: the body renames it."""
+    s = 0.0
+    for i in range(10):
+        out = np.sin(x[i])
+        s = s + out * out
+    return s

@@ -50,7 +50,7 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
             keep[k] = em.names[atom]
     inner = body_names(em, stmt, keep)
     params = tuple(inner.names[inp.var] for inp in body.inputs)
-    taken = set(em.names.taken) - set(inner.names.values())
+    taken = set(em.names.taken) - inner.given()
     named = body.copy(params=params, name=em.tape.name)
     named.namer = inner
     sub = Emitter(named, taken=taken, calls=em.calls, fast=False, roots=em.roots)

@@ -175,9 +175,15 @@ class Namer:
         return other
 
     def clashes(self, taken: Iterable[str]) -> bool:
-        """Some name given here is one of ``taken`` (then the tape is named again)."""
-        given = set(self.names.values()) | set(self.params)
+        """Some name given here or in a loop body is one of ``taken`` (then the tape is named
+        again)."""
+        given = self.given()
         return any(normal(n) in given for n in taken)
+
+    def given(self) -> set[str]:
+        """The names given here and in the loop bodies."""
+        return set(self.names.values()) | set(self.params) | \
+            set().union(*(inner.given() for inner in self.bodies.values()))
 
 
 def assign_names(tape: Tape, taken: Iterable[str] = ()) -> Tape:
@@ -288,7 +294,8 @@ def _body_namer(namer: Namer, stmt: Stmt, dying: dict[Var, str], known: dict[Var
     loop = loop_of(stmt)
     body = loop.body
     inner = Namer(namer.taken, body)
-    inner._temps, inner.known = namer._temps, {**known, **namer.known, **namer.names}
+    known.update(namer.names)
+    inner._temps, inner.known, inner.indices = namer._temps, known, namer.indices
     inner.reserve_sources(namer.source_names)
     hints = {body.hint_of(v) for s in body.stmts for v in s.outs if body.hint_of(v)}
     inner.reserve_sources(hints | set(body.params))
@@ -323,9 +330,9 @@ def _body_namer(namer: Namer, stmt: Stmt, dying: dict[Var, str], known: dict[Var
     facts = Analysis(body)
     _name_values(inner, body, frozenset(), facts, given)
     prev = same_names(inner, loop, facts)
-    _name_bodies(inner, body, facts, inner.known)
     known.update(inner.names)
     known.update(prev)
+    _name_bodies(inner, body, facts, known)
     return inner
 
 
