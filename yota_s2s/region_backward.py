@@ -243,7 +243,9 @@ def sweep_region(sweep, stmt: Stmt) -> None:
     b_result = tuple(to_tree(cot_out[c]) for c in cot) + tuple(to_tree(acc_out[k]) for k in acc_in)
     b_body = Tape(name="step_grad", params=b_params, inputs=b_inputs, stmts=prologue + back,
                   result=b_result, loc=body.loc,
-                  primals={**body.primals, **sweep.primals, **_carried_primals(loop, cot)})
+                  primals={**body.primals, **{v: sweep.primals[v] for v in made_back
+                                              if v in sweep.primals},
+                           **_carried_primals(loop, cot)})
     fresh = tuple(dinit[c] is None for c in cot) + (True,) * len(acc_in)
     b_body.owned = frozenset(v for v, f in zip(cvars, fresh) if f)
     b_loop = Loop(b_body, loop.length, len(cvars), fresh=fresh, reverse=not loop.reverse,

@@ -368,7 +368,8 @@ def _running_sums(tape: Tape, facts: Analysis) -> dict[Var, Var]:
         if stmt.rule == ACCUMULATE and total is not None and last_use.get(total) == index \
                 and tape.primal_of(total) is tape.primal_of(stmt.out) \
                 and (total in producer and producer[total].rule is not None   # not a forward value
-                     or facts.defined.get(total) == -1):      # a loop's carried gradient
+                     or facts.defined.get(total) == -1 and total.grad_of is not None):
+            # (a loop step's input that is a gradient: its carried ``dh``, its ``dW``)
             continued[stmt.out] = total
     return continued
 
