@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 import operator
 
-from ..ir.names import same_names
+from ..ir.names import dying_inits, name_tape, same_names
 from ..ir.region import EMPTY, loop_of
 from ..ir.tape import Lit, Stmt, Var
 from ..text import identifier
@@ -100,13 +100,12 @@ def body_names(em, stmt: Stmt, keep: dict[Var, str]):
     """The body's names from the naming pass (ir/names.py ``Namer.bodies``), its invariants
     named as the enclosing code names them (``keep``), and any other name of the body that the
     enclosing code gives a value live across the loop made fresh."""
-    from ..ir.names import dying_inits, name_tape
     loop = loop_of(stmt)
     inner = em.names.bodies.get(loop)
     inner = inner.copy() if inner is not None else \
         name_tape(loop.body, taken=set(em.names.taken))
     inner.names.update(keep)
-    at = em.tape.stmts.index(stmt)
+    at = next(i for i, s in enumerate(em.tape.stmts) if s is stmt)
     facts = em.facts
     live = {em.names.names[v] for v in facts.defined
             if v in em.names.names and v not in em.inlined
