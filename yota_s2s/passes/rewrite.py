@@ -35,11 +35,21 @@ class Folding:
         own = (stmt.rule,) if stmt.rule else ()
         self.gone[stmt.out] = _merged(own, self.folded.get(stmt.out, ()), self.took)
 
-    def kept(self, stmts: list[Stmt]) -> None:
-        if self.took:
+    def kept(self, stmts: list[Stmt], before: Stmt | None = None,
+             producer: dict[Var, Stmt] | None = None) -> None:
+        """``stmts`` replace ``before`` (itself, unless rewritten): a backward value it read
+        and they do not (``x * broadcast_to(c)`` written ``x * c``) hands its rules on too."""
+        took = self.took
+        if before is not None and producer is not None:
+            now = {v for s in stmts for v in s.uses()}
+            for v in before.uses():
+                made = producer.get(v)
+                if v not in now and made is not None and made.rule:
+                    took = _merged(took, (made.rule,), self.folded.get(v, ()))
+        if took:
             for s in stmts:
                 for o in s.outs[:1]:
-                    self.folded[o] = _merged(self.folded.get(o, ()), self.took)
+                    self.folded[o] = _merged(self.folded.get(o, ()), took)
 
 
 def _merged(*groups: tuple[str, ...]) -> tuple[str, ...]:

@@ -64,7 +64,7 @@ def simplify(tape: Tape, rules: RuleSet) -> tuple[Tape, bool]:
             replaced = new or [stmt]
             kept += replaced
             producer.update((o, s) for s in replaced for o in s.outs)
-            folding.kept(replaced)
+            folding.kept(replaced, stmt, producer)
         else:
             folding.replaced(stmt)
             mapping[stmt.out] = new
