@@ -579,6 +579,8 @@ LOOPS: list[Case] = [
          lambda r: (r.standard_normal((3, 4)) * 0.5, r.standard_normal((4, 4)) * 0.5, r.standard_normal(4),
                     r.standard_normal((12, 2, 3)), r.standard_normal((2, 4)))),
     Case("loop_continue_on_index", loops.continue_on_index, normal((10, 3), (3,))),
+    Case("loop_decided_after", loops.decided_after, normal((10, 3), (3,))),
+    Case("loop_after_loop", loops.loop_after_loop, normal((9, 3), (3,))),
     Case("loop_fallback_data_branch", loops.data_branch, signed_rows(10, 3)),
     Case("loop_fallback_growing_carry", loops.growing_carry, normal((2,))),
     Case("loop_fallback_break_on_index", loops.break_on_index, normal((14, 3), (3,))),

@@ -10,9 +10,9 @@ from yota_s2s.ir import verify
 
 from .programs.loop_regions import (appended, branchy, breaking, calls_region, counted, cyclic,
                                     enumerated, growing, index_scaled, masked, named_out, nested,
-                                    returning,
-                                    rnn, rnn_args, rnn_rows, shifted, short, softmax_steps,
-                                    with_helper, written_rows, zipped)
+                                    returning, rnn, rnn_args, rnn_rows, rows_read_after,
+                                    rows_written_after, shifted, short, softmax_steps,
+                                    weak_then_array, with_helper, written_rows, zipped)
 
 
 def _vec(n, seed=1):
@@ -42,6 +42,11 @@ CASES = [
     ("counted", counted, lambda: (_vec(10),), "region"),
     ("softmax_steps", softmax_steps, lambda: _softmax_args(), "region"),
     ("named_out", named_out, lambda: (_vec(10),), "region"),
+    ("weak_then_array", weak_then_array, lambda: (_vec(4),), "region"),
+    ("rows_read_after", rows_read_after, lambda: (rnn_args()[0], _vec(50).reshape(10, 5)),
+     "region"),
+    ("rows_written_after", rows_written_after,
+     lambda: (rnn_args()[0], _vec(50).reshape(10, 5)), "region"),
     ("branchy", branchy, lambda: (_vec(10),), "unrolled"),
     ("growing", growing, lambda: (_vec(10),), "unrolled"),
     ("breaking", breaking, lambda: (_vec(10),), "unrolled"),
@@ -242,3 +247,95 @@ def test_nested_bodies_are_named_by_the_same_pass():
                  "dt4 = dh * (1 - h_new * h_new)", "dh = dt4 @ W"):
         assert f"            {line}\n" in back or f"        {line}\n" in back, line
     assert "dt4:f64[5] = mul dh" in format_tape(tape, locations=False)
+
+
+# -- compile time flat in the trip count: a region's steps run only where Python reads a value --
+
+def _count_runs(monkeypatch) -> list:
+    """Count the regions run at compile time (the frontend's check mode, which runs every one to
+    compare, off)."""
+    from yota_s2s.frontend import abstract
+    from yota_s2s.ir import region
+    monkeypatch.setattr(abstract, "CHECK", False)
+    runs = []
+    real = region.run_loop
+
+    def counted(*operands, loop):
+        runs.append(loop.length)
+        return real(*operands, loop=loop)
+    monkeypatch.setattr(region, "run_loop", counted)
+    return runs
+
+
+def _assert_right(df, f, args) -> None:
+    """``df`` gives ``f``'s value and its gradient for every argument (finite differences)."""
+    value, *grads = df(*args)
+    assert np.isclose(value, f(*args))
+    for i, g in enumerate(grads):
+        np.testing.assert_allclose(g, numerical_grad(f, args, i), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("buffers", [True, False], ids=["buffered", "plain"])
+def test_a_region_nothing_reads_is_not_run_at_compile_time(monkeypatch, buffers):
+    """The RNN's forward region and its backward region, and two regions in a row (the second
+    starts from the first's result): compiled without running a step; the gradient is right."""
+    from .programs.loops import loop_after_loop
+    runs = _count_runs(monkeypatch)
+    args = rnn_args(T=40)
+    df = ys.simplegrad(rnn, *args, buffers=buffers)
+    xs = _vec(27).reshape(9, 3)
+    h0 = _vec(3, seed=2)
+    df2 = ys.simplegrad(loop_after_loop, xs, h0, buffers=buffers)
+    assert runs == []
+    _assert_right(df, rnn, args)
+    _assert_right(df2, loop_after_loop, (xs, h0))
+
+
+@pytest.mark.parametrize("buffers", [True, False], ids=["buffered", "plain"])
+def test_a_branch_on_the_loss_after_a_region_runs_it(monkeypatch, buffers):
+    """``if s > 1.0`` after the loop reads the region's value: its steps run (once), the branch
+    taken is the one numpy takes, the gradient is right, and the other branch's arguments are
+    refused by the guard."""
+    from .programs.loops import decided_after
+    runs = _count_runs(monkeypatch)
+    xs, h0 = _vec(30).reshape(10, 3), _vec(3, seed=3)
+    df = ys.simplegrad(decided_after, xs, h0, buffers=buffers)
+    assert runs == [10]
+    _assert_right(df, decided_after, (xs, h0))
+    small = (xs * 0.0 + 0.01, h0 * 0.0)
+    with pytest.raises(ValueError, match="was True when this gradient was compiled"):
+        df(*small)
+    _assert_right(ys.simplegrad(decided_after, *small, buffers=buffers), decided_after, small)
+
+
+def test_region_results_in_check_mode_are_the_run_values(monkeypatch):
+    """``YOTA_S2S_CHECK_ABSTRACT``: each region's abstract results (its carried values' avals,
+    of the kind the step makes) against the values of running it; ``shifted`` carries a Python
+    float whose gradient accumulator started as a 0-d array (an add of the two was called an
+    array by the abstract evaluation, a numpy float by numpy)."""
+    from yota_s2s.compiler import compile_grad
+    from yota_s2s.frontend import abstract
+    monkeypatch.setattr(abstract, "CHECK", True)
+    for f, args in [(shifted, (_vec(10), 0.7)), (rnn, rnn_args()), (appended, (
+            rnn_args()[0] * 2, _vec(50).reshape(10, 5))), (counted, (_vec(10),)),
+            (weak_then_array, (_vec(4),))]:
+        for buffers in (True, False):
+            compiled = compile_grad(f, args, buffers=buffers, check=True)
+            assert np.isclose(compiled.fn(*args)[0], f(*args))
+
+
+def test_rows_of_an_appended_list_go_on_the_tape_only_when_read():
+    """``hs.append(h)`` in a region of 500 steps: ``np.stack(hs)`` reads the stack, no row;
+    reading ``hs[3]`` puts that row (only) on the tape (compile time does not grow with T)."""
+    import operator
+
+    W, xs = rnn_args()[0], _vec(2500).reshape(500, 5) * 0.1
+    tape, _ = trace_function(appended, (W, xs))
+    assert not [s for s in tape.stmts if s.prim.fn is operator.getitem], tape.stmts
+    tape, _ = trace_function(rows_read_after, (W, xs))
+    rows = [s.args[1].value for s in tape.stmts if s.prim.fn is operator.getitem]
+    assert sorted(rows) == [3, 5, 499]
+    value, dW, _ = ys.simplegrad(rows_read_after, W, xs)(W, xs)
+    assert np.isclose(value, rows_read_after(W, xs))
+    np.testing.assert_allclose(dW, numerical_grad(rows_read_after, (W, xs), 0), rtol=1e-6,
+                               atol=1e-8)

@@ -3,6 +3,7 @@ length (statements) and with the size of the example arrays.
 
     python tools/growth.py                 # both sweeps, a markdown report
     python tools/growth.py --quick         # smaller sizes (a smoke run)
+    python tools/growth.py --loops         # only the loop-region tables (issue 12 and 14)
     python tools/bench.py --compile-growth # the same report, from the benchmark
 
 Two long straight-line programs: an unrolled tanh RNN (T steps: about 30 tape statements a
@@ -12,6 +13,11 @@ compile memory is measured in a second run under tracemalloc: the peak above the
 the start of each stage, and what the compile as a whole keeps until it ends. The *growth
 exponent* of a stage is the slope of log(time) against log(size) by least squares: 1 is linear,
 2 quadratic, 0 independent of size. Measured, not asserted: the machine's load shows.
+
+Then the same RNN (tools/workloads.py's sizes) with its loop a region: the body is on the tape
+once, the steps never run at compile time (frontend/abstract.py), so no stage should grow with
+T (issue 12), and its compile memory at batch 2048, T = 1000 against the gradient's own peak
+(issue 14).
 """
 from __future__ import annotations
 
@@ -85,8 +91,8 @@ STAGES = ("frontend", "backward", "fold", "simplify", "signs", "cse", "dce", "fr
 class Meter:
     """Wraps the stages of ``compiler.compile_grad``; ``measure`` runs one compile."""
 
-    def __init__(self, memory: bool):
-        self.memory = memory
+    def __init__(self, memory: bool, regions: bool = False):
+        self.memory, self.regions = memory, regions
         self.time: dict[str, float] = defaultdict(float)
         self.peak: dict[str, int] = defaultdict(int)
 
@@ -117,9 +123,10 @@ class Meter:
             for name, stage in (("trace_function", "frontend"), ("backward", "backward"),
                                 ("write_module", "codegen"), ("load", "import")):
                 setattr(compiler, name, self.wrap(stage, saved_compiler[name]))
-            # growth in statements: the RNN's loop unrolled (as a region it would not grow)
-            unrolled = functools.partial(saved_compiler["trace_function"], regions=False)
-            compiler.trace_function = self.wrap("frontend", unrolled)
+            # growth in statements: the RNN's loop unrolled (as a region it does not grow)
+            if not self.regions:
+                unrolled = functools.partial(saved_compiler["trace_function"], regions=False)
+                compiler.trace_function = self.wrap("frontend", unrolled)
             for name in saved_passes:
                 setattr(passes, name, self.wrap(name, saved_passes[name]))
             passes.PIPELINE[:] = [self.wrap(fn.__name__, fn) for fn in saved_pipeline]
@@ -132,10 +139,12 @@ class Meter:
             passes.PIPELINE[:] = saved_pipeline
 
 
-def measure(fn: Callable, args: tuple, memory: bool = False) -> tuple[dict, dict, float, int, int]:
+def measure(fn: Callable, args: tuple, memory: bool = False, regions: bool = False
+            ) -> tuple[dict, dict, float, int, int]:
     """(time per stage, memory peak per stage, total seconds, statements, bytes the compile
-    holds at its end) of ``compile_grad(fn, args)`` (memory: a tracemalloc run)."""
-    meter = Meter(memory)
+    holds at its end) of ``compile_grad(fn, args)`` (memory: a tracemalloc run; ``regions``:
+    loops stay loops, else they are unrolled)."""
+    meter = Meter(memory, regions)
     gc.collect()
     if memory:
         tracemalloc.start()
@@ -171,15 +180,15 @@ def fmt_b(n: int) -> str:
 
 
 def sweep(title: str, runs: list[tuple[str, float, Callable, tuple]], against: str,
-          memory: bool = True) -> list[str]:
+          memory: bool = True, regions: bool = False) -> list[str]:
     """One table: a row per run (label, x for the exponent, function, args), the stages'
     times, the total, the compile's memory, and a last row of growth exponents."""
     rows, times, totals, xs, peaks = [], defaultdict(list), [], [], []
     for label, x, fn, args in runs:
-        stage_time, _, total, stmts, _ = measure(fn, args)
+        stage_time, _, total, stmts, _ = measure(fn, args, regions=regions)
         peak = held = 0
         if memory:
-            _, stage_peak, _, _, held = measure(fn, args, memory=True)
+            _, stage_peak, _, _, held = measure(fn, args, memory=True, regions=regions)
             peak = max(stage_peak.values())
         xs.append(x if x else stmts)
         totals.append(total)
@@ -200,11 +209,71 @@ def sweep(title: str, runs: list[tuple[str, float, Callable, tuple]], against: s
                           f"**{slope(xs, totals):.2f}** | {mem_exp} | |"]
 
 
+def compiled_once(fn: Callable, args: tuple, buffers: bool = True, reps: int = 3
+                  ) -> tuple[float, object]:
+    """The fastest of ``reps`` compiles (seconds) and the last compiled gradient."""
+    best, compiled = math.inf, None
+    for _ in range(reps):
+        gc.collect()
+        t0 = time.perf_counter()
+        compiled = compiler.compile_grad(fn, args, buffers=buffers)
+        best = min(best, time.perf_counter() - t0)
+    return best, compiled
+
+
+def traced_peak(run: Callable) -> tuple[int, object]:
+    """(tracemalloc's peak above its start, the result) of ``run()``."""
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    try:
+        result = run()
+        return tracemalloc.get_traced_memory()[1] - base, result
+    finally:
+        tracemalloc.stop()
+
+
+def loop_table(steps: tuple, batch: int, big: tuple = (2048, 1000)) -> list[str]:
+    """Issue 12's loop table: the tanh RNN of tools/workloads.py (hidden 64, input 32), its loop
+    a region, at each T: the fastest of three compiles of each form, module lines and the
+    compile's peak memory; then issue 14's row: at batch ``big[0]``, T = ``big[1]``, the
+    compile's peak memory against the gradient's own (one call; the arguments not counted)."""
+    import workloads as w
+    lines = ["", f"### tanh RNN as a loop region (hidden {w.RNN_HIDDEN}, input {w.RNN_INPUT}, "
+             f"batch {batch}): T steps", "",
+             "| T | compile buffered | compile plain | lines buffered / plain | compile peak |",
+             "|---|---|---|---|---|"]
+    totals = []
+    for t in steps:
+        args = rnn_args(t, batch, w.RNN_HIDDEN, w.RNN_INPUT)
+        buffered, df = compiled_once(rnn, args)
+        plain, pf = compiled_once(rnn, args, buffers=False)
+        peak, _ = traced_peak(lambda: compiler.compile_grad(rnn, args))
+        totals.append(buffered)
+        lines.append(f"| {t:,} | {fmt_s(buffered)} | {fmt_s(plain)} | "
+                     f"{len(df.text.splitlines())} / {len(pf.text.splitlines())} | "
+                     f"{fmt_b(peak)} |")
+        print(f"  loop region: T={t}: {buffered:.3f} s", file=sys.stderr)
+    lines.append(f"| exponent in T | **{slope(list(steps), totals):.2f}** | | | |")
+    b, t = big
+    args = rnn_args(t, b, w.RNN_HIDDEN, w.RNN_INPUT)
+    seconds, _ = compiled_once(rnn, args, reps=1)
+    compile_peak, compiled = traced_peak(lambda: compiler.compile_grad(rnn, args))
+    grad_peak, _ = traced_peak(lambda: compiled.fn(*args))
+    lines += ["", f"At batch {b}, T = {t:,} (arguments {fmt_b(sum(a.nbytes for a in args))}): "
+              f"compile {fmt_s(seconds)}, compile peak {fmt_b(compile_peak)}; the gradient's "
+              f"own peak {fmt_b(grad_peak)} (compile / gradient: {compile_peak / grad_peak:.4f})."]
+    print(f"  loop region: batch {b}, T={t}: compile peak {compile_peak}, gradient {grad_peak}",
+          file=sys.stderr)
+    return lines
+
+
 def report(quick: bool = False, steps: tuple = ()) -> str:
     steps = steps or ((25, 50, 100, 200) if quick else (200, 400, 800, 1600))
     ops = (50, 100, 200) if quick else (50, 100, 200, 400, 800)
     sizes = (10**3, 10**4, 10**5) if quick else (10**3, 10**4, 10**5, 10**6, 10**7)
     batches = (16, 64, 256) if quick else (16, 64, 256, 1024)
+    loop_steps = (10, 100, 1000) if quick else (10, 100, 1_000, 10_000)
     lines = ["## Compile growth", "",
              "Seconds per stage of `compile_grad`, the compile's peak memory above its start "
              "(tracemalloc) and what it holds at its end; last row: the growth exponent "
@@ -220,6 +289,10 @@ def report(quick: bool = False, steps: tuple = ()) -> str:
     lines += sweep("RNN, T=20, batch = hidden = inputs",
                    [(f"b={b}", b * b, rnn, rnn_args(20, b)) for b in batches],
                    "array size (b²)")
+    lines += sweep("tanh RNN as a loop region, batch 16, hidden 64, input 32: T steps",
+                   [(f"T={t}", t, rnn, rnn_args(t, 16, 64, 32)) for t in loop_steps],
+                   "T", regions=True)
+    lines += loop_table(loop_steps, 16, (256, 100) if quick else (2048, 1000))
     return "\n".join(lines)
 
 
@@ -228,8 +301,14 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="smaller sizes")
     parser.add_argument("--steps", help="RNN lengths, comma-separated (default 200,400,800,1600)")
+    parser.add_argument("--loops", action="store_true",
+                        help="only the tanh RNN as a loop region: compile time, module lines and "
+                             "memory against T, and compile memory at batch 2048, T = 1000")
     opts = parser.parse_args()
     steps = tuple(int(s) for s in opts.steps.split(",")) if opts.steps else ()
+    if opts.loops:
+        print("\n".join(loop_table((10, 100, 1_000, 10_000), 16)))
+        return
     print(report(opts.quick, steps))
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from .frontend.abstract import ghost
 from .frontend.values import to_tree
 from .ir.analysis import Analysis
 from .ir.region import EMPTY, Loop, loop_of, loop_primitive
@@ -61,7 +62,7 @@ def sweep_region(sweep, stmt: Stmt) -> None:
     for c, o in zip(loop.carried, body.result):
         if c in seeds:
             cot[c] = Var(c.aval, grad_of=c)
-            ev.values[cot[c]] = np.zeros(c.aval.shape, c.aval.dtype)
+            ev.values[cot[c]] = _zeros(c.aval)
             if isinstance(o, Var) and o in act:
                 sub.full[o] = cot[c]
     for index in reversed(range(len(sub.home))):     # (a region in the body keeps its place)
@@ -81,7 +82,7 @@ def sweep_region(sweep, stmt: Stmt) -> None:
         if not parts and total is None:
             continue
         acc_in[k] = buf = Var(k.aval, grad_of=k)
-        ev.values[buf] = np.zeros(k.aval.shape, k.aval.dtype)
+        ev.values[buf] = _zeros(k.aval)
         for key, dy, s in parts:
             ev.loc_override, ev.rule_text = s.loc, "getitem a: da[key] += dy"
             buf = sub.emit(rules.lookup(index_add), [buf, key, sub.fit(dy, s.out.aval)], {},
@@ -171,7 +172,7 @@ def sweep_region(sweep, stmt: Stmt) -> None:
         v0 = saves[0][0]
         aval = Aval((rows, *v0.aval.shape), v0.aval.dtype)
         s_in, s_b = Var(aval, hint=base), Var(aval, hint=base)
-        ev.values[s_in] = ev.values[s_b] = np.zeros(aval.shape, aval.dtype)
+        ev.values[s_in] = ev.values[s_b] = ghost(aval.shape, aval.dtype)
         current = s_in
         for v, offset, before in saves:
             into = first if before else last
@@ -184,7 +185,7 @@ def sweep_region(sweep, stmt: Stmt) -> None:
             at = row(offset, prologue, SAVED)
             python = {"f": float, "c": complex}.get(v.aval.dtype.kind) if v.aval.weak else None
             read = Var(Aval((), v.aval.dtype)) if python else v
-            ev.values[read] = ev.values[v]
+            ev.values.derive(read, v, python and aval.dtype.type)
             prologue.append(Stmt((read,), rules.lookup(operator.getitem), (s_b, at), (), stmt.loc,
                                  SAVED))
             if python:          # a Python float saved in a float64 stack: a Python float again
@@ -211,7 +212,7 @@ def sweep_region(sweep, stmt: Stmt) -> None:
     fwd = Stmt(tuple(stmt.outs) + stacks, fwd_prim, stmt.args, (("loop", fwd_loop),), stmt.loc,
                stmt.rule)
     for v in stacks:            # (nothing decides on a saved value: its example is zeros)
-        ev.values[v] = np.zeros(v.aval.shape, v.aval.dtype)
+        ev.values[v] = ghost(v.aval.shape, v.aval.dtype)
     where = next(i for i, s in enumerate(sweep.home) if s is stmt)
     sweep.home[where] = fwd
 
@@ -291,7 +292,12 @@ def _concrete(ev, atom: Any) -> Any:
 
 
 def _zeros_like(value: Any) -> Any:
-    return np.zeros_like(value) if isinstance(value, np.ndarray) else type(value)(0)
+    return ghost(value.shape, value.dtype) if isinstance(value, np.ndarray) else type(value)(0)
+
+
+def _zeros(aval: Aval) -> Any:
+    """A cotangent's example: zeros of ``aval`` that take no memory."""
+    return ghost(aval.shape, aval.dtype)
 
 
 def _dtype(aval: Aval) -> dict:

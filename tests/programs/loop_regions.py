@@ -193,3 +193,41 @@ def named_out(x):
         out = np.sin(x[i])
         s = s + out * out
     return s
+
+
+def weak_then_array(x):
+    """A region that carries a Python float, then one that starts from it (its start is the
+    first region's result, known by kind only: a Python float)."""
+    s = 0.5
+    for i in range(10):
+        s = s * 0.9 + 0.1
+    h = x * 1.0
+    for i in range(10):
+        h = np.sin(h) * s + x
+        s = s * 0.95
+    return np.sum(h ** 2) * s
+
+
+def rows_read_after(W, xs):
+    """Rows of an appended list read one by one after the loop (each row's statement goes on
+    the tape when it is read; the others cost nothing)."""
+    h = np.zeros(W.shape[0])
+    hs = []
+    for t in range(xs.shape[0]):
+        h = np.tanh(W @ h + xs[t])
+        hs.append(h)
+    return np.sum(hs[-1] ** 2) + np.sum(hs[3] * hs[5]) + len(hs) * 0.1
+
+
+def rows_written_after(W, xs):
+    """A row written in place after the loop, then the list stacked: the write reaches the
+    stack (the rows are views of it), as numpy's list of arrays would give."""
+    h = np.zeros(W.shape[0])
+    hs = []
+    for t in range(xs.shape[0]):
+        h = np.tanh(W @ h + xs[t])
+        hs.append(h)
+    first = hs[4]
+    hs[2][1] = 0.5
+    hs[6] *= 2.0
+    return np.sum(np.stack(hs) ** 2) + np.sum(first * hs[2])

@@ -203,3 +203,28 @@ def short_loop(xs, h0):
     for t in range(3):
         h = np.tanh(h + xs[t])
     return weighted(h)
+
+
+def decided_after(xs, h0):
+    """Python branches on the loop's result: the region's steps run at compile time (its value
+    is read), the branch is guarded."""
+    h = h0
+    s = 0.0
+    for t in range(xs.shape[0]):
+        h = np.tanh(h * 0.9 + xs[t])
+        s = s + np.sum(h ** 2)
+    if s > 1.0:
+        return s * 2.0 + weighted(h)
+    return s * 3.0
+
+
+def loop_after_loop(xs, h0):
+    """Two regions in a row, the second starting where the first ends: neither runs at compile
+    time (nothing reads their values)."""
+    h = h0
+    for t in range(xs.shape[0]):
+        h = np.tanh(h + xs[t])
+    g = h * 0.5
+    for t in range(xs.shape[0]):
+        g = np.sin(g * xs[t] + h)
+    return weighted(g) + weighted(h)

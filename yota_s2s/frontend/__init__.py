@@ -95,8 +95,9 @@ def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES,
         result.hint = name if name.isidentifier() else "value"
     inputs = sorted(flat.inputs, key=lambda i: i.argnum)      # struct fields are read lazily
     leaf_names(inputs, names)
-    tape = Tape(name=name, params=names, inputs=inputs, stmts=ev.stmts,
-                result=to_tree(result, loc), statics=flat.statics, loc=loc, layout=flat.layout,
+    result = to_tree(result, loc)
+    tape = Tape(name=name, params=names, inputs=inputs, stmts=ev.placed_rows(ev.stmts, result),
+                result=result, statics=flat.statics, loc=loc, layout=flat.layout,
                 arg_kinds=tuple("int" if i in dynamic and type(a) is int else arg_kind(a)
                                 for i, a in enumerate(args)), freevars=fn.__code__.co_freevars,
                 loops=list(ev.loop_notes))

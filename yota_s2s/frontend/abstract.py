@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.tape import Aval, Lit, Stmt, Var, tree_atoms, tree_map
+from ..ir.tape import Aval, Lit, Primitive, Stmt, Var, tree_atoms, tree_map
 from ..rules.elementwise import astype
 from ..rules.indexing import index_add, setitem
 from ..rules.shape import ravel
@@ -84,6 +84,20 @@ class Values(dict):
         self.made.pop(var, None)
         dict.__setitem__(self, var, value)
 
+    def derive(self, var: Var, source: Var, convert: Any = None) -> None:
+        """``var`` holds ``convert(source's value)`` (the value itself without ``convert``):
+        computed when read if ``source`` is a ghost, so a name bound to a value does not make
+        the value (a loop's carried values and invariants, a saved value)."""
+        convert = convert or _same
+        if not self.is_ghost(source):
+            self[var] = convert(dict.__getitem__(self, source))
+            return
+        sample = self.peek(source)          # (a ghost: a Python number, or no memory)
+        if isinstance(sample, np.ndarray):
+            sample = ghost(var.aval.shape, var.aval.dtype)
+        made = Primitive("example", convert, ("value",))
+        self.set_ghost(var, convert(sample), Stmt((var,), made, (source,)))
+
     def force(self, var: Var) -> None:
         """Compute ``var`` and the ghosts it depends on, in the order they were made."""
         needed, stack = {}, [var]
@@ -100,13 +114,27 @@ class Values(dict):
             if id(stmt) in done or v not in self.made:
                 continue
             done.add(id(stmt))
-            operands = [tree_map(self._concrete, t) for t in stmt.args]
+            operands = writable(stmt.prim, [tree_map(self._concrete, t) for t in stmt.args])
             results = stmt.prim.apply(operands, dict(stmt.params))
             for out, value in zip(stmt.outs, results):
                 self[out] = value
 
     def _concrete(self, atom: Any) -> Any:
         return dict.__getitem__(self, atom) if isinstance(atom, Var) else atom.value
+
+
+def writable(prim: Any, operands: list) -> list:
+    """``operands`` for ``prim.apply``: an in-place primitive writes into its first operand,
+    which is copied where it is read-only (a ghost standing for zeros: a saved stack, an
+    accumulator that starts as zeros)."""
+    first = operands[0] if operands else None
+    if prim.inplace and isinstance(first, np.ndarray) and not first.flags.writeable:
+        operands[0] = first.copy()
+    return operands
+
+
+def _same(value: Any) -> Any:
+    return value
 
 
 def ghost(shape: tuple, dtype: np.dtype) -> np.ndarray:
@@ -118,7 +146,11 @@ def evaluate(ev: Any, prim: Any, operands: list, params: dict) -> tuple | None:
     """The results of ``prim`` on ``operands`` (trees of Vars and Lits) as ghosts, or None where
     this primitive is evaluated for real."""
     values: Values = ev.values
-    if not isinstance(values, Values) or prim.effect or prim.nout != 1:
+    if not isinstance(values, Values) or prim.effect:
+        return None
+    if prim.emit[:1] == ("loop",):
+        return _region(values, params["loop"])
+    if prim.nout != 1:
         return None
     atoms = [a for t in operands for a in tree_atoms(t)]
     vars_ = [a for a in atoms if isinstance(a, Var)]
@@ -152,6 +184,27 @@ def evaluate(ev: Any, prim: Any, operands: list, params: dict) -> tuple | None:
     return None if result is None else (result,)
 
 
+def _region(values: Values, loop: Any) -> tuple:
+    """A loop region's results: the carried values after the last step, of the avals they
+    have before it (the region trial checked that a step keeps them: frontend/loops.py), of
+    the kind (an array, a numpy scalar, a Python number) the body's result has after the
+    trial's step. The steps run only if Python code reads a result (``run_loop``)."""
+    results = []
+    for c, out in zip(loop.carried, loop.outs):
+        if not isinstance(out, Var):
+            results.append(out.value)
+            continue
+        sample = values.peek(out) if out in values else values.peek(c) if c in values else None
+        aval = c.aval
+        if isinstance(sample, np.ndarray) or sample is None:
+            results.append(ghost(aval.shape, aval.dtype))
+        elif aval.weak:
+            results.append(type(sample)(0))
+        else:
+            results.append(aval.dtype.type(0))
+    return tuple(results)
+
+
 def _makes_data(prim: Any) -> bool:
     """A primitive that makes a new array from real operands (not a view of them)."""
     return prim.fn not in _VIEWS and prim.fn not in _RESHAPES
@@ -162,7 +215,7 @@ def _stand_in(values: Values, atom: Any, ndim: int | None = None) -> Any:
     if not isinstance(atom, Var):
         return atom.value
     aval = atom.aval
-    if aval.weak:
+    if aval.weak and not isinstance(values.peek(atom), np.ndarray):
         return type(values.peek(atom))(1)
     if ndim:
         return np.ones((1,) * ndim, aval.dtype)

@@ -253,7 +253,7 @@ class CallsMixin:
             operands = [weak_tree(t) for t in operands]
         ghosts = abstract.evaluate(self, prim, operands, params)     # shape and dtype only
         try:
-            results = ghosts or prim.apply([tree_map(self.concrete, t) for t in operands], params)
+            results = ghosts or prim.apply(self.concrete_operands(prim, operands), params)
         except YotaError:
             raise
         except Exception as e:
@@ -272,12 +272,15 @@ class CallsMixin:
         self.stmts.append(stmt)
         copy = self.note_views(stmt, node)
         if ghosts and abstract.CHECK:
-            abstract.check(ghosts, prim.apply([tree_map(self.concrete, t) for t in operands],
-                                              params), prim)
+            abstract.check(ghosts, prim.apply(self.concrete_operands(prim, operands), params),
+                           prim)
         return copy if copy is not None else outs[0] if prim.nout == 1 else outs
 
     def concrete(self, atom: Any) -> Any:
         return self.values[atom] if isinstance(atom, Var) else atom.value
+
+    def concrete_operands(self, prim: Primitive, operands: list) -> list:
+        return abstract.writable(prim, [tree_map(self.concrete, t) for t in operands])
 
     # -- inlining ------------------------------------------------------------------------
 

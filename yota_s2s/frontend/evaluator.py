@@ -108,6 +108,7 @@ class Evaluator(ExpressionsMixin, CallsMixin, UpdatesMixin, LoopsMixin):
         self.constants: set[Var] = set()
         self.loop_notes: list[str] = []       # per loop: region or unrolled, and why (loops.py)
         self.stack_rows: dict = {}
+        self.pending_rows: dict = {}
 
     # -- locations and errors ------------------------------------------------------------
 

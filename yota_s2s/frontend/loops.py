@@ -14,11 +14,16 @@ one step is the same program for every step:
 
 Otherwise everything the trial did is undone (the frame's names, the statements, the update
 tables) and the loop is unrolled as before; ``loop_notes`` keeps what was chosen and why, which
-the tape printout shows. The region's values after the loop (the partial evaluator is concrete:
-later code may decide on them) come from running the body tape ``length`` times with numpy.
+the tape printout shows. The region's values after the loop are ghosts (frontend/abstract.py:
+their avals are the carried values' avals); the body tape runs ``length`` times with numpy
+(``run_loop``) only if Python code reads one of them (a branch on the loss, a ``float()``, a
+static key). The step's carried values and invariants are likewise made only if the trial's
+step reads them, so a loop after a loop does not run the first. The rows of a list the body
+appends to are views of the region's stack, put on the tape when first read (``_rows``).
 """
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import gast
@@ -30,6 +35,7 @@ from ..ir.region import EMPTY, Loop, loop_primitive
 from ..ir.tape import Aval, Input, Lit, Stmt, Tape, Var, tree_vars
 from ..passes.rewrite import substitute_stmt
 from ..rules.indexing import setitem
+from .abstract import ghost
 
 MIN_STEPS = 8
 _MISSING = object()
@@ -43,6 +49,7 @@ class LoopsMixin:
     trial_depth: int = 0
     regions: bool = True    # False: every loop is unrolled (forward mode has no region yet)
     stack_rows: dict        # a row a region appended to a list -> (its stack, its index)
+    pending_rows: dict      # such a row not on the tape yet -> (its statement, where it goes)
 
     def loop_iterable(self, node: gast.expr) -> Any:
         """What a ``for`` iterates over: ``zip(...)`` and ``enumerate(...)`` of arrays and
@@ -169,6 +176,49 @@ class LoopsMixin:
             return None
         return stack
 
+    def _rows(self, stack: Var, length: int, node: gast.AST) -> list[Var]:
+        """The rows ``stack[0]``, ..., ``stack[length - 1]`` for the list a region appended to:
+        views of the stack whose statements go on the tape when a row is first read
+        (``place_row``), so the rows nothing reads (``np.stack(hs)`` reads the stack) cost
+        no statement."""
+        prim = self.rules.lookup(operator.getitem)
+        loc, whole = self.loc(node), self.values.peek(stack)
+        aval = Aval(stack.aval.shape[1:], stack.aval.dtype)
+        rows = []
+        for i in range(length):
+            row = Var(aval)
+            stmt = Stmt((row,), prim, (stack, Lit(i)), (), loc, self.rule_text)
+            self.values.set_ghost(row, whole[i], stmt)
+            self.views[row] = (stack, stmt)
+            self.pending_rows[row] = (stmt, self.stmts)
+            rows.append(row)
+        return rows
+
+    def place_row(self, row: Var) -> None:
+        """Put a row's statement on the tape, at the end of the statements the region that
+        made it went into (a trial of a later loop reading the row puts it before that loop)."""
+        stmt, into = self.pending_rows.pop(row)
+        into.append(stmt)
+
+    def placed_rows(self, stmts: list, result: Any) -> list:
+        """``stmts`` with the rows they (or ``result``) read that are still pending placed after
+        their stacks (a row that reached the result without a read: a field of a struct)."""
+        if not self.pending_rows:
+            return stmts
+        used = {v for s in stmts for v in s.uses()} | set(tree_vars(result))
+        late: dict[Var, list] = {}
+        for row in [r for r in used if r in self.pending_rows]:
+            stmt, _ = self.pending_rows.pop(row)
+            late.setdefault(stmt.args[0], []).append(stmt)
+        if not late:
+            return stmts
+        placed = []
+        for s in stmts:
+            placed.append(s)
+            for o in s.outs:
+                placed += late.get(o, [])
+        return placed
+
     def _unrolled(self, node: gast.AST, reason: str) -> bool:
         loc = self.loc(node)
         where = f"{loc.short} " if loc else ""
@@ -183,7 +233,7 @@ class LoopsMixin:
         a dict: carried values that must start wider (``s = 0.0`` then ``s += np.sum(x)``)."""
         frame = self.frame
         saved = (dict(frame.locals), self.stmts, dict(self.latest), dict(self.views),
-                 len(self.loop_notes))
+                 len(self.loop_notes), set(self.pending_rows))
         containers = {id(v): (v, list(v.items()) if isinstance(v, dict) else list(v))
                       for v in frame.locals.values() if type(v) in (list, dict)}
         index = Var(Aval((), np.dtype(np.int64), weak=True),
@@ -198,8 +248,11 @@ class LoopsMixin:
                 continue
             aval = overrides.get(name) or (pre.aval if isinstance(pre, Var) else Aval.of(pre))
             var = Var(aval, hint=name)
-            value = self.values[pre] if isinstance(pre, Var) else pre
-            self.values[var] = np.asarray(value, aval.dtype)[()] if not aval.weak else value
+            start = None if aval.weak else lambda v, d=aval.dtype: np.asarray(v, d)[()]
+            if isinstance(pre, Var):
+                self.values.derive(var, pre, start)     # (made only if the step reads it)
+            else:
+                self.values[var] = start(pre) if start else pre
             carried[name] = (var, pre)
             frame.locals[name] = var
         self.stmts = []
@@ -235,6 +288,8 @@ class LoopsMixin:
         self.views.update(saved[3])
         if notes:
             del self.loop_notes[saved[4]:]
+        for row in [r for r in self.pending_rows if r not in saved[5]]:
+            del self.pending_rows[row]          # rows of lists the undone step made
         for obj, items in containers.values():
             obj.clear()
             obj.update(items) if isinstance(obj, dict) else obj.extend(items)
@@ -314,7 +369,7 @@ class LoopsMixin:
                 mapping[v] = v          # already a Var of the step's own
             else:
                 mapping[v] = k = Var(v.aval, hint=v.hint)
-                self.values[k] = self.values[v]
+                self.values.derive(k, v)
         stmts = [substitute_stmt(s, lambda a: mapping.get(a, a)) for s in body]
         stmts = _live(stmts, [v for _, v in outs] + [v for _, v in appended])
         stacks_in, stacks_out = [], []
@@ -322,7 +377,7 @@ class LoopsMixin:
             listed = next((n for n, o in frame.locals.items() if o is obj), "rows")
             aval = Aval((length, *v.aval.shape), v.aval.dtype)
             s_in, s_out = Var(aval, hint=listed), Var(aval, hint=listed)
-            self.values[s_in] = self.values[s_out] = np.zeros(aval.shape, aval.dtype)
+            self.values[s_in] = self.values[s_out] = ghost(aval.shape, aval.dtype)
             stmts.append(Stmt((s_out,), self.rules.lookup(setitem), (s_in, index, v), (),
                               self.loc(node), None))
             stacks_in.append(s_in)
@@ -353,7 +408,7 @@ class LoopsMixin:
         results = results if isinstance(results, tuple) else (results,)
         for (obj, _), stack, s_in in zip(appended, results[len(carried_names):], stacks_in):
             stack.hint = stack.hint or s_in.hint
-            rows = [self.getitem(stack, i, node) for i in range(length)]
+            rows = self._rows(stack, length, node)
             self.stack_rows.update((row, (stack, i)) for i, row in enumerate(rows))
             obj.extend(rows)
         for name, value in zip(carried_names, results):

@@ -60,6 +60,8 @@ class UpdatesMixin:
                 again.hint = again.hint or value.hint
                 self.latest[value] = again
                 return again
+        if value in self.pending_rows:
+            self.place_row(value)       # a row of a region's list, read (frontend/loops.py)
         return value
 
     def current_tree(self, value: Any) -> Any:
