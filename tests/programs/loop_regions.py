@@ -175,6 +175,26 @@ def index_scaled(x):
     return np.sum(np.tanh(out) * out)
 
 
+def softmax_steps(W, xs, labels):
+    """A log-softmax in each step of a loop region: its max's gradient cancels (max_shift)."""
+    total = 0.0
+    for t in range(10):
+        logits = xs[t] @ W
+        shifted = logits - np.max(logits, axis=1, keepdims=True)
+        logp = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
+        total = total - np.sum(labels[t] * logp)
+    return total
+
+
+def named_out(x):
+    """A loop body's value named ``out``, the buffered form's keyword: the body renames it."""
+    s = 0.0
+    for i in range(10):
+        out = np.sin(x[i])
+        s = s + out * out
+    return s
+
+
 def weak_then_array(x):
     """A region that carries a Python float, then one that starts from it (its start is the
     first region's result, known by kind only: a Python float)."""
