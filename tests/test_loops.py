@@ -8,15 +8,22 @@ from yota_s2s.frontend import trace_function
 from yota_s2s.gradcheck import numerical_grad
 from yota_s2s.ir import verify
 
-from .programs.loop_regions import (appended, branchy, breaking, calls_region, counted, cyclic,
-                                    enumerated, growing, index_scaled, masked, nested, returning,
-                                    rnn, rnn_args, rnn_rows, rows_read_after, rows_written_after,
-                                    shifted, short, weak_then_array, with_helper, written_rows,
-                                    zipped)
+from .programs.loop_regions import (appended, appended_before_step, appended_then_updated,
+                                    appended_view, branchy, breaking, calls_region, counted,
+                                    cyclic, enumerated, growing, index_scaled, last_row_is_state,
+                                    masked, named_out, nested, returning, rnn, rnn_args, rnn_rows,
+                                    rows_read_after, rows_written_after, shifted, short,
+                                    softmax_steps, stacks_and_rows_written, weak_then_array,
+                                    with_helper, written_rows, zero_d_total, zipped)
 
 
 def _vec(n, seed=1):
     return np.random.default_rng(seed).normal(size=n)
+
+
+def _softmax_args():
+    r = np.random.default_rng(3)
+    return r.normal(size=(4, 3)), r.normal(size=(10, 5, 4)), r.random((10, 5, 3))
 
 
 CASES = [
@@ -35,11 +42,19 @@ CASES = [
     ("appended", appended, lambda: (rnn_args()[0] * 2, _vec(50).reshape(10, 5)), "region"),
     ("nested", nested, lambda: (rnn_args()[0], _vec(50).reshape(10, 5) * 0.1), "region"),
     ("counted", counted, lambda: (_vec(10),), "region"),
+    ("softmax_steps", softmax_steps, lambda: _softmax_args(), "region"),
+    ("named_out", named_out, lambda: (_vec(10),), "region"),
     ("weak_then_array", weak_then_array, lambda: (_vec(4),), "region"),
     ("rows_read_after", rows_read_after, lambda: (rnn_args()[0], _vec(50).reshape(10, 5)),
      "region"),
     ("rows_written_after", rows_written_after,
      lambda: (rnn_args()[0], _vec(50).reshape(10, 5)), "region"),
+    ("stacks_and_rows_written", stacks_and_rows_written,
+     lambda: (rnn_args()[0], _vec(50).reshape(10, 5)), "region"),
+    *((f.__name__, f, lambda: (rnn_args()[0], _vec(50).reshape(10, 5)), kind) for f, kind in [
+        (last_row_is_state, "region"), (zero_d_total, "region"),
+        (appended_then_updated, "unrolled"), (appended_before_step, "unrolled"),
+        (appended_view, "unrolled")]),
     ("branchy", branchy, lambda: (_vec(10),), "unrolled"),
     ("growing", growing, lambda: (_vec(10),), "unrolled"),
     ("breaking", breaking, lambda: (_vec(10),), "unrolled"),
@@ -406,6 +421,78 @@ def test_rows_written_once_are_assigned_without_a_zero_fill(buffers):
         out = [None, None, None, None, np.full((12, 3), np.nan)]
         assert df(*args, out=out)[5] is out[4]
         assert np.allclose(out[4], grads[4], rtol=1e-14, atol=0)
+
+
+def _assigned_names(text: str) -> set[str]:
+    import ast
+    function = [f for f in ast.parse(text).body
+                if isinstance(f, ast.FunctionDef) and f.name.endswith("_grad")][0]
+    return {n.id for n in ast.walk(function) if isinstance(n, ast.Name)
+            and isinstance(n.ctx, ast.Store)}
+
+
+def test_names_in_the_loop_bodies_read_as_a_handwritten_bptt():
+    """One naming pass names the bodies too (ir/names.py): the backward step's gradients are
+    ``d<name>`` of the forward step's values (``dt5`` of the pre-activation ``t5``), the carried
+    gradient is ``dh`` (``dh0 = dh`` after the loop), the saved states are ``h_prev`` and
+    ``h_new``; the tape printout, the plain and the buffered form use the same names."""
+    import re
+
+    from yota_s2s.codegen import write_module
+    from yota_s2s.ir.printer import format_tape
+    _, tape = gradient_tape(rnn, rnn_args(50), review=True)
+    plain, printed = write_module(tape, buffers=False), format_tape(tape, locations=False)
+    back = plain.split("# -- backward --")[1]
+    for line in ("for t in range(49, -1, -1):", "h_prev = H[t]", "h_new = H[t + 1]",
+                 "dh = dh + 1.0", "dt5 = dh * (1 - h_new * h_new)", "dh = dt5 @ W",
+                 "dW += t12 * h_prev", "db += dt5"):
+        assert f"        {line}\n" in back or f"    {line}\n" in back, line
+    assert back.index("    dh = xp.zeros((5,))\n") < back.index("    for t in") \
+        < back.index("\n    dh0 = dh\n")
+    assert "      t5:f64[5] = add t4 b" in printed and "dt5:f64[5] = mul dh" in printed
+    assert "h = xp.tanh(W @ h + U @ xs[t] + b)" in plain.split("# -- backward --")[0]
+    # the gradients in the step are d<name> (a rule's own intermediate, dt5[..., None] shared
+    # by two outer products, stays a t<n>)
+    assert not re.search(r"^\s+(h_\d+|dh_\d+|dh0) = ", back.split("\n    dh0 = dh")[0], re.M)
+    assert re.findall(r"^\s+(t\d+) = ", back, re.M) == ["t8", "t12"]     # xs[t], dt5[..., None]
+    printed_names = set(re.findall(r"^\s+(\w+):f", printed, re.M)) | \
+        set(re.findall(r"\b(\w+)(?:=zeros)?[,\n]", "\n".join(re.findall(r"step (.*)", printed))
+                       + "\n")) | set(tape.params)
+    assert _assigned_names(plain) - {"_"} <= printed_names | {"t"}, \
+        _assigned_names(plain) - printed_names
+    _, fast = gradient_tape(rnn, rnn_args(50))
+    buffered = write_module(fast)
+    assert "dh = dh + 1.0" in buffered and "h_new = H[t + 1]" in buffered
+
+
+def test_a_cancelled_term_in_a_loop_body_is_not_emitted():
+    """RuleSet.cancels works inside a region's step: the log-softmax's max has no gradient
+    block in the backward loop, and the gradient matches finite differences."""
+    args = _softmax_args()
+    for buffers in (False, True):
+        df = ys.simplegrad(softmax_steps, *args, buffers=buffers)
+        back = ys.source(df).split("# -- backward --")[1]
+        assert "grad of" in back and "np.max(logits" not in back and ".max(" not in back
+        assert "        dshifted = " in back or buffers
+        value, *grads = df(*args)
+        for i, g in enumerate(grads):
+            assert np.allclose(g, numerical_grad(softmax_steps, list(args), i), atol=1e-7)
+
+
+def test_nested_bodies_are_named_by_the_same_pass():
+    """The inner loop's backward step, inside the outer one's, reads its saved states as
+    ``h_prev``/``h_new``, names the gradient of the forward step's pre-activation ``dt4`` and
+    counts with the forward loop's index name ``k``; both forms agree with the printout."""
+    from yota_s2s.codegen import write_module
+    from yota_s2s.ir.printer import format_tape
+    args = (rnn_args()[0], _vec(50).reshape(10, 5) * 0.1)
+    _, tape = gradient_tape(nested, args, review=True)
+    plain = write_module(tape, buffers=False)
+    back = plain.split("# -- backward --")[1]
+    for line in ("for k in range(7, -1, -1):", "h_prev = H_1[k]", "h_new = H_1[k + 1]",
+                 "dt4 = dh * (1 - h_new * h_new)", "dh = dt4 @ W"):
+        assert f"            {line}\n" in back or f"        {line}\n" in back, line
+    assert "dt4:f64[5] = mul dh" in format_tape(tape, locations=False)
 
 
 # -- compile time flat in the trip count: a region's steps run only where Python reads a value --

@@ -142,6 +142,8 @@ class Emitter:
         def visit(s: Stmt) -> None:
             if s.rule and s.rule not in rules:
                 rules.append(s.rule)
+            for o in s.outs[:1]:      # rules of statements folded into this one (passes)
+                rules.extend(r for r in self.tape.folded.get(o, ()) if r not in rules)
             for v in s.uses():
                 if v in self.inlined:
                     visit(self.made_by[v])

@@ -25,20 +25,20 @@ handwritten BPTT does:
   (Python floats), an element-wise accumulator or a stack of numbers is a list.
 
 The body is written by an Emitter of its own (the plain form: inlining, names from the source,
-comments per source line) whose names avoid every name of the enclosing function; the
-invariants keep the enclosing function's names. A carried value keeps one name through the
-step where the body allows it (its old value is not read after the new one is made), else the
-step ends by rebinding it.
+comments per source line) with the names the naming pass gave it (ir/names.py: the invariants
+keep the enclosing function's names, the others are new to it). A carried value keeps one
+name through the step where the body allows it (its old value is not read after the new one
+is made), else the step ends by rebinding it.
 """
 from __future__ import annotations
 
 import ast
 import operator
-from collections import Counter
 
 import numpy as np
 
 from ..ir.analysis import Analysis
+from ..ir.names import dying_inits, name_tape, same_names
 from ..ir.region import EMPTY, loop_of
 from ..ir.tape import Lit, Stmt, Var
 from ..text import identifier
@@ -65,12 +65,6 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
         atom = operands[k]
         if isinstance(atom, Var) and atom in em.names and atom not in em.inlined:
             keep[k] = em.names[atom]
-    read = {em.names[a] for a in stmt.args if isinstance(a, Var) and a in em.names}
-    own = {}                            # carried values named as the loop's results
-    for c, o in zip(loop.carried, stmt.outs):
-        name = em.names.names.get(o)
-        if name is not None and name not in read and name not in own.values():
-            own[c] = name
     lists, sums, floats = _body_scalars(loop) if em.fast else (set(), set(), set())
     for k in lists:                 # read as a list, made before the loop: a name of its own,
         keep.pop(k, None)           # or that of the list an earlier loop made of an argument
@@ -81,22 +75,22 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
     # OverflowError where numpy gives inf): its base needs a name
     squared = {s.args[0] for s in body.stmts if s.prim.fn is operator.pow and s.outs
                and s.out in floats}
-    params = list(body.params)
-    for i, inp in enumerate(body.inputs):
-        params[i] = keep.get(inp.var) or own.get(inp.var) or params[i]
+    inner = body_names(em, stmt, keep)
+    params = tuple(inner.names[inp.var] for inp in body.inputs)
     listed = _list_stacks(em, stmt, loop, floats)
     held = _held_stacks(em, stmt, loop, listed)
-    taken = set(em.names.taken) - set(keep.values()) - set(own.values())
-    sub = Emitter(body.copy(params=tuple(params), name=em.tape.name), taken=taken,
-                  calls=em.calls, fast=False, roots=em.roots, inline=_summed_terms(loop),
-                  named=squared)
+    taken = set(em.names.taken) - inner.given()
+    named = body.copy(params=params, name=em.tape.name)
+    named.namer = inner
+    sub = Emitter(named, taken=taken, calls=em.calls, fast=False, roots=em.roots,
+                  inline=_summed_terms(loop), named=squared)
     sub.dot_sums = em.fast
     sub.scalars.floats |= floats
     names = sub.names
     for k, name in keep.items():
         if names[k] != name:
             raise AssertionError(f"loop invariant {name} renamed {names[k]}")
-    _same_names(sub, loop)
+    same_names(sub.names, loop, sub.facts)
     em.modules |= sub.modules
     blocks = sub.blocks()
     first = _first_rows(sub, loop, blocks)
@@ -498,19 +492,28 @@ def _first_rows(sub, loop, blocks) -> list[tuple[Var, Var, int, Stmt]]:
     return found
 
 
-def _same_names(sub, loop) -> None:
-    """A carried value's new version takes its name where the old one is not read after the
-    new one is made (``h = xp.tanh(W @ h + ...)``), so the step needs no rebinding."""
-    facts, names = sub.facts, sub.names.names
-    count = Counter(names.values())
-    for c, o in zip(loop.carried, loop.body.result):
-        if not isinstance(o, Var) or o not in facts.producer or o not in names:
-            continue
-        if names[o] == names[c] or count[names[o]] != 1 or facts.producer[o].prim.inplace:
-            continue
-        if facts.last.get(c, -1) <= facts.defined[o] and c not in facts.outputs:
-            count[names[o]] -= 1
-            names[o] = names[c]
+def body_names(em, stmt: Stmt, keep: dict[Var, str]):
+    """The body's names from the naming pass (ir/names.py ``Namer.bodies``), its invariants
+    named as the enclosing code names them (``keep``), and any other name of the body that the
+    enclosing code gives a value live across the loop made fresh."""
+    loop = loop_of(stmt)
+    inner = em.names.bodies.get(loop)
+    inner = inner.copy() if inner is not None else \
+        name_tape(loop.body, taken=set(em.names.taken))
+    inner.names.update(keep)
+    at = next(i for i, s in enumerate(em.tape.stmts) if s is stmt)
+    facts = em.facts
+    live = {em.names.names[v] for v in facts.defined
+            if v in em.names.names and v not in em.inlined
+            and facts.defined[v] < at <= facts.last.get(v, -1)}
+    inner.taken |= live | set(em.names.taken)
+    shared = set(keep.values()) | {em.names.names.get(o) for o in stmt.outs} | \
+        {name for c, name in dying_inits(stmt, facts, at, em.names.names).items()
+         if inner.names.get(c) == name}
+    for v, name in list(inner.names.items()):
+        if name in live and name not in shared:
+            inner.names[v] = inner.fresh(name)
+    return inner
 
 
 def _running_sums(sub, loop) -> dict[int, ast.stmt]:

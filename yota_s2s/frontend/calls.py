@@ -68,8 +68,9 @@ class CallsMixin:
             if fn.name in IN_PLACE_METHODS:
                 return self.update_by_method(fn, args, kwargs, node)
             fn, args, kwargs = array_method(fn, tuple(args), kwargs)
-        if self.stack_rows and self.stacked(fn, args, kwargs) is not None:
-            return self.stacked(fn, args, kwargs)     # np.stack(hs) of a loop's rows
+        stack = self.stacked(fn, args, kwargs) if self.stack_rows else None
+        if stack is not None:
+            return stack                              # np.stack(hs) of a loop's rows
         handler = _BUILTINS.get(_key(fn))
         if handler is not None:
             return handler(self, list(args), kwargs, node)
