@@ -56,6 +56,7 @@ def loss_grad(W1, b1, W2, b2, X, labels):
     # -- backward --
     # grad of mlp.py:36  return -np.mean(np.sum(labels * log_probs, axis=1))
     # rule mul, x1: dy * x2
+    # rule mean, a: mean_grad(a, y, dy, axis, keepdims) in rules/reductions.py:51
     # rule mul, x2: x1 * dy
     dlabels = -1 / 64 * log_probs
     dlog_probs = labels * (-1 / 64)
@@ -120,6 +121,7 @@ def regularized_loss_grad(W1, b1, W2, b2, X, labels, decay):
     # -- backward --
     # grad of mlp.py:36  return -np.mean(np.sum(labels * log_probs, axis=1))
     # rule mul, x1: dy * x2
+    # rule mean, a: mean_grad(a, y, dy, axis, keepdims) in rules/reductions.py:51
     # rule mul, x2: x1 * dy
     dlabels = -1 / 64 * log_probs
     dlog_probs = labels * (-1 / 64)
@@ -147,11 +149,14 @@ def regularized_loss_grad(W1, b1, W2, b2, X, labels, decay):
     dW1 = X.T @ dt7
     # grad of mlp.py:46  penalty = decay * (np.sum(W1 ** 2) + np.sum(W2 ** 2))
     # rule pow, x1: dy * x2 * x1 ** (x2 - 1)
+    # rule sum, a: sum_grad(a, dy, axis, keepdims) in rules/reductions.py:46
+    # rule mul, x2: x1 * dy
     # rule accumulate: the gradients of a value used twice add up
     t26 = decay * 2
     dW2 = dW2 + t26 * W2
     dW1 = dW1 + t26 * W1
     # grad of mlp.py:45  def regularized_loss(W1, b1, W2, b2, X, labels, decay):
     # rule fit the gradient to the argument
+    # rule mul, x1: dy * x2
     ddecay = float(t5)
     return regularized_loss, dW1, db1, dW2, db2, dX, dlabels, ddecay

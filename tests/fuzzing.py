@@ -378,10 +378,13 @@ class Gen:
         elif k == 5:     # list append, then np.stack; writes into the stack or a row, rows read
             n = max(n, self.r.randint(8, 12))      # mostly long enough for a region
             j, u = self.r.randrange(n), self.lit()
-            lines = ["hs = []", f"h = {a}", f"for t in range({n}):",
-                     f"    h = np.sin(h * {w} + {c} * t)", f"    hs.append({self.r.choice(['h', 'np.sum(h)'])})",
+            step = [f"    h = np.sin(h * {w} + {c} * t)", f"    hs.append({self.r.choice(['h', 'np.sum(h)'])})"]
+            lines = ["hs = []", f"h = {a} * {w}", f"for t in range({n}):",
+                     *(step if self.r.random() < 0.7 else step[::-1]),
                      f"{name} = np.stack(hs)" if n * v.size <= MAX_SIZE else f"{name} = np.stack(hs).sum(axis=0)"]
-            after = self.r.randrange(4)
+            after = self.r.randrange(5)
+            if after == 4:      # h after the loop may be hs[-1] (or hs[0] the start): one array
+                lines += [f"h *= {u}", f"{name} = {name} + hs[-1] + hs[0] * h"]
             if after == 1:      # np.stack copies: the write does not reach hs[j]
                 lines += [f"{name}[{j if n * v.size <= MAX_SIZE else 0}] *= {u}", f"{name} = {name} * hs[{j}]"]
             elif after == 2:    # a row changed after stacking: the stack keeps the old row

@@ -8,15 +8,22 @@ from yota_s2s.frontend import trace_function
 from yota_s2s.gradcheck import numerical_grad
 from yota_s2s.ir import verify
 
-from .programs.loop_regions import (appended, branchy, breaking, calls_region, counted, cyclic,
-                                    enumerated, growing, index_scaled, masked, nested, returning,
-                                    rnn, rnn_args, rnn_rows, rows_read_after, rows_written_after,
-                                    shifted, short, stacks_and_rows_written, weak_then_array,
-                                    with_helper, written_rows, zipped)
+from .programs.loop_regions import (appended, appended_before_step, appended_then_updated,
+                                    appended_view, branchy, breaking, calls_region, counted,
+                                    cyclic, enumerated, growing, index_scaled, last_row_is_state,
+                                    masked, named_out, nested, returning, rnn, rnn_args, rnn_rows,
+                                    rows_read_after, rows_written_after, shifted, short,
+                                    softmax_steps, stacks_and_rows_written, weak_then_array,
+                                    with_helper, written_rows, zero_d_total, zipped)
 
 
 def _vec(n, seed=1):
     return np.random.default_rng(seed).normal(size=n)
+
+
+def _softmax_args():
+    r = np.random.default_rng(3)
+    return r.normal(size=(4, 3)), r.normal(size=(10, 5, 4)), r.random((10, 5, 3))
 
 
 CASES = [
@@ -35,6 +42,8 @@ CASES = [
     ("appended", appended, lambda: (rnn_args()[0] * 2, _vec(50).reshape(10, 5)), "region"),
     ("nested", nested, lambda: (rnn_args()[0], _vec(50).reshape(10, 5) * 0.1), "region"),
     ("counted", counted, lambda: (_vec(10),), "region"),
+    ("softmax_steps", softmax_steps, lambda: _softmax_args(), "region"),
+    ("named_out", named_out, lambda: (_vec(10),), "region"),
     ("weak_then_array", weak_then_array, lambda: (_vec(4),), "region"),
     ("rows_read_after", rows_read_after, lambda: (rnn_args()[0], _vec(50).reshape(10, 5)),
      "region"),
@@ -42,6 +51,10 @@ CASES = [
      lambda: (rnn_args()[0], _vec(50).reshape(10, 5)), "region"),
     ("stacks_and_rows_written", stacks_and_rows_written,
      lambda: (rnn_args()[0], _vec(50).reshape(10, 5)), "region"),
+    *((f.__name__, f, lambda: (rnn_args()[0], _vec(50).reshape(10, 5)), kind) for f, kind in [
+        (last_row_is_state, "region"), (zero_d_total, "region"),
+        (appended_then_updated, "unrolled"), (appended_before_step, "unrolled"),
+        (appended_view, "unrolled")]),
     ("branchy", branchy, lambda: (_vec(10),), "unrolled"),
     ("growing", growing, lambda: (_vec(10),), "unrolled"),
     ("breaking", breaking, lambda: (_vec(10),), "unrolled"),
@@ -88,8 +101,10 @@ def test_module_is_one_loop_whatever_the_trip_count():
     assert lines[10] == lines[200]
     text = texts[200]
     assert "for t in range(200):" in text and "for t in range(199, -1, -1):" in text
-    assert "h = xp.tanh(W @ h + U @ xs[t] + b)" in text
-    assert "dxs[t] += " in text
+    # (the buffered form makes the state in its stack's row: one row written per step)
+    assert "h = xp.tanh(W @ h + U @ xs[t] + b, out=H[t + 1])" in text
+    # (each row of dxs is written once: assigned, not added to zeros)
+    assert "dxs[t] = " in text
 
 
 def test_tape_prints_the_region():
@@ -170,6 +185,314 @@ def test_float32_gradient_stays_float32(buffers):
     assert dx.dtype == np.float32
     expected = numerical_grad(index_scaled, [x.astype(np.float64)], 0)
     assert np.allclose(dx, expected, rtol=1e-3, atol=1e-3)
+
+
+# -- the generated loops' run-time shape (issue 12): one stack row per step, stacks held per
+# -- thread, returned accumulators in the returned arrays --
+
+def _loop_lines(text: str, header: str) -> list[str]:
+    """The lines of the loop that starts with ``header``, indented one level more than it."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip() == header)
+    indent = len(lines[start]) - len(lines[start].lstrip())
+    body = []
+    for line in lines[start + 1:]:
+        if line.strip() and len(line) - len(line.lstrip()) <= indent:
+            break
+        body.append(line.strip())
+    return body
+
+
+@pytest.mark.parametrize("buffers", [True, False], ids=["buffered", "plain"])
+def test_state_stack_takes_one_row_per_step(buffers):
+    """The state h and the next state share one (T + 1)-row stack: row 0 is written once before
+    the loop, each step writes its next state only (not the state the step before wrote)."""
+    args = rnn_args(20)
+    df = ys.simplegrad(rnn, *args, buffers=buffers)
+    text = ys.source(df)
+    loop = _loop_lines(text, "for t in range(20):")
+    writes = [line for line in loop if line.startswith("H[") or "out=H[" in line]
+    # the buffered form makes the next state in its row: no copy into the stack
+    assert writes == (["h = xp.tanh(W @ h + U @ xs[t] + b, out=H[t + 1])"] if buffers
+                      else ["H[t + 1] = h"])
+    before = text.split("for t in range(20):")[0].rstrip().splitlines()
+    assert before[-1].strip() == "H[0] = h"
+    for _ in range(2):          # a second call: the stack's rows are all written again
+        value, *grads = df(*args)
+        assert np.isclose(value, rnn(*args), rtol=1e-12)
+        for i, g in enumerate(grads):
+            assert np.allclose(g, numerical_grad(rnn, list(args), i), rtol=1e-5, atol=1e-7)
+
+
+def test_stack_is_a_work_array_held_per_thread():
+    """The buffered form's stack is allocated once per thread (WORK_ARRAYS), not per call;
+    calls with other arguments in between give what the plain form gives."""
+    args = rnn_args(15)
+    df = ys.simplegrad(rnn, *args)
+    plain = ys.simplegrad(rnn, *args, buffers=False)
+    text = ys.source(df)
+    assert "H = buf" in text and "xp.empty((16, 5))" not in text
+    assert ys.memory_report(df).bytes >= 16 * 5 * 8
+    for seed in (1, 2, 1):
+        other = rnn_args(15, seed=seed)
+        for a, b in zip(df(*other), plain(*other)):
+            assert np.allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+def test_returned_accumulator_is_made_in_the_returned_array():
+    """A gradient the backward loop adds to in place (``dW += ...``) lives in the array
+    returned to the caller: out= is written by the loop, with no copy after it."""
+    args = rnn_args(10)
+    df = ys.simplegrad(rnn, *args, wrt={0, 1})
+    text = ys.source(df)
+    assert "dW = _result(out, 0, (5, 5))" in text and "dW.fill(0.0)" in text
+    assert "_deliver(out, 0" not in text and "_deliver(out, 1" not in text
+    value, dW, dU, *_ = df(*args)
+    outs = [np.full((5, 5), np.nan), np.full((5, 3), np.nan), None, None, None]
+    again = df(*args, out=outs)
+    assert again[1] is outs[0] and again[2] is outs[1]
+    assert np.array_equal(outs[0], dW) and np.array_equal(outs[1], dU)
+    assert np.allclose(dW, numerical_grad(rnn, list(args), 0), rtol=1e-5, atol=1e-7)
+
+
+def test_sum_of_squares_in_a_buffered_loop_is_a_dot_product():
+    """``np.sum(h ** 2)`` in a loop body: one BLAS call, ``xp.vdot(h, h)``, in the buffered
+    form (no array made for the square each step); the plain form keeps the source's form."""
+    from .programs.loop_regions import rnn_rows
+    args = rnn_args(20)
+    fast = ys.simplegrad(rnn_rows, *args)
+    plain = ys.simplegrad(rnn_rows, *args, buffers=False)
+    assert "total = total + xp.vdot(h, h)" in _loop_lines(ys.source(fast), "for x in range(20):")
+    assert "total = total + (h ** 2).sum()" in ys.source(plain)
+    for a, b in zip(fast(*args), plain(*args)):
+        assert np.allclose(a, b, rtol=1e-12, atol=1e-14)
+    assert np.isclose(fast(*args)[0], rnn_rows(*args), rtol=1e-12)
+
+
+def test_running_sums_add_each_product_as_it_is_made():
+    """The backward loop adds each accumulated product where it is made (``dW += t.T @ dz``):
+    two products are never held at once (peak memory), as in a handwritten BPTT."""
+    args = rnn_args(10)
+    for buffers in (True, False):
+        df = ys.simplegrad(rnn, *args, buffers=buffers)
+        loop = _loop_lines(ys.source(df), "for t in range(9, -1, -1):")
+        sums = [line for line in loop if line.startswith(("dW +=", "dU +=", "db +="))]
+        assert len(sums) == 3, loop
+        assert all("*" in line or "@" in line for line in sums if not line.startswith("db")), sums
+        value, *grads = df(*args)
+        for i, g in enumerate(grads):
+            assert np.allclose(g, numerical_grad(rnn, list(args), i), rtol=1e-5, atol=1e-7)
+
+
+def _state_used_after(W, U, b, h0, xs):
+    h = h0
+    loss = 0.0
+    for t in range(xs.shape[0]):
+        h = np.tanh(W @ h + U @ xs[t] + b)
+        loss += np.sum(h)
+    h[0] = 3.0 * h[0]
+    return loss + np.sum(h ** 2)
+
+
+def test_state_read_after_the_loop_is_not_a_row_of_the_stack():
+    """The last state is a row of the stack only where nothing after the loop reads it: here
+    it is updated in place after the loop, which must not change the row the backward loop
+    reads."""
+    args = rnn_args(10)
+    fast = ys.simplegrad(_state_used_after, *args)
+    plain = ys.simplegrad(_state_used_after, *args, buffers=False)
+    assert "out=H[" not in ys.source(fast)
+    for _ in range(2):
+        value, *grads = fast(*[a.copy() for a in args])
+        again = plain(*[a.copy() for a in args])
+        assert np.isclose(value, _state_used_after(*[a.copy() for a in args]), rtol=1e-12)
+        for i, (g, p) in enumerate(zip(grads, again[1:])):
+            assert np.allclose(g, p, rtol=1e-12, atol=1e-14)
+            expected = numerical_grad(lambda *a: _state_used_after(*[x.copy() for x in a]),
+                                      [a.copy() for a in args], i)
+            assert np.allclose(g, expected, rtol=1e-5, atol=1e-7)
+
+
+# -- scalar mode in loop bodies (buffered form): elements as Python floats --
+
+def _ring_ratio(x):
+    n = x.shape[0]
+    s = 0.0
+    for i in range(n):
+        s += x[i] / x[(i + 1) % n] - x[i] ** 2
+    return s
+
+
+def test_scalar_loop_reads_python_floats_from_lists():
+    """A vector read one element at a time in a loop is read from ``x.tolist()``: the body
+    computes with Python floats (numpy's bits for + - * and squares), the gradient accumulates
+    in a list, made an array after the loop; the value comes back as numpy's float64."""
+    x = _vec(11)
+    fast = ys.simplegrad(cyclic, x)
+    plain = ys.simplegrad(cyclic, x, buffers=False)
+    text = ys.source(fast)
+    assert ".tolist()" in text and "xp.array(dx)" in text and "= [0.0] * 11" in text
+    assert ".tolist()" not in ys.source(plain)
+    for scale in (1.0, 3.0):
+        value, dx = fast(x * scale)
+        expected, dx_plain = plain(x * scale)
+        assert type(value) is type(expected) is np.float64
+        assert value == expected and np.array_equal(dx, dx_plain)
+        assert np.allclose(dx, numerical_grad(cyclic, [x * scale], 0), rtol=1e-5, atol=1e-7)
+
+
+def test_scalar_loop_keeps_numpy_semantics_at_the_edges():
+    """Python floats where numpy would not raise: a square that overflows is inf (``t * t``,
+    not ``t ** 2``, which raises OverflowError), a division by zero is inf (``xp.divide``)."""
+    x = np.array([1e200, 2.0, 0.0, -3.0, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0])
+    fast = ys.simplegrad(_ring_ratio, _vec(12))
+    plain = ys.simplegrad(_ring_ratio, _vec(12), buffers=False)
+    text = ys.source(fast)
+    assert ".tolist()" in text and "xp.divide(" in text and "for i in range(12):" in text
+    with np.errstate(all="ignore"):
+        got, want = fast(x), plain(x)
+    assert np.array_equal(got[0], want[0], equal_nan=True)
+    assert np.array_equal(got[1], want[1], equal_nan=True)
+    value, dx = fast(_vec(12))
+    assert np.isclose(value, _ring_ratio(_vec(12)), rtol=1e-12)
+    assert np.allclose(dx, numerical_grad(_ring_ratio, [_vec(12)], 0), rtol=1e-5, atol=1e-7)
+
+
+def test_stack_of_numbers_is_a_list_read_as_it_is():
+    """A stack of Python floats read only element by element by the backward loop is a list:
+    no array written per step, no ``V.tolist()``; the argument's list is made once."""
+    x = _vec(11)
+    text = ys.source(ys.simplegrad(cyclic, x))
+    assert "= [0.0] * 11" in text and text.count("x.tolist()") == 1 and "V.tolist()" not in text
+    for scale in (1.0, -2.0):
+        value, dx = ys.simplegrad(cyclic, x)(x * scale)
+        expected, dx_plain = ys.simplegrad(cyclic, x, buffers=False)(x * scale)
+        assert value == expected and np.array_equal(dx, dx_plain)
+
+
+def _two_loops(W, h0, xs):
+    h = h0
+    for t in range(xs.shape[0]):
+        buf4 = np.tanh(W @ h + xs[t])
+        h = buf4 * 1.5
+    g = h0
+    total = 0.0
+    for t in range(xs.shape[0]):
+        g = np.tanh(W @ g + xs[t])
+        total = total + np.sum(g)
+    return total + np.sum(h ** 2)
+
+
+def test_work_array_names_avoid_the_names_loop_bodies_assign():
+    """A work array bound when the function starts keeps its name through every loop: a body
+    assigning ``buf4`` (the user's name) does not take the name of the second loop's stack."""
+    r = np.random.default_rng(3)
+    args = (r.normal(size=(4, 4)) * 0.4, r.normal(size=4), r.normal(size=(10, 4)))
+    df = ys.simplegrad(_two_loops, *args)
+    plain = ys.simplegrad(_two_loops, *args, buffers=False)
+    text = ys.source(df)
+    assigned = text.split("= _work_arrays()")[0].splitlines()[-1].strip()
+    after = [line.strip() for line in text.split("= _work_arrays()")[1].splitlines()]
+    assert not [line for line in after for name in assigned.split(", ")
+                if line.startswith(f"{name} = ")]
+    for a, b in zip(df(*args), plain(*args)):
+        assert np.allclose(a, b, rtol=1e-12, atol=1e-14)
+    value, *grads = df(*args)
+    for i, g in enumerate(grads):
+        assert np.allclose(g, numerical_grad(_two_loops, list(args), i), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("buffers", [True, False], ids=["buffered", "plain"])
+def test_rows_written_once_are_assigned_without_a_zero_fill(buffers):
+    """``dxs[t] += v`` where each step adds only at its own row: every row is written once,
+    so the step assigns it and the array is not filled with zeros first."""
+    args = rnn_args(12)
+    df = ys.simplegrad(rnn, *args, buffers=buffers)
+    text = ys.source(df)
+    loop = _loop_lines(text, "for t in range(11, -1, -1):")
+    assert [line for line in loop if line.startswith("dxs[")] == ["dxs[t] = t4 @ U"] or \
+        [line.split(" = ")[0] for line in loop if line.startswith("dxs[")] == ["dxs[t]"], loop
+    assert "dxs = xp.zeros" not in text and "dxs.fill" not in text
+    assert ("dxs = _result(out, 4, (12, 3))" if buffers else "dxs = xp.empty((12, 3))") in text
+    for _ in range(2):
+        value, *grads = df(*args)
+        assert np.allclose(grads[4], numerical_grad(rnn, list(args), 4), rtol=1e-5, atol=1e-7)
+    if buffers:
+        out = [None, None, None, None, np.full((12, 3), np.nan)]
+        assert df(*args, out=out)[5] is out[4]
+        assert np.allclose(out[4], grads[4], rtol=1e-14, atol=0)
+
+
+def _assigned_names(text: str) -> set[str]:
+    import ast
+    function = [f for f in ast.parse(text).body
+                if isinstance(f, ast.FunctionDef) and f.name.endswith("_grad")][0]
+    return {n.id for n in ast.walk(function) if isinstance(n, ast.Name)
+            and isinstance(n.ctx, ast.Store)}
+
+
+def test_names_in_the_loop_bodies_read_as_a_handwritten_bptt():
+    """One naming pass names the bodies too (ir/names.py): the backward step's gradients are
+    ``d<name>`` of the forward step's values (``dt5`` of the pre-activation ``t5``), the carried
+    gradient is ``dh`` (``dh0 = dh`` after the loop), the saved states are ``h_prev`` and
+    ``h_new``; the tape printout, the plain and the buffered form use the same names."""
+    import re
+
+    from yota_s2s.codegen import write_module
+    from yota_s2s.ir.printer import format_tape
+    _, tape = gradient_tape(rnn, rnn_args(50), review=True)
+    plain, printed = write_module(tape, buffers=False), format_tape(tape, locations=False)
+    back = plain.split("# -- backward --")[1]
+    for line in ("for t in range(49, -1, -1):", "h_prev = H[t]", "h_new = H[t + 1]",
+                 "dh = dh + 1.0", "dt5 = dh * (1 - h_new * h_new)", "dh = dt5 @ W",
+                 "dW += t12 * h_prev", "db += dt5"):
+        assert f"        {line}\n" in back or f"    {line}\n" in back, line
+    assert back.index("    dh = xp.zeros((5,))\n") < back.index("    for t in") \
+        < back.index("\n    dh0 = dh\n")
+    assert "      t5:f64[5] = add t4 b" in printed and "dt5:f64[5] = mul dh" in printed
+    assert "h = xp.tanh(W @ h + U @ xs[t] + b)" in plain.split("# -- backward --")[0]
+    # the gradients in the step are d<name> (a rule's own intermediate, dt5[..., None] shared
+    # by two outer products, stays a t<n>)
+    assert not re.search(r"^\s+(h_\d+|dh_\d+|dh0) = ", back.split("\n    dh0 = dh")[0], re.M)
+    assert re.findall(r"^\s+(t\d+) = ", back, re.M) == ["t8", "t12"]     # xs[t], dt5[..., None]
+    printed_names = set(re.findall(r"^\s+(\w+):f", printed, re.M)) | \
+        set(re.findall(r"\b(\w+)(?:=zeros)?[,\n]", "\n".join(re.findall(r"step (.*)", printed))
+                       + "\n")) | set(tape.params)
+    assert _assigned_names(plain) - {"_"} <= printed_names | {"t"}, \
+        _assigned_names(plain) - printed_names
+    _, fast = gradient_tape(rnn, rnn_args(50))
+    buffered = write_module(fast)
+    assert "dh = dh + 1.0" in buffered and "h_new = H[t + 1]" in buffered
+
+
+def test_a_cancelled_term_in_a_loop_body_is_not_emitted():
+    """RuleSet.cancels works inside a region's step: the log-softmax's max has no gradient
+    block in the backward loop, and the gradient matches finite differences."""
+    args = _softmax_args()
+    for buffers in (False, True):
+        df = ys.simplegrad(softmax_steps, *args, buffers=buffers)
+        back = ys.source(df).split("# -- backward --")[1]
+        assert "grad of" in back and "np.max(logits" not in back and ".max(" not in back
+        assert "        dshifted = " in back or buffers
+        value, *grads = df(*args)
+        for i, g in enumerate(grads):
+            assert np.allclose(g, numerical_grad(softmax_steps, list(args), i), atol=1e-7)
+
+
+def test_nested_bodies_are_named_by_the_same_pass():
+    """The inner loop's backward step, inside the outer one's, reads its saved states as
+    ``h_prev``/``h_new``, names the gradient of the forward step's pre-activation ``dt4`` and
+    counts with the forward loop's index name ``k``; both forms agree with the printout."""
+    from yota_s2s.codegen import write_module
+    from yota_s2s.ir.printer import format_tape
+    args = (rnn_args()[0], _vec(50).reshape(10, 5) * 0.1)
+    _, tape = gradient_tape(nested, args, review=True)
+    plain = write_module(tape, buffers=False)
+    back = plain.split("# -- backward --")[1]
+    for line in ("for k in range(7, -1, -1):", "h_prev = H_1[k]", "h_new = H_1[k + 1]",
+                 "dt4 = dh * (1 - h_new * h_new)", "dh = dt4 @ W"):
+        assert f"            {line}\n" in back or f"        {line}\n" in back, line
+    assert "dt4:f64[5] = mul dh" in format_tape(tape, locations=False)
 
 
 # -- compile time flat in the trip count: a region's steps run only where Python reads a value --

@@ -223,3 +223,27 @@ def test_recompute_makes_cheap_forward_values_again_in_the_backward():
     small = tuple(a[:10] if a.ndim else a for a in args[1:])
     _, tape = gradient_tape(logistic, (args[0], *small))
     assert recompute(tape, RULES) == (tape, False)
+
+
+def test_constant_invariant_folds_inside_a_loop_body():
+    """A loop body reads a number where the region's operand is one: the backward loop's
+    ``dtotal * 2 * h`` (``dtotal = 0.5`` from ``total * 0.5``) folds to ``h``, one array
+    operation less per step, and the invariant is not written at all."""
+    import re
+
+    import yota_s2s as ys
+    from yota_s2s.gradcheck import numerical_grad
+
+    from .programs.loop_regions import rnn_args, rnn_rows
+    args = rnn_args()
+    for buffers in (True, False):
+        df = ys.simplegrad(rnn_rows, *args, buffers=buffers)
+        text = ys.source(df)
+        backward = [line for line in text.split("for x in range(11, -1, -1):")[1].splitlines()
+                    if not line.strip().startswith("#")]
+        twice = re.compile(r"\*\s*2(\.0)?(?![\w.])|(?<![\w.])2(\.0)?\s*\*")    # "* 2", "2 *"
+        assert "dtotal" not in text and not [line for line in backward if twice.search(line)]
+        value, *grads = df(*args)
+        assert np.isclose(value, rnn_rows(*args), rtol=1e-12)
+        for i, g in enumerate(grads):
+            assert np.allclose(g, numerical_grad(rnn_rows, list(args), i), rtol=1e-5, atol=1e-7)

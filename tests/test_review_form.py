@@ -125,3 +125,18 @@ def test_both_forms_agree_on_the_review_programs():
         fast = compile_grad(fn, args).fn(*args)
         for a, b in zip(plain, fast):
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_a_folded_rule_keeps_its_comment_on_the_block_that_absorbed_it():
+    """``dw[2] += 1.0 * t13`` is simplified to ``dw[2] += t13`` (passes/simplify.py): the mul
+    rule that made ``1.0 * t13`` is still said, on the block of the statement that reads what
+    it became (Tape.folded); a folded constant (``-1.0``, fold.py) keeps its rule too."""
+    text, _ = review_form("clipped")
+    back = body(text).split("# -- backward --")[1]
+    block = back[:back.index("    dw[2] += t13\n")].rsplit("# i = 2\n", 1)[1]
+    assert "    # rule mul, x1: dy * x2\n" in block and "rule getitem, a: da[key] += dy" in block
+    block = back[:back.index("    dw[1] += -1.0\n")].rsplit("# i = 1\n", 1)[1]
+    assert "    # rule neg, x: -dy\n" in block
+    mlp, _ = review_form("rnn")
+    first = body(mlp).split("# -- backward --")[1].split("    dh_4 = h_4 + h_4\n")[0]
+    assert "# rule mul, x1: dy * x2" in first and "# rule mul, x2: x1 * dy" in first

@@ -100,6 +100,20 @@ def test_writing_into_an_argument_held_in_a_list_says_how_to_copy_the_item():
     assert "Copy it first: `rows[...] = rows[...].copy()`." in str(info.value)
 
 
+def test_a_0d_array_updated_in_place_stays_an_array_that_other_names_see():
+    def f(x):
+        total = np.zeros(())
+        total += np.sum(np.sin(x))
+        before = total
+        total *= 2.0
+        return before + total
+    x = np.linspace(0.1, 0.9, 4)
+    for buffers in (True, False):
+        value, dx = ys.simplegrad(f, x, buffers=buffers)(x)
+        assert np.isclose(value, f(x)) and np.isclose(value, 4 * np.sum(np.sin(x)))
+        np.testing.assert_allclose(dx, 4 * np.cos(x))
+
+
 def test_updates_numpy_refuses_are_refused():
     def read_only(x):
         b = np.broadcast_to(x * 2.0, (3, 4))

@@ -6,7 +6,8 @@ For each workload's gradient in the review form (the plain form, ``buffers=False
   comments, blank lines, argument checks or header), comparable with Tangent's output;
 - ``temps``: distinct ``t<n>`` names the function assigns;
 - ``unnamed``: names without meaning: a ``t<n>`` that holds a value with a source name, or a
-  gradient not called ``d<name>`` (both 0 by construction: ir/names.py);
+  gradient not called ``d<name>``, in the function and in its loop bodies (both 0 by
+  construction: ir/names.py);
 - ``rules/block``: ``# rule`` comment lines per backward block (``# grad of ...``), and the
   backward blocks with none.
 
@@ -48,13 +49,21 @@ def measure(fn, args, wrt) -> dict:
                     if isinstance(n, ast.FunctionDef) and n.name == function_name(tape))
     assigned = {n.id for n in ast.walk(function) if isinstance(n, ast.Name)
                 and isinstance(n.ctx, ast.Store)}
-    names = written.emitter.names.names
     temps = {n for n in assigned if _TEMP.match(n)}
-    unnamed = {n for v, n in names.items() if n in assigned and (
-        (n in temps and tape.hint_of(v)) or
-        (tape.primal_of(v) is not None and not n.startswith("d") and tape.hint_of(v) is None))}
+    unnamed = {n for t, names in _named(tape, written.emitter.names) for v, n in names.items()
+               if n in assigned and ((n in temps and t.hint_of(v)) or (
+                   t.primal_of(v) is not None and not n.startswith("d") and t.hint_of(v) is None))}
     return {"lines": len(code), "temps": len(temps), "unnamed": len(unnamed),
             "blocks": blocks, "rules": rules, "empty": empty}
+
+
+def _named(tape, namer) -> list:
+    """(tape, its names) for the function and every loop body in it (ir/names.py names the
+    bodies in the same pass: ``Namer.bodies``)."""
+    found = [(tape, namer.names)]
+    for loop, inner in namer.bodies.items():
+        found += _named(loop.body, inner)
+    return found
 
 
 def _blocks_without_rules(comments: list[str]) -> int:

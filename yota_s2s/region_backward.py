@@ -25,6 +25,7 @@ import numpy as np
 
 from .frontend.abstract import ghost
 from .frontend.values import to_tree
+from .ir.analysis import Analysis
 from .ir.region import EMPTY, Loop, loop_of, loop_primitive
 from .ir.tape import ACCUMULATE, Aval, Input, Lit, Stmt, Tape, Var, tree_atoms
 from .rules.indexing import index_add, setitem_
@@ -54,7 +55,8 @@ def sweep_region(sweep, stmt: Stmt) -> None:
     sub.tape, sub.ev, sub.rules, sub.active = body, ev, rules, act
     sub.full, sub.scatter, sub.primals = {}, {}, sweep.primals
     sub.home = list(body.stmts)
-    sub.cancelled = set()      # (RuleSet.cancels is keyed by top-level statements)
+    facts = Analysis(body)      # terms that cancel within one step (RuleSet.cancels)
+    sub.cancelled = set().union(*(check(body, facts) for check in rules.cancellations))
     outer_stmts, ev.stmts = ev.stmts, []
     cot: dict[Var, Var] = {}        # carried c -> its cotangent at the end of a step
     for c, o in zip(loop.carried, body.result):
@@ -63,8 +65,8 @@ def sweep_region(sweep, stmt: Stmt) -> None:
             ev.values[cot[c]] = _zeros(c.aval)
             if isinstance(o, Var) and o in act:
                 sub.full[o] = cot[c]
-    for s in reversed(list(sub.home)):
-        sub.sweep(s)
+    for index in reversed(range(len(sub.home))):     # (a region in the body keeps its place)
+        sub.sweep(sub.home[index], index)
     ev.loc_override = stmt.loc
     cot_out: dict[Var, Any] = {}
     for c in cot:
@@ -241,7 +243,10 @@ def sweep_region(sweep, stmt: Stmt) -> None:
         tuple(s.hint for s in stack_args)
     b_result = tuple(to_tree(cot_out[c]) for c in cot) + tuple(to_tree(acc_out[k]) for k in acc_in)
     b_body = Tape(name="step_grad", params=b_params, inputs=b_inputs, stmts=prologue + back,
-                  result=b_result, loc=body.loc, primals=dict(body.primals))
+                  result=b_result, loc=body.loc,
+                  primals={**body.primals, **{v: sweep.primals[v] for v in made_back
+                                              if v in sweep.primals},
+                           **_carried_primals(loop, cot)})
     fresh = tuple(dinit[c] is None for c in cot) + (True,) * len(acc_in)
     b_body.owned = frozenset(v for v, f in zip(cvars, fresh) if f)
     b_loop = Loop(b_body, loop.length, len(cvars), fresh=fresh, reverse=not loop.reverse,
@@ -270,6 +275,14 @@ def sweep_region(sweep, stmt: Stmt) -> None:
     for k, g in zip(acc_in, outs[len(cot):]):
         if outer[k] in sweep.active:
             sweep.accumulate(outer[k], sweep.fit(g, outer[k].aval))
+
+
+def _carried_primals(loop: Loop, cot: dict[Var, Var]) -> dict[Var, Var]:
+    """A carried cotangent, as a step begins, is the gradient of the value the forward step
+    carried out (``dh`` of the new ``h``): named so, a step's ``dh = dh + ...`` reads as one
+    running sum (ir/names.py)."""
+    return {cot[c]: o for c, o in zip(loop.carried, loop.body.result)
+            if c in cot and isinstance(o, Var)}
 
 
 def _concrete(ev, atom: Any) -> Any:

@@ -35,12 +35,14 @@ def loss_grad(W, b, x, y_):
     # -- backward --
     # grad of design.py:11  return np.mean((h - y) ** 2)
     # rule pow, x1: dy * x2 * x1 ** (x2 - 1)
+    # rule mean, a: mean_grad(a, y, dy, axis, keepdims) in rules/reductions.py:51
     # rule sub, x2: -dy
     dt4 = 0.25 * t4
     dy_ = -dt4
     # grad of design.py:6  return np.tanh(W @ x + b[:, None])
     # rule tanh, x: dy * (1 - y * y)
     # rule getitem, a: d{a}[key] += dy
+    # rule add, x2: dy
     # rule matmul, x1: matmul_grad_x1(x1, x2, dy) in rules/products.py:32
     # rule matmul, x2: matmul_grad_x2(x1, x2, dy) in rules/products.py:41
     dt3 = dt4 * (1 - h * h)

@@ -175,6 +175,26 @@ def index_scaled(x):
     return np.sum(np.tanh(out) * out)
 
 
+def softmax_steps(W, xs, labels):
+    """A log-softmax in each step of a loop region: its max's gradient cancels (max_shift)."""
+    total = 0.0
+    for t in range(10):
+        logits = xs[t] @ W
+        shifted = logits - np.max(logits, axis=1, keepdims=True)
+        logp = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
+        total = total - np.sum(labels[t] * logp)
+    return total
+
+
+def named_out(x):
+    """A loop body's value named ``out``, the buffered form's keyword: the body renames it."""
+    s = 0.0
+    for i in range(10):
+        out = np.sin(x[i])
+        s = s + out * out
+    return s
+
+
 def weak_then_array(x):
     """A region that carries a Python float, then one that starts from it (its start is the
     first region's result, known by kind only: a Python float)."""
@@ -230,3 +250,62 @@ def stacks_and_rows_written(W, xs):
     hs[1][1] = 2.0
     third = np.array(hs)
     return np.sum(first * hs[2]) + np.sum(second ** 2 * third) + np.sum(hs[3] ** 3)
+
+
+# -- a list's rows and the carried values share memory as numpy's do -------------------------
+
+def last_row_is_state(W, xs):
+    """hs.append(h): after the loop h is hs[-1]; h += 1 changes both, not a stack made before
+    (a region: h is a view of the last row)."""
+    h = np.zeros(W.shape[0])
+    hs = []
+    for t in range(xs.shape[0]):
+        h = np.tanh(W @ h + xs[t])
+        hs.append(h)
+    before = np.stack(hs)
+    last = hs[-1]
+    h += 1.0
+    return np.sum(last * h) + np.sum(before) + np.sum(np.stack(hs))
+
+
+def appended_then_updated(W, xs):
+    """The list holds the one array updated in place at every step (unrolled)."""
+    h = np.tanh(xs[0])
+    hs = []
+    for t in range(xs.shape[0]):
+        hs.append(h)
+        h += np.sin(W @ xs[t])
+    return np.sum(np.stack(hs) ** 2)
+
+
+def appended_before_step(W, xs):
+    """hs[0] is the loop's start, which another name holds (unrolled)."""
+    h = np.tanh(xs[0])
+    first = h
+    hs = []
+    for t in range(xs.shape[0]):
+        hs.append(h)
+        h = np.tanh(W @ h + xs[t])
+    hs[0] *= 2.0
+    return np.sum(first) + np.sum(np.stack(hs) ** 2) + np.sum(h)
+
+
+def appended_view(W, xs):
+    """hs[-1] is a view of h after the loop (unrolled)."""
+    h = np.tanh(xs[0])
+    hs = []
+    for t in range(xs.shape[0]):
+        h = np.tanh(W @ h + xs[t])
+        hs.append(h[1:])
+    h += 1.0
+    return np.sum(np.stack(hs) ** 2) + np.sum(hs[-1])
+
+
+def zero_d_total(W, xs):
+    """A 0-d array accumulator stays an array: ``total *= 2`` reaches ``before``."""
+    total = np.zeros(())
+    for t in range(xs.shape[0]):
+        total += np.sum(np.sin(W @ xs[t]))
+    before = total
+    total *= 2.0
+    return before + total

@@ -73,14 +73,19 @@ class Emitter:
 
     def __init__(self, tape: Tape, taken: set[str] = frozenset(),
                  calls: dict[Primitive, str] | None = None, fast: bool = False,
-                 roots: dict[str, str] | None = None, blocked: bool = True):
+                 roots: dict[str, str] | None = None, blocked: bool = True,
+                 inline: set[Var] = frozenset(), named: set[Var] = frozenset()):
+        """``inline``: more temporaries written inside their one reader's expression, where
+        the caller has checked that nothing they read is written before that reader runs;
+        ``named``: temporaries that get a statement and a name of their own."""
         self.tape, self.fast = tape, fast
         self.blocked = blocked            # a CPU module (blocked chains; numpy, not cupy)
         self.calls = calls or {}          # user functions: how the module's imports name them
         self.roots = roots or {}          # user modules read at call time: how they are named
         facts = Analysis(tape)
         self.scalars = plan_scalars(tape, facts) if fast else ScalarPlan()
-        self.inlined = _inlinable(tape, facts) - set(self.scalars.elements) \
+        self.inlined = (_inlinable(tape, facts) | set(inline)) - set(named) \
+            - set(self.scalars.elements) \
             - set(self.scalars.unpacked)        # read by name: x0, x1 = x.tolist()
         if fast:     # what is written into an array is a statement of its own
             self.inlined -= {s.out for s in tape.stmts if s.outs and writer(s)
@@ -114,6 +119,10 @@ class Emitter:
             if id(group) not in self.lent_arrays:
                 self.lent_arrays[id(group)] = self.names.fresh(
                     self.names[group.members[-1]] + "_mem")
+        self.dot_sums = fast      # ``xp.vdot(h, h)`` for ``np.sum(h ** 2)`` (loops.py sets it)
+        self.lists: set[Var] = set()      # values a loop made as Python lists (loops.py)
+        self.list_names: dict[Var, str] = {}      # an argument -> its x.tolist() (loops.py)
+        self.body_names: set[str] = set()         # names loop bodies assign (loops.py)
 
     def blocks(self) -> list[Block]:
         chains = {c.start: c for c in self.chains}
@@ -143,6 +152,8 @@ class Emitter:
         def visit(s: Stmt) -> None:
             if s.rule and s.rule not in rules:
                 rules.append(s.rule)
+            for o in s.outs[:1]:      # rules of statements folded into this one (passes)
+                rules.extend(r for r in self.tape.folded.get(o, ()) if r not in rules)
             for v in s.uses():
                 if v in self.inlined:
                     visit(self.made_by[v])
@@ -235,6 +246,9 @@ class Emitter:
         numpy_form = self.scalars.numpy_form(stmt)
         if numpy_form is not None:
             return ast.Call(_dotted(numpy_form), [self.atom(a) for a in args], [])
+        if self.dot_sums and stmt.prim.fn is np.sum and _sum_of_squares(self, stmt) is not None:
+            base = self.atom(_sum_of_squares(self, stmt))
+            return ast.Call(_dotted("xp.vdot"), [base, base], [])
         if kind == "binop" and emit[1] == "**" and square(self, stmt) is not None:
             return square(self, stmt)
         if kind == "binop":
@@ -342,6 +356,27 @@ def _python_number(atom: Any, floats: set[Var]) -> bool:
     if isinstance(atom, Lit):
         return isinstance(atom.value, (int, float, complex, np.generic))
     return isinstance(atom, Var) and (atom.aval.ndim == 0 or atom in floats)
+
+
+def _sum_of_squares(em: Emitter, stmt: Stmt) -> Var | None:
+    """``x`` where ``stmt`` is ``np.sum(x ** 2)`` (or ``x * x``) over a whole float64 array,
+    the square written inline: one BLAS dot product, ``xp.vdot(x, x)``, with no array made
+    for the square."""
+    (square_,) = stmt.args if len(stmt.args) == 1 and not stmt.params else (None,)
+    made = em.made_by.get(square_) if square_ in em.inlined else None
+    if made is None:
+        return None
+    x = made.args[0]
+    if made.prim.fn is operator.pow:
+        twice = isinstance(made.args[1], Lit) and type(made.args[1].value) in (int, float) \
+            and made.args[1].value == 2
+    else:
+        twice = made.prim.fn is operator.mul and made.args[1] is x
+    if not twice or not isinstance(x, Var) or x in em.inlined or x in em.scalars.floats \
+            or x.aval.weak or not x.aval.ndim or x.aval.dtype != np.float64 \
+            or square_.aval.dtype != np.float64:
+        return None
+    return x
 
 
 def _has_array_lit(key: Any) -> bool:

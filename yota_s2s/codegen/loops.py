@@ -3,25 +3,42 @@
     # rnn.py:5  for t in range(xs.shape[0]):   (a loop region, 1000 steps)
     h = h0
     loss = 0.0
-    H = xp.zeros((1000, 64))                 # a stack the backward loop reads, allocated once
+    H = xp.empty((1001, 64))                 # a stack the backward loop reads
+    H[0] = h                                 # the first step's state: one row per step after
     for t in range(1000):
         # rnn.py:6  h = np.tanh(W @ h + U @ xs[t] + b)
         h = xp.tanh(W @ h + U @ xs[t] + b)
-        H[t] = h
         ...
+        H[t + 1] = h
+
+In both forms the backward loop adds each accumulated product as it is made
+(``dW += h.T @ dz``: no two products held at once) and assigns the rows of an accumulator each
+step writes once (``dxs[t] = dz @ U``, no zero fill). The buffered form goes further, as a
+handwritten BPTT does:
+
+- a stack the loop makes is a work array held per thread (``H = buf1``, workspace.py);
+- a saved state is made in its row (``h = xp.tanh(..., out=H[t + 1])``), no copy;
+- an accumulator that becomes a returned gradient is made in the returned array
+  (``dW = _result(out, 0, (64, 64))``): out= is written by the loop;
+- ``np.sum(h ** 2)`` is ``xp.vdot(h, h)``;
+- scalar mode (scalars.py): a vector read one element at a time is read from ``x.tolist()``
+  (Python floats), an element-wise accumulator or a stack of numbers is a list.
 
 The body is written by an Emitter of its own (the plain form: inlining, names from the source,
-comments per source line) whose names avoid every name of the enclosing function; the
-invariants keep the enclosing function's names. A carried value keeps one name through the
-step where the body allows it (its old value is not read after the new one is made), else the
-step ends by rebinding it.
+comments per source line) with the names the naming pass gave it (ir/names.py: the invariants
+keep the enclosing function's names, the others are new to it). A carried value keeps one
+name through the step where the body allows it (its old value is not read after the new one
+is made), else the step ends by rebinding it.
 """
 from __future__ import annotations
 
 import ast
 import operator
-from collections import Counter
 
+import numpy as np
+
+from ..ir.analysis import Analysis
+from ..ir.names import dying_inits, name_tape, same_names
 from ..ir.region import EMPTY, loop_of
 from ..ir.tape import Lit, Stmt, Var
 from ..text import identifier
@@ -48,28 +65,52 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
         atom = operands[k]
         if isinstance(atom, Var) and atom in em.names and atom not in em.inlined:
             keep[k] = em.names[atom]
-    read = {em.names[a] for a in stmt.args if isinstance(a, Var) and a in em.names}
-    own = {}                            # carried values named as the loop's results
-    for c, o in zip(loop.carried, stmt.outs):
-        name = em.names.names.get(o)
-        if name is not None and name not in read and name not in own.values():
-            own[c] = name
-    params = list(body.params)
-    for i, inp in enumerate(body.inputs):
-        params[i] = keep.get(inp.var) or own.get(inp.var) or params[i]
-    taken = set(em.names.taken) - set(keep.values()) - set(own.values())
-    sub = Emitter(body.copy(params=tuple(params), name=em.tape.name), taken=taken,
-                  calls=em.calls, fast=False, roots=em.roots)
+    lists, sums, floats = _body_scalars(loop) if em.fast else (set(), set(), set())
+    for k in lists:                 # read as a list, made before the loop: a name of its own,
+        keep.pop(k, None)           # or that of the list an earlier loop made of an argument
+        a = operands[k]
+        if isinstance(a, Var) and a in em.list_names and a in em.facts.arguments:
+            keep[k] = em.list_names[a]
+    # a Python float squared is written ``t * t`` (scalars.square: ``t ** 2`` may raise
+    # OverflowError where numpy gives inf): its base needs a name
+    squared = {s.args[0] for s in body.stmts if s.prim.fn is operator.pow and s.outs
+               and s.out in floats}
+    inner = body_names(em, stmt, keep)
+    params = tuple(inner.names[inp.var] for inp in body.inputs)
+    listed = _list_stacks(em, stmt, loop, floats)
+    held = _held_stacks(em, stmt, loop, listed)
+    taken = set(em.names.taken) - inner.given()
+    named = body.copy(params=params, name=em.tape.name)
+    named.namer = inner
+    sub = Emitter(named, taken=taken, calls=em.calls, fast=False, roots=em.roots,
+                  inline=_summed_terms(loop), named=squared)
+    sub.dot_sums = em.fast
+    sub.scalars.floats |= floats
     names = sub.names
     for k, name in keep.items():
         if names[k] != name:
             raise AssertionError(f"loop invariant {name} renamed {names[k]}")
-    _same_names(sub, loop)
+    same_names(sub.names, loop, sub.facts)
     em.modules |= sub.modules
+    blocks = sub.blocks()
+    first = _first_rows(sub, loop, blocks)
+    running = _running_sums(sub, loop)
+    returned = _returned_sums(em, stmt, loop, sub, running, sums)
+    once = _rows_written_once(sub, loop, blocks) if not sums else {}
+    for c, (add, node) in once.items():
+        running[id(add)] = node
     lines: list[str] = []
     for c, fresh in zip(loop.carried, loop.fresh):
-        if fresh:
-            made = "empty" if fresh == EMPTY else "zeros"
+        if c in held:
+            lines.append(f"{names[c]} = {held[c]}")
+        elif c in sums or c in listed:
+            lines.append(f"{names[c]} = [0.0] * {c.aval.shape[0]}")
+        elif c in returned:
+            lines.append(f"{names[c]} = {unparse(returned[c])}")
+            if c not in once:
+                lines.append(f"{names[c]}.fill(0.0)")
+        elif fresh:
+            made = "empty" if fresh == EMPTY or c in once else "zeros"
             lines.append(f"{names[c]} = xp.{made}({_shape(c)}{_dtype(c)})")
             em.modules.add("xp")
         elif c in body.owned:       # updated in place by the body: the loop's own copy
@@ -77,16 +118,30 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
         elif names[c] != _text(em, operands[c], unparse):
             lines.append(f"{names[c]} = {_text(em, operands[c], unparse)}")
     for k in loop.invariants:
-        if k not in keep:
+        if k in lists and k not in keep:
+            made = "" if operands[k] in em.lists else ".tolist()"     # a list already
+            lines.append(f"{names[k]} = {_text(em, operands[k], unparse)}{made}")
+            if isinstance(operands[k], Var) and operands[k] in em.facts.arguments:
+                em.list_names[operands[k]] = names[k]
+                em.names.taken.add(names[k])        # no later body may take it
+        elif k not in keep and k not in lists and (k in sub.facts.readers or any(k is r for r in body.result)):
             lines.append(f"{names[k]} = {_text(em, operands[k], unparse)}")
+    for stack, c, row, _ in first:
+        lines.append(f"{names[stack]}[{row}] = {names[c]}")
+    dropped = {id(save) for _, _, _, save in first}
+    for made, node, save in _states_in_rows(em, stmt, loop, sub, first):
+        running[id(made)] = node
+        dropped.add(id(save))
     steps = f"range({loop.length - 1}, -1, -1)" if loop.reverse else f"range({loop.length})"
     lines.append(f"for {identifier(names[loop.index])} in {steps}:")
     inner: list[str] = []
-    running = _running_sums(sub, loop)
     previous, shown = None, set()
-    for block in sub.blocks():
-        block.stmts = [running.get(id(source), node)
-                       for node, source in zip(block.stmts, block.sources)]
+    for block in blocks:
+        kept = [(running.get(id(source), node), source)
+                for node, source in zip(block.stmts, block.sources) if id(source) not in dropped]
+        if not kept:
+            continue
+        block.stmts, block.sources = [k for k, _ in kept], [s for _, s in kept]
         inner += _block_lines(block, sub.tape, sub, previous, shown)
         previous = block
     ins = [names[c] for c in loop.carried]
@@ -95,26 +150,370 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
     if moved:
         inner.append(f"{', '.join(a for a, _ in moved)} = {', '.join(b for _, b in moved)}")
     lines += [INDENT + line for line in inner or ["pass"]]
-    after = [(em.names[o], names[c]) for o, c in zip(stmt.outs, loop.carried)
-             if o in em.names and em.names[o] != names[c]]
-    for target, value in after:
-        lines.append(f"{target} = {value}")
+    em.lists.update(o for o, c in zip(stmt.outs, loop.carried) if c in listed)
+    em.body_names |= set(sub.names.taken) - set(em.names.taken)
+    for o, c in zip(stmt.outs, loop.carried):
+        if o not in em.names:
+            continue
+        value = names[c]
+        if c in sums:           # Python floats in a list: the array again
+            value = f"xp.array({value})"
+        elif c in floats and not c.aval.weak:       # a Python float: numpy's float64 again
+            value = f"xp.float64({value})"
+        if em.names[o] != value:
+            lines.append(f"{em.names[o]} = {value}")
     return [Verbatim(lines)]
 
 
-def _same_names(sub, loop) -> None:
-    """A carried value's new version takes its name where the old one is not read after the
-    new one is made (``h = xp.tanh(W @ h + ...)``), so the step needs no rebinding."""
-    facts, names = sub.facts, sub.names.names
-    count = Counter(names.values())
-    for c, o in zip(loop.carried, loop.body.result):
-        if not isinstance(o, Var) or o not in facts.producer or o not in names:
+def _vector(v: Var) -> bool:
+    return v.aval.ndim == 1 and v.aval.dtype == np.float64 and not v.aval.weak
+
+
+def _int_key(key) -> bool:
+    if isinstance(key, Lit):
+        return type(key.value) is int
+    return isinstance(key, Var) and key.aval.ndim == 0 and key.aval.dtype.kind in "iu"
+
+
+def _number(atom) -> bool:
+    return isinstance(atom, Lit) and type(atom.value) in (int, float) or \
+        isinstance(atom, Var) and atom.aval.ndim == 0
+
+
+def _list_stacks(em, stmt: Stmt, loop, floats: set[Var]) -> set[Var]:
+    """In the buffered form, a stack of numbers (one Python float per step, ``V[i] = t``)
+    whose only readers after the loop are loops that read it one element at a time (scalar
+    mode, ``_body_scalars``) is a list, ``V = [0.0] * n``: no array is written per step, and
+    the reading loop takes the list as it is (not ``V.tolist()``)."""
+    from ..rules.indexing import setitem_
+    if not em.fast:
+        return set()
+    body = loop.body
+    facts = Analysis(body)
+    results = dict(zip(loop.carried, body.result))
+    found = set()
+    for c, fresh, o in zip(loop.carried, loop.fresh, stmt.outs):
+        if fresh != EMPTY or not _vector(c) or o in em.facts.returned:
             continue
-        if names[o] == names[c] or count[names[o]] != 1 or facts.producer[o].prim.inplace:
+        v = c
+        while len(facts.readers.get(v, ())) == 1:
+            step = body.stmts[facts.readers[v][0]]
+            if step.prim.fn is not setitem_ or step.args[0] is not v or facts.uses[v] != 1 \
+                    or not _int_key(step.args[1]) or step.args[2] not in floats:
+                break
+            v = step.out
+        readers = em.facts.readers.get(o, [])
+        if v is results[c] and v not in facts.readers and readers and all(
+                _reads_as_list(em.tape.stmts[p], o) for p in readers):
+            found.add(c)
+    return found
+
+
+def _reads_as_list(user: Stmt, value: Var) -> bool:
+    """Does the region ``user`` read ``value`` only as an invariant it reads as a list?"""
+    loop = loop_of(user)
+    if loop is None:
+        return False
+    lists = _body_scalars(loop)[0]
+    return all(k in lists for k, a in zip(loop.operand_vars(), user.args) if a is value)
+
+
+def _body_scalars(loop) -> tuple[set[Var], set[Var], set[Var]]:
+    """Scalar mode (scalars.py) inside a loop body, for the buffered form: a float64 vector
+    invariant read only one element at a time (``x[i]``, ``x[(i + 1) % n]``, the index a
+    runtime int) is read from a list, ``x.tolist()`` made before the loop, so its elements are
+    Python floats; so are the results of ``+ - *``, unary ``-`` and ``** 2`` of such floats
+    (and a carried number whose every step's value is one); a float64 accumulator the loop
+    makes (zeros) and only adds numbers to, one element at a time (``dx[i] += v``), is a list
+    of Python floats, made an array after the loop. For these operations Python floats give
+    numpy's bits. (listed invariants, listed accumulators, Python-float values); nothing where
+    any of those floats reaches an operation that would treat a Python float otherwise."""
+    from ..rules.indexing import index_add, setitem_
+    from .scalars import _NUMPY_FORM, _SAFE
+    body = loop.body
+    facts = Analysis(body)
+    stmts = body.stmts
+
+    vector, int_key, number = _vector, _int_key, _number
+    lists = {k for k in loop.invariants if vector(k) and k in facts.readers and all(
+        stmts[p].prim.fn is operator.getitem and stmts[p].args[0] is k and int_key(stmts[p].args[1])
+        for p in facts.readers[k])}
+    results = dict(zip(loop.carried, body.result))
+    sums: dict[Var, list] = {}      # accumulator -> the numbers added to it
+    for c, fresh in zip(loop.carried, loop.fresh):
+        if fresh is not True or c not in body.owned or not vector(c):
             continue
-        if facts.last.get(c, -1) <= facts.defined[o] and c not in facts.outputs:
-            count[names[o]] -= 1
-            names[o] = names[c]
+        v, added = c, []
+        while len(facts.readers.get(v, ())) == 1:
+            step = stmts[facts.readers[v][0]]
+            if step.prim.fn is not index_add or step.args[0] is not v or facts.uses[v] != 1 \
+                    or not int_key(step.args[1]) or not number(step.args[2]):
+                break
+            added.append(step.args[2])
+            v = step.out
+        if v is results[c] and v not in facts.readers:
+            sums[c] = added
+    carried = {o: c for c, o in results.items() if isinstance(o, Var) and c.aval.ndim == 0
+               and c.aval.dtype == np.float64}
+    assumed = set(carried.values())     # carried numbers: floats if every step makes one
+
+    def operand(atom) -> bool:
+        if isinstance(atom, Var):
+            return atom in floats or atom.aval.weak and atom.aval.dtype.kind == "f"
+        return type(atom.value) in (int, float)
+    while True:
+        floats = set(assumed)
+        for stmt in stmts:
+            fn, args = stmt.prim.fn, stmt.args
+            if not stmt.outs or stmt.out.aval.shape != ():
+                continue
+            if fn is operator.getitem and args[0] in lists:
+                floats.add(stmt.out)
+            elif any(isinstance(a, Var) and a in floats for a in args) and all(
+                    operand(a) for a in args) and (fn in _SAFE and fn is not operator.pow or (
+                    fn is operator.pow and args[1] == Lit(2) and type(args[1].value) is int)):
+                floats.add(stmt.out)
+        kept = {c for o, c in carried.items() if c in assumed and o in floats}
+        if kept == assumed:
+            break
+        assumed = kept
+    for index, stmt in enumerate(stmts):         # every float goes where a float may go
+        for pos, arg in enumerate(stmt.args):
+            if not (isinstance(arg, Var) and arg in floats) or stmt.outs and stmt.out in floats:
+                continue
+            fn = stmt.prim.fn
+            # a number stored, or an operation with a number's result that numpy computes
+            # alike for a Python float and a float64 (``xp.divide`` for a division)
+            if fn is index_add and pos == 2 or fn is setitem_ and pos == 2 and \
+                    stmt.out.aval.ndim == 1 or (fn in _NUMPY_FORM or fn in _SAFE) \
+                    and stmt.out.aval.ndim == 0:
+                continue
+            return set(), set(), set()
+    outs = {o for o in body.result if isinstance(o, Var)}
+    if any(o in floats and o not in carried for o in outs):
+        return set(), set(), set()
+    # a list holds Python floats only (on cupy a 0-d array in it would not make an array)
+    return lists, {c for c, added in sums.items()
+                   if all(a in floats if isinstance(a, Var) else True for a in added)}, floats
+
+
+def _rows_written_once(sub, loop, blocks) -> dict[Var, tuple[Stmt, ast.stmt]]:
+    """An accumulator the loop makes (zeros) of one row per step, to which each step adds only
+    at its own row (``dxs[t] += v``): every row is written once, so the step assigns it
+    (``dxs[t] = v``) and the array starts uninitialized, with no zero fill. Accumulator ->
+    (the addition, its assignment)."""
+    from ..rules.indexing import index_add
+    if any(len(b.stmts) != len(b.sources) for b in blocks):
+        return {}
+    facts, body, found = sub.facts, loop.body, {}
+    results = dict(zip(loop.carried, body.result))
+    for c, fresh in zip(loop.carried, loop.fresh):
+        if fresh is not True or c not in body.owned or not c.aval.ndim \
+                or c.aval.shape[0] != loop.length:
+            continue
+        readers = facts.readers.get(c, [])
+        members = facts.members.get(facts.root(c), [])
+        if len(readers) != 1 or any(facts.readers.get(m, [])
+                                    for m in members if m is not c):
+            continue
+        add = body.stmts[readers[0]]
+        if add.prim.fn is not index_add or add.args[0] is not c or add.args[1] is not loop.index \
+                or add.out is not results[c] or facts.uses[c] != 1:
+            continue
+        row = ast.Subscript(ast.Name(sub.names[add.out]), sub.key(add.args[1]), ast.Store())
+        found[c] = (add, ast.Assign([row], sub.atom(add.args[2]), lineno=0))
+    return found
+
+
+def _held_stacks(em, stmt: Stmt, loop, listed: set[Var]) -> dict[Var, str]:
+    """In the buffered form, each stack the loop makes (``EMPTY``: every row written by a step
+    before any is read) is a work array held per thread (workspace.py), allocated once, not on
+    every call: carried value -> the work array's name. Not for a stack the function returns
+    (or that shares memory with what it returns): a returned array is never a work array."""
+    if not em.fast:
+        return {}
+    held = {}
+    for c, fresh, o in zip(loop.carried, loop.fresh, stmt.outs):
+        if fresh != EMPTY or o in em.facts.returned or c.aval.weak or c in listed:
+            continue
+        em.memory.slots.append((tuple(c.aval.shape), c.aval.dtype, [o]))
+        # bound when the function starts: no name an earlier loop's body assigns
+        body = em.body_names - em.names.taken
+        em.names.taken |= body
+        em.slot_names.append(em.names.fresh(f"buf{len(em.memory.slots)}"))
+        em.names.taken -= body
+        held[c] = em.slot_names[-1]
+    return held
+
+
+def _returned_sums(em, stmt: Stmt, loop, sub, running: dict, lists: set[Var]) -> dict[Var, ast.expr]:
+    """In the buffered form, an accumulator the loop makes (zeros) and adds to in place in
+    every step (``dW += ...``), whose final value is a returned gradient, is made in the array
+    returned to the caller (``_result``: the caller's out= or a new one), not copied into it
+    after the loop. Carried value -> the ``_result(...)`` call; the planned memory
+    (buffers.py) learns that the gradient now lives in a returned array."""
+    from .buffers import Group
+    from .writes import result_call
+    if not em.fast:
+        return {}
+    memory, facts, found = em.memory, sub.facts, {}
+    returned = [g for g in em.tape.grads or [] if isinstance(g, Var)]
+    for c, fresh, o, r in zip(loop.carried, loop.fresh, stmt.outs, loop.body.result):
+        if fresh is not True or o not in memory.delivered or returned.count(o) != 1 \
+                or c.aval.weak or not c.aval.ndim or c.aval.dtype.kind not in "fc" \
+                or c not in loop.body.owned or not isinstance(r, Var) or c in lists:
+            continue
+        made = facts.producer.get(r)
+        if not (id(made) in running or facts.same_memory(c, r)):
+            continue
+        group = Group([o], kind="result", result=memory.delivered.pop(o))
+        memory.group[o] = group
+        found[c] = result_call(group, o)
+    return found
+
+
+def _summed_terms(loop) -> set[Var]:
+    """The terms of the running sums (``dW = dW + t``, ``dW`` the loop's own accumulator),
+    written inline into the sum (``dW += h.T @ dz``) where nothing the term reads is written
+    between the two: each product is added as soon as it is made, so no two of them are held
+    at once."""
+    body = loop.body
+    facts = Analysis(body)
+    found = set()
+    for c, o in zip(loop.carried, body.result):
+        add = facts.producer.get(o) if isinstance(o, Var) else None
+        if c not in body.owned or add is None or add.prim.fn is not operator.add \
+                or len(add.args) != 2 or add.args[0] is not c:
+            continue
+        term = add.args[1]
+        made = facts.producer.get(term) if isinstance(term, Var) else None
+        if made is None or facts.uses[term] != 1 or body.hint_of(term) or made.prim.nout != 1 \
+                or made.prim.effect or made.prim.inplace or made.prim.creates \
+                or loop_of(made) is not None or any(term is r for r in body.result):
+            continue
+        reads, todo = set(), list(made.uses())
+        while todo:                 # everything the term's expression reads, transitively
+            u = todo.pop()
+            if facts.root(u) not in reads:
+                reads.add(facts.root(u))
+                if u in facts.producer:
+                    todo += facts.producer[u].uses()
+        if not facts.written_between(reads, facts.defined[term], facts.defined[o]):
+            found.add(term)
+    return found
+
+
+def _states_in_rows(em, stmt: Stmt, loop, sub, first) -> list[tuple[Stmt, ast.stmt, Stmt]]:
+    """In the buffered form, a state saved in its stack (``_first_rows``) is made in its row:
+    ``h = xp.tanh(..., out=H[t + 1])``, no copy; ``h`` is then that row, which no later step
+    writes. Where the state comes from an elementwise function (a ufunc) of its shape, nothing
+    between it and its save touches the stack or the state's memory, and nothing after the
+    loop reads the loop's last state (a view of the stack there). (the state's statement, its
+    new node, the save left out) per such state."""
+    from .buffers import writer
+    from .writes import _call
+    if not em.fast:
+        return []
+    facts, found = sub.facts, []
+    after = dict(zip(loop.carried, stmt.outs))
+    for stack, c, _, _ in first:
+        results = dict(zip(loop.carried, loop.body.result))
+        o, root = results[c], facts.root(stack)
+        save = next(s for s in loop.body.stmts if s.prim.inplace and len(s.args) == 3
+                    and s.args[2] is o
+                    and facts.root(s.args[0]) is root)
+        made = facts.producer.get(o)
+        if made is None or writer(made) != "ufunc" or o.aval.weak or c.aval.weak \
+                or made.out.aval.shape != tuple(stack.aval.shape[1:]) \
+                or made.out.aval.dtype != stack.aval.dtype:
+            continue
+        start, stop = facts.defined[o], facts.defined[save.out]
+        key = save.args[1]
+        if isinstance(key, Var) and facts.defined.get(key, -1) > start and key not in sub.inlined:
+            continue
+        if facts.updates.get(facts.root(o)) or any(
+                start <= p < stop for m in facts.members.get(root, []) for p in facts.readers.get(m, ())
+                if p != stop) or em.facts.readers.get(after[c]) or after[c] in em.facts.returned:
+            continue
+        row = ast.Subscript(ast.Name(sub.names[save.args[0]]), sub.key(key), ast.Load())
+        node = ast.Assign([ast.Name(sub.names[o])], _call(sub, made, "ufunc", row), lineno=0)
+        found.append((made, node, save))
+    return found
+
+
+def _first_rows(sub, loop, blocks) -> list[tuple[Var, Var, int, Stmt]]:
+    """The stacks that keep a carried value and its next value in one array (region_backward:
+    the step at ``t`` saves its state ``h`` at row ``t`` and the next state at ``t + 1``): row
+    ``t`` of step ``t`` is what the step before wrote at its ``t + 1``, so only the first step's
+    save is needed, written once before the loop (``H[0] = h``): one row written per step, as
+    in a handwritten BPTT. (stack, carried value, row, the save left out of the body) per such
+    stack, where the analysis shows the stack's memory written by exactly those two saves and
+    read by nothing else in the step."""
+    from ..rules.indexing import setitem_
+    if any(len(b.stmts) != len(b.sources) for b in blocks):
+        return []
+    facts, body, index = sub.facts, loop.body, loop.index
+    stmts = body.stmts
+
+    def is_index(key, shift: int) -> bool:
+        """``key`` is the step index plus ``shift``."""
+        if not shift:
+            return key is index
+        made = facts.producer.get(key) if isinstance(key, Var) else None
+        return made is not None and made.prim.fn is operator.add and made.args[0] is index \
+            and isinstance(made.args[1], Lit) and type(made.args[1].value) is int \
+            and made.args[1].value == shift
+
+    found = []
+    results = dict(zip(loop.carried, body.result))
+    fresh = dict(zip(loop.carried, loop.fresh))
+    for stack in loop.carried:
+        if fresh[stack] != EMPTY:
+            continue
+        root = facts.root(stack)
+        writes = facts.updates.get(root, [])
+        if len(writes) != 2:
+            continue
+        save, later = stmts[writes[0]], stmts[writes[1]]
+        if save.prim.fn is not setitem_ or later.prim.fn is not setitem_ \
+                or save.args[0] is not stack or later.args[0] is not save.out:
+            continue
+        c = save.args[2]
+        if not isinstance(c, Var) or c not in results or fresh[c] or results[c] is not later.args[2]:
+            continue
+        first, second = (0, 1) if not loop.reverse else (1, 0)
+        if not (is_index(save.args[1], first) and is_index(later.args[1], second)):
+            continue
+        members = facts.members.get(root, [])
+        readers = {p for m in members for p in facts.readers.get(m, ())}
+        if readers - {writes[0], writes[1]} or results[stack] is not later.out:
+            continue
+        found.append((stack, c, 0 if not loop.reverse else loop.length, save))
+    return found
+
+
+def body_names(em, stmt: Stmt, keep: dict[Var, str]):
+    """The body's names from the naming pass (ir/names.py ``Namer.bodies``), its invariants
+    named as the enclosing code names them (``keep``), and any other name of the body that the
+    enclosing code gives a value live across the loop made fresh."""
+    loop = loop_of(stmt)
+    inner = em.names.bodies.get(loop)
+    inner = inner.copy() if inner is not None else \
+        name_tape(loop.body, taken=set(em.names.taken))
+    inner.names.update(keep)
+    at = next(i for i, s in enumerate(em.tape.stmts) if s is stmt)
+    facts = em.facts
+    live = {em.names.names[v] for v in facts.defined
+            if v in em.names.names and v not in em.inlined
+            and facts.defined[v] < at <= facts.last.get(v, -1)}
+    inner.taken |= live | set(em.names.taken)
+    shared = set(keep.values()) | {em.names.names.get(o) for o in stmt.outs} | \
+        {name for c, name in dying_inits(stmt, facts, at, em.names.names).items()
+         if inner.names.get(c) == name}
+    for v, name in list(inner.names.items()):
+        if name in live and name not in shared:
+            inner.names[v] = inner.fresh(name)
+    return inner
 
 
 def _running_sums(sub, loop) -> dict[int, ast.stmt]:

@@ -178,8 +178,9 @@ class LoopsMixin:
         # np.stack copies: from here on a write into the result or into a row reaches only
         # itself, and the stack is handed out once (a second np.stack(hs) stacks the rows)
         for row in args[0]:
-            self.views.pop(row, None)
             del self.stack_rows[row]
+        for view in [v for v, (base, _) in self.views.items() if base is stack]:
+            del self.views[view]        # (the rows; h after the loop stays hs[-1]'s view)
         return stack
 
     def _rows(self, stack: Var, length: int, node: gast.AST) -> list[Var]:
@@ -254,7 +255,7 @@ class LoopsMixin:
                 continue
             aval = overrides.get(name) or (pre.aval if isinstance(pre, Var) else Aval.of(pre))
             var = Var(aval, hint=name)
-            start = None if aval.weak else lambda v, d=aval.dtype: np.asarray(v, d)[()]
+            start = None if aval.weak else _starting(aval.dtype)
             if isinstance(pre, Var):
                 self.values.derive(var, pre, start)     # (made only if the step reads it)
             else:
@@ -354,6 +355,16 @@ class LoopsMixin:
                               result=tuple(v for _, v in outs)), frozenset())
         if any(facts.view_root(v) not in made for _, v in outs):
             return "a carried value is a view of a value from before the step"
+        roots, rows = [facts.view_root(v) for _, v in outs], [v for _, v in appended]
+        if len(set(roots)) < len(roots) or len(set(rows)) < len(rows):
+            return "two names (or two lists) hold one array after a step"
+        for _, v in appended:       # a row must be an array of its own, as the stack's is
+            if v in inputs:
+                return "a list gets the array a step starts from (hs.append(h) before h changes)"
+            if facts.view_root(v) is not v:
+                return "a list gets a view, whose memory a later value shares"
+            if v in self.latest or any(out is v and name in updated for name, out in outs):
+                return "a list gets an array that is then changed in place"
         return (outs, updated, appended)
 
     def _make_region(self, node, iterable, length, index, carried, saved, containers, body,
@@ -412,15 +423,22 @@ class LoopsMixin:
             self._undo(saved, containers)
             return f"a step fails: {_short(e)}"
         results = results if isinstance(results, tuple) else (results,)
-        for (obj, _), stack, s_in in zip(appended, results[len(carried_names):], stacks_in):
+        last_rows = {}
+        for (obj, v), stack, s_in in zip(appended, results[len(carried_names):], stacks_in):
             stack.hint = stack.hint or s_in.hint
             rows = self._rows(stack, length, node)
             self.stack_rows.update((row, (stack, i)) for i, row in enumerate(rows))
             obj.extend(rows)
-        for name, value in zip(carried_names, results):
+            last_rows[v] = rows[-1]
+        for (name, out), value in zip(outs, results):
             pre = carried[name][1]
             if isinstance(pre, Var) and name in updated:
                 self.latest[pre] = value        # ``out[t] = ...``: the array was updated
+            if out in last_rows:                # hs.append(h): h after the loop is hs[-1]
+                row = last_rows[out]
+                self.views[value] = (row, Stmt((value,), self.rules.lookup(operator.getitem),
+                                               (row, Lit(Ellipsis)), (), self.loc(node),
+                                               self.rule_text))
             self.bind_name(name, value)
         targets = {n.id for n in gast.walk(node.target) if isinstance(n, gast.Name)}
         if targets & _loaded_outside(frame, node):
@@ -437,6 +455,12 @@ class Steps:
 
     def __init__(self, fn: Any, args: list, node: gast.AST):
         self.fn, self.args, self.node = fn, args, node
+
+
+def _starting(dtype: np.dtype) -> Any:
+    """A carried value's start, of the carried dtype and of the start's kind: a 0-d array stays
+    an array (``total += ...`` updates it in place, as other names see), a number a scalar."""
+    return lambda v: np.asarray(v, dtype) if isinstance(v, np.ndarray) else np.asarray(v, dtype)[()]
 
 
 def _steppable(value: Any) -> bool:

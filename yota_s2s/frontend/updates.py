@@ -156,6 +156,10 @@ class UpdatesMixin:
                                        f"Write {rewrite} to make a new array.")
             from ..rules.elementwise import astype
             new = self.call_primitive(self.rules.lookup(astype), (new, dtype), {}, node)
+        if got is not None and not shape and not self.is_array(new):
+            # numpy's ``a += 1.0`` on a 0-d array keeps the array (which other names may hold),
+            # where ``a + 1.0`` is a numpy scalar: the update stays an array
+            new = self.call_primitive(self.rules.lookup(np.copy), (new,), {}, node)
         return new
 
     def replace(self, old: Var, new: Var, node: gast.AST) -> None:

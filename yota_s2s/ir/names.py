@@ -17,6 +17,15 @@ keeps the result as the tape's side table ``Tape.namer``; the tape printer, both
 and the review page read their names from it, so a value has one name everywhere (the
 buffered form may give a temporary written into another value's array that value's name).
 - An ``inplace`` statement's result shares its first operand's name (``dx[2] += t5``).
+- A loop region's body (ir/region.py) is named by the same pass, after the tape that holds it
+  (``Namer.bodies``): its invariants keep the names of the values they stand for, a carried
+  value takes its name in the source (``h``, ``dh``; the loop's result is bound to it after the
+  loop where the two differ) and keeps it through the step where the old value is not read
+  after the new one is made (``h = xp.tanh(W @ h + ...)``). A value of one body that another
+  body reads again (a state the backward loop reads from its stack, a gradient's primal) has
+  the name it has there, so the backward step says ``dt5`` for the gradient of the forward
+  step's ``t5``; the state carried into a step and the new one are ``h_prev`` and ``h_new``
+  there. A body's other names are new to the whole function (``_body_namer``).
 
 - Every name is an identifier in its NFKC normal form (``text.name_base``), compared in that
   form, as Python compares names: ``µ`` and ``μ`` get ``μ`` and ``μ_1``, a dict key ``x²`` is
@@ -31,7 +40,8 @@ from typing import Callable, Iterable
 
 from ..text import name_base, normal
 from .analysis import Analysis
-from .tape import ACCUMULATE, Tape, Var
+from .region import loop_of
+from .tape import ACCUMULATE, Stmt, Tape, Var
 
 # Names the generated module defines or reads at module level: its imports, its helpers
 # (codegen/writer.py, codegen/workspace.py) and the builtins generated code calls. A parameter
@@ -59,6 +69,7 @@ class Namer:
 
     def __init__(self, taken: Iterable[str] = (), tape: Tape | None = None):
         self.taken: set[str] = {normal(n) for n in RESERVED | set(taken)}
+        self.fixed: frozenset[str] = frozenset(self.taken)     # never given, in a body either
         self.avoided: set[str] = set(AVOIDED)
         self.source_names: set[str] = set()
         self.names: dict[Var, str] = {}
@@ -70,6 +81,9 @@ class Namer:
         self.primal_of: Callable[[Var], Var | None] = \
             tape.primal_of if tape else lambda v: v.grad_of
         self.prefix_of: Callable[[Var], str] = tape.prefix_of if tape else lambda v: "d"
+        self.bodies: dict = {}          # a region's Loop -> the Namer of its body
+        self.known: dict[Var, str] = {}     # names of values of other tapes (other bodies)
+        self.indices: set[str] = set()      # the loop indices' names (``for t in ...``)
 
     def reserve_sources(self, names: Iterable[str]) -> None:
         """Source names are kept for their own values; other values avoid them."""
@@ -129,12 +143,16 @@ class Namer:
         hint, primal = self.hint_of(var), self.primal_of(var)
         if hint:
             name = self.fresh(hint, own=True)
-        elif primal is not None and primal in self.names:
-            name = self.fresh(self.prefix_of(var) + self.names[primal])
+        elif self.name_of(primal) is not None:
+            name = self.fresh(self.prefix_of(var) + self.name_of(primal))
         else:
             name = self.temp()
         self.names[var] = name
         return name
+
+    def name_of(self, var: Var | None) -> str | None:
+        """``var``'s name here, or in the tape it was made in (a value of another body)."""
+        return self.names.get(var) or self.known.get(var) if var is not None else None
 
     def __getitem__(self, var: Var) -> str:
         return self.names[var]
@@ -146,17 +164,26 @@ class Namer:
         """A Namer that keeps these names and hands out fresh ones avoiding ``taken`` too."""
         other = Namer(taken)
         other.taken |= self.taken
+        other.fixed = self.fixed | other.fixed
         other.avoided, other.source_names = set(self.avoided), set(self.source_names)
         other.names, other.params, other._temps = dict(self.names), list(self.params), self._temps
         other._suffix = dict(self._suffix)
         other.hint_of, other.primal_of = self.hint_of, self.primal_of
         other.prefix_of = self.prefix_of
+        other.bodies, other.known = dict(self.bodies), dict(self.known)
+        other.indices = set(self.indices)
         return other
 
     def clashes(self, taken: Iterable[str]) -> bool:
-        """Some name given here is one of ``taken`` (then the tape is named again)."""
-        given = set(self.names.values()) | set(self.params)
+        """Some name given here or in a loop body is one of ``taken`` (then the tape is named
+        again)."""
+        given = self.given()
         return any(normal(n) in given for n in taken)
+
+    def given(self) -> set[str]:
+        """The names given here and in the loop bodies."""
+        return set(self.names.values()) | set(self.params) | \
+            set().union(*(inner.given() for inner in self.bodies.values()))
 
 
 def assign_names(tape: Tape, taken: Iterable[str] = ()) -> Tape:
@@ -177,37 +204,158 @@ def namer_of(tape: Tape, taken: Iterable[str] = ()) -> Namer:
 
 def name_tape(tape: Tape, skip: set[Var] = frozenset(), taken: Iterable[str] = (),
               facts: Analysis | None = None) -> Namer:
-    """Name every Var of ``tape`` except those in ``skip``; ``facts``: the tape's analysis,
-    when the caller has one. A running sum of a gradient keeps one name (``dW = dW + t``)."""
+    """Name every Var of ``tape`` except those in ``skip``, then the bodies of its loop
+    regions (``Namer.bodies``); ``facts``: the tape's analysis, when the caller has one. A
+    running sum of a gradient keeps one name (``dW = dW + t``)."""
+    facts = facts or Analysis(tape)
     namer = Namer(taken, tape)
+    _name_values(namer, tape, skip, facts)
+    _name_bodies(namer, tape, facts, {})
+    return namer
+
+
+def _name_values(namer: Namer, tape: Tape, skip: set[Var], facts: Analysis,
+                 given: dict[Var, str] | None = None) -> None:
+    """The naming of one tape's values; ``given``: names decided already (a body's inputs)."""
+    given = given or {}
     hint_of, primal_of = tape.hint_of, tape.primal_of
     hints = {hint_of(inp.var) for inp in tape.inputs if hint_of(inp.var)}
     for stmt in tape.stmts:
         hints |= {hint_of(v) for v in stmt.outs if hint_of(v)}
     namer.reserve_sources(hints | set(tape.params))
-    namer.params = [namer.param(p) for p in tape.params]
+    if given:
+        namer.params = [given[inp.var] for inp in tape.inputs]
+        namer.names.update(given)
+    else:
+        namer.params = [namer.param(p) for p in tape.params]
     for inp in tape.inputs:
+        if inp.var in given:
+            continue
         if inp.path == ():
             namer.names[inp.var] = namer.params[inp.argnum]
         else:
             namer.name_var(inp.var)
     totals = _accumulated_totals(tape, skip)
-    continued = _running_sums(tape, facts or Analysis(tape))
+    continued = _running_sums(tape, facts)
     chained = set(continued) | set(continued.values())
     for stmt in tape.stmts:
         for v in stmt.outs:
             if v in skip:
                 continue
-            if stmt.prim.inplace and stmt.first_var in namer.names:
+            if v in namer.known and tape.primal_of(v) is None \
+                    and namer._free(namer.known[v], own=True):      # made again from another body
+                namer.names[v] = namer.fresh(namer.known[v], own=True)
+            elif stmt.prim.inplace and stmt.first_var in namer.names:
                 namer.names[v] = namer.names[stmt.first_var]
             elif v in continued and continued[v] in namer.names:
                 namer.names[v] = namer.names[continued[v]]
-            elif primal_of(v) is not None and primal_of(v) in namer.names \
+            elif namer.name_of(primal_of(v)) is not None \
                     and v not in chained and v is not totals.get(primal_of(v), v):
-                namer.names[v] = _partial_name(namer, tape.prefix_of(v) + namer.names[primal_of(v)])
+                namer.names[v] = _partial_name(namer, tape.prefix_of(v) +
+                                               namer.name_of(primal_of(v)))
             else:
                 namer.name_var(v)
-    return namer
+
+
+def _name_bodies(namer: Namer, tape: Tape, facts: Analysis, known: dict[Var, str]) -> None:
+    """Name the body of each region of ``tape`` (module docstring), in statement order; every
+    body's names are taken in ``namer`` after, so no name given later in the enclosing scope
+    is one of them. ``known``: the names of the values of the bodies named so far."""
+    for index, stmt in enumerate(tape.stmts):
+        loop = loop_of(stmt)
+        if loop is None:
+            continue
+        inner = _body_namer(namer, stmt, dying_inits(stmt, facts, index, namer.names), known)
+        namer.bodies[loop] = inner
+        namer.taken |= inner.taken
+        namer._temps = max(namer._temps, inner._temps)
+
+
+def dying_inits(stmt: Stmt, facts: Analysis, index: int, names: dict[Var, str]
+                ) -> dict[Var, str]:
+    """Carried values whose initial value is read last by the loop (at ``index``), once: they
+    may take its name (``h = h0`` is not needed where the source wrote ``h`` before the loop)."""
+    loop = loop_of(stmt)
+    operands = dict(zip(loop.operand_vars(), stmt.args))
+    once = [a for a in stmt.args if isinstance(a, Var)]
+    return {c: names[a] for c, a in operands.items()
+            if c in loop.carried and isinstance(a, Var) and a in names and once.count(a) == 1
+            and facts.last.get(a) == index and a not in facts.outputs
+            and facts.defined.get(a, -1) >= 0}
+
+
+def _body_namer(namer: Namer, stmt: Stmt, dying: dict[Var, str], known: dict[Var, str]
+                ) -> Namer:
+    """The names of one region's body. It shares a name with the enclosing code only where
+    a value is shared (an invariant, a carried value and the loop's result, a carried value's
+    ``dying`` initial value): its other names are new to the whole function, so tracing the
+    module again (a gradient of the gradient) finds in the loop no name bound before it,
+    which would read as a carried value."""
+    loop = loop_of(stmt)
+    body = loop.body
+    inner = Namer(namer.taken, body)
+    known.update(namer.names)
+    inner._temps, inner.known, inner.indices = namer._temps, known, namer.indices
+    inner.reserve_sources(namer.source_names)
+    hints = {body.hint_of(v) for s in body.stmts for v in s.outs if body.hint_of(v)}
+    inner.reserve_sources(hints | set(body.params))
+    given: dict[Var, str] = {}
+    operands = dict(zip(loop.operand_vars(), stmt.args))
+    for k in loop.invariants:                # the enclosing value's own name
+        atom = operands[k]
+        if isinstance(atom, Var) and atom in namer.names:
+            given[k] = namer.names[atom]
+    inner.taken |= set(given.values())
+    read = {namer.names[a] for a in stmt.args if isinstance(a, Var) and a in namer.names}
+    for i, inp in enumerate(body.inputs):
+        v = inp.var
+        if v in given:
+            continue
+        param = body.params[i] if i < len(body.params) else "v"
+        result = namer.names.get(stmt.outs[i - 1]) if v in loop.carried else None
+        if v is loop.index and name_base(param) in namer.indices:
+            given[v] = name_base(param)      # an int the next loop's ``for`` binds again
+        elif result is not None and result == param:
+            given[v] = result                # h = h0; for ...: h = ...; the result is h
+            inner.taken.add(result)
+        elif dying.get(v) == name_base(param):      # h = zeros(...); for ...: h = f(h)
+            given[v] = dying[v]
+        elif result is not None and not inner._free(name_base(param), own=True) \
+                and result not in read and result not in given.values():
+            given[v] = result
+            inner.taken.add(result)
+        else:
+            given[v] = inner.fresh(param, own=True)
+    namer.indices.add(given[loop.index])
+    facts = Analysis(body)
+    _name_values(inner, body, frozenset(), facts, given)
+    prev = same_names(inner, loop, facts)
+    known.update(inner.names)
+    known.update(prev)
+    _name_bodies(inner, body, facts, known)
+    return inner
+
+
+def same_names(namer: Namer, loop, facts: Analysis) -> dict[Var, str]:
+    """A carried value's new version takes its name where the old one is not read after the
+    new one is made (``h = xp.tanh(W @ h + ...)``), so the step needs no rebinding; the old
+    one is then ``h_prev`` and the new one ``h_new`` to the bodies named after (a backward
+    step reads both)."""
+    body, names = loop.body, namer.names
+    prev: dict[Var, str] = {}
+    count: dict[str, int] = {}
+    for n in names.values():
+        count[n] = count.get(n, 0) + 1
+    for c, o in zip(loop.carried, body.result):
+        if not isinstance(o, Var) or o not in facts.producer or o not in names:
+            continue
+        if names[o] == names[c] or count[names[o]] != 1 or facts.producer[o].prim.inplace:
+            continue
+        if facts.last.get(c, -1) <= facts.defined[o] and c not in facts.outputs:
+            count[names[o]] -= 1
+            names[o] = names[c]
+            prev[c], prev[o] = names[c] + "_prev", names[c] + "_new"
+    return prev
 
 
 def _running_sums(tape: Tape, facts: Analysis) -> dict[Var, Var]:
@@ -219,7 +367,9 @@ def _running_sums(tape: Tape, facts: Analysis) -> dict[Var, Var]:
         total = stmt.first_var
         if stmt.rule == ACCUMULATE and total is not None and last_use.get(total) == index \
                 and tape.primal_of(total) is tape.primal_of(stmt.out) \
-                and total in producer and producer[total].rule is not None:   # not a forward value
+                and (total in producer and producer[total].rule is not None   # not a forward value
+                     or facts.defined.get(total) == -1 and total.grad_of is not None):
+            # (a loop step's input that is a gradient: its carried ``dh``, its ``dW``)
             continued[stmt.out] = total
     return continued
 

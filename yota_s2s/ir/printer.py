@@ -109,7 +109,7 @@ def _stmt_lines(tape: Tape, names: Namer, used: set[Var], shapes: bool, indent: 
         if loop is None:
             continue
         body = loop.body
-        inner = name_tape(body, taken=set(names.names.values()))
+        inner = names.bodies.get(loop) or name_tape(body, taken=set(names.names.values()))
         inner_used = {v for b in body.stmts for v in b.uses()} | \
             {a for a in body.outputs() if isinstance(a, Var)}
         fresh = [f"{inner[c]}={'empty' if f == 'empty' else 'zeros'}"

@@ -307,12 +307,16 @@ class Tape:
     loops: list[str] = field(default_factory=list)    # per loop: region or unrolled, and why
     # a loop body's inputs that the body owns and may write in place (ir/region.py: ``fresh``)
     owned: frozenset = frozenset()
+    # the rules of backward statements a pass folded away (``1.0 * t13`` is ``t13``), by the
+    # result of the statement that reads what they became: its ``# rule`` comment says them
+    folded: dict[Var, tuple[str, ...]] = field(default_factory=dict)
 
     def copy(self, **changes: Any) -> "Tape":
         fields = dict(self.__dict__)
         fields.update(changes)
         fields["inputs"], fields["stmts"] = list(fields["inputs"]), list(fields["stmts"])
         fields["hints"], fields["primals"] = dict(fields["hints"]), dict(fields["primals"])
+        fields["folded"] = dict(fields["folded"])
         fields["namer"] = None
         fields["tangents"] = set(fields["tangents"])
         if fields["grads"] is not None:

@@ -10,14 +10,16 @@ from ..frontend.values import normalize_static, weak_scalar
 from ..ir.tape import Lit, Tape, Var, tree_atoms
 from ..ir.verify import call_stmt
 from ..rules.registry import RuleSet
-from .rewrite import resolver, substitute, substitute_stmt
+from .rewrite import Folding, resolver, substitute, substitute_stmt
 
 
 def fold(tape: Tape, rules: RuleSet) -> tuple[Tape, bool]:
     mapping: dict[Var, Lit] = {}
     resolve = resolver(mapping)
     kept = []
+    folding = Folding(tape, mapping)
     for stmt in tape.stmts:
+        folding.note(stmt)
         if _foldable(stmt, mapping):
             lit_stmt = substitute_stmt(stmt, resolve)
             (value,) = call_stmt(lit_stmt, {})
@@ -25,12 +27,14 @@ def fold(tape: Tape, rules: RuleSet) -> tuple[Tape, bool]:
             if stmt.out.aval.weak:      # weak as the statement's result was (NEP 50): a
                 value = weak_scalar(value)  # strong np.float64 stays one, so no dtype changes
             if getattr(value, "ndim", 0) == 0:
+                folding.replaced(stmt)
                 mapping[stmt.out] = Lit(value)
                 continue
         kept.append(stmt)
+        folding.kept([stmt])
     if not mapping:
         return tape, False
-    return substitute(tape, mapping, kept), True
+    return substitute(tape, mapping, kept, folded=folding.folded), True
 
 
 def _foldable(stmt, mapping) -> bool:

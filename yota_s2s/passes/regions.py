@@ -11,15 +11,36 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable
 
+import numpy as np
+
 from ..ir.analysis import Analysis
 from ..ir.region import loop_of
-from ..ir.tape import Stmt, Tape
+from ..ir.tape import Lit, Stmt, Tape
 from ..rules.registry import RuleSet
+from .rewrite import substitute
 
 
 def optimize_bodies(tape: Tape, optimize: Callable[[Tape], Tape]) -> Tape:
-    """``tape`` with every region's body (and theirs, depth first) run through ``optimize``."""
-    return _each_body(tape, lambda body: optimize(optimize_bodies(body, optimize)))
+    """``tape`` with every region's body (and theirs, depth first) run through ``optimize``.
+    An invariant whose operand is a number is that number inside the body, so the body's
+    passes fold it (the backward loop's ``dloss * 2 * h``, ``dloss = 0.5``, is ``h``)."""
+    def change(body: Tape, loop, stmt: Stmt) -> Tape:
+        body = _constant_invariants(body, loop, stmt)
+        return optimize(optimize_bodies(body, optimize))
+    return _each_body(tape, change, with_loop=True)
+
+
+def _constant_invariants(body: Tape, loop, stmt: Stmt) -> Tape:
+    """``body`` reading the number itself where an invariant's operand is a number (the
+    invariant stays an input of the body, unread)."""
+    operands = dict(zip(loop.operand_vars(), stmt.args))
+    numbers = {k: operands[k] for k in loop.invariants
+               if isinstance(operands[k], Lit) and _number(operands[k].value)}
+    return substitute(body, numbers) if numbers else body
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float, complex, np.number, np.bool_))
 
 
 def in_place_bodies(tape: Tape, rules: RuleSet) -> Tape:
@@ -28,7 +49,7 @@ def in_place_bodies(tape: Tape, rules: RuleSet) -> Tape:
     starts it as a copy of its initial value, once, before the loop."""
     from .inplace import write_in_place
 
-    def lower(body: Tape, loop) -> Tape:
+    def lower(body: Tape, loop, stmt: Stmt) -> Tape:
         body = in_place_bodies(body, rules)
         given = frozenset(c for c, f in zip(loop.carried, loop.fresh)
                           if not f and not c.aval.weak and c.aval.ndim)
@@ -47,7 +68,7 @@ def _each_body(tape: Tape, change: Callable, with_loop: bool = False) -> Tape:
     for stmt in tape.stmts:
         loop = loop_of(stmt)
         if loop is not None:
-            body = change(loop.body, loop) if with_loop else change(loop.body)
+            body = change(loop.body, loop, stmt) if with_loop else change(loop.body)
             new = replace(loop, body=body)
             stmt = stmt.replace(params=tuple((k, new if k == "loop" else v)
                                              for k, v in stmt.params))

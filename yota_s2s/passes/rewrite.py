@@ -16,6 +16,46 @@ def resolver(mapping: dict[Var, Any]):
     return resolve
 
 
+class Folding:
+    """The rules of the backward statements a pass folds away, handed on to the statements
+    that read their values (``Tape.folded``), so the review form's ``# rule`` comments keep
+    them: ``note`` before a statement is substituted, ``gone`` when its value is replaced,
+    ``kept`` when it stays."""
+
+    def __init__(self, tape: Tape, mapping: dict[Var, Any]):
+        self.tape, self.mapping = tape, mapping
+        self.gone: dict[Var, tuple[str, ...]] = {}
+        self.folded = dict(tape.folded)
+        self.took: tuple[str, ...] = ()
+
+    def note(self, stmt: Stmt) -> None:
+        self.took = _merged(*(self.gone.get(v, ()) for v in stmt.uses() if v in self.mapping))
+
+    def replaced(self, stmt: Stmt) -> None:
+        own = (stmt.rule,) if stmt.rule else ()
+        self.gone[stmt.out] = _merged(own, self.folded.get(stmt.out, ()), self.took)
+
+    def kept(self, stmts: list[Stmt], before: Stmt | None = None,
+             producer: dict[Var, Stmt] | None = None) -> None:
+        """``stmts`` replace ``before`` (itself, unless rewritten): a backward value it read
+        and they do not (``x * broadcast_to(c)`` written ``x * c``) hands its rules on too."""
+        took = self.took
+        if before is not None and producer is not None:
+            now = {v for s in stmts for v in s.uses()}
+            for v in before.uses():
+                made = producer.get(v)
+                if v not in now and made is not None and made.rule:
+                    took = _merged(took, (made.rule,), self.folded.get(v, ()))
+        if took:
+            for s in stmts:
+                for o in s.outs[:1]:
+                    self.folded[o] = _merged(self.folded.get(o, ()), took)
+
+
+def _merged(*groups: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(r for g in groups for r in g))
+
+
 def substitute_stmt(stmt: Stmt, resolve) -> Stmt:
     args = tuple(tree_map(resolve, a) for a in stmt.args)
     return stmt if args == stmt.args else stmt.replace(args=args)

@@ -29,7 +29,7 @@ from ..rules.indexing import setitem
 from ..rules.registry import RuleSet
 from ..rules.shape import ravel
 from .broadcast import broadcast_constant
-from .rewrite import resolver, substitute, substitute_stmt, use_counts
+from .rewrite import Folding, resolver, substitute, substitute_stmt, use_counts
 
 # the operand itself when the result has its shape and dtype
 _SAME_SHAPE_NOOPS = {np.reshape, np.broadcast_to, astype, np.squeeze, np.expand_dims, ravel}
@@ -49,7 +49,9 @@ def simplify(tape: Tape, rules: RuleSet) -> tuple[Tape, bool]:
     targets = tape.in_place_targets()
     names = tape.copy()         # a scratch copy: the names this pass gives go in its tables
     kept, changed = [], False
+    folding = Folding(tape, mapping)
     for stmt in tape.stmts:
+        folding.note(stmt)
         stmt = substitute_stmt(stmt, resolve)
         new = broadcast_constant(stmt, producer, rules)
         if new is None:
@@ -62,13 +64,16 @@ def simplify(tape: Tape, rules: RuleSet) -> tuple[Tape, bool]:
             replaced = new or [stmt]
             kept += replaced
             producer.update((o, s) for s in replaced for o in s.outs)
+            folding.kept(replaced, stmt, producer)
         else:
+            folding.replaced(stmt)
             mapping[stmt.out] = new
             _take_over_name(stmt.out, new, producer, names)
         changed |= new is not None
     if not changed:
         return tape, False
-    return substitute(tape, mapping, kept, hints=names.hints, primals=names.primals), True
+    return substitute(tape, mapping, kept, hints=names.hints, primals=names.primals,
+                      folded=folding.folded), True
 
 
 def _take_over_name(old: Var, new, producer: dict[Var, Stmt], names: Tape) -> None:
