@@ -353,9 +353,9 @@ class LoopsMixin:
         updated = {name for name, (var, _) in carried.items() if var in self.latest}
         facts = Analysis(Tape("step", (), [Input(v, 0) for v in inputs], body,
                               result=tuple(v for _, v in outs)), frozenset())
-        if any(facts.view_root(v) not in made for _, v in outs):
-            return "a carried value is a view of a value from before the step"
         roots, rows = [facts.view_root(v) for _, v in outs], [v for _, v in appended]
+        if any(root not in made for root in roots):
+            return "a carried value is a view of a value from before the step"
         if len(set(roots)) < len(roots) or len(set(rows)) < len(rows):
             return "two names (or two lists) hold one array after a step"
         for _, v in appended:       # a row must be an array of its own, as the stack's is
@@ -460,7 +460,10 @@ class Steps:
 def _starting(dtype: np.dtype) -> Any:
     """A carried value's start, of the carried dtype and of the start's kind: a 0-d array stays
     an array (``total += ...`` updates it in place, as other names see), a number a scalar."""
-    return lambda v: np.asarray(v, dtype) if isinstance(v, np.ndarray) else np.asarray(v, dtype)[()]
+    def start(v: Any) -> Any:
+        array = np.asarray(v, dtype)
+        return array if isinstance(v, np.ndarray) else array[()]
+    return start
 
 
 def _steppable(value: Any) -> bool:
