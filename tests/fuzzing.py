@@ -446,6 +446,34 @@ class Gen:
         text = terms[0] + "".join(f" {self.r.choice('+-')} {t}" for t in terms[1:])
         return self.accept([f"{name} = {text}"], name)
 
+    def polynomial(self, r: random.Random, rng, params: list, args: list) -> None:
+        """One more argument, a short vector read only element by element (the buffered form's
+        scalar mode, as the seed's polynomial): products of elements with int and float
+        coefficients, integer powers, negations, earlier such values; elements read several
+        times. Its own random streams: the rest of the program is what the seed makes anyway."""
+        p, size = f"x{len(params)}", r.randint(3, 8)
+        x = rng.uniform(-1.5, 1.5, size).astype(self.dtype)
+        params.append(p)
+        args.append(x)
+        self.vals[p] = x
+        made: list[str] = []
+        for _ in range(r.randint(2, 4)):
+            terms = []
+            for _ in range(r.randint(2, 6)):
+                i, j = r.randrange(size), r.randrange(size)
+                c, f = r.choice([2, 3, 6]), fmt(r.uniform(0.2, 1.5))
+                terms.append(r.choice([f"{c} * {p}[{i}] * {p}[{j}]", f"{p}[{i}] ** 3",
+                                       f"{p}[{i}] * {p}[{j}] ** 2", f"-{p}[{j}]",
+                                       f"{c} * {p}[{i}] ** 2 * {p}[{j}]", f"{f} * {p}[{i}]",
+                                       f"-{c} * {p}[{i}] * {p}[{j}]", f"{p}[{i}] - {p}[{j}]"]
+                                      + [f"{m} * {p}[{i}]" for m in made[-2:]]))
+            text = terms[0] + "".join(f" {r.choice('+-')} {t}" for t in terms[1:])
+            name = self.new()
+            if self.accept([f"{name} = {text}"], name):
+                made.append(name)
+            else:
+                self.n -= 1
+
     def scalar(self) -> bool:
         a = self.arr()
         name = self.new()
@@ -479,6 +507,8 @@ class Gen:
                 self.r.choices(fns, weights)[0]()
             except Skip:
                 pass
+        if random.Random(f"polynomial {self.seed}").random() < 0.2:
+            self.polynomial(random.Random(self.seed + 1), rng, params, args)
         read = set().union(*(s.reads for s in self.stmts)) if self.stmts else set()
         unused = [s.defines for s in self.stmts if s.defines not in read] or params[-1:]
         terms = []

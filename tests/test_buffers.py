@@ -2,6 +2,7 @@
 checked against the plain form (buffers=False), across repeated and concurrent calls."""
 from __future__ import annotations
 
+import re
 import threading
 import tracemalloc
 from pathlib import Path
@@ -144,10 +145,15 @@ def test_polynomial_runs_on_python_floats():
     df = ys.simplegrad(models.polynomial, x)
     text = ys.source(df)
     assert "    x0, x1, x2, x3, x4, x5, x6, x7 = x.tolist()\n" in text
-    assert "    dx0 = dx1 = dx2 = dx3 = dx4 = dx5 = dx6 = dx7 = 0.0\n" in text
-    # the floats go straight into the returned array: one xp.array, or the caller's out=
-    assert "    dx = _deliver(out, 0, [dx0, dx1, dx2, dx3, dx4, dx5, dx6, dx7])\n" in text
+    # each element is written once, as one expression: no zeros, no +=, no negation of its own
+    backward = [line for line in text.split("# -- backward --")[1].splitlines()
+                if not line.lstrip().startswith("#")]
+    assert not any("0.0" in line or "+=" in line or "= -" in line for line in backward)
+    assert "    dx = [3.0 * (t17 * x5) - t12, 3.0 * (t37 * x6) - t32, t3 - 3.0 * (t8 * x7), " in text
+    # the floats go straight into the returned array: one xp.fromiter, or the caller's out=
+    assert "    dx = xp.fromiter(dx, _float64) if out is None else _deliver(out, 0, dx)\n" in text
     assert "return xp.float64(polynomial), dx\n" in text
+    assert "x.dtype != _float64" in text and "\n_float64 = xp.dtype(xp.float64)\n" in text
     assert "t8 = x5 * x5" in text                      # x[5] ** 2, exactly as numpy squares
     value, dx = df(x)
     plain_value, plain_dx = ys.simplegrad(models.polynomial, x, buffers=False)(x)
@@ -573,3 +579,47 @@ def test_work_arrays_live_in_returned_arrays_not_yet_written():
             np.testing.assert_allclose(g, w, rtol=1e-13)   # row sums as BLAS products
         if out is not None:
             assert all(o is None or g is o for g, o in zip(got[1:], out))
+
+
+def _elements_read_twice(x):
+    a = 3 * x[0] * x[1] - x[1] ** 2 + 2 * x[0]      # x[0] and x[1]: several reads each
+    return a * x[3] - x[-1] * x[0]                  # x[-1] is x[3]; x[2] never read
+
+
+def test_scalar_mode_writes_each_element_once_with_float_literals():
+    x = np.array([0.5, -1.25, 7.0, 2.0])
+    fast, plain = ys.simplegrad(_elements_read_twice, x), \
+        ys.simplegrad(_elements_read_twice, x, buffers=False)
+    text = ys.source(fast)
+    code = [line for line in text.split("# -- forward --")[1].splitlines()
+            if not line.lstrip().startswith("#")]
+    int_literal = re.compile(r"(?<![\w.])\d+ [*+-]|[*+-] \d+(?![\w.])")    # 3 * t, t * 2
+    assert "    t2 = 3.0 * x0" in code
+    assert not any(int_literal.search(line) or "+=" in line for line in code)
+    assert "    dx = [dt1, dt3, 0.0, dt10]" in code    # x[2]: never written, a literal
+    plain_code = [line.strip() for line in ys.source(plain).splitlines() if "] += " in line
+                  and not line.lstrip().startswith("#")]
+    assert plain_code == ["dx[0] += dt1", "dx[-1] += dt10", "dx[1] += dt3"]     # once each
+    for args in ([x], [np.array([-2.0, 0.125, 1.0, -0.75])]):
+        value, dx = fast(*args)
+        plain_value, plain_dx = plain(*args)
+        assert value == plain_value == _elements_read_twice(*args)
+        np.testing.assert_array_equal(dx, plain_dx)
+        x0, x1, _, x3 = args[0]
+        a = 3 * x0 * x1 - x1 ** 2 + 2 * x0
+        np.testing.assert_allclose(dx, [(3 * x1 + 2) * x3 - x3, (3 * x0 - 2 * x1) * x3, 0.0,
+                                        a - x0])
+        mine = np.empty(4)
+        assert fast(*args, out=[mine])[1] is mine
+        np.testing.assert_array_equal(mine, plain_dx)
+
+
+def test_buffered_argument_checks_compare_with_a_dtype_made_once():
+    x = np.array([0.5, -1.25, 7.0, 2.0])
+    fast = ys.simplegrad(_elements_read_twice, x)
+    assert "x.dtype != _float64" in ys.source(fast)
+    for bad in (x.astype(np.float32), x.astype(">f8"), x[:3], x.reshape(2, 2),
+                np.ma.masked_array(x), x.tolist()):
+        with pytest.raises(TypeError, match="argument x"):
+            fast(bad)
+    assert fast(x.astype("<f8"))[0] == _elements_read_twice(x)

@@ -142,7 +142,11 @@ def test_reads_past_writes_to_other_elements_see_the_array_before():
     assert "getitem[key=2] dout" in text(raw)                 # dy read after dy[k] = 0 writes
     optimized = text(tape)
     assert "dout" not in optimized and "broadcast_to" not in optimized
-    assert optimized.count("index_add") == 6                  # one per x[...] read, nothing else
+    # one per element of x, nothing else: x[i] and x[i - 1] read each element twice, and the
+    # two parts of its gradient are added before the one write (backward.py)
+    assert optimized.count("index_add") == 3
+    assert sorted(line.split()[-2] for line in optimized.splitlines() if "index_add" in line) \
+        == ["0", "1", "2"]
     _, grads = verify.run(tape, [np.arange(1.0, 4.0)])
     np.testing.assert_allclose(grads[0], [2.0 + 3.0, 1.0 + 3.0, 2.0 + 1.0])
 
@@ -247,3 +251,51 @@ def test_constant_invariant_folds_inside_a_loop_body():
         assert np.isclose(value, rnn_rows(*args), rtol=1e-12)
         for i, g in enumerate(grads):
             assert np.allclose(g, numerical_grad(rnn_rows, list(args), i), rtol=1e-5, atol=1e-7)
+
+
+def test_cse_takes_sums_and_products_in_either_order_as_one_value():
+    def f(x, y):
+        return np.sum(3 * x * y + y * (x * 3) + (x + y) * (y + x))
+    args = (np.array([0.5, -1.5, 2.0]), np.array([1.25, 0.75, -3.0]))
+    raw, tape = tapes(f, *args)
+    after = text(tape)
+    assert after.count("= mul 3 x") + after.count("= mul x 3") == 1
+    assert after.count("= add x y") + after.count("= add y x") == 1
+    verify.check(tape)
+    expected, got = verify.run(raw, list(args)), verify.run(tape, list(args))
+    assert got[0] == expected[0]
+    for g, e in zip(got[1], expected[1]):
+        np.testing.assert_array_equal(g, e)          # IEEE + and * commute: the same bits
+    x, y = args
+    np.testing.assert_allclose(got[1][0], 6 * y + 2 * (x + y))
+
+
+def _twice_negated(x):        # the gradient of - x[1] ** 2 * x[0]: -dy, read by two products
+    s = x[0] * x[2] - x[1] ** 2 * x[0] + x[1]
+    return s * x[2]
+
+
+def test_a_negation_read_twice_folds_into_each_reader():
+    args = (np.array([0.5, -1.5, 2.0]),)
+    _, raw = gradient_tape(_twice_negated, args, passes=False)
+    before, after = text(optimize(raw, RULES, WITHOUT_SIGNS)), text(optimize(raw, RULES))
+    negated = [line.split(":")[0].strip() for line in before.splitlines() if " = neg " in line]
+    assert any(before.count(f" {n} ") + before.count(f" {n}\n") >= 2 for n in negated)
+    assert " = neg " not in after and "dt4:f64[] = sub t2 t10" in after
+    expected, got = verify.run(raw, list(args)), verify.run(optimize(raw, RULES), list(args))
+    assert got[0] == expected[0]
+    np.testing.assert_array_equal(got[1][0], expected[1][0])      # a sign moved: exact
+    x0, x1, x2 = args[0]
+    np.testing.assert_allclose(got[1][0], [x2 * x2 - x1 ** 2 * x2, x2 - 2 * x1 * x0 * x2,
+                                           x0 * x2 - x1 ** 2 * x0 + x1 + x0 * x2])
+
+
+def test_a_negation_some_reader_cannot_take_stays():
+    def f(x):
+        n = -np.sin(x)
+        return np.sum(np.exp(n) + n * x)
+    args = (np.array([0.5, -1.5, 2.0]),)
+    raw, tape = tapes(f, *args)
+    assert " = neg " in text(tape)
+    expected, got = verify.run(raw, list(args)), verify.run(tape, list(args))
+    np.testing.assert_allclose(got[1][0], expected[1][0], rtol=1e-15)

@@ -201,15 +201,37 @@ class _Sweep:
             dtype = {} if var.aval.dtype == np.float64 else {"dtype": var.aval.dtype}
             self.ev.rule_text = "getitem a: da = zeros(a.shape), then da[key] += dy for each key"
             buf = self.emit(self.rules.lookup(np.zeros), [Lit(var.aval.shape)], dtype, grad_of=var)
-            for key, dy, stmt in parts:
+            for key, dy, stmt in self._elements(var, parts):
                 self.ev.loc_override, self.ev.rule_text = stmt.loc, "getitem a: da[key] += dy"
-                buf = self.emit(self.rules.lookup(index_add), [buf, key, self.fit(dy, stmt.out.aval)],
-                                {}, grad_of=var)
+                buf = self.emit(self.rules.lookup(index_add), [buf, key, dy], {}, grad_of=var)
             self.ev.rule_text = ACCUMULATE
             total = buf if total is None else self.emit(self.rules.lookup(operator.add), [total, buf], {},
                                                         grad_of=var)
             self.ev.loc_override = saved
         return total
+
+    def _elements(self, var: Var, parts: list) -> list[tuple[Any, Any, Stmt]]:
+        """The contributions ``(key, dy, stmt)`` to ``var``'s buffer, fitted; the numbers for
+        one element (``x[4]`` read three times) added first, so that each element is written
+        once: ``dx[4] += a + b + c`` (the sum that ``dx[4] += a; dx[4] += b ...`` makes, in
+        the same order), in the order each element is first reached. The sums are all made
+        first, so that the buffer's writes follow each other (scalar mode makes the array from
+        its elements there: codegen/scalars.py)."""
+        grouped: dict[Any, list] = {}
+        for key, dy, stmt in parts:
+            dy = self.fit(dy, stmt.out.aval)
+            one = isinstance(key, Lit) and type(key.value) is int and stmt.out.aval.shape == ()
+            grouped.setdefault(key.value % var.aval.shape[0] if one else object(), []).append(
+                (key, dy, stmt))
+        elements = []
+        for group in grouped.values():
+            key, total, stmt = group[0]
+            for _, dy, part in group[1:]:
+                self.ev.loc_override, self.ev.rule_text = part.loc, ACCUMULATE
+                total = self.emit(self.rules.lookup(operator.add), [total, dy], {},
+                                  grad_of=stmt.out)
+            elements.append((key, total, stmt))
+        return elements
 
     def final_grad(self, var: Var) -> Any:
         self.ev.loc_override, self.ev.rule_text = self.tape.loc, "zero: the result does not depend on it"

@@ -29,6 +29,10 @@ def _mismatch(func, name, expected, value):
                      "for these arguments (ys.grad does this for you)")
 
 
+# The dtypes the argument checks compare with, made once.
+_float64 = xp.dtype(xp.float64)
+
+
 # Row and column sums of matrices are products with these (see header); never written.
 _ONES_2 = xp.ones(2)
 
@@ -65,7 +69,8 @@ def _check_out(func, out, count, arrays, entries, unused):
     """The caller's out=: one entry per argument (``count``), each None or a writeable numpy
     array of the gradient's shape and dtype (``entries``) sharing no memory with an argument
     (``arrays``) or another entry; None for the arguments that get no gradient array."""
-    if not isinstance(out, (list, tuple)) or len(out) != count:
+    if (out.__class__ is not tuple and out.__class__ is not list
+            and not isinstance(out, (list, tuple))) or len(out) != count:
         size = f" of {len(out)}" if isinstance(out, (list, tuple)) else ""
         raise TypeError(f"{func}: out must be a list with one entry per argument ({count}), "
                         f"each an array or None; got {out.__class__.__name__}{size}")
@@ -112,20 +117,20 @@ def _result(out, key, shape, dtype=xp.float64, order="C"):
 
 
 def loss_grad(W, b, x, y_, *, out=None):
-    if type(W) is not xp.ndarray or W.shape != (4, 3) or W.dtype != xp.float64:
+    if type(W) is not xp.ndarray or W.shape != (4, 3) or W.dtype != _float64:
         raise _mismatch('loss_grad', 'W', 'float64[4, 3]', W)
-    if type(b) is not xp.ndarray or b.shape != (4,) or b.dtype != xp.float64:
+    if type(b) is not xp.ndarray or b.shape != (4,) or b.dtype != _float64:
         raise _mismatch('loss_grad', 'b', 'float64[4]', b)
-    if type(x) is not xp.ndarray or x.shape != (3, 2) or x.dtype != xp.float64:
+    if type(x) is not xp.ndarray or x.shape != (3, 2) or x.dtype != _float64:
         raise _mismatch('loss_grad', 'x', 'float64[3, 2]', x)
-    if type(y_) is not xp.ndarray or y_.shape != (4, 2) or y_.dtype != xp.float64:
+    if type(y_) is not xp.ndarray or y_.shape != (4, 2) or y_.dtype != _float64:
         raise _mismatch('loss_grad', 'y', 'float64[4, 2]', y_)
     if out is not None:
         _check_out('loss_grad', out, 4, [W, b, x, y_], [
-            (0, (4, 3), xp.float64),
-            (1, (4,), xp.float64),
-            (2, (3, 2), xp.float64),
-            (3, (4, 2), xp.float64),
+            (0, (4, 3), _float64),
+            (1, (4,), _float64),
+            (2, (3, 2), _float64),
+            (3, (4, 2), _float64),
         ], ())
     buf1, buf2, buf3 = _work_arrays()
     # -- forward --

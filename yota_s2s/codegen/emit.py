@@ -28,12 +28,13 @@ from ..ir import verify
 from ..ir.analysis import Analysis
 from ..ir.names import Namer, namer_of
 from ..ir.tape import ACCUMULATE, TANGENT, Lit, Primitive, Stmt, Tape, Var, tree_vars
-from ..text import dotted, fraction, identifier, literal
+from ..text import dotted, fraction, identifier, literal, literal_text
 from .blocks import Loop, plan_chains, write_chain
 from .buffers import MemoryPlan, plan_memory, storage, writer
 from .loops import Verbatim, loop_statements
 from .outside import outside_statements
-from .scalars import ScalarPlan, name_scalars, plan_scalars, scalar_statement, square
+from .scalars import (ScalarPlan, float_literal, name_scalars, plan_scalars, scalar_statement,
+                      square)
 from .writes import write_statement
 
 _BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "//": ast.FloorDiv,
@@ -51,6 +52,7 @@ class Block:
     stmts: list[ast.stmt] = field(default_factory=list)
     sources: list[Stmt] = field(default_factory=list)   # the tape statements behind it
     loop: Loop | None = None     # a cache-blocked chain (blocks.py): the blocks inside its loop
+    quiet: list[Stmt] = field(default_factory=list)     # more, written by a later one
 
 
 def section_of(stmt: Stmt) -> str:
@@ -84,7 +86,7 @@ class Emitter:
         self.roots = roots or {}          # user modules read at call time: how they are named
         facts = Analysis(tape)
         self.scalars = plan_scalars(tape, facts) if fast else ScalarPlan()
-        self.inlined = (_inlinable(tape, facts) | set(inline)) - set(named) \
+        self.inlined = (_inlinable(tape, facts, self.scalars.floats) | set(inline)) - set(named) \
             - set(self.scalars.elements) \
             - set(self.scalars.unpacked)        # read by name: x0, x1 = x.tolist()
         if fast:     # what is written into an array is a statement of its own
@@ -98,7 +100,7 @@ class Emitter:
         self.names: Namer = namer_of(tape, taken)     # the tape's names (ir/names.py)
         for v, same in shared.items():
             self.names.names[v] = self.names[same]
-        self.scalar_names = name_scalars(self.scalars, self.names)
+        self.scalar_names = name_scalars(tape, self.scalars, self.names, self.facts, self.inlined)
         unbound = self.inlined | set(self.scalars.elements)   # elements: bound by x.tolist()
         _separate_names(tape, self.facts, self.names, unbound)
         verify.check_written(tape, self.facts, storage(tape, self.memory, self.scalars, self.facts),
@@ -108,6 +110,7 @@ class Emitter:
         self.unpacked_done: set[Var] = set()
         self.modules: set[str] = set()
         self.ones: dict[tuple[int, str], str] = {}    # ones vectors for row/column sums
+        self.dtypes: dict[np.dtype, str] = {}     # a dtype -> its module-level name
         self.chains = plan_chains(tape, self.facts, self.memory, self.scalars, self.inlined) \
             if fast and blocked else []
         if self.chains or not blocked:    # blocked chains hoist returned arrays their own way
@@ -123,6 +126,16 @@ class Emitter:
         self.lists: set[Var] = set()      # values a loop made as Python lists (loops.py)
         self.list_names: dict[Var, str] = {}      # an argument -> its x.tolist() (loops.py)
         self.body_names: set[str] = set()         # names loop bodies assign (loops.py)
+
+    def dtype_constant(self, dtype: np.dtype) -> str:
+        """How an argument check names ``dtype``: ``xp.float64`` in the plain form, a dtype
+        made once at module level (``_float64 = xp.dtype('float64')``, workspace.prelude) in
+        the buffered one, where comparing with it costs a third as much."""
+        if not self.fast:
+            return literal_text(dtype)
+        if dtype not in self.dtypes:
+            self.dtypes[dtype] = self.names.fresh(f"_{dtype.name}")
+        return self.dtypes[dtype]
 
     def blocks(self) -> list[Block]:
         chains = {c.start: c for c in self.chains}
@@ -252,7 +265,8 @@ class Emitter:
         if kind == "binop" and emit[1] == "**" and square(self, stmt) is not None:
             return square(self, stmt)
         if kind == "binop":
-            return ast.BinOp(self.atom(args[0]), _BINOPS[emit[1]](), self.atom(args[1]))
+            left, right = (float_literal(self, stmt, a) or self.atom(a) for a in args)
+            return ast.BinOp(left, _BINOPS[emit[1]](), right)
         if kind == "unop":
             return ast.UnaryOp(_UNOPS[emit[1]](), self.atom(args[0]))
         if kind == "cmp":
@@ -318,16 +332,22 @@ class Emitter:
 
 
 def _group(written: list[tuple[Stmt, list[ast.stmt]]]) -> list[Block]:
-    """Statements as written, in blocks: consecutive statements of one source line."""
+    """Statements as written, in blocks: consecutive statements of one source line. A
+    statement written as nothing (written by a later one: an element of a scalar-mode
+    accumulator) hands its rules to the next statement of its line."""
     blocks: list[Block] = []
+    silent: list[Stmt] = []
     for stmt, nodes in written:
-        if not nodes:
-            continue
         key = _block_key(stmt)
+        if not nodes:
+            silent = [s for s in silent if _block_key(s) == key] + [stmt]
+            continue
         if not blocks or _block_key(blocks[-1].sources[0]) != key:
             blocks.append(Block(key[0], stmt.loc))
         blocks[-1].stmts += nodes
         blocks[-1].sources.append(stmt)
+        blocks[-1].quiet += [s for s in silent if _block_key(s) == key]
+        silent = []
     return blocks
 
 
@@ -434,10 +454,12 @@ def _separate_names(tape: Tape, facts: Analysis, namer: Namer, unbound: set[Var]
         holder[name] = v
 
 
-def _inlinable(tape: Tape, facts: Analysis) -> set[Var]:
+def _inlinable(tape: Tape, facts: Analysis, floats: set[Var] = frozenset()) -> set[Var]:
     """Temporaries written inline into their one use in the same block: the same source line,
     with no statement from another line in between (so code keeps the source's order), and no
-    in-place update between the two that writes memory the temporary reads."""
+    in-place update between the two that writes memory the temporary reads. A Python float of
+    scalar mode (``floats``) is written inline even where it has a name (a gradient, a source
+    name): a statement of its own costs it a third of an operation."""
     block: list[int] = []                     # statement index -> its contiguous block
     current, last_key = 0, None
     for stmt in tape.stmts:
@@ -455,7 +477,8 @@ def _inlinable(tape: Tape, facts: Analysis) -> set[Var]:
         # (a pass may have rewritten the addition into a one-operand statement: check the arity)
         partial = uses[v] == 1 and tape.stmts[user].rule == ACCUMULATE \
             and len(tape.stmts[user].args) == 2 and tape.stmts[user].args[1] is v
-        if not plain or tape.hint_of(v) or (tape.primal_of(v) in named and not partial) \
+        if not plain or (v not in floats and (tape.hint_of(v) or (tape.primal_of(v) in named
+                                                                  and not partial))) \
                 or v in outputs or uses[v] != 1:
             named.update(stmt.outs)
             continue

@@ -10,6 +10,8 @@ calls never share one; what a call returns is never a work array.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..ir.tape import Tape
 from ..text import literal_text
 
@@ -41,7 +43,8 @@ def _check_out(func, out, count, arrays, entries, unused):
     """The caller's out=: one entry per argument (``count``), each None or a writeable numpy
     array of the gradient's shape and dtype (``entries``) sharing no memory with an argument
     (``arrays``) or another entry; None for the arguments that get no gradient array."""
-    if not isinstance(out, (list, tuple)) or len(out) != count:
+    if (out.__class__ is not tuple and out.__class__ is not list
+            and not isinstance(out, (list, tuple))) or len(out) != count:
         size = f" of {len(out)}" if isinstance(out, (list, tuple)) else ""
         raise TypeError(f"{func}: out must be a list with one entry per argument ({count}), "
                         f"each an array or None; got {out.__class__.__name__}{size}")
@@ -91,9 +94,9 @@ _DELIVER = '''
 def _deliver(out, key, value):
     """``value``, or a copy of it in the caller's array when one was given (out=, checked).
     A list (a vector of Python floats, scalar mode) becomes a new array when none was given."""
-    array = None if out is None else _out_entry(out, key)
+    array = None if out is None else out[key] if key.__class__ is int else _out_entry(out, key)
     if array is None:
-        return xp.array(value) if value.__class__ is list else value
+        return xp.asarray(value) if value.__class__ is list else value
     array[...] = value                  # same shape and dtype (checked): a plain copy
     return array
 '''
@@ -117,7 +120,8 @@ def out_check_lines(emitter, tape: Tape, fname: str) -> list[str]:
     entries = out_entries(emitter, tape)
     given = {key if isinstance(key, int) else key[0] for key, _, _ in entries}
     unused = tuple(argnum for argnum in range(len(tape.params)) if argnum not in given)
-    texts = [f"({key!r}, {shape!r}, xp.{dtype})" for key, shape, dtype in entries]
+    texts = [f"({key!r}, {shape!r}, {emitter.dtype_constant(np.dtype(dtype))})"
+             for key, shape, dtype in entries]
     head = f"_check_out({fname!r}, out, {len(tape.params)}, [{leaves}], "
     call = f"{head}[{', '.join(texts)}], {unused!r})"
     if len(call) + 8 <= 99:
@@ -134,6 +138,10 @@ def takes_out(emitter) -> bool:
 def prelude(emitter) -> str:
     """Module-level definitions the function body relies on ("" when there are none)."""
     memory, parts = emitter.memory, []
+    if emitter.dtypes:
+        parts.append("\n# The dtypes the argument checks compare with, made once.\n" + "\n".join(
+            f"{name} = xp.dtype({literal_text(dtype)})"
+            for dtype, name in sorted(emitter.dtypes.items(), key=lambda kv: kv[1])) + "\n")
     if emitter.ones:
         parts.append("\n# Row and column sums of matrices are products with these (see header); "
                      "never written.\n" + "\n".join(

@@ -354,7 +354,8 @@ def _checks(tape: Tape, emitter: Emitter, fname: str) -> list[str]:
     lines = []
     for inp in tape.inputs:
         if inp.path == ():
-            lines += _leaf_check(fname, inp.var, emitter.names.params[inp.argnum], inp.access)
+            lines += _leaf_check(fname, inp.var, emitter.names.params[inp.argnum], inp.access,
+                                 emitter)
     for static in tape.statics:
         if static.path == ():
             lines += _static_check(fname, _read(tape, emitter, static.access), static.access,
@@ -368,7 +369,9 @@ def _read(tape: Tape, emitter: Emitter, access: str) -> str:
     return unparse(access_expr(access, dict(zip(tape.params, emitter.names.params))))
 
 
-def _leaf_check(fname: str, var: Var, ref: str, access: str) -> list[str]:
+def _leaf_check(fname: str, var: Var, ref: str, access: str, emitter: Emitter) -> list[str]:
+    """The buffered form compares the dtype with a dtype made once (``_float64``): the same
+    test as ``!= xp.float64``, without making that dtype again on every call."""
     aval, ref = var.aval, identifier(ref)
     if aval.weak and aval.dtype.kind in "iu":       # an int kept at run time (ys.grad)
         tests = [f"type({ref}) is not int"]
@@ -382,7 +385,7 @@ def _leaf_check(fname: str, var: Var, ref: str, access: str) -> list[str]:
         kind = f"type({ref}) is not xp.ndarray" if aval.ndim else \
             f"(type({ref}) is not xp.ndarray and not isinstance({ref}, xp.generic))"
         tests = [kind, f"{ref}.shape != {literal_text(aval.shape)}",
-                 f"{ref}.dtype != {literal_text(aval.dtype)}"]
+                 f"{ref}.dtype != {emitter.dtype_constant(aval.dtype)}"]
         expected = _spec(var)
     return [_if(*tests), _raise_mismatch(fname, access, expected, ref)]
 
@@ -433,7 +436,7 @@ def _struct_args(tape: Tape, emitter: Emitter, fname: str) -> list[str]:
                 continue
             name = identifier(emitter.names[fact.var])
             lines.append(f"{name} = {_read(tape, emitter, fact.access)}")
-            lines += _leaf_check(fname, fact.var, name, fact.access)
+            lines += _leaf_check(fname, fact.var, name, fact.access, emitter)
     return lines
 
 
@@ -466,7 +469,7 @@ def _block_lines(block: Block, tape: Tape, emitter: Emitter, previous: Block | N
         lines.append(_cut(line))
         shown.clear()
     if block.section == "backward":
-        rules = dict.fromkeys(r for s in block.sources for r in emitter.rules_of(s)
+        rules = dict.fromkeys(r for s in block.quiet + block.sources for r in emitter.rules_of(s)
                               if r not in shown)
         lines += [_cut(comment(rule_comment(r))) for r in rules]
         shown.update(rules)

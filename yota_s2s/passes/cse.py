@@ -2,14 +2,16 @@
 
 Two statements with the same primitive, operands and parameters compute the same value, so the
 second one reuses the first (``x[2]`` read once; ``np.exp(x)`` in a rule and in the forward
-code computed once). Statements that make fresh buffers (``np.zeros`` for an accumulation),
+code computed once). Sums and products of numbers are the same in either order (IEEE ``+`` and
+``*`` commute), so ``3 * x`` and ``x * 3`` are one value. Statements that make fresh buffers (``np.zeros`` for an accumulation),
 update in place, or make a value that is updated in place are never merged.
 """
 from __future__ import annotations
 
+import operator
 from typing import Any
 
-from ..ir.tape import Tape, Var
+from ..ir.tape import Lit, Stmt, Tape, Var
 from ..rules.registry import RuleSet
 from .rewrite import resolver, substitute, substitute_stmt
 
@@ -34,10 +36,11 @@ def _cse(tape: Tape, across: bool) -> tuple[Tape, bool]:
     kept = []
     targets = tape.in_place_targets()
     hints = dict(tape.hints)
+    folded = dict(tape.folded)           # the rules of a merged statement stay with its value
     made_backward: set[Var] = set()      # gradients and values made from them
     for stmt in tape.stmts:
         stmt = substitute_stmt(stmt, resolve)
-        key = (stmt.prim, stmt.args, stmt.params)
+        key = (stmt.prim, _operands(stmt), stmt.params)
         if stmt.rule is not None:
             if not across and (any(u in made_backward for u in stmt.uses())
                                or any(tape.primal_of(o) is not None for o in stmt.outs)):
@@ -54,9 +57,37 @@ def _cse(tape: Tape, across: bool) -> tuple[Tape, bool]:
                 mapping[new] = old
                 if hints.get(old, old.hint) is None and tape.hint_of(new) is not None:
                     hints[old] = tape.hint_of(new)     # keep the source name the reader knows
+            rules = ((stmt.rule,) if stmt.rule else ()) + folded.get(stmt.outs[0], ()) \
+                if stmt.outs else ()
+            if rules:
+                first = seen[key][0]
+                folded[first] = tuple(dict.fromkeys(folded.get(first, ()) + rules))
     if len(kept) == len(tape.stmts):
         return tape, False
-    return substitute(tape, mapping, kept, hints=hints), True
+    return substitute(tape, mapping, kept, hints=hints, folded=folded), True
+
+
+_COMMUTE = (operator.add, operator.mul)
+
+
+def _operands(stmt: Stmt) -> tuple:
+    """The operands as CSE compares them: a sum or product of two numbers (numeric results)
+    in one order, a literal first, then Vars in creation order."""
+    args = stmt.args
+    if stmt.prim.fn not in _COMMUTE or len(args) != 2 or stmt.params \
+            or stmt.out.aval.dtype.kind not in "biufc" \
+            or not all(isinstance(a, Var) or _number(a) for a in args):
+        return args
+    a, b = args
+    return args if _order(a) <= _order(b) else (b, a)
+
+
+def _number(atom) -> bool:
+    return isinstance(atom, Lit) and isinstance(atom.value, (bool, int, float, complex))
+
+
+def _order(atom) -> tuple:
+    return (0, 0) if isinstance(atom, Lit) else (1, atom.id)
 
 
 def _hashable(key: Any) -> bool:

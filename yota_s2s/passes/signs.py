@@ -9,8 +9,11 @@ division, ``-dy * sin(x)``); a person would write the same gradient with fewer o
     a - (-b)            ->  a + b
 
 together with ``-(-x) -> x`` from simplify.py. Each rewrite is exact in IEEE arithmetic
-(negation only flips a sign bit), and applies only where the negated value has no other use,
-so no statement is ever added.
+(negation only flips a sign bit), and applies where the negated value has no other use, so no
+statement is added; or where it has several, each of which takes the negation in the end: a
+sum or difference, or a product whose own result does, and so on (``n = -t; a = n * x;
+b = y * n; u + a; v + b`` -> ``u - t * x; v - y * t``): each reader gets a negation of its
+own for a round, and the next rounds fold them away.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ import operator
 
 import numpy as np
 
+from ..ir.analysis import Analysis
 from ..ir.tape import Stmt, Tape, Var
 from ..rules.registry import RuleSet
 from .rewrite import use_counts
@@ -28,10 +32,11 @@ _LINEAR_IN = {operator.mul: (0, 1), operator.truediv: (0,), np.sum: (0,)}
 
 def signs(tape: Tape, rules: RuleSet) -> tuple[Tape, bool]:
     uses = use_counts(tape)
+    spread = _spread(tape)
     producer: dict[Var, Stmt] = {}
     kept, changed = [], False
     for stmt in tape.stmts:
-        new = _rewrite(stmt, producer, uses, rules)
+        new = _rewrite(stmt, producer, uses, rules, spread)
         if new is not None:
             kept += new
             changed = True
@@ -42,19 +47,49 @@ def signs(tape: Tape, rules: RuleSet) -> tuple[Tape, bool]:
     return (tape.copy(stmts=kept), True) if changed else (tape, False)
 
 
-def _negated(atom, producer: dict[Var, Stmt], uses) -> Var | None:
-    """``a`` when ``atom`` is ``-a`` and nothing else reads ``atom``."""
+def _negated(atom, producer: dict[Var, Stmt], uses, spread: set[Var]) -> Var | None:
+    """``a`` when ``atom`` is ``-a`` and nothing else reads ``atom`` (or every reader takes
+    the negation: ``spread``)."""
     stmt = producer.get(atom) if isinstance(atom, Var) else None
-    if stmt is None or stmt.prim.fn is not operator.neg or uses[atom] != 1:
+    if stmt is None or stmt.prim.fn is not operator.neg or (uses[atom] != 1 and atom not in spread):
         return None
     return stmt.args[0] if isinstance(stmt.args[0], Var) else None
 
 
-def _rewrite(stmt: Stmt, producer: dict[Var, Stmt], uses, rules: RuleSet) -> list[Stmt] | None:
+def _spread(tape: Tape) -> set[Var]:
+    """Negations read several times where every reader takes the negation in the end."""
+    facts = Analysis(tape)
+    outputs, memo = set(facts.outputs), {}
+
+    def takes(v: Var, depth: int) -> bool:
+        """Every reader of ``v`` folds a negation of ``v`` into a subtraction, directly or
+        through products whose results do."""
+        if v not in memo:
+            memo[v] = False         # (a cycle cannot happen in SSA; depth bounds the walk)
+            readers = [tape.stmts[i] for i in facts.readers.get(v, ())]
+            memo[v] = depth < 8 and v not in outputs and bool(readers) and \
+                sum(r.args[:2].count(v) for r in readers) == facts.uses[v] and \
+                all(r.args[:2].count(v) == 1 and _folds(r, v, lambda o: takes(o, depth + 1))
+                    for r in readers)
+        return memo[v]
+    return {s.out for s in tape.stmts if s.prim.fn is operator.neg and facts.uses[s.out] > 1
+            and takes(s.out, 0)}
+
+
+def _folds(reader: Stmt, v: Var, takes) -> bool:
+    fn, args = reader.prim.fn, reader.args
+    if fn is operator.add and len(args) == 2 or fn is operator.sub and args[1:2] == (v,):
+        return True
+    return fn in _LINEAR_IN and args.index(v) in _LINEAR_IN[fn] and len(reader.outs) == 1 \
+        and takes(reader.out)
+
+
+def _rewrite(stmt: Stmt, producer: dict[Var, Stmt], uses, rules: RuleSet,
+             spread: set[Var]) -> list[Stmt] | None:
     fn, args = stmt.prim.fn, stmt.args
     if fn not in (operator.add, operator.sub) and fn not in _LINEAR_IN:
         return None
-    neg = [_negated(a, producer, uses) for a in args[:2]]
+    neg = [_negated(a, producer, uses, spread) for a in args[:2]]
     if fn is operator.add and neg[1] is not None:
         return [_as(stmt, rules.lookup(operator.sub), (args[0], neg[1]))]
     if fn is operator.add and neg[0] is not None:
