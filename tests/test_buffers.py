@@ -149,7 +149,8 @@ def test_polynomial_runs_on_python_floats():
     backward = [line for line in text.split("# -- backward --")[1].splitlines()
                 if not line.lstrip().startswith("#")]
     assert not any("0.0" in line or "+=" in line or "= -" in line for line in backward)
-    assert "    dx = [3.0 * (t17 * x5) - t12, 3.0 * (t37 * x6) - t32, t3 - 3.0 * (t8 * x7), " in text
+    assert "    dx = [\n        3.0 * (t17 * x5) - t12,\n        3.0 * (t37 * x6) - t32,\n" \
+        "        t3 - 3.0 * (t8 * x7),\n" in text                    # an element a line
     # the floats go straight into the returned array: one xp.fromiter, or the caller's out=
     assert "    dx = xp.fromiter(dx, _float64) if out is None else _deliver(out, 0, dx)\n" in text
     assert "return xp.float64(polynomial), dx\n" in text

@@ -38,7 +38,7 @@ from ..ir.tape import Lit, Stmt, Tape, Var
 from ..rules.indexing import index_add
 from ..text import literal
 
-# Python floats or numpy: ``x.tolist()`` and ``xp.array([dx0, ...])`` cost ~60 ns an element,
+# Python floats or numpy: ``x.tolist()`` and ``xp.fromiter(dx, ...)`` cost ~60 ns an element,
 # read or not; each element read and its operations cost ~500 ns more as numpy scalars. Measured
 # (docs/performance.md): a vector read whole is faster as floats at every length (3-5x, 8 to
 # 1024 elements); the polynomial's 8 reads of a longer vector are faster up to ~100 elements.

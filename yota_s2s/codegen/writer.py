@@ -474,8 +474,19 @@ def _block_lines(block: Block, tape: Tape, emitter: Emitter, previous: Block | N
         lines += [_cut(comment(rule_comment(r))) for r in rules]
         shown.update(rules)
     for node in block.stmts:
-        lines += unparse(node).splitlines()
+        lines += _wrapped(node)
     return lines
+
+
+def _wrapped(node) -> list[str]:
+    """A statement's lines; a list too long for one line (scalar mode's gradient elements)
+    has an element a line."""
+    text = unparse(node)
+    if len(text) + 2 * len(INDENT) <= 99 or not isinstance(node, ast.Assign) \
+            or not isinstance(node.value, ast.List) or len(node.targets) != 1:
+        return text.splitlines()
+    return [f"{unparse(node.targets[0])} = ["] + \
+        [f"{INDENT}{unparse(e)}," for e in node.value.elts] + ["]"]
 
 
 def rule_comment(rule: str) -> str:
