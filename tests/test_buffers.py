@@ -151,10 +151,11 @@ def test_polynomial_runs_on_python_floats():
     assert not any("0.0" in line or "+=" in line or "= -" in line for line in backward)
     assert "    dx = [\n        3.0 * (t17 * x5) - t12,\n        3.0 * (t37 * x6) - t32,\n" \
         "        t3 - 3.0 * (t8 * x7),\n" in text                    # an element a line
-    # the floats go straight into the returned array: one xp.fromiter, or the caller's out=
-    assert "    dx = xp.fromiter(dx, _float64) if out is None else _deliver(out, 0, dx)\n" in text
-    assert "return xp.float64(polynomial), dx\n" in text
+    # the floats go straight into the returned array: one xp.asarray, or the caller's out=
+    assert "    dx = xp.asarray(dx) if out is None else _deliver(out, 0, dx)\n" in text
+    assert "return _float64_scalar(polynomial), dx\n" in text    # numpy's float64, as traced
     assert "x.dtype != _float64" in text and "\n_float64 = xp.dtype(xp.float64)\n" in text
+    assert "\n_float64_scalar = xp.float64\n" in text
     assert "t8 = x5 * x5" in text                      # x[5] ** 2, exactly as numpy squares
     value, dx = df(x)
     plain_value, plain_dx = ys.simplegrad(models.polynomial, x, buffers=False)(x)

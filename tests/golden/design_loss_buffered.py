@@ -29,7 +29,7 @@ def _mismatch(func, name, expected, value):
                      "for these arguments (ys.grad does this for you)")
 
 
-# The dtypes the argument checks compare with, made once.
+# The dtypes the argument checks compare with (and the numpy type of a returned float), made once.
 _float64 = xp.dtype(xp.float64)
 
 

@@ -38,7 +38,7 @@ from ..ir.tape import Lit, Stmt, Tape, Var
 from ..rules.indexing import index_add
 from ..text import literal
 
-# Python floats or numpy: ``x.tolist()`` and ``xp.fromiter(dx, ...)`` cost ~60 ns an element,
+# Python floats or numpy: ``x.tolist()`` and ``xp.asarray([dx0, ...])`` cost ~60 ns an element,
 # read or not; each element read and its operations cost ~500 ns more as numpy scalars. Measured
 # (docs/performance.md): a vector read whole is faster as floats at every length (3-5x, 8 to
 # 1024 elements); the polynomial's 8 reads of a longer vector are faster up to ~100 elements.
@@ -323,12 +323,10 @@ def _made(emitter, var: Var, elements: ast.List) -> list[ast.stmt]:
 
 
 def _array(emitter, floats: ast.expr) -> ast.Call:
-    """A float64 array of a list of Python floats: ``xp.fromiter(dx, _float64)`` on a CPU
-    (10% faster than ``xp.asarray``), ``xp.asarray`` on a GPU (cupy has no fromiter)."""
-    if not emitter.blocked:
-        return ast.Call(ast.Attribute(ast.Name("xp"), "asarray", ast.Load()), [floats], [])
-    dtype = ast.Name(emitter.dtype_constant(np.dtype(np.float64)))
-    return ast.Call(ast.Attribute(ast.Name("xp"), "fromiter", ast.Load()), [floats, dtype], [])
+    """A float64 array of a list of Python floats: ``xp.asarray(dx)`` (``xp.fromiter`` is
+    10% faster on a CPU, but it holds a second buffer while it fills the first: a higher
+    peak than a handwritten ``np.array``)."""
+    return ast.Call(ast.Attribute(ast.Name("xp"), "asarray", ast.Load()), [floats], [])
 
 
 def _delivered_list(emitter, var: Var) -> bool:

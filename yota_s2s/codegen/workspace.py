@@ -139,9 +139,10 @@ def prelude(emitter) -> str:
     """Module-level definitions the function body relies on ("" when there are none)."""
     memory, parts = emitter.memory, []
     if emitter.dtypes:
-        parts.append("\n# The dtypes the argument checks compare with, made once.\n" + "\n".join(
-            f"{name} = xp.dtype({literal_text(dtype)})"
-            for dtype, name in sorted(emitter.dtypes.items(), key=lambda kv: kv[1])) + "\n")
+        made = [f"{name} = " + (literal_text(dtype) if scalar else f"xp.dtype({literal_text(dtype)})")
+                for (dtype, scalar), name in sorted(emitter.dtypes.items(), key=lambda kv: kv[1])]
+        parts.append("\n# The dtypes the argument checks compare with (and the numpy type of a "
+                     "returned float), made once.\n" + "\n".join(made) + "\n")
     if emitter.ones:
         parts.append("\n# Row and column sums of matrices are products with these (see header); "
                      "never written.\n" + "\n".join(

@@ -507,7 +507,8 @@ def _returns(tape: Tape, emitter: Emitter) -> tuple[list[str], list[str]]:
     """The returned names, and the statements that build each struct's ``{path: gradient}``."""
     def text(atom: Any) -> str:
         if isinstance(atom, Var) and atom in emitter.scalars.floats and not atom.aval.weak:
-            value = f"xp.float64({emitter.names[atom]})"     # a numpy scalar, as traced
+            numpy_type = emitter.dtype_constant(atom.aval.dtype, scalar=True)
+            value = f"{numpy_type}({emitter.names[atom]})"     # a numpy scalar, as traced
         else:
             value = unparse(emitter.atom(atom))
         if isinstance(atom, Var) and atom in emitter.memory.delivered \
