@@ -263,7 +263,7 @@ def write_chain(em, chain: Chain, group_blocks) -> Loop | None:
     for slot in chain.slots:
         shape, dtype, members = memory.slots[slot]
         memory.slots[slot] = ((chain.rows, *shape[1:]), dtype, members)
-    written = [(s, [ast.fix_missing_locations(blocked.visit(node)) for node in nodes])
+    written = [(s, [blocked.visit(node) for node in nodes])
                for s, nodes in written]
     after: list[ast.stmt] = []
     for s in stmts:
