@@ -173,9 +173,8 @@ def _rewrite_sites(em, chain, x: Var, entries: list[tuple[Stmt, list[ast.stmt]]]
         out = _written_call(nodes).keywords[0].value
         result = node.targets[0].id if isinstance(node, ast.Assign) else out.id
         if s.prim.fn is np.sin:     # 2t / d
-            first = _xp("add", ast.Name(t), ast.Name(t), out=out)
-            lines = [ast.Assign(node.targets, first, lineno=0) if isinstance(node, ast.Assign)
-                     else ast.Expr(first), ast.AugAssign(ast.Name(result), ast.Div(), ast.Name(d))]
+            lines = [_as(node, _xp("add", ast.Name(t), ast.Name(t), out=out)),
+                     ast.AugAssign(ast.Name(result), ast.Div(), ast.Name(d))]
             said = f"sin of {name} = 2t/d"
         else:
             lines = _cosine(em, chain, s, node, out, result, d)
@@ -200,13 +199,18 @@ def _cosine(em, chain, s: Stmt, node: ast.stmt, out: ast.expr, result: str,
     where = [ast.keyword("where", ast.Name(near))]
     cos_x = _xp("cos", em.atom(x), out=ast.Name(result))
     cos_x.keywords += where
-    body = [ast.Assign(node.targets, first, lineno=0) if isinstance(node, ast.Assign)
-            else ast.Expr(first), ast.AugAssign(ast.Name(result), ast.Div(), ast.Name(d))]
+    body = [_as(node, first), ast.AugAssign(ast.Name(result), ast.Div(), ast.Name(d))]
     if em.memory.over.get(s.out) is not x:
         return lines + body + [ast.Expr(cos_x)]
     cos_x.keywords[0].value = ast.Name(gap)         # in place: x is gone once the result is
     copy = ast.Call(dotted("xp.copyto"), [ast.Name(result), ast.Name(gap)], where)
     return lines + [ast.Expr(cos_x)] + body + [ast.Expr(copy)]
+
+
+def _as(node: ast.stmt, call: ast.Call) -> ast.stmt:
+    """``call`` written as ``node`` was: bound to its name, or alone (in place)."""
+    return ast.Assign(node.targets, call, lineno=0) if isinstance(node, ast.Assign) \
+        else ast.Expr(call)
 
 
 def _assign(name: str, value: ast.expr) -> ast.stmt:
