@@ -113,6 +113,7 @@ class Emitter:
         self.dtypes: dict[tuple, str] = {}    # (dtype, scalar type?) -> its module-level name
         self.chains = plan_chains(tape, self.facts, self.memory, self.scalars, self.inlined) \
             if fast and blocked else []
+        self.trig_slots: dict[tuple, list] = {}     # block shape -> pairs of slots (halfangle.py)
         if self.chains or not blocked:    # blocked chains hoist returned arrays their own way
             self.memory.lent.clear()      # (blocks.py); a GPU module keeps its work arrays
         self.lent_arrays: dict[int, str] = {}       # returned group -> its array, made early
@@ -136,9 +137,22 @@ class Emitter:
         if not self.fast:
             return literal_text(dtype)
         key = (dtype, scalar)
-        if key not in self.dtypes:
+        if key not in self.dtypes:        # a module-level name: none a loop body assigns
+            body = self.body_names - self.names.taken
+            self.names.taken |= body
             self.dtypes[key] = self.names.fresh(f"_{dtype.name}" + ("_scalar" if scalar else ""))
+            self.names.taken -= body
         return self.dtypes[key]
+
+    def add_slot(self, shape: tuple, dtype, members: list) -> int:
+        """A new work array (its index): bound when the function starts, so named apart from
+        the names an earlier loop's body assigns."""
+        self.memory.slots.append((tuple(shape), dtype, members))
+        body = self.body_names - self.names.taken
+        self.names.taken |= body
+        self.slot_names.append(self.names.fresh(f"buf{len(self.memory.slots)}"))
+        self.names.taken -= body
+        return len(self.memory.slots) - 1
 
     def blocks(self) -> list[Block]:
         chains = {c.start: c for c in self.chains}
