@@ -11,7 +11,8 @@ from yota_s2s.ir import verify
 from .programs.loop_regions import (appended, appended_before_step, appended_then_updated,
                                     appended_view, branchy, breaking, calls_region, counted,
                                     cyclic, enumerated, growing, index_scaled, last_row_is_state,
-                                    masked, named_out, nested, returning, rnn, rnn_args, rnn_rows,
+                                    leaky, masked, named_out, nested, returning, rnn, rnn_args,
+                                    rnn_batched, rnn_batched_args, rnn_rows,
                                     rows_read_after, rows_written_after, shifted, short,
                                     softmax_steps, stacks_and_rows_written, weak_then_array,
                                     with_helper, written_rows, zero_d_total, zipped)
@@ -29,6 +30,8 @@ def _softmax_args():
 CASES = [
     ("rnn", rnn, rnn_args, "region"),
     ("rnn_rows", rnn_rows, rnn_args, "region"),
+    ("rnn_batched", rnn_batched, rnn_batched_args, "region"),
+    ("leaky", leaky, lambda: (_vec(5), _vec(50).reshape(10, 5)), "region"),
     ("shifted", shifted, lambda: (_vec(10), 0.7), "region"),
     ("cyclic", cyclic, lambda: (_vec(11),), "region"),
     ("with_helper", with_helper, lambda: (rnn_args()[0], _vec(5), _vec(40).reshape(8, 5)),
@@ -585,3 +588,63 @@ def test_rows_of_an_appended_list_go_on_the_tape_only_when_read():
     assert np.isclose(value, rows_read_after(W, xs))
     np.testing.assert_allclose(dW, numerical_grad(rows_read_after, (W, xs), 0), rtol=1e-6,
                                atol=1e-8)
+
+
+def test_products_of_rows_are_one_product_after_the_loop():
+    """passes/stacked.py, the buffered form: ``dWx += xs[t].T @ dz`` and ``db += dz.sum(0)``
+    leave the backward loop; each step writes its dz over the state row it has read for the
+    last time (``H[t + 1]``), and dWx and db are one product and one sum of those rows after
+    the loop, as in a handwritten BPTT. ``dWh += h_prev.T @ dz`` reads a row of that stack:
+    it stays in the loop. The plain form keeps the rules' loop. Values: finite differences,
+    the plain form, calls with other arguments in between, out=."""
+    args = rnn_batched_args()
+    df = ys.simplegrad(rnn_batched, *args)
+    plain = ys.simplegrad(rnn_batched, *args, buffers=False)
+    text = ys.source(df)
+    loop = _loop_lines(text, "for t in range(9, -1, -1):")
+    assert not any(line.startswith(("dWx +=", "db +=")) for line in loop), loop
+    assert any(line.startswith("dWh += h_prev.T @") for line in loop), loop
+    # dz is made in its row (codegen/loops.py _values_in_rows): no copy into the stack
+    made = [line for line in loop if "out=H[t" in line]
+    assert len(made) == 1 and made[0].startswith("dt") and "xp.multiply(" in made[0], loop
+    assert not any(line.startswith("H[t") for line in loop), loop
+    after = text.split("for t in range(9, -1, -1):")[1].split("\n    return")[0]
+    assert "xs.reshape((40, 3)).T @" in after or "xp.matmul(xs.reshape((40, 3)).T," in after
+    assert ".sum(axis=(0, 1)" in after
+    assert "H = buf1" in text and text.count("xp.empty((11, 4, 5))") == 0
+    plain_loop = _loop_lines(ys.source(plain), "for t in range(9, -1, -1):")
+    assert any(line.startswith("dWx +=") for line in plain_loop), plain_loop
+    value, *grads = df(*args)
+    assert np.isclose(value, rnn_batched(*args), rtol=1e-12)
+    for i in (0, 1, 2):
+        np.testing.assert_allclose(grads[i], numerical_grad(rnn_batched, list(args), i),
+                                   rtol=1e-5, atol=1e-7)
+    for seed in (1, 2, 0):
+        other = rnn_batched_args(seed=seed)
+        for a, b in zip(df(*other), plain(*other)):
+            if a is not None:
+                np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+    outs = [np.full((3, 5), np.nan), np.full((5, 5), np.nan), np.full(5, np.nan), None, None]
+    again = df(*args, out=outs)
+    assert again[1] is outs[0] and again[3] is outs[2]
+    for a, b in zip(again[1:4], grads[:3]):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+def test_a_sum_of_step_values_is_one_sum_after_the_loop():
+    """An invariant's gradient that each step adds a value of the state's shape to
+    (``dx += dt``) is the sum of those values, written over the dead state rows, after the
+    loop (buffered form); the values agree with finite differences and the plain form."""
+    args = (_vec(5), _vec(50).reshape(10, 5))
+    df = ys.simplegrad(leaky, *args)
+    text = ys.source(df)
+    loop = _loop_lines(text, "for t in range(9, -1, -1):")
+    assert not any(line.startswith("dx +=") for line in loop), loop
+    after = text.split("for t in range(9, -1, -1):")[1].splitlines()
+    # a sum over the rows: ``H.sum(axis=0)``, or a product with ones (BLAS, buffers.py)
+    assert any(line.startswith("    dx = ") and "H" in line for line in after), after
+    plain = ys.simplegrad(leaky, *args, buffers=False)
+    for a, b in zip(df(*args), plain(*args)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(df(*args)[1], numerical_grad(leaky, list(args), 0), rtol=1e-5,
+                               atol=1e-7)

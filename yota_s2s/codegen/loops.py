@@ -39,9 +39,12 @@ import numpy as np
 
 from ..ir.analysis import Analysis
 from ..ir.names import dying_inits, name_tape, same_names
-from ..ir.region import EMPTY, loop_of
+from ..ir.region import EMPTY, loop_of, made_stack
 from ..ir.tape import Lit, Stmt, Var
 from ..text import identifier
+
+
+PLAN_BODIES = False     # the body's memory plan (below): work in progress
 
 
 class Verbatim(ast.stmt):
@@ -75,22 +78,39 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
     # OverflowError where numpy gives inf): its base needs a name
     squared = {s.args[0] for s in body.stmts if s.prim.fn is operator.pow and s.outs
                and s.out in floats}
-    inner = body_names(em, stmt, keep)
-    params = tuple(inner.names[inp.var] for inp in body.inputs)
     listed = _list_stacks(em, stmt, loop, floats)
     held = _held_stacks(em, stmt, loop, listed)
-    taken = set(em.names.taken) - inner.given()
-    named = body.copy(params=params, name=em.tape.name)
-    named.namer = inner
-    sub = Emitter(named, taken=taken, calls=em.calls, fast=False, roots=em.roots,
-                  inline=_summed_terms(loop), named=squared)
-    sub.dot_sums = em.fast
-    sub.scalars.floats |= floats
+    taken = set(em.names.taken) - body_names(em, stmt, keep).given()
+    summed = _summed_terms(loop)
+
+    def emitter(plan: frozenset | None) -> Emitter:
+        inner = body_names(em, stmt, keep)
+        named = body.copy(params=tuple(inner.names[inp.var] for inp in body.inputs),
+                          name=em.tape.name)
+        named.namer = inner
+        sub = Emitter(named, taken=taken, calls=em.calls, fast=False, roots=em.roots,
+                      inline=summed, named=squared, plan=plan)
+        sub.dot_sums = em.fast
+        sub.scalars.floats |= floats
+        for k, name in keep.items():
+            if sub.names[k] != name:
+                raise AssertionError(f"loop invariant {name} renamed {sub.names[k]}")
+        same_names(sub.names, loop, sub.facts)
+        return sub
+    sub = emitter(None)
+    if em.fast and not floats and PLAN_BODIES:
+        # the buffered form plans the body's memory (buffers.py): its temporaries in work
+        # arrays held per thread, written with out= or in place; the values made in rows of
+        # a stack (found on a first, unplanned look) are left out of the plan
+        first = _first_rows(sub, loop, sub.blocks())
+        rows = _states_in_rows(em, stmt, loop, sub, first) + \
+            _values_in_rows(em, loop, sub, {id(save) for *_, save in first})
+        # and the running sums (``dW += t``: the accumulator's own array, loops.py writes them)
+        sums_made = {o for o in body.result if isinstance(o, Var) and
+                     any(id(s) in _running_sums(sub, loop) for s in (sub.facts.producer.get(o),))}
+        sub = emitter(frozenset(made.out for made, _, _ in rows) | sums_made)
+        _body_slots(em, sub)
     names = sub.names
-    for k, name in keep.items():
-        if names[k] != name:
-            raise AssertionError(f"loop invariant {name} renamed {names[k]}")
-    same_names(sub.names, loop, sub.facts)
     em.modules |= sub.modules
     blocks = sub.blocks()
     first = _first_rows(sub, loop, blocks)
@@ -113,7 +133,8 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
             made = "empty" if fresh == EMPTY or c in once else "zeros"
             lines.append(f"{names[c]} = xp.{made}({_shape(c)}{_dtype(c)})")
             em.modules.add("xp")
-        elif c in body.owned:       # updated in place by the body: the loop's own copy
+        elif c in body.owned and not _given(em, stmt, operands[c]):
+            # updated in place by the body: the loop's own copy
             lines.append(f"{names[c]} = {_text(em, operands[c], unparse)}.copy()")
         elif names[c] != _text(em, operands[c], unparse):
             lines.append(f"{names[c]} = {_text(em, operands[c], unparse)}")
@@ -129,7 +150,10 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
     for stack, c, row, _ in first:
         lines.append(f"{names[stack]}[{row}] = {names[c]}")
     dropped = {id(save) for _, _, _, save in first}
-    for made, node, save in _states_in_rows(em, stmt, loop, sub, first):
+    for made, node, save in _states_in_rows(em, stmt, loop, sub, first) + \
+            _values_in_rows(em, loop, sub, dropped):
+        if sub.planned and made.out not in sub.planned:
+            continue        # planned into memory of its own: not made in the row
         running[id(made)] = node
         dropped.add(id(save))
     steps = f"range({loop.length - 1}, -1, -1)" if loop.reverse else f"range({loop.length})"
@@ -163,6 +187,31 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
         if em.names[o] != value:
             lines.append(f"{em.names[o]} = {value}")
     return [Verbatim(lines)]
+
+
+def _body_slots(em, sub) -> None:
+    """The work arrays of a body's plan are the function's too: held per thread (WORK_ARRAYS,
+    labelled with the body's names), named ``buf<n>`` after those before them."""
+    body = (em.body_names | set(sub.names.names.values())) - em.names.taken
+    em.names.taken |= body
+    for k, (shape, dtype, members) in enumerate(sub.memory.slots):
+        labels = list(dict.fromkeys(sub.names[v] for v in members))
+        em.memory.slots.append((shape, dtype, labels))
+        em.slot_names.append(em.names.fresh(f"buf{len(em.memory.slots)}"))
+        sub.slot_names[k] = em.slot_names[-1]
+    em.names.taken -= body
+
+
+def _given(em, stmt: Stmt, atom) -> bool:
+    """An operand the region may update in place with no copy: a stack an earlier loop made
+    (``EMPTY``: its own array, in the buffered form a work array held for it alone) whose
+    memory nothing reads after this region (passes/stacked.py gives a loop a dead stack to
+    write). The analysis sees the region's result as a new array: that is what it is, the
+    stack's array, which nothing else uses."""
+    if not made_stack(em.facts, atom) or atom in em.lists or sum(a is atom for a in stmt.args) != 1:
+        return False
+    at = next(i for i, s in enumerate(em.tape.stmts) if s is stmt)
+    return em.facts.free_after(atom, at)
 
 
 def _vector(v: Var) -> bool:
@@ -439,6 +488,69 @@ def _states_in_rows(em, stmt: Stmt, loop, sub, first) -> list[tuple[Stmt, ast.st
         node = ast.Assign([ast.Name(sub.names[o])], _call(sub, made, "ufunc", row), lineno=0)
         found.append((made, node, save))
     return found
+
+
+def _values_in_rows(em, loop, sub, dropped: set[int]) -> list[tuple[Stmt, ast.stmt, Stmt]]:
+    """In the buffered form, a value a step writes into a row of a stack the loop carries and
+    owns (``H[t + 1] = dz``, passes/stacked.py) is made in that row: ``dz = xp.multiply(...,
+    out=H[t + 1])``, no copy. Where it comes from an elementwise function (a ufunc) of the
+    row's shape and dtype, is not carried out of the step, the stack is written by nothing
+    else in the step, and between the value and its write the step reads the stack only
+    through rows at other offsets from the step index (``h_prev = H[t]`` while ``H[t + 1]`` is
+    written): the row's old contents are not read once the value is made. (the value's
+    statement, its new node, the write left out) per such value."""
+    from ..passes.stacked import row_offset
+    from ..rules.indexing import setitem_
+    from .buffers import writer
+    from .writes import _call
+    if not em.fast:
+        return []
+    facts, body, found = sub.facts, loop.body, []
+    results = {id(r) for r in body.result}
+    for c in loop.carried:
+        if c not in body.owned or c.aval.weak or c.aval.ndim < 1:
+            continue
+        root = facts.root(c)
+        writes = facts.updates.get(root, [])
+        if len(writes) != 1:
+            continue
+        save = body.stmts[writes[0]]
+        if save.prim.fn is not setitem_ or save.args[0] is not c or id(save) in dropped:
+            continue
+        key, g = save.args[1], save.args[2]
+        offset = row_offset(key, loop, facts)
+        made = facts.producer.get(g) if isinstance(g, Var) else None
+        if offset is None or made is None or writer(made) != "ufunc" or g.aval.weak \
+                or id(g) in results or g in sub.inlined \
+                or g.aval.shape != tuple(c.aval.shape[1:]) or g.aval.dtype != c.aval.dtype:
+            continue
+        start, stop = facts.defined[g], facts.defined[save.out]
+        if isinstance(key, Var) and (facts.defined.get(key, -1) > start or key in sub.inlined):
+            continue
+        if facts.updates.get(facts.root(g)) or not all(
+                _row_at(m, c, loop, facts) not in (None, offset)
+                for m in facts.members.get(root, []) if m is not c
+                for p in facts.readers.get(m, ()) if start < p < stop):
+            continue
+        row = ast.Subscript(ast.Name(sub.names[c]), sub.key(key), ast.Load())
+        node = ast.Assign([ast.Name(sub.names[g])], _call(sub, made, "ufunc", row), lineno=0)
+        found.append((made, node, save))
+    return found
+
+
+def _row_at(v: Var, stack: Var, loop, facts) -> int | None:
+    """The offset ``d`` where ``v`` is a view of row ``t + d`` of ``stack`` (through views of
+    one base: ``H[t].T``); None if it is not (or not known to be) one row."""
+    from ..passes.stacked import row_offset
+    while v in facts.producer:
+        made = facts.producer[v]
+        if made.prim.fn is operator.getitem and made.args[0] is stack and len(made.args) == 2:
+            return row_offset(made.args[1], loop, facts)
+        bases = [b for b in (made.args[0],) if isinstance(b, Var)] if made.prim.view else []
+        if len(bases) != 1 or not facts.same_memory(bases[0], stack):
+            return None
+        v = bases[0]
+    return None
 
 
 def _first_rows(sub, loop, blocks) -> list[tuple[Var, Var, int, Stmt]]:
