@@ -82,16 +82,15 @@ class MemoryPlan:
 
 
 def plan_memory(tape: Tape, scalars: ScalarPlan, inlined: set[Var],
-                facts: Analysis | None = None, exclude: frozenset = frozenset()) -> MemoryPlan:
+                facts: Analysis | None = None) -> MemoryPlan:
     """The plan for ``tape``; ``inlined`` values are written inside their user's expression,
     so what they read is read where that user is (``facts`` is the analysis of the tape with
-    those read positions); ``exclude``: values the caller writes elsewhere (a loop body's
-    values made in a row of a stack), in no group."""
+    those read positions)."""
     plan = MemoryPlan()
     facts = facts or Analysis(tape, inlined)
     excluded = facts.arguments | inlined
     for index, stmt in enumerate(tape.stmts):
-        if any(o in scalars.chains or o in scalars.elements or o in exclude for o in stmt.outs):
+        if any(o in scalars.chains or o in scalars.elements for o in stmt.outs):
             continue
         if stmt.prim.inplace and stmt.outs:
             base = stmt.first_var

@@ -44,9 +44,6 @@ from ..ir.tape import Lit, Stmt, Var
 from ..text import identifier
 
 
-PLAN_BODIES = False     # the body's memory plan (below): work in progress
-
-
 class Verbatim(ast.stmt):
     """Lines of code written as they are (a loop with its comments); ``unparse`` knows it."""
 
@@ -78,39 +75,22 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
     # OverflowError where numpy gives inf): its base needs a name
     squared = {s.args[0] for s in body.stmts if s.prim.fn is operator.pow and s.outs
                and s.out in floats}
+    inner = body_names(em, stmt, keep)
+    params = tuple(inner.names[inp.var] for inp in body.inputs)
     listed = _list_stacks(em, stmt, loop, floats)
     held = _held_stacks(em, stmt, loop, listed)
-    taken = set(em.names.taken) - body_names(em, stmt, keep).given()
-    summed = _summed_terms(loop)
-
-    def emitter(plan: frozenset | None) -> Emitter:
-        inner = body_names(em, stmt, keep)
-        named = body.copy(params=tuple(inner.names[inp.var] for inp in body.inputs),
-                          name=em.tape.name)
-        named.namer = inner
-        sub = Emitter(named, taken=taken, calls=em.calls, fast=False, roots=em.roots,
-                      inline=summed, named=squared, plan=plan)
-        sub.dot_sums = em.fast
-        sub.scalars.floats |= floats
-        for k, name in keep.items():
-            if sub.names[k] != name:
-                raise AssertionError(f"loop invariant {name} renamed {sub.names[k]}")
-        same_names(sub.names, loop, sub.facts)
-        return sub
-    sub = emitter(None)
-    if em.fast and not floats and PLAN_BODIES:
-        # the buffered form plans the body's memory (buffers.py): its temporaries in work
-        # arrays held per thread, written with out= or in place; the values made in rows of
-        # a stack (found on a first, unplanned look) are left out of the plan
-        first = _first_rows(sub, loop, sub.blocks())
-        rows = _states_in_rows(em, stmt, loop, sub, first) + \
-            _values_in_rows(em, loop, sub, {id(save) for *_, save in first})
-        # and the running sums (``dW += t``: the accumulator's own array, loops.py writes them)
-        sums_made = {o for o in body.result if isinstance(o, Var) and
-                     any(id(s) in _running_sums(sub, loop) for s in (sub.facts.producer.get(o),))}
-        sub = emitter(frozenset(made.out for made, _, _ in rows) | sums_made)
-        _body_slots(em, sub)
+    taken = set(em.names.taken) - inner.given()
+    named = body.copy(params=params, name=em.tape.name)
+    named.namer = inner
+    sub = Emitter(named, taken=taken, calls=em.calls, fast=False, roots=em.roots,
+                  inline=_summed_terms(loop), named=squared)
+    sub.dot_sums = em.fast
+    sub.scalars.floats |= floats
     names = sub.names
+    for k, name in keep.items():
+        if names[k] != name:
+            raise AssertionError(f"loop invariant {name} renamed {names[k]}")
+    same_names(sub.names, loop, sub.facts)
     em.modules |= sub.modules
     blocks = sub.blocks()
     first = _first_rows(sub, loop, blocks)
@@ -152,8 +132,6 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
     dropped = {id(save) for _, _, _, save in first}
     for made, node, save in _states_in_rows(em, stmt, loop, sub, first) + \
             _values_in_rows(em, loop, sub, dropped):
-        if sub.planned and made.out not in sub.planned:
-            continue        # planned into memory of its own: not made in the row
         running[id(made)] = node
         dropped.add(id(save))
     steps = f"range({loop.length - 1}, -1, -1)" if loop.reverse else f"range({loop.length})"
@@ -187,19 +165,6 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
         if em.names[o] != value:
             lines.append(f"{em.names[o]} = {value}")
     return [Verbatim(lines)]
-
-
-def _body_slots(em, sub) -> None:
-    """The work arrays of a body's plan are the function's too: held per thread (WORK_ARRAYS,
-    labelled with the body's names), named ``buf<n>`` after those before them."""
-    body = (em.body_names | set(sub.names.names.values())) - em.names.taken
-    em.names.taken |= body
-    for k, (shape, dtype, members) in enumerate(sub.memory.slots):
-        labels = list(dict.fromkeys(sub.names[v] for v in members))
-        em.memory.slots.append((shape, dtype, labels))
-        em.slot_names.append(em.names.fresh(f"buf{len(em.memory.slots)}"))
-        sub.slot_names[k] = em.slot_names[-1]
-    em.names.taken -= body
 
 
 def _given(em, stmt: Stmt, atom) -> bool:
