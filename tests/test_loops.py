@@ -14,7 +14,8 @@ from .programs.loop_regions import (appended, appended_before_step, appended_the
                                     leaky, masked, named_out, nested, returning, rnn, rnn_args,
                                     rnn_batched, rnn_batched_args, rnn_rows,
                                     rows_read_after, rows_written_after, shifted, short,
-                                    softmax_steps, stacks_and_rows_written, weak_then_array,
+                                    softmax_steps, stacks_and_rows_written, two_stacks,
+                                    weak_then_array,
                                     with_helper, written_rows, zero_d_total, zipped)
 
 
@@ -32,6 +33,7 @@ CASES = [
     ("rnn_rows", rnn_rows, rnn_args, "region"),
     ("rnn_batched", rnn_batched, rnn_batched_args, "region"),
     ("leaky", leaky, lambda: (_vec(5), _vec(50).reshape(10, 5)), "region"),
+    ("two_stacks", two_stacks, lambda: (_vec(5), _vec(50).reshape(10, 5)), "region"),
     ("shifted", shifted, lambda: (_vec(10), 0.7), "region"),
     ("cyclic", cyclic, lambda: (_vec(11),), "region"),
     ("with_helper", with_helper, lambda: (rnn_args()[0], _vec(5), _vec(40).reshape(8, 5)),
@@ -648,3 +650,80 @@ def test_a_sum_of_step_values_is_one_sum_after_the_loop():
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(df(*args)[1], numerical_grad(leaky, list(args), 0), rtol=1e-5,
                                atol=1e-7)
+
+
+def test_backward_loop_body_writes_into_work_arrays():
+    """The buffered form plans a body's memory (codegen/loops.py, buffers.py) for values of
+    BODY_MIN elements or more: the carried gradient is updated in place and the step's
+    product written over it (``xp.matmul(dt, Wh.T, out=dh)``), dh itself lives in a work
+    array filled with zeros (no array made per call; where dh0 is not returned),
+    temporaries go into work arrays, and
+    those the loop needs only while it runs live in dWx's memory, written after the loop.
+    Values: the plain form over calls with other arguments, finite differences, out=."""
+    make = lambda seed=0: rnn_batched_args(T=10, B=16, D=32, H=32, seed=seed)    # noqa: E731
+    args = make()
+    df = ys.simplegrad(rnn_batched, *args, wrt={0, 1, 2})
+    plain = ys.simplegrad(rnn_batched, *args, wrt={0, 1, 2}, buffers=False)
+    text = ys.source(df)
+    back = _loop_lines(text, "for t in range(9, -1, -1):")
+    assert "dh += h_new" in back, back
+    assert any(line.startswith("xp.matmul(dt") and line.endswith(", Wh.T, out=dh)")
+               for line in back), back
+    assert "dh = xp.zeros(" not in text and "dh.fill(0.0)" in text
+    before = text.split("for t in range(10):")[0]
+    assert "dWx_mem = _result(out, 0, (32, 32))" in before
+    forward = _loop_lines(text, "for t in range(10):")
+    assert any("out=H[t + 1])" in line and "xp.tanh(" in line for line in forward), forward
+    for seed in (1, 2, 0, 0):
+        other = make(seed)
+        for a, b in zip(df(*other), plain(*other)):
+            if a is not None:
+                np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13)
+    value, *grads = df(*args)
+    for i in (0, 2):
+        np.testing.assert_allclose(grads[i], numerical_grad(rnn_batched, list(args), i),
+                                   rtol=1e-5, atol=1e-7)
+    outs = [np.full((32, 32), np.nan), np.full((32, 32), np.nan), np.full(32, np.nan), None, None]
+    again = df(*args, out=outs)
+    assert again[1] is outs[0]
+    for a, b in zip(again[1:4], grads[:3]):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("name, f, make, kind", [c for c in CASES if c[3] == "region"],
+                         ids=[c[0] for c in CASES if c[3] == "region"])
+def test_planned_loop_bodies_match_finite_differences(monkeypatch, name, f, make, kind):
+    """Every region of the table with every body value planned into work arrays (BODY_MIN
+    and LEND_MIN at 1: the small arrays of the table go through the plan), buffered form."""
+    from yota_s2s.codegen import buffers
+    monkeypatch.setattr(buffers, "BODY_MIN", 1)
+    monkeypatch.setattr(buffers, "LEND_MIN", 1)
+    args = make()
+    df = ys.simplegrad(f, *args)
+    for _ in range(2):
+        value, *grads = df(*args)
+        assert np.allclose(value, f(*args), rtol=1e-12, atol=1e-12)
+        for i, g in enumerate(grads):
+            if g is not None:
+                expected = numerical_grad(f, list(args), i)
+                assert np.allclose(g, expected, rtol=1e-5, atol=1e-7), (i, g, expected)
+
+
+@pytest.mark.parametrize("buffers", [True, False], ids=["buffered", "plain"])
+def test_gradient_of_the_buffered_stacked_rnn_gradient(buffers):
+    """A gradient of the buffered RNN gradient (whose backward loop writes dz over the state
+    rows and makes dWx after the loop, passes/stacked.py) traces its plain form: the value
+    and the second derivatives agree with finite differences of the gradient."""
+    args = rnn_batched_args(T=9, B=3, D=2, H=4)
+    df = ys.simplegrad(rnn_batched, *args, wrt={0, 1, 2})
+    assert "out=H[t" in ys.source(df)
+
+    def g(Wx, Wh, b, xs, h0):
+        _, dWx, dWh, db, _, _ = df(Wx, Wh, b, xs, h0)
+        return np.sum(dWx ** 2) + np.sum(dWh * Wh) + np.sum(db)
+    ddf = ys.simplegrad(g, *args, wrt={0, 1, 2}, buffers=buffers)
+    value, *grads = ddf(*args)
+    assert np.isclose(value, g(*args), rtol=1e-12)
+    for i in (0, 1, 2):
+        np.testing.assert_allclose(grads[i], numerical_grad(g, list(args), i), rtol=1e-5,
+                                   atol=1e-7)

@@ -331,3 +331,15 @@ def leaky(x, xs):
     for t in range(xs.shape[0]):
         h = np.tanh(h * 0.9 + x + xs[t])
     return np.sum(h * h)
+
+
+def two_stacks(x, xs):
+    a = np.zeros((xs.shape[0], x.shape[0]))
+    b = np.zeros((xs.shape[0], x.shape[0]))
+    h = x
+    for t in range(xs.shape[0]):
+        v = np.sin(h * xs[t] + 0.3)
+        a[t] = v
+        b[t] = v
+        h = v * 0.5
+    return np.sum(a * b) + np.sum(h)

@@ -145,7 +145,8 @@ def prelude(emitter) -> str:
         for k, ((shape, dtype, values), name) in enumerate(zip(memory.slots, emitter.slot_names)):
             if k in memory.lent:
                 continue
-            held = ", ".join(dict.fromkeys(emitter.names[v] for v in values))
+            held = ", ".join(dict.fromkeys(v if isinstance(v, str) else emitter.names[v]
+                                           for v in values))     # a loop body's: its names
             rows.append(f"    {literal_text((shape, dtype.name, held))},    # {name}")
         parts.append("\nWORK_ARRAYS = [    # shape, dtype, the values that live in it\n"
                      + "\n".join(rows) + "\n]\n" + _WORK)
