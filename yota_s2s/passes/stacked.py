@@ -72,8 +72,9 @@ def _terms(loop: Loop, facts: Analysis) -> dict[Var, tuple]:
                 or c.aval.weak or any(o is r for r in body.result if r is not results[c]):
             continue
         term = add.args[1] if add.args[0] is c else add.args[0]
-        if not isinstance(term, Var) or term is c or term in loop.carried:
-            continue
+        if not isinstance(term, Var) or term is c or term in loop.carried \
+                or term.aval.shape != c.aval.shape or term.aval.dtype != c.aval.dtype:
+            continue            # (an addition that broadcasts or casts is not a sum of terms)
         form = _form(term, loop, facts)
         if form is not None:
             found[c] = form
