@@ -9,7 +9,7 @@ from yota_s2s.gradcheck import numerical_grad
 from yota_s2s.ir import verify
 
 from .programs.loop_regions import (appended, appended_before_step, appended_then_updated,
-                                    appended_view, branchy, breaking, calls_region, counted,
+                                    appended_view, branchy, broadcast_invariants, breaking, calls_region, counted,
                                     cyclic, enumerated, growing, index_scaled, last_row_is_state,
                                     leaky, masked, named_out, nested, returning, rnn, rnn_args,
                                     rnn_batched, rnn_batched_args, rnn_rows,
@@ -34,6 +34,11 @@ CASES = [
     ("rnn_batched", rnn_batched, rnn_batched_args, "region"),
     ("leaky", leaky, lambda: (_vec(5), _vec(50).reshape(10, 5)), "region"),
     ("two_stacks", two_stacks, lambda: (_vec(5), _vec(50).reshape(10, 5)), "region"),
+    # a 0-d invariant's gradient is a sum of all the stacked rows; a (1, n) one's stays a
+    # per-step sum with keepdims (passes/stacked.py)
+    ("broadcast_invariants", broadcast_invariants,
+     lambda: (_vec(15).reshape(3, 5), np.full((), 0.3), _vec(5, 2).reshape(1, 5),
+              _vec(150, 3).reshape(10, 3, 5)), "region"),
     ("shifted", shifted, lambda: (_vec(10), 0.7), "region"),
     ("cyclic", cyclic, lambda: (_vec(11),), "region"),
     ("with_helper", with_helper, lambda: (rnn_args()[0], _vec(5), _vec(40).reshape(8, 5)),

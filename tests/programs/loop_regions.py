@@ -343,3 +343,10 @@ def two_stacks(x, xs):
         b[t] = v
         h = v * 0.5
     return np.sum(a * b) + np.sum(h)
+
+
+def broadcast_invariants(x, c, r, xs):
+    h = x * 0.5
+    for t in range(xs.shape[0]):
+        h = np.tanh(h * 0.9 + c + r + xs[t])
+    return np.sum(h * h)
