@@ -503,6 +503,172 @@ def test_chains_stay_whole_on_a_gpu():
     assert "in blocks of" not in write_module(tape, device="cuda", buffers=True)
 
 
+# -- sine and cosine from one tan of the half angle, in blocked chains (codegen/halfangle.py) ---
+
+HALF = 4 * 32768 + 3            # a chain this long is blocked (blocks.MIN_SIZE)
+
+
+def sin_times(x, y):
+    """The gradient of np.sum(np.sin(x) * y) at y = 1 is (cos(x), sin(x)), both exact products
+    with ones: the half-angle forms' own values."""
+    return np.sum(np.sin(x) * y)
+
+
+def sin_and_cos(x, y):
+    return halfangle_module(sin_times, x, y)(x, y)[1:]
+
+
+def halfangle_module(fn, *args, buffers=True):
+    from yota_s2s.codegen import halfangle
+    old, halfangle.ENABLED = halfangle.ENABLED, True      # written so on any machine
+    try:
+        return ys.simplegrad(fn, *args, buffers=buffers)
+    finally:
+        halfangle.ENABLED = old
+
+
+def long_double_or_skip():
+    if np.finfo(np.longdouble).nmant <= np.finfo(np.float64).nmant:
+        pytest.skip("no extended long double here to compare against")
+
+
+@pytest.mark.parametrize("low, high", [(1e-300, 1e-8), (1e-8, 1.0), (1.0, 10.0), (10.0, 1e3),
+                                       (1e3, 1e6), (1e6, 1e22), (1e22, 1e300)])
+def test_half_angle_sin_within_3_ulp_and_cos_within_4e_16(low, high):
+    long_double_or_skip()
+    rng = np.random.default_rng(int(np.log10(high)) + 400)
+    x = np.exp(rng.uniform(np.log(low), np.log(high), HALF)) * rng.choice([-1.0, 1.0], HALF)
+    cos, sin = sin_and_cos(x, np.ones(HALF))
+    exact = x.astype(np.longdouble)
+    ulps = np.abs((sin - np.sin(exact)) / np.spacing(np.abs(np.sin(x))))
+    assert ulps.max() <= 3.0
+    assert np.abs(cos - np.cos(exact)).max() <= 4e-16
+    # relative: numpy's cos where |cos x| < 2**-8, so within 3e-16 / 2**-8 elsewhere
+    assert np.abs((cos - np.cos(exact)) / np.cos(exact)).max() <= 8e-14
+    assert np.abs(sin).max() <= 1.0 and np.abs(cos).max() <= 1.0
+
+
+def test_half_angle_forms_keep_signed_zeros_and_exact_values():
+    x = np.zeros(HALF)
+    special = [0.0, -0.0, np.pi, -np.pi, 1e-310, -1e-310, 1.5, 1e-300]
+    x[:len(special)] = special
+    cos, sin = sin_and_cos(x, np.ones(HALF))
+    assert list(np.signbit(sin[:2])) == [False, True] and sin[0] == 0.0 and sin[1] == 0.0
+    np.testing.assert_array_equal(cos[:4], [1.0, 1.0, -1.0, -1.0])
+    np.testing.assert_allclose(sin[2:4], [np.sin(np.pi), -np.sin(np.pi)], rtol=1e-15)
+    assert abs(sin[4] - 1e-310) <= 5e-324 and abs(sin[5] + 1e-310) <= 5e-324   # subnormal: x/2
+    np.testing.assert_allclose(sin[6:8], np.sin(special[6:]), rtol=3e-16)
+
+
+def test_half_angle_forms_give_nan_and_numpys_warning_for_inf_and_nan():
+    x = np.random.default_rng(0).standard_normal(HALF)
+    x[:3] = [np.inf, -np.inf, np.nan]
+    y = np.ones(HALF)
+    fast = halfangle_module(sin_times, x, y)
+    plain = ys.simplegrad(sin_times, x, y, buffers=False)
+    for df in (fast, plain):
+        with pytest.warns(RuntimeWarning, match="invalid value"):
+            value, cos, sin = df(x, y)
+        assert np.isnan(value) and np.isnan(cos[:3]).all() and np.isnan(sin[:3]).all()
+        np.testing.assert_allclose(sin[3:], np.sin(x[3:]), rtol=3e-15, atol=1e-300)
+        with np.errstate(invalid="raise"), pytest.raises(FloatingPointError):
+            df(x, y)
+    x[:2] = 0.0                               # nan alone: no warning in either form
+    with np.errstate(invalid="raise"):
+        assert np.isnan(fast(x, y)[1][2]) and np.isnan(plain(x, y)[1][2])
+
+
+def test_the_chains_gradient_with_half_angle_forms_matches_finite_differences():
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(HALF) * 3.0
+    df = halfangle_module(long_chain, x)
+    text = ys.source(df)
+    assert "sin and cos of x from one tan of the half angle" in text
+    assert "xp.sin(" not in text and "xp.tan(" in text and "xp.cos(x[k], out=t10, where=near)" in text
+    assert "xp.sin(" in ys.source(ys.simplegrad(long_chain, x, buffers=False))   # for review
+    value, dx = df(x)
+    assert value == pytest.approx(long_chain(x), rel=1e-14)
+
+    def terms(x):           # long_chain(x) is their sum: its gradient, theirs element by element
+        return np.sin(x) * np.exp(-0.5 * x * x) + np.tanh(x) ** 2
+    h = 1e-5
+    np.testing.assert_allclose(dx, (terms(x + h) - terms(x - h)) / (2 * h), rtol=0, atol=1e-9)
+
+
+def cos_of_sin(x, y):
+    return np.sum(np.cos(np.sin(x) * y) * y)
+
+
+def test_half_angle_work_arrays_are_one_block_each_and_shared_by_later_operands():
+    """sin(x) forward with cos(x) backward share one pair of work arrays (t_x, d_x); forward
+    only, cos(sin(x) * y) reuses sin(x)'s pair, free by then, and is written over its operand
+    (numpy's cosines next to its zeros go into ``gap`` first)."""
+    from yota_s2s.codegen import blocks, halfangle
+    x = np.random.default_rng(1).standard_normal(HALF)
+    df = halfangle_module(long_chain, x)
+    held = [v for _, _, v in ys.memory_report(df).arrays]
+    assert "t_x" in held and "d_x" in held
+    assert {s for s, _, _ in ys.memory_report(df).arrays} == {(blocks.BLOCK,)}
+    y = np.ones(HALF)
+    old, halfangle.ENABLED = halfangle.ENABLED, True
+    try:
+        f = ys.compile(cos_of_sin, x, y)
+    finally:
+        halfangle.ENABLED = old
+    held = [v for _, _, v in ys.memory_report(f).arrays]
+    assert "t_x, t_t1" in held and "d_x, d_t1" in held
+    assert "xp.copyto(t1, gap, where=near)" in ys.source(f)
+    for z in (x, x * 1e4):
+        assert f(z, y) == pytest.approx(cos_of_sin(z, y), rel=1e-13)
+
+
+def sin_of_a_product(x, c):
+    a = x * c
+    v = np.sin(a) * 0.25 + a - c
+    return np.sum(np.tanh(v) * v)
+
+
+def test_half_angle_cosine_written_over_its_operand_reads_it_first(monkeypatch):
+    """Regression (fuzzer seed 41931, blocks of 4): ``t10 = xp.cos(t2, out=t2)`` became
+    ``t10 = xp.subtract(2.0, d, out=t2)`` before ``xp.cos(t2, out=t10, where=near)`` read t2:
+    numpy's cosines next to the zeros go into ``gap`` first where the result overwrites x."""
+    from yota_s2s.codegen import blocks, halfangle
+    monkeypatch.setattr(halfangle, "ENABLED", True)
+    monkeypatch.setattr(blocks, "BLOCK", 4)
+    monkeypatch.setattr(blocks, "MIN_SIZE", 8)
+    rng = np.random.default_rng(3)
+    x, c = rng.standard_normal((3, 4)), np.linspace(-1.144, 0.786, 4)
+    x[0, 0] = np.pi / 2 / c[0]                  # a cosine next to its zero, from numpy
+    fast = ys.simplegrad(sin_of_a_product, x, c)
+    assert "xp.copyto(" in ys.source(fast) and "where=near" in ys.source(fast)
+    expected = ys.simplegrad(sin_of_a_product, x, c, buffers=False)(x, c)
+    for _ in range(2):
+        got = fast(x, c)
+        for g, e in zip(got, expected):
+            np.testing.assert_allclose(g, e, rtol=1e-13, atol=1e-15)
+
+
+def test_half_angle_forms_only_where_they_pay(monkeypatch):
+    """float32 sin and cos are numpy SIMD loops already; the plain form, short chains and cupy
+    keep xp.sin and xp.cos; the forms follow numpy's CPU dispatch of float64 tan."""
+    from yota_s2s.codegen import halfangle
+    introspect = pytest.importorskip("numpy.lib.introspect")
+    monkeypatch.setattr(halfangle, "ENABLED", True)
+    x = np.random.default_rng(2).standard_normal(HALF)
+    assert "xp.tan(" not in ys.source(ys.simplegrad(long_chain, x.astype(np.float32)))
+    assert "xp.tan(" not in ys.source(ys.simplegrad(long_chain, x[:1000]))
+    assert "xp.tan(" not in ys.source(ys.simplegrad(long_chain, x, buffers=False))
+    monkeypatch.setattr(halfangle, "ENABLED", False)
+    assert "xp.sin(" in ys.source(ys.simplegrad(long_chain, x))
+    detect = halfangle.simd_tan.__wrapped__
+    monkeypatch.setattr(introspect, "opt_func_info", lambda **_: {"tan": {"dd": {
+        "current": "baseline(X86_V2)", "available": "baseline(X86_V2)"}}})
+    assert detect() is False
+    monkeypatch.setattr(introspect, "opt_func_info", lambda **_: {"tan": {"dd": {
+        "current": "AVX512_SKX", "available": "AVX512_SKX baseline(SSE SSE2 SSE3)"}}})
+    assert detect() is True
+
+
 def test_recomputed_forward_values_hold_less_memory_and_change_no_bit():
     """issue 14, peak memory: logistic regression's buffered gradient keeps 6 arrays of the
     data's length (8 before recompute), and returns what the plain form returns, call after

@@ -279,6 +279,8 @@ def printable(text: str) -> str:
     """``text`` with every character that could end a line or hide text (control characters,
     line and paragraph separators, other format characters) written as an escape."""
     text = str.__str__(text) if isinstance(text, str) else str(text)
+    if text.isascii() and text.isprintable():       # the usual case: nothing to escape
+        return text
     out = []
     for c in text:
         if unicodedata.category(c)[0] == "C" or unicodedata.category(c) in ("Zl", "Zp"):

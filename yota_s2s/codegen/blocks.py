@@ -44,6 +44,7 @@ import numpy as np
 
 from ..ir.analysis import Analysis, memory_bases
 from ..ir.tape import Lit, Stmt, Tape, Var, tree_vars
+from . import halfangle
 from .buffers import MemoryPlan
 from .scalars import ScalarPlan
 from .writes import result_call
@@ -253,12 +254,16 @@ def write_chain(em, chain: Chain, group_blocks) -> Loop | None:
     totals = {names[v] for v in chain.sums}         # bound before the loop, not in it
     if bound & (whole | block | set(results.values()) | totals) or totals & read:
         return None
+    if halfangle.applies():             # sin and cos from a SIMD tan (halfangle.py)
+        added = halfangle.rewrite(em, chain, written)
+        chain.slots |= added
+        block |= {em.slot_names[k] for k in added}
     start, n, k = names.fresh("start"), names.fresh("n"), names.fresh("k")
     blocked = _Blocked(whole, block, results, k, n)
     for slot in chain.slots:
         shape, dtype, members = memory.slots[slot]
         memory.slots[slot] = ((chain.rows, *shape[1:]), dtype, members)
-    written = [(s, [ast.fix_missing_locations(blocked.visit(node)) for node in nodes])
+    written = [(s, [blocked.visit(node) for node in nodes])
                for s, nodes in written]
     after: list[ast.stmt] = []
     for s in stmts:

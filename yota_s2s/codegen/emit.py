@@ -119,6 +119,7 @@ class Emitter:
         self.ones: dict[tuple[int, str], str] = {}    # ones vectors for row/column sums
         self.chains = plan_chains(tape, self.facts, self.memory, self.scalars, self.inlined) \
             if fast and blocked else []
+        self.trig_slots: dict[tuple, list] = {}     # block shape -> pairs of slots (halfangle.py)
         if self.chains or not blocked:    # blocked chains hoist returned arrays their own way
             self.memory.lent.clear()      # (blocks.py); a GPU module keeps its work arrays
         self.lent_arrays: dict[int, str] = {}       # returned group -> its array, made early
@@ -132,6 +133,16 @@ class Emitter:
         self.lists: set[Var] = set()      # values a loop made as Python lists (loops.py)
         self.list_names: dict[Var, str] = {}      # an argument -> its x.tolist() (loops.py)
         self.body_names: set[str] = set()         # names loop bodies assign (loops.py)
+
+    def add_slot(self, shape: tuple, dtype, members: list) -> int:
+        """A new work array (its index): bound when the function starts, so named apart from
+        the names an earlier loop's body assigns."""
+        self.memory.slots.append((tuple(shape), dtype, members))
+        body = self.body_names - self.names.taken
+        self.names.taken |= body
+        self.slot_names.append(self.names.fresh(f"buf{len(self.memory.slots)}"))
+        self.names.taken -= body
+        return len(self.memory.slots) - 1
 
     def blocks(self) -> list[Block]:
         chains = {c.start: c for c in self.chains}

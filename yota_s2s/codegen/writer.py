@@ -124,8 +124,10 @@ def check_names(text: str) -> None:
     if twice:
         raise InternalError(f"the generated module binds {', '.join(twice)} twice")
     functions = [fn for fn in tree.body if isinstance(fn, ast.FunctionDef)]
-    local = {fn.name: _locals(fn) for fn in functions}
-    free = set().union(*(_loads(fn) - local[fn.name] for fn in functions))
+    local, free = {}, set()
+    for fn in functions:
+        local[fn.name], loads = _names(fn)
+        free |= loads - local[fn.name]
     shared = module | (free & set(dir(builtins)))
     for fn in functions:
         clash = sorted(local[fn.name] & shared)
@@ -134,14 +136,17 @@ def check_names(text: str) -> None:
                                 "a module-level name or a builtin")
 
 
-def _locals(fn: ast.FunctionDef) -> set[str]:
-    names = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
-    return names | {n.id for n in ast.walk(fn)
-                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-
-
-def _loads(fn: ast.FunctionDef) -> set[str]:
-    return {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+def _names(fn: ast.FunctionDef) -> tuple[set[str], set[str]]:
+    """The names ``fn`` binds (its parameters too) and those it reads: one walk."""
+    stores = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
+    loads = set()
+    for n in ast.walk(fn):
+        if n.__class__ is ast.Name:
+            if n.ctx.__class__ is ast.Store:
+                stores.add(n.id)
+            elif n.ctx.__class__ is ast.Load:
+                loads.add(n.id)
+    return stores, loads
 
 
 def write_functions(tapes: Sequence[Tape], buffers: bool = False,
