@@ -395,17 +395,23 @@ class Gen:
             lines = [f"{name} = {a} * {w}", "t = 0", f"while t < {n}:",
                      f"    {name} = np.sin({name} * {w} + {a}) * {c} + {w}",
                      "    t += 1"]
-        else:            # over the first axis: enumerate, zip, the previous row
-            form = self.r.randrange(3)
+        else:            # over the first axis: enumerate, zip, the previous row, matrix rows
+            form = 3 if v.ndim == 2 and self.r.random() < 0.5 else self.r.randrange(3)
             if form == 0:
                 lines = [f"{name} = np.cos({a}[0]) * {w}", f"for t, row in enumerate({a}):",
                          f"    {name} = {name} * {w} + np.sin(row) * (t + 1.0) * {c}"]
             elif form == 1:
                 lines = [f"{name} = {a}[0] * {c}", f"for row, other in zip({a}, {a}[::-1]):",
                          f"    {name} = np.tanh({name} + row * other * {w})"]
-            else:
+            elif form == 2:
                 lines = [f"{name} = {a}[0] * {w}", f"for t in range(1, {m}):",
                          f"    {name} = {name} * {w} + {a}[t] * {a}[t - 1]"]
+            else:       # an RNN: a (1, p) row of a stack times a matrix per step (passes/stacked.py)
+                rows, weights, n = self.new(), self.new(), max(n, 8)
+                lines = [f"{rows} = np.concatenate([{a}[:, None, :]] * {-(-n // m)})[:{n}]",
+                         f"{weights} = np.cos({a}.T @ {a}) * {w}", f"{name} = {a}[:1] * {c}",
+                         f"for t in range({n}):",
+                         f"    {name} = np.tanh({rows}[t] @ {weights} + {name} * {w})"]
         return self.accept(lines, name)
 
     def branching_loop(self, a: str, name: str, n: int, w: str, c: str) -> bool:

@@ -9,11 +9,13 @@ from yota_s2s.gradcheck import numerical_grad
 from yota_s2s.ir import verify
 
 from .programs.loop_regions import (appended, appended_before_step, appended_then_updated,
-                                    appended_view, branchy, breaking, calls_region, counted,
+                                    appended_view, branchy, broadcast_invariants, breaking, calls_region, counted,
                                     cyclic, enumerated, growing, index_scaled, last_row_is_state,
-                                    masked, named_out, nested, returning, rnn, rnn_args, rnn_rows,
+                                    leaky, masked, named_out, nested, returning, rnn, rnn_args,
+                                    rnn_batched, rnn_batched_args, rnn_rows,
                                     rows_read_after, rows_written_after, shifted, short,
-                                    softmax_steps, stacks_and_rows_written, weak_then_array,
+                                    softmax_steps, stacks_and_rows_written, two_stacks,
+                                    weak_then_array,
                                     with_helper, written_rows, zero_d_total, zipped)
 
 
@@ -29,6 +31,14 @@ def _softmax_args():
 CASES = [
     ("rnn", rnn, rnn_args, "region"),
     ("rnn_rows", rnn_rows, rnn_args, "region"),
+    ("rnn_batched", rnn_batched, rnn_batched_args, "region"),
+    ("leaky", leaky, lambda: (_vec(5), _vec(50).reshape(10, 5)), "region"),
+    ("two_stacks", two_stacks, lambda: (_vec(5), _vec(50).reshape(10, 5)), "region"),
+    # a 0-d invariant's gradient is a sum of all the stacked rows; a (1, n) one's stays a
+    # per-step sum with keepdims (passes/stacked.py)
+    ("broadcast_invariants", broadcast_invariants,
+     lambda: (_vec(15).reshape(3, 5), np.full((), 0.3), _vec(5, 2).reshape(1, 5),
+              _vec(150, 3).reshape(10, 3, 5)), "region"),
     ("shifted", shifted, lambda: (_vec(10), 0.7), "region"),
     ("cyclic", cyclic, lambda: (_vec(11),), "region"),
     ("with_helper", with_helper, lambda: (rnn_args()[0], _vec(5), _vec(40).reshape(8, 5)),
@@ -585,3 +595,140 @@ def test_rows_of_an_appended_list_go_on_the_tape_only_when_read():
     assert np.isclose(value, rows_read_after(W, xs))
     np.testing.assert_allclose(dW, numerical_grad(rows_read_after, (W, xs), 0), rtol=1e-6,
                                atol=1e-8)
+
+
+def test_products_of_rows_are_one_product_after_the_loop():
+    """passes/stacked.py, the buffered form: ``dWx += xs[t].T @ dz`` and ``db += dz.sum(0)``
+    leave the backward loop; each step writes its dz over the state row it has read for the
+    last time (``H[t + 1]``), and dWx and db are one product and one sum of those rows after
+    the loop, as in a handwritten BPTT. ``dWh += h_prev.T @ dz`` reads a row of that stack:
+    it stays in the loop. The plain form keeps the rules' loop. Values: finite differences,
+    the plain form, calls with other arguments in between, out=."""
+    args = rnn_batched_args()
+    df = ys.simplegrad(rnn_batched, *args)
+    plain = ys.simplegrad(rnn_batched, *args, buffers=False)
+    text = ys.source(df)
+    loop = _loop_lines(text, "for t in range(9, -1, -1):")
+    assert not any(line.startswith(("dWx +=", "db +=")) for line in loop), loop
+    assert any(line.startswith("dWh += h_prev.T @") for line in loop), loop
+    # dz is made in its row (codegen/loops.py _values_in_rows): no copy into the stack
+    made = [line for line in loop if "out=H[t" in line]
+    assert len(made) == 1 and made[0].startswith("dt") and "xp.multiply(" in made[0], loop
+    assert not any(line.startswith("H[t") for line in loop), loop
+    after = text.split("for t in range(9, -1, -1):")[1].split("\n    return")[0]
+    assert "xs.reshape((40, 3)).T @" in after or "xp.matmul(xs.reshape((40, 3)).T," in after
+    assert ".sum(axis=(0, 1)" in after
+    assert "H = buf1" in text and text.count("xp.empty((11, 4, 5))") == 0
+    plain_loop = _loop_lines(ys.source(plain), "for t in range(9, -1, -1):")
+    assert any(line.startswith("dWx +=") for line in plain_loop), plain_loop
+    value, *grads = df(*args)
+    assert np.isclose(value, rnn_batched(*args), rtol=1e-12)
+    for i in (0, 1, 2):
+        np.testing.assert_allclose(grads[i], numerical_grad(rnn_batched, list(args), i),
+                                   rtol=1e-5, atol=1e-7)
+    for seed in (1, 2, 0):
+        other = rnn_batched_args(seed=seed)
+        for a, b in zip(df(*other), plain(*other)):
+            if a is not None:
+                np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+    outs = [np.full((3, 5), np.nan), np.full((5, 5), np.nan), np.full(5, np.nan), None, None]
+    again = df(*args, out=outs)
+    assert again[1] is outs[0] and again[3] is outs[2]
+    for a, b in zip(again[1:4], grads[:3]):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+def test_a_sum_of_step_values_is_one_sum_after_the_loop():
+    """An invariant's gradient that each step adds a value of the state's shape to
+    (``dx += dt``) is the sum of those values, written over the dead state rows, after the
+    loop (buffered form); the values agree with finite differences and the plain form."""
+    args = (_vec(5), _vec(50).reshape(10, 5))
+    df = ys.simplegrad(leaky, *args)
+    text = ys.source(df)
+    loop = _loop_lines(text, "for t in range(9, -1, -1):")
+    assert not any(line.startswith("dx +=") for line in loop), loop
+    after = text.split("for t in range(9, -1, -1):")[1].splitlines()
+    # a sum over the rows: ``H.sum(axis=0)``, or a product with ones (BLAS, buffers.py)
+    assert any(line.startswith("    dx = ") and "H" in line for line in after), after
+    plain = ys.simplegrad(leaky, *args, buffers=False)
+    for a, b in zip(df(*args), plain(*args)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(df(*args)[1], numerical_grad(leaky, list(args), 0), rtol=1e-5,
+                               atol=1e-7)
+
+
+def test_backward_loop_body_writes_into_work_arrays():
+    """The buffered form plans a body's memory (codegen/loops.py, buffers.py) for values of
+    BODY_MIN elements or more: the carried gradient is updated in place and the step's
+    product written over it (``xp.matmul(dt, Wh.T, out=dh)``), dh itself lives in a work
+    array filled with zeros (no array made per call; where dh0 is not returned),
+    temporaries go into work arrays, and
+    those the loop needs only while it runs live in dWx's memory, written after the loop.
+    Values: the plain form over calls with other arguments, finite differences, out=."""
+    make = lambda seed=0: rnn_batched_args(T=10, B=16, D=32, H=32, seed=seed)    # noqa: E731
+    args = make()
+    df = ys.simplegrad(rnn_batched, *args, wrt={0, 1, 2})
+    plain = ys.simplegrad(rnn_batched, *args, wrt={0, 1, 2}, buffers=False)
+    text = ys.source(df)
+    back = _loop_lines(text, "for t in range(9, -1, -1):")
+    assert "dh += h_new" in back, back
+    assert any(line.startswith("xp.matmul(dt") and line.endswith(", Wh.T, out=dh)")
+               for line in back), back
+    assert "dh = xp.zeros(" not in text and "dh.fill(0.0)" in text
+    before = text.split("for t in range(10):")[0]
+    assert "dWx_mem = _result(out, 0, (32, 32))" in before
+    forward = _loop_lines(text, "for t in range(10):")
+    assert any("out=H[t + 1])" in line and "xp.tanh(" in line for line in forward), forward
+    for seed in (1, 2, 0, 0):
+        other = make(seed)
+        for a, b in zip(df(*other), plain(*other)):
+            if a is not None:
+                np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13)
+    value, *grads = df(*args)
+    for i in (0, 2):
+        np.testing.assert_allclose(grads[i], numerical_grad(rnn_batched, list(args), i),
+                                   rtol=1e-5, atol=1e-7)
+    outs = [np.full((32, 32), np.nan), np.full((32, 32), np.nan), np.full(32, np.nan), None, None]
+    again = df(*args, out=outs)
+    assert again[1] is outs[0]
+    for a, b in zip(again[1:4], grads[:3]):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("name, f, make, kind", [c for c in CASES if c[3] == "region"],
+                         ids=[c[0] for c in CASES if c[3] == "region"])
+def test_planned_loop_bodies_match_finite_differences(monkeypatch, name, f, make, kind):
+    """Every region of the table with every body value planned into work arrays (BODY_MIN
+    and LEND_MIN at 1: the small arrays of the table go through the plan), buffered form."""
+    from yota_s2s.codegen import buffers
+    monkeypatch.setattr(buffers, "BODY_MIN", 1)
+    monkeypatch.setattr(buffers, "LEND_MIN", 1)
+    args = make()
+    df = ys.simplegrad(f, *args)
+    for _ in range(2):
+        value, *grads = df(*args)
+        assert np.allclose(value, f(*args), rtol=1e-12, atol=1e-12)
+        for i, g in enumerate(grads):
+            if g is not None:
+                expected = numerical_grad(f, list(args), i)
+                assert np.allclose(g, expected, rtol=1e-5, atol=1e-7), (i, g, expected)
+
+
+@pytest.mark.parametrize("buffers", [True, False], ids=["buffered", "plain"])
+def test_gradient_of_the_buffered_stacked_rnn_gradient(buffers):
+    """A gradient of the buffered RNN gradient (whose backward loop writes dz over the state
+    rows and makes dWx after the loop, passes/stacked.py) traces its plain form: the value
+    and the second derivatives agree with finite differences of the gradient."""
+    args = rnn_batched_args(T=9, B=3, D=2, H=4)
+    df = ys.simplegrad(rnn_batched, *args, wrt={0, 1, 2})
+    assert "out=H[t" in ys.source(df)
+
+    def g(Wx, Wh, b, xs, h0):
+        _, dWx, dWh, db, _, _ = df(Wx, Wh, b, xs, h0)
+        return np.sum(dWx ** 2) + np.sum(dWh * Wh) + np.sum(db)
+    ddf = ys.simplegrad(g, *args, wrt={0, 1, 2}, buffers=buffers)
+    value, *grads = ddf(*args)
+    assert np.isclose(value, g(*args), rtol=1e-12)
+    for i in (0, 1, 2):
+        np.testing.assert_allclose(grads[i], numerical_grad(g, list(args), i), rtol=1e-5,
+                                   atol=1e-7)

@@ -185,7 +185,13 @@ def main(argv=None) -> int:
     ap.add_argument("--lend", type=int, help="work arrays of this many elements or more live "
                     "in returned arrays not yet written (codegen/buffers.py LEND_MIN): 1 puts the "
                     "fuzzer's small arrays through it")
+    ap.add_argument("--body-min", type=int, help="values of a loop body of this many elements "
+                    "or more are planned into work arrays (codegen/buffers.py BODY_MIN): 1 puts "
+                    "the fuzzer's small arrays through it")
     opts = ap.parse_args(argv)
+    if opts.body_min:
+        from yota_s2s.codegen import buffers
+        buffers.BODY_MIN = opts.body_min
     if opts.lend:
         from yota_s2s.codegen import buffers
         buffers.LEND_MIN = opts.lend

@@ -309,3 +309,44 @@ def zero_d_total(W, xs):
     before = total
     total *= 2.0
     return before + total
+
+
+def rnn_batched(Wx, Wh, b, xs, h0):
+    h = h0
+    total = 0.0
+    for t in range(xs.shape[0]):
+        h = np.tanh(xs[t] @ Wx + h @ Wh + b)
+        total = total + np.sum(h ** 2)
+    return total * 0.5
+
+
+def rnn_batched_args(T=10, B=4, D=3, H=5, seed=0):
+    r = np.random.default_rng(seed)
+    return (r.normal(size=(D, H)) * 0.4, r.normal(size=(H, H)) * 0.4, r.normal(size=H) * 0.1,
+            r.normal(size=(T, B, D)), r.normal(size=(B, H)) * 0.3)
+
+
+def leaky(x, xs):
+    h = x * 0.5
+    for t in range(xs.shape[0]):
+        h = np.tanh(h * 0.9 + x + xs[t])
+    return np.sum(h * h)
+
+
+def two_stacks(x, xs):
+    a = np.zeros((xs.shape[0], x.shape[0]))
+    b = np.zeros((xs.shape[0], x.shape[0]))
+    h = x
+    for t in range(xs.shape[0]):
+        v = np.sin(h * xs[t] + 0.3)
+        a[t] = v
+        b[t] = v
+        h = v * 0.5
+    return np.sum(a * b) + np.sum(h)
+
+
+def broadcast_invariants(x, c, r, xs):
+    h = x * 0.5
+    for t in range(xs.shape[0]):
+        h = np.tanh(h * 0.9 + c + r + xs[t])
+    return np.sum(h * h)

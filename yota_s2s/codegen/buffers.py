@@ -53,6 +53,10 @@ def writer(stmt: Stmt) -> str | None:
 # A work array this large (elements) or larger lives in a returned array's memory where one is
 # free for it (_lend_slots); a smaller one is not worth a view made on each call.
 LEND_MIN = 512
+# A loop body's value this large (elements) or larger is planned into a work array (or in
+# place); a smaller one is made by its expression: numpy serves small arrays from a cache of
+# its own, and ``out=`` costs more than it saves (codegen/loops.py).
+BODY_MIN = 512
 
 
 @dataclass(eq=False)
@@ -82,15 +86,23 @@ class MemoryPlan:
 
 
 def plan_memory(tape: Tape, scalars: ScalarPlan, inlined: set[Var],
-                facts: Analysis | None = None) -> MemoryPlan:
+                facts: Analysis | None = None, exclude: frozenset = frozenset(),
+                carried: dict[Var, Var] | None = None) -> MemoryPlan:
     """The plan for ``tape``; ``inlined`` values are written inside their user's expression,
     so what they read is read where that user is (``facts`` is the analysis of the tape with
-    those read positions)."""
+    those read positions). For a loop body (codegen/loops.py): ``exclude``, values the caller
+    writes elsewhere (made in a row of a stack), in no group; ``carried``, the step's result
+    -> the carried value it becomes, an array of the loop's own (``"carried"``): the values
+    the step makes of it in place and the result, when its array is dead by then, live in
+    it (``dh += h; ...; xp.matmul(dz, W.T, out=dh)``)."""
     plan = MemoryPlan()
     facts = facts or Analysis(tape, inlined)
     excluded = facts.arguments | inlined
+    carried = carried or {}
+    for c in carried.values():
+        plan.group[c] = Group([c], kind="carried")
     for index, stmt in enumerate(tape.stmts):
-        if any(o in scalars.chains or o in scalars.elements for o in stmt.outs):
+        if any(o in scalars.chains or o in scalars.elements or o in exclude for o in stmt.outs):
             continue
         if stmt.prim.inplace and stmt.outs:
             base = stmt.first_var
@@ -105,6 +117,8 @@ def plan_memory(tape: Tape, scalars: ScalarPlan, inlined: set[Var],
             continue
         plan.writes[stmt.out] = form
         target = _overwritable(stmt, index, facts, plan, excluded) if form == "ufunc" else None
+        if target is None and stmt.out in carried:
+            target = _home(stmt, index, facts, plan, carried[stmt.out])
         if target is not None:
             plan.over[stmt.out] = target
             _join(plan, stmt.out, target)
@@ -140,6 +154,21 @@ def _overwritable(stmt: Stmt, index: int, facts: Analysis, plan: MemoryPlan,
             continue
         return a
     return None
+
+
+def _home(stmt: Stmt, index: int, facts: Analysis, plan: MemoryPlan, c: Var) -> Var | None:
+    """The value of ``c``'s group (a carried array) that a step's result is written over:
+    every value in that array read for the last time before this statement, and none of its
+    operands in it (``out=`` of a product may not be an operand)."""
+    group, out = plan.group[c], stmt.out
+    if out.aval.shape != c.aval.shape or out.aval.dtype != c.aval.dtype:
+        return None
+    if any(facts.last_memory.get(m, -1) >= index for m in group.members):
+        return None
+    if any(plan.group.get(facts.root(u)) is group or plan.group.get(u) is group
+           for u in stmt.uses()):
+        return None
+    return group.members[-1]
 
 
 def _mark_results(tape: Tape, plan: MemoryPlan, facts: Analysis) -> None:

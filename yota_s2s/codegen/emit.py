@@ -76,11 +76,16 @@ class Emitter:
     def __init__(self, tape: Tape, taken: set[str] = frozenset(),
                  calls: dict[Primitive, str] | None = None, fast: bool = False,
                  roots: dict[str, str] | None = None, blocked: bool = True,
-                 inline: set[Var] = frozenset(), named: set[Var] = frozenset()):
+                 inline: set[Var] = frozenset(), named: set[Var] = frozenset(),
+                 plan: frozenset | None = None, carried: dict[Var, Var] | None = None):
         """``inline``: more temporaries written inside their one reader's expression, where
         the caller has checked that nothing they read is written before that reader runs;
-        ``named``: temporaries that get a statement and a name of their own."""
+        ``named``: temporaries that get a statement and a name of their own; ``plan``: plan
+        the memory (as ``fast`` does, without scalar mode: a loop body, loops.py) of every
+        value but these (made where the caller writes them), and ``carried`` (a step's
+        results -> the carried values they become) written over the carried arrays."""
         self.tape, self.fast = tape, fast
+        self.planned = plan
         self.blocked = blocked            # a CPU module (blocked chains; numpy, not cupy)
         self.calls = calls or {}          # user functions: how the module's imports name them
         self.roots = roots or {}          # user modules read at call time: how they are named
@@ -89,11 +94,15 @@ class Emitter:
         self.inlined = (_inlinable(tape, facts, self.scalars.floats) | set(inline)) - set(named) \
             - set(self.scalars.elements) \
             - set(self.scalars.unpacked)        # read by name: x0, x1 = x.tolist()
-        if fast:     # what is written into an array is a statement of its own
+        if fast or plan is not None:     # what is written into an array is a statement of its own
+            squares = _squares_summed(tape, self.inlined) if plan is not None else set()
             self.inlined -= {s.out for s in tape.stmts if s.outs and writer(s)
-                             and s.out not in self.scalars.floats}
+                             and s.out not in self.scalars.floats and s.out not in (plan or ())
+                             and s.out not in squares}
         self.facts = Analysis(tape, self.inlined) if self.inlined else facts
-        self.memory = plan_memory(tape, self.scalars, self.inlined, self.facts) if fast \
+        self.memory = plan_memory(tape, self.scalars, self.inlined, self.facts,
+                                  exclude=plan or frozenset(), carried=carried) \
+            if fast or plan is not None \
             else MemoryPlan()
         shared = _shared_names(tape, self.memory)
         self.made_by = self.facts.producer
@@ -414,6 +423,21 @@ def _sum_of_squares(em: Emitter, stmt: Stmt) -> Var | None:
             or square_.aval.dtype != np.float64:
         return None
     return x
+
+
+def _squares_summed(tape: Tape, inlined: set[Var]) -> set[Var]:
+    """The squares written inline into a whole-array sum (``np.sum(h ** 2)``): a loop body
+    (loops.py sets ``dot_sums``) writes that sum as ``xp.vdot(h, h)``, with no array made."""
+    made = {s.out: s for s in tape.stmts if s.outs}
+    found = set()
+    for stmt in tape.stmts:
+        if stmt.prim.fn is np.sum and len(stmt.args) == 1 and not stmt.params \
+                and stmt.args[0] in inlined:
+            square = made[stmt.args[0]]
+            if square.prim.fn is operator.pow and square.args[1] == Lit(2) or \
+                    square.prim.fn is operator.mul and square.args[0] is square.args[1]:
+                found.add(stmt.args[0])
+    return found
 
 
 def _has_array_lit(key: Any) -> bool:

@@ -39,9 +39,11 @@ import numpy as np
 
 from ..ir.analysis import Analysis
 from ..ir.names import dying_inits, name_tape, same_names
-from ..ir.region import EMPTY, loop_of
+from ..ir.region import EMPTY, loop_of, made_stack
 from ..ir.tape import Lit, Stmt, Var
 from ..text import identifier
+from . import buffers
+
 
 
 class Verbatim(ast.stmt):
@@ -75,22 +77,48 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
     # OverflowError where numpy gives inf): its base needs a name
     squared = {s.args[0] for s in body.stmts if s.prim.fn is operator.pow and s.outs
                and s.out in floats}
-    inner = body_names(em, stmt, keep)
-    params = tuple(inner.names[inp.var] for inp in body.inputs)
     listed = _list_stacks(em, stmt, loop, floats)
     held = _held_stacks(em, stmt, loop, listed)
-    taken = set(em.names.taken) - inner.given()
-    named = body.copy(params=params, name=em.tape.name)
-    named.namer = inner
-    sub = Emitter(named, taken=taken, calls=em.calls, fast=False, roots=em.roots,
-                  inline=_summed_terms(loop), named=squared)
-    sub.dot_sums = em.fast
-    sub.scalars.floats |= floats
+    taken = set(em.names.taken) - body_names(em, stmt, keep).given()
+    summed = _summed_terms(loop)
+
+    def emitter(plan: frozenset | None, carried: dict | None = None) -> Emitter:
+        inner = body_names(em, stmt, keep)
+        named = body.copy(params=tuple(inner.names[inp.var] for inp in body.inputs),
+                          name=em.tape.name)
+        named.namer = inner
+        sub = Emitter(named, taken=taken, calls=em.calls, fast=False, roots=em.roots,
+                      inline=summed, named=squared, plan=plan, carried=carried)
+        sub.dot_sums = em.fast
+        sub.scalars.floats |= floats
+        for k, name in keep.items():
+            if sub.names[k] != name:
+                raise AssertionError(f"loop invariant {name} renamed {sub.names[k]}")
+        same_names(sub.names, loop, sub.facts)
+        return sub
+    sub = emitter(None)
+    if em.fast and not floats:
+        # the buffered form plans the body's memory (buffers.py): its temporaries in work
+        # arrays held per thread, written with out= or in place; the values made in rows of
+        # a stack (found on a first, unplanned look) are left out of the plan
+        first = _first_rows(sub, loop, sub.blocks())
+        rows = _states_in_rows(em, stmt, loop, sub, first) + \
+            _values_in_rows(em, loop, sub, {id(save) for *_, save in first})
+        # and the running sums (``dW += t``: the accumulator's own array, loops.py writes them)
+        summing = _running_sums(sub, loop)
+        sums_made = {o for o in body.result if isinstance(o, Var)
+                     and id(sub.facts.producer.get(o)) in summing}
+        # and values too small to be worth a work array (numpy's own cache serves them)
+        small = {v for st in body.stmts for v in st.outs if v.aval.size < buffers.BODY_MIN}
+        carried = {o: c for c, o in zip(loop.carried, body.result) if isinstance(o, Var)
+                   and sum(o is r for r in body.result) == 1
+                   and c in body.owned and not c.aval.weak and c.aval.ndim
+                   and c.aval.size >= buffers.BODY_MIN and o not in sums_made}
+        sub = emitter(frozenset(made.out for made, _, _ in rows) | sums_made | small, carried)
+        lent = _body_slots(em, stmt, sub)
+    else:
+        lent = []
     names = sub.names
-    for k, name in keep.items():
-        if names[k] != name:
-            raise AssertionError(f"loop invariant {name} renamed {names[k]}")
-    same_names(sub.names, loop, sub.facts)
     em.modules |= sub.modules
     blocks = sub.blocks()
     first = _first_rows(sub, loop, blocks)
@@ -109,11 +137,15 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
             lines.append(f"{names[c]} = {unparse(returned[c])}")
             if c not in once:
                 lines.append(f"{names[c]}.fill(0.0)")
+        elif fresh is True and c not in once and _held_zeros(em, stmt, c, lines):
+            lines.append(f"{names[c]} = {_held_zeros(em, stmt, c, lines)}")
+            lines.append(f"{names[c]}.fill(0.0)")
         elif fresh:
             made = "empty" if fresh == EMPTY or c in once else "zeros"
             lines.append(f"{names[c]} = xp.{made}({_shape(c)}{_dtype(c)})")
             em.modules.add("xp")
-        elif c in body.owned:       # updated in place by the body: the loop's own copy
+        elif c in body.owned and not _given(em, stmt, operands[c]):
+            # updated in place by the body: the loop's own copy
             lines.append(f"{names[c]} = {_text(em, operands[c], unparse)}.copy()")
         elif names[c] != _text(em, operands[c], unparse):
             lines.append(f"{names[c]} = {_text(em, operands[c], unparse)}")
@@ -129,9 +161,13 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
     for stack, c, row, _ in first:
         lines.append(f"{names[stack]}[{row}] = {names[c]}")
     dropped = {id(save) for _, _, _, save in first}
-    for made, node, save in _states_in_rows(em, stmt, loop, sub, first):
+    for made, node, save in _states_in_rows(em, stmt, loop, sub, first) + \
+            _values_in_rows(em, loop, sub, dropped):
+        if sub.planned is not None and made.out not in sub.planned or id(made) in running:
+            continue        # planned into memory of its own, or saved in two stacks
         running[id(made)] = node
         dropped.add(id(save))
+    lines += lent
     steps = f"range({loop.length - 1}, -1, -1)" if loop.reverse else f"range({loop.length})"
     lines.append(f"for {identifier(names[loop.index])} in {steps}:")
     inner: list[str] = []
@@ -163,6 +199,135 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
         if em.names[o] != value:
             lines.append(f"{em.names[o]} = {value}")
     return [Verbatim(lines)]
+
+
+def _held_zeros(em, stmt: Stmt, c: Var, lines: list[str]) -> str | None:
+    """In the buffered form, a carried array the loop starts at zeros and the function does
+    not return (the backward loop's ``dh``) lives in a work array (``_slot``), filled with
+    zeros: no array made on each call. Its name (once chosen, the same on each call)."""
+    if not em.fast:
+        return None
+    chosen = getattr(em, "zeros_held", None)
+    if chosen is None:
+        chosen = em.zeros_held = {}
+    if c in chosen:
+        return chosen[c]
+    loop = loop_of(stmt)
+    o = dict(zip(loop.carried, stmt.outs))[c]
+    aval = c.aval
+    if aval.weak or not aval.ndim or aval.size < buffers.BODY_MIN or aval.dtype.kind not in "fc" \
+            or o in em.facts.returned:
+        chosen[c] = None
+        return None
+    at = next(i for i, s in enumerate(em.tape.stmts) if s is stmt)
+    end = max(at, em.facts.last_memory.get(o, at))
+    j = _slot(em, at, end, tuple(aval.shape), aval.dtype, [em.names.names.get(o, "")], set(),
+              lines)
+    chosen[c] = em.slot_names[j]
+    return chosen[c]
+
+
+def _body_slots(em, stmt: Stmt, sub) -> list[str]:
+    """The work arrays of a body's plan are the function's too (``_slot``). Returns the lines
+    that make those lent by returned arrays, before the loop."""
+    at = next(i for i, s in enumerate(em.tape.stmts) if s is stmt)
+    body = (em.body_names | set(sub.names.names.values())) - em.names.taken
+    em.names.taken |= body
+    taken, lines = set(), []
+    for k, (shape, dtype, members) in enumerate(sub.memory.slots):
+        labels = list(dict.fromkeys(sub.names[v] for v in members))
+        j = _slot(em, at, at, shape, dtype, labels, taken, lines)
+        sub.slot_names[k] = em.slot_names[j]
+    em.names.taken -= body
+    return lines
+
+
+def _slot(em, at: int, end: int, shape: tuple, dtype, labels: list[str], taken: set[int],
+          lines: list[str]) -> int:
+    """A work array of the function for values of a loop that live from its statement (``at``)
+    to ``end``: one of its shape and dtype holding no value live then (the forward step's, in
+    the backward step), or, as buffers.py lends work arrays, the memory of a returned gradient
+    first written after ``end`` (``dWx``, after the backward loop), made before the loop
+    (``lines``); or a new one, held per thread (WORK_ARRAYS, labelled ``labels``)."""
+    from .emit import unparse
+    from .writes import result_call
+    busy, memory = _busy(em), em.memory
+    lent = memory.lent
+    free = [j for j, (other, kind, _) in enumerate(memory.slots)
+            if (other, kind) == (shape, dtype) and j not in taken
+            and (j not in lent or j in em.lent_made and
+                 em.facts.defined[lent[j][0].members[0]] > end)
+            and not any(a <= end and at <= b for a, b in busy.get(j, ()))]
+    if free:
+        j = free[0]
+        memory.slots[j][2].extend(labels)
+    else:
+        j = len(memory.slots)
+        memory.slots.append((shape, dtype, labels))
+        em.slot_names.append(em.names.fresh(f"buf{j + 1}"))
+        room = _room(em, end, shape, dtype) if em.blocked and not em.chains else None
+        if room is not None:
+            group, start = room
+            lent[j] = room
+            if id(group) not in em.lent_arrays:
+                em.lent_arrays[id(group)] = em.names.fresh(em.names[group.members[-1]] + "_mem")
+            name = em.lent_arrays[id(group)]
+            if name not in em.lent_made:
+                em.lent_made.add(name)
+                lines.append(f"{name} = {unparse(result_call(group, group.members[0]))}")
+            em.lent_made.add(j)
+            stop = start + int(np.prod(shape))
+            lines.append(f"{em.slot_names[j]} = {name}.ravel('K')[{start}:{stop}]"
+                         f".reshape({shape!r})")
+    busy.setdefault(j, []).append((at, end))
+    taken.add(j)
+    return j
+
+
+def _room(em, end: int, shape: tuple, dtype) -> tuple | None:
+    """(a returned gradient's group, the offset) with room for a work array of ``shape``:
+    first written after the statement at ``end``, of ``dtype``, past the work arrays lent to
+    it already."""
+    size = int(np.prod(shape))
+    if size < buffers.LEND_MIN:
+        return None
+    results = sorted({id(g): g for g in em.memory.group.values() if g.kind == "result"}.values(),
+                     key=lambda g: em.facts.defined[g.members[0]])
+    for g in results:
+        v = g.members[0]
+        if v.aval.dtype != dtype or em.facts.defined[v] <= end:
+            continue
+        used = max((start + int(np.prod(em.memory.slots[k][0]))
+                    for k, (other, start) in em.memory.lent.items() if other is g), default=0)
+        if v.aval.size - used >= size:
+            return g, used
+    return None
+
+
+def _busy(em) -> dict[int, list[tuple[int, int]]]:
+    """Per work array of the function, the positions (first, last statement) where its
+    values live: the plan's groups, the stacks loops hold (all the function), the loops
+    whose bodies use it (their position)."""
+    if not hasattr(em, "slot_busy"):
+        em.slot_busy = {}
+        for group in {id(g): g for g in em.memory.group.values()}.values():
+            if group.kind == "slot":
+                start = em.facts.defined[group.members[0]]
+                em.slot_busy.setdefault(group.slot, []).append((start, group.end))
+    return em.slot_busy
+
+
+def _given(em, stmt: Stmt, atom) -> bool:
+    """An operand the region may update in place with no copy: a stack an earlier loop made
+    (``EMPTY``: its own array, in the buffered form a work array held for it alone) whose
+    memory nothing reads after this region (passes/stacked.py gives a loop a dead stack to
+    write). The analysis sees the region's result as a new array: that is what it is, the
+    stack's array, which nothing else uses."""
+    if not em.fast or not made_stack(em.facts, atom) or atom in em.lists \
+            or sum(a is atom for a in stmt.args) != 1:
+        return False
+    at = next(i for i, s in enumerate(em.tape.stmts) if s is stmt)
+    return em.facts.free_after(atom, at)
 
 
 def _vector(v: Var) -> bool:
@@ -336,6 +501,7 @@ def _held_stacks(em, stmt: Stmt, loop, listed: set[Var]) -> dict[Var, str]:
     for c, fresh, o in zip(loop.carried, loop.fresh, stmt.outs):
         if fresh != EMPTY or o in em.facts.returned or c.aval.weak or c in listed:
             continue
+        _busy(em)[len(em.memory.slots)] = [(-1, em.facts.end)]    # (and its views, later)
         em.memory.slots.append((tuple(c.aval.shape), c.aval.dtype, [o]))
         # bound when the function starts: no name an earlier loop's body assigns
         body = em.body_names - em.names.taken
@@ -439,6 +605,69 @@ def _states_in_rows(em, stmt: Stmt, loop, sub, first) -> list[tuple[Stmt, ast.st
         node = ast.Assign([ast.Name(sub.names[o])], _call(sub, made, "ufunc", row), lineno=0)
         found.append((made, node, save))
     return found
+
+
+def _values_in_rows(em, loop, sub, dropped: set[int]) -> list[tuple[Stmt, ast.stmt, Stmt]]:
+    """In the buffered form, a value a step writes into a row of a stack the loop carries and
+    owns (``H[t + 1] = dz``, passes/stacked.py) is made in that row: ``dz = xp.multiply(...,
+    out=H[t + 1])``, no copy. Where it comes from an elementwise function (a ufunc) of the
+    row's shape and dtype, is not carried out of the step, the stack is written by nothing
+    else in the step, and between the value and its write the step reads the stack only
+    through rows at other offsets from the step index (``h_prev = H[t]`` while ``H[t + 1]`` is
+    written): the row's old contents are not read once the value is made. (the value's
+    statement, its new node, the write left out) per such value."""
+    from ..passes.stacked import row_offset
+    from ..rules.indexing import setitem_
+    from .buffers import writer
+    from .writes import _call
+    if not em.fast:
+        return []
+    facts, body, found = sub.facts, loop.body, []
+    results = {id(r) for r in body.result}
+    for c in loop.carried:
+        if c not in body.owned or c.aval.weak or c.aval.ndim < 1:
+            continue
+        root = facts.root(c)
+        writes = facts.updates.get(root, [])
+        if len(writes) != 1:
+            continue
+        save = body.stmts[writes[0]]
+        if save.prim.fn is not setitem_ or save.args[0] is not c or id(save) in dropped:
+            continue
+        key, g = save.args[1], save.args[2]
+        offset = row_offset(key, loop, facts)
+        made = facts.producer.get(g) if isinstance(g, Var) else None
+        if offset is None or made is None or writer(made) != "ufunc" or g.aval.weak \
+                or id(g) in results or g in sub.inlined \
+                or g.aval.shape != tuple(c.aval.shape[1:]) or g.aval.dtype != c.aval.dtype:
+            continue
+        start, stop = facts.defined[g], facts.defined[save.out]
+        if isinstance(key, Var) and (facts.defined.get(key, -1) > start or key in sub.inlined):
+            continue
+        if facts.updates.get(facts.root(g)) or not all(
+                _row_at(m, c, loop, facts) not in (None, offset)
+                for m in facts.members.get(root, []) if m is not c
+                for p in facts.readers.get(m, ()) if start < p < stop):
+            continue
+        row = ast.Subscript(ast.Name(sub.names[c]), sub.key(key), ast.Load())
+        node = ast.Assign([ast.Name(sub.names[g])], _call(sub, made, "ufunc", row), lineno=0)
+        found.append((made, node, save))
+    return found
+
+
+def _row_at(v: Var, stack: Var, loop, facts) -> int | None:
+    """The offset ``d`` where ``v`` is a view of row ``t + d`` of ``stack`` (through views of
+    one base: ``H[t].T``); None if it is not (or not known to be) one row."""
+    from ..passes.stacked import row_offset
+    while v in facts.producer:
+        made = facts.producer[v]
+        if made.prim.fn is operator.getitem and made.args[0] is stack and len(made.args) == 2:
+            return row_offset(made.args[1], loop, facts)
+        bases = [b for b in (made.args[0],) if isinstance(b, Var)] if made.prim.view else []
+        if len(bases) != 1 or not facts.same_memory(bases[0], stack):
+            return None
+        v = bases[0]
+    return None
 
 
 def _first_rows(sub, loop, blocks) -> list[tuple[Var, Var, int, Stmt]]:

@@ -155,7 +155,7 @@ def prelude(emitter) -> str:
             if k in memory.lent:
                 continue
             held = ", ".join(dict.fromkeys(v if isinstance(v, str) else emitter.names[v]
-                                           for v in values))    # str: a name (halfangle.py)
+                                           for v in values))    # str: a name
             rows.append(f"    {literal_text((shape, dtype.name, held))},    # {name}")
         parts.append("\nWORK_ARRAYS = [    # shape, dtype, the values that live in it\n"
                      + "\n".join(rows) + "\n]\n" + _WORK)

@@ -195,6 +195,12 @@ class Analysis:
     def same_memory(self, a: Var, b: Var) -> bool:
         return self.root(a) is self.root(b)
 
+    def free_after(self, v: Var, index: int) -> bool:
+        """May the statement at ``index`` write ``v``'s memory (a region taking it as its own):
+        nothing after it reads that memory, and it is neither an argument's nor returned."""
+        return self.last_memory.get(v, self.end) <= index and v not in self.arguments \
+            and v not in self.returned
+
     def written_between(self, roots: set[Var], start: int, stop: int) -> bool:
         """Does an in-place update strictly between ``start`` and ``stop`` write one of the
         memory classes ``roots``?"""

@@ -126,6 +126,15 @@ def loop_of(stmt: Stmt) -> Loop | None:
     return None
 
 
+def made_stack(facts, atom: Any) -> bool:
+    """Is ``atom`` a stack a region made (a carried value starting ``EMPTY``: an array of the
+    loop's own, in the buffered form a work array held for it alone)? ``facts``: the
+    enclosing tape's Analysis."""
+    made = facts.producer.get(atom) if isinstance(atom, Var) else None
+    loop = loop_of(made) if made is not None else None
+    return loop is not None and loop.fresh[list(made.outs).index(atom)] == EMPTY
+
+
 def body_tapes(tape: Tape):
     """Every tape inside ``tape``'s regions, depth first (not ``tape`` itself)."""
     for stmt in tape.stmts:
@@ -135,4 +144,4 @@ def body_tapes(tape: Tape):
             yield from body_tapes(loop.body)
 
 
-__all__ = ["EMPTY", "Loop", "run_loop", "loop_primitive", "loop_of", "body_tapes"]
+__all__ = ["EMPTY", "Loop", "run_loop", "loop_primitive", "loop_of", "made_stack", "body_tapes"]

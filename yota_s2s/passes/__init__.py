@@ -26,6 +26,7 @@ from .outputs import fresh_outputs
 from .regions import in_place_bodies, optimize_bodies
 from .signs import signs
 from .simplify import simplify
+from .stacked import stack_products
 
 PIPELINE = [fold, simplify, signs, cse, dce]
 # The review form (the plain form, what a reviewer reads): no CSE across the sections.
@@ -42,6 +43,8 @@ def optimize(tape: Tape, rules: RuleSet, passes=PIPELINE, review: bool = False) 
     tape, _ = plain_constants(tape, rules)
     # inside loop bodies (passes/regions.py): the same passes, each body a tape of its own
     tape = optimize_bodies(tape, lambda body: _rounds(body, rules, passes + [plain_constants]))
+    if not review:      # the buffered form: an accumulator's per-step products, one after the loop
+        tape, _ = stack_products(tape, rules)
     tape = in_place_bodies(write_in_place(tape, rules), rules)
     if not review:      # the buffered form: cheap forward values made again, not kept
         tape, _ = recompute(tape, rules)
