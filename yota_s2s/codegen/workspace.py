@@ -139,7 +139,8 @@ def prelude(emitter) -> str:
     """Module-level definitions the function body relies on ("" when there are none)."""
     memory, parts = emitter.memory, []
     if emitter.dtypes:
-        made = [f"{name} = " + (literal_text(dtype) if scalar else f"xp.dtype({literal_text(dtype)})")
+        made = [f"{name} = " + (literal_text(dtype) if scalar
+                                else f"xp.dtype({literal_text(dtype)})")
                 for (dtype, scalar), name in sorted(emitter.dtypes.items(), key=lambda kv: kv[1])]
         parts.append("\n# The dtypes the argument checks compare with (and the numpy type of a "
                      "returned float), made once.\n" + "\n".join(made) + "\n")

@@ -3,8 +3,9 @@
 Two statements with the same primitive, operands and parameters compute the same value, so the
 second one reuses the first (``x[2]`` read once; ``np.exp(x)`` in a rule and in the forward
 code computed once). Sums and products of numbers are the same in either order (IEEE ``+`` and
-``*`` commute), so ``3 * x`` and ``x * 3`` are one value. Statements that make fresh buffers (``np.zeros`` for an accumulation),
-update in place, or make a value that is updated in place are never merged.
+``*`` commute), so ``3 * x`` and ``x * 3`` are one value. Statements that make fresh buffers
+(``np.zeros`` for an accumulation), update in place, or make a value that is updated in place
+are never merged.
 """
 from __future__ import annotations
 
