@@ -9,14 +9,15 @@ from yota_s2s.gradcheck import numerical_grad
 from yota_s2s.ir import verify
 
 from .programs.loop_regions import (appended, appended_before_step, appended_then_updated,
-                                    appended_view, branchy, broadcast_invariants, breaking, calls_region, counted,
-                                    cyclic, enumerated, growing, index_scaled, last_row_is_state,
-                                    leaky, masked, named_out, nested, returning, rnn, rnn_args,
-                                    rnn_batched, rnn_batched_args, rnn_rows,
+                                    appended_view, batched_args, branchy, broadcast_invariants,
+                                    breaking, calls_region, cosine_of_inputs, counted, cyclic,
+                                    enumerated, growing, index_scaled, last_row_is_state, leaky,
+                                    masked, named_out, nested, returning, reversed_leak, rnn,
+                                    rnn_args, rnn_batched, rnn_batched_args, rnn_rows,
                                     rows_read_after, rows_written_after, shifted, short,
                                     softmax_steps, stacks_and_rows_written, two_stacks,
-                                    weak_then_array,
-                                    with_helper, written_rows, zero_d_total, zipped)
+                                    weak_then_array, with_helper, written_rows, zero_d_total,
+                                    zipped)
 
 
 def _vec(n, seed=1):
@@ -39,6 +40,8 @@ CASES = [
     ("broadcast_invariants", broadcast_invariants,
      lambda: (_vec(15).reshape(3, 5), np.full((), 0.3), _vec(5, 2).reshape(1, 5),
               _vec(150, 3).reshape(10, 3, 5)), "region"),
+    ("reversed_leak", reversed_leak, batched_args, "region"),
+    ("cosine_of_inputs", cosine_of_inputs, batched_args, "region"),
     ("shifted", shifted, lambda: (_vec(10), 0.7), "region"),
     ("cyclic", cyclic, lambda: (_vec(11),), "region"),
     ("with_helper", with_helper, lambda: (rnn_args()[0], _vec(5), _vec(40).reshape(8, 5)),
@@ -732,3 +735,22 @@ def test_gradient_of_the_buffered_stacked_rnn_gradient(buffers):
     for i in (0, 1, 2):
         np.testing.assert_allclose(grads[i], numerical_grad(g, list(args), i), rtol=1e-5,
                                    atol=1e-7)
+
+
+@pytest.mark.parametrize("f", [reversed_leak, cosine_of_inputs])
+def test_planned_loop_bodies_at_a_batch_size_that_plans_them(f):
+    """The two programs above at sizes the buffered form plans (640-element states, above
+    buffers.BODY_MIN): both forms match finite differences call after call (the buffered form
+    was wrong on both before the fix: an addition lost, a product written over its operand)."""
+    args = batched_args(T=10, B=16, D=3, H=40)
+    value = f(*args)
+    expected = [numerical_grad(f, list(args), i) for i in range(4)]
+    plain = ys.simplegrad(f, *args, buffers=False)(*args)
+    for g, e in zip(plain[1:], expected):
+        np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
+    df = ys.simplegrad(f, *args)
+    for _ in range(2):
+        got, *grads = df(*args)
+        assert np.isclose(got, value, rtol=1e-12)
+        for g, p in zip(grads, plain[1:]):
+            np.testing.assert_allclose(g, p, rtol=1e-10, atol=1e-12)

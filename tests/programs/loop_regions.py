@@ -350,3 +350,34 @@ def broadcast_invariants(x, c, r, xs):
     for t in range(xs.shape[0]):
         h = np.tanh(h * 0.9 + c + r + xs[t])
     return np.sum(h * h)
+
+
+def reversed_leak(Wx, Wh, xs, h0):
+    """A loop over time reversed whose loss reads a slice of the state: the state's gradient
+    is a zeroed work array with its slice added, two statements for one (codegen/loops.py
+    kept one statement per tape statement and lost the addition to the carried gradient)."""
+    h = h0
+    total = 0.0
+    for t in range(xs.shape[0] - 1, -1, -1):
+        h = np.tanh(xs[t] @ Wx + h @ Wh) + 0.5 * h
+        total = total + np.sum(h[:, :2] ** 2)
+    return total
+
+
+def cosine_of_inputs(Wx, Wh, xs, h0):
+    """The pre-activation read twice (tanh and cos): its gradient is made in a row of the
+    state stack (passes/stacked.py) under the name of a value in the carried gradient's
+    array, which the planned body then named as the home of the next carried gradient."""
+    h = h0
+    total = 0.0
+    for t in range(xs.shape[0]):
+        z = xs[t] @ Wx + h @ Wh
+        h = np.tanh(z)
+        total = total + np.sum(h ** 2) + np.sum(np.cos(z))
+    return total
+
+
+def batched_args(T=10, B=4, D=3, H=5, seed=0):
+    r = np.random.default_rng(seed)
+    return (r.standard_normal((D, H)) * 0.5, r.standard_normal((H, H)) * 0.5,
+            r.standard_normal((T, B, D)), r.standard_normal((B, H)))

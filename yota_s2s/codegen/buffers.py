@@ -118,7 +118,7 @@ def plan_memory(tape: Tape, scalars: ScalarPlan, inlined: set[Var],
         plan.writes[stmt.out] = form
         target = _overwritable(stmt, index, facts, plan, excluded) if form == "ufunc" else None
         if target is None and stmt.out in carried:
-            target = _home(stmt, index, facts, plan, carried[stmt.out])
+            target = _home(tape, stmt, index, facts, plan, carried[stmt.out])
         if target is not None:
             plan.over[stmt.out] = target
             _join(plan, stmt.out, target)
@@ -156,7 +156,8 @@ def _overwritable(stmt: Stmt, index: int, facts: Analysis, plan: MemoryPlan,
     return None
 
 
-def _home(stmt: Stmt, index: int, facts: Analysis, plan: MemoryPlan, c: Var) -> Var | None:
+def _home(tape: Tape, stmt: Stmt, index: int, facts: Analysis, plan: MemoryPlan,
+          c: Var) -> Var | None:
     """The value of ``c``'s group (a carried array) that a step's result is written over:
     every value in that array read for the last time before this statement, and none of its
     operands in it (``out=`` of a product may not be an operand)."""
@@ -168,7 +169,15 @@ def _home(stmt: Stmt, index: int, facts: Analysis, plan: MemoryPlan, c: Var) -> 
     if any(plan.group.get(facts.root(u)) is group or plan.group.get(u) is group
            for u in stmt.uses()):
         return None
-    return group.members[-1]
+    # ``out=`` names the member: no value made after it may have taken its name (the plain
+    # form's names, ``dz = dz - t`` made in a stack's row, outside the plan)
+    home = group.members[-1]
+    names = getattr(getattr(tape, "namer", None), "names", None)
+    if names is None or home not in names or any(
+            names.get(o) == names[home] for s in tape.stmts[facts.defined.get(home, -1) + 1:index]
+            for o in s.outs):
+        return None
+    return home
 
 
 def _mark_results(tape: Tape, plan: MemoryPlan, facts: Analysis) -> None:

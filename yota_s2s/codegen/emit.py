@@ -53,6 +53,19 @@ class Block:
     sources: list[Stmt] = field(default_factory=list)   # the tape statements behind it
     loop: Loop | None = None     # a cache-blocked chain (blocks.py): the blocks inside its loop
     quiet: list[Stmt] = field(default_factory=list)     # more, written by a later one
+    sizes: list[int] = field(default_factory=list)      # how many of stmts each source wrote
+
+    def parts(self) -> list[tuple[Stmt, list[ast.stmt]]]:
+        """Each source with the statements it was written as (one or more: a work array
+        zeroed is ``dx = buf4`` and ``dx.fill(0.0)``)."""
+        sizes = self.sizes if len(self.sizes) == len(self.sources) else [1] * len(self.sources)
+        if sum(sizes) != len(self.stmts):
+            raise AssertionError("a block's statements do not match its sources")
+        parts, at = [], 0
+        for source, size in zip(self.sources, sizes):
+            parts.append((source, self.stmts[at:at + size]))
+            at += size
+        return parts
 
 
 def section_of(stmt: Stmt) -> str:
@@ -372,6 +385,7 @@ def _group(written: list[tuple[Stmt, list[ast.stmt]]]) -> list[Block]:
             blocks.append(Block(key[0], stmt.loc))
         blocks[-1].stmts += nodes
         blocks[-1].sources.append(stmt)
+        blocks[-1].sizes.append(len(nodes))
         blocks[-1].quiet += [s for s in silent if _block_key(s) == key]
         silent = []
     return blocks

@@ -173,11 +173,13 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
     inner: list[str] = []
     previous, shown = None, set()
     for block in blocks:
-        kept = [(running.get(id(source), node), source)
-                for node, source in zip(block.stmts, block.sources) if id(source) not in dropped]
+        # a statement written another way (running, above) is that one statement instead
+        kept = [([running[id(source)]] if id(source) in running else nodes, source)
+                for source, nodes in block.parts() if id(source) not in dropped]
         if not kept:
             continue
-        block.stmts, block.sources = [k for k, _ in kept], [s for _, s in kept]
+        block.stmts = [node for nodes, _ in kept for node in nodes]
+        block.sources, block.sizes = [s for _, s in kept], [len(nodes) for nodes, _ in kept]
         inner += _block_lines(block, sub.tape, sub, previous, shown)
         previous = block
     ins = [names[c] for c in loop.carried]
