@@ -97,6 +97,12 @@ class _Sweep:
         ev, result = self.ev, self.tape.result
         ev.backward_mode = True
         ev.stmts = self.home = list(self.tape.stmts)
+        if isinstance(result, Lit) and np.ndim(result.value) == 0 and \
+                np.asarray(result.value).dtype.kind == "f":
+            raise YotaError(f"{self.tape.name} returns the constant {float(result.value)!r}: its "
+                            "result does not depend on its arguments, so every gradient would "
+                            "be zero", self.tape.loc,
+                            "Check that the returned value is computed from the arguments.")
         if not isinstance(result, Var) or result.aval.size != 1 or not result.aval.is_float:
             raise YotaError(f"{self.tape.name} returns {_describe(result)}; gradients need a "
                             "scalar float result (or an array of one element)", self.tape.loc,
@@ -336,4 +342,6 @@ def _one(aval: Aval) -> Any:
 
 
 def _describe(value: Any) -> str:
-    return str(value.aval) if isinstance(value, Var) else f"the constant {value!r}"
+    if isinstance(value, Var):
+        return str(value.aval)
+    return f"the constant {value.value if isinstance(value, Lit) else value!r}"
