@@ -23,6 +23,7 @@ SHAPES = [(), (1,), (3,), (4,), (1, 3), (3, 1), (3, 4), (2, 3), (1, 1), (2, 3, 4
 MARGIN = 0.02          # distance kept from every kink and tie
 LIMIT = 30.0           # largest magnitude a value may reach
 MAX_SIZE = 48          # largest number of elements of any value
+RECURRENT = 0.25       # share of programs with an RNN-like loop (Gen.recurrent)
 HELPERS = {            # helper functions a program may define and call: source, call
     "h0": ("def h0(a, b):\n    t = np.tanh(a) + b\n    return t * t", "h0({a}, {b})"),
     "h1": ("def h1(a, s=0.5):\n    return np.sin(a) * s + a", "h1({a}, s={s})"),
@@ -480,6 +481,190 @@ class Gen:
             else:
                 self.n -= 1
 
+    def recurrent(self, r: random.Random, rng, params: list, args: list) -> None:
+        """One more argument pair and an RNN-like loop over time (the shapes that hid the
+        buffered form's loop-body plan bugs): a stack of inputs ``xs`` (T, B, D), a vector ``p``
+        (H,) that scales the weights and makes the bias. The state (B, H), or (H, B) transposed,
+        has 512 elements or more in most programs (codegen/buffers.py BODY_MIN plans such
+        bodies), a few elements in the rest. Randomly combined: time forward or reversed
+        (``range(T - 1, -1, -1)``, ``reversed(range(T))``, ``xs[::-1]``, ``xs[T - 1 - t]``, a
+        ``while`` counting down), tanh, residual, GRU-like and LSTM-like cells (sigmoid gates
+        times states, the state in two arrays), a second state, the weight on either side of
+        the product and transposed, a pre-activation or product read by two or three
+        functions, one or two losses per step reading a slice, row or column of a state, rows
+        collected in a list and stacked or written into ``out[t]``, a running sum of states.
+        Its own random streams: the rest of the program is what the seed makes anyway."""
+        big = r.random() < 0.65
+        B, H = r.choice([(8, 64), (16, 32), (16, 64), (32, 16)]) if big else (r.randint(1, 4), r.randint(2, 6))
+        T, D = r.randint(8, 11), r.choice([1, 2])
+        xs, p = f"x{len(params)}", f"x{len(params) + 1}"
+        for name, shape, scale in ((xs, (T, B, D), 1.2), (p, (H,), 1.0)):
+            params.append(name)
+            args.append(rng.uniform(-scale, scale, shape).astype(self.dtype))
+            self.vals[name] = args[-1]
+        cols = r.random() < 0.3                     # the state transposed: (H, B)
+        sig = r.choice(["1.0 / (1.0 + np.exp(-({})))", "0.5 * np.tanh(0.5 * ({})) + 0.5"])
+        lines: list[str] = []
+
+        def weight(w: str, rows: int, ncols: int, scale: float, dep: str) -> None:
+            lo = fmt(r.uniform(-2, 2))
+            hi = fmt(float(lo) + 0.7 * rows * ncols + r.uniform(0, 1))
+            lines.append(f"{w} = np.cos(np.linspace({lo}, {hi}, {rows * ncols}, dtype={xs}.dtype))"
+                         f".reshape({rows}, {ncols}) * {fmt(scale)}{dep}")
+
+        weight("Wx", D, H, r.uniform(0.5, 1.0), f" * {p}" if r.random() < 0.7 else "")
+        rec_scale = r.uniform(0.5, 1.0) / np.sqrt(H)
+        weight("Wh", H, H, rec_scale, r.choice(["", f" * np.cos({p})", f" * {p}[:, None]"]))
+        lines.append(f"b = {fmt(r.uniform(0.05, 0.3))} * {p}" + ("[:, None]" if cols else ""))
+        if self.vals and r.random() < 0.4:          # a value of the rest of the program
+            other = r.choice([k for k in self.vals if k not in (xs, p)] or [p])
+            lines[-1] += f" + {fmt(r.uniform(0.02, 0.1))} * np.mean({other})"
+        # -- the products: the weight on either side, transposes ---------------------------
+        def inp(x: str, w: str = "Wx") -> str:
+            if cols:
+                return r.choice([f"{w}.T @ {x}.T", f"({x} @ {w}).T"])
+            return r.choice([f"{x} @ {w}", f"np.dot({x}, {w})"])
+
+        def rec(s: str, w: str = "Wh") -> str:
+            if cols:
+                return r.choice([f"{w}.T @ {s}", f"({s}.T @ {w}).T", f"np.matmul({w}.T, {s})"])
+            return r.choice([f"{s} @ {w}", f"(({w}.T) @ {s}.T).T", f"np.dot({s}, {w})"])
+
+        shape = f"({H}, {B})" if cols else f"({B}, {H})"
+        cell = r.choice(["tanh", "tanh", "residual", "gru", "lstm", "two"])
+        states = {"tanh": ["h"], "residual": ["h"], "gru": ["h"], "lstm": ["h", "c"], "two": ["h", "k"]}[cell]
+        start = r.randrange(3)
+        for s in states:
+            if start == 0 or s != "h":
+                lines.append(f"{s} = np.zeros({shape}, dtype={xs}.dtype)")
+            elif start == 1:
+                lines.append(f"h = np.tanh({inp(f'{xs}[0]')}) * 0.5")
+            else:
+                lines.append(f"h = np.zeros({shape}, dtype={xs}.dtype) + 0.3 * b")
+        if cell == "gru":
+            weight("Wu", D, H, r.uniform(0.5, 1.0), "")
+            weight("Wg", H, H, r.uniform(0.5, 1.0) / np.sqrt(H), "")
+        if cell == "lstm":
+            weight("Wf", H, H, r.uniform(0.5, 1.0) / np.sqrt(H), r.choice(["", f" * {p}"]))
+        if cell == "two":
+            weight("Wg", H, H, r.uniform(0.5, 1.0) / np.sqrt(H), "")
+        lines.append("total = 0.0")
+        # -- time: forward, reversed, counting down through the stack ----------------------
+        order = r.randrange(7)
+        head, x, has_t = {
+            0: (f"for t in range({T}):", f"{xs}[t]", True),
+            1: (f"for t in range({T - 1}, -1, -1):", f"{xs}[t]", True),
+            2: (f"for t in reversed(range({T})):", f"{xs}[t]", True),
+            3: (f"for x in {xs}[::-1]:", "x", False),
+            4: (f"for t in range({T}):", f"{xs}[{T - 1} - t]", True),
+            5: (f"for x in {xs}:", "x", False),
+            6: ("while t >= 0:", f"{xs}[t]", True),
+        }[order]
+        if order == 6:
+            lines.append(f"t = {T - 1}")
+        extra = r.sample(["acc", "rows", "out", "product"], r.randint(0, 2))
+        if "out" in extra and not has_t:
+            extra.remove("out")
+        k_slice = r.randint(1, max(1, min(B, H) - 1))
+        row = r.randrange(B)
+
+        def part(s: str) -> str:
+            """A slice, a row or a column of the state ``s`` (in (B, H) terms, transposed
+            where the state is)."""
+            j = r.randrange(H)
+            keys = [(f"[:, :{k_slice}]", f"[:{k_slice}]"), (f"[{row}]", f"[:, {row}]"),
+                    (f"[:, {j}]", f"[{j}]"), ("", ""), (f"[{row}:, ::2]", f"[::2, {row}:]"),
+                    ("[-1]", "[:, -1]"), (f".T[{j}]", f"[{j}]")]
+            return s + r.choice(keys)[cols]
+
+        def loss(v: str) -> str:
+            form = r.choice(["np.mean({} ** 2)", "np.mean(np.sin({}))", "np.mean({} * {})",
+                             "np.mean(np.tanh({}) * {})", "np.mean({}) * 0.5", "np.mean(np.cos({}))"])
+            term = form.format(v, v)
+            if has_t and r.random() < 0.2:
+                term += f" * (t + 1.0) / {T}"
+            return term
+
+        body: list[str] = []
+        z_reads: list[str] = []
+        if cell in ("tanh", "residual"):
+            body.append(f"z = {inp(x)} + {rec('h')} + b")
+            if "product" in extra:          # the product read twice
+                body[-1:] = [f"q = {rec('h')}", f"z = {inp(x)} + q + b"]
+            act = r.choice(["np.tanh(z)", "np.tanh(z)", "np.tanh(z) + 0.3 * np.cos(z)",
+                            "np.sin(z) * 0.8", "np.tanh(z) * np.cos(z)"])
+            if "product" in extra:
+                act += " + 0.1 * q"
+            if cell == "residual":
+                a = fmt(r.uniform(0.2, 0.6))
+                act = r.choice([f"h + {a} * {act}", f"{a} * h + {act}", f"h * {a} + {act} * {a}"])
+            body.append(f"h = {act}")
+            z_reads = ["np.mean(np.cos(z))", "np.mean(z * z) * 0.1", "np.mean(np.tanh(z) ** 2)"]
+        elif cell == "gru":
+            body += [f"g = {rec('h', 'Wg')}",
+                     f"u = {sig.format(inp(x, 'Wu') + ' + g')}",
+                     f"n = np.tanh({inp(x)} + {rec('h')} * u + b)" if r.random() < 0.5
+                     else f"n = np.tanh({inp(x)} + u * g + b)",
+                     r.choice(["h = (1.0 - u) * n + u * h", "h = n + u * (h - n)"])]
+            z_reads = ["np.mean(u * g)", "np.mean(np.cos(g))", "np.mean(n * n) * 0.5"]
+            if "product" in extra:
+                extra.remove("product")
+        elif cell == "lstm":
+            body += [f"z = {inp(x)} + {rec('h')} + b",
+                     f"fg = {sig.format('z + 1.0')}",
+                     f"ig = {sig.format(rec('h', 'Wf') + ' - 0.5')}",
+                     f"og = {sig.format('0.5 * z')}",
+                     "c = fg * c + ig * np.tanh(z)",
+                     "h = og * np.tanh(c)"]
+            z_reads = ["np.mean(np.cos(z))", "np.mean(c[0] ** 2) * 0.1" if not cols else "np.mean(c[:, 0] ** 2) * 0.1",
+                       "np.mean(fg * ig)"]
+        else:               # two states: the second reads the first
+            body += [f"h = np.tanh({inp(x)} + {rec('h')} + b)",
+                     r.choice([f"k = {fmt(r.uniform(0.3, 0.7))} * k + np.tanh({rec('h', 'Wg')}) * 0.5",
+                               f"k = np.sin({rec('k', 'Wg')} + h) * 0.7"])]
+            z_reads = [loss(part("k")), "np.mean(h * k)"]
+        if "product" in extra and cell not in ("tanh", "residual"):
+            extra.remove("product")
+        losses = [loss(part("h"))]
+        if r.random() < 0.5:                                    # two losses a step
+            losses.append(r.choice(z_reads + [loss(part(r.choice(states)))]))
+        if r.random() < 0.4 and cell in ("tanh", "residual"):   # a third function of z
+            losses.append(z_reads[1])
+        body.append("total = total + " + " + ".join(losses))
+        if "acc" in extra:
+            lines.append(f"acc = np.zeros({shape}, dtype={xs}.dtype)")
+            body.append(r.choice(["acc = acc + h", "acc = acc + h * 0.5", "acc += h"]))
+        if "rows" in extra:
+            lines.append("ys = []")
+            body.append(f"ys.append({r.choice([part('h'), 'np.tanh(h)', 'h'])})")
+        if "out" in extra:
+            o_row, size = r.choice([(f"h[:, {row}]", H) if cols else (f"h[{row}]", H),
+                                    ("np.sum(h, axis=-1)", H if cols else B)])
+            lines.append(f"O = np.zeros(({T}, {size}), dtype={xs}.dtype)")
+            body.append(f"O[t] = {o_row}")
+        at = next(i for i, b in enumerate(body) if b.startswith("total"))
+        tail = body[at:]
+        r.shuffle(tail)                     # the losses, the sum, the rows: in any order
+        body[at:] = tail + (["t -= 1"] if order == 6 else [])
+        lines += [head] + [f"    {s}" for s in body]
+        name = self.new()
+        after = ["total"]
+        if "acc" in extra:
+            after.append(f"np.mean({part('acc')} ** 2) * 0.1")
+        if "rows" in extra:
+            after.append(r.choice(["np.mean(np.stack(ys) ** 2)", "np.mean(np.stack(ys)[-1]) * 0.5",
+                                   "np.mean(np.sin(np.stack(ys)))"]))
+        if "out" in extra:
+            after.append(r.choice(["np.mean(O * O) * 0.1", "np.mean(np.cos(O[1:] - O[:-1]))"]))
+        if r.random() < 0.4:
+            after.append(loss(part(states[-1])))
+        value = " + ".join(after)
+        if r.random() < 0.25:               # a small vector, not a number
+            value = f"np.tanh({'h[:, 0]' if cols else 'h[0]'}[:4]) * ({value})"
+        lines.append(f"{name} = {value}")
+        if not self.accept(lines, name):
+            self.n -= 1
+
     def scalar(self) -> bool:
         a = self.arr()
         name = self.new()
@@ -515,6 +700,9 @@ class Gen:
                 pass
         if random.Random(f"polynomial {self.seed}").random() < 0.2:
             self.polynomial(random.Random(self.seed + 1), rng, params, args)
+        if random.Random(f"recurrent {self.seed}").random() < RECURRENT:
+            self.recurrent(random.Random(f"cell {self.seed}"), np.random.default_rng(self.seed + 2),
+                           params, args)
         read = set().union(*(s.reads for s in self.stmts)) if self.stmts else set()
         unused = [s.defines for s in self.stmts if s.defines not in read] or params[-1:]
         terms = []

@@ -14,7 +14,7 @@ from .programs.loop_regions import (appended, appended_before_step, appended_the
                                     enumerated, growing, index_scaled, last_row_is_state, leaky,
                                     masked, named_out, nested, returning, reversed_leak, rnn,
                                     rnn_args, rnn_batched, rnn_batched_args, rnn_rows,
-                                    rows_read_after, rows_written_after, shifted, short,
+                                    row_sums, rows_read_after, rows_written_after, shifted, short,
                                     softmax_steps, stacks_and_rows_written, two_stacks,
                                     weak_then_array, with_helper, written_rows, zero_d_total,
                                     zipped)
@@ -42,6 +42,7 @@ CASES = [
               _vec(150, 3).reshape(10, 3, 5)), "region"),
     ("reversed_leak", reversed_leak, batched_args, "region"),
     ("cosine_of_inputs", cosine_of_inputs, batched_args, "region"),
+    ("row_sums", row_sums, batched_args, "region"),
     ("shifted", shifted, lambda: (_vec(10), 0.7), "region"),
     ("cyclic", cyclic, lambda: (_vec(11),), "region"),
     ("with_helper", with_helper, lambda: (rnn_args()[0], _vec(5), _vec(40).reshape(8, 5)),

@@ -377,6 +377,18 @@ def cosine_of_inputs(Wx, Wh, xs, h0):
     return total
 
 
+def row_sums(Wx, Wh, xs, h0):
+    """Each step's state summed along its rows into a row of ``out``: the planned body writes
+    the sum as a product with a vector of ones (codegen/writes.py sum_as_product), a
+    module-level name the body's emitter made and the module never defined (NameError)."""
+    h = h0
+    out = np.zeros((xs.shape[0], h0.shape[0]))
+    for t in range(xs.shape[0]):
+        h = np.tanh(xs[t] @ Wx + h @ Wh)
+        out[t] = np.sum(h, axis=-1)
+    return np.sum(np.cos(out))
+
+
 def batched_args(T=10, B=4, D=3, H=5, seed=0):
     r = np.random.default_rng(seed)
     return (r.standard_normal((D, H)) * 0.5, r.standard_normal((H, H)) * 0.5,

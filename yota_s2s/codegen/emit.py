@@ -132,6 +132,7 @@ class Emitter:
         self.unpacked_done: set[Var] = set()
         self.modules: set[str] = set()
         self.ones: dict[tuple[int, str], str] = {}    # ones vectors for row/column sums
+        self.enclosing: Emitter | None = None     # a loop body's: the function's (loops.py)
         self.dtypes: dict[tuple, str] = {}    # (dtype, scalar type?) -> its module-level name
         self.chains = plan_chains(tape, self.facts, self.memory, self.scalars, self.inlined) \
             if fast and blocked else []
@@ -165,6 +166,21 @@ class Emitter:
             self.dtypes[key] = self.names.fresh(f"_{dtype.name}" + ("_scalar" if scalar else ""))
             self.names.taken -= body
         return self.dtypes[key]
+
+    def ones_vector(self, n: int, dtype: str, avoid: frozenset = frozenset()) -> str:
+        """The module-level vector of ``n`` ones (``_ONES_n``, workspace.prelude) for row and
+        column sums as products: a loop body's is its function's (the module defines those),
+        named apart from the names the body assigns (``avoid``) and those earlier bodies did."""
+        if self.enclosing is not None:
+            return self.enclosing.ones_vector(n, dtype, frozenset(self.names.taken)
+                                              | frozenset(self.names.names.values()) | avoid)
+        key = (n, dtype)
+        if key not in self.ones:
+            body = (self.body_names | avoid) - self.names.taken
+            self.names.taken |= body
+            self.ones[key] = self.names.fresh(f"_ONES_{n}" + ("" if dtype == "float64" else "_F32"))
+            self.names.taken -= body
+        return self.ones[key]
 
     def add_slot(self, shape: tuple, dtype, members: list) -> int:
         """A new work array (its index): bound when the function starts, so named apart from

@@ -90,6 +90,7 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
         sub = Emitter(named, taken=taken, calls=em.calls, fast=False, roots=em.roots,
                       inline=summed, named=squared, plan=plan, carried=carried)
         sub.dot_sums = em.fast
+        sub.enclosing = em              # module-level names (_ONES_n) are the function's
         sub.scalars.floats |= floats
         for k, name in keep.items():
             if sub.names[k] != name:

@@ -129,11 +129,7 @@ def sum_as_product(em, stmt: Stmt) -> list[ast.expr] | None:
     made = em.made_by.get(x)
     if (aval.dtype.name == "float32" and n > 4096) or (made and made.prim.fn is np.broadcast_to):
         return None
-    suffix = "" if aval.dtype.name == "float64" else "_F32"
-    key = (n, aval.dtype.name)
-    if key not in em.ones:       # a module-level name: no parameter or value may hold it
-        em.ones[key] = em.names.fresh(f"_ONES_{n}{suffix}")
-    ones = ast.Name(em.ones[key])
+    ones = ast.Name(em.ones_vector(n, aval.dtype.name))
     return [ones, em.atom(x)] if axis % 2 == 0 else [em.atom(x), ones]
 
 
