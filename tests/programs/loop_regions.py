@@ -377,6 +377,17 @@ def cosine_of_inputs(Wx, Wh, xs, h0):
     return total
 
 
+def reversed_steps(Wx, Wh, xs, h0):
+    """``reversed(range(T))``: the loop is a region like ``range(T - 1, -1, -1)`` (it was
+    unrolled without a note: a reversed range has no length)."""
+    h = h0
+    total = 0.0
+    for t in reversed(range(xs.shape[0])):
+        h = np.tanh(xs[t] @ Wx + h @ Wh)
+        total = total + np.mean(h[0] ** 2)
+    return total
+
+
 def row_sums(Wx, Wh, xs, h0):
     """Each step's state summed along its rows into a row of ``out``: the planned body writes
     the sum as a product with a vector of ones (codegen/writes.py sum_as_product), a

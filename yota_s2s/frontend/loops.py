@@ -53,11 +53,15 @@ class LoopsMixin:
 
     def loop_iterable(self, node: gast.expr) -> Any:
         """What a ``for`` iterates over: ``zip(...)`` and ``enumerate(...)`` of arrays and
-        ranges stay ``Steps`` (each step's items made from the index), anything else is the
-        value of the expression."""
+        ranges stay ``Steps`` (each step's items made from the index), ``reversed`` of a range
+        is the range reversed (``range(n - 1, -1, -1)``: a region like it), anything else is
+        the value of the expression."""
         if isinstance(node, gast.Call) and not node.keywords and \
                 not any(isinstance(a, gast.Starred) for a in node.args):
             fn = self.expr(node.func)
+            if fn is reversed and len(node.args) == 1:
+                steps = self.expr(node.args[0])
+                return steps[::-1] if isinstance(steps, range) else self.call(fn, [steps], {}, node)
             if fn is zip or fn is enumerate:
                 args = self.elements(node.args)
                 if all(_steppable(a) for a in args[:1 if fn is enumerate else None]) and \
