@@ -23,7 +23,7 @@ SHAPES = [(), (1,), (3,), (4,), (1, 3), (3, 1), (3, 4), (2, 3), (1, 1), (2, 3, 4
 MARGIN = 0.02          # distance kept from every kink and tie
 LIMIT = 30.0           # largest magnitude a value may reach
 MAX_SIZE = 48          # largest number of elements of any value
-RECURRENT = 0.25       # share of programs with an RNN-like loop (Gen.recurrent)
+RECURRENT = 0.3        # share of programs with an RNN-like loop (Gen.recurrent)
 HELPERS = {            # helper functions a program may define and call: source, call
     "h0": ("def h0(a, b):\n    t = np.tanh(a) + b\n    return t * t", "h0({a}, {b})"),
     "h1": ("def h1(a, s=0.5):\n    return np.sin(a) * s + a", "h1({a}, s={s})"),
