@@ -89,6 +89,7 @@ class Gen:
         self.vals: dict[str, object] = {}
         self.stmts: list[Stmt] = []
         self.n = 0
+        self.loop_loss = ""      # the value Gen.recurrent defined
 
     # -- values ---------------------------------------------------------------------------
     def pick(self, ok=lambda v: True) -> str | None:
@@ -126,7 +127,7 @@ class Gen:
         gaps = [(a + b) / 2 for a, b in zip(xs[:-1], xs[1:]) if b - a > 2 * MARGIN + 0.002]
         return float(fmt(self.r.choice(gaps))) if gaps else None
 
-    def accept(self, lines: list[str], name: str) -> bool:
+    def accept(self, lines: list[str], name: str, limit: float = LIMIT) -> bool:
         env = dict(self.env, **self.vals)
         try:
             with np.errstate(all="raise"):
@@ -136,7 +137,7 @@ class Gen:
         v = env.get(name)
         ok = isinstance(v, (float, np.floating)) or (isinstance(v, np.ndarray) and v.dtype.kind == "f"
                                      and v.size <= MAX_SIZE and v.ndim <= 3)
-        if not ok or np.size(v) == 0 or not np.all(np.isfinite(v)) or np.max(np.abs(v)) > LIMIT:
+        if not ok or np.size(v) == 0 or not np.all(np.isfinite(v)) or np.max(np.abs(v)) > limit:
             return False
         for k in self.vals:                 # an in-place block may only change what it defines
             if k != name and not _same(self.vals[k], env[k]):
@@ -578,8 +579,12 @@ class Gen:
             return s + r.choice(keys)[cols]
 
         def loss(v: str) -> str:
-            form = r.choice(["np.mean({} ** 2)", "np.mean(np.sin({}))", "np.mean({} * {})",
-                             "np.mean(np.tanh({}) * {})", "np.mean({}) * 0.5", "np.mean(np.cos({}))"])
+            forms = ["np.mean({} ** 2)", "np.mean(np.sin({}))", "np.mean({} * {})",
+                     "np.mean(np.tanh({}) * {})", "np.mean({}) * 0.5", "np.mean(np.cos({}))"]
+            if sums:        # a sum's gradient is the step's own (no scale): as a user writes it
+                forms = ["np.sum({} ** 2)", "np.sum(np.cos({}))", "np.sum(np.tanh({}) * {})",
+                         "np.sum({} * {})", "np.sum(np.sin({}))"]
+            form = r.choice(forms)
             term = form.format(v, v)
             if has_t and r.random() < 0.2:
                 term += f" * (t + 1.0) / {T}"
@@ -587,6 +592,8 @@ class Gen:
 
         body: list[str] = []
         z_reads: list[str] = []
+        # unscaled sums (float64 only: the loss reaches thousands, which float32 rounds off)
+        sums = self.dtype == np.float64 and r.random() < 0.6
         if cell in ("tanh", "residual"):
             body.append(f"z = {inp(x)} + {rec('h')} + b")
             if "product" in extra:          # the product read twice
@@ -599,7 +606,8 @@ class Gen:
                 a = fmt(r.uniform(0.2, 0.6))
                 act = r.choice([f"h + {a} * {act}", f"{a} * h + {act}", f"h * {a} + {act} * {a}"])
             body.append(f"h = {act}")
-            z_reads = ["np.mean(np.cos(z))", "np.mean(z * z) * 0.1", "np.mean(np.tanh(z) ** 2)"]
+            z_reads = ["np.sum(np.cos(z))" if sums else "np.mean(np.cos(z))", "np.mean(z * z) * 0.1",
+                       "np.mean(np.tanh(z) ** 2)"]
         elif cell == "gru":
             body += [f"g = {rec('h', 'Wg')}",
                      f"u = {sig.format(inp(x, 'Wu') + ' + g')}",
@@ -662,7 +670,9 @@ class Gen:
         if r.random() < 0.25:               # a small vector, not a number
             value = f"np.tanh({'h[:, 0]' if cols else 'h[0]'}[:4]) * ({value})"
         lines.append(f"{name} = {value}")
-        if not self.accept(lines, name):
+        if self.accept(lines, name, 1e5):
+            self.loop_loss = name
+        else:
             self.n -= 1
 
     def scalar(self) -> bool:
@@ -674,7 +684,7 @@ class Gen:
         return self.accept([f"{name} = {text}"], name)
 
     # -- the program ----------------------------------------------------------------------
-    def program(self) -> Program:
+    def program(self, recurrent: bool | None = None) -> Program:
         rng = np.random.default_rng(self.seed)
         nargs = self.r.choice([1, 1, 2, 2, 2, 3])
         params, args = [], []
@@ -700,7 +710,9 @@ class Gen:
                 pass
         if random.Random(f"polynomial {self.seed}").random() < 0.2:
             self.polynomial(random.Random(self.seed + 1), rng, params, args)
-        if random.Random(f"recurrent {self.seed}").random() < RECURRENT:
+        if recurrent is None:
+            recurrent = random.Random(f"recurrent {self.seed}").random() < RECURRENT
+        if recurrent:
             self.recurrent(random.Random(f"cell {self.seed}"), np.random.default_rng(self.seed + 2),
                            params, args)
         read = set().union(*(s.reads for s in self.stmts)) if self.stmts else set()
@@ -711,6 +723,8 @@ class Gen:
                                   "np.sum(np.tanh({}) * {})"])
             if isinstance(self.vals[t], float) or np.ndim(self.vals[t]) == 0:
                 form = self.r.choice(["{}", "np.sin({})", "{} * {}"])
+                if t == self.loop_loss:     # mostly as it is: the loop's gradient starts from 1
+                    form = random.Random(f"loss {self.seed}").choice(["{}", "{}", form])
             terms.append((form.format(t, t), frozenset({t})))
         return Program(self.seed, np.dtype(self.dtype).name, tuple(params), tuple(args),
                        tuple(self.stmts), tuple(terms))
@@ -724,6 +738,8 @@ def _same(a, b) -> bool:
     return a is b or (np.shape(a) == np.shape(b) and np.array_equal(a, b))
 
 
-def generate(seed: int) -> Program:
-    """The program of ``seed``: the same source and arguments on every machine and run."""
-    return Gen(seed).program()
+def generate(seed: int, recurrent: bool | None = None) -> Program:
+    """The program of ``seed``: the same source and arguments on every machine and run.
+    ``recurrent``: with an RNN-like loop (Gen.recurrent) or without one, instead of as the
+    seed draws it (RECURRENT of the seeds); the rest of the program is the same."""
+    return Gen(seed).program(recurrent)
