@@ -6,8 +6,9 @@ indexing, joining and reshaping, ``np.where``, ``clip``, in-place updates, loops
 to 20: carried values, per-step indexing, ``out[t] =`` rows, nested loops, ``while``, list append
 and ``np.stack``, branches on data inside the body) and helper functions, ending in a scalar
 loss; in RECURRENT of them an RNN-like loop over a stack of inputs (``Gen.recurrent``: states of
-512 elements or more, where the buffered form plans loop bodies, or a few elements). Each statement is run on the example arguments as it
-is chosen, so the generator knows every value: it only writes a statement numpy accepts, whose
+512 elements or more, where the buffered form plans loop bodies, or a few elements). Each
+statement is run on the example arguments as it is chosen, so the generator knows every
+value: it only writes a statement numpy accepts, whose
 values stay finite and moderate, and that keeps clear of non-differentiable points (no ties in
 max/min/maximum/where/clip/masks, no zero in abs, logs of positive values) by a margin much
 larger than the finite-difference step. ``Program.without`` drops statements (for shrinking).
