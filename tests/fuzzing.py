@@ -669,10 +669,10 @@ class Gen:
         if r.random() < 0.4:
             after.append(loss(part(states[-1])))
         value = " + ".join(after)
-        if r.random() < 0.25:               # a small vector, not a number
-            value = f"np.tanh({'h[:, 0]' if cols else 'h[0]'}[:4]) * ({value})"
+        if r.random() < 0.25:               # a small vector, not a number (a moderate one)
+            value = f"np.tanh({'h[:, 0]' if cols else 'h[0]'}[:4]) * ({value})" + " * 0.001" * sums
         lines.append(f"{name} = {value}")
-        if self.accept(lines, name, 1e5):
+        if self.accept(lines, name, 3e4):
             self.loop_loss = name
         else:
             self.n -= 1
@@ -725,8 +725,9 @@ class Gen:
                                   "np.sum(np.tanh({}) * {})"])
             if isinstance(self.vals[t], float) or np.ndim(self.vals[t]) == 0:
                 form = self.r.choice(["{}", "np.sin({})", "{} * {}"])
-                if t == self.loop_loss:     # mostly as it is: the loop's gradient starts from 1
-                    form = random.Random(f"loss {self.seed}").choice(["{}", "{}", form])
+                if t == self.loop_loss:     # mostly as it is: the loop's gradient starts from 1;
+                    # never squared (its sums reach thousands: finite differences would not hold)
+                    form = random.Random(f"loss {self.seed}").choice(["{}", "{}", "np.sin({})"])
             terms.append((form.format(t, t), frozenset({t})))
         return Program(self.seed, np.dtype(self.dtype).name, tuple(params), tuple(args),
                        tuple(self.stmts), tuple(terms))
