@@ -4,6 +4,7 @@
     python tools/fuzz.py --n 2000 --show-failures --shrink      # each failure: seed, reason
     python tools/fuzz.py --seed 1234 --n 1 --verbose [--shrink] # one program and its modules
     python tools/fuzz.py --n 2000 --block 2     # chains of the small arrays run in blocks of 2
+    python tools/fuzz.py --n 500 --recurrent --body-min 1 --lend 1   # RNN-like loops, planned
 
 Programs come from tests/fuzzing.py (one seed, one program, on every machine); the checks
 and the outcome classes (ok, mismatch, crash, refusal, generator) from tests/fuzzcheck.py.
@@ -58,7 +59,7 @@ def run_one(seed: int) -> tuple[Outcome, str, str]:
     signal.signal(signal.SIGALRM, _timeout)
     signal.alarm(TIMEOUT)
     try:
-        program = generate(seed)
+        program = generate(seed, _STATE["recurrent"])
         outcome = check(program, base / "programs", forms)
         small, why = "", ""
         if outcome.kind in ("mismatch", "crash"):
@@ -146,7 +147,7 @@ def diagnose(outcome: Outcome) -> str:
 def verbose(seed: int, forms: tuple, do_shrink: bool) -> None:
     """Print the program of ``seed``, its outcome, and the modules of (the shrunk) program."""
     _setup(forms, False)
-    program = generate(seed)
+    program = generate(seed, _STATE["recurrent"])
     print(program.source())
     outcome = check(program, _STATE["base"] / "programs", forms)
     print("#", outcome.line())
@@ -179,6 +180,8 @@ def main(argv=None) -> int:
     ap.add_argument("--shrink", action="store_true")
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--refusals", action="store_true", help="list refusals too")
+    ap.add_argument("--recurrent", action="store_true", help="every program with an RNN-like "
+                    "loop (tests/fuzzing.py Gen.recurrent), not 30%% of them")
     ap.add_argument("--block", type=int, help="elements per block of a cache-blocked chain "
                     "(codegen/blocks.py), and chains of twice that many are blocked: small "
                     "values put the fuzzer's small arrays through the blocked form")
@@ -199,6 +202,7 @@ def main(argv=None) -> int:
         from yota_s2s.codegen import blocks
         blocks.BLOCK, blocks.MIN_SIZE = opts.block, 2 * opts.block
     forms = tuple(opts.forms.split(","))
+    _STATE["recurrent"] = True if opts.recurrent else None
     if opts.verbose:
         verbose(opts.seed, forms, opts.shrink)
         return 0
