@@ -283,6 +283,27 @@ def test_lower_writes_logaddexp_with_a_number_as_simd_ufuncs():
     assert np.allclose(grad, 2 * np.logaddexp(0.0, v) / (1 + np.exp(-v)), rtol=1e-14, atol=0)
 
 
+def mean_loss(x):
+    return np.mean(x * x) - np.mean(np.tanh(x))
+
+
+def test_lower_writes_a_whole_mean_as_sum_over_count_with_the_same_bits():
+    """issue 14: ``np.mean(x)`` of a whole float array is numpy's Python ``_mean`` (count, sum,
+    divide); the buffered CPU form writes ``x.sum() / n``, which gives the same bits."""
+    import yota_s2s as ys
+    r = np.random.default_rng(2)
+    for n, dtype in ((10000, np.float64), (7, np.float64), (1001, np.float32)):
+        x = (r.standard_normal(n) * 3).astype(dtype)
+        forward, df = ys.compile(mean_loss, x), ys.simplegrad(mean_loss, x)
+        for text in (ys.source(forward), ys.source(df)):
+            assert ".mean()" not in text and f".sum() / {n}" in text
+        plain = ys.simplegrad(mean_loss, x, buffers=False)
+        assert ".mean()" in ys.source(plain)
+        assert forward(x) == mean_loss(x) and forward(x).dtype == dtype
+        value, dx = df(x)
+        assert value == plain(x)[0] and np.array_equal(dx, plain(x)[1])
+
+
 def softplus_squared(v):
     return np.sum(np.logaddexp(0.0, v) ** 2)
 

@@ -20,6 +20,12 @@ are left alone: for two infinities of one sign, ``a - b`` is nan where numpy ret
 infinity (it tests ``a == b`` first). Arrays of fewer than ``MIN_SIZE`` elements are left alone
 too: six calls cost more than the scalar loop saves.
 
+``np.mean`` of a whole float array is a Python function (numpy's ``_methods._mean``: the
+count, the sum, the division, a few microseconds of Python per call, more than the sum of a
+small array takes). ``mean(x)`` is written ``sum(x) / n``, what that function computes: the same
+bits, for float64 and float32 (numpy sums float16 in float32; an integer array's mean is a
+float64: both are left alone), without the Python around it.
+
 The statements replace the one that made ``y``, at its place, with its source location; ``y``
 keeps its Var (its name, its readers, its gradient links).
 """
@@ -30,7 +36,7 @@ import operator
 
 import numpy as np
 
-from ..ir.tape import Lit, Stmt, Tape, Var
+from ..ir.tape import Aval, Lit, Stmt, Tape, Var
 from ..rules.registry import RuleSet
 
 MIN_SIZE = 512          # elements: below, one scalar loop beats six calls
@@ -42,10 +48,13 @@ def lower(tape: Tape, rules: RuleSet) -> tuple[Tape, bool]:
     changed = False
     for stmt in tape.stmts:
         found = _softplus_form(stmt)
-        if found is None:
+        if found is not None:
+            new_stmts += _lowered(stmt, *found, rules)
+        elif _whole_mean(stmt):
+            new_stmts += _mean_as_sum(stmt, rules)
+        else:
             new_stmts.append(stmt)
             continue
-        new_stmts += _lowered(stmt, *found, rules)
         changed = True
     return (tape.copy(stmts=new_stmts), True) if changed else (tape, False)
 
@@ -81,3 +90,20 @@ def _lowered(stmt: Stmt, x: Var, c: float, rules: RuleSet) -> list[Stmt]:
     m = call(np.maximum, x, Lit(c))
     out.append(Stmt(stmt.outs, rules.lookup(operator.add), (m, l), loc=stmt.loc))
     return out
+
+
+def _whole_mean(stmt: Stmt) -> bool:
+    """``y = np.mean(x)`` of a whole float64 or float32 array, no other parameter."""
+    if stmt.prim.fn is not np.mean or len(stmt.outs) != 1 or len(stmt.args) != 1 \
+            or any(stmt.param(p) not in (None, False) for p in ("axis", "dtype", "keepdims")):
+        return False
+    x = stmt.args[0]
+    return isinstance(x, Var) and x.aval.dtype in _FLOATS and not x.aval.weak \
+        and x.aval.size > 0 and stmt.out.aval == Aval((), x.aval.dtype)
+
+
+def _mean_as_sum(stmt: Stmt, rules: RuleSet) -> list[Stmt]:
+    x = stmt.args[0]
+    total = Var(stmt.out.aval)
+    return [Stmt((total,), rules.lookup(np.sum), (x,), loc=stmt.loc),
+            Stmt(stmt.outs, rules.lookup(operator.truediv), (total, Lit(x.aval.size)), loc=stmt.loc)]
