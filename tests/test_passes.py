@@ -278,6 +278,14 @@ def test_lower_writes_logaddexp_with_a_number_as_simd_ufuncs():
         f32 = ys.compile(softplus, v)
         assert "xp.logaddexp" not in ys.source(f32) and f32(v).dtype == dtype
         assert np.allclose(f32(v), softplus(v), rtol=3e-7, atol=0)
+    from yota_s2s.codegen import blocks
+    big = r.standard_normal(blocks.MIN_SIZE + 3) * 20         # in cache-blocked chains
+    wide = r.standard_normal(big.shape[0])
+    blocked = ys.simplegrad(softplus_loss, big, wide)
+    assert "for start in range" in ys.source(blocked) and "xp.logaddexp" not in ys.source(blocked)
+    got, want = blocked(big, wide), ys.simplegrad(softplus_loss, big, wide, buffers=False)(big, wide)
+    assert np.isclose(got[0], want[0], rtol=1e-13)
+    assert all(np.allclose(g, h, rtol=1e-12, atol=1e-15) for g, h in zip(got[1:], want[1:]))
     v = special[9:] / 40
     grad = ys.simplegrad(softplus_squared, v)(v)[1]
     assert np.allclose(grad, 2 * np.logaddexp(0.0, v) / (1 + np.exp(-v)), rtol=1e-14, atol=0)
