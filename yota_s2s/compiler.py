@@ -48,11 +48,13 @@ class Compiled:
 
 
 def gradient_tape(f: Any, args: Sequence[Any], rules: RuleSet = RULES, wrt: set[int] | None = None,
-                  check: bool = False, passes: bool = True, review: bool = False
-                  ) -> tuple[Tape, Tape]:
+                  check: bool = False, passes: bool = True, review: bool = False,
+                  device: str | None = "cpu") -> tuple[Tape, Tape]:
     """(forward tape, optimized gradient tape) for ``f`` on ``args``; ``review``: optimized
-    for the review form (the plain form, ``buffers=False``: passes.REVIEW_PIPELINE)."""
-    forward, tape, _ = _gradient(f, args, rules, wrt, check, passes, review=review)
+    for the review form (the plain form, ``buffers=False``: passes.REVIEW_PIPELINE), else for
+    the buffered form on ``device`` (``compile_grad``'s tape)."""
+    forward, tape, _ = _gradient(f, args, rules, wrt, check, passes, review=review,
+                                 device=None if review else device)
     return forward, tape
 
 
