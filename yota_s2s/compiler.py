@@ -49,10 +49,11 @@ class Compiled:
 
 def gradient_tape(f: Any, args: Sequence[Any], rules: RuleSet = RULES, wrt: set[int] | None = None,
                   check: bool = False, passes: bool = True, review: bool = False,
-                  device: str | None = "cpu") -> tuple[Tape, Tape]:
+                  device: str | None = None) -> tuple[Tape, Tape]:
     """(forward tape, optimized gradient tape) for ``f`` on ``args``; ``review``: optimized
-    for the review form (the plain form, ``buffers=False``: passes.REVIEW_PIPELINE), else for
-    the buffered form on ``device`` (``compile_grad``'s tape)."""
+    for the review form (the plain form, ``buffers=False``: passes.REVIEW_PIPELINE);
+    ``device``: the buffered form's tape for that device, as ``compile_grad`` makes it
+    (passes.lower on "cpu"; None: not lowered, a tape the plain form can be written from)."""
     forward, tape, _ = _gradient(f, args, rules, wrt, check, passes, review=review,
                                  device=None if review else device)
     return forward, tape
