@@ -152,7 +152,14 @@ def test_polynomial_runs_on_python_floats():
     assert "    dx = [\n        3.0 * (t17 * x5) - t12,\n        3.0 * (t37 * x6) - t32,\n" \
         "        t3 - 3.0 * (t8 * x7),\n" in text                    # an element a line
     # the floats go straight into the returned array: one xp.asarray, or the caller's out=
-    assert "    dx = xp.asarray(dx) if out is None else _deliver(out, 0, dx)\n" in text
+    # (``a[...] = list`` stores element by element: no array made on the way, issue 14)
+    assert "    if out is None or out[0] is None:\n        dx = xp.asarray(dx)\n    else:\n" \
+        "        out[0][...] = dx\n        dx = out[0]\n" in text
+    # the common out= (a list or tuple of arrays made for it) is told apart inline
+    assert "        if ((out.__class__ is not list and out.__class__ is not tuple) or len(out) != 1\n" \
+        "                or x.base is not None or not _own_array(out[0], (8,), _float64) " \
+        "or out[0] is x):\n            _check_out('polynomial_grad', out, 1, [x], " \
+        "[(0, (8,), _float64)], ())\n" in text
     assert "return _float64_scalar(polynomial), dx\n" in text    # numpy's float64, as traced
     assert "x.dtype != _float64" in text and "\n_float64 = xp.dtype(xp.float64)\n" in text
     assert "\n_float64_scalar = xp.float64\n" in text

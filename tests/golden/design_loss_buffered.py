@@ -101,6 +101,13 @@ def _check_out(func, out, count, arrays, entries, unused):
                             "returned for that argument")
 
 
+def _own_array(array, shape, dtype):
+    """out='s common entry: an array that owns its memory, writeable, of this shape and
+    dtype (the dtype made once: ``is``)."""
+    return (array.__class__ is xp.ndarray and array.base is None and array.shape == shape
+            and array.dtype is dtype and array.flags.writeable)
+
+
 def _overlap(a, b):
     return xp.may_share_memory(a, b) and xp.shares_memory(a, b)
 
@@ -126,12 +133,19 @@ def loss_grad(W, b, x, y_, *, out=None):
     if type(y_) is not xp.ndarray or y_.shape != (4, 2) or y_.dtype != _float64:
         raise _mismatch('loss_grad', 'y', 'float64[4, 2]', y_)
     if out is not None:
-        _check_out('loss_grad', out, 4, [W, b, x, y_], [
-            (0, (4, 3), _float64),
-            (1, (4,), _float64),
-            (2, (3, 2), _float64),
-            (3, (4, 2), _float64),
-        ], ())
+        if ((out.__class__ is not list and out.__class__ is not tuple) or len(out) != 4
+                or W.base is not None or b.base is not None or x.base is not None
+                or y_.base is not None or not _own_array(out[0], (4, 3), _float64)
+                or not _own_array(out[1], (4,), _float64)
+                or not _own_array(out[2], (3, 2), _float64)
+                or not _own_array(out[3], (4, 2), _float64) or out[0] is W or out[1] is b
+                or out[2] is x or out[3] is y_):
+            _check_out('loss_grad', out, 4, [W, b, x, y_], [
+                (0, (4, 3), _float64),
+                (1, (4,), _float64),
+                (2, (3, 2), _float64),
+                (3, (4, 2), _float64),
+            ], ())
     buf1, buf2, buf3 = _work_arrays()
     # -- forward --
     # design.py:6  return np.tanh(W @ x + b[:, None])    (predict, inlined)
