@@ -12,8 +12,9 @@ import pytest
 
 import yota_s2s as ys
 from yota_s2s.compiler import compile_grad
+from yota_s2s.memory import allocated
 
-from .programs import custom, models
+from .programs import custom, loops, models
 from .test_gradcheck import PROGRAMS
 
 
@@ -798,3 +799,51 @@ def test_buffered_argument_checks_compare_with_a_dtype_made_once():
         with pytest.raises(TypeError, match="argument x"):
             fast(bad)
     assert fast(x.astype("<f8"))[0] == _elements_read_twice(x)
+
+
+def _ring_args(rng):
+    return (rng.standard_normal(1000),)
+
+
+def _rnn_args(rng):
+    """20 steps (a loop region), every per-step value of at least buffers.BODY_MIN elements
+    (a smaller one is made by its expression, from numpy's cache of small arrays)."""
+    return (rng.standard_normal((32, 64)) * 0.2, rng.standard_normal((64, 64)) * 0.1,
+            rng.standard_normal(64) * 0.1, rng.standard_normal((20, 16, 32)),
+            rng.standard_normal((16, 64)) * 0.5)
+
+
+def _seed_args(rng):
+    return rng.standard_normal((128, 64)), rng.standard_normal(128), rng.standard_normal((64, 100))
+
+
+# (name, loss, arguments, bytes of array data a call with out= may allocate): numpy makes the
+# result of a reduction to a scalar (``t.sum()``, ``xp.vdot(h, h)``) as a 0-d array of 8 bytes
+# before it hands back the numpy scalar, one at a time; nothing else is an array.
+STEADY_OUT = [
+    ("scalar mode", models.polynomial, lambda rng: (rng.standard_normal(8),), 0),
+    ("array mode, a broadcast bias add", models.seed_loss, _seed_args, 8),
+    ("array mode, an MLP", models.mlp, lambda rng: mlp_args(rng, batch=256), 8),
+    ("a loop region with a planned body", loops.rnn_summed, _rnn_args, 8),
+    ("a loop over Python floats", loops.ring, _ring_args, 0),
+]
+
+
+@pytest.mark.parametrize("name, fn, make_args, arrays", STEADY_OUT, ids=[c[0] for c in STEADY_OUT])
+def test_a_steady_state_call_with_out_allocates_no_array(name, fn, make_args, arrays):
+    """issue 14: with out=, a call after the first allocates no array data (numpy's tracemalloc
+    domain; its iteration buffers and Python objects are counted apart: memory.allocated), and
+    returns what the call without out= returns, in the caller's arrays."""
+    args = make_args(np.random.default_rng(0))
+    df = ys.simplegrad(fn, *args)
+    value, *grads = df(*args)
+    out = [np.full_like(g, np.nan) if isinstance(g, np.ndarray) else None for g in grads]
+    got = df(*args, out=out)
+    assert got[0] == value
+    for g, o, expected in zip(got[1:], out, grads):
+        assert g is o or o is None
+        np.testing.assert_array_equal(g, expected)
+    assert allocated(lambda: df(*args, out=out)).arrays == arrays
+    # the measure itself: an array made in the call is seen, a list of floats is not
+    assert allocated(lambda: np.empty(1000)).arrays == 8000
+    assert allocated(lambda: [0.0] * 1000).arrays == 0 < allocated(lambda: [0.0] * 1000).peak

@@ -321,7 +321,7 @@ def _made(emitter, var: Var, elements: ast.List) -> list[ast.stmt]:
     (the gradient of a struct's field: ``dx = xp.asarray(dx) if out is None else
     _deliver(out, (0, path), dx)``)."""
     name = ast.Name(emitter.names[var])
-    if not _delivered_list(emitter, var):
+    if not delivered_list(emitter, var):
         return [ast.Assign([name], _array(emitter, elements), lineno=0)]
     argnum, path = emitter.memory.delivered[var]
     emitter.delivered_done.add(var)
@@ -349,10 +349,10 @@ def _array(emitter, floats: ast.expr) -> ast.Call:
     return ast.Call(ast.Attribute(ast.Name("xp"), "asarray", ast.Load()), [floats], [])
 
 
-def _delivered_list(emitter, var: Var) -> bool:
+def delivered_list(emitter, var: Var) -> bool:
     """A returned accumulator read by nothing else: ``_deliver`` writes its floats straight
     into the caller's out= array, or makes the array when none was given (on a CPU: numpy
-    takes a list where cupy wants an array)."""
+    takes a list where cupy wants an array). Also a loop's list of floats (loops.py)."""
     return var in emitter.memory.delivered and not emitter.facts.readers.get(var) \
         and emitter.blocked
 
