@@ -5,7 +5,7 @@ Returns: loss, dW, db, dx, dy_.
 The buffered form, written for speed, not for review: a name may hold several values in turn, and
     intermediates are written into work arrays and the returned ones. Call after call it returns
     what the plain form returns, which is the form to review (yota-s2s compile writes it;
-    ys.grad(f, ..., buffers=False); the review page): tests/test_fuzz.py checks the two forms
+    ys.simplegrad(f, ..., buffers=False); the review page): tests/test_fuzz.py checks the two forms
     against each other and finite differences on random programs.
 
 Sums along an axis of a matrix are written as products with a vector of ones (_ONES_n), which BLAS
@@ -21,8 +21,8 @@ import numpy as xp
 def _mismatch(func, name, expected, value):
     if isinstance(value, xp.ndarray) and type(value) is not xp.ndarray:
         return TypeError(f"{func}: argument {name} is a {type(value).__qualname__}, a subclass of "
-                         "ndarray, whose operations may differ (np.matrix's * is a matrix product, a "
-                         "masked array skips masked elements); pass a plain array: "
+                         "ndarray, whose operations may differ (np.matrix's * is a matrix "
+                         "product, a masked array skips masked elements); pass a plain array: "
                          f"np.asarray({name}) (a masked array: {name}.filled(value))")
     got = f"{value.dtype}{list(value.shape)}" if hasattr(value, "shape") else repr(value)
     return TypeError(f"{func}: argument {name} must be {expected}, got {got}; compile again "

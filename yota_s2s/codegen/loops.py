@@ -74,6 +74,8 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
         a = operands[k]
         if isinstance(a, Var) and a in em.list_names and a in em.facts.arguments:
             keep[k] = em.list_names[a]
+        elif isinstance(a, Var) and a in em.lists and a in em.names and a not in em.inlined:
+            keep[k] = em.names[a]     # a list already (a stack an earlier loop made): its name
     # a Python float squared is written ``t * t`` (scalars.square: ``t ** 2`` may raise
     # OverflowError where numpy gives inf): its base needs a name
     squared = {s.args[0] for s in body.stmts if s.prim.fn is operator.pow and s.outs

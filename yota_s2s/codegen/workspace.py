@@ -224,8 +224,8 @@ def header_lines(emitter, tape: Tape) -> list[str]:
         lines += ["The buffered form, written for speed, not for review: a name may hold several "
                   "values in turn, and intermediates are written into work arrays and the "
                   "returned ones. Call after call it returns what the plain form returns, which "
-                  "is the form to review (yota-s2s compile writes it; ys.grad(f, ..., "
-                  "buffers=False); the review page): tests/test_fuzz.py checks the two forms "
+                  "is the form to review (yota-s2s compile writes it; ys.simplegrad(f, "
+                  "..., buffers=False); the review page): tests/test_fuzz.py checks the two forms "
                   "against each other and finite differences on random programs.", ""]
     if emitter.ones:
         lines.append("Sums along an axis of a matrix are written as products with a vector of "

@@ -40,8 +40,8 @@ _PRELUDE_MISMATCH = '''
 def _mismatch(func, name, expected, value):
     if isinstance(value, xp.ndarray) and type(value) is not xp.ndarray:
         return TypeError(f"{func}: argument {name} is a {type(value).__qualname__}, a subclass of "
-                         "ndarray, whose operations may differ (np.matrix's * is a matrix product, a "
-                         "masked array skips masked elements); pass a plain array: "
+                         "ndarray, whose operations may differ (np.matrix's * is a matrix "
+                         "product, a masked array skips masked elements); pass a plain array: "
                          f"np.asarray({name}) (a masked array: {name}.filled(value))")
     got = f"{value.dtype}{list(value.shape)}" if hasattr(value, "shape") else repr(value)
     return TypeError(f"{func}: argument {name} must be {expected}, got {got}; compile again "
