@@ -21,9 +21,9 @@ those operations, by a function call (which gets the same number either way), by
 accumulator or by the result; otherwise (a division, a method call, an array operand) it stays
 a numpy array. Divisions and non-integer powers of Python floats are written ``xp.divide``,
 ``xp.power`` so that they keep numpy's semantics (inf and nan, not ZeroDivisionError).
-An integer literal in ``+ - *`` with a Python float is written as the float it converts to
-(``3.0 * x2``, the same bits): CPython multiplies two floats in about half the time it takes
-to convert an int first.
+An integer literal in ``+ - *`` with a Python float, or as its exponent, is written as the float
+it converts to (``3.0 * x2``, ``x7 ** 3.0``, the same bits): CPython multiplies two floats in
+about half the time it takes to convert an int first.
 """
 from __future__ import annotations
 
@@ -358,10 +358,12 @@ def delivered_list(emitter, var: Var) -> bool:
 
 
 def float_literal(emitter, stmt: Stmt, atom) -> ast.expr | None:
-    """``3.0`` for the int literal ``3`` in ``+ - *`` with a Python float (the float Python
-    converts it to, exactly: at most 2 ** 53)."""
+    """``3.0`` for the int literal ``3`` in ``+ - *`` with a Python float, or as the exponent
+    of one (``x7 ** 3.0``: the float Python converts it to, exactly: at most 2 ** 53)."""
     if not isinstance(atom, Lit) or type(atom.value) is not int or abs(atom.value) > 2 ** 53 \
-            or stmt.prim.fn not in _SAFE or not stmt.outs or stmt.out not in emitter.scalars.floats:
+            or not stmt.outs or stmt.out not in emitter.scalars.floats:
+        return None
+    if stmt.prim.fn not in _SAFE and not (stmt.prim.fn is operator.pow and atom is stmt.args[1]):
         return None
     return ast.Constant(float(atom.value))
 
