@@ -101,13 +101,6 @@ def _check_out(func, out, count, arrays, entries, unused):
                             "returned for that argument")
 
 
-def _own_array(array, shape, dtype):
-    """out='s common entry: an array that owns its memory, writeable, of this shape and
-    dtype (the dtype made once: ``is``)."""
-    return (array.__class__ is xp.ndarray and array.base is None and array.shape == shape
-            and array.dtype is dtype and array.flags.writeable)
-
-
 def _overlap(a, b):
     return xp.may_share_memory(a, b) and xp.shares_memory(a, b)
 
@@ -135,11 +128,20 @@ def loss_grad(W, b, x, y_, *, out=None):
     if out is not None:
         if ((out.__class__ is not list and out.__class__ is not tuple) or len(out) != 4
                 or W.base is not None or b.base is not None or x.base is not None
-                or y_.base is not None or not _own_array(out[0], (4, 3), _float64)
-                or not _own_array(out[1], (4,), _float64)
-                or not _own_array(out[2], (3, 2), _float64)
-                or not _own_array(out[3], (4, 2), _float64) or out[0] is W or out[1] is b
-                or out[2] is x or out[3] is y_):
+                or y_.base is not None
+                or out[0].__class__ is not xp.ndarray or out[0].base is not None
+                or out[0].shape != (4, 3) or out[0].dtype is not _float64
+                or not out[0].flags.writeable
+                or out[1].__class__ is not xp.ndarray or out[1].base is not None
+                or out[1].shape != (4,) or out[1].dtype is not _float64
+                or not out[1].flags.writeable
+                or out[2].__class__ is not xp.ndarray or out[2].base is not None
+                or out[2].shape != (3, 2) or out[2].dtype is not _float64
+                or not out[2].flags.writeable
+                or out[3].__class__ is not xp.ndarray or out[3].base is not None
+                or out[3].shape != (4, 2) or out[3].dtype is not _float64
+                or not out[3].flags.writeable
+                or out[0] is W or out[1] is b or out[2] is x or out[3] is y_):
             _check_out('loss_grad', out, 4, [W, b, x, y_], [
                 (0, (4, 3), _float64),
                 (1, (4,), _float64),

@@ -75,13 +75,6 @@ def _check_out(func, out, count, arrays, entries, unused):
                             "returned for that argument")
 
 
-def _own_array(array, shape, dtype):
-    """out='s common entry: an array that owns its memory, writeable, of this shape and
-    dtype (the dtype made once: ``is``)."""
-    return (array.__class__ is xp.ndarray and array.base is None and array.shape == shape
-            and array.dtype is dtype and array.flags.writeable)
-
-
 def _overlap(a, b):
     return xp.may_share_memory(a, b) and xp.shares_memory(a, b)
 
@@ -149,29 +142,37 @@ def out_check_lines(emitter, tape: Tape, fname: str) -> list[str]:
 def _common_out(emitter, tape: Tape, arrays: list[str], entries: list[tuple],
                 unused: tuple) -> list[str]:
     """``if (out is not a list or tuple of the right length, or an argument is a view, or an
-    entry is not an array of its own of the right shape and dtype, or two entries are one):``.
-    An array that owns its memory (``base is None``) shares none with another that does, so
-    these entries need no overlap test: ``_check_out`` tells the rest apart, with its errors."""
-    tests = [f"(out.__class__ is not list and out.__class__ is not tuple) "
-             f"or len(out) != {len(tape.params)}"]
-    tests += [f"{name}.base is not None" for name in arrays]
-    tests += [f"not _own_array(out[{key}], {shape!r}, {emitter.dtype_constant(np.dtype(dtype))})"
-              for key, shape, dtype in entries]
+    entry is not a writeable array of its own (``base is None``) of the right shape and dtype
+    (the dtype made once: ``is``), or an entry is an argument or another entry):``. An array
+    that owns its memory shares none with another that does, so these entries need no overlap
+    test: ``_check_out`` tells the rest apart, with its errors."""
+    groups = [[f"(out.__class__ is not list and out.__class__ is not tuple) "
+               f"or len(out) != {len(tape.params)}"] + [f"{name}.base is not None"
+                                                       for name in arrays]]
+    for key, shape, dtype in entries:   # a line each (written out: ~40 ns less than a call)
+        entry = f"out[{key}]"
+        groups.append([f"{entry}.__class__ is not xp.ndarray", f"{entry}.base is not None",
+                       f"{entry}.shape != {shape!r}",
+                       f"{entry}.dtype is not {emitter.dtype_constant(np.dtype(dtype))}",
+                       f"not {entry}.flags.writeable"])
     # an entry that is an argument or another entry: of the same shape and dtype
     avals = [i.var.aval for i in tape.inputs if not i.var.aval.weak]
-    tests += [f"out[{key}] is {name}" for key, shape, dtype in entries
-              for name, a in zip(arrays, avals) if (a.shape, a.dtype.name) == (shape, dtype)]
-    tests += [f"out[{a}] is out[{b}]" for i, (a, *kind) in enumerate(entries)
-              for b, *other in entries[i + 1:] if kind == other]
-    tests += [f"out[{argnum}] is not None" for argnum in unused]
-    lines, line = [], "    if (" + tests[0]
-    for test in tests[1:]:
-        if len(line) + len(test) + 4 > 95:       # (in the function: 4 columns more)
-            lines.append(line)
-            line = "            or " + test
-        else:
-            line += " or " + test
-    return lines + [line + "):"]
+    groups.append([f"out[{key}] is {name}" for key, shape, dtype in entries
+                   for name, a in zip(arrays, avals) if (a.shape, a.dtype.name) == (shape, dtype)]
+                  + [f"out[{a}] is out[{b}]" for i, (a, *kind) in enumerate(entries)
+                     for b, *other in entries[i + 1:] if kind == other]
+                  + [f"out[{argnum}] is not None" for argnum in unused])
+    lines: list[str] = []
+    for tests in filter(None, groups):
+        line = "            or " + tests[0] if lines else "    if (" + tests[0]
+        for test in tests[1:]:
+            if len(line) + len(test) + 4 > 95:       # (in the function: 4 columns more)
+                lines.append(line)
+                line = "            or " + test
+            else:
+                line += " or " + test
+        lines.append(line)
+    return lines[:-1] + [lines[-1] + "):"]
 
 
 def takes_out(emitter) -> bool:
