@@ -850,3 +850,40 @@ def test_a_steady_state_call_with_out_allocates_no_array(name, fn, make_args, ar
     # the measure itself: an array made in the call is seen, a list of floats is not
     assert allocated(lambda: np.empty(1000)).arrays == 8000
     assert allocated(lambda: [0.0] * 1000).arrays == 0 < allocated(lambda: [0.0] * 1000).peak
+
+
+def test_out_of_the_common_kind_is_told_apart_inline_and_anything_else_checked_in_full():
+    """The inline tests let through only arrays of their own with arguments of their own; a
+    view on either side, a read-only array, an argument, a dict or an entry given twice goes
+    through _check_out and its errors."""
+    rng = np.random.default_rng(0)
+    W, b = rng.standard_normal((3, 3)), rng.standard_normal(3)
+    df = ys.simplegrad(_matrix_loss, W, b)
+    value, dW, db = df(W, b)
+    text = ys.source(df)
+    assert "or out[0] is W or out[1] is b):\n" in text
+    for out in ([np.empty((3, 3)), np.empty(3)], (np.empty((3, 3)), np.empty(3))):
+        got = df(W, b, out=out)
+        assert got[1] is out[0] and got[2] is out[1]
+        np.testing.assert_array_equal(got[1], dW)
+        np.testing.assert_array_equal(got[2], db)
+    mine = np.empty(3)
+    with pytest.raises(ValueError, match="shares memory with an argument"):
+        df(W, mine[:], out=[None, mine])             # the argument views the out= array
+    big = np.empty(6)
+    got = df(W, b, out=[None, big[:3]])              # a view: checked in full, accepted
+    assert got[2].base is big
+    np.testing.assert_array_equal(big[:3], db)
+    frozen = np.empty(3)
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match=r"out\[1\] is read-only"):
+        df(W, b, out=[np.empty((3, 3)), frozen])
+    with pytest.raises(TypeError, match="out must be a list"):
+        df(W, b, out={0: np.empty((3, 3)), 1: np.empty(3)})
+    with pytest.raises(ValueError, match="shares memory with an argument"):
+        df(W, b, out=[np.empty((3, 3)), b])
+    square = rng.standard_normal((3, 3))
+    df2 = ys.simplegrad(lambda A, B: np.sum(np.tanh(A @ B)), square, square + 1)
+    g = np.empty((3, 3))
+    with pytest.raises(ValueError, match=r"out\[1\] shares memory with another out= entry"):
+        df2(square, square + 1, out=[g, g])
