@@ -820,9 +820,10 @@ def _seed_args(rng):
     return rng.standard_normal((128, 64)), rng.standard_normal(128), rng.standard_normal((64, 100))
 
 
-# (name, loss, arguments, bytes of array data a call with out= may allocate): numpy makes the
-# result of a reduction to a scalar (``t.sum()``, ``xp.vdot(h, h)``) as a 0-d array of 8 bytes
-# before it hands back the numpy scalar, one at a time; nothing else is an array.
+# (name, loss, arguments, bytes of array data a call with out= may allocate): numpy makes a 0-d
+# array of 8 bytes for the result of a reduction to a scalar (``t.sum()``, ``xp.vdot(h, h)``)
+# before it hands back the numpy scalar, and for a Python number operand of a ufunc
+# (``xp.subtract(1.0, t, out=t)``), one at a time, as in a handwritten gradient; nothing else.
 STEADY_OUT = [
     ("scalar mode", models.polynomial, lambda rng: (rng.standard_normal(8),), 0),
     ("array mode, a broadcast bias add", models.seed_loss, _seed_args, 8),
