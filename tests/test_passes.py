@@ -229,6 +229,95 @@ def test_recompute_makes_cheap_forward_values_again_in_the_backward():
     assert recompute(tape, RULES) == (tape, False)
 
 
+def softplus_loss(x, w):
+    return np.sum(np.logaddexp(0.0, x * w) * w) + np.sum(np.logaddexp(x, -1.5))
+
+
+def test_lower_writes_logaddexp_with_a_number_as_simd_ufuncs():
+    """issue 14: numpy's logaddexp is a scalar loop; ``logaddexp(c, x)`` with a finite number
+    ``c`` is written as the same formula in SIMD ufuncs (max(x, c) + log1p(exp(-|x - c|))) in
+    the buffered form on a CPU; the plain form, a GPU module and small arrays keep the call.
+    Values as numpy's within a few ulp, infinities and nan as numpy's, gradients too."""
+    import yota_s2s as ys
+    from yota_s2s.passes.lower import MIN_SIZE, lower
+    r = np.random.default_rng(1)
+    x = r.standard_normal(MIN_SIZE) * 30
+    x[:6] = [0.0, -0.0, 1e-300, -745.5, 800.0, -1.5]
+    w = r.standard_normal(MIN_SIZE)
+    df = ys.simplegrad(softplus_loss, x, w)
+    text = ys.source(df)
+    assert "xp.logaddexp" not in text and text.count("xp.log1p(") == 2
+    assert "xp.logaddexp(" in ys.source(ys.simplegrad(softplus_loss, x, w, buffers=False))
+    _, plain_tape = gradient_tape(softplus_loss, (x, w))
+    assert any(s.prim.fn is np.logaddexp for s in plain_tape.stmts)     # device not said
+    _, cpu_tape = gradient_tape(softplus_loss, (x, w), device="cpu")
+    assert not any(s.prim.fn is np.logaddexp for s in cpu_tape.stmts)
+    lowered, changed = lower(plain_tape, RULES)
+    assert changed and not any(s.prim.fn is np.logaddexp for s in lowered.stmts)
+    verify.check(lowered)
+    assert lower(gradient_tape(softplus_loss, (x[:10], w[:10]))[1], RULES)[1] is False
+    _, swept = gradient_tape(softplus_loss, (x, w), passes=False)
+    for device, kept in (("cpu", False), ("cuda", True), (None, True)):
+        optimized = optimize(swept, RULES, device=device)
+        assert any(s.prim.fn is np.logaddexp for s in optimized.stmts) is kept
+    value, dx, dw = df(x, w)
+    assert np.isclose(value, softplus_loss(x, w), rtol=1e-14)
+    hx, hw = ys.simplegrad(softplus_loss, x, w, buffers=False)(x, w)[1:]
+    assert np.allclose(dx, hx, rtol=1e-13, atol=0) and np.allclose(dw, hw, rtol=1e-13, atol=0)
+
+    def softplus(v):
+        return np.logaddexp(0.0, v) + np.logaddexp(v, 2.5)
+    special = np.concatenate([[np.inf, -np.inf, np.nan, 0.0, 2.5, 709.0, -709.0, 1e308, -1e308],
+                              r.standard_normal(MIN_SIZE) * 40])
+    with np.errstate(invalid="ignore", over="ignore"):     # 1e308 + log(2), inf - inf
+        forward = ys.compile(softplus, special)
+        got, want = forward(special), softplus(special)
+    assert "xp.logaddexp" not in ys.source(forward)
+    assert np.array_equal(got[:3], want[:3], equal_nan=True)
+    assert np.allclose(got, want, rtol=4e-16, atol=0, equal_nan=True)
+    for dtype in (np.float32,):
+        v = special[9:].astype(dtype)
+        f32 = ys.compile(softplus, v)
+        assert "xp.logaddexp" not in ys.source(f32) and f32(v).dtype == dtype
+        assert np.allclose(f32(v), softplus(v), rtol=3e-7, atol=0)
+    from yota_s2s.codegen import blocks
+    big = r.standard_normal(blocks.MIN_SIZE + 3) * 20         # in cache-blocked chains
+    wide = r.standard_normal(big.shape[0])
+    blocked = ys.simplegrad(softplus_loss, big, wide)
+    assert "for start in range" in ys.source(blocked) and "xp.logaddexp" not in ys.source(blocked)
+    got, want = blocked(big, wide), ys.simplegrad(softplus_loss, big, wide, buffers=False)(big, wide)
+    assert np.isclose(got[0], want[0], rtol=1e-13)
+    assert all(np.allclose(g, h, rtol=1e-12, atol=1e-15) for g, h in zip(got[1:], want[1:]))
+    v = special[9:] / 40
+    grad = ys.simplegrad(softplus_squared, v)(v)[1]
+    assert np.allclose(grad, 2 * np.logaddexp(0.0, v) / (1 + np.exp(-v)), rtol=1e-14, atol=0)
+
+
+def mean_loss(x):
+    return np.mean(x * x) - np.mean(np.tanh(x))
+
+
+def test_lower_writes_a_whole_mean_as_sum_over_count_with_the_same_bits():
+    """issue 14: ``np.mean(x)`` of a whole float array is numpy's Python ``_mean`` (count, sum,
+    divide); the buffered CPU form writes ``x.sum() / n``, which gives the same bits."""
+    import yota_s2s as ys
+    r = np.random.default_rng(2)
+    for n, dtype in ((10000, np.float64), (7, np.float64), (1001, np.float32)):
+        x = (r.standard_normal(n) * 3).astype(dtype)
+        forward, df = ys.compile(mean_loss, x), ys.simplegrad(mean_loss, x)
+        for text in (ys.source(forward), ys.source(df)):
+            assert ".mean()" not in text and f".sum() / {n}" in text
+        plain = ys.simplegrad(mean_loss, x, buffers=False)
+        assert ".mean()" in ys.source(plain)
+        assert forward(x) == mean_loss(x) and forward(x).dtype == dtype
+        value, dx = df(x)
+        assert value == plain(x)[0] and np.array_equal(dx, plain(x)[1])
+
+
+def softplus_squared(v):
+    return np.sum(np.logaddexp(0.0, v) ** 2)
+
+
 def test_constant_invariant_folds_inside_a_loop_body():
     """A loop body reads a number where the region's operand is one: the backward loop's
     ``dtotal * 2 * h`` (``dtotal = 0.5`` from ``total * 0.5``) folds to ``h``, one array

@@ -32,7 +32,7 @@ def snippets() -> dict[str, str]:
 
     args = (np.ones((4, 3)), np.ones(4), np.ones((3, 2)), np.ones((4, 2)))
     forward, plain = gradient_tape(design.loss, args, passes=False)
-    _, optimized = gradient_tape(design.loss, args)
+    _, optimized = gradient_tape(design.loss, args, device="cpu")     # as compile_grad's
     _, review = gradient_tape(design.loss, args, review=True)
     return {
         "model": (ROOT / "tests/programs/design.py").read_text(),

@@ -48,11 +48,14 @@ class Compiled:
 
 
 def gradient_tape(f: Any, args: Sequence[Any], rules: RuleSet = RULES, wrt: set[int] | None = None,
-                  check: bool = False, passes: bool = True, review: bool = False
-                  ) -> tuple[Tape, Tape]:
+                  check: bool = False, passes: bool = True, review: bool = False,
+                  device: str | None = None) -> tuple[Tape, Tape]:
     """(forward tape, optimized gradient tape) for ``f`` on ``args``; ``review``: optimized
-    for the review form (the plain form, ``buffers=False``: passes.REVIEW_PIPELINE)."""
-    forward, tape, _ = _gradient(f, args, rules, wrt, check, passes, review=review)
+    for the review form (the plain form, ``buffers=False``: passes.REVIEW_PIPELINE);
+    ``device``: the buffered form's tape for that device, as ``compile_grad`` makes it
+    (passes.lower on "cpu"; None: not lowered, a tape the plain form can be written from)."""
+    forward, tape, _ = _gradient(f, args, rules, wrt, check, passes, review=review,
+                                 device=None if review else device)
     return forward, tape
 
 
@@ -72,31 +75,33 @@ def few_collections():
 
 
 def _gradient(f: Any, args: Sequence[Any], rules: RuleSet, wrt: set[int] | None, check: bool,
-              passes: bool, dynamic: frozenset[int] = frozenset(), review: bool = False
-              ) -> tuple[Tape, Tape, Assumptions]:
+              passes: bool, dynamic: frozenset[int] = frozenset(), review: bool = False,
+              device: str | None = None) -> tuple[Tape, Tape, Assumptions]:
     """``gradient_tape``, and what the trace assumed beyond the tape (for ``ys.grad``'s cache)."""
     with few_collections():
-        return _stages(f, args, rules, wrt, check, passes, dynamic, review)
+        return _stages(f, args, rules, wrt, check, passes, dynamic, review, device)
 
 
 def _stages(f: Any, args: Sequence[Any], rules: RuleSet, wrt: set[int] | None, check: bool,
-            passes: bool, dynamic: frozenset[int], review: bool
+            passes: bool, dynamic: frozenset[int], review: bool, device: str | None = None
             ) -> tuple[Tape, Tape, Assumptions]:
     forward, ev = trace_function(f, args, rules, dynamic=dynamic)
     assumes = Assumptions(tuple(ev.flattener.types), tuple(ev.flattener.aliases), tuple(ev.depends))
     if check:
         verify.check(forward)
-    return forward, _optimized(backward(forward, ev, wrt), rules, check, passes, review), assumes
+    return forward, _optimized(backward(forward, ev, wrt), rules, check, passes, review,
+                               device), assumes
 
 
-def _optimized(tape: Tape, rules: RuleSet, check: bool, passes: bool, review: bool = False
-               ) -> Tape:
+def _optimized(tape: Tape, rules: RuleSet, check: bool, passes: bool, review: bool = False,
+               device: str | None = None) -> Tape:
     """A swept tape, verified and (with ``passes``) optimized, then named once
-    (ir/names.assign_names); ``review``: optimized for the review form."""
+    (ir/names.assign_names); ``review``: optimized for the review form; ``device``: where
+    the buffered module runs (None: not said; passes.lower applies on "cpu")."""
     if check:
         verify.check(tape)
     if passes:
-        tape = optimize(tape, rules, review=review)
+        tape = optimize(tape, rules, review=review, device=device)
         if check:
             verify.check(tape)
     return assign_names(tape, names_taken(tape))
@@ -110,7 +115,7 @@ def compile_grad(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES,
     if device not in DEVICES:
         raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
     forward, tape, assumes = _gradient(f, args, rules, wrt, check, passes=True, dynamic=dynamic,
-                                       review=not buffers)
+                                       review=not buffers, device=device if buffers else None)
     return _written(forward, tape, device, out_dir, module_name, regenerate, buffers, assumes)
 
 
@@ -140,7 +145,8 @@ def compile_forward(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES, devi
     if check:
         verify.check(forward)
     assumes = Assumptions(tuple(ev.flattener.types), tuple(ev.flattener.aliases), tuple(ev.depends))
-    return _written(forward, _optimized(forward, rules, check, True), device, out_dir,
+    optimized = _optimized(forward, rules, check, True, device=device if buffers else None)
+    return _written(forward, optimized, device, out_dir,
                     module_name, None, buffers, assumes)
 
 

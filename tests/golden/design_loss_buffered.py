@@ -38,7 +38,7 @@ _ONES_2 = xp.ones(2)
 
 
 WORK_ARRAYS = [    # shape, dtype, the values that live in it
-    ((4, 2), 'float64', 'h, t6'),    # buf1
+    ((4, 2), 'float64', 'h, t7'),    # buf1
     ((4, 2), 'float64', 't4, dt4, dt3'),    # buf2
     ((4, 2), 'float64', 't5'),    # buf3
 ]
@@ -157,7 +157,7 @@ def loss_grad(W, b, x, y_, *, out=None):
     # design.py:11  return np.mean((h - y) ** 2)
     t4 = xp.subtract(h, y_, out=buf2)
     t5 = xp.square(t4, out=buf3)
-    loss = t5.mean()
+    loss = t5.sum() / 8
     # -- backward --
     # grad of design.py:11  return np.mean((h - y) ** 2)
     # rule pow, x1: dy * x2 * x1 ** (x2 - 1)
@@ -171,9 +171,9 @@ def loss_grad(W, b, x, y_, *, out=None):
     # rule add, x2: dy
     # rule matmul, x1: matmul_grad_x1(x1, x2, dy) in rules/products.py:32
     # rule matmul, x2: matmul_grad_x2(x1, x2, dy) in rules/products.py:41
-    t6 = xp.multiply(h, h, out=h)
-    xp.subtract(1.0, t6, out=t6)
-    dt3 = xp.multiply(dt4, t6, out=dt4)
+    t7 = xp.multiply(h, h, out=h)
+    xp.subtract(1.0, t7, out=t7)
+    dt3 = xp.multiply(dt4, t7, out=dt4)
     db = xp.matmul(dt3, _ONES_2, out=_result(out, 1, (4,)))
     dW = xp.matmul(dt3, x.T, out=_result(out, 0, (4, 3)))
     dx = xp.matmul(W.T, dt3, out=_result(out, 2, (3, 2)))

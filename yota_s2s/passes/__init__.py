@@ -9,7 +9,8 @@ elimination drops what that replaced), and ``write_in_place`` turns updates (``s
 into the in-place assignments the user wrote, where the old array is not needed.
 ``plain_constants`` then writes float64 constants as plain floats where that changes nothing.
 For the buffered form, ``recompute`` makes cheap forward values again where the backward
-section reads them, instead of keeping them in memory.
+section reads them, instead of keeping them in memory; on a CPU, ``lower`` writes a primitive
+that numpy computes one element at a time as SIMD ufuncs computing the same formula.
 Loop bodies go through the same passes, each as a tape of its own (``regions.py``).
 """
 from __future__ import annotations
@@ -21,6 +22,7 @@ from .cse import cse, cse_within_sections
 from .dce import dce
 from .fold import fold
 from .inplace import write_in_place
+from .lower import lower
 from .recompute import recompute
 from .outputs import fresh_outputs
 from .regions import in_place_bodies, optimize_bodies
@@ -34,8 +36,10 @@ REVIEW_PIPELINE = [fold, simplify, signs, cse_within_sections, dce]
 MAX_ROUNDS = 20
 
 
-def optimize(tape: Tape, rules: RuleSet, passes=PIPELINE, review: bool = False) -> Tape:
-    """``review``: the pipeline of the review form (``REVIEW_PIPELINE``)."""
+def optimize(tape: Tape, rules: RuleSet, passes=PIPELINE, review: bool = False,
+             device: str | None = None) -> Tape:
+    """``review``: the pipeline of the review form (``REVIEW_PIPELINE``); ``device``: where the
+    buffered module runs (``lower`` is for numpy on a CPU; None: not said, not lowered)."""
     if review:
         passes = REVIEW_PIPELINE
     tape = _rounds(tape, rules, passes)
@@ -48,6 +52,8 @@ def optimize(tape: Tape, rules: RuleSet, passes=PIPELINE, review: bool = False) 
     tape = in_place_bodies(write_in_place(tape, rules), rules)
     if not review:      # the buffered form: cheap forward values made again, not kept
         tape, _ = recompute(tape, rules)
+        if device == "cpu":     # numpy's scalar loops as SIMD ufuncs (not cupy's kernels)
+            tape, _ = lower(tape, rules)
     return tape
 
 
@@ -63,4 +69,4 @@ def _rounds(tape: Tape, rules: RuleSet, passes) -> Tape:
 
 
 __all__ = ["PIPELINE", "REVIEW_PIPELINE", "optimize", "cse", "cse_within_sections", "dce", "fold", "signs", "simplify", "fresh_outputs",
-           "write_in_place", "plain_constants", "recompute"]
+           "write_in_place", "plain_constants", "recompute", "lower"]
