@@ -888,3 +888,22 @@ def test_out_of_the_common_kind_is_told_apart_inline_and_anything_else_checked_i
     g = np.empty((3, 3))
     with pytest.raises(ValueError, match=r"out\[1\] shares memory with another out= entry"):
         df2(square, square + 1, out=[g, g])
+
+
+def test_out_of_large_arguments_is_checked_by_check_out_alone():
+    """The inline tests are written only where the arguments are a few numbers: with larger
+    ones the function's own work dwarfs _check_out's cost, and the tests would grow with
+    entries times arguments. The full check still takes the common out= and refuses the rest."""
+    args = _seed_args(np.random.default_rng(0))
+    df = ys.simplegrad(models.seed_loss, *args)
+    text = ys.source(df)
+    assert "    if out is not None:\n        _check_out('seed_loss_grad', out, 3, " in text
+    assert ".flags.writeable" not in text.split("def seed_loss_grad")[1]
+    value, *grads = df(*args)
+    out = [np.empty_like(g) for g in grads]
+    got = df(*args, out=out)
+    for g, o, expected in zip(got[1:], out, grads):
+        assert g is o
+        np.testing.assert_array_equal(o, expected)
+    with pytest.raises(ValueError, match="shares memory with an argument"):
+        df(*args, out=[out[0], args[1], out[2]])
