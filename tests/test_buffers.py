@@ -12,8 +12,9 @@ import pytest
 
 import yota_s2s as ys
 from yota_s2s.compiler import compile_grad
+from yota_s2s.memory import allocated
 
-from .programs import custom, models
+from .programs import custom, loops, models
 from .test_gradcheck import PROGRAMS
 
 
@@ -152,7 +153,17 @@ def test_polynomial_runs_on_python_floats():
     assert "    dx = [\n        3.0 * (t17 * x5) - t12,\n        3.0 * (t37 * x6) - t32,\n" \
         "        t3 - 3.0 * (t8 * x7),\n" in text                    # an element a line
     # the floats go straight into the returned array: one xp.asarray, or the caller's out=
-    assert "    dx = xp.asarray(dx) if out is None else _deliver(out, 0, dx)\n" in text
+    # (``a[...] = list`` stores element by element: no array made on the way, issue 14)
+    assert "    if out is None or out[0] is None:\n        dx = xp.asarray(dx)\n    else:\n" \
+        "        out[0][...] = dx\n        dx = out[0]\n" in text
+    # the common out= (a list or tuple of arrays made for it) is told apart inline
+    assert "        if ((out.__class__ is not list and out.__class__ is not tuple) or len(out) != 1\n" \
+        "                or x.base is not None\n" \
+        "                or out[0].__class__ is not xp.ndarray or out[0].base is not None\n" \
+        "                or out[0].shape != (8,) or out[0].dtype is not _float64\n" \
+        "                or not out[0].flags.writeable\n" \
+        "                or out[0] is x):\n            _check_out('polynomial_grad', out, 1, [x], " \
+        "[(0, (8,), _float64)], ())\n" in text
     assert "return _float64_scalar(polynomial), dx\n" in text    # numpy's float64, as traced
     assert "x.dtype != _float64" in text and "\n_float64 = xp.dtype(xp.float64)\n" in text
     assert "\n_float64_scalar = xp.float64\n" in text
@@ -791,3 +802,108 @@ def test_buffered_argument_checks_compare_with_a_dtype_made_once():
         with pytest.raises(TypeError, match="argument x"):
             fast(bad)
     assert fast(x.astype("<f8"))[0] == _elements_read_twice(x)
+
+
+def _ring_args(rng):
+    return (rng.standard_normal(1000),)
+
+
+def _rnn_args(rng):
+    """20 steps (a loop region), every per-step value of at least buffers.BODY_MIN elements
+    (a smaller one is made by its expression, from numpy's cache of small arrays)."""
+    return (rng.standard_normal((32, 64)) * 0.2, rng.standard_normal((64, 64)) * 0.1,
+            rng.standard_normal(64) * 0.1, rng.standard_normal((20, 16, 32)),
+            rng.standard_normal((16, 64)) * 0.5)
+
+
+def _seed_args(rng):
+    return rng.standard_normal((128, 64)), rng.standard_normal(128), rng.standard_normal((64, 100))
+
+
+# (name, loss, arguments, bytes of array data a call with out= may allocate): numpy makes a 0-d
+# array of 8 bytes for the result of a reduction to a scalar (``t.sum()``, ``xp.vdot(h, h)``)
+# before it hands back the numpy scalar, and for a Python number operand of a ufunc
+# (``xp.subtract(1.0, t, out=t)``), one at a time, as in a handwritten gradient; nothing else.
+STEADY_OUT = [
+    ("scalar mode", models.polynomial, lambda rng: (rng.standard_normal(8),), 0),
+    ("array mode, a broadcast bias add", models.seed_loss, _seed_args, 8),
+    ("array mode, an MLP", models.mlp, lambda rng: mlp_args(rng, batch=256), 8),
+    ("a loop region with a planned body", loops.rnn_summed, _rnn_args, 8),
+    ("a loop over Python floats", loops.ring, _ring_args, 0),
+]
+
+
+@pytest.mark.parametrize("name, fn, make_args, arrays", STEADY_OUT, ids=[c[0] for c in STEADY_OUT])
+def test_a_steady_state_call_with_out_allocates_no_array(name, fn, make_args, arrays):
+    """issue 14: with out=, a call after the first allocates no array data (numpy's tracemalloc
+    domain; its iteration buffers and Python objects are counted apart: memory.allocated), and
+    returns what the call without out= returns, in the caller's arrays."""
+    args = make_args(np.random.default_rng(0))
+    df = ys.simplegrad(fn, *args)
+    value, *grads = df(*args)
+    out = [np.full_like(g, np.nan) if isinstance(g, np.ndarray) else None for g in grads]
+    got = df(*args, out=out)
+    assert got[0] == value
+    for g, o, expected in zip(got[1:], out, grads):
+        assert g is o or o is None
+        np.testing.assert_array_equal(g, expected)
+    assert allocated(lambda: df(*args, out=out)).arrays == arrays
+    # the measure itself: an array made in the call is seen, a list of floats is not
+    assert allocated(lambda: np.empty(1000)).arrays == 8000
+    assert allocated(lambda: [0.0] * 1000).arrays == 0 < allocated(lambda: [0.0] * 1000).peak
+
+
+def test_out_of_the_common_kind_is_told_apart_inline_and_anything_else_checked_in_full():
+    """The inline tests let through only arrays of their own with arguments of their own; a
+    view on either side, a read-only array, an argument, a dict or an entry given twice goes
+    through _check_out and its errors."""
+    rng = np.random.default_rng(0)
+    W, b = rng.standard_normal((3, 3)), rng.standard_normal(3)
+    df = ys.simplegrad(_matrix_loss, W, b)
+    value, dW, db = df(W, b)
+    text = ys.source(df)
+    assert "or out[0] is W or out[1] is b):\n" in text
+    for out in ([np.empty((3, 3)), np.empty(3)], (np.empty((3, 3)), np.empty(3))):
+        got = df(W, b, out=out)
+        assert got[1] is out[0] and got[2] is out[1]
+        np.testing.assert_array_equal(got[1], dW)
+        np.testing.assert_array_equal(got[2], db)
+    mine = np.empty(3)
+    with pytest.raises(ValueError, match="shares memory with an argument"):
+        df(W, mine[:], out=[None, mine])             # the argument views the out= array
+    big = np.empty(6)
+    got = df(W, b, out=[None, big[:3]])              # a view: checked in full, accepted
+    assert got[2].base is big
+    np.testing.assert_array_equal(big[:3], db)
+    frozen = np.empty(3)
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match=r"out\[1\] is read-only"):
+        df(W, b, out=[np.empty((3, 3)), frozen])
+    with pytest.raises(TypeError, match="out must be a list"):
+        df(W, b, out={0: np.empty((3, 3)), 1: np.empty(3)})
+    with pytest.raises(ValueError, match="shares memory with an argument"):
+        df(W, b, out=[np.empty((3, 3)), b])
+    square = rng.standard_normal((3, 3))
+    df2 = ys.simplegrad(lambda A, B: np.sum(np.tanh(A @ B)), square, square + 1)
+    g = np.empty((3, 3))
+    with pytest.raises(ValueError, match=r"out\[1\] shares memory with another out= entry"):
+        df2(square, square + 1, out=[g, g])
+
+
+def test_out_of_large_arguments_is_checked_by_check_out_alone():
+    """The inline tests are written only where the arguments are a few numbers: with larger
+    ones the function's own work dwarfs _check_out's cost, and the tests would grow with
+    entries times arguments. The full check still takes the common out= and refuses the rest."""
+    args = _seed_args(np.random.default_rng(0))
+    df = ys.simplegrad(models.seed_loss, *args)
+    text = ys.source(df)
+    assert "    if out is not None:\n        _check_out('seed_loss_grad', out, 3, " in text
+    assert ".flags.writeable" not in text.split("def seed_loss_grad")[1]
+    value, *grads = df(*args)
+    out = [np.empty_like(g) for g in grads]
+    got = df(*args, out=out)
+    for g, o, expected in zip(got[1:], out, grads):
+        assert g is o
+        np.testing.assert_array_equal(o, expected)
+    with pytest.raises(ValueError, match="shares memory with an argument"):
+        df(*args, out=[out[0], args[1], out[2]])

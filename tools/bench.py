@@ -15,7 +15,9 @@ implementation returns the same value and gradients as the handwritten one.
 It prints medians and ratios (to the forward call, to the handwritten gradient, and the generated
 gradient against each peer); with tracemalloc, the bytes a steady-state call allocates (its peak
 above the memory before it) and keeps, and peak memory (that, plus the work arrays a generated
-module holds); and compile time: the latency of the first ``simplegrad`` call, from a cold cache.
+module holds); for the call with ``out=``, the bytes of numpy array data apart from the rest
+(yota_s2s.memory.allocated: numpy traces array data in a tracemalloc domain of its own); and
+compile time: the latency of the first ``simplegrad`` call, from a cold cache.
 
     python tools/bench.py --compile-growth     # compile stages against program and array size
 
@@ -78,6 +80,7 @@ class Impl:
     inner: int = 1
     alloc: int | None = None
     kept: int | None = None
+    arrays: int | None = None                   # of alloc: numpy array data
 
 
 # ----- implementations ----------------------------------------------------------------------------
@@ -263,7 +266,15 @@ def time_interleaved(impls: list[Impl], reps: int) -> None:
 
 
 def measure_memory(impl: Impl) -> None:
+    """The call's peak and kept bytes; with yota_s2s.memory.allocated (this version's), also
+    the peak of numpy array data alone (``arrays``; the rest: iteration buffers, Python
+    objects, numpy scalars)."""
     if not impl.numpy_memory:
+        return
+    allocated = getattr(importlib.import_module("yota_s2s.memory"), "allocated", None)
+    if allocated is not None:
+        found = allocated(impl.call)
+        impl.alloc, impl.kept, impl.arrays = found.peak, found.kept, found.arrays
         return
     impl.call()
     tracemalloc.start()
@@ -322,18 +333,31 @@ def report(results: list[tuple[workloads.Workload, list[Impl]]], compile_ms: dic
             lines.append(f"| {w.name} | {fmt_time(by['forward'])} | {fmt_time(by['ys.compile'])} | "
                          f"{by['ys.compile'] / by['forward']:.2f}x |")
     lines += ["", "## Memory per steady-state call (tracemalloc) and compile time", "",
+              "out= arrays: the peak of numpy array data during a call with out= (issue 14: 0); "
+              "out= other: the rest of its peak (numpy's iteration buffers, Python objects, "
+              "numpy scalars).", "",
               "| workload | handwritten peak | yota alloc | yota kept | yota held buffers | yota peak "
-              "| out= alloc | autograd peak | compile (first simplegrad) |", "|---" * 9 + "|"]
+              "| out= arrays | out= other | autograd peak | compile (first simplegrad) |",
+              "|---" * 10 + "|"]
     for w, impls in results:
         by = {i.name: i for i in impls}
-        yota, out = by["yota"], by.get("yota out=")
+        yota = by["yota"]
         peak = None if yota.alloc is None else yota.alloc + yota.held
         lines.append(" | ".join([f"| {w.name}", fmt_bytes(by["handwritten"].alloc), fmt_bytes(yota.alloc),
                                  fmt_bytes(yota.kept), fmt_bytes(yota.held), fmt_bytes(peak),
-                                 fmt_bytes(out.alloc if out else None),
+                                 *out_memory(by.get("yota out=")),
                                  fmt_bytes(by["autograd"].alloc if "autograd" in by else None),
                                  f"{compile_ms[w.name]:.0f} ms |"]))
     return "\n".join(lines)
+
+
+def out_memory(out: Impl | None) -> list[str]:
+    """The out= call's array bytes and its other bytes, as table cells."""
+    if out is None or out.alloc is None:
+        return ["-", "-"]
+    if out.arrays is None:
+        return ["n/a", fmt_bytes(out.alloc)]
+    return [fmt_bytes(out.arrays), fmt_bytes(out.alloc - out.arrays)]
 
 
 def module_lines(df) -> int:
@@ -346,7 +370,8 @@ def loop_report(results: list[tuple[workloads.Workload, list[Impl] | None]], com
     peak memory against the handwritten one (yota peak = its allocations plus held buffers)."""
     lines = ["## Loops: compile, module size, time and memory against handwritten", "",
              "| workload | compile buffered (CPU) | compile plain | lines buffered / plain | yota / handwritten "
-             "| yota / forward | yota peak / handwritten peak |", "|---" * 7 + "|"]
+             "| yota / forward | yota peak / handwritten peak | out= arrays | out= other |",
+             "|---" * 9 + "|"]
     for w, impls in results:
         info = loops[w.name]
         plain = info.get("plain_ms")
@@ -355,14 +380,15 @@ def loop_report(results: list[tuple[workloads.Workload, list[Impl] | None]], com
                  "-" if plain is None else (f"{plain / 1e3:.2f} s" if plain != "timeout" else "timeout"),
                  f"{info.get('lines', 'timeout')} / {info.get('plain_lines', 'timeout')}"]
         if impls is None:
-            cells += ["timeout"] * 3
+            cells += ["timeout"] * 5
         else:
             by = {i.name: i for i in impls}
             med = {n: statistics.median(i.times) for n, i in by.items()}
             hand, yota = by["handwritten"], by["yota"]
             peak = None if yota.alloc is None else yota.alloc + yota.held
             cells += [f"{med['yota'] / med['handwritten']:.2f}x", f"{med['yota'] / med['forward']:.2f}x",
-                      f"{peak / hand.alloc:.2f}x" if peak is not None and hand.alloc else "-"]
+                      f"{peak / hand.alloc:.2f}x" if peak is not None and hand.alloc else "-",
+                      *out_memory(by.get("yota out="))]
         lines.append(f"| {w.name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

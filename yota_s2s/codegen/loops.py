@@ -43,6 +43,7 @@ from ..ir.region import EMPTY, loop_of, made_stack
 from ..ir.tape import Lit, Stmt, Var
 from ..text import identifier
 from . import buffers
+from .scalars import delivered_list
 
 
 
@@ -197,8 +198,8 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
         if o not in em.names:
             continue
         value = names[c]
-        if c in sums:           # Python floats in a list: the array again
-            value = f"xp.array({value})"
+        if c in sums and not delivered_list(em, o):     # Python floats in a list: the array
+            value = f"xp.array({value})"        # again (or _deliver's, into the caller's out=)
         elif c in floats and not c.aval.weak:       # a Python float: numpy's float64 again
             value = f"xp.float64({value})"
         if em.names[o] != value:
@@ -535,12 +536,19 @@ def _returned_sums(em, stmt: Stmt, loop, sub, running: dict, lists: set[Var]) ->
                 or c not in loop.body.owned or not isinstance(r, Var) or c in lists:
             continue
         made = facts.producer.get(r)
-        if not (id(made) in running or facts.same_memory(c, r)):
+        if not (id(made) in running or facts.same_memory(c, r) or _kept_in(sub, c, r)):
             continue
         group = Group([o], kind="result", result=memory.delivered.pop(o))
         memory.group[o] = group
         found[c] = result_call(group, o)
     return found
+
+
+def _kept_in(sub, c: Var, r: Var) -> bool:
+    """The body's plan writes the step's result ``r`` into the carried array ``c`` (buffers.py
+    ``carried``: ``xp.matmul(dz, W.T, out=dh)``): the loop's array is the same one throughout."""
+    group = sub.memory.group.get(c)
+    return group is not None and group.kind == "carried" and sub.memory.group.get(r) is group
 
 
 def _summed_terms(loop) -> set[Var]:

@@ -21,9 +21,9 @@ those operations, by a function call (which gets the same number either way), by
 accumulator or by the result; otherwise (a division, a method call, an array operand) it stays
 a numpy array. Divisions and non-integer powers of Python floats are written ``xp.divide``,
 ``xp.power`` so that they keep numpy's semantics (inf and nan, not ZeroDivisionError).
-An integer literal in ``+ - *`` with a Python float is written as the float it converts to
-(``3.0 * x2``, the same bits): CPython multiplies two floats in about half the time it takes
-to convert an int first.
+An integer literal in ``+ - *`` with a Python float, or as its exponent, is written as the float
+it converts to (``3.0 * x2``, ``x7 ** 3.0``, the same bits): CPython multiplies two floats in
+about half the time it takes to convert an int first.
 """
 from __future__ import annotations
 
@@ -308,18 +308,38 @@ def _written_once(emitter, stmt: Stmt, root: Var) -> tuple[list[ast.stmt], list[
 
 def _made(emitter, var: Var, elements: ast.List) -> list[ast.stmt]:
     """The accumulator's array from its elements: ``dx = xp.asarray([dx0, ...])``; a returned
-    one the caller may give an array for: ``dx = [dx0, ...]`` then
-    ``dx = xp.asarray(dx) if out is None else _deliver(out, 0, dx)``."""
+    one the caller may give an array for: ``dx = [dx0, ...]``, then the floats go straight
+    into the caller's array (``a[...] = list`` makes no array: numpy stores element by
+    element, in about half the time of ``xp.asarray``)::
+
+        if out is None or out[0] is None:
+            dx = xp.asarray(dx)
+        else:
+            out[0][...] = dx
+            dx = out[0]
+
+    (the gradient of a struct's field: ``dx = xp.asarray(dx) if out is None else
+    _deliver(out, (0, path), dx)``)."""
     name = ast.Name(emitter.names[var])
-    if not _delivered_list(emitter, var):
+    if not delivered_list(emitter, var):
         return [ast.Assign([name], _array(emitter, elements), lineno=0)]
     argnum, path = emitter.memory.delivered[var]
-    key = literal(argnum if not path else (argnum, path))
     emitter.delivered_done.add(var)
-    delivered = ast.IfExp(ast.Compare(ast.Name("out"), [ast.Is()], [ast.Constant(None)]),
-                          _array(emitter, name),
-                          ast.Call(ast.Name("_deliver"), [ast.Name("out"), key, name], []))
-    return [ast.Assign([name], elements, lineno=0), ast.Assign([name], delivered, lineno=0)]
+    made = ast.Assign([name], elements, lineno=0)
+    if path:
+        delivered = ast.IfExp(ast.Compare(ast.Name("out"), [ast.Is()], [ast.Constant(None)]),
+                              _array(emitter, name),
+                              ast.Call(ast.Name("_deliver"),
+                                       [ast.Name("out"), literal((argnum, path)), name], []))
+        return [made, ast.Assign([name], delivered, lineno=0)]
+    entry = ast.Subscript(ast.Name("out"), ast.Constant(argnum))
+    none = [[ast.Is()], [ast.Constant(None)]]
+    given = ast.BoolOp(ast.Or(), [ast.Compare(ast.Name("out"), *none),
+                                  ast.Compare(entry, *none)])
+    into = ast.Subscript(entry, ast.Constant(Ellipsis), ast.Store())
+    return [made, ast.If(given, [ast.Assign([name], _array(emitter, name), lineno=0)],
+                         [ast.Assign([into], name, lineno=0),
+                          ast.Assign([name], entry, lineno=0)])]
 
 
 def _array(emitter, floats: ast.expr) -> ast.Call:
@@ -329,19 +349,21 @@ def _array(emitter, floats: ast.expr) -> ast.Call:
     return ast.Call(ast.Attribute(ast.Name("xp"), "asarray", ast.Load()), [floats], [])
 
 
-def _delivered_list(emitter, var: Var) -> bool:
+def delivered_list(emitter, var: Var) -> bool:
     """A returned accumulator read by nothing else: ``_deliver`` writes its floats straight
     into the caller's out= array, or makes the array when none was given (on a CPU: numpy
-    takes a list where cupy wants an array)."""
+    takes a list where cupy wants an array). Also a loop's list of floats (loops.py)."""
     return var in emitter.memory.delivered and not emitter.facts.readers.get(var) \
         and emitter.blocked
 
 
 def float_literal(emitter, stmt: Stmt, atom) -> ast.expr | None:
-    """``3.0`` for the int literal ``3`` in ``+ - *`` with a Python float (the float Python
-    converts it to, exactly: at most 2 ** 53)."""
+    """``3.0`` for the int literal ``3`` in ``+ - *`` with a Python float, or as the exponent
+    of one (``x7 ** 3.0``: the float Python converts it to, exactly: at most 2 ** 53)."""
     if not isinstance(atom, Lit) or type(atom.value) is not int or abs(atom.value) > 2 ** 53 \
-            or stmt.prim.fn not in _SAFE or not stmt.outs or stmt.out not in emitter.scalars.floats:
+            or not stmt.outs or stmt.out not in emitter.scalars.floats:
+        return None
+    if stmt.prim.fn not in _SAFE and not (stmt.prim.fn is operator.pow and atom is stmt.args[1]):
         return None
     return ast.Constant(float(atom.value))
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..ir.tape import Tape
 from ..text import literal_text
+from .scalars import MAX_SIZE
 
 _WORK = '''
 _local = threading.local()
@@ -113,21 +114,71 @@ def out_entries(emitter, tape: Tape) -> list[tuple]:
 
 
 def out_check_lines(emitter, tape: Tape, fname: str) -> list[str]:
-    """``if out is not None: _check_out(...)``: every out= entry checked once, up front."""
+    """``if out is not None: _check_out(...)``: every out= entry checked once, up front.
+    Where every entry is an argument's (no struct paths) and the arguments are a few numbers,
+    the common out= (a list or tuple of arrays made for it: ``np.empty_like``) is told apart
+    first by a few tests written inline, and only anything else is checked in full
+    (``_check_out`` costs more than the polynomial's arithmetic)."""
     if not takes_out(emitter):
         return []
-    leaves = ", ".join(emitter.names[i.var] for i in tape.inputs if not i.var.aval.weak)
+    arrays = [emitter.names[i.var] for i in tape.inputs if not i.var.aval.weak]
     entries = out_entries(emitter, tape)
     given = {key if isinstance(key, int) else key[0] for key, _, _ in entries}
     unused = tuple(argnum for argnum in range(len(tape.params)) if argnum not in given)
     texts = [f"({key!r}, {shape!r}, {emitter.dtype_constant(np.dtype(dtype))})"
              for key, shape, dtype in entries]
-    head = f"_check_out({fname!r}, out, {len(tape.params)}, [{leaves}], "
+    head = f"_check_out({fname!r}, out, {len(tape.params)}, [{', '.join(arrays)}], "
     call = f"{head}[{', '.join(texts)}], {unused!r})"
-    if len(call) + 8 <= 99:
-        return ["if out is not None:", f"    {call}"]
-    return ["if out is not None:", f"    {head}["] + [f"        {t}," for t in texts] + \
-        [f"    ], {unused!r})"]
+    # inline tests only where the arguments are a few numbers (scalar mode's size): a larger
+    # function's own work dwarfs _check_out's half microsecond, and the tests grow with the
+    # number of entries times the number of arguments
+    small = sum(i.var.aval.size for i in tape.inputs) <= MAX_SIZE
+    indent = "    " if small and entries and all(isinstance(key, int) for key, _, _ in entries) \
+        else ""
+    if len(call) + 8 + len(indent) <= 99:
+        check = [f"    {indent}{call}"]
+    else:
+        check = [f"    {indent}{head}["] + [f"    {indent}    {t}," for t in texts] + \
+            [f"    {indent}], {unused!r})"]
+    if not indent:
+        return ["if out is not None:"] + check
+    return ["if out is not None:"] + _common_out(emitter, tape, arrays, entries, unused) + check
+
+
+def _common_out(emitter, tape: Tape, arrays: list[str], entries: list[tuple],
+                unused: tuple) -> list[str]:
+    """``if (out is not a list or tuple of the right length, or an argument is a view, or an
+    entry is not a writeable array of its own (``base is None``) of the right shape and dtype
+    (the dtype made once: ``is``), or an entry is an argument or another entry):``. An array
+    that owns its memory shares none with another that does, so these entries need no overlap
+    test: ``_check_out`` tells the rest apart, with its errors."""
+    groups = [[f"(out.__class__ is not list and out.__class__ is not tuple) "
+               f"or len(out) != {len(tape.params)}"] + [f"{name}.base is not None"
+                                                       for name in arrays]]
+    for key, shape, dtype in entries:   # a line each (written out: ~40 ns less than a call)
+        entry = f"out[{key}]"
+        groups.append([f"{entry}.__class__ is not xp.ndarray", f"{entry}.base is not None",
+                       f"{entry}.shape != {shape!r}",
+                       f"{entry}.dtype is not {emitter.dtype_constant(np.dtype(dtype))}",
+                       f"not {entry}.flags.writeable"])
+    # an entry that is an argument or another entry: of the same shape and dtype
+    avals = [i.var.aval for i in tape.inputs if not i.var.aval.weak]
+    groups.append([f"out[{key}] is {name}" for key, shape, dtype in entries
+                   for name, a in zip(arrays, avals) if (a.shape, a.dtype.name) == (shape, dtype)]
+                  + [f"out[{a}] is out[{b}]" for i, (a, *kind) in enumerate(entries)
+                     for b, *other in entries[i + 1:] if kind == other]
+                  + [f"out[{argnum}] is not None" for argnum in unused])
+    lines: list[str] = []
+    for tests in filter(None, groups):
+        line = "            or " + tests[0] if lines else "    if (" + tests[0]
+        for test in tests[1:]:
+            if len(line) + len(test) + 4 > 95:       # (in the function: 4 columns more)
+                lines.append(line)
+                line = "            or " + test
+            else:
+                line += " or " + test
+        lines.append(line)
+    return lines[:-1] + [lines[-1] + "):"]
 
 
 def takes_out(emitter) -> bool:
