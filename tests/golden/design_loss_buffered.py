@@ -126,28 +126,12 @@ def loss_grad(W, b, x, y_, *, out=None):
     if type(y_) is not xp.ndarray or y_.shape != (4, 2) or y_.dtype != _float64:
         raise _mismatch('loss_grad', 'y', 'float64[4, 2]', y_)
     if out is not None:
-        if ((out.__class__ is not list and out.__class__ is not tuple) or len(out) != 4
-                or W.base is not None or b.base is not None or x.base is not None
-                or y_.base is not None
-                or out[0].__class__ is not xp.ndarray or out[0].base is not None
-                or out[0].shape != (4, 3) or out[0].dtype is not _float64
-                or not out[0].flags.writeable
-                or out[1].__class__ is not xp.ndarray or out[1].base is not None
-                or out[1].shape != (4,) or out[1].dtype is not _float64
-                or not out[1].flags.writeable
-                or out[2].__class__ is not xp.ndarray or out[2].base is not None
-                or out[2].shape != (3, 2) or out[2].dtype is not _float64
-                or not out[2].flags.writeable
-                or out[3].__class__ is not xp.ndarray or out[3].base is not None
-                or out[3].shape != (4, 2) or out[3].dtype is not _float64
-                or not out[3].flags.writeable
-                or out[0] is W or out[1] is b or out[2] is x or out[3] is y_):
-            _check_out('loss_grad', out, 4, [W, b, x, y_], [
-                (0, (4, 3), _float64),
-                (1, (4,), _float64),
-                (2, (3, 2), _float64),
-                (3, (4, 2), _float64),
-            ], ())
+        _check_out('loss_grad', out, 4, [W, b, x, y_], [
+            (0, (4, 3), _float64),
+            (1, (4,), _float64),
+            (2, (3, 2), _float64),
+            (3, (4, 2), _float64),
+        ], ())
     buf1, buf2, buf3 = _work_arrays()
     # -- forward --
     # design.py:6  return np.tanh(W @ x + b[:, None])    (predict, inlined)

@@ -115,9 +115,9 @@ def out_entries(emitter, tape: Tape) -> list[tuple]:
 
 def out_check_lines(emitter, tape: Tape, fname: str) -> list[str]:
     """``if out is not None: _check_out(...)``: every out= entry checked once, up front.
-    Where every entry is an argument's (no struct paths) and the arguments are a few numbers,
-    the common out= (a list or tuple of arrays made for it: ``np.empty_like``) is told apart
-    first by a few tests written inline, and only anything else is checked in full
+    Where every entry is an argument's (no struct paths), one or two, and the arguments are a
+    few numbers, the common out= (a list or tuple of arrays made for it: ``np.empty_like``) is
+    told apart first by a few tests written inline, and only anything else is checked in full
     (``_check_out`` costs more than the polynomial's arithmetic)."""
     if not takes_out(emitter):
         return []
@@ -129,10 +129,10 @@ def out_check_lines(emitter, tape: Tape, fname: str) -> list[str]:
              for key, shape, dtype in entries]
     head = f"_check_out({fname!r}, out, {len(tape.params)}, [{', '.join(arrays)}], "
     call = f"{head}[{', '.join(texts)}], {unused!r})"
-    # inline tests only where the arguments are a few numbers (scalar mode's size): a larger
-    # function's own work dwarfs _check_out's half microsecond, and the tests grow with the
-    # number of entries times the number of arguments
-    small = sum(i.var.aval.size for i in tape.inputs) <= MAX_SIZE
+    # inline tests only where the arguments are a few numbers (scalar mode's size) with one or
+    # two gradients: a larger function's own work dwarfs _check_out's half microsecond, and the
+    # tests grow with the number of entries times the number of arguments (five lines an entry)
+    small = sum(i.var.aval.size for i in tape.inputs) <= MAX_SIZE and len(entries) <= 2
     indent = "    " if small and entries and all(isinstance(key, int) for key, _, _ in entries) \
         else ""
     if len(call) + 8 + len(indent) <= 99:
