@@ -160,12 +160,18 @@ class Emitter:
         if not self.fast:
             return literal_text(dtype)
         key = (dtype, scalar)
-        if key not in self.dtypes:        # a module-level name: none a loop body assigns
-            body = self.body_names - self.names.taken
-            self.names.taken |= body
-            self.dtypes[key] = self.names.fresh(f"_{dtype.name}" + ("_scalar" if scalar else ""))
-            self.names.taken -= body
+        if key not in self.dtypes:
+            self.dtypes[key] = self.outer_name(f"_{dtype.name}" + ("_scalar" if scalar else ""))
         return self.dtypes[key]
+
+    def outer_name(self, hint: str, avoid: frozenset = frozenset()) -> str:
+        """A fresh name bound outside every loop (at module level or when the function
+        starts): none that a loop body assigns (``body_names``) or that is in ``avoid``."""
+        body = (self.body_names | avoid) - self.names.taken
+        self.names.taken |= body
+        name = self.names.fresh(hint)
+        self.names.taken -= body
+        return name
 
     def ones_vector(self, n: int, dtype: str, avoid: frozenset = frozenset()) -> str:
         """The module-level vector of ``n`` ones (``_ONES_n``, workspace.prelude) for row and
@@ -176,20 +182,15 @@ class Emitter:
                                               | frozenset(self.names.names.values()) | avoid)
         key = (n, dtype)
         if key not in self.ones:
-            body = (self.body_names | avoid) - self.names.taken
-            self.names.taken |= body
-            self.ones[key] = self.names.fresh(f"_ONES_{n}" + ("" if dtype == "float64" else "_F32"))
-            self.names.taken -= body
+            self.ones[key] = self.outer_name(f"_ONES_{n}" + ("" if dtype == "float64" else "_F32"),
+                                             avoid)
         return self.ones[key]
 
     def add_slot(self, shape: tuple, dtype, members: list) -> int:
         """A new work array (its index): bound when the function starts, so named apart from
         the names an earlier loop's body assigns."""
         self.memory.slots.append((tuple(shape), dtype, members))
-        body = self.body_names - self.names.taken
-        self.names.taken |= body
-        self.slot_names.append(self.names.fresh(f"buf{len(self.memory.slots)}"))
-        self.names.taken -= body
+        self.slot_names.append(self.outer_name(f"buf{len(self.memory.slots)}"))
         return len(self.memory.slots) - 1
 
     def blocks(self) -> list[Block]:
