@@ -50,7 +50,6 @@ import inspect  # noqa: E402
 import statistics  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
-import tracemalloc  # noqa: E402
 import types  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -64,6 +63,7 @@ os.environ["YOTA_S2S_CACHE"] = tempfile.mkdtemp(prefix="yota-bench-")   # cold: 
 
 import workloads  # noqa: E402
 import yota_s2s as ys  # noqa: E402
+from yota_s2s.memory import allocated  # noqa: E402
 
 PEERS = ("jax", "torch", "autograd")
 SAMPLE_SECONDS = 0.004      # each timed sample loops a call until about this long
@@ -266,25 +266,12 @@ def time_interleaved(impls: list[Impl], reps: int) -> None:
 
 
 def measure_memory(impl: Impl) -> None:
-    """The call's peak and kept bytes; with yota_s2s.memory.allocated (this version's), also
-    the peak of numpy array data alone (``arrays``; the rest: iteration buffers, Python
-    objects, numpy scalars)."""
+    """The call's peak and kept bytes, and the peak of numpy array data alone (``arrays``; the
+    rest: iteration buffers, Python objects, numpy scalars): yota_s2s.memory.allocated."""
     if not impl.numpy_memory:
         return
-    allocated = getattr(importlib.import_module("yota_s2s.memory"), "allocated", None)
-    if allocated is not None:
-        found = allocated(impl.call)
-        impl.alloc, impl.kept, impl.arrays = found.peak, found.kept, found.arrays
-        return
-    impl.call()
-    tracemalloc.start()
-    tracemalloc.reset_peak()
-    base = tracemalloc.get_traced_memory()[0]
-    result = impl.call()
-    current, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    del result
-    impl.alloc, impl.kept = peak - base, current - base
+    found = allocated(impl.call)
+    impl.alloc, impl.kept, impl.arrays = found.peak, found.kept, found.arrays
 
 
 # ----- report -----------------------------------------------------------------------------------
@@ -355,8 +342,6 @@ def out_memory(out: Impl | None) -> list[str]:
     """The out= call's array bytes and its other bytes, as table cells."""
     if out is None or out.alloc is None:
         return ["-", "-"]
-    if out.arrays is None:
-        return ["n/a", fmt_bytes(out.alloc)]
     return [fmt_bytes(out.arrays), fmt_bytes(out.alloc - out.arrays)]
 
 

@@ -49,8 +49,8 @@ from .tape import ACCUMULATE, Stmt, Tape, Var
 # ``_ONES_n`` vectors take fresh names as they are made; ``out`` is taken where the function
 # has the ``out=`` keyword (codegen/writer.py). ``write_module`` checks the result.
 MODULE_NAMES = frozenset({"xp", "math", "threading", "GuardError", "_mismatch", "_result",
-                          "_deliver", "_out_entry", "_check_out", "_overlap",
-                          "_shared", "_work_arrays", "WORK_ARRAYS", "_local", "_"})
+                          "_deliver", "_out_entry", "_check_out", "_overlap", "_shared",
+                          "_work_arrays", "WORK_ARRAYS", "_local", "_"})
 BUILTINS_USED = frozenset({"float", "int", "complex", "len", "isinstance", "getattr", "hasattr",
                            "repr", "slice", "tuple", "list", "TypeError", "ValueError", "None",
                            "True", "False"})
