@@ -15,10 +15,11 @@ from .programs.loop_regions import (appended, appended_before_step, appended_the
                                     masked, named_out, nested, returning, reversed_leak,
                                     reversed_steps, rnn,
                                     rnn_args, rnn_batched, rnn_batched_args, rnn_rows,
-                                    row_sums, rows_read_after, rows_written_after, shifted, short,
-                                    softmax_steps, stacks_and_rows_written, two_stacks,
-                                    weak_then_array, with_helper, written_rows, zero_d_total,
-                                    zipped)
+                                    row_from_row, row_read_in_step, row_sums, row_updated_twice,
+                                    rows_read_after, rows_written_after, shifted, short,
+                                    softmax_steps, stacks_and_rows_written, stencil, stencil_args,
+                                    two_row_stores, two_stacks, weak_then_array, with_helper,
+                                    written_rows, zero_d_total, zipped)
 
 
 def _vec(n, seed=1):
@@ -71,6 +72,9 @@ CASES = [
         (last_row_is_state, "region"), (zero_d_total, "region"),
         (appended_then_updated, "unrolled"), (appended_before_step, "unrolled"),
         (appended_view, "unrolled")]),
+    *((f.__name__, f, lambda: (rnn_args()[0], _vec(50).reshape(10, 5)), "region") for f in [
+        row_read_in_step, row_from_row, row_updated_twice, two_row_stores]),
+    ("stencil", stencil, stencil_args, "region"),
     ("branchy", branchy, lambda: (_vec(10),), "unrolled"),
     ("growing", growing, lambda: (_vec(10),), "unrolled"),
     ("breaking", breaking, lambda: (_vec(10),), "unrolled"),
@@ -759,3 +763,53 @@ def test_planned_loop_bodies_at_a_batch_size_that_plans_them(f):
         assert np.isclose(got, value, rtol=1e-12)
         for g, p in zip(grads, plain[1:]):
             np.testing.assert_allclose(g, p, rtol=1e-10, atol=1e-12)
+
+
+# -- rows of an array in the steps, and a stencil (flow6) --
+
+@pytest.mark.parametrize("buffers", [True, False], ids=["buffered", "plain"])
+@pytest.mark.parametrize("f", [row_read_in_step, row_from_row, row_updated_twice, two_row_stores])
+def test_rows_in_the_steps_cost_a_row_per_step(f, buffers):
+    """A step that writes and reads rows of a (T, n) array copies a row at most, never the
+    array (passes/inplace.py copies a row view read after an update of its array), and adds a
+    row's gradient into the row of the array's gradient (backward.py), never into a zero
+    array of the whole shape: the cost of a step does not grow with T."""
+    import re
+    args = (rnn_args()[0], _vec(50).reshape(10, 5))
+    df = ys.simplegrad(f, *args, buffers=buffers)
+    _assert_right(df, f, list(args))
+    text = ys.source(df)
+    for header in ("for t in range(10):", "for t in range(9, -1, -1):"):
+        body = _loop_lines(text, header)
+        assigned_rows = {m.group(1) for line in body
+                         for m in [re.match(r"(\w+) = \w+\[[^\]]*\]$", line)] if m}
+        for line in body:
+            copied = re.match(r"\w+ = (\w+)\.copy\(\)$", line)
+            assert copied is None or copied.group(1) in assigned_rows, (header, line)
+            copied = re.match(r"\w+ = (\w+)\[[^\]]*\]\.copy\(\)$", line)
+            assert ".fill(" not in line and "zeros" not in line and "buf" not in line \
+                or "[" in line.split("=")[0], (header, line)
+
+
+@pytest.mark.parametrize("buffers", [True, False], ids=["buffered", "plain"])
+def test_stencil_saves_the_field_and_makes_its_differences_again(buffers):
+    """The centred differences ``np.roll(f, -1) - np.roll(f, 1)`` along both axes are made
+    again in the backward step from the field, saved once per step (``cheap`` primitives,
+    region_backward.py): one stack, not two; in the buffered form each roll is two slice copies
+    into a work array (passes/lower.py), no ``np.roll`` call left, the same numbers."""
+    args = stencil_args()
+    df = ys.simplegrad(stencil, *args, buffers=buffers)
+    _assert_right(df, stencil, list(args))
+    import re
+    text = ys.source(df)
+    heads = [line.strip() for line in text.splitlines() if re.match(r"\s+for \w+ in range", line)]
+    forward = _loop_lines(text, heads[0])
+    assert [line.split(" = ")[0] for line in forward if line.startswith("F_prev[")] == \
+        ["F_prev[__1]"], forward
+    assert "DFX" not in text and "DFY" not in text and len(heads) == 2
+    backward = "\n".join(_loop_lines(text, heads[1]))
+    assert re.search(r"\n\w+ = F_prev\[__2\]\n", "\n" + backward), backward
+    assert ("xp.roll(" in text) != buffers
+    plain = ys.simplegrad(stencil, *args, buffers=False)(*args)
+    for a, b in zip(df(*args), plain):
+        np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-15)

@@ -21,9 +21,9 @@ import numpy as np
 from .errors import NoRuleError, YotaError
 from .frontend.evaluator import Evaluator, Frame
 from .frontend.values import to_tree
-from .ir.analysis import Analysis
+from .ir.analysis import Analysis, index_copies
 from .ir.tape import ACCUMULATE, Aval, Lit, Stmt, Tape, Var, tree_atoms
-from .rules.indexing import index_add
+from .rules.indexing import index_add, setitem
 from .rules.registry import NODIFF_ALL, Rule
 from .rules.template import bind, check_options
 from .ir.region import loop_of
@@ -201,7 +201,10 @@ class _Sweep:
         """The complete gradient of ``var``: full contributions plus one scatter buffer."""
         parts = self.scatter.pop(var, [])
         total = self.full.pop(var, None)
-        if parts:
+        if parts and isinstance(total, Var) and total.aval == var.aval and all(
+                stmt.out.aval.ndim and not index_copies(stmt) for _, _, stmt in parts):
+            total = self._add_rows(var, total, parts)
+        elif parts:
             saved = self.ev.loc_override
             self.ev.loc_override = parts[0][2].loc
             dtype = {} if var.aval.dtype == np.float64 else {"dtype": var.aval.dtype}
@@ -214,6 +217,20 @@ class _Sweep:
             total = buf if total is None else self.emit(self.rules.lookup(operator.add), [total, buf], {},
                                                         grad_of=var)
             self.ev.loc_override = saved
+        return total
+
+    def _add_rows(self, var: Var, total: Var, parts: list) -> Var:
+        """The contributions of parts read by basic keys (``x[t]``, ``x[1:]``: no element
+        twice) added into the rows of ``var``'s gradient itself, ``dx[t] = dx[t] + dy``, where
+        it is already an array of ``var``'s shape: in a loop over the rows of an array, a
+        step's cost is that of a row, not of a zero array of the whole shape."""
+        saved = self.ev.loc_override
+        for key, dy, stmt in self._elements(var, parts):
+            self.ev.loc_override, self.ev.rule_text = stmt.loc, "getitem a: da[key] += dy"
+            row = self.emit(self.rules.lookup(operator.getitem), [total, key], {})
+            row = self.emit(self.rules.lookup(operator.add), [row, dy], {})
+            total = self.emit(self.rules.lookup(setitem), [total, key, row], {}, grad_of=var)
+        self.ev.loc_override = saved
         return total
 
     def _elements(self, var: Var, parts: list) -> list[tuple[Any, Any, Stmt]]:

@@ -125,7 +125,11 @@ def sweep_region(sweep, stmt: Stmt) -> None:
                 and made.prim.ufunc is not None
             ) and all(again(u) for u in made.uses())
         return cheap[v]
-    remade = {v for v in reads if again(v)}
+    # values made again from saved ones (after those are read back), where it saves memory
+    rematerialized = _rematerialized(reads, again, producer, loop)
+    remat = [s for s in fwd_stmts if any(o in rematerialized for o in s.outs)]
+    remade = {v for v in reads if again(v)} | \
+        {u for s in remat for u in s.uses() if u not in rematerialized and again(u)}
     for v in list(remade):
         stack = [v]
         while stack:
@@ -134,8 +138,14 @@ def sweep_region(sweep, stmt: Stmt) -> None:
                 remade.add(u)
                 stack += [w for w in producer[u].uses() if w not in remade]
     prologue = [s for s in fwd_stmts if any(o in remade for o in s.outs)]
+    remade |= rematerialized
     for v in remade:
         reads.pop(v, None)
+    for s in remat:             # what a value made again reads: saved in its stead
+        for u in s.uses():
+            if u in made_fwd and u not in remade:
+                reads[u] = None
+    restore: list[Stmt] = []    # the saved values read back, before what is made from them
     names = tuple(body.params)
     hint_of = body.hint_of
     # one stack per saved value; a carried value read both before and after the step (the
@@ -182,19 +192,20 @@ def sweep_region(sweep, stmt: Stmt) -> None:
             into.append(Stmt((s_out,), rules.lookup(setitem_), (current, at, v), (), stmt.loc,
                              None))
             current = s_out
-            at = row(offset, prologue, SAVED)
+            at = row(offset, restore, SAVED)
             python = {"f": float, "c": complex}.get(v.aval.dtype.kind) if v.aval.weak else None
             read = Var(Aval((), v.aval.dtype)) if python else v
             ev.values.derive(read, v, python and aval.dtype.type)
-            prologue.append(Stmt((read,), rules.lookup(operator.getitem), (s_b, at), (), stmt.loc,
-                                 SAVED))
+            restore.append(Stmt((read,), rules.lookup(operator.getitem), (s_b, at), (), stmt.loc,
+                                SAVED))
             if python:          # a Python float saved in a float64 stack: a Python float again
-                prologue.append(Stmt((v,), rules.lookup(python), (read,), (), stmt.loc, SAVED))
+                restore.append(Stmt((v,), rules.lookup(python), (read,), (), stmt.loc, SAVED))
         stacks_in.append(s_in)
         stacks_out.append(current)
         stack_args.append(s_b)
         stack_names.append(base)
     fwd_stmts = first + fwd_stmts + last
+    prologue += restore + remat
     # the forward region, saving
     n = loop.ncarry
     fwd_inputs = [Input(index, 0)] + [Input(c, i + 1) for i, c in enumerate(loop.carried)] + \
@@ -275,6 +286,49 @@ def sweep_region(sweep, stmt: Stmt) -> None:
     for k, g in zip(acc_in, outs[len(cot):]):
         if outer[k] in sweep.active:
             sweep.accumulate(outer[k], sweep.fit(g, outer[k].aval))
+
+
+def _rematerialized(reads: dict, again, producer: dict, loop: Loop) -> set:
+    """The values the backward step makes again (with what they are made from, through
+    ``cheap`` primitives: ``np.roll``, ``+``, ``-``) from values saved anyway or saved in
+    their stead, where that saves memory: the centred differences of a stencil,
+    ``np.roll(f, -1) - np.roll(f, 1)`` along two axes, are two stacks of fields, where the
+    field ``f`` they are made from is one."""
+    sources: dict[Var, set] = {}        # value -> the values it is made from, saved
+    chain: dict[Var, set] = {}          # value -> the values made again for it
+
+    def walk(v: Any) -> bool:
+        if v in chain:
+            return True
+        made = producer.get(v)
+        if made is None or not made.prim.cheap or len(made.outs) != 1 or v.aval.ndim == 0:
+            return False
+        found, inner = set(), {v}
+        for u in made.uses():
+            if again(u):
+                continue
+            if u in reads or u in loop.carried or not walk(u):
+                found.add(u)
+            else:
+                found |= sources[u]
+                inner |= chain[u]
+        sources[v], chain[v] = found, inner
+        return True
+
+    candidates = [v for v in reads if not again(v) and v not in loop.carried and walk(v)]
+
+    def size(vs) -> int:
+        return sum(v.aval.size * v.aval.dtype.itemsize for v in vs)
+
+    kept = [v for v in reads if v not in candidates and not again(v)]
+    instead = set(kept).union(*(sources[v] for v in candidates))
+    if candidates and size(instead) < size(kept + candidates):
+        return set().union(*(chain[v] for v in candidates))
+    done: set = set()
+    for v in candidates:            # one by one: those made of values saved anyway
+        if sources[v] <= set(kept) | {c for c in reads if c is not v and c not in done}:
+            done |= chain[v]
+    return done
 
 
 def _carried_primals(loop: Loop, cot: dict[Var, Var]) -> dict[Var, Var]:

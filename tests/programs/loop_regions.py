@@ -404,3 +404,64 @@ def batched_args(T=10, B=4, D=3, H=5, seed=0):
     r = np.random.default_rng(seed)
     return (r.standard_normal((D, H)) * 0.5, r.standard_normal((H, H)) * 0.5,
             r.standard_normal((T, B, D)), r.standard_normal((B, H)))
+
+
+# -- rows of an array written and read in the steps (flow6): each step's cost is a row's --
+
+def row_read_in_step(W, xs):
+    """``O[t]`` written, then read again in the same step: its gradient is added into the row
+    of ``dO`` (no zero array of ``O``'s shape per step, no copy of ``dO``)."""
+    h = np.zeros(W.shape[0])
+    O = np.zeros((xs.shape[0], W.shape[0]))
+    for t in range(xs.shape[0]):
+        O[t] = np.tanh(W @ h + xs[t])
+        h = O[t] * 0.5 + h
+    return np.sum(O * O)
+
+
+def row_from_row(W, xs):
+    """The state lives in the rows: ``O[t + 1]`` from ``O[t]``."""
+    O = np.zeros((xs.shape[0] + 1, W.shape[0]))
+    O[0] = xs[0]
+    for t in range(xs.shape[0]):
+        O[t + 1] = np.tanh(W @ O[t] + xs[t])
+    return np.sum(O * O)
+
+
+def row_updated_twice(W, xs):
+    """A row updated twice in a step, read in between (``t6 = O[t]`` before ``O[t] *= h``)."""
+    h = np.zeros(W.shape[0])
+    O = np.zeros((xs.shape[0], W.shape[0]))
+    for t in range(xs.shape[0]):
+        h = np.tanh(W @ h + xs[t])
+        O[t] += h
+        O[t] *= h
+    return np.sum(O)
+
+
+def two_row_stores(W, xs):
+    h = np.zeros(W.shape[0])
+    O = np.zeros((xs.shape[0], W.shape[0]))
+    P = np.zeros((xs.shape[0], W.shape[0]))
+    for t in range(xs.shape[0]):
+        h = np.tanh(W @ h + xs[t])
+        O[t] = h
+        P[t] = h * h
+    return np.sum(O * P)
+
+
+def stencil(vx, vy, f):
+    """Centred differences on a periodic grid (np.roll) and diffusion, ten steps: the backward
+    step makes the differences again from the saved field (one stack, not two)."""
+    for _ in range(10):
+        dfx = np.roll(f, -1, axis=1) - np.roll(f, 1, axis=1)
+        dfy = np.roll(f, -1, axis=0) - np.roll(f, 1, axis=0)
+        lap = np.roll(f, 1, axis=0) + np.roll(f, -1, axis=0) + np.roll(f, 2, axis=1) \
+            + np.roll(f, -1, axis=1) - 4.0 * f
+        f = f - 0.1 * (vx * dfx + vy * dfy) + 0.05 * lap
+    return np.sum(f * f)
+
+
+def stencil_args(n=6, m=5, seed=0):
+    r = np.random.default_rng(seed)
+    return r.random((n, m)), r.random((n, m)), r.random((n, m))

@@ -44,7 +44,7 @@ def writer(stmt: Stmt) -> str | None:
     if prim.out_form == "matmul" and not all(isinstance(a, Var) and a.aval.ndim >= 1
                                              for a in stmt.args):
         return None
-    if prim.out_form == "fill" and (any(tree_vars(stmt.args))
+    if prim.out_form in ("fill", "empty") and (any(tree_vars(stmt.args))
                                     or prim.fn is np.full and np.ndim(stmt.args[1].value) != 0):
         return None             # ``a.fill(c)`` takes a scalar only, not a (1, 1) array
     return prim.out_form

@@ -44,7 +44,7 @@ def write_statement(em, stmt: Stmt) -> list[ast.stmt] | None:
     else:
         return None
     form = plan.writes[v]
-    if form in ("copy", "fill"):
+    if form in ("copy", "fill", "empty"):
         return _bind_then(em, stmt, v, target)
     value = _call(em, stmt, form, target)
     name = em.names[v]
@@ -144,10 +144,12 @@ def _ufunc(stmt: Stmt) -> str:
 
 
 def _bind_then(em, stmt: Stmt, v: Var, target: ast.expr) -> list[ast.stmt]:
-    """``dW = <array>`` then ``xp.copyto(dW, src)`` or ``dW.fill(c)``."""
+    """``dW = <array>`` then ``xp.copyto(dW, src)`` or ``dW.fill(c)`` (nothing more: ``np.empty``)."""
     name = ast.Name(em.names[v])
     lines = [] if isinstance(target, ast.Name) and target.id == name.id else \
         [ast.Assign([ast.Name(em.names[v])], target, lineno=0)]
+    if em.memory.writes[v] == "empty":
+        return lines
     if em.memory.writes[v] == "copy":
         call = ast.Call(_xp("copyto"), [name, em.atom(stmt.args[0])], [])
     else:

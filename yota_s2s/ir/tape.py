@@ -168,6 +168,7 @@ class Primitive:
     multilinear: bool = False    # linear in each float operand: the JVP is a sum of itself
     real_only: str | None = None  # why its derivative is refused for complex values
     array_first: bool = False    # the first operand must be an array (cupy takes no number)
+    cheap: bool = False          # one pass over its operands: made again rather than saved
 
     def __repr__(self) -> str:
         return f"<prim {self.name}>"
@@ -211,6 +212,9 @@ TRAITS = {
                  "a complex operand that needs one, saying this",
     "array_first": "the first operand must be an array: numpy takes a Python number there, cupy "
                    "does not, so codegen writes xp.asarray(1.0) (np.broadcast_to(1.0, shape))",
+    "cheap": "one pass over its operands, no reduction (+, -, np.roll): a loop's backward step "
+             "computes it again from the values the forward loop saves, rather than saving it "
+             "too, where that saves a stack of values (region_backward.py)",
 }
 
 # The rule text of every statement the forward sweep (forward.py) records starts with this:

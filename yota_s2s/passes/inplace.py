@@ -25,11 +25,12 @@ from collections import Counter, deque
 
 import numpy as np
 
-from ..ir.analysis import Analysis, MemoryClasses, basic_parts, read_only
+from ..ir.analysis import Analysis, MemoryClasses, basic_parts, index_copies, read_only
 from ..ir.tape import Stmt, Tape, Var
 from ..rules.indexing import setitem, setitem_
 from ..rules.registry import RuleSet
 from .dce import dce
+from .rewrite import substitute_stmt
 
 
 def write_in_place(tape: Tape, rules: RuleSet) -> Tape:
@@ -158,6 +159,9 @@ class _Memory:
     and whether it may not be written (an argument's, a result's, a read-only view's)."""
 
     def __init__(self, facts: Analysis):
+        self.facts = facts
+        self.left: Counter = Counter(facts.uses)     # per value: its uses not yet passed
+        self.rows: dict[Var, None] = {}              # row views passed, with uses ahead
         self.classes = MemoryClasses()
         self.classes.parent = {v: facts.root(v) for v in facts.defined if facts.root(v) is not v}
         self.ahead: Counter = Counter()
@@ -181,6 +185,11 @@ class _Memory:
     def passed(self, s: Stmt) -> None:
         for v in s.uses():
             self.ahead[self.root(v)] -= 1
+            self.left[v] -= 1
+            if v in self.rows and self.left[v] <= 0:
+                del self.rows[v]
+        if _row_view(s) and self.left[s.out] > 0 and s.out not in self.facts.returned:
+            self.rows[s.out] = None
 
     def uses_ahead(self, v: Var, stmt: Stmt) -> int:
         """Uses of ``v``'s class after ``stmt`` (``stmt`` itself not counted)."""
@@ -197,6 +206,8 @@ def _lower(stmt: Stmt, pending: deque[Stmt], memory: _Memory, rules: RuleSet,
     inplace = rules.lookup(setitem_)
     if isinstance(target, Var) and memory.writable(target):
         moved = _hoist_readers(stmt, pending, memory) if memory.uses_ahead(target, stmt) else []
+        if memory.uses_ahead(target, stmt):
+            moved += _copy_rows(stmt, pending, memory, rules, tape)
         if memory.uses_ahead(target, stmt) == 0:
             memory.join(stmt.out, target)
             return moved + [Stmt(stmt.outs, inplace, stmt.args, (), stmt.loc, stmt.rule)]
@@ -206,6 +217,45 @@ def _lower(stmt: Stmt, pending: deque[Stmt], memory: _Memory, rules: RuleSet,
     memory.join(stmt.out, fresh)
     return moved + [Stmt((fresh,), rules.lookup(np.copy), (target,), (), stmt.loc, stmt.rule),
                     Stmt(stmt.outs, inplace, (fresh, key, value), (), stmt.loc, stmt.rule)]
+
+
+def _row_view(s: Stmt) -> bool:
+    """A view of part of an array by a basic index (``a[t]``, ``a[1:]``), an array itself."""
+    return s.prim.fn is operator.getitem and len(s.outs) == 1 and isinstance(s.args[0], Var) \
+        and s.out.aval.ndim >= 1 and not index_copies(s) \
+        and s.out.aval.size < s.args[0].aval.size
+
+
+def _copy_rows(stmt: Stmt, pending: deque[Stmt], memory: _Memory, rules: RuleSet,
+               tape: Tape) -> list[Stmt]:
+    """When the only later readers of the target's memory are views of parts of it
+    (``dt = dO[t]`` read after ``dO[t] = 0.0``), a copy of those parts, made now, rather than
+    a copy of the whole array: ``dt = dO[t].copy()``. In a loop over the rows of an array this
+    keeps each step's cost that of a row (a copy of the array per step is quadratic)."""
+    mine = memory.root(stmt.args[0])
+    rows = [v for v in memory.rows if memory.root(v) is mine]
+    ahead = {v: memory.left[v] - sum(1 for u in stmt.uses() if u is v) for v in rows}
+    if not rows or sum(ahead.values()) != memory.uses_ahead(stmt.args[0], stmt) \
+            or sum(v.aval.size for v in rows) * 2 > stmt.args[0].aval.size:
+        return []
+    wanted = [v for v in rows if ahead[v] > 0]
+    readers = [j for j, s in enumerate(pending) if any(u in wanted for u in s.uses())]
+    if any(pending[j].prim.inplace and pending[j].first_var in wanted for j in readers):
+        return []           # (an update through the view writes the array itself)
+    copies, made = {}, []
+    for v in wanted:
+        copies[v] = Var(v.aval, hint=tape.hint_of(v), grad_of=tape.primal_of(v))
+        made.append(Stmt((copies[v],), rules.lookup(np.copy), (v,), (), stmt.loc, stmt.rule))
+    for j in readers:
+        pending[j] = substitute_stmt(pending[j], lambda a: copies.get(a, a))
+    for v, c in copies.items():
+        n = ahead[v]
+        memory.ahead[mine] -= n
+        memory.left[v] -= n
+        memory.left[c] += n
+        memory.ahead[memory.root(c)] += n
+        memory.rows.pop(v, None)
+    return made
 
 
 def _hoist_readers(stmt: Stmt, pending: deque[Stmt], memory: _Memory) -> list[Stmt]:

@@ -3,7 +3,8 @@ ends of ``np.linspace`` get theirs.
 
 These are primitives that ``creates`` arrays: even with all-static arguments they are recorded
 (the array is made when the generated code runs), not baked into the code as a constant.
-``out_form="fill"``: codegen can fill a work array instead (``buf.fill(0.0)``).
+``out_form="fill"``: codegen can fill a work array instead (``buf.fill(0.0)``); ``"empty"``:
+it can take a work array as it is.
 """
 import numpy as np
 
@@ -11,7 +12,7 @@ from .registry import diffrule, nodiff, primitive
 
 primitive(np.zeros,      "shape, dtype=None", creates=True, out_form="fill")
 primitive(np.ones,       "shape, dtype=None", creates=True, out_form="fill")
-primitive(np.empty,      "shape, dtype=None", creates=True)
+primitive(np.empty,      "shape, dtype=None", creates=True, out_form="empty")
 primitive(np.full,       "shape, fill_value, dtype=None", creates=True, out_form="fill",
           linear=True)
 primitive(np.zeros_like, "a, dtype=None, shape=None", creates=True)

@@ -10,12 +10,15 @@ import numpy as np
 from .registry import alias, diffrule, nodiff, primitive
 
 # Each operator is elementwise: the numpy ufunc named beside it computes it (into out=).
-primitive(operator.add,     "x1, x2", name="add", emit=("binop", "+"),  ufunc=np.add)
-primitive(operator.sub,     "x1, x2", name="sub", emit=("binop", "-"),  ufunc=np.subtract)
-primitive(operator.mul,     "x1, x2", name="mul", emit=("binop", "*"),  ufunc=np.multiply)
+primitive(operator.add,     "x1, x2", name="add", emit=("binop", "+"),  ufunc=np.add,
+          cheap=True)
+primitive(operator.sub,     "x1, x2", name="sub", emit=("binop", "-"),  ufunc=np.subtract,
+          cheap=True)
+primitive(operator.mul,     "x1, x2", name="mul", emit=("binop", "*"),  ufunc=np.multiply,
+          cheap=True)
 primitive(operator.truediv, "x1, x2", name="div", emit=("binop", "/"),  ufunc=np.divide)
 primitive(operator.pow,     "x1, x2", name="pow", emit=("binop", "**"), ufunc=np.power)
-primitive(operator.neg,     "x",      name="neg", emit=("unop", "-"),   ufunc=np.negative)
+primitive(operator.neg,     "x",      name="neg", emit=("unop", "-"),   ufunc=np.negative, cheap=True)
 
 diffrule(operator.add,     "x1", "dy")
 diffrule(operator.add,     "x2", "dy")
