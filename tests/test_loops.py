@@ -786,9 +786,12 @@ def test_rows_in_the_steps_cost_a_row_per_step(f, buffers):
         for line in body:
             copied = re.match(r"\w+ = (\w+)\.copy\(\)$", line)
             assert copied is None or copied.group(1) in assigned_rows, (header, line)
-            copied = re.match(r"\w+ = (\w+)\[[^\]]*\]\.copy\(\)$", line)
             assert ".fill(" not in line and "zeros" not in line and "buf" not in line \
                 or "[" in line.split("=")[0], (header, line)
+    # the zeros the loop writes rows of, and the gradient it adds rows into, are the loops'
+    # own arrays (ir/region.py handed_over): no copy of them as a loop starts
+    if f is not row_updated_twice:          # (its dO starts as a read-only broadcast of ones)
+        assert not re.search(r"^    \w+ = \w+\.copy\(\)$", text, re.M), text
 
 
 @pytest.mark.parametrize("buffers", [True, False], ids=["buffered", "plain"])

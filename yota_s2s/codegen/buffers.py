@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..ir.analysis import Analysis, memory_bases, read_only
+from ..ir.region import handed_over_operands, loop_of
 from ..ir.tape import Stmt, Tape, Var, tree_vars
 from .scalars import ScalarPlan
 
@@ -125,6 +126,7 @@ def plan_memory(tape: Tape, scalars: ScalarPlan, inlined: set[Var],
         else:
             plan.group[stmt.out] = Group([stmt.out])
     _mark_results(tape, plan, facts)
+    _handed_over(tape, plan, facts)
     _assign_slots(tape, plan, facts)
     _lend_slots(plan, facts)
     return plan
@@ -197,6 +199,20 @@ def _mark_results(tape: Tape, plan: MemoryPlan, facts: Analysis) -> None:
         group = plan.group.get(v)
         if group is not None and group.kind == "slot":
             group.kind = "fresh"
+
+
+def _handed_over(tape: Tape, plan: MemoryPlan, facts: Analysis) -> None:
+    """An array a loop region takes as its own, to update in place with no copy
+    (ir/region.py ``handed_over``: ``O = np.zeros((T, n))`` before ``for t: O[t] = h``) is
+    allocated, not a work array: the region's result is that array, which the plan does not
+    see, and a work array would be handed to another value after the region."""
+    for index, stmt in enumerate(tape.stmts):
+        if loop_of(stmt) is None:
+            continue
+        for atom in handed_over_operands(facts, stmt, index):
+            group = plan.group.get(atom)
+            if group is not None and group.kind == "slot":
+                group.kind = "fresh"
 
 
 def _tall_outer_product(group: Group, facts: Analysis) -> bool:

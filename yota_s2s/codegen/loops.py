@@ -39,7 +39,7 @@ import numpy as np
 
 from ..ir.analysis import Analysis
 from ..ir.names import dying_inits, name_tape, same_names
-from ..ir.region import EMPTY, loop_of, made_stack
+from ..ir.region import EMPTY, handed_over_operands, loop_of, made_stack
 from ..ir.tape import Lit, Stmt, Var
 from ..text import identifier
 from . import buffers
@@ -327,13 +327,16 @@ def _given(em, stmt: Stmt, atom) -> bool:
     """An operand the region may update in place with no copy: a stack an earlier loop made
     (``EMPTY``: its own array, in the buffered form a work array held for it alone) whose
     memory nothing reads after this region (passes/stacked.py gives a loop a dead stack to
-    write). The analysis sees the region's result as a new array: that is what it is, the
-    stack's array, which nothing else uses."""
-    if not em.fast or not made_stack(em.facts, atom) or atom in em.lists \
-            or sum(a is atom for a in stmt.args) != 1:
+    write), or an array the function made that nothing reads after the region (ir/region.py
+    ``handed_over``; the buffered form allocates it, buffers.py, never in a work array). The
+    analysis sees the region's result as a new array: that is what it is, the operand's array,
+    which nothing else uses."""
+    if atom in em.lists or sum(a is atom for a in stmt.args) != 1:
         return False
     at = next(i for i, s in enumerate(em.tape.stmts) if s is stmt)
-    return em.facts.free_after(atom, at)
+    if em.fast and made_stack(em.facts, atom):
+        return em.facts.free_after(atom, at)
+    return atom in handed_over_operands(em.facts, stmt, at)
 
 
 def _vector(v: Var) -> bool:

@@ -135,6 +135,32 @@ def made_stack(facts, atom: Any) -> bool:
     return loop is not None and loop.fresh[list(made.outs).index(atom)] == EMPTY
 
 
+def handed_over(facts, stmt: Stmt, index: int, atom: Any) -> bool:
+    """May the region ``stmt`` (at ``index`` of the enclosing tape, whose Analysis is
+    ``facts``) take its operand ``atom`` as the array of a carried value its body updates in
+    place, with no copy: an array the tape made (not an argument's memory, not read-only, not
+    returned), given once, whose memory nothing reads after the region (``O = np.zeros((T,
+    n))`` before ``for t: O[t] = h``: the zeros are the loop's, not a copy of them)."""
+    from .analysis import memory_bases, read_only
+    if not isinstance(atom, Var) or not atom.aval.ndim or atom.aval.weak \
+            or sum(a is atom for a in stmt.args) != 1:
+        return False
+    made = facts.producer.get(atom)
+    while made is not None and made.prim.inplace and made.first_var is not None:
+        made = facts.producer.get(made.first_var)       # (through updates, not views)
+    return made is not None and not memory_bases(made) and not read_only(made) \
+        and facts.free_after(atom, index)
+
+
+def handed_over_operands(facts, stmt: Stmt, index: int) -> list[Var]:
+    """The operands of the region ``stmt`` that it takes as its own (``handed_over``): those
+    of the carried values its body updates in place (``body.owned``)."""
+    loop = loop_of(stmt)
+    carried = set(loop.carried)
+    return [a for v, a in zip(loop.operand_vars(), stmt.args)
+            if v in carried and v in loop.body.owned and handed_over(facts, stmt, index, a)]
+
+
 def body_tapes(tape: Tape):
     """Every tape inside ``tape``'s regions, depth first (not ``tape`` itself)."""
     for stmt in tape.stmts:
@@ -144,4 +170,5 @@ def body_tapes(tape: Tape):
             yield from body_tapes(loop.body)
 
 
-__all__ = ["EMPTY", "Loop", "run_loop", "loop_primitive", "loop_of", "made_stack", "body_tapes"]
+__all__ = ["EMPTY", "Loop", "run_loop", "loop_primitive", "loop_of", "made_stack", "handed_over",
+           "handed_over_operands", "body_tapes"]
