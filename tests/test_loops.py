@@ -767,6 +767,18 @@ def test_planned_loop_bodies_at_a_batch_size_that_plans_them(f):
 
 # -- rows of an array in the steps, and a stencil (flow6) --
 
+def test_stencil_at_sizes_that_save_both_differences():
+    """At the table's 6 x 5 grid (below BODY_MIN) the differences are saved, and the backward
+    step writes the terms of ``dvx`` over the rows of the differences' stack
+    (passes/stacked.py) while ``dvy``'s running sum, written inside ``dvy += dt * dfy``, still
+    reads the row of ``dfy`` in that stack: the row is written after that read (it was written
+    before it, and ``dvy`` came out wrong)."""
+    args = list(stencil_args())
+    df = ys.simplegrad(stencil, *args)
+    assert "DFX" in ys.source(df) and "DFY" in ys.source(df)
+    _assert_right(df, stencil, args)
+
+
 @pytest.mark.parametrize("buffers", [True, False], ids=["buffered", "plain"])
 @pytest.mark.parametrize("f", [row_read_in_step, row_from_row, row_updated_twice, two_row_stores])
 def test_rows_in_the_steps_cost_a_row_per_step(f, buffers):
@@ -795,11 +807,14 @@ def test_rows_in_the_steps_cost_a_row_per_step(f, buffers):
 
 
 @pytest.mark.parametrize("buffers", [True, False], ids=["buffered", "plain"])
-def test_stencil_saves_the_field_and_makes_its_differences_again(buffers):
+def test_stencil_saves_the_field_and_makes_its_differences_again(monkeypatch, buffers):
     """The centred differences ``np.roll(f, -1) - np.roll(f, 1)`` along both axes are made
     again in the backward step from the field, saved once per step (``cheap`` primitives,
-    region_backward.py): one stack, not two; in the buffered form each roll is two slice copies
-    into a work array (passes/lower.py), no ``np.roll`` call left, the same numbers."""
+    region_backward.py, for values of ``BODY_MIN`` elements or more: 1 here): one stack, not
+    two; in the buffered form each roll is two slice copies into a work array
+    (passes/lower.py), no ``np.roll`` call left, the same numbers."""
+    from yota_s2s.codegen import buffers as plan
+    monkeypatch.setattr(plan, "BODY_MIN", 1)
     args = stencil_args()
     df = ys.simplegrad(stencil, *args, buffers=buffers)
     _assert_right(df, stencil, list(args))

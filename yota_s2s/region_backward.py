@@ -114,15 +114,15 @@ def sweep_region(sweep, stmt: Stmt) -> None:
 
     def again(v: Any) -> bool:
         """Made again in the backward step rather than saved: a row of an invariant, an index
-        computed from the step's (``x[(i + 1) % n]``)."""
+        computed from the step's (``x[(i + 1) % n]``), a number computed from those (the
+        step size ``dt / 6.0`` of ``for dt in dts``)."""
         if not isinstance(v, Var) or v is index or v in loop.invariants:
             return True
         if v not in cheap:
             made = producer.get(v)
             cheap[v] = made is not None and (
                 made.prim.fn is operator.getitem or
-                v.aval.ndim == 0 and (v.aval.dtype.kind in "iub" or v.aval.weak)
-                and made.prim.ufunc is not None
+                v.aval.ndim == 0 and made.prim.ufunc is not None
             ) and all(again(u) for u in made.uses())
         return cheap[v]
     # values made again from saved ones (after those are read back), where it saves memory
@@ -293,7 +293,10 @@ def _rematerialized(reads: dict, again, producer: dict, loop: Loop) -> set:
     ``cheap`` primitives: ``np.roll``, ``+``, ``-``) from values saved anyway or saved in
     their stead, where that saves memory: the centred differences of a stencil,
     ``np.roll(f, -1) - np.roll(f, 1)`` along two axes, are two stacks of fields, where the
-    field ``f`` they are made from is one."""
+    field ``f`` they are made from is one. Values of fewer than ``BODY_MIN`` elements
+    (codegen/buffers.py: below, a step's values are made by their expressions, numpy's own
+    cache serves them) are saved: making them again costs a call each, saving them little."""
+    from .codegen import buffers
     sources: dict[Var, set] = {}        # value -> the values it is made from, saved
     chain: dict[Var, set] = {}          # value -> the values made again for it
 
@@ -301,7 +304,8 @@ def _rematerialized(reads: dict, again, producer: dict, loop: Loop) -> set:
         if v in chain:
             return True
         made = producer.get(v)
-        if made is None or not made.prim.cheap or len(made.outs) != 1 or v.aval.ndim == 0:
+        if made is None or not made.prim.cheap or len(made.outs) != 1 or v.aval.ndim == 0 \
+                or v.aval.size < buffers.BODY_MIN:
             return False
         found, inner = set(), {v}
         for u in made.uses():

@@ -663,12 +663,23 @@ def _values_in_rows(em, loop, sub, dropped: set[int]) -> list[tuple[Stmt, ast.st
         if facts.updates.get(facts.root(g)) or not all(
                 _row_at(m, c, loop, facts) not in (None, offset)
                 for m in facts.members.get(root, []) if m is not c
-                for p in facts.readers.get(m, ()) if start < p < stop):
+                for p in facts.readers.get(m, ()) if start < _written_at(p, body, sub) < stop):
             continue
         row = ast.Subscript(ast.Name(sub.names[c]), sub.key(key), ast.Load())
         node = ast.Assign([ast.Name(sub.names[g])], _call(sub, made, "ufunc", row), lineno=0)
         found.append((made, node, save))
     return found
+
+
+def _written_at(p: int, body, sub) -> int:
+    """Where the statement at ``p`` is read in the written code: a value written inside its
+    reader's expression (``sub.inlined``: ``dW += dz * h_prev``) is computed there."""
+    while True:
+        outs = body.stmts[p].outs
+        readers = sub.facts.readers.get(outs[0]) if outs and outs[0] in sub.inlined else None
+        if not readers:
+            return p
+        p = readers[-1]
 
 
 def _row_at(v: Var, stack: Var, loop, facts) -> int | None:
