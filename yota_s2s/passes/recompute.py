@@ -3,9 +3,10 @@ buffered form only: it is about memory held, not about what the code says).
 
 A forward value the backward sweep reads again stays alive, in a work array, from where it is
 made until its last backward read: across the rest of the forward section, where the arrays
-live at once are most numerous. When the value is one cheap elementwise operation
-(``+ - *`` or a negation) of operands that are alive at that backward read anyway (arguments,
-literals, values read there or later), computing it again there costs one pass over the array,
+live at once are most numerous. When the value is one cheap operation (a primitive declared
+``cheap``, as a loop's backward step reads it too, region_backward.py: ``+ - *``, a negation,
+``np.roll``) of operands that are alive at that backward read anyway (arguments, literals,
+values read there or later), computing it again there costs one pass over the array,
 and frees its memory for the whole stretch in between; the forward statement that made it may
 then write into an operand in place. Logistic regression keeps ``1 + e``, ``p + eps`` and
 ``1 - y`` this way; recomputing them takes the gradient's peak memory from 8 arrays of the
@@ -18,15 +19,12 @@ the value, and every backward read of the value reads it instead. Small arrays (
 """
 from __future__ import annotations
 
-import numpy as np
-
 from ..ir.analysis import Analysis
 from ..ir.tape import Stmt, Tape, Var
 from ..rules.registry import RuleSet
 from .rewrite import resolver, substitute_stmt
 
 MIN_SIZE = 8192             # elements: 64 KB of float64
-_CHEAP = (np.add, np.subtract, np.multiply, np.negative)
 RULE = "recompute: a cheap forward value, made again here rather than kept in memory"
 
 
@@ -59,7 +57,7 @@ def recompute(tape: Tape, rules: RuleSet) -> tuple[Tape, bool]:
 
 
 def _cheap(stmt: Stmt) -> bool:
-    if len(stmt.outs) != 1 or stmt.prim.ufunc not in _CHEAP or stmt.prim.inplace:
+    if len(stmt.outs) != 1 or not stmt.prim.cheap or stmt.prim.inplace:
         return False
     aval = stmt.out.aval
     return aval.ndim >= 1 and aval.size >= MIN_SIZE and not aval.weak
