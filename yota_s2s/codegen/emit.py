@@ -106,7 +106,8 @@ class Emitter:
         self.scalars = plan_scalars(tape, facts) if fast else ScalarPlan()
         self.inlined = (_inlinable(tape, facts, self.scalars.floats) | set(inline)) - set(named) \
             - set(self.scalars.elements) \
-            - set(self.scalars.unpacked)        # read by name: x0, x1 = x.tolist()
+            - set(self.scalars.unpacked) \
+            - self.scalars.powers       # read by name: x0, x1 = x.tolist(); t3 = x7 ** 3.0
         if fast or plan is not None:     # what is written into an array is a statement of its own
             squares = _squares_summed(tape, self.inlined) if plan is not None else set()
             self.inlined -= {s.out for s in tape.stmts if s.outs and writer(s)
