@@ -404,3 +404,63 @@ def batched_args(T=10, B=4, D=3, H=5, seed=0):
     r = np.random.default_rng(seed)
     return (r.standard_normal((D, H)) * 0.5, r.standard_normal((H, H)) * 0.5,
             r.standard_normal((T, B, D)), r.standard_normal((B, H)))
+
+
+# -- accumulator loops (region_backward._accumulator_loop): each step's adjoint in the step --
+# (``cyclic`` above is one: the ring workload)
+
+def ring_squared(x):
+    """The sum's gradient is known only after the loop (``2 s``): the loop adds up each step's
+    adjoint at ``ds = 1`` and the gradient is scaled once after it."""
+    n = x.shape[0]
+    s = 0.0
+    for i in range(n):
+        s = s + np.sin(x[i]) * x[(i + 1) % n]
+    return s ** 2
+
+
+def two_sums(x, w):
+    """Two running sums, both returned as they are (their cotangents are constants)."""
+    a = 0.0
+    b = 0.0
+    for i in range(x.shape[0]):
+        a += x[i] * w
+        b -= np.cos(x[i] * w)
+    return a + 2.0 * b
+
+
+def two_sums_multiplied(x, w):
+    """Two running sums whose cotangents are known only after the loop: two loops."""
+    a = 0.0
+    b = 0.0
+    for i in range(x.shape[0]):
+        a += x[i] * w
+        b += np.cos(x[i] * w)
+    return a * b
+
+
+def previous_product(x):
+    """``p`` is carried and needs a gradient, ``s`` reads it: not an accumulator loop."""
+    s = 0.0
+    p = 0.5
+    for i in range(x.shape[0]):
+        s += x[i] * p
+        p = x[i] * 1.0
+    return s
+
+
+def minibatch(W, b, X, Y):
+    """``loss += f(X[i], W)`` over minibatches of arrays: no stacks saved, one loop."""
+    loss = 0.0
+    for i in range(X.shape[0]):
+        h = np.tanh(X[i] @ W + b)
+        loss = loss + np.mean((h - Y[i]) ** 2)
+    return loss / X.shape[0] + 0.1 * np.sum(W * W)
+
+
+def minibatch_squared(W, X):
+    """An array loss summed in the loop, squared after it (the cotangent comes after)."""
+    loss = 0.0
+    for i in range(X.shape[0]):
+        loss = loss + np.sum(np.tanh(X[i] @ W))
+    return loss ** 2
