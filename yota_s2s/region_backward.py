@@ -297,15 +297,14 @@ def _accumulator_loop(sweep, stmt: Stmt, sub, back: list[Stmt], cot: dict, cot_o
     The sums' cotangents are known before the loop where they are constants (``s`` is the
     result: 1.0); else, for one scalar sum (``loss = s ** 2`` after the loop), the loop adds
     up the adjoint at ``ds = 1.0`` and the gradients are scaled once after it
-    (``dx = ds * dx_1``). Not for several sums whose cotangents come after the loop (the
+    (``dx = ds * dx_part1``). Not for several sums whose cotangents come after the loop (the
     two loops run then), nor for a step with a region of its own. Replaces the region with
     the fused one and returns True; False where the loop is not one."""
-    from .ir.region import loop_of as region_of
     ev, rules = sweep.ev, sweep.rules
     loop: Loop = loop_of(stmt)
     body = loop.body
     if not cot or any(cot_out[c] is not cot[c] for c in cot) \
-            or any(region_of(s) is not None or s.prim.inplace for s in sub.home):
+            or any(loop_of(s) is not None or s.prim.inplace for s in sub.home):
         return False
     dinit = {c: dys[loop.carried.index(c)] for c in cot}
     if any(d is None for d in dinit.values()):
@@ -319,9 +318,9 @@ def _accumulator_loop(sweep, stmt: Stmt, sub, back: list[Stmt], cot: dict, cot_o
     cname = dict(zip(loop.carried, names[1:1 + n]))
     accs = list(acc_in)
     seeds = [to_tree(d) if constant else Lit(1.0) for d in dinit.values()]
-    inputs = [Input(loop.index, 0)] + \
-        [Input(v, i + 1) for i, v in enumerate(loop.carried + [acc_in[k] for k in accs])] + \
-        [Input(v, 1 + n + len(accs) + i) for i, v in enumerate(loop.invariants + list(cot.values()))]
+    carried = loop.carried + [acc_in[k] for k in accs]
+    inputs = [Input(loop.index, 0)] + [Input(v, i + 1) for i, v in enumerate(carried)] + \
+        [Input(v, 1 + len(carried) + i) for i, v in enumerate(loop.invariants + list(cot.values()))]
     params = names[:1 + n] + tuple("d" + pname[k] for k in accs) + names[1 + n:] + \
         tuple("d" + cname[c] for c in cot)
     made_back = {v for s in back for v in s.outs}
@@ -330,8 +329,9 @@ def _accumulator_loop(sweep, stmt: Stmt, sub, back: list[Stmt], cot: dict, cot_o
                            owned=body.owned | frozenset(acc_in[k] for k in accs),
                            primals={**body.primals, **{v: sweep.primals[v] for v in made_back
                                                        if v in sweep.primals}})
-    fused = Loop(fused_body, loop.length, n + len(accs), fresh=tuple(loop.fresh) + (True,) * len(accs),
-                 reverse=loop.reverse, source=loop.source)
+    fused = Loop(fused_body, loop.length, len(carried),
+                 fresh=tuple(loop.fresh) + (True,) * len(accs), reverse=loop.reverse,
+                 source=loop.source)
     outer = dict(zip(loop.operand_vars(), stmt.args))
     grads = tuple(Var(k.aval, grad_of=outer[k] if isinstance(outer[k], Var) else None)
                   for k in accs)
@@ -341,8 +341,8 @@ def _accumulator_loop(sweep, stmt: Stmt, sub, back: list[Stmt], cot: dict, cot_o
     sweep.home[where] = Stmt(tuple(stmt.outs) + grads, loop_primitive(fused, params[1:]),
                              tuple(stmt.args) + tuple(seeds), (("loop", fused),), stmt.loc,
                              stmt.rule)
-    ev.loc_override = stmt.loc
-    for c, d in dinit.items():      # a sum's initial value: the sum's own gradient
+    ev.loc_override, ev.rule_text = stmt.loc, "a running sum's first value: the sum's gradient"
+    for c, d in dinit.items():
         init = outer.get(c)
         if isinstance(init, Var) and init in sweep.active:
             sweep.accumulate(init, sweep.fit(d, init.aval))

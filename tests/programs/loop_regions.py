@@ -464,3 +464,24 @@ def minibatch_squared(W, X):
     for i in range(X.shape[0]):
         loss = loss + np.sum(np.tanh(X[i] @ W))
     return loss ** 2
+
+
+def decayed_sum(x, W):
+    """Counting down, with a carried value that needs no gradient (``q``, read by the step
+    where it is at that step) and an array sum of the step's products."""
+    s = np.zeros(3)
+    q = 1.0
+    for i in reversed(range(x.shape[0])):
+        s = s + q * np.tanh(W @ x[i])
+        q = q * 0.5 + 0.25
+    return np.sum(s * s)
+
+
+def decayed_total(x, W):
+    """``decayed_sum`` with a scalar sum that is the result: one loop, counting down."""
+    s = 0.0
+    q = 1.0
+    for i in reversed(range(x.shape[0])):
+        s = s + q * np.sum(np.tanh(W @ x[i]))
+        q = q * 0.5 + 0.25
+    return s

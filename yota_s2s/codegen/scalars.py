@@ -28,7 +28,7 @@ about half the time it takes to convert an int first.
 Where numpy gives inf or nan, so does the generated code, never an exception: a square is
 ``t * t`` (``t ** 2.0`` may raise OverflowError); a higher power ``x7 ** 3.0`` (C's ``pow``,
 as numpy's, not ``x7 * x7 * x7``, which rounds twice) is tried, and on OverflowError is
-``xp.power``'s (``_power``); a division is ``xp.divide``. ``+ - *`` of Python floats give
+``xp.power``'s (``_power`` below); a division is ``xp.divide``. ``+ - *`` of Python floats give
 numpy's bits, overflow included, but do not signal it: no RuntimeWarning, and no
 FloatingPointError under ``np.errstate(over="raise")`` (the plain form's numpy scalars do).
 A power that overflows signals as numpy does (it goes through ``xp.power``).
@@ -306,9 +306,10 @@ def _power(emitter, stmt: Stmt) -> ast.Try:
             t3 = float(xp.power(x7, 3.0))
     """
     target = ast.Name(emitter.names[stmt.out])
-    base, exponent = emitter.atom(stmt.args[0]), float_literal(emitter, stmt, stmt.args[1])
-    numpy = ast.Call(ast.Name("float"), [ast.Call(ast.Attribute(ast.Name("xp"), "power",
-                                                                ast.Load()), [base, exponent], [])], [])
+    base = emitter.atom(stmt.args[0])
+    exponent = float_literal(emitter, stmt, stmt.args[1]) or emitter.atom(stmt.args[1])
+    power = ast.Call(ast.Attribute(ast.Name("xp"), "power", ast.Load()), [base, exponent], [])
+    numpy = ast.Call(ast.Name("float"), [power], [])
     return ast.Try([ast.Assign([target], ast.BinOp(base, ast.Pow(), exponent), lineno=0)],
                    [ast.ExceptHandler(ast.Name("OverflowError"), None,
                                       [ast.Assign([target], numpy, lineno=0)])], [], [])
