@@ -10,8 +10,9 @@ from yota_s2s.frontend import trace_function
 from yota_s2s.gradcheck import numerical_grad
 from yota_s2s.ir import verify
 
-from .programs.loop_regions import (decayed_sum, decayed_total, minibatch, minibatch_squared, previous_product,
-                                    ring_squared, two_sums, two_sums_multiplied)
+from .programs.loop_regions import (decayed_sum, decayed_total, inner_sums, minibatch,
+                                    minibatch_squared, previous_product, ring_squared, two_sums,
+                                    two_sums_multiplied)
 from .programs.loop_regions import (appended, appended_before_step, appended_then_updated,
                                     appended_view, batched_args, branchy, broadcast_invariants,
                                     breaking, calls_region, cosine_of_inputs, counted, cyclic,
@@ -779,13 +780,14 @@ def _accumulator_args(rng):
         minibatch_squared: (rng.standard_normal((3, 4)) * 0.5, rng.standard_normal((9, 2, 3))),
         decayed_sum: (rng.standard_normal((9, 4)), rng.standard_normal((3, 4)) * 0.5),
         decayed_total: (rng.standard_normal((9, 4)), rng.standard_normal((3, 4)) * 0.5),
+        inner_sums: (rng.standard_normal((3, 4)) * 0.3, rng.standard_normal((9, 4))),
     }
 
 
 @pytest.mark.parametrize("f, fused", [
     (cyclic, True), (ring_squared, True), (two_sums, True), (minibatch, True),
     (minibatch_squared, True), (two_sums_multiplied, False), (previous_product, False),
-    (decayed_total, True), (decayed_sum, False)])
+    (decayed_total, True), (decayed_sum, False), (inner_sums, False)])
 def test_accumulator_loops_run_each_steps_adjoint_in_the_step(f, fused):
     """A loop whose carried values that need gradients are running sums (``s += e``, ``e``
     reading none of them) runs each step's adjoint right after the step, in one loop: no
@@ -800,7 +802,7 @@ def test_accumulator_loops_run_each_steps_adjoint_in_the_step(f, fused):
         df = ys.simplegrad(f, *args, buffers=buffers)
         text = ys.source(df)
         loops = re.findall(r"^ +for \w+ in range\(", text, re.M)
-        assert len(loops) == (1 if fused else 2), text
+        assert len(loops) == (1 if fused else 4 if f is inner_sums else 2), text
         assert ("-1, -1)" in text) is not fused          # a loop counting down
         for _ in range(2):
             got = df(*args)

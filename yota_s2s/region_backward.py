@@ -54,6 +54,7 @@ def sweep_region(sweep, stmt: Stmt) -> None:
     sub = _Sweep.__new__(_Sweep)
     sub.tape, sub.ev, sub.rules, sub.active = body, ev, rules, act
     sub.full, sub.scatter, sub.primals = {}, {}, sweep.primals
+    sub.in_region = True
     sub.home = list(body.stmts)
     facts = Analysis(body)      # terms that cancel within one step (RuleSet.cancels)
     sub.cancelled = set().union(*(check(body, facts) for check in rules.cancellations))
@@ -298,12 +299,14 @@ def _accumulator_loop(sweep, stmt: Stmt, sub, back: list[Stmt], cot: dict, cot_o
     result: 1.0); else, for one scalar sum (``loss = s ** 2`` after the loop), the loop adds
     up the adjoint at ``ds = 1.0`` and the gradients are scaled once after it
     (``dx = ds * dx_part1``). Not for several sums whose cotangents come after the loop (the
-    two loops run then), nor for a step with a region of its own. Replaces the region with
-    the fused one and returns True; False where the loop is not one."""
+    two loops run then), nor for a step with a region of its own, nor for a region inside
+    another's step (the enclosing step's adjoint would read the sums: a stack of them, one
+    gradient of every invariant per step). Replaces the region with the fused one and
+    returns True; False where the loop is not one."""
     ev, rules = sweep.ev, sweep.rules
     loop: Loop = loop_of(stmt)
     body = loop.body
-    if not cot or any(cot_out[c] is not cot[c] for c in cot) \
+    if sweep.in_region or not cot or any(cot_out[c] is not cot[c] for c in cot) \
             or any(loop_of(s) is not None or s.prim.inplace for s in sub.home):
         return False
     dinit = {c: dys[loop.carried.index(c)] for c in cot}

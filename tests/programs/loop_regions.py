@@ -485,3 +485,15 @@ def decayed_total(x, W):
         s = s + q * np.sum(np.tanh(W @ x[i]))
         q = q * 0.5 + 0.25
     return s
+
+
+def inner_sums(W, xs):
+    """An accumulator loop inside another loop's step: two loops each (the outer step's
+    adjoint would otherwise read the inner sums' gradients, saved for every outer step)."""
+    total = 0.0
+    for t in range(xs.shape[0]):
+        s = 0.0
+        for k in range(8):
+            s = s + np.sum(np.tanh(W @ xs[t] * k))
+        total = total + s * s
+    return total
