@@ -18,7 +18,7 @@ import gast
 import numpy as np
 
 from ..errors import NoRuleError, StaticValueError, UnsupportedSyntax, YotaError
-from ..ir.tape import Aval, Primitive, Stmt, Var, tree_atoms, tree_map
+from ..ir.tape import Aval, Lit, Primitive, Stmt, Var, tree_atoms, tree_map
 from ..rules.registry import opaque_primitive
 from . import abstract
 from .collect import rule_stub, skip_call
@@ -30,7 +30,7 @@ from .resolve import (IN_PLACE_METHODS, array_method, display_name, is_compiler,
 from .source import parse_function
 from .structs import StructValue, call_dunder, call_object, construct, holds_struct, is_user_class
 from .values import MAX_LITERAL_SIZE, ArrayMethod, LocalFunction, is_traced, normalize_static, to_tree, \
-    weak_tree
+    python_numbers, weak_tree
 
 _signatures: dict[Primitive, inspect.Signature] = {}
 
@@ -77,6 +77,9 @@ class CallsMixin:
         if fn is complex and len(args) == 2 and not kwargs and not is_traced(list(args)):
             return complex(*args)       # a constant as generated code writes it: complex(2.0, 1.0)
         prim = self.rules.lookup(fn)
+        if prim is not None and prim.fn is not fn and isinstance(fn, np.ufunc) and not kwargs \
+                and python_numbers(args):
+            return self.ufunc_of_numbers(fn, prim, args, node)
         if prim is not None:
             return self.call_primitive(prim, args, kwargs, node)
         if isinstance(fn, LocalFunction):
@@ -177,6 +180,23 @@ class CallsMixin:
             for out in outs if nout > 1 else (outs,):
                 self.guard_size(out, node)
         return outs
+
+    def ufunc_of_numbers(self, fn: np.ufunc, prim: Primitive, args: list, node: gast.AST) -> Any:
+        """``np.power(v, -0.154)`` where every operand is a Python number: numpy's semantics,
+        which the operator the ufunc is an alias of does not have on Python numbers (``**``
+        gives a complex number for a negative base, ``/`` and ``**`` raise where numpy gives inf
+        or nan), and numpy's result, a numpy scalar (which, unlike a Python float, widens a
+        float32 array it meets). The first traced operand becomes a numpy scalar of the dtype
+        numpy converts it to (a constant would be a literal, which a derivative rule makes a
+        Python number again); the operator then computes what the ufunc computes."""
+        if not is_traced(args):
+            return fn(*args)
+        from ..rules.elementwise import astype
+        dtype = np.result_type(*(a.aval.dtype if isinstance(a, Var) else
+                                 type(a.value if isinstance(a, Lit) else a) for a in args))
+        i = next(i for i, a in enumerate(args) if isinstance(a, Var))
+        cast = self.call_primitive(self.rules.lookup(astype), (args[i], dtype), {}, node)
+        return self.call_primitive(prim, [*args[:i], cast, *args[i + 1:]], {}, node)
 
     def guard_size(self, out: Var, node: gast.AST) -> None:
         """Check when the code runs that ``out`` has as many elements as in the example: the
