@@ -204,6 +204,63 @@ def test_scalar_mode_keeps_numpy_semantics_where_python_differs():
     assert ".tolist()" not in text                     # x[0] * float32 array: stays numpy
 
 
+def powers(x):
+    return x[0] ** 3 * x[1] + x[2] ** 5 - x[3] ** 4 + x[1] ** -1 + x[4] ** 2
+
+
+def quotients(x):
+    return x[0] / x[1] + np.exp(x[2]) * x[3] - 2.0 ** x[4] + x[1] * x[4]
+
+
+@pytest.mark.parametrize("f, point", [
+    (powers, [1e200, 2.0, 1e100, 1e80, 3.0]),       # x ** 3, x ** 5, x ** 4 overflow: inf
+    (powers, [-1e200, 2.0, -1e100, -1e80, 1e160]),  # -inf, and x ** 2 overflowing
+    (powers, [2.0, 0.0, 1.5, 0.5, 1.0]),            # 0.0 ** -1: inf, not ZeroDivisionError
+    (powers, [np.inf, np.nan, -np.inf, 1.0, 2.0]),
+    (powers, [1e-200, -1e-120, 1e-70, 1e-90, 1e-200]),     # underflow to 0.0
+    (quotients, [1.0, 0.0, 800.0, 2.0, 2000.0]),    # division by zero, exp(800), 2.0 ** 2000
+    (quotients, [0.0, 0.0, -np.inf, np.nan, -np.inf]),
+])
+def test_scalar_mode_gives_numpy_values_where_python_raises(f, point):
+    """Scalar mode (Python floats) computes numpy's values, inf and nan included, where
+    Python's own operations would raise (``1e200 ** 3.0``: OverflowError; ``0.0 ** -1.0``,
+    ``1.0 / 0.0``: ZeroDivisionError): the same bits as the plain form's numpy scalars."""
+    x = np.array(point)
+    fast = ys.simplegrad(f, np.linspace(0.5, 1.5, 5))
+    plain = ys.simplegrad(f, np.linspace(0.5, 1.5, 5), buffers=False)
+    assert "x.tolist()" in ys.source(fast)
+    with np.errstate(all="ignore"):
+        expected, (dx,) = f(x), plain(x)[1:]
+        for _ in range(2):
+            value, dx_fast = fast(x)
+            assert type(value) is np.float64
+            np.testing.assert_array_equal(value, expected)
+            np.testing.assert_array_equal(dx_fast, dx)
+            np.testing.assert_array_equal(fast(x, out=[np.empty(5)])[1], dx)
+
+
+def test_scalar_mode_powers_overflow_into_inf_as_numpy_does():
+    """The seed's polynomial at ``x[7] = 1e200``: ``x7 ** 3.0`` would raise OverflowError on
+    Python floats; the generated code gives numpy's inf, with numpy's warning, and raises
+    numpy's FloatingPointError under ``np.errstate(over="raise")`` as the plain form does."""
+    x = np.random.default_rng(0).standard_normal(8)
+    fast = ys.simplegrad(models.polynomial, x)
+    plain = ys.simplegrad(models.polynomial, x, buffers=False)
+    assert "    try:\n        t3 = x7 ** 3.0\n    except OverflowError:\n" \
+        "        t3 = float(xp.power(x7, 3.0))\n" in ys.source(fast)
+    x[7] = 1e200
+    with pytest.warns(RuntimeWarning, match="overflow"):
+        value, dx = fast(x)
+    with np.errstate(over="ignore"):
+        expected, expected_dx = plain(x)
+        assert value == expected == models.polynomial(x) == np.inf
+    np.testing.assert_array_equal(dx, expected_dx)
+    assert np.isinf(dx[[0, 2, 5, 7]]).all() and np.isfinite(dx[[1, 3, 4, 6]]).all()
+    for df in (fast, plain):
+        with np.errstate(over="raise"), pytest.raises(FloatingPointError, match="overflow"):
+            df(x)
+
+
 def test_design_example_matches_the_buffered_golden_file():
     """The buffered form of the design example, reviewed like code (plain form: design_loss.py)."""
     from .programs import design

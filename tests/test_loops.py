@@ -1,4 +1,6 @@
 """Loop regions (issue 12): loops that stay loops, in the tape and in both generated forms."""
+import re
+
 import numpy as np
 import pytest
 
@@ -8,6 +10,9 @@ from yota_s2s.frontend import trace_function
 from yota_s2s.gradcheck import numerical_grad
 from yota_s2s.ir import verify
 
+from .programs.loop_regions import (decayed_sum, decayed_total, inner_sums, minibatch,
+                                    minibatch_squared, previous_product, ring_squared, two_sums,
+                                    two_sums_multiplied)
 from .programs.loop_regions import (appended, appended_before_step, appended_then_updated,
                                     appended_view, batched_args, branchy, broadcast_invariants,
                                     breaking, calls_region, cosine_of_inputs, counted, cyclic,
@@ -493,7 +498,8 @@ def test_a_cancelled_term_in_a_loop_body_is_not_emitted():
     args = _softmax_args()
     for buffers in (False, True):
         df = ys.simplegrad(softmax_steps, *args, buffers=buffers)
-        back = ys.source(df).split("# -- backward --")[1]
+        # the step's adjoint (an accumulator loop: right after the step, in the same loop)
+        back = ys.source(df).split("        # grad of ", 1)[1]
         assert "grad of" in back and "np.max(logits" not in back and ".max(" not in back
         assert "        dshifted = " in back or buffers
         value, *grads = df(*args)
@@ -831,3 +837,70 @@ def test_stencil_saves_the_field_and_makes_its_differences_again(monkeypatch, bu
     plain = ys.simplegrad(stencil, *args, buffers=False)(*args)
     for a, b in zip(df(*args), plain):
         np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-15)
+
+
+def _accumulator_args(rng):
+    """Loops of at least frontend.loops.MIN_STEPS steps (a shorter one is unrolled)."""
+    return {
+        cyclic: (rng.standard_normal(12),),
+        ring_squared: (rng.standard_normal(12),),
+        two_sums: (rng.standard_normal(10), 0.7),
+        two_sums_multiplied: (rng.standard_normal(10), 0.7),
+        previous_product: (rng.standard_normal(10),),
+        minibatch: (rng.standard_normal((3, 4)) * 0.5, rng.standard_normal(4),
+                    rng.standard_normal((9, 2, 3)), rng.standard_normal((9, 2, 4))),
+        minibatch_squared: (rng.standard_normal((3, 4)) * 0.5, rng.standard_normal((9, 2, 3))),
+        decayed_sum: (rng.standard_normal((9, 4)), rng.standard_normal((3, 4)) * 0.5),
+        decayed_total: (rng.standard_normal((9, 4)), rng.standard_normal((3, 4)) * 0.5),
+        inner_sums: (rng.standard_normal((3, 4)) * 0.3, rng.standard_normal((9, 4))),
+    }
+
+
+@pytest.mark.parametrize("f, fused", [
+    (cyclic, True), (ring_squared, True), (two_sums, True), (minibatch, True),
+    (minibatch_squared, True), (two_sums_multiplied, False), (previous_product, False),
+    (decayed_total, True), (decayed_sum, False), (inner_sums, False)])
+def test_accumulator_loops_run_each_steps_adjoint_in_the_step(f, fused):
+    """A loop whose carried values that need gradients are running sums (``s += e``, ``e``
+    reading none of them) runs each step's adjoint right after the step, in one loop: no
+    stack saved, no loop counting down; its gradients match finite differences and the plain
+    form, in both forms. Not where a carried value read by the step needs a gradient
+    (``s += x[i] * p; p = x[i]``), nor for two sums whose cotangents come after the loop."""
+    args = _accumulator_args(np.random.default_rng(5))[f]
+    diff = [i for i, a in enumerate(args) if isinstance(a, np.ndarray)]
+    value = f(*args)
+    grads = {}
+    for buffers in (False, True):
+        df = ys.simplegrad(f, *args, buffers=buffers)
+        text = ys.source(df)
+        loops = re.findall(r"^ +for \w+ in range\(", text, re.M)
+        assert len(loops) == (1 if fused else 4 if f is inner_sums else 2), text
+        assert ("-1, -1)" in text) is not fused          # a loop counting down
+        for _ in range(2):
+            got = df(*args)
+            assert np.allclose(got[0], value, rtol=1e-13)
+            for i in diff:
+                np.testing.assert_allclose(got[1 + i], numerical_grad(f, list(args), i),
+                                           rtol=1e-6, atol=1e-8)
+            grads[buffers] = got[1:]
+    for plain, fast in zip(grads[False], grads[True]):
+        if plain is not None:
+            np.testing.assert_allclose(fast, plain, rtol=1e-13, atol=1e-15)
+
+
+def test_the_ring_loop_reads_like_its_handwritten_gradient():
+    """The ring workload's gradient: one loop computing the value and the gradient, the
+    gradient's elements Python floats in a list, as tools/workloads.py's ring_hand."""
+    x = np.random.default_rng(0).standard_normal(50)
+    text = ys.source(ys.simplegrad(cyclic, x))
+    assert "    s = 0.0\n    dx = [0.0] * 50\n    x_1 = x.tolist()\n    for i in range(50):\n" \
+        in text
+    loop = [line.strip() for line in text.split("for i in range(50):\n")[1].splitlines()
+            if not line.strip().startswith("#")]
+    assert loop[:7] == ["t1 = x_1[i]", "t3 = (i + 1) % 50", "t4 = x_1[t3]", "t5 = t4 * t4",
+                        "s = s + t1 * t5", "dx[t3] += t1 * 2.0 * t4",     # a float: inline
+                        "dx[i] += t5"], loop
+    squared = ys.source(ys.simplegrad(ring_squared, x))     # 2 s known after the loop:
+    assert "    ds = 2.0 * s\n" in squared and "xp.multiply(ds, dx_part1, " in squared  # scaled
+    assert squared.index("# -- forward --") < squared.index(" in range(50):\n") \
+        < squared.index("# -- backward --") < squared.index("    ds = 2.0 * s\n")

@@ -69,6 +69,8 @@ def transpose(ev: Evaluator, stmts: list[Stmt], inputs: list[Var],
 
 
 class _Sweep:
+    in_region = False       # the sweep of a loop region's step (region_backward.py)
+
     @classmethod
     def linear(cls, ev: Evaluator) -> "_Sweep":
         """A sweep with no tape of its own, for ``transpose`` and forward.py's fitting."""

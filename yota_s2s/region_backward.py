@@ -54,6 +54,7 @@ def sweep_region(sweep, stmt: Stmt) -> None:
     sub = _Sweep.__new__(_Sweep)
     sub.tape, sub.ev, sub.rules, sub.active = body, ev, rules, act
     sub.full, sub.scatter, sub.primals = {}, {}, sweep.primals
+    sub.in_region = True
     sub.home = list(body.stmts)
     facts = Analysis(body)      # terms that cancel within one step (RuleSet.cancels)
     sub.cancelled = set().union(*(check(body, facts) for check in rules.cancellations))
@@ -94,6 +95,8 @@ def sweep_region(sweep, stmt: Stmt) -> None:
         acc_out[k] = buf
     back = ev.stmts
     ev.stmts = outer_stmts
+    if _accumulator_loop(sweep, stmt, sub, back, cot, cot_out, acc_in, acc_out, dys):
+        return
 
     # what the backward step reads of the forward step: saved per step, or an invariant
     made_fwd = {v for s in sub.home for v in s.outs} | set(loop.carried)
@@ -333,6 +336,85 @@ def _rematerialized(reads: dict, again, producer: dict, loop: Loop) -> set:
         if sources[v] <= set(kept) | {c for c in reads if c is not v and c not in done}:
             done |= chain[v]
     return done
+
+
+def _accumulator_loop(sweep, stmt: Stmt, sub, back: list[Stmt], cot: dict, cot_out: dict,
+                      acc_in: dict, acc_out: dict, dys: list) -> bool:
+    """An *accumulator loop*: every carried value that needs a gradient is a running sum
+    (``s = s + e``, ``e`` reading no carried value that needs one), so its cotangent is the
+    same in every step (``cot_out[c] is cot[c]``) and each step's adjoint is linear in it.
+    Then nothing is saved and no loop runs backwards: each step's adjoint runs right after
+    the step, in the same loop, and the invariants' gradients are sums the loop carries::
+
+        for i in range(n):
+            t = x[(i + 1) % n]
+            t2 = t * t
+            s = s + x[i] * t2
+            dx[(i + 1) % n] += x[i] * 2.0 * t       # the adjoint, at ds = 1.0 (folded)
+            dx[i] += t2
+
+    The sums' cotangents are known before the loop where they are constants (``s`` is the
+    result: 1.0); else, for one scalar sum (``loss = s ** 2`` after the loop), the loop adds
+    up the adjoint at ``ds = 1.0`` and the gradients are scaled once after it
+    (``dx = ds * dx_part1``). Not for several sums whose cotangents come after the loop (the
+    two loops run then), nor for a step with a region of its own, nor for a region inside
+    another's step (the enclosing step's adjoint would read the sums: a stack of them, one
+    gradient of every invariant per step). Replaces the region with the fused one and
+    returns True; False where the loop is not one."""
+    ev, rules = sweep.ev, sweep.rules
+    loop: Loop = loop_of(stmt)
+    body = loop.body
+    if sweep.in_region or not cot or any(cot_out[c] is not cot[c] for c in cot) \
+            or any(loop_of(s) is not None or s.prim.inplace for s in sub.home):
+        return False
+    dinit = {c: dys[loop.carried.index(c)] for c in cot}
+    if any(d is None for d in dinit.values()):
+        return False
+    constant = not any(isinstance(d, Var) for d in dinit.values())
+    if not constant and (len(cot) != 1 or next(iter(cot)).aval.shape != ()):
+        return False
+    # the step, then its adjoint; the sums' cotangents are invariants of numbers (folded)
+    n, names = loop.ncarry, tuple(body.params)
+    pname = dict(zip(loop.invariants, names[1 + n:]))
+    cname = dict(zip(loop.carried, names[1:1 + n]))
+    accs = list(acc_in)
+    seeds = [to_tree(d) if constant else Lit(1.0) for d in dinit.values()]
+    carried = loop.carried + [acc_in[k] for k in accs]
+    inputs = [Input(loop.index, 0)] + [Input(v, i + 1) for i, v in enumerate(carried)] + \
+        [Input(v, 1 + len(carried) + i) for i, v in enumerate(loop.invariants + list(cot.values()))]
+    params = names[:1 + n] + tuple("d" + pname[k] for k in accs) + names[1 + n:] + \
+        tuple("d" + cname[c] for c in cot)
+    made_back = {v for s in back for v in s.outs}
+    fused_body = body.copy(inputs=inputs, stmts=list(sub.home) + back, params=params,
+                           result=tuple(body.result) + tuple(to_tree(acc_out[k]) for k in accs),
+                           owned=body.owned | frozenset(acc_in[k] for k in accs),
+                           primals={**body.primals, **{v: sweep.primals[v] for v in made_back
+                                                       if v in sweep.primals}})
+    fused = Loop(fused_body, loop.length, len(carried),
+                 fresh=tuple(loop.fresh) + (True,) * len(accs), reverse=loop.reverse,
+                 source=loop.source)
+    outer = dict(zip(loop.operand_vars(), stmt.args))
+    grads = tuple(Var(k.aval, grad_of=outer[k] if isinstance(outer[k], Var) else None)
+                  for k in accs)
+    for g, k in zip(grads, accs):
+        ev.values[g] = _zeros(k.aval)
+    where = next(i for i, s in enumerate(sweep.home) if s is stmt)
+    sweep.home[where] = Stmt(tuple(stmt.outs) + grads, loop_primitive(fused, params[1:]),
+                             tuple(stmt.args) + tuple(seeds), (("loop", fused),), stmt.loc,
+                             stmt.rule)
+    ev.loc_override, ev.rule_text = stmt.loc, "a running sum's first value: the sum's gradient"
+    for c, d in dinit.items():
+        init = outer.get(c)
+        if isinstance(init, Var) and init in sweep.active:
+            sweep.accumulate(init, sweep.fit(d, init.aval))
+    (ds,) = dinit.values() if not constant else (None,)
+    for k, g in zip(accs, grads):
+        if outer[k] in sweep.active:
+            if ds is not None:
+                ev.rule_text = "the loop's adjoint at ds = 1.0, scaled by ds"
+                g = sweep.emit(rules.lookup(operator.mul), [ds, g], {}, grad_of=outer[k])
+            sweep.accumulate(outer[k], sweep.fit(g, outer[k].aval))
+    return True
 
 
 def _carried_primals(loop: Loop, cot: dict[Var, Var]) -> dict[Var, Var]:

@@ -465,3 +465,96 @@ def stencil(vx, vy, f):
 def stencil_args(n=6, m=5, seed=0):
     r = np.random.default_rng(seed)
     return r.random((n, m)), r.random((n, m)), r.random((n, m))
+
+
+# -- accumulator loops (region_backward._accumulator_loop): each step's adjoint in the step --
+# (``cyclic`` above is one: the ring workload)
+
+def ring_squared(x):
+    """The sum's gradient is known only after the loop (``2 s``): the loop adds up each step's
+    adjoint at ``ds = 1`` and the gradient is scaled once after it."""
+    n = x.shape[0]
+    s = 0.0
+    for i in range(n):
+        s = s + np.sin(x[i]) * x[(i + 1) % n]
+    return s ** 2
+
+
+def two_sums(x, w):
+    """Two running sums, both returned as they are (their cotangents are constants)."""
+    a = 0.0
+    b = 0.0
+    for i in range(x.shape[0]):
+        a += x[i] * w
+        b -= np.cos(x[i] * w)
+    return a + 2.0 * b
+
+
+def two_sums_multiplied(x, w):
+    """Two running sums whose cotangents are known only after the loop: two loops."""
+    a = 0.0
+    b = 0.0
+    for i in range(x.shape[0]):
+        a += x[i] * w
+        b += np.cos(x[i] * w)
+    return a * b
+
+
+def previous_product(x):
+    """``p`` is carried and needs a gradient, ``s`` reads it: not an accumulator loop."""
+    s = 0.0
+    p = 0.5
+    for i in range(x.shape[0]):
+        s += x[i] * p
+        p = x[i] * 1.0
+    return s
+
+
+def minibatch(W, b, X, Y):
+    """``loss += f(X[i], W)`` over minibatches of arrays: no stacks saved, one loop."""
+    loss = 0.0
+    for i in range(X.shape[0]):
+        h = np.tanh(X[i] @ W + b)
+        loss = loss + np.mean((h - Y[i]) ** 2)
+    return loss / X.shape[0] + 0.1 * np.sum(W * W)
+
+
+def minibatch_squared(W, X):
+    """An array loss summed in the loop, squared after it (the cotangent comes after)."""
+    loss = 0.0
+    for i in range(X.shape[0]):
+        loss = loss + np.sum(np.tanh(X[i] @ W))
+    return loss ** 2
+
+
+def decayed_sum(x, W):
+    """Counting down, with a carried value that needs no gradient (``q``, read by the step
+    where it is at that step) and an array sum of the step's products."""
+    s = np.zeros(3)
+    q = 1.0
+    for i in reversed(range(x.shape[0])):
+        s = s + q * np.tanh(W @ x[i])
+        q = q * 0.5 + 0.25
+    return np.sum(s * s)
+
+
+def decayed_total(x, W):
+    """``decayed_sum`` with a scalar sum that is the result: one loop, counting down."""
+    s = 0.0
+    q = 1.0
+    for i in reversed(range(x.shape[0])):
+        s = s + q * np.sum(np.tanh(W @ x[i]))
+        q = q * 0.5 + 0.25
+    return s
+
+
+def inner_sums(W, xs):
+    """An accumulator loop inside another loop's step: two loops each (the outer step's
+    adjoint would otherwise read the inner sums' gradients, saved for every outer step)."""
+    total = 0.0
+    for t in range(xs.shape[0]):
+        s = 0.0
+        for k in range(8):
+            s = s + np.sum(np.tanh(W @ xs[t] * k))
+        total = total + s * s
+    return total

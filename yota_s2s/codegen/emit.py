@@ -91,7 +91,8 @@ class Emitter:
                  calls: dict[Primitive, str] | None = None, fast: bool = False,
                  roots: dict[str, str] | None = None, blocked: bool = True,
                  inline: set[Var] = frozenset(), named: set[Var] = frozenset(),
-                 plan: frozenset | None = None, carried: dict[Var, Var] | None = None):
+                 plan: frozenset | None = None, carried: dict[Var, Var] | None = None,
+                 floats: set[Var] = frozenset()):
         """``inline``: more temporaries written inside their one reader's expression, where
         the caller has checked that nothing they read is written before that reader runs;
         ``named``: temporaries that get a statement and a name of their own; ``plan``: plan
@@ -104,10 +105,11 @@ class Emitter:
         self.calls = calls or {}          # user functions: how the module's imports name them
         self.roots = roots or {}          # user modules read at call time: how they are named
         facts = Analysis(tape)
-        self.scalars = plan_scalars(tape, facts) if fast else ScalarPlan()
+        self.scalars = plan_scalars(tape, facts) if fast else ScalarPlan(floats=set(floats))
         self.inlined = (_inlinable(tape, facts, self.scalars.floats) | set(inline)) - set(named) \
             - set(self.scalars.elements) \
-            - set(self.scalars.unpacked)        # read by name: x0, x1 = x.tolist()
+            - set(self.scalars.unpacked) \
+            - self.scalars.powers       # read by name: x0, x1 = x.tolist(); t3 = x7 ** 3.0
         if fast or plan is not None:     # what is written into an array is a statement of its own
             squares = _squares_summed(tape, self.inlined) if plan is not None else set()
             self.inlined -= {s.out for s in tape.stmts if s.outs and writer(s)

@@ -91,10 +91,9 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
                           name=em.tape.name)
         named.namer = inner
         sub = Emitter(named, taken=taken, calls=em.calls, fast=False, roots=em.roots,
-                      inline=summed, named=squared, plan=plan, carried=carried)
+                      inline=summed, named=squared, plan=plan, carried=carried, floats=floats)
         sub.dot_sums = em.fast
         sub.enclosing = em              # module-level names (_ONES_n) are the function's
-        sub.scalars.floats |= floats
         for k, name in keep.items():
             if sub.names[k] != name:
                 raise AssertionError(f"loop invariant {name} renamed {sub.names[k]}")

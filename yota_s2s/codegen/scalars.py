@@ -24,6 +24,14 @@ a numpy array. Divisions and non-integer powers of Python floats are written ``x
 An integer literal in ``+ - *`` with a Python float, or as its exponent, is written as the float
 it converts to (``3.0 * x2``, ``x7 ** 3.0``, the same bits): CPython multiplies two floats in
 about half the time it takes to convert an int first.
+
+Where numpy gives inf or nan, so does the generated code, never an exception: a square is
+``t * t`` (``t ** 2.0`` may raise OverflowError); a higher power ``x7 ** 3.0`` (C's ``pow``,
+as numpy's, not ``x7 * x7 * x7``, which rounds twice) is tried, and on OverflowError is
+``xp.power``'s (``_power`` below); a division is ``xp.divide``. ``+ - *`` of Python floats give
+numpy's bits, overflow included, but do not signal it: no RuntimeWarning, and no
+FloatingPointError under ``np.errstate(over="raise")`` (the plain form's numpy scalars do).
+A power that overflows signals as numpy does (it goes through ``xp.power``).
 """
 from __future__ import annotations
 
@@ -57,6 +65,7 @@ class ScalarPlan:
     chain_ends: set[Var] = field(default_factory=set)       # where the array is made
     once: set[Var] = field(default_factory=set)    # zeros Vars whose elements are written once
     together: set[Var] = field(default_factory=set)     # ... by steps that follow each other
+    powers: set[Var] = field(default_factory=set)   # ``x ** n``, n >= 3: Python may raise
 
     def numpy_form(self, stmt: Stmt) -> str | None:
         """``xp.divide`` where a Python float meets an operation Python would do differently."""
@@ -119,6 +128,8 @@ def _plan(tape: Tape, arrays: set[Var]) -> ScalarPlan:
             plan.floats.add(stmt.out)
         elif _is_float_op(stmt, plan.floats):
             plan.floats.add(stmt.out)
+            if stmt.prim.fn is operator.pow and stmt.args[1].value >= 3:
+                plan.powers.add(stmt.out)
     _plan_chains(tape, plan)
     return plan
 
@@ -256,6 +267,8 @@ def _index(stmt: Stmt) -> int:
 def scalar_statement(emitter, stmt: Stmt) -> list[ast.stmt] | None:
     """The statements for ``stmt`` in scalar mode, or None when it is written as usual."""
     plan, names = emitter.scalars, emitter.scalar_names
+    if stmt.outs and stmt.out in plan.powers:
+        return [_power(emitter, stmt)]
     if stmt.outs and stmt.out in plan.elements:
         array, _ = plan.elements[stmt.out]
         if array in emitter.unpacked_done:
@@ -279,6 +292,27 @@ def scalar_statement(emitter, stmt: Stmt) -> list[ast.stmt] | None:
     if stmt.out in plan.chain_ends:
         body += _made(emitter, stmt.out, ast.List(elements))
     return body
+
+
+def _power(emitter, stmt: Stmt) -> ast.Try:
+    """``x ** n`` of a Python float, where Python raises OverflowError and numpy gives inf
+    (``1e200 ** 3``): numpy's value then, with numpy's warning (or its FloatingPointError
+    under ``np.errstate(over="raise")``), as the plain form's numpy scalars give. A ``try``
+    costs nothing until it catches (a call of a helper would cost each power ~25 ns)::
+
+        try:
+            t3 = x7 ** 3.0
+        except OverflowError:
+            t3 = float(xp.power(x7, 3.0))
+    """
+    target = ast.Name(emitter.names[stmt.out])
+    base = emitter.atom(stmt.args[0])
+    exponent = float_literal(emitter, stmt, stmt.args[1]) or emitter.atom(stmt.args[1])
+    power = ast.Call(ast.Attribute(ast.Name("xp"), "power", ast.Load()), [base, exponent], [])
+    numpy = ast.Call(ast.Name("float"), [power], [])
+    return ast.Try([ast.Assign([target], ast.BinOp(base, ast.Pow(), exponent), lineno=0)],
+                   [ast.ExceptHandler(ast.Name("OverflowError"), None,
+                                      [ast.Assign([target], numpy, lineno=0)])], [], [])
 
 
 def _written_once(emitter, stmt: Stmt, root: Var) -> tuple[list[ast.stmt], list[ast.expr]]:

@@ -52,8 +52,8 @@ MODULE_NAMES = frozenset({"xp", "math", "threading", "GuardError", "_mismatch", 
                           "_deliver", "_out_entry", "_check_out", "_overlap", "_shared",
                           "_work_arrays", "WORK_ARRAYS", "_local", "_"})
 BUILTINS_USED = frozenset({"float", "int", "complex", "len", "isinstance", "getattr", "hasattr",
-                           "repr", "slice", "tuple", "list", "TypeError", "ValueError", "None",
-                           "True", "False"})
+                           "repr", "slice", "tuple", "list", "TypeError", "ValueError",
+                           "OverflowError", "None", "True", "False"})
 RESERVED = MODULE_NAMES | BUILTINS_USED
 # Names that values other than parameters avoid, for the reader (a temporary is never ``sum``);
 # a parameter keeps them (``self``).
