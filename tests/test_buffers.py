@@ -154,15 +154,15 @@ def test_polynomial_runs_on_python_floats():
         "        t3 - 3.0 * (t8 * x7),\n" in text                    # an element a line
     # the floats go straight into the returned array: one xp.asarray, or the caller's out=
     # (``a[...] = list`` stores element by element: no array made on the way, issue 14)
-    assert "    if out is None or out[0] is None:\n        dx = xp.asarray(dx)\n    else:\n" \
-        "        out[0][...] = dx\n        dx = out[0]\n" in text
-    # the common out= (a list or tuple of arrays made for it) is told apart inline
+    assert "    if out is None or (dx_out := out[0]) is None:\n        dx = xp.asarray(dx)\n" \
+        "    else:\n        dx_out[...] = dx\n        dx = dx_out\n" in text
+    # the common out= (a list or tuple of arrays made for it) is told apart inline, each entry
+    # read once
     assert "        if ((out.__class__ is not list and out.__class__ is not tuple) or len(out) != 1\n" \
         "                or x.base is not None\n" \
-        "                or out[0].__class__ is not xp.ndarray or out[0].base is not None\n" \
-        "                or out[0].shape != (8,) or out[0].dtype is not _float64\n" \
-        "                or not out[0].flags.writeable\n" \
-        "                or out[0] is x):\n            _check_out('polynomial_grad', out, 1, [x], " \
+        "                or (out0 := out[0]).__class__ is not xp.ndarray or out0.base is not None\n" \
+        "                or out0.shape != (8,) or out0.dtype is not _float64 or not out0.flags.writeable\n" \
+        "                or out0 is x):\n            _check_out('polynomial_grad', out, 1, [x], " \
         "[(0, (8,), _float64)], ())\n" in text
     assert "return _float64_scalar(polynomial), dx\n" in text    # numpy's float64, as traced
     assert "x.dtype != _float64" in text and "\n_float64 = xp.dtype(xp.float64)\n" in text
@@ -447,8 +447,10 @@ def test_long_elementwise_chains_run_in_blocks_and_agree_with_the_plain_form(fn,
     text = ys.source(fast)
     assert "in blocks of" in text and "for start in range(0, " in text
     assert "in blocks of" not in ys.source(plain)
-    if fn is long_chain:            # every work array lives inside the loop: one block each
-        assert {s for s, _, _ in ys.memory_report(fast).arrays} == {(blocks.BLOCK,)}
+    if fn is long_chain:            # every work array lives inside the loop: one block each,
+        # and the sum of each block goes through a 0-d one (t5.sum(out=buf9)[()])
+        assert {s for s, _, _ in ys.memory_report(fast).arrays} == {(blocks.BLOCK,), ()}
+        assert re.search(r"chain \+= t\d+\.sum\(out=buf\d+\)\[\(\)\]", text)
     expected = plain(*args)
     for _ in range(2):                                          # work arrays reused
         got = fast(*args)
@@ -627,7 +629,7 @@ def test_half_angle_work_arrays_are_one_block_each_and_shared_by_later_operands(
     df = halfangle_module(long_chain, x)
     held = [v for _, _, v in ys.memory_report(df).arrays]
     assert "t_x" in held and "d_x" in held
-    assert {s for s, _, _ in ys.memory_report(df).arrays} == {(blocks.BLOCK,)}
+    assert {s for s, _, _ in ys.memory_report(df).arrays} == {(blocks.BLOCK,), ()}   # (): sums
     y = np.ones(HALF)
     old, halfangle.ENABLED = halfangle.ENABLED, True
     try:
@@ -703,9 +705,9 @@ def test_recomputed_forward_values_hold_less_memory_and_change_no_bit():
     plain = ys.simplegrad(logreg, *args, buffers=False, wrt={0, 1})
     text = ys.source(fast)
     assert text.count("# rule recompute: a cheap forward value") == 2
-    assert "t10 = xp.subtract(1.0, p, out=buf5)\n    t10 += 1e-09\n" in text
+    assert "t10 = xp.subtract(_1_0, p, out=buf5)\n    t10 += _1e_09\n" in text
     report = ys.memory_report(fast)
-    assert [shape for shape, _, _ in report.arrays] == [(10000,)] * 6
+    assert [shape for shape, _, _ in report.arrays] == [(10000,)] * 6 + [()]   # (): b, sums
     for _ in range(3):
         args = (r.standard_normal(20) * 0.1, float(r.standard_normal()),
                 r.standard_normal((10000, 20)), (r.random(10000) > 0.5) * 1.0)
@@ -728,7 +730,7 @@ def test_work_arrays_live_in_returned_arrays_not_yet_written():
     fast = ys.simplegrad(seed, *args)
     plain = ys.simplegrad(seed, *args, buffers=False)
     text = ys.source(fast)
-    assert "    buf3, = _work_arrays()\n" in text
+    assert "    buf3, buf4 = _work_arrays()\n" in text       # buf4: 0-d, for the sum
     # each returned array made where its first work array is first written (W @ x's numpy
     # broadcasting buffer is allocated before dx is)
     assert "    dW_mem = _result(out, 0, (128, 784))\n" \
@@ -737,9 +739,9 @@ def test_work_arrays_live_in_returned_arrays_not_yet_written():
     assert "    dx_mem = _result(out, 2, (784, 100))\n" \
            "    buf2 = dx_mem.ravel('K')[0:784].reshape((784,))\n" \
            "    t4 = xp.matmul(x, _ONES_100, out=buf2)\n" in text
-    assert text.index("seed = t1.sum()") < text.index("dx_mem = ")
+    assert text.index("seed = t1.sum(out=buf4)[()]") < text.index("dx_mem = ")
     assert "    dW = dW_mem\n" in text and "    dx = dx_mem\n" in text
-    assert [shape for shape, _, _ in ys.memory_report(fast).arrays] == [(784,)]
+    assert [shape for shape, _, _ in ys.memory_report(fast).arrays] == [(784,), ()]  # (): sum
     assert "2 more in the memory of returned gradients" in text
     for call in range(4):
         args = (r.random((128, 784)), r.random(128), r.random((784, 100)))
@@ -820,15 +822,47 @@ def _seed_args(rng):
     return rng.standard_normal((128, 64)), rng.standard_normal(128), rng.standard_normal((64, 100))
 
 
-# (name, loss, arguments, bytes of array data a call with out= may allocate): numpy makes a 0-d
-# array of 8 bytes for the result of a reduction to a scalar (``t.sum()``, ``xp.vdot(h, h)``)
-# before it hands back the numpy scalar, and for a Python number operand of a ufunc
-# (``xp.subtract(1.0, t, out=t)``), one at a time, as in a handwritten gradient; nothing else.
+def _logreg(w, b, X, y):
+    p = 1 / (1 + np.exp(-(X @ w + b)))
+    return -np.mean(y * np.log(p + 1e-9) + (1 - y) * np.log(1 - p + 1e-9))
+
+
+def _logreg_args(rng):                   # b: a Python float, read by a ufunc (t1 += b)
+    return (rng.standard_normal(20) * 0.1, 0.1, rng.standard_normal((2000, 20)),
+            (rng.random(2000) > 0.5) * 1.0)
+
+
+def _scaled_by_its_sum(x):
+    """Numbers made at run time (a sum, a mean; their gradients) read by ufuncs."""
+    s = np.sum(x)
+    return np.sum(np.exp(x / s) * np.mean(x)) + s * s
+
+
+def _float32(x, w):
+    return np.sum(np.tanh(x * w + 0.5) * 2.0)
+
+
+def _float32_args(rng):
+    return (rng.standard_normal(1000).astype(np.float32),
+            rng.standard_normal(1000).astype(np.float32))
+
+
+# (name, loss, arguments, bytes of array data a call with out= may allocate): none. numpy
+# would make a 0-d array of 8 bytes for the result of a reduction to a number (``t.sum()``,
+# ``xp.vdot(h, h)``) and for a number operand of a ufunc (``xp.subtract(1.0, t, out=t)``,
+# ``t1 += b`` for a float b); the buffered form reads numbers from 0-d arrays instead (the
+# module's, made once, and a 0-d work array).
 STEADY_OUT = [
     ("scalar mode", models.polynomial, lambda rng: (rng.standard_normal(8),), 0),
-    ("array mode, a broadcast bias add", models.seed_loss, _seed_args, 8),
-    ("array mode, an MLP", models.mlp, lambda rng: mlp_args(rng, batch=256), 8),
-    ("a loop region with a planned body", loops.rnn_summed, _rnn_args, 8),
+    ("array mode, a broadcast bias add", models.seed_loss, _seed_args, 0),
+    ("array mode, an MLP", models.mlp, lambda rng: mlp_args(rng, batch=256), 0),
+    ("reductions and number operands, a float argument", _logreg, _logreg_args, 0),
+    ("numbers made at run time read by ufuncs", _scaled_by_its_sum,
+     lambda rng: (rng.random(1000) + 0.5,), 0),
+    ("float32 operands and literals", _float32, _float32_args, 0),
+    ("a long chain in blocks, with a sum", long_chain,
+     lambda rng: (rng.standard_normal(2 * 32768 + 3),), 0),
+    ("a loop region with a planned body", loops.rnn_summed, _rnn_args, 0),
     ("a loop over Python floats", loops.ring, _ring_args, 0),
 ]
 
@@ -862,7 +896,7 @@ def test_out_of_the_common_kind_is_told_apart_inline_and_anything_else_checked_i
     df = ys.simplegrad(_matrix_loss, W, b)
     value, dW, db = df(W, b)
     text = ys.source(df)
-    assert "or out[0] is W or out[1] is b):\n" in text
+    assert "or out0 is W or out1 is b):\n" in text
     for out in ([np.empty((3, 3)), np.empty(3)], (np.empty((3, 3)), np.empty(3))):
         got = df(W, b, out=out)
         assert got[1] is out[0] and got[2] is out[1]
