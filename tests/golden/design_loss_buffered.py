@@ -42,8 +42,8 @@ _ONES_2 = xp.ones(2)
 
 # Numbers that ufuncs read, as 0-d arrays of their dtype made once (numpy makes a 0-d array of a
 # Python number on every call); never written.
-_0_25 = xp.asarray(0.25)
-_1_0 = xp.asarray(1.0)
+_0_25 = xp.array(0.25)
+_1_0 = xp.array(1.0)
 
 
 WORK_ARRAYS = [    # shape, dtype, the values that live in it

@@ -148,7 +148,7 @@ class Emitter:
             if id(group) not in self.lent_arrays:
                 self.lent_arrays[id(group)] = self.names.fresh(
                     self.names[group.members[-1]] + "_mem")
-        self.dot_sums = fast      # ``xp.vdot(h, h)`` for ``np.sum(h ** 2)`` (loops.py sets it)
+        self.dot_sums = fast      # a dot product for ``np.sum(h ** 2)`` (loops.py sets it)
         self.lists: set[Var] = set()      # values a loop made as Python lists (loops.py)
         self.list_names: dict[Var, str] = {}      # an argument -> its x.tolist() (loops.py)
         self.body_names: set[str] = set()         # names loop bodies assign (loops.py)
@@ -189,7 +189,7 @@ class Emitter:
         return self.ones[key]
 
     def number_array(self, value: float, dtype: np.dtype, avoid: frozenset = frozenset()) -> str:
-        """The module-level 0-d array of ``value`` in ``dtype`` (``_1_0 = xp.asarray(1.0)``,
+        """The module-level 0-d array of ``value`` in ``dtype`` (``_1_0 = xp.array(1.0)``,
         workspace.prelude), for a number a ufunc reads: numpy makes a new 0-d array of a
         Python number on every call (8 bytes of array data, a quarter microsecond). A loop
         body's is its function's, named apart from the names the body assigns."""
@@ -500,7 +500,8 @@ def _python_number(atom: Any, floats: set[Var]) -> bool:
 def _sum_of_squares(em: Emitter, stmt: Stmt) -> Var | None:
     """``x`` where ``stmt`` is ``np.sum(x ** 2)`` (or ``x * x``) over a whole float64 array,
     the square written inline: one BLAS dot product, ``xp.vdot(x, x)``, with no array made
-    for the square."""
+    for the square (``xp.matmul(x.ravel(), x.ravel(), out=buf4)[()]`` where numbers go through
+    0-d arrays: ``numbers_in_arrays``)."""
     (square_,) = stmt.args if len(stmt.args) == 1 and not stmt.params else (None,)
     made = em.made_by.get(square_) if square_ in em.inlined else None
     if made is None:
@@ -520,7 +521,8 @@ def _sum_of_squares(em: Emitter, stmt: Stmt) -> Var | None:
 
 def _squares_summed(tape: Tape, inlined: set[Var]) -> set[Var]:
     """The squares written inline into a whole-array sum (``np.sum(h ** 2)``): a loop body
-    (loops.py sets ``dot_sums``) writes that sum as ``xp.vdot(h, h)``, with no array made."""
+    (loops.py sets ``dot_sums``) writes that sum as a dot product (``_sum_of_squares``), with no
+    array made."""
     made = {s.out: s for s in tape.stmts if s.outs}
     found = set()
     for stmt in tape.stmts:

@@ -206,8 +206,8 @@ def prelude(emitter) -> str:
     if emitter.numbers:
         parts.append("\n# Numbers that ufuncs read, as 0-d arrays of their dtype made once (numpy makes a "
                      "0-d array of a\n# Python number on every call); never written.\n" + "\n".join(
-                         f"{name} = xp.asarray({literal_text(float(value))})" if dtype == "float64"
-                         else f"{name} = xp.asarray({literal_text(float(value))}, xp.{dtype})"
+                         f"{name} = xp.array({literal_text(float(value))})" if dtype == "float64"
+                         else f"{name} = xp.array({literal_text(float(value))}, xp.{dtype})"
                          for (value, dtype), name in emitter.numbers.items()) + "\n")
     if len(memory.slots) > len(memory.lent):
         rows = []
@@ -246,10 +246,12 @@ def header_lines(emitter, tape: Tape) -> list[str]:
         lines.append("Sums along an axis of a matrix are written as products with a vector of "
                      "ones (_ONES_n), which BLAS computes several times faster.")
     if emitter.numbers or emitter.number_slots:
+        slots = [emitter.slot_names[k] for k in emitter.number_slots.values()]
         ways = (["the numbers ufuncs read are made once (_1_0 for 1.0)"] if emitter.numbers
-                else []) + [f"a number made at run time goes into {emitter.slot_names[k]} "
-                            f"(.sum(out={emitter.slot_names[k]})[()], or .fill(number) before "
-                            "a ufunc reads it)" for k in emitter.number_slots.values()]
+                else []) + ([f"a number made at run time goes into {' or '.join(slots)}"
+                             + (" (one per dtype)" if len(slots) > 1 else "")
+                             + f" (.sum(out={slots[0]})[()], or .fill(number) before a ufunc "
+                             "reads it)"] if slots else [])
         lines.append("Numbers go through 0-d arrays, where numpy would make a new one on each "
                      "call: " + "; ".join(ways) + ".")
     if len(memory.slots) > len(memory.lent):

@@ -142,8 +142,7 @@ def _numbers(em, stmt: Stmt) -> tuple[list[ast.stmt], dict[int, ast.expr]]:
         if isinstance(atom, Lit) and (type(atom.value) is float or isinstance(
                 atom.value, np.floating) or type(atom.value) is int and abs(atom.value) <= 2 ** 53):
             dtype = atom.value.dtype if isinstance(atom.value, np.generic) else array
-            if dtype is not None and dtype.name in _FLOATS \
-                    and float(dtype.type(atom.value)) == atom.value:
+            if dtype is not None and dtype.name in _FLOATS and _exact(atom.value, dtype):
                 numbers[i] = ast.Name(em.number_array(float(atom.value), dtype))
         elif isinstance(atom, Var) and (atom.aval.ndim == 0 or atom in em.scalars.floats) \
                 and not filled and array is not None and not set(inlined) - {atom}:
@@ -154,6 +153,13 @@ def _numbers(em, stmt: Stmt) -> tuple[list[ast.stmt], dict[int, ast.expr]]:
                                                               ast.Load()), [em.atom(atom)], [])))
                 numbers[i] = ast.Name(slot)
     return filled, numbers
+
+
+def _exact(value, dtype: np.dtype) -> bool:
+    """Does ``dtype`` hold ``value`` exactly (NaN too)?"""
+    with np.errstate(all="ignore"):
+        held = float(dtype.type(value))
+    return held == value or (held != held and value != value)
 
 
 def sum_as_product(em, stmt: Stmt) -> list[ast.expr] | None:
