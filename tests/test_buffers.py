@@ -887,6 +887,55 @@ def test_a_steady_state_call_with_out_allocates_no_array(name, fn, make_args, ar
     assert allocated(lambda: [0.0] * 1000).arrays == 0 < allocated(lambda: [0.0] * 1000).peak
 
 
+def _literals(x, y):
+    a = np.where(x > 0.25, x * 3, -0.0 * x)
+    b = np.maximum(a, -np.inf) + np.minimum(y, 1e300) * 2
+    c = np.exp(-x * 0.5) ** 3.0 + np.tanh(b) / 7 + np.float32(0.5) * x
+    return np.sum(c * c) + np.mean(x) * np.sum(y) + np.max(x)
+
+
+def _run_time_numbers(x, s):
+    return np.sum(np.sin(x * s) + s) * s + np.prod(x[:3])
+
+
+@pytest.mark.parametrize("fn, dtype", [(_literals, np.float64), (_literals, np.float32),
+                                       (_run_time_numbers, np.float64),
+                                       (_run_time_numbers, np.float32),
+                                       (_literals, np.float16)])
+def test_numbers_read_from_0d_arrays_keep_numpys_dtypes_and_values(fn, dtype):
+    """The 0-d arrays numbers go through (issue 14) are in the dtype numpy converts each number
+    to: a Python number takes the array's (``_0_5_FLOAT32``), a numpy scalar keeps its own, a
+    number the dtype cannot hold exactly (1e300 in float32) stays a number; -0.0, -inf and a
+    float argument (``buf.fill(s)``) included, the buffered form returns what the plain form
+    does, bit for bit and type for type, with out= and without."""
+    rng = np.random.default_rng(4)
+    x = rng.random(50).astype(dtype)
+    args = (x, rng.random(50).astype(dtype)) if fn is _literals else (x, 0.7)
+    with np.errstate(over="ignore"):
+        fast = ys.simplegrad(fn, *args)
+        plain = ys.simplegrad(fn, *args, buffers=False)
+        want = plain(*args)
+        got = fast(*args)
+        out = [np.empty_like(g) if isinstance(g, np.ndarray) else None for g in got[1:]]
+        given = fast(*args, out=out)
+    for g, o, w in zip(got, given, want):
+        assert type(g) is type(w) and np.asarray(g).dtype == np.asarray(w).dtype
+        np.testing.assert_array_equal(g, w)
+        np.testing.assert_array_equal(o, w)
+    text = ys.source(fast)
+    suffix = "" if dtype == np.float64 else f"_{np.dtype(dtype).name.upper()}"
+    kind = "" if dtype == np.float64 else f", xp.{np.dtype(dtype).name}"
+    if fn is _literals:
+        assert f"\n_MINUS_0_0{suffix} = xp.array(-0.0{kind})\n" in text
+        assert f"\n_MINUS_INF{suffix} = xp.array(-xp.inf{kind})\n" in text
+        assert "\n_0_5_FLOAT32 = xp.array(0.5, xp.float32)\n" in text     # np.float32(0.5)
+        # 1e300: a 0-d float64 array; no float32 or float16 holds it, there it stays a number
+        assert ("\n_1e300 = xp.array(1e+300)\n" in text) == (dtype == np.float64)
+        assert (", 1e+300, out=" in text) == (dtype != np.float64)
+    else:
+        assert re.search(r"\n    buf\d+\.fill\(s\)\n", text)
+
+
 def test_out_of_the_common_kind_is_told_apart_inline_and_anything_else_checked_in_full():
     """The inline tests let through only arrays of their own with arguments of their own; a
     view on either side, a read-only array, an argument, a dict or an entry given twice goes
