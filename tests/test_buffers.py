@@ -891,7 +891,7 @@ def _literals(x, y):
     a = np.where(x > 0.25, x * 3, -0.0 * x)
     b = np.maximum(a, -np.inf) + np.minimum(y, 1e300) * 2
     c = np.exp(-x * 0.5) ** 3.0 + np.tanh(b) / 7 + np.float32(0.5) * x
-    return np.sum(c * c) + np.mean(x) * np.sum(y) + np.max(x)
+    return np.sum(c * c) + np.mean(x) * np.sum(y) + np.max(x) * np.min(y)
 
 
 def _run_time_numbers(x, s):
@@ -934,6 +934,9 @@ def test_numbers_read_from_0d_arrays_keep_numpys_dtypes_and_values(fn, dtype):
         assert (", 1e+300, out=" in text) == (dtype != np.float64)
     else:
         assert re.search(r"\n    buf\d+\.fill\(s\)\n", text)
+    if fn is _literals:     # numpy's min takes out= (cupy's does not: no out= form of its own)
+        assert re.search(r"= y_\.min\(out=buf\d+\)\[\(\)\]\n", text)
+        assert re.search(r"xp\.multiply\(_0_5, t\d+, out=", text) or dtype != np.float64  # a mask
 
 
 def test_out_of_the_common_kind_is_told_apart_inline_and_anything_else_checked_in_full():

@@ -393,12 +393,17 @@ class Emitter:
                 this = ast.Call(_dotted("xp.asarray"), [this], [])    # a Python float: no methods
             call = ast.Call(ast.Attribute(this, identifier(name), ast.Load()), operands[1:],
                             keywords)
-            if is_array and stmt.prim.out_form == "reduce" and self.numbers_in_arrays \
-                    and stmt.out.aval.ndim == 0 and not stmt.out.aval.weak:
+            # (numpy's min takes out= as max does: only cupy's refuses it, and numbers go
+            # through 0-d arrays on a CPU only)
+            if is_array and (stmt.prim.out_form == "reduce" or stmt.prim.fn is np.min) \
+                    and self.numbers_in_arrays and stmt.out.aval.ndim == 0 \
+                    and not stmt.out.aval.weak:
                 return self.into_number(stmt, call)
             return call
         if stmt.prim.array_first and _python_number(first, self.scalars.floats):
             operands[0] = ast.Call(_dotted("xp.asarray"), [operands[0]], [])
+            if self.numbers_in_arrays and isinstance(first, Lit) and type(first.value) is float:
+                operands[0] = ast.Name(self.number_array(first.value, np.dtype(np.float64)))
         if stmt.prim in self.calls:
             return ast.Call(_dotted(self.calls[stmt.prim]), operands, keywords)
         self.modules.add(emit[1].split(".")[0])

@@ -142,6 +142,8 @@ def _numbers(em, stmt: Stmt) -> tuple[list[ast.stmt], dict[int, ast.expr]]:
         if isinstance(atom, Lit) and (type(atom.value) is float or isinstance(
                 atom.value, np.floating) or type(atom.value) is int and abs(atom.value) <= 2 ** 53):
             dtype = atom.value.dtype if isinstance(atom.value, np.generic) else array
+            if dtype is not None and dtype.kind in "biu" and type(atom.value) is float:
+                dtype = np.dtype(np.float64)     # a Python float with integers: numpy's float64
             if dtype is not None and dtype.name in _FLOATS and _exact(atom.value, dtype):
                 numbers[i] = ast.Name(em.number_array(float(atom.value), dtype))
         elif isinstance(atom, Var) and (atom.aval.ndim == 0 or atom in em.scalars.floats) \
