@@ -102,6 +102,36 @@ def test_numpy_float64_constants_stay_float64_on_the_tape():
           return float64_constants""")
 
 
+def ufuncs_of_python_floats(x):
+    v = float(np.sum(x))
+    a = np.power(v, -0.5)               # numpy: nan for a negative base (Python: complex)
+    b = np.divide(1.0, v - v)           # numpy: inf (Python: ZeroDivisionError)
+    c = np.multiply(v, 2.0)             # numpy: a float64 scalar, which widens x * c
+    return np.sum(np.sin(a) + x * c) + np.where(b > 0.0, 1.0, 0.0)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")       # numpy's, as f's own: 1 / 0
+@pytest.mark.parametrize("buffers", [False, True])
+def test_a_ufunc_of_python_floats_keeps_numpy_semantics(buffers):
+    """``np.power(v, -0.5)`` of a Python float is numpy's power: nan for a negative base, inf
+    for a division by zero, and a numpy scalar result. It used to be written ``v ** -0.5``
+    (a complex number for v < 0) and traced as ``/`` (ZeroDivisionError at compile time)."""
+    x = np.array([1.0, 2.0], np.float32)
+    assert tape_text(ufuncs_of_python_floats, x).count(":f64[]") >= 4
+    df = ys.simplegrad(ufuncs_of_python_floats, x, buffers=buffers)
+    with np.errstate(all="ignore"):
+        for arg in (x, -x):
+            want = ufuncs_of_python_floats(arg)
+            value, dx = df(arg)
+            assert type(value) is type(want) and value.dtype == want.dtype == np.float64
+            assert np.isnan(value) if np.isnan(want) else value == want
+            assert dx.dtype == np.float32
+    value, dx = df(x)
+    assert value == ufuncs_of_python_floats(x)
+    s = float(np.sum(x))                # the value is 2 sin(s ** -0.5) + 2 s ** 2 (+ 0)
+    assert np.allclose(dx, -np.cos(s ** -0.5) * s ** -1.5 + 4 * s)
+
+
 def test_calls_across_modules_with_keywords_defaults_varargs():
     assert "mul t1 3.0" in tape_text(c.across_modules, X)
     assert tape_text(c.defaults_and_kwargs, X) == lines("""

@@ -28,6 +28,7 @@ from ..ir import verify
 from ..ir.analysis import Analysis
 from ..ir.names import Namer, namer_of
 from ..ir.tape import ACCUMULATE, TANGENT, Lit, Primitive, Stmt, Tape, Var, tree_vars
+from ..rules.elementwise import astype
 from ..text import dotted, fraction, identifier, literal, literal_text
 from .blocks import Loop, plan_chains, write_chain
 from .buffers import MemoryPlan, plan_memory, storage, writer
@@ -389,6 +390,8 @@ class Emitter:
         if kind == "method" or (stmt.prim.method and is_array):     # ``dt.sum(axis=1)``
             name = emit[1] if kind == "method" else stmt.prim.method
             this = operands[0]
+            if not is_array and stmt.prim.fn is astype:     # a Python number: xp.float64(v)
+                return ast.Call(operands[1], [this], [])
             if not is_array:
                 this = ast.Call(_dotted("xp.asarray"), [this], [])    # a Python float: no methods
             call = ast.Call(ast.Attribute(this, identifier(name), ast.Load()), operands[1:],

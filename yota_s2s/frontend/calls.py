@@ -77,6 +77,9 @@ class CallsMixin:
         if fn is complex and len(args) == 2 and not kwargs and not is_traced(list(args)):
             return complex(*args)       # a constant as generated code writes it: complex(2.0, 1.0)
         prim = self.rules.lookup(fn)
+        if prim is not None and prim.fn is not fn and isinstance(fn, np.ufunc) and not kwargs \
+                and _python_numbers(args):
+            return self.ufunc_of_numbers(fn, prim, args, node)
         if prim is not None:
             return self.call_primitive(prim, args, kwargs, node)
         if isinstance(fn, LocalFunction):
@@ -177,6 +180,20 @@ class CallsMixin:
             for out in outs if nout > 1 else (outs,):
                 self.guard_size(out, node)
         return outs
+
+    def ufunc_of_numbers(self, fn: np.ufunc, prim: Primitive, args: list, node: gast.AST) -> Any:
+        """``np.power(v, -0.154)`` where every operand is a Python number: numpy's semantics,
+        which the operator the ufunc is an alias of does not have on Python numbers (``**``
+        gives a complex number for a negative base, ``/`` and ``**`` raise where numpy gives inf
+        or nan), and numpy's result, a numpy scalar (which, unlike a Python float, widens a
+        float32 array it meets). The first operand becomes a numpy scalar of the dtype numpy
+        converts it to; the operator then computes what the ufunc computes."""
+        if not is_traced(args):
+            return fn(*args)
+        from ..rules.elementwise import astype
+        dtype = np.result_type(*(a.aval.dtype if isinstance(a, Var) else type(a) for a in args))
+        first = self.call_primitive(self.rules.lookup(astype), (args[0], dtype), {}, node)
+        return self.call_primitive(prim, [first, *args[1:]], {}, node)
 
     def guard_size(self, out: Var, node: gast.AST) -> None:
         """Check when the code runs that ``out`` has as many elements as in the example: the
@@ -610,3 +627,10 @@ _BUILTINS = {
     hasattr: _hasattr, item: _item, functools.partial: _partial,
     print: _print, **NUMPY_CALLS,
 }
+
+
+def _python_numbers(args: list) -> bool:
+    """Are all of ``args`` Python numbers (constants, or traced values that are Python floats)?"""
+    return bool(args) and all(
+        a.aval.weak if isinstance(a, Var) else
+        isinstance(a, (bool, int, float, complex)) and not isinstance(a, np.generic) for a in args)
