@@ -132,6 +132,24 @@ def test_a_ufunc_of_python_floats_keeps_numpy_semantics(buffers):
     assert np.allclose(dx, -np.cos(s ** -0.5) * s ** -1.5 + 4 * s)
 
 
+def log_of_a_float(x):
+    v = float(np.sum(x))
+    return np.log(v) + np.sqrt(v) + np.sum(x)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("buffers", [False, True])
+def test_a_derivative_rule_of_python_floats_keeps_numpy_semantics(buffers):
+    """The rules of ``np.log(v)`` (``dy / x``) and ``np.sqrt(v)`` (``dy / (2 * y)``) on a
+    Python float ``v`` divide Python floats: at v = 0 numpy's gradient is inf; Python's ``/``
+    raised ZeroDivisionError from the generated function."""
+    df = ys.simplegrad(log_of_a_float, np.array([0.5, 0.25]), buffers=buffers)
+    value, dx = df(np.zeros(2))
+    assert value == -np.inf and np.all(dx == np.inf)
+    value, dx = df(np.array([0.5, 0.25]))
+    assert np.allclose(dx, 1 / 0.75 + 0.5 / np.sqrt(0.75) + 1)
+
+
 def test_calls_across_modules_with_keywords_defaults_varargs():
     assert "mul t1 3.0" in tape_text(c.across_modules, X)
     assert tape_text(c.defaults_and_kwargs, X) == lines("""

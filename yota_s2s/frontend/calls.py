@@ -18,7 +18,7 @@ import gast
 import numpy as np
 
 from ..errors import NoRuleError, StaticValueError, UnsupportedSyntax, YotaError
-from ..ir.tape import Aval, Primitive, Stmt, Var, tree_atoms, tree_map
+from ..ir.tape import Aval, Lit, Primitive, Stmt, Var, tree_atoms, tree_map
 from ..rules.registry import opaque_primitive
 from . import abstract
 from .collect import rule_stub, skip_call
@@ -30,7 +30,7 @@ from .resolve import (IN_PLACE_METHODS, array_method, display_name, is_compiler,
 from .source import parse_function
 from .structs import StructValue, call_dunder, call_object, construct, holds_struct, is_user_class
 from .values import MAX_LITERAL_SIZE, ArrayMethod, LocalFunction, is_traced, normalize_static, to_tree, \
-    weak_tree
+    python_numbers, weak_tree
 
 _signatures: dict[Primitive, inspect.Signature] = {}
 
@@ -78,7 +78,7 @@ class CallsMixin:
             return complex(*args)       # a constant as generated code writes it: complex(2.0, 1.0)
         prim = self.rules.lookup(fn)
         if prim is not None and prim.fn is not fn and isinstance(fn, np.ufunc) and not kwargs \
-                and _python_numbers(args):
+                and python_numbers(args):
             return self.ufunc_of_numbers(fn, prim, args, node)
         if prim is not None:
             return self.call_primitive(prim, args, kwargs, node)
@@ -186,14 +186,17 @@ class CallsMixin:
         which the operator the ufunc is an alias of does not have on Python numbers (``**``
         gives a complex number for a negative base, ``/`` and ``**`` raise where numpy gives inf
         or nan), and numpy's result, a numpy scalar (which, unlike a Python float, widens a
-        float32 array it meets). The first operand becomes a numpy scalar of the dtype numpy
-        converts it to; the operator then computes what the ufunc computes."""
+        float32 array it meets). The first traced operand becomes a numpy scalar of the dtype
+        numpy converts it to (a constant would be a literal, which a derivative rule makes a
+        Python number again); the operator then computes what the ufunc computes."""
         if not is_traced(args):
             return fn(*args)
         from ..rules.elementwise import astype
-        dtype = np.result_type(*(a.aval.dtype if isinstance(a, Var) else type(a) for a in args))
-        first = self.call_primitive(self.rules.lookup(astype), (args[0], dtype), {}, node)
-        return self.call_primitive(prim, [first, *args[1:]], {}, node)
+        dtype = np.result_type(*(a.aval.dtype if isinstance(a, Var) else
+                                 type(a.value if isinstance(a, Lit) else a) for a in args))
+        i = next(i for i, a in enumerate(args) if isinstance(a, Var))
+        cast = self.call_primitive(self.rules.lookup(astype), (args[i], dtype), {}, node)
+        return self.call_primitive(prim, [*args[:i], cast, *args[i + 1:]], {}, node)
 
     def guard_size(self, out: Var, node: gast.AST) -> None:
         """Check when the code runs that ``out`` has as many elements as in the example: the
@@ -627,10 +630,3 @@ _BUILTINS = {
     hasattr: _hasattr, item: _item, functools.partial: _partial,
     print: _print, **NUMPY_CALLS,
 }
-
-
-def _python_numbers(args: list) -> bool:
-    """Are all of ``args`` Python numbers (constants, or traced values that are Python floats)?"""
-    return bool(args) and all(
-        a.aval.weak if isinstance(a, Var) else
-        isinstance(a, (bool, int, float, complex)) and not isinstance(a, np.generic) for a in args)

@@ -19,8 +19,11 @@ from ..ir.tape import Lit, Var
 from .externals import GeneratorRef, RandomMethod, module_root
 from .resolve import ARRAY_METHODS, IN_PLACE_METHODS, LIBRARY_MODULES, STATIC_ARRAY_ATTRS
 from .structs import StructValue, call_dunder, get_attribute
-from .values import ArrayMethod, is_traced, to_tree
+from .values import ArrayMethod, is_traced, python_numbers, to_tree
 
+# Operators whose Python semantics on Python floats differ from numpy's (ZeroDivisionError,
+# OverflowError, a complex power) where numpy gives inf or nan.
+NUMPY_SEMANTICS = (operator.truediv, operator.pow, operator.floordiv, operator.mod)
 BINOP_FNS = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
              gast.Div: operator.truediv, gast.FloorDiv: operator.floordiv, gast.Mod: operator.mod,
              gast.Pow: operator.pow, gast.MatMult: operator.matmul, gast.BitAnd: operator.and_,
@@ -174,7 +177,11 @@ class ExpressionsMixin:
         fn = BINOP_FNS[type(op)]
         if not isinstance(left, Var) and not isinstance(right, Var):
             return fn(left, right)
-        return self.call_primitive(self.rules.lookup(fn), (left, right), {}, node)
+        prim = self.rules.lookup(fn)
+        if self.backward_mode and fn in NUMPY_SEMANTICS and python_numbers([left, right]):
+            # a derivative rule's ``dy / x`` of Python floats: numpy's inf, not ZeroDivisionError
+            return self.ufunc_of_numbers(prim.ufunc, prim, [left, right], node)
+        return self.call_primitive(prim, (left, right), {}, node)
 
     def visit_UnaryOp(self, node: gast.UnaryOp) -> Any:
         value = self.expr(node.operand)

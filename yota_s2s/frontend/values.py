@@ -47,6 +47,16 @@ def is_traced(value: Any) -> bool:
 _PYTHON_DTYPES = (int, float, bool, complex)
 
 
+def python_numbers(args: list) -> bool:
+    """Are all of ``args`` Python numbers (constants, or traced values that are Python floats)?"""
+    def python(a):
+        if isinstance(a, Var):
+            return a.aval.weak
+        a = a.value if isinstance(a, Lit) else a
+        return isinstance(a, _PYTHON_DTYPES) and not isinstance(a, np.generic)
+    return bool(args) and all(python(a) for a in args)
+
+
 def normalize_static(value: Any) -> Any:
     """Numpy scalars that Python would treat the same become Python scalars (``np.int64(3)`` ->
     ``3``, ``np.bool_(True)`` -> ``True``) so literals print plainly. Floating and complex
