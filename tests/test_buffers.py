@@ -154,15 +154,15 @@ def test_polynomial_runs_on_python_floats():
         "        t3 - 3.0 * (t8 * x7),\n" in text                    # an element a line
     # the floats go straight into the returned array: one xp.asarray, or the caller's out=
     # (``a[...] = list`` stores element by element: no array made on the way, issue 14)
-    assert "    if out is None or out[0] is None:\n        dx = xp.asarray(dx)\n    else:\n" \
-        "        out[0][...] = dx\n        dx = out[0]\n" in text
-    # the common out= (a list or tuple of arrays made for it) is told apart inline
+    assert "    if out is None or (dx_out := out[0]) is None:\n        dx = xp.asarray(dx)\n" \
+        "    else:\n        dx_out[...] = dx\n        dx = dx_out\n" in text
+    # the common out= (a list or tuple of arrays made for it) is told apart inline, each entry
+    # read once
     assert "        if ((out.__class__ is not list and out.__class__ is not tuple) or len(out) != 1\n" \
         "                or x.base is not None\n" \
-        "                or out[0].__class__ is not xp.ndarray or out[0].base is not None\n" \
-        "                or out[0].shape != (8,) or out[0].dtype is not _float64\n" \
-        "                or not out[0].flags.writeable\n" \
-        "                or out[0] is x):\n            _check_out('polynomial_grad', out, 1, [x], " \
+        "                or (out0 := out[0]).__class__ is not xp.ndarray or out0.base is not None\n" \
+        "                or out0.shape != (8,) or out0.dtype is not _float64 or not out0.flags.writeable\n" \
+        "                or out0 is x):\n            _check_out('polynomial_grad', out, 1, [x], " \
         "[(0, (8,), _float64)], ())\n" in text
     assert "return _float64_scalar(polynomial), dx\n" in text    # numpy's float64, as traced
     assert "x.dtype != _float64" in text and "\n_float64 = xp.dtype(xp.float64)\n" in text
@@ -504,8 +504,10 @@ def test_long_elementwise_chains_run_in_blocks_and_agree_with_the_plain_form(fn,
     text = ys.source(fast)
     assert "in blocks of" in text and "for start in range(0, " in text
     assert "in blocks of" not in ys.source(plain)
-    if fn is long_chain:            # every work array lives inside the loop: one block each
-        assert {s for s, _, _ in ys.memory_report(fast).arrays} == {(blocks.BLOCK,)}
+    if fn is long_chain:            # every work array lives inside the loop: one block each,
+        # and the sum of each block goes through a 0-d one (t5.sum(out=buf9)[()])
+        assert {s for s, _, _ in ys.memory_report(fast).arrays} == {(blocks.BLOCK,), ()}
+        assert re.search(r"chain \+= t\d+\.sum\(out=buf\d+\)\[\(\)\]", text)
     expected = plain(*args)
     for _ in range(2):                                          # work arrays reused
         got = fast(*args)
@@ -684,7 +686,7 @@ def test_half_angle_work_arrays_are_one_block_each_and_shared_by_later_operands(
     df = halfangle_module(long_chain, x)
     held = [v for _, _, v in ys.memory_report(df).arrays]
     assert "t_x" in held and "d_x" in held
-    assert {s for s, _, _ in ys.memory_report(df).arrays} == {(blocks.BLOCK,)}
+    assert {s for s, _, _ in ys.memory_report(df).arrays} == {(blocks.BLOCK,), ()}   # (): sums
     y = np.ones(HALF)
     old, halfangle.ENABLED = halfangle.ENABLED, True
     try:
@@ -760,9 +762,9 @@ def test_recomputed_forward_values_hold_less_memory_and_change_no_bit():
     plain = ys.simplegrad(logreg, *args, buffers=False, wrt={0, 1})
     text = ys.source(fast)
     assert text.count("# rule recompute: a cheap forward value") == 2
-    assert "t10 = xp.subtract(1.0, p, out=buf5)\n    t10 += 1e-09\n" in text
+    assert "t10 = xp.subtract(_1_0, p, out=buf5)\n    t10 += _1e_09\n" in text
     report = ys.memory_report(fast)
-    assert [shape for shape, _, _ in report.arrays] == [(10000,)] * 6
+    assert [shape for shape, _, _ in report.arrays] == [(10000,)] * 6 + [()]   # (): b, sums
     for _ in range(3):
         args = (r.standard_normal(20) * 0.1, float(r.standard_normal()),
                 r.standard_normal((10000, 20)), (r.random(10000) > 0.5) * 1.0)
@@ -785,7 +787,7 @@ def test_work_arrays_live_in_returned_arrays_not_yet_written():
     fast = ys.simplegrad(seed, *args)
     plain = ys.simplegrad(seed, *args, buffers=False)
     text = ys.source(fast)
-    assert "    buf3, = _work_arrays()\n" in text
+    assert "    buf3, buf4 = _work_arrays()\n" in text       # buf4: 0-d, for the sum
     # each returned array made where its first work array is first written (W @ x's numpy
     # broadcasting buffer is allocated before dx is)
     assert "    dW_mem = _result(out, 0, (128, 784))\n" \
@@ -794,9 +796,9 @@ def test_work_arrays_live_in_returned_arrays_not_yet_written():
     assert "    dx_mem = _result(out, 2, (784, 100))\n" \
            "    buf2 = dx_mem.ravel('K')[0:784].reshape((784,))\n" \
            "    t4 = xp.matmul(x, _ONES_100, out=buf2)\n" in text
-    assert text.index("seed = t1.sum()") < text.index("dx_mem = ")
+    assert text.index("seed = t1.sum(out=buf4)[()]") < text.index("dx_mem = ")
     assert "    dW = dW_mem\n" in text and "    dx = dx_mem\n" in text
-    assert [shape for shape, _, _ in ys.memory_report(fast).arrays] == [(784,)]
+    assert [shape for shape, _, _ in ys.memory_report(fast).arrays] == [(784,), ()]  # (): sum
     assert "2 more in the memory of returned gradients" in text
     for call in range(4):
         args = (r.random((128, 784)), r.random(128), r.random((784, 100)))
@@ -877,15 +879,47 @@ def _seed_args(rng):
     return rng.standard_normal((128, 64)), rng.standard_normal(128), rng.standard_normal((64, 100))
 
 
-# (name, loss, arguments, bytes of array data a call with out= may allocate): numpy makes a 0-d
-# array of 8 bytes for the result of a reduction to a scalar (``t.sum()``, ``xp.vdot(h, h)``)
-# before it hands back the numpy scalar, and for a Python number operand of a ufunc
-# (``xp.subtract(1.0, t, out=t)``), one at a time, as in a handwritten gradient; nothing else.
+def _logreg(w, b, X, y):
+    p = 1 / (1 + np.exp(-(X @ w + b)))
+    return -np.mean(y * np.log(p + 1e-9) + (1 - y) * np.log(1 - p + 1e-9))
+
+
+def _logreg_args(rng):                   # b: a Python float, read by a ufunc (t1 += b)
+    return (rng.standard_normal(20) * 0.1, 0.1, rng.standard_normal((2000, 20)),
+            (rng.random(2000) > 0.5) * 1.0)
+
+
+def _scaled_by_its_sum(x):
+    """Numbers made at run time (a sum, a mean; their gradients) read by ufuncs."""
+    s = np.sum(x)
+    return np.sum(np.exp(x / s) * np.mean(x)) + s * s
+
+
+def _float32(x, w):
+    return np.sum(np.tanh(x * w + 0.5) * 2.0)
+
+
+def _float32_args(rng):
+    return (rng.standard_normal(1000).astype(np.float32),
+            rng.standard_normal(1000).astype(np.float32))
+
+
+# (name, loss, arguments, bytes of array data a call with out= may allocate): none. numpy
+# would make a 0-d array of 8 bytes for the result of a reduction to a number (``t.sum()``,
+# ``xp.vdot(h, h)``) and for a number operand of a ufunc (``xp.subtract(1.0, t, out=t)``,
+# ``t1 += b`` for a float b); the buffered form reads numbers from 0-d arrays instead (the
+# module's, made once, and a 0-d work array).
 STEADY_OUT = [
     ("scalar mode", models.polynomial, lambda rng: (rng.standard_normal(8),), 0),
-    ("array mode, a broadcast bias add", models.seed_loss, _seed_args, 8),
-    ("array mode, an MLP", models.mlp, lambda rng: mlp_args(rng, batch=256), 8),
-    ("a loop region with a planned body", loops.rnn_summed, _rnn_args, 8),
+    ("array mode, a broadcast bias add", models.seed_loss, _seed_args, 0),
+    ("array mode, an MLP", models.mlp, lambda rng: mlp_args(rng, batch=256), 0),
+    ("reductions and number operands, a float argument", _logreg, _logreg_args, 0),
+    ("numbers made at run time read by ufuncs", _scaled_by_its_sum,
+     lambda rng: (rng.random(1000) + 0.5,), 0),
+    ("float32 operands and literals", _float32, _float32_args, 0),
+    ("a long chain in blocks, with a sum", long_chain,
+     lambda rng: (rng.standard_normal(2 * 32768 + 3),), 0),
+    ("a loop region with a planned body", loops.rnn_summed, _rnn_args, 0),
     ("a loop over Python floats", loops.ring, _ring_args, 0),
 ]
 
@@ -910,6 +944,58 @@ def test_a_steady_state_call_with_out_allocates_no_array(name, fn, make_args, ar
     assert allocated(lambda: [0.0] * 1000).arrays == 0 < allocated(lambda: [0.0] * 1000).peak
 
 
+def _literals(x, y):
+    a = np.where(x > 0.25, x * 3, -0.0 * x)
+    b = np.maximum(a, -np.inf) + np.minimum(y, 1e300) * 2
+    c = np.exp(-x * 0.5) ** 3.0 + np.tanh(b) / 7 + np.float32(0.5) * x
+    return np.sum(c * c) + np.mean(x) * np.sum(y) + np.max(x) * np.min(y)
+
+
+def _run_time_numbers(x, s):
+    return np.sum(np.sin(x * s) + s) * s + np.prod(x[:3])
+
+
+@pytest.mark.parametrize("fn, dtype", [(_literals, np.float64), (_literals, np.float32),
+                                       (_run_time_numbers, np.float64),
+                                       (_run_time_numbers, np.float32),
+                                       (_literals, np.float16)])
+def test_numbers_read_from_0d_arrays_keep_numpys_dtypes_and_values(fn, dtype):
+    """The 0-d arrays numbers go through (issue 14) are in the dtype numpy converts each number
+    to: a Python number takes the array's (``_0_5_FLOAT32``), a numpy scalar keeps its own, a
+    number the dtype cannot hold exactly (1e300 in float32) stays a number; -0.0, -inf and a
+    float argument (``buf.fill(s)``) included, the buffered form returns what the plain form
+    does, bit for bit and type for type, with out= and without."""
+    rng = np.random.default_rng(4)
+    x = rng.random(50).astype(dtype)
+    args = (x, rng.random(50).astype(dtype)) if fn is _literals else (x, 0.7)
+    with np.errstate(over="ignore"):
+        fast = ys.simplegrad(fn, *args)
+        plain = ys.simplegrad(fn, *args, buffers=False)
+        want = plain(*args)
+        got = fast(*args)
+        out = [np.empty_like(g) if isinstance(g, np.ndarray) else None for g in got[1:]]
+        given = fast(*args, out=out)
+    for g, o, w in zip(got, given, want):
+        assert type(g) is type(w) and np.asarray(g).dtype == np.asarray(w).dtype
+        np.testing.assert_array_equal(g, w)
+        np.testing.assert_array_equal(o, w)
+    text = ys.source(fast)
+    suffix = "" if dtype == np.float64 else f"_{np.dtype(dtype).name.upper()}"
+    kind = "" if dtype == np.float64 else f", xp.{np.dtype(dtype).name}"
+    if fn is _literals:
+        assert f"\n_MINUS_0_0{suffix} = xp.array(-0.0{kind})\n" in text
+        assert f"\n_MINUS_INF{suffix} = xp.array(-xp.inf{kind})\n" in text
+        assert "\n_0_5_FLOAT32 = xp.array(0.5, xp.float32)\n" in text     # np.float32(0.5)
+        # 1e300: a 0-d float64 array; no float32 or float16 holds it, there it stays a number
+        assert ("\n_1e300 = xp.array(1e+300)\n" in text) == (dtype == np.float64)
+        assert (", 1e+300, out=" in text) == (dtype != np.float64)
+    else:
+        assert re.search(r"\n    buf\d+\.fill\(s\)\n", text)
+    if fn is _literals:     # numpy's min takes out= (cupy's does not: no out= form of its own)
+        assert re.search(r"= y_\.min\(out=buf\d+\)\[\(\)\]\n", text)
+        assert re.search(r"xp\.multiply\(_0_5, t\d+, out=", text) or dtype != np.float64  # a mask
+
+
 def test_out_of_the_common_kind_is_told_apart_inline_and_anything_else_checked_in_full():
     """The inline tests let through only arrays of their own with arguments of their own; a
     view on either side, a read-only array, an argument, a dict or an entry given twice goes
@@ -919,7 +1005,7 @@ def test_out_of_the_common_kind_is_told_apart_inline_and_anything_else_checked_i
     df = ys.simplegrad(_matrix_loss, W, b)
     value, dW, db = df(W, b)
     text = ys.source(df)
-    assert "or out[0] is W or out[1] is b):\n" in text
+    assert "or out0 is W or out1 is b):\n" in text
     for out in ([np.empty((3, 3)), np.empty(3)], (np.empty((3, 3)), np.empty(3))):
         got = df(W, b, out=out)
         assert got[1] is out[0] and got[2] is out[1]

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from yota_s2s.codegen import write_module
+from yota_s2s.codegen.emit import Emitter
 from yota_s2s.compiler import compile_grad, gradient_tape
 
 from .programs import design, models
@@ -90,7 +91,7 @@ def test_sections_and_source_comments():
 def test_guards_become_checks_that_raise(tmp_path):
     text = module_text(models.with_guard, np.ones(3))
     assert "class GuardError(ValueError)" in text
-    assert "if not x.sum() > 0:\n        raise GuardError(" in text
+    assert "if not x.sum(out=buf2)[()] > 0:\n        raise GuardError(" in text     # 0-d buf2
     df = compile_grad(models.with_guard, (np.ones(3),), out_dir=tmp_path).fn
     assert df(np.ones(3))[0] == 3.0
     with pytest.raises(ValueError, match=r"models.py:\d+ `if np.sum\(x\) > 0:` was True when"):
@@ -116,7 +117,14 @@ def test_cuda_device_imports_cupy_and_nothing_else_differs(monkeypatch, tmp_path
     cpu = module_text(design.loss, *DESIGN_ARGS)
     gpu = module_text(design.loss, *DESIGN_ARGS, device="cuda")
     assert "import cupy as xp" in gpu
+    assert gpu.replace("cupy", "numpy").replace("device cuda", "device cpu") != cpu
+    # numbers go through 0-d arrays on a CPU only (on a GPU [()] would be a view, and cupy
+    # passes numbers to its kernels as they are): nothing else differs
+    assert "_work_arrays()" in gpu and "[()]" not in gpu and "xp.array(" not in gpu
+    monkeypatch.setattr(Emitter, "numbers_in_arrays", property(lambda self: False))
+    cpu = module_text(design.loss, *DESIGN_ARGS)
     assert gpu.replace("cupy", "numpy").replace("device cuda", "device cpu") == cpu
+    monkeypatch.undo()
     monkeypatch.setitem(sys.modules, "cupy", np)      # no GPU here: numpy stands in for cupy
     df = compile_grad(design.loss, DESIGN_ARGS, device="cuda", out_dir=tmp_path, module_name="gpu_loss").fn
     assert np.allclose(df(*DESIGN_ARGS)[1], compile_grad(design.loss, DESIGN_ARGS).fn(*DESIGN_ARGS)[1])

@@ -281,13 +281,15 @@ def test_returned_accumulator_is_made_in_the_returned_array():
 
 
 def test_sum_of_squares_in_a_buffered_loop_is_a_dot_product():
-    """``np.sum(h ** 2)`` in a loop body: one BLAS call, ``xp.vdot(h, h)``, in the buffered
-    form (no array made for the square each step); the plain form keeps the source's form."""
+    """``np.sum(h ** 2)`` in a loop body: one BLAS call in the buffered form (no array made for
+    the square each step), ``xp.matmul(h, h, out=buf2)[()]`` (``xp.vdot(h, h)`` would make a
+    0-d array for its result each step: issue 14); the plain form keeps the source's form."""
     from .programs.loop_regions import rnn_rows
     args = rnn_args(20)
     fast = ys.simplegrad(rnn_rows, *args)
     plain = ys.simplegrad(rnn_rows, *args, buffers=False)
-    assert "total = total + xp.vdot(h, h)" in _loop_lines(ys.source(fast), "for x in range(20):")
+    assert "total = total + xp.matmul(h, h, out=buf2)[()]" in _loop_lines(ys.source(fast),
+                                                                         "for x in range(20):")
     assert "total = total + (h ** 2).sum()" in ys.source(plain)
     for a, b in zip(fast(*args), plain(*args)):
         assert np.allclose(a, b, rtol=1e-12, atol=1e-14)
@@ -901,6 +903,7 @@ def test_the_ring_loop_reads_like_its_handwritten_gradient():
                         "s = s + t1 * t5", "dx[t3] += t1 * 2.0 * t4",     # a float: inline
                         "dx[i] += t5"], loop
     squared = ys.source(ys.simplegrad(ring_squared, x))     # 2 s known after the loop:
-    assert "    ds = 2.0 * s\n" in squared and "xp.multiply(ds, dx_part1, " in squared  # scaled
+    assert "    ds = 2.0 * s\n" in squared and "    buf1.fill(ds)\n    dx = xp.multiply(buf1, " \
+        "dx_part1, " in squared                  # scaled (ds through a 0-d work array: out=)
     assert squared.index("# -- forward --") < squared.index(" in range(50):\n") \
         < squared.index("# -- backward --") < squared.index("    ds = 2.0 * s\n")

@@ -10,7 +10,10 @@ The buffered form, written for speed, not for review: a name may hold several va
 
 Sums along an axis of a matrix are written as products with a vector of ones (_ONES_n), which BLAS
     computes several times faster.
-Work arrays: 3 per thread, 192 bytes (WORK_ARRAYS), made on a thread's first call.
+Numbers go through 0-d arrays, where numpy would make a new one on each call: the numbers ufuncs
+    read are made once (_1_0 for 1.0); a number made at run time goes into buf4
+    (.sum(out=buf4)[()], or .fill(number) before a ufunc reads it).
+Work arrays: 4 per thread, 200 bytes (WORK_ARRAYS), made on a thread's first call.
 Gradients come back in new arrays, or in the caller's: pass out= with one array (or None) per
     argument to allocate nothing.
 """
@@ -37,10 +40,17 @@ _float64 = xp.dtype(xp.float64)
 _ONES_2 = xp.ones(2)
 
 
+# Numbers that ufuncs read, as 0-d arrays of their dtype made once (numpy makes a 0-d array of a
+# Python number on every call); never written.
+_0_25 = xp.array(0.25)
+_1_0 = xp.array(1.0)
+
+
 WORK_ARRAYS = [    # shape, dtype, the values that live in it
     ((4, 2), 'float64', 'h, t7'),    # buf1
     ((4, 2), 'float64', 't4, dt4, dt3'),    # buf2
     ((4, 2), 'float64', 't5'),    # buf3
+    ((), 'float64', 't5.sum()'),    # buf4
 ]
 
 _local = threading.local()
@@ -132,7 +142,7 @@ def loss_grad(W, b, x, y_, *, out=None):
             (2, (3, 2), _float64),
             (3, (4, 2), _float64),
         ], ())
-    buf1, buf2, buf3 = _work_arrays()
+    buf1, buf2, buf3, buf4 = _work_arrays()
     # -- forward --
     # design.py:6  return np.tanh(W @ x + b[:, None])    (predict, inlined)
     h = xp.matmul(W, x, out=buf1)
@@ -141,13 +151,13 @@ def loss_grad(W, b, x, y_, *, out=None):
     # design.py:11  return np.mean((h - y) ** 2)
     t4 = xp.subtract(h, y_, out=buf2)
     t5 = xp.square(t4, out=buf3)
-    loss = t5.sum() / 8
+    loss = t5.sum(out=buf4)[()] / 8
     # -- backward --
     # grad of design.py:11  return np.mean((h - y) ** 2)
     # rule pow, x1: dy * x2 * x1 ** (x2 - 1)
     # rule mean, a: mean_grad(a, y, dy, axis, keepdims) in rules/reductions.py:51
     # rule sub, x2: -dy
-    dt4 = xp.multiply(0.25, t4, out=t4)
+    dt4 = xp.multiply(_0_25, t4, out=t4)
     dy_ = xp.negative(dt4, out=_result(out, 3, (4, 2)))
     # grad of design.py:6  return np.tanh(W @ x + b[:, None])
     # rule tanh, x: dy * (1 - y * y)
@@ -156,7 +166,7 @@ def loss_grad(W, b, x, y_, *, out=None):
     # rule matmul, x1: matmul_grad_x1(x1, x2, dy) in rules/products.py:32
     # rule matmul, x2: matmul_grad_x2(x1, x2, dy) in rules/products.py:41
     t7 = xp.multiply(h, h, out=h)
-    xp.subtract(1.0, t7, out=t7)
+    xp.subtract(_1_0, t7, out=t7)
     dt3 = xp.multiply(dt4, t7, out=dt4)
     db = xp.matmul(dt3, _ONES_2, out=_result(out, 1, (4,)))
     dW = xp.matmul(dt3, x.T, out=_result(out, 0, (4, 3)))

@@ -244,6 +244,7 @@ def write_chain(em, chain: Chain, group_blocks) -> Loop | None:
         if s.out in chain.sums:
             x = em.atom(chain.sums[s.out])
             total = ast.Call(ast.Attribute(x, "sum", ast.Load()), [], [])
+            total = em.into_number(s, total) if em.numbers_in_arrays else total
             written.append((s, [ast.AugAssign(ast.Name(names[s.out], ast.Store()), ast.Add(), total)]))
             before.append(ast.Assign([ast.Name(names[s.out], ast.Store())], ast.Constant(0.0), lineno=0))
         else:

@@ -135,6 +135,8 @@ class Emitter:
         self.unpacked_done: set[Var] = set()
         self.modules: set[str] = set()
         self.ones: dict[tuple[int, str], str] = {}    # ones vectors for row/column sums
+        self.numbers: dict[tuple[str, str], str] = {}     # 0-d arrays of numbers ufuncs read
+        self.number_slots: dict[str, int] = {}    # dtype -> the 0-d work array of reductions
         self.enclosing: Emitter | None = None     # a loop body's: the function's (loops.py)
         self.dtypes: dict[tuple, str] = {}    # (dtype, scalar type?) -> its module-level name
         self.chains = plan_chains(tape, self.facts, self.memory, self.scalars, self.inlined) \
@@ -149,7 +151,7 @@ class Emitter:
             if id(group) not in self.lent_arrays:
                 self.lent_arrays[id(group)] = self.names.fresh(
                     self.names[group.members[-1]] + "_mem")
-        self.dot_sums = fast      # ``xp.vdot(h, h)`` for ``np.sum(h ** 2)`` (loops.py sets it)
+        self.dot_sums = fast      # a dot product for ``np.sum(h ** 2)`` (loops.py sets it)
         self.lists: set[Var] = set()      # values a loop made as Python lists (loops.py)
         self.list_names: dict[Var, str] = {}      # an argument -> its x.tolist() (loops.py)
         self.body_names: set[str] = set()         # names loop bodies assign (loops.py)
@@ -188,6 +190,41 @@ class Emitter:
             self.ones[key] = self.outer_name(f"_ONES_{n}" + ("" if dtype == "float64" else "_F32"),
                                              avoid)
         return self.ones[key]
+
+    def number_array(self, value: float, dtype: np.dtype, avoid: frozenset = frozenset()) -> str:
+        """The module-level 0-d array of ``value`` in ``dtype`` (``_1_0 = xp.array(1.0)``,
+        workspace.prelude), for a number a ufunc reads: numpy makes a new 0-d array of a
+        Python number on every call (8 bytes of array data, a quarter microsecond). A loop
+        body's is its function's, named apart from the names the body assigns."""
+        if self.enclosing is not None:
+            return self.enclosing.number_array(value, dtype, frozenset(self.names.taken)
+                                               | frozenset(self.names.names.values()) | avoid)
+        key = (repr(value), dtype.name)
+        if key not in self.numbers:
+            text = repr(value)
+            hint = "_" + ("MINUS_" if text.startswith("-") else "") + \
+                text.lstrip("-").replace(".", "_").replace("-", "_").replace("+", "")
+            hint = hint.replace("inf", "INF").replace("nan", "NAN")
+            self.numbers[key] = self.outer_name(
+                hint + ("" if dtype == np.float64 else "_" + dtype.name.upper()), avoid)
+        return self.numbers[key]
+
+    def number_slot(self, dtype: np.dtype, label: str, avoid: frozenset = frozenset()) -> str:
+        """The function's 0-d work array of ``dtype`` that a reduction to a number writes into
+        (``t.sum(out=buf4)[()]``; ``label``: the value's name, for WORK_ARRAYS): numpy would
+        return the number in a new 0-d array. Its value is read at once (``[()]``, a numpy
+        scalar), so every such reduction of the function shares it."""
+        if self.enclosing is not None:
+            return self.enclosing.number_slot(dtype, label, frozenset(self.names.taken)
+                                              | frozenset(self.names.names.values()) | avoid)
+        if dtype.name not in self.number_slots:
+            self.number_slots[dtype.name] = len(self.memory.slots)
+            self.memory.slots.append(((), dtype, []))
+            self.slot_names.append(self.outer_name(f"buf{len(self.memory.slots)}", avoid))
+        k = self.number_slots[dtype.name]
+        if label not in self.memory.slots[k][2]:
+            self.memory.slots[k][2].append(label)
+        return self.slot_names[k]
 
     def add_slot(self, shape: tuple, dtype, members: list) -> int:
         """A new work array (its index): bound when the function starts, so named apart from
@@ -320,7 +357,11 @@ class Emitter:
             return ast.Call(_dotted(numpy_form), [self.atom(a) for a in args], [])
         if self.dot_sums and stmt.prim.fn is np.sum and _sum_of_squares(self, stmt) is not None:
             base = self.atom(_sum_of_squares(self, stmt))
-            return ast.Call(_dotted("xp.vdot"), [base, base], [])
+            if not self.numbers_in_arrays:
+                return ast.Call(_dotted("xp.vdot"), [base, base], [])
+            if _sum_of_squares(self, stmt).aval.ndim > 1:    # vdot's own copy, where it makes one
+                base = ast.Call(ast.Attribute(base, "ravel", ast.Load()), [], [])
+            return self.into_number(stmt, ast.Call(_dotted("xp.matmul"), [base, base], []))
         if kind == "binop" and emit[1] == "**" and square(self, stmt) is not None:
             return square(self, stmt)
         if kind == "binop":
@@ -355,14 +396,40 @@ class Emitter:
                 return ast.Call(operands[1], [this], [])
             if not is_array:
                 this = ast.Call(_dotted("xp.asarray"), [this], [])    # a Python float: no methods
-            return ast.Call(ast.Attribute(this, identifier(name), ast.Load()), operands[1:],
+            call = ast.Call(ast.Attribute(this, identifier(name), ast.Load()), operands[1:],
                             keywords)
+            # (numpy's min takes out= as max does: only cupy's refuses it, and numbers go
+            # through 0-d arrays on a CPU only)
+            if is_array and (stmt.prim.out_form == "reduce" or stmt.prim.fn is np.min) \
+                    and self.numbers_in_arrays and stmt.out.aval.ndim == 0 \
+                    and not stmt.out.aval.weak:
+                return self.into_number(stmt, call)
+            return call
         if stmt.prim.array_first and _python_number(first, self.scalars.floats):
             operands[0] = ast.Call(_dotted("xp.asarray"), [operands[0]], [])
+            if self.numbers_in_arrays and isinstance(first, Lit) and type(first.value) is float:
+                operands[0] = ast.Name(self.number_array(first.value, np.dtype(np.float64)))
         if stmt.prim in self.calls:
             return ast.Call(_dotted(self.calls[stmt.prim]), operands, keywords)
         self.modules.add(emit[1].split(".")[0])
         return ast.Call(_dotted(emit[1]), operands, keywords)
+
+    @property
+    def numbers_in_arrays(self) -> bool:
+        """Reductions to a number and the numbers ufuncs read go through 0-d arrays made once
+        (``number_slot``, ``number_array``): in the buffered form of a CPU module, where a call
+        with out= allocates no array (a GPU module's cupy takes numbers as they are)."""
+        root = self
+        while root.enclosing is not None:
+            root = root.enclosing
+        return root.fast and root.blocked
+
+    def into_number(self, stmt: Stmt, call: ast.Call) -> ast.expr:
+        """``t.sum(out=buf4)[()]``: a reduction to a number through the function's 0-d work
+        array, read at once as a numpy scalar (``[()]``), as the call alone returns it."""
+        slot = self.number_slot(stmt.out.aval.dtype, unparse(call))
+        call.keywords.append(ast.keyword("out", ast.Name(slot)))
+        return ast.Subscript(call, ast.Tuple([], ast.Load()), ast.Load())
 
     def key(self, key: Any, call: bool = False) -> ast.expr:
         """An index key: slices, None, ..., ints and index arrays, as Python writes them
@@ -443,7 +510,8 @@ def _python_number(atom: Any, floats: set[Var]) -> bool:
 def _sum_of_squares(em: Emitter, stmt: Stmt) -> Var | None:
     """``x`` where ``stmt`` is ``np.sum(x ** 2)`` (or ``x * x``) over a whole float64 array,
     the square written inline: one BLAS dot product, ``xp.vdot(x, x)``, with no array made
-    for the square."""
+    for the square (``xp.matmul(x.ravel(), x.ravel(), out=buf4)[()]`` where numbers go through
+    0-d arrays: ``numbers_in_arrays``)."""
     (square_,) = stmt.args if len(stmt.args) == 1 and not stmt.params else (None,)
     made = em.made_by.get(square_) if square_ in em.inlined else None
     if made is None:
@@ -463,7 +531,8 @@ def _sum_of_squares(em: Emitter, stmt: Stmt) -> Var | None:
 
 def _squares_summed(tape: Tape, inlined: set[Var]) -> set[Var]:
     """The squares written inline into a whole-array sum (``np.sum(h ** 2)``): a loop body
-    (loops.py sets ``dot_sums``) writes that sum as ``xp.vdot(h, h)``, with no array made."""
+    (loops.py sets ``dot_sums``) writes that sum as a dot product (``_sum_of_squares``), with no
+    array made."""
     made = {s.out: s for s in tape.stmts if s.outs}
     found = set()
     for stmt in tape.stmts:

@@ -164,10 +164,10 @@ def _rewrite_sites(em, chain, x: Var, entries: list[tuple[Stmt, list[ast.stmt]]]
                               "(numpy's float64 sin and cos"),
                       comment(f"are not): t = tan({name}/2), d = 1 + t*t, sin = 2t/d, "
                               "cos = (2 - d)/d (halfangle.py)")]),
-            _assign(t, _xp("multiply", ast.Constant(0.5), em.atom(x), out=ast.Name(t_slot))),
+            _assign(t, _xp("multiply", _number(em, 0.5), em.atom(x), out=ast.Name(t_slot))),
             ast.Expr(_xp("tan", ast.Name(t), out=ast.Name(t))),
             _assign(d, _xp("multiply", ast.Name(t), ast.Name(t), out=ast.Name(d_slot))),
-            ast.AugAssign(ast.Name(d), ast.Add(), ast.Constant(1.0))]
+            ast.AugAssign(ast.Name(d), ast.Add(), _number(em, 1.0))]
     for n, (s, nodes) in enumerate(entries):
         node = nodes[0]
         out = _written_call(nodes).keywords[0].value
@@ -183,6 +183,14 @@ def _rewrite_sites(em, chain, x: Var, entries: list[tuple[Stmt, list[ast.stmt]]]
             + lines
 
 
+def _number(em, value: float) -> ast.expr:
+    """A float64 number these statements read: the module's 0-d array of it where the function
+    allocates no array (``Emitter.number_array``)."""
+    if em.numbers_in_arrays:
+        return ast.Name(em.number_array(value, np.dtype(np.float64)))
+    return ast.Constant(value)
+
+
 def _cosine(em, chain, s: Stmt, node: ast.stmt, out: ast.expr, result: str,
             d: str) -> list[ast.stmt]:
     """``(2 - d) / d``, then ``xp.cos`` where that is near 0 (``|d - 2| < NEAR``: ``|cos x|``
@@ -192,10 +200,10 @@ def _cosine(em, chain, s: Stmt, node: ast.stmt, out: ast.expr, result: str,
     x = s.args[0]
     gap_slot, near_slot = (em.slot_names[k] for k in _slots(em, chain, "near"))
     gap, near = em.names.fresh("gap"), em.names.fresh("near")
-    first = _xp("subtract", ast.Constant(2.0), ast.Name(d), out=out)
-    lines = [_assign(gap, _xp("subtract", ast.Name(d), ast.Constant(2.0), out=ast.Name(gap_slot))),
+    first = _xp("subtract", _number(em, 2.0), ast.Name(d), out=out)
+    lines = [_assign(gap, _xp("subtract", ast.Name(d), _number(em, 2.0), out=ast.Name(gap_slot))),
              ast.Expr(_xp("abs", ast.Name(gap), out=ast.Name(gap))),
-             _assign(near, _xp("less", ast.Name(gap), ast.Constant(NEAR), out=ast.Name(near_slot)))]
+             _assign(near, _xp("less", ast.Name(gap), _number(em, NEAR), out=ast.Name(near_slot)))]
     where = [ast.keyword("where", ast.Name(near))]
     cos_x = _xp("cos", em.atom(x), out=ast.Name(result))
     cos_x.keywords += where

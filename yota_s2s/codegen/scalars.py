@@ -346,11 +346,11 @@ def _made(emitter, var: Var, elements: ast.List) -> list[ast.stmt]:
     into the caller's array (``a[...] = list`` makes no array: numpy stores element by
     element, in about half the time of ``xp.asarray``)::
 
-        if out is None or out[0] is None:
+        if out is None or (dx_out := out[0]) is None:
             dx = xp.asarray(dx)
         else:
-            out[0][...] = dx
-            dx = out[0]
+            dx_out[...] = dx
+            dx = dx_out
 
     (the gradient of a struct's field: ``dx = xp.asarray(dx) if out is None else
     _deliver(out, (0, path), dx)``)."""
@@ -366,10 +366,10 @@ def _made(emitter, var: Var, elements: ast.List) -> list[ast.stmt]:
                               ast.Call(ast.Name("_deliver"),
                                        [ast.Name("out"), literal((argnum, path)), name], []))
         return [made, ast.Assign([name], delivered, lineno=0)]
-    entry = ast.Subscript(ast.Name("out"), ast.Constant(argnum))
+    entry = ast.Name(emitter.outer_name(f"{name.id}_out"))      # out[argnum], read once
     none = [[ast.Is()], [ast.Constant(None)]]
-    given = ast.BoolOp(ast.Or(), [ast.Compare(ast.Name("out"), *none),
-                                  ast.Compare(entry, *none)])
+    read = ast.NamedExpr(entry, ast.Subscript(ast.Name("out"), ast.Constant(argnum)))
+    given = ast.BoolOp(ast.Or(), [ast.Compare(ast.Name("out"), *none), ast.Compare(read, *none)])
     into = ast.Subscript(entry, ast.Constant(Ellipsis), ast.Store())
     return [made, ast.If(given, [ast.Assign([name], _array(emitter, name), lineno=0)],
                          [ast.Assign([into], name, lineno=0),

@@ -155,17 +155,19 @@ def _common_out(emitter, tape: Tape, arrays: list[str], entries: list[tuple],
     groups = [[f"(out.__class__ is not list and out.__class__ is not tuple) "
                f"or len(out) != {len(tape.params)}"] + [f"{name}.base is not None"
                                                        for name in arrays]]
+    bound = {}
     for key, shape, dtype in entries:   # a line each (written out: ~40 ns less than a call)
-        entry = f"out[{key}]"
-        groups.append([f"{entry}.__class__ is not xp.ndarray", f"{entry}.base is not None",
+        entry = bound[key] = emitter.outer_name(f"out{key}")     # read once, by its first test
+        groups.append([f"({entry} := out[{key}]).__class__ is not xp.ndarray",
+                       f"{entry}.base is not None",
                        f"{entry}.shape != {shape!r}",
                        f"{entry}.dtype is not {emitter.dtype_constant(np.dtype(dtype))}",
                        f"not {entry}.flags.writeable"])
     # an entry that is an argument or another entry: of the same shape and dtype
     avals = [i.var.aval for i in tape.inputs if not i.var.aval.weak]
-    groups.append([f"out[{key}] is {name}" for key, shape, dtype in entries
+    groups.append([f"{bound[key]} is {name}" for key, shape, dtype in entries
                    for name, a in zip(arrays, avals) if (a.shape, a.dtype.name) == (shape, dtype)]
-                  + [f"out[{a}] is out[{b}]" for i, (a, *kind) in enumerate(entries)
+                  + [f"{bound[a]} is {bound[b]}" for i, (a, *kind) in enumerate(entries)
                      for b, *other in entries[i + 1:] if kind == other]
                   + [f"out[{argnum}] is not None" for argnum in unused])
     lines: list[str] = []
@@ -201,6 +203,12 @@ def prelude(emitter) -> str:
                          f"{name} = xp.ones({n})" if dtype == "float64" else
                          f"{name} = xp.ones({n}, xp.{dtype})"
                          for (n, dtype), name in sorted(emitter.ones.items())) + "\n")
+    if emitter.numbers:
+        parts.append("\n# Numbers that ufuncs read, as 0-d arrays of their dtype made once (numpy makes a "
+                     "0-d array of a\n# Python number on every call); never written.\n" + "\n".join(
+                         f"{name} = xp.array({literal_text(float(value))})" if dtype == "float64"
+                         else f"{name} = xp.array({literal_text(float(value))}, xp.{dtype})"
+                         for (value, dtype), name in emitter.numbers.items()) + "\n")
     if len(memory.slots) > len(memory.lent):
         rows = []
         for k, ((shape, dtype, values), name) in enumerate(zip(memory.slots, emitter.slot_names)):
@@ -237,6 +245,15 @@ def header_lines(emitter, tape: Tape) -> list[str]:
     if emitter.ones:
         lines.append("Sums along an axis of a matrix are written as products with a vector of "
                      "ones (_ONES_n), which BLAS computes several times faster.")
+    if emitter.numbers or emitter.number_slots:
+        slots = [emitter.slot_names[k] for k in emitter.number_slots.values()]
+        ways = (["the numbers ufuncs read are made once (_1_0 for 1.0)"] if emitter.numbers
+                else []) + ([f"a number made at run time goes into {' or '.join(slots)}"
+                             + (" (one per dtype)" if len(slots) > 1 else "")
+                             + f" (.sum(out={slots[0]})[()], or .fill(number) before a ufunc "
+                             "reads it)"] if slots else [])
+        lines.append("Numbers go through 0-d arrays, where numpy would make a new one on each "
+                     "call: " + "; ".join(ways) + ".")
     if len(memory.slots) > len(memory.lent):
         lines.append(f"Work arrays: {len(memory.slots) - len(memory.lent)} per thread, "
                      f"{_size(memory.bytes)} (WORK_ARRAYS), made on a thread's first call.")

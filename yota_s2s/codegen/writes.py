@@ -22,6 +22,7 @@ from ..text import dotted, identifier, literal
 _AUGMENTED = {operator.add: ast.Add, operator.sub: ast.Sub, operator.mul: ast.Mult,
               operator.truediv: ast.Div}
 _FILL = {np.zeros: 0.0, np.ones: 1.0}
+_FLOATS = ("float64", "float32", "float16")   # the dtypes numbers are read in as 0-d arrays
 
 
 def write_statement(em, stmt: Stmt) -> list[ast.stmt] | None:
@@ -46,15 +47,17 @@ def write_statement(em, stmt: Stmt) -> list[ast.stmt] | None:
     form = plan.writes[v]
     if form in ("copy", "fill", "empty"):
         return _bind_then(em, stmt, v, target)
-    value = _call(em, stmt, form, target)
+    filled, numbers = _numbers(em, stmt) if form == "ufunc" else ([], {})
+    value = _call(em, stmt, form, target, numbers)
     name = em.names[v]
     if isinstance(target, ast.Name) and target.id == name:
         first = stmt.args[0]
         augmented = _AUGMENTED.get(stmt.prim.fn)
         if augmented and isinstance(first, Var) and em.names.names.get(first) == name:
-            return [ast.AugAssign(ast.Name(name), augmented(), em.atom(stmt.args[1]))]
-        return [ast.Expr(value)]
-    return [ast.Assign([ast.Name(name)], value, lineno=0)]
+            operand = numbers.get(1) or em.atom(stmt.args[1])
+            return filled + [ast.AugAssign(ast.Name(name), augmented(), operand)]
+        return filled + [ast.Expr(value)]
+    return filled + [ast.Assign([ast.Name(name)], value, lineno=0)]
 
 
 def _lent_view(em, slot: int) -> list[ast.stmt]:
@@ -92,7 +95,8 @@ def _xp(name: str) -> ast.expr:
     return dotted(f"xp.{name}")
 
 
-def _call(em, stmt: Stmt, form: str, target: ast.expr) -> ast.expr:
+def _call(em, stmt: Stmt, form: str, target: ast.expr,
+          numbers: dict[int, ast.expr] | None = None) -> ast.expr:
     out = [ast.keyword("out", target)]
     operands = [em.atom(a) for a in stmt.args]
     if form == "ufunc" and any(isinstance(a, Var) and a.aval.dtype.kind == "f" for a in stmt.args):
@@ -100,8 +104,9 @@ def _call(em, stmt: Stmt, form: str, target: ast.expr) -> ast.expr:
         operands = [em.literal(float(a.value)) if isinstance(a, Lit) and type(a.value) is int
                     else o for a, o in zip(stmt.args, operands)]
     if form == "ufunc":
-        return ast.Call(_xp(_ufunc(stmt)), operands[:1] if _ufunc(stmt) in ("square", "sqrt")
-                        else operands, out)
+        read = operands[:1] if _ufunc(stmt) in ("square", "sqrt") else operands
+        return ast.Call(_xp(_ufunc(stmt)), [(numbers or {}).get(i) or o
+                                            for i, o in enumerate(read)], out)
     if form == "matmul":
         return ast.Call(_xp("matmul"), operands, out)
     keywords = [ast.keyword(identifier(k), em.literal(val)) for k, val in stmt.params] + out
@@ -111,6 +116,52 @@ def _call(em, stmt: Stmt, form: str, target: ast.expr) -> ast.expr:
         return ast.Call(ast.Attribute(operands[0], identifier(stmt.prim.method),
                                       ast.Load()), [], keywords)
     return ast.Call(_xp(stmt.prim.emit[1].removeprefix("xp.")), operands, keywords)   # xp.sum
+
+
+def _numbers(em, stmt: Stmt) -> tuple[list[ast.stmt], dict[int, ast.expr]]:
+    """The number operands of a ufunc written into an array, as 0-d arrays (operand index ->
+    its expression): numpy makes a new 0-d array of a number operand on every call (8 bytes
+    of array data, a quarter microsecond). A literal is the module's 0-d array of it
+    (``xp.subtract(_1_0, t, out=t)``: ``Emitter.number_array``); a number computed at run time
+    (an argument, a sum) is first written into the function's 0-d work array (``buf7.fill(b)``
+    and ``t1 += buf7``: ``Emitter.number_slot``), and the statements that do so come first; not
+    where another operand is an expression, which may write that array too (a sum to a number).
+    Each in the dtype numpy converts it to: a numpy scalar's own, a Python number's that of the
+    array operands (one float dtype, holding a literal exactly). Numbers stay as they are in a
+    GPU module (cupy passes them to its kernels), and in any other dtype."""
+    filled: list[ast.stmt] = []
+    numbers: dict[int, ast.expr] = {}
+    if not em.numbers_in_arrays:
+        return filled, numbers
+    dtypes = {a.aval.dtype for a in stmt.args if isinstance(a, Var) and a.aval.ndim
+              and not a.aval.weak and a not in em.scalars.floats}
+    array = dtypes.pop() if len(dtypes) == 1 else None
+    read = stmt.args[:1] if _ufunc(stmt) in ("square", "sqrt") else stmt.args
+    inlined = [a for a in read if isinstance(a, Var) and a in em.inlined]
+    for i, atom in enumerate(read):
+        if isinstance(atom, Lit) and (type(atom.value) is float or isinstance(
+                atom.value, np.floating) or type(atom.value) is int and abs(atom.value) <= 2 ** 53):
+            dtype = atom.value.dtype if isinstance(atom.value, np.generic) else array
+            if dtype is not None and dtype.kind in "biu" and type(atom.value) is float:
+                dtype = np.dtype(np.float64)     # a Python float with integers: numpy's float64
+            if dtype is not None and dtype.name in _FLOATS and _exact(atom.value, dtype):
+                numbers[i] = ast.Name(em.number_array(float(atom.value), dtype))
+        elif isinstance(atom, Var) and (atom.aval.ndim == 0 or atom in em.scalars.floats) \
+                and not filled and array is not None and not set(inlined) - {atom}:
+            dtype = array if atom.aval.weak or atom in em.scalars.floats else atom.aval.dtype
+            if dtype.name in _FLOATS and atom.aval.dtype.kind in "biuf":
+                slot = em.number_slot(dtype, em.names[atom])
+                filled.append(ast.Expr(ast.Call(ast.Attribute(ast.Name(slot), "fill",
+                                                              ast.Load()), [em.atom(atom)], [])))
+                numbers[i] = ast.Name(slot)
+    return filled, numbers
+
+
+def _exact(value, dtype: np.dtype) -> bool:
+    """Does ``dtype`` hold ``value`` exactly (NaN too)?"""
+    with np.errstate(all="ignore"):
+        held = float(dtype.type(value))
+    return held == value or (held != held and value != value)
 
 
 def sum_as_product(em, stmt: Stmt) -> list[ast.expr] | None:
