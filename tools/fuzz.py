@@ -131,6 +131,10 @@ SIGNS = [     # (label, check pattern, detail pattern, pattern in the buffered m
     ("G14 a 0-d argument's gradient comes back with shape (1, 1) (size-1 seed literal, both forms)",
      r"gradient \d+ vs", r"shape \(1(, 1)*\) != \(\)", ""),
     ("G6 buffered: module takes no out= (every gradient 0-d?)", "out=", "unexpected keyword argument 'out'", ""),
+    ("G15 crash: scalar mode: Python's ** of a float overflows (numpy gives inf)",
+     "extreme values", "OverflowError", r"\*\* \d+\.0"),
+    ("G16 np.power / np.divide of Python floats written as ** and / (complex, ZeroDivisionError)",
+     "extreme values|compile", r"complex|ZeroDivisionError|division by zero", ""),
 ]
 
 
