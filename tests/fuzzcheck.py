@@ -256,8 +256,9 @@ def extreme_args(args, seed: int) -> list[list]:
     return variants
 
 
-def special_far(got, want, rtol) -> str:
-    """``far`` where inf and nan must sit at the same places and finite elements agree."""
+def special_far(got, want, rtol: float | None) -> str:
+    """``far`` where inf and nan must sit at the same places and finite elements agree (within
+    ``rtol``; not compared when it is None)."""
     got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
     if got.shape != want.shape:
         return f"shape {got.shape} != {want.shape}"
@@ -266,13 +267,13 @@ def special_far(got, want, rtol) -> str:
     if not np.all(same_special | fin):
         k = tuple(int(i) for i in np.argwhere(~(same_special | fin))[0])
         return f"at {k}: {float(got[k])!r} vs {float(want[k])!r}"
-    if not np.any(fin):
+    if not np.any(fin) or rtol is None:
         return ""
     scale = max(1.0, float(np.max(np.abs(want[fin]))))
     return far(np.where(fin, got, 0.0), np.where(fin, want, 0.0), rtol, rtol * scale)
 
 
-def check_extremes(df, f, variants, tight) -> list:
+def check_extremes(df, f, variants) -> list:
     """Call the gradient where an argument holds an extreme value (``extreme_args``). Where numpy
     computes the value, the generated function must compute it too, the same inf or nan
     included, and not raise; its results, for comparing the forms."""
@@ -291,7 +292,7 @@ def check_extremes(df, f, variants, tight) -> list:
                     results.append(None)
                     continue
                 raise Found("crash", "extreme values", f"{_first(e)} where numpy gives {want!r}")
-        bad = special_far(np.float64(got[0]), want, tight)
+        bad = special_far(np.float64(got[0]), want, 1e-6)     # ill-conditioned near overflow
         if bad:
             raise Found("mismatch", "extreme values: value vs numpy", bad)
         results.append(snapshot(got))
@@ -360,7 +361,7 @@ def check(program, directory: Path, forms=FORMS) -> Outcome:
             try:
                 results[form] = check_form(form, df, args, others, ((value), fd), tol)
                 check_jvp(form, f, args, fd, tol, program.seed)
-                extremes[form] = check_extremes(df, f, variants, tol[2])
+                extremes[form] = check_extremes(df, f, variants)
             except Found as e:
                 now.kind, now.check, now.detail = e.kind, e.check, e.detail
             except Exception as e:                  # the checker's own failure: report it
@@ -373,7 +374,7 @@ def check(program, directory: Path, forms=FORMS) -> Outcome:
     if len(results) == 2 and worst.kind == "ok":
         worst = _compare_forms(program.seed, results, [value[0], *fd], tol[2], kinds)
     if len(extremes) == 2 and worst.kind == "ok":
-        worst = _compare_extremes(program.seed, extremes, tol[2], kinds)
+        worst = _compare_extremes(program.seed, extremes, kinds)
     sys.modules.pop(f.__module__, None)
     worst.forms, worst.modules = kinds, modules
     return worst
@@ -395,16 +396,18 @@ def _compare_forms(seed, results, reference, rtol, kinds) -> Outcome:
     return Outcome(seed)
 
 
-def _compare_extremes(seed, extremes, rtol, kinds) -> Outcome:
+def _compare_extremes(seed, extremes, kinds) -> Outcome:
     """The forms' gradients where an argument holds an extreme value: the same inf and nan at
-    the same places, finite elements close."""
+    the same places. Finite elements are not compared: near an overflow a gradient can be as
+    ill-conditioned as ``sin(1e197)``, where the forms' different (both right) summation orders
+    give different numbers."""
     for a, b in zip(*extremes.values()):
         if a is None or b is None:
             continue
         for i, (x, y) in enumerate(zip(a, b)):
             if x is None or y is None:
                 continue
-            bad = special_far(x, y, rtol)
+            bad = special_far(x, y, None)
             if bad:
                 kinds["buffered"] = "mismatch"
                 return Outcome(seed, "mismatch", "buffered", "extreme values: buffered vs plain",
