@@ -8,8 +8,10 @@ other inputs and checks the first result did not change, calls it a third time (
 with Fortran-ordered, strided and read-only copies of the arguments, its forward mode (the
 tangent along a random direction against the finite-difference gradient), and (buffered form) with
 ``out=``: every entry an array, every other entry None, an entry of the wrong shape (must
-raise), an entry that is the argument itself (must raise or still be right). Then it compares
-the forms with each other. The outcome is one of
+raise), an entry that is the argument itself (must raise or still be right); then with one
+element of an argument at an extreme value (1e200, 800, 0, 1e-300...): where numpy computes the
+value, the generated function must compute the same value, inf and nan included, and not raise.
+Then it compares the forms with each other, the extreme calls too. The outcome is one of
 
 - ``ok``;
 - ``mismatch``: a silently wrong value or gradient (the worst), with the form and the check;
@@ -232,6 +234,71 @@ def check_form(form, df, args, others, ref, tol) -> list:
     return kept
 
 
+# Values where float arithmetic overflows, underflows or divides by zero: numpy answers inf,
+# nan or 0 there, and so must the generated function (Python's ``**`` and ``/`` raise instead).
+EXTREMES = (1e200, -1e200, 800.0, -800.0, 0.0, 1e-300)
+
+
+def extreme_args(args, seed: int) -> list[list]:
+    """Copies of the arguments with one float element pushed to an extreme value, a few ways."""
+    rng = np.random.default_rng(seed + 3)
+    arrays = [i for i, a in enumerate(args) if isinstance(a, np.ndarray) and a.size]
+    variants = []
+    for v in rng.choice(EXTREMES, 3, replace=False):
+        xs = copies(args)
+        if not arrays:
+            continue
+        i = int(rng.choice(arrays))
+        j = tuple(int(rng.integers(n)) for n in xs[i].shape)
+        with np.errstate(over="ignore"):
+            xs[i][j] = v
+        variants.append(xs)
+    return variants
+
+
+def special_far(got, want, rtol: float | None) -> str:
+    """``far`` where inf and nan must sit at the same places and finite elements agree (within
+    ``rtol``; not compared when it is None)."""
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    if got.shape != want.shape:
+        return f"shape {got.shape} != {want.shape}"
+    fin = np.isfinite(want)
+    same_special = np.where(np.isnan(want), np.isnan(got), got == want)
+    if not np.all(same_special | fin):
+        k = tuple(int(i) for i in np.argwhere(~(same_special | fin))[0])
+        return f"at {k}: {float(got[k])!r} vs {float(want[k])!r}"
+    if not np.any(fin) or rtol is None:
+        return ""
+    scale = max(1.0, float(np.max(np.abs(want[fin]))))
+    return far(np.where(fin, got, 0.0), np.where(fin, want, 0.0), rtol, rtol * scale)
+
+
+def check_extremes(df, f, variants) -> list:
+    """Call the gradient where an argument holds an extreme value (``extreme_args``). Where numpy
+    computes the value, the generated function must compute it too, the same inf or nan
+    included, and not raise; its results, for comparing the forms."""
+    results = []
+    for xs in variants:
+        with np.errstate(all="ignore"):
+            try:
+                want = np.float64(f(*copies(xs)))
+            except Exception:                   # numpy refuses these values too
+                results.append(None)
+                continue
+            try:
+                got = df(*xs)
+            except Exception as e:
+                if type(e).__name__ == "GuardError":    # a branch went the other way: a refusal
+                    results.append(None)
+                    continue
+                raise Found("crash", "extreme values", f"{_first(e)} where numpy gives {want!r}")
+        bad = special_far(np.float64(got[0]), want, 1e-6)     # ill-conditioned near overflow
+        if bad:
+            raise Found("mismatch", "extreme values: value vs numpy", bad)
+        results.append(snapshot(got))
+    return results
+
+
 def check_jvp(form, f, args, fd, tol, seed) -> None:
     """Forward mode of the same program in the same form: the tangent along random directions
     against the finite-difference gradient dotted with them."""
@@ -277,6 +344,7 @@ def check(program, directory: Path, forms=FORMS) -> Outcome:
     f32 = program.dtype == "float32"
     tol = (3e-3, 3e-3, 2e-5) if f32 else (1e-4, 1e-5, 1e-10)
     results, kinds, modules, worst = {}, {}, {}, Outcome(program.seed)
+    extremes, variants = {}, extreme_args(args, program.seed)
     for form in forms:
         now = Outcome(program.seed, "ok", form)
         try:
@@ -293,6 +361,7 @@ def check(program, directory: Path, forms=FORMS) -> Outcome:
             try:
                 results[form] = check_form(form, df, args, others, ((value), fd), tol)
                 check_jvp(form, f, args, fd, tol, program.seed)
+                extremes[form] = check_extremes(df, f, variants)
             except Found as e:
                 now.kind, now.check, now.detail = e.kind, e.check, e.detail
             except Exception as e:                  # the checker's own failure: report it
@@ -304,6 +373,8 @@ def check(program, directory: Path, forms=FORMS) -> Outcome:
             worst = now
     if len(results) == 2 and worst.kind == "ok":
         worst = _compare_forms(program.seed, results, [value[0], *fd], tol[2], kinds)
+    if len(extremes) == 2 and worst.kind == "ok":
+        worst = _compare_extremes(program.seed, extremes, kinds)
     sys.modules.pop(f.__module__, None)
     worst.forms, worst.modules = kinds, modules
     return worst
@@ -322,6 +393,25 @@ def _compare_forms(seed, results, reference, rtol, kinds) -> Outcome:
             blamed = max(errors, key=errors.get)
             kinds[blamed] = "mismatch"
             return Outcome(seed, "mismatch", blamed, "buffered vs plain", f"result {i} {bad}")
+    return Outcome(seed)
+
+
+def _compare_extremes(seed, extremes, kinds) -> Outcome:
+    """The forms' gradients where an argument holds an extreme value: the same inf and nan at
+    the same places. Finite elements are not compared: near an overflow a gradient can be as
+    ill-conditioned as ``sin(1e197)``, where the forms' different (both right) summation orders
+    give different numbers."""
+    for a, b in zip(*extremes.values()):
+        if a is None or b is None:
+            continue
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x is None or y is None:
+                continue
+            bad = special_far(x, y, None)
+            if bad:
+                kinds["buffered"] = "mismatch"
+                return Outcome(seed, "mismatch", "buffered", "extreme values: buffered vs plain",
+                               f"result {i} {bad}")
     return Outcome(seed)
 
 

@@ -26,6 +26,7 @@ MARGIN = 0.02          # distance kept from every kink and tie
 LIMIT = 30.0           # largest magnitude a value may reach
 MAX_SIZE = 48          # largest number of elements of any value
 RECURRENT = 0.3        # share of programs with an RNN-like loop (Gen.recurrent)
+STENCIL = 0.1          # share of programs with a loop over a periodic field (Gen.stencil)
 HELPERS = {            # helper functions a program may define and call: source, call
     "h0": ("def h0(a, b):\n    t = np.tanh(a) + b\n    return t * t", "h0({a}, {b})"),
     "h1": ("def h1(a, s=0.5):\n    return np.sin(a) * s + a", "h1({a}, s={s})"),
@@ -677,6 +678,57 @@ class Gen:
         else:
             self.n -= 1
 
+    def stencil(self, r: random.Random, rng, params: list, args: list) -> None:
+        """One more argument pair and a loop over a periodic 2-D field, as a PDE solver writes
+        it (the shape behind a wrong gradient of the buffered form's loop bodies): centred
+        differences and a Laplacian of ``np.roll`` of the field (shifts of 1 or 2, along both
+        axes) times a velocity argument; sometimes a nonlinearity, running sums of the velocity
+        times a difference (a number, an array), the step number, and the field read after the
+        loop. Fields of 576 or 1,024 elements (planned loop bodies) or a few dozen. Its own
+        random streams: the rest of the program is what the seed makes anyway."""
+        n, T = r.choice([32, 24, 6, 8]), r.randint(3, 7)
+        u0, v = f"x{len(params)}", f"x{len(params) + 1}"
+        for name, shape in ((u0, (n, n)), (v, r.choice([(n, n), (n, n), (n,)]))):
+            params.append(name)
+            args.append(rng.uniform(-1.0, 1.0, shape).astype(self.dtype))
+            self.vals[name] = args[-1]
+        s, c, nu = r.choice([1, 1, 2]), fmt(r.uniform(0.05, 0.15)), fmt(r.uniform(0.02, 0.08))
+        vy = r.choice([v, f"0.5 * {v}", f"{v}.T" if len(self.vals[v].shape) == 2 else v])
+        step = r.choice(["", " * (t + 1.0)"])
+        body = [f"ex = np.roll(u, -{s}, axis=1) - np.roll(u, {s}, axis=1)",
+                "ey = np.roll(u, -1, axis=0) - np.roll(u, 1, axis=0)"]
+        lap = ("np.roll(u, 1, axis=0) + np.roll(u, -1, axis=0) + np.roll(u, 1, axis=1)"
+               " + np.roll(u, -1, axis=1) - 4.0 * u")
+        update = f"u - {c} * ({v} * ex + {vy} * ey){step}"
+        update = r.choice([f"{update} + {nu} * ({lap})", update,
+                           f"{update} + {nu} * np.tanh({lap})", f"np.tanh({update})"])
+        lines, sums, after = [f"u = {u0}"], [], []
+        for extra in r.sample(["total", "g", "read"], r.randint(0, 3)):
+            if extra == "total":
+                lines.append("total = 0.0")
+                sums.append(f"total = total + {fmt(r.uniform(0.1, 0.5))}{step} * "
+                            + r.choice([f"np.sum({v} * ey)", f"np.mean(ex * ex)", f"np.sum(u * ey)"]))
+                after.append("total")
+            elif extra == "g":
+                lines.append(f"g = np.zeros(({n}, {n}), dtype={u0}.dtype)")
+                sums.append(r.choice([f"g = g + {c} * ex * {v}", f"g += {c} * ey * u", "g = g + ex"]))
+                after.append(r.choice(["np.mean(g * g)", "np.sum(np.sin(g))"]))
+            else:
+                body.append("w = u * ex")
+                update += " + 0.05 * w"
+        r.shuffle(sums)                      # the sums in any order after the differences
+        r.shuffle(body)
+        body = sorted(body, key=lambda b: b.startswith("w =")) + sums
+        lines += [f"for t in range({T}):"] + [f"    {b}" for b in body] + [f"    u = {update}"]
+        after.append(r.choice(["np.mean((u - 0.25) ** 2)", "np.sum(np.sin(u) * u)",
+                               f"np.mean(u[:, :{n // 2}] ** 2)", f"np.sum(u[{n // 3}])"]))
+        name = self.new()
+        lines.append(f"{name} = " + " + ".join(after))
+        if self.accept(lines, name, 3e4):
+            self.loop_loss = name
+        else:
+            self.n -= 1
+
     def scalar(self) -> bool:
         a = self.arr()
         name = self.new()
@@ -686,7 +738,7 @@ class Gen:
         return self.accept([f"{name} = {text}"], name)
 
     # -- the program ----------------------------------------------------------------------
-    def program(self, recurrent: bool | None = None) -> Program:
+    def program(self, recurrent: bool | None = None, stencil: bool | None = None) -> Program:
         rng = np.random.default_rng(self.seed)
         nargs = self.r.choice([1, 1, 2, 2, 2, 3])
         params, args = [], []
@@ -717,6 +769,11 @@ class Gen:
         if recurrent:
             self.recurrent(random.Random(f"cell {self.seed}"), np.random.default_rng(self.seed + 2),
                            params, args)
+        if stencil is None:
+            stencil = random.Random(f"stencil {self.seed}").random() < STENCIL
+        if stencil:
+            self.stencil(random.Random(f"grid {self.seed}"), np.random.default_rng(self.seed + 4),
+                         params, args)
         read = set().union(*(s.reads for s in self.stmts)) if self.stmts else set()
         unused = [s.defines for s in self.stmts if s.defines not in read] or params[-1:]
         terms = []
@@ -741,8 +798,9 @@ def _same(a, b) -> bool:
     return a is b or (np.shape(a) == np.shape(b) and np.array_equal(a, b))
 
 
-def generate(seed: int, recurrent: bool | None = None) -> Program:
+def generate(seed: int, recurrent: bool | None = None, stencil: bool | None = None) -> Program:
     """The program of ``seed``: the same source and arguments on every machine and run.
     ``recurrent``: with an RNN-like loop (Gen.recurrent) or without one, instead of as the
-    seed draws it (RECURRENT of the seeds); the rest of the program is the same."""
-    return Gen(seed).program(recurrent)
+    seed draws it (RECURRENT of the seeds); ``stencil`` the same for a loop over a periodic
+    field (Gen.stencil, STENCIL of the seeds); the rest of the program is the same."""
+    return Gen(seed).program(recurrent, stencil)

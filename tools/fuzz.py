@@ -5,6 +5,7 @@
     python tools/fuzz.py --seed 1234 --n 1 --verbose [--shrink] # one program and its modules
     python tools/fuzz.py --n 2000 --block 2     # chains of the small arrays run in blocks of 2
     python tools/fuzz.py --n 500 --recurrent --body-min 1 --lend 1   # RNN-like loops, planned
+    python tools/fuzz.py --n 500 --stencil      # loops over a periodic field (np.roll)
 
 Programs come from tests/fuzzing.py (one seed, one program, on every machine); the checks
 and the outcome classes (ok, mismatch, crash, refusal, generator) from tests/fuzzcheck.py.
@@ -59,7 +60,7 @@ def run_one(seed: int) -> tuple[Outcome, str, str]:
     signal.signal(signal.SIGALRM, _timeout)
     signal.alarm(TIMEOUT)
     try:
-        program = generate(seed, _STATE["recurrent"])
+        program = generate(seed, _STATE["recurrent"], _STATE["stencil"])
         outcome = check(program, base / "programs", forms)
         small, why = "", ""
         if outcome.kind in ("mismatch", "crash"):
@@ -131,6 +132,10 @@ SIGNS = [     # (label, check pattern, detail pattern, pattern in the buffered m
     ("G14 a 0-d argument's gradient comes back with shape (1, 1) (size-1 seed literal, both forms)",
      r"gradient \d+ vs", r"shape \(1(, 1)*\) != \(\)", ""),
     ("G6 buffered: module takes no out= (every gradient 0-d?)", "out=", "unexpected keyword argument 'out'", ""),
+    ("G15 crash: scalar mode: Python's ** of a float overflows (numpy gives inf)",
+     "extreme values", "OverflowError", r"\*\* \d+\.0"),
+    ("G16 np.power / np.divide of Python floats written as ** and / (complex, ZeroDivisionError)",
+     "extreme values|compile", r"complex|ZeroDivisionError|division by zero", ""),
 ]
 
 
@@ -147,7 +152,7 @@ def diagnose(outcome: Outcome) -> str:
 def verbose(seed: int, forms: tuple, do_shrink: bool) -> None:
     """Print the program of ``seed``, its outcome, and the modules of (the shrunk) program."""
     _setup(forms, False)
-    program = generate(seed, _STATE["recurrent"])
+    program = generate(seed, _STATE["recurrent"], _STATE["stencil"])
     print(program.source())
     outcome = check(program, _STATE["base"] / "programs", forms)
     print("#", outcome.line())
@@ -182,6 +187,8 @@ def main(argv=None) -> int:
     ap.add_argument("--refusals", action="store_true", help="list refusals too")
     ap.add_argument("--recurrent", action="store_true", help="every program with an RNN-like "
                     "loop (tests/fuzzing.py Gen.recurrent), not 30%% of them")
+    ap.add_argument("--stencil", action="store_true", help="every program with a loop over a "
+                    "periodic field (np.roll; tests/fuzzing.py Gen.stencil), not 10%% of them")
     ap.add_argument("--block", type=int, help="elements per block of a cache-blocked chain "
                     "(codegen/blocks.py), and chains of twice that many are blocked: small "
                     "values put the fuzzer's small arrays through the blocked form")
@@ -203,6 +210,7 @@ def main(argv=None) -> int:
         blocks.BLOCK, blocks.MIN_SIZE = opts.block, 2 * opts.block
     forms = tuple(opts.forms.split(","))
     _STATE["recurrent"] = True if opts.recurrent else None
+    _STATE["stencil"] = True if opts.stencil else None
     if opts.verbose:
         verbose(opts.seed, forms, opts.shrink)
         return 0
