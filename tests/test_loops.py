@@ -907,3 +907,52 @@ def test_the_ring_loop_reads_like_its_handwritten_gradient():
         "dx_part1, " in squared                  # scaled (ds through a 0-d work array: out=)
     assert squared.index("# -- forward --") < squared.index(" in range(50):\n") \
         < squared.index("# -- backward --") < squared.index("    ds = 2.0 * s\n")
+
+
+def test_a_carried_field_takes_two_work_arrays_in_turn():
+    """A carried array made anew by each step (an explicit scheme's field, a gradient carried
+    back) lives in two work arrays the loop takes in turn (codegen/loops.py ``_body_slots``):
+    no array per step, none per call with out=. Nine steps and ten (the result in one or the
+    other), calls with other arguments in between; what the function returns is never one of
+    them (a returned gradient carried back, a forward-only module returning the field)."""
+    from yota_s2s.memory import allocated
+
+    from .programs.loop_regions import diffused_even, diffused_odd
+
+    def loss_even(kappa, f):
+        return np.sum(diffused_even(kappa, f) ** 2)
+    r = np.random.default_rng(5)
+    calls = [(r.random((32, 32)), r.random((32, 32))) for _ in range(3)]
+    for f in (diffused_odd, loss_even):
+        for wrt in ((0,), (0, 1)):
+            df = ys.simplegrad(f, *calls[0], wrt=wrt)
+            plain = ys.simplegrad(f, *calls[0], wrt=wrt, buffers=False)
+            text = ys.source(df)
+            assert re.search(r"\n +f_new, f_spare = buf\d+, buf\d+\n", text), text
+            # the gradient carried back to f is returned when asked for: a new array a step
+            turned = re.search(r"\n +df_new, df_spare = df_spare, df_new\n", text)
+            assert (turned is not None) == (wrt == (0,)), text
+            firsts = df(*calls[0])
+            kept = [np.copy(g) for g in firsts[1:] if g is not None]
+            for args in calls[1:] + calls[:1]:
+                for a, b in zip(df(*args), plain(*args)):
+                    if b is not None:
+                        np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-15)
+            for g, k in zip(firsts[1:], kept):       # returned arrays are the caller's alone
+                np.testing.assert_array_equal(g, k)
+            value, *grads = df(*calls[1])
+            assert np.isclose(value, f(*calls[1]))
+            for i in wrt:
+                np.testing.assert_allclose(grads[i], numerical_grad(f, list(calls[1]), i),
+                                           rtol=1e-6, atol=1e-6)
+        out = [np.empty((32, 32)), None]
+        df = ys.simplegrad(f, *calls[0], wrt=(0,))
+        df(*calls[1], out=out)
+        assert allocated(lambda: df(*calls[2], out=out)).arrays == 0
+    forward = ys.compile(diffused_even, *calls[0])
+    first = forward(*calls[0])
+    kept = first.copy()
+    second = forward(*calls[1])
+    np.testing.assert_array_equal(first, kept)
+    np.testing.assert_allclose(second, diffused_even(*calls[1]), rtol=1e-13)
+    assert not np.shares_memory(first, second)

@@ -558,3 +558,24 @@ def inner_sums(W, xs):
             s = s + np.sum(np.tanh(W @ xs[t] * k))
         total = total + s * s
     return total
+
+
+def diffusion_step(kappa, f):
+    """An explicit step of diffusion with a varying coefficient on a periodic grid."""
+    lap = np.roll(f, 1, axis=0) + np.roll(f, -1, axis=0) + np.roll(f, 1, axis=1) \
+        + np.roll(f, -1, axis=1) - 4.0 * f
+    return f + 0.1 * kappa * lap
+
+
+def diffused_odd(kappa, f):
+    """The field is carried from step to step, a new value each step: nine steps."""
+    for _ in range(9):
+        f = diffusion_step(kappa, f)
+    return np.sum(np.sin(f))
+
+
+def diffused_even(kappa, f):
+    """Ten steps, and the field itself returned (a forward-only module returns it)."""
+    for _ in range(10):
+        f = diffusion_step(kappa, f)
+    return f

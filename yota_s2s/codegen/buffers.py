@@ -68,6 +68,7 @@ class Group:
     result: tuple = ()             # (argnum, path) of the returned gradient
     order: str = "C"               # a returned array's layout: "F" for a tall outer product
     end: int = 0                   # index of the last statement that reads the group
+    turn: bool = False             # a loop step's result: its slot is two arrays, in turn
 
 
 @dataclass
@@ -88,14 +89,17 @@ class MemoryPlan:
 
 def plan_memory(tape: Tape, scalars: ScalarPlan, inlined: set[Var],
                 facts: Analysis | None = None, exclude: frozenset = frozenset(),
-                carried: dict[Var, Var] | None = None) -> MemoryPlan:
+                carried: dict[Var, Var] | None = None,
+                turns: frozenset = frozenset()) -> MemoryPlan:
     """The plan for ``tape``; ``inlined`` values are written inside their user's expression,
     so what they read is read where that user is (``facts`` is the analysis of the tape with
     those read positions). For a loop body (codegen/loops.py): ``exclude``, values the caller
     writes elsewhere (made in a row of a stack), in no group; ``carried``, the step's result
     -> the carried value it becomes, an array of the loop's own (``"carried"``): the values
     the step makes of it in place and the result, when its array is dead by then, live in
-    it (``dh += h; ...; xp.matmul(dz, W.T, out=dh)``)."""
+    it (``dh += h; ...; xp.matmul(dz, W.T, out=dh)``); ``turns``, step results that may live
+    in a work array the loop takes in turn with a second one (``turn``: the step before's
+    result is in the other, codegen/loops.py), where they would be new arrays each step."""
     plan = MemoryPlan()
     facts = facts or Analysis(tape, inlined)
     excluded = facts.arguments | inlined
@@ -125,7 +129,7 @@ def plan_memory(tape: Tape, scalars: ScalarPlan, inlined: set[Var],
             _join(plan, stmt.out, target)
         else:
             plan.group[stmt.out] = Group([stmt.out])
-    _mark_results(tape, plan, facts)
+    _mark_results(tape, plan, facts, turns)
     _handed_over(tape, plan, facts)
     _assign_slots(tape, plan, facts)
     _lend_slots(plan, facts)
@@ -182,9 +186,11 @@ def _home(tape: Tape, stmt: Stmt, index: int, facts: Analysis, plan: MemoryPlan,
     return home
 
 
-def _mark_results(tape: Tape, plan: MemoryPlan, facts: Analysis) -> None:
+def _mark_results(tape: Tape, plan: MemoryPlan, facts: Analysis, turns: frozenset) -> None:
     """Groups holding returned gradients live in the returned arrays; nothing returned lives
-    in (or views) a work array: such a group is allocated on each call instead."""
+    in (or views) a work array: such a group is allocated on each call instead, but for a
+    loop step's result in ``turns``, alone in its group and its memory (the two arrays taken
+    in turn are the loop's, codegen/loops.py)."""
     for inp, g in zip(tape.inputs, tape.grads or []):
         if not isinstance(g, Var) or g.aval.weak:
             continue
@@ -198,7 +204,11 @@ def _mark_results(tape: Tape, plan: MemoryPlan, facts: Analysis) -> None:
     for v in facts.returned:
         group = plan.group.get(v)
         if group is not None and group.kind == "slot":
-            group.kind = "fresh"
+            alone = v in turns and group.members[-1] is v and facts.members.get(
+                facts.root(v), [v]) == [v] and not any(
+                m is not v and m in facts.returned for m in group.members)
+            group.turn = alone
+            group.kind = "slot" if alone else "fresh"
 
 
 def _handed_over(tape: Tape, plan: MemoryPlan, facts: Analysis) -> None:
@@ -234,7 +244,8 @@ def _tall_outer_product(group: Group, facts: Analysis) -> bool:
 def _assign_slots(tape: Tape, plan: MemoryPlan, facts: Analysis) -> None:
     """Work arrays by liveness: a group takes a free slot of its shape and dtype (the one freed
     first), or a new one. Groups are taken in order of definition; the busy ones wait in a
-    heap by their end, so the plan is n log n in the number of groups."""
+    heap by their end, so the plan is n log n in the number of groups. A loop step's result
+    taken in turn (``turn``) has a slot of its own: codegen gives it two arrays."""
     groups = []
     for var, group in plan.group.items():
         if group.kind == "slot" and group.members[0] is var:
@@ -250,14 +261,15 @@ def _assign_slots(tape: Tape, plan: MemoryPlan, facts: Analysis) -> None:
             done.append(heapq.heappop(busy))
         for _, _, g in sorted(done, key=lambda d: d[1]):       # freed in the order taken
             free.setdefault(_kind(g.members[0]), deque()).append(g.slot)
-        pool = free.get(_kind(group.members[0]))
+        pool = free.get(_kind(group.members[0])) if not group.turn else None
         if pool:
             group.slot = pool.popleft()
         else:
             group.slot = len(plan.slots)
             plan.slots.append((group.members[0].aval.shape, group.members[0].aval.dtype, []))
         plan.slots[group.slot][2].extend(group.members)
-        heapq.heappush(busy, (group.end, taken, group))
+        if not group.turn:
+            heapq.heappush(busy, (group.end, taken, group))
 
 
 def _lend_slots(plan: MemoryPlan, facts: Analysis) -> None:
@@ -296,9 +308,11 @@ def _kind(var: Var) -> tuple:
 
 def storage(tape: Tape, plan: MemoryPlan, scalars: ScalarPlan, facts: Analysis) -> dict[Var, object]:
     """Where each value's array lives in the written code, for the verifier: ``("slot", k)``
-    for work array ``k``, one key per other group, the base's for views and in-place updates,
-    the value itself for an array of its own; None for Python scalars."""
+    for work array ``k`` (``("turn", k)`` for the loop's, which a step may return: ``turn``),
+    one key per other group, the base's for views and in-place updates, the value itself for
+    an array of its own; None for Python scalars."""
     where: dict[Var, object] = {i.var: ("own", i.var) for i in tape.inputs}
+    turns = {g.slot for g in plan.group.values() if g.kind == "slot" and g.turn}
     for stmt in tape.stmts:
         for v in stmt.outs:
             group = plan.group.get(v)
@@ -307,7 +321,8 @@ def storage(tape: Tape, plan: MemoryPlan, scalars: ScalarPlan, facts: Analysis) 
                     or v.aval.weak:
                 where[v] = None
             elif group is not None:
-                where[v] = ("slot", group.slot) if group.kind == "slot" else ("group", id(group))
+                where[v] = (("turn" if group.slot in turns else "slot", group.slot)
+                            if group.kind == "slot" else ("group", id(group)))
             elif len(bases) == 1:
                 where[v] = where.get(bases[0])
             else:

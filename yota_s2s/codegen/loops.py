@@ -85,13 +85,15 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
     taken = set(em.names.taken) - body_names(em, stmt, keep).given()
     summed = _summed_terms(loop)
 
-    def emitter(plan: frozenset | None, carried: dict | None = None) -> Emitter:
+    def emitter(plan: frozenset | None, carried: dict | None = None,
+                turns: frozenset = frozenset()) -> Emitter:
         inner = body_names(em, stmt, keep)
         named = body.copy(params=tuple(inner.names[inp.var] for inp in body.inputs),
                           name=em.tape.name)
         named.namer = inner
         sub = Emitter(named, taken=taken, calls=em.calls, fast=False, roots=em.roots,
-                      inline=summed, named=squared, plan=plan, carried=carried, floats=floats)
+                      inline=summed, named=squared, plan=plan, carried=carried, floats=floats,
+                      turns=turns)
         sub.dot_sums = em.fast
         sub.enclosing = em              # module-level names (_ONES_n) are the function's
         for k, name in keep.items():
@@ -117,10 +119,11 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
                    and sum(o is r for r in body.result) == 1
                    and c in body.owned and not c.aval.weak and c.aval.ndim
                    and c.aval.size >= buffers.BODY_MIN and o not in sums_made}
-        sub = emitter(frozenset(made.out for made, _, _ in rows) | sums_made | small, carried)
-        lent = _body_slots(em, stmt, sub)
+        sub = emitter(frozenset(made.out for made, _, _ in rows) | sums_made | small, carried,
+                      _turns(em, stmt, loop, set(carried) | sums_made))
+        lent, turning = _body_slots(em, stmt, sub)
     else:
-        lent = []
+        lent, turning = [], []
     names = sub.names
     em.modules |= sub.modules
     blocks = sub.blocks()
@@ -190,6 +193,8 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
     moved = [(a, b) for a, b in zip(ins, outs) if a != b]
     if moved:
         inner.append(f"{', '.join(a for a, _ in moved)} = {', '.join(b for _, b in moved)}")
+    for new, spare in turning:          # the next step's result goes where the last one's was
+        inner.append(f"{new}, {spare} = {spare}, {new}")
     lines += [INDENT + line for line in inner or ["pass"]]
     em.lists.update(o for o, c in zip(stmt.outs, loop.carried) if c in listed)
     em.body_names |= set(sub.names.taken) - set(em.names.taken)
@@ -232,19 +237,73 @@ def _held_zeros(em, stmt: Stmt, c: Var, lines: list[str]) -> str | None:
     return chosen[c]
 
 
-def _body_slots(em, stmt: Stmt, sub) -> list[str]:
+def _body_slots(em, stmt: Stmt, sub) -> tuple[list[str], list[tuple[str, str]]]:
     """The work arrays of a body's plan are the function's too (``_slot``). Returns the lines
-    that make those lent by returned arrays, before the loop."""
+    that make those lent by returned arrays, before the loop, and the pairs of names of the
+    slots that hold a step's result (buffers.py ``turn``): two work arrays, held to the end
+    of the function (the loop's result is in one of them), swapped at the end of each step::
+
+        f_new, f_spare = buf3, buf4
+        for t in range(100):
+            ...
+            f = xp.subtract(t3, t6, out=f_new)     # the step before's f is in f_spare
+            ...
+            f_new, f_spare = f_spare, f_new
+    """
     at = next(i for i, s in enumerate(em.tape.stmts) if s is stmt)
     body = (em.body_names | set(sub.names.names.values())) - em.names.taken
     em.names.taken |= body
-    taken, lines = set(), []
+    turning = {g.slot: g for g in sub.memory.group.values() if g.kind == "slot" and g.turn}
+    loop = loop_of(stmt)
+    carried_of = {o: (c, after) for c, o, after in zip(loop.carried, loop.body.result, stmt.outs)}
+    taken, lines, pairs = set(), [], []
     for k, (shape, dtype, members) in enumerate(sub.memory.slots):
         labels = list(dict.fromkeys(sub.names[v] for v in members))
-        j = _slot(em, at, at, shape, dtype, labels, taken, lines)
-        sub.slot_names[k] = em.slot_names[j]
+        if k not in turning:
+            j = _slot(em, at, at, shape, dtype, labels, taken, lines)
+            sub.slot_names[k] = em.slot_names[j]
+            continue
+        c, after = carried_of[turning[k].members[-1]]
+        made = em.memory.group.get(after)
+        end = max([at] + [em.facts.last_memory.get(m, at) for m in (made.members if made
+                                                                     else [after])])
+        first, second = (em.slot_names[_slot(em, at, end, shape, dtype, labels, taken, lines)]
+                         for _ in range(2))
+        name = c.hint or sub.names[c]
+        new, spare = em.names.fresh(f"{name}_new"), em.names.fresh(f"{name}_spare")
+        lines.append(f"{new}, {spare} = {first}, {second}")
+        sub.slot_names[k] = new
+        pairs.append((new, spare))
     em.names.taken -= body
-    return lines
+    return lines, pairs
+
+
+def _turns(em, stmt: Stmt, loop, kept: set[Var]) -> frozenset:
+    """The step results that may live in two work arrays the loop takes in turn (buffers.py
+    ``turn``, ``_body_slots``) instead of a new array each step: a carried float array of
+    ``BODY_MIN`` elements or more, once in the step's results, not written over the carried
+    array itself nor a running sum (``kept``), whose value after the loop the function neither
+    returns nor hands to a later loop (the work arrays are the function's to its end, never
+    the caller's). Not for a loop inside another loop's step."""
+    if em.enclosing is not None:
+        return frozenset()
+    results = loop.body.result
+    after = dict(zip(loop.carried, stmt.outs))
+    handed = {a for i, s in enumerate(em.tape.stmts) if loop_of(s) is not None
+              for a in handed_over_operands(em.facts, s, i)}
+    turns = set()
+    for c, o in zip(loop.carried, results):
+        aval = c.aval
+        if not isinstance(o, Var) or o in kept or sum(o is r for r in results) != 1 \
+                or aval.weak or not aval.ndim or aval.size < buffers.BODY_MIN \
+                or aval.dtype.kind not in "fc":
+            continue
+        group = em.memory.group.get(after[c])
+        members = group.members if group is not None else [after[c]]
+        if any(m in em.facts.returned or m in handed for m in members):
+            continue
+        turns.add(o)
+    return frozenset(turns)
 
 
 def _slot(em, at: int, end: int, shape: tuple, dtype, labels: list[str], taken: set[int],
@@ -592,7 +651,7 @@ def _states_in_rows(em, stmt: Stmt, loop, sub, first) -> list[tuple[Stmt, ast.st
     loop reads the loop's last state (a view of the stack there). (the state's statement, its
     new node, the save left out) per such state."""
     from .buffers import writer
-    from .writes import _call
+    from .writes import row_call
     if not em.fast:
         return []
     facts, found = sub.facts, []
@@ -617,7 +676,7 @@ def _states_in_rows(em, stmt: Stmt, loop, sub, first) -> list[tuple[Stmt, ast.st
                 if p != stop) or em.facts.readers.get(after[c]) or after[c] in em.facts.returned:
             continue
         row = ast.Subscript(ast.Name(sub.names[save.args[0]]), sub.key(key), ast.Load())
-        node = ast.Assign([ast.Name(sub.names[o])], _call(sub, made, "ufunc", row), lineno=0)
+        node = ast.Assign([ast.Name(sub.names[o])], row_call(sub, made, row), lineno=0)
         found.append((made, node, save))
     return found
 
@@ -634,7 +693,7 @@ def _values_in_rows(em, loop, sub, dropped: set[int]) -> list[tuple[Stmt, ast.st
     from ..passes.stacked import row_offset
     from ..rules.indexing import setitem_
     from .buffers import writer
-    from .writes import _call
+    from .writes import row_call
     if not em.fast:
         return []
     facts, body, found = sub.facts, loop.body, []
@@ -665,7 +724,7 @@ def _values_in_rows(em, loop, sub, dropped: set[int]) -> list[tuple[Stmt, ast.st
                 for p in facts.readers.get(m, ()) if start < _written_at(p, body, sub) < stop):
             continue
         row = ast.Subscript(ast.Name(sub.names[c]), sub.key(key), ast.Load())
-        node = ast.Assign([ast.Name(sub.names[g])], _call(sub, made, "ufunc", row), lineno=0)
+        node = ast.Assign([ast.Name(sub.names[g])], row_call(sub, made, row), lineno=0)
         found.append((made, node, save))
     return found
 

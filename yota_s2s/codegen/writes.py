@@ -118,7 +118,14 @@ def _call(em, stmt: Stmt, form: str, target: ast.expr,
     return ast.Call(_xp(stmt.prim.emit[1].removeprefix("xp.")), operands, keywords)   # xp.sum
 
 
-def _numbers(em, stmt: Stmt) -> tuple[list[ast.stmt], dict[int, ast.expr]]:
+def row_call(em, stmt: Stmt, row: ast.expr) -> ast.expr:
+    """``stmt``'s ufunc written into ``row`` (a row of a loop's stack, codegen/loops.py), its
+    literal number operands the module's 0-d arrays (``_numbers``)."""
+    return _call(em, stmt, "ufunc", row, _numbers(em, stmt, literals_only=True)[1])
+
+
+def _numbers(em, stmt: Stmt, literals_only: bool = False
+             ) -> tuple[list[ast.stmt], dict[int, ast.expr]]:
     """The number operands of a ufunc written into an array, as 0-d arrays (operand index ->
     its expression): numpy makes a new 0-d array of a number operand on every call (8 bytes
     of array data, a quarter microsecond). A literal is the module's 0-d array of it
@@ -128,7 +135,8 @@ def _numbers(em, stmt: Stmt) -> tuple[list[ast.stmt], dict[int, ast.expr]]:
     where another operand is an expression, which may write that array too (a sum to a number).
     Each in the dtype numpy converts it to: a numpy scalar's own, a Python number's that of the
     array operands (one float dtype, holding a literal exactly). Numbers stay as they are in a
-    GPU module (cupy passes them to its kernels), and in any other dtype."""
+    GPU module (cupy passes them to its kernels), and in any other dtype. ``literals_only``:
+    numbers at run time stay as they are (a single statement is wanted)."""
     filled: list[ast.stmt] = []
     numbers: dict[int, ast.expr] = {}
     if not em.numbers_in_arrays:
@@ -147,7 +155,7 @@ def _numbers(em, stmt: Stmt) -> tuple[list[ast.stmt], dict[int, ast.expr]]:
             if dtype is not None and dtype.name in _FLOATS and _exact(atom.value, dtype):
                 numbers[i] = ast.Name(em.number_array(float(atom.value), dtype))
         elif isinstance(atom, Var) and (atom.aval.ndim == 0 or atom in em.scalars.floats) \
-                and not filled and array is not None and not set(inlined) - {atom}:
+                and not filled and not literals_only and array is not None and not set(inlined) - {atom}:
             dtype = array if atom.aval.weak or atom in em.scalars.floats else atom.aval.dtype
             if dtype.name in _FLOATS and atom.aval.dtype.kind in "biuf":
                 slot = em.number_slot(dtype, em.names[atom])

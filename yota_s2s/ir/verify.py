@@ -112,7 +112,8 @@ def check_written(tape: Tape, facts, storage: dict[Var, Any], names: dict[Var, s
     - no value is read after its array (``storage``: a key per Var, None for Python scalars;
       ``("slot", k)`` for work array ``k``) is written with another value, nor after its name
       (``names``) is bound to another value;
-    - nothing returned is, or shares memory with, a work array;
+    - nothing returned is, or shares memory with, a work array (but for a loop step's result
+      in the two arrays the loop takes in turn, ``("turn", k)``: the next step's is the other);
     - nothing is written into the memory of an argument.
     """
     writers = {v for v in facts.defined if v not in facts.producer or
