@@ -45,9 +45,9 @@ def loss_grad(W1, b1, W2, b2, X, labels):
     h = xp.tanh(X @ W1 + b1)
     # mlp.py:30  return h @ W2 + b2    (predict, inlined)
     t4 = h @ W2 + b2
-    # mlp.py:34  shifted = logits - np.max(logits, axis=1, keepdims=True)    (cross_entropy, inlined)
+    # mlp.py:34  shifted = logits - np.max(logits, axis=1, keepdims=True)    (cross_entropy, inli...
     shifted = t4 - t4.max(axis=1, keepdims=True)
-    # mlp.py:35  log_probs = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))    (cro...
+    # mlp.py:35  log_probs = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))    ...
     t6 = xp.exp(shifted)
     t7 = t6.sum(axis=1, keepdims=True)
     log_probs = shifted - xp.log(t7)
@@ -60,7 +60,7 @@ def loss_grad(W1, b1, W2, b2, X, labels):
     # rule mul, x2: x1 * dy
     dlabels = -1 / 64 * log_probs
     dlog_probs = labels * (-1 / 64)
-    # grad of mlp.py:35  log_probs = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
+    # grad of mlp.py:35  log_probs = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=Tr...
     # rule accumulate: the gradients of a value used twice add up
     # rule exp, x: dy * y
     # rule log, x: dy / x
@@ -108,9 +108,9 @@ def regularized_loss_grad(W1, b1, W2, b2, X, labels, decay):
     h = xp.tanh(X @ W1 + b1)
     # mlp.py:30  return h @ W2 + b2    (predict, inlined)
     t9 = h @ W2 + b2
-    # mlp.py:34  shifted = logits - np.max(logits, axis=1, keepdims=True)    (cross_entropy, inlined)
+    # mlp.py:34  shifted = logits - np.max(logits, axis=1, keepdims=True)    (cross_entropy, inli...
     shifted = t9 - t9.max(axis=1, keepdims=True)
-    # mlp.py:35  log_probs = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))    (cro...
+    # mlp.py:35  log_probs = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))    ...
     t11 = xp.exp(shifted)
     t12 = t11.sum(axis=1, keepdims=True)
     log_probs = shifted - xp.log(t12)
@@ -125,7 +125,7 @@ def regularized_loss_grad(W1, b1, W2, b2, X, labels, decay):
     # rule mul, x2: x1 * dy
     dlabels = -1 / 64 * log_probs
     dlog_probs = labels * (-1 / 64)
-    # grad of mlp.py:35  log_probs = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
+    # grad of mlp.py:35  log_probs = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=Tr...
     # rule accumulate: the gradients of a value used twice add up
     # rule exp, x: dy * y
     # rule log, x: dy / x

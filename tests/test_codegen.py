@@ -180,3 +180,46 @@ def test_python_floats_use_math():
     text = module_text(models.python_floats, 0.3, 0.5)
     assert text.startswith('"""') and "import math\nimport numpy as xp" in text
     assert "math.exp(a)" in text
+
+
+def test_long_lines_are_broken_inside_brackets_at_their_loosest_operator():
+    """codegen/lines.py: a statement over 100 columns is broken inside a bracket (an
+    assignment's value gets one) before its loosest operator or after a comma, continuation
+    aligned under the bracket; the same syntax tree; a comment is cut; a docstring's lines and
+    a line with no bracket to break in stay as they are."""
+    from yota_s2s.codegen.lines import fit
+    terms = " + ".join(f"t{i} * x{i}" for i in range(12))
+    long = f"    total = {terms} - 1.5"
+    fitted = fit(long).split("\n")
+    assert fitted[0] == "    total = (" + fitted[0].split("(", 1)[1]
+    assert all(len(line) <= 100 for line in fitted) and len(fitted) == 2
+    assert fitted[1].startswith(" " * 13 + "+ t") and fitted[1].endswith(" - 1.5)")
+    assert ast.dump(ast.parse(fit(long).strip().replace("\n", " "))) == \
+        ast.dump(ast.parse(long.strip()))
+    call = "        y = xp.add(" + ", ".join(f"operand_number_{i}" for i in range(6)) + ", out=buf1)"
+    lines = fit(call).split("\n")
+    assert [line.rstrip()[-1] for line in lines[:-1]] == [","] * (len(lines) - 1)
+    assert lines[1].startswith(" " * len("        y = xp.add(") + "operand_number_")
+    comment = "    # " + "x" * 120
+    assert fit(comment) == comment[:97] + "..."
+    text = '"""\n' + "word " * 30 + '\n"""\n' + "    if mode != '" + "a" * 100 + "':"
+    assert fit(text) == text
+
+
+@pytest.mark.parametrize("buffers", [True, False], ids=["buffered", "plain"])
+def test_every_generated_line_fits_in_100_columns(buffers):
+    """The bench's workloads, loops among them (source comments inside loop bodies, the
+    polynomial's one long sum), in both forms."""
+    sys.path.insert(0, str(Path(__file__).parents[1] / "tools"))
+    try:
+        import workloads
+    finally:
+        sys.path.pop(0)
+    import yota_s2s as ys
+    for w in workloads.WORKLOADS + workloads.LOOP_WORKLOADS:
+        if w.name in ("chain1e7", "rnn_T10000", "rnn_T1000", "rk4_1000", "ring_n10000"):
+            continue                                  # the same modules as smaller ones
+        args = w.make_args(np.random.default_rng(0))
+        text = ys.source(ys.simplegrad(w.loss, *args, wrt=w.wrt, buffers=buffers))
+        long = [line for line in text.splitlines() if len(line) > 100]
+        assert not long, (w.name, long)

@@ -24,12 +24,12 @@ from ..text import (access_expr, comment, describe, docstring_line, identifier, 
                     name_base, printable)
 from .emit import Block, Emitter, unparse
 from .imports import Imports, plan_imports
+from .lines import fit
 from .outside import BIND, CHANGED_PRELUDE, FUNCTION_PARAM, bind_function, has_reads, \
     reads_function, unbound_check
 from .workspace import header_lines, out_check_lines, prelude, takes_out, unpack_line
 
 INDENT = "    "
-MAX_COMMENT = 100
 
 _PRELUDE_GUARD = '''
 class GuardError(ValueError):
@@ -212,7 +212,7 @@ def _function(tape: Tape, emitter: Emitter) -> Written:
     if emitter.memory.slots:
         emitter.modules.add("threading")
     signature = f"def {identifier(fname)}({', '.join(params)}):"
-    text = "\n" + signature + "\n" + textwrap.indent("\n".join(body), INDENT) + "\n"
+    text = fit("\n" + signature + "\n" + textwrap.indent("\n".join(body), INDENT) + "\n")
     if reads_function(tape):
         text += "\n" + bind_function(tape, fname)
     return Written(tape, emitter, blocks, returns, text)
@@ -471,12 +471,12 @@ def _block_lines(block: Block, tape: Tape, emitter: Emitter, previous: Block | N
     if loc is not None and loc.iteration and (before is None or before.iteration != loc.iteration):
         lines.append(comment(loc.iteration))
     if not again:
-        lines.append(_cut(line))
+        lines.append(line)          # (cut to the width with its indentation: lines.fit)
         shown.clear()
     if block.section == "backward":
         rules = dict.fromkeys(r for s in block.quiet + block.sources for r in emitter.rules_of(s)
                               if r not in shown)
-        lines += [_cut(comment(rule_comment(r))) for r in rules]
+        lines += [comment(rule_comment(r)) for r in rules]
         shown.update(rules)
     for node in block.stmts:
         lines += _wrapped(node)
@@ -502,10 +502,6 @@ def rule_comment(rule: str) -> str:
     if sep and operand and " " not in operand:
         return f"rule {prim}, {operand}: {text}"
     return f"rule {rule}"
-
-
-def _cut(line: str) -> str:
-    return line if len(line) <= MAX_COMMENT else line[:MAX_COMMENT - 3] + "..."
 
 
 def _returns(tape: Tape, emitter: Emitter) -> tuple[list[str], list[str]]:
