@@ -199,8 +199,11 @@ def check_form(form, df, args, others, ref, tol) -> list:
         raise Found("mismatch", "second call value vs numpy", bad)
     same("first result unchanged by a second call", first, kept, 0.0)
     same("third call repeats the first", call("third call", *args), kept)
+    # another layout changes the order of numpy's sums; in float32 a long program amplifies
+    # that rounding past ``tight`` in the plain form too (seeds 23,000,119 and 23,100,089)
+    f32 = any(getattr(a, "dtype", None) == np.float32 for a in args)
     for name, xs in layouts(args).items():
-        same(name, call(name, *xs), kept)
+        same(name, call(name, *xs), kept, rtol if f32 else tight)
     if form == "buffered":
         out = [np.full_like(a, np.nan) if isinstance(a, np.ndarray) else None for a in args]
         got = call("out=", *args, out=out)

@@ -140,6 +140,7 @@ class Emitter:
         self.numbers: dict[tuple[str, str], str] = {}     # 0-d arrays of numbers ufuncs read
         self.number_slots: dict[str, int] = {}    # dtype -> the 0-d work array of reductions
         self.enclosing: Emitter | None = None     # a loop body's: the function's (loops.py)
+        self.turned: list[tuple[str, str]] = []    # loops' pairs of work arrays (loops.py)
         self.dtypes: dict[tuple, str] = {}    # (dtype, scalar type?) -> its module-level name
         self.chains = plan_chains(tape, self.facts, self.memory, self.scalars, self.inlined) \
             if fast and blocked else []

@@ -274,6 +274,7 @@ def _body_slots(em, stmt: Stmt, sub) -> tuple[list[str], list[tuple[str, str]]]:
         lines.append(f"{new}, {spare} = {first}, {second}")
         sub.slot_names[k] = new
         pairs.append((new, spare))
+        em.turned.append((new, spare))
     em.names.taken -= body
     return lines, pairs
 

@@ -260,6 +260,11 @@ def header_lines(emitter, tape: Tape) -> list[str]:
     if memory.lent:
         lines.append(f"{len(memory.lent)} more in the memory of returned gradients, before "
                      "those are written.")
+    if emitter.turned:
+        pairs = ", ".join(f"{new} and {spare}" for new, spare in emitter.turned)
+        lines.append("An array a loop makes anew each step is written into two work arrays in "
+                     f"turn ({pairs}: a step writes the first while the second holds the step "
+                     "before's, then they swap), not into a new array each step.")
     if takes_out(emitter):
         lines.append("Gradients come back in new arrays, or in the caller's: pass out= with one "
                      "array (or None) per argument to allocate nothing.")
