@@ -241,7 +241,9 @@ def _body_slots(em, stmt: Stmt, sub) -> tuple[list[str], list[tuple[str, str]]]:
     """The work arrays of a body's plan are the function's too (``_slot``). Returns the lines
     that make those lent by returned arrays, before the loop, and the pairs of names of the
     slots that hold a step's result (buffers.py ``turn``): two work arrays, held to the end
-    of the function (the loop's result is in one of them), swapped at the end of each step::
+    of the function (the loop's result is in one of them), swapped at the end of each step,
+    or, for a gradient the function returns as the loop leaves it, a work array and the
+    returned array (``_result``), in the order that has the last step write the returned one::
 
         f_new, f_spare = buf3, buf4
         for t in range(100):
@@ -250,6 +252,8 @@ def _body_slots(em, stmt: Stmt, sub) -> tuple[list[str], list[tuple[str, str]]]:
             ...
             f_new, f_spare = f_spare, f_new
     """
+    from .emit import unparse
+    from .writes import result_call
     at = next(i for i, s in enumerate(em.tape.stmts) if s is stmt)
     body = (em.body_names | set(sub.names.names.values())) - em.names.taken
     em.names.taken |= body
@@ -267,8 +271,17 @@ def _body_slots(em, stmt: Stmt, sub) -> tuple[list[str], list[tuple[str, str]]]:
         made = em.memory.group.get(after)
         end = max([at] + [em.facts.last_memory.get(m, at) for m in (made.members if made
                                                                      else [after])])
-        first, second = (em.slot_names[_slot(em, at, end, shape, dtype, labels, taken, lines)]
-                         for _ in range(2))
+        if after in em.memory.delivered:    # a returned gradient: the last step writes it
+            key = em.memory.delivered[after]
+            returned = em.names.fresh(f"{em.names[after]}_mem")
+            call = result_call(buffers.Group([after], kind="result", result=key), after)
+            lines.append(f"{returned} = {unparse(call)}")
+            work = em.slot_names[_slot(em, at, at, shape, dtype, labels, taken, lines)]
+            first, second = (returned, work) if loop.length % 2 else (work, returned)
+            em.delivered_done.add(after)
+        else:
+            first, second = (em.slot_names[_slot(em, at, end, shape, dtype, labels, taken,
+                                                 lines)] for _ in range(2))
         name = c.hint or sub.names[c]
         new, spare = em.names.fresh(f"{name}_new"), em.names.fresh(f"{name}_spare")
         lines.append(f"{new}, {spare} = {first}, {second}")
@@ -283,9 +296,10 @@ def _turns(em, stmt: Stmt, loop, kept: set[Var]) -> frozenset:
     """The step results that may live in two work arrays the loop takes in turn (buffers.py
     ``turn``, ``_body_slots``) instead of a new array each step: a carried float array of
     ``BODY_MIN`` elements or more, once in the step's results, not written over the carried
-    array itself nor a running sum (``kept``), whose value after the loop the function neither
-    returns nor hands to a later loop (the work arrays are the function's to its end, never
-    the caller's). Not for a loop inside another loop's step."""
+    array itself nor a running sum (``kept``), whose value after the loop the function does not
+    hand to a later loop, nor return (the work arrays are the function's to its end, never the
+    caller's) but as a gradient, as it is: then one of the two is the returned array, the one
+    the last step writes. Not for a loop inside another loop's step."""
     if em.enclosing is not None:
         return frozenset()
     results = loop.body.result
@@ -299,9 +313,12 @@ def _turns(em, stmt: Stmt, loop, kept: set[Var]) -> frozenset:
                 or aval.weak or not aval.ndim or aval.size < buffers.BODY_MIN \
                 or aval.dtype.kind not in "fc":
             continue
-        group = em.memory.group.get(after[c])
-        members = group.members if group is not None else [after[c]]
-        if any(m in em.facts.returned or m in handed for m in members):
+        a = after[c]
+        group = em.memory.group.get(a)
+        members = group.members if group is not None else [a]
+        if any(m in handed for m in members) or any(m in em.facts.returned for m in members) \
+                and not (members == [a] and a in em.memory.delivered and loop.length
+                         and em.facts.members.get(em.facts.root(a), [a]) == [a]):
             continue
         turns.add(o)
     return frozenset(turns)
