@@ -268,9 +268,6 @@ def _body_slots(em, stmt: Stmt, sub) -> tuple[list[str], list[tuple[str, str]]]:
             sub.slot_names[k] = em.slot_names[j]
             continue
         c, after = carried_of[turning[k].members[-1]]
-        made = em.memory.group.get(after)
-        end = max([at] + [em.facts.last_memory.get(m, at) for m in (made.members if made
-                                                                     else [after])])
         if after in em.memory.delivered:    # a returned gradient: the last step writes it
             key = em.memory.delivered[after]
             returned = em.names.fresh(f"{em.names[after]}_mem")
@@ -279,7 +276,10 @@ def _body_slots(em, stmt: Stmt, sub) -> tuple[list[str], list[tuple[str, str]]]:
             work = em.slot_names[_slot(em, at, at, shape, dtype, labels, taken, lines)]
             first, second = (returned, work) if loop.length % 2 else (work, returned)
             em.delivered_done.add(after)
-        else:
+        else:                               # held until the loop's result is dead
+            made = em.memory.group.get(after)
+            end = max([at] + [em.facts.last_memory.get(m, at)
+                              for m in (made.members if made else [after])])
             first, second = (em.slot_names[_slot(em, at, end, shape, dtype, labels, taken,
                                                  lines)] for _ in range(2))
         name = c.hint or sub.names[c]
