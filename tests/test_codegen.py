@@ -200,6 +200,12 @@ def test_long_lines_are_broken_inside_brackets_at_their_loosest_operator():
     lines = fit(call).split("\n")
     assert [line.rstrip()[-1] for line in lines[:-1]] == [","] * (len(lines) - 1)
     assert lines[1].startswith(" " * len("        y = xp.add(") + "operand_number_")
+    for head in ("    return ", "    t += "):
+        line = head + ", ".join(f"gradient_of_number_{i}" for i in range(8)) if "return" in \
+            head else head + " + ".join(f"value_{i}" for i in range(15))
+        broken = fit(line).split("\n")
+        assert len(broken) == 2 and broken[0].startswith(head + "(") and broken[1].endswith(")")
+        assert ast.dump(ast.parse(fit(line).strip())) == ast.dump(ast.parse(line.strip()))
     comment = "    # " + "x" * 120
     assert fit(comment) == comment[:97] + "..."
     text = '"""\n' + "word " * 30 + '\n"""\n' + "    if mode != '" + "a" * 100 + "':"

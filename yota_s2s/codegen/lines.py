@@ -79,17 +79,19 @@ def _tree(code: str) -> str:
 
 
 def _bracketed(tokens: list, code: str) -> tuple[list, str]:
-    """``target = value`` with the value in parentheses where its top level has no bracket
-    (``polynomial = x2 * t3 - ...``); the tokens of the new code."""
-    depth, assign = 0, None
+    """``target = value`` (or ``return value``) with the value in parentheses where its top
+    level has an operator or a comma outside any bracket (``polynomial = x2 * t3 - ...``,
+    ``return loss, dW1, ...``); the tokens of the new code."""
+    depth, assign = 0, tokens[0] if tokens and tokens[0].string == "return" else None
     for t in tokens:
         if t.string in _OPENING:
             depth += 1
         elif t.string in _CLOSING:
             depth -= 1
-        elif depth == 0 and t.type == tokenize.OP and t.string == "=":
+        elif depth == 0 and t.type == tokenize.OP and t.string.endswith("=") \
+                and t.string not in _RANK:            # = += -= ..., not == <= >= !=
             assign = t
-        elif depth == 0 and assign is not None and t.string in _OPERATORS:
+        elif depth == 0 and assign is not None and t.string in _RANK and t is not assign:
             start = assign.end[1]
             code = f"{code[:start]} ({code[start:].lstrip()})"
             return [t for t in tokenize.generate_tokens(io.StringIO(code).readline)
