@@ -272,8 +272,9 @@ def _assign(stmt: Stmt, loop: Loop, at: int, outer: Analysis, facts: Analysis,
     values = {t.g: None for terms in sums.values() for t in terms if t.g in facts.producer}
     taken: dict[Var, Free] = {}
     for g in sorted(values, key=facts.defined.__getitem__):
-        if g.aval.weak or not g.aval.ndim:
-            continue
+        if g.aval.weak or not g.aval.ndim or facts.written_between(
+                {facts.root(g)}, facts.defined[g], facts.end):
+            continue        # (its memory updated later in the step: the row would see that)
         used = {f.stack for f in taken.values()}
         free = [f for f in _free_stacks(stmt, loop, at, outer, facts, g) if f.stack not in used]
         if free:
