@@ -49,7 +49,7 @@ from ..rules.indexing import setitem_
 from ..rules.registry import RuleSet
 from .dce import dce
 
-STACKED = "the steps' terms of an accumulator: one product (or sum) of the stacked rows after the loop"
+STACKED = "an accumulator's terms: one product (or sum) of the stacked rows after the loop"
 
 # keys that make a column of a vector (``g[:, None]``) and those that leave a row (``g[None, :]``)
 _COLUMN = ((Ellipsis, None), (slice(None), None))
