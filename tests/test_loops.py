@@ -18,9 +18,10 @@ from .programs.loop_regions import (appended, appended_before_step, appended_the
                                     breaking, calls_region, cosine_of_inputs, counted, cyclic,
                                     enumerated, growing, index_scaled, last_row_is_state, leaky,
                                     masked, named_out, nested, returning, reversed_leak,
-                                    reversed_steps, rnn,
+                                    reversed_steps, rk4_args, rk4_steps, rnn,
                                     rnn_args, rnn_batched, rnn_batched_args, rnn_rows,
-                                    row_from_row, row_read_in_step, row_sums, row_updated_twice,
+                                    rnn_vector_args, row_from_row, row_read_in_step, row_sums,
+                                    row_updated_twice,
                                     rows_read_after, rows_written_after, shifted, short,
                                     softmax_steps, stacks_and_rows_written, stencil, stencil_args,
                                     two_row_stores, two_stacks, weak_then_array, with_helper,
@@ -80,6 +81,8 @@ CASES = [
     *((f.__name__, f, lambda: (rnn_args()[0], _vec(50).reshape(10, 5)), "region") for f in [
         row_read_in_step, row_from_row, row_updated_twice, two_row_stores]),
     ("stencil", stencil, stencil_args, "region"),
+    ("rk4_steps", rk4_steps, rk4_args, "region"),
+    ("rnn_vector", rnn_batched, rnn_vector_args, "region"),
     ("branchy", branchy, lambda: (_vec(10),), "unrolled"),
     ("growing", growing, lambda: (_vec(10),), "unrolled"),
     ("breaking", breaking, lambda: (_vec(10),), "unrolled"),
@@ -298,13 +301,20 @@ def test_sum_of_squares_in_a_buffered_loop_is_a_dot_product():
 
 def test_running_sums_add_each_product_as_it_is_made():
     """The backward loop adds each accumulated product where it is made (``dW += t.T @ dz``):
-    two products are never held at once (peak memory), as in a handwritten BPTT."""
+    two products are never held at once (peak memory), as in a handwritten BPTT. In the
+    buffered form dU and db leave the loop (passes/stacked.py: dz goes into the dead state
+    row, one product and one sum after the loop); dW, whose outer product reads the state
+    rows, stays."""
     args = rnn_args(10)
     for buffers in (True, False):
         df = ys.simplegrad(rnn, *args, buffers=buffers)
-        loop = _loop_lines(ys.source(df), "for t in range(9, -1, -1):")
+        text = ys.source(df)
+        loop = _loop_lines(text, "for t in range(9, -1, -1):")
         sums = [line for line in loop if line.startswith(("dW +=", "dU +=", "db +="))]
-        assert len(sums) == 3, loop
+        assert len(sums) == (1 if buffers else 3), loop
+        if buffers:
+            after = text.split("for t in range(9, -1, -1):")[1].split("\n    return")[0]
+            assert "dU = xp.matmul(" in after and "db = xp.matmul(_ONES_10," in after, after
         assert all("*" in line or "@" in line for line in sums if not line.startswith("db")), sums
         value, *grads = df(*args)
         for i, g in enumerate(grads):
@@ -328,7 +338,8 @@ def test_state_read_after_the_loop_is_not_a_row_of_the_stack():
     args = rnn_args(10)
     fast = ys.simplegrad(_state_used_after, *args)
     plain = ys.simplegrad(_state_used_after, *args, buffers=False)
-    assert "out=H[" not in ys.source(fast)
+    # (the backward loop writes dz over the dead rows, passes/stacked.py: ``out=H[t + 1]``)
+    assert "out=H[" not in ys.source(fast).split("# -- backward --")[0]
     for _ in range(2):
         value, *grads = fast(*[a.copy() for a in args])
         again = plain(*[a.copy() for a in args])
@@ -491,7 +502,8 @@ def test_names_in_the_loop_bodies_read_as_a_handwritten_bptt():
         _assigned_names(plain) - printed_names
     _, fast = gradient_tape(rnn, rnn_args(50))
     buffered = write_module(fast)
-    assert "dh = dh + 1.0" in buffered and "h_new = H[t + 1]" in buffered
+    # (the key ``t + 1`` is named where the step also writes dz in that row, passes/stacked.py)
+    assert "dh = dh + 1.0" in buffered and re.search(r"h_new = H\[(t \+ 1|t\d+)\]", buffered)
 
 
 def test_a_cancelled_term_in_a_loop_body_is_not_emitted():
@@ -641,21 +653,28 @@ def test_products_of_rows_are_one_product_after_the_loop():
     assert "H = buf1" in text and text.count("xp.empty((11, 4, 5))") == 0
     plain_loop = _loop_lines(ys.source(plain), "for t in range(9, -1, -1):")
     assert any(line.startswith("dWx +=") for line in plain_loop), plain_loop
-    value, *grads = df(*args)
-    assert np.isclose(value, rnn_batched(*args), rtol=1e-12)
-    for i in (0, 1, 2):
-        np.testing.assert_allclose(grads[i], numerical_grad(rnn_batched, list(args), i),
-                                   rtol=1e-5, atol=1e-7)
-    for seed in (1, 2, 0):
-        other = rnn_batched_args(seed=seed)
-        for a, b in zip(df(*other), plain(*other)):
-            if a is not None:
-                np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+    grads = _right_and_plain(df, plain, rnn_batched, rnn_batched_args, (0, 1, 2))
     outs = [np.full((3, 5), np.nan), np.full((5, 5), np.nan), np.full(5, np.nan), None, None]
     again = df(*args, out=outs)
     assert again[1] is outs[0] and again[3] is outs[2]
     for a, b in zip(again[1:4], grads[:3]):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+def _right_and_plain(df, plain, f, make, argnums) -> list:
+    """``df`` gives ``f``'s value and gradients (finite differences, for ``argnums``) on
+    ``make()``, and what ``plain`` gives on other arguments call after call; its gradients."""
+    args = list(make())
+    value, *grads = df(*args)
+    assert np.isclose(value, f(*args), rtol=1e-12)
+    for i in argnums:
+        np.testing.assert_allclose(grads[i], numerical_grad(f, args, i), rtol=1e-5, atol=1e-7)
+    for seed in (1, 2, 0):
+        other = make(seed=seed)
+        for a, b in zip(df(*other), plain(*other)):
+            if a is not None:
+                np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+    return grads
 
 
 def test_a_sum_of_step_values_is_one_sum_after_the_loop():
@@ -675,6 +694,61 @@ def test_a_sum_of_step_values_is_one_sum_after_the_loop():
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(df(*args)[1], numerical_grad(leaky, list(args), 0), rtol=1e-5,
                                atol=1e-7)
+
+
+def _after_loop(text: str, header: str) -> list[str]:
+    """The lines of the backward section after the loop ``header`` (before the return)."""
+    return text.split(header)[1].split("\n    return")[0].split("\n    dh0 = dh\n")[-1] \
+        .splitlines()
+
+
+def test_sums_of_outer_products_are_one_product_per_stage_after_the_loop():
+    """passes/stacked.py on RK4, buffered form: each step adds four outer products
+    ``dz[..., None] * u`` (one per stage) to dW and the four dz to db. Each stage's dz is made
+    in the row of a forward stack of its own that the step has read for the last time
+    (``out=V[dt]``), and after the loop dW is four products of the stacks (``S.T @ U``) and db
+    their four sums, as the handwritten adjoint makes them. The plain form keeps the rules'
+    loop. Values: finite differences, the plain form call after call, out=."""
+    args = rk4_args()
+    df = ys.simplegrad(rk4_steps, *args, wrt={0, 1, 2})
+    plain = ys.simplegrad(rk4_steps, *args, wrt={0, 1, 2}, buffers=False)
+    text = ys.source(df)
+    header = "for dt in range(11, -1, -1):"
+    loop = _loop_lines(text, header)
+    assert not any(line.startswith(("dW", "db")) for line in loop), loop
+    made = [line for line in loop if re.search(r"out=\w+\[dt\]\)$", line)]
+    assert len(made) == 4 and all("xp.multiply(" in line for line in made), loop
+    after = _after_loop(text, header)
+    products = [line for line in after if re.search(r"= xp\.matmul\(\w+\.T, \w+, out=", line)]
+    assert len(products) == 4 and sum(line.startswith("    dW += ") for line in after) == 3
+    assert sum(line.startswith("    db += ") for line in after) == 3, after
+    plain_loop = _loop_lines(ys.source(plain), header)
+    assert any(line.startswith("dW +=") for line in plain_loop), plain_loop
+    assert _right_and_plain(df, plain, rk4_steps, rk4_args, (0, 1, 2))[3] is None
+    outs = [np.full((4, 4), np.nan), np.full(4, np.nan), np.full(4, np.nan), None]
+    again = df(*args, out=outs)
+    assert again[1] is outs[0] and again[2] is outs[1]
+    for a, b in zip(again[1:4], plain(*args)[1:4]):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+def test_outer_products_of_a_vector_state_leave_the_loop_where_their_rows_do():
+    """One sequence (``h`` a vector): dWx adds ``xs[t][:, None] * dz[..., None, :]`` (the
+    rule of ``x @ W``) and db adds dz; dz goes into the dead state row, and dWx and db are one
+    product and one sum after the loop. dWh's outer product reads the state rows, which dz
+    overwrites: it stays in the loop."""
+    args = rnn_vector_args()
+    df = ys.simplegrad(rnn_batched, *args)
+    text = ys.source(df)
+    header = "for t in range(9, -1, -1):"
+    loop = _loop_lines(text, header)
+    assert [line for line in loop if "+=" in line and not line.startswith("#")] == \
+        ["dWh += h_prev[:, None] * dt7[..., None, :]"], loop
+    after = _after_loop(text, header)
+    assert any(line.startswith("    dWx = xp.matmul(xs.T, ") for line in after), after
+    assert any(line.startswith("    db = ") for line in after), after
+    plain = ys.simplegrad(rnn_batched, *args, buffers=False)
+    _right_and_plain(df, plain, rnn_batched, rnn_vector_args, (0, 1, 2, 4))
 
 
 def test_backward_loop_body_writes_into_work_arrays():

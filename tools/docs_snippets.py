@@ -61,7 +61,7 @@ def _loops() -> dict[str, str]:
     from yota_s2s.ir.printer import format_tape
 
     args = (np.ones((4, 4)), np.ones((4, 3)), np.ones(4), np.ones(4), np.ones((100, 3)))
-    forward, tape = gradient_tape(loops.rnn, args)
+    forward, tape = gradient_tape(loops.rnn, args, review=True)     # the plain form
     text = write_module(tape, buffers=False)
     model = (ROOT / "tests/programs/loop_regions.py").read_text()
     return {"loop-model": model[:model.index("\n\n# --")] + "\n",

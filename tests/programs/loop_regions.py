@@ -326,6 +326,36 @@ def rnn_batched_args(T=10, B=4, D=3, H=5, seed=0):
             r.normal(size=(T, B, D)), r.normal(size=(B, H)) * 0.3)
 
 
+def rnn_vector_args(T=10, D=3, H=5, seed=0):
+    """rnn_batched's arguments for one sequence: ``h`` a vector, whose gradients of
+    ``xs[t] @ Wx`` and ``h @ Wh`` are outer products of rows (passes/stacked.py)."""
+    Wx, Wh, b, xs, h0 = rnn_batched_args(T, 1, D, H, seed)
+    return Wx, Wh, b, xs[:, 0], h0[0]
+
+
+def _stage(y, W, b):
+    return np.tanh(W @ y + b) - 0.5 * y
+
+
+def rk4_steps(W, b, y0, dts):
+    """RK4 (tools/workloads.py's rk4 at a small size): each step adds four outer products of
+    the stages' dz and their points to dW, and the four dz to db (passes/stacked.py)."""
+    y = y0
+    for dt in dts:
+        k1 = _stage(y, W, b)
+        k2 = _stage(y + 0.5 * dt * k1, W, b)
+        k3 = _stage(y + 0.5 * dt * k2, W, b)
+        k4 = _stage(y + dt * k3, W, b)
+        y = y + dt / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+    return 0.5 * np.sum(y * y)
+
+
+def rk4_args(T=12, n=4, seed=0):
+    r = np.random.default_rng(seed)
+    return (r.normal(size=(n, n)) / np.sqrt(n), r.normal(size=n) * 0.1, r.normal(size=n),
+            0.05 + 0.1 * r.random(T))
+
+
 def leaky(x, xs):
     h = x * 0.5
     for t in range(xs.shape[0]):
