@@ -1018,6 +1018,27 @@ def test_a_float16_mean_is_numpys_in_the_buffered_form():
         np.testing.assert_array_equal(got[1], want[1])
 
 
+def _elements_and_a_narrow_mean(x, y):
+    v = x[3] * x[3] ** 2 - x[4] - x[1] ** 3
+    return v * v + np.mean(np.sin(y) * y)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_scalar_mode_keeps_float64_where_a_narrower_number_joins(dtype):
+    """``x[3] * ...`` is numpy's float64 scalar: plus a float16 mean it stays float64. As a
+    Python float (scalar mode) it would take float16 (NEP 50; fuzz seeds 22600100,
+    22600216): a Python float that meets a narrower float stays numpy's (scalars._narrow)."""
+    rng = np.random.default_rng(6)
+    args = (rng.uniform(-1, 1, 8), rng.uniform(-1, 1, (2, 3)).astype(dtype))
+    fast = ys.simplegrad(_elements_and_a_narrow_mean, *args)
+    plain = ys.simplegrad(_elements_and_a_narrow_mean, *args, buffers=False)
+    want = _elements_and_a_narrow_mean(*args)
+    for got in (fast(*args), plain(*args)):
+        assert np.asarray(got[0]).dtype == np.float64 and got[0] == want
+        np.testing.assert_array_equal(got[1], plain(*args)[1])
+        assert got[2].dtype == dtype
+
+
 def test_out_of_the_common_kind_is_told_apart_inline_and_anything_else_checked_in_full():
     """The inline tests let through only arrays of their own with arguments of their own; a
     view on either side, a read-only array, an argument, a dict or an entry given twice goes
