@@ -63,7 +63,7 @@ def test_rnn_like_loops_cover_the_shapes_and_sizes():
     columns of the state, a value read by two or three functions, gated cells, two states,
     residual states, rows stacked or written, running sums, products on either side of the
     weight, transposes; states of 512 elements or more in most programs, and small ones."""
-    programs = [generate(s, recurrent=True) for s in range(250, 400)]
+    programs = [generate(s, recurrent=True, more=False) for s in range(250, 400)]
     text = "\n".join(p.source() for p in programs)
     for feature in ("reversed(range(", ", -1, -1):", "[::-1]:", "while t >= 0:", " - t]",
                     "[:, :", "[:, 0]", ".T[", "::2", "np.tanh(z) + 0.3 * np.cos(z)",
@@ -101,6 +101,28 @@ def test_generated_programs_cover_the_features_and_both_dtypes():
     assert any(isinstance(a, float) for p in programs for a in p.args)
     shapes = {np.shape(a) for p in programs for a in p.args}
     assert {(), (1,), (3,), (1, 3), (3, 1), (3, 4), (2, 3, 4)} <= shapes
+
+
+def test_more_shapes_cover_sums_rows_narrow_dtypes_ties_masks_and_powers():
+    """The statements of Gen.more (SHAPES_MORE of the programs; all with more=True): loops
+    carrying only running sums (numbers, arrays, an array and a number, read in the step, one
+    feeding another, nested, ``+=``/``-=``, counting down both ways), rows ``O[t]`` read in
+    their step, the previous or next step and after the loop, written twice; float16 and
+    float32 arguments with literals; min and max with ties between copies; masks; powers."""
+    programs = [generate(s, recurrent=False, stencil=False, more=True) for s in range(200)]
+    text = "\n".join(p.source() for p in programs)
+    for feature in (" = 0.0\n    for t in range(", "for t in reversed(range(", ", -1, -1):",
+                    "np.zeros_like(", " += np.", "s = s + ", "        for j in range(",
+                    " -= ", "[t] = np.sin(h", "[t - 1]", "[t + 1]", "[t] += 0.1 * h",
+                    "[1:] - ", "np.concatenate([", "np.tile(", "np.amax(", "np.amin(",
+                    ".max(axis=", "np.where(m, ", " > 0.", "np.abs(", " ** 3", " ** -2",
+                    "np.sum(np.square(", " * 0.1 + ", "[[0, 0, -1]]"):
+        assert feature in text, feature
+    narrow = {a.dtype.name for p in programs for a in p.args
+              if isinstance(a, np.ndarray) and a.dtype.name != p.dtype}
+    assert narrow == {"float16", "float32"}, narrow
+    share = sum(generate(s).source() != generate(s, more=False).source() for s in range(100))
+    assert 15 <= share <= 45, share
 
 
 class Fake:
