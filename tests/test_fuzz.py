@@ -19,6 +19,9 @@ SEEDS = range(300)
 # (bodies of 512 elements or more planned): among them reversed time, slices of the state in
 # the loss, a pre-activation read by tanh and cos, gated cells, two states, rows stacked
 RECURRENT_SEEDS = {"planned": range(250, 270), "default": range(262, 272)}
+# programs with the statements of Gen.more (accumulator loops, rows read in the steps, float16
+# and float32 arguments, ties, masks, powers): a few, to keep the suite's time
+MORE_SEEDS = range(300, 330)
 
 
 def _assert_clean(outcomes, what: str) -> Counter:
@@ -34,10 +37,22 @@ def _assert_clean(outcomes, what: str) -> Counter:
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")      # nan/inf of wrong gradients
 def test_random_programs_have_no_silent_mismatch_and_no_internal_crash(tmp_path):
-    # the programs as before RNN-like loops joined the generator (those have their own test)
-    counts = _assert_clean([check(generate(seed, recurrent=False), tmp_path) for seed in SEEDS],
-                           "programs")
+    # the programs as before RNN-like loops and Gen.more joined the generator (those have
+    # their own tests)
+    counts = _assert_clean([check(generate(seed, recurrent=False, more=False), tmp_path)
+                            for seed in SEEDS], "programs")
     assert counts["refusal"] <= len(SEEDS) // 20, "refusals should stay rare"
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_more_shapes_have_no_silent_mismatch_and_no_internal_crash(tmp_path):
+    """Programs with one or two statements of Gen.more, in both forms: the value's dtype
+    numpy's, tolerances by the narrowest argument (float16: 3e-2)."""
+    programs = [generate(seed, recurrent=False, more=True) for seed in MORE_SEEDS]
+    assert any(a.dtype == np.float16 for p in programs for a in p.args
+               if isinstance(a, np.ndarray))
+    counts = _assert_clean([check(p, tmp_path) for p in programs], "programs with Gen.more")
+    assert counts["refusal"] == 0, counts
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -52,7 +67,8 @@ def test_rnn_like_loops_have_no_silent_mismatch_and_no_internal_crash(tmp_path, 
         monkeypatch.setattr(buffers, "BODY_MIN", 1)
         monkeypatch.setattr(buffers, "LEND_MIN", 1)
     seeds = RECURRENT_SEEDS[plan]
-    counts = _assert_clean([check(generate(seed, recurrent=True), tmp_path) for seed in seeds],
+    counts = _assert_clean([check(generate(seed, recurrent=True, more=False), tmp_path)
+                            for seed in seeds],
                            f"programs with RNN-like loops ({plan})")
     assert counts["refusal"] == 0, counts
 

@@ -137,6 +137,10 @@ SIGNS = [     # (label, check pattern, detail pattern, pattern in the buffered m
      "extreme values", "OverflowError", r"\*\* \d+\.0"),
     ("G16 np.power / np.divide of Python floats written as ** and / (complex, ZeroDivisionError)",
      "extreme values|compile", r"complex|ZeroDivisionError|division by zero", ""),
+    ("G17 buffered: a float16 mean into out= (numpy rounds its float32 sum once, after dividing)",
+     "value vs numpy|buffered vs plain", "", r"(?s)FLOAT16.*\.mean\((axis=[^)]*, )?out="),
+    ("G18 scalar mode: a Python float meets a float16/float32 number and takes its dtype (NEP 50)",
+     "value dtype", "(float16|float32) where numpy gives float64", ""),
 ]
 
 
