@@ -771,7 +771,8 @@ class Gen:
                               f"{a} * (t + 1.0) / {n}", f"np.cos({a}[t % {m}]) * {w}",
                               f"{a} * {a} * {c}"])
         total = self.r.choice([f"np.mean({step})", f"np.sum({step}) * {fmt(1 / v.size)}"])
-        add = self.r.choice([f"{name} = {name} + {{}}", f"{name} += {{}}", f"{name} = {{}} + {name}"])
+        add = self.r.choice([f"{name} = {name} + {{}}", f"{name} += {{}}",
+                             f"{name} = {{}} + {name}"])
         head = self.steps(n)
         if k == 0:       # a number
             lines = [f"{name} = 0.0", head, f"    {add.format(total)}"]
@@ -788,13 +789,15 @@ class Gen:
                      f"    {add.format(f'np.mean(np.sin({a} * {w} + {name} * 0.1))')}"]
         elif k == 4:     # two sums, one feeding the other
             first = self.r.choice(["0.0", f"np.zeros_like({a})"])
+            second = self.r.choice(["s * 0.1", f"s * {a} * {c}", "np.tanh(s)"])
             lines = [f"s = {first}", f"{name} = 0.0", head, f"    s = s + {total}",
-                     f"    {add.format(self.r.choice(['s * 0.1', f's * {a} * {c}', 'np.tanh(s)']))}"]
+                     f"    {add.format(second)}"]
             if self.r.random() < 0.5:           # the second reads the first's last step
                 lines[3], lines[4] = lines[4], lines[3]
         elif k == 5:     # nested loops of sums
             inner = self.r.randint(1, max(1, 30 // n))
-            inner_head = self.r.choice([f"for j in range({inner}):", f"for j in range({inner - 1}, -1, -1):"])
+            inner_head = self.r.choice([f"for j in range({inner}):",
+                                        f"for j in range({inner - 1}, -1, -1):"])
             lines = [f"{name} = {self.r.choice(['0.0', f'np.zeros_like({a})'])}", head,
                      f"    {inner_head}",
                      f"        {add.format(f'np.sin({a} * {w} + {c} * (t - j)) * 0.2')}"]
@@ -819,7 +822,8 @@ class Gen:
             body = [f"{name}[t] = {value}", f"h = h * {w} + {name}[t] * 0.5"]
             if self.r.random() < 0.5:
                 body.append(self.r.choice([f"{name}[t] = {name}[t] * {w} + h * 0.1",
-                                           f"{name}[t] += 0.1 * h", f"{name}[t] = np.cos(h) * {c}"]))
+                                           f"{name}[t] += 0.1 * h",
+                                           f"{name}[t] = np.cos(h) * {c}"]))
             lines += [self.steps(n)] + [f"    {b}" for b in body]
         elif k == 1:     # the previous step's row, time up
             lines += [f"{name}[0] = {value.replace('t)', '0)')}", f"for t in range(1, {n}):",
@@ -832,7 +836,8 @@ class Gen:
             lines += [f"{name}[0] = h", self.steps(n), f"    h = np.tanh(h + {name}[0] * {w})",
                       f"    {name}[t] = {name}[t] + h * {c}"]
         if self.r.random() < 0.5:          # read after the loop
-            lines.append(self.r.choice([f"{name} = {name} * h", f"{name} = {name}[1:] - {name}[:-1]",
+            lines.append(self.r.choice([f"{name} = {name} * h",
+                                        f"{name} = {name}[1:] - {name}[:-1]",
                                         f"{name} = np.sum({name}, axis=0) + {name}[-1]"]))
         return self.accept(lines, name)
 
@@ -849,7 +854,8 @@ class Gen:
         for _ in range(self.r.randint(1, 3)):
             b = self.pick(lambda v: isinstance(v, np.ndarray) and v.dtype == narrow) or p
             w, c = self.lit(0.3, 0.9), self.lit()
-            text = self.r.choice([f"{b} * 0.1 + {c}", f"np.sin({b}) * {w} - {b}", f"{b} ** 2 * {w} + {b}",
+            text = self.r.choice([f"{b} * 0.1 + {c}", f"np.sin({b}) * {w} - {b}",
+                                  f"{b} ** 2 * {w} + {b}",
                                   f"np.tanh({b} * 2.0) + 0.1 * {b}", f"np.exp({b} * 0.5) / 2.0",
                                   f"np.sum({b} * {w}) + {b}", f"1.5 * {b} - np.mean({b} ** 2)",
                                   f"{b} * {self.operand(b)}"])
@@ -894,9 +900,11 @@ class Gen:
         s = self.between(self.vals[b]) if b != a else t
         if s is None:
             return False
-        text = self.r.choice([f"{a} * ({a} > {t})", f"({a} < {t}) * {a}", f"np.where({a} > {t}, {a}, 0.0)",
+        text = self.r.choice([f"{a} * ({a} > {t})", f"({a} < {t}) * {a}",
+                              f"np.where({a} > {t}, {a}, 0.0)",
                               f"np.where({b} < {s}, 0.0, {a} * {a})", f"{a} * ({b} > {s})",
-                              f"np.sum({a}[{a} > {t}]) + {a}", f"{a} * ({a} > {t}).astype({a}.dtype)",
+                              f"np.sum({a}[{a} > {t}]) + {a}",
+                              f"{a} * ({a} > {t}).astype({a}.dtype)",
                               f"np.sum({a} * ({b} < {s}))"])
         lines = [f"{name} = {text}"]
         if self.r.random() < 0.3:              # a named mask, read twice
