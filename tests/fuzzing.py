@@ -6,11 +6,15 @@ indexing, joining and reshaping, ``np.where``, ``clip``, in-place updates, loops
 to 20: carried values, per-step indexing, ``out[t] =`` rows, nested loops, ``while``, list append
 and ``np.stack``, branches on data inside the body) and helper functions, ending in a scalar
 loss; in RECURRENT of them an RNN-like loop over a stack of inputs (``Gen.recurrent``: states of
-512 elements or more, where the buffered form plans loop bodies, or a few elements). Each
+512 elements or more, where the buffered form plans loop bodies, or a few elements); in
+SHAPES_MORE of them one or two statements of ``Gen.more`` (loops carrying only running sums,
+rows ``O[t]`` read in the steps, float16 and float32 arguments with literals, min and max with
+ties, boolean masks, powers and ``np.abs`` at 0). Each
 statement is run on the example arguments as it is chosen, so the generator knows every
 value: it only writes a statement numpy accepts, whose
-values stay finite and moderate, and that keeps clear of non-differentiable points (no ties in
-max/min/maximum/where/clip/masks, no zero in abs, logs of positive values) by a margin much
+values stay finite and moderate, and that keeps clear of non-differentiable points (no ties
+between different elements in max/min/maximum/where/clip/masks, ties between copies of one
+element only; no zero in abs but one that stays zero; logs of positive values) by a margin much
 larger than the finite-difference step. ``Program.without`` drops statements (for shrinking).
 """
 from __future__ import annotations
@@ -27,6 +31,7 @@ LIMIT = 30.0           # largest magnitude a value may reach
 MAX_SIZE = 48          # largest number of elements of any value
 RECURRENT = 0.3        # share of programs with an RNN-like loop (Gen.recurrent)
 STENCIL = 0.1          # share of programs with a loop over a periodic field (Gen.stencil)
+SHAPES_MORE = 0.3      # share of programs with one or two statements of Gen.more
 HELPERS = {            # helper functions a program may define and call: source, call
     "h0": ("def h0(a, b):\n    t = np.tanh(a) + b\n    return t * t", "h0({a}, {b})"),
     "h1": ("def h1(a, s=0.5):\n    return np.sin(a) * s + a", "h1({a}, s={s})"),
@@ -92,7 +97,7 @@ class Gen:
         self.vals: dict[str, object] = {}
         self.stmts: list[Stmt] = []
         self.n = 0
-        self.loop_loss = ""      # the value Gen.recurrent defined
+        self.loop_losses: set[str] = set()     # the values Gen.recurrent and Gen.stencil defined
 
     # -- values ---------------------------------------------------------------------------
     def pick(self, ok=lambda v: True) -> str | None:
@@ -674,7 +679,7 @@ class Gen:
             value = f"np.tanh({'h[:, 0]' if cols else 'h[0]'}[:4]) * ({value})" + " * 0.001" * sums
         lines.append(f"{name} = {value}")
         if self.accept(lines, name, 3e4):
-            self.loop_loss = name
+            self.loop_losses.add(name)
         else:
             self.n -= 1
 
@@ -725,9 +730,198 @@ class Gen:
         name = self.new()
         lines.append(f"{name} = " + " + ".join(after))
         if self.accept(lines, name, 3e4):
-            self.loop_loss = name
+            self.loop_losses.add(name)
         else:
             self.n -= 1
+
+    # -- shapes earlier sessions named that the mix above never writes (SHAPES_MORE) ----------
+    def more(self, r: random.Random, rng, params: list, args: list) -> None:
+        """One or two statements of the shapes below, drawn from their own random streams (the
+        rest of the program is what the seed makes anyway): accumulator-only loops, rows
+        ``O[t]`` written and read in the steps, float16 and float32 arguments with literals,
+        min and max with ties, float arrays times boolean masks, powers and ``np.abs`` at 0."""
+        kinds = [self.accumulate, self.rows_read, self.ties, self.masked, self.powers]
+        saved, self.r = self.r, r
+        try:
+            if r.random() < 0.3:
+                self.low_precision(rng, params, args)
+            for kind in r.sample(kinds, r.randint(1, 2)):
+                for _ in range(4):
+                    try:
+                        if kind():
+                            break
+                    except Skip:
+                        pass
+        finally:
+            self.r = saved
+
+    def steps(self, n: int) -> str:
+        """A loop header over ``t``: counting up, or down two ways."""
+        return self.r.choice([f"for t in range({n}):", f"for t in reversed(range({n})):",
+                              f"for t in range({n - 1}, -1, -1):"])
+
+    def accumulate(self) -> bool:
+        """A loop whose carried values are only running sums (region_backward._accumulator_loop):
+        of numbers, of arrays, an array and a number, the sum read in the step, two sums one
+        feeding the other, nested loops, ``+=`` and ``-=``; time up or down."""
+        a = self.arr(lambda v: v.ndim >= 1)
+        v, name, n, k = self.vals[a], self.new(), self.trips(), self.r.randrange(7)
+        w, c, m = self.lit(0.3, 0.9), self.lit(-0.5, 0.5), self.vals[a].shape[0]
+        step = self.r.choice([f"np.sin({a} * {w} + {c} * t)", f"np.tanh({a} + {c} * t) * {w}",
+                              f"{a} * (t + 1.0) / {n}", f"np.cos({a}[t % {m}]) * {w}",
+                              f"{a} * {a} * {c}"])
+        total = self.r.choice([f"np.mean({step})", f"np.sum({step}) * {fmt(1 / v.size)}"])
+        add = self.r.choice([f"{name} = {name} + {{}}", f"{name} += {{}}",
+                             f"{name} = {{}} + {name}"])
+        head = self.steps(n)
+        if k == 0:       # a number
+            lines = [f"{name} = 0.0", head, f"    {add.format(total)}"]
+        elif k == 1:     # an array, or a number that becomes an array
+            start = self.r.choice([f"np.zeros_like({a})", "0.0", f"{a} * 0.0", f"{a} * {w}"])
+            lines = [f"{name} = {start}", head, f"    {add.format(step)}"]
+            if self.r.random() < 0.4:
+                lines.append(f"    {name} -= {self.lit(-0.3, 0.3)}")
+        elif k == 2:     # an array and a number in the same step
+            lines = [f"{name} = np.zeros_like({a})", head,
+                     f"    {add.format(f'{step} + {total} * {c}')}"]
+        elif k == 3:     # the sum read in the step
+            lines = [f"{name} = 0.0", head,
+                     f"    {add.format(f'np.mean(np.sin({a} * {w} + {name} * 0.1))')}"]
+        elif k == 4:     # two sums, one feeding the other
+            first = self.r.choice(["0.0", f"np.zeros_like({a})"])
+            second = self.r.choice(["s * 0.1", f"s * {a} * {c}", "np.tanh(s)"])
+            lines = [f"s = {first}", f"{name} = 0.0", head, f"    s = s + {total}",
+                     f"    {add.format(second)}"]
+            if self.r.random() < 0.5:           # the second reads the first's last step
+                lines[3], lines[4] = lines[4], lines[3]
+        elif k == 5:     # nested loops of sums
+            inner = self.r.randint(1, max(1, 30 // n))
+            inner_head = self.r.choice([f"for j in range({inner}):",
+                                        f"for j in range({inner - 1}, -1, -1):"])
+            lines = [f"{name} = {self.r.choice(['0.0', f'np.zeros_like({a})'])}", head,
+                     f"    {inner_head}",
+                     f"        {add.format(f'np.sin({a} * {w} + {c} * (t - j)) * 0.2')}"]
+            if self.r.random() < 0.5:
+                lines.insert(3, f"    {name} = {name} + {c}")
+        else:            # a sum of the step's other value, which is carried too
+            lines = [f"{name} = 0.0", f"h = {a} * {w}", head, f"    h = np.cos(h * {w} + {c})",
+                     f"    {add.format('np.mean(h * h)')}"]
+        return self.accept(lines, name)
+
+    def rows_read(self) -> bool:
+        """``O[t] = ...`` rows written in a loop and read in the same step, in a later step and
+        after the loop; sometimes written twice in one step; time up or down."""
+        a = self.arr(lambda v: v.ndim >= 1)
+        v, name, n, k = self.vals[a], self.new(), self.trips(), self.r.randrange(4)
+        w, c = self.lit(0.3, 0.9), self.lit(-0.5, 0.5)
+        row = n * v.size <= MAX_SIZE
+        shape, value = (f"({n},) + {a}.shape", f"np.sin(h + {c} * t)") if row \
+            else (f"{n}", f"np.mean(np.sin(h + {c} * t))")
+        lines = [f"{name} = np.zeros({shape}, dtype={a}.dtype)", f"h = {a} * {w}"]
+        if k == 0:       # read in the same step, maybe written twice
+            body = [f"{name}[t] = {value}", f"h = h * {w} + {name}[t] * 0.5"]
+            if self.r.random() < 0.5:
+                body.append(self.r.choice([f"{name}[t] = {name}[t] * {w} + h * 0.1",
+                                           f"{name}[t] += 0.1 * h",
+                                           f"{name}[t] = np.cos(h) * {c}"]))
+            lines += [self.steps(n)] + [f"    {b}" for b in body]
+        elif k == 1:     # the previous step's row, time up
+            lines += [f"{name}[0] = {value.replace('t)', '0)')}", f"for t in range(1, {n}):",
+                      f"    {name}[t] = np.tanh({name}[t - 1] * {w} + h)"]
+        elif k == 2:     # the next row, time down
+            lines += [f"{name}[{n - 1}] = {value.replace('t)', '0)')}",
+                      f"for t in range({n - 2}, -1, -1):",
+                      f"    {name}[t] = np.sin({name}[t + 1] * {w}) + h * {c}"]
+        else:            # a row read, then written
+            lines += [f"{name}[0] = h", self.steps(n), f"    h = np.tanh(h + {name}[0] * {w})",
+                      f"    {name}[t] = {name}[t] + h * {c}"]
+        if self.r.random() < 0.5:          # read after the loop
+            lines.append(self.r.choice([f"{name} = {name} * h",
+                                        f"{name} = {name}[1:] - {name}[:-1]",
+                                        f"{name} = np.sum({name}, axis=0) + {name}[-1]"]))
+        return self.accept(lines, name)
+
+    def low_precision(self, rng, params: list, args: list) -> None:
+        """One more argument of a narrower dtype than the program's (float16; float32 in a
+        float64 program), read with Python number literals (``x * 0.1`` stays float16) and
+        by the program's values (promoted): numpy's dtype rules in both forms."""
+        narrow = np.float16 if self.dtype == np.float32 or self.r.random() < 0.5 else np.float32
+        p = f"x{len(params)}"
+        x = rng.uniform(-1.2, 1.2, self.r.choice([(3,), (4,), (2, 3), (1, 3)])).astype(narrow)
+        params.append(p)
+        args.append(x)
+        self.vals[p] = x
+        for _ in range(self.r.randint(1, 3)):
+            b = self.pick(lambda v: isinstance(v, np.ndarray) and v.dtype == narrow) or p
+            w, c = self.lit(0.3, 0.9), self.lit()
+            text = self.r.choice([f"{b} * 0.1 + {c}", f"np.sin({b}) * {w} - {b}",
+                                  f"{b} ** 2 * {w} + {b}",
+                                  f"np.tanh({b} * 2.0) + 0.1 * {b}", f"np.exp({b} * 0.5) / 2.0",
+                                  f"np.sum({b} * {w}) + {b}", f"1.5 * {b} - np.mean({b} ** 2)",
+                                  f"{b} * {self.operand(b)}"])
+            name = self.new()
+            self.accept([f"{name} = {text}"], name)
+
+    def ties(self) -> bool:
+        """``np.min``/``np.max`` of a whole array and ``np.amin``/``np.amax`` with an axis,
+        where the extreme is tied between copies of one element (one derivative; a tie
+        between different elements has none and is kept clear of, as ``reduce`` does)."""
+        a = self.arr(lambda v: v.ndim >= 1 and v.ndim <= 2)
+        v, name = self.vals[a], self.new()
+        copies = self.r.choice([f"np.concatenate([{a}, {a}[::-1]])", f"np.stack([{a}, {a} * 1.0])",
+                                f"np.tile({a}, 2)", f"{a}[[0, 0, -1]]", f"np.maximum({a}, {a})",
+                                f"np.stack([{a}, {a}, {a} - 1.0])", a])
+        env = dict(self.env, **self.vals)
+        try:
+            u = np.asarray(eval(copies, env), np.float64)
+        except Exception:
+            return False
+        fn = self.r.choice(["max", "min", "amax", "amin"])
+        axis = self.r.choice([None, None] + list(range(u.ndim)))
+        ax = list(range(u.ndim)) if axis is None else [axis]
+        moved = np.moveaxis(u, ax, list(range(-len(ax), 0)))
+        groups = moved.reshape(moved.shape[:u.ndim - len(ax)] + (-1,))
+        for g in groups.reshape(-1, groups.shape[-1]):        # distinct values well apart
+            if np.min(np.diff(np.unique(g)), initial=1.0) < MARGIN:
+                return False
+        opts = "" if axis is None else f", axis={axis}"
+        text = self.r.choice([f"np.{fn}({copies}{opts})", f"({copies}).{fn[-3:]}({opts[2:]})"])
+        return self.accept([f"{name} = {text}"], name)
+
+    def masked(self) -> bool:
+        """A float array times a boolean mask, ``np.where(mask, x, 0.0)``, sums of ``x[mask]``
+        (thresholds MARGIN away from every element)."""
+        a = self.arr(lambda v: v.ndim >= 1)
+        v, name = self.vals[a], self.new()
+        t = self.between(v)
+        if t is None:
+            return False
+        b = self.pick(lambda u: isinstance(u, np.ndarray) and u.shape == v.shape) or a
+        s = self.between(self.vals[b]) if b != a else t
+        if s is None:
+            return False
+        text = self.r.choice([f"{a} * ({a} > {t})", f"({a} < {t}) * {a}",
+                              f"np.where({a} > {t}, {a}, 0.0)",
+                              f"np.where({b} < {s}, 0.0, {a} * {a})", f"{a} * ({b} > {s})",
+                              f"np.sum({a}[{a} > {t}]) + {a}",
+                              f"{a} * ({a} > {t}).astype({a}.dtype)",
+                              f"np.sum({a} * ({b} < {s}))"])
+        lines = [f"{name} = {text}"]
+        if self.r.random() < 0.3:              # a named mask, read twice
+            lines = [f"m = {b} > {s}", f"{name} = np.where(m, {a}, 0.0) + {a} * m"]
+        return self.accept(lines, name)
+
+    def powers(self) -> bool:
+        """``np.sum(h ** 2)`` (a product into a 0-d array in the buffered form), integer powers,
+        ``np.abs`` at 0."""
+        a = self.arr(lambda v: v.ndim >= 1)
+        v, name = self.vals[a], self.new()
+        ops = [f"np.sum({a} ** 2)", f"np.sum({a} ** 2) * {a}", f"{a} ** 3", f"np.power({a}, 4)",
+               f"np.sum(np.square({a}), axis=-1)", f"np.abs({a} - {a}[..., :1])",
+               f"np.abs({a} * 0.0) + {a}", f"({a} ** 2).sum()"]
+        if np.min(np.abs(v)) > 0.3:
+            ops += [f"{a} ** -2", f"{a} ** -1 * 0.5"]
+        return self.accept([f"{name} = {self.r.choice(ops)}"], name)
 
     def scalar(self) -> bool:
         a = self.arr()
@@ -738,7 +932,8 @@ class Gen:
         return self.accept([f"{name} = {text}"], name)
 
     # -- the program ----------------------------------------------------------------------
-    def program(self, recurrent: bool | None = None, stencil: bool | None = None) -> Program:
+    def program(self, recurrent: bool | None = None, stencil: bool | None = None,
+                more: bool | None = None) -> Program:
         rng = np.random.default_rng(self.seed)
         nargs = self.r.choice([1, 1, 2, 2, 2, 3])
         params, args = [], []
@@ -774,6 +969,11 @@ class Gen:
         if stencil:
             self.stencil(random.Random(f"grid {self.seed}"), np.random.default_rng(self.seed + 4),
                          params, args)
+        if more is None:
+            more = random.Random(f"more {self.seed}").random() < SHAPES_MORE
+        if more:
+            self.more(random.Random(f"shapes {self.seed}"), np.random.default_rng(self.seed + 5),
+                      params, args)
         read = set().union(*(s.reads for s in self.stmts)) if self.stmts else set()
         unused = [s.defines for s in self.stmts if s.defines not in read] or params[-1:]
         terms = []
@@ -782,7 +982,7 @@ class Gen:
                                   "np.sum(np.tanh({}) * {})"])
             if isinstance(self.vals[t], float) or np.ndim(self.vals[t]) == 0:
                 form = self.r.choice(["{}", "np.sin({})", "{} * {}"])
-                if t == self.loop_loss:     # mostly as it is: the loop's gradient starts from 1;
+                if t in self.loop_losses:     # mostly as it is: the loop's gradient starts from 1;
                     # never squared (its sums reach thousands: finite differences would not hold)
                     form = random.Random(f"loss {self.seed}").choice(["{}", "{}", "np.sin({})"])
             terms.append((form.format(t, t), frozenset({t})))
@@ -798,9 +998,11 @@ def _same(a, b) -> bool:
     return a is b or (np.shape(a) == np.shape(b) and np.array_equal(a, b))
 
 
-def generate(seed: int, recurrent: bool | None = None, stencil: bool | None = None) -> Program:
+def generate(seed: int, recurrent: bool | None = None, stencil: bool | None = None,
+             more: bool | None = None) -> Program:
     """The program of ``seed``: the same source and arguments on every machine and run.
     ``recurrent``: with an RNN-like loop (Gen.recurrent) or without one, instead of as the
     seed draws it (RECURRENT of the seeds); ``stencil`` the same for a loop over a periodic
-    field (Gen.stencil, STENCIL of the seeds); the rest of the program is the same."""
-    return Gen(seed).program(recurrent, stencil)
+    field (Gen.stencil, STENCIL of the seeds), ``more`` for the statements of Gen.more
+    (SHAPES_MORE of the seeds); the rest of the program is the same."""
+    return Gen(seed).program(recurrent, stencil, more)

@@ -996,6 +996,49 @@ def test_numbers_read_from_0d_arrays_keep_numpys_dtypes_and_values(fn, dtype):
         assert re.search(r"xp\.multiply\(_0_5, t\d+, out=", text) or dtype != np.float64  # a mask
 
 
+def _means16(x):
+    v = np.exp(x * 0.5) / 2.0
+    return np.mean(v * v) + np.sum(np.mean(v, axis=0) ** 2)
+
+
+def test_a_float16_mean_is_numpys_in_the_buffered_form():
+    """numpy's mean of float16 values sums them in float32 and rounds once; with a float16
+    out= it rounds the sum before dividing (one float16 ulp off, fuzz seed 22500185). The
+    buffered form writes such a mean without out= (buffers.out_keeps_value): the value and
+    the gradient are the plain form's, bit for bit, on many inputs."""
+    rng = np.random.default_rng(5)
+    xs = [rng.uniform(-2, 2, (6, 5)).astype(np.float16) for _ in range(20)]
+    fast = ys.simplegrad(_means16, xs[0])
+    plain = ys.simplegrad(_means16, xs[0], buffers=False)
+    text = ys.source(fast)
+    assert ".mean(out=" not in text and ".mean(axis=0)" in text, text
+    for x in xs:
+        got, want = fast(x), plain(x)
+        assert np.asarray(got[0]).dtype == np.float16 and got[0] == _means16(x) == want[0]
+        np.testing.assert_array_equal(got[1], want[1])
+
+
+def _elements_and_a_narrow_mean(x, y):
+    v = x[3] * x[3] ** 2 - x[4] - x[1] ** 3
+    return v * v + np.mean(np.sin(y) * y)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_scalar_mode_keeps_float64_where_a_narrower_number_joins(dtype):
+    """``x[3] * ...`` is numpy's float64 scalar: plus a float16 mean it stays float64. As a
+    Python float (scalar mode) it would take float16 (NEP 50; fuzz seeds 22600100,
+    22600216): a Python float that meets a narrower float stays numpy's (scalars._narrow)."""
+    rng = np.random.default_rng(6)
+    args = (rng.uniform(-1, 1, 8), rng.uniform(-1, 1, (2, 3)).astype(dtype))
+    fast = ys.simplegrad(_elements_and_a_narrow_mean, *args)
+    plain = ys.simplegrad(_elements_and_a_narrow_mean, *args, buffers=False)
+    want = _elements_and_a_narrow_mean(*args)
+    for got in (fast(*args), plain(*args)):
+        assert np.asarray(got[0]).dtype == np.float64 and got[0] == want
+        np.testing.assert_array_equal(got[1], plain(*args)[1])
+        assert got[2].dtype == dtype
+
+
 def test_out_of_the_common_kind_is_told_apart_inline_and_anything_else_checked_in_full():
     """The inline tests let through only arrays of their own with arguments of their own; a
     view on either side, a read-only array, an argument, a dict or an entry given twice goes

@@ -19,6 +19,9 @@ SEEDS = range(300)
 # (bodies of 512 elements or more planned): among them reversed time, slices of the state in
 # the loss, a pre-activation read by tanh and cos, gated cells, two states, rows stacked
 RECURRENT_SEEDS = {"planned": range(250, 270), "default": range(262, 272)}
+# programs with the statements of Gen.more (accumulator loops, rows read in the steps, float16
+# and float32 arguments, ties, masks, powers): a few, to keep the suite's time
+MORE_SEEDS = range(300, 330)
 
 
 def _assert_clean(outcomes, what: str) -> Counter:
@@ -34,10 +37,22 @@ def _assert_clean(outcomes, what: str) -> Counter:
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")      # nan/inf of wrong gradients
 def test_random_programs_have_no_silent_mismatch_and_no_internal_crash(tmp_path):
-    # the programs as before RNN-like loops joined the generator (those have their own test)
-    counts = _assert_clean([check(generate(seed, recurrent=False), tmp_path) for seed in SEEDS],
-                           "programs")
+    # the programs as before RNN-like loops and Gen.more joined the generator (those have
+    # their own tests)
+    counts = _assert_clean([check(generate(seed, recurrent=False, more=False), tmp_path)
+                            for seed in SEEDS], "programs")
     assert counts["refusal"] <= len(SEEDS) // 20, "refusals should stay rare"
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_more_shapes_have_no_silent_mismatch_and_no_internal_crash(tmp_path):
+    """Programs with one or two statements of Gen.more, in both forms: the value's dtype
+    numpy's, tolerances by the narrowest argument (float16: 3e-2)."""
+    programs = [generate(seed, recurrent=False, more=True) for seed in MORE_SEEDS]
+    assert any(a.dtype == np.float16 for p in programs for a in p.args
+               if isinstance(a, np.ndarray))
+    counts = _assert_clean([check(p, tmp_path) for p in programs], "programs with Gen.more")
+    assert counts["refusal"] == 0, counts
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -52,7 +67,8 @@ def test_rnn_like_loops_have_no_silent_mismatch_and_no_internal_crash(tmp_path, 
         monkeypatch.setattr(buffers, "BODY_MIN", 1)
         monkeypatch.setattr(buffers, "LEND_MIN", 1)
     seeds = RECURRENT_SEEDS[plan]
-    counts = _assert_clean([check(generate(seed, recurrent=True), tmp_path) for seed in seeds],
+    counts = _assert_clean([check(generate(seed, recurrent=True, more=False), tmp_path)
+                            for seed in seeds],
                            f"programs with RNN-like loops ({plan})")
     assert counts["refusal"] == 0, counts
 
@@ -63,7 +79,7 @@ def test_rnn_like_loops_cover_the_shapes_and_sizes():
     columns of the state, a value read by two or three functions, gated cells, two states,
     residual states, rows stacked or written, running sums, products on either side of the
     weight, transposes; states of 512 elements or more in most programs, and small ones."""
-    programs = [generate(s, recurrent=True) for s in range(250, 400)]
+    programs = [generate(s, recurrent=True, more=False) for s in range(250, 400)]
     text = "\n".join(p.source() for p in programs)
     for feature in ("reversed(range(", ", -1, -1):", "[::-1]:", "while t >= 0:", " - t]",
                     "[:, :", "[:, 0]", ".T[", "::2", "np.tanh(z) + 0.3 * np.cos(z)",
@@ -101,6 +117,28 @@ def test_generated_programs_cover_the_features_and_both_dtypes():
     assert any(isinstance(a, float) for p in programs for a in p.args)
     shapes = {np.shape(a) for p in programs for a in p.args}
     assert {(), (1,), (3,), (1, 3), (3, 1), (3, 4), (2, 3, 4)} <= shapes
+
+
+def test_more_shapes_cover_sums_rows_narrow_dtypes_ties_masks_and_powers():
+    """The statements of Gen.more (SHAPES_MORE of the programs; all with more=True): loops
+    carrying only running sums (numbers, arrays, an array and a number, read in the step, one
+    feeding another, nested, ``+=``/``-=``, counting down both ways), rows ``O[t]`` read in
+    their step, the previous or next step and after the loop, written twice; float16 and
+    float32 arguments with literals; min and max with ties between copies; masks; powers."""
+    programs = [generate(s, recurrent=False, stencil=False, more=True) for s in range(200)]
+    text = "\n".join(p.source() for p in programs)
+    for feature in (" = 0.0\n    for t in range(", "for t in reversed(range(", ", -1, -1):",
+                    "np.zeros_like(", " += np.", "s = s + ", "        for j in range(",
+                    " -= ", "[t] = np.sin(h", "[t - 1]", "[t + 1]", "[t] += 0.1 * h",
+                    "[1:] - ", "np.concatenate([", "np.tile(", "np.amax(", "np.amin(",
+                    ".max(axis=", "np.where(m, ", " > 0.", "np.abs(", " ** 3", " ** -2",
+                    "np.sum(np.square(", " * 0.1 + ", "[[0, 0, -1]]"):
+        assert feature in text, feature
+    narrow = {a.dtype.name for p in programs for a in p.args
+              if isinstance(a, np.ndarray) and a.dtype.name != p.dtype}
+    assert narrow == {"float16", "float32"}, narrow
+    share = sum(generate(s).source() != generate(s, more=False).source() for s in range(100))
+    assert 15 <= share <= 45, share
 
 
 class Fake:

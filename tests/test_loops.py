@@ -789,6 +789,48 @@ def test_backward_loop_body_writes_into_work_arrays():
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
 
 
+def _field_then_sums(u0, v):
+    u = u0
+    for t in range(3):
+        u = u - 0.08 * v * (np.roll(u, -1, axis=1) - np.roll(u, 1, axis=1))
+    total = 0.0
+    h = v * 0.3
+    for t in range(12):
+        h = np.cos(h * 0.3 + 0.2)
+        total = total + np.mean(h * h)
+    return np.mean(u ** 2) + total
+
+
+def _sums_only(v):
+    total = 0.0
+    h = v * 0.3
+    for t in range(12):
+        h = np.cos(h * 0.3 + 0.2)
+        total = total + np.mean(h * h)
+    return total
+
+
+@pytest.mark.parametrize("f", [_field_then_sums, _sums_only])
+def test_a_returned_gradient_made_over_a_backward_loops_carried_array_is_not_a_work_array(f):
+    """The backward loop's dh (576 elements) ends as dv: ``dv = xp.multiply(dh, 0.3,
+    out=dh)``, then ``dv += ...`` from the unrolled field loop, then returned. Its array must
+    not be a work array (codegen/loops.py _held_zeros): once it was one, free after the
+    multiply, the field's adjoint wrote its temporaries over dv (fuzz seed 22500076, a wrong
+    gradient), and the array returned was overwritten by the next call."""
+    rng = np.random.default_rng(0)
+    args = list(rng.uniform(-1, 1, (2, 24, 24))[2 - f.__code__.co_argcount:])
+    df = ys.simplegrad(f, *args)
+    plain = ys.simplegrad(f, *args, buffers=False)
+    first = df(*args)
+    kept = [np.copy(a) for a in first]
+    df(*[a + 0.1 for a in args])
+    for a, b, c in zip(first, kept, plain(*args)):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_allclose(b, c, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(kept[-1], numerical_grad(f, args, len(args) - 1), rtol=1e-6,
+                               atol=1e-8)
+
+
 @pytest.mark.parametrize("name, f, make, kind", [c for c in CASES if c[3] == "region"],
                          ids=[c[0] for c in CASES if c[3] == "region"])
 def test_planned_loop_bodies_match_finite_differences(monkeypatch, name, f, make, kind):

@@ -6,6 +6,7 @@
     python tools/fuzz.py --n 2000 --block 2     # chains of the small arrays run in blocks of 2
     python tools/fuzz.py --n 500 --recurrent --body-min 1 --lend 1   # RNN-like loops, planned
     python tools/fuzz.py --n 500 --stencil      # loops over a periodic field (np.roll)
+    python tools/fuzz.py --n 500 --more         # accumulator loops, rows read, float16, ties...
 
 Programs come from tests/fuzzing.py (one seed, one program, on every machine); the checks
 and the outcome classes (ok, mismatch, crash, refusal, generator) from tests/fuzzcheck.py.
@@ -60,7 +61,7 @@ def run_one(seed: int) -> tuple[Outcome, str, str]:
     signal.signal(signal.SIGALRM, _timeout)
     signal.alarm(TIMEOUT)
     try:
-        program = generate(seed, _STATE["recurrent"], _STATE["stencil"])
+        program = generate(seed, _STATE["recurrent"], _STATE["stencil"], _STATE["more"])
         outcome = check(program, base / "programs", forms)
         small, why = "", ""
         if outcome.kind in ("mismatch", "crash"):
@@ -136,6 +137,10 @@ SIGNS = [     # (label, check pattern, detail pattern, pattern in the buffered m
      "extreme values", "OverflowError", r"\*\* \d+\.0"),
     ("G16 np.power / np.divide of Python floats written as ** and / (complex, ZeroDivisionError)",
      "extreme values|compile", r"complex|ZeroDivisionError|division by zero", ""),
+    ("G17 buffered: a float16 mean into out= (numpy rounds its float32 sum once, after dividing)",
+     "value vs numpy|buffered vs plain", "", r"(?s)FLOAT16.*\.mean\((axis=[^)]*, )?out="),
+    ("G18 scalar mode: a Python float meets a float16/float32 number and takes its dtype (NEP 50)",
+     "value dtype", "(float16|float32) where numpy gives float64", ""),
 ]
 
 
@@ -152,7 +157,7 @@ def diagnose(outcome: Outcome) -> str:
 def verbose(seed: int, forms: tuple, do_shrink: bool) -> None:
     """Print the program of ``seed``, its outcome, and the modules of (the shrunk) program."""
     _setup(forms, False)
-    program = generate(seed, _STATE["recurrent"], _STATE["stencil"])
+    program = generate(seed, _STATE["recurrent"], _STATE["stencil"], _STATE["more"])
     print(program.source())
     outcome = check(program, _STATE["base"] / "programs", forms)
     print("#", outcome.line())
@@ -189,6 +194,9 @@ def main(argv=None) -> int:
                     "loop (tests/fuzzing.py Gen.recurrent), not 30%% of them")
     ap.add_argument("--stencil", action="store_true", help="every program with a loop over a "
                     "periodic field (np.roll; tests/fuzzing.py Gen.stencil), not 10%% of them")
+    ap.add_argument("--more", action="store_true", help="every program with one or two "
+                    "statements of tests/fuzzing.py Gen.more (accumulator loops, rows read in "
+                    "the steps, float16 arguments, ties, masks, powers), not 30%% of them")
     ap.add_argument("--block", type=int, help="elements per block of a cache-blocked chain "
                     "(codegen/blocks.py), and chains of twice that many are blocked: small "
                     "values put the fuzzer's small arrays through the blocked form")
@@ -211,6 +219,7 @@ def main(argv=None) -> int:
     forms = tuple(opts.forms.split(","))
     _STATE["recurrent"] = True if opts.recurrent else None
     _STATE["stencil"] = True if opts.stencil else None
+    _STATE["more"] = True if opts.more else None
     if opts.verbose:
         verbose(opts.seed, forms, opts.shrink)
         return 0

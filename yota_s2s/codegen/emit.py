@@ -31,7 +31,7 @@ from ..ir.tape import ACCUMULATE, TANGENT, Lit, Primitive, Stmt, Tape, Var, tree
 from ..rules.elementwise import astype
 from ..text import dotted, fraction, identifier, literal, literal_text
 from .blocks import Loop, plan_chains, write_chain
-from .buffers import MemoryPlan, plan_memory, storage, writer
+from .buffers import MemoryPlan, out_keeps_value, plan_memory, storage, writer
 from .loops import Verbatim, loop_statements
 from .outside import outside_statements
 from .scalars import (ScalarPlan, float_literal, name_scalars, plan_scalars, scalar_statement,
@@ -406,7 +406,7 @@ class Emitter:
             # through 0-d arrays on a CPU only)
             if is_array and (stmt.prim.out_form == "reduce" or stmt.prim.fn is np.min) \
                     and self.numbers_in_arrays and stmt.out.aval.ndim == 0 \
-                    and not stmt.out.aval.weak:
+                    and not stmt.out.aval.weak and out_keeps_value(stmt):
                 return self.into_number(stmt, call)
             return call
         if stmt.prim.array_first and _python_number(first, self.scalars.floats):

@@ -225,12 +225,17 @@ def _held_zeros(em, stmt: Stmt, c: Var, lines: list[str]) -> str | None:
     loop = loop_of(stmt)
     o = dict(zip(loop.carried, stmt.outs))[c]
     aval = c.aval
+    # the values the plan writes over the loop's result live in its array too (``dx6 =
+    # xp.multiply(dh, 0.3, out=dh)``, then ``dx6 += ...``): none returned, the slot busy to
+    # the last read of any of them
+    group = em.memory.group.get(o)
+    over = group.members if group is not None else [o]
     if aval.weak or not aval.ndim or aval.size < buffers.BODY_MIN or aval.dtype.kind not in "fc" \
-            or o in em.facts.returned:
+            or any(v in em.facts.returned or v in em.memory.delivered for v in over):
         chosen[c] = None
         return None
     at = next(i for i, s in enumerate(em.tape.stmts) if s is stmt)
-    end = max(at, em.facts.last_memory.get(o, at))
+    end = max([at] + [em.facts.last_memory.get(v, at) for v in over])
     j = _slot(em, at, end, tuple(aval.shape), aval.dtype, [em.names.names.get(o, "")], set(),
               lines)
     chosen[c] = em.slot_names[j]

@@ -18,8 +18,8 @@ operations; as numpy scalars each costs ~100 ns, as Python floats ~20 ns. The pl
 
 A vector is unpacked only if every value that becomes a Python float is consumed by one of
 those operations, by a function call (which gets the same number either way), by an
-accumulator or by the result; otherwise (a division, a method call, an array operand) it stays
-a numpy array. Divisions and non-integer powers of Python floats are written ``xp.divide``,
+accumulator or by the result; otherwise (a division, a method call, an array operand, a
+float16 or float32 number, whose dtype a Python float would take) it stays a numpy array. Divisions and non-integer powers of Python floats are written ``xp.divide``,
 ``xp.power`` so that they keep numpy's semantics (inf and nan, not ZeroDivisionError).
 An integer literal in ``+ - *`` with a Python float, or as its exponent, is written as the float
 it converts to (``3.0 * x2``, ``x7 ** 3.0``, the same bits): CPython multiplies two floats in
@@ -203,12 +203,23 @@ def _rejected(tape: Tape, plan: ScalarPlan, facts: Analysis) -> set[Var]:
 def _accepts(stmt: Stmt, pos: int, plan: ScalarPlan) -> bool:
     if stmt.outs and stmt.outs[0] in plan.floats:
         return True
+    if any(_narrow(a) for a in stmt.args):
+        return False        # float64 + float16 is float64; a Python float + float16 is float16
     kind = stmt.prim.emit[0]
     if stmt.prim.fn is index_add:
         return pos == 2
     if stmt.outs and stmt.outs[0].aval.shape != ():
         return False
     return kind == "call" or stmt.prim.fn in _SAFE or stmt.prim.fn in _NUMPY_FORM
+
+
+def _narrow(atom) -> bool:
+    """A numpy value of a float or complex dtype narrower than a Python float's: a Python
+    float takes its dtype (NEP 50), a numpy float64 scalar does not."""
+    if not isinstance(atom, Var) or atom.aval.weak:
+        return False
+    dtype = atom.aval.dtype
+    return (dtype.kind == "f" and dtype.itemsize < 8) or (dtype.kind == "c" and dtype.itemsize < 16)
 
 
 def _sources(var: Var, facts: Analysis, plan: ScalarPlan) -> set[Var]:
