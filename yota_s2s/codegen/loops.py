@@ -225,21 +225,25 @@ def _held_zeros(em, stmt: Stmt, c: Var, lines: list[str]) -> str | None:
     loop = loop_of(stmt)
     o = dict(zip(loop.carried, stmt.outs))[c]
     aval = c.aval
-    # the values the plan writes over the loop's result live in its array too (``dx6 =
-    # xp.multiply(dh, 0.3, out=dh)``, then ``dx6 += ...``): none returned, the slot busy to
-    # the last read of any of them
-    group = em.memory.group.get(o)
-    over = group.members if group is not None else [o]
+    at = next(i for i, s in enumerate(em.tape.stmts) if s is stmt)
+    over, end = _in_array_after(em, o, at)      # none returned, the slot busy to the end
     if aval.weak or not aval.ndim or aval.size < buffers.BODY_MIN or aval.dtype.kind not in "fc" \
             or any(v in em.facts.returned or v in em.memory.delivered for v in over):
         chosen[c] = None
         return None
-    at = next(i for i, s in enumerate(em.tape.stmts) if s is stmt)
-    end = max([at] + [em.facts.last_memory.get(v, at) for v in over])
     j = _slot(em, at, end, tuple(aval.shape), aval.dtype, [em.names.names.get(o, "")], set(),
               lines)
     chosen[c] = em.slot_names[j]
     return chosen[c]
+
+
+def _in_array_after(em, o: Var, at: int) -> tuple[list[Var], int]:
+    """The values in the array of a loop's result ``o`` (the region at ``at``) after the loop:
+    ``o`` and those the plan writes over it (``dx6 = xp.multiply(dh, 0.3, out=dh)``, then
+    ``dx6 += ...``), and the last statement that reads any of them."""
+    group = em.memory.group.get(o)
+    members = group.members if group is not None else [o]
+    return members, max([at] + [em.facts.last_memory.get(v, at) for v in members])
 
 
 def _body_slots(em, stmt: Stmt, sub) -> tuple[list[str], list[tuple[str, str]]]:
@@ -282,9 +286,7 @@ def _body_slots(em, stmt: Stmt, sub) -> tuple[list[str], list[tuple[str, str]]]:
             first, second = (returned, work) if loop.length % 2 else (work, returned)
             em.delivered_done.add(after)
         else:                               # held until the loop's result is dead
-            made = em.memory.group.get(after)
-            end = max([at] + [em.facts.last_memory.get(m, at)
-                              for m in (made.members if made else [after])])
+            end = _in_array_after(em, after, at)[1]
             first, second = (em.slot_names[_slot(em, at, end, shape, dtype, labels, taken,
                                                  lines)] for _ in range(2))
         name = c.hint or sub.names[c]
@@ -319,8 +321,7 @@ def _turns(em, stmt: Stmt, loop, kept: set[Var]) -> frozenset:
                 or aval.dtype.kind not in "fc":
             continue
         a = after[c]
-        group = em.memory.group.get(a)
-        members = group.members if group is not None else [a]
+        members = _in_array_after(em, a, 0)[0]
         if any(m in handed for m in members) or any(m in em.facts.returned for m in members) \
                 and not (members == [a] and a in em.memory.delivered and loop.length
                          and em.facts.members.get(em.facts.root(a), [a]) == [a]):
