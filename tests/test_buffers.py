@@ -868,8 +868,7 @@ def _ring_args(rng):
 
 
 def _rnn_args(rng):
-    """20 steps (a loop region), every per-step value of at least buffers.BODY_MIN elements
-    (a smaller one is made by its expression, from numpy's cache of small arrays)."""
+    """20 steps (a loop region), every per-step value of 512 elements or more."""
     return (rng.standard_normal((32, 64)) * 0.2, rng.standard_normal((64, 64)) * 0.1,
             rng.standard_normal(64) * 0.1, rng.standard_normal((20, 16, 32)),
             rng.standard_normal((16, 64)) * 0.5)

@@ -15,8 +15,8 @@ from .fuzzing import generate
 
 SEEDS = range(300)
 # programs with an RNN-like loop (tests/fuzzing.py Gen.recurrent), checked with every loop
-# body's memory planned (codegen/buffers.py BODY_MIN, LEND_MIN at 1) and as compiled by default
-# (bodies of 512 elements or more planned): among them reversed time, slices of the state in
+# body's memory planned and lent (codegen/buffers.py LEND_MIN at 1) and as compiled by default
+# (work arrays of 512 elements or more lent): among them reversed time, slices of the state in
 # the loss, a pre-activation read by tanh and cos, gated cells, two states, rows stacked
 RECURRENT_SEEDS = {"planned": range(250, 270), "default": range(262, 272)}
 # programs with the statements of Gen.more (accumulator loops, rows read in the steps, float16
@@ -64,7 +64,6 @@ def test_rnn_like_loops_have_no_silent_mismatch_and_no_internal_crash(tmp_path, 
     taken out; as compiled by default, seed 265 finds the second."""
     if plan == "planned":
         from yota_s2s.codegen import buffers
-        monkeypatch.setattr(buffers, "BODY_MIN", 1)
         monkeypatch.setattr(buffers, "LEND_MIN", 1)
     seeds = RECURRENT_SEEDS[plan]
     counts = _assert_clean([check(generate(seed, recurrent=True, more=False), tmp_path)

@@ -130,7 +130,7 @@ def test_module_is_one_loop_whatever_the_trip_count():
     text = texts[200]
     assert "for t in range(200):" in text and "for t in range(199, -1, -1):" in text
     # (the buffered form makes the state in its stack's row: one row written per step)
-    assert "h = xp.tanh(W @ h + U @ xs[t] + b, out=H[t + 1])" in text
+    assert re.search(r"\n        h = xp\.tanh\(t\d+, out=H\[t \+ 1\]\)\n", text), text
     # (each row of dxs is written once: assigned, not added to zeros)
     assert "dxs[t] = " in text
 
@@ -241,8 +241,11 @@ def test_state_stack_takes_one_row_per_step(buffers):
     loop = _loop_lines(text, "for t in range(20):")
     writes = [line for line in loop if line.startswith("H[") or "out=H[" in line]
     # the buffered form makes the next state in its row: no copy into the stack
-    assert writes == (["h = xp.tanh(W @ h + U @ xs[t] + b, out=H[t + 1])"] if buffers
-                      else ["H[t + 1] = h"])
+    if buffers:
+        assert len(writes) == 1 and re.fullmatch(r"h = xp\.tanh\(t\d+, out=H\[t \+ 1\]\)",
+                                                 writes[0]), writes
+    else:
+        assert writes == ["H[t + 1] = h"]
     before = text.split("for t in range(20):")[0].rstrip().splitlines()
     assert before[-1].strip() == "H[0] = h"
     for _ in range(2):          # a second call: the stack's rows are all written again
@@ -315,7 +318,11 @@ def test_running_sums_add_each_product_as_it_is_made():
         if buffers:
             after = text.split("for t in range(9, -1, -1):")[1].split("\n    return")[0]
             assert "dU = xp.matmul(" in after and "db = xp.matmul(_ONES_10," in after, after
-        assert all("*" in line or "@" in line for line in sums if not line.startswith("db")), sums
+        # each product is added where it is made (the buffered form makes it in a work array)
+        made = {line.split(" = ")[0]: line.split(" = ", 1)[1] for line in loop if " = " in line}
+        products = [line.split(" += ")[1] for line in sums if not line.startswith("db")]
+        assert all("*" in p or "@" in p or made[p].startswith(("xp.multiply(", "xp.matmul("))
+                   for p in products), loop
         value, *grads = df(*args)
         for i, g in enumerate(grads):
             assert np.allclose(g, numerical_grad(rnn, list(args), i), rtol=1e-5, atol=1e-7)
@@ -503,7 +510,7 @@ def test_names_in_the_loop_bodies_read_as_a_handwritten_bptt():
     _, fast = gradient_tape(rnn, rnn_args(50))
     buffered = write_module(fast)
     # (the key ``t + 1`` is named where the step also writes dz in that row, passes/stacked.py)
-    assert "dh = dh + 1.0" in buffered and re.search(r"h_new = H\[(t \+ 1|t\d+)\]", buffered)
+    assert "dh += _1_0" in buffered and re.search(r"h_new = H\[(t \+ 1|t\d+)\]", buffered)
 
 
 def test_a_cancelled_term_in_a_loop_body_is_not_emitted():
@@ -642,7 +649,8 @@ def test_products_of_rows_are_one_product_after_the_loop():
     text = ys.source(df)
     loop = _loop_lines(text, "for t in range(9, -1, -1):")
     assert not any(line.startswith(("dWx +=", "db +=")) for line in loop), loop
-    assert any(line.startswith("dWh += h_prev.T @") for line in loop), loop
+    assert "dWh += dWh_part1" in loop and any(
+        line.startswith("dWh_part1 = xp.matmul(h_prev.T, ") for line in loop), loop
     # dz is made in its row (codegen/loops.py _values_in_rows): no copy into the stack
     made = [line for line in loop if "out=H[t" in line]
     assert len(made) == 1 and made[0].startswith("dt") and "xp.multiply(" in made[0], loop
@@ -742,8 +750,10 @@ def test_outer_products_of_a_vector_state_leave_the_loop_where_their_rows_do():
     text = ys.source(df)
     header = "for t in range(9, -1, -1):"
     loop = _loop_lines(text, header)
-    assert [line for line in loop if "+=" in line and not line.startswith("#")] == \
-        ["dWh += h_prev[:, None] * dt7[..., None, :]"], loop
+    assert [line for line in loop if line.startswith(("dW", "db")) and "+=" in line] == \
+        ["dWh += dWh_part1"], loop
+    assert any(line.startswith("dWh_part1 = xp.multiply(h_prev[:, None], dt7[..., None, :], ")
+               for line in loop), loop
     after = _after_loop(text, header)
     assert any(line.startswith("    dWx = xp.matmul(xs.T, ") for line in after), after
     assert any(line.startswith("    db = ") for line in after), after
@@ -752,8 +762,7 @@ def test_outer_products_of_a_vector_state_leave_the_loop_where_their_rows_do():
 
 
 def test_backward_loop_body_writes_into_work_arrays():
-    """The buffered form plans a body's memory (codegen/loops.py, buffers.py) for values of
-    BODY_MIN elements or more: the carried gradient is updated in place and the step's
+    """The buffered form plans a body's memory (codegen/loops.py, buffers.py): the carried gradient is updated in place and the step's
     product written over it (``xp.matmul(dt, Wh.T, out=dh)``), dh itself lives in a work
     array filled with zeros (no array made per call; where dh0 is not returned),
     temporaries go into work arrays, and
@@ -834,10 +843,10 @@ def test_a_returned_gradient_made_over_a_backward_loops_carried_array_is_not_a_w
 @pytest.mark.parametrize("name, f, make, kind", [c for c in CASES if c[3] == "region"],
                          ids=[c[0] for c in CASES if c[3] == "region"])
 def test_planned_loop_bodies_match_finite_differences(monkeypatch, name, f, make, kind):
-    """Every region of the table with every body value planned into work arrays (BODY_MIN
-    and LEND_MIN at 1: the small arrays of the table go through the plan), buffered form."""
+    """Every region of the table with every body value planned into work arrays and work
+    arrays lent by returned ones (LEND_MIN at 1: the small arrays of the table go through it),
+    buffered form."""
     from yota_s2s.codegen import buffers
-    monkeypatch.setattr(buffers, "BODY_MIN", 1)
     monkeypatch.setattr(buffers, "LEND_MIN", 1)
     args = make()
     df = ys.simplegrad(f, *args)
@@ -872,8 +881,8 @@ def test_gradient_of_the_buffered_stacked_rnn_gradient(buffers):
 
 @pytest.mark.parametrize("f", [reversed_leak, cosine_of_inputs])
 def test_planned_loop_bodies_at_a_batch_size_that_plans_them(f):
-    """The two programs above at sizes the buffered form plans (640-element states, above
-    buffers.BODY_MIN): both forms match finite differences call after call (the buffered form
+    """The two programs above at sizes the buffered form lends (640-element states, above
+    buffers.LEND_MIN): both forms match finite differences call after call (the buffered form
     was wrong on both before the fix: an addition lost, a product written over its operand)."""
     args = batched_args(T=10, B=16, D=3, H=40)
     value = f(*args)
@@ -892,7 +901,7 @@ def test_planned_loop_bodies_at_a_batch_size_that_plans_them(f):
 # -- rows of an array in the steps, and a stencil (flow6) --
 
 def test_stencil_at_sizes_that_save_both_differences():
-    """At the table's 6 x 5 grid (below BODY_MIN) the differences are saved, and the backward
+    """At the table's 6 x 5 grid (below region_backward.REMAKE_MIN) the differences are saved, and the backward
     step writes the terms of ``dvx`` over the rows of the differences' stack
     (passes/stacked.py) while ``dvy``'s running sum, written inside ``dvy += dt * dfy``, still
     reads the row of ``dfy`` in that stack: the row is written after that read (it was written
@@ -915,6 +924,10 @@ def test_rows_in_the_steps_cost_a_row_per_step(f, buffers):
     df = ys.simplegrad(f, *args, buffers=buffers)
     _assert_right(df, f, list(args))
     text = ys.source(df)
+    # the step's work arrays (the buffered form's WORK_ARRAYS) are smaller than the (10, 5)
+    # arrays: a row, or dW's outer product (5 x 5)
+    sizes = {m.group(2): np.prod(eval(m.group(1)), dtype=int)
+             for m in re.finditer(r"^    \((\([\d, ]*\)), '\w+', .*# (buf\d+)$", text, re.M)}
     for header in ("for t in range(10):", "for t in range(9, -1, -1):"):
         body = _loop_lines(text, header)
         assigned_rows = {m.group(1) for line in body
@@ -922,8 +935,8 @@ def test_rows_in_the_steps_cost_a_row_per_step(f, buffers):
         for line in body:
             copied = re.match(r"\w+ = (\w+)\.copy\(\)$", line)
             assert copied is None or copied.group(1) in assigned_rows, (header, line)
-            assert ".fill(" not in line and "zeros" not in line and "buf" not in line \
-                or "[" in line.split("=")[0], (header, line)
+            assert "zeros" not in line, (header, line)
+            assert all(sizes[buf] < 50 for buf in re.findall(r"\bbuf\d+\b", line)), (header, line)
     # the zeros the loop writes rows of, and the gradient it adds rows into, are the loops'
     # own arrays (ir/region.py handed_over): no copy of them as a loop starts
     if f is not row_updated_twice:          # (its dO starts as a read-only broadcast of ones)
@@ -934,11 +947,11 @@ def test_rows_in_the_steps_cost_a_row_per_step(f, buffers):
 def test_stencil_saves_the_field_and_makes_its_differences_again(monkeypatch, buffers):
     """The centred differences ``np.roll(f, -1) - np.roll(f, 1)`` along both axes are made
     again in the backward step from the field, saved once per step (``cheap`` primitives,
-    region_backward.py, for values of ``BODY_MIN`` elements or more: 1 here): one stack, not
+    region_backward.py, for values of ``REMAKE_MIN`` elements or more: 1 here): one stack, not
     two; in the buffered form each roll is two slice copies into a work array
     (passes/lower.py), no ``np.roll`` call left, the same numbers."""
-    from yota_s2s.codegen import buffers as plan
-    monkeypatch.setattr(plan, "BODY_MIN", 1)
+    from yota_s2s import region_backward
+    monkeypatch.setattr(region_backward, "REMAKE_MIN", 1)
     args = stencil_args()
     df = ys.simplegrad(stencil, *args, buffers=buffers)
     _assert_right(df, stencil, list(args))
@@ -1019,8 +1032,8 @@ def test_the_ring_loop_reads_like_its_handwritten_gradient():
                         "s = s + t1 * t5", "dx[t3] += t1 * 2.0 * t4",     # a float: inline
                         "dx[i] += t5"], loop
     squared = ys.source(ys.simplegrad(ring_squared, x))     # 2 s known after the loop:
-    assert "    ds = 2.0 * s\n" in squared and "    buf1.fill(ds)\n    dx = xp.multiply(buf1, " \
-        "dx_part1, " in squared                  # scaled (ds through a 0-d work array: out=)
+    assert "    ds = 2.0 * s\n" in squared and re.search(          # scaled (ds through a 0-d
+        r"\n    (buf\d+)\.fill\(ds\)\n    dx = xp\.multiply\(\1, dx_part1, ", squared)  # work array)
     assert squared.index("# -- forward --") < squared.index(" in range(50):\n") \
         < squared.index("# -- backward --") < squared.index("    ds = 2.0 * s\n")
 

@@ -130,16 +130,26 @@ def numpy_impls(w: workloads.Workload, args: tuple, compile_ms: dict, df=None) -
     cf = ys.compile(w.loss, *args)          # the forward alone, as a generated module
     if not np.allclose(cf(*args), w.loss(*args), rtol=1e-9):
         raise SystemExit(f"{w.name}: ys.compile's forward disagrees with the loss")
-    impls = [Impl("forward", lambda: w.loss(*args), lambda: None),
-             Impl("handwritten", lambda: w.handwritten(*args), lambda: w.handwritten(*args)),
-             Impl("yota", lambda: df(*args), lambda: pick(df(*args)), held=held),
-             Impl("ys.compile", lambda: cf(*args), lambda: None, held=_held_bytes(cf))]
+    impls = [Impl("forward", _call(w.loss, args), lambda: None),
+             Impl("handwritten", _call(w.handwritten, args), lambda: w.handwritten(*args)),
+             Impl("yota", _call(df, args), lambda: pick(df(*args)), held=held),
+             Impl("ys.compile", _call(cf, args), lambda: None, held=_held_bytes(cf))]
     if "out" in inspect.signature(df).parameters:
         value, *grads = df(*args)
         outs = tuple(np.empty_like(g) if isinstance(g, np.ndarray) else None for g in grads)
-        impls.append(Impl("yota out=", lambda: df(*args, out=outs),
+        impls.append(Impl("yota out=", _call(df, args, out=outs),
                           lambda: pick(df(*args, out=outs)), held=held))
     return impls
+
+
+def _call(fn: Callable, args: tuple, **keywords) -> Callable:
+    """``lambda: fn(a0, a1, ..., out=out)``: the call written out, as a user writes it.
+    ``fn(*args, out=outs)`` builds a dict of the keywords on every call (CPython's
+    CALL_FUNCTION_EX), 0.1 us more than ``fn(x, out=o)``: 7% of the polynomial's gradient,
+    measured against a handwritten gradient called without keywords."""
+    names = [f"a{i}" for i in range(len(args))]
+    text = ", ".join(names + [f"{k}={k}" for k in keywords])
+    return eval(f"lambda: fn({text})", {"fn": fn, **dict(zip(names, args)), **keywords})
 
 
 def _wrt_option(wrt: tuple, n: int) -> dict:
@@ -180,7 +190,8 @@ def jax_impl(w: workloads.Workload, args: tuple) -> Impl:
     def result():
         value, grads = f(*jargs)
         return float(value), tuple(np.asarray(g) for g in grads)
-    return Impl("jax", lambda: jax.block_until_ready(f(*jargs)), result, numpy_memory=False)
+    call = _call(f, tuple(jargs))
+    return Impl("jax", lambda: jax.block_until_ready(call()), result, numpy_memory=False)
 
 
 def torch_impl(w: workloads.Workload, args: tuple) -> Impl | None:

@@ -204,8 +204,8 @@ def main(argv=None) -> int:
                     "in returned arrays not yet written (codegen/buffers.py LEND_MIN): 1 puts the "
                     "fuzzer's small arrays through it")
     ap.add_argument("--body-min", type=int, help="values of a loop body of this many elements "
-                    "or more are planned into work arrays (codegen/buffers.py BODY_MIN): 1 puts "
-                    "the fuzzer's small arrays through it")
+                    "or more are planned into work arrays (codegen/buffers.py BODY_MIN, 1 by "
+                    "default: all of them); 512 leaves smaller ones to their expressions")
     opts = ap.parse_args(argv)
     if opts.body_min:
         from yota_s2s.codegen import buffers

@@ -31,6 +31,10 @@ from .ir.tape import ACCUMULATE, Aval, Input, Lit, Stmt, Tape, Var, tree_atoms
 from .rules.indexing import index_add, setitem_
 
 SAVED = "saved by the forward loop for the backward loop"
+# A value of a step this large (elements) or larger, made by ``cheap`` primitives from values
+# saved anyway, may be made again by the backward step instead of saved (_rematerialized); a
+# smaller one is saved: making it again costs a call each step, saving it little memory.
+REMAKE_MIN = 512
 
 
 def sweep_region(sweep, stmt: Stmt) -> None:
@@ -296,10 +300,8 @@ def _rematerialized(reads: dict, again, producer: dict, loop: Loop) -> set:
     ``cheap`` primitives: ``np.roll``, ``+``, ``-``) from values saved anyway or saved in
     their stead, where that saves memory: the centred differences of a stencil,
     ``np.roll(f, -1) - np.roll(f, 1)`` along two axes, are two stacks of fields, where the
-    field ``f`` they are made from is one. Values of fewer than ``BODY_MIN`` elements
-    (codegen/buffers.py: below, a step's values are made by their expressions, numpy's own
-    cache serves them) are saved: making them again costs a call each, saving them little."""
-    from .codegen import buffers
+    field ``f`` they are made from is one. Values of fewer than ``REMAKE_MIN`` elements are
+    saved: making them again costs a call each, saving them little."""
     sources: dict[Var, set] = {}        # value -> the values it is made from, saved
     chain: dict[Var, set] = {}          # value -> the values made again for it
 
@@ -308,7 +310,7 @@ def _rematerialized(reads: dict, again, producer: dict, loop: Loop) -> set:
             return True
         made = producer.get(v)
         if made is None or not made.prim.cheap or len(made.outs) != 1 or v.aval.ndim == 0 \
-                or v.aval.size < buffers.BODY_MIN:
+                or v.aval.size < REMAKE_MIN:
             return False
         found, inner = set(), {v}
         for u in made.uses():

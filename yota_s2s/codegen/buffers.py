@@ -63,9 +63,11 @@ def out_keeps_value(stmt: Stmt) -> bool:
 # free for it (_lend_slots); a smaller one is not worth a view made on each call.
 LEND_MIN = 512
 # A loop body's value this large (elements) or larger is planned into a work array (or in
-# place); a smaller one is made by its expression: numpy serves small arrays from a cache of
-# its own, and ``out=`` costs more than it saves (codegen/loops.py).
-BODY_MIN = 512
+# place; codegen/loops.py), a smaller one made by its expression. Every one is: ``out=`` into a
+# work array costs no more than numpy's new array even at 16 elements (RK4's stages: 0.86x
+# the time of the module that made them anew, and no array allocated), and the literals go
+# through the module's 0-d arrays. tools/fuzz.py --body-min sets it for the fuzzer.
+BODY_MIN = 1
 
 
 @dataclass(eq=False)

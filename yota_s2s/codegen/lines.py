@@ -81,7 +81,29 @@ def _tree(code: str) -> str:
 def _bracketed(tokens: list, code: str) -> tuple[list, str]:
     """``target = value`` (or ``return value``) with the value in parentheses where its top
     level has an operator or a comma outside any bracket (``polynomial = x2 * t3 - ...``,
-    ``return loss, dW1, ...``); the tokens of the new code."""
+    ``return loss, dW1, ...``), or else with a target of several names in parentheses
+    (``buf1, buf2, ... = _work_arrays()``); the tokens of the new code."""
+    tokens, code = _value_bracketed(tokens, code)
+    names = False
+    for t in tokens:
+        if t.string in _OPENING:
+            return tokens, code
+        if t.string == "," and t.type == tokenize.OP:
+            names = True
+        elif t.string == "=" and t.type == tokenize.OP:
+            if not names:
+                return tokens, code
+            start = t.start[1]
+            return _tokens(f"({code[:start].rstrip()}) {code[start:]}")
+    return tokens, code
+
+
+def _tokens(code: str) -> tuple[list, str]:
+    return [t for t in tokenize.generate_tokens(io.StringIO(code).readline)
+            if t.type not in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER)], code
+
+
+def _value_bracketed(tokens: list, code: str) -> tuple[list, str]:
     depth, assign = 0, tokens[0] if tokens and tokens[0].string == "return" else None
     for t in tokens:
         if t.string in _OPENING:
@@ -93,9 +115,7 @@ def _bracketed(tokens: list, code: str) -> tuple[list, str]:
             assign = t
         elif depth == 0 and assign is not None and t.string in _RANK and t is not assign:
             start = assign.end[1]
-            code = f"{code[:start]} ({code[start:].lstrip()})"
-            return [t for t in tokenize.generate_tokens(io.StringIO(code).readline)
-                    if t.type not in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER)], code
+            return _tokens(f"{code[:start]} ({code[start:].lstrip()})")
     return tokens, code
 
 

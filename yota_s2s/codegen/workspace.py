@@ -14,6 +14,7 @@ import numpy as np
 
 from ..ir.tape import Tape
 from ..text import literal_text
+from .lines import WIDTH
 from .scalars import MAX_SIZE
 
 _WORK = '''
@@ -101,6 +102,16 @@ def _deliver(out, key, value):
     array[...] = value                  # same shape and dtype (checked): a plain copy
     return array
 '''
+
+
+def _work_row(shape: tuple, dtype: np.dtype, held: list[str], slot: str) -> str:
+    """A row of WORK_ARRAYS, its values' names cut (``...``) to fit in the line."""
+    for n in range(len(held), 0, -1):
+        names = ", ".join(held[:n]) + (", ..." if n < len(held) else "")
+        row = f"    {literal_text((shape, dtype.name, names))},    # {slot}"
+        if len(row) <= WIDTH:
+            break
+    return row
 
 
 def out_entries(emitter, tape: Tape) -> list[tuple]:
@@ -214,9 +225,9 @@ def prelude(emitter) -> str:
         for k, ((shape, dtype, values), name) in enumerate(zip(memory.slots, emitter.slot_names)):
             if k in memory.lent:
                 continue
-            held = ", ".join(dict.fromkeys(v if isinstance(v, str) else emitter.names[v]
-                                           for v in values))    # str: a name
-            rows.append(f"    {literal_text((shape, dtype.name, held))},    # {name}")
+            held = list(dict.fromkeys(v if isinstance(v, str) else emitter.names[v]
+                                      for v in values))    # str: a name
+            rows.append(_work_row(shape, dtype, held, name))
         parts.append("\nWORK_ARRAYS = [    # shape, dtype, the values that live in it\n"
                      + "\n".join(rows) + "\n]\n" + _WORK)
     if takes_out(emitter):
