@@ -11,7 +11,9 @@ tangent along a random direction against the finite-difference gradient), and (b
 raise), an entry that is the argument itself (must raise or still be right); then with one
 element of an argument at an extreme value (1e200, 800, 0, 1e-300...): where numpy computes the
 value, the generated function must compute the same value, inf and nan included, and not raise.
-Then it compares the forms with each other, the extreme calls too. The outcome is one of
+Before each call but the first, the buffered form's work arrays are filled with nan (``poison``):
+a call that reads what an earlier one left there shows. Then it compares the forms with each
+other, the extreme calls too. The outcome is one of
 
 - ``ok``;
 - ``mismatch``: a silently wrong value or gradient (the worst), with the form and the check;
@@ -150,10 +152,26 @@ def layouts(args):
     return {"fortran-ordered args": fortran, "strided args": strided, "read-only args": readonly}
 
 
+def poison(df) -> None:
+    """Fill the buffered form's work arrays (this thread's, once made) with nan, or the
+    largest integer: they are made by ``xp.empty``, so no call may read what an earlier call
+    left in them; poisoned before each call, a value read before it is written shows."""
+    local = getattr(df, "__globals__", {}).get("_local")
+    for a in getattr(local, "arrays", None) or ():
+        a.fill(np.nan if a.dtype.kind in "fc" else True if a.dtype.kind == "b"
+               else np.iinfo(a.dtype).max)
+
+
 def check_form(form, df, args, others, ref, tol) -> list:
-    """Run every check of one compiled form; raise Found on the first failure."""
+    """Run every check of one compiled form; raise Found on the first failure. Before each
+    call the buffered form's work arrays are poisoned (``poison``)."""
     rtol, atol, tight = tol
     before = copies(args)
+    plain_df = df
+
+    def df(*xs, **kw):
+        poison(plain_df)
+        return plain_df(*xs, **kw)
 
     def call(check, *xs, **kw):
         try:
@@ -314,6 +332,7 @@ def check_extremes(df, f, variants) -> list:
                 results.append(None)
                 continue
             try:
+                poison(df)
                 got = df(*xs)
             except Exception as e:
                 if type(e).__name__ == "GuardError":    # a branch went the other way: a refusal

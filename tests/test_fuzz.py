@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -145,11 +146,22 @@ class Fake:
 
     def __init__(self, how: str):
         self.how, self.work = how, np.zeros(3)
+        # a generated module's thread-local work arrays, made on the first call
+        # (tests/fuzzcheck.py poison fills them with nan before each later call)
+        self.__globals__ = {"_local": SimpleNamespace()}
 
     def __call__(self, x, out=None):
         value, grad = float(np.sum(np.sin(x))), np.cos(x)
         if self.how == "wrong gradient":
             grad = grad + 1e-3
+        if self.how == "work array assumed zero":   # zeros kept between calls, not made
+            local = self.__globals__["_local"]
+            if not hasattr(local, "arrays"):
+                local.arrays = (np.zeros(3),)       # (xp.empty: often zeros at first)
+            work = local.arrays[0]
+            work += grad
+            grad = work.copy()
+            work -= grad
         if self.how == "work array returned":
             self.work[...] = grad
             grad = self.work
@@ -162,6 +174,7 @@ class Fake:
     ("wrong gradient", "gradient 0 vs finite differences"),
     ("work array returned", "first result unchanged by a second call"),
     ("argument written", "arguments unchanged"),
+    ("work array assumed zero", "third call repeats the first"),
 ])
 def test_the_referee_catches_a_wrong_gradient_function(how, check_name):
     x = np.array([0.3, -0.7, 1.1])
