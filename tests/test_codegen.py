@@ -206,6 +206,16 @@ def test_long_lines_are_broken_inside_brackets_at_their_loosest_operator():
         broken = fit(line).split("\n")
         assert len(broken) == 2 and broken[0].startswith(head + "(") and broken[1].endswith(")")
         assert ast.dump(ast.parse(fit(line).strip())) == ast.dump(ast.parse(line.strip()))
+    # a target of several names gets brackets where the value has none to break in
+    names = "    " + ", ".join(f"buf{i}" for i in range(1, 30)) + " = _work_arrays()"
+    broken = fit(names).split("\n")
+    assert broken[0].startswith("    (buf1, buf2, ") and broken[-1].endswith(") = _work_arrays()")
+    assert all(len(line) <= 100 for line in broken) and broken[1].startswith("     buf")
+    assert ast.dump(ast.parse(fit(names).strip())) == ast.dump(ast.parse(names.strip()))
+    # ... and not where the value's brackets hold what is long
+    call = "    dW1, db1 = step(" + ", ".join(f"argument{i}" for i in range(13)) + ")"
+    broken = fit(call).split("\n")
+    assert broken[0].startswith("    dW1, db1 = step(argument0, ") and len(broken) == 2
     comment = "    # " + "x" * 120
     assert fit(comment) == comment[:97] + "..."
     text = '"""\n' + "word " * 30 + '\n"""\n' + "    if mode != '" + "a" * 100 + "':"

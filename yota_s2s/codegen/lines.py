@@ -43,6 +43,8 @@ def fit(text: str) -> str:
 
 
 def _broken(line: str) -> list[str]:
+    """``line`` broken inside the brackets of its value (given brackets where it has none), or
+    of its target of several names where that fits and the first does not."""
     indent = line[:len(line) - len(line.lstrip())]
     code = line.strip()
     try:
@@ -52,25 +54,36 @@ def _broken(line: str) -> list[str]:
         before = _tree(code)
     except (SyntaxError, tokenize.TokenError, IndentationError):
         return [line]
-    tokens, code = _bracketed(tokens, code)
+    tokens, code = _value_bracketed(tokens, code)
+    found = None
+    for form in (tokens, code), _names_bracketed(tokens, code):
+        lines = form and _split(*form, len(indent), before)
+        if lines and all(len(indent) + len(piece) <= WIDTH for piece in lines):
+            found = lines
+            break
+        found = found or lines
+    return [indent + piece for piece in found] if found else [line]
+
+
+def _split(tokens: list, code: str, indent: int, before: str) -> list[str] | None:
+    """The pieces of ``code`` broken at its first bracket's loosest points, or None where there
+    is no such place or the pieces do not parse to the same syntax tree (``before``)."""
     pieces = _pieces(tokens, code)
     if pieces is None:
-        return [line]
+        return None
     head, parts, hang = pieces
     lines, current = [], head
     for part in parts:
-        if len(indent) + len(current) + len(part.rstrip()) > WIDTH and current.strip():
+        if indent + len(current) + len(part.rstrip()) > WIDTH and current.strip():
             lines.append(current.rstrip())
             current = " " * hang + part.lstrip()
         else:
             current += part
     lines.append(current.rstrip())
     try:
-        if _tree("\n".join(lines)) != before:
-            return [line]
+        return lines if _tree("\n".join(lines)) == before else None
     except SyntaxError:
-        return [line]
-    return [indent + piece for piece in lines]
+        return None
 
 
 def _tree(code: str) -> str:
@@ -78,24 +91,21 @@ def _tree(code: str) -> str:
     return ast.dump(ast.parse(code + body))
 
 
-def _bracketed(tokens: list, code: str) -> tuple[list, str]:
-    """``target = value`` (or ``return value``) with the value in parentheses where its top
-    level has an operator or a comma outside any bracket (``polynomial = x2 * t3 - ...``,
-    ``return loss, dW1, ...``), or else with a target of several names in parentheses
-    (``buf1, buf2, ... = _work_arrays()``); the tokens of the new code."""
-    tokens, code = _value_bracketed(tokens, code)
+def _names_bracketed(tokens: list, code: str) -> tuple[list, str] | None:
+    """``a, b, ... = value`` with its target in parentheses (``(buf1, buf2, ...) =
+    _work_arrays()``), or None where the statement has no such target."""
     names = False
     for t in tokens:
         if t.string in _OPENING:
-            return tokens, code
+            return None
         if t.string == "," and t.type == tokenize.OP:
             names = True
         elif t.string == "=" and t.type == tokenize.OP:
             if not names:
-                return tokens, code
+                return None
             start = t.start[1]
             return _tokens(f"({code[:start].rstrip()}) {code[start:]}")
-    return tokens, code
+    return None
 
 
 def _tokens(code: str) -> tuple[list, str]:
@@ -104,6 +114,9 @@ def _tokens(code: str) -> tuple[list, str]:
 
 
 def _value_bracketed(tokens: list, code: str) -> tuple[list, str]:
+    """``target = value`` (or ``return value``) with the value in parentheses where its top
+    level has an operator or a comma outside any bracket (``polynomial = x2 * t3 - ...``,
+    ``return loss, dW1, ...``); the tokens of the new code."""
     depth, assign = 0, tokens[0] if tokens and tokens[0].string == "return" else None
     for t in tokens:
         if t.string in _OPENING:
