@@ -153,13 +153,17 @@ def layouts(args):
 
 
 def poison(df) -> None:
-    """Fill the buffered form's work arrays (this thread's, once made) with nan, or the
-    largest integer: they are made by ``xp.empty``, so no call may read what an earlier call
+    """Fill the buffered form's work arrays (this thread's, once made) with nan, the largest
+    integer or True: they are made by ``xp.empty``, so no call may read what an earlier call
     left in them; poisoned before each call, a value read before it is written shows."""
     local = getattr(df, "__globals__", {}).get("_local")
     for a in getattr(local, "arrays", None) or ():
-        a.fill(np.nan if a.dtype.kind in "fc" else True if a.dtype.kind == "b"
-               else np.iinfo(a.dtype).max)
+        if a.dtype.kind in "fc":
+            a.fill(np.nan)
+        elif a.dtype.kind in "iu":
+            a.fill(np.iinfo(a.dtype).max)
+        elif a.dtype.kind == "b":
+            a.fill(True)
 
 
 def check_form(form, df, args, others, ref, tol) -> list:
