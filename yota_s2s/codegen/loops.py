@@ -86,13 +86,14 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
     summed = _summed_terms(loop)
 
     def emitter(plan: frozenset | None, carried: dict | None = None,
-                turns: frozenset = frozenset()) -> Emitter:
+                turns: frozenset = frozenset(), own: frozenset = frozenset()) -> Emitter:
         inner = body_names(em, stmt, keep)
         named = body.copy(params=tuple(inner.names[inp.var] for inp in body.inputs),
                           name=em.tape.name)
         named.namer = inner
         sub = Emitter(named, taken=taken, calls=em.calls, fast=False, roots=em.roots,
-                      inline=summed, named=squared, plan=plan, carried=carried, floats=floats,
+                      inline=summed, named=squared | own, plan=plan, carried=carried,
+                      floats=floats,
                       turns=turns)
         sub.dot_sums = em.fast
         sub.enclosing = em              # module-level names (_ONES_n) are the function's
@@ -107,8 +108,11 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
         # arrays held per thread, written with out= or in place; the values made in rows of
         # a stack (found on a first, unplanned look) are left out of the plan
         first = _first_rows(sub, loop, sub.blocks())
+        # (and the values a step assigns to its row of an array written once per row: named,
+        # each a statement of its own)
+        once_made = _made_in_rows_once(em, sub, loop, sub.blocks()) if not sums else []
         rows = _states_in_rows(em, stmt, loop, sub, first) + \
-            _values_in_rows(em, loop, sub, {id(save) for *_, save in first})
+            _values_in_rows(em, loop, sub, {id(save) for *_, save in first}) + once_made
         # and the running sums (``dW += t``: the accumulator's own array, loops.py writes them)
         summing = _running_sums(sub, loop)
         sums_made = {o for o in body.result if isinstance(o, Var)
@@ -120,7 +124,8 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
                    and c in body.owned and not c.aval.weak and c.aval.ndim
                    and c.aval.size >= buffers.BODY_MIN and o not in sums_made}
         sub = emitter(frozenset(made.out for made, _, _ in rows) | sums_made | small, carried,
-                      _turns(em, stmt, loop, set(carried) | sums_made))
+                      _turns(em, stmt, loop, set(carried) | sums_made),
+                      frozenset(made.out for made, _, _ in once_made))
         lent, turning = _body_slots(em, stmt, sub)
     else:
         lent, turning = [], []
@@ -133,6 +138,11 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
     once = _rows_written_once(sub, loop, blocks) if not sums else {}
     for c, (add, node) in once.items():
         running[id(add)] = node
+    assigned = set()          # dxs[t] = v left out: v is made in the row (no copy)
+    for made, node, add in _made_in_rows_once(em, sub, loop, blocks) if once else []:
+        if sub.planned is not None and made.out in sub.planned and id(made) not in running:
+            running[id(made)] = node
+            assigned.add(id(add))
     lines: list[str] = []
     for c, fresh in zip(loop.carried, loop.fresh):
         if c in held:
@@ -166,7 +176,7 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
             lines.append(f"{names[k]} = {_text(em, operands[k], unparse)}")
     for stack, c, row, _ in first:
         lines.append(f"{names[stack]}[{row}] = {names[c]}")
-    dropped = {id(save) for _, _, _, save in first}
+    dropped = {id(save) for _, _, _, save in first} | assigned
     for made, node, save in _states_in_rows(em, stmt, loop, sub, first) + \
             _values_in_rows(em, loop, sub, dropped):
         if sub.planned is not None and made.out not in sub.planned or id(made) in running:
@@ -578,6 +588,31 @@ def _rows_written_once(sub, loop, blocks) -> dict[Var, tuple[Stmt, ast.stmt]]:
             continue
         row = ast.Subscript(ast.Name(sub.names[add.out]), sub.key(add.args[1]), ast.Store())
         found[c] = (add, ast.Assign([row], sub.atom(add.args[2]), lineno=0))
+    return found
+
+
+def _made_in_rows_once(em, sub, loop, blocks) -> list[tuple[Stmt, ast.stmt, Stmt]]:
+    """In the buffered form, the value a step assigns to its row of an array written once per
+    row (``_rows_written_once``: ``dxs[t] = dt5``) is made in that row, where a ufunc or a
+    matrix product of the row's shape and dtype makes it and nothing else reads it:
+    ``xp.matmul(dt9, Wx.T, out=dxs[t])``, no copy. (the value's statement, its new node,
+    the addition it replaces) per such value."""
+    from .buffers import writer
+    from .writes import row_call
+    if not em.fast:
+        return []
+    facts, body, found = sub.facts, loop.body, []
+    for c, (add, _) in _rows_written_once(sub, loop, blocks).items():
+        v = add.args[2]
+        made = facts.producer.get(v) if isinstance(v, Var) else None
+        at = next(i for i, s in enumerate(body.stmts) if s is add)
+        if made is None or writer(made) not in ("ufunc", "matmul") or v.aval.weak \
+                or (v in sub.inlined and sub.planned is not None) or facts.readers.get(v) != [at] \
+                or any(v is r for r in body.result) \
+                or v.aval.shape != tuple(c.aval.shape[1:]) or v.aval.dtype != c.aval.dtype:
+            continue
+        row = ast.Subscript(ast.Name(sub.names[add.out]), sub.key(add.args[1]), ast.Load())
+        found.append((made, ast.Expr(row_call(sub, made, row, writer(made))), add))
     return found
 
 

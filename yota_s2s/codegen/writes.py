@@ -118,9 +118,12 @@ def _call(em, stmt: Stmt, form: str, target: ast.expr,
     return ast.Call(_xp(stmt.prim.emit[1].removeprefix("xp.")), operands, keywords)   # xp.sum
 
 
-def row_call(em, stmt: Stmt, row: ast.expr) -> ast.expr:
-    """``stmt``'s ufunc written into ``row`` (a row of a loop's stack, codegen/loops.py), its
-    literal number operands the module's 0-d arrays (``_numbers``)."""
+def row_call(em, stmt: Stmt, row: ast.expr, form: str = "ufunc") -> ast.expr:
+    """``stmt``'s ufunc (or matrix product: ``form``) written into ``row`` (a row of a loop's
+    stack, codegen/loops.py), a ufunc's literal number operands the module's 0-d arrays
+    (``_numbers``)."""
+    if form == "matmul":
+        return _call(em, stmt, form, row)
     return _call(em, stmt, "ufunc", row, _numbers(em, stmt, literals_only=True)[1])
 
 
