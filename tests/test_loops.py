@@ -1091,3 +1091,23 @@ def test_a_carried_field_takes_two_work_arrays_in_turn():
     np.testing.assert_array_equal(first, kept)
     np.testing.assert_allclose(second, diffused_even(*calls[1]), rtol=1e-13)
     assert not np.shares_memory(first, second)
+
+
+def test_a_state_widened_by_its_first_step_is_not_planned_by_its_later_type():
+    """frontend/loops.py carries ``h`` as float64 when the first step widens a float32 start;
+    the first step still runs in float32 up to the addition, as numpy's does. A body planned by
+    the carried type wrote that step's float32 ``h * 0.322`` as the state, then summed its
+    squares into a float64 array with ``xp.dot(..., out=)``, which raised (seed 25,300,096):
+    such a body is written by its expressions (codegen/loops.py ``_widened``). Both forms
+    against numpy's value and finite differences (in b), call after call."""
+    from .programs.loop_regions import widened_state
+    r = np.random.default_rng(3)
+    h0, b = r.standard_normal((6, 1)).astype(np.float32), r.standard_normal((6, 1))
+    want = widened_state(h0, b)
+    for buffers in (True, False):
+        df = ys.simplegrad(widened_state, h0, b, buffers=buffers)
+        for _ in range(2):
+            value, dh0, db = df(h0, b)
+            assert np.isclose(value, want, rtol=1e-12) and dh0.dtype == np.float32
+            np.testing.assert_allclose(db, numerical_grad(widened_state, [h0, b], 1),
+                                       rtol=1e-5, atol=1e-7)

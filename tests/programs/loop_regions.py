@@ -609,3 +609,14 @@ def diffused_even(kappa, f):
     for _ in range(10):
         f = diffusion_step(kappa, f)
     return f
+
+
+def widened_state(h0, b):
+    """A float32 state that the first step makes float64 (``b`` is float64): numpy runs that
+    step in float32 up to the addition."""
+    h = h0 * 0.5
+    total = 0.0
+    for t in range(10):
+        h = h * 0.322 + np.tanh(h + b) * 0.322
+        total = total + np.mean(h[2] * h[2])
+    return total

@@ -103,7 +103,7 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
         same_names(sub.names, loop, sub.facts)
         return sub
     sub = emitter(None)
-    if em.fast and not floats:
+    if em.fast and not floats and not _widened(loop, operands):
         # the buffered form plans the body's memory (buffers.py): its temporaries in work
         # arrays held per thread, written with out= or in place; the values made in rows of
         # a stack (found on a first, unplanned look) are left out of the plan
@@ -589,6 +589,18 @@ def _rows_written_once(sub, loop, blocks) -> dict[Var, tuple[Stmt, ast.stmt]]:
         row = ast.Subscript(ast.Name(sub.names[add.out]), sub.key(add.args[1]), ast.Store())
         found[c] = (add, ast.Assign([row], sub.atom(add.args[2]), lineno=0))
     return found
+
+
+def _widened(loop, operands: dict) -> bool:
+    """Whether a carried array starts in a narrower dtype than the step makes it
+    (frontend/loops.py ``wider``: a float32 ``h`` becomes float64 in the first step). The
+    body's types are the carried ones, but its first step runs on the start as numpy does, in
+    the narrower dtype: a plan of its memory by those types would write a float32 value where
+    a float64 one is meant (seed 25,300,096: ``h = h * 0.322`` then ``h += t``, float32 at the
+    first step, and ``xp.dot(h[2], h[2], out=)`` into a float64 array raised). Such a body is
+    written by its expressions."""
+    return any(isinstance(a, Var) and not a.aval.weak and a.aval.dtype != c.aval.dtype
+               for c in loop.carried for a in [operands.get(c)])
 
 
 def _made_in_rows_once(em, sub, loop, blocks) -> list[tuple[Stmt, ast.stmt, Stmt]]:
