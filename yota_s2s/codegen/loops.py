@@ -93,8 +93,7 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
         named.namer = inner
         sub = Emitter(named, taken=taken, calls=em.calls, fast=False, roots=em.roots,
                       inline=summed, named=squared | own, plan=plan, carried=carried,
-                      floats=floats,
-                      turns=turns)
+                      floats=floats, turns=turns)
         sub.dot_sums = em.fast
         sub.enclosing = em              # module-level names (_ONES_n) are the function's
         for k, name in keep.items():
@@ -107,10 +106,12 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
         # the buffered form plans the body's memory (buffers.py): its temporaries in work
         # arrays held per thread, written with out= or in place; the values made in rows of
         # a stack (found on a first, unplanned look) are left out of the plan
-        first = _first_rows(sub, loop, sub.blocks())
+        looked = sub.blocks()
+        first = _first_rows(sub, loop, looked)
         # (and the values a step assigns to its row of an array written once per row: named,
         # each a statement of its own)
-        once_made = _made_in_rows_once(em, sub, loop, sub.blocks()) if not sums else []
+        once_made = _made_in_rows_once(em, sub, loop, _rows_written_once(sub, loop, looked)) \
+            if not sums else []
         rows = _states_in_rows(em, stmt, loop, sub, first) + \
             _values_in_rows(em, loop, sub, {id(save) for *_, save in first}) + once_made
         # and the running sums (``dW += t``: the accumulator's own array, loops.py writes them)
@@ -139,7 +140,7 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
     for c, (add, node) in once.items():
         running[id(add)] = node
     assigned = set()          # dxs[t] = v left out: v is made in the row (no copy)
-    for made, node, add in _made_in_rows_once(em, sub, loop, blocks) if once else []:
+    for made, node, add in _made_in_rows_once(em, sub, loop, once):
         if sub.planned is not None and made.out in sub.planned and id(made) not in running:
             running[id(made)] = node
             assigned.add(id(add))
@@ -603,23 +604,24 @@ def _widened(loop, operands: dict) -> bool:
                for c in loop.carried for a in [operands.get(c)])
 
 
-def _made_in_rows_once(em, sub, loop, blocks) -> list[tuple[Stmt, ast.stmt, Stmt]]:
+def _made_in_rows_once(em, sub, loop, once: dict) -> list[tuple[Stmt, ast.stmt, Stmt]]:
     """In the buffered form, the value a step assigns to its row of an array written once per
-    row (``_rows_written_once``: ``dxs[t] = dt5``) is made in that row, where a ufunc or a
-    matrix product of the row's shape and dtype makes it and nothing else reads it:
-    ``xp.matmul(dt9, Wx.T, out=dxs[t])``, no copy. (the value's statement, its new node,
-    the addition it replaces) per such value."""
+    row (``once``, from ``_rows_written_once``: ``dxs[t] = dt5``) is made in that row, where a
+    ufunc or a matrix product of the row's shape and dtype makes it and nothing else reads it:
+    ``xp.matmul(dt9, Wx.T, out=dxs[t])``, no copy. (the value's statement, its new node, the
+    addition it replaces) per such value."""
     from .buffers import writer
     from .writes import row_call
     if not em.fast:
         return []
     facts, body, found = sub.facts, loop.body, []
-    for c, (add, _) in _rows_written_once(sub, loop, blocks).items():
+    for c, (add, _) in once.items():
         v = add.args[2]
         made = facts.producer.get(v) if isinstance(v, Var) else None
         at = next(i for i, s in enumerate(body.stmts) if s is add)
         if made is None or writer(made) not in ("ufunc", "matmul") or v.aval.weak \
-                or (v in sub.inlined and sub.planned is not None) or facts.readers.get(v) != [at] \
+                or (v in sub.inlined and sub.planned is not None) \
+                or facts.readers.get(v) != [at] \
                 or any(v is r for r in body.result) \
                 or v.aval.shape != tuple(c.aval.shape[1:]) or v.aval.dtype != c.aval.dtype:
             continue
