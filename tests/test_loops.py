@@ -670,6 +670,25 @@ def test_products_of_rows_are_one_product_after_the_loop():
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
 
 
+def test_after_the_backward_loop_the_stack_is_still_H_and_an_unasked_gradient_is_unbound():
+    """The stack the backward loop writes its dz rows into is the forward's ``H``, dying
+    there: after the loop it is still ``H`` (no ``H_1 = H``). The gradient carried for ``h0``,
+    not asked for (wrt=), is not bound after the loop (no ``dh0 = dh``, a dead statement); when
+    it is asked for, it is. Values: finite differences and the plain form."""
+    args = rnn_batched_args()
+    for wrt, bound in (((0, 1, 2), False), ((0, 1, 2, 4), True)):
+        df = ys.simplegrad(rnn_batched, *args, wrt=wrt)
+        plain = ys.simplegrad(rnn_batched, *args, wrt=wrt, buffers=False)
+        for form in (df, plain):
+            after = ys.source(form).split("for t in range(9, -1, -1):")[1].split("\n    return")[0]
+            after = [line for line in after.splitlines() if not line.startswith("        ")]
+            assert ("    dh0 = dh" in after) == bound, after
+            assert not any("H_1" in line for line in after), after
+        after = ys.source(df).split("for t in range(9, -1, -1):")[1]
+        assert re.search(r"\n    t\d+ = H\[1:11\]\n", after), after
+        _right_and_plain(df, plain, rnn_batched, rnn_batched_args, wrt)
+
+
 def _right_and_plain(df, plain, f, make, argnums) -> list:
     """``df`` gives ``f``'s value and gradients (finite differences, for ``argnums``) on
     ``make()``, and what ``plain`` gives on other arguments call after call; its gradients."""

@@ -210,8 +210,8 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
     em.lists.update(o for o, c in zip(stmt.outs, loop.carried) if c in listed)
     em.body_names |= set(sub.names.taken) - set(em.names.taken)
     for o, c in zip(stmt.outs, loop.carried):
-        if o not in em.names:
-            continue
+        if o not in em.names or (o not in em.facts.readers and o not in em.facts.outputs):
+            continue            # carried for the next step only (dh for the gradient of h0)
         value = names[c]
         if c in sums and not delivered_list(em, o):     # Python floats in a list: the array
             value = f"xp.array({value})"        # again (or _deliver's, into the caller's out=)

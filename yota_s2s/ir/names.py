@@ -238,11 +238,16 @@ def _name_values(namer: Namer, tape: Tape, skip: set[Var], facts: Analysis,
     totals = _accumulated_totals(tape, skip)
     continued = _running_sums(tape, facts)
     chained = set(continued) | set(continued.values())
-    for stmt in tape.stmts:
-        for v in stmt.outs:
+    for index, stmt in enumerate(tape.stmts):
+        loop = loop_of(stmt)
+        dying = dying_inits(stmt, facts, index, namer.names) if loop is not None else {}
+        carried = loop.carried if dying else []
+        for i, v in enumerate(stmt.outs):
             if v in skip:
                 continue
-            if v in namer.known and tape.primal_of(v) is None \
+            if carried and dying.get(carried[i]) == name_base(hint_of(v) or "_"):
+                namer.names[v] = dying[carried[i]]      # the stack H, updated by the loop: H
+            elif v in namer.known and tape.primal_of(v) is None \
                     and namer._free(namer.known[v], own=True):      # made again from another body
                 namer.names[v] = namer.fresh(namer.known[v], own=True)
             elif stmt.prim.inplace and stmt.first_var in namer.names:
