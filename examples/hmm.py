@@ -4,8 +4,9 @@ transition and emission parameters (Gaussian emissions), and fitted by gradient 
 
     .venv/bin/python examples/hmm.py
 
-The loop is unrolled when compiling (one step per observation), so a new length of sequence
-compiles a new variant; a sequence of the same length reuses it.
+The loop stays a loop in the gradient module (a loop region: its backward is a reverse loop over
+the states it saved), but its length is part of the compiled signature, so a new length of
+sequence compiles a new variant; a sequence of the same length reuses it.
 """
 import numpy as np
 from scipy.special import logsumexp
