@@ -245,7 +245,7 @@ def _name_values(namer: Namer, tape: Tape, skip: set[Var], facts: Analysis,
         for i, v in enumerate(stmt.outs):
             if v in skip:
                 continue
-            if carried and dying.get(carried[i]) == name_base(hint_of(v) or "_"):
+            if carried and hint_of(v) and dying.get(carried[i]) == name_base(hint_of(v)):
                 namer.names[v] = dying[carried[i]]      # the stack H, updated by the loop: H
             elif v in namer.known and tape.primal_of(v) is None \
                     and namer._free(namer.known[v], own=True):      # made again from another body
