@@ -618,15 +618,15 @@ def _made_in_rows_once(em, sub, loop, once: dict) -> list[tuple[Stmt, ast.stmt, 
     for c, (add, _) in once.items():
         v = add.args[2]
         made = facts.producer.get(v) if isinstance(v, Var) else None
-        at = next(i for i, s in enumerate(body.stmts) if s is add)
-        if made is None or writer(made) not in ("ufunc", "matmul") or v.aval.weak \
+        form = writer(made) if made is not None else None
+        if form not in ("ufunc", "matmul") or v.aval.weak \
                 or (v in sub.inlined and sub.planned is not None) \
-                or facts.readers.get(v) != [at] \
+                or facts.readers.get(v) != [facts.defined[add.out]] \
                 or any(v is r for r in body.result) \
                 or v.aval.shape != tuple(c.aval.shape[1:]) or v.aval.dtype != c.aval.dtype:
             continue
         row = ast.Subscript(ast.Name(sub.names[add.out]), sub.key(add.args[1]), ast.Load())
-        found.append((made, ast.Expr(row_call(sub, made, row, writer(made))), add))
+        found.append((made, ast.Expr(row_call(sub, made, row, form)), add))
     return found
 
 
