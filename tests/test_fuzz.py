@@ -11,7 +11,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from .fuzzcheck import Found, check, check_form, special_far
+import yota_s2s as ys
+
+from .fuzzcheck import (TOLERANCES, Differences, Found, _compare_forms, check, check_form,
+                        special_far)
 from .fuzzing import generate
 
 SEEDS = range(300)
@@ -141,6 +144,54 @@ def test_more_shapes_cover_sums_rows_narrow_dtypes_ties_masks_and_powers():
     assert 15 <= share <= 45, share
 
 
+def _sines(x):
+    return np.sum(np.sin(x))
+
+
+def _sharp(x):
+    return np.sum(np.sin(5e4 * x))
+
+
+def test_a_gradient_the_differences_at_one_step_miss_is_judged_by_better_estimates():
+    """Where f curves sharply the central difference at 1e-6 is off by its truncation error
+    (sin(5e4 x): h**2 k**3 / 6, 20 on a gradient of 5e4, past rtol 1e-4; seed 26,601,949 in a
+    program). The referee estimates again where a form disagrees (Richardson's extrapolation,
+    a tenth of the step) and takes the right gradient; the differences alone reject it."""
+    x = np.array([0.3, -0.7, 1.1])
+    other = x + 1e-3
+    df = ys.simplegrad(_sharp, x)
+    value = (float(_sharp(x)), float(_sharp(other)))
+    exact = 5e4 * np.cos(5e4 * x)
+    fd = Differences(_sharp, [x], value[0])
+    assert np.max(np.abs(fd[0] - exact)) > 10               # one step: off by its truncation
+    with pytest.raises(Found) as found:
+        check_form("plain", df, [x.copy()], [other], (value, list(fd)), TOLERANCES[8])
+    assert found.value.check == "gradient 0 vs finite differences"
+    check_form("plain", df, [x.copy()], [other], (value, fd), TOLERANCES[8])
+    np.testing.assert_allclose(fd[0], exact, rtol=1e-6)     # refined where it was wrong
+
+
+def test_float16_forms_may_round_apart_but_not_further_than_rounding_explains():
+    """Float16 forms sum a recurrence in different orders, each a few ulps off the float64
+    gradient in its own direction (seed 26,600,899: -0.0413 buffered, -0.0333 plain, -0.0349
+    in float64, 0.008 apart). A form further off than twice the other's error plus the
+    tolerance is a mismatch, and in float64 any difference past the tolerance is."""
+    tight = TOLERANCES[2][2]
+    reference = [np.float64(1.0), np.array([-0.72178, 0.16698, 0.04397, -0.03490])]
+    plain = [np.float16(1.0), np.array([-0.7246, 0.167, 0.04047, -0.03333], np.float16)]
+
+    def compare(buffered, narrow=True, rtol=tight):
+        kinds = {"buffered": "ok", "plain": "ok"}
+        results = {"buffered": [np.float16(1.0), np.array(buffered, np.float16)], "plain": plain}
+        return _compare_forms(1, results, reference, rtol, kinds, narrow=narrow)
+
+    rounded = [-0.7246, 0.167, 0.03653, -0.04126]
+    assert compare(rounded).kind == "ok"
+    assert compare(rounded, narrow=False).kind == "mismatch"
+    wrong = compare([-0.7246, 0.167, 0.03653, -0.0560])
+    assert (wrong.kind, wrong.form, wrong.check) == ("mismatch", "buffered", "buffered vs plain")
+
+
 class Fake:
     """A compiled gradient that is wrong in a chosen way, to show the referee notices."""
 
@@ -179,7 +230,10 @@ class Fake:
 def test_the_referee_catches_a_wrong_gradient_function(how, check_name):
     x = np.array([0.3, -0.7, 1.1])
     other = x + 0.01
-    ref = ((float(np.sum(np.sin(x))), float(np.sum(np.sin(other)))), [np.cos(x)])
+    value = float(_sines(x))
+    # the differences as check() makes them: a gradient they disagree with is estimated again
+    # (Differences.refine), and a wrong one (cos(x) + 1e-3) disagrees with every estimate
+    ref = ((value, float(_sines(other))), Differences(_sines, [x], value))
     check_form("plain", Fake("right"), [x.copy()], [other], ref, (1e-4, 1e-5, 1e-10))
     with pytest.raises(Found) as found:
         check_form("plain", Fake(how), [x.copy()], [other], ref, (1e-4, 1e-5, 1e-10))
