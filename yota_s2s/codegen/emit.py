@@ -364,8 +364,8 @@ class Emitter:
                 return ast.Call(_dotted("xp.vdot"), [base, base], [])
             if _sum_of_squares(self, stmt).aval.ndim > 1:    # vdot's own copy, where it makes one
                 base = ast.Call(ast.Attribute(base, "ravel", ast.Load()), [], [])
-            return self.into_number(stmt, ast.Call(_dotted("xp.dot"), [base, base], []),
-                                    scalar=True)
+            dot = ast.Call(ast.Attribute(base, "dot", ast.Load()), [base], [])
+            return self.into_number(stmt, dot, scalar=True)
         if kind == "binop" and emit[1] == "**" and square(self, stmt) is not None:
             return square(self, stmt)
         if kind == "binop":
@@ -516,9 +516,11 @@ def _python_number(atom: Any, floats: set[Var]) -> bool:
 def _sum_of_squares(em: Emitter, stmt: Stmt) -> Var | None:
     """``x`` where ``stmt`` is ``np.sum(x ** 2)`` (or ``x * x``) over a whole float64 array,
     the square written inline: one BLAS dot product, ``xp.vdot(x, x)``, with no array made
-    for the square (``xp.dot(x.ravel(), x.ravel(), out=buf4)``, which returns a numpy
-    scalar, where numbers go through 0-d arrays: ``numbers_in_arrays``; the same bits as vdot,
-    0.2 us faster than vdot and 0.5 us faster than matmul's gufunc call at 16x64)."""
+    for the square. Where numbers go through 0-d arrays (``numbers_in_arrays``) it is the
+    method, ``x.ravel().dot(x.ravel(), out=buf4)``: it returns a numpy scalar as vdot does,
+    the same bits, and allocates no array; at 16x64 (numpy 2.4) 0.55 us, where vdot takes
+    0.69 us (and 8 bytes) and the function ``xp.dot(..., out=buf4)`` 0.77 us (its
+    ``__array_function__`` dispatch)."""
     (square_,) = stmt.args if len(stmt.args) == 1 and not stmt.params else (None,)
     made = em.made_by.get(square_) if square_ in em.inlined else None
     if made is None:
