@@ -393,15 +393,6 @@ def test_a_negation_some_reader_cannot_take_stays():
     np.testing.assert_allclose(got[1][0], expected[1][0], rtol=1e-15)
 
 
-def batched_rnn(Wx, Wh, b, xs, h0):
-    h = h0
-    total = 0.0
-    for t in range(xs.shape[0]):
-        h = np.tanh(xs[t] @ Wx + h @ Wh + b)
-        total = total + np.sum(h ** 2)
-    return total * 0.5
-
-
 def test_lower_makes_a_loops_broadcast_invariant_once_with_the_same_bits(monkeypatch):
     """issue 14: for ``t += b`` with ``b`` broadcast over the rows, numpy copies ``b`` into its
     iteration buffer row after row on every call (1.26 us at 16 x 64, where two 16 x 64 arrays
@@ -411,19 +402,18 @@ def test_lower_makes_a_loops_broadcast_invariant_once_with_the_same_bits(monkeyp
     import sys
 
     import yota_s2s as ys
-    r = np.random.default_rng(3)
-    args = (r.standard_normal((8, 64)) * 0.1, r.standard_normal((64, 64)) * 0.1,
-            r.standard_normal(64) * 0.1, r.standard_normal((12, 16, 8)),
-            r.standard_normal((16, 64)) * 0.1)
-    df = ys.simplegrad(batched_rnn, *args)
+
+    from .programs.loop_regions import rnn_batched, rnn_batched_args
+    args = rnn_batched_args(T=12, B=16, D=8, H=64, seed=3)
+    df = ys.simplegrad(rnn_batched, *args)
     text = ys.source(df)
     before, loop = text.split("# -- backward --")[0].split("for t in range(12):")
     assert "xp.copyto(b_rows, xp.broadcast_to(b, (16, 64)))" in before
     assert re.search(r"\+= b_rows\n", loop) and not re.search(r"\+= b\n", loop)
     monkeypatch.setattr(sys.modules["yota_s2s.passes.lower"], "ROWS_MIN_STEPS", 13)
-    without = ys.simplegrad(batched_rnn, *args)
+    without = ys.simplegrad(rnn_batched, *args)
     assert "b_rows" not in ys.source(without) and re.search(r"\+= b\n", ys.source(without))
-    plain = ys.simplegrad(batched_rnn, *args, buffers=False)
+    plain = ys.simplegrad(rnn_batched, *args, buffers=False)
     assert "b_rows" not in ys.source(plain)
     got, same, want = df(*args), without(*args), plain(*args)
     assert got[0] == same[0] and all(np.array_equal(g, s) for g, s in zip(got[1:4], same[1:4]))
