@@ -180,9 +180,7 @@ def _rows_made_once(stmt: Stmt, rules: RuleSet) -> list[Stmt] | None:
     if loop.length < ROWS_MIN_STEPS:
         return None
     shapes: dict[Var, set] = {}         # invariant -> the shapes it is broadcast to (None: other)
-    for s in loop.body.stmts:
-        if s.prim.ufunc is None or s.prim.inplace or s.prim.effect or len(s.outs) != 1:
-            continue
+    for s in filter(_elementwise, loop.body.stmts):
         for a in s.args:
             if isinstance(a, Var) and a in loop.invariants:
                 shapes.setdefault(a, set()).add(_broadcast_to(a, s.out.aval))
@@ -203,7 +201,7 @@ def _rows_made_once(stmt: Stmt, rules: RuleSet) -> list[Stmt] | None:
         operands[rows[k]], names[rows[k]] = made, f"{names[k]}_rows"
     body = loop.body
     stmts = [s.replace(args=tuple(rows.get(a, a) if isinstance(a, Var) else a for a in s.args))
-             if s.prim.ufunc is not None and not s.prim.inplace else s for s in body.stmts]
+             if _elementwise(s) else s for s in body.stmts]
     read = {v for s in stmts for v in s.uses()} | {r for r in body.result if isinstance(r, Var)}
     inputs = [loop.index, *loop.carried, *(k for k in loop.invariants if k in read),
               *rows.values()]
@@ -214,6 +212,12 @@ def _rows_made_once(stmt: Stmt, rules: RuleSet) -> list[Stmt] | None:
                   tuple(operands[v] for v in new_loop.operand_vars()), (("loop", new_loop),),
                   stmt.loc, stmt.rule)
     return before + [region]
+
+
+def _elementwise(s: Stmt) -> bool:
+    """A ufunc with one result that writes no operand: where an operand's rows may stand for it."""
+    return s.prim.ufunc is not None and not s.prim.inplace and not s.prim.effect \
+        and len(s.outs) == 1
 
 
 def _broadcast_to(k: Var, aval: Aval) -> tuple | None:
