@@ -11,8 +11,8 @@ from yota_s2s.gradcheck import numerical_grad
 from yota_s2s.ir import verify
 
 from .programs.loop_regions import (decayed_sum, decayed_total, inner_sums, minibatch,
-                                    minibatch_squared, previous_product, ring_squared, two_sums,
-                                    two_sums_multiplied)
+                                    minibatch_squared, previous_product, ring_squared,
+                                    rnn_leaving_two, two_sums, two_sums_multiplied)
 from .programs.loop_regions import (appended, appended_before_step, appended_then_updated,
                                     appended_view, batched_args, branchy, broadcast_invariants,
                                     breaking, calls_region, cosine_of_inputs, counted, cyclic,
@@ -129,8 +129,10 @@ def test_module_is_one_loop_whatever_the_trip_count():
     assert lines[10] == lines[200]
     text = texts[200]
     assert "for t in range(200):" in text and "for t in range(199, -1, -1):" in text
-    # (the buffered form makes the state in its stack's row: one row written per step)
-    assert re.search(r"\n        h = xp\.tanh\(t\d+, out=H\[t \+ 1\]\)\n", text), text
+    # (the buffered form makes the state in its stack's row, its pre-activation there too:
+    # one row written per step, no work array for it)
+    assert re.search(r"\n        (t\d+) = xp\.matmul\(W, h, out=H\[t \+ 1\]\)\n(.*\n){3}"
+                     r"        h = xp\.tanh\(\1, out=\1\)\n", text), text
     # (each row of dxs is written once: made in its row, not added to zeros)
     assert "xp.matmul(dt7, U, out=dxs[t])" in text
 
@@ -240,10 +242,13 @@ def test_state_stack_takes_one_row_per_step(buffers):
     text = ys.source(df)
     loop = _loop_lines(text, "for t in range(20):")
     writes = [line for line in loop if line.startswith("H[") or "out=H[" in line]
-    # the buffered form makes the next state in its row: no copy into the stack
+    # the buffered form makes the next state in its row, over the pre-activation made there
+    # first: no copy into the stack
     if buffers:
-        assert len(writes) == 1 and re.fullmatch(r"h = xp\.tanh\(t\d+, out=H\[t \+ 1\]\)",
+        assert len(writes) == 1 and re.fullmatch(r"(t\d+) = xp\.matmul\(W, h, out=H\[t \+ 1\]\)",
                                                  writes[0]), writes
+        made = re.fullmatch(r"(t\d+) = .*", writes[0]).group(1)
+        assert f"h = xp.tanh({made}, out={made})" in loop, loop
     else:
         assert writes == ["H[t + 1] = h"]
     before = text.split("for t in range(20):")[0].rstrip().splitlines()
@@ -802,7 +807,8 @@ def test_backward_loop_body_writes_into_work_arrays():
     before = text.split("for t in range(10):")[0]
     assert "dWx_mem = _result(out, 0, (32, 32))" in before
     forward = _loop_lines(text, "for t in range(10):")
-    assert any("out=H[t + 1])" in line and "xp.tanh(" in line for line in forward), forward
+    made = [line.split(" = ")[0] for line in forward if line.endswith(" = H[t + 1]")]
+    assert len(made) == 1 and f"h = xp.tanh({made[0]}, out={made[0]})" in forward, forward
     for seed in (1, 2, 0, 0):
         other = make(seed)
         for a, b in zip(df(*other), plain(*other)):
@@ -817,6 +823,69 @@ def test_backward_loop_body_writes_into_work_arrays():
     assert again[1] is outs[0]
     for a, b in zip(again[1:4], grads[:3]):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+def test_input_products_of_every_step_are_one_product_before_the_loop():
+    """The buffered form makes a step's pre-activation in the row of the state stack where the
+    step's state goes (``h = xp.tanh(t, out=t)``), and the input's product of every step at
+    once before the loop: ``xp.matmul(xs.reshape((40, 3)), Wx, out=H[1:11].reshape((40,
+    5)))``, the step reading its row. Each row's product sums the terms the step would (with
+    numpy's OpenBLAS in the same order: the same bits), so the module with the product made
+    in the loop instead agrees with it to the last places; both match the plain form and
+    finite differences, call after call."""
+    args = rnn_batched_args()
+    df = ys.simplegrad(rnn_batched, *args)
+    text = ys.source(df)
+    before = text.split("for t in range(10):")[0].splitlines()
+    forward = _loop_lines(text, "for t in range(10):")
+    made = [line.split(" = ")[0] for line in forward if line.endswith(" = H[t + 1]")]
+    assert len(made) == 1 and f"h = xp.tanh({made[0]}, out={made[0]})" in forward, forward
+    assert before[-3:-1] == ["    # loop_regions.py:318  xs[t] @ Wx of every step at once",
+                           "    xp.matmul(xs.reshape((40, 3)), Wx, out=H[1:11].reshape((40, 5)))"]
+    assert not [line for line in forward if ("Wx" in line or "xs" in line)
+                and not line.startswith("#")], forward
+    # the step as it was: the product made in the row inside the loop
+    inside = f"        {made[0]} = xp.matmul(xs[t], Wx, out=H[t + 1])"
+    step = [inside if line == f"        {made[0]} = H[t + 1]" else line for line in text.splitlines()
+            if line != "    xp.matmul(xs.reshape((40, 3)), Wx, out=H[1:11].reshape((40, 5)))"]
+    assert len(step) == len(text.splitlines()) - 1 and inside in step
+    namespace: dict = {}
+    exec(compile("\n".join(step), "step_in_loop", "exec"), namespace)
+    plain = ys.simplegrad(rnn_batched, *args, buffers=False)
+    for seed in (0, 1, 2):
+        other = rnn_batched_args(seed=seed)
+        hoisted, inside = df(*other), namespace["rnn_batched_grad"](*other)
+        for a, b, c in zip(hoisted, inside, plain(*other)):
+            if a is not None:
+                np.testing.assert_allclose(a, b, rtol=1e-14, atol=1e-15)
+                np.testing.assert_allclose(a, c, rtol=1e-12, atol=1e-14)
+    value, *grads = df(*args)
+    for i in range(5):
+        np.testing.assert_allclose(grads[i], numerical_grad(rnn_batched, list(args), i),
+                                   rtol=1e-5, atol=1e-7)
+
+
+def test_input_products_before_the_loop_read_the_rows_the_steps_read():
+    """Over the first 10 of 12 rows of ``xs``, the product before the loop reads those rows
+    (``xs[:10]``); an ``xs`` laid out otherwise (Fortran order, a strided view) is read the
+    same. Values: the plain form and finite differences."""
+    r = np.random.default_rng(3)
+    Wx, Wh, b, _, h0 = rnn_batched_args()
+    args = (Wx, Wh, b, r.normal(size=(12, 4, 3)), h0)
+    df = ys.simplegrad(rnn_leaving_two, *args)
+    plain = ys.simplegrad(rnn_leaving_two, *args, buffers=False)
+    assert "    xp.matmul(xs[:10].reshape((40, 3)), Wx, out=H[1:11].reshape((40, 5)))" \
+        in ys.source(df).splitlines()
+    wide = r.normal(size=(12, 4, 6))
+    for xs in (args[3], np.asfortranarray(args[3]), wide[:, :, ::2], r.normal(size=(12, 4, 3))):
+        other = (Wx, Wh, b, xs, h0)
+        for a, c in zip(df(*other), plain(*other)):
+            if a is not None:
+                np.testing.assert_allclose(a, c, rtol=1e-12, atol=1e-14)
+    grads = df(*args)[1:]
+    for i in range(5):
+        np.testing.assert_allclose(grads[i], numerical_grad(rnn_leaving_two, list(args), i),
+                                   rtol=1e-5, atol=1e-7)
 
 
 def _field_then_sums(u0, v):

@@ -12,7 +12,10 @@ The plan groups values that share storage and gives each group a place to live:
   Two groups share a slot (same shape and dtype) when one is dead before the other is made,
   so the arrays held are about what is live at once, as in a handwritten gradient;
 - a group whose first value comes from an operation with no ``out=`` form (``np.where``,
-  fancy indexing) is allocated by it, as in the plain form: ``"fresh"``.
+  fancy indexing) is allocated by it, as in the plain form: ``"fresh"``;
+- in a loop body, a group whose last value becomes the state the step saves in a row of its
+  stack lives in that row (``t = xp.matmul(xs[t], Wx, out=H[t + 1]); t += u; h =
+  xp.tanh(t, out=t)``, as a handwritten BPTT writes it): ``"row"``.
 
 Only statements numpy can direct into an array take part (``writer`` names the form);
 scalars, views (``x.T``, ``b[:, None]``: they extend the life of what they view) and values
@@ -73,12 +76,13 @@ BODY_MIN = 1
 @dataclass(eq=False)
 class Group:
     members: list[Var]
-    kind: str = "slot"             # "slot", "result" or "fresh"
+    kind: str = "slot"             # "slot", "result", "fresh", "carried" or "row"
     slot: int = -1
     result: tuple = ()             # (argnum, path) of the returned gradient
     order: str = "C"               # a returned array's layout: "F" for a tall outer product
     end: int = 0                   # index of the last statement that reads the group
     turn: bool = False             # a loop step's result: its slot is two arrays, in turn
+    row: object = None             # a "row" group's array: the stack's row (an ast expression)
 
 
 @dataclass
@@ -100,7 +104,7 @@ class MemoryPlan:
 def plan_memory(tape: Tape, scalars: ScalarPlan, inlined: set[Var],
                 facts: Analysis | None = None, exclude: frozenset = frozenset(),
                 carried: dict[Var, Var] | None = None,
-                turns: frozenset = frozenset()) -> MemoryPlan:
+                turns: frozenset = frozenset(), rows: dict | None = None) -> MemoryPlan:
     """The plan for ``tape``; ``inlined`` values are written inside their user's expression,
     so what they read is read where that user is (``facts`` is the analysis of the tape with
     those read positions). For a loop body (codegen/loops.py): ``exclude``, values the caller
@@ -109,7 +113,10 @@ def plan_memory(tape: Tape, scalars: ScalarPlan, inlined: set[Var],
     the step makes of it in place and the result, when its array is dead by then, live in
     it (``dh += h; ...; xp.matmul(dz, W.T, out=dh)``); ``turns``, step results that may live
     in a work array the loop takes in turn with a second one (``turn``: the step before's
-    result is in the other, codegen/loops.py), where they would be new arrays each step."""
+    result is in the other, codegen/loops.py), where they would be new arrays each step;
+    ``rows``, a state made in a row of its stack (one of ``exclude``) -> (that row, the index
+    of the first statement from which the row is free to write): the group of the elementwise
+    operand it is made over lives in the row (``_rows``)."""
     plan = MemoryPlan()
     facts = facts or Analysis(tape, inlined)
     excluded = facts.arguments | inlined
@@ -139,6 +146,7 @@ def plan_memory(tape: Tape, scalars: ScalarPlan, inlined: set[Var],
             _join(plan, stmt.out, target)
         else:
             plan.group[stmt.out] = Group([stmt.out])
+    _rows(tape, plan, facts, rows or {})
     _mark_results(tape, plan, facts, turns)
     _handed_over(tape, plan, facts)
     _assign_slots(tape, plan, facts)
@@ -194,6 +202,29 @@ def _home(tape: Tape, stmt: Stmt, index: int, facts: Analysis, plan: MemoryPlan,
             for o in s.outs):
         return None
     return home
+
+
+def _rows(tape: Tape, plan: MemoryPlan, facts: Analysis, rows: dict) -> None:
+    """A state a loop step makes elementwise in its stack's row (``h = xp.tanh(t, out=H[t +
+    1])``, codegen/loops.py) is made over its operand ``t`` where ``t`` is the last value of a
+    work-array group, of the state's shape and dtype, dead once the state is made, and made
+    (from its group's first value on) after the row is free to write: that group lives in the
+    row, its first value written there (``out=H[t + 1]``), the rest in place, no work array."""
+    for h, (row, free) in rows.items():
+        stmt = facts.producer.get(h)
+        if stmt is None or writer(stmt) != "ufunc":
+            continue
+        at = facts.defined[h]
+        for a in stmt.args:
+            group = plan.group.get(a) if isinstance(a, Var) else None
+            if group is None or group.kind != "slot" or group.members[-1] is not a \
+                    or (a.aval.shape, a.aval.dtype) != (h.aval.shape, h.aval.dtype) \
+                    or facts.last_memory.get(a) != at or facts.defined[group.members[0]] < free \
+                    or sum(u is a for u in stmt.args) != 1 \
+                    or any(m in facts.returned for m in group.members):
+                continue
+            group.kind, group.row = "row", row
+            break
 
 
 def _mark_results(tape: Tape, plan: MemoryPlan, facts: Analysis, turns: frozenset) -> None:

@@ -92,14 +92,17 @@ class Emitter:
                  roots: dict[str, str] | None = None, blocked: bool = True,
                  inline: set[Var] = frozenset(), named: set[Var] = frozenset(),
                  plan: frozenset | None = None, carried: dict[Var, Var] | None = None,
-                 floats: set[Var] = frozenset(), turns: frozenset = frozenset()):
+                 floats: set[Var] = frozenset(), turns: frozenset = frozenset(),
+                 rows: dict | None = None):
         """``inline``: more temporaries written inside their one reader's expression, where
         the caller has checked that nothing they read is written before that reader runs;
         ``named``: temporaries that get a statement and a name of their own; ``plan``: plan
         the memory (as ``fast`` does, without scalar mode: a loop body, loops.py) of every
         value but these (made where the caller writes them), and ``carried`` (a step's
         results -> the carried values they become) written over the carried arrays, and
-        ``turns`` (step results that may live in two work arrays in turn, buffers.py)."""
+        ``turns`` (step results that may live in two work arrays in turn, buffers.py), and
+        ``rows`` (states made in a row of their stack: the row, where it is free to write)
+        made over a group of work-array values that then lives in that row (buffers.py)."""
         self.tape, self.fast = tape, fast
         self.planned = plan
         self.blocked = blocked            # a CPU module (blocked chains; numpy, not cupy)
@@ -119,7 +122,7 @@ class Emitter:
         self.facts = Analysis(tape, self.inlined) if self.inlined else facts
         self.memory = plan_memory(tape, self.scalars, self.inlined, self.facts,
                                   exclude=plan or frozenset(), carried=carried,
-                                  turns=turns) \
+                                  turns=turns, rows=rows) \
             if fast or plan is not None \
             else MemoryPlan()
         shared = _shared_names(tape, self.memory)

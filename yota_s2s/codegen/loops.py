@@ -41,7 +41,7 @@ from ..ir.analysis import Analysis
 from ..ir.names import dying_inits, name_tape, same_names
 from ..ir.region import EMPTY, handed_over_operands, loop_of, made_stack
 from ..ir.tape import Lit, Stmt, Var
-from ..text import identifier
+from ..text import comment, identifier
 from . import buffers
 from .scalars import delivered_list
 
@@ -86,14 +86,15 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
     summed = _summed_terms(loop)
 
     def emitter(plan: frozenset | None, carried: dict | None = None,
-                turns: frozenset = frozenset(), own: frozenset = frozenset()) -> Emitter:
+                turns: frozenset = frozenset(), own: frozenset = frozenset(),
+                rows: dict | None = None) -> Emitter:
         inner = body_names(em, stmt, keep)
         named = body.copy(params=tuple(inner.names[inp.var] for inp in body.inputs),
                           name=em.tape.name)
         named.namer = inner
         sub = Emitter(named, taken=taken, calls=em.calls, fast=False, roots=em.roots,
                       inline=summed, named=squared | own, plan=plan, carried=carried,
-                      floats=floats, turns=turns)
+                      floats=floats, turns=turns, rows=rows)
         sub.dot_sums = em.fast
         sub.enclosing = em              # module-level names (_ONES_n) are the function's
         for k, name in keep.items():
@@ -126,7 +127,9 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
                    and c.aval.size >= buffers.BODY_MIN and o not in sums_made}
         sub = emitter(frozenset(made.out for made, _, _ in rows) | sums_made | small, carried,
                       _turns(em, stmt, loop, set(carried) | sums_made),
-                      frozenset(made.out for made, _, _ in once_made))
+                      frozenset(made.out for made, _, _ in once_made),
+                      {made.out: (row, free) for made, _, row, free
+                       in _state_saves(em, stmt, loop, sub, first)})
         lent, turning = _body_slots(em, stmt, sub)
     else:
         lent, turning = [], []
@@ -178,6 +181,10 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
     for stack, c, row, _ in first:
         lines.append(f"{names[stack]}[{row}] = {names[c]}")
     dropped = {id(save) for _, _, _, save in first} | assigned
+    for made, before, node, unread in _products_before(em, stmt, loop, sub, first):
+        lines += [comment(_products_note(made, loop, sub)), unparse(before)]
+        running[id(made)] = node
+        dropped |= unread
     for made, node, save in _states_in_rows(em, stmt, loop, sub, first) + \
             _values_in_rows(em, loop, sub, dropped):
         if sub.planned is not None and made.out not in sub.planned or id(made) in running:
@@ -719,12 +726,28 @@ def _summed_terms(loop) -> set[Var]:
 def _states_in_rows(em, stmt: Stmt, loop, sub, first) -> list[tuple[Stmt, ast.stmt, Stmt]]:
     """In the buffered form, a state saved in its stack (``_first_rows``) is made in its row:
     ``h = xp.tanh(..., out=H[t + 1])``, no copy; ``h`` is then that row, which no later step
-    writes. Where the state comes from an elementwise function (a ufunc) of its shape, nothing
-    between it and its save touches the stack or the state's memory, and nothing after the
-    loop reads the loop's last state (a view of the stack there). (the state's statement, its
-    new node, the save left out) per such state."""
-    from .buffers import writer
+    writes. Where the plan put the values it is made over in that row too (buffers.py
+    ``"row"``: ``t = xp.matmul(xs[t], Wx, out=H[t + 1])``, then ``t += ...``), it is made over
+    them in place: ``h = xp.tanh(t, out=t)``. (the state's statement, its new node, the save
+    left out) per state of ``_state_saves``."""
     from .writes import row_call
+    found = []
+    for made, save, row, _ in _state_saves(em, stmt, loop, sub, first):
+        over = [a for a in made.args if isinstance(a, Var) and a in sub.memory.group
+                and sub.memory.group[a].kind == "row"]
+        target = ast.Name(sub.names[over[0]]) if over else row
+        node = ast.Assign([ast.Name(sub.names[made.out])], row_call(sub, made, target), lineno=0)
+        found.append((made, node, save))
+    return found
+
+
+def _state_saves(em, stmt: Stmt, loop, sub, first) -> list[tuple[Stmt, Stmt, ast.expr, int]]:
+    """The states of ``_first_rows`` that can be made in their stack's row: where the state
+    comes from an elementwise function (a ufunc) of its shape, nothing between it and its save
+    touches the stack or the state's memory, and nothing after the loop reads the loop's last
+    state (a view of the stack there). (the state's statement, the save, the row, the index
+    from which nothing before the save reads the stack and the row's key is made) per state."""
+    from .buffers import writer
     if not em.fast:
         return []
     facts, found = sub.facts, []
@@ -742,16 +765,81 @@ def _states_in_rows(em, stmt: Stmt, loop, sub, first) -> list[tuple[Stmt, ast.st
             continue
         start, stop = facts.defined[o], facts.defined[save.out]
         key = save.args[1]
-        if isinstance(key, Var) and facts.defined.get(key, -1) > start and key not in sub.inlined:
-            continue
-        if facts.updates.get(facts.root(o)) or any(
-                start <= p < stop for m in facts.members.get(root, []) for p in facts.readers.get(m, ())
-                if p != stop) or em.facts.readers.get(after[c]) or after[c] in em.facts.returned:
+        free = 1 + max((p for m in facts.members.get(root, []) for p in facts.readers.get(m, ())
+                        if p < stop), default=-1)
+        if isinstance(key, Var) and key not in sub.inlined:
+            free = max(free, facts.defined.get(key, -1) + 1)
+        if start < free or facts.updates.get(facts.root(o)) \
+                or em.facts.readers.get(after[c]) or after[c] in em.facts.returned:
             continue
         row = ast.Subscript(ast.Name(sub.names[save.args[0]]), sub.key(key), ast.Load())
-        node = ast.Assign([ast.Name(sub.names[o])], row_call(sub, made, row), lineno=0)
-        found.append((made, node, save))
+        found.append((made, save, row, free))
     return found
+
+
+def _products_before(em, stmt: Stmt, loop, sub, first) -> list[tuple[Stmt, ast.stmt, ast.stmt, set[int]]]:
+    """A step's state made in its stack's row over a product of the step's input row and a
+    weight the loop does not change (buffers.py ``"row"``: ``t = xp.matmul(xs[t], Wx,
+    out=H[t + 1])``, then ``t += ...``, ``h = xp.tanh(t, out=t)``) has that product made for
+    every step at once before the loop, in one matrix product into the rows the steps make
+    their states in: ``xp.matmul(xs.reshape((160, 32)), Wx, out=H[1:11].reshape((160, 64)))``
+    (what an expert writes: one large product runs faster than ten small ones, and each step
+    calls one function less); the step then reads its row, ``t = H[t + 1]``. Forward loops,
+    where the row is ``t + 1`` and the input row is ``xs[t]``, both matrices. Each element is
+    the sum of the same terms as the step's; numpy's OpenBLAS adds them in the same order
+    whatever the number of rows (the same bits in the bench workloads), another BLAS may round
+    the last place differently, as it may between any two sizes. (the product's statement, the line
+    before the loop, the step's node, the statements left unread) each."""
+    from ..passes.stacked import row_offset
+    if not em.fast or loop.reverse or sub.planned is None:
+        return []
+    facts, memory, found = sub.facts, sub.memory, []
+    invariants = set(loop.invariants)
+    for made, save, row, _ in _state_saves(em, stmt, loop, sub, first):
+        over = [a for a in made.args if isinstance(a, Var) and a in memory.group
+                and memory.group[a].kind == "row"]
+        if not over:
+            continue
+        product = facts.producer.get(memory.group[over[0]].members[0])
+        if product is None or memory.writes.get(product.out) != "matmul" or len(product.args) != 2:
+            continue
+        x, w = product.args
+        taken = facts.producer.get(x) if isinstance(x, Var) else None
+        if taken is None or taken.prim.fn is not operator.getitem or len(taken.args) != 2 \
+                or taken.args[1] is not loop.index or taken.args[0] not in invariants \
+                or w not in invariants or x.aval.ndim != 2 or w.aval.ndim != 2 \
+                or row_offset(save.args[1], loop, facts) != 1 \
+                or any(facts.updates.get(facts.root(v)) for v in (taken.args[0], w)):
+            continue
+        xs, stack, n = taken.args[0], save.args[0], loop.length
+        flat = (n * x.aval.shape[0], x.aval.shape[1])
+        rows = ast.Name(sub.names[xs]) if xs.aval.shape[0] == n else \
+            ast.Subscript(ast.Name(sub.names[xs]), ast.Slice(None, ast.Constant(n)), ast.Load())
+        out = ast.Subscript(ast.Name(sub.names[stack]),
+                            ast.Slice(ast.Constant(1), ast.Constant(n + 1)), ast.Load())
+        before = ast.Expr(ast.Call(ast.Attribute(ast.Name("xp"), "matmul", ast.Load()), [
+            _reshaped(rows, flat), ast.Name(sub.names[w])],
+            [ast.keyword("out", _reshaped(out, (flat[0], product.out.aval.shape[1])))]))
+        em.modules.add("xp")
+        node = ast.Assign([ast.Name(sub.names[product.out])], row, lineno=0)
+        unread = {id(taken)} if x not in sub.inlined and facts.uses.get(x) == 1 else set()
+        found.append((product, before, node, unread))
+    return found
+
+
+def _products_note(product: Stmt, loop, sub) -> str:
+    """``loop_regions.py:318  xs[t] @ Wx of every step at once``: the comment above
+    ``_products_before``'s product."""
+    x, w = product.args
+    xs, t = sub.facts.producer[x].args[0], loop.index
+    where = f"{product.loc.short}  " if product.loc is not None else ""
+    return f"{where}{sub.names[xs]}[{sub.names[t]}] @ {sub.names[w]} of every step at once"
+
+
+def _reshaped(array: ast.expr, shape: tuple) -> ast.expr:
+    """``array.reshape(shape)``."""
+    from ..text import literal
+    return ast.Call(ast.Attribute(array, "reshape", ast.Load()), [literal(shape)], [])
 
 
 def _values_in_rows(em, loop, sub, dropped: set[int]) -> list[tuple[Stmt, ast.stmt, Stmt]]:

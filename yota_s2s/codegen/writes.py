@@ -4,6 +4,7 @@
     h += b1                              in place over its first operand, same name
     xp.tanh(h, out=h)                    in place, a function
     dW1 = xp.matmul(X.T, dh, out=_result(out, 0, (784, 512)))    a returned gradient
+    t = xp.matmul(xs[t], Wx, out=H[t + 1])   a loop step's state, made in its stack's row
     dxs = buf3                           then ``dxs.fill(0.0)``: forms that return nothing
 
 The operator a person would write becomes its ufunc (``*`` is ``xp.multiply``); ``x ** 2`` is
@@ -42,6 +43,8 @@ def write_statement(em, stmt: Stmt) -> list[ast.stmt] | None:
         target = ast.Name(em.lent_arrays[id(group)])
     elif group.kind == "result":
         target = result_call(group, v)
+    elif group.kind == "row":       # a loop's state made in its stack's row (loops.py)
+        target = group.row
     else:
         return None
     form = plan.writes[v]
