@@ -846,7 +846,8 @@ def test_input_products_of_every_step_are_one_product_before_the_loop():
                 and not line.startswith("#")], forward
     # the step as it was: the product made in the row inside the loop
     inside = f"        {made[0]} = xp.matmul(xs[t], Wx, out=H[t + 1])"
-    step = [inside if line == f"        {made[0]} = H[t + 1]" else line for line in text.splitlines()
+    step = [inside if line == f"        {made[0]} = H[t + 1]" else line
+            for line in text.splitlines()
             if line != "    xp.matmul(xs.reshape((40, 3)), Wx, out=H[1:11].reshape((40, 5)))"]
     assert len(step) == len(text.splitlines()) - 1 and inside in step
     namespace: dict = {}

@@ -777,7 +777,8 @@ def _state_saves(em, stmt: Stmt, loop, sub, first) -> list[tuple[Stmt, Stmt, ast
     return found
 
 
-def _products_before(em, stmt: Stmt, loop, sub, first) -> list[tuple[Stmt, ast.stmt, ast.stmt, set[int]]]:
+def _products_before(em, stmt: Stmt, loop, sub,
+                     first) -> list[tuple[Stmt, ast.stmt, ast.stmt, set[int]]]:
     """A step's state made in its stack's row over a product of the step's input row and a
     weight the loop does not change (buffers.py ``"row"``: ``t = xp.matmul(xs[t], Wx,
     out=H[t + 1])``, then ``t += ...``, ``h = xp.tanh(t, out=t)``) has that product made for
@@ -788,8 +789,8 @@ def _products_before(em, stmt: Stmt, loop, sub, first) -> list[tuple[Stmt, ast.s
     where the row is ``t + 1`` and the input row is ``xs[t]``, both matrices. Each element is
     the sum of the same terms as the step's; numpy's OpenBLAS adds them in the same order
     whatever the number of rows (the same bits in the bench workloads), another BLAS may round
-    the last place differently, as it may between any two sizes. (the product's statement, the line
-    before the loop, the step's node, the statements left unread) each."""
+    the last place differently, as it may between any two sizes. (the product's statement,
+    the line before the loop, the step's node, the statements left unread) each."""
     from ..passes.stacked import row_offset
     if not em.fast or loop.reverse or sub.planned is None:
         return []
