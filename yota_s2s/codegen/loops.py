@@ -113,7 +113,8 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
         # each a statement of its own)
         once_made = _made_in_rows_once(em, sub, loop, _rows_written_once(sub, loop, looked)) \
             if not sums else []
-        rows = _states_in_rows(em, stmt, loop, sub, first) + \
+        saves = _state_saves(em, stmt, loop, sub, first)
+        rows = _states_in_rows(sub, saves) + \
             _values_in_rows(em, loop, sub, {id(save) for *_, save in first}) + once_made
         # and the running sums (``dW += t``: the accumulator's own array, loops.py writes them)
         summing = _running_sums(sub, loop)
@@ -128,8 +129,7 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
         sub = emitter(frozenset(made.out for made, _, _ in rows) | sums_made | small, carried,
                       _turns(em, stmt, loop, set(carried) | sums_made),
                       frozenset(made.out for made, _, _ in once_made),
-                      {made.out: (row, free) for made, _, row, free
-                       in _state_saves(em, stmt, loop, sub, first)})
+                      {made.out: (row, free) for made, _, row, free in saves})
         lent, turning = _body_slots(em, stmt, sub)
     else:
         lent, turning = [], []
@@ -181,11 +181,12 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
     for stack, c, row, _ in first:
         lines.append(f"{names[stack]}[{row}] = {names[c]}")
     dropped = {id(save) for _, _, _, save in first} | assigned
-    for made, before, node, unread in _products_before(em, stmt, loop, sub, first):
+    saves = _state_saves(em, stmt, loop, sub, first)
+    for made, before, node, unread in _products_before(em, loop, sub, saves):
         lines += [comment(_products_note(made, loop, sub)), unparse(before)]
         running[id(made)] = node
         dropped |= unread
-    for made, node, save in _states_in_rows(em, stmt, loop, sub, first) + \
+    for made, node, save in _states_in_rows(sub, saves) + \
             _values_in_rows(em, loop, sub, dropped):
         if sub.planned is not None and made.out not in sub.planned or id(made) in running:
             continue        # planned into memory of its own, or saved in two stacks
@@ -723,22 +724,29 @@ def _summed_terms(loop) -> set[Var]:
     return found
 
 
-def _states_in_rows(em, stmt: Stmt, loop, sub, first) -> list[tuple[Stmt, ast.stmt, Stmt]]:
+def _states_in_rows(sub, saves) -> list[tuple[Stmt, ast.stmt, Stmt]]:
     """In the buffered form, a state saved in its stack (``_first_rows``) is made in its row:
     ``h = xp.tanh(..., out=H[t + 1])``, no copy; ``h`` is then that row, which no later step
     writes. Where the plan put the values it is made over in that row too (buffers.py
     ``"row"``: ``t = xp.matmul(xs[t], Wx, out=H[t + 1])``, then ``t += ...``), it is made over
     them in place: ``h = xp.tanh(t, out=t)``. (the state's statement, its new node, the save
-    left out) per state of ``_state_saves``."""
+    left out) per state of ``_state_saves`` (``saves``)."""
     from .writes import row_call
     found = []
-    for made, save, row, _ in _state_saves(em, stmt, loop, sub, first):
-        over = [a for a in made.args if isinstance(a, Var) and a in sub.memory.group
-                and sub.memory.group[a].kind == "row"]
-        target = ast.Name(sub.names[over[0]]) if over else row
+    for made, save, row, _ in saves:
+        over = _row_operand(sub, made)
+        target = ast.Name(sub.names[over]) if over is not None else row
         node = ast.Assign([ast.Name(sub.names[made.out])], row_call(sub, made, target), lineno=0)
         found.append((made, node, save))
     return found
+
+
+def _row_operand(sub, made: Stmt) -> Var | None:
+    """The operand of the state's statement ``made`` whose group the plan put in the state's
+    row (buffers.py ``"row"``), or None."""
+    groups = sub.memory.group
+    return next((a for a in made.args if isinstance(a, Var) and a in groups
+                 and groups[a].kind == "row"), None)
 
 
 def _state_saves(em, stmt: Stmt, loop, sub, first) -> list[tuple[Stmt, Stmt, ast.expr, int]]:
@@ -777,8 +785,7 @@ def _state_saves(em, stmt: Stmt, loop, sub, first) -> list[tuple[Stmt, Stmt, ast
     return found
 
 
-def _products_before(em, stmt: Stmt, loop, sub,
-                     first) -> list[tuple[Stmt, ast.stmt, ast.stmt, set[int]]]:
+def _products_before(em, loop, sub, saves) -> list[tuple[Stmt, ast.stmt, ast.stmt, set[int]]]:
     """A step's state made in its stack's row over a product of the step's input row and a
     weight the loop does not change (buffers.py ``"row"``: ``t = xp.matmul(xs[t], Wx,
     out=H[t + 1])``, then ``t += ...``, ``h = xp.tanh(t, out=t)``) has that product made for
@@ -796,12 +803,11 @@ def _products_before(em, stmt: Stmt, loop, sub,
         return []
     facts, memory, found = sub.facts, sub.memory, []
     invariants = set(loop.invariants)
-    for made, save, row, _ in _state_saves(em, stmt, loop, sub, first):
-        over = [a for a in made.args if isinstance(a, Var) and a in memory.group
-                and memory.group[a].kind == "row"]
-        if not over:
+    for made, save, row, _ in saves:
+        over = _row_operand(sub, made)
+        if over is None:
             continue
-        product = facts.producer.get(memory.group[over[0]].members[0])
+        product = facts.producer.get(memory.group[over].members[0])
         if product is None or memory.writes.get(product.out) != "matmul" or len(product.args) != 2:
             continue
         x, w = product.args
