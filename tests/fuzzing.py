@@ -739,8 +739,10 @@ class Gen:
         """One or two statements of the shapes below, drawn from their own random streams (the
         rest of the program is what the seed makes anyway): accumulator-only loops, rows
         ``O[t]`` written and read in the steps, float16 and float32 arguments with literals,
-        min and max with ties, float arrays times boolean masks, powers and ``np.abs`` at 0."""
-        kinds = [self.accumulate, self.rows_read, self.ties, self.masked, self.powers]
+        min and max with ties, float arrays times boolean masks, powers and ``np.abs`` at 0,
+        a matrix argument read once whose gradient is one vector in every row."""
+        kinds = [self.accumulate, self.rows_read, self.ties, self.masked, self.powers,
+                 lambda: self.broadcast_rows(rng, params, args)]
         saved, self.r = self.r, r
         try:
             if r.random() < 0.3:
@@ -861,6 +863,30 @@ class Gen:
                                   f"{b} * {self.operand(b)}"])
             name = self.new()
             self.accept([f"{name} = {text}"], name)
+
+    def broadcast_rows(self, rng, params: list, args: list) -> bool:
+        """One more argument, a matrix read once: times a vector the program computes, or in a
+        product with one, summed. Its gradient is a vector in every row, which the buffered
+        form makes in the gradient's first row and copies to the others (codegen/buffers.py
+        ``_heads``)."""
+        a = self.arr(lambda v: 1 <= v.ndim <= 2 and v.size <= 16 and v.dtype == self.dtype)
+        v = self.vals[a]
+        if a in params:
+            return False
+        rows = self.r.randint(2, max(2, min(4, MAX_SIZE // v.size)))
+        p, name, w = f"x{len(params)}", self.new(), self.lit(0.3, 0.9)
+        forms = [f"np.sum({p} * np.tanh({a}))", f"np.sum({p} * {a}) * {w}",
+                 f"np.mean({p} * np.sin({a}))", f"np.sum({p} * ({a} * {a} + {w}))"]
+        shape = (rows,) + v.shape
+        if v.ndim == 2 and self.r.random() < 0.4:      # the row sums of a matrix it computes
+            forms, shape = [f"np.sum({p} @ np.tanh({a})) * {w}"], (rows, v.shape[0])
+        params.append(p)
+        args.append(rng.uniform(-1.0, 1.0, shape).astype(self.dtype))
+        self.vals[p] = args[-1]
+        if self.accept([f"{name} = {self.r.choice(forms)}"], name):
+            return True
+        params.pop(), args.pop(), self.vals.pop(p)
+        return False
 
     def ties(self) -> bool:
         """``np.min``/``np.max`` of a whole array and ``np.amin``/``np.amax`` with an axis,

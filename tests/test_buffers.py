@@ -774,11 +774,13 @@ def test_recomputed_forward_values_hold_less_memory_and_change_no_bit():
 
 
 def test_work_arrays_live_in_returned_arrays_not_yet_written():
-    """issue 14, peak memory: the seed's ``W @ x`` (and the row sums of ``x``) are dead before
-    ``dW`` (``dx``) is written, so they live in that array's memory, which the call allocates
-    anyway, instead of work arrays held between calls; only the column sums of ``W``, read
-    while both are written, stay held. Call after call, with out= (a strided, an F-ordered
-    and a C-ordered array) and without, the values are the plain form's."""
+    """issue 14, peak memory: the seed's ``W @ x`` is dead before ``dx`` is written, so it
+    lives in that array's memory, which the call allocates anyway, instead of a work array
+    held between calls. ``dW`` is the row sums of ``x`` in every row: they are made in its
+    first row and copied to the others, and it is written last, so the column sums of ``W``
+    (read while ``dx`` is written) live in its second row until then. Only the 0-d array of
+    the sum is held. Call after call, with out= (a strided, an F-ordered and a C-ordered
+    array) and without, the values are the plain form's."""
     def seed(W, b, x):
         return np.sum(W @ x + b[:, None])
 
@@ -787,19 +789,26 @@ def test_work_arrays_live_in_returned_arrays_not_yet_written():
     fast = ys.simplegrad(seed, *args)
     plain = ys.simplegrad(seed, *args, buffers=False)
     text = ys.source(fast)
-    assert "    buf3, buf4 = _work_arrays()\n" in text       # buf4: 0-d, for the sum
+    assert "    buf3, = _work_arrays()\n" in text       # buf3: 0-d, for the sum
     # each returned array made where its first work array is first written (W @ x's numpy
     # broadcasting buffer is allocated before dx is)
-    assert "    dW_mem = _result(out, 0, (128, 784))\n" \
-           "    buf1 = dW_mem.ravel('K')[0:12800].reshape((128, 100))\n" \
-           "    t1 = xp.matmul(W, x, out=buf1)\n" in text
     assert "    dx_mem = _result(out, 2, (784, 100))\n" \
-           "    buf2 = dx_mem.ravel('K')[0:784].reshape((784,))\n" \
-           "    t4 = xp.matmul(x, _ONES_100, out=buf2)\n" in text
-    assert text.index("seed = t1.sum(out=buf4)[()]") < text.index("dx_mem = ")
-    assert "    dW = dW_mem\n" in text and "    dx = dx_mem\n" in text
-    assert [shape for shape, _, _ in ys.memory_report(fast).arrays] == [(784,), ()]  # (): sum
+           "    buf1 = dx_mem.ravel('K')[0:12800].reshape((128, 100))\n" \
+           "    t1 = xp.matmul(W, x, out=buf1)\n" in text
+    assert "    dW_mem = _result(out, 0, (128, 784))\n" \
+           "    t4 = xp.matmul(x, _ONES_100, out=dW_mem[0])\n" \
+           "    buf2 = dW_mem[1:].ravel('K')[0:784].reshape((784,))\n" \
+           "    t6 = xp.matmul(_ONES_128, W, out=buf2)\n" in text
+    assert text.index("seed = t1.sum(out=buf3)[()]") < text.index("dW_mem = ")
+    assert "    dx = dx_mem\n" in text
+    assert text.endswith("    dW = dW_mem\n    xp.copyto(dW[1:], t4)\n    return seed, dW, db, dx\n")
+    assert [shape for shape, _, _ in ys.memory_report(fast).arrays] == [()]  # (): sum
+    assert ys.memory_report(fast).constant_bytes == (100 + 128) * 8        # the ones vectors
     assert "2 more in the memory of returned gradients" in text
+    assert "t4: in the first row of the gradient it is broadcast into" in text
+    # the plain form copies dW last too, from the broadcast
+    assert ys.source(plain).endswith(
+        "    dW = xp.broadcast_to(x.sum(axis=1), (128, 784)).copy()\n    return seed, dW, db, dx\n")
     for call in range(4):
         args = (r.random((128, 784)), r.random(128), r.random((784, 100)))
         want = plain(*args)

@@ -53,9 +53,9 @@ def test_ones_matrix_products_become_row_and_column_sums():
   t6:f64[3] = sum[axis=0] W
   t7:f64[3,1] = getitem[key=(:, None)] t6
   t8:f64[3,4] = broadcast_to t7 (3, 4)
-  dW:f64[2,3] = copy t5
   db:f64[2] = full (2,) 4.0
   dx:f64[3,4] = copy t8
+  dW:f64[2,3] = copy t5
   return seed
   grads W: dW, b: db, x: dx"""
 

@@ -15,7 +15,7 @@ implementation returns the same value and gradients as the handwritten one.
 It prints medians and ratios (to the forward call, to the handwritten gradient, and the generated
 gradient against each peer); with tracemalloc, the bytes a steady-state call allocates (its peak
 above the memory before it) and keeps, and peak memory (that, plus the work arrays a generated
-module holds); for the call with ``out=``, the bytes of numpy array data apart from the rest
+module holds and the arrays it made once, its ones vectors and 0-d numbers); for the call with ``out=``, the bytes of numpy array data apart from the rest
 (yota_s2s.memory.allocated: numpy traces array data in a tracemalloc domain of its own); and
 compile time: the latency of the first ``simplegrad`` call, from a cold cache.
 
@@ -75,7 +75,7 @@ class Impl:
     call: Callable[[], Any]                     # the timed call
     result: Callable[[], tuple]                 # (value, grads) as numpy, for the check
     numpy_memory: bool = True                   # tracemalloc sees its arrays
-    held: int = 0                               # bytes of work arrays held between calls
+    held: int = 0           # bytes held between calls: work arrays, the module's constant arrays
     times: list[float] = field(default_factory=list)
     inner: int = 1
     alloc: int | None = None
@@ -160,8 +160,13 @@ def _wrt_option(wrt: tuple, n: int) -> dict:
 
 
 def _held_bytes(df) -> int:
+    """What the generated module holds between calls: its work arrays (one thread's) and the
+    arrays it made once (ones vectors, 0-d numbers)."""
     report = getattr(ys, "memory_report", None)
-    return report(df).bytes if report is not None else 0
+    if report is None:
+        return 0
+    held = report(df)
+    return held.bytes + getattr(held, "constant_bytes", 0)
 
 
 def _rebind(fn: Callable, np_module) -> Callable:
@@ -334,15 +339,21 @@ def report(results: list[tuple[workloads.Workload, list[Impl]]], compile_ms: dic
               "out= arrays: the peak of numpy array data during a call with out= (issue 14: 0); "
               "out= other: the rest of its peak (numpy's iteration buffers, Python objects, "
               "numpy scalars).", "",
-              "| workload | handwritten peak | yota alloc | yota kept | yota held buffers | yota peak "
-              "| out= arrays | out= other | autograd peak | compile (first simplegrad) |",
-              "|---" * 10 + "|"]
+              "yota held: the work arrays one thread holds between calls and the arrays the "
+              "module made once (ones vectors, 0-d numbers); yota peak: its call's peak plus "
+              "those.", "",
+              "| workload | handwritten peak | yota alloc | yota kept | yota held | yota peak "
+              "| yota peak / handwritten | out= arrays | out= other | autograd peak "
+              "| compile (first simplegrad) |",
+              "|---" * 11 + "|"]
     for w, impls in results:
         by = {i.name: i for i in impls}
         yota = by["yota"]
         peak = None if yota.alloc is None else yota.alloc + yota.held
         lines.append(" | ".join([f"| {w.name}", fmt_bytes(by["handwritten"].alloc), fmt_bytes(yota.alloc),
                                  fmt_bytes(yota.kept), fmt_bytes(yota.held), fmt_bytes(peak),
+                                 f"{peak / by['handwritten'].alloc:.3f}x"
+                                 if peak is not None and by["handwritten"].alloc else "-",
                                  *out_memory(by.get("yota out=")),
                                  fmt_bytes(by["autograd"].alloc if "autograd" in by else None),
                                  f"{compile_ms[w.name]:.0f} ms |"]))
@@ -363,7 +374,8 @@ def module_lines(df) -> int:
 def loop_report(results: list[tuple[workloads.Workload, list[Impl] | None]], compile_ms: dict,
                 loops: dict) -> str:
     """Issue 12's table: what a loop costs to compile and to read, and the gradient's time and
-    peak memory against the handwritten one (yota peak = its allocations plus held buffers)."""
+    peak memory against the handwritten one (yota peak = its allocations plus what the module
+    holds: work arrays, constant arrays)."""
     lines = ["## Loops: compile, module size, time and memory against handwritten", "",
              "| workload | compile buffered (CPU) | compile plain | lines buffered / plain | yota / handwritten "
              "| yota / forward | yota peak / handwritten peak | out= arrays | out= other |",
@@ -383,7 +395,7 @@ def loop_report(results: list[tuple[workloads.Workload, list[Impl] | None]], com
             hand, yota = by["handwritten"], by["yota"]
             peak = None if yota.alloc is None else yota.alloc + yota.held
             cells += [f"{med['yota'] / med['handwritten']:.2f}x", f"{med['yota'] / med['forward']:.2f}x",
-                      f"{peak / hand.alloc:.2f}x" if peak is not None and hand.alloc else "-",
+                      f"{peak / hand.alloc:.3f}x" if peak is not None and hand.alloc else "-",
                       *out_memory(by.get("yota out="))]
         lines.append(f"| {w.name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -1,8 +1,11 @@
-"""``memory_report(df)``: the work arrays a generated gradient holds per thread.
+"""``memory_report(df)``: the work arrays a generated gradient holds per thread, and the
+arrays its module makes once.
 
-The generated module lists them in ``WORK_ARRAYS`` (shape, dtype, the values that live in
-each); this reads that table, so it works on any generated module, also in a process without
-the compiler's state. A plain-form module (``buffers=False``) holds none.
+The generated module lists its work arrays in ``WORK_ARRAYS`` (shape, dtype, the values that
+live in each); this reads that table, so it works on any generated module, also in a process
+without the compiler's state. A plain-form module (``buffers=False``) holds none. The module's
+constants (``_ONES_100``, the ones vector of row sums; ``_1_0``, the 0-d array of a number
+ufuncs read) are held too, once per process: ``constant_bytes``.
 """
 from __future__ import annotations
 
@@ -18,24 +21,42 @@ import numpy as np
 class MemoryReport:
     function: str
     arrays: tuple[tuple[tuple[int, ...], str, str], ...]    # (shape, dtype, values held)
+    constants: tuple[tuple[str, int], ...] = ()     # (name, bytes) of the module's arrays
 
     @property
     def bytes(self) -> int:
         """Bytes held per thread that has called the function."""
         return sum(int(np.prod(shape)) * np.dtype(dtype).itemsize for shape, dtype, _ in self.arrays)
 
+    @property
+    def constant_bytes(self) -> int:
+        """Bytes of the arrays the module made once (ones vectors, 0-d numbers)."""
+        return sum(size for _, size in self.constants)
+
     def __str__(self) -> str:
         lines = [f"{self.function}: {len(self.arrays)} work arrays per thread, {self.bytes:,} bytes"]
         for k, (shape, dtype, values) in enumerate(self.arrays, 1):
             size = int(np.prod(shape)) * np.dtype(dtype).itemsize
             lines.append(f"  buf{k}  {dtype}{list(shape)}  {size:,} bytes  holds {values}")
+        if self.constants:
+            lines.append(f"  and {len(self.constants)} arrays made once by the module, "
+                         f"{self.constant_bytes:,} bytes: {', '.join(n for n, _ in self.constants)}")
         return "\n".join(lines)
 
 
 def memory_report(df: Callable) -> MemoryReport:
     module = sys.modules.get(getattr(df, "__module__", ""), None)
     table = getattr(module, "WORK_ARRAYS", [])
-    return MemoryReport(getattr(df, "__name__", "?"), tuple((tuple(s), d, v) for s, d, v in table))
+    constants = tuple((name, int(value.nbytes)) for name, value in vars(module or sys).items()
+                      if module is not None and _array(value))
+    return MemoryReport(getattr(df, "__name__", "?"), tuple((tuple(s), d, v) for s, d, v in table),
+                        constants)
+
+
+def _array(value: object) -> bool:
+    """A numpy array, or cupy's (a GPU module's constants)."""
+    return isinstance(value, np.ndarray) or (type(value).__name__ == "ndarray"
+                                             and type(value).__module__.startswith("cupy"))
 
 
 @dataclass(frozen=True)

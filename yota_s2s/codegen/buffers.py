@@ -15,7 +15,10 @@ The plan groups values that share storage and gives each group a place to live:
   fancy indexing) is allocated by it, as in the plain form: ``"fresh"``;
 - in a loop body, a group whose last value becomes the state the step saves in a row of its
   stack lives in that row (``t = xp.matmul(xs[t], Wx, out=H[t + 1]); t += u; h =
-  xp.tanh(t, out=t)``, as a handwritten BPTT writes it): ``"row"``.
+  xp.tanh(t, out=t)``, as a handwritten BPTT writes it): ``"row"``;
+- a vector a returned gradient is copied from, broadcast along its first axis, lives in that
+  gradient's first row, and the copy writes the other rows (``t = xp.matmul(x, ones,
+  out=dW_mem[0])`` ... ``xp.copyto(dW[1:], t)``): ``"head"``.
 
 Only statements numpy can direct into an array take part (``writer`` names the form);
 scalars, views (``x.T``, ``b[:, None]``: they extend the life of what they view) and values
@@ -76,13 +79,14 @@ BODY_MIN = 1
 @dataclass(eq=False)
 class Group:
     members: list[Var]
-    kind: str = "slot"             # "slot", "result", "fresh", "carried" or "row"
+    kind: str = "slot"             # "slot", "result", "fresh", "carried", "row" or "head"
     slot: int = -1
     result: tuple = ()             # (argnum, path) of the returned gradient
     order: str = "C"               # a returned array's layout: "F" for a tall outer product
     end: int = 0                   # index of the last statement that reads the group
     turn: bool = False             # a loop step's result: its slot is two arrays, in turn
     row: object = None             # a "row" group's array: the stack's row (an ast expression)
+    head: Group | None = None      # "head": the returned group it lives in; "result": that group
 
 
 @dataclass
@@ -104,7 +108,8 @@ class MemoryPlan:
 def plan_memory(tape: Tape, scalars: ScalarPlan, inlined: set[Var],
                 facts: Analysis | None = None, exclude: frozenset = frozenset(),
                 carried: dict[Var, Var] | None = None,
-                turns: frozenset = frozenset(), rows: dict | None = None) -> MemoryPlan:
+                turns: frozenset = frozenset(), rows: dict | None = None,
+                heads: bool = True) -> MemoryPlan:
     """The plan for ``tape``; ``inlined`` values are written inside their user's expression,
     so what they read is read where that user is (``facts`` is the analysis of the tape with
     those read positions). For a loop body (codegen/loops.py): ``exclude``, values the caller
@@ -116,7 +121,9 @@ def plan_memory(tape: Tape, scalars: ScalarPlan, inlined: set[Var],
     result is in the other, codegen/loops.py), where they would be new arrays each step;
     ``rows``, a state made in a row of its stack (one of ``exclude``) -> (that row, the index
     of the first statement from which the row is free to write): the group of the elementwise
-    operand it is made over lives in the row (``_rows``)."""
+    operand it is made over lives in the row (``_rows``); ``heads``: a vector a returned
+    gradient is broadcast from may live in its first row (``_heads``; not in a GPU module,
+    which keeps its work arrays)."""
     plan = MemoryPlan()
     facts = facts or Analysis(tape, inlined)
     excluded = facts.arguments | inlined
@@ -148,6 +155,8 @@ def plan_memory(tape: Tape, scalars: ScalarPlan, inlined: set[Var],
             plan.group[stmt.out] = Group([stmt.out])
     _rows(tape, plan, facts, rows or {})
     _mark_results(tape, plan, facts, turns)
+    if heads:
+        _heads(plan, facts)
     _handed_over(tape, plan, facts)
     _assign_slots(tape, plan, facts)
     _lend_slots(plan, facts)
@@ -252,6 +261,29 @@ def _mark_results(tape: Tape, plan: MemoryPlan, facts: Analysis, turns: frozense
             group.kind = "slot" if alone else "fresh"
 
 
+def _heads(plan: MemoryPlan, facts: Analysis) -> None:
+    """A returned gradient copied from a work-array value broadcast along its first axis
+    (``dW = np.copy(np.broadcast_to(t, (128, 784)))``, ``t`` of shape (784,)), where ``t`` is
+    the last value of its group and dead after the copy: that group lives in the gradient's
+    first row, and the copy writes the other rows from it; no work array, and nothing
+    overlaps (``xp.copyto(dW[1:], t)``)."""
+    for g, group in list(plan.group.items()):
+        if group.kind != "result" or group.members != [g] or plan.writes.get(g) != "copy":
+            continue
+        view = facts.producer[g].args[0]
+        made = facts.producer.get(view) if isinstance(view, Var) else None
+        if made is None or made.prim.fn is not np.broadcast_to:
+            continue
+        t = made.args[0]
+        held = plan.group.get(t) if isinstance(t, Var) else None
+        if held is None or held.kind != "slot" or held.turn or held.members[-1] is not t \
+                or (t.aval.shape, t.aval.dtype) != (g.aval.shape[1:], g.aval.dtype) \
+                or facts.last_memory.get(t) != facts.defined[g] \
+                or any(m in facts.returned for m in held.members):
+            continue
+        held.kind, held.head, group.head = "head", group, held
+
+
 def _handed_over(tape: Tape, plan: MemoryPlan, facts: Analysis) -> None:
     """An array a loop region takes as its own, to update in place with no copy
     (ir/region.py ``handed_over``: ``O = np.zeros((T, n))`` before ``for t: O[t] = h``) is
@@ -317,9 +349,11 @@ def _lend_slots(plan: MemoryPlan, facts: Analysis) -> None:
     """Work arrays whose values are all dead before a returned gradient's array is first
     written live in that array instead (its first elements, then the next ones): memory the
     call allocates anyway, so they are not held between calls and do not add to the peak (the
-    seed's ``W @ x`` in ``dW``, which a handwritten gradient frees before it allocates the
+    seed's ``W @ x`` in ``dx``, which a handwritten gradient frees before it allocates the
     gradients). Largest first, each into the first returned array that is written after its
-    last read and has room. The function makes those arrays at its start (codegen/workspace.py)."""
+    last read and has room; in one whose first row holds a value (``_heads``), from after that
+    row, or before it for a work array dead before that value is made. The function makes
+    those arrays early (codegen/writes.py)."""
     results = sorted({id(g): g for g in plan.group.values() if g.kind == "result"}.values(),
                      key=lambda g: facts.defined[g.members[0]])
     if not results:
@@ -336,10 +370,14 @@ def _lend_slots(plan: MemoryPlan, facts: Analysis) -> None:
         if size < LEND_MIN or k not in ends:
             continue
         for g in results:
+            total = int(np.prod(g.members[0].aval.shape))
+            start = total - room[id(g)]
+            if g.head is not None and facts.defined[g.head.members[0]] <= ends[k]:
+                start = max(start, int(np.prod(g.members[0].aval.shape[1:])))
             if g.members[0].aval.dtype == dtype and facts.defined[g.members[0]] > ends[k] \
-                    and room[id(g)] >= size:
-                plan.lent[k] = (g, int(np.prod(g.members[0].aval.shape)) - room[id(g)])
-                room[id(g)] -= size
+                    and total - start >= size:
+                plan.lent[k] = (g, start)
+                room[id(g)] = total - start - size
                 break
 
 

@@ -122,7 +122,7 @@ class Emitter:
         self.facts = Analysis(tape, self.inlined) if self.inlined else facts
         self.memory = plan_memory(tape, self.scalars, self.inlined, self.facts,
                                   exclude=plan or frozenset(), carried=carried,
-                                  turns=turns, rows=rows) \
+                                  turns=turns, rows=rows, heads=blocked) \
             if fast or plan is not None \
             else MemoryPlan()
         shared = _shared_names(tape, self.memory)
@@ -153,7 +153,8 @@ class Emitter:
         self.lent_arrays: dict[int, str] = {}       # returned group -> its array, made early
         self.lent_made: set = set()                 # those and the lent work arrays made so far
         self.delivered_done: set[Var] = set()       # returned values _deliver'ed where made
-        for group, _ in self.memory.lent.values():
+        hosts = [g for g in self.memory.group.values() if g.kind == "result" and g.head]
+        for group in [g for g, _ in self.memory.lent.values()] + hosts:
             if id(group) not in self.lent_arrays:
                 self.lent_arrays[id(group)] = self.names.fresh(
                     self.names[group.members[-1]] + "_mem")

@@ -271,6 +271,12 @@ def header_lines(emitter, tape: Tape) -> list[str]:
     if memory.lent:
         lines.append(f"{len(memory.lent)} more in the memory of returned gradients, before "
                      "those are written.")
+    heads = [emitter.names[g.members[-1]] for g in {id(g): g for g in memory.group.values()
+                                                     if g.kind == "head"}.values()]
+    if heads:
+        lines.append(f"{', '.join(heads)}: in the first row of the gradient "
+                     f"{'it is' if len(heads) == 1 else 'each is'} broadcast into, then copied "
+                     "to the other rows.")
     if emitter.turned:
         pairs = ", ".join(f"{new} and {spare}" for new, spare in emitter.turned)
         lines.append("An array a loop makes anew each step is written into two work arrays in "

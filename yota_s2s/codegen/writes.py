@@ -5,6 +5,7 @@
     xp.tanh(h, out=h)                    in place, a function
     dW1 = xp.matmul(X.T, dh, out=_result(out, 0, (784, 512)))    a returned gradient
     t = xp.matmul(xs[t], Wx, out=H[t + 1])   a loop step's state, made in its stack's row
+    t4 = xp.matmul(x, ones, out=dW_mem[0])   then ``xp.copyto(dW[1:], t4)``: a broadcast's row
     dxs = buf3                           then ``dxs.fill(0.0)``: forms that return nothing
 
 The operator a person would write becomes its ufunc (``*`` is ``xp.multiply``); ``x ** 2`` is
@@ -45,8 +46,19 @@ def write_statement(em, stmt: Stmt) -> list[ast.stmt] | None:
         target = result_call(group, v)
     elif group.kind == "row":       # a loop's state made in its stack's row (loops.py)
         target = group.row
+    elif group.kind == "head":      # in a returned gradient's first row, copied to the rest
+        name = em.lent_arrays[id(group.head)]
+        made = _result_array(em, group.head)
+        return made + write_statement_into(em, stmt, ast.Subscript(ast.Name(name),
+                                                                   ast.Constant(0), ast.Load()))
     else:
         return None
+    return write_statement_into(em, stmt, target)
+
+
+def write_statement_into(em, stmt: Stmt, target: ast.expr) -> list[ast.stmt]:
+    """``stmt`` written into ``target``: ``out=``, in place, or bound then filled."""
+    plan, v = em.memory, stmt.outs[0]
     form = plan.writes[v]
     if form in ("copy", "fill", "empty"):
         return _bind_then(em, stmt, v, target)
@@ -67,20 +79,33 @@ def _lent_view(em, slot: int) -> list[ast.stmt]:
     """Before the first value written into a work array that lives in a returned array
     (buffers.py, ``_lend_slots``): ``dW_mem = _result(...)`` (once per returned array, as late
     as this) and ``buf1 = dW_mem.ravel('K')[0:12800].reshape((128, 100))``, a view of its
-    elements from the offset (of a copy, where the caller's out= array is not contiguous)."""
+    elements from the offset (of a copy, where the caller's out= array is not contiguous);
+    of the rows after the first where a value lives there by then (``dW_mem[1:].ravel('K')``)."""
     em.lent_made.add(slot)
     group, start = em.memory.lent[slot]
     name = em.lent_arrays[id(group)]
-    lines = []
-    if name not in em.lent_made:
-        em.lent_made.add(name)
-        lines.append(ast.Assign([ast.Name(name)], result_call(group, group.members[0]), lineno=0))
+    lines = _result_array(em, group)
     shape = em.memory.slots[slot][0]
-    flat = ast.Call(ast.Attribute(ast.Name(name), "ravel", ast.Load()), [ast.Constant("K")], [])
+    array: ast.expr = ast.Name(name)
+    row = int(np.prod(group.members[0].aval.shape[1:]))
+    if group.head is not None and start >= row:     # not in the first row, in any layout
+        array = ast.Subscript(array, ast.Slice(ast.Constant(1), None), ast.Load())
+        start -= row
+    flat = ast.Call(ast.Attribute(array, "ravel", ast.Load()), [ast.Constant("K")], [])
     part = ast.Subscript(flat, ast.Slice(ast.Constant(start),
                                          ast.Constant(start + int(np.prod(shape)))), ast.Load())
     view = ast.Call(ast.Attribute(part, "reshape", ast.Load()), [literal(shape)], [])
     return lines + [ast.Assign([ast.Name(em.slot_names[slot])], view, lineno=0)]
+
+
+def _result_array(em, group) -> list[ast.stmt]:
+    """``dW_mem = _result(...)``, where the returned array ``group`` is made before it is
+    written (work arrays live in it, or a value in its first row), the first time it is needed."""
+    name = em.lent_arrays[id(group)]
+    if name in em.lent_made:
+        return []
+    em.lent_made.add(name)
+    return [ast.Assign([ast.Name(name)], result_call(group, group.members[0]), lineno=0)]
 
 
 def result_call(group, v: Var) -> ast.expr:
@@ -215,7 +240,11 @@ def _bind_then(em, stmt: Stmt, v: Var, target: ast.expr) -> list[ast.stmt]:
         [ast.Assign([ast.Name(em.names[v])], target, lineno=0)]
     if em.memory.writes[v] == "empty":
         return lines
-    if em.memory.writes[v] == "copy":
+    head = em.memory.group[v].head
+    if em.memory.writes[v] == "copy" and head is not None:     # from its first row (buffers.py)
+        rest = ast.Subscript(name, ast.Slice(ast.Constant(1), None), ast.Load())
+        call = ast.Call(_xp("copyto"), [rest, ast.Name(em.names[head.members[-1]])], [])
+    elif em.memory.writes[v] == "copy":
         call = ast.Call(_xp("copyto"), [name, em.atom(stmt.args[0])], [])
     else:
         value = _FILL.get(stmt.prim.fn)

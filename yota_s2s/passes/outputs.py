@@ -4,6 +4,11 @@ After simplification a gradient may be an argument itself (``d(x * y)/dx`` with 
 ``y``), a view of one, a read-only broadcast (``np.broadcast_to(1.0, x.shape)``), the same array
 as another gradient, or a literal. Each of those is replaced by a fresh array here, once, at the
 end of the pipeline: ``np.full`` for a constant (or a broadcast constant), else ``np.copy``.
+
+A copy of a vector broadcast along the gradient's first axis (``dW = np.copy(np.broadcast_to(
+t, (128, 784)))``) comes after the others: the buffered form makes ``t`` in the gradient's first
+row and copies it into the rest (codegen/buffers.py ``_heads``), and until then the rest of that
+array is free for the values the other copies read.
 """
 from __future__ import annotations
 
@@ -39,7 +44,20 @@ def fresh_outputs(tape: Tape, rules: RuleSet) -> Tape:
             grads[k] = _add(stmts, tape, inp, rules.lookup(np.copy), (g,), (),
                             made.loc if made is not None else None)
         roots.add(root)
+    producer = {o: s for s in stmts for o in s.outs}
+    made = len(tape.stmts)
+    stmts[made:] = sorted(stmts[made:], key=lambda s: _row_broadcast(s, producer))
     return tape.copy(stmts=stmts, grads=grads)
+
+
+def _row_broadcast(stmt: Stmt, producer: dict[Var, Stmt]) -> bool:
+    """Is ``stmt`` a copy of a value broadcast along its first axis only (a vector into the
+    rows of a matrix)?"""
+    source = stmt.args[0] if stmt.prim.fn is np.copy and stmt.args else None
+    made = producer.get(source) if isinstance(source, Var) else None
+    if made is None or made.prim.fn is not np.broadcast_to or not isinstance(made.args[0], Var):
+        return False
+    return made.args[0].aval.shape == stmt.out.aval.shape[1:] and stmt.out.aval.ndim >= 2
 
 
 def _unnamed(stmts: list[Stmt], made: Stmt) -> Var:
