@@ -32,6 +32,7 @@ MAX_SIZE = 48          # largest number of elements of any value
 RECURRENT = 0.3        # share of programs with an RNN-like loop (Gen.recurrent)
 STENCIL = 0.1          # share of programs with a loop over a periodic field (Gen.stencil)
 SHAPES_MORE = 0.3      # share of programs with one or two statements of Gen.more
+SWAPPED = 0.3          # share of RNN-like loops whose input product comes second in the sum
 HELPERS = {            # helper functions a program may define and call: source, call
     "h0": ("def h0(a, b):\n    t = np.tanh(a) + b\n    return t * t", "h0({a}, {b})"),
     "h1": ("def h1(a, s=0.5):\n    return np.sin(a) * s + a", "h1({a}, s={s})"),
@@ -90,6 +91,7 @@ def fmt(x: float) -> str:
 class Gen:
     def __init__(self, seed: int):
         self.seed, self.r = seed, random.Random(seed)
+        self.swapped = False            # (generate draws it)
         self.dtype = np.float32 if self.r.random() < 0.25 else np.float64
         self.env: dict = {"np": np}
         for text, _ in HELPERS.values():
@@ -539,6 +541,10 @@ class Gen:
                 return r.choice([f"{w}.T @ {s}", f"({s}.T @ {w}).T", f"np.matmul({w}.T, {s})"])
             return r.choice([f"{s} @ {w}", f"(({w}.T) @ {s}.T).T", f"np.dot({s}, {w})"])
 
+        def plus(a: str, c: str) -> str:
+            """``a + c``, or ``c + a`` in SWAPPED of the programs (the input's product second)."""
+            return f"{c} + {a}" if self.swapped else f"{a} + {c}"
+
         shape = f"({H}, {B})" if cols else f"({B}, {H})"
         cell = r.choice(["tanh", "tanh", "residual", "gru", "lstm", "two"])
         states = {"tanh": ["h"], "residual": ["h"], "gru": ["h"], "lstm": ["h", "c"], "two": ["h", "k"]}[cell]
@@ -603,9 +609,9 @@ class Gen:
         # unscaled sums (float64 only: the loss reaches thousands, which float32 rounds off)
         sums = self.dtype == np.float64 and r.random() < 0.6
         if cell in ("tanh", "residual"):
-            body.append(f"z = {inp(x)} + {rec('h')} + b")
+            body.append(f"z = {plus(inp(x), rec('h'))} + b")
             if "product" in extra:          # the product read twice
-                body[-1:] = [f"q = {rec('h')}", f"z = {inp(x)} + q + b"]
+                body[-1:] = [f"q = {rec('h')}", f"z = {plus(inp(x), 'q')} + b"]
             act = r.choice(["np.tanh(z)", "np.tanh(z)", "np.tanh(z) + 0.3 * np.cos(z)",
                             "np.sin(z) * 0.8", "np.tanh(z) * np.cos(z)"])
             if "product" in extra:
@@ -626,7 +632,7 @@ class Gen:
             if "product" in extra:
                 extra.remove("product")
         elif cell == "lstm":
-            body += [f"z = {inp(x)} + {rec('h')} + b",
+            body += [f"z = {plus(inp(x), rec('h'))} + b",
                      f"fg = {sig.format('z + 1.0')}",
                      f"ig = {sig.format(rec('h', 'Wf') + ' - 0.5')}",
                      f"og = {sig.format('0.5 * z')}",
@@ -635,7 +641,7 @@ class Gen:
             z_reads = ["np.mean(np.cos(z))", "np.mean(c[0] ** 2) * 0.1" if not cols else "np.mean(c[:, 0] ** 2) * 0.1",
                        "np.mean(fg * ig)"]
         else:               # two states: the second reads the first
-            body += [f"h = np.tanh({inp(x)} + {rec('h')} + b)",
+            body += [f"h = np.tanh({plus(inp(x), rec('h'))} + b)",
                      r.choice([f"k = {fmt(r.uniform(0.3, 0.7))} * k + np.tanh({rec('h', 'Wg')}) * 0.5",
                                f"k = np.sin({rec('k', 'Wg')} + h) * 0.7"])]
             z_reads = [loss(part("k")), "np.mean(h * k)"]
@@ -1025,10 +1031,16 @@ def _same(a, b) -> bool:
 
 
 def generate(seed: int, recurrent: bool | None = None, stencil: bool | None = None,
-             more: bool | None = None) -> Program:
+             more: bool | None = None, swapped: bool | None = None) -> Program:
     """The program of ``seed``: the same source and arguments on every machine and run.
     ``recurrent``: with an RNN-like loop (Gen.recurrent) or without one, instead of as the
     seed draws it (RECURRENT of the seeds); ``stencil`` the same for a loop over a periodic
     field (Gen.stencil, STENCIL of the seeds), ``more`` for the statements of Gen.more
-    (SHAPES_MORE of the seeds); the rest of the program is the same."""
-    return Gen(seed).program(recurrent, stencil, more)
+    (SHAPES_MORE of the seeds); ``swapped`` for an RNN-like loop's pre-activation written
+    with the input's product second (``h @ Wh + xs[t] @ Wx``, SWAPPED of the seeds). The rest
+    of the program is the same."""
+    gen = Gen(seed)
+    if swapped is None:
+        swapped = random.Random(f"operands {seed}").random() < SWAPPED
+    gen.swapped = swapped
+    return gen.program(recurrent, stencil, more)

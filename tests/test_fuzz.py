@@ -70,8 +70,8 @@ def test_rnn_like_loops_have_no_silent_mismatch_and_no_internal_crash(tmp_path, 
         from yota_s2s.codegen import buffers
         monkeypatch.setattr(buffers, "LEND_MIN", 1)
     seeds = RECURRENT_SEEDS[plan]
-    counts = _assert_clean([check(generate(seed, recurrent=True, more=False), tmp_path)
-                            for seed in seeds],
+    counts = _assert_clean([check(generate(seed, recurrent=True, more=False, swapped=False),
+                                  tmp_path) for seed in seeds],
                            f"programs with RNN-like loops ({plan})")
     assert counts["refusal"] == 0, counts
 
@@ -81,7 +81,8 @@ def test_rnn_like_loops_cover_the_shapes_and_sizes():
     test above and the fuzzer's: time reversed four ways, losses reading slices, rows and
     columns of the state, a value read by two or three functions, gated cells, two states,
     residual states, rows stacked or written, running sums, products on either side of the
-    weight, transposes; states of 512 elements or more in most programs, and small ones."""
+    weight, transposes, the input's product first or second in the sum; states of 512
+    elements or more in most programs, and small ones."""
     programs = [generate(s, recurrent=True, more=False) for s in range(250, 400)]
     text = "\n".join(p.source() for p in programs)
     for feature in ("reversed(range(", ", -1, -1):", "[::-1]:", "while t >= 0:", " - t]",
@@ -89,8 +90,10 @@ def test_rnn_like_loops_cover_the_shapes_and_sizes():
                     "np.sum(np.cos(z))", "np.mean(z * z)", "c = fg * c + ig * np.tanh(z)",
                     "u * h", "k = ", "h = h + ", "* h + np.", "ys.append(", "np.stack(ys)",
                     "O[t] = ", "acc = acc + h", "q = ", "+ 0.1 * q", ".T @ h", "h.T @ ",
-                    "h @ Wh", "Wh.T @", "np.exp(-(", "total = total + np.sum("):
+                    "h @ Wh", "Wh.T @", "np.exp(-(", "total = total + np.sum(", "z = q + "):
         assert feature in text, feature
+    second = [p for p in programs if re.search(r"= .*Wh.* \+ .*Wx", p.source())]
+    assert 0.1 * len(programs) < len(second) < 0.5 * len(programs), len(second)
     states = [p.args[-2].shape[1] * p.args[-1].shape[0] for p in programs]
     big = sum(n >= 512 for n in states)
     assert 0.4 * len(states) < big < 0.9 * len(states), (big, len(states))

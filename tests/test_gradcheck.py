@@ -494,6 +494,8 @@ PROGRAMS: list[Case] = [
     Case("region_rnn", loop_regions.rnn, lambda r: loop_regions.rnn_args(9, seed=4)),
     Case("region_rnn_input_products_first", loop_regions.rnn_leaving_two,
          lambda r: loop_regions.rnn_batched_args(T=12, seed=5)),
+    Case("region_rnn_input_products_second", loop_regions.rnn_input_second,
+         lambda r: loop_regions.rnn_batched_args(T=8, seed=6)),
     Case("region_cyclic_index", loop_regions.cyclic, normal((12,))),
     Case("region_in_helper", loop_regions.calls_region,
          lambda r: (r.standard_normal((4, 4)) * 0.4, r.standard_normal(4), r.standard_normal((9, 4)))),

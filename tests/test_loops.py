@@ -19,8 +19,8 @@ from .programs.loop_regions import (appended, appended_before_step, appended_the
                                     enumerated, growing, index_scaled, last_row_is_state, leaky,
                                     masked, named_out, nested, returning, reversed_leak,
                                     reversed_steps, rk4_args, rk4_steps, rnn,
-                                    rnn_args, rnn_batched, rnn_batched_args, rnn_rows,
-                                    rnn_vector_args, row_from_row, row_read_in_step, row_sums,
+                                    rnn_args, rnn_batched, rnn_batched_args, rnn_input_second,
+                                    rnn_rows, rnn_vector_args, row_from_row, row_read_in_step, row_sums,
                                     row_updated_twice,
                                     rows_read_after, rows_written_after, shifted, short,
                                     softmax_steps, stacks_and_rows_written, stencil, stencil_args,
@@ -863,6 +863,35 @@ def test_input_products_of_every_step_are_one_product_before_the_loop():
     value, *grads = df(*args)
     for i in range(5):
         np.testing.assert_allclose(grads[i], numerical_grad(rnn_batched, list(args), i),
+                                   rtol=1e-5, atol=1e-7)
+
+
+def test_input_products_written_second_are_made_before_the_loop_too():
+    """``h @ Wh + xs[t] @ Wx``: the sum is written over the input's product (``t += u`` for
+    ``u + t``, IEEE addition commutes: the same bits), so that product starts the chain made
+    in the state's row and is made for every step before the loop. The module gives the bits
+    of ``xs[t] @ Wx + h @ Wh``'s; values: the plain form and finite differences."""
+    args = rnn_batched_args()
+    df = ys.simplegrad(rnn_input_second, *args)
+    text = ys.source(df)
+    forward = _loop_lines(text, "for t in range(10):")
+    assert "    xp.matmul(xs.reshape((40, 3)), Wx, out=H[1:11].reshape((40, 5)))" \
+        in text.splitlines()
+    made = [line.split(" = ")[0] for line in forward if line.endswith(" = H[t + 1]")]
+    product = [line.split(" = ")[0] for line in forward if "xp.matmul(h, Wh, out=" in line]
+    assert len(made) == len(product) == 1, forward
+    assert forward.index(f"{made[0]} += {product[0]}") > forward.index(f"{made[0]} = H[t + 1]")
+    first = ys.simplegrad(rnn_batched, *args)
+    plain = ys.simplegrad(rnn_input_second, *args, buffers=False)
+    for seed in (0, 1):
+        other = rnn_batched_args(seed=seed)
+        for a, b, c in zip(df(*other), first(*other), plain(*other)):
+            if a is not None:
+                np.testing.assert_array_equal(a, b)
+                np.testing.assert_allclose(a, c, rtol=1e-12, atol=1e-14)
+    grads = df(*args)[1:]
+    for i in range(5):
+        np.testing.assert_allclose(grads[i], numerical_grad(rnn_input_second, list(args), i),
                                    rtol=1e-5, atol=1e-7)
 
 

@@ -109,7 +109,7 @@ def plan_memory(tape: Tape, scalars: ScalarPlan, inlined: set[Var],
                 facts: Analysis | None = None, exclude: frozenset = frozenset(),
                 carried: dict[Var, Var] | None = None,
                 turns: frozenset = frozenset(), rows: dict | None = None,
-                heads: bool = True) -> MemoryPlan:
+                heads: bool = True, first: frozenset = frozenset()) -> MemoryPlan:
     """The plan for ``tape``; ``inlined`` values are written inside their user's expression,
     so what they read is read where that user is (``facts`` is the analysis of the tape with
     those read positions). For a loop body (codegen/loops.py): ``exclude``, values the caller
@@ -123,7 +123,10 @@ def plan_memory(tape: Tape, scalars: ScalarPlan, inlined: set[Var],
     of the first statement from which the row is free to write): the group of the elementwise
     operand it is made over lives in the row (``_rows``); ``heads``: a vector a returned
     gradient is broadcast from may live in its first row (``_heads``; not in a GPU module,
-    which keeps its work arrays)."""
+    which keeps its work arrays); ``first``, values a chain should start from: a sum (or
+    product) of two operands that may both be written over is written over the one in
+    ``first`` (``t8 += t7`` for ``t7 + t8``: the same bits), so that codegen/loops.py can make
+    a chain's first value before the loop."""
     plan = MemoryPlan()
     facts = facts or Analysis(tape, inlined)
     excluded = facts.arguments | inlined
@@ -145,7 +148,8 @@ def plan_memory(tape: Tape, scalars: ScalarPlan, inlined: set[Var],
                 plan.group[stmt.out] = Group([stmt.out], kind="fresh")
             continue
         plan.writes[stmt.out] = form
-        target = _overwritable(stmt, index, facts, plan, excluded) if form == "ufunc" else None
+        target = _overwritable(stmt, index, facts, plan, excluded, first) \
+            if form == "ufunc" else None
         if target is None and stmt.out in carried:
             target = _home(tape, stmt, index, facts, plan, carried[stmt.out])
         if target is not None:
@@ -170,12 +174,15 @@ def _join(plan: MemoryPlan, var: Var, base: Var) -> None:
 
 
 def _overwritable(stmt: Stmt, index: int, facts: Analysis, plan: MemoryPlan,
-                  excluded: set[Var]) -> Var | None:
+                  excluded: set[Var], first: frozenset = frozenset()) -> Var | None:
     """An operand whose storage the result can take: same shape and dtype, its memory dead
     after this (no later read of it or of anything sharing it), and a named array of ours (not
-    an argument, not a temporary inside an expression)."""
+    an argument, not a temporary inside an expression); of a commutative operation's two, one
+    in ``first`` before the other."""
     out = stmt.out
     operands = [a for a in stmt.args if isinstance(a, Var)]
+    if stmt.prim.commutative:
+        operands.sort(key=lambda a: a not in first)
     for a in operands:
         group = plan.group.get(a)
         if group is None or a in excluded:

@@ -93,7 +93,7 @@ class Emitter:
                  inline: set[Var] = frozenset(), named: set[Var] = frozenset(),
                  plan: frozenset | None = None, carried: dict[Var, Var] | None = None,
                  floats: set[Var] = frozenset(), turns: frozenset = frozenset(),
-                 rows: dict | None = None):
+                 rows: dict | None = None, first: frozenset = frozenset()):
         """``inline``: more temporaries written inside their one reader's expression, where
         the caller has checked that nothing they read is written before that reader runs;
         ``named``: temporaries that get a statement and a name of their own; ``plan``: plan
@@ -102,7 +102,8 @@ class Emitter:
         results -> the carried values they become) written over the carried arrays, and
         ``turns`` (step results that may live in two work arrays in turn, buffers.py), and
         ``rows`` (states made in a row of their stack: the row, where it is free to write)
-        made over a group of work-array values that then lives in that row (buffers.py)."""
+        made over a group of work-array values that then lives in that row, and ``first``
+        (values a chain should start from, buffers.py)."""
         self.tape, self.fast = tape, fast
         self.planned = plan
         self.blocked = blocked            # a CPU module (blocked chains; numpy, not cupy)
@@ -122,7 +123,7 @@ class Emitter:
         self.facts = Analysis(tape, self.inlined) if self.inlined else facts
         self.memory = plan_memory(tape, self.scalars, self.inlined, self.facts,
                                   exclude=plan or frozenset(), carried=carried,
-                                  turns=turns, rows=rows, heads=blocked) \
+                                  turns=turns, rows=rows, heads=blocked, first=first) \
             if fast or plan is not None \
             else MemoryPlan()
         shared = _shared_names(tape, self.memory)

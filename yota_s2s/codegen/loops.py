@@ -87,14 +87,14 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
 
     def emitter(plan: frozenset | None, carried: dict | None = None,
                 turns: frozenset = frozenset(), own: frozenset = frozenset(),
-                rows: dict | None = None) -> Emitter:
+                rows: dict | None = None, first: frozenset = frozenset()) -> Emitter:
         inner = body_names(em, stmt, keep)
         named = body.copy(params=tuple(inner.names[inp.var] for inp in body.inputs),
                           name=em.tape.name)
         named.namer = inner
         sub = Emitter(named, taken=taken, calls=em.calls, fast=False, roots=em.roots,
                       inline=summed, named=squared | own, plan=plan, carried=carried,
-                      floats=floats, turns=turns, rows=rows)
+                      floats=floats, turns=turns, rows=rows, first=first)
         sub.dot_sums = em.fast
         sub.enclosing = em              # module-level names (_ONES_n) are the function's
         for k, name in keep.items():
@@ -126,10 +126,13 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
                    and sum(o is r for r in body.result) == 1
                    and c in body.owned and not c.aval.weak and c.aval.ndim
                    and c.aval.size >= buffers.BODY_MIN and o not in sums_made}
+        # (a sum of a step's products starts from its input's, which can be made before the
+        # loop: _products_before)
+        inputs = frozenset(_input_product(s, loop, sub.facts) for s in body.stmts) - {None}
         sub = emitter(frozenset(made.out for made, _, _ in rows) | sums_made | small, carried,
                       _turns(em, stmt, loop, set(carried) | sums_made),
                       frozenset(made.out for made, _, _ in once_made),
-                      {made.out: (row, free) for made, _, row, free in saves})
+                      {made.out: (row, free) for made, _, row, free in saves}, inputs)
         lent, turning = _body_slots(em, stmt, sub)
     else:
         lent, turning = [], []
@@ -802,7 +805,6 @@ def _products_before(em, loop, sub, saves) -> list[tuple[Stmt, ast.stmt, ast.stm
     if not em.fast or loop.reverse or sub.planned is None:
         return []
     facts, memory, found = sub.facts, sub.memory, []
-    invariants = set(loop.invariants)
     for made, save, row, _ in saves:
         over = _row_operand(sub, made)
         if over is None:
@@ -810,14 +812,10 @@ def _products_before(em, loop, sub, saves) -> list[tuple[Stmt, ast.stmt, ast.stm
         product = facts.producer.get(memory.group[over].members[0])
         if product is None or memory.writes.get(product.out) != "matmul" or len(product.args) != 2:
             continue
-        x, w = product.args
-        taken = facts.producer.get(x) if isinstance(x, Var) else None
-        if taken is None or taken.prim.fn is not operator.getitem or len(taken.args) != 2 \
-                or taken.args[1] is not loop.index or taken.args[0] not in invariants \
-                or w not in invariants or x.aval.ndim != 2 or w.aval.ndim != 2 \
-                or row_offset(save.args[1], loop, facts) != 1 \
-                or any(facts.updates.get(facts.root(v)) for v in (taken.args[0], w)):
+        if _input_product(product, loop, facts) is None \
+                or row_offset(save.args[1], loop, facts) != 1:
             continue
+        (x, w), taken = product.args, facts.producer[product.args[0]]
         xs, stack, n = taken.args[0], save.args[0], loop.length
         flat = (n * x.aval.shape[0], x.aval.shape[1])
         rows = ast.Name(sub.names[xs]) if xs.aval.shape[0] == n else \
@@ -832,6 +830,21 @@ def _products_before(em, loop, sub, saves) -> list[tuple[Stmt, ast.stmt, ast.stm
         unread = {id(taken)} if x not in sub.inlined and facts.uses.get(x) == 1 else set()
         found.append((product, before, node, unread))
     return found
+
+
+def _input_product(product: Stmt, loop, facts) -> Var | None:
+    """``product``'s result where it is ``xs[t] @ W`` in a forward loop: the step's input row
+    times a weight, both matrices, invariants of the loop that nothing updates."""
+    if loop.reverse or product.prim.out_form != "matmul" or len(product.args) != 2:
+        return None
+    x, w = product.args
+    taken = facts.producer.get(x) if isinstance(x, Var) else None
+    if taken is None or taken.prim.fn is not operator.getitem or len(taken.args) != 2 \
+            or taken.args[1] is not loop.index or taken.args[0] not in loop.invariants \
+            or w not in loop.invariants or x.aval.ndim != 2 or w.aval.ndim != 2 \
+            or any(facts.updates.get(facts.root(v)) for v in (taken.args[0], w)):
+        return None
+    return product.out
 
 
 def _products_note(product: Stmt, loop, sub) -> str:

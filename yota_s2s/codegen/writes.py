@@ -71,6 +71,11 @@ def write_statement_into(em, stmt: Stmt, target: ast.expr) -> list[ast.stmt]:
         if augmented and isinstance(first, Var) and em.names.names.get(first) == name:
             operand = numbers.get(1) or em.atom(stmt.args[1])
             return filled + [ast.AugAssign(ast.Name(name), augmented(), operand)]
+        second = stmt.args[1] if len(stmt.args) == 2 else None
+        if augmented and stmt.prim.commutative and isinstance(second, Var) \
+                and em.names.names.get(second) == name:     # t8 += t7 for t7 + t8: the same bits
+            operand = numbers.get(0) or em.atom(first)
+            return filled + [ast.AugAssign(ast.Name(name), augmented(), operand)]
         return filled + [ast.Expr(value)]
     return filled + [ast.Assign([ast.Name(name)], value, lineno=0)]
 

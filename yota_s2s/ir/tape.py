@@ -169,6 +169,7 @@ class Primitive:
     real_only: str | None = None  # why its derivative is refused for complex values
     array_first: bool = False    # the first operand must be an array (cupy takes no number)
     cheap: bool = False          # one pass over its operands: made again rather than saved
+    commutative: bool = False    # two operands in either order: the same value, bit for bit
 
     def __repr__(self) -> str:
         return f"<prim {self.name}>"
@@ -215,6 +216,9 @@ TRAITS = {
     "cheap": "one pass over its operands, no reduction (+, -, np.roll): a loop's backward step "
              "computes it again from the values the forward loop saves, rather than saving it "
              "too, where that saves a stack of values (region_backward.py)",
+    "commutative": "its two operands in either order give the same value, bit for bit (IEEE "
+                   "+ and *): CSE takes 3 * x and x * 3 for one value, and an in-place form may "
+                   "write over either operand",
 }
 
 # The rule text of every statement the forward sweep (forward.py) records starts with this:

@@ -9,7 +9,6 @@ are never merged.
 """
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 from ..ir.tape import Lit, Stmt, Tape, Var
@@ -68,14 +67,11 @@ def _cse(tape: Tape, across: bool) -> tuple[Tape, bool]:
     return substitute(tape, mapping, kept, hints=hints, folded=folded), True
 
 
-_COMMUTE = (operator.add, operator.mul)
-
-
 def _operands(stmt: Stmt) -> tuple:
     """The operands as CSE compares them: a sum or product of two numbers (numeric results)
     in one order, a literal first, then Vars in creation order."""
     args = stmt.args
-    if stmt.prim.fn not in _COMMUTE or len(args) != 2 or stmt.params \
+    if not stmt.prim.commutative or len(args) != 2 or stmt.params \
             or stmt.out.aval.dtype.kind not in "biufc" \
             or not all(isinstance(a, Var) or _number(a) for a in args):
         return args

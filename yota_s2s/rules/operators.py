@@ -11,11 +11,11 @@ from .registry import alias, diffrule, nodiff, primitive
 
 # Each operator is elementwise: the numpy ufunc named beside it computes it (into out=).
 primitive(operator.add,     "x1, x2", name="add", emit=("binop", "+"),  ufunc=np.add,
-          cheap=True)
+          cheap=True, commutative=True)
 primitive(operator.sub,     "x1, x2", name="sub", emit=("binop", "-"),  ufunc=np.subtract,
           cheap=True)
 primitive(operator.mul,     "x1, x2", name="mul", emit=("binop", "*"),  ufunc=np.multiply,
-          cheap=True)
+          cheap=True, commutative=True)
 primitive(operator.truediv, "x1, x2", name="div", emit=("binop", "/"),  ufunc=np.divide)
 primitive(operator.pow,     "x1, x2", name="pow", emit=("binop", "**"), ufunc=np.power)
 primitive(operator.neg,     "x",      name="neg", emit=("unop", "-"),   ufunc=np.negative, cheap=True)
