@@ -19,6 +19,7 @@ from .programs.loop_regions import (appended, appended_before_step, appended_the
                                     enumerated, growing, index_scaled, last_row_is_state, leaky,
                                     masked, named_out, nested, returning, reversed_leak,
                                     reversed_steps, rk4_args, rk4_steps, rnn,
+                                    lent_after_body, lent_after_body_args,
                                     rnn_args, rnn_batched, rnn_batched_args, rnn_input_second,
                                     rnn_rows, rnn_vector_args, row_from_row, row_read_in_step, row_sums,
                                     row_updated_twice,
@@ -41,6 +42,7 @@ CASES = [
     ("rnn", rnn, rnn_args, "region"),
     ("rnn_rows", rnn_rows, rnn_args, "region"),
     ("rnn_batched", rnn_batched, rnn_batched_args, "region"),
+    ("lent_after_body", lent_after_body, lent_after_body_args, "region"),
     ("leaky", leaky, lambda: (_vec(5), _vec(50).reshape(10, 5)), "region"),
     ("two_stacks", two_stacks, lambda: (_vec(5), _vec(50).reshape(10, 5)), "region"),
     # a 0-d invariant's gradient is a sum of all the stacked rows; a (1, n) one's stays a

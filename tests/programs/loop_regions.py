@@ -640,3 +640,34 @@ def widened_state(h0, b):
         h = h * 0.322 + np.tanh(h + b) * 0.322
         total = total + np.mean(h[2] * h[2])
     return total
+
+
+def lent_after_body(x0, x1, x2, x3):
+    """(fuzzer seed 29,500,303) Two loops; the first one's backward carries ``dh``, which lives
+    in the memory of the zero gradient of ``x1`` (written after it), as do its body's work
+    arrays, chosen before: ``dx1_mem`` is made before either is read (LEND_MIN at 1)."""
+    hs = []
+    h = x0.sum(axis=1) * 0.883
+    for t in range(8):
+        h = np.sin(h * 0.883 + -0.464 * t)
+        hs.append(np.sum(h))
+    v3 = np.stack(hs).sum(axis=0)
+    Wx = np.cos(np.linspace(-0.246, 45.378, 64, dtype=x2.dtype)).reshape(2, 32) * 0.535
+    Wh = np.cos(np.linspace(1.282, 718.668, 1024, dtype=x2.dtype)).reshape(32, 32) * 0.107 \
+        * np.cos(x3)
+    b = 0.113 * x3
+    h = np.tanh(np.dot(x2[0], Wx)) * 0.5
+    c = np.zeros((16, 32), dtype=x2.dtype)
+    total = 0.0
+    for t in range(11):
+        z = np.dot(x2[t], Wx) + np.dot(h, Wh) + b
+        c = np.tanh(z) * c + np.tanh(z)
+        h = np.tanh(c)
+        total = total + np.mean(h[11]) * 0.5
+    return v3 + np.sin(total)
+
+
+def lent_after_body_args(seed=0):
+    r = np.random.default_rng(seed)
+    return (r.uniform(-1, 1, (2, 1, 4)), r.uniform(-1, 1, (2, 3, 4)), r.uniform(-1, 1, (11, 16, 2)),
+            r.uniform(-1, 1, 32))

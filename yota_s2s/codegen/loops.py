@@ -150,7 +150,9 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
         if sub.planned is not None and made.out in sub.planned and id(made) not in running:
             running[id(made)] = node
             assigned.add(id(add))
-    lines: list[str] = []
+    # the body's work arrays first: a carried array's (``_held_zeros``, below) may be lent by
+    # a returned array that one of those made
+    lines: list[str] = list(lent)
     for c, fresh in zip(loop.carried, loop.fresh):
         if c in held:
             lines.append(f"{names[c]} = {held[c]}")
@@ -195,7 +197,6 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
             continue        # planned into memory of its own, or saved in two stacks
         running[id(made)] = node
         dropped.add(id(save))
-    lines += lent
     steps = f"range({loop.length - 1}, -1, -1)" if loop.reverse else f"range({loop.length})"
     lines.append(f"for {identifier(names[loop.index])} in {steps}:")
     inner: list[str] = []
