@@ -3,6 +3,7 @@ checked against the plain form (buffers=False), across repeated and concurrent c
 from __future__ import annotations
 
 import re
+import sys
 import threading
 import tracemalloc
 from pathlib import Path
@@ -138,7 +139,16 @@ def test_memory_report_lists_the_work_arrays():
     assert report.bytes == sum(int(np.prod(s)) * np.dtype(d).itemsize for s, d, _ in report.arrays) > 0
     assert str(report).startswith(f"mlp_grad: {len(report.arrays)} work arrays per thread")
     assert "h" in report.arrays[0][2]
-    assert ys.memory_report(ys.simplegrad(models.mlp, *args, buffers=False)).bytes == 0
+    # the arrays the module made once: each its own bytes, by name (ones vectors, 0-d numbers)
+    df = ys.simplegrad(models.mlp, *args)
+    module = sys.modules[df.__module__]
+    assert report.constants and all(size == getattr(module, name).nbytes
+                                    for name, size in report.constants)
+    assert report.constant_bytes == sum(size for _, size in report.constants)
+    assert str(report).splitlines()[-1].startswith(
+        f"  and {len(report.constants)} arrays made once by the module")
+    plain = ys.memory_report(ys.simplegrad(models.mlp, *args, buffers=False))
+    assert plain.bytes == 0 and plain.constant_bytes == 0
 
 
 def test_polynomial_runs_on_python_floats():

@@ -378,14 +378,29 @@ def _lend_slots(plan: MemoryPlan, facts: Analysis) -> None:
             continue
         for g in results:
             total = int(np.prod(g.members[0].aval.shape))
-            start = total - room[id(g)]
-            if g.head is not None and facts.defined[g.head.members[0]] <= ends[k]:
-                start = max(start, int(np.prod(g.members[0].aval.shape[1:])))
-            if g.members[0].aval.dtype == dtype and facts.defined[g.members[0]] > ends[k] \
+            start = lend_start(g, total - room[id(g)], ends[k], facts)
+            if g.members[0].aval.dtype == dtype and lent_until(g, start, facts) > ends[k] \
                     and total - start >= size:
                 plan.lent[k] = (g, start)
                 room[id(g)] = total - start - size
                 break
+
+
+def lent_until(g: Group, start: int, facts: Analysis) -> int:
+    """The statement from which returned group ``g``'s memory at element ``start`` on is
+    written: its copy or first value, or, in its first row, the value that lives there
+    (``_heads``)."""
+    if g.head is not None and start < int(np.prod(g.members[0].aval.shape[1:])):
+        return facts.defined[g.head.members[0]]
+    return facts.defined[g.members[0]]
+
+
+def lend_start(g: Group, used: int, end: int, facts: Analysis) -> int:
+    """Where in returned group ``g``'s memory, from element ``used`` on, a work array read up
+    to statement ``end`` may start: past the first row where a value lives there by then."""
+    if g.head is not None and facts.defined[g.head.members[0]] <= end:
+        return max(used, int(np.prod(g.members[0].aval.shape[1:])))
+    return used
 
 
 def _kind(var: Var) -> tuple:

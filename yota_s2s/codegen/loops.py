@@ -361,13 +361,13 @@ def _slot(em, at: int, end: int, shape: tuple, dtype, labels: list[str], taken: 
     first written after ``end`` (``dWx``, after the backward loop), made before the loop
     (``lines``); or a new one, held per thread (WORK_ARRAYS, labelled ``labels``)."""
     from .emit import unparse
-    from .writes import result_call
+    from .writes import lent_view, result_call
     busy, memory = _busy(em), em.memory
     lent = memory.lent
     free = [j for j, (other, kind, _) in enumerate(memory.slots)
             if (other, kind) == (shape, dtype) and j not in taken
             and (j not in lent or j in em.lent_made and
-                 em.facts.defined[lent[j][0].members[0]] > end)
+                 buffers.lent_until(*lent[j], em.facts) > end)
             and not any(a <= end and at <= b for a, b in busy.get(j, ()))]
     if free:
         j = free[0]
@@ -387,9 +387,7 @@ def _slot(em, at: int, end: int, shape: tuple, dtype, labels: list[str], taken: 
                 em.lent_made.add(name)
                 lines.append(f"{name} = {unparse(result_call(group, group.members[0]))}")
             em.lent_made.add(j)
-            stop = start + int(np.prod(shape))
-            lines.append(f"{em.slot_names[j]} = {name}.ravel('K')[{start}:{stop}]"
-                         f".reshape({shape!r})")
+            lines.append(f"{em.slot_names[j]} = {unparse(lent_view(name, group, start, shape))}")
     busy.setdefault(j, []).append((at, end))
     taken.add(j)
     return j
@@ -406,10 +404,11 @@ def _room(em, end: int, shape: tuple, dtype) -> tuple | None:
                      key=lambda g: em.facts.defined[g.members[0]])
     for g in results:
         v = g.members[0]
-        if v.aval.dtype != dtype or em.facts.defined[v] <= end:
-            continue
         used = max((start + int(np.prod(em.memory.slots[k][0]))
                     for k, (other, start) in em.memory.lent.items() if other is g), default=0)
+        used = buffers.lend_start(g, used, end, em.facts)
+        if v.aval.dtype != dtype or buffers.lent_until(g, used, em.facts) <= end:
+            continue
         if v.aval.size - used >= size:
             return g, used
     return None

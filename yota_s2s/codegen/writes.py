@@ -90,17 +90,23 @@ def _lent_view(em, slot: int) -> list[ast.stmt]:
     group, start = em.memory.lent[slot]
     name = em.lent_arrays[id(group)]
     lines = _result_array(em, group)
-    shape = em.memory.slots[slot][0]
+    view = lent_view(name, group, start, em.memory.slots[slot][0])
+    return lines + [ast.Assign([ast.Name(em.slot_names[slot])], view, lineno=0)]
+
+
+def lent_view(name: str, group, start: int, shape: tuple) -> ast.expr:
+    """``dW_mem.ravel('K')[0:12800].reshape((128, 100))``: the elements of returned array
+    ``name`` from ``start`` as an array of ``shape``; of ``dW_mem[1:]`` past a first row that
+    holds a value (buffers.py ``_heads``), which are those elements in any layout."""
     array: ast.expr = ast.Name(name)
     row = int(np.prod(group.members[0].aval.shape[1:]))
-    if group.head is not None and start >= row:     # not in the first row, in any layout
+    if group.head is not None and start >= row:
         array = ast.Subscript(array, ast.Slice(ast.Constant(1), None), ast.Load())
         start -= row
     flat = ast.Call(ast.Attribute(array, "ravel", ast.Load()), [ast.Constant("K")], [])
     part = ast.Subscript(flat, ast.Slice(ast.Constant(start),
                                          ast.Constant(start + int(np.prod(shape)))), ast.Load())
-    view = ast.Call(ast.Attribute(part, "reshape", ast.Load()), [literal(shape)], [])
-    return lines + [ast.Assign([ast.Name(em.slot_names[slot])], view, lineno=0)]
+    return ast.Call(ast.Attribute(part, "reshape", ast.Load()), [literal(shape)], [])
 
 
 def _result_array(em, group) -> list[ast.stmt]:
