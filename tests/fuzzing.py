@@ -9,7 +9,9 @@ loss; in RECURRENT of them an RNN-like loop over a stack of inputs (``Gen.recurr
 512 elements or more, where the buffered form plans loop bodies, or a few elements); in
 SHAPES_MORE of them one or two statements of ``Gen.more`` (loops carrying only running sums,
 rows ``O[t]`` read in the steps, float16 and float32 arguments with literals, min and max with
-ties, boolean masks, powers and ``np.abs`` at 0). Each
+ties, boolean masks, powers and ``np.abs`` at 0, a matrix argument read once whose gradient is
+one vector in every row); in SWAPPED of the RNN-like loops the input's product comes second in
+the pre-activation's sum. Each
 statement is run on the example arguments as it is chosen, so the generator knows every
 value: it only writes a statement numpy accepts, whose
 values stay finite and moderate, and that keeps clear of non-differentiable points (no ties

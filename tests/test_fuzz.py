@@ -130,7 +130,8 @@ def test_more_shapes_cover_sums_rows_narrow_dtypes_ties_masks_and_powers():
     carrying only running sums (numbers, arrays, an array and a number, read in the step, one
     feeding another, nested, ``+=``/``-=``, counting down both ways), rows ``O[t]`` read in
     their step, the previous or next step and after the loop, written twice; float16 and
-    float32 arguments with literals; min and max with ties between copies; masks; powers."""
+    float32 arguments with literals; min and max with ties between copies; masks; powers; a
+    matrix argument read once whose gradient is one vector in every row."""
     programs = [generate(s, recurrent=False, stencil=False, more=True) for s in range(200)]
     text = "\n".join(p.source() for p in programs)
     for feature in (" = 0.0\n    for t in range(", "for t in reversed(range(", ", -1, -1):",
@@ -140,6 +141,10 @@ def test_more_shapes_cover_sums_rows_narrow_dtypes_ties_masks_and_powers():
                     ".max(axis=", "np.where(m, ", " > 0.", "np.abs(", " ** 3", " ** -2",
                     "np.sum(np.square(", " * 0.1 + ", "[[0, 0, -1]]"):
         assert feature in text, feature
+    # a matrix argument read once, times a vector the program computes or in a product
+    for form in (r"np\.sum\(x\d+ \* np\.tanh\(v", r"np\.sum\(x\d+ @ np\.tanh\(v",
+                 r"np\.mean\(x\d+ \* np\.sin\(v"):
+        assert re.search(form, text), form
     narrow = {a.dtype.name for p in programs for a in p.args
               if isinstance(a, np.ndarray) and a.dtype.name != p.dtype}
     assert narrow == {"float16", "float32"}, narrow

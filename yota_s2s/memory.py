@@ -47,8 +47,8 @@ class MemoryReport:
 def memory_report(df: Callable) -> MemoryReport:
     module = sys.modules.get(getattr(df, "__module__", ""), None)
     table = getattr(module, "WORK_ARRAYS", [])
-    constants = tuple((name, int(value.nbytes)) for name, value in vars(module or sys).items()
-                      if module is not None and _array(value))
+    constants = () if module is None else tuple(
+        (name, int(value.nbytes)) for name, value in vars(module).items() if _array(value))
     return MemoryReport(getattr(df, "__name__", "?"), tuple((tuple(s), d, v) for s, d, v in table),
                         constants)
 
