@@ -20,9 +20,9 @@ from .programs.loop_regions import (appended, appended_before_step, appended_the
                                     masked, named_out, nested, returning, reversed_leak,
                                     reversed_steps, rk4_args, rk4_steps, rnn,
                                     lent_after_body, lent_after_body_args,
-                                    rnn_args, rnn_batched, rnn_batched_args, rnn_input_second,
-                                    rnn_rows, rnn_vector_args, row_from_row, row_read_in_step, row_sums,
-                                    row_updated_twice,
+                                    rnn_args, rnn_batched, rnn_batched_args, rnn_dot,
+                                    rnn_input_second, rnn_rows, rnn_vector_args, row_from_row,
+                                    row_read_in_step, row_sums, row_updated_twice,
                                     rows_read_after, rows_written_after, shifted, short,
                                     softmax_steps, stacks_and_rows_written, stencil, stencil_args,
                                     two_row_stores, two_stacks, weak_then_array, with_helper,
@@ -894,6 +894,33 @@ def test_input_products_written_second_are_made_before_the_loop_too():
     grads = df(*args)[1:]
     for i in range(5):
         np.testing.assert_allclose(grads[i], numerical_grad(rnn_input_second, list(args), i),
+                                   rtol=1e-5, atol=1e-7)
+
+
+def test_np_dot_in_a_step_is_written_into_planned_memory():
+    """``np.dot`` of matrices is the matrix product: the buffered form writes it with
+    ``xp.matmul(..., out=)`` into a work array (the step's input product before the loop), so
+    a call with ``out=`` allocates no array data, as with ``@``. Values: the plain form (which
+    keeps ``np.dot``), the ``@`` program's module and finite differences."""
+    from yota_s2s.memory import allocated
+    args = rnn_batched_args()
+    df = ys.simplegrad(rnn_dot, *args, wrt={0, 1, 2})
+    text = ys.source(df)
+    assert "xp.dot(" not in text and "xp.matmul(h, Wh, out=" in text
+    assert "    xp.matmul(xs.reshape((40, 3)), Wx, out=H[1:11].reshape((40, 5)))" \
+        in text.splitlines()
+    assert "np.dot(" in ys.source(ys.simplegrad(rnn_dot, *args, wrt={0, 1, 2}, buffers=False))
+    at = ys.simplegrad(rnn_batched, *args, wrt={0, 1, 2})
+    plain = ys.simplegrad(rnn_dot, *args, wrt={0, 1, 2}, buffers=False)
+    for a, b, c in zip(df(*args), at(*args), plain(*args)):
+        if a is not None:
+            np.testing.assert_allclose(a, b, rtol=1e-13)
+            np.testing.assert_allclose(a, c, rtol=1e-12, atol=1e-14)
+    out = [np.empty_like(g) if g is not None else None for g in df(*args)[1:]]
+    assert allocated(lambda: df(*args, out=out)).arrays == 0
+    grads = df(*args)[1:]
+    for i in range(3):
+        np.testing.assert_allclose(grads[i], numerical_grad(rnn_dot, list(args), i),
                                    rtol=1e-5, atol=1e-7)
 
 

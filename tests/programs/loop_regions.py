@@ -330,6 +330,16 @@ def rnn_input_second(Wx, Wh, b, xs, h0):
     return total * 0.5
 
 
+def rnn_dot(Wx, Wh, b, xs, h0):
+    """rnn_batched with np.dot for the products."""
+    h = h0
+    total = 0.0
+    for t in range(xs.shape[0]):
+        h = np.tanh(np.dot(xs[t], Wx) + np.dot(h, Wh) + b)
+        total = total + np.sum(h ** 2)
+    return total * 0.5
+
+
 def rnn_leaving_two(Wx, Wh, b, xs, h0):
     """rnn_batched over all but the last two rows of ``xs``."""
     h = h0

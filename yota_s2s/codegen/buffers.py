@@ -52,6 +52,9 @@ def writer(stmt: Stmt) -> str | None:
     if prim.out_form == "matmul" and not all(isinstance(a, Var) and a.aval.ndim >= 1
                                              for a in stmt.args):
         return None
+    if prim.out_form == "dot":          # the matrix product, for operands up to 2-D
+        return "matmul" if all(isinstance(a, Var) and 1 <= a.aval.ndim <= 2
+                               for a in stmt.args) else None
     if prim.out_form in ("fill", "empty") and (any(tree_vars(stmt.args))
                                     or prim.fn is np.full and np.ndim(stmt.args[1].value) != 0):
         return None             # ``a.fill(c)`` takes a scalar only, not a (1, 1) array

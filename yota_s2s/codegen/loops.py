@@ -835,7 +835,7 @@ def _products_before(em, loop, sub, saves) -> list[tuple[Stmt, ast.stmt, ast.stm
 def _input_product(product: Stmt, loop, facts) -> Var | None:
     """``product``'s result where it is ``xs[t] @ W`` in a forward loop: the step's input row
     times a weight, both matrices, invariants of the loop that nothing updates."""
-    if loop.reverse or product.prim.out_form != "matmul" or len(product.args) != 2:
+    if loop.reverse or buffers.writer(product) != "matmul" or len(product.args) != 2:
         return None
     x, w = product.args
     taken = facts.producer.get(x) if isinstance(x, Var) else None

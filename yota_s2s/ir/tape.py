@@ -199,7 +199,8 @@ TRAITS = {
              "(np.exp itself; np.add for +)",
     "method": "written as this ndarray method when its first operand is an array (x.sum())",
     "out_form": "how codegen directs the result into a given array, for a primitive that is "
-                "not a ufunc: 'matmul' (matmul(a, b, out=)), 'reduce' (x.sum(axis, out=)), "
+                "not a ufunc: 'matmul' (matmul(a, b, out=)), 'dot' (np.dot: matmul(a, b, "
+                "out=) for operands up to 2-D), 'reduce' (x.sum(axis, out=)), "
                 "'copy' (copyto), 'fill' (.fill(c)), 'join' (concatenate(.., out=))",
     "elementwise": "each result element depends on the operand elements at its (broadcast) "
                    "position only, so a VJP rule is dy times a pointwise derivative and the JVP "

@@ -15,7 +15,7 @@ from .registry import alias, diffrule, primitive
 
 primitive(operator.matmul, "x1, x2", name="matmul", emit=("binop", "@"), out_form="matmul", multilinear=True)
 alias(np.matmul, operator.matmul)
-primitive(np.dot, "a, b", multilinear=True)
+primitive(np.dot, "a, b", multilinear=True, out_form="dot")     # up to 2-D: matmul(a, b, out=)
 primitive(np.vdot, "a, b", multilinear=True)
 primitive(np.inner, "a, b", multilinear=True)
 primitive(np.outer, "a, b", multilinear=True)
