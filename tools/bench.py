@@ -15,8 +15,9 @@ implementation returns the same value and gradients as the handwritten one.
 It prints medians and ratios (to the forward call, to the handwritten gradient, and the generated
 gradient against each peer); with tracemalloc, the bytes a steady-state call allocates (its peak
 above the memory before it) and keeps, and peak memory (that, plus the work arrays a generated
-module holds and the arrays it made once, its ones vectors and 0-d numbers); for the call with ``out=``, the bytes of numpy array data apart from the rest
-(yota_s2s.memory.allocated: numpy traces array data in a tracemalloc domain of its own); and
+module holds and the arrays it made once, its ones vectors and 0-d numbers); for the call with
+``out=``, the bytes of numpy array data apart from the rest (yota_s2s.memory.allocated: numpy
+traces array data in a tracemalloc domain of its own); and
 compile time: the latency of the first ``simplegrad`` call, from a cold cache.
 
     python tools/bench.py --compile-growth     # compile stages against program and array size
@@ -352,12 +353,19 @@ def report(results: list[tuple[workloads.Workload, list[Impl]]], compile_ms: dic
         peak = None if yota.alloc is None else yota.alloc + yota.held
         lines.append(" | ".join([f"| {w.name}", fmt_bytes(by["handwritten"].alloc), fmt_bytes(yota.alloc),
                                  fmt_bytes(yota.kept), fmt_bytes(yota.held), fmt_bytes(peak),
-                                 f"{peak / by['handwritten'].alloc:.3f}x"
-                                 if peak is not None and by["handwritten"].alloc else "-",
+                                 peak_ratio(yota, by["handwritten"]),
                                  *out_memory(by.get("yota out=")),
                                  fmt_bytes(by["autograd"].alloc if "autograd" in by else None),
                                  f"{compile_ms[w.name]:.0f} ms |"]))
     return "\n".join(lines)
+
+
+def peak_ratio(yota: Impl, hand: Impl) -> str:
+    """The generated gradient's peak (its call's, plus what the module holds) over the
+    handwritten one's, as a table cell."""
+    if yota.alloc is None or not hand.alloc:
+        return "-"
+    return f"{(yota.alloc + yota.held) / hand.alloc:.3f}x"
 
 
 def out_memory(out: Impl | None) -> list[str]:
@@ -392,11 +400,8 @@ def loop_report(results: list[tuple[workloads.Workload, list[Impl] | None]], com
         else:
             by = {i.name: i for i in impls}
             med = {n: statistics.median(i.times) for n, i in by.items()}
-            hand, yota = by["handwritten"], by["yota"]
-            peak = None if yota.alloc is None else yota.alloc + yota.held
             cells += [f"{med['yota'] / med['handwritten']:.2f}x", f"{med['yota'] / med['forward']:.2f}x",
-                      f"{peak / hand.alloc:.3f}x" if peak is not None and hand.alloc else "-",
-                      *out_memory(by.get("yota out="))]
+                      peak_ratio(by["yota"], by["handwritten"]), *out_memory(by.get("yota out="))]
         lines.append(f"| {w.name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -36,6 +36,7 @@ import numpy as np
 from ..ir.analysis import Analysis, memory_bases, read_only
 from ..ir.region import handed_over_operands, loop_of
 from ..ir.tape import Stmt, Tape, Var, tree_vars
+from ..passes.outputs import row_broadcast
 from .scalars import ScalarPlan
 
 
@@ -280,14 +281,9 @@ def _heads(plan: MemoryPlan, facts: Analysis) -> None:
     for g, group in list(plan.group.items()):
         if group.kind != "result" or group.members != [g] or plan.writes.get(g) != "copy":
             continue
-        view = facts.producer[g].args[0]
-        made = facts.producer.get(view) if isinstance(view, Var) else None
-        if made is None or made.prim.fn is not np.broadcast_to:
-            continue
-        t = made.args[0]
-        held = plan.group.get(t) if isinstance(t, Var) else None
+        t = row_broadcast(facts.producer[g], facts.producer)
+        held = plan.group.get(t) if t is not None else None
         if held is None or held.kind != "slot" or held.turn or held.members[-1] is not t \
-                or (t.aval.shape, t.aval.dtype) != (g.aval.shape[1:], g.aval.dtype) \
                 or facts.last_memory.get(t) != facts.defined[g] \
                 or any(m in facts.returned for m in held.members):
             continue

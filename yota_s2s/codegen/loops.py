@@ -810,9 +810,8 @@ def _products_before(em, loop, sub, saves) -> list[tuple[Stmt, ast.stmt, ast.stm
         if over is None:
             continue
         product = facts.producer.get(memory.group[over].members[0])
-        if product is None or memory.writes.get(product.out) != "matmul" or len(product.args) != 2:
-            continue
-        if _input_product(product, loop, facts) is None \
+        if product is None or memory.writes.get(product.out) != "matmul" \
+                or _input_product(product, loop, facts) is None \
                 or row_offset(save.args[1], loop, facts) != 1:
             continue
         (x, w), taken = product.args, facts.producer[product.args[0]]

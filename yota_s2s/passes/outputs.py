@@ -46,18 +46,20 @@ def fresh_outputs(tape: Tape, rules: RuleSet) -> Tape:
         roots.add(root)
     producer = {o: s for s in stmts for o in s.outs}
     made = len(tape.stmts)
-    stmts[made:] = sorted(stmts[made:], key=lambda s: _row_broadcast(s, producer))
+    stmts[made:] = sorted(stmts[made:], key=lambda s: row_broadcast(s, producer) is not None)
     return tape.copy(stmts=stmts, grads=grads)
 
 
-def _row_broadcast(stmt: Stmt, producer: dict[Var, Stmt]) -> bool:
-    """Is ``stmt`` a copy of a value broadcast along its first axis only (a vector into the
-    rows of a matrix)?"""
+def row_broadcast(stmt: Stmt, producer: dict[Var, Stmt]) -> Var | None:
+    """The value ``stmt`` copies into every row, where it is a copy of a value of its dtype
+    broadcast along its first axis only (a vector into the rows of a matrix); else None."""
     source = stmt.args[0] if stmt.prim.fn is np.copy and stmt.args else None
     made = producer.get(source) if isinstance(source, Var) else None
     if made is None or made.prim.fn is not np.broadcast_to or not isinstance(made.args[0], Var):
-        return False
-    return made.args[0].aval.shape == stmt.out.aval.shape[1:] and stmt.out.aval.ndim >= 2
+        return None
+    row, out = made.args[0], stmt.out.aval
+    return row if (row.aval.shape, row.aval.dtype) == (out.shape[1:], out.dtype) \
+        and out.ndim >= 2 else None
 
 
 def _unnamed(stmts: list[Stmt], made: Stmt) -> Var:
