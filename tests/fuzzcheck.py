@@ -166,6 +166,19 @@ class Differences(list):
                     break
 
 
+def gradient_far(got, fd, i: int, value: float, rtol: float, atol: float) -> str:
+    """``far`` for gradient ``i`` against the finite differences ``fd`` (of a function whose
+    value is ``value``): ``atol`` scaled by the gradient's size, plus the differences' own
+    rounding; where they disagree, estimated again (``Differences.refine``), then judged."""
+    rounding = noise(value, FD_STEP)
+    scaled = atol * max(1.0, float(np.max(np.abs(fd[i]), initial=0)))
+    bad = far(got, fd[i], rtol, rounding + scaled)
+    if bad and isinstance(fd, Differences) and got is not None:
+        fd.refine(i, got, rtol, scaled)         # a sharp curve: estimate again, then judge
+        bad = far(got, fd[i], rtol, rounding + scaled)
+    return bad
+
+
 def snapshot(result) -> list:
     return [None if r is None else np.array(r, copy=True) for r in result]
 
@@ -265,13 +278,8 @@ def check_form(form, df, args, others, ref, tol) -> list:
     bad = far(np.float64(first[0]), value[0], tight, tight * max(1.0, abs(value[0])))
     if bad:
         raise Found("mismatch", "value vs numpy", bad)
-    rounding = noise(value[0], FD_STEP)         # the differences' own error
     for i, (g, a) in enumerate(zip(first[1:], args)):
-        scaled = atol * max(1.0, float(np.max(np.abs(fd[i]), initial=0)))
-        bad = far(g, fd[i], rtol, rounding + scaled)
-        if bad and isinstance(fd, Differences) and g is not None:
-            fd.refine(i, g, rtol, scaled)       # a sharp curve: estimate again, then judge
-            bad = far(g, fd[i], rtol, rounding + scaled)
+        bad = gradient_far(g, fd, i, value[0], rtol, atol)
         if bad:
             raise Found("mismatch", f"gradient {i} vs finite differences", bad)
         got = (np.shape(g), np.asarray(g).dtype.name)

@@ -7,11 +7,21 @@
     python tools/fuzz.py --n 500 --recurrent --body-min 1 --lend 1   # RNN-like loops, planned
     python tools/fuzz.py --n 500 --stencil      # loops over a periodic field (np.roll)
     python tools/fuzz.py --n 500 --more         # accumulator loops, rows read, float16, ties...
+    python tools/fuzz.py --world --n 2000 --show-failures --shrink   # the world between calls
+    python tools/fuzz.py --world --seed 7 --n 1 --verbose --shrink   # one world, its modules
 
 Programs come from tests/fuzzing.py (one seed, one program, on every machine); the checks
 and the outcome classes (ok, mismatch, crash, refusal, generator) from tests/fuzzcheck.py.
 ``--shrink`` drops statements of a failing program while the same failure (kind, form,
 check) persists, and prints what is left (the first few of each diagnosis, per job).
+
+``--world``: programs that read globals, config dicts, closures, defaults, class and instance
+attributes, int arguments in slices and tied struct fields, with the world changed between
+calls (tests/worlds.py), refereed by tests/worldcheck.py in the forms buffered, plain (both
+``ys.simplegrad``) and grad (``ys.grad``); outcomes ok, stale (a call refused cleanly, then
+compiled again: right), mismatch, crash, refusal, generator. A failure's diagnosis is the form
+that failed and the world's changes before the failing call, with names and numbers
+generalized; ``--shrink`` drops calls, changes and loss terms while the failure persists.
 """
 from __future__ import annotations
 
@@ -37,6 +47,7 @@ import numpy as np  # noqa: E402
 import yota_s2s as ys  # noqa: E402
 from tests.fuzzcheck import FORMS, Outcome, check, load  # noqa: E402
 from tests.fuzzing import generate  # noqa: E402
+from tests import worldcheck, worlds  # noqa: E402
 
 TIMEOUT = 60
 SHRINK_PER_GROUP = 5        # per worker: the rest of a group only counts
@@ -61,14 +72,22 @@ def run_one(seed: int) -> tuple[Outcome, str, str]:
     signal.signal(signal.SIGALRM, _timeout)
     signal.alarm(TIMEOUT)
     try:
-        program = generate(seed, _STATE["recurrent"], _STATE["stencil"], _STATE["more"])
-        outcome = check(program, base / "programs", forms)
+        if _STATE["world"]:
+            program = worlds.generate(seed)
+            outcome = worldcheck.check(program, base / "programs", forms)
+        else:
+            program = generate(seed, _STATE["recurrent"], _STATE["stencil"], _STATE["more"])
+            outcome = check(program, base / "programs", forms)
         small, why = "", ""
         if outcome.kind in ("mismatch", "crash"):
-            why = diagnose(outcome)
+            why = diagnose_world(program, outcome) if _STATE["world"] else diagnose(outcome)
             if _STATE["shrink"] and _STATE["shrunk"][why] < SHRINK_PER_GROUP:
                 _STATE["shrunk"][why] += 1
-                small = shrink(program, outcome, base / "programs", forms).source()
+                if _STATE["world"]:
+                    world, now = shrink_world(program, outcome, base / "programs", forms)
+                    small, why = world.describe(), diagnose_world(world, now)
+                else:
+                    small = shrink(program, outcome, base / "programs", forms).source()
     except TimeoutError as e:
         outcome, small, why = Outcome(seed, "crash", "", "timeout", str(e)), "", "timeout"
     finally:
@@ -105,6 +124,54 @@ def shrink(program, outcome: Outcome, directory: Path, forms: tuple):
                     program, changed = smaller, True
                     break
     return program
+
+
+def _world_key(outcome: Outcome) -> tuple:
+    return outcome.kind, outcome.form, re.sub(r"^call \d+: ?", "", outcome.check)
+
+
+def shrink_world(world, outcome: Outcome, directory: Path, forms: tuple):
+    """Drop calls, world changes and loss terms of a failing world while the failure keeps its
+    kind, form and check (the call it fails at may move); the smaller world and its outcome."""
+    def fails(w) -> bool:
+        nonlocal outcome
+        now = worldcheck.check(w, directory, forms)
+        if _world_key(now) == _world_key(outcome):
+            outcome = now
+            return True
+        return False
+
+    def smaller(w):
+        for i in reversed(range(len(w.calls))):
+            yield replace(w, calls=w.calls[:i] + w.calls[i + 1:])
+        for i, stmts in enumerate(w.calls):
+            for j in range(len(stmts)):
+                yield replace(w, calls=w.calls[:i] + (stmts[:j] + stmts[j + 1:],)
+                              + w.calls[i + 1:])
+        for i in range(len(w.terms)):
+            yield replace(w, terms=w.terms[:i] + w.terms[i + 1:])
+
+    changed = True
+    while changed:
+        changed = False
+        for w in smaller(world):
+            if fails(w):
+                world, changed = w, True
+                break
+    return world, outcome
+
+
+def diagnose_world(world, outcome: Outcome) -> str:
+    """The failing forms and the world's changes before the failing call, with the names'
+    numbers, the numbers and the arrays generalized: one label per kind of change."""
+    n = re.match(r"call (\d+)", outcome.check)
+    stmts = world.calls[int(n.group(1)) - 2] if n and int(n.group(1)) > 1 else ()
+    general = sorted({re.sub(r"-?\b\d+(\.\d+)?\b", "N",
+                             re.sub(r"np\.array\(\[[^\]]*\]\)", "ARRAY",
+                                    re.sub(r"\b([A-Za-z_]+?)\d+\b", r"\1", s)))
+                      for s in stmts})
+    failed = "+".join(f for f, k in outcome.forms.items() if k == outcome.kind)
+    return f"{outcome.kind} {failed}: {'; '.join(general) or 'first call'}"
 
 
 SIGNS = [     # (label, check pattern, detail pattern, pattern in the buffered module); the G
@@ -154,9 +221,27 @@ def diagnose(outcome: Outcome) -> str:
     return f"other: {outcome.kind} {outcome.form} {outcome.check}"
 
 
+def verbose_world(seed: int, forms: tuple, do_shrink: bool) -> None:
+    """Print the world of ``seed`` (its module, the changes before each call), its outcome,
+    and the generated modules that ran last for (the shrunk) world."""
+    directory = _STATE["base"] / "programs"
+    world = worlds.generate(seed)
+    print(world.describe())
+    outcome = worldcheck.check(world, directory, forms)
+    print("#", outcome.line(), outcome.forms)
+    if do_shrink and outcome.kind in ("mismatch", "crash"):
+        world, outcome = shrink_world(world, outcome, directory, forms)
+        print("# shrunk:\n" + world.describe())
+        print("#", outcome.line(), outcome.forms, f"[{diagnose_world(world, outcome)}]")
+    for form in forms:
+        print(f"# ---- {form} ----\n{outcome.modules.get(form, '(not compiled)')}")
+
+
 def verbose(seed: int, forms: tuple, do_shrink: bool) -> None:
     """Print the program of ``seed``, its outcome, and the modules of (the shrunk) program."""
     _setup(forms, False)
+    if _STATE["world"]:
+        return verbose_world(seed, forms, do_shrink)
     program = generate(seed, _STATE["recurrent"], _STATE["stencil"], _STATE["more"])
     print(program.source())
     outcome = check(program, _STATE["base"] / "programs", forms)
@@ -185,11 +270,12 @@ def main(argv=None) -> int:
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=1)
-    ap.add_argument("--forms", default=",".join(FORMS))
+    ap.add_argument("--forms", help=f"default {','.join(FORMS)}; with --world "
+                    f"{','.join(worldcheck.FORMS)}")
     ap.add_argument("--show-failures", action="store_true")
     ap.add_argument("--shrink", action="store_true")
     ap.add_argument("--verbose", action="store_true")
-    ap.add_argument("--refusals", action="store_true", help="list refusals too")
+    ap.add_argument("--refusals", action="store_true", help="list refusals (and stale refusals) too")
     ap.add_argument("--recurrent", action="store_true", help="every program with an RNN-like "
                     "loop (tests/fuzzing.py Gen.recurrent), not 30%% of them")
     ap.add_argument("--stencil", action="store_true", help="every program with a loop over a "
@@ -197,6 +283,8 @@ def main(argv=None) -> int:
     ap.add_argument("--more", action="store_true", help="every program with one or two "
                     "statements of tests/fuzzing.py Gen.more (accumulator loops, rows read in "
                     "the steps, float16 arguments, ties, masks, powers), not 30%% of them")
+    ap.add_argument("--world", action="store_true", help="programs that read the world "
+                    "outside their arguments, changed between calls (tests/worlds.py)")
     ap.add_argument("--block", type=int, help="elements per block of a cache-blocked chain "
                     "(codegen/blocks.py), and chains of twice that many are blocked: small "
                     "values put the fuzzer's small arrays through the blocked form")
@@ -216,7 +304,9 @@ def main(argv=None) -> int:
     if opts.block:
         from yota_s2s.codegen import blocks
         blocks.BLOCK, blocks.MIN_SIZE = opts.block, 2 * opts.block
-    forms = tuple(opts.forms.split(","))
+    forms = tuple(opts.forms.split(",")) if opts.forms else (
+        worldcheck.FORMS if opts.world else FORMS)
+    _STATE["world"] = opts.world
     _STATE["recurrent"] = True if opts.recurrent else None
     _STATE["stencil"] = True if opts.stencil else None
     _STATE["more"] = True if opts.more else None
@@ -235,7 +325,7 @@ def main(argv=None) -> int:
     for k, (outcome, why, small) in enumerate(results, 1):
         counts[outcome.kind] += 1
         per_form.update(outcome.forms.items())
-        if outcome.kind != "ok" and (outcome.kind != "refusal" or opts.refusals):
+        if outcome.kind != "ok" and (outcome.kind not in ("refusal", "stale") or opts.refusals):
             failures.append((outcome, why))
             if opts.show_failures:
                 print(outcome.line(), f"[{why}]" if why else "", flush=True)
@@ -247,7 +337,7 @@ def main(argv=None) -> int:
     elapsed = time.perf_counter() - start
     print(f"{opts.n} programs (seeds {opts.seed}..{opts.seed + opts.n - 1}), forms {','.join(forms)},"
           f" {elapsed:.1f} s, {opts.n / elapsed:.1f} programs/s with {opts.jobs} job(s)")
-    kinds = ("ok", "mismatch", "crash", "refusal", "generator")
+    kinds = worldcheck.KINDS if opts.world else ("ok", "mismatch", "crash", "refusal", "generator")
     print("  " + " " * 10 + "".join(f"{k:>10s}" for k in kinds))
     print("  " + f"{'worst':10s}" + "".join(f"{counts[k]:10d}" for k in kinds))
     for form in forms:
@@ -256,7 +346,8 @@ def main(argv=None) -> int:
     for (kind, form, chk), n in Counter(o.key for o, _ in failures).most_common():
         print(f"  {n:6d}  {kind} {form}: {chk}")
     print("by diagnosis (tools/fuzz.py SIGNS):")
-    for why, n in Counter(why for o, why in failures if o.kind != "refusal").most_common():
+    for why, n in Counter(why for o, why in failures if o.kind not in ("refusal", "stale")
+                          ).most_common():
         seeds = [o.seed for o, w in failures if w == why][:6]
         print(f"  {n:6d}  {why}  (seeds {', '.join(map(str, seeds))})")
     return 1 if counts["mismatch"] or counts["crash"] or counts["generator"] else 0
