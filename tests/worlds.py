@@ -319,11 +319,13 @@ class Gen:
         if "AM" in text:
             self.need_matrix()
         self.term(text.format(k=k).replace("AM", "A"))
-        if "x[{k}:{k} + 3]" in text and len(self.ints) == 2 and self.rng.random() < 0.5:
+        if self.rng.random() < 0.3:                 # a slice between two int arguments
             other = "i" if k == "k" else "k"
-            self.ints[other][0], self.ints[other][1] = (max(self.ints[other][0], -3 * n),
-                                                        min(self.ints[other][1], 3 * n))
-            self.term(f"np.sum(x[{k}:{other}] * 2.0)")
+            if other not in self.ints:
+                self.ints[other] = [-3 * n, 3 * n]
+                self.params.append((other, f"ARG_{other}"))
+            self.term(self.rng.choice((f"np.sum(x[{k}:{other}] * 2.0)",
+                                       f"np.sum(np.cos(x[-{other}:-{k}]))")))
 
     def int_range(self):
         k = self.use_int(-2, self.n)

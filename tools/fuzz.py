@@ -168,7 +168,7 @@ def diagnose_world(world, outcome: Outcome) -> str:
     stmts = world.calls[int(n.group(1)) - 2] if n and int(n.group(1)) > 1 else ()
     general = sorted({re.sub(r"-?\b\d+(\.\d+)?\b", "N",
                              re.sub(r"np\.array\(\[[^\]]*\]\)", "ARRAY",
-                                    re.sub(r"\b([A-Za-z_]+?)\d+\b", r"\1", s)))
+                                    re.sub(r"\b([A-Za-z_]+?)\d+(?=\b|_)", r"\1", s)))
                       for s in stmts})
     failed = "+".join(f for f, k in outcome.forms.items() if k == outcome.kind)
     return f"{outcome.kind} {failed}: {'; '.join(general) or 'first call'}"
