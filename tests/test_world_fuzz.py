@@ -6,7 +6,6 @@ differences, or refuses cleanly. ``python tools/fuzz.py --world`` runs thousands
 from __future__ import annotations
 
 import re
-from collections import Counter
 from types import SimpleNamespace
 
 import numpy as np
@@ -15,7 +14,6 @@ import pytest
 import yota_s2s as ys
 from yota_s2s.errors import ArgumentMismatch, GuardError, InternalError, YotaError
 
-from . import worldcheck
 from .fuzzcheck import Differences, Found
 from .worldcheck import Flat, check, is_refusal
 from .worlds import HELPERS, World, generate

@@ -196,7 +196,8 @@ class Gen:
         cls, o = self.name("Obj"), f"O{self.count}"
         self.classes.append(
             f"class {cls}:\n    def __init__(self, scale):\n        self.scale = scale\n"
-            f"        self.W = {self.vec(self.n)}\n        self.ws = [{self.num()}, {self.num()}]\n")
+            f"        self.W = {self.vec(self.n)}\n"
+            f"        self.ws = [{self.num()}, {self.num()}]\n")
         self.decls.append(f"{o} = {cls}({self.num()})")
         self.term(self.rng.choice((f"{o}.scale * np.sum(x * x)", f"np.sum(x * {o}.W)",
                                    f"{o}.ws[1] * np.sum(np.sin(x)) + {o}.scale")))
@@ -350,15 +351,16 @@ class Gen:
         self.term(self.rng.choice((f"np.sum(np.tanh({xs} * m.enc.W) * m.dec_W)",
                                    f"np.sum(np.tanh({xs} @ np.outer(m.enc.W, m.dec_W)))")))
         for _ in range(self.rng.randint(0, 2)):
-            self.term(self.rng.choice((f"np.sum((m.dec_W - 0.3) ** 2) * m.gain",
-                                       f"np.sum(m.enc.W * m.b)", f"m.scale * np.sum(m.dec_W * {xs})",
-                                       f"np.sum(m.b * m.dec_W) * m.scale")))
+            self.term(self.rng.choice(("np.sum((m.dec_W - 0.3) ** 2) * m.gain",
+                                       "np.sum(m.enc.W * m.b)",
+                                       f"m.scale * np.sum(m.dec_W * {xs})",
+                                       "np.sum(m.b * m.dec_W) * m.scale")))
         self.mutate(lambda r: "M.dec_W = M.dec_W.copy()",
                     lambda r: f"M.dec_W = M.dec_W - {self.num() / 10}",
                     lambda r: "M.dec_W = M.enc.W",
                     lambda r: "M.enc.W = M.dec_W",
                     lambda r: f"M.enc.W += {self.num() / 10}",
-                    lambda r: f"M.b = M.enc.W",
+                    lambda r: "M.b = M.enc.W",
                     lambda r: f"M.scale = {self.num()}",
                     lambda r: f"Model.scale = {self.num()}",
                     lambda r: f"M.gain = {self.num()}",

@@ -275,7 +275,8 @@ def main(argv=None) -> int:
     ap.add_argument("--show-failures", action="store_true")
     ap.add_argument("--shrink", action="store_true")
     ap.add_argument("--verbose", action="store_true")
-    ap.add_argument("--refusals", action="store_true", help="list refusals (and stale refusals) too")
+    ap.add_argument("--refusals", action="store_true", help="list refusals (and stale "
+                    "refusals) too")
     ap.add_argument("--recurrent", action="store_true", help="every program with an RNN-like "
                     "loop (tests/fuzzing.py Gen.recurrent), not 30%% of them")
     ap.add_argument("--stencil", action="store_true", help="every program with a loop over a "
