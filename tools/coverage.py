@@ -144,6 +144,7 @@ def frontend() -> list[str]:
 
 def page() -> str:
     from yota_s2s.rules import RULES
+    RULES.load_all()
     names = _names(RULES.prims)
     parts = [HEADER, *differentiable(RULES, names), "", *recorded(RULES, names), "", *frontend()]
     return "\n".join(parts) + "\n"

@@ -255,6 +255,8 @@ class CallsMixin:
                                     key=name == "key"))
         for name, default in prim.options:
             if name not in bound.arguments:
+                if name in prim.written:
+                    params[name] = default
                 continue
             value = bound.arguments[name]
             if is_traced(value):
@@ -262,7 +264,7 @@ class CallsMixin:
                                        "compile time, but it is traced", loc,
                                        f"Pass {name} as a Python value (int, tuple, dtype).")
             value = _static_option(value)
-            if not _same(value, default):
+            if not _same(value, default) or name in prim.written:
                 params[name] = value
         return operands, params
 

@@ -170,6 +170,7 @@ class Primitive:
     array_first: bool = False    # the first operand must be an array (cupy takes no number)
     cheap: bool = False          # one pass over its operands: made again rather than saved
     commutative: bool = False    # two operands in either order: the same value, bit for bit
+    written: tuple[str, ...] = ()    # options passed at their default too (see TRAITS)
 
     def __repr__(self) -> str:
         return f"<prim {self.name}>"
@@ -220,6 +221,9 @@ TRAITS = {
     "commutative": "its two operands in either order give the same value, bit for bit (IEEE "
                    "+ and *): CSE takes 3 * x and x * 3 for one value, and an in-place form may "
                    "write over either operand",
+    "written": "options passed in every call, at their default too: the function's own default "
+               "differs between the numpy versions pyproject admits (np.take_along_axis has "
+               "axis=-1 from numpy 2.3 only), so a gradient module must not lean on it",
 }
 
 # The rule text of every statement the forward sweep (forward.py) records starts with this:

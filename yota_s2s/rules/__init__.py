@@ -15,7 +15,9 @@
     stop.py         stop_gradient (identity forward, no gradient)
     signal.py       np.convolve correlate, np.fft: fft ifft rfft irfft fft2 ifft2 fftn ifftn
 
-Optional families, loaded when their library is installed (``OPTIONAL`` lists those loaded):
+Optional families, imported on first sight of their library (``DEFERRED``: once it is imported,
+at the first lookup or declaration after that; ``RULES.load_all()`` imports every one whose library
+is installed; ``OPTIONAL`` lists those loaded), so that ``import yota_s2s`` does not import scipy:
 
     scipy_special.py  scipy.special: gammaln digamma erf expit xlogy logsumexp softmax ...
     scipy_stats.py    scipy.stats: norm t gamma beta chi2 poisson multivariate_normal dirichlet
@@ -26,7 +28,6 @@ registry.py holds the ``RuleSet``, template.py checks and binds rules, listing.p
 The same ``diffrule``/``nodiff`` calls that users make register the built-ins, so these files
 are also the examples to learn from.
 """
-import importlib
 import sys
 import types
 
@@ -42,24 +43,15 @@ __all__ = ["RULES", "Rule", "RuleSet", "RuleListing", "alias", "cancels", "diffr
            "primitive",
            "scatter_rule", "stop_gradient", "list_rules", "control", "creation", "discrete",
            "elementwise", "indexing", "joining", "linalg", "matrices", "operators", "products",
-           "reductions", "shape", "signal", "stop", "OPTIONAL"]
+           "reductions", "shape", "signal", "stop", "OPTIONAL", "DEFERRED"]
 
 
-def _load_optional(names: tuple[str, ...]) -> list[str]:
-    """Import the rule files whose library is installed; the others are skipped quietly."""
-    loaded = []
-    for name in names:
-        try:
-            importlib.import_module(f"{__name__}.{name}")
-        except ImportError as e:
-            if not (e.name or "").startswith("scipy"):
-                raise
-            continue
-        loaded.append(name)
-    return loaded
-
-
-OPTIONAL = _load_optional(("scipy_special", "scipy_stats", "scipy_misc"))
+# library -> the family of its rules, imported on first sight of the library
+DEFERRED = {"scipy.special": "scipy_special", "scipy.stats": "scipy_stats",
+            "scipy.signal": "scipy_misc", "scipy.linalg": "scipy_misc"}
+for _library, _family in DEFERRED.items():
+    RULES.defer(_library, f"{__name__}.{_family}")
+OPTIONAL = RULES.loaded
 
 
 class _CallablePackage(types.ModuleType):

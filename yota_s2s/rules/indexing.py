@@ -78,7 +78,7 @@ def setitem_grad_v(a, key, dy, repeats=False):
 
 
 primitive(np.take, "a, indices, axis=None, mode='raise'", linear=True)
-primitive(np.take_along_axis, "arr, indices, axis=-1", linear=True)
+primitive(np.take_along_axis, "arr, indices, axis=-1", linear=True, written=("axis",))
 
 
 @diffrule(np.take, "a")

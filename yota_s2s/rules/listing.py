@@ -43,7 +43,9 @@ class RuleListing:
 
 
 def list_rules(match: Any = None, rules: RuleSet = RULES) -> RuleListing:
-    """The primitives of ``rules`` (those of ``match``: a function, or part of a name)."""
+    """The primitives of ``rules`` (those of ``match``: a function, or part of a name), with
+    every optional family whose library is installed."""
+    rules.load_all()
     names: dict[Primitive, list[str]] = {}
     for fn, prim in rules.prims.items():
         names.setdefault(prim, []).append(_fn_name(fn))

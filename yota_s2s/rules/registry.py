@@ -27,11 +27,12 @@ compiled code keyed on it goes stale. There is one default ``RuleSet`` (``RULES`
 """
 from __future__ import annotations
 
-import os
-
+import ast
+import importlib
 import inspect
 import itertools
 import linecache
+import os
 import sys
 from dataclasses import dataclass, replace
 from typing import Any, Callable
@@ -79,15 +80,15 @@ class Rule:
 
 def parse_signature(spec: str) -> tuple[tuple[str, ...], tuple[tuple[str, Any], ...]]:
     """``"a, axis=None, keepdims=False"`` -> (("a",), (("axis", None), ("keepdims", False)))."""
-    node = gast.parse(f"def _({spec}): pass").body[0].args
-    names = [a.id for a in node.args]
-    defaults = [gast.literal_eval(d) for d in node.defaults]
+    node = ast.parse(f"def _({spec}): pass").body[0].args     # ast: gast's conversion costs
+    names = [a.arg for a in node.args]
+    defaults = [ast.literal_eval(d) for d in node.defaults]
     n_required = len(names) - len(defaults)
     operands = tuple(names[:n_required])
     if node.vararg is not None:
-        operands += ("*" + node.vararg.id,)
+        operands += ("*" + node.vararg.arg,)
     options = tuple(zip(names[n_required:], defaults))
-    options += tuple((a.id, gast.literal_eval(d)) for a, d in zip(node.kwonlyargs, node.kw_defaults))
+    options += tuple((a.arg, ast.literal_eval(d)) for a, d in zip(node.kwonlyargs, node.kw_defaults))
     return operands, options
 
 
@@ -133,12 +134,14 @@ def _caller() -> tuple[SourceLoc, dict]:
     frame = sys._getframe(1)
     while frame.f_globals.get("__name__") == __name__:
         frame = frame.f_back
-    info = inspect.getframeinfo(frame, context=1)
-    text = (info.code_context or [""])[0].strip()
+    # what inspect.getframeinfo reports, without its search of the file's source (hundreds of
+    # calls at import): the call's first line is the frame's line on every Python
+    filename, line = frame.f_code.co_filename, frame.f_lineno
+    text = linecache.getline(filename, line).strip()
     names = frame.f_globals
     if frame.f_locals is not frame.f_globals:
         names = {**frame.f_globals, **frame.f_locals}
-    return SourceLoc(info.filename, info.lineno, func=_frame_func(frame), text=text), names
+    return SourceLoc(filename, line, func=_frame_func(frame), text=text), names
 
 
 def _function_loc(fn: Callable) -> SourceLoc:
@@ -190,9 +193,15 @@ class RuleSet:
         self.nodiffs: dict[Primitive, set[str]] = {}
         self.cancellations: list[Callable] = []     # see ``cancels``
         self.jvps: dict[tuple[Primitive, str], Rule] = {}     # declared JVP rules (few)
+        self.deferred: dict[str, str] = {}     # library -> rule family to import on first sight
+        self.loaded: list[str] = []            # the deferred families imported so far
+        self._loading = False
         self.version = next(_versions)
 
     def copy(self) -> "RuleSet":
+        """A copy with the rules as they are now, and the deferred families whose library is
+        imported already (a copy loads no family later: ``load_all()`` first for them all)."""
+        self.load_seen()
         new = RuleSet()
         new.prims, new.rules, new.jvps = dict(self.prims), dict(self.rules), dict(self.jvps)
         new.nodiffs = {p: set(s) for p, s in self.nodiffs.items()}
@@ -201,6 +210,54 @@ class RuleSet:
 
     def _changed(self) -> None:
         self.version = next(_versions)
+
+    # -- families loaded on first sight of their library -------------------------------------
+
+    def defer(self, library: str, family: str) -> None:
+        """Import the rule file ``family`` (a module name) on first sight of ``library``: when
+        ``library`` is in ``sys.modules`` at a lookup that finds no primitive, at a
+        declaration, at a ``copy()``. A function of ``library`` exists only once the library
+        is imported, so its rules are there before the frontend asks for them, and before a
+        user's rule for it (which then wins), while ``import yota_s2s`` imports none of it."""
+        self.deferred[library] = family
+
+    def load_seen(self) -> None:
+        """Import the deferred families whose library is imported."""
+        if self.deferred and any(library in sys.modules for library in self.deferred):
+            self._load([lib for lib in self.deferred if lib in sys.modules])
+
+    def load_all(self) -> list[str]:
+        """Import every deferred family whose library is installed (listings and the
+        coverage page show them all); the others are skipped quietly. Returns those loaded."""
+        self._load(list(self.deferred), skip_missing=True)
+        return self.loaded
+
+    def _load(self, libraries: list[str], skip_missing: bool = False) -> None:
+        """Import the families of ``libraries``. What compiled code is keyed on stays valid
+        (the version is kept): nothing compiled before could call a function of a library
+        that was not imported, and a family only declares that library's functions."""
+        if self._loading:
+            return                 # a family's own declarations: the loop below goes on
+        version, self._loading = self.version, True
+        try:
+            self._import(libraries, skip_missing)
+        finally:
+            self.version, self._loading = version, False
+
+    def _import(self, libraries: list[str], skip_missing: bool) -> None:
+        for library in libraries:
+            family = self.deferred.pop(library, None)
+            if family is None or family.rsplit(".", 1)[-1] in self.loaded:
+                continue
+            try:
+                importlib.import_module(family)
+            except ImportError as e:
+                missing = e.name or ""
+                if not (skip_missing and (missing == library.split(".")[0]
+                                          or missing.startswith(library.split(".")[0] + "."))):
+                    raise
+                continue
+            self.loaded.append(family.rsplit(".", 1)[-1])
 
     # -- declaring ---------------------------------------------------------------------------
 
@@ -216,6 +273,7 @@ class RuleSet:
         codegen what it does; a re-declared primitive keeps those not given. Idempotent unless
         something new is given."""
         _check_hashable(fn)
+        self.load_seen()
         old = self.prims.get(fn)
         if old is not None and (spec, name, emit, module, operands) == (None,) * 5 and not traits:
             return old
@@ -231,6 +289,10 @@ class RuleSet:
         optional = _optional_operands(required, options, operands, loc)
         declared = old.traits() if old is not None else _default_traits(fn)
         declared.update(traits)
+        stray = sorted(set(declared.get("written", ())) - {n for n, _ in options[len(optional):]})
+        if stray:
+            raise RuleError(f"written={stray[0]!r}: {spelled(fn)} has no such option", loc,
+                            "List the options (parameters with defaults) to pass in every call.")
         prim = Primitive(name or numpy_path(fn) or _qualified_name(fn, module), fn,
                          required + tuple(n for n, _ in optional), options[len(optional):],
                          emit or _call_emit(fn, module), nout, optional, **declared)
@@ -421,9 +483,13 @@ class RuleSet:
 
     def lookup(self, fn: Any) -> Primitive | None:
         try:
-            return self.prims.get(fn)
+            prim = self.prims.get(fn)
         except TypeError:         # unhashable callables are never primitives
             return None
+        if prim is None and self.deferred:
+            self.load_seen()
+            prim = self.prims.get(fn)
+        return prim
 
     def rule(self, prim: Primitive, argname: str) -> Rule | None:
         return self.rules.get((prim, argname))
