@@ -11,6 +11,7 @@ import importlib.util
 import marshal
 import os
 import pty
+import re
 import select
 import shutil
 import subprocess
@@ -129,8 +130,8 @@ def test_compile_writes_one_module_per_model_file(project: Path) -> None:
     assert "loss_pow: 4 args, " in done.stdout and "1 guard" in done.stdout
     assert done.stderr == ""                        # no progress in a pipe
     text = (project / "model_grad.py").read_text()
-    digest = hashlib.sha256(model.read_bytes()).hexdigest()
-    assert f"Source: model.py, sha256 {digest}\nRegenerate: yota-s2s compile model.py\n" in text
+    assert re.search("\nSource: model.py, code sha256 [0-9a-f]{64}\n"
+                     "Regenerate: yota-s2s compile model.py\n", text)
     assert "loss_grad: the gradient of loss (model.py:14), device cpu." in text
     assert "Compiled for: W float64[4, 3]; b float64[4]; x float64[3, 2]; n = 2." in text
     assert "def loss_grad(W, b, x):" in text and "def loss_pow_grad(W, b, x, n):" in text
@@ -249,6 +250,34 @@ def test_check_up_to_date_stale_missing(project: Path) -> None:
     os.remove(project / "model_grad.py")
     done = run(project, "check", "model.py")
     assert done.returncode == 1 and "missing: model_grad.py" in done.stderr
+
+
+def test_check_stays_green_through_comments_docstrings_and_untraced_code(project: Path) -> None:
+    """The header hashes the code the gradients were traced from (gradfile.code_digest), not
+    the file: a comment, a docstring or an edit of an untraced function leaves the gradient
+    file up to date; an edit of a traced helper makes it stale, and --diff shows the change."""
+    model = write(project / "model.py", MODEL.replace(
+        "def make(rng):", "def make(rng):\n    \"\"\"Example arguments.\"\"\"").replace(
+        "    h = predict(W, b, x)\n    return np.mean", "    h = predict(W, b, x)  # layer\n    return np.mean"))
+    model.write_text(model.read_text() + "\n\ndef train():\n    return 1\n")
+    assert run(project, "compile", "model.py").returncode == 0
+    before = (project / "model_grad.py").read_text()
+    model.write_text(model.read_text()
+                     .replace('"""Example arguments."""', '"""Example arguments (fixed)."""')
+                     .replace("# layer", "# the hidden layer")
+                     .replace("return 1", "return 2") + "# a trailing comment\n")
+    done = run(project, "check", "model.py")
+    assert (done.returncode, done.stdout, done.stderr) == (0, "up to date: model_grad.py\n", "")
+
+    model.write_text(model.read_text().replace("np.tanh(W @ x + b[:, None])",
+                                               "np.tanh(W @ x - b[:, None])"))
+    done = run(project, "check", "model.py", "--diff")
+    assert done.returncode == 1 and "stale: model_grad.py" in done.stderr
+    old_digest = re.search("Source: model.py, code sha256 ([0-9a-f]{64})", before)[1]
+    assert f"\n-Source: model.py, code sha256 {old_digest}\n+Source: model.py, code sha256 " \
+        in done.stderr
+    assert "\n+    # model.py:6  return np.tanh(W @ x - b[:, None])    (predict, inlined)\n" \
+        in done.stderr
 
 
 def test_check_gradcheck_reports_worst_error_per_argument(project: Path) -> None:

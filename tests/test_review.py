@@ -89,7 +89,7 @@ def test_page_shows_what_it_was_compiled_for_and_the_module(page) -> None:
     text, directory = page
     plain = unescape(re.sub(r"<[^>]+>", "", text))
     assert "Compiled for: W float64[4, 3]; b float64[4]; x float64[3, 2]; device cpu." in plain
-    assert "Source: model.py, sha256 " in plain and "Statements: 3 args, " in plain
+    assert "Source: model.py, code sha256 " in plain and "Statements: 3 args, " in plain
     module = run(directory, "show", "model.py", "--func", "loss").stdout
     assert module.rstrip("\n") in plain
     assert '<span class="k">def</span>' in text         # highlighted

@@ -28,7 +28,7 @@ from .codegen.writer import write_functions, write_module
 from .errors import UsageError, YotaError
 from .gradcheck import sampled_errors
 from .gradfile import (GradFile, Options, Result, build, compile_target, counts, gradient_function,
-                       load_text, project_root, source_line)
+                       load_text, project_root)
 from .modelfile import ModelFile, Target, load_model, targets
 from .review import review_page
 
@@ -269,7 +269,7 @@ def cmd_review(ns: argparse.Namespace, out: Output) -> int:
     for (grad, written), path in zip(pages, paths):
         name = written.tape.name
         notes = [f"Statements: {counts(written.tape).split(': ', 1)[1]}.",
-                 f"Source: {source_line(grad.model)}"]
+                 f"Source: {grad.source}"]
         buffered = write_module(written.tape, device=ns.device, buffers=True)
         write_atomic(path, review_page(written, grad.text, ns.device, notes, buffered))
         out.info(f"wrote {_shown(path)}  (review of {name})")

@@ -7,8 +7,10 @@ source, the targets and the options, never on the working directory or the time,
 inputs give byte-identical files that can be committed, diffed and checked (``check`` compares
 a fresh build with the file on disk).
 
-The header records the model file's path and sha256, what each function was compiled for, and
-the command that writes the file again. Paths in it are relative to the *project root*: the
+The header records the model file's path and the sha256 of the code the gradients were traced
+from (``code_digest``: the syntax trees of the functions the tracer read, without docstrings, so
+a comment, a docstring or an edit of an untraced function leaves it alone), what each function
+was compiled for, and the command that writes the file again. Paths in it are relative to the *project root*: the
 nearest directory above the model with a ``pyproject.toml``, ``setup.py``, ``setup.cfg`` or
 ``.git``, else the model's own directory; the command is meant to be run there.
 
@@ -17,6 +19,7 @@ every unsupported construct and missing rule is reported at once.
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
 import shlex
@@ -25,10 +28,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Sequence
 
+import gast
+
 from .codegen import function_name, write_module
 from .compiler import gradient_tape
 from .errors import SourceLoc, UnsupportedSyntax, YotaError
 from .frontend import Collector, trace_function
+from .frontend.source import ParsedFunction, reading
 from .ir.tape import Tape
 from .modelfile import ModelFile, Target, import_name
 from .rules.registry import RULES
@@ -65,6 +71,7 @@ class GradFile:
     text: str | None              # None when a target does not compile
     command: str = ""             # the command that writes it (run from the project root)
     note: str | None = None       # how to make the model importable from there, if needed
+    source: str = ""              # the header's Source line (source_line)
 
     @property
     def ok(self) -> bool:
@@ -87,16 +94,18 @@ def build(model: ModelFile, targets: Sequence[Target], options: Options,
           progress=lambda target: None) -> GradFile:
     """Compile ``targets`` of ``model``; ``progress(target)`` is called before each."""
     results = []
-    for target in targets:
-        progress(target)
-        results.append(compile_target(target))
+    with reading() as traced:
+        for target in targets:
+            progress(target)
+            results.append(compile_target(target))
     path = grad_path(model, options.out_dir)
     command = regenerate(model, targets, options)
     if any(r.problems for r in results):
         return GradFile(model, path, results, None, command)
+    source = source_line(model, traced)
     text = write_module([r.tape for r in results], device=options.device, buffers=False,
-                        source=source_line(model), regenerate=command)
-    return GradFile(model, path, results, text, command, _import_note(model, path, text))
+                        source=source, regenerate=command)
+    return GradFile(model, path, results, text, command, _import_note(model, path, text), source)
 
 
 def compile_target(target: Target, backward: bool = True) -> Result:
@@ -148,11 +157,36 @@ def relative(path: Path, root: Path) -> str:
     return Path(os.path.relpath(Path(path).resolve(), root)).as_posix()
 
 
-def source_line(model: ModelFile) -> str:
-    """The model's path and sha256, of its bytes with ``\\r\\n`` read as ``\\n`` (a checkout
-    with Windows line ends has the same hash)."""
-    digest = hashlib.sha256(model.path.read_bytes().replace(b"\r\n", b"\n")).hexdigest()
-    return f"{relative(model.path, project_root(model.path))}, sha256 {digest}"
+def source_line(model: ModelFile, traced: Sequence[ParsedFunction]) -> str:
+    """The model's path and the ``code_digest`` of the functions traced."""
+    return f"{relative(model.path, project_root(model.path))}, code sha256 {code_digest(traced)}"
+
+
+def code_digest(traced: Sequence[ParsedFunction]) -> str:
+    """sha256 of what the gradients were traced from: each function whose source the tracer
+    read (the targets, the helpers they inline, rule functions; not yota_s2s's own rules, which
+    the yota-s2s version covers), as its name and its syntax tree without docstrings and
+    positions. Comments, docstrings, blank lines, line breaks inside a statement and edits of
+    code nothing traced are outside it; everything the tracer reads is in it."""
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    parts = set()
+    for parsed in traced:
+        if os.path.abspath(parsed.file).startswith(package):
+            continue
+        parts.add(f"{parsed.name}\n{gast.dump(_without_docstrings(parsed.node))}\n")
+    return hashlib.sha256("".join(sorted(parts)).encode()).hexdigest()
+
+
+def _without_docstrings(node: gast.AST) -> gast.AST:
+    """A copy of ``node`` without the docstrings of its functions and classes."""
+    node = copy.deepcopy(node)
+    for inner in gast.walk(node):
+        body = getattr(inner, "body", None)
+        if isinstance(inner, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)) and body \
+                and isinstance(body[0], gast.Expr) and isinstance(body[0].value, gast.Constant) \
+                and isinstance(body[0].value.value, str):
+            inner.body = body[1:] or [gast.Pass()]
+    return node
 
 
 def regenerate(model: ModelFile, targets: Sequence[Target], options: Options) -> str:

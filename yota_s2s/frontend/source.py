@@ -17,6 +17,7 @@ rewriting) cannot be compiled again here, so those are not checked.
 from __future__ import annotations
 
 import __future__
+import contextlib
 import importlib.machinery
 import inspect
 import linecache
@@ -24,7 +25,7 @@ import os
 import textwrap
 import types
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 import gast
 
@@ -65,6 +66,25 @@ class ParsedFunction:
 
 
 _cache: dict[types.CodeType, ParsedFunction] = {}
+_readers: list[list[ParsedFunction]] = []
+
+
+@contextlib.contextmanager
+def reading() -> Iterator[list[ParsedFunction]]:
+    """Every function whose source ``parse_function`` reads inside the block (cached or not),
+    in order: what a compile traced (gradient files hash their code, gradfile.py)."""
+    seen: list[ParsedFunction] = []
+    _readers.append(seen)
+    try:
+        yield seen
+    finally:
+        _readers.remove(seen)
+
+
+def _read(parsed: ParsedFunction) -> ParsedFunction:
+    for seen in _readers:
+        seen.append(parsed)
+    return parsed
 
 
 def parse_function(fn: Any) -> ParsedFunction:
@@ -76,7 +96,7 @@ def parse_function(fn: Any) -> ParsedFunction:
         raise nested_gradient(fn.__qualname__)
     code = fn.__code__
     if code in _cache:
-        return _cache[code]
+        return _read(_cache[code])
     try:
         lines, first = inspect.getsourcelines(code)     # the code that runs, unwrapped
     except (OSError, TypeError):
@@ -100,7 +120,7 @@ def parse_function(fn: Any) -> ParsedFunction:
     node = _find_node(module, fn, code.co_firstlineno - first + 1)
     parsed = ParsedFunction(node, code.co_name, code.co_filename, first - 1, col_offset, code)
     _cache[code] = parsed
-    return parsed
+    return _read(parsed)
 
 
 def _whole_file(fn: Any, code: types.CodeType) -> gast.Module:
