@@ -256,3 +256,74 @@ def test_compile_returns_tuples_and_differentiates_through():
         return cf(x, w)[1]
     _, dx = ys.simplegrad(through, x)(x)      # its plain form is inlined
     np.testing.assert_allclose(dx, 2 * np.tanh(x * w) * (1 - np.tanh(x * w) ** 2) * w)
+
+
+# -- one wrt for every entry point (issue 30) --------------------------------------------------
+
+def two(x, y):
+    return np.sum(x * y) + np.sum(y ** 2)
+
+
+def test_wrt_means_the_same_everywhere():
+    x, y = np.arange(3.0), np.array([0.5, -1.0, 2.0])
+    dx, dy = y, x + 2 * y
+    for wrt in (0, "x", [0], ("x",), {0}, (-2,)):
+        assert ys.simplegrad(two, x, y, wrt=wrt)(x, y)[2] is None
+        np.testing.assert_array_equal(ys.simplegrad(two, x, y, wrt=wrt)(x, y)[1], dx)
+        _, g = ys.grad(two, x, y, wrt=wrt)
+        assert g[1] is None
+        np.testing.assert_array_equal(g[0], dx)
+    for wrt in ("y", {1}, [1], ("y", 1)):
+        value, gx, gy = ys.simplegrad(two, x, y, wrt=wrt)(x, y)
+        assert gx is None
+        np.testing.assert_array_equal(gy, dy)
+    np.testing.assert_array_equal(ys.gradient(two, ["y", "x"])(x, y)[1], dx)
+    np.testing.assert_array_equal(ys.jacobian(lambda x, y: x * y, x, y, argnum="y"), np.diag(x))
+    np.testing.assert_allclose(ys.hessian(two, x, y, argnum="y"), 2 * np.eye(3), atol=1e-14)
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda x, y: ys.simplegrad(two, x, y, wrt=1.5),
+     "wrt=1.5: 1.5 is not an argument's position (int), its parameter name (str), or a list, "
+     "tuple or set of them\nWrite e.g. wrt=0"),
+    (lambda x, y: ys.grad(two, x, y, wrt={"z"}),
+     "in two: wrt='z': two has no parameter 'z'\n    def two(x, y):\nIts parameters are x, y."),
+    (lambda x, y: ys.grad(two, x, y, wrt=()), "wrt=() asks for no gradient"),
+    (lambda x, y: ys.simplegrad(two, x, y, wrt=2),
+     "wrt=2: two is called with 2 arguments, so position 2 is none of them\n"),
+    (lambda x, y: ys.gradient(two, {0, 1}),
+     "argnum={0, 1} is a set, which has no order; the gradients come back in argnum's order\n"
+     "Give a tuple: argnum=(0, 1)."),
+    (lambda x, y: ys.hessian(two, x, y, argnum=(0, 1)),
+     "hessian: argnum=(0, 1) names 2 arguments; hessian differentiates one"),
+])
+def test_a_wrt_that_names_no_argument_says_what_is_accepted(call, words):
+    with pytest.raises(ys.UsageError) as err:
+        call(np.ones(3), np.ones(3))
+    assert words in str(err.value)
+
+
+def scaled(x, n):
+    return np.sum(x ** 2) * n
+
+
+def test_an_int_asked_for_is_refused_and_an_int_passed_along_gets_none():
+    x = np.array([1.0, 2.0])
+    with pytest.raises(ys.UsageError) as err:
+        ys.grad(scaled, x, 3, wrt="n")
+    assert str(err.value).startswith(
+        "test_api.py:"
+        f"{scaled.__code__.co_firstlineno} in scaled: wrt='n' asks for the gradient of scaled's "
+        "argument n, which is the int 3; an int has no gradient\n    def scaled(x, n):\n"
+        "Pass n as a float to differentiate it (np.asarray(n, dtype=float), or 1.0 for 1), or "
+        "leave it out of wrt.")
+    with pytest.raises(ys.UsageError, match="wrt=1 asks for the gradient of scaled's argument n"):
+        ys.simplegrad(scaled, x, 3, wrt=(0, 1))
+    with pytest.raises(ys.UsageError, match=r"only argument x is an array of int64: an int has "
+                                            r"no gradient(.|\n)*np.asarray\(x, dtype=float\)"):
+        ys.grad(lambda x: np.sum(x * 2.0), np.array([1, 2, 3]))
+    with pytest.raises(ys.UsageError, match="every argument of scaled is an int"):
+        ys.grad(scaled, 2, 3)
+    _, g = ys.grad(scaled, x, 3)            # passed along: None, as before
+    assert g[1] is None
+    np.testing.assert_array_equal(g[0], 6 * x)

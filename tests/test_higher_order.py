@@ -164,8 +164,10 @@ def test_hvp_and_hessian_refuse_what_they_cannot_do():
     x = np.ones(3)
     with pytest.raises(ys.YotaError, match="strategy"):
         ys.hvp(tanh_sum, x, strategy="fwd-fwd")
-    with pytest.raises(ys.YotaError, match="not a real float"):
+    with pytest.raises(ys.YotaError, match="argument n, which is the int 3; an int has no "):
         ys.hvp(lambda n, x: np.sum(x) * n, 3, x)
+    with pytest.raises(ys.YotaError, match="not a real float"):
+        ys.hvp(lambda n, x: np.sum(x) * n, 1j, x)
     with pytest.raises(ys.YotaError, match="ys.hvp"):
         ys.hessian(tanh_sum, np.ones(5000))
 

@@ -21,7 +21,7 @@ from .api import (GradResult, RecompileWarning, cache_info, clear_cache, element
                   value_and_grad, vjp)
 from .api import compile_forward as compile     # noqa: A004 (ys.compile, as jax.jit)
 from .errors import (ArgumentMismatch, GuardError, InternalError, NoRuleError, RuleError,
-                     StaticValueError, UnsupportedSyntax, UpdateError, YotaError)
+                     StaticValueError, UnsupportedSyntax, UpdateError, UsageError, YotaError)
 from .gradcheck import gradcheck
 from .higher import hessian, hvp
 from .memory import MemoryReport, memory_report
@@ -34,4 +34,4 @@ __all__ = ["simplegrad", "grad", "gradient", "value_and_grad", "vjp", "jvp", "jv
            "source", "example", "gradcheck", "memory_report", "MemoryReport", "diffrule", "jvprule",
            "nodiff", "primitive", "stop_gradient", "rules", "RULES", "YotaError",
            "UnsupportedSyntax", "NoRuleError", "StaticValueError", "RuleError", "GuardError",
-           "ArgumentMismatch", "InternalError", "UpdateError", "RecompileWarning", "__version__"]
+           "ArgumentMismatch", "InternalError", "UpdateError", "UsageError", "RecompileWarning", "__version__"]

@@ -24,16 +24,17 @@ import numpy as np
 from .cache import CACHE, Variant, arg_key, function_guard, function_key
 from .compiler import compile_forward as compile_forward_module
 from .compiler import compile_grad
-from .errors import ArgumentMismatch, YotaError
+from .errors import ArgumentMismatch, UsageError, YotaError
 from .frontend import param_names, trace_function, unbind
 from .frontend.flatten import host
 from .ir.tape import Tape
 from .rules.registry import RULES, RuleSet
+from .wrt import wrt_items, wrt_positions
 
 
 def simplegrad(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path | None = None,
                module_name: str | None = None, rules: RuleSet = RULES,
-               wrt: set[int] | None = None, buffers: bool = True) -> Callable:
+               wrt: Any = None, buffers: bool = True) -> Callable:
     """Compile the gradient of ``f`` for arguments like ``args``.
 
     Returns ``df`` with ``df(*args) == (f(*args), d0, d1, ...)``: one gradient per argument,
@@ -41,12 +42,17 @@ def simplegrad(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path
     ``{path: gradient}`` dict for structured ones. For a bound method ``model.loss``, ``df``
     is bound to ``model`` too and returns the gradient of ``self`` first.
     The function lives in a generated module: ``df.__module__`` imports in a fresh process
-    that has the module's directory (``out_dir`` or the cache) on its path. ``wrt`` (argument
-    indices) limits the gradients computed; the others come back as None. ``buffers=False``
-    writes the plain form (no work arrays, no scalar mode; docs/performance.md).
+    that has the module's directory (``out_dir`` or the cache) on its path. ``wrt`` limits the
+    gradients computed, as in ``grad`` (a position, a parameter name, or a list, tuple or set
+    of them); the others come back as None. ``buffers=False`` writes the plain form (no work
+    arrays, no scalar mode; docs/performance.md).
     """
+    fn, bound = unbind(f)
+    full = args if bound is None else (bound, *args)
+    positions = wrt_positions(fn, full, wrt, offset=int(bound is not None))
     compiled = compile_grad(f, _host(args), device=device, out_dir=out_dir,
-                            module_name=module_name, rules=rules, wrt=wrt, buffers=buffers)
+                            module_name=module_name, rules=rules, buffers=buffers,
+                            wrt=None if positions is None else set(positions))
     return _user_function(compiled, f)
 
 
@@ -99,7 +105,8 @@ def grad(f: Callable, *args: Any, wrt: Any = None, device: str = "cpu",
     """``(f(*args), GradResult)``, compiled once per static signature and cached.
 
     ``wrt`` limits the gradients computed: an argument's position or parameter name, or a
-    tuple of them (``"self"`` for the object of a bound method); the others come back None.
+    list, tuple or set of them (``"self"`` for the object of a bound method); the others come
+    back None. Asking for an int's gradient is a ``UsageError`` (ints have none).
     A bound method ``model.loss`` is compiled with ``model`` as a structured argument: its
     gradients are ``g.self``. ``device="cuda"`` generates cupy code.
     """
@@ -108,15 +115,15 @@ def grad(f: Callable, *args: Any, wrt: Any = None, device: str = "cpu",
         fn, bound = unbind(f)
         if bound is not None:
             args, offset = (bound, *args), 1
-    if isinstance(wrt, list):
-        wrt = tuple(wrt)
+    if wrt is not None and type(wrt) is not int and type(wrt) is not str:
+        wrt = wrt_items(wrt)            # a tuple: one cache key for [0], (0,) and {0}
     code = getattr(fn, "__code__", None)
     ints = frozenset(i for i, a in enumerate(args) if type(a) is int)
     dynamic = _dynamic_ints.get(code, ints) & ints
     try:
         variant, out = _cached(fn, args, wrt, device, rules, offset, dynamic)
-    except YotaError:
-        if not dynamic:
+    except YotaError as e:
+        if not dynamic or isinstance(e, UsageError):
             raise
         _dynamic_ints[code] = frozenset()     # the code needs the ints' values: static
         variant, out = _cached(fn, args, wrt, device, rules, offset, frozenset())
@@ -142,8 +149,11 @@ def value_and_grad(f: Callable, argnum: int | str | tuple = 0, *, device: str = 
 
 def _gradient_factory(f: Callable, argnum: Any, device: str, rules: RuleSet,
                       with_value: bool) -> Callable:
-    if isinstance(argnum, list):
-        argnum = tuple(argnum)
+    if isinstance(argnum, (set, frozenset)):
+        raise UsageError(f"argnum={argnum!r} is a set, which has no order; the gradients come "
+                         "back in argnum's order", hint=f"Give a tuple: argnum={tuple(argnum)!r}.")
+    items = wrt_items(argnum, "argnum")
+    argnum = items if isinstance(argnum, (list, tuple)) else items[0]
 
     def g(*args: Any) -> Any:
         value, grads = grad(f, *args, wrt=argnum, device=device, rules=rules)
@@ -233,14 +243,15 @@ def jacobian(f: Callable, *args: Any, argnum: int = 0, mode: str = "rev",
     element of the result (rows of the generated ``vjp`` function), for small results;
     ``mode="fwd"``: one Jacobian-vector product per element of the argument (columns of the
     generated ``jvp`` function), for small arguments."""
-    x = args[argnum] if isinstance(argnum, int) and -len(args) <= argnum < len(args) else None
+    from .wrt import one_position
+    k = one_position(f, args, argnum, "jacobian")
+    x = args[k]
     if not isinstance(x, (np.ndarray, float, np.floating)):
         raise YotaError(f"jacobian: argument {argnum!r} of {getattr(f, '__name__', f)} is not "
                         "a float array", hint="Give argnum= the position of an array argument.")
     if mode not in ("fwd", "rev"):
         raise YotaError(f"jacobian: mode={mode!r}", hint='Use mode="fwd" or mode="rev".')
     out = f(*args)
-    k = argnum % len(args)
     if mode == "fwd":
         jf = jvpfunction(f, *args, rules=rules, buffers=buffers)
         zeros = [_like(a, None) if _has_tangent(a) else None for a in args]
@@ -386,20 +397,8 @@ def cache_info() -> dict[str, int]:
 
 
 def _argnums(fn: Callable, args: tuple, wrt: Any, offset: int) -> set[int] | None:
-    if wrt is None:
-        return None
-    names = param_names(fn, len(args))
-    out = set()
-    for w in wrt if isinstance(wrt, tuple) else (wrt,):
-        if isinstance(w, str) and w in names:
-            out.add(names.index(w))
-        elif isinstance(w, int) and not isinstance(w, bool) and 0 <= w < len(args) - offset:
-            out.add(w + offset)
-        else:
-            raise YotaError(f"wrt={w!r} names no argument of {fn.__name__}",
-                            hint=f"Use positions 0..{len(args) - offset - 1} or the names "
-                                 f"{', '.join(names)}.")
-    return out
+    positions = wrt_positions(fn, args, wrt, offset)
+    return None if positions is None else set(positions)
 
 
 class GradResult:

@@ -49,8 +49,7 @@ def hvp(f: Callable, *args: Any, argnum: int = 0, strategy: str = "rev-rev",
                         hint='Use strategy="rev-rev" (reverse over reverse) or "fwd-rev".')
     fn, bound = unbind(f)
     name = getattr(fn, "__name__", "f")
-    x = _float_argument("hvp", f, args, argnum)
-    argnum %= len(args)
+    argnum, x = _float_argument("hvp", f, args, argnum)
     from .api import simplegrad
     df = simplegrad(f, *args, buffers=False, wrt={argnum}, rules=rules)    # traced only: numpy
     names = param_names(fn, len(args)) if bound is None else ()
@@ -140,7 +139,7 @@ def hessian(f: Callable, *args: Any, argnum: int = 0, rules: RuleSet = RULES,
     """The dense Hessian of a scalar ``f`` in argument ``argnum`` at ``args``, of shape
     ``x.shape + x.shape``: one Hessian-vector product (``hvp``) per element of ``x``, so
     meant for small ``x`` (at most ``HESSIAN_LIMIT`` elements)."""
-    x = _float_argument("hessian", f, args, argnum)
+    argnum, x = _float_argument("hessian", f, args, argnum)
     size = int(np.size(x))
     if size > HESSIAN_LIMIT:
         raise YotaError(f"hessian: argument {argnum} has {size} elements; a dense Hessian of "
@@ -156,13 +155,16 @@ def hessian(f: Callable, *args: Any, argnum: int = 0, rules: RuleSet = RULES,
     return np.reshape(np.array(rows).T, np.shape(x) + np.shape(x))
 
 
-def _float_argument(what: str, f: Callable, args: tuple, argnum: Any) -> Any:
-    x = args[argnum] if isinstance(argnum, int) and -len(args) <= argnum < len(args) else None
+def _float_argument(what: str, f: Callable, args: tuple, argnum: Any) -> tuple[int, Any]:
+    """``(position, argument)`` of the float argument ``argnum`` names (a position or name)."""
+    from .wrt import one_position
+    position = one_position(f, args, argnum, what)
+    x = args[position]
     if not (isinstance(x, (np.ndarray, np.floating, float)) and np.result_type(x).kind == "f"):
         raise YotaError(f"{what}: argument {argnum!r} of {getattr(f, '__name__', f)} is not a "
                         "real float array or float",
                         hint="Give argnum= the position of a float array argument.")
-    return x
+    return position, x
 
 
 # -- what the frontend inlines for a call of a gradient function -----------------------------
