@@ -332,8 +332,14 @@ class Gen:
         k = self.use_int(-2, self.n)
         a = f"a{self.count}"
         self.count += 1
-        self.term(a, f"{a} = 0.0", f"for t in range({k}):",
-                  f"    {a} = {a} + np.tanh(x[t] * {self.num()}) * x[t]")
+        if self.rng.random() < 0.6:
+            self.term(a, f"{a} = 0.0", f"for t in range({k}):",
+                      f"    {a} = {a} + np.tanh(x[t] * {self.num()}) * x[t]")
+            return
+        # states kept in a list, the last read back (hs[-1]): from 8 steps a loop region
+        hs = f"hs{self.count}"
+        self.term(f"np.sum({hs}[-1] ** 2)", f"{hs} = [x[:2] * 0.5]", f"for t in range({k}):",
+                  f"    {hs}.append(np.tanh({hs}[-1] * {self.num()} + x[t]))")
 
     def need_matrix(self):
         if ("A", "AM") not in self.params:
