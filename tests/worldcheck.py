@@ -196,6 +196,7 @@ def call_form(form, compiled, modules, f, args):
         modules.setdefault("loaded", set()).add(g.function.__module__)
         return (value, *g), ""
     modules[form] = ys.source(compiled[form])
+    modules.setdefault("loaded", set()).add(compiled[form].__module__)
     try:
         return compiled[form](*args), ""
     except Exception as e:
@@ -204,6 +205,7 @@ def call_form(form, compiled, modules, f, args):
         refusal = _first(e)
     compiled[form] = compile_form(form, f, args)
     modules[form] = ys.source(compiled[form])
+    modules["loaded"].add(compiled[form].__module__)
     try:
         return compiled[form](*args), refusal
     except Exception as e:
@@ -256,8 +258,7 @@ def check(world, directory: Path, forms=FORMS) -> Outcome:
                     found[form] = Outcome(world.seed, "crash", form, f"call {n}: checker",
                                           _first(e))
     finally:
-        for name in [df.__module__ for df in compiled.values()] + list(
-                modules.pop("loaded", ())):
+        for name in modules.pop("loaded", ()):     # every generated module that ran
             sys.modules.pop(name, None)
         sys.modules.pop(module.__name__, None)
         ys.clear_cache()

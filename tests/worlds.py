@@ -56,7 +56,7 @@ class World:
     def source(self) -> str:
         names = [block[-1].split(" = ")[0] for block in self.terms]
         fn = [f"def f({self.sig}):", *["    " + line for block in self.terms for line in block],
-              f"    return {' + '.join(names) or 'np.sum(x)'}"]
+              f"    return {' + '.join(names + ['np.sum(x) * 0.25'])}"]
         if self.tail:
             fn = [self.tail.splitlines()[0], *["    " + line for line in fn],
                   *self.tail.splitlines()[1:]]
@@ -372,6 +372,10 @@ class Gen:
                     lambda r: f"M.gain = {self.num()}",
                     lambda r: 'M.__dict__.pop("scale", None)')
 
+    def changes(self) -> list:
+        """The candidate changes, each once (an int's is listed thrice, to draw it often)."""
+        return list({id(m): m for m in self.mutations}.values())
+
     FEATURES = ("glob_float", "glob_tuple", "config_dict", "float_list", "array_list",
                 "glob_array", "glob_object", "class_attr", "helper", "global_int", "int_list",
                 "closure_values", "default_values", "int_slice", "int_slice", "int_range",
@@ -379,9 +383,12 @@ class Gen:
 
     # -- the module -----------------------------------------------------------------------
 
-    def build(self) -> World:
+    def build(self, chosen: tuple = (), change: int | None = None) -> World:
+        """The world: ``chosen`` features (by default two to five drawn), three to five calls
+        after the first with one to three changes each (``change``: one call, after that one
+        of the candidate changes)."""
         rng = self.rng
-        chosen = rng.sample(self.FEATURES, rng.randint(2, 5))
+        chosen = chosen or rng.sample(self.FEATURES, rng.randint(2, 5))
         for feature in chosen:
             if feature == "tied_struct" and ("m", "M") in self.params:
                 continue
@@ -409,6 +416,8 @@ class Gen:
         for _ in range(rng.randint(3, 5)):
             picks = rng.sample(self.mutations, min(len(self.mutations), rng.randint(1, 3)))
             calls.append(tuple(m(rng) for m in picks))
+        if change is not None:
+            calls = [(self.changes()[change](rng),)]
         return World(self.seed, head, sig, tuple(tuple(b) for b in self.blocks), tail,
                      tuple(n for _, n in self.params), tuple(calls),
                      tuple((k, tuple(v)) for k, v in self.leaves.items()))
@@ -417,3 +426,16 @@ class Gen:
 def generate(seed: int) -> World:
     """The program and the world changes of ``seed``."""
     return Gen(seed).build()
+
+
+def catalogue(seeds=range(3)):
+    """``(feature, change, world)``: for each seed, each feature on its own and each of its
+    candidate changes, one world of two calls with that one change between them (a table of
+    which kinds of outside read and change are still wrong, each with a small reproducer)."""
+    for seed in seeds:
+        for feature in dict.fromkeys(Gen.FEATURES):
+            probe = Gen(seed)
+            probe.build((feature,))
+            for i in range(len(probe.changes())):
+                world = Gen(seed).build((feature,), change=i)
+                yield feature, world.calls[0][0], world

@@ -9,6 +9,7 @@
     python tools/fuzz.py --n 500 --more         # accumulator loops, rows read, float16, ties...
     python tools/fuzz.py --world --n 2000 --show-failures --shrink   # the world between calls
     python tools/fuzz.py --world --seed 7 --n 1 --verbose --shrink   # one world, its modules
+    python tools/fuzz.py --world --catalogue --n 3   # each kind of read and change on its own
 
 Programs come from tests/fuzzing.py (one seed, one program, on every machine); the checks
 and the outcome classes (ok, mismatch, crash, refusal, generator) from tests/fuzzcheck.py.
@@ -237,6 +238,24 @@ def verbose_world(seed: int, forms: tuple, do_shrink: bool) -> None:
         print(f"# ---- {form} ----\n{outcome.modules.get(form, '(not compiled)')}")
 
 
+def catalogue(seeds, forms: tuple) -> int:
+    """Each feature of tests/worlds.py on its own with each of its changes (worlds.catalogue):
+    one line per world, the outcome per form; the failures' reproducers after the table."""
+    _setup(forms, False)
+    directory, bad = _STATE["base"] / "programs", []
+    print(f"{'feature':16s} {'change':48s} " + " ".join(f"{f:9s}" for f in forms))
+    for feature, change, world in worlds.catalogue(seeds):
+        outcome = worldcheck.check(world, directory, forms)
+        print(f"{feature:16s} {change[:48]:48s} "
+              + " ".join(f"{outcome.forms.get(f, '-'):9s}" for f in forms), flush=True)
+        if outcome.kind in ("mismatch", "crash", "generator"):
+            bad.append((world, outcome))
+    for world, outcome in bad:
+        print(f"\n# {outcome.line()}\n{world.describe()}")
+    print(f"{len(bad)} failing worlds")
+    return 1 if bad else 0
+
+
 def verbose(seed: int, forms: tuple, do_shrink: bool) -> None:
     """Print the program of ``seed``, its outcome, and the modules of (the shrunk) program."""
     _setup(forms, False)
@@ -286,6 +305,8 @@ def main(argv=None) -> int:
                     "the steps, float16 arguments, ties, masks, powers), not 30%% of them")
     ap.add_argument("--world", action="store_true", help="programs that read the world "
                     "outside their arguments, changed between calls (tests/worlds.py)")
+    ap.add_argument("--catalogue", action="store_true", help="with --world: each feature on "
+                    "its own with each of its changes, for --n seeds from --seed (a table)")
     ap.add_argument("--block", type=int, help="elements per block of a cache-blocked chain "
                     "(codegen/blocks.py), and chains of twice that many are blocked: small "
                     "values put the fuzzer's small arrays through the blocked form")
@@ -314,6 +335,8 @@ def main(argv=None) -> int:
     if opts.verbose:
         verbose(opts.seed, forms, opts.shrink)
         return 0
+    if opts.catalogue:
+        return catalogue(range(opts.seed, opts.seed + opts.n), forms)
     seeds = range(opts.seed, opts.seed + opts.n)
     start, counts, failures, per_form = time.perf_counter(), Counter(), [], Counter()
     if opts.jobs > 1:
