@@ -212,6 +212,45 @@ def call_form(form, compiled, modules, f, args):
         raise Found("crash", "call after compiling again", _first(e))
 
 
+def world_arrays(space: dict, f) -> list:
+    """The float arrays ``f`` may read from outside: module globals, fields of module-global
+    objects, cells of ``f``'s closure (arguments included: they are globals too)."""
+    found = []
+    for v in list(space.values()) + [c.cell_contents for c in f.__closure__ or ()]:
+        found += [v] + [a for a in vars(v).values()] if hasattr(v, "__dict__") and not \
+            isinstance(v, type) and not callable(v) else [v]
+    return [a for a in found if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
+
+
+def out_on_the_world(df, f, space, args, value, flat, fd) -> None:
+    """``out=`` entries that are arrays of the world (of the argument's shape, not the argument
+    itself): refused, or the same results as without out= (the module must not read an array
+    it has written a gradient into). The world's arrays are put back after."""
+    for i, a in enumerate(args):
+        if not isinstance(a, np.ndarray):
+            continue
+        for w in world_arrays(space, f):
+            if w is a or w.shape != a.shape or w.dtype != a.dtype or not w.flags.writeable:
+                continue
+            kept = w.copy()
+            out = [None] * len(args)
+            out[i] = w
+            try:
+                result = df(*args, out=out)
+            except (YotaError, ValueError, TypeError):
+                continue
+            except Exception as e:
+                raise Found("crash", "out= an array of the world", _first(e))
+            else:
+                got = (result[0], *result[1:i + 1], result[i + 1].copy(), *result[i + 2:])
+            finally:
+                w[...] = kept
+            try:
+                judge(got, args, value, flat, fd)
+            except Found as e:
+                raise Found(e.kind, f"out=[{i}] an array of the world: {e.check}", e.detail)
+
+
 # -- a world --------------------------------------------------------------------------------
 
 def check(world, directory: Path, forms=FORMS) -> Outcome:
@@ -246,6 +285,8 @@ def check(world, directory: Path, forms=FORMS) -> Outcome:
                     result, refused = call_form(form, compiled, modules, f, args)
                     if result is not None:
                         judge(result, args, value, flat, fd)
+                    if form == "buffered" and n == 1 + len(world.calls):
+                        out_on_the_world(compiled[form], f, space, args, value, flat, fd)
                     if refused and kinds[form] == "ok":
                         kinds[form] = "stale"
                         found[form] = Outcome(world.seed, "stale", form, f"call {n}", refused)
