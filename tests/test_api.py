@@ -327,3 +327,64 @@ def test_an_int_asked_for_is_refused_and_an_int_passed_along_gets_none():
     _, g = ys.grad(scaled, x, 3)            # passed along: None, as before
     assert g[1] is None
     np.testing.assert_array_equal(g[0], 6 * x)
+
+
+def powered(x, scale=1.0, n=2):
+    return np.sum(x ** n) * scale
+
+
+def only_by_name(x, *, s):
+    return np.sum(x) * s
+
+
+def test_keyword_arguments_of_f_are_passed_in_their_places():
+    x = np.arange(3.0)
+    value, g = ys.grad(powered, x, scale=2.0)          # traced, like a positional float
+    assert value == 10.0 and len(g) == 2
+    np.testing.assert_array_equal(g[0], 4 * x)
+    assert g["scale"] == g[1] == 5.0
+    value, g = ys.grad(powered, x, n=3)                # scale takes its default; n is static
+    assert value == 9.0 and g[1] == 9.0 and g["n"] is None
+    np.testing.assert_array_equal(g["x"], 3 * x ** 2)
+    value, gx = ys.value_and_grad(powered)(x, scale=3.0)
+    assert value == 15.0
+    np.testing.assert_array_equal(gx, 6 * x)
+    np.testing.assert_array_equal(ys.gradient(powered, "scale")(x, scale=3.0), 5.0)
+    df = ys.simplegrad(powered, x, scale=2.0)
+    assert df(x, scale=2.0)[2] == df(x, 2.0)[2] == 5.0
+    with pytest.raises(ys.UsageError) as err:
+        ys.grad(only_by_name, x, s=1.0)
+    assert str(err.value) == (
+        f"test_api.py:{only_by_name.__code__.co_firstlineno} in only_by_name: only_by_name() got "
+        "the keyword argument s=, which is keyword-only: arguments are compiled by position\n"
+        "    def only_by_name(x, *, s):\n"
+        "Make s a positional parameter (before the *), or fix its value in a lambda: "
+        "ys.grad(lambda x: only_by_name(x, s=...), ...).")
+    with pytest.raises(ys.UsageError, match="got the keyword argument scal=, which is none of "
+                                            "its parameters(.|\n)*Its parameters are x, scale, n."):
+        ys.grad(powered, x, scal=1.0)
+    with pytest.raises(ys.UsageError, match="got multiple values for argument 'x'"):
+        ys.grad(powered, x, x=x)
+
+
+def dict_loss(p, x):
+    return np.sum(np.tanh(p["W"] @ x)) + np.sum(p["layers"][0]["b"] ** 2)
+
+
+def test_struct_gradients_are_found_by_a_plain_key_and_a_miss_names_the_paths():
+    p = {"W": np.full((2, 3), 0.5), "layers": [{"b": np.array([1.0, -2.0])}]}
+    x = np.array([1.0, 2.0, 3.0])
+    _, g = ys.grad(dict_loss, p, x)
+    dW = (1 - np.tanh(p["W"] @ x) ** 2)[:, None] * x
+    np.testing.assert_allclose(g[0]["W"], dW, rtol=1e-14)
+    assert g[0]["W"] is g[0][("W",)]
+    assert g[0]["layers"][0]["b"] is g[0][("layers", 0, "b")]
+    assert dict(g[0]["layers"]) == {(0, "b"): g[0][("layers", 0, "b")]}
+    assert g[0].get("Z") is None
+    with pytest.raises(KeyError) as err:
+        g[0]["Z"]
+    assert str(err.value) == "'Z': no gradient has this path; the paths are ('W',), " \
+                             "('layers', 0, 'b')"
+    ys.update(p, g[0], lambda v, gv: v - gv)           # ys.update takes them as before
+    np.testing.assert_allclose(p["W"], 0.5 - dW, rtol=1e-14)
+    np.testing.assert_array_equal(p["layers"][0]["b"], [-1.0, 2.0])

@@ -29,12 +29,12 @@ from .frontend import param_names, trace_function, unbind
 from .frontend.flatten import host
 from .ir.tape import Tape
 from .rules.registry import RULES, RuleSet
-from .wrt import wrt_items, wrt_positions
+from .wrt import with_keywords, wrt_items, wrt_positions
 
 
 def simplegrad(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path | None = None,
                module_name: str | None = None, rules: RuleSet = RULES,
-               wrt: Any = None, buffers: bool = True) -> Callable:
+               wrt: Any = None, buffers: bool = True, **kwargs: Any) -> Callable:
     """Compile the gradient of ``f`` for arguments like ``args``.
 
     Returns ``df`` with ``df(*args) == (f(*args), d0, d1, ...)``: one gradient per argument,
@@ -45,8 +45,11 @@ def simplegrad(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path
     that has the module's directory (``out_dir`` or the cache) on its path. ``wrt`` limits the
     gradients computed, as in ``grad`` (a position, a parameter name, or a list, tuple or set
     of them); the others come back as None. ``buffers=False`` writes the plain form (no work
-    arrays, no scalar mode; docs/performance.md).
+    arrays, no scalar mode; docs/performance.md). Other keyword arguments are ``f``'s, as in
+    ``grad``; ``df`` takes them by name too.
     """
+    if kwargs:
+        args = with_keywords(f, args, kwargs)
     fn, bound = unbind(f)
     full = args if bound is None else (bound, *args)
     positions = wrt_positions(fn, full, wrt, offset=int(bound is not None))
@@ -101,15 +104,20 @@ def _pinned(fn: Callable, pinned: Callable | None, name: str) -> Callable:
 
 
 def grad(f: Callable, *args: Any, wrt: Any = None, device: str = "cpu",
-         rules: RuleSet = RULES) -> tuple[Any, "GradResult"]:
+         rules: RuleSet = RULES, **kwargs: Any) -> tuple[Any, "GradResult"]:
     """``(f(*args), GradResult)``, compiled once per static signature and cached.
 
     ``wrt`` limits the gradients computed: an argument's position or parameter name, or a
     list, tuple or set of them (``"self"`` for the object of a bound method); the others come
     back None. Asking for an int's gradient is a ``UsageError`` (ints have none).
     A bound method ``model.loss`` is compiled with ``model`` as a structured argument: its
-    gradients are ``g.self``. ``device="cuda"`` generates cupy code.
+    gradients are ``g.self``. ``device="cuda"`` generates cupy code. Other keyword arguments
+    are ``f``'s (``grad(f, x, scale=2.0)``): each is passed in its parameter's place, static or
+    traced like a positional one (parameters skipped before it take their defaults), and
+    ``g["scale"]`` is its gradient; a keyword-only parameter is refused.
     """
+    if kwargs:
+        args = with_keywords(f, args, kwargs)
     fn, offset = f, 0
     if type(f) is not types.FunctionType:
         fn, bound = unbind(f)
@@ -155,7 +163,9 @@ def _gradient_factory(f: Callable, argnum: Any, device: str, rules: RuleSet,
     items = wrt_items(argnum, "argnum")
     argnum = items if isinstance(argnum, (list, tuple)) else items[0]
 
-    def g(*args: Any) -> Any:
+    def g(*args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            args = with_keywords(f, args, kwargs)
         value, grads = grad(f, *args, wrt=argnum, device=device, rules=rules)
         picked = _picked(f, args, grads, argnum)
         return (value, picked) if with_value else picked
@@ -409,9 +419,17 @@ class GradResult:
     __slots__ = ("_grads", "_variant", "_offset")
 
     def __init__(self, grads: tuple, variant: Variant, offset: int = 0):
+        if dict in map(type, grads):
+            grads = tuple(Gradients(g) if type(g) is dict else g for g in grads)
         self._grads, self._variant, self._offset = grads, variant, offset
 
-    def __getitem__(self, i: int) -> Any:
+    def __getitem__(self, i: int | str) -> Any:
+        if isinstance(i, str):              # a parameter's name
+            params = self._variant.compiled.forward.params
+            if i not in params[self._offset:]:
+                raise KeyError(f"{i!r}: {self._variant.compiled.forward.name}'s parameters "
+                               f"are {', '.join(params[self._offset:])}")
+            return self._grads[params.index(i)]
         return self._grads[self._offset:][i]
 
     def __len__(self) -> int:
@@ -442,6 +460,40 @@ class GradResult:
         params = self._variant.compiled.forward.params
         lines = [f"  {name}: {_describe(g)}" for name, g in zip(params, self._grads)]
         return f"<GradResult of {self._variant.compiled.forward.name}\n" + "\n".join(lines) + ">"
+
+
+class Gradients(dict):
+    """The gradients of a structured argument, ``{path: gradient}`` (a path is the tuple of
+    keys, indices and attribute names that leads to the field: ``("W",)``,
+    ``("layers", 0, "b")``). A key that is not a tuple finds its path: ``g[0]["W"]`` is
+    ``g[0][("W",)]``, and ``g[0]["layers"]`` is the gradients under ``layers``, keyed by the
+    rest of their paths (``g[0]["layers"][0]["b"]``). A key that leads nowhere names the
+    paths there are."""
+
+    __slots__ = ()
+
+    def __missing__(self, key: Any) -> Any:
+        if not isinstance(key, tuple):
+            if (key,) in self:
+                return self[(key,)]
+            under = {path[1:]: g for path, g in self.items() if path[:1] == (key,)}
+            if under:
+                return Gradients(under)
+        paths = ", ".join(map(repr, self)) or "none"
+        raise GradientKeyError(f"{key!r}: no gradient has this path; the paths are {paths}")
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+
+class GradientKeyError(KeyError):
+    """A key of ``Gradients`` that is no path (its message printed plainly, not quoted)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 def _describe(g: Any) -> str:

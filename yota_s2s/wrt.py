@@ -11,6 +11,7 @@ would only fail later, in the optimizer's arithmetic). Ints merely passed along 
 """
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable
 
 import numpy as np
@@ -123,3 +124,56 @@ def where(fn: Callable) -> SourceLoc | None:
     import linecache
     text = linecache.getline(code.co_filename, code.co_firstlineno).strip()
     return SourceLoc(code.co_filename, code.co_firstlineno, func=code.co_name, text=text)
+
+
+_EMPTY = inspect.Parameter.empty
+_PARAMS: dict[Any, tuple[tuple[str, Any, Any], ...]] = {}
+
+
+def with_keywords(f: Callable, args: tuple, kwargs: dict) -> tuple:
+    """``args`` with ``f``'s keyword arguments put in their parameters' places (a parameter
+    skipped before one takes its default): the entry points compile positional arguments,
+    and the generated function takes them by name too."""
+    fn = getattr(f, "__func__", f)
+    key = getattr(fn, "__code__", fn)
+    params = _PARAMS.get(key)
+    if params is None:
+        try:
+            sig = inspect.signature(fn)
+        except (TypeError, ValueError):
+            sig = None
+        params = _PARAMS[key] = () if sig is None else tuple(
+            (p.name, p.kind, p.default) for p in sig.parameters.values())
+    if fn is not f and params and params[0][1] != inspect.Parameter.KEYWORD_ONLY:
+        params = params[1:]                 # a bound method: self is given
+    positional = [p for p in params if p[1] in (inspect.Parameter.POSITIONAL_ONLY,
+                                                 inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    names = [p[0] for p in positional]
+    name = getattr(fn, "__name__", "f")
+    places = {}
+    for k in kwargs:
+        if k not in names:
+            if not any(p[0] == k for p in params):
+                raise UsageError(f"{name}() got the keyword argument {k}=, which is none of its "
+                                 "parameters", where(fn),
+                                 f"Its parameters are {', '.join(p[0] for p in params)}.")
+            raise UsageError(f"{name}() got the keyword argument {k}=, which is keyword-only: "
+                             "arguments are compiled by position", where(fn),
+                             f"Make {k} a positional parameter (before the *), or fix its value "
+                             f"in a lambda: ys.grad(lambda {', '.join(names)}: {name}("
+                             f"{', '.join(names)}, {k}=...), ...).")
+        i = names.index(k)
+        if i < len(args):
+            raise UsageError(f"{name}() got multiple values for argument {k!r}", where(fn),
+                             f"Pass {k} by position or by name, not both.")
+        places[i] = kwargs[k]
+    out = list(args)
+    for i in range(len(args), max(places) + 1):
+        if i in places:
+            out.append(places[i])
+        elif positional[i][2] is not _EMPTY:
+            out.append(positional[i][2])
+        else:
+            raise UsageError(f"{name}() is missing the argument {names[i]!r}", where(fn),
+                             f"Pass {names[i]} too (by position or by name).")
+    return tuple(out)
