@@ -361,6 +361,10 @@ LINALG = [
     Case("inv_batched", lambda a: weighted(np.linalg.inv(a)), well_conditioned((2, 3, 3))),
     Case("det", lambda a: np.linalg.det(a), well_conditioned((3, 3))),
     Case("det_batched", lambda a: weighted(np.linalg.det(a)), well_conditioned((2, 3, 3))),
+    Case("det_singular", lambda a: weighted(np.linalg.det(a)),       # the adjugate: no inverse
+         lambda r: (np.stack([np.outer(r.standard_normal(3), r.standard_normal(3))
+                              + np.outer(r.standard_normal(3), r.standard_normal(3)),
+                              np.outer(r.standard_normal(3), r.standard_normal(3))]),)),
     Case("slogdet", lambda a: weighted(np.linalg.slogdet(a)[1]) + np.sum(np.linalg.slogdet(a)[0]), well_conditioned((2, 3, 3))),
     Case("solve", lambda a, b: weighted(np.linalg.solve(a, b)), lambda r: (well_conditioned((3, 3))(r)[0], r.standard_normal((3, 2)))),
     Case("solve_vector", lambda a, b: weighted(np.linalg.solve(a, b)), lambda r: (well_conditioned((3, 3))(r)[0], r.standard_normal(3))),
@@ -441,6 +445,13 @@ def written_through_a_view_in_scalar_mode(x1):
 
 # internal crashes and silent zeros of issue 10: each was a crash (or a zero gradient) before
 CRASHES = [
+    # issue 29: nan from 0 * 0 ** -1, a crash, a nan from 0 / 0
+    Case("pow_zero_exponent_at_zero", lambda x, e: weighted(sum((k + 1.0) * x ** k for k in range(3))
+                                                           + x[:, None] ** np.arange(3) + x ** e),
+         lambda r: (np.array([0.0, 0.7, -1.3]), np.array([0, 2, 3]))),    # e: a traced int array
+    Case("prod_empty", lambda x: np.prod(x[:0]) + weighted(np.prod(x[:, :0], axis=1)) + weighted(x),
+         normal((2, 3))),
+    Case("std_one_element", lambda x: weighted(np.std(x, axis=1)) + np.std(x[0]) + weighted(x), normal((3, 1))),
     Case("sum_size_one", lambda x: np.sum(x) * 2.0, normal((1,))),
     Case("sum_size_one_matrix", lambda x: np.sum(x), normal((1, 1))),
     Case("outer_python_float_operand", lambda x, a: weighted(np.outer(x, a)) + weighted(np.outer(a, x)),

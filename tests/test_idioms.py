@@ -311,7 +311,8 @@ TIES = [
     (lambda x: np.sum(np.abs(x)), [-1.0, 0.0, 1.0]),
     (lambda x: np.sum(np.fabs(x)), [-1.0, 0.0, 1.0]),
     (lambda x: math.fabs(float(x[1])) + abs(float(x[1])), [0.0, 0.0, 0.0]),
-    (lambda x: max(float(x[1]), 0.0), [0.0, 0.5, 0.0]),
+    (lambda x: max(float(x[1]), 0.0), [0.0, 1.0, 0.0]),      # Python's max keeps the first
+    (lambda x: min(0.0, float(x[1]), x[1] * 1.0), [0.0, 0.0, 0.0]),
     (lambda x: np.max(np.array([x[1], x[1], x[0], x[1] + 0.0])), [0.0, 1.0, 0.0]),
     (lambda x: np.min(np.stack([x, x[::-1]]), axis=0)[1] * 4, [0.0, 4.0, 0.0]),
     (lambda x: np.sum(np.sort(np.array([x[1], x[1] * 1.0, x[0]])) * np.array([1.0, 2.0, 3.0])),

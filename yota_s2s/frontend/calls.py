@@ -20,6 +20,7 @@ import numpy as np
 from ..errors import NoRuleError, StaticValueError, UnsupportedSyntax, YotaError
 from ..ir.tape import Aval, Lit, Primitive, Stmt, Var, tree_atoms, tree_map
 from ..rules.registry import opaque_primitive
+from ..rules.template import is_static
 from . import abstract
 from .collect import rule_stub, skip_call
 from .externals import RandomMethod, cell_path, is_data, random_method
@@ -551,16 +552,30 @@ def _sum(ev, args, kwargs, node):
     return total
 
 
-def _extremum(np_fn, py_fn):
+def _extremum(py_fn, more: gast.cmpop):
+    """Python's ``max``/``min`` of traced numbers: the left fold ``best = item if item > best
+    else best`` (``<`` for min) that Python runs, as ``np.where(item > best, item, best)``: a
+    nan after the first item is skipped (every comparison with it is false), a nan first stays,
+    and of equal items the first is kept, with all of the gradient. Arrays of more than one
+    element have no single truth value: Python refuses them, and so does this."""
     def handler(ev, args, kwargs, node):
         items = ev.iterate(args[0], node) if len(args) == 1 else list(args)
         if not is_traced(items):
             return py_fn(*args, **kwargs)
         if kwargs:
             raise ev.unsupported(node, f"{py_fn.__name__}() with keywords on traced values")
+        for item in items:
+            if isinstance(item, Var) and item.aval.ndim > 0 or np.ndim(item) > 0:
+                shown = item.aval if isinstance(item, Var) else f"array of shape {np.shape(item)}"
+                raise YotaError(f"{py_fn.__name__}() of a traced {shown}: Python compares its "
+                                "items with one truth value each, which an array does not have",
+                                ev.loc(node), f"For the elementwise {py_fn.__name__}imum of arrays, "
+                                f"use np.{py_fn.__name__}imum(a, b); for the largest element, "
+                                f"np.{py_fn.__name__}(x).")
         best = items[0]
         for item in items[1:]:
-            best = ev.call_primitive(ev.rules.lookup(np_fn), (best, item), {}, node)
+            better = ev.compare(more, item, best, node)
+            best = ev.call_primitive(ev.rules.lookup(np.where), (better, item, best), {}, node)
         return best
     return handler
 
@@ -598,6 +613,11 @@ def _hasattr(ev, args, kwargs, node):
     return True
 
 
+def _is_static(ev, args, kwargs, node):
+    (value,) = args
+    return not is_traced(value)
+
+
 def _print(ev, args, kwargs, node):
     return None                     # printing is not part of the gradient
 
@@ -626,9 +646,9 @@ def _not_called(*args, **kwargs):
 
 _BUILTINS = {
     len: _len, isinstance: _isinstance, type: _type, float: _float, int: _int, bool: _bool,
-    abs: _abs, sum: _sum, max: _extremum(np.maximum, max), min: _extremum(np.minimum, min),
+    abs: _abs, sum: _sum, max: _extremum(max, gast.Gt()), min: _extremum(min, gast.Lt()),
     zip: _iterating(zip), enumerate: _iterating(enumerate), reversed: _iterating(reversed),
     list: _iterating(list), tuple: _iterating(tuple), map: _map, getattr: _getattr,
     hasattr: _hasattr, item: _item, functools.partial: _partial,
-    print: _print, **NUMPY_CALLS,
+    print: _print, is_static: _is_static, **NUMPY_CALLS,
 }

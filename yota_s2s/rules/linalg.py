@@ -11,7 +11,7 @@ import numpy as np
 
 from .products import mT
 from .registry import diffrule, primitive
-from .reductions import conj_if_complex, restore_axes
+from .reductions import conj_if_complex, other_products, restore_axes
 
 primitive(np.linalg.inv, "a")
 REAL_MATRICES = "its rule is written for real matrices (a complex one needs conjugate transposes)"
@@ -43,9 +43,14 @@ def per_matrix(scale, a):
 
 
 @diffrule(np.linalg.det, "a")
-def det_grad(a, y, dy):
-    """d det(a) / da = det(a) inv(a).T, for an invertible ``a``."""
-    return per_matrix(dy * y, a) * mT(np.linalg.inv(a))
+def det_grad(a, dy):
+    """d det(a) / da is the cofactor matrix (the adjugate transposed; ``det(a) inv(a).T`` for an
+    invertible ``a``), finite for a singular ``a`` too. From the SVD ``a = u diag(s) vh``:
+    ``det(u) det(vh) conj(u) diag(the product of the other s) conj(vh)``, with no division."""
+    u, s, vh = np.linalg.svd(a)
+    phase = np.linalg.det(u) * np.linalg.det(vh)
+    others = np.expand_dims(other_products(s), -2)
+    return per_matrix(dy * phase, a) * ((np.conj(u) * others) @ np.conj(vh))
 
 
 @diffrule(np.linalg.slogdet, "a")

@@ -8,6 +8,7 @@ import operator
 import numpy as np
 
 from .registry import alias, diffrule, nodiff, primitive
+from .template import is_static
 
 # Each operator is elementwise: the numpy ufunc named beside it computes it (into out=).
 primitive(operator.add,     "x1, x2", name="add", emit=("binop", "+"),  ufunc=np.add,
@@ -29,7 +30,19 @@ diffrule(operator.mul,     "x2", "x1 * dy")
 diffrule(operator.truediv, "x1", "dy / x2")
 diffrule(operator.truediv, "x2", "-dy * y / x2")
 diffrule(operator.neg,     "x",  "-dy")
-diffrule(operator.pow,     "x1", "dy * x2 * x1 ** (x2 - 1)")
+
+
+@diffrule(operator.pow, "x1")
+def pow_base_grad(x1, x2, dy):
+    """``dy * x2 * x1 ** (x2 - 1)``, and 0 where the exponent is 0: ``x1 ** 0`` is 1 for every
+    ``x1`` (numpy's ``0 ** 0`` too), where the formula would make ``0 * 0 ** -1``, nan. A literal
+    exponent decides it when compiling (the common case: no extra work); a traced one per
+    element, with the same number of operations."""
+    if not (is_static(x2) and np.ndim(x2) == 0):
+        return dy * x2 * x1 ** np.where(x2 == 0, 1, x2 - 1)
+    if x2 == 0:
+        return None
+    return dy * x2 * x1 ** (x2 - 1)
 
 
 @diffrule(operator.pow, "x2")

@@ -67,7 +67,10 @@ diffrule(np.min, "a", max_grad)
 @diffrule(np.prod, "a", ignores=("dtype",))
 def prod_grad(a, dy, axis=None, keepdims=False):
     """The product of all the other elements: exclusive products from the left and from the
-    right, so zeros in ``a`` are exact (``y / a`` would give nan)."""
+    right, so zeros in ``a`` are exact (``y / a`` would give nan). An empty ``a`` (its product
+    is 1) has an empty gradient."""
+    if np.size(a) == 0:
+        return None
     if axis is None:
         return np.reshape(prod_grad(np.reshape(a, -1), np.reshape(dy, (1,)), 0, True), a.shape)
     dy = restore_axes(dy, axis, keepdims)
@@ -99,8 +102,11 @@ def var_grad(a, y, dy, axis=None, ddof=0, keepdims=False):
 
 @diffrule(np.std, "a", ignores=("dtype",))
 def std_grad(a, y, dy, axis=None, ddof=0, keepdims=False):
-    """``(a - mean) / ((N - ddof) std)`` times ``dy``."""
+    """``(a - mean) / ((N - ddof) std)`` times ``dy``; 0 over one element (``N == 1``), where the
+    formula would make 0 / 0."""
     count = np.size(a) // max(np.size(y), 1)
+    if count == 1:
+        return None             # the std of one number is 0, whatever the number
     centered = conj_if_complex(a - np.mean(a, axis=axis, keepdims=True))
     return restore_axes(dy / y, axis, keepdims) * centered / (count - ddof)
 

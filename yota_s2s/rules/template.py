@@ -42,6 +42,14 @@ def spelled(fn: Any) -> str:
     return name
 
 
+def is_static(value: Any) -> bool:
+    """In a rule function: is ``value`` known when the gradient is compiled (a literal operand
+    such as the ``3`` of ``x ** 3``, an option), not a traced value? A rule branches on it to
+    keep the cheaper gradient of a literal (the frontend answers it; run as plain Python, as
+    ``diffrule`` checks run, every value is static)."""
+    return True
+
+
 def _option_example(prim: Primitive) -> str:
     return f'ys.primitive({spelled(prim.fn)}, "{", ".join(prim.operands)}, option=default")'
 

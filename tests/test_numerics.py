@@ -1,0 +1,214 @@
+"""Numerics where numpy code is smooth (or Python's semantics are exact) but a gradient was
+nan, wrong or a crash: issue 29 items 5-8 and its crashes, issue 35's std and power.
+
+Each test compares the value with the function run by numpy and the gradient with the exact
+derivative (or central finite differences), in both forms and through ``ys.grad``.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import yota_s2s as ys
+from yota_s2s.gradcheck import numerical_grad
+
+BOTH = pytest.mark.parametrize("buffers", [True, False], ids=["buffered", "plain"])
+
+
+def grads(f, *args, buffers=True):
+    """``(value, *gradients)`` of the compiled gradient of ``f``, called twice (work arrays)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)      # nan made by the program itself
+        df = ys.simplegrad(f, *args, buffers=buffers)
+        df(*args)
+        return df(*args)
+
+
+# -- item 6: x ** 0 at x = 0 ---------------------------------------------------------------
+
+Z = np.array([0.0, 1.5, -2.0])
+
+
+def poly(x):
+    c = [1.0, 2.0, 3.0]
+    return np.sum(sum(c[k] * x ** k for k in range(3)))
+
+
+def vandermonde(x):
+    return np.sum(x[:, None] ** np.arange(3) * np.array([1.0, 2.0, 3.0]))
+
+
+def vandermonde_float(x):
+    return np.sum(x[:, None] ** np.arange(3.0) * np.array([1.0, 2.0, 3.0]))
+
+
+def power_int_zero(x):
+    return np.sum(np.power(x, 0) * 5.0) + np.sum(x)
+
+
+def power_float_zero(x):
+    return np.sum(np.power(x, 0.0) * x)
+
+
+def array_exponent(x):
+    return np.sum(x ** np.array([0.0, 2.0, 0.0]))
+
+
+def scalar_powers(x):
+    return x[0] ** 0 + x[0] ** 0.0 * x[1] + x[0] ** 1
+
+
+POWERS = [(poly, 2.0 + 6.0 * Z), (vandermonde, 2.0 + 6.0 * Z), (vandermonde_float, 2.0 + 6.0 * Z),
+          (power_int_zero, np.ones(3)), (power_float_zero, np.ones(3)),
+          (array_exponent, np.array([0.0, 3.0, 0.0])), (scalar_powers, np.array([1.0, 1.0, 0.0]))]
+
+
+@BOTH
+@pytest.mark.parametrize("f, expected", POWERS, ids=[f.__name__ for f, _ in POWERS])
+def test_power_with_exponent_zero_has_gradient_zero_at_zero(f, expected, buffers):
+    value, dx = grads(f, Z, buffers=buffers)
+    assert value == pytest.approx(f(Z))
+    np.testing.assert_allclose(dx, expected, rtol=1e-12)
+
+
+def test_traced_exponent_zero_at_zero_base():
+    def f(x, e):
+        return np.sum(x ** e)
+    x, e = np.array([0.0, 0.0, 2.0]), np.array([0.0, 2.0, 0.0])
+    value, g = ys.grad(f, x, e)
+    assert value == f(x, e)
+    np.testing.assert_array_equal(g[0], [0.0, 0.0, 0.0])
+    np.testing.assert_allclose(g[1], [0.0, 0.0, np.log(2.0)])
+
+
+def test_power_zero_second_order():
+    v = np.array([1.0, 0.5, 2.0])
+    hf = ys.hvp(poly, Z)
+    np.testing.assert_allclose(hf(Z, v), 6.0 * v)
+    hf = ys.hvp(lambda x: np.sum(x[:, None] ** np.arange(4)), Z)
+    np.testing.assert_allclose(hf(Z, v), (2.0 + 6.0 * Z) * v)
+
+
+def test_literal_nonzero_exponent_keeps_its_code():
+    def f(x):
+        return np.sum(x ** 3)
+    text = ys.source(ys.simplegrad(f, Z))
+    body = text.split("-- backward --")[1]
+    assert "where" not in body and "xp.square(x" in body
+
+
+# -- item 8: Python's max and min ----------------------------------------------------------
+
+def two(x):
+    return max(x[0], x[1])
+
+
+def three_min(x):
+    return min(x[0], x[1] * 2.0, x[2])
+
+
+def of_a_list(x):
+    return max([x[0], x[1], x[2]])
+
+
+def of_an_array(x):
+    return max(x)
+
+
+E = np.eye(3)
+# each function's items as (value, gradient) pairs, and which of max/min picks among them
+EXTREMA = [(two, max, lambda x: [(x[0], E[0]), (x[1], E[1])]),
+           (three_min, min, lambda x: [(x[0], E[0]), (x[1] * 2.0, 2.0 * E[1]), (x[2], E[2])]),
+           (of_a_list, max, lambda x: [(x[i], E[i]) for i in range(3)]),
+           (of_an_array, max, lambda x: [(x[i], E[i]) for i in range(3)])]
+POINTS = [[1.0, np.nan, 3.0], [np.nan, 1.0, 0.0], [2.0, 2.0, 2.0], [1.0, 2.0, -1.0],
+          [0.0, 0.0, 5.0], [4.0, np.nan, np.nan], [1.0, 0.5, 0.5]]
+
+
+def picked(py_fn, items):
+    """The item Python's max/min returns: the first, unless a later one compares greater
+    (less) than the best so far."""
+    best = items[0]
+    for item in items[1:]:
+        if (item[0] > best[0]) if py_fn is max else (item[0] < best[0]):
+            best = item
+    return best
+
+
+@BOTH
+@pytest.mark.parametrize("f, py_fn, items", EXTREMA, ids=[e[0].__name__ for e in EXTREMA])
+def test_python_max_min_is_pythons_left_fold(f, py_fn, items, buffers):
+    for point in POINTS:
+        x = np.array(point)
+        value, dx = grads(f, x, buffers=buffers)
+        np.testing.assert_equal(value, f(x))
+        expected_value, expected = picked(py_fn, items(x))
+        np.testing.assert_equal(value, expected_value)
+        np.testing.assert_array_equal(dx, expected, err_msg=f"{f.__name__} at {point}")
+
+
+def test_python_max_keeps_the_first_of_equal_items():
+    _, g = ys.grad(lambda a, b: max(a, b) + 2.0 * min(b, a), 1.0, 1.0)
+    assert g[0] == 1.0 and g[1] == 2.0
+    _, g = ys.grad(lambda x: max(x[0], x[1]), np.array([np.nan, 1.0]))
+    np.testing.assert_array_equal(g[0], [1.0, 0.0])
+
+
+def test_python_max_of_arrays_is_refused_as_python_refuses_it():
+    with pytest.raises(ys.YotaError, match="np.maximum"):
+        ys.simplegrad(lambda x: np.sum(max(x, 2.0 * x)), np.ones(3))
+
+
+# -- crashes: det of a singular matrix, prod of an empty array, std of one element ----------
+
+SINGULAR = [np.array([[1.0, 2.0], [2.0, 4.0]]),
+            np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]]),
+            np.outer([1.0, 2.0, 3.0], [1.0, 1.0, 2.0])]
+
+
+@BOTH
+@pytest.mark.parametrize("a", SINGULAR, ids=["2x2", "rank2", "rank1"])
+def test_det_of_a_singular_matrix_has_the_adjugate_as_gradient(a, buffers):
+    value, da = grads(lambda a: np.linalg.det(a), a, buffers=buffers)
+    assert value == pytest.approx(np.linalg.det(a), abs=1e-12)
+    # the cofactor matrix: each entry's minor, signed
+    n = len(a)
+    cofactor = np.array([[(-1) ** (i + j) * np.linalg.det(np.delete(np.delete(a, i, 0), j, 1))
+                          for j in range(n)] for i in range(n)])
+    np.testing.assert_allclose(da, cofactor, atol=1e-9)
+
+
+def test_det_batched_with_a_singular_matrix():
+    a = np.stack([np.outer([1.0, 2.0, 3.0], [1.0, 1.0, 2.0]) + np.outer([0, 1.0, 0], [1.0, 0, 0]),
+                  np.eye(3) * 2 + 0.1])
+
+    def f(a):
+        return np.sum(np.linalg.det(a) * np.array([1.0, 2.0]))
+    _, g = ys.grad(f, a)
+    np.testing.assert_allclose(g[0], numerical_grad(f, (a,), 0), atol=1e-7)
+
+
+@BOTH
+def test_prod_of_an_empty_array_is_one_with_an_empty_gradient(buffers):
+    def f(x):
+        return np.prod(x[:0]) * 2.0 + np.sum(np.prod(x.reshape(2, 1)[:, :0], axis=1)) + np.sum(x)
+    value, dx = grads(f, np.array([1.0, 2.0]), buffers=buffers)
+    assert value == f(np.array([1.0, 2.0])) == 7.0
+    np.testing.assert_array_equal(dx, [1.0, 1.0])
+    value, dx = grads(lambda e: np.prod(e) + 0.0, np.zeros(0), buffers=buffers)
+    assert value == 1.0 and dx.shape == (0,)
+
+
+@BOTH
+def test_std_over_one_element_has_gradient_zero(buffers):
+    def f(x):
+        return np.std(x[:1]) + np.sum(np.std(x.reshape(3, 1), axis=1)) \
+            + np.sum(np.std(x.reshape(1, 3), axis=0, keepdims=True)) + np.var(x[1:2])
+    x = np.array([1.0, 2.0, 4.0])
+    value, dx = grads(f, x, buffers=buffers)
+    assert value == f(x) == 0.0
+    np.testing.assert_array_equal(dx, [0.0, 0.0, 0.0])
+    value, dx = grads(lambda x: np.std(x), np.array([3.0]), buffers=buffers)
+    assert value == 0.0 and dx.tolist() == [0.0]
