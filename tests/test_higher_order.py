@@ -213,3 +213,101 @@ def test_a_buffered_module_imported_from_its_file_is_refused_with_the_way_out(tm
     with pytest.raises(ys.UnsupportedSyntax, match="(?s)buffered gradient module.*buffers=False"):
         ys.simplegrad(through, x)
     del sys.modules["imported_buffered"]
+
+
+# -- found again, and scipy.optimize's spelling (issue 30) ------------------------------------
+
+def chained(x, a, b):
+    """The n-dimensional Rosenbrock function, with its constants as arguments."""
+    return np.sum(b * (x[1:] - x[:-1] ** 2) ** 2 + (a - x[:-1]) ** 2)
+
+
+def rosen_hessian(x, a, b):          # a enters the gradient only
+    n = len(x)
+    H = np.zeros((n, n))
+    for i in range(n - 1):
+        H[i, i] += 2 - 4 * b * (x[i + 1] - 3 * x[i] ** 2)
+        H[i + 1, i + 1] += 2 * b
+        H[i, i + 1] = H[i + 1, i] = -4 * b * x[i]
+    return H
+
+
+@pytest.fixture
+def compiles(monkeypatch):
+    """How many gradients are compiled (every hessian, hessp and jacobian compiles some)."""
+    import yota_s2s.api as api
+    import yota_s2s.compiler as compiler
+    ys.clear_cache()
+    count = [0]
+    for module, name in ((api, "compile_grad"), (compiler, "compile_jvp")):
+        real = getattr(module, name)
+
+        def counted(*args, real=real, **kwargs):
+            count[0] += 1
+            return real(*args, **kwargs)
+        monkeypatch.setattr(module, name, counted)
+    return count
+
+
+def test_hessian_and_jacobian_compile_once_per_signature(compiles):
+    x = np.array([-1.2, 1.0, 0.5])
+    np.testing.assert_allclose(ys.hessian(chained, x, 1.0, 100.0), rosen_hessian(x, 1.0, 100.0),
+                               rtol=1e-13)
+    first = compiles[0]
+    assert first == 2                        # the plain gradient, then <grad, v>'s gradient
+    y = np.array([0.3, -0.2, 2.0])
+    np.testing.assert_allclose(ys.hessian(chained, y, 1.0, 10.0), rosen_hessian(y, 1.0, 10.0),
+                               rtol=1e-13)
+    assert compiles[0] == first              # found again: a new point, new constants
+    ys.hessian(chained, np.ones(4), 1.0, 10.0)
+    assert compiles[0] == first + 2          # a new shape compiles
+    A = np.array([[1.0, 2.0, 0.0], [0.0, -1.0, 3.0]])
+    for mode in ("rev", "fwd"):
+        before = compiles[0]
+        for point in (x, y):
+            np.testing.assert_allclose(ys.jacobian(lambda x, A: np.tanh(A @ x), point, A,
+                                                   mode=mode),
+                                       (1 - np.tanh(A @ point) ** 2)[:, None] * A, rtol=1e-13)
+        assert compiles[0] == before + 1
+
+
+SCALE = 2.0
+
+
+def scaled_cube(x):
+    return SCALE * np.sum(x ** 3)
+
+
+def test_a_found_hessian_follows_a_global_rebound(compiles):
+    global SCALE
+    x = np.array([1.0, 2.0])
+    try:
+        np.testing.assert_allclose(ys.hessian(scaled_cube, x), np.diag(12 * x), rtol=1e-14)
+        SCALE = 3.0                          # the compiled code read SCALE: compiled again
+        np.testing.assert_allclose(ys.hessian(scaled_cube, x), np.diag(18 * x), rtol=1e-14)
+        assert compiles[0] == 4
+    finally:
+        SCALE = 2.0
+
+
+def test_scipy_minimize_takes_gradient_hessp_and_value_and_grad():
+    from scipy.optimize import minimize
+    x0, args = np.array([-1.2, 1.0, 0.5, 0.3]), (1.0, 100.0)
+    hp = ys.hessp(chained)
+    p = np.array([1.0, -2.0, 0.5, 3.0])
+    np.testing.assert_allclose(hp(x0, p, *args), rosen_hessian(x0, *args) @ p, rtol=1e-13)
+    found = []
+    for method in ("trust-ncg", "Newton-CG"):
+        result = minimize(chained, x0, args=args, jac=ys.gradient(chained), hessp=hp,
+                          method=method)
+        assert result.success, result.message
+        found.append(result.x)
+    result = minimize(ys.value_and_grad(chained), x0, args=args, jac=True, method="BFGS")
+    assert result.success, result.message
+    found.append(result.x)
+    result = minimize(chained, x0, args=args, jac=ys.gradient(chained), method="trust-exact",
+                      hess=lambda x, *a: ys.hessian(chained, x, *a))
+    found.append(result.x)
+    for x in found:                          # the same local minimum, a stationary point
+        np.testing.assert_allclose(x, found[0], atol=1e-4)
+        assert np.max(np.abs(ys.gradient(chained)(x, *args))) < 1e-4

@@ -23,13 +23,13 @@ from .api import compile_forward as compile     # noqa: A004 (ys.compile, as jax
 from .errors import (ArgumentMismatch, GuardError, InternalError, NoRuleError, RuleError,
                      StaticValueError, UnsupportedSyntax, UpdateError, UsageError, YotaError)
 from .gradcheck import gradcheck
-from .higher import hessian, hvp
+from .higher import hessian, hessp, hvp
 from .memory import MemoryReport, memory_report
 from .rules import RULES, diffrule, jvprule, nodiff, primitive, stop_gradient
 from .struct_update import update
 
 __all__ = ["simplegrad", "grad", "gradient", "value_and_grad", "vjp", "jvp", "jvpfunction",
-           "jacobian", "hvp", "hessian", "elementwise_grad", "compile", "GradResult", "update",
+           "jacobian", "hvp", "hessp", "hessian", "elementwise_grad", "compile", "GradResult", "update",
            "clear_cache", "cache_info", "trace",
            "source", "example", "gradcheck", "memory_report", "MemoryReport", "diffrule", "jvprule",
            "nodiff", "primitive", "stop_gradient", "rules", "RULES", "YotaError",

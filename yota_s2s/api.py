@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from .cache import CACHE, Variant, arg_key, function_guard, function_key
+from .cache import BUILT, CACHE, Variant, arg_key, function_guard, function_key
 from .compiler import compile_forward as compile_forward_module
 from .compiler import compile_grad
 from .errors import ArgumentMismatch, UsageError, YotaError
@@ -50,13 +50,19 @@ def simplegrad(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path
     """
     if kwargs:
         args = with_keywords(f, args, kwargs)
+    return _simplegrad(f, args, device=device, out_dir=out_dir, module_name=module_name,
+                       rules=rules, wrt=wrt, buffers=buffers)[0]
+
+
+def _simplegrad(f: Callable, args: tuple, wrt: Any = None, **options: Any
+                ) -> tuple[Callable, Any]:
+    """``simplegrad``'s function and the ``Compiled`` it comes from (its guards)."""
     fn, bound = unbind(f)
     full = args if bound is None else (bound, *args)
     positions = wrt_positions(fn, full, wrt, offset=int(bound is not None))
-    compiled = compile_grad(f, _host(args), device=device, out_dir=out_dir,
-                            module_name=module_name, rules=rules, buffers=buffers,
-                            wrt=None if positions is None else set(positions))
-    return _user_function(compiled, f)
+    compiled = compile_grad(f, _host(args), wrt=None if positions is None else set(positions),
+                            **options)
+    return _user_function(compiled, f), compiled
 
 
 def compile_forward(f: Callable, *args: Any, device: str = "cpu",
@@ -204,6 +210,12 @@ def vjp(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path | None
     gradient with respect to ``cotangent`` is ``f``'s value. ``buffers=False`` writes the plain
     form. ``ys.source(vf)`` shows it.
     """
+    return _vjp(f, args, device=device, out_dir=out_dir, module_name=module_name, rules=rules,
+                buffers=buffers)[0]
+
+
+def _vjp(f: Callable, args: tuple, **options: Any) -> tuple[Callable, Any]:
+    """``vjp``'s function and the ``Compiled`` it comes from."""
     cotangent = _example_cotangent(f, args)
     objective = _vjp_objective(f)
     names = param_names(unbind(f)[0], len(args)) if not unbind(f)[1] else ()
@@ -215,8 +227,7 @@ def vjp(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path | None
     name = f"{getattr(f, '__name__', '')}_vjp"
     if name.isidentifier():
         objective.__yota_name__ = name
-    df = simplegrad(objective, *args, cotangent, device=device, out_dir=out_dir,
-                    module_name=module_name, rules=rules, buffers=buffers)
+    df, compiled = _simplegrad(objective, (*args, cotangent), **options)
 
     @functools.wraps(df)
     def vf(*args_and_cotangent: Any) -> tuple:
@@ -226,7 +237,7 @@ def vjp(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path | None
     vf.__yota_gradient__ = True
     from .higher import vjp_inline
     vf.__yota_inline__ = vjp_inline(df)
-    return vf
+    return vf, compiled
 
 
 def _vjp_objective(f: Callable) -> Callable:
@@ -262,8 +273,10 @@ def jacobian(f: Callable, *args: Any, argnum: int = 0, mode: str = "rev",
     if mode not in ("fwd", "rev"):
         raise YotaError(f"jacobian: mode={mode!r}", hint='Use mode="fwd" or mode="rev".')
     out = f(*args)
+    key = ("jacobian", mode, k, buffers, function_key(f), rules, rules.version,
+           *(arg_key(a) for a in args))
     if mode == "fwd":
-        jf = jvpfunction(f, *args, rules=rules, buffers=buffers)
+        jf = BUILT.get(key, args, lambda: _jvpfunction(f, args, rules=rules, buffers=buffers))
         zeros = [_like(a, None) if _has_tangent(a) else None for a in args]
         columns = []
         for i in range(np.size(x)):
@@ -273,7 +286,8 @@ def jacobian(f: Callable, *args: Any, argnum: int = 0, mode: str = "rev",
             columns.append(np.asarray(jf(*args, *[t for t in tangents if t is not None])[1]))
         return np.reshape(np.stack(columns, axis=-1) if columns else
                           np.zeros(np.shape(out) + (0,)), np.shape(out) + np.shape(x))
-    vf = vjp(f, *args, rules=rules, buffers=buffers)
+    cotangent = np.zeros(np.shape(out), np.result_type(out))
+    vf = BUILT.get(key, (*args, cotangent), lambda: _vjp(f, args, rules=rules, buffers=buffers))
     rows = []
     for i in range(out.size):
         cotangent = np.zeros(out.shape, out.dtype)
@@ -294,14 +308,20 @@ def jvpfunction(f: Callable, *args: Any, tangents: tuple | None = None, device: 
     order; ints and static arguments have none), in a generated module (``ys.source(jf)``)
     whose ``# -- tangent --`` section computes ``dot_h`` for each ``h``. ``tangents``: example
     tangents to trace with (ones by default; only their shapes matter)."""
+    return _jvpfunction(f, args, tangents, device=device, out_dir=out_dir,
+                        module_name=module_name, rules=rules, buffers=buffers)[0]
+
+
+def _jvpfunction(f: Callable, args: tuple, tangents: tuple | None = None, **options: Any
+                 ) -> tuple[Callable, Any]:
+    """``jvpfunction``'s function and the ``Compiled`` it comes from."""
     from .compiler import compile_jvp
-    compiled = compile_jvp(f, _host(args), tangents, rules=rules, device=device, out_dir=out_dir,
-                           module_name=module_name, buffers=buffers)
+    compiled = compile_jvp(f, _host(args), tangents, **options)
     fn = compiled.fn
     inner, bound = unbind(f)
     if compiled.reads_closure:
         fn = compiled.module.bind(inner)
-    return fn if bound is None else types.MethodType(fn, bound)
+    return (fn if bound is None else types.MethodType(fn, bound)), compiled
 
 
 _jvp_cache: dict[Any, Callable] = {}
@@ -397,8 +417,10 @@ class RecompileWarning(UserWarning):
 
 
 def clear_cache() -> None:
-    """Forget every gradient ``grad`` compiled (the generated files stay on disk)."""
+    """Forget every gradient ``grad`` compiled, and the functions ``hessian``, ``hessp`` and
+    ``jacobian`` keep (the generated files stay on disk)."""
     CACHE.clear()
+    BUILT.clear()
 
 
 def cache_info() -> dict[str, int]:

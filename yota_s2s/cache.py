@@ -346,3 +346,51 @@ class Cache:
 
 
 CACHE = Cache()
+
+
+class Built:
+    """Functions built over compiled modules (``ys.hessian``'s Hessian-vector product,
+    ``ys.jacobian``'s vector-Jacobian product, ``ys.hessp``'s), found again by a key like
+    ``grad``'s (the function, the rules, the options, each argument's static signature) and
+    kept while the guards of the compile that traced the user's code hold: ``fresh()``
+    (globals, closure cells, class attributes read) and ``fits(*args)`` (struct leaves and
+    classes). One function per key, the least recently used dropped past ``maxsize``."""
+
+    def __init__(self, maxsize: int = 64):
+        self.maxsize = maxsize
+        self._entries: OrderedDict[Any, tuple[Any, Callable | None, Callable | None]] = \
+            OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Any, guard_args: tuple,
+            build: Callable[[], tuple[Any, Compiled]]) -> Any:
+        """The function kept under ``key`` if its guards accept ``guard_args`` (the traced
+        compile's arguments), else ``build()``'s, kept. ``build`` returns the function and
+        the compile whose guards decide when it applies."""
+        with self._lock:
+            entry = self._entries.get(key)
+        if entry is not None:
+            fn, fits, fresh = entry
+            if (fresh is None or fresh()) and (fits is None or fits(*guard_args)):
+                with self._lock:
+                    if key in self._entries:
+                        self._entries.move_to_end(key)
+                return fn
+        fn, compiled = build()
+        fits, fresh = make_guards(compiled) if compiled.assumes is not None else (None, None)
+        with self._lock:
+            self._entries[key] = (fn, fits, fresh)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.maxsize:
+                self._entries.popitem(last=False)
+        return fn
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+BUILT = Built()

@@ -175,12 +175,19 @@ def jvp_tape(f: Any, args: Sequence[Any], tangents: Sequence[Any] | None = None,
              rules: RuleSet = RULES, check: bool = False, passes: bool = True) -> tuple[Tape, Tape]:
     """(forward tape, optimized tape that also computes the tangent) for ``f`` on ``args``,
     the tangents' example values ``tangents`` (ones where None)."""
+    forward, tape, _ = _jvp_stages(f, args, tangents, rules, check, passes)
+    return forward, tape
+
+
+def _jvp_stages(f: Any, args: Sequence[Any], tangents: Sequence[Any] | None, rules: RuleSet,
+                check: bool, passes: bool) -> tuple[Tape, Tape, Assumptions]:
     # (forward mode has no JVP of a loop region yet: its loops are unrolled)
     forward, ev = trace_function(f, args, rules, regions=False)
+    assumes = Assumptions(tuple(ev.flattener.types), tuple(ev.flattener.aliases), tuple(ev.depends))
     if check:
         verify.check(forward)
     tape = forward_sweep(forward, ev, list(tangents or [None] * len(args)))
-    return forward, _optimized(tape, rules, check, passes)
+    return forward, _optimized(tape, rules, check, passes), assumes
 
 
 def compile_jvp(f: Any, args: Sequence[Any], tangents: Sequence[Any] | None = None, *,
@@ -191,5 +198,5 @@ def compile_jvp(f: Any, args: Sequence[Any], tangents: Sequence[Any] | None = No
     one tangent argument per argument with float values (forward.py)."""
     if device not in DEVICES:
         raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
-    forward, tape = jvp_tape(f, args, tangents, rules, check)
-    return _written(forward, tape, device, out_dir, module_name, None, buffers)
+    forward, tape, assumes = _jvp_stages(f, args, tangents, rules, check, passes=True)
+    return _written(forward, tape, device, out_dir, module_name, None, buffers, assumes)

@@ -47,14 +47,22 @@ def hvp(f: Callable, *args: Any, argnum: int = 0, strategy: str = "rev-rev",
     if strategy not in STRATEGIES:
         raise YotaError(f"hvp: strategy={strategy!r} is not one of {', '.join(STRATEGIES)}",
                         hint='Use strategy="rev-rev" (reverse over reverse) or "fwd-rev".')
+    argnum, x = _float_argument("hvp", f, args, argnum)
+    return _hvp(f, args, argnum, x, strategy, device, out_dir, module_name, rules, buffers)[0]
+
+
+def _hvp(f: Callable, args: tuple, argnum: int, x: Any, strategy: str, device: str,
+         out_dir: str | Path | None, module_name: str | None, rules: RuleSet,
+         buffers: bool) -> tuple[Callable, Any]:
+    """``hvp``'s function, and the ``Compiled`` of ``f``'s first gradient (the compile that
+    traced ``f``: its guards say when the function still applies)."""
     fn, bound = unbind(f)
     name = getattr(fn, "__name__", "f")
-    argnum, x = _float_argument("hvp", f, args, argnum)
-    from .api import simplegrad
-    df = simplegrad(f, *args, buffers=False, wrt={argnum}, rules=rules)    # traced only: numpy
+    from .api import _simplegrad, simplegrad
+    df, first = _simplegrad(f, args, buffers=False, wrt={argnum}, rules=rules)  # traced: numpy
     names = param_names(fn, len(args)) if bound is None else ()
     if strategy == "fwd-rev":
-        return _fwd_rev(df, args, argnum, name, names, device, rules)
+        return _fwd_rev(df, args, argnum, name, names, device, rules), first
     directional = _directional(df, argnum)
     if len(names) == len(args):
         v = "v"
@@ -74,7 +82,39 @@ def hvp(f: Callable, *args: Any, argnum: int = 0, strategy: str = "rev-rev",
     hessian_vector.__yota_inline__ = lambda *example: functools.partial(picked_gradient, hf,
                                                                        argnum, False)
     hessian_vector.strategy = strategy
-    return hessian_vector
+    return hessian_vector, first
+
+
+def _cached_hvp(f: Callable, args: tuple, argnum: int, x: Any, strategy: str,
+                rules: RuleSet) -> Callable:
+    """``hvp(f, *args, argnum=argnum)``, compiled once per function and argument signature
+    and found again (``cache.BUILT``, guarded like ``ys.grad``'s variants)."""
+    from .cache import BUILT, arg_key, function_key
+    key = ("hvp", strategy, argnum, function_key(f), rules, rules.version,
+           *(arg_key(a) for a in args))
+    _, bound = unbind(f)
+    return BUILT.get(key, args if bound is None else (bound, *args),
+                     lambda: _hvp(f, args, argnum, x, strategy, "cpu", None, None, rules, True))
+
+
+def hessp(f: Callable, *, strategy: str = "rev-rev", rules: RuleSet = RULES) -> Callable:
+    """scipy.optimize's ``hessp=``: ``hp(x, p, *args) == H(x) @ p``, ``H`` the Hessian of a
+    scalar ``f(x, *args)`` in its first argument, in the order scipy calls it
+    (``minimize(f, x0, args=args, jac=ys.gradient(f), hessp=ys.hessp(f),
+    method="trust-ncg")``). Each call goes through a cache like ``grad``'s: the
+    Hessian-vector product is compiled for the first signature and found again after that."""
+    if strategy not in STRATEGIES:
+        raise YotaError(f"hessp: strategy={strategy!r} is not one of {', '.join(STRATEGIES)}",
+                        hint='Use strategy="rev-rev" (reverse over reverse) or "fwd-rev".')
+
+    def hp(x: Any, p: Any, *args: Any) -> Any:
+        full = (x, *args)
+        _, x = _float_argument("hessp", f, full, 0)
+        hf = _cached_hvp(f, full, 0, x, strategy, rules)
+        return hf(*full, np.asarray(p, dtype=np.result_type(x)).reshape(np.shape(x)))
+    hp.__name__ = hp.__qualname__ = f"hessp_{getattr(f, '__name__', 'f')}"
+    hp.__doc__ = f"H(x) @ p for {getattr(f, '__name__', 'f')} (ys.hessp)"
+    return hp
 
 
 def _directional(df: Callable, argnum: int) -> Callable:
@@ -138,7 +178,9 @@ def hessian(f: Callable, *args: Any, argnum: int = 0, rules: RuleSet = RULES,
             strategy: str = "rev-rev") -> np.ndarray:
     """The dense Hessian of a scalar ``f`` in argument ``argnum`` at ``args``, of shape
     ``x.shape + x.shape``: one Hessian-vector product (``hvp``) per element of ``x``, so
-    meant for small ``x`` (at most ``HESSIAN_LIMIT`` elements)."""
+    meant for small ``x`` (at most ``HESSIAN_LIMIT`` elements). The Hessian-vector product
+    is compiled once per function and argument signature and found again after that (as
+    ``ys.grad``'s gradients are): scipy's ``hess=lambda x, *a: ys.hessian(f, x, *a)``."""
     argnum, x = _float_argument("hessian", f, args, argnum)
     size = int(np.size(x))
     if size > HESSIAN_LIMIT:
@@ -146,7 +188,10 @@ def hessian(f: Callable, *args: Any, argnum: int = 0, rules: RuleSet = RULES,
                         f"it has {size * size} and takes {size} Hessian-vector products",
                         hint="Use ys.hvp(f, *args) for products with the Hessian, or pass a "
                              f"smaller argument (at most {HESSIAN_LIMIT} elements).")
-    hf = hvp(f, *args, argnum=argnum, rules=rules, strategy=strategy)
+    if strategy not in STRATEGIES:
+        raise YotaError(f"hessian: strategy={strategy!r} is not one of {', '.join(STRATEGIES)}",
+                        hint='Use strategy="rev-rev" (reverse over reverse) or "fwd-rev".')
+    hf = _cached_hvp(f, args, argnum, x, strategy, rules)
     rows = []
     for i in range(size):
         v = np.zeros(np.shape(x), np.result_type(x))
