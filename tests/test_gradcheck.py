@@ -443,12 +443,28 @@ def written_through_a_view_in_scalar_mode(x1):
     return np.sum(np.sin(v4))
 
 
+def _filled_diagonal(x):
+    a = np.outer(x, np.cos(x))
+    np.fill_diagonal(a, x[::-1] * 2.0)
+    return a
+
+
+def _put_putmask_place(x):
+    a = np.outer(x, x)
+    np.put(a, [0, -1], np.sin(x[:2]))
+    np.putmask(a, a > 3.0, x * 10.0)
+    np.place(a, a < 2.5, x[1:] ** 2)
+    return a
+
+
 # internal crashes and silent zeros of issue 10: each was a crash (or a zero gradient) before
 CRASHES = [
     # issue 29: nan from 0 * 0 ** -1, a crash, a nan from 0 / 0
     Case("pow_zero_exponent_at_zero", lambda x, e: weighted(sum((k + 1.0) * x ** k for k in range(3))
                                                            + x[:, None] ** np.arange(3) + x ** e),
          lambda r: (np.array([0.0, 0.7, -1.3]), np.array([0, 2, 3]))),    # e: a traced int array
+    Case("fill_diagonal", lambda x: weighted(_filled_diagonal(x)), normal((3,))),
+    Case("put_putmask_place", lambda x: weighted(_put_putmask_place(x)), lambda r: (np.array([1.0, 2.1, 3.2]),)),
     Case("prod_empty", lambda x: np.prod(x[:0]) + weighted(np.prod(x[:, :0], axis=1)) + weighted(x),
          normal((2, 3))),
     Case("std_one_element", lambda x: weighted(np.std(x, axis=1)) + np.std(x[0]) + weighted(x), normal((3, 1))),

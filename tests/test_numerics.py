@@ -212,3 +212,98 @@ def test_std_over_one_element_has_gradient_zero(buffers):
     np.testing.assert_array_equal(dx, [0.0, 0.0, 0.0])
     value, dx = grads(lambda x: np.std(x), np.array([3.0]), buffers=buffers)
     assert value == 0.0 and dx.tolist() == [0.0]
+
+
+# -- item 5: numpy's in-place functions are updates, not primitives --------------------------
+
+X3 = np.array([1.0, 2.1, 3.2])
+W9 = np.arange(9.0).reshape(3, 3)
+
+
+def fill_diagonal_issue(x):
+    a = np.outer(x, x)
+    np.fill_diagonal(a, 0.0)
+    return np.sum(a)
+
+
+def fill_diagonal_values(x):
+    a = np.outer(x, x[:2]) * 1.0
+    np.fill_diagonal(a, x[1:] * 3.0)
+    return np.sum(a * W9[:, :2])
+
+
+def fill_diagonal_wrap(x):
+    a = np.outer(np.concatenate([x, x, x]), x[:2])
+    np.fill_diagonal(a, x * 2.0, wrap=True)
+    return np.sum(a * np.arange(18.0).reshape(9, 2))
+
+
+def put_cycled(x):
+    a = np.outer(x, x)
+    np.put(a, [0, 4, 5], x[:2] * 2.0)
+    return np.sum(a * W9)
+
+
+def put_wrap(x):
+    a = np.outer(x, x)
+    np.put(a, [-1, 10, 2], x * 2.0, mode="wrap")
+    return np.sum(a * W9)
+
+
+def putmask_traced(x):
+    a = np.outer(x, x)
+    np.putmask(a, a > 3.0, x * 10.0)
+    return np.sum(a * W9)
+
+
+def putmask_same_shape(x):
+    a = np.outer(x, x)
+    np.putmask(a, np.eye(3, dtype=bool), np.sin(a))
+    return np.sum(a * W9)
+
+
+def place_cycled(x):
+    a = np.outer(x, x)
+    np.place(a, a > 3.0, x[:2] ** 2)
+    return np.sum(a * W9)
+
+
+MUTATING = [fill_diagonal_issue, fill_diagonal_values, fill_diagonal_wrap, put_cycled, put_wrap,
+            putmask_traced, putmask_same_shape, place_cycled]
+
+
+@BOTH
+@pytest.mark.parametrize("f", MUTATING, ids=lambda f: f.__name__)
+def test_in_place_numpy_functions_write_and_differentiate(f, buffers):
+    value, dx = grads(f, X3, buffers=buffers)
+    assert value == pytest.approx(f(X3), rel=1e-13)
+    np.testing.assert_allclose(dx, numerical_grad(f, (X3,), 0), rtol=1e-7, atol=1e-7)
+
+
+def test_fill_diagonal_of_the_issue():
+    value, g = ys.grad(fill_diagonal_issue, np.array([1.0, 2.0, 3.0]))
+    assert value == 22.0            # numpy's; the write was lost (36.0) under nodiff
+    np.testing.assert_array_equal(g[0], [10.0, 8.0, 6.0])
+
+
+@pytest.mark.parametrize("fn", [np.fill_diagonal, np.put, np.putmask, np.place, np.copyto,
+                                np.put_along_axis], ids=lambda f: f.__name__)
+def test_nodiff_or_a_rule_of_a_function_that_writes_in_place_is_refused(fn):
+    rules = ys.RULES.copy()
+    with pytest.raises(ys.RuleError, match="writes into its argument in place") as info:
+        rules.nodiff(fn)
+    assert "test_numerics.py" in str(info.value)
+    with pytest.raises(ys.RuleError, match="writes into its argument in place"):
+        rules.diffrule(fn, "a", "dy")
+
+
+def test_no_rule_error_of_a_mutator_does_not_suggest_nodiff():
+    def f(x):
+        a = np.outer(x, x)
+        np.copyto(a, 0.0, where=a > 3.0)
+        return np.sum(a)
+    with pytest.raises(ys.NoRuleError) as info:
+        ys.grad(f, X3)
+    text = str(info.value)
+    assert "writes into its argument in place" in text and "nodiff(np.copyto)" not in text
+    assert "a = np.where(mask, v, a)" in text

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import NoRuleError, StaticValueError, UnsupportedSyntax, YotaError
 from ..ir.tape import Aval, Lit, Primitive, Stmt, Var, tree_atoms, tree_map
-from ..rules.registry import opaque_primitive
+from ..rules.registry import is_mutator, mutator_hint, opaque_primitive
 from ..rules.template import is_static
 from . import abstract
 from .collect import rule_stub, skip_call
@@ -227,6 +227,10 @@ class CallsMixin:
                 f"Register a rule for {name} where the first rule is registered: "
                 f'ys.diffrule({name}, "<operand>", "<expr in y, dy, ...>"), or ys.nodiff({name}) '
                 "if its gradient is not needed.")
+        if is_mutator(fn):
+            return NoRuleError(f"{display_name(fn)} writes into its argument in place, which "
+                               "is not differentiated (a rule or ys.nodiff would lose the "
+                               "write)", self.loc(node), mutator_hint(fn))
         return NoRuleError(f"{display_name(fn)} has no derivative rule {kind}".strip(),
                            self.loc(node), rule_stub(fn, list(args), kwargs, func))
 

@@ -21,9 +21,10 @@ import operator
 import gast
 import numpy as np
 
-from ..errors import StaticValueError
+from ..errors import StaticValueError, YotaError
 from ..ir.tape import Var, tree_atoms
 from ..rules.control import guard
+from ..rules.elementwise import astype
 from ..rules.indexing import index_add, setitem
 from ..rules.joining import SPLITS
 from ..rules.linalg import svd_values
@@ -156,10 +157,128 @@ def _add_at(ev, args, kwargs, node):
     ev.replace(target, ev.binop(gast.Add(), target, buf, node), node)
 
 
+# -- numpy's in-place functions: updates of their first argument (rules/registry.MUTATORS) ---
+
+def _mutator(fn, update):
+    """``fn(a, ...)`` writes into ``a`` and returns None: ``update(ev, target, args)`` returns the
+    ``(key, value)`` to write (``a[key] = value``, recorded as the user's own update), and the
+    call returns None. A static ``a`` (read from outside, never traced) is written by numpy now."""
+    names = tuple(inspect_parameters(fn))
+
+    def handler(ev, args, kwargs, node):
+        bound = dict(zip(names, args), **kwargs)
+        target = ev.current(bound[names[0]])
+        if not ev.is_array(target):
+            if is_traced([args, kwargs]):
+                shown = target.aval if isinstance(target, Var) else type(target).__name__
+                raise ev.unsupported(node, f"np.{fn.__name__} writes traced values into a "
+                                     f"{shown}, which is not an array made by the traced code",
+                                     "Copy it into an array first: `a = np.array(a)`.")
+            return fn(*args, **kwargs)
+        func = node.args[0] if isinstance(node, gast.Call) and node.args else None
+        shown = func.id if isinstance(func, gast.Name) else "the array"
+        key, value = update(ev, target, bound, node)
+        ev.write_item(target, key, value, node, shown, f"np.{fn.__name__}({shown}, ...)")
+        return None
+    return handler
+
+
+def inspect_parameters(fn) -> list[str]:
+    import inspect
+    return list(inspect.signature(fn).parameters)
+
+
+def _cycled(ev, values, count: int, node):
+    """``values`` flattened and repeated (or cut) to ``count`` elements, as numpy's flat writes
+    use them; a single value stays as it is (it broadcasts)."""
+    size = values.aval.size if isinstance(values, Var) else np.size(values)
+    if size == 1:
+        return values
+    if size == 0:
+        raise YotaError("the values to write are empty", ev.loc(node),
+                        "numpy raises here too: pass at least one value.")
+    flat = ev.call_primitive(ev.rules.lookup(np.reshape), (values, (-1,)), {}, node)
+    if size == count:
+        return flat
+    times = -(-count // size)
+    if times > 1:
+        flat = ev.call_primitive(ev.rules.lookup(np.tile), (flat, times), {}, node)
+    return ev.getitem(flat, slice(0, count), node)
+
+
+def _flat_write(ev, target, key, values, node):
+    """``target.flat[key] = values`` as ``target[...] = new``, with ``new`` the raveled array
+    written at ``key`` (``setitem``, pure) and shaped back."""
+    shape = target.aval.shape
+    flat = ev.call_primitive(ev.rules.lookup(np.reshape), (target, (-1,)), {}, node)
+    params = {} if isinstance(key, slice) or np.ndim(key) == 0 else {"repeats": True}
+    flat = ev.call_primitive(ev.rules.lookup(setitem), (flat, key, values), params, node)
+    return Ellipsis, ev.call_primitive(ev.rules.lookup(np.reshape), (flat, shape), {}, node)
+
+
+def _fill_diagonal(ev, target, bound, node):
+    """numpy's own steps: ``a.flat[:end:step] = val`` (the values cycled)."""
+    shape, wrap = target.aval.shape, bound.get("wrap", False)
+    if len(shape) < 2 or (len(shape) > 2 and len(set(shape)) != 1):
+        raise YotaError(f"np.fill_diagonal of a {target.aval}: the array must be at least 2-d, "
+                        "and of equal lengths beyond 2-d", ev.loc(node))
+    if len(shape) == 2:
+        step, end = shape[1] + 1, None if wrap else shape[1] * shape[1]
+    else:
+        step, end = 1 + int(np.cumprod(shape[:-1]).sum()), None
+    key = slice(None, end, step)
+    count = len(range(*key.indices(int(np.prod(shape)))))
+    return _flat_write(ev, target, key, _cycled(ev, bound["val"], count, node), node)
+
+
+def _put(ev, target, bound, node):
+    """``a.flat[ind] = v`` (``v`` cycled to the indices; ``mode`` wraps or clips them)."""
+    ind, mode, size = bound["ind"], bound.get("mode", "raise"), target.aval.size
+    if mode not in ("raise", "wrap", "clip"):
+        raise YotaError(f"np.put: mode={mode!r} is not one of 'raise', 'wrap', 'clip'", ev.loc(node))
+    if not is_traced(ind):
+        ind = np.ravel(ind) if mode == "raise" else np.take(np.arange(size), np.ravel(ind), mode=mode)
+        count = int(np.size(ind))
+    else:
+        ind = ev.call_primitive(ev.rules.lookup(np.reshape), (ind, (-1,)), {}, node)
+        if mode == "wrap":
+            ind = ev.binop(gast.Mod(), ind, size, node)
+        elif mode == "clip":
+            ind = ev.call_primitive(ev.rules.lookup(np.clip), (ind, 0, size - 1), {}, node)
+        count = ind.aval.size
+    return _flat_write(ev, target, ind, _cycled(ev, bound["v"], count, node), node)
+
+
+def _putmask(ev, target, bound, node):
+    """``a.flat[n] = values.flat[n % values.size]`` where ``mask.flat[n]``: ``np.where``."""
+    values = _cycled(ev, bound["values"], target.aval.size, node)
+    if isinstance(values, Var) and values.aval.ndim and values.aval.shape != target.aval.shape:
+        values = ev.call_primitive(ev.rules.lookup(np.reshape), (values, target.aval.shape), {},
+                                   node)
+    new = ev.call_primitive(ev.rules.lookup(np.where), (bound["mask"], values, target), {}, node)
+    return Ellipsis, new
+
+
+def _place(ev, target, bound, node):
+    """``arr[mask] = vals`` with the first ``count(mask)`` values, cycled (a traced mask's count
+    is the example's, checked when the code runs, as for ``x[mask] = v``)."""
+    mask = bound["mask"]
+    count = int(np.count_nonzero(ev.values[ev.current(mask)] if isinstance(mask, Var) else mask))
+    if isinstance(mask, Var) and mask.aval.dtype != bool:
+        mask = ev.call_primitive(ev.rules.lookup(astype), (mask, np.dtype(bool)), {}, node)
+    elif not isinstance(mask, Var):
+        mask = np.asarray(mask, bool)
+    if count == 0:
+        return mask, 0.0 if target.aval.is_float else 0
+    return mask, _cycled(ev, bound["vals"], count, node)
+
+
 NUMPY_CALLS = {
     **{fn: _static_fact(fn) for fn in STATIC_FACTS},
     np.asarray: _array(copy=False), np.array: _array(copy=True), np.nonzero: _nonzero,
     np.where: _where,
     np.linalg.svd: _svd, np.add.at: _add_at, np.arange: _arange,
+    np.fill_diagonal: _mutator(np.fill_diagonal, _fill_diagonal), np.put: _mutator(np.put, _put),
+    np.putmask: _mutator(np.putmask, _putmask), np.place: _mutator(np.place, _place),
     **{fn: _inline_at_call(py) for fn, py in SPLITS.items()},
 }

@@ -48,6 +48,24 @@ from .template import (check_rule_expr, check_rule_function, forwarded_kwargs, p
 NODIFF_ALL = "*"
 _versions = itertools.count(1)
 
+# numpy functions that write into their first argument and return None. A call is an update of
+# that array, never a primitive: a primitive's result is what it returns, so a rule (or nodiff)
+# would record a call whose write is lost. The frontend records the supported ones (True) as
+# updates (frontend/numpy_calls.py, as ``a[key] = v`` is recorded); the others are refused.
+MUTATORS = {np.fill_diagonal: True, np.put: True, np.putmask: True, np.place: True,
+            np.add.at: True, np.copyto: False, np.put_along_axis: False}
+
+
+def mutator_hint(fn: Any) -> str:
+    """What to write instead of registering (or marking nodiff) a function that writes in
+    place."""
+    if MUTATORS.get(fn):
+        return (f"{spelled(fn)} is differentiated as an update of the array it writes (no rule "
+                "needed); to stop the gradient through the values written, pass "
+                "ys.stop_gradient(values).")
+    return ("Write the update with indexing, which is differentiated: `a[key] = v`, "
+            "`a[mask] = v`, or `a = np.where(mask, v, a)`.")
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -273,6 +291,11 @@ class RuleSet:
         codegen what it does; a re-declared primitive keeps those not given. Idempotent unless
         something new is given."""
         _check_hashable(fn)
+        if is_mutator(fn):
+            raise RuleError(f"{spelled(fn)} writes into its argument in place and returns None: "
+                            "as a primitive (a rule, or ys.nodiff) its call would be recorded "
+                            "without the write, and every later read of the array would miss it",
+                            _caller()[0], mutator_hint(fn))
         self.load_seen()
         old = self.prims.get(fn)
         if old is not None and (spec, name, emit, module, operands) == (None,) * 5 and not traits:
@@ -512,6 +535,14 @@ def _optional_operands(required: tuple[str, ...], options: tuple, operands: str 
                         f"order: {', '.join(order)}", loc,
                         "Operands come first; the parameters after them are static options.")
     return options[:len(names) - len(required)]
+
+
+def is_mutator(fn: Any) -> bool:
+    """Is ``fn`` one of numpy's functions that write into an argument (``MUTATORS``)?"""
+    try:
+        return fn in MUTATORS
+    except TypeError:
+        return False
 
 
 def _check_hashable(fn: Any) -> None:
