@@ -372,6 +372,64 @@ class Gen:
                     lambda r: f"M.gain = {self.num()}",
                     lambda r: 'M.__dict__.pop("scale", None)')
 
+    def array_dict(self):
+        d = self.name("DATA")
+        self.decls.append(f'{d} = {{"w": {self.vec(self.n)}, "b": np.array({self.num()})}}')
+        self.term(f'np.sum(np.tanh(x * {d}["w"])) + {d}["b"] * np.sum(x)')
+        self.mutate(lambda r: f'{d}["w"] = {d}["w"] * {self.num()}',
+                    lambda r: f'{d}["w"][{r.randrange(self.n)}] = {self.num()}',
+                    lambda r: f'{d}["b"][...] = {self.num()}',
+                    lambda r: f'{d}["b"] = np.array({self.num()})')
+
+    def nested_object(self):
+        cls, o = self.name("Cfg"), f"C{self.count}"
+        self.classes.append(
+            f"class {cls}:\n    def __init__(self):\n        self.inner = {cls}Inner()\n"
+            f"        self.steps = {self.rng.randint(0, self.n)}\n"
+            f"        self.ids = [{self.rng.randrange(self.n)}, {self.rng.randrange(self.n)}]\n\n\n"
+            f"class {cls}Inner:\n    def __init__(self):\n        self.l2 = {self.num()}\n")
+        self.decls.append(f"{o} = {cls}()")
+        a = f"a{self.count}"
+        self.term(self.rng.choice((f"{o}.inner.l2 * np.sum(x ** 2)",
+                                   f"np.sum(x[{o}.ids] * {o}.inner.l2)")))
+        self.term(a, f"{a} = 0.0", f"for t in range({o}.steps):",
+                  f"    {a} = {a} + np.cos(x[t]) * x[t]")
+        self.mutate(lambda r: f"{o}.inner.l2 = {self.num()}",
+                    lambda r: f"{o}.inner = {cls}Inner()",
+                    lambda r: f"{o}.steps = {r.randint(0, self.n)}",
+                    lambda r: f"{o}.ids[{r.randrange(2)}] = {r.randrange(self.n)}",
+                    lambda r: f"{o}.ids = [{r.randrange(self.n)}]")
+
+    def flags(self):
+        flag, mode, act = self.name("FLAG"), f"MODE{self.count}", f"ACT{self.count}"
+        self.decls += [f"{flag} = {self.rng.choice((True, False))}",
+                       f'{mode} = "{self.rng.choice(("sin", "square"))}"',
+                       f"{act} = np.{self.rng.choice(('tanh', 'sin', 'cos'))}"]
+        a = f"a{self.count}"
+        self.term(a, f"if {flag}:", f"    {a} = np.sum({act}(x))", "else:",
+                  f"    {a} = np.sum(x * x) * 0.5",
+                  f'if {mode} == "sin":', f"    {a} = {a} + np.sum(np.sin(x))")
+        self.mutate(lambda r: f"{flag} = not {flag}",
+                    lambda r: f'{mode} = "{r.choice(("sin", "square"))}"',
+                    lambda r: f"{act} = np.{r.choice(('tanh', 'sin', 'cos', 'arctan'))}")
+
+    def numpy_scalars(self):
+        s, z = self.name("NP"), f"Z{self.count}"
+        self.decls += [f"{s} = np.float64({self.num()})", f"{z} = np.array({self.num()})"]
+        self.term(f"{s} * np.sum(np.sin(x)) + np.sum(x * x) * {z}")
+        self.mutate(lambda r: f"{s} = np.float64({self.num()})",
+                    lambda r: f"{z}[...] = {self.num()}",
+                    lambda r: f"{z} += {self.num()}",
+                    lambda r: f"{z} = np.array({self.num()})")
+
+    def float_argument(self):
+        if ("s", "ARG_s") in self.params:
+            return
+        self.params.append(("s", "ARG_s"))
+        self.decls.append(f"ARG_s = {self.num()}")
+        self.term("s * np.sum(np.tanh(x)) + s * s")
+        self.mutate(lambda r: f"ARG_s = {self.num()}")
+
     def changes(self) -> list:
         """The candidate changes, each once (an int's is listed thrice, to draw it often)."""
         return list({id(m): m for m in self.mutations}.values())
@@ -379,7 +437,8 @@ class Gen:
     FEATURES = ("glob_float", "glob_tuple", "config_dict", "float_list", "array_list",
                 "glob_array", "glob_object", "class_attr", "helper", "global_int", "int_list",
                 "closure_values", "default_values", "int_slice", "int_slice", "int_range",
-                "tied_struct")
+                "tied_struct", "array_dict", "nested_object", "flags", "numpy_scalars",
+                "float_argument")
 
     # -- the module -----------------------------------------------------------------------
 
