@@ -49,14 +49,20 @@ def test_generated_worlds_cover_every_kind_of_outside_read_and_change():
         "closure value": r"\bc\d+\b", "default": r"\bd\d+=", "negative slice": r"x\[:-[ki]\]",
         "slice with two ints": r"x\[[ki]:[ki]\]", "int in range": r"range\([ki]\)",
         "matrix rows by int": r"A\[:-[ki], :\]", "tied struct": r"m\.enc\.W",
-        "class attribute of a struct": r"m\.scale"}
+        "class attribute of a struct": r"m\.scale", "dict of arrays": r'DATA\d+\["w"\]',
+        "float two fields deep": r"C\d+\.inner\.l2", "int field in range": r"range\(C\d+\.steps",
+        "global bool": r"if FLAG\d+:", "global numpy function": r"ACT\d+\(x\)",
+        "numpy scalar": r"np\.float64\(", "float argument": r"def f\(.*\bs\b",
+        "states in a list": r"hs\d+\[-1\]"}
     changes = {
         "rebind": r"^S\d+ = ", "in place": r"CFG\d+\[\"l2\"\] = ", "untie": r"M\.dec_W\.copy\(\)",
         "tie again": r"M\.dec_W = M\.enc\.W", "shadow": r"KI\d+\.rate = ",
         "unshadow": r'pop\("rate"', "another int": r"ARG_[ki] = -?\d",
         "ints in place": r"IDS\d+\[:\] = ", "ints grown": r"IDS\d+\.append",
         "closure cell": r"cell_contents = ", "default rebound": r"_set_default",
-        "default in place": r"__defaults__\[\d\]\[", "helper rebound": r"hlp\d+ = hlp\d+_other"}
+        "default in place": r"__defaults__\[\d\]\[", "helper rebound": r"hlp\d+ = hlp\d+_other",
+        "flag flipped": r"FLAG\d+ = not", "0-d array in place": r"Z\d+\[\.\.\.\] = ",
+        "list-of-ints field": r"C\d+\.ids\[\d\] = "}
     for label, pattern in reads.items():
         assert any(re.search(pattern, text, re.M) for text, _ in texts), label
     for label, pattern in changes.items():
