@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import yota_s2s as ys
+from yota_s2s.gradcheck import numerical_grad
 
 from .programs import design, models
 
@@ -388,3 +389,41 @@ def test_struct_gradients_are_found_by_a_plain_key_and_a_miss_names_the_paths():
     ys.update(p, g[0], lambda v, gv: v - gv)           # ys.update takes them as before
     np.testing.assert_allclose(p["W"], 0.5 - dW, rtol=1e-14)
     np.testing.assert_array_equal(p["layers"][0]["b"], [-1.0, 2.0])
+
+
+def list_loss(x):
+    return np.sum(np.exp(x) * 2.0) + np.mean(x) * np.dot(x, x) + np.sum(x)
+
+
+def test_a_list_of_floats_is_read_as_numpy_reads_it():
+    """np.exp, np.sum, np.dot of a list make an array of it: each element gets its gradient
+    (the rules gave one gradient for the whole array: 'a rule for a sequence operand must
+    return one gradient per element', or a tuple's missing .shape)."""
+    x = [1.0, 2.0]
+    value, g = ys.grad(list_loss, x)
+    assert value == pytest.approx(list_loss(np.array(x)), rel=1e-15)
+    a = np.array(x)
+    expected = 2 * np.exp(a) + np.sum(a ** 2) / 2 + 2 * a * np.mean(a) + 1
+    assert list(g[0]) == [(0,), (1,)]
+    np.testing.assert_allclose([g[0][0], g[0][1]], expected, rtol=1e-14)
+    np.testing.assert_allclose([g[0][0], g[0][1]],
+                               numerical_grad(list_loss, [a], 0), rtol=1e-7)
+
+
+def written_out(x):
+    y = x * 1.0
+    head = y[:2]                              # a view: sees the writes below
+    np.exp(y, out=y)
+    z = np.clip(y, 0.0, 3.0, out=y)
+    np.multiply(head, 2.0, out=head)
+    return np.sum(y * z) + np.sum(head)
+
+
+def test_out_writes_into_the_array_as_numpy_does():
+    x = np.array([0.5, 1.0, 2.0])
+    value, g = ys.grad(written_out, x)
+    assert value == written_out(x.copy())
+    np.testing.assert_allclose(g[0], numerical_grad(written_out, [x], 0), rtol=1e-7)
+    y = np.exp(x)
+    expected = np.where(y < 3.0, 2 * y * y, 0.0) * np.array([4, 4, 1]) + [2 * y[0], 2 * y[1], 0]
+    np.testing.assert_allclose(g[0], expected, rtol=1e-13)

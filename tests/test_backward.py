@@ -112,7 +112,7 @@ def test_an_operand_without_a_rule_is_a_clear_error(tmp_path):
 
 
 def test_a_non_scalar_result_is_refused():
-    with pytest.raises(ys.YotaError, match="returns f64\\[3\\]; gradients need a scalar"):
+    with pytest.raises(ys.YotaError, match="returns an array of float64\\[3\\]; gradients need a scalar"):
         gradient_tape(lambda x: x * 2.0, (np.ones(3),))
 
 

@@ -41,7 +41,7 @@ def test_unsupported_syntax_says_what_where_and_how(fn, what, hint):
 
 def test_a_non_scalar_result_suggests_reducing_it():
     _, text = error_text(bad.vector_result, np.ones(3))
-    assert "vector_result returns f64[3]; gradients need a scalar float result" in text
+    assert "vector_result returns an array of float64[3]; gradients need a scalar float result" in text
     assert "np.sum(...)" in text
 
 
@@ -158,3 +158,58 @@ def test_rule_with_unknown_name_points_at_the_rule():
 def test_rule_for_a_missing_operand():
     with pytest.raises(ys.RuleError, match="tanh has no operand named 'a'"):
         ys.RULES.copy().diffrule(np.tanh, "a", "dy")
+
+
+# -- issue 30: messages that leaked internals or gave no fix ----------------------------------
+
+def loss_and_aux(x):
+    return np.sum(x ** 2), x
+
+
+def test_a_loss_returned_with_auxiliary_values_says_what_is_supported():
+    line = loss_and_aux.__code__.co_firstlineno
+    for compile_it in (ys.simplegrad, ys.grad):
+        with pytest.raises(ys.YotaError) as info:
+            compile_it(loss_and_aux, np.ones(3))
+        assert str(info.value).splitlines() == [
+            f"test_errors.py:{line} in loss_and_aux: loss_and_aux returns a tuple of 2 values "
+            "(a float64 scalar, an array of float64[3]); gradients need one scalar float result, "
+            "the loss",
+            "    def loss_and_aux(x):",
+            "Return the loss alone. For the gradients of a non-scalar result use ys.vjp or "
+            "ys.jacobian; returning other values beside the loss (JAX's has_aux) is not "
+            "supported yet."]
+
+
+def list_norm(x):
+    return np.linalg.norm(x)
+
+
+def test_a_list_given_where_numpy_makes_an_array_names_the_call_and_the_fix():
+    line = list_norm.__code__.co_firstlineno + 1
+    with pytest.raises(ys.YotaError) as info:
+        ys.grad(list_norm, [1.0, 2.0])
+    assert str(info.value).splitlines() == [
+        f"test_errors.py:{line} in list_norm: linalg.norm is given a list or tuple of 2 traced "
+        "values as its operand x, which numpy reads as one array; its derivative rule gives one "
+        "gradient for that array, not one per element",
+        "    return np.linalg.norm(x)",
+        "           ^^^^^^^^^^^^^^^^^",
+        "Make the array first: np.asarray(...) of the list (for a list argument, x = "
+        "np.asarray(x) at the top of the function), or pass an array in place of the list."]
+
+
+def exp_into_argument(x):
+    np.exp(x, out=x)
+    return np.sum(x)
+
+
+def test_out_into_an_argument_is_refused_with_the_rewrite():
+    line = exp_into_argument.__code__.co_firstlineno + 1
+    _, text = error_text(exp_into_argument, np.ones(3))
+    assert text.splitlines() == [
+        f"test_errors.py:{line} in exp_into_argument: `np.exp(..., out=x)` would change the "
+        "caller's array x in place",
+        "    np.exp(x, out=x)",
+        "    ^^^^^^^^^^^^^^^^",
+        "Write `x = np.exp(...)` (without out=) to make a new array instead."]

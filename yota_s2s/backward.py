@@ -105,10 +105,18 @@ class _Sweep:
                             "result does not depend on its arguments, so every gradient would "
                             "be zero", self.tape.loc,
                             "Check that the returned value is computed from the arguments.")
+        if isinstance(result, tuple):
+            raise YotaError(f"{self.tape.name} returns {_describe(result)}; gradients need one "
+                            "scalar float result, the loss", self.tape.loc,
+                            "Return the loss alone. For the gradients of a non-scalar result "
+                            "use ys.vjp or ys.jacobian; returning other values beside the loss "
+                            "(JAX's has_aux) is not supported yet.")
         if not isinstance(result, Var) or result.aval.size != 1 or not result.aval.is_float:
             raise YotaError(f"{self.tape.name} returns {_describe(result)}; gradients need a "
                             "scalar float result (or an array of one element)", self.tape.loc,
-                            "Reduce the output to a scalar, e.g. return np.sum(...) or np.mean(...).")
+                            "Reduce the output to a scalar, e.g. return np.sum(...) or "
+                            "np.mean(...); for the gradients of a non-scalar result use ys.vjp "
+                            "or ys.jacobian.")
         if result.aval.dtype.kind == "c":
             raise YotaError(f"{self.tape.name} returns a complex scalar ({result.aval}); the "
                             "gradient of a value that is not real is not defined", self.tape.loc,
@@ -163,7 +171,7 @@ class _Sweep:
                 self.scatter.setdefault(targets[0], []).append((stmt.args[1], dys[0], stmt))
                 continue
             grads = self.instantiate(rule, stmt, dys)
-            for atom, g in _align(tree, grads):
+            for atom, g in _align(tree, grads, stmt, name):
                 if isinstance(atom, Var) and atom in self.active and g is not None:
                     self.accumulate(atom, self.fit(g, atom.aval))
 
@@ -336,15 +344,29 @@ def _value(tree: Any) -> Any:
     return tree.value if isinstance(tree, Lit) else tree
 
 
-def _align(tree: Any, grads: Any):
-    """Pairs (operand atom, its gradient) for an operand that may be a tuple of arrays."""
+def _align(tree: Any, grads: Any, stmt: Stmt | None = None, name: str = ""):
+    """Pairs (operand atom, its gradient) for an operand that may be a tuple of arrays.
+    ``stmt`` and ``name``: the statement and operand, for the message when the rule gave one
+    gradient for a sequence (the primitive read a list of traced values as one array)."""
     if isinstance(tree, tuple):
         if not isinstance(grads, (tuple, list)) or len(grads) != len(tree):
-            raise YotaError("a rule for a sequence operand must return one gradient per element")
+            raise _sequence_operand(tree, stmt, name)
         for t, g in zip(tree, grads):
-            yield from _align(t, g)
+            yield from _align(t, g, stmt, name)
     else:
         yield tree, grads
+
+
+def _sequence_operand(tree: tuple, stmt: Stmt | None, name: str) -> YotaError:
+    if stmt is None:
+        return YotaError("a rule for a sequence operand must return one gradient per element")
+    operand = f"its operand {name}" if name else "an operand"
+    return YotaError(f"{stmt.prim.name} is given a list or tuple of {len(tree)} traced values "
+                     f"as {operand}, which numpy reads as one array; its derivative "
+                     "rule gives one gradient for that array, not one per element",
+                     stmt.loc, "Make the array first: np.asarray(...) of the list (for a list "
+                               "argument, x = np.asarray(x) at the top of the function), or "
+                               "pass an array in place of the list.")
 
 
 def _selects_all(key: Any) -> bool:
@@ -361,6 +383,15 @@ def _one(aval: Aval) -> Any:
 
 
 def _describe(value: Any) -> str:
+    """A returned value in the user's words: ``an array of float64[3]``, ``a tuple of 2
+    values (a float64 scalar, an array of float64[3])``, ``the constant 3``."""
+    if isinstance(value, tuple):
+        return (f"a tuple of {len(value)} value{'' if len(value) == 1 else 's'} ("
+                + ", ".join(_describe(v) for v in value) + ")")
     if isinstance(value, Var):
-        return str(value.aval)
-    return f"the constant {value.value if isinstance(value, Lit) else value!r}"
+        aval = value.aval
+        if aval.shape == ():
+            return f"a {'Python ' if aval.weak else ''}{aval.dtype} scalar"
+        return f"an array of {aval.dtype}[{', '.join(map(str, aval.shape))}]"
+    value = value.value if isinstance(value, Lit) else value
+    return "None" if value is None else f"the constant {value!r}"

@@ -185,7 +185,7 @@ class _ForwardSweep:
         dys = [self._zeros(o) for o in stmt.outs]
         grads = _Sweep.instantiate(self.linear, rule, stmt, dys)
         seeds = []
-        for atom, g in _align(tree, grads):
+        for atom, g in _align(tree, grads, stmt):
             if isinstance(atom, Var) and atom in self.tangent and g is not None:
                 g = self.linear.fit(g, atom.aval)
                 if isinstance(g, Var):

@@ -119,6 +119,29 @@ class UpdatesMixin:
         shown = func.id if isinstance(func, gast.Name) else "the array"
         self.write_item(target, Ellipsis, value, node, shown, f"{shown}.{method.name}()")
 
+    def write_out(self, fn: Any, args: list, kwargs: dict, node: gast.AST) -> Any:
+        """``np.exp(y, out=y)``, ``np.clip(a, 0, 1, out=a)``: the call without ``out=``,
+        then its result written into ``out`` (an in-place update, as ``y[...] = np.exp(y)``:
+        every name and view of that array sees it). Returns ``out``'s new version, as numpy
+        returns ``out``."""
+        kwargs = dict(kwargs)
+        out = kwargs.pop("out")
+        if isinstance(out, tuple) and len(out) == 1:        # a ufunc's out=(y,)
+            out = out[0]
+        result = self.call(fn, args, kwargs, node)
+        if out is None:
+            return result
+        given = next((kw.value for kw in getattr(node, "keywords", ()) if kw.arg == "out"), None)
+        shown = given.id if isinstance(given, gast.Name) else "out"
+        name = getattr(fn, "__name__", "f")
+        target = self.current(out)
+        rewrite = f"`{shown} = np.{name}(...)` (without out=)"
+        self.check_writable(target, node, f"np.{name}(..., out={shown})", shown,
+                            f"Write {rewrite} to make a new array instead.")
+        new = self.cast_update(target, result, node, rewrite)
+        self.replace(target, new, node)
+        return new
+
     def augmented(self, op: gast.operator, current: Any, value: Any, node: gast.AST,
                   shown: str) -> Any:
         """``current op= value``: in place on an array (numpy's semantics), else a new value."""
