@@ -164,3 +164,14 @@ def test_tied_struct_fields_are_one_leaf_whose_gradient_is_the_sum_of_its_entrie
         flat.split([np.zeros(3), {("b",): w}])
     m.dec_W = w.copy()                                             # untied: two leaves
     assert len(Flat(f, [x, m], {1: [("enc", "W"), ("dec_W",)]}).slots) == 3
+
+
+def test_a_class_attribute_is_no_leaf_and_an_instance_attribute_that_shadows_it_is():
+    class Model:
+        scale = 2.0
+    m = Model()
+    m.W = np.array([1.0, 2.0])
+    paths = {1: [("W",), ("scale",)]}
+    assert [p for _, p in Flat(None, [None, m], paths).slots] == [[("W",)]]
+    m.scale = 3.0
+    assert [p for _, p in Flat(None, [None, m], paths).slots] == [[("W",)], [("scale",)]]

@@ -86,9 +86,14 @@ class Flat:
 
     @staticmethod
     def groups(struct, paths) -> list[list]:
-        """The leaf paths of ``struct``, one group per array object; a float is its own."""
+        """The leaf paths of ``struct``, one group per array object; a float is its own. An
+        attribute is a leaf where the object holds it (a class attribute read through the
+        object is not a field: an instance attribute that shadows it is)."""
         by_id, out = {}, []
         for p in paths:
+            parent = get(struct, p[:-1])
+            if not isinstance(parent, (list, tuple, dict)) and p[-1] not in vars(parent):
+                continue
             v = get(struct, p)
             if isinstance(v, np.ndarray):
                 if id(v) in by_id:

@@ -352,7 +352,7 @@ class Gen:
         self.decls += ["M = Model()", "M.enc = Enc()", f"M.enc.W = {self.vec(c)}",
                        "M.dec_W = M.enc.W", f"M.b = {self.vec(c)}", f"M.gain = {self.num()}"]
         self.params.append(("m", "M"))
-        self.leaves["M"] = [("enc", "W"), ("dec_W",), ("b",), ("gain",)]
+        self.leaves["M"] = [("enc", "W"), ("dec_W",), ("b",), ("gain",), ("scale",)]
         xs = f"x[:{c}]"
         self.term(self.rng.choice((f"np.sum(np.tanh({xs} * m.enc.W) * m.dec_W)",
                                    f"np.sum(np.tanh({xs} @ np.outer(m.enc.W, m.dec_W)))")))
