@@ -82,7 +82,9 @@ def test_numpy_under_other_names_and_module_constants():
           t1:f64[3,2] = exp x
           t2:f64[] = sum t1
           aliases:f64[] = add t2 2.0
-          return aliases""")
+          return aliases
+          # Assumes, outside its arguments (docs/outside.md):
+          #   tests.programs.constructs.OFFSET (global): guarded by identity  (constructs.py:56)""")
 
 
 def float64_constants(x):

@@ -58,7 +58,7 @@ def test_a_global_of_another_shape_raises_a_guard_error_and_grad_compiles_again(
     saved = m.X
     try:
         m.X = np.ones((7, 3))
-        with pytest.raises(ValueError, match=r"outside.X, read from outside the function, was "
+        with pytest.raises(ValueError, match=r"outside.X \(read at outside.py:22\), read from outside the function, was "
                                              r"float64\[50, 3\] .* is float64\[7, 3\] now"):
             df(w)
         m.Y = saved_y = m.Y
@@ -94,7 +94,7 @@ def test_fields_of_a_global_object_are_not_pasted_stale():
         assert df(w)[0] == m.with_config(w)
         np.testing.assert_allclose(df(w)[1], numeric(m.with_config, w), rtol=1e-6, atol=1e-6)
         m.cfg.power = 4                     # an int field: static, checked
-        with pytest.raises(ValueError, match=r"outside.cfg.power, read from outside the "
+        with pytest.raises(ValueError, match=r"outside.cfg.power \(read at outside.py:\d+\), read from outside the "
                                              r"function, was 2 .* is 4 now"):
             df(w)
         value, g = ys.grad(m.with_config, w)     # compiles for the new value
@@ -271,7 +271,7 @@ def test_a_global_of_an_ndarray_subclass_fails_the_exact_type_check():
     saved = m.SMALL
     try:
         m.SMALL = np.ma.masked_array(saved)
-        with pytest.raises(ValueError, match="outside.SMALL, read from outside the function"):
+        with pytest.raises(ValueError, match=r"outside.SMALL \(read at outside.py:\d+\), read from outside the function"):
             df(w)
     finally:
         m.SMALL = saved
@@ -302,7 +302,7 @@ def test_a_global_list_of_arrays_is_read_item_by_item_and_its_length_checked(buf
         np.testing.assert_allclose(df(w)[1], numeric(m.through_layers, w), rtol=1e-6,
                                    atol=1e-6)
         m.LAYERS.append(np.eye(3))              # the list grew: checked
-        with pytest.raises(ValueError, match=r"len\(tests.programs.outside.LAYERS\), read from "
+        with pytest.raises(ValueError, match=r"len\(tests.programs.outside.LAYERS\) \(read at outside.py:\d+\), read from "
                                              r"outside the function, was 2 .* is 3 now"):
             df(w)
         value, g = ys.grad(m.through_layers, w)     # compiles for three layers

@@ -21,10 +21,10 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from .cache import BUILT, CACHE, Variant, arg_key, function_guard, function_key
+from .cache import BUILT, CACHE, Variant, arg_key, function_guard, function_key, world_guard
 from .compiler import compile_forward as compile_forward_module
 from .compiler import compile_grad
-from .errors import ArgumentMismatch, UsageError, YotaError
+from .errors import ArgumentMismatch, GuardError, UsageError, YotaError
 from .frontend import param_names, trace_function, unbind
 from .frontend.flatten import host
 from .ir.tape import Tape
@@ -87,7 +87,30 @@ def _user_function(compiled: Any, f: Callable) -> Callable:
     if compiled.reads_closure:          # the code reads f's closure at each call: bind it
         fn = compiled.module.bind(inner)
     fn = _pinned(fn, function_guard(compiled), compiled.forward.name)
+    fn = _guarded(fn, world_guard(compiled), compiled.forward.name,
+                  compiled.assumes.deps if compiled.assumes is not None else ())
     return fn if bound is None else types.MethodType(fn, bound)
+
+
+def _guarded(fn: Callable, world: Callable | None, name: str, deps: tuple) -> Callable:
+    """``fn``, checking at each call what the compiled code assumed about the world by
+    identity (the record's guarded entries: ``cache.world_guard``): a ``GuardError`` naming
+    what changed where ``ys.grad`` would compile again."""
+    if world is None:
+        return fn
+
+    @functools.wraps(fn)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        if not world(*args, **kwargs):
+            raise GuardError(
+                f"{fn.__name__}: {world.explain(*args, **kwargs)}; the gradient of {name} "
+                "was compiled for the old one",
+                hint="Compile again (ys.simplegrad), or use ys.grad, which compiles again "
+                     "when the world changes.")
+        return fn(*args, **kwargs)
+    checked.__yota_world__ = world.source
+    checked.__yota_deps__ = deps        # a function that calls this one guards them too
+    return checked
 
 
 def _pinned(fn: Callable, pinned: Callable | None, name: str) -> Callable:

@@ -36,7 +36,7 @@ import numpy as np
 
 from .compiler import Compiled
 from .errors import InternalError
-from .frontend.depends import MISSING, Dep
+from .frontend.depends import MISSING, Dep, library_value
 from .frontend.flatten import is_struct_object
 from .ir.tape import Tape
 from .text import access_expr, literal_text
@@ -170,6 +170,8 @@ def make_guards(compiled: Compiled) -> tuple[Callable | None, Callable | None]:
     tests += [f"type({read(access)}) is {const(cls)}" for access, cls in assumes.types
               if access not in tape.params]
     tests += [f"{read(a)} is {read(b)}" for a, b in assumes.aliases]
+    tests += [f"getattr({read(a)}, '__dict__', {{}}).get({literal_text(n)}, _MISSING) is _MISSING"
+              for a, n in assumes.absent]
     deps = [_dep_test(dep, const) for dep in assumes.deps]
     consts["_MISSING"] = _MISSING
     fits = _function("fits", params, tests, consts) if tests else None
@@ -204,6 +206,57 @@ def function_guard(compiled: Compiled) -> Callable | None:
     return _function("pinned", (*tape.params, f"*{rest[0]}", f"**{rest[1]}"), tests, const.values)
 
 
+def world_guard(compiled: Compiled) -> Callable | None:
+    """``world(*args, **kwargs)`` for a ``simplegrad`` function: what the record says is
+    guarded by identity (globals, closure cells, defaults, class attributes the source read,
+    the classes of struct arguments, tied leaves, instance attributes that must stay absent)
+    still holds. True or False, cheaply (``is`` tests); ``world.explain(*args, **kwargs)``
+    names the first that fails, with where the source read it. None when nothing is guarded
+    (the module is called as it is)."""
+    tape, assumes = compiled.forward, compiled.assumes
+    if assumes is None:
+        return None
+    const = _Consts(avoid=tape.params)
+    root = {p: p for p in tape.params}
+
+    def read(access: str) -> str:
+        return ast.unparse(access_expr(access, root))
+    checks: list[tuple[str, str]] = []          # (test, what failed)
+    for access, cls in assumes.types:
+        checks.append((f"type({read(access)}) is {const(cls)}",
+                       f"{access} is a {cls.__qualname__} no more"))
+    for a, b in assumes.aliases:
+        checks.append((f"{read(a)} is {read(b)}",
+                       f"{a} and {b} were one object (tied) and are two now"))
+    missing = const(_MISSING)
+    for access, name in assumes.absent:
+        checks.append((f"getattr({read(access)}, '__dict__', {{}}).get({literal_text(name)}, "
+                       f"{missing}) is {missing}",
+                       f"{access}.{name} was read from its class and is now set on the "
+                       "object"))
+    for dep in assumes.deps:
+        if library_value(dep.value):
+            continue            # np, np.exp: library code (depends.library_value)
+        where = f" (read at {dep.loc.short})" if dep.loc is not None else ""
+        checks.append((_dep_test(dep, const).replace("_MISSING", missing),
+                       f"{dep.shown or dep.name} ({dep.kind}){where} is not the object it "
+                       "was when the gradient was compiled"))
+    if not checks:
+        return None
+    rest = [n for n in ("_", "__", "___", "____") if n not in tape.params][:2]
+    params = (*tape.params, f"*{rest[0]}", f"**{rest[1]}")
+    world = _function("world", params, [t for t, _ in checks], const.values)
+    singles = [(_function("one", params, [t], const.values), why) for t, why in checks]
+
+    def explain(*args: Any, **kwargs: Any) -> str:
+        for test, why in singles:
+            if not test(*args, **kwargs):
+                return why
+        return "the world it was compiled for has changed"
+    world.explain = explain
+    return world
+
+
 def _reader(tape: Tape) -> tuple[tuple[str, ...], Callable[[str], str]]:
     """The guards' parameters, ``_a0, _a1, ...`` (no parameter name can shadow a constant or
     a builtin), and ``read(access)``: an argument's field read from them, checked to be an
@@ -232,6 +285,8 @@ def _static_test(access: str, value: Any, const: Callable[[Any], str]) -> str:
 def _dep_test(dep: Dep, const: Callable[[Any], str]) -> str:
     if isinstance(dep.namespace, types.CellType):
         return f"{const(dep.namespace)}.cell_contents is {const(dep.value)}"
+    if dep.item:
+        return f"{const(dep.namespace)}[{literal_text(dep.name)}] is {const(dep.value)}"
     if dep.attribute:
         return f"getattr({const(dep.namespace)}, {literal_text(dep.name)}, _MISSING) is {const(dep.value)}"
     return f"{const(dep.namespace)}.get({literal_text(dep.name)}, _MISSING) is {const(dep.value)}"

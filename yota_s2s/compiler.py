@@ -86,7 +86,7 @@ def _stages(f: Any, args: Sequence[Any], rules: RuleSet, wrt: set[int] | None, c
             passes: bool, dynamic: frozenset[int], review: bool, device: str | None = None
             ) -> tuple[Tape, Tape, Assumptions]:
     forward, ev = trace_function(f, args, rules, dynamic=dynamic)
-    assumes = Assumptions(tuple(ev.flattener.types), tuple(ev.flattener.aliases), tuple(ev.depends))
+    assumes = ev.assumes
     if check:
         verify.check(forward)
     return forward, _optimized(backward(forward, ev, wrt), rules, check, passes, review,
@@ -104,6 +104,7 @@ def _optimized(tape: Tape, rules: RuleSet, check: bool, passes: bool, review: bo
         tape = optimize(tape, rules, review=review, device=device)
         if check:
             verify.check(tape)
+    verify.check_assumptions(tape)       # cheap: every outside read is read or guarded
     return assign_names(tape, names_taken(tape))
 
 
@@ -144,7 +145,7 @@ def compile_forward(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES, devi
     forward, ev = trace_function(f, args, rules)
     if check:
         verify.check(forward)
-    assumes = Assumptions(tuple(ev.flattener.types), tuple(ev.flattener.aliases), tuple(ev.depends))
+    assumes = ev.assumes
     optimized = _optimized(forward, rules, check, True, device=device if buffers else None)
     return _written(forward, optimized, device, out_dir,
                     module_name, None, buffers, assumes)

@@ -9,6 +9,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .errors import UpdateError
+from .frontend.flatten import is_struct_object
 
 
 def update(obj: Any, grads: Any, fn: Callable[[Any, Any], Any], *, inplace: bool = True) -> Any:
@@ -28,7 +29,7 @@ def update(obj: Any, grads: Any, fn: Callable[[Any, Any], Any], *, inplace: bool
         grads = {(): grads}
     grads = {path: g for path, g in grads.items() if g is not None}
     if not inplace:
-        return _rebuilt(obj, grads, fn)
+        return _rebuilt(obj, _tied(obj, grads, fn), lambda x, new: new)
     if () in grads:
         if not _overwrite(obj, fn(obj, grads[()])):
             raise UpdateError(f"cannot update a {type(obj).__name__} in place",
@@ -94,6 +95,57 @@ def _store(node: Any, key: Any, value: Any, where: str) -> None:
                           hint="Use new = ys.update(obj, grads, fn, inplace=False), which builds "
                                "a new object, or keep the values in arrays, lists or a mutable "
                                "class.") from None
+
+
+def _at(node: Any, path: tuple) -> Any:
+    for key in path:
+        node = _child(node, key)
+    return node
+
+
+def _tied(obj: Any, grads: dict, fn: Callable) -> dict:
+    """{path: new value} for ``grads``, keeping ties: an array held at several paths of
+    ``obj`` (tied weights, ``m.dec_W is m.enc.W``) is one parameter, updated once with the
+    sum of its paths' gradients (the gradient comes once, under its first path, or per path
+    from a gradient compiled untied), and every path to it gets the one new array."""
+    olds = {path: _at(obj, path) for path in grads}
+    total: dict[int, Any] = {}
+    for path, g in grads.items():
+        key = id(olds[path])
+        total[key] = g if key not in total else total[key] + g
+    new: dict[int, Any] = {}
+    for path, old in olds.items():
+        if id(old) not in new:
+            new[id(old)] = fn(old, total[id(old)])
+    out = {path: new[id(old)] for path, old in olds.items()}
+    for path, value in _arrays(obj, (), set()):
+        if id(value) in new and path not in out:
+            out[path] = new[id(value)]
+    return out
+
+
+def _arrays(node: Any, path: tuple, seen: set) -> Any:
+    """``(path, array)`` for every array held by the fields and items of ``node``."""
+    if hasattr(node, "__array_interface__") or hasattr(node, "__cuda_array_interface__"):
+        yield path, node
+        return
+    if id(node) in seen:
+        return
+    seen.add(id(node))
+    if isinstance(node, dict):
+        items = list(node.items())
+    elif isinstance(node, tuple) and hasattr(type(node), "_fields"):
+        items = list(zip(type(node)._fields, node))
+    elif isinstance(node, (list, tuple)):
+        items = list(enumerate(node))
+    elif is_struct_object(node):
+        items = [(k, v) for k, v in vars(node).items() if isinstance(k, str)] \
+            if hasattr(node, "__dict__") else \
+            [(k, getattr(node, k)) for k in getattr(type(node), "__slots__", ()) if hasattr(node, k)]
+    else:
+        return
+    for key, value in items:
+        yield from _arrays(value, path + (key,), seen)
 
 
 def _rebuilt(node: Any, grads: dict, fn: Callable) -> Any:

@@ -8,10 +8,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..errors import UnsupportedSyntax
+from ..ir.assumptions import IDENTITY, Assumption
 from ..ir.tape import Tape, Var
 from ..rules.registry import RULES, RuleSet
 from ..text import normal
 from .collect import Collector
+from .depends import Assumptions, rules_assumption
 from .evaluator import Evaluator, Frame
 from .externals import FUNCTION
 from .flatten import Flattener, arg_kind, is_struct_object, leaf_names
@@ -101,7 +103,26 @@ def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES,
                 arg_kinds=tuple("int" if i in dynamic and type(a) is int else arg_kind(a)
                                 for i, a in enumerate(args)), freevars=fn.__code__.co_freevars,
                 loops=list(ev.loop_notes))
+    ev.assumes = assumptions(tape, ev, rules)
     return tape, ev
 
 
-__all__ = ["Collector", "Evaluator", "Frame", "trace_function", "parse_function", "unbind"]
+def assumptions(tape: Tape, ev: Evaluator, rules: RuleSet) -> Assumptions:
+    """The one record of what ``tape``'s code assumes about the world outside its arguments
+    (``ir.assumptions``), kept on the tape (``tape.assumptions``) and returned with the guards'
+    view of it: what the cache (``ys.grad``) and ``simplegrad``'s function check."""
+    flat = ev.flattener
+    record = [*ev.externals.record, *ev.depends.record()]
+    record += [Assumption(f"type({a}) is {cls.__qualname__}", "class", IDENTITY, flat.loc,
+                          (a, cls), code=True) for a, cls in flat.types]
+    record += [Assumption(f"{a} is {b}", "tie", IDENTITY, flat.loc, (a, b))
+               for a, b in flat.aliases]
+    record += [Assumption(f"{a}.{n} not set on the object (its class's is read)", "attribute",
+                          IDENTITY, flat.loc, (a, n)) for a, n in dict.fromkeys(flat.absent)]
+    record.append(rules_assumption(rules))
+    tape.assumptions = tuple(record)
+    return Assumptions(tuple(flat.types), tuple(flat.aliases), tuple(ev.depends),
+                       tuple(dict.fromkeys(flat.absent)), tape.assumptions)
+
+
+__all__ = ["assumptions", "Collector", "Evaluator", "Frame", "trace_function", "parse_function", "unbind"]

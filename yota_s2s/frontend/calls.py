@@ -110,6 +110,7 @@ class CallsMixin:
                 return self.call(inlined, args, kwargs, node)
             return skip_call(self, nested_gradient(display_name(fn), self.loc(node)),
                              fn, args, kwargs)
+        fn = self.unguarded(fn)
         if is_inlinable(fn):
             return self.inline(plain_form(fn, self.loc(node)), args, kwargs, node)
         traced = is_traced(list(args)) or is_traced(kwargs)
@@ -339,10 +340,13 @@ class CallsMixin:
             bound = inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)
         except TypeError as e:
             raise YotaError(f"{fn.__name__}(): {e}", self.loc(node)) from None
+        given = set(bound.arguments)
         bound.apply_defaults()
         code = fn.__code__
         closure, cells = {}, {}
         where = self.externals.where_function(fn)
+        if len(given) < len(bound.arguments):
+            self._defaults(fn, bound.arguments, given, where, node)
         for index, (name, cell) in enumerate(zip(code.co_freevars, fn.__closure__ or ())):
             try:
                 closure[name] = cell.cell_contents
@@ -350,11 +354,47 @@ class CallsMixin:
                 continue
             cells[name] = cell_path(where, index) or (None, ())
             if not is_data(closure[name]):      # arrays are read again when the code runs
-                self.depends.cell(cell, closure[name])
+                self.depends.cell(cell, closure[name], f"{fn.__qualname__}'s closure: {name}")
         frame = Frame(parsed, self.depends.watch(fn.__globals__), closure, None)
         frame.cells = cells
         frame.locals.update(bound.arguments)
         return self.run_function(frame, parsed.node)
+
+    def unguarded(self, fn: Any) -> Any:
+        """A ``simplegrad`` function is its generated function behind checks (api.py
+        ``_guarded``, ``_pinned``): inlined, it is the generated one, and what its checks
+        guarded by identity is guarded by the function being compiled."""
+        func = fn.__func__ if isinstance(fn, types.MethodType) else fn
+        if getattr(func, "__yota_world__", None) is None and \
+                getattr(func, "__yota_pinned__", None) is None:
+            return fn
+        for dep in getattr(func, "__yota_deps__", ()):
+            self.depends.deps.setdefault((id(dep.namespace), dep.name), dep)
+        inner = self.unguarded(func.__wrapped__)
+        return types.MethodType(inner, fn.__self__) if isinstance(fn, types.MethodType) else inner
+
+    def _defaults(self, fn: Any, arguments: dict, given: set, where: tuple | None,
+                  node: gast.AST | None) -> None:
+        """Parameters that took their defaults: ``fn.__defaults__`` is guarded by identity, and
+        a default the function reaches from outside (an array, a list) is read where it is,
+        ``fn.__defaults__[i]``, like a closure's data: changed in place, it is seen."""
+        self.depends.defaults(fn)
+        if where is None or where[0] is None:
+            return
+        root, path = where
+        code = fn.__code__
+        positional = code.co_varnames[:code.co_argcount]
+        defaults = fn.__defaults__ or ()
+        first = len(positional) - len(defaults)
+        for name in [n for n in arguments if n not in given]:
+            if name in positional and positional.index(name) >= first:
+                step = (("attr", "__defaults__"), ("item", positional.index(name) - first))
+            elif name in (fn.__kwdefaults__ or {}):
+                step = (("attr", "__kwdefaults__"), ("item", name))
+            else:
+                continue
+            arguments[name] = self.externals.wrap(arguments[name], (root, path + step), node,
+                                                  name)
 
     def inline_local(self, fn: LocalFunction, args: list, kwargs: dict, node: gast.AST) -> Any:
         from .evaluator import Frame

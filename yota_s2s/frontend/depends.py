@@ -18,13 +18,16 @@ from __future__ import annotations
 import builtins
 import types
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
 
+from ..ir.assumptions import IDENTITY, VERSION, Assumption
 from .resolve import LIBRARY_MODULES
 
 
 MISSING = object()          # the value of a name that a namespace did not hold
+_CODE = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.ModuleType,
+         type, staticmethod, classmethod, property)
 
 
 @dataclass(frozen=True)
@@ -41,28 +44,48 @@ class Dep:
     name: str
     value: Any
     attribute: bool = False
+    item: bool = False          # ``namespace[name] is value``: an item of a list or dict
+    shown: str = field(default="", compare=False)      # ``model.helper``, ``Model.scale``
+    kind: str = field(default="global", compare=False)
+    loc: Any = field(default=None, compare=False)      # where the source read it
+
+    def assumption(self) -> Assumption:
+        code = self.value is MISSING or isinstance(self.value, _CODE) or \
+            self.kind == "default" or (callable(self.value) and _library_class(type(self.value)))
+        return Assumption(self.shown or self.name, self.kind, IDENTITY, self.loc, self, code)
 
 
 @dataclass(frozen=True)
 class Assumptions:
     """What compiled code assumes about its arguments and environment beyond the tape's inputs
-    and statics: the class of each struct, objects shared by two paths, names it read."""
+    and statics, as its guards test it: the class of each struct, objects shared by two paths,
+    instance attributes that must stay absent (a class attribute read through an argument),
+    names it read. ``record`` is the same as ``ir.assumptions`` entries, with the run-time
+    reads and value checks of the tape: what the printed tape and the module header list."""
 
     types: tuple[tuple[str, type], ...]       # (access, class): type(m.layers[0]) is Linear
     aliases: tuple[tuple[str, str], ...]      # (access, access): m.dec.W is m.enc.W
     deps: tuple[Dep, ...]
+    absent: tuple[tuple[str, str], ...] = ()  # (access, name): m has no own attribute "scale"
+    record: tuple[Assumption, ...] = ()
 
 
 class Depends:
-    def __init__(self) -> None:
+    def __init__(self, locate: Callable[[], Any] = lambda: None) -> None:
         self.deps: dict[tuple[int, str], Dep] = {}
+        self.locate = locate          # where the source is reading now (a SourceLoc or None)
 
-    def read(self, namespace: Any, name: str, value: Any, owner: Any = None,
-             attribute: bool = False) -> None:
+    def read(self, namespace: Any, name: Any, value: Any, owner: Any = None,
+             attribute: bool = False, kind: str | None = None, shown: str = "",
+             item: bool = False) -> None:
         """``owner`` (default: ``namespace``) identifies the namespace (a class for its
         ``__dict__``, which is a new proxy object on every access)."""
         key = (id(namespace if owner is None else owner), name)
-        self.deps.setdefault(key, Dep(namespace, name, value, attribute))
+        if key in self.deps:
+            return
+        if kind is None:
+            kind, shown = _place(namespace, name, owner)
+        self.deps[key] = Dep(namespace, name, value, attribute, item, shown, kind, self.locate())
 
     def forget(self, namespace: Any, name: str) -> None:
         """``name`` was read as data that the generated code reads again at each call (a
@@ -76,8 +99,19 @@ class Depends:
             return globals_
         return WatchedGlobals(globals_, self)
 
-    def cell(self, cell: types.CellType, value: Any) -> None:
-        self.read(cell, "cell_contents", value)
+    def cell(self, cell: types.CellType, value: Any, shown: str = "") -> None:
+        self.read(cell, "cell_contents", value, kind="closure cell", shown=shown)
+
+    def defaults(self, fn: types.FunctionType) -> None:
+        """``fn`` was called with a default: ``fn.__defaults__`` and ``__kwdefaults__`` must
+        stay the objects they were (a rebound ``f.__defaults__``)."""
+        name = getattr(fn, "__qualname__", "function")
+        for attr in ("__defaults__", "__kwdefaults__"):
+            self.read(fn, attr, getattr(fn, attr, None), attribute=True, kind="default",
+                      shown=f"{name}.{attr}")
+
+    def record(self) -> list[Assumption]:
+        return [dep.assumption() for dep in self.deps.values()]
 
     def attribute(self, obj: Any, name: str, value: Any) -> None:
         """``obj.name`` was read: recorded for the user's modules (``helpers.f``), classes
@@ -92,11 +126,13 @@ class Depends:
         if not isinstance(obj, type):
             own = getattr(obj, "__dict__", None)
             if isinstance(own, dict):
-                self.read(own, name, own.get(name, MISSING))
+                self.read(own, name, own.get(name, MISSING), kind="attribute",
+                          shown=f"{type(obj).__qualname__} object's {name}")
                 if own.get(name, MISSING) is value:
                     return
             else:
-                self.read(obj, name, value, attribute=True)
+                self.read(obj, name, value, attribute=True, kind="attribute",
+                          shown=f"{type(obj).__qualname__} object's {name}")
         self.class_attribute(cls, name)
 
     def class_attribute(self, cls: type, name: str) -> None:
@@ -110,6 +146,33 @@ class Depends:
 
     def __iter__(self) -> Iterator[Dep]:
         return iter(self.deps.values())
+
+
+def _place(namespace: Any, name: str, owner: Any) -> tuple[str, str]:
+    """(kind, shown) of a read: ``("global", "model.helper")``, ``("class attribute",
+    "Model.scale")``, ``("attribute", "Config object's scale")``."""
+    if isinstance(owner, type):
+        return "class attribute", f"{owner.__qualname__}.{name}"
+    if isinstance(namespace, dict) and isinstance(namespace.get("__name__"), str):
+        return "global", f"{namespace['__name__']}.{name}"
+    return "attribute", f"{type(namespace).__name__} {name}"
+
+
+def rules_assumption(rules: Any) -> Assumption:
+    """The rule set the code was derived with, at its version (``RuleSet.version``)."""
+    return Assumption(f"rules version {getattr(rules, 'version', 0)}", "rules", VERSION,
+                      code=True)
+
+
+def library_value(value: Any) -> bool:
+    """numpy, or one of its functions (``np``, ``exp`` from ``from numpy import exp``): a name
+    bound to library code, which ``simplegrad``'s function does not check at each call (they
+    are not rebound while a program runs, like the rules); ``ys.grad`` checks them too."""
+    if isinstance(value, types.ModuleType):
+        return _library(value.__name__)
+    module = getattr(value, "__module__", None)
+    return callable(value) and isinstance(module, str) and _library(module) and \
+        module.split(".")[0] != "yota_s2s"
 
 
 def _library(module: str) -> bool:

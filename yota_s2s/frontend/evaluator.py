@@ -100,7 +100,8 @@ class Evaluator(ExpressionsMixin, CallsMixin, UpdatesMixin, LoopsMixin):
         self.rule_text: str | None = None
         self.input_vars: set[Var] = set()
         self.flattener = None                 # frontend.flatten.Flattener, set by trace_function
-        self.depends = Depends()              # globals and class attributes the source read
+        # globals and class attributes the source read, each with where it was read
+        self.depends = Depends(lambda: self.loc(self.frame.stmt) if self.frame else None)
         self.externals = Externals(self)      # data read from globals and closures
         self.collector: Collector | None = None    # collecting mode: see collect.py
         self.latest: dict[Var, Var] = {}      # in-place updates: see updates.py

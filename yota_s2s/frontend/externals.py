@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import StaticValueError, UnsupportedSyntax
+from ..ir.assumptions import READ, VALUE, Assumption
 from ..ir.tape import Aval, Stmt, Var, tree_atoms
 from ..rules.external import (DRAW, EXTERNAL, EXTERNAL_CHECK, draw, external,
                               external_check)
@@ -90,6 +91,22 @@ def cell_path(where: tuple | None, index: int) -> tuple | None:
     return root, path + _CELL + (("item", index), ("attr", "cell_contents"))
 
 
+def place(where: tuple) -> str:
+    """The kind of place a read is from: ``global``, ``closure cell``, ``default``, ``item``
+    (of a container), ``attribute`` (of an object)."""
+    root, path = where
+    steps = [kind if kind != "attr" else key for kind, key in path]
+    if "__defaults__" in steps or "__kwdefaults__" in steps:
+        return "default"
+    if steps[-1:] in (["len"], ["keys"]):
+        return "length" if steps[-1] == "len" else "keys"
+    if steps[-1:] == ["item"]:
+        return "item"
+    if "cell_contents" in steps and steps[-1] == "cell_contents":
+        return "closure cell"
+    return "global" if len(path) == 1 and root[0] == "module" else "attribute"
+
+
 def is_generator(value: Any) -> bool:
     return isinstance(value, (np.random.RandomState, np.random.Generator))
 
@@ -120,6 +137,7 @@ class Externals:
         self.copies: dict[int, Any] = {}            # id(generator) -> the copy that traces
         self.uses_function = False                  # the code reads the function's closure
         self.vars: set[Var] = set()                 # the values read from outside
+        self.record: list[Assumption] = []          # each read and check, as ir.assumptions
 
     def function_found(self, fn: Any, where: tuple | None) -> None:
         if where is not None and where[0] is not None and id(fn) not in self.functions:
@@ -159,8 +177,17 @@ class Externals:
             from .structs import StructValue
             wrapped = StructValue(type(value), value, None, where, describe_where(where))
         elif type(value) in (list, tuple, dict) or _is_namedtuple(value):
-            # searched once per trace: a container without data stays the static value it is
-            wrapped = self._container(value, where, node) if _holds_data(value, [0]) else value
+            # searched once per trace. A list or dict can change in place: one without data is
+            # read item by item as the code reads it (a float in a config dict is read at run
+            # time, an int checked); a tuple without lists or dicts stays the static value it is
+            if _holds_data(value, [0]):
+                wrapped = self._container(value, where, node)
+            elif type(value) is list or (type(value) is dict and all(map(_plain_key, value))):
+                wrapped = self._lazy(value, where, node)
+            elif _holds_mutable(value):
+                wrapped = self._container(value, where, node)
+            else:
+                wrapped = value
         else:
             return value
         self.reads[key] = wrapped
@@ -183,6 +210,27 @@ class Externals:
             return type(value)(*items)
         return items if isinstance(value, list) else tuple(items)
 
+    def _lazy(self, value: list | dict, where: tuple, node: Any) -> list | dict:
+        """A list or dict without arrays, read from outside: its length (keys) checked at each
+        call, each item wrapped when the code reads it (``CFG["l2"]``, ``IDS[t]``)."""
+        root, path = where
+        if type(value) is list:
+            self._check(len(value), (root, path + (("len", None),)), node)
+        else:
+            self._check(tuple(value), (root, path + (("keys", None),)), node)
+
+        def item(key: Any, found: Any) -> Any:
+            at = self.ev.frame.stmt if self.ev.frame is not None else node
+            step = (root, path + (("item", key),))
+            if isinstance(found, (types.FunctionType, types.MethodType, type,
+                                  types.ModuleType)) or (
+                    isinstance(found, numbers.Number) and type(found) not in (float, int, bool)):
+                # compiled in, and not something a check by value can spell: by identity
+                self.ev.depends.read(value, key, found, item=True, kind="item",
+                                     shown=describe_where(step))
+            return self.wrap(found, step, at, field=True)
+        return (OutsideList if type(value) is list else OutsideDict)(value, item)
+
     def _check(self, value: Any, where: tuple, node: Any) -> None:
         """A static field (``cfg.layers = 3``): the code checks at call time it is unchanged."""
         key = ("check", where[0], where[1])
@@ -192,10 +240,12 @@ class Externals:
         if where[0] == FUNCTION:
             self.uses_function = True
         ev = self.ev
-        params = (("root", where[0]), ("path", where[1]), ("shown", describe_where(where)),
-                  ("expected", value))
+        params = (("root", where[0]), ("path", where[1]),
+                  ("shown", _read_at(describe_where(where), ev.loc(node))), ("expected", value))
         prim = ev.rules.lookup(external_check) or EXTERNAL_CHECK
         ev.stmts.append(Stmt((), prim, (), params, ev.loc(node)))
+        self.record.append(Assumption(describe_where(where), place(where), VALUE, ev.loc(node),
+                                      where))
 
     def _read(self, value: Any, where: tuple, node: Any, name: str | None) -> Var:
         key = (where[0], where[1])
@@ -212,8 +262,9 @@ class Externals:
         shown = describe_where(where)
         if ("attr", "__closure__") in where[1] and name:
             shown = f"{name} (a variable of a closure)"
-        params = (("root", where[0]), ("path", where[1]), ("shown", shown))
+        params = (("root", where[0]), ("path", where[1]), ("shown", _read_at(shown, ev.loc(node))))
         ev.stmts.append(Stmt((var,), prim, (), params, ev.loc(node)))
+        self.record.append(Assumption(shown, place(where), READ, ev.loc(node), where))
         self.reads[key] = var
         return var
 
@@ -304,11 +355,60 @@ def _tree(values: list) -> tuple:
     return tuple(values)
 
 
+def _read_at(shown: str, loc: Any) -> str:
+    """``model.X (read at model.py:12)``: what a guard's message names."""
+    return f"{shown} (read at {loc.short})" if loc is not None else shown
+
+
 def _hint(where: tuple) -> str | None:
     root, path = where
     if path and path[-1][0] == "attr" and path[-1][1] != "cell_contents":
         return path[-1][1]
     return None             # an item of a container: named by what the code binds it to
+
+
+class OutsideList(list):
+    """A list read from outside while tracing: each item is wrapped as it is read."""
+
+    def __init__(self, items: list, item: Any):
+        super().__init__(items)
+        self._item = item
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        n = len(self)
+        k = i + n if isinstance(i, int) and -n <= i < 0 else i
+        return self._item(k, list.__getitem__(self, i))
+
+    def __iter__(self) -> Any:
+        return (self[i] for i in range(len(self)))
+
+
+class OutsideDict(dict):
+    """A dict read from outside while tracing: each value is wrapped as it is read."""
+
+    def __init__(self, items: dict, item: Any):
+        super().__init__(items)
+        self._item = item
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._item(key, dict.__getitem__(self, key))
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self[key] if key in self else default
+
+    def values(self) -> Any:
+        return [self[k] for k in self]
+
+    def items(self) -> Any:
+        return [(k, self[k]) for k in self]
+
+
+def _holds_mutable(value: Any) -> bool:
+    """A tuple (of tuples) that holds a list or a dict."""
+    return any(type(v) in (list, dict) or (isinstance(v, tuple) and _holds_mutable(v))
+               for v in value)
 
 
 def _standard_library(cls: type) -> bool:

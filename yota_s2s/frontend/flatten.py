@@ -88,6 +88,7 @@ class Flattener:
         self.layout: list[StaticInput] = []          # len(m.layers), tuple(d): containers' shape
         self.types: list[tuple[str, type]] = []      # (access, class) of each struct object
         self.aliases: list[tuple[str, str]] = []     # (access, first access) of shared objects
+        self.absent: list[tuple[str, str]] = []      # (access, name): no own attribute name
         self._seen: dict[tuple[int, int], tuple[Any, str, Any]] = {}
         self.loc: SourceLoc | None = None            # the traced function, for errors
 

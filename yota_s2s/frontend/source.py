@@ -10,9 +10,11 @@ The source must be the code that runs: a file edited after its module was import
 otherwise be compiled in place of the running function. So the file's text (as ``inspect``
 reads it) is compiled as the import system compiles it, and one of its code objects must equal
 the function's ``__code__`` (same bytecode, constants, names and positions); if none does,
-``StaleSourceError``. Checked for modules imported from source files by Python's own loader;
-pseudo-files (notebook cells) cannot change, and code made by other loaders (pytest's assert
-rewriting) cannot be compiled again here, so those are not checked.
+``StaleSourceError``. Checked for modules imported from source files by Python's own loader,
+and for pseudo-files (notebook cells, ``exec`` of a text registered with ``linecache``), whose
+name can be given to another text later (the code object is compared, not the file name);
+code made by other loaders (pytest's assert rewriting) cannot be compiled again here, so it is
+not checked, nor a text that does not compile as Python (a cell with magics).
 """
 from __future__ import annotations
 
@@ -136,30 +138,38 @@ def _whole_file(fn: Any, code: types.CodeType) -> gast.Module:
 _FUTURE_FLAGS = 0
 for _feature in __future__.all_feature_names:
     _FUTURE_FLAGS |= getattr(__future__, _feature).compiler_flag
-_file_codes: dict[tuple[str, int, int], frozenset[types.CodeType]] = {}
+_file_codes: dict[tuple[str, int, int], frozenset[types.CodeType] | None] = {}
 
 
 def _check_running(fn: Any, code: types.CodeType) -> None:
     """A ``StaleSourceError`` unless the text ``inspect`` reads for ``fn`` compiles to ``code``."""
     file = code.co_filename
+    pseudo = not os.path.isfile(file)
     loader = getattr(inspect.getmodule(fn), "__loader__", None)
-    if not os.path.isfile(file) or not isinstance(
-            loader, (importlib.machinery.SourceFileLoader, type(None))):
+    if not pseudo and not isinstance(loader, (importlib.machinery.SourceFileLoader, type(None))):
         return
     text = "".join(linecache.getlines(file, fn.__globals__))
     flags = code.co_flags & _FUTURE_FLAGS
     key = (file, flags, hash(text))
-    codes = _file_codes.get(key)
-    if codes is None:
+    if key not in _file_codes:
         if len(_file_codes) > 256:
             _file_codes.clear()
         try:
             top = compile(text, file, "exec", flags=flags, dont_inherit=True)
         except (SyntaxError, ValueError):
             top = None
-        codes = _file_codes[key] = frozenset(_all_codes(top)) if top is not None else frozenset()
-    if code in codes:
-        return
+        _file_codes[key] = frozenset(_all_codes(top)) if top is not None else None
+    codes = _file_codes[key]
+    if codes is None or code in codes:
+        return          # a text that does not compile here (a cell with magics): not checked
+    if pseudo:
+        raise StaleSourceError(
+            f"the source registered for {file} (linecache) is not the code of "
+            f"{fn.__qualname__}: that name was given to another text after the function was "
+            "defined (two cells or exec() calls under one file name), and yota_s2s compiles "
+            "the source", SourceLoc(file, code.co_firstlineno, func=fn.__name__),
+            "Give each text its own file name when you compile and register it, or define "
+            "the function again from the text that is registered now.")
     raise StaleSourceError(
         f"{os.path.basename(file)} has changed since {fn.__qualname__} was imported: the "
         "function that runs is not the one in the file, and yota_s2s compiles the source",

@@ -28,6 +28,7 @@ import gast
 
 from ..errors import UnsupportedSyntax, YotaError
 from ..text import access_attr
+from .depends import MISSING as _MISSING_DEP
 from .resolve import is_library
 from .values import contains
 
@@ -87,7 +88,14 @@ def class_attribute(ev: Any, sv: StructValue | Any, name: str, node: gast.AST) -
     owner, attr = static_lookup(cls, name)
     if owner is None:
         raise YotaError(f"{cls.__name__!r} object has no attribute {name!r}", ev.loc(node))
-    ev.depends.read(owner.__dict__, name, attr)
+    ev.depends.class_attribute(cls, name)      # each class of the MRO up to the owner
+    if isinstance(sv, StructValue) and sv.obj is not None and not _is_method(attr):
+        # data found on the class: an attribute set on the object later would shadow it
+        if sv.argnum is not None:
+            ev.flattener.absent.append((sv.access, name))
+        elif isinstance(getattr(sv.obj, "__dict__", None), dict):
+            ev.depends.read(sv.obj.__dict__, name, _MISSING_DEP, kind="attribute",
+                            shown=f"{sv.access}.{name} (absent from the object)")
     if isinstance(attr, staticmethod):
         return attr.__func__
     if isinstance(attr, classmethod):
@@ -103,6 +111,10 @@ def class_attribute(ev: Any, sv: StructValue | Any, name: str, node: gast.AST) -
                                 "the compiler cannot run", ev.loc(node),
                                 "Use a plain method or a property.")
     return attr
+
+
+def _is_method(attr: Any) -> bool:
+    return isinstance(attr, (types.FunctionType, staticmethod, classmethod, property))
 
 
 def set_attribute(ev: Any, sv: Any, name: str, value: Any, node: gast.AST) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..text import describe, literal_text, printable
+from .assumptions import lines as assumption_lines
 from .names import Namer, name_tape, namer_of
 from .region import loop_of
 from .tape import Aval, Lit, Stmt, Tape, Var
@@ -94,6 +95,7 @@ def format_tape(tape: Tape, locations: bool = True, shapes: bool = True) -> str:
         lines.append((f"  tangent {format_tree(tape.tangent, names)}", ""))
     if tape.loops:
         lines += [(f"  # loop {printable(note)}", "") for note in tape.loops]
+    lines += [(f"  # {printable(line)}", "") for line in assumption_lines(tape.assumptions)]
     width = max(len(text) for text, _ in lines) + 2
     body = [text.ljust(width) + f"# {loc}" if locations and loc else text for text, loc in lines]
     return "\n".join([head] + body)

@@ -323,6 +323,9 @@ class Tape:
     # the rules of backward statements a pass folded away (``1.0 * t13`` is ``t13``), by the
     # result of the statement that reads what they became: its ``# rule`` comment says them
     folded: dict[Var, tuple[str, ...]] = field(default_factory=dict)
+    # what the code assumes about the world outside its arguments (ir/assumptions.py): set by
+    # the frontend, carried by every stage, listed in the printed tape and the module header
+    assumptions: tuple = ()
 
     def copy(self, **changes: Any) -> "Tape":
         fields = dict(self.__dict__)

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import InternalError
 from .analysis import Analysis, memory_bases, read_only
+from .assumptions import HOWS, READ, VALUE
 from .names import name_tape
 from .play import apply_stmt, value_of
 from .play import run as play_stmts
@@ -31,6 +32,29 @@ def _fail(tape: Tape, index: int, message: str) -> None:
         window.append(f"{mark} {format_stmt(tape.stmts[i], names)}")
     raise InternalError(f"while checking tape {tape.name}: {message}",
                         hint="\n".join(window) + "\nThis is a yota_s2s bug; please report it with this text.")
+
+
+def check_assumptions(tape: Tape) -> Tape:
+    """The record of what ``tape`` assumes about the world (``tape.assumptions``) is complete:
+    every entry stays right in one of the ways ``ir.assumptions.HOWS`` names (read at run time,
+    or guarded), and every read of the world that the code makes at run time (an ``external``
+    statement) or checks (``external_check``) has its entry. An outside read with neither a
+    run-time read nor a guard is refused: it would be a value compiled in that nobody checks."""
+    for entry in tape.assumptions:
+        if entry.how not in HOWS:
+            raise InternalError(f"while checking tape {tape.name}: {entry.what} ({entry.kind}) "
+                                f"is assumed {entry.how!r}, neither read at run time nor guarded",
+                                entry.loc, "This is a yota_s2s bug; please report it.")
+    recorded = {(e.how, tuple(e.guard)) for e in tape.assumptions
+                if e.how in (READ, VALUE) and isinstance(e.guard, tuple)}
+    for index, stmt in enumerate(tape.stmts):
+        emit = stmt.prim.emit[:1]
+        if emit in (("external",), ("external_check",)):
+            how = READ if emit == ("external",) else VALUE
+            if (how, (stmt.param("root"), stmt.param("path"))) not in recorded:
+                _fail(tape, index, f"{stmt.param('shown')} is read from outside the function "
+                      "with no entry in the tape's record of assumptions")
+    return tape
 
 
 def check(tape: Tape) -> Tape:

@@ -1,0 +1,81 @@
+"""Functions that read the world outside their arguments (tests/test_assumptions.py): numbers
+in config dicts and lists, lists of ints that pick rows, mutable defaults, class attributes,
+tied weights. Each test changes what they read between calls."""
+import numpy as np
+
+CFG = {"l2": 0.5, "name": "ridge"}
+SCALES = [0.5, 2.0]
+IDS = [0, 1, 2]
+LR = 0.1
+
+
+class Holder:
+    pass
+
+
+HELD = Holder()
+HELD.vals = [0.5]
+
+
+def config_dict(w):
+    return np.sum(w ** 2) * CFG["l2"]
+
+
+def global_list(w):
+    return np.sum(w ** 2) * SCALES[0] + np.sum(w) * SCALES[-1]
+
+
+def list_field(w):
+    return np.sum(np.sin(w)) * HELD.vals[0]
+
+
+def rows(W):
+    total = 0.0
+    for t in range(3):
+        total = total + np.sum(W[IDS[t]] ** 2)
+    return total
+
+
+def global_number(w):
+    return np.sum(w ** 2) * LR
+
+
+def mutable_default(x, W=np.array([1.0, 2.0, 3.0])):
+    return np.sum(np.tanh(x * W))
+
+
+def number_default(x, a=2.0):
+    return np.sum(x ** 2) * a
+
+
+def closure_list(scales):
+    def loss(w):
+        return np.sum(w ** 2) * scales[0]
+    return loss
+
+
+def calls_a_default(x):
+    return mutable_default(x)
+
+
+class Scaled:
+    scale = 2.0
+
+    def loss(self, x):
+        return np.sum(x ** 2) * self.scale
+
+
+class Encoder:
+    def __init__(self, W):
+        self.W = W
+
+
+class Tied:
+    def __init__(self, W):
+        self.enc = Encoder(W)
+        self.dec_W = W
+
+
+def tied_loss(m, x):
+    h = np.tanh(m.enc.W @ x)
+    return np.sum((m.dec_W.T @ h - x) ** 2)

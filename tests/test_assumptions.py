@@ -1,0 +1,245 @@
+"""The one record of what a compiled gradient assumes about the world outside its arguments
+(ir/assumptions.py): numbers in config dicts and lists read at run time, lists of ints and
+strings checked by value, class attributes, defaults, closure cells and tied weights guarded by
+identity, by ``simplegrad``'s function as by ``ys.grad``. Between calls each test changes what
+the function reads; the next call gives the new value and gradient, or a ``GuardError`` naming
+what changed, never the stale answer (issue 29)."""
+import contextlib
+import linecache
+
+import numpy as np
+import pytest
+
+import yota_s2s as ys
+from yota_s2s.errors import InternalError, StaleSourceError
+from yota_s2s.ir import verify
+from yota_s2s.ir.assumptions import Assumption
+
+from .programs import world as m
+
+
+def numeric(f, x, eps=1e-6):
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        for sign in (1, -1):
+            xx = x.copy()
+            xx[i] += sign * eps
+            g[i] += sign * f(xx) / (2 * eps)
+    return g
+
+
+def expect(df, f, x):
+    value, g = df(x)
+    assert np.isclose(value, f(x), rtol=1e-12)
+    np.testing.assert_allclose(g, numeric(f, x), rtol=1e-6, atol=1e-7)
+
+
+def simple(buffers):
+    return lambda f, x: (lambda df: lambda y: df(y))(ys.simplegrad(f, x, buffers=buffers))
+
+
+def cached(f, x):
+    ys.grad(f, x)           # compiled now, for the world as it is now
+    return lambda y: (lambda v, g: (v, g[0]))(*ys.grad(f, y))
+
+
+# ys.grad, and simplegrad's two forms: each must see the world as it is at the call
+WAYS = pytest.mark.parametrize("make", [simple(True), simple(False), cached],
+                               ids=["buffered", "plain", "grad"])
+W3 = np.array([0.3, -1.2, 0.7])
+
+
+@contextlib.contextmanager
+def restored(obj, *names):
+    saved = {n: obj[n] if isinstance(obj, (dict, list)) else getattr(obj, n) for n in names}
+    try:
+        yield
+    finally:
+        for n, v in saved.items():
+            if isinstance(obj, (dict, list)):
+                obj[n] = v
+            else:
+                setattr(obj, n, v)
+
+
+@WAYS
+def test_a_float_in_a_global_dict_is_read_at_run_time(make):
+    with restored(m.CFG, "l2"):
+        df = make(m.config_dict, W3)
+        expect(df, m.config_dict, W3)
+        m.CFG["l2"] = 2.0               # a hyper-parameter sweep, in place
+        expect(df, m.config_dict, W3)
+
+
+@WAYS
+def test_floats_in_a_global_list_and_in_a_list_field_are_read_at_run_time(make):
+    with restored(m.SCALES, 0, 1), restored(m.HELD.vals, 0):
+        df, dl = make(m.global_list, W3), make(m.list_field, W3)
+        m.SCALES[0], m.SCALES[1], m.HELD.vals[0] = 3.0, -1.0, 4.0
+        expect(df, m.global_list, W3)
+        expect(dl, m.list_field, W3)
+
+
+@WAYS
+def test_a_float_in_a_closure_list_is_read_at_run_time(make):
+    scales = [0.5]
+    loss = m.closure_list(scales)
+    df = make(loss, W3)
+    scales[0] = 3.0
+    expect(df, loss, W3)
+
+
+@WAYS
+def test_a_mutable_default_array_changed_in_place_is_seen(make):
+    saved = m.mutable_default.__defaults__[0].copy()
+    try:
+        df, dc = make(m.mutable_default, W3), make(m.calls_a_default, W3)
+        m.mutable_default.__defaults__[0][0] = 7.0
+        expect(df, m.mutable_default, W3)
+        expect(dc, m.calls_a_default, W3)
+    finally:
+        m.mutable_default.__defaults__[0][...] = saved
+
+
+def test_a_list_of_ints_that_picks_rows_is_checked_every_call():
+    W = np.arange(15.0).reshape(5, 3) / 10
+    with restored(m.IDS, 0, 1, 2):
+        for buffers in (True, False):
+            m.IDS[:] = [0, 1, 2]
+            df = ys.simplegrad(m.rows, W, buffers=buffers)
+            m.IDS[:] = [3, 4, 4]
+            with pytest.raises(ValueError, match=r"world.IDS\[0\] \(read at world.py:\d+\), read from outside the "
+                                                 r"function, was 0 .* is 3 now"):
+                df(W)
+        m.IDS[:] = [0, 1, 2]
+        ys.grad(m.rows, W)
+        m.IDS[:] = [3, 4, 4]
+        value, g = ys.grad(m.rows, W)       # compiled again for the new rows
+        assert np.isclose(value, m.rows(W))
+        np.testing.assert_allclose(g[0], numeric(m.rows, W), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("buffers", [True, False], ids=["buffered", "plain"])
+def test_simplegrad_guards_class_attributes_defaults_and_globals(buffers):
+    x = W3
+    with restored(m.Scaled, "scale"), restored(m, "LR"):
+        obj = m.Scaled()
+        df = ys.simplegrad(obj.loss, x, buffers=buffers)
+        assert np.isclose(df(x)[0], obj.loss(x))
+        m.Scaled.scale = 3.0
+        with pytest.raises(ys.GuardError, match=r"Scaled.scale \(class attribute\) \(read at "
+                                                r"world.py:\d+\) is not the object"):
+            df(x)
+        m.Scaled.scale = 2.0
+        df = ys.simplegrad(obj.loss, x, buffers=buffers)
+        obj.scale = 5.0                 # shadows the class attribute
+        with pytest.raises(ys.GuardError, match=r"self.scale was read from its class and is "
+                                                r"now set on the object"):
+            df(x)
+        dn = ys.simplegrad(m.global_number, x, buffers=buffers)
+        m.LR = 0.3
+        with pytest.raises(ys.GuardError, match=r"world.LR \(global\) \(read at world.py:\d+\)"):
+            dn(x)
+    saved = m.number_default.__defaults__
+    try:
+        dd = ys.simplegrad(m.number_default, x, buffers=buffers)
+        m.number_default.__defaults__ = (4.0,)
+        with pytest.raises(ys.GuardError, match=r"number_default.__defaults__ \(default\)"):
+            dd(x)
+    finally:
+        m.number_default.__defaults__ = saved
+
+
+def test_grad_sees_class_attributes_shadowing_and_defaults():
+    x = W3
+    with restored(m.Scaled, "scale"):
+        obj = m.Scaled()
+        ys.grad(obj.loss, x)
+        obj.scale = 5.0             # an instance attribute set later shadows the class's
+        value, g = ys.grad(obj.loss, x)
+        assert np.isclose(value, obj.loss(x))
+        np.testing.assert_allclose(g[0], numeric(obj.loss, x), rtol=1e-6)
+    saved = m.number_default.__defaults__
+    try:
+        ys.grad(m.number_default, x)
+        m.number_default.__defaults__ = (4.0,)
+        value, g = ys.grad(m.number_default, x)
+        assert np.isclose(value, m.number_default(x))
+    finally:
+        m.number_default.__defaults__ = saved
+
+
+@pytest.mark.parametrize("buffers", [True, False], ids=["buffered", "plain"])
+def test_tied_weights_untied_by_a_step_raise_in_simplegrad(buffers):
+    rng = np.random.default_rng(0)
+    W, x = rng.normal(size=(3, 3)), np.ones(3)
+    model = m.Tied(W)
+    df = ys.simplegrad(m.tied_loss, model, x, buffers=buffers)
+    df(model, x)
+    model.dec_W = model.dec_W - 0.1         # an SGD step that rebinds one path
+    with pytest.raises(ys.GuardError, match=r"m.dec_W and m.enc.W were one object \(tied\)"):
+        df(model, x)
+    value, g = ys.grad(m.tied_loss, model, x)     # ys.grad compiles the untied model
+    assert np.isclose(value, m.tied_loss(model, x))
+    assert set(g[0]) == {("enc", "W"), ("dec_W",)}
+
+
+def test_update_out_of_place_keeps_a_tie():
+    W, x = np.random.default_rng(1).normal(size=(3, 3)), np.ones(3)
+    model = m.Tied(W)
+    value, g = ys.grad(m.tied_loss, model, x)
+    new = ys.update(model, g[0], lambda a, ga: a - 0.1 * ga, inplace=False)
+    assert new.enc.W is new.dec_W and model.enc.W is W and model.dec_W is W
+    # one gradient under the first path (tied), or one per path (compiled untied): the total
+    np.testing.assert_allclose(new.dec_W, W - 0.1 * sum(g[0].values()))
+
+
+def test_the_record_is_listed_in_the_tape_and_the_module_header():
+    with restored(m.CFG, "l2"):
+        df = ys.simplegrad(m.config_dict, W3)
+        text = ys.source(df)
+        assert "Assumes, outside its arguments" in text
+        assert "programs.world.CFG['l2'] (item): read at run time  (world.py:" in text
+        assert "tuple(tests.programs.world.CFG) (keys): guarded by value" in text
+        _, tape = ys.trace(m.config_dict, W3)
+        assert "world.CFG['l2'] (item): read at run time" in str(tape)
+
+
+def test_a_module_that_reads_nothing_from_outside_lists_nothing():
+    def pure(x):
+        return np.sum(x ** 2)
+    df = ys.simplegrad(pure, W3)
+    assert "Assumes" not in ys.source(df)
+
+
+def test_the_verifier_refuses_an_outside_read_without_an_entry():
+    _, tape = ys.trace(m.config_dict, W3)
+    verify.check_assumptions(tape)
+    with pytest.raises(InternalError, match="with no entry in the tape's record"):
+        verify.check_assumptions(tape.copy(assumptions=()))
+    unguarded = Assumption("world.CFG", "global", "compiled in")
+    with pytest.raises(InternalError, match="neither read at run time nor guarded"):
+        verify.check_assumptions(tape.copy(assumptions=tape.assumptions + (unguarded,)))
+
+
+def _define(text, name):
+    linecache.cache[name] = (len(text), None, text.splitlines(True), name)
+    scope = {"np": np}
+    exec(compile(text, name, "exec"), scope)
+    return scope["f"]
+
+
+def test_a_reused_pseudo_file_name_is_not_compiled_for_the_old_function():
+    name = "<yota-test-cell-reused>"
+    try:
+        f1 = _define("def f(x):\n    return np.sum(x ** 2)\n", name)
+        f2 = _define("def f(x):\n    return np.sum(x ** 3)\n", name)     # same name, new text
+        x = np.array([1.0, 2.0])
+        value, g = ys.grad(f2, x)
+        assert np.isclose(value, 9.0) and np.allclose(g[0], 3 * x ** 2)
+        for compile_ in (lambda: ys.grad(f1, x), lambda: ys.simplegrad(f1, x)):
+            with pytest.raises(StaleSourceError,
+                               match=r"the source registered for <yota-test-cell-reused>"):
+                compile_()
+    finally:
+        linecache.cache.pop(name, None)
