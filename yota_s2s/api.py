@@ -340,11 +340,7 @@ def _jvpfunction(f: Callable, args: tuple, tangents: tuple | None = None, **opti
     """``jvpfunction``'s function and the ``Compiled`` it comes from."""
     from .compiler import compile_jvp
     compiled = compile_jvp(f, _host(args), tangents, **options)
-    fn = compiled.fn
-    inner, bound = unbind(f)
-    if compiled.reads_closure:
-        fn = compiled.module.bind(inner)
-    return (fn if bound is None else types.MethodType(fn, bound)), compiled
+    return _user_function(compiled, f), compiled
 
 
 _jvp_cache: dict[Any, Callable] = {}

@@ -184,7 +184,7 @@ def _jvp_stages(f: Any, args: Sequence[Any], tangents: Sequence[Any] | None, rul
                 check: bool, passes: bool) -> tuple[Tape, Tape, Assumptions]:
     # (forward mode has no JVP of a loop region yet: its loops are unrolled)
     forward, ev = trace_function(f, args, rules, regions=False)
-    assumes = Assumptions(tuple(ev.flattener.types), tuple(ev.flattener.aliases), tuple(ev.depends))
+    assumes = ev.assumes
     if check:
         verify.check(forward)
     tape = forward_sweep(forward, ev, list(tangents or [None] * len(args)))
