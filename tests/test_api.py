@@ -427,3 +427,28 @@ def test_out_writes_into_the_array_as_numpy_does():
     y = np.exp(x)
     expected = np.where(y < 3.0, 2 * y * y, 0.0) * np.array([4, 4, 1]) + [2 * y[0], 2 * y[1], 0]
     np.testing.assert_allclose(g[0], expected, rtol=1e-13)
+
+
+def printing(x, w):
+    h = np.tanh(x * w)
+    print("h:", h, "total", np.sum(h), sep=" | ")
+    return np.sum(h ** 2)
+
+
+def test_print_prints_at_run_time_the_values_of_each_call(capsys):
+    """print in the function was dropped at compile time and at run time; it is a statement of
+    the generated code now, as jax.debug.print (nothing prints while compiling)."""
+    x, w = np.array([0.5, 1.0]), 2.0
+    df = ys.simplegrad(printing, x, w)
+    assert capsys.readouterr().out == ""
+    assert "    print('h:', h, 'total', " in ys.source(df)
+    for scale in (1.0, 2.0):
+        value, dx, dw = df(x * scale, w)
+        h = np.tanh(x * scale * w)
+        assert capsys.readouterr().out == f"h: | {h} | total | {np.sum(h)}\n"
+        assert value == pytest.approx(np.sum(h ** 2), rel=1e-15)
+        np.testing.assert_allclose(dx, 2 * h * (1 - h ** 2) * w, rtol=1e-14)
+    ys.grad(printing, x, w)
+    assert capsys.readouterr().out.startswith("h: | ")
+    with pytest.raises(ys.YotaError, match=r"pass it to print: print\(\"x =\", x\)"):
+        ys.grad(lambda x: print(f"{x}") or np.sum(x), x)

@@ -678,7 +678,17 @@ def _is_static(ev, args, kwargs, node):
 
 
 def _print(ev, args, kwargs, node):
-    return None                     # printing is not part of the gradient
+    """``print(...)``: a statement of the generated code, which prints the values each call
+    computes (never the example values of the trace)."""
+    from ..rules.control import show
+    if kwargs.get("file") is not None:
+        raise ev.unsupported(node, "print(..., file=...) in a compiled function: the generated "
+                             "code prints to standard output only",
+                             "Print to standard output (leave file= out), or print the "
+                             "returned values after the call.")
+    kwargs = {k: v for k, v in kwargs.items() if k != "file"}
+    ev.call_primitive(ev.rules.lookup(show), args, kwargs, node)
+    return None
 
 
 def _partial(ev, args, kwargs, node):

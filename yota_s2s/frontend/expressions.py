@@ -84,7 +84,9 @@ class ExpressionsMixin:
             v = self.expr(value)
             if is_traced(v):
                 raise StaticValueError("an f-string of a traced value", self.loc(node),
-                                       "Strings are computed at compile time; format shapes, not values.")
+                                       "Strings are computed at compile time; format shapes, "
+                                       "not values. To print a value as each call computes it, "
+                                       "pass it to print: print(\"x =\", x).")
             parts.append(v)
         return "".join(parts)
 

@@ -310,7 +310,7 @@ class LoopsMixin:
         reason (str) or the avals to start from (dict)."""
         frame = self.frame
         if any(s.prim.effect for s in body):
-            return "the body checks a traced value (a guard)"
+            return "the body checks a traced value (a guard) or prints"
         made = {v for s in body for v in s.outs}
         inputs = {v for v, _ in carried.values()}
         appended = []               # hs.append(h): one value per step, stacked

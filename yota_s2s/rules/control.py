@@ -1,4 +1,5 @@
-"""Guards: the checks the frontend records where control flow depends on a traced value.
+"""Effects: the checks the frontend records where control flow depends on a traced value, and
+``print`` calls.
 
 ``guard(cond, expected=True, where="model.py:7: if x.sum() > 0:")`` has no derivative; it is an
 effect that dead-code elimination keeps. The generated code raises ``GuardError`` when a call
@@ -7,7 +8,7 @@ would take the other path.
 from __future__ import annotations
 
 from ..errors import GuardError
-from .registry import primitive
+from .registry import nodiff, primitive
 
 
 def guard(cond, expected=True, where=""):
@@ -17,3 +18,13 @@ def guard(cond, expected=True, where=""):
 
 primitive(guard, "cond, expected=True, where=''", name="guard", emit=("guard",), nout=0,
           effect=True)
+
+
+def show(*values, sep=" ", end="\n", flush=False):
+    """A ``print(...)`` in a compiled function: nothing while tracing; the generated code
+    calls ``print`` itself, on the values of that call (jax.debug.print's behaviour)."""
+
+
+primitive(show, "*values, sep=' ', end='\\n', flush=False", name="print", emit=("call", "print"),
+          nout=0, effect=True)
+nodiff(show)
