@@ -27,6 +27,8 @@ from .programs.loop_regions import (appended, appended_before_step, appended_the
                                     softmax_steps, stacks_and_rows_written, stencil, stencil_args,
                                     two_row_stores, two_stacks, weak_then_array, with_helper,
                                     written_rows, zero_d_total, zipped)
+from .programs.loop_regions import (by_length, by_step, last_of_list, list_args, list_in_dict,
+                                    own_row, rewritten_row, two_back, two_lists, whole_list)
 
 
 def _vec(n, seed=1):
@@ -91,6 +93,11 @@ CASES = [
     ("returning", returning, lambda: (_vec(10) * 0.1,), "unrolled"),
     ("masked", masked, lambda: (_vec(60).reshape(10, 6),), "unrolled"),
     ("short", short, lambda: (_vec(5),), ""),
+    # a list read by an index that moves with the step while the step appends to it (issue 29)
+    *((f.__name__, f, list_args, kind) for f, kind in [
+        (last_of_list, "unrolled"), (two_lists, "unrolled"), (two_back, "unrolled"),
+        (by_length, "unrolled"), (by_step, "unrolled"), (whole_list, "unrolled"),
+        (own_row, "region"), (rewritten_row, "unrolled")]),
 ]
 
 
@@ -1259,3 +1266,30 @@ def test_a_state_widened_by_its_first_step_is_not_planned_by_its_later_type():
             assert np.isclose(value, want, rtol=1e-12) and dh0.dtype == np.float32
             np.testing.assert_allclose(db, numerical_grad(widened_state, [h0, b], 1),
                                        rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("T", [7, 8, 12])
+def test_last_item_of_an_appended_list_through_grad(T):
+    """Issue 29 item 11: from 8 steps (a region's trial) hs[-1] read the list's first item at
+    every step; value and gradients were wrong in ys.grad too."""
+    W, xs = list_args(T)
+    value, g = ys.grad(last_of_list, W, xs)
+    assert np.isclose(value, last_of_list(W, xs), rtol=1e-12)
+    for i in (0, 1):
+        np.testing.assert_allclose(g[i], numerical_grad(last_of_list, [W, xs], i),
+                                   rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("buffers", [True, False], ids=["buffered", "plain"])
+def test_a_list_inside_a_dict_argument(buffers):
+    W, xs = list_args()
+    fresh = lambda: {"hs": [np.full((2, 3), 0.2)]}          # noqa: E731 (the loss appends)
+    df = ys.simplegrad(list_in_dict, W, xs, fresh(), buffers=buffers)
+    value, dW, dxs, dstate = df(W, xs, fresh())
+    assert np.isclose(value, list_in_dict(W, xs, fresh()), rtol=1e-12)
+    np.testing.assert_allclose(dW, numerical_grad(lambda W: list_in_dict(W, xs, fresh()), [W], 0),
+                               rtol=1e-5, atol=1e-7)
+    h0 = fresh()["hs"][0]
+    np.testing.assert_allclose(
+        dstate[("hs", 0)],
+        numerical_grad(lambda h: list_in_dict(W, xs, {"hs": [h]}), [h0], 0), rtol=1e-5, atol=1e-7)

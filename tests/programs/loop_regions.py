@@ -681,3 +681,86 @@ def lent_after_body_args(seed=0):
     r = np.random.default_rng(seed)
     return (r.uniform(-1, 1, (2, 1, 4)), r.uniform(-1, 1, (2, 3, 4)), r.uniform(-1, 1, (11, 16, 2)),
             r.uniform(-1, 1, 32))
+
+
+# Lists a loop appends to and reads in the same step (issue 29, item 11). At step t the list
+# has t more rows than when the loop starts: hs[-1] before the append is the row the step
+# before made, hs[len(hs) - 1] too, hs[-2] the one before; hs[t] and hs[t // 2] move with t.
+
+def last_of_list(W, xs):
+    """numpy-ml's LSTMCell keeps its states in lists: hs[-1] is the previous step's state."""
+    hs = [np.zeros((2, W.shape[1]))]
+    for t in range(xs.shape[0]):
+        hs.append(np.tanh(hs[-1] @ W + xs[t]))
+    return np.sum(hs[-1] ** 2)
+
+
+def two_lists(W, xs):
+    """An LSTM-like cell: the cell and the state, each the last item of its list."""
+    hs = [np.zeros((2, W.shape[1]))]
+    cs = [np.zeros((2, W.shape[1]))]
+    for t in range(xs.shape[0]):
+        c = cs[-1] * np.tanh(xs[t] @ W) + np.tanh(hs[-1] @ W)
+        cs.append(c)
+        hs.append(np.tanh(cs[-1]) * np.cos(hs[-1]))
+    return np.sum(hs[-1] ** 2) + np.sum(cs[-1])
+
+
+def two_back(W, xs):
+    """hs[-2]: the row two steps back (the first two steps read rows from before the loop)."""
+    hs = [np.zeros((2, W.shape[1])), np.ones((2, W.shape[1]))]
+    for t in range(xs.shape[0]):
+        hs.append(np.tanh(hs[-1] @ W + hs[-2] * 0.5 + xs[t]))
+    return np.sum(hs[-1] ** 2)
+
+
+def by_length(W, xs):
+    hs = [np.zeros((2, W.shape[1]))]
+    for t in range(xs.shape[0]):
+        hs.append(np.tanh(hs[len(hs) - 1] @ W + xs[t]))
+    return np.sum(hs[-1] ** 2)
+
+
+def by_step(W, xs):
+    hs = [np.zeros((2, W.shape[1]))]
+    for t in range(xs.shape[0]):
+        hs.append(np.tanh(hs[t] @ W + xs[t]) + hs[t // 2] * 0.5)
+    return np.sum(np.stack(hs) ** 2)
+
+
+def whole_list(W, xs):
+    """sum(hs) and len(hs) read the whole list, which grows."""
+    hs = [np.zeros((2, W.shape[1]))]
+    for t in range(xs.shape[0]):
+        hs.append(np.tanh(xs[t] @ W) + sum(hs) * (0.1 / len(hs)))
+    return np.sum(hs[-1] ** 2)
+
+
+def own_row(W, xs):
+    """hs[-1] after the append is the step's own row, the same at every step: a region."""
+    hs = []
+    total = 0.0
+    for t in range(xs.shape[0]):
+        hs.append(np.tanh(xs[t] @ W))
+        total = total + np.sum(hs[-1] * xs[t])
+    return total + np.sum(np.stack(hs) ** 2)
+
+
+def rewritten_row(W, xs):
+    hs = [np.zeros((2, W.shape[1]))]
+    for t in range(xs.shape[0]):
+        hs.append(np.tanh(xs[t] @ W))
+        hs[-1] = hs[-1] * 2.0 + hs[-2]
+    return np.sum(hs[-1] ** 2)
+
+
+def list_in_dict(W, xs, state):
+    """The list inside a dict argument (``state["hs"]``)."""
+    for t in range(xs.shape[0]):
+        state["hs"].append(np.tanh(state["hs"][-1] @ W + xs[t]))
+    return np.sum(state["hs"][-1] ** 2)
+
+
+def list_args(T=9, seed=0):
+    r = np.random.default_rng(seed)
+    return r.normal(size=(3, 3)) * 0.6, r.normal(size=(T, 2, 3))

@@ -41,7 +41,19 @@ class ExpressionsMixin:
         method = getattr(self, "visit_" + type(node).__name__, None)
         if method is None:
             raise self.unsupported(node, f"`{type(node).__name__}` expressions are not supported")
-        return method(node)
+        value = method(node)
+        if self.trial_records and (value.__class__ is list or value.__class__ is dict):
+            self.saw_container(value, node)     # a region's trial watches them (loops.py)
+        return value
+
+    def container_part(self, node: gast.expr) -> Any:
+        """``node``'s value where it is indexed (``hs[-1]``) or appended to (``hs.append``):
+        a list read there is not read as a whole (see ``LoopsMixin.saw_container``)."""
+        saved, self.part_node = self.part_node, node
+        try:
+            return self.expr(node)
+        finally:
+            self.part_node = saved
 
     # -- leaves --------------------------------------------------------------------------
 
@@ -233,7 +245,8 @@ class ExpressionsMixin:
     # -- attributes and indexing ---------------------------------------------------------
 
     def visit_Attribute(self, node: gast.Attribute) -> Any:
-        return self.getattr(self.expr(node.value), node.attr, node)
+        obj = self.container_part(node.value) if node.attr == "append" else self.expr(node.value)
+        return self.getattr(obj, node.attr, node)
 
     def getattr(self, obj: Any, name: str, node: gast.AST) -> Any:
         if isinstance(obj, Var):
@@ -267,7 +280,7 @@ class ExpressionsMixin:
         return value
 
     def visit_Subscript(self, node: gast.Subscript) -> Any:
-        return self.getitem(self.expr(node.value), self.expr(node.slice), node)
+        return self.getitem(self.container_part(node.value), self.expr(node.slice), node)
 
     def getitem(self, obj: Any, key: Any, node: gast.AST) -> Any:
         if isinstance(obj, Var) and _has_traced_slice(key):
@@ -280,44 +293,93 @@ class ExpressionsMixin:
         if is_traced(key):
             raise StaticValueError(f"a {type(obj).__name__} cannot be indexed by a traced value",
                                    self.loc(node), "Index Python containers with ints known at compile time.")
+        if self.trial_records and obj.__class__ is list:
+            self.saw_item(obj, key, node)
         return obj[key]
 
     def dynamic_slice(self, obj: Var, key: Any, node: gast.AST) -> Any:
-        """``x[i * B:(i + 1) * B]`` with a traced ``i`` (an int argument ``ys.grad`` keeps a
-        run-time value): the rows ``x[arange(n) + i * B]``, ``n`` the length on the example,
-        with guards that the slice has that length and stays inside ``x`` (the generated code
-        raises ``GuardError`` for another length, and ``ys.grad`` compiles that one too)."""
+        """``x[i * B:(i + 1) * B]``, ``x[:-k]``, ``x[i:j]`` with traced ints (int arguments
+        ``ys.grad`` keeps run-time values): each bound goes through numpy's normalization in
+        the generated code (a negative bound adds the length, then it is clipped to the axis)
+        behind guards that every choice of that normalization and the slice's length are
+        those of the example; the generated code raises ``GuardError`` otherwise, and
+        ``ys.grad`` compiles that case too. So every int gives numpy's slice or a
+        ``GuardError``, never another slice. A traced step is guarded to its value.
+
+        The slice is then plain (``x[2:10]``) where the guards fix its start (one bound
+        traced, or an empty slice), else the rows ``x[start + arange(n) * step]``."""
         parts = key if isinstance(key, tuple) else (key,)
         dynamic = [k for k, p in enumerate(parts) if isinstance(p, slice) and is_traced(p)]
-        k = dynamic[0]
-        part = parts[k]
-        if len(dynamic) > 1 or is_traced(part.step) or part.step not in (None, 1) or \
-                any(p is Ellipsis or p is None or isinstance(p, Var) for p in parts[:k]) or \
-                any(isinstance(p, Var) and p.aval.ndim for p in parts) or k >= obj.aval.ndim or \
+        if any(isinstance(p, Var) and p.aval.ndim for p in parts) or dynamic[-1] >= obj.aval.ndim or \
+                any(p is Ellipsis or p is None for p in parts[:dynamic[-1]]) or \
                 any(isinstance(b, Var) and (b.aval.dtype.kind not in "iu" or b.aval.ndim)
-                    for b in (part.start, part.stop)):
-            raise StaticValueError("slice bounds must be known at compile time, but one is "
-                                   "traced", self.loc(node),
-                                   "Use ints (or values computed from shapes) as slice bounds; "
-                                   "an int argument of ys.grad may be a bound in one plain "
-                                   "slice (x[i:i + n]).")
-        size = obj.aval.shape[k]
-        example = slice(*(self.values[b] if isinstance(b, Var) else b
-                          for b in (part.start, part.stop)))
-        length = len(range(*example.indices(size)))
-        start = 0 if part.start is None else part.start
-        stop = size if part.stop is None else part.stop
-        if not isinstance(stop, Var):
-            stop = min(stop, size) if stop >= 0 else stop + size
-        if isinstance(start, Var):
-            self.truth(self.compare(gast.GtE(), start, 0, node), node)
-        if isinstance(stop, Var):
-            self.truth(self.compare(gast.LtE(), stop, size, node), node)
-        self.truth(self.compare(gast.Eq(), self.binop(gast.Sub(), stop, start, node), length,
-                                node), node)
-        steps = self.emit(self.rules.lookup(np.arange), [Lit(length)], {}, node)  # xp.arange(n)
-        rows = self.binop(gast.Add(), steps, start, node)
-        return parts[:k] + (rows,) + parts[k + 1:] if isinstance(key, tuple) else rows
+                    for k in dynamic for b in (parts[k].start, parts[k].stop, parts[k].step)):
+            raise self._traced_bounds(node)
+        parts = list(parts)
+        for k in dynamic:
+            parts[k] = self._normalized_slice(parts[k], obj.aval.shape[k], node)
+        rows = [k for k in dynamic if isinstance(parts[k], Var)]
+        if rows and sum(isinstance(p, Var) for p in parts) > 1:
+            raise self._traced_bounds(node)     # index arrays would broadcast together
+        return tuple(parts) if isinstance(key, tuple) else parts[0]
+
+    def _traced_bounds(self, node: gast.AST) -> StaticValueError:
+        return StaticValueError("slice bounds must be known at compile time, but one is traced",
+                                self.loc(node), "Use ints (or values computed from shapes) as "
+                                "slice bounds; an int argument of ys.grad may be a bound of "
+                                "plain slices (x[i:i + n], x[:-k]) along one axis at most "
+                                "where both bounds are traced.")
+
+    def _normalized_slice(self, part: slice, size: int, node: gast.AST) -> Any:
+        """``part`` of an axis of length ``size`` as numpy reads it, guarded: a plain slice, or
+        the rows it reads (an int Var array) where the start stays traced."""
+        step = 1 if part.step is None else part.step
+        if isinstance(step, Var):
+            value = int(self.values[step])
+            self.truth(self.compare(gast.Eq(), step, value, node), node)
+            step = value
+        if step == 0:
+            raise YotaError("ValueError: slice step cannot be zero", self.loc(node))
+        # numpy's bounds: each in [0, size] going forward, in [-1, size - 1] going backward
+        # (-1: before the first item), as CPython's PySlice_AdjustIndices clips them
+        low, high = (0, size) if step > 0 else (-1, size - 1)
+        start = high if step < 0 and part.start is None else \
+            self._bound(0 if part.start is None else part.start, size, low, high, node)
+        stop = low if step < 0 and part.stop is None else \
+            self._bound(size if part.stop is None else part.stop, size, low, high, node)
+        first, last = (self.values[b] if isinstance(b, Var) else b for b in (start, stop))
+        length = len(range(first, last, step))
+        if length == 0:     # any empty slice reads the same: guarded to stay empty
+            if isinstance(start, Var) or isinstance(stop, Var):
+                after = (stop, start) if step > 0 else (start, stop)
+                self.truth(self.compare(gast.LtE(), *after, node), node)
+            return slice(0, 0)
+        if not isinstance(start, Var) and not isinstance(stop, Var):
+            return _plain_slice(start, length, step)
+        if abs(step) == 1:
+            span = self.binop(gast.Sub(), *((stop, start) if step > 0 else (start, stop)), node)
+        else:               # ceil((stop - start) / step) steps
+            span = self.binop(gast.Sub(), stop, start, node)
+            span = self.binop(gast.Add(), span, step - 1 if step > 0 else step + 1, node)
+            span = self.binop(gast.FloorDiv(), span, step, node)
+        self.truth(self.compare(gast.Eq(), span, length, node), node)
+        if not isinstance(start, Var):
+            return _plain_slice(start, length, step)
+        if not isinstance(stop, Var) and abs(step) == 1:    # the length fixes the start
+            return _plain_slice(stop - step * length, length, step)
+        offsets = [Lit(length)] if step == 1 else [Lit(0), Lit(step * length), Lit(step)]
+        offsets = self.emit(self.rules.lookup(np.arange), offsets, {}, node)
+        return self.binop(gast.Add(), offsets, start, node)
+
+    def _bound(self, bound: Any, size: int, low: int, high: int, node: gast.AST) -> Any:
+        """A slice bound as numpy normalizes it: a negative one counts from the end, then it is
+        clipped to ``[low, high]``; where it is traced, each choice is a guard."""
+        if not isinstance(bound, Var):
+            return min(max(bound + size if bound < 0 else bound, low), high)
+        if self.truth(self.compare(gast.Lt(), bound, 0, node), node):
+            bound = self.binop(gast.Add(), bound, size, node)
+            return low if self.truth(self.compare(gast.Lt(), bound, 0, node), node) else bound
+        return high if self.truth(self.compare(gast.Gt(), bound, high, node), node) else bound
 
     def visit_Starred(self, node: gast.Starred) -> Any:
         raise self.unsupported(node, "a starred expression here")
@@ -326,6 +388,13 @@ class ExpressionsMixin:
 def _library_module(module: types.ModuleType) -> bool:
     name = getattr(module, "__name__", "") or ""
     return any(name == m or name.startswith(m + ".") for m in LIBRARY_MODULES + ("yota_s2s",))
+
+
+def _plain_slice(start: int, length: int, step: int) -> slice:
+    """The slice of ``length`` items from ``start`` by ``step`` (``None`` for a stop before
+    the first item, which a negative stop would not mean)."""
+    stop = start + step * length
+    return slice(start, stop if stop >= 0 else None, None if step == 1 else step)
 
 
 def _has_traced_slice(key: Any) -> bool:

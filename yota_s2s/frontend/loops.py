@@ -45,8 +45,26 @@ class TrialAbort(YotaError):
     """The body is not the same program at every step: unroll (``what`` says why)."""
 
 
+class _Watch:
+    """What a trial's step does with Python lists and dicts: ``containers`` holds each one from
+    before the step that the step reaches (id -> the object and its items then), to check and
+    undo; ``made`` those the step builds (``[]``, ``{...}``: its own to change); ``reads`` a
+    list's reads (id -> ``(key, its length then, where)``, key ``WHOLE`` for a read of the
+    list itself: ``len(hs)``, ``for h in hs``, an argument of a call)."""
+
+    def __init__(self, containers: dict):
+        self.containers = containers
+        self.made: dict[int, Any] = {}
+        self.reads: dict[int, list] = {}
+
+
+WHOLE = object()
+
+
 class LoopsMixin:
     trial_depth: int = 0
+    trial_records: tuple = ()   # the trials running now, innermost last (``_Watch``)
+    part_node: Any = None       # the expression being indexed or appended to (expressions.py)
     regions: bool = True    # False: every loop is unrolled (forward mode has no region yet)
     stack_rows: dict        # a row a region appended to a list -> (its stack, its index)
     pending_rows: dict      # such a row not on the tape yet -> (its statement, where it goes)
@@ -187,6 +205,28 @@ class LoopsMixin:
             del self.views[view]        # (the rows; h after the loop stays hs[-1]'s view)
         return stack
 
+    def saw_container(self, value: list | dict, node: gast.AST) -> None:
+        """A list or dict an expression of a trial's step gave: kept (with its items) to check
+        and undo, unless the step built it; a list read other than by an item or an append
+        is read whole."""
+        fresh = isinstance(node, (gast.List, gast.Dict, gast.ListComp, gast.DictComp,
+                                  gast.GeneratorExp))
+        key = id(value)
+        for watch in self.trial_records:
+            if key in watch.made or key in watch.containers:
+                pass
+            elif fresh:
+                watch.made[key] = value
+            else:
+                watch.containers[key] = (value, _items(value))
+            if value.__class__ is list and node is not self.part_node:
+                watch.reads.setdefault(key, []).append((WHOLE, len(value), self.loc(node)))
+
+    def saw_item(self, value: list, key: Any, node: gast.AST) -> None:
+        """``hs[key]`` read in a trial's step (checked if the step appends to ``hs``)."""
+        for watch in self.trial_records:
+            watch.reads.setdefault(id(value), []).append((key, len(value), self.loc(node)))
+
     def _rows(self, stack: Var, length: int, node: gast.AST) -> list[Var]:
         """The rows ``stack[0]``, ..., ``stack[length - 1]`` for the list a region appended to:
         views of the stack whose statements go on the tape when a row is first read
@@ -245,8 +285,9 @@ class LoopsMixin:
         frame = self.frame
         saved = (dict(frame.locals), self.stmts, dict(self.latest), dict(self.views),
                  len(self.loop_notes), set(self.pending_rows))
-        containers = {id(v): (v, list(v.items()) if isinstance(v, dict) else list(v))
+        containers = {id(v): (v, _items(v))
                       for v in frame.locals.values() if type(v) in (list, dict)}
+        watch = _Watch(containers)      # and every other one the step reaches
         index = Var(Aval((), np.dtype(np.int64), weak=True),
                     hint=node.target.id if isinstance(node.target, gast.Name) else "t")
         self.values[index] = 0
@@ -268,6 +309,7 @@ class LoopsMixin:
             frame.locals[name] = var
         self.stmts = []
         self.trial_depth += 1
+        outer_records, self.trial_records = self.trial_records, (*self.trial_records, watch)
         failure = None
         try:
             self.assign(node.target, self.step_item(iterable, index, node.iter))
@@ -278,14 +320,15 @@ class LoopsMixin:
             failure = _short(e)
         finally:
             self.trial_depth -= 1
+            self.trial_records = outer_records
         body = self.stmts
         if failure is None:
-            outcome = self._check_step(node, names, carried, saved, containers, body)
+            outcome = self._check_step(node, names, carried, saved, watch, body)
             if isinstance(outcome, tuple):
                 return self._make_region(node, iterable, length, index, carried, saved,
-                                         containers, body, *outcome)
+                                         watch.containers, body, *outcome)
             failure = outcome
-        self._undo(saved, containers)
+        self._undo(saved, watch.containers)
         return failure
 
     def _undo(self, saved, containers, notes: bool = True) -> None:
@@ -305,7 +348,7 @@ class LoopsMixin:
             obj.clear()
             obj.update(items) if isinstance(obj, dict) else obj.extend(items)
 
-    def _check_step(self, node, names, carried, saved, containers, body) -> Any:
+    def _check_step(self, node, names, carried, saved, watch, body) -> Any:
         """(carried names, their values after the step) when the step is a region; else a
         reason (str) or the avals to start from (dict)."""
         frame = self.frame
@@ -314,11 +357,14 @@ class LoopsMixin:
         made = {v for s in body for v in s.outs}
         inputs = {v for v, _ in carried.values()}
         appended = []               # hs.append(h): one value per step, stacked
-        for obj, items in containers.values():
-            now = list(obj.items()) if isinstance(obj, dict) else list(obj)
+        for obj, items in watch.containers.values():
+            now = _items(obj)
             if isinstance(obj, list) and len(now) == len(items) + 1 and \
                     all(a is b for a, b in zip(now, items)) and isinstance(now[-1], Var) and \
                     (now[-1] in made or now[-1] in inputs):
+                misread = _misread(watch.reads.get(id(obj), ()), len(items))
+                if misread:
+                    return misread
                 appended.append((obj, now[-1]))
                 continue
             if len(now) != len(items) or any(a is not b for a, b in zip(now, items)):
@@ -459,6 +505,29 @@ class Steps:
 
     def __init__(self, fn: Any, args: list, node: gast.AST):
         self.fn, self.args, self.node = fn, args, node
+
+
+def _items(container: list | dict) -> list:
+    return list(container.items()) if isinstance(container, dict) else list(container)
+
+
+def _misread(reads, before: int) -> str | None:
+    """Why the reads of a list a step appends one row to are not the same at every step
+    (None: they are). ``before``: its length when the loop starts. At step ``t`` it has
+    ``t`` more rows than in the trial's step, so only an item before them (``hs[0]``) and,
+    after the append, the step's own row (``hs[-1]``) are the same item at every step;
+    ``hs[-1]`` before the append is the row the step before made, ``hs[t]``, ``hs[-2]``,
+    ``len(hs)`` and ``for h in hs`` differ from step to step too: unrolled."""
+    for key, length, loc in reads:
+        where = f" ({loc.short})" if loc else ""
+        if key is WHOLE:
+            return f"the step reads the list it appends to as a whole (len, a loop, a call){where}"
+        if type(key) is not int:
+            return f"the step reads the list it appends to by {type(key).__name__}{where}"
+        if 0 <= key < before or key == -1 and length == before + 1:
+            continue
+        return f"the step reads [{key}] of the list it appends to: another item at each step{where}"
+    return None
 
 
 def _starting(dtype: np.dtype) -> Any:
