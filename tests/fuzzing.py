@@ -11,7 +11,9 @@ SHAPES_MORE of them one or two statements of ``Gen.more`` (loops carrying only r
 rows ``O[t]`` read in the steps, float16 and float32 arguments with literals, min and max with
 ties, boolean masks, powers and ``np.abs`` at 0, a matrix argument read once whose gradient is
 one vector in every row); in SWAPPED of the RNN-like loops the input's product comes second in
-the pre-activation's sum. Each
+the pre-activation's sum; in LISTS of them a loop appends to lists and reads them in the same
+step by indices that move with the step (``Gen.listed``: ``hs[-1]``, ``hs[-2]``,
+``hs[len(hs) - 1]``, ``hs[t // 2]``). Each
 statement is run on the example arguments as it is chosen, so the generator knows every
 value: it only writes a statement numpy accepts, whose
 values stay finite and moderate, and that keeps clear of non-differentiable points (no ties
@@ -35,6 +37,7 @@ RECURRENT = 0.3        # share of programs with an RNN-like loop (Gen.recurrent)
 STENCIL = 0.1          # share of programs with a loop over a periodic field (Gen.stencil)
 SHAPES_MORE = 0.3      # share of programs with one or two statements of Gen.more
 SWAPPED = 0.3          # share of RNN-like loops whose input product comes second in the sum
+LISTS = 0.15           # share of programs with a loop reading a list it appends to (Gen.listed)
 HELPERS = {            # helper functions a program may define and call: source, call
     "h0": ("def h0(a, b):\n    t = np.tanh(a) + b\n    return t * t", "h0({a}, {b})"),
     "h1": ("def h1(a, s=0.5):\n    return np.sin(a) * s + a", "h1({a}, s={s})"),
@@ -742,6 +745,70 @@ class Gen:
         else:
             self.n -= 1
 
+    def listed(self, r: random.Random, rng, params: list, args: list) -> None:
+        """One more argument and a loop that appends to one or two lists and reads them in the
+        same step, as numpy-ml's LSTMCell keeps its states (issue 29, item 11): before the
+        append by ``hs[-1]``, ``hs[-2]``, ``hs[len(hs) - 1]``, ``hs[t]``, ``hs[t // 2]``,
+        ``hs[0]``, after it by ``hs[-1]`` (the step's own row) and ``hs[-2]``; the lists local
+        or in a dict (``st["hs"]``); 1 to 20 steps (from 8, a region's trial); read after the
+        loop by ``hs[-1]``, an item, ``np.stack(hs)``. Its own random streams: the rest of the
+        program is what the seed makes anyway."""
+        x = f"x{len(params)}"
+        params.append(x)
+        args.append(rng.uniform(-1.0, 1.0, r.choice([(3,), (2, 3), (4,), (1, 3)]))
+                    .astype(self.dtype))
+        self.vals[x] = args[-1]
+        T = r.randint(8, 20) if r.random() < 0.7 else r.randint(1, 7)
+        first = r.randint(1, 2)                             # items before the loop
+        names = ["hs", "cs"][:r.choice([1, 1, 2])]
+        in_dict = r.random() < 0.25
+        ref = {n: f'st["{n}"]' if in_dict else n for n in names}
+        lines = []
+        for n in names:
+            items = [r.choice([f"np.zeros_like({x})", f"np.tanh({x}) * {self.lit(0.2, 0.9)}",
+                               f"{x} * {self.lit(0.2, 0.9)}"]) for _ in range(first)]
+            lines.append(f"{n} = [{', '.join(items)}]")
+        if in_dict:
+            lines.append("st = {" + ", ".join(f'"{n}": {n}' for n in names) + "}")
+
+        def read(n: str, appended: bool) -> str:
+            L = ref[n]
+            keys = ["-1", "-1", "0", "t", "t // 2", f"len({L}) - 1"]
+            if first == 2 or appended:
+                keys += ["-2", "-2"]
+            if appended:
+                keys += ["t + 1", "-1"]
+            return f"{L}[{r.choice(keys)}]"
+
+        body, total = [], r.random() < 0.4
+        if total:
+            lines.append("total = 0.0")
+        for n in names:
+            a, b = read(n, False), read(r.choice(names), False)
+            w, c = self.lit(0.3, 0.9), self.lit(0.2, 0.8)
+            new = r.choice([f"np.tanh({a} * {w} + {x} * {c})",
+                            f"np.sin({a}) * {w} + np.tanh({b}) * {c}",
+                            f"np.tanh({a} * {b} + {x} * {c})",
+                            f"np.tanh({a} + {c} * {x} * t)" if r.random() < 0.5 else
+                            f"np.cos({a} * {w}) * {x}"])
+            body.append(f"{ref[n]}.append({new})")
+            if total and r.random() < 0.7:
+                body.append(f"total = total + np.sum({read(n, True)} * {x})")
+        if total and not any(b.startswith("total") for b in body):
+            body.append(f"total = total + np.sum({read(names[0], True)})")
+        lines += [f"for t in range({T}):"] + [f"    {b}" for b in body]
+        after = ["total"] if total else []
+        for n in names:
+            k = r.randrange(-(first + T), first + T)
+            after.append(r.choice([f"np.sum({n}[-1] ** 2)", f"np.mean(np.stack({n}) ** 2)",
+                                   f"np.sum(np.sin({n}[{k}]))", f"np.sum({n}[-1] * {n}[0])"]))
+        name = self.new()
+        lines.append(f"{name} = " + " + ".join(after))
+        if self.accept(lines, name, 3e4):
+            self.loop_losses.add(name)
+        else:
+            self.n -= 1
+
     # -- shapes earlier sessions named that the mix above never writes (SHAPES_MORE) ----------
     def more(self, r: random.Random, rng, params: list, args: list) -> None:
         """One or two statements of the shapes below, drawn from their own random streams (the
@@ -967,7 +1034,7 @@ class Gen:
 
     # -- the program ----------------------------------------------------------------------
     def program(self, recurrent: bool | None = None, stencil: bool | None = None,
-                more: bool | None = None) -> Program:
+                more: bool | None = None, lists: bool | None = None) -> Program:
         rng = np.random.default_rng(self.seed)
         nargs = self.r.choice([1, 1, 2, 2, 2, 3])
         params, args = [], []
@@ -1008,6 +1075,11 @@ class Gen:
         if more:
             self.more(random.Random(f"shapes {self.seed}"), np.random.default_rng(self.seed + 5),
                       params, args)
+        if lists is None:
+            lists = random.Random(f"lists {self.seed}").random() < LISTS
+        if lists:
+            self.listed(random.Random(f"listed {self.seed}"), np.random.default_rng(self.seed + 6),
+                        params, args)
         read = set().union(*(s.reads for s in self.stmts)) if self.stmts else set()
         unused = [s.defines for s in self.stmts if s.defines not in read] or params[-1:]
         terms = []
@@ -1033,16 +1105,18 @@ def _same(a, b) -> bool:
 
 
 def generate(seed: int, recurrent: bool | None = None, stencil: bool | None = None,
-             more: bool | None = None, swapped: bool | None = None) -> Program:
+             more: bool | None = None, swapped: bool | None = None,
+             lists: bool | None = None) -> Program:
     """The program of ``seed``: the same source and arguments on every machine and run.
     ``recurrent``: with an RNN-like loop (Gen.recurrent) or without one, instead of as the
     seed draws it (RECURRENT of the seeds); ``stencil`` the same for a loop over a periodic
     field (Gen.stencil, STENCIL of the seeds), ``more`` for the statements of Gen.more
     (SHAPES_MORE of the seeds); ``swapped`` for an RNN-like loop's pre-activation written
-    with the input's product second (``h @ Wh + xs[t] @ Wx``, SWAPPED of the seeds). The rest
-    of the program is the same."""
+    with the input's product second (``h @ Wh + xs[t] @ Wx``, SWAPPED of the seeds), ``lists``
+    for a loop reading the lists it appends to (Gen.listed, LISTS of the seeds). The rest of
+    the program is the same."""
     gen = Gen(seed)
     if swapped is None:
         swapped = random.Random(f"operands {seed}").random() < SWAPPED
     gen.swapped = swapped
-    return gen.program(recurrent, stencil, more)
+    return gen.program(recurrent, stencil, more, lists)

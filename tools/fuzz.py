@@ -10,6 +10,7 @@
     python tools/fuzz.py --world --n 2000 --show-failures --shrink   # the world between calls
     python tools/fuzz.py --world --seed 7 --n 1 --verbose --shrink   # one world, its modules
     python tools/fuzz.py --world --catalogue --n 3   # each kind of read and change on its own
+    python tools/fuzz.py --n 1000 --lists       # lists read by hs[-1], hs[t // 2] as appended
 
 Programs come from tests/fuzzing.py (one seed, one program, on every machine); the checks
 and the outcome classes (ok, mismatch, crash, refusal, generator) from tests/fuzzcheck.py.
@@ -77,7 +78,8 @@ def run_one(seed: int) -> tuple[Outcome, str, str]:
             program = worlds.generate(seed)
             outcome = worldcheck.check(program, base / "programs", forms)
         else:
-            program = generate(seed, _STATE["recurrent"], _STATE["stencil"], _STATE["more"])
+            program = generate(seed, _STATE["recurrent"], _STATE["stencil"], _STATE["more"],
+                               lists=_STATE["lists"])
             outcome = check(program, base / "programs", forms)
         small, why = "", ""
         if outcome.kind in ("mismatch", "crash"):
@@ -261,7 +263,8 @@ def verbose(seed: int, forms: tuple, do_shrink: bool) -> None:
     _setup(forms, False)
     if _STATE["world"]:
         return verbose_world(seed, forms, do_shrink)
-    program = generate(seed, _STATE["recurrent"], _STATE["stencil"], _STATE["more"])
+    program = generate(seed, _STATE["recurrent"], _STATE["stencil"], _STATE["more"],
+                       lists=_STATE["lists"])
     print(program.source())
     outcome = check(program, _STATE["base"] / "programs", forms)
     print("#", outcome.line())
@@ -307,6 +310,9 @@ def main(argv=None) -> int:
                     "outside their arguments, changed between calls (tests/worlds.py)")
     ap.add_argument("--catalogue", action="store_true", help="with --world: each feature on "
                     "its own with each of its changes, for --n seeds from --seed (a table)")
+    ap.add_argument("--lists", action="store_true", help="every program with a loop that "
+                    "reads the lists it appends to by indices moving with the step (hs[-1], "
+                    "hs[t // 2]; tests/fuzzing.py Gen.listed), not 15%% of them")
     ap.add_argument("--block", type=int, help="elements per block of a cache-blocked chain "
                     "(codegen/blocks.py), and chains of twice that many are blocked: small "
                     "values put the fuzzer's small arrays through the blocked form")
@@ -332,6 +338,7 @@ def main(argv=None) -> int:
     _STATE["recurrent"] = True if opts.recurrent else None
     _STATE["stencil"] = True if opts.stencil else None
     _STATE["more"] = True if opts.more else None
+    _STATE["lists"] = True if opts.lists else None
     if opts.verbose:
         verbose(opts.seed, forms, opts.shrink)
         return 0
