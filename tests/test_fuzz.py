@@ -43,8 +43,8 @@ def _assert_clean(outcomes, what: str) -> Counter:
 def test_random_programs_have_no_silent_mismatch_and_no_internal_crash(tmp_path):
     # the programs as before RNN-like loops and Gen.more joined the generator (those have
     # their own tests)
-    counts = _assert_clean([check(generate(seed, recurrent=False, more=False), tmp_path)
-                            for seed in SEEDS], "programs")
+    counts = _assert_clean([check(generate(seed, recurrent=False, more=False, lists=False),
+                                  tmp_path) for seed in SEEDS], "programs")
     assert counts["refusal"] <= len(SEEDS) // 20, "refusals should stay rare"
 
 
@@ -52,7 +52,7 @@ def test_random_programs_have_no_silent_mismatch_and_no_internal_crash(tmp_path)
 def test_more_shapes_have_no_silent_mismatch_and_no_internal_crash(tmp_path):
     """Programs with one or two statements of Gen.more, in both forms: the value's dtype
     numpy's, tolerances by the narrowest argument (float16: 3e-2)."""
-    programs = [generate(seed, recurrent=False, more=True) for seed in MORE_SEEDS]
+    programs = [generate(seed, recurrent=False, more=True, lists=False) for seed in MORE_SEEDS]
     assert any(a.dtype == np.float16 for p in programs for a in p.args
                if isinstance(a, np.ndarray))
     counts = _assert_clean([check(p, tmp_path) for p in programs], "programs with Gen.more")
@@ -70,8 +70,8 @@ def test_rnn_like_loops_have_no_silent_mismatch_and_no_internal_crash(tmp_path, 
         from yota_s2s.codegen import buffers
         monkeypatch.setattr(buffers, "LEND_MIN", 1)
     seeds = RECURRENT_SEEDS[plan]
-    counts = _assert_clean([check(generate(seed, recurrent=True, more=False, swapped=False),
-                                  tmp_path) for seed in seeds],
+    counts = _assert_clean([check(generate(seed, recurrent=True, more=False, swapped=False,
+                                           lists=False), tmp_path) for seed in seeds],
                            f"programs with RNN-like loops ({plan})")
     assert counts["refusal"] == 0, counts
 
@@ -83,7 +83,7 @@ def test_rnn_like_loops_cover_the_shapes_and_sizes():
     residual states, rows stacked or written, running sums, products on either side of the
     weight, transposes, the input's product first or second in the sum; states of 512
     elements or more in most programs, and small ones."""
-    programs = [generate(s, recurrent=True, more=False) for s in range(250, 400)]
+    programs = [generate(s, recurrent=True, more=False, lists=False) for s in range(250, 400)]
     text = "\n".join(p.source() for p in programs)
     for feature in ("reversed(range(", ", -1, -1):", "[::-1]:", "while t >= 0:", " - t]",
                     "[:, :", "[:, 0]", ".T[", "::2", "np.tanh(z) + 0.3 * np.cos(z)",
@@ -132,7 +132,8 @@ def test_more_shapes_cover_sums_rows_narrow_dtypes_ties_masks_and_powers():
     their step, the previous or next step and after the loop, written twice; float16 and
     float32 arguments with literals; min and max with ties between copies; masks; powers; a
     matrix argument read once whose gradient is one vector in every row."""
-    programs = [generate(s, recurrent=False, stencil=False, more=True) for s in range(200)]
+    programs = [generate(s, recurrent=False, stencil=False, more=True, lists=False)
+                for s in range(200)]
     text = "\n".join(p.source() for p in programs)
     for feature in (" = 0.0\n    for t in range(", "for t in reversed(range(", ", -1, -1):",
                     "np.zeros_like(", " += np.", "s = s + ", "        for j in range(",
