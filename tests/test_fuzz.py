@@ -76,6 +76,36 @@ def test_rnn_like_loops_have_no_silent_mismatch_and_no_internal_crash(tmp_path, 
     assert counts["refusal"] == 0, counts
 
 
+# programs with a loop reading the lists it appends to (Gen.listed): on main before issue 29
+# item 11 each of these read the lists' first items at every step of a region (value wrong)
+LISTS_SEEDS = (7, 13, 16, 27)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_lists_read_as_appended_have_no_silent_mismatch(tmp_path):
+    programs = [generate(seed, recurrent=False, stencil=False, more=False, lists=True)
+                for seed in LISTS_SEEDS]
+    counts = _assert_clean([check(p, tmp_path) for p in programs], "programs with Gen.listed")
+    assert counts["refusal"] == 0, counts
+
+
+def test_lists_read_as_appended_cover_the_indices():
+    """Gen.listed (LISTS of the programs): hs[-1], hs[-2], hs[t], hs[t // 2], hs[len(hs) - 1]
+    read before the append and after it, two lists, lists in a dict, loops of 8 steps or more
+    (regions' trials) and shorter ones."""
+    programs = [generate(s, recurrent=False, stencil=False, more=False, lists=True)
+                for s in range(120)]
+    text = "\n".join(p.source() for p in programs)
+    for feature in ("hs[-1]", "hs[-2]", "hs[t]", "hs[t // 2]", "hs[len(hs) - 1]", "hs[0]",
+                    "cs.append(", 'st["hs"].append(', 'st["hs"][-1]', "total = total + np.sum(hs[",
+                    "np.stack(hs)"):
+        assert feature in text, feature
+    trips = [int(n) for n in re.findall(r'for t in range\((\d+)\):\n +(?:st\["hs"\]|hs)\.', text)]
+    assert min(trips) < 8 <= max(trips) and sum(n >= 8 for n in trips) > len(trips) // 2
+    share = sum(generate(s).source() != generate(s, lists=False).source() for s in range(100))
+    assert 5 <= share <= 30, share
+
+
 def test_rnn_like_loops_cover_the_shapes_and_sizes():
     """The generator's RNN-like loops (tests/fuzzing.py Gen.recurrent) over the seeds of the
     test above and the fuzzer's: time reversed four ways, losses reading slices, rows and
