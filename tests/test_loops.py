@@ -95,7 +95,7 @@ CASES = [
     ("short", short, lambda: (_vec(5),), ""),
     # a list read by an index that moves with the step while the step appends to it (issue 29)
     *((f.__name__, f, list_args, kind) for f, kind in [
-        (last_of_list, "unrolled"), (two_lists, "unrolled"), (two_back, "unrolled"),
+        (last_of_list, "region"), (two_lists, "region"), (two_back, "unrolled"),
         (by_length, "unrolled"), (by_step, "unrolled"), (whole_list, "unrolled"),
         (own_row, "region"), (rewritten_row, "unrolled")]),
 ]

@@ -294,7 +294,9 @@ class ExpressionsMixin:
             raise StaticValueError(f"a {type(obj).__name__} cannot be indexed by a traced value",
                                    self.loc(node), "Index Python containers with ints known at compile time.")
         if self.trial_records and obj.__class__ is list:
-            self.saw_item(obj, key, node)
+            last = self.saw_item(obj, key, node)
+            if last is not None:
+                return last             # hs[-1], the row the step before appended (loops.py)
         return obj[key]
 
     def dynamic_slice(self, obj: Var, key: Any, node: gast.AST) -> Any:

@@ -50,12 +50,29 @@ class _Watch:
     before the step that the step reaches (id -> the object and its items then), to check and
     undo; ``made`` those the step builds (``[]``, ``{...}``: its own to change); ``reads`` a
     list's reads (id -> ``(key, its length then, where)``, key ``WHOLE`` for a read of the
-    list itself: ``len(hs)``, ``for h in hs``, an argument of a call)."""
+    list itself: ``len(hs)``, ``for h in hs``, an argument of a call); ``last`` the lists
+    whose ``hs[-1]`` before the append is carried (id -> its Var, the length it is read at)."""
 
     def __init__(self, containers: dict):
         self.containers = containers
         self.made: dict[int, Any] = {}
         self.reads: dict[int, list] = {}
+        self.last: dict[int, tuple[Var, int]] = {}
+
+
+class _Last:
+    """The key of a carried ``hs[-1]``: the row the step before appended to the list (before
+    the first step, the list's last item), carried like a name's value."""
+
+    def __init__(self, rows: list, hint: str):
+        self.rows, self.hint = rows, hint
+
+    def __str__(self) -> str:
+        return f"{self.hint}[-1]"
+
+
+class _CarryLast(dict):
+    """A trial's outcome: carry ``hs[-1]`` of these lists (id -> list) and try again."""
 
 
 WHOLE = object()
@@ -173,9 +190,13 @@ class LoopsMixin:
         if reason:
             return self._unrolled(node, reason)
         names = _assigned(node.body)
-        overrides: dict[str, Aval] = {}
-        for _ in range(3):
-            outcome = self._trial(node, iterable, length, names, overrides)
+        overrides: dict[Any, Aval] = {}
+        last: dict[int, list] = {}
+        for _ in range(4):
+            outcome = self._trial(node, iterable, length, names, overrides, last)
+            if isinstance(outcome, _CarryLast):
+                last.update(outcome)            # hs[-1] read before the append: carry it
+                continue
             if isinstance(outcome, dict):
                 overrides.update(outcome)       # a carried value widened: try again from it
                 continue
@@ -222,10 +243,16 @@ class LoopsMixin:
             if value.__class__ is list and node is not self.part_node:
                 watch.reads.setdefault(key, []).append((WHOLE, len(value), self.loc(node)))
 
-    def saw_item(self, value: list, key: Any, node: gast.AST) -> None:
-        """``hs[key]`` read in a trial's step (checked if the step appends to ``hs``)."""
-        for watch in self.trial_records:
+    def saw_item(self, value: list, key: Any, node: gast.AST) -> Var | None:
+        """``hs[key]`` read in a trial's step (checked if the step appends to ``hs``); the
+        carried ``hs[-1]`` where a trial carries it and the step has not appended yet."""
+        found = None
+        for watch in reversed(self.trial_records):
             watch.reads.setdefault(id(value), []).append((key, len(value), self.loc(node)))
+            last = watch.last.get(id(value))
+            if found is None and last is not None and key == -1 and len(value) == last[1]:
+                found = self.current(last[0])
+        return found
 
     def _rows(self, stack: Var, length: int, node: gast.AST) -> list[Var]:
         """The rows ``stack[0]``, ..., ``stack[length - 1]`` for the list a region appended to:
@@ -279,9 +306,10 @@ class LoopsMixin:
     # -- the trial -----------------------------------------------------------------------
 
     def _trial(self, node: gast.For, iterable: Any, length: int, names: list[str],
-               overrides: dict[str, Aval]) -> Any:
+               overrides: dict[Any, Aval], last: dict[int, list]) -> Any:
         """Trace one step. True: the region is on the tape; a str: why not (all undone);
-        a dict: carried values that must start wider (``s = 0.0`` then ``s += np.sum(x)``)."""
+        a dict: carried values that must start wider (``s = 0.0`` then ``s += np.sum(x)``);
+        a ``_CarryLast``: lists whose ``hs[-1]`` to carry (``last`` those carried now)."""
         frame = self.frame
         saved = (dict(frame.locals), self.stmts, dict(self.latest), dict(self.views),
                  len(self.loop_notes), set(self.pending_rows))
@@ -307,6 +335,19 @@ class LoopsMixin:
                 self.values[var] = start(pre) if start else pre
             carried[name] = (var, pre)
             frame.locals[name] = var
+        for rows in last.values():      # hs[-1] before the append: the step before's row
+            pre = self.current(rows[-1])
+            listed = next((n for n, o in frame.locals.items() if o is rows), "rows")
+            key = next((k for k in overrides if isinstance(k, _Last) and k.rows is rows),
+                       None) or _Last(rows, listed)
+            aval = overrides.get(key) or (pre.aval if isinstance(pre, Var) else Aval.of(pre))
+            var = Var(aval, hint=f"{listed}_last")
+            if isinstance(pre, Var):
+                self.values.derive(var, pre, None if aval.weak else _starting(aval.dtype))
+            else:
+                self.values[var] = _starting(aval.dtype)(pre)
+            carried[key] = (var, pre)
+            watch.last[id(rows)] = (var, len(rows))
         self.stmts = []
         self.trial_depth += 1
         outer_records, self.trial_records = self.trial_records, (*self.trial_records, watch)
@@ -357,18 +398,25 @@ class LoopsMixin:
         made = {v for s in body for v in s.outs}
         inputs = {v for v, _ in carried.values()}
         appended = []               # hs.append(h): one value per step, stacked
+        carry = _CarryLast()
         for obj, items in watch.containers.values():
             now = _items(obj)
             if isinstance(obj, list) and len(now) == len(items) + 1 and \
                     all(a is b for a, b in zip(now, items)) and isinstance(now[-1], Var) and \
                     (now[-1] in made or now[-1] in inputs):
-                misread = _misread(watch.reads.get(id(obj), ()), len(items))
-                if misread:
-                    return misread
+                misread = _misread(watch.reads.get(id(obj), ()), len(items),
+                                   id(obj) in watch.last)
+                if misread is _LAST and _traceable(self.current(items[-1])):
+                    carry[id(obj)] = obj
+                elif misread:
+                    return misread if misread is not _LAST else \
+                        "the step reads hs[-1] of a list of static values it appends to"
                 appended.append((obj, now[-1]))
                 continue
             if len(now) != len(items) or any(a is not b for a, b in zip(now, items)):
                 return "the loop changes a Python list or dict"
+        if carry:
+            return carry
         for old, new in self.latest.items():
             if saved[2].get(old) is not new and old not in inputs and old not in made:
                 return "an array from before the loop is updated through another name"
@@ -396,6 +444,22 @@ class LoopsMixin:
                     return f"`{name}` is first bound in the loop and read after it"
             elif not _same_static(pre, now):
                 return f"`{name}` is a static value that changes in the loop"
+        rows = {id(obj): v for obj, v in appended}
+        for key, (var, _) in carried.items():
+            if not isinstance(key, _Last):
+                continue
+            now = rows.get(id(key.rows))
+            if now is None:
+                return f"the step reads {key} but does not append to the list"
+            if var in self.latest:
+                return f"the step writes into {key}, the row the step before appended"
+            if now.aval != var.aval:
+                if now.aval.shape == var.aval.shape and np.can_cast(
+                        var.aval.dtype, now.aval.dtype, "same_kind"):
+                    wider[key] = now.aval
+                    continue
+                return f"{key} changes from {var.aval} to {now.aval} in the loop"
+            outs.append((key, now))
         if wider:
             return wider
         if not outs and not appended:
@@ -452,7 +516,8 @@ class LoopsMixin:
         used = {v for s in stmts for v in s.uses()}
         invariants = [(mapping[v], o) for v, o in outer.items() if mapping[v] in used]
         hint = index.hint or "t"
-        params = (hint, *carried_names, *(v.hint for v in stacks_in),
+        params = (hint, *(n.hint if isinstance(n, _Last) else n for n in carried_names),
+                  *(v.hint for v in stacks_in),
                   *(k.hint or f"k{i}" for i, (k, _) in enumerate(invariants)))
         c_all = c_in + stacks_in
         inputs = [Input(index, 0)] + [Input(c, i + 1) for i, c in enumerate(c_all)] + \
@@ -481,6 +546,8 @@ class LoopsMixin:
             obj.extend(rows)
             last_rows[v] = rows[-1]
         for (name, out), value in zip(outs, results):
+            if isinstance(name, _Last):
+                continue                        # (the list's rows are the stack's)
             pre = carried[name][1]
             if isinstance(pre, Var) and name in updated:
                 self.latest[pre] = value        # ``out[t] = ...``: the array was updated
@@ -496,7 +563,7 @@ class LoopsMixin:
         loc = self.loc(node)
         self.loop_notes.append(f"{loc.short + ' ' if loc else ''}region: {source}, "
                                f"{length} steps, carries "
-                               f"{', '.join(carried_names + [s.hint for s in stacks_in])}")
+                               f"{', '.join([str(n) for n in carried_names] + [s.hint for s in stacks_in])}")
         return True
 
 
@@ -511,13 +578,18 @@ def _items(container: list | dict) -> list:
     return list(container.items()) if isinstance(container, dict) else list(container)
 
 
-def _misread(reads, before: int) -> str | None:
+_LAST = "hs[-1] before the append"
+
+
+def _misread(reads, before: int, carried: bool) -> str | None:
     """Why the reads of a list a step appends one row to are not the same at every step
-    (None: they are). ``before``: its length when the loop starts. At step ``t`` it has
-    ``t`` more rows than in the trial's step, so only an item before them (``hs[0]``) and,
-    after the append, the step's own row (``hs[-1]``) are the same item at every step;
-    ``hs[-1]`` before the append is the row the step before made, ``hs[t]``, ``hs[-2]``,
-    ``len(hs)`` and ``for h in hs`` differ from step to step too: unrolled."""
+    (None: they are; ``_LAST``: only by ``hs[-1]`` before the append, the row the step before
+    made, which the region carries unless ``carried`` already). ``before``: its length when
+    the loop starts. At step ``t`` it has ``t`` more rows than in the trial's step, so an
+    item before them (``hs[0]``) and, after the append, the step's own row (``hs[-1]``) are
+    the same item at every step; ``hs[t]``, ``hs[-2]``, ``len(hs)`` and ``for h in hs`` are
+    not: unrolled."""
+    last = False
     for key, length, loc in reads:
         where = f" ({loc.short})" if loc else ""
         if key is WHOLE:
@@ -526,8 +598,11 @@ def _misread(reads, before: int) -> str | None:
             return f"the step reads the list it appends to by {type(key).__name__}{where}"
         if 0 <= key < before or key == -1 and length == before + 1:
             continue
+        if key == -1 and length == before and before:
+            last = True
+            continue
         return f"the step reads [{key}] of the list it appends to: another item at each step{where}"
-    return None
+    return _LAST if last and not carried else None
 
 
 def _starting(dtype: np.dtype) -> Any:
