@@ -337,7 +337,7 @@ class LoopsMixin:
             frame.locals[name] = var
         for rows in last.values():      # hs[-1] before the append: the step before's row
             pre = self.current(rows[-1])
-            listed = next((n for n, o in frame.locals.items() if o is rows), "rows")
+            listed = _list_name(frame, rows)
             key = next((k for k in overrides if isinstance(k, _Last) and k.rows is rows),
                        None) or _Last(rows, listed)
             aval = overrides.get(key) or (pre.aval if isinstance(pre, Var) else Aval.of(pre))
@@ -413,7 +413,7 @@ class LoopsMixin:
                         "the step reads hs[-1] of a list of static values it appends to"
                 appended.append((obj, now[-1]))
                 continue
-            if len(now) != len(items) or any(a is not b for a, b in zip(now, items)):
+            if _changed(now, items):
                 return "the loop changes a Python list or dict"
         if carry:
             return carry
@@ -505,7 +505,7 @@ class LoopsMixin:
         stmts = _live(stmts, [v for _, v in outs] + [v for _, v in appended])
         stacks_in, stacks_out = [], []
         for obj, v in appended:
-            listed = next((n for n, o in frame.locals.items() if o is obj), "rows")
+            listed = _list_name(frame, obj)
             aval = Aval((length, *v.aval.shape), v.aval.dtype)
             s_in, s_out = Var(aval, hint=listed), Var(aval, hint=listed)
             self.values[s_in] = self.values[s_out] = ghost(aval.shape, aval.dtype)
@@ -576,6 +576,26 @@ class Steps:
 
 def _items(container: list | dict) -> list:
     return list(container.items()) if isinstance(container, dict) else list(container)
+
+
+def _list_name(frame, rows: list) -> str:
+    """A name for a list a region appends to: its local name, or its key in a local dict."""
+    for name, value in frame.locals.items():
+        if value is rows:
+            return name
+    for value in frame.locals.values():
+        if type(value) is dict:
+            for key, item in value.items():
+                if item is rows and isinstance(key, str) and key.isidentifier():
+                    return key
+    return "rows"
+
+
+def _changed(now: list, items: list) -> bool:
+    """Do a container's items (``_items``: a dict's as pairs, made anew each time) differ?"""
+    return len(now) != len(items) or any(
+        a is not b and not (type(a) is tuple and type(b) is tuple and len(a) == len(b) == 2
+                            and a[0] is b[0] and a[1] is b[1]) for a, b in zip(now, items))
 
 
 _LAST = "hs[-1] before the append"
