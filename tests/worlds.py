@@ -397,8 +397,8 @@ class Gen:
         self.mutate(lambda r: f"{o}.inner.l2 = {self.num()}",
                     lambda r: f"{o}.inner = {cls}Inner()",
                     lambda r: f"{o}.steps = {r.randint(0, self.n)}",
-                    lambda r: f"{o}.ids[{r.randrange(2)}] = {r.randrange(self.n)}",
-                    lambda r: f"{o}.ids = [{r.randrange(self.n)}]")
+                    lambda r: f"{o}.ids[0] = {r.randrange(self.n)}",
+                    lambda r: f"{o}.ids = {[r.randrange(self.n) for _ in range(r.randint(1, 3))]}")
 
     def flags(self):
         flag, mode, act = self.name("FLAG"), f"MODE{self.count}", f"ACT{self.count}"
