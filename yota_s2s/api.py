@@ -92,23 +92,20 @@ def _user_function(compiled: Any, f: Callable) -> Callable:
     return fn if bound is None else types.MethodType(fn, bound)
 
 
-def _guarded(fn: Callable, world: Callable | None, name: str, deps: tuple) -> Callable:
+def _guarded(fn: Callable, guard: Callable | None, name: str, deps: tuple) -> Callable:
     """``fn``, checking at each call what the compiled code assumed about the world by
     identity (the record's guarded entries: ``cache.world_guard``): a ``GuardError`` naming
     what changed where ``ys.grad`` would compile again."""
-    if world is None:
+    if guard is None:
         return fn
 
-    @functools.wraps(fn)
-    def checked(*args: Any, **kwargs: Any) -> Any:
-        if not world(*args, **kwargs):
-            raise GuardError(
-                f"{fn.__name__}: {world.explain(*args, **kwargs)}; the gradient of {name} "
-                "was compiled for the old one",
-                hint="Compile again (ys.simplegrad), or use ys.grad, which compiles again "
-                     "when the world changes.")
-        return fn(*args, **kwargs)
-    checked.__yota_world__ = world.source
+    def fail(why: str) -> None:
+        raise GuardError(f"{fn.__name__}: {why}; the gradient of {name} was compiled for the "
+                         "old one",
+                         hint="Compile again (ys.simplegrad), or use ys.grad, which compiles "
+                              "again when the world changes.")
+    checked = functools.update_wrapper(guard(fn, fail), fn)
+    checked.__yota_world__ = checked.source
     checked.__yota_deps__ = deps        # a function that calls this one guards them too
     return checked
 

@@ -170,8 +170,7 @@ def make_guards(compiled: Compiled) -> tuple[Callable | None, Callable | None]:
     tests += [f"type({read(access)}) is {const(cls)}" for access, cls in assumes.types
               if access not in tape.params]
     tests += [f"{read(a)} is {read(b)}" for a, b in assumes.aliases]
-    tests += [f"getattr({read(a)}, '__dict__', {{}}).get({literal_text(n)}, _MISSING) is _MISSING"
-              for a, n in assumes.absent]
+    tests += [f"{literal_text(n)} not in {read(a)}.__dict__" for a, n in assumes.absent]
     deps = [_dep_test(dep, const) for dep in assumes.deps]
     consts["_MISSING"] = _MISSING
     fits = _function("fits", params, tests, consts) if tests else None
@@ -206,21 +205,21 @@ def function_guard(compiled: Compiled) -> Callable | None:
     return _function("pinned", (*tape.params, f"*{rest[0]}", f"**{rest[1]}"), tests, const.values)
 
 
-def world_guard(compiled: Compiled) -> Callable | None:
-    """``world(*args, **kwargs)`` for a ``simplegrad`` function: what the record says is
-    guarded by identity (globals, closure cells, defaults, class attributes the source read,
-    the classes of struct arguments, tied leaves, instance attributes that must stay absent)
-    still holds. True or False, cheaply (``is`` tests); ``world.explain(*args, **kwargs)``
-    names the first that fails, with where the source read it. None when nothing is guarded
-    (the module is called as it is)."""
+def world_guard(compiled: Compiled) -> Callable[[Callable, Callable], Callable] | None:
+    """For a ``simplegrad`` function: what the record says is guarded by identity (globals,
+    closure cells, defaults, class attributes the source read, the classes of struct
+    arguments, tied leaves, instance attributes that must stay absent), checked at each call.
+    Returns ``guard(fn, fail)``, which makes the function that checks, then calls ``fn``; where a
+    check fails it calls ``fail(why)`` (``why`` names the first entry that fails and where the
+    source read it). None when nothing is guarded: the module is called as it is. The checks
+    are ``is`` tests written into one generated function with the arguments by position (a call
+    with keywords takes a slower path that binds them first)."""
     tape, assumes = compiled.forward, compiled.assumes
     if assumes is None:
         return None
-    const = _Consts(avoid=tape.params)
-    root = {p: p for p in tape.params}
-
-    def read(access: str) -> str:
-        return ast.unparse(access_expr(access, root))
+    const = _Consts()
+    params, read = _reader(tape)
+    missing = const(_MISSING)
     checks: list[tuple[str, str]] = []          # (test, what failed)
     for access, cls in assumes.types:
         checks.append((f"type({read(access)}) is {const(cls)}",
@@ -228,33 +227,45 @@ def world_guard(compiled: Compiled) -> Callable | None:
     for a, b in assumes.aliases:
         checks.append((f"{read(a)} is {read(b)}",
                        f"{a} and {b} were one object (tied) and are two now"))
-    missing = const(_MISSING)
     for access, name in assumes.absent:
-        checks.append((f"getattr({read(access)}, '__dict__', {{}}).get({literal_text(name)}, "
-                       f"{missing}) is {missing}",
+        checks.append((f"{literal_text(name)} not in {read(access)}.__dict__",
                        f"{access}.{name} was read from its class and is now set on the "
                        "object"))
     for dep in assumes.deps:
         if library_value(dep.value):
             continue            # np, np.exp: library code (depends.library_value)
         where = f" (read at {dep.loc.short})" if dep.loc is not None else ""
-        checks.append((_dep_test(dep, const).replace("_MISSING", missing),
+        checks.append((_dep_test(dep, const, missing),
                        f"{dep.shown or dep.name} ({dep.kind}){where} is not the object it "
                        "was when the gradient was compiled"))
     if not checks:
         return None
-    rest = [n for n in ("_", "__", "___", "____") if n not in tape.params][:2]
-    params = (*tape.params, f"*{rest[0]}", f"**{rest[1]}")
+    n = len(params)
     world = _function("world", params, [t for t, _ in checks], const.values)
     singles = [(_function("one", params, [t], const.values), why) for t, why in checks]
+    body = "\n            and ".join(t for t, _ in checks)
+    unpack = "".join(f"        {p} = _args[{i}]\n" for i, p in enumerate(params))
+    source = (f"def guarded(*_args, **_kwargs):\n"
+              f"    if len(_args) >= {n}:\n{unpack}"
+              f"        try:\n            ok = ({body})\n"
+              f"        except Exception:\n            ok = False\n"
+              f"        if ok:\n            return _call(*_args, **_kwargs)\n"
+              f"    return _slow(_args, _kwargs)\n")
 
-    def explain(*args: Any, **kwargs: Any) -> str:
-        for test, why in singles:
-            if not test(*args, **kwargs):
-                return why
-        return "the world it was compiled for has changed"
-    world.explain = explain
-    return world
+    def guard(fn: Callable, fail: Callable[[str], Any]) -> Callable:
+        def slow(args: tuple, kwargs: dict) -> Any:
+            bound = list(args[:n]) + [kwargs[p] for p in tape.params[len(args):] if p in kwargs]
+            if len(bound) == n and not world(*bound):
+                why = next((why for test, why in singles if not test(*bound)),
+                           "the world it was compiled for has changed")
+                fail(why)
+            return fn(*args, **kwargs)      # (too few arguments: the module says so)
+        namespace = dict(const.values, _call=fn, _slow=slow)
+        exec(compile(source, "<yota_s2s guard world>", "exec"), namespace)
+        checked = namespace["guarded"]
+        checked.source = source
+        return checked
+    return guard
 
 
 def _reader(tape: Tape) -> tuple[tuple[str, ...], Callable[[str], str]]:
@@ -282,14 +293,15 @@ def _static_test(access: str, value: Any, const: Callable[[Any], str]) -> str:
     return f"type({access}) is {const(type(value))} and {access} == {const(value)}"
 
 
-def _dep_test(dep: Dep, const: Callable[[Any], str]) -> str:
+def _dep_test(dep: Dep, const: Callable[[Any], str], missing: str = "_MISSING") -> str:
     if isinstance(dep.namespace, types.CellType):
         return f"{const(dep.namespace)}.cell_contents is {const(dep.value)}"
     if dep.item:
         return f"{const(dep.namespace)}[{literal_text(dep.name)}] is {const(dep.value)}"
     if dep.attribute:
-        return f"getattr({const(dep.namespace)}, {literal_text(dep.name)}, _MISSING) is {const(dep.value)}"
-    return f"{const(dep.namespace)}.get({literal_text(dep.name)}, _MISSING) is {const(dep.value)}"
+        return (f"getattr({const(dep.namespace)}, {literal_text(dep.name)}, {missing}) is "
+                f"{const(dep.value)}")
+    return f"{const(dep.namespace)}.get({literal_text(dep.name)}, {missing}) is {const(dep.value)}"
 
 
 def _function(name: str, params: tuple[str, ...], tests: list[str], consts: dict) -> Callable:

@@ -112,7 +112,7 @@ def assumptions(tape: Tape, ev: Evaluator, rules: RuleSet) -> Assumptions:
     (``ir.assumptions``), kept on the tape (``tape.assumptions``) and returned with the guards'
     view of it: what the cache (``ys.grad``) and ``simplegrad``'s function check."""
     flat = ev.flattener
-    record = [*ev.externals.record, *ev.depends.record()]
+    record = [*ev.externals.record, *ev.assumed, *ev.depends.record()]
     record += [Assumption(f"type({a}) is {cls.__qualname__}", "class", IDENTITY, flat.loc,
                           (a, cls), code=True) for a, cls in flat.types]
     record += [Assumption(f"{a} is {b}", "tie", IDENTITY, flat.loc, (a, b))

@@ -103,6 +103,9 @@ class Evaluator(ExpressionsMixin, CallsMixin, UpdatesMixin, LoopsMixin):
         # globals and class attributes the source read, each with where it was read
         self.depends = Depends(lambda: self.loc(self.frame.stmt) if self.frame else None)
         self.externals = Externals(self)      # data read from globals and closures
+        # other entries of the record of assumptions (ir/assumptions.py): an int argument's
+        # role in an index, ... (the record also takes externals', depends' and the flattener's)
+        self.assumed: list = []
         self.collector: Collector | None = None    # collecting mode: see collect.py
         self.latest: dict[Var, Var] = {}      # in-place updates: see updates.py
         self.views: dict[Var, tuple[Var, Stmt]] = {}

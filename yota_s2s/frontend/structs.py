@@ -91,8 +91,8 @@ def class_attribute(ev: Any, sv: StructValue | Any, name: str, node: gast.AST) -
     ev.depends.class_attribute(cls, name)      # each class of the MRO up to the owner
     if isinstance(sv, StructValue) and sv.obj is not None and not _is_method(attr):
         # data found on the class: an attribute set on the object later would shadow it
-        if sv.argnum is not None:
-            ev.flattener.absent.append((sv.access, name))
+        if sv.argnum is not None and isinstance(getattr(sv.obj, "__dict__", None), dict):
+            ev.flattener.absent.append((sv.access, name))   # (slots: nothing can shadow it)
         elif isinstance(getattr(sv.obj, "__dict__", None), dict):
             ev.depends.read(sv.obj.__dict__, name, _MISSING_DEP, kind="attribute",
                             shown=f"{sv.access}.{name} (absent from the object)")

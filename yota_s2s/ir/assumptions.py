@@ -14,10 +14,16 @@ source read it (file:line). ``how`` is one of
   the very object (a helper function, a class attribute, ``f.__defaults__``, a closure cell's
   number, tied weights ``m.dec_W is m.enc.W``, the class of a struct argument). ``ys.grad``
   compiles again when one fails; a ``simplegrad`` function raises ``GuardError`` naming it;
-- ``VERSION``: the rule set's version (``ys.diffrule``/``ys.nodiff`` bump it).
+- ``VERSION``: the rule set's version (``ys.diffrule``/``ys.nodiff`` bump it);
+- ``INDEX``: an int argument's role in an index, guarded by the normalized arithmetic of the
+  index it feeds (numpy's negative and clipped bounds).
 
-Other helpers add entries of their own kinds (an int argument's role in an index) with the same
-fields. The tape carries the record (``Tape.assumptions``); the printed tape and the generated
+The frontend gathers the record from where the trace decides each (``frontend.assumptions``:
+``Externals`` for run-time reads and value checks, ``Depends`` for identity, the flattener for
+classes, ties and shadowing, ``Evaluator.assumed`` for any other kind, such as an int's role).
+A ``simplegrad`` function checks the identity entries at each call (``cache.world_guard``),
+except names bound to library code (``np``: ``depends.library_value``), as the rule set's
+version is not checked either: the code is written. The tape carries the record (``Tape.assumptions``); the printed tape and the generated
 module's header list it; ``verify.check_assumptions`` refuses a record with an entry that has no
 way to stay right, or a tape whose outside reads have no entry.
 """
