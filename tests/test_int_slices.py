@@ -136,5 +136,8 @@ def test_a_slice_whose_start_the_guards_fix_is_a_plain_view():
     x = np.linspace(0.3, 1.2, 10)
     text = ys.grad(drop_last, x, 2)[1].source
     assert "x[0:8]" in text and "arange" not in text
+    # the record of assumptions (ir/assumptions.py) names the slice in the module's header
+    assert "x[:-k]: its run-time bounds as numpy normalizes them" in text
+    assert "guarded by index arithmetic" in text
     text = ys.grad(three_from, x, 2)[1].source
     assert "xp.arange(3)" in text

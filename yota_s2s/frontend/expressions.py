@@ -15,6 +15,7 @@ import gast
 import numpy as np
 
 from ..errors import StaticValueError, YotaError
+from ..ir.assumptions import INDEX, Assumption
 from ..ir.tape import Lit, Var
 from .externals import GeneratorRef, RandomMethod, module_root
 from .resolve import ARRAY_METHODS, IN_PLACE_METHODS, LIBRARY_MODULES, STATIC_ARRAY_ATTRS
@@ -323,6 +324,9 @@ class ExpressionsMixin:
         rows = [k for k in dynamic if isinstance(parts[k], Var)]
         if rows and sum(isinstance(p, Var) for p in parts) > 1:
             raise self._traced_bounds(node)     # index arrays would broadcast together
+        self.assumed.append(Assumption(
+            f"{_source(node)}: its run-time bounds as numpy normalizes them, and its length",
+            "int argument in a slice", INDEX, self.loc(node)))
         return tuple(parts) if isinstance(key, tuple) else parts[0]
 
     def _traced_bounds(self, node: gast.AST) -> StaticValueError:
@@ -390,6 +394,14 @@ class ExpressionsMixin:
 def _library_module(module: types.ModuleType) -> bool:
     name = getattr(module, "__name__", "") or ""
     return any(name == m or name.startswith(m + ".") for m in LIBRARY_MODULES + ("yota_s2s",))
+
+
+def _source(node: gast.AST) -> str:
+    import ast
+    try:
+        return ast.unparse(gast.gast_to_ast(node))
+    except Exception:
+        return "a slice"
 
 
 def _plain_slice(start: int, length: int, step: int) -> slice:
