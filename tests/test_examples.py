@@ -22,6 +22,22 @@ def load(name):
     return module
 
 
+def test_seed_example_prints_the_plain_module_the_readme_shows_and_says_where_the_fast_one_is(
+        capsys):
+    seed = load("seed_loss")
+    seed.main()
+    out = capsys.readouterr().out
+    shown = out.split(" ---\n\n", 1)[1].split("\n(dloss runs", 1)[0]
+    W, b, x = np.ones((128, 784)), np.ones(128), np.ones((784, 100))
+    plain = ys.source(ys.simplegrad(seed.loss, W, b, x, buffers=False))
+    assert shown.rstrip() == plain.rstrip()
+    assert "    db = xp.full((128,), 100.0)\n" in shown and "out=None" not in shown
+    assert "print(ys.source(dloss)), or python examples/seed_loss.py --buffered" in out
+    seed.main(buffered=True)
+    out = capsys.readouterr().out
+    assert ys.source(ys.simplegrad(seed.loss, W, b, x)).rstrip() in out and "out=None" in out
+
+
 @BOTH
 def test_fluid_gradient_matches_finite_differences(buffers):
     fluid = load("fluid")
