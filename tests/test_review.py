@@ -95,6 +95,48 @@ def test_page_shows_what_it_was_compiled_for_and_the_module(page) -> None:
     assert '<span class="k">def</span>' in text         # highlighted
 
 
+HELPER_THRICE = '''
+import numpy as np
+import yota_s2s as ys
+
+
+def mean_of(x):
+    mu = np.mean(x, axis=0)
+    return mu
+
+
+def example(rng):
+    return tuple(rng.standard_normal((5, 3)) for _ in range(3))
+
+
+@ys.example(example)
+def loss(a, b, c):
+    total = np.sum(mean_of(a) ** 2)
+    total = total + np.sum(np.tanh(mean_of(b)))
+    return total + np.sum(np.sin(mean_of(c)))
+'''
+
+
+def test_a_helper_inlined_three_times_has_a_block_of_rows_per_call(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("")
+    write(tmp_path / "model.py", HELPER_THRICE)
+    done = run(tmp_path, "review", "model.py", "-o", "loss.html")
+    assert done.returncode == 0, done.stderr
+    text = (tmp_path / "loss.html").read_text()
+    headings = [unescape(h) for h in re.findall(r"<h2>(.*?)</h2>", text)]
+    assert headings == ["loss · model.py:14-18"] + [
+        f"mean_of (inlined at model.py:{line}) · model.py:5-7" for line in (16, 17, 18)]
+    sections = text.split("<h2>")[2:]
+    for section, name, grad in zip(sections, ("mu", "mu_1", "mu_2"), ("mu", "mu_1", "mu_2")):
+        parser = _Rows()
+        parser.feed(section)
+        (ln, source, forward, backward), = [r for r in parser.rows if len(r) == 4 and r[2]]
+        assert (ln, source.strip()) == ("6", "mu = np.mean(x, axis=0)")
+        assert forward.split(" = ")[0].strip() == name        # its own call's statement only
+        assert "mean a: mean_grad(a, y, dy, axis, keepdims)" in backward
+        assert f"d{grad}" in backward
+
+
 def test_page_is_self_contained(page) -> None:
     text, _ = page
     for needle in ("http:", "https:", "<script", "<link", "src=", "url(", "@import", "<img"):

@@ -14,7 +14,7 @@ code (file:line, the line itself and a caret under the offending span) and *what
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +28,9 @@ class SourceLoc:
     func: str = ""     # the function the line belongs to
     text: str = ""     # the source line, stripped
     iteration: str = ""    # in an unrolled loop: which pass, ``t = 3`` (``t = 1, i = 2`` nested)
+    # in an inlined function: which call of it, (ordinal in the trace, the call site "model.py:20");
+    # only the review page reads it (one block of rows per call), so it is not compared
+    call: tuple = field(default=(), compare=False)
 
     @property
     def short(self) -> str:

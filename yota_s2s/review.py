@@ -26,7 +26,7 @@ from .highlight import html_lines
 from .ir.tape import Tape
 from .text import html as escape
 
-Key = tuple[str, int]        # (file, line)
+Key = tuple[str, int, tuple]     # (file, line, SourceLoc.call: which call of an inlined function)
 
 
 @dataclass
@@ -59,7 +59,7 @@ def _code_by_line(written: Written) -> dict[Key | None, _Code]:
     code: dict[Key | None, _Code] = {}
     emitter = written.emitter
     for block in written.blocks:
-        key = (block.loc.file, block.loc.line) if block.loc else None
+        key = (block.loc.file, block.loc.line, block.loc.call) if block.loc else None
         entry = code.setdefault(key, _Code())
         for node, stmt in zip(block.stmts, block.sources):
             text = unparse(node)
@@ -71,19 +71,26 @@ def _code_by_line(written: Written) -> dict[Key | None, _Code]:
 
 
 def _sections(tape: Tape, code: dict[Key | None, _Code]) -> list[tuple[str, list[Key]]]:
-    """(heading, source lines) for the compiled function, then each function inlined into it
-    in the order its code appears."""
+    """(heading, source lines) for the compiled function, then each call of a function inlined
+    into it, in the order its code appears: a helper called three times has three sections,
+    each beside its own statements."""
     trees: dict[str, ast.Module] = {}
-    sections: dict[tuple[str, int, int], str] = {}
+    sections: dict[tuple[str, int, int, tuple], str] = {}
     if tape.loc is not None:
-        sections[_function_lines(tape.loc.file, tape.loc.line, trees)[:3]] = tape.name
+        sections[(*_function_lines(tape.loc.file, tape.loc.line, trees)[:3], ())] = tape.name
     for key in code:
-        if key is None or any(f == key[0] and a <= key[1] <= b for f, a, b in sections):
+        if key is None or any(f == key[0] and a <= key[1] <= b and c == key[2]
+                              for f, a, b, c in sections):
             continue
-        file, first, last, name = _function_lines(*key, trees)
-        sections.setdefault((file, first, last), f"{name or 'module level'} (inlined)")
-    out = [(f"{name} · {os.path.basename(f)}:{a}-{b}", [(f, n) for n in range(a, b + 1)])
-           for (f, a, b), name in sections.items()]
+        file, first, last, name = _function_lines(key[0], key[1], trees)
+        site = f" at {key[2][1]}" if key[2] else ""
+        sections.setdefault((file, first, last, key[2]), f"{name or 'module level'} (inlined{site})")
+    headings = [f"{name} · {os.path.basename(f)}:{a}-{b}" for (f, a, b, _), name in sections.items()]
+    out = []
+    for (heading, ((f, a, b, call), _)) in zip(headings, sections.items()):
+        if headings.count(heading) > 1:       # one call site reached twice (a loop, a + f(x) + f(y))
+            heading += f" · call {headings[:len(out) + 1].count(heading)}"
+        out.append((heading, [(f, n, call) for n in range(a, b + 1)]))
     if None in code:
         out.append(("without a source line", [None]))
     return out
@@ -111,7 +118,7 @@ def _function_lines(file: str, line: int, trees: dict[str, ast.Module]) \
 # -- HTML ------------------------------------------------------------------------------------
 
 def _section_html(heading: str, keys: list[Key | None], code: dict[Key | None, _Code]) -> str:
-    source = [linecache.getline(*k).rstrip("\n") if k else "" for k in keys]
+    source = [linecache.getline(k[0], k[1]).rstrip("\n") if k else "" for k in keys]
     highlighted = html_lines("\n".join(source)) if any(source) else [""] * len(keys)
     rows = []
     for key, text in zip(keys, highlighted):
@@ -151,7 +158,7 @@ h1 small {{ color: #777; font-weight: normal; font-size: .6em; }}
 h2 {{ font-size: 1.1em; margin: 1.6em 0 .4em; }}
 ul.facts {{ margin: 0; padding-left: 1.2em; color: #444; }}
 table {{ border-collapse: collapse; width: 100%; table-layout: fixed; }}
-col.c-ln {{ width: 3em; }} col.c-src {{ width: 30%; }} col.c-fw {{ width: 25%; }}
+col.c-ln {{ width: 3em; }} col.c-src {{ width: 25%; }} col.c-fw {{ width: 22%; }}
 th {{ text-align: left; font-weight: 600; border-bottom: 2px solid #ccc; padding: 4px 8px; }}
 td {{ vertical-align: top; padding: 2px 8px; border-bottom: 1px solid #eee; }}
 tr.gen td {{ background: #f7f9fc; }}
@@ -159,8 +166,8 @@ tr:not(.gen) td.src {{ color: #888; }}
 td.ln {{ color: #999; text-align: right; font: 12px/1.6 ui-monospace, monospace; }}
 pre {{ margin: 0; font: 12.5px/1.6 ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace;
        white-space: pre-wrap; overflow-wrap: anywhere; }}
-div.bw {{ display: grid; grid-template-columns: minmax(0, 1fr) minmax(9em, 36%); gap: 1em; }}
-span.rule {{ color: #8a6d3b; font: 11px/1.9 ui-monospace, monospace; overflow-wrap: anywhere; }}
+div.bw {{ display: grid; grid-template-columns: minmax(0, 1fr) minmax(16em, 50%); gap: 1em; }}
+span.rule {{ color: #8a6d3b; font: 11px/1.6 ui-monospace, monospace; overflow-wrap: break-word; }}
 details {{ margin-top: 2em; }} summary {{ cursor: pointer; font-weight: 600; }}
 details pre {{ background: #fafafa; border: 1px solid #eee; padding: 1em; }}
 .k {{ color: #8959a8; font-weight: 600; }} .b {{ color: #3e999f; }} .n {{ color: #c76b29; }}

@@ -356,6 +356,7 @@ class CallsMixin:
             if not is_data(closure[name]):      # arrays are read again when the code runs
                 self.depends.cell(cell, closure[name], f"{fn.__qualname__}'s closure: {name}")
         frame = Frame(parsed, self.depends.watch(fn.__globals__), closure, None)
+        frame.call = self.call_of(node)
         frame.cells = cells
         frame.locals.update(bound.arguments)
         return self.run_function(frame, parsed.node)
@@ -406,6 +407,7 @@ class CallsMixin:
         bound.apply_defaults()
         scope = fn.scope
         frame = Frame(scope.fn, scope.globals, {}, scope)
+        frame.call = self.call_of(node)
         frame.locals.update(bound.arguments)
         return self.run_function(frame, fn.node)
 

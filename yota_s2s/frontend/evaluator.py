@@ -17,6 +17,7 @@ Statements are here; expressions in ``expressions.py``; calls in ``calls.py``.
 from __future__ import annotations
 
 import builtins
+import itertools
 from dataclasses import replace
 from typing import Any
 
@@ -64,6 +65,7 @@ class Frame:
         self.yields: list | None = None        # a generator's values (see calls.run_function)
         self.cells: dict[str, tuple | None] = {}    # where each closure cell is (externals.py)
         self.iterations: list[str] = []        # unrolled loops running now: ``t = 3``
+        self.call: tuple = ()                  # an inlined call: (ordinal, call site), SourceLoc.call
 
     def lookup(self, name: str) -> Any:
         return self.locate(name)[0]
@@ -113,6 +115,7 @@ class Evaluator(ExpressionsMixin, CallsMixin, UpdatesMixin, LoopsMixin):
         self.loop_notes: list[str] = []       # per loop: region or unrolled, and why (loops.py)
         self.stack_rows: dict = {}
         self.pending_rows: dict = {}
+        self.calls = itertools.count(1)       # inlined calls, numbered (SourceLoc.call)
 
     # -- locations and errors ------------------------------------------------------------
 
@@ -124,7 +127,14 @@ class Evaluator(ExpressionsMixin, CallsMixin, UpdatesMixin, LoopsMixin):
         loc = self.frame.fn.loc(node, within=self.frame.stmt)
         if self.frame.iterations and loc is not None:
             loc = replace(loc, iteration=", ".join(self.frame.iterations))
+        if self.frame.call and loc is not None:
+            loc = replace(loc, call=self.frame.call)
         return loc
+
+    def call_of(self, node: gast.AST | None) -> tuple:
+        """``SourceLoc.call`` for a function inlined at ``node``: () for the compiled one."""
+        site = self.loc(node) if node is not None else None
+        return () if site is None else (next(self.calls), site.short)
 
     def unsupported(self, node: gast.AST, what: str, hint: str = "") -> UnsupportedSyntax:
         return UnsupportedSyntax(what, self.loc(node), hint)

@@ -154,7 +154,7 @@ class ExpressionsMixin:
         from .evaluator import Frame
         outer = self.frame
         self.frame = Frame(outer.fn, outer.globals, {}, outer)
-        self.frame.stmt = outer.stmt
+        self.frame.stmt, self.frame.call = outer.stmt, outer.call
         results: list = []
 
         def loop(generators):
