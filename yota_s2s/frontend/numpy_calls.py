@@ -159,11 +159,13 @@ def _add_at(ev, args, kwargs, node):
 
 # -- numpy's in-place functions: updates of their first argument (rules/registry.MUTATORS) ---
 
-def _mutator(fn, update):
+def _mutator(fn, update, params: str):
     """``fn(a, ...)`` writes into ``a`` and returns None: ``update(ev, target, args)`` returns the
     ``(key, value)`` to write (``a[key] = value``, recorded as the user's own update), and the
-    call returns None. A static ``a`` (read from outside, never traced) is written by numpy now."""
-    names = tuple(inspect_parameters(fn))
+    call returns None. A static ``a`` (read from outside, never traced) is written by numpy now.
+    ``params``: numpy's parameter names, spelled out (numpy 2.0's ``np.putmask`` is a builtin
+    that ``inspect.signature`` cannot read)."""
+    names = tuple(p.strip() for p in params.split(","))
 
     def handler(ev, args, kwargs, node):
         bound = dict(zip(names, args), **kwargs)
@@ -181,11 +183,6 @@ def _mutator(fn, update):
         ev.write_item(target, key, value, node, shown, f"np.{fn.__name__}({shown}, ...)")
         return None
     return handler
-
-
-def inspect_parameters(fn) -> list[str]:
-    import inspect
-    return list(inspect.signature(fn).parameters)
 
 
 def _cycled(ev, values, count: int, node):
@@ -278,7 +275,9 @@ NUMPY_CALLS = {
     np.asarray: _array(copy=False), np.array: _array(copy=True), np.nonzero: _nonzero,
     np.where: _where,
     np.linalg.svd: _svd, np.add.at: _add_at, np.arange: _arange,
-    np.fill_diagonal: _mutator(np.fill_diagonal, _fill_diagonal), np.put: _mutator(np.put, _put),
-    np.putmask: _mutator(np.putmask, _putmask), np.place: _mutator(np.place, _place),
+    np.fill_diagonal: _mutator(np.fill_diagonal, _fill_diagonal, "a, val, wrap"),
+    np.put: _mutator(np.put, _put, "a, ind, v, mode"),
+    np.putmask: _mutator(np.putmask, _putmask, "a, mask, values"),
+    np.place: _mutator(np.place, _place, "arr, mask, vals"),
     **{fn: _inline_at_call(py) for fn, py in SPLITS.items()},
 }
