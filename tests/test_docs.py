@@ -37,3 +37,45 @@ def test_primer_python_blocks_run_in_order(monkeypatch):
         name = f"<docs/primer.md block {i + 1}>"     # its lines are the source of its lambdas
         linecache.cache[name] = (len(block), None, block.splitlines(True), name)
         exec(compile(block, name, "exec"), scope)
+
+
+def test_first_hour_runs_as_written(monkeypatch, tmp_path):
+    """docs/first-hour.md: its Python blocks run in order as one session; a block marked
+    ``<!-- file: NAME -->`` is written to a fresh project instead, where each ``$`` command of a
+    ``<!-- run -->`` console block runs, prints every line shown after it, and exits 1 exactly
+    where it shows a stale file."""
+    import linecache
+    import os
+    import re
+    pytest = __import__("pytest")
+    pytest.importorskip("scipy")
+    text = (ROOT / "docs" / "first-hour.md").read_text()
+    scope: dict = {}
+    blocks = re.finditer(r"(<!-- (?P<mark>file: [\w.]+|run) -->\n)?```(?P<lang>\w+)\n(?P<body>.*?)```",
+                         text, re.S)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "YOTA_S2S_CACHE": str(tmp_path / "cache")}
+    ran = commands = 0
+    for i, block in enumerate(blocks):
+        mark, body = block.group("mark") or "", block.group("body")
+        if mark.startswith("file: "):
+            (tmp_path / mark[len("file: "):]).write_text(body)
+        elif mark == "run":
+            for command in re.split(r"^\$ ", body, flags=re.M)[1:]:
+                line, *shown = command.splitlines()
+                done = subprocess.run(["bash", "-c", line], capture_output=True, text=True,
+                                      env=env, cwd=tmp_path)
+                out = done.stdout + done.stderr
+                assert done.returncode == (1 if any(s.startswith("stale:") for s in shown) else 0), \
+                    f"$ {line}\n{out}"
+                for s in shown:
+                    assert s in out, f"$ {line}: {s!r} not in\n{out}"
+                commands += 1
+        elif block.group("lang") == "python":
+            name = f"<docs/first-hour.md block {i + 1}>"
+            linecache.cache[name] = (len(body), None, body.splitlines(True), name)
+            exec(compile(body, name, "exec"), scope)
+            ran += 1
+    assert ran >= 4 and commands >= 6
