@@ -25,7 +25,7 @@ from . import abstract
 from .collect import rule_stub, skip_call
 from .externals import RandomMethod, cell_path, is_data, random_method
 from .flatten import is_struct_object
-from .numpy_calls import NUMPY_CALLS, guard_selection
+from .numpy_calls import NUMPY_CALLS, guard_selection, stacked
 from .resolve import (IN_PLACE_METHODS, array_method, display_name, is_compiler, is_inlinable,
                       is_library, is_random, item, nested_gradient, plain_form)
 from .source import parse_function
@@ -272,8 +272,11 @@ class CallsMixin:
         operands, params, optional = [], {}, dict(prim.optional)
         for name in prim.operands:
             value = bound.arguments.get(name.lstrip("*"), optional.get(name, ()))
-            operands.append(to_tree(tuple(value) if name.startswith("*") else value, loc,
-                                    key=name == "key"))
+            if name.startswith("*"):
+                value = tuple(value)
+            elif name != "key" and "*" not in prim.sequences:
+                value = self.operand_value(value, name in prim.sequences, node)
+            operands.append(to_tree(value, loc, key=name == "key"))
         for name, default in prim.options:
             if name not in bound.arguments:
                 if name in prim.written:
@@ -288,6 +291,16 @@ class CallsMixin:
             if not _same(value, default) or name in prim.written:
                 params[name] = value
         return operands, params
+
+    def operand_value(self, value: Any, sequence: bool, node: gast.AST) -> Any:
+        """An operand as numpy reads it: where a sequence of arrays goes, a traced array is
+        the list of its rows; elsewhere a list or tuple holding traced values is an array,
+        their ``np.stack`` (nested lists too, as ``np.asarray`` makes them)."""
+        if sequence:
+            return self.iterate(value, node) if isinstance(value, Var) else value
+        if isinstance(value, (list, tuple)) and is_traced(value):
+            return stacked(self, value, node)
+        return value
 
     def emit(self, prim: Primitive, operands: list, params: dict, node: gast.AST | None,
              grad_of: Var | None = None) -> Any:

@@ -39,7 +39,7 @@ def _array(copy: bool):
         if not is_traced(obj):
             fn = np.array if copy else np.asarray
             return ev.call_primitive(ev.rules.lookup(fn), args, kwargs, node)
-        value = _stack_nested(ev, obj, node)
+        value = stacked(ev, obj, node)
         if dtype is not None and np.dtype(dtype) != value.aval.dtype:
             from ..rules.elementwise import astype
             return ev.call_primitive(ev.rules.lookup(astype), (value, np.dtype(dtype)), {}, node)
@@ -49,9 +49,11 @@ def _array(copy: bool):
     return handler
 
 
-def _stack_nested(ev, obj, node):
+def stacked(ev, obj, node):
+    """A list or tuple of traced values (lists of them too) as the array ``np.asarray`` makes
+    of it: the ``np.stack`` of its items."""
     if isinstance(obj, (list, tuple)):
-        items = [_stack_nested(ev, item, node) for item in obj]
+        items = [stacked(ev, item, node) for item in obj]
         return ev.call_primitive(ev.rules.lookup(np.stack), (items,), {}, node)
     return obj
 

@@ -171,6 +171,7 @@ class Primitive:
     cheap: bool = False          # one pass over its operands: made again rather than saved
     commutative: bool = False    # two operands in either order: the same value, bit for bit
     written: tuple[str, ...] = ()    # options passed at their default too (see TRAITS)
+    sequences: tuple[str, ...] = ()  # operands that are sequences of arrays (see TRAITS)
 
     def __repr__(self) -> str:
         return f"<prim {self.name}>"
@@ -224,6 +225,12 @@ TRAITS = {
     "written": "options passed in every call, at their default too: the function's own default "
                "differs between the numpy versions pyproject admits (np.take_along_axis has "
                "axis=-1 from numpy 2.3 only), so a gradient module must not lean on it",
+    "sequences": "operands that are sequences of arrays (concatenate's arrays, vstack's tup): "
+                 "a list there is its items, one traced array its rows (np.vstack(x) joins the "
+                 "rows of x, as numpy does). Any other operand given a list or tuple that holds "
+                 "traced values reads it as numpy does, as an array: np.mean([x, x + 2]) is the "
+                 "mean of their np.stack. '*' (a user's function, by default): every operand is "
+                 "passed as given",
 }
 
 # The rule text of every statement the forward sweep (forward.py) records starts with this:

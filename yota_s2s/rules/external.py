@@ -66,5 +66,5 @@ EXTERNAL_CHECK = primitive(external_check, "root=(), path=(), shown='', expected
                            name="external_check", emit=("external_check",), nout=0, effect=True)
 nodiff(external_check)
 DRAW = primitive(draw, "args, method='', keywords=(), root=(), path=()", name="draw",
-                 emit=("draw",), creates=True, effect=True)
+                 emit=("draw",), creates=True, effect=True, sequences=("args",))
 nodiff(draw)

@@ -10,12 +10,13 @@ import numpy as np
 from .indexing import index_add
 from .registry import diffrule, primitive
 
-primitive(np.concatenate, "arrays, axis=0", out_form="join", linear=True)   # np.concatenate(.., out=)
-primitive(np.stack, "arrays, axis=0", out_form="join", linear=True)
-primitive(np.hstack, "tup", linear=True)
-primitive(np.vstack, "tup", linear=True)
-primitive(np.dstack, "tup", linear=True)
-primitive(np.column_stack, "tup", linear=True)
+primitive(np.concatenate, "arrays, axis=0", out_form="join", linear=True,   # (.., out=)
+          sequences=("arrays",))
+primitive(np.stack, "arrays, axis=0", out_form="join", linear=True, sequences=("arrays",))
+primitive(np.hstack, "tup", linear=True, sequences=("tup",))
+primitive(np.vstack, "tup", linear=True, sequences=("tup",))
+primitive(np.dstack, "tup", linear=True, sequences=("tup",))
+primitive(np.column_stack, "tup", linear=True, sequences=("tup",))
 primitive(np.tile, "A, reps", linear=True)
 primitive(np.repeat, "a, repeats, axis=None", linear=True)
 primitive(np.pad, "array, pad_width, mode='constant', constant_values=0, reflect_type='even'")
@@ -71,7 +72,7 @@ diffrule(np.hstack, "tup", "joined(tup, dy, 1, 0 if np.ndim(dy) == 1 else 1)")
 @diffrule(np.column_stack, "tup")
 def column_stack_grad(tup, dy):
     """1-D inputs became columns; others are joined along axis 1."""
-    sizes = [np.shape(a)[1] if np.ndim(a) == 2 else 1 for a in tup]
+    sizes = [np.shape(a)[1] if np.ndim(a) >= 2 else 1 for a in tup]
     return pieces(dy, sizes, 1, [np.shape(a) for a in tup])
 
 

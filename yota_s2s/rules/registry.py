@@ -554,11 +554,20 @@ def _check_hashable(fn: Any) -> None:
 
 
 def _default_traits(fn: Any) -> dict[str, Any]:
-    """A numpy ufunc is elementwise with an ``out=`` form; other functions declare their
+    """A numpy ufunc is elementwise with an ``out=`` form; a user's function takes its
+    operands as given (a list stays a list for its rule); other functions declare their
     traits (``view=True``, ``method="sum"``...) beside their rules."""
     is_numpy_ufunc = isinstance(fn, np.ufunc) and numpy_path(fn) is not None
+    module = getattr(fn, "__module__", None) or _ufunc_home(fn) or ""
+    library = module.split(".")[0] in LIBRARIES
     return {"ufunc": fn if is_numpy_ufunc else None,
-            "elementwise": isinstance(fn, np.ufunc) or getattr(fn, "__module__", None) == "math"}
+            "elementwise": isinstance(fn, np.ufunc) or getattr(fn, "__module__", None) == "math",
+            "sequences": () if library else ("*",)}
+
+
+# Whose functions read a list operand as numpy does, as an array (see TRAITS["sequences"]).
+LIBRARIES = frozenset({"numpy", "scipy", "cupy", "math", "operator", "_operator", "builtins",
+                       "yota_s2s"})
 
 
 def tangent_name(argname: str) -> str:
