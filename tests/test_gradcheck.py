@@ -309,6 +309,9 @@ SHAPE_OPS = [
     Case("norm_of_a_list", lambda x, s: np.linalg.norm([x, x * s]) + np.linalg.norm([s, 2.0 * s, 1.0]), normal((3,), ())),
     Case("sum_of_a_list_of_scalars", lambda a, x: np.sum([1, a * a, 2]) * np.sum([np.sum(x), np.sum(x * x)]), normal((), (3,))),
     Case("max_of_a_list", lambda a, b: np.max([a, b]) + np.min((a, 2 * b)) + np.prod([[a, b], [b, 1.0]]), normal((), ())),
+    # a static tuple as a ufunc operand is an array (the exponent's rule computes x2 - 1)
+    Case("power_of_a_tuple", lambda a: weighted(np.power(a, (1.5, 2.0, 2.5))) + weighted(np.add(a, [1.0, 2.0, 3.0])),
+         positive((3,))),
     Case("where_of_lists", lambda a, b: weighted(np.where([True, False], [a, b], (b, a))), normal((), ())),
     Case("concatenate_empty", lambda a, b: weighted(np.concatenate([a, b])), normal((0, 3), (2, 3))),
     Case("split", lambda x: sum(weighted(p) * (i + 1) for i, p in enumerate(np.split(x, 3))), normal((6, 2))),

@@ -151,7 +151,7 @@ def grad(f: Callable, *args: Any, wrt: Any = None, device: str = "cpu",
             args, offset = (bound, *args), 1
     if wrt is not None and type(wrt) is not int and type(wrt) is not str:
         wrt = wrt_items(wrt)            # a tuple: one cache key for [0], (0,) and {0}
-    code = getattr(fn, "__code__", None)
+    code = _code_of(fn)
     ints = frozenset(i for i, a in enumerate(args) if type(a) is int)
     dynamic = _dynamic_ints.get(code, ints) & ints
     try:
@@ -267,12 +267,15 @@ def _vjp_objective(f: Callable) -> Callable:
     return vjp
 
 
-def _example_cotangent(f: Callable, args: tuple) -> np.ndarray:
+def _example_cotangent(f: Callable, args: tuple) -> Any:
+    """A cotangent like ``f``'s result: ones of its shape and dtype, 1.0 for a Python float."""
     out = f(*args)
+    if type(out) is float:
+        return 1.0
     if not (hasattr(out, "shape") and hasattr(out, "dtype")) or out.dtype.kind != "f":
         raise YotaError(f"{getattr(f, '__name__', f)} returns {type(out).__name__}"
                         f"{' of ' + str(out.dtype) if hasattr(out, 'dtype') else ''}; "
-                        "vector-Jacobian products need a real float array",
+                        "vector-Jacobian products need a real float array or float",
                         hint="Return a float array (or use ys.grad for a scalar result).")
     return np.ones(np.shape(out), out.dtype)
 
@@ -317,7 +320,11 @@ def jacobian(f: Callable, *args: Any, argnum: int = 0, mode: str = "rev",
 
 
 def _has_tangent(value: Any) -> bool:
-    return np.result_type(value).kind in "fc" and not isinstance(value, (bool, int))
+    """A float or complex array or number (ints, strings, None and other static values have no
+    tangent)."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        return value.dtype.kind in "fc"
+    return isinstance(value, (float, complex))
 
 
 def jvpfunction(f: Callable, *args: Any, tangents: tuple | None = None, device: str = "cpu",
@@ -407,7 +414,7 @@ def _note_static_ints(fn: Callable, args: tuple, offset: int) -> None:
     """Count the values of each int argument ``fn`` is compiled for; at
     ``RECOMPILE_WARNING`` distinct values of one, warn once that it makes ``grad`` compile
     again for every value (autograd's ``objective(params, iter)``)."""
-    code = getattr(fn, "__code__", None)
+    code = _code_of(fn)
     if code is None:
         return
     seen = _static_ints.setdefault(code, {})
@@ -426,6 +433,12 @@ def _note_static_ints(fn: Callable, args: tuple, offset: int) -> None:
                     f"{name!r} picks a batch (X[{name} * B:({name} + 1) * B]), slice outside and "
                     "pass the batch in as an argument; if it is data, pass a float or an array.",
                     RecompileWarning, stacklevel=4)
+
+
+def _code_of(fn: Callable) -> Any:
+    """What tells ``fn``'s code apart: its code object; for the function that calls a numpy
+    function or operator (``frontend.calling``: one code for all), that callable."""
+    return getattr(fn, "__yota_calls__", None) or getattr(fn, "__code__", None)
 
 
 class RecompileWarning(UserWarning):

@@ -99,25 +99,20 @@ class _Sweep:
         ev, result = self.ev, self.tape.result
         ev.backward_mode = True
         ev.stmts = self.home = list(self.tape.stmts)
-        if isinstance(result, Lit) and np.ndim(result.value) == 0 and \
-                np.asarray(result.value).dtype.kind == "f":
-            raise YotaError(f"{self.tape.name} returns the constant {float(result.value)!r}: its "
-                            "result does not depend on its arguments, so every gradient would "
-                            "be zero", self.tape.loc,
-                            "Check that the returned value is computed from the arguments.")
         if isinstance(result, tuple):
             raise YotaError(f"{self.tape.name} returns {_describe(result)}; gradients need one "
                             "scalar float result, the loss", self.tape.loc,
                             "Return the loss alone. For the gradients of a non-scalar result "
                             "use ys.vjp or ys.jacobian; returning other values beside the loss "
                             "(JAX's has_aux) is not supported yet.")
-        if not isinstance(result, Var) or result.aval.size != 1 or not result.aval.is_float:
+        if not _constant(result) and (not isinstance(result, Var) or result.aval.size != 1
+                                      or not result.aval.is_float):
             raise YotaError(f"{self.tape.name} returns {_describe(result)}; gradients need a "
                             "scalar float result (or an array of one element)", self.tape.loc,
                             "Reduce the output to a scalar, e.g. return np.sum(...) or "
                             "np.mean(...); for the gradients of a non-scalar result use ys.vjp "
                             "or ys.jacobian.")
-        if result.aval.dtype.kind == "c":
+        if isinstance(result, Var) and result.aval.dtype.kind == "c":
             raise YotaError(f"{self.tape.name} returns a complex scalar ({result.aval}); the "
                             "gradient of a value that is not real is not defined", self.tape.loc,
                             "Return a real scalar: its real part (np.real(...), .real), its "
@@ -380,6 +375,15 @@ def _selects_all(key: Any) -> bool:
 
 def _one(aval: Aval) -> Any:
     return 1.0 if aval.weak or aval.dtype == np.float64 else aval.dtype.type(1)
+
+
+def _constant(result: Any) -> bool:
+    """A real number that no gradient flows to: a constant (``lambda x: 1.0``, a value made
+    of static ints), or a bool or int computed from the arguments (``x > y``). Its gradient
+    with respect to every argument is zero, as in autograd and JAX."""
+    if isinstance(result, Lit):
+        return np.ndim(result.value) == 0 and np.asarray(result.value).dtype.kind in "biuf"
+    return isinstance(result, Var) and result.aval.size == 1 and result.aval.dtype.kind in "biu"
 
 
 def _describe(value: Any) -> str:

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from .backward import _align, _Sweep, refuse_complex, transpose
+from .backward import _align, _constant, _describe, _Sweep, refuse_complex, transpose
 from .errors import NoRuleError, YotaError
 from .frontend.evaluator import Evaluator
 from .frontend.values import to_tree
@@ -55,7 +55,8 @@ class _ForwardSweep:
 
     def run(self) -> Tape:
         tape, ev = self.tape, self.ev
-        if not isinstance(tape.result, Var) or not tape.result.aval.is_float:
+        constant = isinstance(tape.result, Lit) and _constant(tape.result)   # tangent 0.0
+        if not constant and (not isinstance(tape.result, Var) or not tape.result.aval.is_float):
             raise YotaError(f"{tape.name} returns {_describe(tape.result)}; forward mode "
                             "needs one float array or scalar as the result", tape.loc,
                             "Return one array (np.concatenate or np.stack several).")
@@ -68,8 +69,10 @@ class _ForwardSweep:
         ev.loc_override, ev.rule_text = tape.loc, f"{TANGENT}the result's tangent"
         result = tape.result
         out = self.tangent.get(result)
-        if out is None:
-            out = 0.0 if result.aval.weak else self._zeros(result)
+        if constant or out is None and result.aval.weak:    # independent of the arguments
+            out = Lit(0j if not constant and result.aval.dtype.kind == "c" else 0.0)
+        elif out is None:
+            out = self._zeros(result)
         stmts = ev.stmts[:start] + [s.replace(rule=_tangent_rule(s.rule))
                                     for s in ev.stmts[start:]]
         ev.backward_mode, ev.loc_override, ev.rule_text = False, None, None
@@ -196,14 +199,18 @@ class _ForwardSweep:
     def _apply(self, stmt: Stmt, replaced) -> tuple:
         """``stmt``'s primitive on its operands, those that ``replaced`` picks (and have a
         tangent) taking their tangents, other float operands zeros where ``replaced`` picks
-        them (a constant term of a linear map has no tangent)."""
+        them (a constant term of a linear map has no tangent), and so do the int constants
+        joined with them (``np.stack((1, a * a))``: its items are data, whatever their dtype)."""
         position = iter(range(1 << 30))
 
-        def swap(atom):
-            if not replaced(next(position), atom) or not _is_float(atom, self.ev):
+        def swap(atom, joined):
+            if not replaced(next(position), atom):
                 return atom
+            if not _is_float(atom, self.ev):
+                return _zero(atom) if joined and isinstance(atom, Lit) else atom
             return self._tangent_or_zero(atom)
-        args = [tree_map(swap, t) for t in stmt.args]
+        args = [tree_map(lambda a, j=name in stmt.prim.sequences: swap(a, j), t)
+                for name, t in zip(stmt.prim.operands, stmt.args)]
         result = self.ev.emit(stmt.prim, args, dict(stmt.params), None)
         return tuple(result) if stmt.prim.nout != 1 else (result,)
 
@@ -228,6 +235,12 @@ class _ForwardSweep:
 
     def emit(self, fn, operands: list, params: dict) -> Var:
         return self.ev.emit(self.rules.lookup(fn), [to_tree(o) for o in operands], params, None)
+
+
+def _zero(atom: Lit) -> Lit:
+    """A zero like the number or array ``atom`` holds."""
+    value = atom.value
+    return Lit(np.zeros_like(value) if isinstance(value, np.ndarray) else type(value)(0))
 
 
 def _tangent_rule(text: str | None) -> str:
@@ -259,7 +272,3 @@ def _value(tree: Any) -> Any:
     if isinstance(tree, tuple):
         return tuple(_value(t) for t in tree)
     return tree.value if isinstance(tree, Lit) else tree
-
-
-def _describe(value: Any) -> str:
-    return str(value.aval) if isinstance(value, Var) else f"the constant {value!r}"

@@ -238,7 +238,8 @@ def _ufunc(stmt: Stmt) -> str:
     ufunc = stmt.prim.ufunc
     base, exponent = stmt.args[0], stmt.args[1] if len(stmt.args) > 1 else None
     # not where the exponent decides the dtype (float32 ** np.float64(2.0) is float64)
-    if ufunc is np.power and isinstance(exponent, Lit) and exponent.value in (2, 0.5) \
+    if ufunc is np.power and isinstance(exponent, Lit) and np.ndim(exponent.value) == 0 \
+            and exponent.value in (2, 0.5) \
             and isinstance(base, Var) and base.aval.dtype == stmt.out.aval.dtype:
         return "square" if exponent.value == 2 else "sqrt"
     return ufunc.__name__

@@ -1,6 +1,7 @@
 """Frontend: Python source + example arguments -> SSA tape (see evaluator.py)."""
 from __future__ import annotations
 
+import functools
 import inspect
 import types
 from typing import Any, Callable, Sequence
@@ -28,9 +29,13 @@ def param_names(fn: Any, n_args: int) -> tuple[str, ...]:
     given = getattr(fn, "__yota_params__", None)
     if given is not None and len(given) == n_args:
         return tuple(given)
+    fn = getattr(fn, "__yota_calls__", fn)     # calling(f)'s are f's
     if isinstance(fn, np.ufunc):        # numpy < 2.3 gives ufuncs no signature
         return (("x",) if fn.nin == 1 else tuple(f"x{i + 1}" for i in range(fn.nin)))[:n_args]
-    sig = inspect.signature(fn)
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):     # a builtin without one
+        return tuple(f"args_{i}" for i in range(n_args))
     names = []
     params = list(sig.parameters.values())
     for p in params:
@@ -52,12 +57,44 @@ def _spread_name(name: str, i: int, params: list) -> str:
 
 def unbind(fn: Any) -> tuple[Callable, Any]:
     """``(function, self)`` for a bound method or a callable object, ``(fn, None)`` otherwise:
-    ``model.loss`` is compiled as ``loss(self, ...)`` with ``self`` a structured argument."""
+    ``model.loss`` is compiled as ``loss(self, ...)`` with ``self`` a structured argument. A
+    callable without Python source (``np.sin``, ``operator.mul``) is a function calling it."""
     if isinstance(fn, types.MethodType) and not isinstance(fn.__self__, type):
         return fn.__func__, fn.__self__
     if is_struct_object(fn) and isinstance(getattr(type(fn), "__call__", None), types.FunctionType):
         return type(fn).__call__, fn
+    if callable(fn) and not hasattr(fn, "__code__") \
+            and not isinstance(fn, (type, functools.partial)):
+        return calling(fn), None
     return fn, None
+
+
+_callers: dict[Any, Callable] = {}
+
+
+def calling(fn: Callable) -> Callable:
+    """A Python function that calls ``fn``, a callable without Python source (a numpy
+    function, an operator, a builtin: ``ys.grad(np.sin, x)``), with its name and parameters:
+    what the entry points compile for it. The same one every time, so ``ys.grad``'s cache
+    finds its gradient again."""
+    try:
+        return _callers[fn]
+    except KeyError:
+        pass
+    except TypeError:           # unhashable
+        return _caller(fn)
+    made = _callers[fn] = _caller(fn)
+    return made
+
+
+def _caller(fn: Callable) -> Callable:
+    def call(*args):
+        return fn(*args)
+    name = getattr(fn, "__name__", None)
+    call.__yota_name__ = call.__name__ = call.__qualname__ = \
+        name if isinstance(name, str) and name.isidentifier() else "f"
+    call.__yota_calls__ = fn            # param_names reads its parameters' names
+    return call
 
 
 def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES,

@@ -276,6 +276,8 @@ class CallsMixin:
                 value = tuple(value)
             elif name != "key" and "*" not in prim.sequences:
                 value = self.operand_value(value, name in prim.sequences, node)
+                if (prim.elementwise or prim.ufunc) and isinstance(value, (list, tuple)):
+                    value = np.asarray(value)       # np.power(x, (2.0, 3.0)): static data
             operands.append(to_tree(value, loc, key=name == "key"))
         for name, default in prim.options:
             if name not in bound.arguments:

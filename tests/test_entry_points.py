@@ -1,0 +1,125 @@
+"""Every entry point takes what autograd's and JAX's users pass it: a numpy function or an
+operator as the function itself, static values among ``jvp``'s primals, a function whose
+result does not depend on its argument."""
+import math
+import operator
+
+import numpy as np
+import pytest
+
+import yota_s2s as ys
+
+X = np.linspace(0.1, 0.9, 3)
+
+
+def test_a_numpy_function_or_operator_is_the_function_of_every_entry_point():
+    np.testing.assert_allclose(ys.grad(np.sin, 0.5)[1][0], math.cos(0.5))
+    np.testing.assert_allclose(ys.simplegrad(np.tanh, 0.5)(0.5)[1], 1 - math.tanh(0.5) ** 2)
+    assert ys.gradient(operator.mul)(1.5, 2.0) == 2.0
+    assert ys.gradient(operator.mul, "b")(1.5, 2.0) == 1.5        # operator.mul(a, b)
+    np.testing.assert_allclose(ys.value_and_grad(np.sin)(0.5), (math.sin(0.5), math.cos(0.5)))
+    np.testing.assert_allclose(ys.elementwise_grad(np.tanh)(X), 1 - np.tanh(X) ** 2)
+    np.testing.assert_allclose(ys.gradient(ys.gradient(np.sin))(0.5), -math.sin(0.5))
+    np.testing.assert_allclose(ys.grad(np.linalg.norm, X)[1][0], X / np.linalg.norm(X))
+    np.testing.assert_allclose(ys.grad(math.exp, 0.5)[1][0], math.exp(0.5))
+    assert ys.grad(abs, -0.5)[1][0] == -1.0
+    value, tangent = ys.jvp(np.sum, (X,), (2 * X,))
+    np.testing.assert_allclose((value, tangent), (np.sum(X), 2 * np.sum(X)))
+    np.testing.assert_allclose(ys.jvpfunction(np.exp, X)(X, X)[1], np.exp(X) * X)
+    for mode in ("rev", "fwd"):
+        np.testing.assert_allclose(ys.jacobian(np.tanh, X, mode=mode),
+                                   np.diag(1 - np.tanh(X) ** 2), atol=1e-15)
+    expected = np.prod(X) / np.outer(X, X) * (1 - np.eye(3))
+    np.testing.assert_allclose(ys.hessian(np.prod, X), expected, rtol=1e-12)
+    np.testing.assert_allclose(ys.vjp(np.tanh, X)(X, X)[1], (1 - np.tanh(X) ** 2) * X)
+    np.testing.assert_allclose(ys.compile(np.cos, X)(X), np.cos(X))
+    assert str(ys.trace(operator.mul, X, X)[1]).splitlines()[0].startswith("tape mul(a:")
+
+
+def test_the_function_made_for_a_primitive_is_named_like_it_and_found_again():
+    df = ys.simplegrad(np.sum, X, buffers=False)
+    assert "def sum_grad(a):" in ys.source(df)
+    ys.clear_cache()
+    for x in (0.3, 0.7, 0.3):
+        np.testing.assert_allclose(ys.grad(np.cos, x)[1][0], -math.sin(x))
+    assert ys.cache_info()["misses"] == 1
+    value, g = ys.grad(operator.mul, 1.5, 2.0, wrt="b")
+    assert (value, g[0], g[1]) == (3.0, None, 1.5)
+
+
+def mixed(x, s, n, flags, nothing):
+    scale = 2.0 if s == "double" else 1.0
+    return np.sum(np.sin(x)) * scale * n * len(flags) + (0.0 if nothing is None else 1.0)
+
+
+def test_jvp_takes_strings_none_bools_ints_and_tuples_of_them_among_the_primals():
+    t = np.cos(X)
+    for primals in [(X, "double", 3, (True, False), None), (X, "single", True, (1,), None)]:
+        value, tangent = ys.jvp(mixed, primals, (t, None, None, None, None))
+        np.testing.assert_allclose(value, mixed(*primals))
+        scale = 2.0 if primals[1] == "double" else 1.0
+        np.testing.assert_allclose(tangent, np.sum(np.cos(X) * t) * scale * primals[2]
+                                   * len(primals[3]))
+
+
+def test_jvp_takes_a_list_of_ints_and_says_a_list_of_floats_is_not_yet_taken():
+    value, tangent = ys.jvp(lambda a, w: np.sum(a * w[1]), (X, [2, 3]), (X, None))
+    np.testing.assert_allclose((value, tangent), (3 * np.sum(X), 3 * np.sum(X)))
+    with pytest.raises(ys.YotaError, match="forward mode takes array and float arguments"):
+        ys.jvp(lambda a, w: np.sum(a * w[0]), (X, [2.0]), (X, None))
+
+
+def made_of_constants(x):
+    """A result made of constants only (fuzzer seed 9991800: sin(2 * arctan2(0.5, 0.5)))."""
+    v = np.arctan2(0.5, 0.5)
+    return np.sin(v + v)
+
+
+@pytest.mark.parametrize("buffers", [True, False])
+def test_a_constant_function_has_zero_gradients_of_its_arguments_shapes(buffers):
+    """As in autograd and JAX: f ignores its argument, depends only on ints, or returns a
+    comparison; the gradients are zeros like the arguments (they were refused)."""
+    x32 = X.astype(np.float32)
+    cases = [(lambda a: 1.0, (X,), 1.0),
+             (lambda x: 3, (2.0,), 3),
+             (lambda a, n: n * 2.0, (x32, 3), 6.0),
+             (made_of_constants, (np.float32(0.3),), 1.0),
+             (lambda a, b: a >= b, (0.7, 1.8), False),
+             (lambda x, y: np.sum(x != y), (X, X), 0)]
+    for f, args, value in cases:
+        got, *grads = ys.simplegrad(f, *args, buffers=buffers)(*args)
+        assert got == value and type(got) is type(f(*args))
+        for a, g in zip(args, grads):
+            if type(a) is int:
+                assert g is None
+            else:
+                assert np.shape(g) == np.shape(a) and np.result_type(g) == np.result_type(a)
+                assert not np.any(g)
+    assert ys.grad(lambda a: 1.0, X)[1][0].tolist() == [0.0] * 3
+    assert ys.gradient(lambda a, b: a < b, 1)(0.7, 1.8) == 0.0
+    assert ys.gradient(ys.gradient(lambda a: 1.0))(2.0) == 0.0
+
+
+def angle(z):
+    return np.angle(z)
+
+
+def test_forward_mode_of_a_result_with_no_tangent_is_zero():
+    """The JVP of the VJP of np.angle at a float (a Python float result that no tangent
+    reaches: the module's writer met a bare 0.0, AttributeError), and of constants."""
+    vf = ys.vjp(angle, 0.5)
+
+    def angle_vjp(x, v):
+        return vf(x, v)[1]
+    assert ys.jvp(angle_vjp, (0.5, np.ones(())), (1.0, np.zeros(()))) == (0.0, 0.0)
+    assert ys.jvp(lambda x: 1.0, (X,), (X,)) == (1.0, 0.0)
+    assert ys.jvp(lambda x, n: n * 2.0, (X, 3), (X, None)) == (6.0, 0.0)
+    tuple_of_two = r"returns a tuple of 2 values \(a float64 scalar, a Python float64 scalar\)"
+    with pytest.raises(ys.YotaError, match=tuple_of_two + "; forward mode"):
+        ys.jvp(vf, (0.5, np.ones(())), (1.0, np.zeros(())))
+
+
+def test_vjp_of_a_function_that_returns_a_python_float():
+    """autograd's second-order check takes the VJP of a VJP whose result is a float."""
+    vf = ys.vjp(lambda a: a ** 3.0, 0.5)
+    assert vf(0.5, 2.0) == (0.125, 1.5)
