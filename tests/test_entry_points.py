@@ -123,3 +123,25 @@ def test_vjp_of_a_function_that_returns_a_python_float():
     """autograd's second-order check takes the VJP of a VJP whose result is a float."""
     vf = ys.vjp(lambda a: a ** 3.0, 0.5)
     assert vf(0.5, 2.0) == (0.125, 1.5)
+
+
+def closure_reader(weights):
+    def f(x):
+        return np.sum(np.sin(x) * weights)
+    return f
+
+
+def test_a_gradient_of_the_gradient_of_a_closure_reader_says_why_it_is_refused():
+    """Its generated gradient reads the closure when it runs; inlined, it raised the generated
+    code's own TypeError ('f_grad reads the closure of f'). Read when compiling, a later change
+    of the variable would be missed (a stale answer), so it is refused, saying why and where."""
+    gf = ys.gradient(closure_reader(np.array([1.0, 2.0, 3.0])))
+
+    def loss(x):
+        return np.sum(gf(x) ** 2)
+    with pytest.raises(ys.UnsupportedSyntax) as info:
+        ys.grad(loss, X)
+    text = str(info.value)
+    assert "in loss: differentiating a call of ys.gradient(f): f reads variables of an " \
+           "enclosing function (weights)" in text
+    assert "return np.sum(gf(x) ** 2)" in text and "Pass them to f as arguments" in text

@@ -50,6 +50,13 @@ SIGNAL_CASES = [
 ]
 
 SCIPY_CASES: list[Case] = []
+
+SINGULAR_COV = np.diag([1.0, 1.0, 0.0, 0.0])
+
+
+def on_support_density(x, mean, density):
+    """``density`` at ``x`` moved onto the support of ``SINGULAR_COV`` around ``mean``."""
+    return density(np.concatenate([x[:2], mean[2:]]), mean, SINGULAR_COV, allow_singular=True)
 if HAS_SCIPY:
     from scipy import linalg, signal, special, stats
 
@@ -140,6 +147,10 @@ if HAS_SCIPY:
         Case("multivariate_normal_scalar_cov", lambda x, c: weighted(stats.multivariate_normal.logpdf(x, np.zeros(3), c))
              + weighted(stats.multivariate_normal.pdf(x[:, 0], None, c)),
              lambda r: (r.standard_normal((4, 3)) * 0.5, 1.7)),
+        # scipy's density on the support of a singular cov (autograd's test_mvn_sing_cov)
+        Case("multivariate_normal_allow_singular", lambda x, m: on_support_density(x, m, stats.multivariate_normal.logpdf)
+             + on_support_density(x, m, stats.multivariate_normal.pdf) * 3,
+             lambda r: (np.concatenate((r.standard_normal(2), np.zeros(2))), np.concatenate((r.standard_normal(2), np.zeros(2))))),
         Case("dirichlet", lambda z, alpha: stats.dirichlet.logpdf(np.exp(z) / np.sum(np.exp(z)), alpha)
              + stats.dirichlet.pdf(np.exp(z) / np.sum(np.exp(z)), alpha), lambda r: (r.standard_normal(3), r.uniform(1.5, 3.0, 3))),
         Case("dirichlet_samples", lambda z, alpha: weighted(stats.dirichlet.logpdf(np.exp(z) / np.sum(np.exp(z), axis=0), alpha)

@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .errors import YotaError
+from .errors import UnsupportedSyntax, YotaError
 from .gradcheck import differentiable
 from .frontend import param_names, unbind
 from .rules.registry import RULES, RuleSet
@@ -242,6 +242,14 @@ def gradient_inline(f: Callable, argnum: Any, with_value: bool, device: str,
             else _position(argnum, names)
         from .api import grad
         _, grads = grad(f, *example, wrt=argnum, device=device, rules=rules)
+        if grads._variant.reads_closure:
+            # its code reads f's closure when it runs; inlined, that read would be made once,
+            # when compiling, and a later change to the variables missed
+            raise UnsupportedSyntax(
+                f"differentiating a call of ys.gradient({fn.__name__}): {fn.__name__} reads "
+                f"variables of an enclosing function ({', '.join(fn.__code__.co_freevars)}), "
+                "which a gradient of its gradient cannot read when it runs, yet",
+                hint=f"Pass them to {fn.__name__} as arguments, or make them module globals.")
         return functools.partial(picked_gradient, grads.function, positions, with_value)
     return make
 

@@ -105,7 +105,11 @@ class CallsMixin:
                 "draw from it inside: rs.randn(3)."),
                 fn, args, kwargs)
         if is_compiler(fn):
-            inlined = self.gradient_function(fn, args, kwargs)
+            try:
+                inlined = self.gradient_function(fn, args, kwargs)
+            except UnsupportedSyntax as e:      # why it cannot be inlined, said where
+                return skip_call(self, UnsupportedSyntax(e.what, e.loc or self.loc(node), e.hint),
+                                 fn, args, kwargs)
             if inlined is not None:
                 return self.call(inlined, args, kwargs, node)
             return skip_call(self, nested_gradient(display_name(fn), self.loc(node)),

@@ -124,38 +124,44 @@ def lower_symmetric(cov):
     return np.tril(cov) + mT(np.tril(cov, -1))
 
 
-def mvn_parts(x, mean, cov, dy):
+def mvn_parts(x, mean, cov, dy, allow_singular=False):
     """The dimension ``d``, the residuals ``r`` as rows ``(n, d)``, ``cov^-1 r`` as rows, and
     ``dy`` as a column ``(n, 1)``: scipy reads the last axis of ``x`` as the dimension (the
-    length of ``mean``, or of ``cov``; 1 when both are scalars)."""
+    length of ``mean``, or of ``cov``; 1 when both are scalars). ``allow_singular``: the
+    pseudo-inverse, as scipy's density uses on the support of a singular ``cov``."""
     d = np.shape(mean)[-1] if np.ndim(mean) > 0 else np.shape(cov)[-1] if np.ndim(cov) > 0 else 1
     r = np.reshape(x, (-1, d)) if mean is None else np.reshape(x, (-1, d)) - np.reshape(mean, (d,))
-    if np.ndim(cov) == 2:
+    if np.ndim(cov) == 2 and allow_singular:
+        solved = r @ np.linalg.pinv(lower_symmetric(cov), hermitian=True)
+    elif np.ndim(cov) == 2:
         solved = mT(np.linalg.solve(lower_symmetric(cov), mT(r)))
     else:
         solved = r / cov
     return d, r, solved, np.reshape(dy, (-1, 1))
 
 
-@diffrule(multivariate_normal.logpdf, "x", ignores=("allow_singular",))
-def mvn_logpdf_grad_x(x, mean, cov, dy):
+@diffrule(multivariate_normal.logpdf, "x")
+def mvn_logpdf_grad_x(x, mean, cov, dy, allow_singular=False):
     """``-cov^-1 (x - mean)`` per sample."""
-    _, _, solved, dy = mvn_parts(x, mean, cov, dy)
+    _, _, solved, dy = mvn_parts(x, mean, cov, dy, allow_singular)
     return np.reshape(-dy * solved, np.shape(x))
 
 
-@diffrule(multivariate_normal.logpdf, "mean", ignores=("allow_singular",))
-def mvn_logpdf_grad_mean(x, mean, cov, dy):
+@diffrule(multivariate_normal.logpdf, "mean")
+def mvn_logpdf_grad_mean(x, mean, cov, dy, allow_singular=False):
     """``cov^-1 (x - mean)``, summed over the samples."""
-    _, _, solved, dy = mvn_parts(x, mean, cov, dy)
+    _, _, solved, dy = mvn_parts(x, mean, cov, dy, allow_singular)
     return np.reshape(np.sum(dy * solved, axis=0), np.shape(mean))
 
 
-@diffrule(multivariate_normal.logpdf, "cov", ignores=("allow_singular",))
-def mvn_logpdf_grad_cov(x, mean, cov, dy):
+@diffrule(multivariate_normal.logpdf, "cov")
+def mvn_logpdf_grad_cov(x, mean, cov, dy, allow_singular=False):
     """``(S r r^T S - S) / 2`` with ``S = cov^-1``, summed over the samples; for a matrix, the
     gradient of the lower triangle that scipy reads (a scalar or diagonal ``cov``: its
-    entries)."""
+    entries). Not for a singular ``cov`` (its pseudo-determinant has none in general)."""
+    if allow_singular:
+        raise NotImplementedError("multivariate_normal with allow_singular=True has no gradient "
+                                  "in cov; x and mean have one")
     d, r, solved, dy = mvn_parts(x, mean, cov, dy)
     if np.ndim(cov) == 2:
         g = (mT(solved) @ (dy * solved) - np.sum(dy) * np.linalg.inv(lower_symmetric(cov))) / 2
@@ -165,12 +171,10 @@ def mvn_logpdf_grad_cov(x, mean, cov, dy):
     return np.sum(dy * (np.sum(solved * solved, axis=1, keepdims=True) - d / cov)) / 2
 
 
-diffrule(multivariate_normal.pdf, "x", "mvn_logpdf_grad_x(x, mean, cov, dy * y)",
-         ignores=("allow_singular",))
-diffrule(multivariate_normal.pdf, "mean", "mvn_logpdf_grad_mean(x, mean, cov, dy * y)",
-         ignores=("allow_singular",))
-diffrule(multivariate_normal.pdf, "cov", "mvn_logpdf_grad_cov(x, mean, cov, dy * y)",
-         ignores=("allow_singular",))
+diffrule(multivariate_normal.pdf, "x", "mvn_logpdf_grad_x(x, mean, cov, dy * y, allow_singular)")
+diffrule(multivariate_normal.pdf, "mean",
+         "mvn_logpdf_grad_mean(x, mean, cov, dy * y, allow_singular)")
+diffrule(multivariate_normal.pdf, "cov", "mvn_logpdf_grad_cov(x, mean, cov, dy * y, allow_singular)")
 
 
 # ----- Dirichlet --------------------------------------------------------------------------
