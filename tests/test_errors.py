@@ -169,18 +169,33 @@ def list_norm(x):
     return np.linalg.norm(x)
 
 
-def test_a_list_given_where_numpy_makes_an_array_names_the_call_and_the_fix():
-    line = list_norm.__code__.co_firstlineno + 1
+def list_norm_test(x):
+    """A primitive of the user's whose operand is a list: its rule must give one gradient per
+    element."""
+    return np.sqrt(x[0] ** 2 + x[1] ** 2)
+
+
+def list_norm_loss(x):
+    return list_norm_test(x)
+
+
+def test_a_list_given_to_a_function_whose_rule_gives_one_gradient_names_the_call_and_the_fix():
+    """numpy's functions read a list as an array (np.linalg.norm of a list argument gets one
+    gradient per element); a user's primitive gets the list as it is."""
+    np.testing.assert_allclose(ys.grad(list_norm, [3.0, 4.0])[1][0][(1,)], 0.8)
+    rules = ys.RULES.copy()
+    rules.diffrule(list_norm_test, "x", "dy * np.asarray(x) / y")
+    line = list_norm_loss.__code__.co_firstlineno + 1
     with pytest.raises(ys.YotaError) as info:
-        ys.grad(list_norm, [1.0, 2.0])
+        ys.simplegrad(list_norm_loss, [3.0, 4.0], rules=rules)
     assert str(info.value).splitlines() == [
-        f"test_errors.py:{line} in list_norm: linalg.norm is given a list or tuple of 2 traced "
-        "values as its operand x, which numpy reads as one array; its derivative rule gives one "
-        "gradient for that array, not one per element",
-        "    return np.linalg.norm(x)",
+        f"test_errors.py:{line} in list_norm_loss: tests.test_errors.list_norm_test is given a "
+        "list or tuple of 2 traced values as its operand x, and its derivative rule gives one "
+        "gradient for them, not one per element",
+        "    return list_norm_test(x)",
         "           ^^^^^^^^^^^^^^^^^",
-        "Make the array first: np.asarray(...) of the list (for a list argument, x = "
-        "np.asarray(x) at the top of the function), or pass an array in place of the list."]
+        "Return a tuple from the rule, one gradient per element, or give the function an array: "
+        "np.asarray(...) of the list."]
 
 
 def exp_into_argument(x):

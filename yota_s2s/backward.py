@@ -355,13 +355,14 @@ def _align(tree: Any, grads: Any, stmt: Stmt | None = None, name: str = ""):
 def _sequence_operand(tree: tuple, stmt: Stmt | None, name: str) -> YotaError:
     if stmt is None:
         return YotaError("a rule for a sequence operand must return one gradient per element")
+    # numpy's functions read such a list as one array (frontend/calls.py operand_value): a
+    # function given its operands as they are (a user's) meets this
     operand = f"its operand {name}" if name else "an operand"
     return YotaError(f"{stmt.prim.name} is given a list or tuple of {len(tree)} traced values "
-                     f"as {operand}, which numpy reads as one array; its derivative "
-                     "rule gives one gradient for that array, not one per element",
-                     stmt.loc, "Make the array first: np.asarray(...) of the list (for a list "
-                               "argument, x = np.asarray(x) at the top of the function), or "
-                               "pass an array in place of the list.")
+                     f"as {operand}, and its derivative rule gives one gradient for them, not "
+                     "one per element", stmt.loc,
+                     "Return a tuple from the rule, one gradient per element, or give the "
+                     "function an array: np.asarray(...) of the list.")
 
 
 def _selects_all(key: Any) -> bool:

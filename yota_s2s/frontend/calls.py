@@ -245,12 +245,6 @@ class CallsMixin:
     # -- primitives ----------------------------------------------------------------------
 
     def call_primitive(self, prim: Primitive, args, kwargs: dict, node: gast.AST) -> Any:
-        if prim.ufunc is not None or prim.elementwise or prim.method is not None \
-                or prim.multilinear:
-            # numpy reads a list of traced values as one array here (np.exp([a, b]),
-            # np.sum(x) of a list argument): made explicit, its gradient is one per element
-            args = [self.as_array(a, node) for a in args]
-            kwargs = {k: self.as_array(v, node) for k, v in kwargs.items()}
         operands, params = self.bind_primitive(prim, args, kwargs, node)
         if not any(isinstance(a, Var) for t in operands for a in tree_atoms(t)):
             if not prim.creates and not prim.effect:
@@ -260,12 +254,6 @@ class CallsMixin:
                     return result       # static: shapes, axes, scalars, index metadata
         guard_selection(self, prim, operands, node)
         return self.emit(prim, operands, params, node)
-
-    def as_array(self, value: Any, node: gast.AST) -> Any:
-        """``np.asarray(value)`` for a list or tuple that holds traced values, else ``value``."""
-        if isinstance(value, (list, tuple)) and is_traced(value):
-            return self.call(np.asarray, [value], {}, node)
-        return value
 
     def bind_primitive(self, prim: Primitive, args, kwargs: dict, node: gast.AST):
         loc = self.loc(node)
