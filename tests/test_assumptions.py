@@ -243,3 +243,16 @@ def test_a_reused_pseudo_file_name_is_not_compiled_for_the_old_function():
                 compile_()
     finally:
         linecache.cache.pop(name, None)
+
+
+def test_a_guarded_function_pickles_and_its_module_compiles_again():
+    import pickle
+    df = ys.simplegrad(m.global_number, W3)
+    assert pickle.loads(pickle.dumps(df)) is df          # by reference, as a module function
+    again = ys.simplegrad(m.global_number, W3)             # the same module, loaded before
+    with restored(m, "LR"):
+        m.LR = 0.3
+        value, g = ys.grad(m.global_number, W3)            # compiles again, runs unguarded code
+        assert np.isclose(value, m.global_number(W3))
+        with pytest.raises(ys.GuardError):
+            again(W3)

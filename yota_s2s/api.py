@@ -87,9 +87,15 @@ def _user_function(compiled: Any, f: Callable) -> Callable:
     if compiled.reads_closure:          # the code reads f's closure at each call: bind it
         fn = compiled.module.bind(inner)
     fn = _pinned(fn, function_guard(compiled), compiled.forward.name)
-    fn = _guarded(fn, world_guard(compiled), compiled.forward.name,
-                  compiled.assumes.deps if compiled.assumes is not None else ())
-    return fn if bound is None else types.MethodType(fn, bound)
+    guarded = _guarded(fn, world_guard(compiled), compiled.forward.name,
+                       compiled.assumes.deps if compiled.assumes is not None else ())
+    if guarded is not fn and fn is compiled.fn:
+        # pickled by reference (module, name), as the module's function is: in this process
+        # the name finds the guarded one; in another, the module's own (whose identity
+        # guards would be that process's objects anyway)
+        guarded.__yota_module_function__ = fn
+        setattr(compiled.module, compiled.fn.__name__, guarded)
+    return guarded if bound is None else types.MethodType(guarded, bound)
 
 
 def _guarded(fn: Callable, guard: Callable | None, name: str, deps: tuple) -> Callable:

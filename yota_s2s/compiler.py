@@ -132,7 +132,10 @@ def _written(forward: Tape, tape: Tape, device: str, out_dir: str | Path | None,
         module = load(text, module_name, out_dir)
     if buffers:
         module.__yota_plain__ = PlainForm(tape)
-    return Compiled(getattr(module, fname), module, text, forward, tape, assumes)
+    fn = getattr(module, fname)
+    # a module loaded before, whose name ys.simplegrad gave to its guarded function (api.py)
+    fn = getattr(fn, "__yota_module_function__", fn)
+    return Compiled(fn, module, text, forward, tape, assumes)
 
 
 def compile_forward(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES, device: str = "cpu",
