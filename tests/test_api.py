@@ -452,3 +452,38 @@ def test_print_prints_at_run_time_the_values_of_each_call(capsys):
     assert capsys.readouterr().out.startswith("h: | ")
     with pytest.raises(ys.YotaError, match=r"pass it to print: print\(\"x =\", x\)"):
         ys.grad(lambda x: print(f"{x}") or np.sum(x), x)
+
+
+class Pair:
+    def __init__(self, w):
+        self.w = w
+
+    def __add__(self, other):
+        return Pair(self.w + other.w)
+
+    def __rmul__(self, k):
+        return Pair(k * self.w)
+
+
+class Params:
+    """Fields found by __getattr__ (m.w is m.values["w"]); a miss raises KeyError, as
+    such classes often do (hasattr(m, "__cuda_array_interface__") raised it)."""
+
+    def __init__(self, values):
+        self.values = values
+
+    def __getattr__(self, name):
+        return self.values[name]
+
+
+def test_operators_and_getattr_of_user_classes_are_followed():
+    w = np.array([1.0, -2.0, 0.5])
+    value, g = ys.grad(lambda p: np.sum((p + 3.0 * p).w ** 2), Pair(w))
+    assert value == pytest.approx(16 * np.sum(w ** 2), rel=1e-15)
+    np.testing.assert_allclose(g[0]["w"], 32 * w, rtol=1e-15)
+    value, g = ys.grad(lambda m: np.sum(np.tanh(m.w)), Params({"w": w}))
+    np.testing.assert_allclose(g[0][("values", "w")], 1 - np.tanh(w) ** 2, rtol=1e-15)
+    with pytest.raises(ys.YotaError, match="unsupported operand types for -: Pair and Pair(.|\n)*"
+                                           "Define __sub__ \\(and __rsub__ for the other order\\) "
+                                           "on Pair, or write the operation on its fields."):
+        ys.grad(lambda p: np.sum((p - p).w), Pair(w))

@@ -204,6 +204,11 @@ def test_wrt_and_device(project: Path) -> None:
     assert "import cupy as xp" in text and "device cuda" in text
     assert "Returns: loss, dW, None, None." in text
     assert "Regenerate: yota-s2s compile model.py --func loss --wrt W --device cuda\n" in text
+    if importlib.util.find_spec("cupy") is None:     # no cupy: a message that says how to get it
+        done = run(project, "check", "model.py", "--device", "cuda", "--gradcheck")
+        assert "yota-s2s bug" not in done.stderr and done.returncode == 2, done.stderr
+        assert "needs cupy, and cupy is not installed\nInstall cupy's binary wheel for your CUDA " \
+               "version: pip install cupy-cuda12x (CUDA 12)" in done.stderr
 
 
 def test_struct_arguments_from_the_example(project: Path) -> None:

@@ -116,14 +116,21 @@ def test_static_arguments_are_checked(tmp_path):
 def test_cuda_device_imports_cupy_and_nothing_else_differs(monkeypatch, tmp_path):
     cpu = module_text(design.loss, *DESIGN_ARGS)
     gpu = module_text(design.loss, *DESIGN_ARGS, device="cuda")
-    assert "import cupy as xp" in gpu
+    from yota_s2s.codegen.writer import _CUPY_IMPORT       # says how to install cupy if absent
+    assert _CUPY_IMPORT.startswith("try:\n    import cupy as xp\nexcept ModuleNotFoundError")
+    assert "pip install cupy-cuda12x (CUDA 12)" in _CUPY_IMPORT and _CUPY_IMPORT in gpu
+    gpu = gpu.replace(_CUPY_IMPORT, "import cupy as xp")
     assert gpu.replace("cupy", "numpy").replace("device cuda", "device cpu") != cpu
     # numbers go through 0-d arrays on a CPU only (on a GPU [()] would be a view, and cupy
     # passes numbers to its kernels as they are): nothing else differs
     assert "_work_arrays()" in gpu and "[()]" not in gpu and "xp.array(" not in gpu
     monkeypatch.setattr(Emitter, "numbers_in_arrays", property(lambda self: False))
     cpu = module_text(design.loss, *DESIGN_ARGS)
-    assert gpu.replace("cupy", "numpy").replace("device cuda", "device cpu") == cpu
+    gpu = module_text(design.loss, *DESIGN_ARGS, device="cuda").replace(_CUPY_IMPORT,
+                                                                        "import cupy as xp")
+    # (the prelude's message names both kinds of array: the same text in both modules)
+    assert gpu.replace("cupy", "numpy").replace("device cuda", "device cpu") == \
+        cpu.replace("cupy", "numpy")
     monkeypatch.undo()
     monkeypatch.setitem(sys.modules, "cupy", np)      # no GPU here: numpy stands in for cupy
     df = compile_grad(design.loss, DESIGN_ARGS, device="cuda", out_dir=tmp_path, module_name="gpu_loss").fn

@@ -1,5 +1,7 @@
 """Error messages: what went wrong, where in the user's code (file:line, the line, a caret),
 and what to do. Each test pins the parts a user relies on."""
+import sys
+
 import numpy as np
 import pytest
 
@@ -212,3 +214,122 @@ def test_out_into_an_argument_is_refused_with_the_rewrite():
         "    np.exp(x, out=x)",
         "    ^^^^^^^^^^^^^^^^",
         "Write `x = np.exp(...)` (without out=) to make a new array instead."]
+
+
+def _fitted():
+    from sklearn.linear_model import LogisticRegression, Ridge
+    r = np.random.default_rng(0)
+    X = r.standard_normal((20, 3))
+    return (LogisticRegression().fit(X, (X[:, 0] > 0).astype(int)),
+            Ridge().fit(X, X[:, 1]), X)
+
+
+def test_library_code_that_cannot_be_traced_is_said_at_the_users_call():
+    """sklearn's predict_proba used to point into sklearn/utils/_tags.py and tell the user to
+    rewrite a try statement there; Ridge.predict said `super(): __class__ cell not found`."""
+    pytest.importorskip("sklearn")
+    clf, ridge, X = _fitted()
+
+    def proba(X):
+        return np.sum(clf.predict_proba(X))
+
+    def predicted(X):
+        return np.sum(ridge.predict(X))
+    fix = ("Library code that cannot be traced is not yours to change: write what it computes "
+           "with numpy in your function (a fitted scikit-learn linear model's decision function "
+           "is X @ model.coef_.T + model.intercept_), or make a function of yours that calls it "
+           "a primitive with a derivative rule (ys.diffrule(fn, \"x\", \"<expr in x, y, dy>\")).")
+    for fn, head in ((proba, "LogisticRegression.predict_proba (sklearn) cannot be traced: at "
+                             "_tags.py:"),
+                     (predicted, "Ridge.predict (sklearn) cannot be traced: at _ridge.py:")):
+        with pytest.raises(ys.YotaError) as info:
+            ys.grad(fn, X)
+        lines = str(info.value).splitlines()
+        assert lines[0].startswith(f"test_errors.py:{fn.__code__.co_firstlineno + 1} in {fn.__name__}: "
+                                   + head), lines[0]
+        assert lines[1].strip().startswith("return np.sum(")
+        assert lines[-1] == fix
+    assert "super(): __class__ cell not found" in str(info.value)
+
+
+def integral(a):
+    import scipy.integrate
+    return scipy.integrate.quad(lambda t: a * t, 0.0, 1.0)[0]
+
+
+def test_a_traced_function_given_to_library_code_says_what_to_write():
+    pytest.importorskip("scipy")
+    line = integral.__code__.co_firstlineno + 2
+    _, text = error_text(integral, 2.0)
+    lines = text.splitlines()
+    assert lines[0] == (f"test_errors.py:{line} in integral: _quadpack_py.quad is given the "
+                        "function <lambda>, defined in the compiled code, to call; "
+                        "_quadpack_py.quad is library code, run as it is (not traced), so it "
+                        "would call it outside the trace")
+    assert lines[-1].startswith("Write what it computes with numpy in your function (an integral "
+                                "as a sum on a grid: t = np.linspace(0, 1, 201);")
+    assert "ys.diffrule" in lines[-1]
+
+
+def accumulated(x):
+    total = 0.0
+
+    def add():
+        nonlocal total
+        total = total + np.sum(x)
+    add()
+    return total
+
+
+def test_nonlocal_is_called_nonlocal_with_the_rewrite():
+    _, text = error_text(accumulated, np.ones(3))
+    lines = text.splitlines()
+    assert lines[0].endswith("`nonlocal total`: writing to a variable of the enclosing function "
+                             "is not supported")
+    assert lines[0].startswith(f"test_errors.py:{accumulated.__code__.co_firstlineno + 4} ")
+    assert lines[-1] == ("Return the new value from the inner function instead (total = "
+                         "inner(..., total)), or keep the state in a list or dict that the inner "
+                         "function changes.")
+
+
+def small_loss(W, x):
+    return np.sum(np.tanh(W @ x))
+
+
+def test_an_array_of_the_other_device_says_which_it_is_and_what_to_pass(monkeypatch, tmp_path):
+    """A numpy array given to a device="cuda" module said "must be float64[4, 3], got
+    float64[4, 3]; compile again"; a cupy array given to a numpy module the same."""
+    import types
+    W, x = np.ones((4, 3)), np.ones(3)
+
+    class ndarray(np.ndarray):          # cupy's array, as a CPU can make one
+        __module__ = "cupy"
+    fake = types.ModuleType("cupy")
+    fake.__dict__.update({k: getattr(np, k) for k in dir(np) if not k.startswith("__")})
+    fake.ndarray = ndarray
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    gpu = ys.simplegrad(small_loss, W, x, device="cuda", out_dir=tmp_path, module_name="on_gpu")
+    with pytest.raises(TypeError) as info:
+        gpu(W, x)
+    assert str(info.value) == ("small_loss_grad: argument W is a numpy array (float64[4, 3]); "
+                               "this module was compiled for cupy arrays: pass cupy.asarray(W), "
+                               "or compile for the other device")
+    class on_device:                    # a cupy array handed to a numpy module
+        __module__, shape, dtype = "cupy", W.shape, W.dtype
+    cpu = ys.simplegrad(small_loss, W, x)
+    with pytest.raises(TypeError) as info:
+        cpu(on_device(), x)
+    assert str(info.value) == ("small_loss_grad: argument W is a cupy array (float64[4, 3]); "
+                               "this module was compiled for numpy arrays: pass W.get(), or "
+                               "compile for the other device")
+
+
+def test_device_cuda_without_cupy_says_how_to_install_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupy", None)          # as if it were not installed
+    with pytest.raises(ys.UsageError) as info:
+        ys.grad(small_loss, np.ones((4, 3)), np.ones(3), device="cuda")
+    assert str(info.value) == (
+        "this gradient was compiled for device=\"cuda\", which needs cupy, and cupy is not "
+        "installed\nInstall cupy's binary wheel for your CUDA version: pip install cupy-cuda12x "
+        "(CUDA 12) or pip install cupy-cuda11x (CUDA 11); `pip install cupy` builds it from "
+        "source, which needs the CUDA toolkit. Or compile for device=\"cpu\".")

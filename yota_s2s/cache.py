@@ -92,8 +92,8 @@ def _key_maker(value: Any) -> Callable[[Any], Any]:
         return lambda v: static_key(v) if all(isinstance(x, _PLAIN) for x in v) else tuple
     if isinstance(value, (list, tuple, dict)) or is_struct_object(value):
         return lambda v: type(v)    # a container or class instance: its contents are the guard's
-    if hasattr(value, "__cuda_array_interface__"):
-        return lambda v: (type(v), v.shape, v.dtype)
+    if hasattr(type(value), "__cuda_array_interface__"):      # (the class's: a __getattr__
+        return lambda v: (type(v), v.shape, v.dtype)          # may raise anything)
     return static_key
 
 

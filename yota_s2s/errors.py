@@ -123,3 +123,20 @@ class CacheError(YotaError):
 
 class StaleSourceError(YotaError):
     """The source on disk no longer is the code that runs (edited after import)."""
+
+
+CUPY_INSTALL = ("Install cupy's binary wheel for your CUDA version: pip install cupy-cuda12x "
+                "(CUDA 12) or pip install cupy-cuda11x (CUDA 11); `pip install cupy` builds it "
+                "from source, which needs the CUDA toolkit. Or compile for device=\"cpu\".")
+
+
+def run_module_code(code, namespace: dict) -> None:
+    """``exec`` of a generated module's code; a ``device="cuda"`` module on a machine without
+    cupy is a ``UsageError`` that says how to install it (not a bare ModuleNotFoundError)."""
+    try:
+        exec(code, namespace)
+    except ModuleNotFoundError as e:
+        if e.name != "cupy":
+            raise
+        raise UsageError("this gradient was compiled for device=\"cuda\", which needs cupy, and "
+                         "cupy is not installed", hint=CUPY_INSTALL) from None

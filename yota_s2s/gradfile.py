@@ -32,7 +32,7 @@ import gast
 
 from .codegen import function_name, write_module
 from .compiler import gradient_tape
-from .errors import SourceLoc, UnsupportedSyntax, YotaError
+from .errors import SourceLoc, UnsupportedSyntax, YotaError, run_module_code
 from .frontend import Collector, trace_function
 from .frontend.source import ParsedFunction, reading
 from .ir.tape import Tape
@@ -225,7 +225,7 @@ def load_text(text: str, path: Path, name: str) -> ModuleType:
     """Run a module's text without writing it (``check --gradcheck``)."""
     module = ModuleType(name)
     module.__file__ = str(path)
-    exec(compile(text, str(path), "exec"), module.__dict__)
+    run_module_code(compile(text, str(path), "exec"), module.__dict__)
     return module
 
 

@@ -13,6 +13,12 @@ def _mismatch(func, name, expected, value):
                          "product, a masked array skips masked elements); pass a plain array: "
                          f"np.asarray({name}) (a masked array: {name}.filled(value))")
     got = f"{value.dtype}{list(value.shape)}" if hasattr(value, "shape") else repr(value)
+    kind = type(value).__module__.partition(".")[0]
+    if kind in ("numpy", "cupy") and kind != xp.__name__ and hasattr(value, "shape"):
+        return TypeError(f"{func}: argument {name} is a {kind} array ({got}); this module was "
+                         f"compiled for {xp.__name__} arrays: pass "
+                         f"{'cupy.asarray(' + name + ')' if kind == 'numpy' else name + '.get()'}"
+                         ", or compile for the other device")
     return TypeError(f"{func}: argument {name} must be {expected}, got {got}; compile again "
                      "for these arguments (ys.grad does this for you)")
 

@@ -38,7 +38,7 @@ import tempfile
 from pathlib import Path
 from types import CodeType, ModuleType
 
-from ..errors import CacheError
+from ..errors import CacheError, run_module_code
 
 _CHECKED_HASH = 0b11          # pyc flags (PEP 552): hash-based, and checked against the source
 
@@ -277,6 +277,6 @@ def load(text: str, module_name: str, directory: Path | None = None) -> ModuleTy
     module.__loader__ = module.__spec__.loader
     module.__yota_text__ = text
     linecache.cache[str(path)] = (len(text), None, text.splitlines(True), str(path))
-    exec(code, module.__dict__)
+    run_module_code(code, module.__dict__)
     sys.modules[module_name] = module
     return module

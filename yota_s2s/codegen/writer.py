@@ -45,6 +45,12 @@ def _mismatch(func, name, expected, value):
                          "product, a masked array skips masked elements); pass a plain array: "
                          f"np.asarray({name}) (a masked array: {name}.filled(value))")
     got = f"{value.dtype}{list(value.shape)}" if hasattr(value, "shape") else repr(value)
+    kind = type(value).__module__.partition(".")[0]
+    if kind in ("numpy", "cupy") and kind != xp.__name__ and hasattr(value, "shape"):
+        return TypeError(f"{func}: argument {name} is a {kind} array ({got}); this module was "
+                         f"compiled for {xp.__name__} arrays: pass "
+                         f"{'cupy.asarray(' + name + ')' if kind == 'numpy' else name + '.get()'}"
+                         ", or compile for the other device")
     return TypeError(f"{func}: argument {name} must be {expected}, got {got}; compile again "
                      "for these arguments (ys.grad does this for you)")
 '''
@@ -336,9 +342,17 @@ def _spec(var: Var) -> str:
     return f"{var.aval.dtype.name}[{', '.join(map(str, var.aval.shape))}]"
 
 
+_CUPY_IMPORT = """try:
+    import cupy as xp
+except ModuleNotFoundError as e:
+    raise ModuleNotFoundError("this module was generated for device='cuda', which needs cupy: "
+                              "pip install cupy-cuda12x (CUDA 12) or cupy-cuda11x (CUDA 11)",
+                              name="cupy") from e"""
+
+
 def _imports(device: str, modules: set[str], user: list[str]) -> str:
     """Standard library, then the array module, then the user's modules (PEP 8 order)."""
-    lines = ["import cupy as xp" if device == "cuda" else "import numpy as xp"]
+    lines = [_CUPY_IMPORT if device == "cuda" else "import numpy as xp"]
     if "math" in modules:
         lines.insert(0, "import math")
     if "threading" in modules:

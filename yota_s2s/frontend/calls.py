@@ -28,7 +28,7 @@ from .flatten import is_struct_object
 from .numpy_calls import NUMPY_CALLS, guard_selection, stacked
 from .resolve import (IN_PLACE_METHODS, array_method, display_name, is_compiler, is_inlinable,
                       is_library, is_random, item, nested_gradient, plain_form)
-from .source import parse_function
+from .source import is_installed, parse_function
 from .structs import StructValue, call_dunder, call_object, construct, holds_struct, is_user_class
 from .values import MAX_LITERAL_SIZE, ArrayMethod, LocalFunction, is_traced, normalize_static, to_tree, \
     python_numbers, weak_tree
@@ -118,6 +118,20 @@ class CallsMixin:
         if is_inlinable(fn):
             return self.inline(plain_form(fn, self.loc(node)), args, kwargs, node)
         traced = is_traced(list(args)) or is_traced(kwargs)
+        given = next((a for a in _atoms([args, list(kwargs.values())])
+                      if isinstance(a, LocalFunction)), None)
+        if given is not None and callable(fn) and getattr(fn, "__module__", None) != "builtins" \
+                and not isinstance(getattr(fn, "__self__", None), (list, dict, set)):
+            raise self.unsupported(node, f"{display_name(fn)} is given the function "
+                                   f"{given.name}, defined in the compiled code, to call; "
+                                   f"{display_name(fn)} is library code, run as it is (not "
+                                   "traced), so it would call it outside the trace",
+                                   "Write what it computes with numpy in your function (an "
+                                   "integral as a sum on a grid: t = np.linspace(0, 1, 201); "
+                                   "np.sum(f(t)) * (t[1] - t[0])), compute it before the call "
+                                   "if it does not depend on what is differentiated, or make a "
+                                   "function of yours that calls it a primitive with a "
+                                   "derivative rule (ys.diffrule).")
         if not traced and callable(fn):
             return fn(*args, **kwargs)
         if isinstance(fn, types.BuiltinMethodType) and isinstance(fn.__self__, (list, dict)):
@@ -366,7 +380,16 @@ class CallsMixin:
         frame.call = self.call_of(node)
         frame.cells = cells
         frame.locals.update(bound.arguments)
-        return self.run_function(frame, parsed.node)
+        if not is_installed(parsed.file) or (self.frame is not None
+                                           and is_installed(self.frame.fn.file)):
+            return self.run_function(frame, parsed.node)
+        called_at = self.loc(node)
+        try:
+            return self.run_function(frame, parsed.node)
+        except YotaError as e:
+            if e.loc is None or not is_installed(e.loc.file) or called_at is None:
+                raise
+            raise library_error(fn, e, called_at) from None
 
     def unguarded(self, fn: Any) -> Any:
         """A ``simplegrad`` function is its generated function behind checks (api.py
@@ -684,6 +707,23 @@ def _hasattr(ev, args, kwargs, node):
 def _is_static(ev, args, kwargs, node):
     (value,) = args
     return not is_traced(value)
+
+
+def library_error(fn: Any, error: YotaError, called_at: Any) -> YotaError:
+    """An error inside library code (``error.loc`` there), said where the user's code calls
+    it, with what to do in the user's code: never an edit of the library."""
+    name = getattr(fn, "__qualname__", None) or display_name(fn)
+    module = (getattr(fn, "__module__", None) or "").split(".")[0] or "a library"
+    inner = error.loc
+    where = f"{inner.short} in {inner.func}" if inner.func else inner.short
+    example = (f" (a fitted scikit-learn linear model's decision function is "
+               "X @ model.coef_.T + "
+               "model.intercept_)") if module == "sklearn" else ""
+    return type(error)(
+        f"{name} ({module}) cannot be traced: at {where}: {error.what}", called_at,
+        f"Library code that cannot be traced is not yours to change: write what it computes "
+        f"with numpy in your function{example}, or make a function of yours that calls it a "
+        "primitive with a derivative rule (ys.diffrule(fn, \"x\", \"<expr in x, y, dy>\")).")
 
 
 def _print(ev, args, kwargs, node):

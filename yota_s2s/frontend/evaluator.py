@@ -326,7 +326,13 @@ class Evaluator(ExpressionsMixin, CallsMixin, UpdatesMixin, LoopsMixin):
         raise self.unsupported(node, "writing to global variables is not supported",
                                "Return the new value instead, or keep the state in an argument.")
 
-    stmt_Nonlocal = stmt_Global
+    def stmt_Nonlocal(self, node: gast.Nonlocal) -> None:
+        names = ", ".join(node.names)
+        raise self.unsupported(node, f"`nonlocal {names}`: writing to a variable of the "
+                               "enclosing function is not supported",
+                               f"Return the new value from the inner function instead "
+                               f"({node.names[0]} = inner(..., {node.names[0]})), or keep the "
+                               "state in a list or dict that the inner function changes.")
 
     # -- binding names -------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from ..ir.assumptions import INDEX, Assumption
 from ..ir.tape import Lit, Var
 from .externals import GeneratorRef, RandomMethod, module_root
 from .resolve import ARRAY_METHODS, IN_PLACE_METHODS, LIBRARY_MODULES, STATIC_ARRAY_ATTRS
-from .structs import StructValue, call_dunder, get_attribute
+from .structs import StructValue, call_dunder, get_attribute, static_lookup
 from .values import ArrayMethod, is_traced, python_numbers, to_tree
 
 # Operators whose Python semantics on Python floats differ from numpy's (ZeroDivisionError,
@@ -190,6 +190,8 @@ class ExpressionsMixin:
 
     def binop(self, op: gast.operator, left: Any, right: Any, node: gast.AST) -> Any:
         fn = BINOP_FNS[type(op)]
+        if isinstance(left, StructValue) or isinstance(right, StructValue):
+            return self.struct_binop(op, fn, left, right, node)
         if not isinstance(left, Var) and not isinstance(right, Var):
             return fn(left, right)
         prim = self.rules.lookup(fn)
@@ -197,6 +199,24 @@ class ExpressionsMixin:
             # a derivative rule's ``dy / x`` of Python floats: numpy's inf, not ZeroDivisionError
             return self.ufunc_of_numbers(prim.ufunc, prim, [left, right], node)
         return self.call_primitive(prim, (left, right), {}, node)
+
+    def struct_binop(self, op: gast.operator, fn: Any, left: Any, right: Any,
+                     node: gast.AST) -> Any:
+        """``a + b`` with an object of a user class: its ``__add__`` (then the other's
+        ``__radd__``), inlined, as Python calls them."""
+        name = fn.__name__.strip("_")
+        for obj, other, method in ((left, right, f"__{name}__"), (right, left, f"__r{name}__")):
+            if isinstance(obj, StructValue) and static_lookup(obj.cls, method)[0] is not None:
+                result = call_dunder(self, obj, method, [other], node)
+                if result is not NotImplemented:
+                    return result
+        symbol = BINOP_SYMBOLS[type(op)]
+        kinds = " and ".join(v.cls.__name__ if isinstance(v, StructValue) else
+                             type(v).__name__ for v in (left, right))
+        cls = (left if isinstance(left, StructValue) else right).cls.__name__
+        raise YotaError(f"unsupported operand types for {symbol}: {kinds}", self.loc(node),
+                        f"Define __{name}__ (and __r{name}__ for the other order) on {cls}, or "
+                        "write the operation on its fields.")
 
     def visit_UnaryOp(self, node: gast.UnaryOp) -> Any:
         value = self.expr(node.operand)

@@ -36,7 +36,7 @@ _PLAIN_KEYS = (str, int, bool, type(None))
 
 def host(value: Any) -> Any:
     """A GPU (cupy) array as a numpy array: compiling only needs its example value."""
-    if hasattr(value, "__cuda_array_interface__") and hasattr(value, "get"):
+    if hasattr(type(value), "__cuda_array_interface__") and hasattr(type(value), "get"):
         return value.get()
     return value
 

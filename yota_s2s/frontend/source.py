@@ -35,6 +35,26 @@ from ..errors import SourceLoc, StaleSourceError, UnsupportedSyntax
 from .resolve import is_compiler, nested_gradient
 
 
+def _library_dirs() -> tuple[str, ...]:
+    import sysconfig
+    paths = sysconfig.get_paths()
+    dirs = {os.path.realpath(paths[k]) for k in ("stdlib", "platstdlib", "purelib", "platlib")
+            if k in paths}
+    return tuple(sorted(d.rstrip(os.sep) + os.sep for d in dirs))
+
+
+_LIBRARY_DIRS = _library_dirs()
+
+
+def is_installed(file: str) -> bool:
+    """Code installed with Python or a package (the standard library, site-packages), not the
+    user's own: an error inside it must not ask the user to edit it."""
+    parts = file.split(os.sep)
+    if "site-packages" in parts or "dist-packages" in parts:
+        return True
+    return os.path.realpath(file).startswith(_LIBRARY_DIRS)
+
+
 @dataclass(frozen=True)
 class ParsedFunction:
     node: gast.FunctionDef | gast.Lambda

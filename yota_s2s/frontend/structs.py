@@ -86,6 +86,10 @@ def get_attribute(ev: Any, sv: StructValue, name: str, node: gast.AST) -> Any:
 def class_attribute(ev: Any, sv: StructValue | Any, name: str, node: gast.AST) -> Any:
     cls = sv.cls if isinstance(sv, StructValue) else type(sv)
     owner, attr = static_lookup(cls, name)
+    if owner is None and isinstance(sv, StructValue) and name != "__getattr__" \
+            and static_lookup(cls, "__getattr__")[0] is not None:
+        # found by the class's __getattr__ (m.w read from m.params["w"]), as Python does
+        return ev.call(class_attribute(ev, sv, "__getattr__", node), [name], {}, node)
     if owner is None:
         raise YotaError(f"{cls.__name__!r} object has no attribute {name!r}", ev.loc(node))
     ev.depends.class_attribute(cls, name)      # each class of the MRO up to the owner
