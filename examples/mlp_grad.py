@@ -10,7 +10,7 @@ regularized_loss_grad: the gradient of regularized_loss (mlp.py:45), device cpu.
         X float64[64, 784]; labels float64[64, 10]; decay float.
     Returns: regularized_loss, dW1, db1, dW2, db2, dX, dlabels, ddecay.
 
-Source: examples/mlp.py, code sha256 d2a5b40fe58323dbf5aa896b0b960e8e4bd7608a81587befcbb7a731ba178b44
+Source: examples/mlp.py, code sha256 daee38cd606fd3c096fd40c25aede449479defaf126448d662ce93d892995f95
 Regenerate: yota-s2s compile examples/mlp.py
 """
 import numpy as xp

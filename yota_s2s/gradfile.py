@@ -19,6 +19,7 @@ every unsupported construct and missing rule is reported at once.
 """
 from __future__ import annotations
 
+import ast
 import copy
 import hashlib
 import os
@@ -173,8 +174,24 @@ def code_digest(traced: Sequence[ParsedFunction]) -> str:
     for parsed in traced:
         if os.path.abspath(parsed.file).startswith(package):
             continue
-        parts.add(f"{parsed.name}\n{gast.dump(_without_docstrings(parsed.node))}\n")
+        tree = gast.gast_to_ast(_without_docstrings(parsed.node))
+        parts.add(f"{parsed.name}\n{_canonical(tree)}\n")
     return hashlib.sha256("".join(sorted(parts)).encode()).hexdigest()
+
+
+def _canonical(node) -> str:
+    """``ast.dump`` without positions and without the fields a Python or gast version adds
+    empty (``type_params=[]`` from 3.12, ``kind=None``, ``type_comment=None``): the same text
+    on every Python and gast that pyproject admits, so a committed file is not stale on
+    another CI runner."""
+    if isinstance(node, ast.AST):
+        fields = ((name, getattr(node, name, None)) for name in node._fields)
+        inner = ", ".join(f"{name}={_canonical(value)}" for name, value in fields
+                          if value is not None and value != [])
+        return f"{type(node).__name__}({inner})"
+    if isinstance(node, list):
+        return f"[{', '.join(_canonical(item) for item in node)}]"
+    return repr(node)
 
 
 def _without_docstrings(node: gast.AST) -> gast.AST:
