@@ -28,7 +28,8 @@ from .programs.loop_regions import (appended, appended_before_step, appended_the
                                     two_row_stores, two_stacks, weak_then_array, with_helper,
                                     written_rows, zero_d_total, zipped)
 from .programs.loop_regions import (by_length, by_step, last_of_list, list_args, list_in_dict,
-                                    own_row, rewritten_row, two_back, two_lists, whole_list)
+                                    list_made_in_step, own_row, params_dict, rewritten_row,
+                                    two_back, two_lists, whole_list)
 
 
 def _vec(n, seed=1):
@@ -97,7 +98,7 @@ CASES = [
     *((f.__name__, f, list_args, kind) for f, kind in [
         (last_of_list, "region"), (two_lists, "region"), (two_back, "unrolled"),
         (by_length, "unrolled"), (by_step, "unrolled"), (whole_list, "unrolled"),
-        (own_row, "region"), (rewritten_row, "unrolled")]),
+        (own_row, "region"), (rewritten_row, "unrolled"), (list_made_in_step, "region")]),
 ]
 
 
@@ -1266,6 +1267,21 @@ def test_a_state_widened_by_its_first_step_is_not_planned_by_its_later_type():
             assert np.isclose(value, want, rtol=1e-12) and dh0.dtype == np.float32
             np.testing.assert_allclose(db, numerical_grad(widened_state, [h0, b], 1),
                                        rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("buffers", [True, False], ids=["buffered", "plain"])
+def test_a_dict_argument_read_in_the_step_is_a_region(buffers):
+    W, xs = list_args()
+    params = {"W": W, "b": np.linspace(-0.5, 0.5, 3)}
+    tape, _ = trace_function(params_dict, (params, xs))
+    assert " region: " in tape.loops[0], tape.loops
+    value, dparams, dxs = ys.simplegrad(params_dict, params, xs, buffers=buffers)(params, xs)
+    assert np.isclose(value, params_dict(params, xs), rtol=1e-12)
+    for key in ("W", "b"):
+        def f(a, key=key):
+            return params_dict({**params, key: a}, xs)
+        np.testing.assert_allclose(dparams[(key,)], numerical_grad(f, [params[key]], 0),
+                                   rtol=1e-5, atol=1e-7)
 
 
 @pytest.mark.parametrize("T", [7, 8, 12])

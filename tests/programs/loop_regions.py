@@ -764,3 +764,23 @@ def list_in_dict(W, xs, state):
 def list_args(T=9, seed=0):
     r = np.random.default_rng(seed)
     return r.normal(size=(3, 3)) * 0.6, r.normal(size=(T, 2, 3))
+
+
+def list_made_in_step(W, xs):
+    """A list the step makes (list()) and appends to is the step's own: a region."""
+    h = np.zeros(W.shape[1])
+    for t in range(xs.shape[0]):
+        parts = list()
+        parts.append(h @ W)
+        parts.append(xs[t, 0])
+        h = np.tanh(sum(parts))
+    return np.sum(h ** 2)
+
+
+def params_dict(params, xs):
+    """A dict argument read in the step, unchanged: a region (its items were compared by
+    identity of pairs made anew, and it was unrolled)."""
+    h = np.zeros(params["W"].shape[1])
+    for t in range(xs.shape[0]):
+        h = np.tanh(h @ params["W"] + xs[t, 0] * params["b"])
+    return np.sum(h ** 2)

@@ -230,8 +230,7 @@ class LoopsMixin:
         """A list or dict an expression of a trial's step gave: kept (with its items) to check
         and undo, unless the step built it; a list read other than by an item or an append
         is read whole."""
-        fresh = isinstance(node, (gast.List, gast.Dict, gast.ListComp, gast.DictComp,
-                                  gast.GeneratorExp))
+        fresh = _builds(node)
         key = id(value)
         for watch in self.trial_records:
             if key in watch.made or key in watch.containers:
@@ -572,6 +571,19 @@ class Steps:
 
     def __init__(self, fn: Any, args: list, node: gast.AST):
         self.fn, self.args, self.node = fn, args, node
+
+
+def _builds(node: gast.AST) -> bool:
+    """Does ``node`` make a new list or dict (``[]``, ``{...}``, a comprehension, ``a + b``,
+    ``list(...)``, ``x.copy()``), not give one that exists (``hs``, ``st["hs"]``)?"""
+    if isinstance(node, (gast.List, gast.Dict, gast.ListComp, gast.DictComp, gast.GeneratorExp,
+                         gast.BinOp)):
+        return True
+    if isinstance(node, gast.Call):
+        fn = node.func
+        return isinstance(fn, gast.Name) and fn.id in ("list", "dict", "sorted") or \
+            isinstance(fn, gast.Attribute) and fn.attr == "copy"
+    return False
 
 
 def _items(container: list | dict) -> list:
