@@ -476,9 +476,14 @@ class GradResult:
     __slots__ = ("_grads", "_variant", "_offset")
 
     def __init__(self, grads: tuple, variant: Variant, offset: int = 0):
-        if dict in map(type, grads):
-            grads = tuple(Gradients(g) if type(g) is dict else g for g in grads)
         self._grads, self._variant, self._offset = grads, variant, offset
+
+    def _wrapped(self) -> tuple:
+        """The gradients, a struct's dict as ``Gradients`` (made on first access, once)."""
+        grads = self._grads
+        if dict in map(type, grads):
+            grads = self._grads = tuple(Gradients(g) if type(g) is dict else g for g in grads)
+        return grads
 
     def __getitem__(self, i: int | str) -> Any:
         if isinstance(i, str):              # a parameter's name
@@ -486,20 +491,20 @@ class GradResult:
             if i not in params[self._offset:]:
                 raise KeyError(f"{i!r}: {self._variant.compiled.forward.name}'s parameters "
                                f"are {', '.join(params[self._offset:])}")
-            return self._grads[params.index(i)]
-        return self._grads[self._offset:][i]
+            return self._wrapped()[params.index(i)]
+        return self._wrapped()[self._offset:][i]
 
     def __len__(self) -> int:
         return len(self._grads) - self._offset
 
     def __iter__(self) -> Iterator[Any]:
-        return iter(self._grads[self._offset:])
+        return iter(self._wrapped()[self._offset:])
 
     @property
     def self(self) -> Any:
         if not self._offset:
             raise AttributeError("g.self exists for bound methods only (ys.grad(model.loss, ...))")
-        return self._grads[0]
+        return self._wrapped()[0]
 
     @property
     def source(self) -> str:

@@ -27,6 +27,13 @@ def wrt_items(wrt: Any, what: str = "wrt") -> tuple | None:
     for its form only (the positions and names are checked against the function later)."""
     if wrt is None:
         return None
+    if type(wrt) is tuple:                  # ys.gradient(f, (0, 1)) calls grad with it each time
+        try:                                # (by type too: (True,) == (1,) and (1.0,) too)
+            known = _CHECKED.get((wrt, tuple(map(type, wrt))))
+        except TypeError:                   # an unhashable item: refused below
+            known = None
+        if known is not None:
+            return known
     if isinstance(wrt, (list, tuple)):
         items = tuple(wrt)
     elif isinstance(wrt, (set, frozenset)):
@@ -42,7 +49,12 @@ def wrt_items(wrt: Any, what: str = "wrt") -> tuple | None:
     if not items:
         raise UsageError(f"{what}={wrt!r} asks for no gradient",
                          hint=f"Name at least one argument, or leave {what} out for all of them.")
+    if type(wrt) is tuple and len(_CHECKED) < 256:
+        _CHECKED[wrt, tuple(map(type, wrt))] = items
     return items
+
+
+_CHECKED: dict[tuple, tuple] = {}       # tuples already read: the hot path's lookup
 
 
 def _position_or_0(w: Any) -> int:
