@@ -1111,3 +1111,29 @@ def test_out_of_large_arguments_is_checked_by_check_out_alone():
         np.testing.assert_array_equal(o, expected)
     with pytest.raises(ValueError, match="shares memory with an argument"):
         df(*args, out=[out[0], args[1], out[2]])
+
+
+def test_a_call_made_from_inside_a_call_gets_its_own_work_arrays():
+    """A nodiff monitor that calls the same compiled gradient, one and two deep (issue 29):
+    the inner calls make their own work arrays; the outer one returns what the plain form
+    returns (and the handwritten gradient: the monitor passes none), and so does each inner
+    call."""
+    x, inner = np.linspace(0.1, 0.9, 4), np.full(4, 9.0)
+    fast = compile_grad(custom.monitored_loss, (x,))
+    assert " = _arrays = _work_arrays()" in fast.text
+    assert "_local.arrays = _arrays    # given back" in fast.text
+    plain = compile_grad(custom.monitored_loss, (x,), buffers=False).fn
+    expected, h = plain(x), np.tanh(x) * 3.0
+    np.testing.assert_allclose(expected[0], custom.monitored_loss(x), rtol=1e-14)
+    np.testing.assert_allclose(expected[1], 2 * h * x + np.cos(h) * 3.0 / np.cosh(x) ** 2,
+                               rtol=1e-13)
+    for depth in (1, 2):
+        custom.MONITOR.update(calls=[(fast.fn, (inner,))] * depth, seen=[])
+        assert_same(fast.fn(x), expected)
+        assert not custom.MONITOR["calls"] and len(custom.MONITOR["seen"]) == depth
+        for seen in custom.MONITOR["seen"]:
+            assert_same(seen, plain(inner))
+        assert_same(fast.fn(x), expected)          # and the arrays given back are reused
+    assert "_local.arrays = _arrays" not in \
+        compile_grad(models.mlp, mlp_args(np.random.default_rng(0))).text      # numpy only
+

@@ -146,3 +146,24 @@ def like_built_ins(x, w):
     a = rotate(rotate(x)) + rotate(x)[0]
     b = blend(x, 1.0) + blend(0.0, x) + blend(np.zeros((3, 3)), x)
     return np.sum((a + b) * w)
+
+
+# A monitor that calls a compiled gradient from inside a call of it (issue 29, item 9): while
+# MONITOR["calls"] holds gradients to call, each call of monitor pops one and calls it (which
+# may call monitor again: recursion), recording what it returned.
+MONITOR = {"calls": [], "seen": []}
+
+
+def monitor(h):
+    if MONITOR["calls"]:
+        grad, args = MONITOR["calls"].pop(0)
+        MONITOR["seen"].append(grad(*args))
+    return h
+
+
+ys.nodiff(monitor)
+
+
+def monitored_loss(x):
+    h = np.tanh(x) * 3.0
+    return np.sum(monitor(h) * x ** 2) + np.sum(np.sin(h))

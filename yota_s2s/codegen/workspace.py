@@ -6,15 +6,22 @@ accessor, and the helpers that put returned gradients into the caller's ``out=``
     ]
 
 Each thread gets its own work arrays on its first call (``threading.local``), so concurrent
-calls never share one; what a call returns is never a work array.
+calls never share one; what a call returns is never a work array. A function that calls code
+outside numpy (a user's function: a ``nodiff`` logger or monitor, a rule's helper) or reads the
+user's objects may be called again, in the same thread, before it returns: it takes its arrays
+for the call and gives them back as it returns (``_local.arrays = _arrays``), and a call made
+while they are taken makes its own (``reentrant``). One that calls only numpy cannot be entered
+again, and reuses its arrays without taking them.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ..ir.region import body_tapes
 from ..ir.tape import Tape
 from ..text import literal_text
 from .lines import WIDTH
+from .outside import has_reads
 from .scalars import MAX_SIZE
 
 _WORK = '''
@@ -26,6 +33,23 @@ def _work_arrays():
     arrays = getattr(_local, "arrays", None)
     if arrays is None:
         arrays = _local.arrays = tuple(xp.empty(shape, dtype) for shape, dtype, _ in WORK_ARRAYS)
+    return arrays
+'''
+
+# the same, for a function that may be entered again while it runs (``reentrant``)
+_WORK_TAKEN = '''
+_local = threading.local()
+
+
+def _work_arrays():
+    """This thread's work arrays, taken by a call until it gives them back as it returns
+    (``_local.arrays = _arrays``): made on the thread's first call, reused by every later one.
+    A call made while they are taken (the function called again by a function it calls: a
+    logger, a monitor) makes arrays of its own, so it never writes over the outer call's."""
+    arrays = getattr(_local, "arrays", None)
+    if arrays is None:
+        return tuple(xp.empty(shape, dtype) for shape, dtype, _ in WORK_ARRAYS)
+    _local.arrays = None
     return arrays
 '''
 
@@ -229,7 +253,7 @@ def prelude(emitter) -> str:
                                       for v in values))    # str: a name
             rows.append(_work_row(shape, dtype, held, name))
         parts.append("\nWORK_ARRAYS = [    # shape, dtype, the values that live in it\n"
-                     + "\n".join(rows) + "\n]\n" + _WORK)
+                     + "\n".join(rows) + "\n]\n" + (_WORK_TAKEN if reentrant(emitter) else _WORK))
     if takes_out(emitter):
         parts.append(_OUT)
     if memory.delivered:
@@ -239,9 +263,35 @@ def prelude(emitter) -> str:
 
 def unpack_line(emitter) -> list[str]:
     """``buf1, buf2 = _work_arrays()``: the work arrays held (those that live in a returned
-    array are views of it, made where they are first written: writes.py)."""
-    held = [name for k, name in enumerate(emitter.slot_names) if k not in emitter.memory.lent]
-    return [f"{', '.join(held)}{',' if len(held) == 1 else ''} = _work_arrays()"] if held else []
+    array are views of it, made where they are first written: writes.py). A ``reentrant``
+    function keeps the tuple (``_arrays``) to give it back: ``give_back_line``."""
+    held = _held(emitter)
+    if not held:
+        return []
+    names = f"{', '.join(held)}{',' if len(held) == 1 else ''}"
+    return [f"{names} = _arrays = _work_arrays()"] if reentrant(emitter) else \
+        [f"{names} = _work_arrays()"]
+
+
+def give_back_line(emitter) -> list[str]:
+    """``_local.arrays = _arrays``, before the ``return`` of a ``reentrant`` function that
+    holds work arrays: the next call (this thread's) takes them again. (A call that raises
+    keeps them: the next one makes new arrays.)"""
+    if not (_held(emitter) and reentrant(emitter)):
+        return []
+    return ["_local.arrays = _arrays    # given back for the next call"]
+
+
+def _held(emitter) -> list[str]:
+    return [name for k, name in enumerate(emitter.slot_names) if k not in emitter.memory.lent]
+
+
+def reentrant(emitter) -> bool:
+    """May the function be called again, in this thread, before it returns? Where it calls a
+    function from outside numpy (imported: a user's, or a library's), or reads the user's
+    objects at run time (an attribute may be a property): code that may call it."""
+    tapes = [emitter.tape, *body_tapes(emitter.tape)]
+    return bool(emitter.calls) or any(has_reads(t) for t in tapes)
 
 
 def header_lines(emitter, tape: Tape) -> list[str]:
@@ -267,7 +317,10 @@ def header_lines(emitter, tape: Tape) -> list[str]:
                      "call: " + "; ".join(ways) + ".")
     if len(memory.slots) > len(memory.lent):
         lines.append(f"Work arrays: {len(memory.slots) - len(memory.lent)} per thread, "
-                     f"{_size(memory.bytes)} (WORK_ARRAYS), made on a thread's first call.")
+                     f"{_size(memory.bytes)} (WORK_ARRAYS), made on a thread's first call"
+                     + ("; taken by a call until it returns, so that a call made meanwhile "
+                        "(by a function this one calls) makes its own." if reentrant(emitter)
+                        else "."))
     if memory.lent:
         lines.append(f"{len(memory.lent)} more in the memory of returned gradients, before "
                      "those are written.")

@@ -28,7 +28,8 @@ from .lines import fit
 from .outside import BIND, CHANGED_PRELUDE, FUNCTION_PARAM, bind_function, has_reads, \
     reads_function, unbound_check
 from ..ir.assumptions import lines as assumption_lines
-from .workspace import header_lines, out_check_lines, prelude, takes_out, unpack_line
+from .workspace import (give_back_line, header_lines, out_check_lines, prelude, takes_out,
+                        unpack_line)
 
 INDENT = "    "
 
@@ -211,7 +212,7 @@ def _function(tape: Tape, emitter: Emitter) -> Written:
         body += [line for node in loop.before for line in unparse(node).splitlines()]
         body += loop.head + [INDENT + line for line in inner]
         body += [line for node in loop.after for line in unparse(node).splitlines()]
-    body += build
+    body += build + give_back_line(emitter)
     body.append(f"return {', '.join(returns)}")
     keywords = (["out=None"] if takes_out(emitter) else []) + \
         ([f"{FUNCTION_PARAM}=None"] if reads_function(tape) else [])

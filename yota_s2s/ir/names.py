@@ -50,7 +50,7 @@ from .tape import ACCUMULATE, Stmt, Tape, Var
 # has the ``out=`` keyword (codegen/writer.py). ``write_module`` checks the result.
 MODULE_NAMES = frozenset({"xp", "math", "threading", "GuardError", "_mismatch", "_result",
                           "_deliver", "_out_entry", "_check_out", "_overlap", "_shared",
-                          "_work_arrays", "WORK_ARRAYS", "_local", "_"})
+                          "_work_arrays", "WORK_ARRAYS", "_local", "_arrays", "_"})
 BUILTINS_USED = frozenset({"float", "int", "complex", "len", "isinstance", "getattr", "hasattr",
                            "repr", "slice", "tuple", "list", "TypeError", "ValueError",
                            "OverflowError", "None", "True", "False"})
