@@ -13,7 +13,8 @@ ties, boolean masks, powers and ``np.abs`` at 0, a matrix argument read once who
 one vector in every row); in SWAPPED of the RNN-like loops the input's product comes second in
 the pre-activation's sum; in LISTS of them a loop appends to lists and reads them in the same
 step by indices that move with the step (``Gen.listed``: ``hs[-1]``, ``hs[-2]``,
-``hs[len(hs) - 1]``, ``hs[t // 2]``). Each
+``hs[len(hs) - 1]``, ``hs[t // 2]``); in ALIKE of them two or three more arguments used the
+same way, whose gradients are one expression (``Gen.alike``). Each
 statement is run on the example arguments as it is chosen, so the generator knows every
 value: it only writes a statement numpy accepts, whose
 values stay finite and moderate, and that keeps clear of non-differentiable points (no ties
@@ -38,6 +39,7 @@ STENCIL = 0.1          # share of programs with a loop over a periodic field (Ge
 SHAPES_MORE = 0.3      # share of programs with one or two statements of Gen.more
 SWAPPED = 0.3          # share of RNN-like loops whose input product comes second in the sum
 LISTS = 0.15           # share of programs with a loop reading a list it appends to (Gen.listed)
+ALIKE = 0.2            # share of programs with arguments used the same way (Gen.alike)
 HELPERS = {            # helper functions a program may define and call: source, call
     "h0": ("def h0(a, b):\n    t = np.tanh(a) + b\n    return t * t", "h0({a}, {b})"),
     "h1": ("def h1(a, s=0.5):\n    return np.sin(a) * s + a", "h1({a}, s={s})"),
@@ -963,6 +965,38 @@ class Gen:
         params.pop(), args.pop(), self.vals.pop(p)
         return False
 
+    def alike(self, r: random.Random, rng, params: list, args: list) -> None:
+        """Two or three more arguments used the same way in one statement (``np.sum(x3 * v2) *
+        2.0 + np.sum(x4 * v2) * 2.0``): their gradients are one expression, which CSE makes
+        one value that two returned gradients share (each must come back in an array of its
+        own, named for its argument). The arguments are arrays of the value's shape or of its
+        last axis (broadcast: their gradients are sums over the others), or Python floats; the
+        value may be an argument too. Drawn from its own random streams (the rest of the
+        program is what the seed makes anyway)."""
+        saved, self.r = self.r, r
+        try:
+            a = self.arr(lambda v: v.ndim >= 1 and v.dtype == self.dtype)
+            v, name, w = self.vals[a], self.new(), self.lit(0.3, 0.9)
+            kind = r.choice(["same", "same", "last", "float"])
+            shape = v.shape if kind == "same" else v.shape[-1:]
+            added = [f"x{len(params) + k}" for k in range(r.choice([2, 2, 3]))]
+            for p in added:
+                x = rng.uniform(-1.2, 1.2, shape).astype(self.dtype)
+                params.append(p)
+                args.append(float(fmt(x.flat[0])) if kind == "float" else x)
+                self.vals[p] = args[-1]
+            form = r.choice(["np.sum({p} * {a}) * {w}", "np.sum({a} * {p})", "{p} * {a}",
+                             "np.tanh({a}) * {p}", "np.mean(np.sin({a}) * {p})",
+                             "({a} + {p}) * {w}", "np.sum({p} * {a} * {a})"])
+            text = " + ".join(form.format(p=p, a=a, w=w) for p in added)
+            if not self.accept([f"{name} = {text}"], name):
+                for p in added:
+                    params.pop(), args.pop(), self.vals.pop(p)
+        except Skip:
+            pass
+        finally:
+            self.r = saved
+
     def ties(self) -> bool:
         """``np.min``/``np.max`` of a whole array and ``np.amin``/``np.amax`` with an axis,
         where the extreme is tied between copies of one element (one derivative; a tie
@@ -1034,7 +1068,8 @@ class Gen:
 
     # -- the program ----------------------------------------------------------------------
     def program(self, recurrent: bool | None = None, stencil: bool | None = None,
-                more: bool | None = None, lists: bool | None = None) -> Program:
+                more: bool | None = None, lists: bool | None = None,
+                alike: bool | None = None) -> Program:
         rng = np.random.default_rng(self.seed)
         nargs = self.r.choice([1, 1, 2, 2, 2, 3])
         params, args = [], []
@@ -1080,6 +1115,11 @@ class Gen:
         if lists:
             self.listed(random.Random(f"listed {self.seed}"), np.random.default_rng(self.seed + 6),
                         params, args)
+        if alike is None:
+            alike = random.Random(f"alike {self.seed}").random() < ALIKE
+        if alike:
+            self.alike(random.Random(f"alike args {self.seed}"),
+                       np.random.default_rng(self.seed + 7), params, args)
         read = set().union(*(s.reads for s in self.stmts)) if self.stmts else set()
         unused = [s.defines for s in self.stmts if s.defines not in read] or params[-1:]
         terms = []
@@ -1106,17 +1146,18 @@ def _same(a, b) -> bool:
 
 def generate(seed: int, recurrent: bool | None = None, stencil: bool | None = None,
              more: bool | None = None, swapped: bool | None = None,
-             lists: bool | None = None) -> Program:
+             lists: bool | None = None, alike: bool | None = None) -> Program:
     """The program of ``seed``: the same source and arguments on every machine and run.
     ``recurrent``: with an RNN-like loop (Gen.recurrent) or without one, instead of as the
     seed draws it (RECURRENT of the seeds); ``stencil`` the same for a loop over a periodic
     field (Gen.stencil, STENCIL of the seeds), ``more`` for the statements of Gen.more
     (SHAPES_MORE of the seeds); ``swapped`` for an RNN-like loop's pre-activation written
     with the input's product second (``h @ Wh + xs[t] @ Wx``, SWAPPED of the seeds), ``lists``
-    for a loop reading the lists it appends to (Gen.listed, LISTS of the seeds). The rest of
-    the program is the same."""
+    for a loop reading the lists it appends to (Gen.listed, LISTS of the seeds), ``alike`` for
+    arguments used the same way (Gen.alike, ALIKE of the seeds). The rest of the program is
+    the same."""
     gen = Gen(seed)
     if swapped is None:
         swapped = random.Random(f"operands {seed}").random() < SWAPPED
     gen.swapped = swapped
-    return gen.program(recurrent, stencil, more, lists)
+    return gen.program(recurrent, stencil, more, lists, alike)

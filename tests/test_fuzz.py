@@ -43,8 +43,9 @@ def _assert_clean(outcomes, what: str) -> Counter:
 def test_random_programs_have_no_silent_mismatch_and_no_internal_crash(tmp_path):
     # the programs as before RNN-like loops and Gen.more joined the generator (those have
     # their own tests)
-    counts = _assert_clean([check(generate(seed, recurrent=False, more=False, lists=False),
-                                  tmp_path) for seed in SEEDS], "programs")
+    counts = _assert_clean([check(generate(seed, recurrent=False, more=False, lists=False,
+                                           alike=False), tmp_path) for seed in SEEDS],
+                           "programs")
     assert counts["refusal"] <= len(SEEDS) // 20, "refusals should stay rare"
 
 
@@ -52,7 +53,8 @@ def test_random_programs_have_no_silent_mismatch_and_no_internal_crash(tmp_path)
 def test_more_shapes_have_no_silent_mismatch_and_no_internal_crash(tmp_path):
     """Programs with one or two statements of Gen.more, in both forms: the value's dtype
     numpy's, tolerances by the narrowest argument (float16: 3e-2)."""
-    programs = [generate(seed, recurrent=False, more=True, lists=False) for seed in MORE_SEEDS]
+    programs = [generate(seed, recurrent=False, more=True, lists=False, alike=False)
+                for seed in MORE_SEEDS]
     assert any(a.dtype == np.float16 for p in programs for a in p.args
                if isinstance(a, np.ndarray))
     counts = _assert_clean([check(p, tmp_path) for p in programs], "programs with Gen.more")
@@ -71,7 +73,7 @@ def test_rnn_like_loops_have_no_silent_mismatch_and_no_internal_crash(tmp_path, 
         monkeypatch.setattr(buffers, "LEND_MIN", 1)
     seeds = RECURRENT_SEEDS[plan]
     counts = _assert_clean([check(generate(seed, recurrent=True, more=False, swapped=False,
-                                           lists=False), tmp_path) for seed in seeds],
+                                           lists=False, alike=False), tmp_path) for seed in seeds],
                            f"programs with RNN-like loops ({plan})")
     assert counts["refusal"] == 0, counts
 
@@ -127,6 +129,34 @@ def test_rnn_like_loops_cover_the_shapes_and_sizes():
     states = [p.args[-2].shape[1] * p.args[-1].shape[0] for p in programs]
     big = sum(n >= 512 for n in states)
     assert 0.4 * len(states) < big < 0.9 * len(states), (big, len(states))
+
+
+# programs with arguments used the same way (Gen.alike): their gradients are one expression
+ALIKE_SEEDS = range(400, 404)
+
+
+def _alike(a, b, x):
+    return np.sum(a * x) * 2.0 + np.sum(b * x) * 2.0
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_arguments_whose_gradients_are_one_expression(tmp_path):
+    """``np.sum(a * x) * 2.0 + np.sum(b * x) * 2.0`` with a, b, x arguments (issue 29): da and
+    db are one value after CSE; each comes back in an array of its own (a KeyError from the
+    namer before). The first by hand, then programs of Gen.alike, both forms and ys.grad."""
+    f = _alike
+    a, b, x = np.ones(3), np.full(3, 2.0), np.linspace(0.0, 1.0, 3)
+    for buffers in (True, False):
+        value, da, db, dx = ys.simplegrad(f, a, b, x, buffers=buffers)(a, b, x)
+        assert value == f(a, b, x) and not np.shares_memory(da, db)
+        np.testing.assert_allclose(da, 2.0 * x), np.testing.assert_allclose(db, 2.0 * x)
+        np.testing.assert_allclose(dx, 2.0 * (a + b))
+    value, grads = ys.grad(f, a, b, x)
+    np.testing.assert_allclose(grads[0], 2.0 * x), np.testing.assert_allclose(grads[1], 2.0 * x)
+    programs = [generate(seed, alike=True) for seed in ALIKE_SEEDS]
+    assert all(len(p.params) >= len(generate(p.seed, alike=False).params) + 2
+               for p in programs)
+    _assert_clean([check(p, tmp_path) for p in programs], "programs with Gen.alike")
 
 
 def test_programs_are_the_same_for_a_seed_and_differ_across_seeds():

@@ -11,6 +11,7 @@
     python tools/fuzz.py --world --seed 7 --n 1 --verbose --shrink   # one world, its modules
     python tools/fuzz.py --world --catalogue --n 3   # each kind of read and change on its own
     python tools/fuzz.py --n 1000 --lists       # lists read by hs[-1], hs[t // 2] as appended
+    python tools/fuzz.py --n 500 --alike        # arguments used the same way (one gradient)
 
 Programs come from tests/fuzzing.py (one seed, one program, on every machine); the checks
 and the outcome classes (ok, mismatch, crash, refusal, generator) from tests/fuzzcheck.py.
@@ -79,7 +80,7 @@ def run_one(seed: int) -> tuple[Outcome, str, str]:
             outcome = worldcheck.check(program, base / "programs", forms)
         else:
             program = generate(seed, _STATE["recurrent"], _STATE["stencil"], _STATE["more"],
-                               lists=_STATE["lists"])
+                               lists=_STATE["lists"], alike=_STATE["alike"])
             outcome = check(program, base / "programs", forms)
         small, why = "", ""
         if outcome.kind in ("mismatch", "crash"):
@@ -264,7 +265,7 @@ def verbose(seed: int, forms: tuple, do_shrink: bool) -> None:
     if _STATE["world"]:
         return verbose_world(seed, forms, do_shrink)
     program = generate(seed, _STATE["recurrent"], _STATE["stencil"], _STATE["more"],
-                       lists=_STATE["lists"])
+                       lists=_STATE["lists"], alike=_STATE["alike"])
     print(program.source())
     outcome = check(program, _STATE["base"] / "programs", forms)
     print("#", outcome.line())
@@ -313,6 +314,9 @@ def main(argv=None) -> int:
     ap.add_argument("--lists", action="store_true", help="every program with a loop that "
                     "reads the lists it appends to by indices moving with the step (hs[-1], "
                     "hs[t // 2]; tests/fuzzing.py Gen.listed), not 15%% of them")
+    ap.add_argument("--alike", action="store_true", help="every program with two or three "
+                    "arguments used the same way, whose gradients are one expression "
+                    "(tests/fuzzing.py Gen.alike), not 20%% of them")
     ap.add_argument("--block", type=int, help="elements per block of a cache-blocked chain "
                     "(codegen/blocks.py), and chains of twice that many are blocked: small "
                     "values put the fuzzer's small arrays through the blocked form")
@@ -339,6 +343,7 @@ def main(argv=None) -> int:
     _STATE["stencil"] = True if opts.stencil else None
     _STATE["more"] = True if opts.more else None
     _STATE["lists"] = True if opts.lists else None
+    _STATE["alike"] = True if opts.alike else None
     if opts.verbose:
         verbose(opts.seed, forms, opts.shrink)
         return 0

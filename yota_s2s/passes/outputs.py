@@ -16,7 +16,7 @@ import numpy as np
 
 from ..frontend.values import to_tree
 from ..ir.analysis import Analysis, memory_bases, read_only
-from ..ir.tape import Input, Lit, Stmt, Tape, Var
+from ..ir.tape import Input, Lit, Stmt, Tape, Var, tree_map
 from ..rules.registry import RuleSet
 from .rewrite import resolver, substitute_stmt
 
@@ -25,7 +25,7 @@ def fresh_outputs(tape: Tape, rules: RuleSet) -> Tape:
     if not tape.grads:
         return tape
     facts = Analysis(tape)
-    stmts, grads, roots = list(tape.stmts), list(tape.grads), set()
+    stmts, grads, roots, result = list(tape.stmts), list(tape.grads), set(), tape.result
     for k, (inp, g) in enumerate(zip(tape.inputs, tape.grads)):
         if g is None or inp.var.aval.weak:
             continue
@@ -40,14 +40,20 @@ def fresh_outputs(tape: Tape, rules: RuleSet) -> Tape:
                             made.loc)
         elif borrowed or root in roots:
             if made is not None and tape.primal_of(g) is inp.var:
-                g = _unnamed(stmts, made)     # the copy is the gradient now, and takes its name
+                # the copy is the gradient now, and takes its name; an argument before whose
+                # gradient is the same value keeps that value, named for it (``np.sum(a * x) +
+                # np.sum(b * x)``: da and db are both x, db = np.copy(da))
+                first = next((i for i, other in zip(tape.inputs[:k], grads) if other is g), None)
+                g = _unnamed(stmts, made, first.var if first is not None else None)
+                grads = [g if other is made.out else other for other in grads]
+                result = tree_map(lambda v: g if v is made.out else v, result)
             grads[k] = _add(stmts, tape, inp, rules.lookup(np.copy), (g,), (),
                             made.loc if made is not None else None)
         roots.add(root)
     producer = {o: s for s in stmts for o in s.outs}
     made = len(tape.stmts)
     stmts[made:] = sorted(stmts[made:], key=lambda s: row_broadcast(s, producer) is not None)
-    return tape.copy(stmts=stmts, grads=grads)
+    return tape.copy(stmts=stmts, grads=grads, result=result)
 
 
 def row_broadcast(stmt: Stmt, producer: dict[Var, Stmt]) -> Var | None:
@@ -62,9 +68,10 @@ def row_broadcast(stmt: Stmt, producer: dict[Var, Stmt]) -> Var | None:
         and out.ndim >= 2 else None
 
 
-def _unnamed(stmts: list[Stmt], made: Stmt) -> Var:
-    """The value ``made`` computes, as a new Var without the gradient's name hint."""
-    temp = Var(made.out.aval)
+def _unnamed(stmts: list[Stmt], made: Stmt, grad_of: Var | None) -> Var:
+    """The value ``made`` computes, as a new Var without the gradient's name hint (with
+    ``grad_of``'s, where given)."""
+    temp = Var(made.out.aval, grad_of=grad_of)
     resolve = resolver({made.out: temp})
     stmts[:] = [made.replace(outs=(temp,)) if s is made else substitute_stmt(s, resolve)
                 for s in stmts]
