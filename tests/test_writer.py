@@ -189,6 +189,37 @@ def test_a_static_value_without_a_literal_is_refused():
         text.literal(np.array(["a"]))
 
 
+THIRD = np.longdouble(1) / 3                        # more digits than a float holds (x86)
+SEVENTHS = np.arange(3, dtype=np.longdouble) / 7
+
+
+def long_constants(x):
+    return np.sum(np.sin(x) ** 2 * SEVENTHS) * THIRD + np.sum(x * np.longdouble(2.5))
+
+
+def test_longdouble_constants_and_arguments_are_written_exactly():
+    """np.longdouble has no Python number: ``item()`` gives it back, and ``literal`` recursed
+    without end (issue 29). Its shortest text reads back exactly: ``xp.float128('0.1')``,
+    arrays of those; a clongdouble (whose text reads back through a complex) is refused."""
+    from yota_s2s import text
+    for value in (THIRD, SEVENTHS, SEVENTHS.reshape(3, 1), np.longdouble("-inf"),
+                  np.array(THIRD), np.zeros((0, 2), np.longdouble)):
+        back = eval(text.literal_text(value), {"xp": np})
+        assert back.dtype == value.dtype and np.shape(back) == np.shape(value)
+        np.testing.assert_array_equal(back, value)
+    with pytest.raises(ys.StaticValueError, match="complex256|complex128|cannot be written"):
+        text.literal(np.clongdouble(1) / 3)
+    for x in (np.linspace(0.1, 0.7, 3), np.linspace(0.1, 0.7, 3).astype(np.longdouble)):
+        exact = 2 * np.sin(x) * np.cos(x) * SEVENTHS * THIRD + np.longdouble(2.5)
+        for buffers in (True, False):
+            (value, dx), source = grads(long_constants, x, buffers=buffers)
+            assert value == long_constants(x) and dx.dtype == x.dtype
+            np.testing.assert_allclose(dx, exact.astype(x.dtype), rtol=4 * np.finfo(x.dtype).eps)
+        value, g = ys.grad(long_constants, x)
+        assert value == long_constants(x)
+        np.testing.assert_allclose(g[0], exact.astype(x.dtype), rtol=4 * np.finfo(x.dtype).eps)
+
+
 # -- comments --------------------------------------------------------------------------------
 
 def test_a_newline_in_a_file_name_stays_inside_its_comment(tmp_path):

@@ -136,7 +136,15 @@ def literal(value: Any) -> ast.expr:
     if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
         return _dtype(np.dtype(value))
     if isinstance(value, np.generic):
-        return ast.Call(_dtype(value.dtype), [literal(value.item())], [])
+        item = value.item()
+        if type(item) is type(value):   # longdouble: no Python number holds it; its
+            # shortest decimal text reads back exactly (``xp.float128('0.1')``)
+            if value.dtype.kind != "f":     # (clongdouble's text reads back as a complex)
+                raise StaticValueError(f"a {printable(value.dtype.name)} number cannot be "
+                                       "written exactly into the generated code",
+                                       hint="Use complex128 (np.complex128(z)).")
+            return ast.Call(_dtype(value.dtype), [ast.Constant(str(value))], [])
+        return ast.Call(_dtype(value.dtype), [literal(item)], [])
     if isinstance(value, np.ndarray):
         if value.dtype.kind not in "biufc":
             raise StaticValueError(f"an array of {printable(str(value.dtype))} cannot be written "
@@ -144,7 +152,9 @@ def literal(value: Any) -> ast.expr:
         dtype = ast.keyword("dtype", _dtype(value.dtype))
         if value.size == 0:                 # tolist() loses the shape
             return ast.Call(dotted("xp.empty"), [literal(value.shape)], [dtype])
-        return ast.Call(dotted("xp.asarray"), [literal(value.tolist())], [dtype])
+        extended = type(value.flat[0].item()) is value.dtype.type     # longdouble
+        items = _elements(value.tolist()) if extended else literal(value.tolist())
+        return ast.Call(dotted("xp.asarray"), [items], [dtype])
     value = plain_value(value)
     if isinstance(value, tuple):
         return ast.Tuple([literal(v) for v in value], ast.Load())
@@ -164,6 +174,14 @@ def literal(value: Any) -> ast.expr:
             (value < 0 or math.copysign(1, value) < 0):
         return ast.UnaryOp(ast.USub(), ast.Constant(-value))
     return ast.Constant(value)
+
+
+def _elements(items: Any) -> ast.expr:
+    """A nested list of numpy scalars (an array's ``tolist()`` where no Python number holds
+    them: longdouble) as list displays of their literals."""
+    if isinstance(items, list):
+        return ast.List([_elements(i) for i in items], ast.Load())
+    return literal(items)
 
 
 def _dtype(dtype: np.dtype) -> ast.expr:
