@@ -487,3 +487,58 @@ def test_operators_and_getattr_of_user_classes_are_followed():
                                            "Define __sub__ \\(and __rsub__ for the other order\\) "
                                            "on Pair, or write the operation on its fields."):
         ys.grad(lambda p: np.sum((p - p).w), Pair(w))
+
+
+def weighted_power(x, w, p=1, q=0.5):
+    return np.sum(np.abs(x) ** p * w) * q
+
+
+def test_a_functools_partial_is_differentiated_with_its_values_read_at_each_call():
+    """ys.simplegrad / ys.grad of functools.partial (issue 29: AttributeError __code__): the
+    partial's values are g's arguments, read from it at every call (a keyword changed in place
+    is seen: a float at run time, an int checked), and only the caller's get gradients."""
+    import functools
+    x, w = np.linspace(0.5, 1.5, 3), np.array([1.0, 2.0, 3.0])
+    square = functools.partial(weighted_power, p=2)
+    value, dx, dw = ys.simplegrad(square, x, w)(x, w)
+    assert value == weighted_power(x, w, 2)
+    np.testing.assert_allclose(dx, x * w, rtol=1e-14)
+    np.testing.assert_allclose(dw, x ** 2 * 0.5, rtol=1e-14)
+    value, g = ys.grad(square, x, w)
+    assert value == weighted_power(x, w, 2) and len(g) == 2
+    np.testing.assert_allclose(g[1], x ** 2 * 0.5, rtol=1e-14)
+    assert ys.grad(square, x, w, wrt=1)[1][0] is None
+    value, g = ys.grad(functools.partial(weighted_power, x), w)           # a bound array, positional
+    assert value == weighted_power(x, w) and len(g) == 1
+    np.testing.assert_allclose(g[0], x * 0.5, rtol=1e-14)
+    scaled = functools.partial(weighted_power, p=2, q=1.0)
+    df = ys.simplegrad(scaled, x, w)
+    scaled.keywords["q"] = 3.0                                      # a float: read at run time
+    value, dx, dw = df(x, w)
+    assert value == weighted_power(x, w, 2, 3.0)
+    np.testing.assert_allclose(dx, 2 * x * w * 3.0, rtol=1e-14)
+    scaled.keywords["p"] = 3                                        # an int: checked
+    with pytest.raises(TypeError, match="argument p must be 2, got 3"):
+        df(x, w)
+    assert ys.grad(scaled, x, w)[0] == weighted_power(x, w, 3, 3.0)        # ys.grad compiles again
+    with pytest.raises(ys.YotaError, match=r"test_api.py:\d+ in weighted_power: functools.partial of "
+                                           r"weighted_power: it cannot be called with 3 more"):
+        ys.grad(square, x, w, w)
+
+
+def test_more_arguments_than_the_function_has_say_so_at_its_def():
+    """ys.hvp(f, x, v) for a one-argument f (issue 29): an IndexError in the frontend before;
+    now the count, f's def (file:line), and for hvp where the vector goes."""
+    x = np.ones(3)
+    for call in (ys.hvp, ys.grad, ys.simplegrad):
+        with pytest.raises(ys.YotaError, match=r"test_api.py:\d+ in sines: sines takes 1 "
+                                               r"positional argument, 2 given"):
+            call(sines, x, x)
+    with pytest.raises(ys.YotaError, match=r"hf = ys.hvp\(sines, x\); hf\(x, v\)"):
+        ys.hvp(sines, x, x)
+    with pytest.raises(ys.YotaError, match=r"sines takes 1 positional argument, 0 given"):
+        ys.grad(sines)
+
+
+def sines(x):
+    return np.sum(np.sin(x))

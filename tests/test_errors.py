@@ -333,3 +333,36 @@ def test_device_cuda_without_cupy_says_how_to_install_it(monkeypatch):
         "installed\nInstall cupy's binary wheel for your CUDA version: pip install cupy-cuda12x "
         "(CUDA 12) or pip install cupy-cuda11x (CUDA 11); `pip install cupy` builds it from "
         "source, which needs the CUDA toolkit. Or compile for device=\"cpu\".")
+
+
+def countdown(x, n):
+    if n == 0:
+        return x
+    return countdown(x * 0.999, n - 1)
+
+
+def deep(x):
+    return np.sum(countdown(x, 800))
+
+
+def forever(x, n):
+    return forever(x, n + 1)
+
+
+def endless(x):
+    return np.sum(forever(x, 0))
+
+
+def test_a_recursion_python_runs_is_traced_and_an_endless_one_is_refused_at_its_def():
+    """A static recursion 800 deep, which Python runs at its default limit (issue 29: a
+    RecursionError inside the tracer, which takes several frames a call): traced, in a thread
+    with a larger stack; one without end stops at Python's limit, with its def."""
+    x = np.linspace(0.1, 0.3, 2)
+    limit = sys.getrecursionlimit()
+    value, g = ys.grad(deep, x)
+    assert value == deep(x) and sys.getrecursionlimit() == limit
+    np.testing.assert_allclose(g[0], 0.999 ** 800, rtol=1e-12)
+    with pytest.raises(ys.UnsupportedSyntax, match=r"test_errors.py:\d+ in forever: calls nest "
+                                                   r"deeper than \d+, Python's recursion limit"):
+        ys.grad(endless, x)
+    assert sys.getrecursionlimit() == limit

@@ -25,11 +25,11 @@ from .cache import BUILT, CACHE, Variant, arg_key, function_guard, function_key,
 from .compiler import compile_forward as compile_forward_module
 from .compiler import compile_grad
 from .errors import ArgumentMismatch, GuardError, UsageError, YotaError
-from .frontend import param_names, trace_function, unbind
+from .frontend import param_names, parse_function, trace_function, unbind
 from .frontend.flatten import host
 from .ir.tape import Tape
 from .rules.registry import RULES, RuleSet
-from .wrt import with_keywords, wrt_items, wrt_positions
+from .wrt import int_like, with_keywords, wrt_items, wrt_positions
 
 
 def simplegrad(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path | None = None,
@@ -48,6 +48,12 @@ def simplegrad(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path
     arrays, no scalar mode; docs/performance.md). Other keyword arguments are ``f``'s, as in
     ``grad``; ``df`` takes them by name too.
     """
+    if isinstance(f, functools.partial):
+        spread = Spread(f, args)
+        df = simplegrad(f.func, *spread.arguments(args), device=device, out_dir=out_dir,
+                        module_name=module_name, rules=rules, wrt=spread.user_wrt(wrt),
+                        buffers=buffers, **kwargs)
+        return spread.wrap(df)
     if kwargs:
         args = with_keywords(f, args, kwargs)
     return _simplegrad(f, args, device=device, out_dir=out_dir, module_name=module_name,
@@ -63,6 +69,71 @@ def _simplegrad(f: Callable, args: tuple, wrt: Any = None, **options: Any
     compiled = compile_grad(f, _host(args), wrt=None if positions is None else set(positions),
                             **options)
     return _user_function(compiled, f), compiled
+
+
+class Spread:
+    """``functools.partial(g, *a, **k)`` called with ``args``: ``g``'s positional arguments
+    ``(*a, *args, ...)``, where a keyword the partial holds (or, before one, a default) fills
+    its parameter's place. The gradient of ``g`` is compiled for all of them, the partial's
+    values as arguments like any other: arrays and floats read at every call, ints and strings
+    checked (as the arguments they are); the partial's are read from it at every call (its
+    ``keywords`` dict can change), and only the caller's arguments get gradients."""
+
+    def __init__(self, f: functools.partial, args: tuple):
+        self.partial, self.start, self.count, self.args = f, len(f.args), len(args), args
+        try:
+            sig = inspect.signature(f.func)
+            sig.bind(*f.args, *args, **f.keywords)
+        except TypeError as e:
+            parsed = parse_function(f.func)
+            raise YotaError(f"functools.partial of {parsed.name}: it cannot be called with "
+                            f"{len(args)} more arguments ({e})", parsed.loc(parsed.node),
+                            "Pass the arguments the partial leaves open.") from None
+        params = list(sig.parameters.values())[self.start + self.count:]
+        given = [p for p in params if p.name in f.keywords]
+        if any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in given) or \
+                len(given) != len(f.keywords):
+            raise YotaError(f"functools.partial of {getattr(f.func, '__name__', 'a function')}:"
+                            f" its keywords {', '.join(f.keywords)} must name positional "
+                            "parameters after the arguments given",
+                            hint="Bind keyword-only parameters with a small wrapper function.")
+        last = max((params.index(p) for p in given), default=-1)
+        # (name, default) of each place after the caller's arguments up to the last keyword
+        self.tail = [(p.name, p.default) for p in params[:last + 1]]
+
+    def arguments(self, args: tuple) -> tuple:
+        keywords = self.partial.keywords
+        return (*self.partial.args, *args,
+                *[keywords[name] if name in keywords else default for name, default in self.tail])
+
+    def user_wrt(self, wrt: Any) -> Any:
+        """The caller's ``wrt`` (a position among its arguments, a name, or a list, tuple or
+        set of them) as ``g``'s; for None, the caller's arguments that are not ints."""
+        def shift(w: Any) -> Any:
+            return w % self.count + self.start if type(w) is int and -self.count <= w < self.count \
+                else w
+        if wrt is None:
+            wanted = [i for i, a in enumerate(self.args) if not int_like(a)]
+            return tuple(map(shift, wanted)) or None
+        return type(wrt)(map(shift, wrt)) if isinstance(wrt, (tuple, list, set, frozenset)) \
+            else shift(wrt)
+
+    def grads(self, grads: Any) -> tuple:
+        return tuple(grads)[self.start:self.start + self.count]
+
+    def wrap(self, df: Callable) -> Callable:
+        spread = self
+
+        @functools.wraps(df)
+        def partial_grad(*args: Any, out: Any = None) -> Any:
+            full = spread.arguments(args)
+            if out is not None:
+                out = [None] * spread.start + list(out) + [None] * len(spread.tail)
+                value, *grads = df(*full, out=out)
+            else:
+                value, *grads = df(*full)
+            return (value, *spread.grads(grads))
+        return partial_grad
 
 
 def compile_forward(f: Callable, *args: Any, device: str = "cpu",
@@ -148,6 +219,11 @@ def grad(f: Callable, *args: Any, wrt: Any = None, device: str = "cpu",
     traced like a positional one (parameters skipped before it take their defaults), and
     ``g["scale"]`` is its gradient; a keyword-only parameter is refused.
     """
+    if isinstance(f, functools.partial):
+        spread = Spread(f, args)
+        value, grads = grad(f.func, *spread.arguments(args), device=device, rules=rules,
+                            wrt=spread.user_wrt(wrt), **kwargs)
+        return value, GradResult(spread.grads(grads), grads._variant)
     if kwargs:
         args = with_keywords(f, args, kwargs)
     fn, offset = f, 0

@@ -23,7 +23,7 @@ import numpy as np
 
 from .errors import UnsupportedSyntax, YotaError
 from .gradcheck import differentiable
-from .frontend import param_names, unbind
+from .frontend import check_arguments, param_names, unbind
 from .rules.registry import RULES, RuleSet
 
 STRATEGIES = ("rev-rev", "fwd-rev")
@@ -47,6 +47,11 @@ def hvp(f: Callable, *args: Any, argnum: int = 0, strategy: str = "rev-rev",
     if strategy not in STRATEGIES:
         raise YotaError(f"hvp: strategy={strategy!r} is not one of {', '.join(STRATEGIES)}",
                         hint='Use strategy="rev-rev" (reverse over reverse) or "fwd-rev".')
+    fn, bound = unbind(f)
+    name = getattr(fn, "__name__", "f")
+    check_arguments(fn, args if bound is None else (bound, *args),
+                    hint=f"ys.hvp(f, *args) takes {name}'s arguments only; the vector goes to "
+                         f"the function it returns: hf = ys.hvp({name}, x); hf(x, v).")
     argnum, x = _float_argument("hvp", f, args, argnum)
     return _hvp(f, args, argnum, x, strategy, device, out_dir, module_name, rules, buffers)[0]
 

@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
+import threading
 import types
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..errors import UnsupportedSyntax
+from ..errors import UnsupportedSyntax, YotaError
 from ..ir.assumptions import IDENTITY, Assumption
 from ..ir.tape import Tape, Var
 from ..rules.registry import RULES, RuleSet
@@ -55,6 +57,36 @@ def _spread_name(name: str, i: int, params: list) -> str:
     return spread
 
 
+def check_arguments(fn: Any, args: Sequence[Any], parsed: Any = None, hint: str = "") -> None:
+    """``fn`` can be called with ``args`` (positional): else an error that says how many it
+    takes, at its ``def`` (file:line), not an IndexError later."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return
+    try:
+        sig.bind(*args)
+        return
+    except TypeError as e:
+        problem = str(e)
+    parsed = parsed if parsed is not None else parse_function(fn)
+    params = list(sig.parameters.values())
+    keywords = [p.name for p in params if p.kind == p.KEYWORD_ONLY and p.default is p.empty]
+    if any(f"'{k}'" in problem for k in keywords):
+        raise YotaError(f"{parsed.name} has keyword-only parameters without defaults "
+                        f"({', '.join(keywords)}): the arguments differentiated are positional",
+                        parsed.loc(parsed.node), "Give them with functools.partial: "
+                        f"ys.grad(functools.partial({parsed.name}, {keywords[0]}=...), ...).")
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = sum(p.default is p.empty for p in positional)
+    takes = f"at least {required}" if any(p.kind == p.VAR_POSITIONAL for p in params) else \
+        str(required) if required == len(positional) else f"{required} to {len(positional)}"
+    raise YotaError(f"{parsed.name} takes {takes} positional argument"
+                    f"{'' if takes.endswith(' 1') or takes == '1' else 's'}, {len(args)} given ({problem})",
+                    parsed.loc(parsed.node),
+                    hint or f"Pass {parsed.name}'s arguments, as many as its def lists.")
+
+
 def unbind(fn: Any) -> tuple[Callable, Any]:
     """``(function, self)`` for a bound method or a callable object, ``(fn, None)`` otherwise:
     ``model.loss`` is compiled as ``loss(self, ...)`` with ``self`` a structured argument. A
@@ -97,6 +129,14 @@ def _caller(fn: Callable) -> Callable:
     return call
 
 
+# The tracer takes several Python frames for each call it follows (about 6 to 10): a recursion
+# that Python runs within its limit can exhaust the tracer's. Such a trace runs again in a thread
+# of its own with a larger stack and FRAMES_PER_CALL times the limit (calls still nest no deeper
+# than Python's limit: Evaluator.max_depth).
+FRAMES_PER_CALL = 16
+DEEP_STACK = 512 << 20
+
+
 def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES,
                    collector: Collector | None = None,
                    dynamic: frozenset[int] = frozenset(),
@@ -104,6 +144,41 @@ def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES,
     """Evaluate ``fn`` on ``args``; returns the tape and the evaluator (which holds the example
     value of every Var, for the backward pass, and ``flattener``/``depends``: what the code
     read from its arguments and its globals). A ``collector`` turns on collecting mode."""
+    try:
+        return _trace(fn, args, rules, collector, dynamic, regions, sys.getrecursionlimit())
+    except RecursionError:
+        pass
+    limit, found = sys.getrecursionlimit(), {}
+
+    def deep() -> None:
+        try:
+            found["result"] = _trace(fn, args, rules, collector, dynamic, regions, limit)
+        except BaseException as e:      # (raised again in the caller's thread)
+            found["error"] = e
+    stack = threading.stack_size()
+    try:
+        sys.setrecursionlimit(limit * FRAMES_PER_CALL)
+        try:
+            threading.stack_size(DEEP_STACK)
+            thread = threading.Thread(target=deep, name="yota_s2s deep trace")
+            thread.start()
+        finally:
+            threading.stack_size(stack)
+        thread.join()
+    finally:
+        sys.setrecursionlimit(limit)
+    if isinstance(found.get("error"), RecursionError):
+        parsed = parse_function(unbind(fn)[0])
+        raise YotaError(f"{parsed.name}: the calls it makes nest too deep to trace (Python's "
+                        f"recursion limit is {limit})", parsed.loc(parsed.node),
+                        "Write the recursion as a loop, or make it shallower.") from None
+    if "error" in found:
+        raise found["error"]
+    return found["result"]
+
+
+def _trace(fn: Any, args: Sequence[Any], rules: RuleSet, collector: Collector | None,
+           dynamic: frozenset[int], regions: bool, max_depth: int) -> tuple[Tape, Evaluator]:
     fn, self_arg = unbind(fn)
     if self_arg is not None:
         args = (self_arg, *args)
@@ -116,7 +191,9 @@ def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES,
                                 "differentiate must return its value", loc=parsed.loc(parsed.node),
                                 hint="Return a list (or a sum) of what it yields; generators are "
                                      "fine in the helpers it calls.")
+    check_arguments(fn, args, parsed)
     ev = Evaluator(rules)
+    ev.max_depth = max_depth
     ev.collector = collector
     ev.regions = regions                # loops as loop regions (frontend/loops.py), or unrolled
     ev.flattener = flat = Flattener(ev.values, ev.input_vars, dynamic)
@@ -162,4 +239,5 @@ def assumptions(tape: Tape, ev: Evaluator, rules: RuleSet) -> Assumptions:
                        tuple(dict.fromkeys(flat.absent)), tape.assumptions)
 
 
-__all__ = ["assumptions", "Collector", "Evaluator", "Frame", "trace_function", "parse_function", "unbind"]
+__all__ = ["assumptions", "Collector", "Evaluator", "Frame", "trace_function", "parse_function", "unbind",
+           "check_arguments"]

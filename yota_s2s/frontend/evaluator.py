@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import builtins
 import itertools
+import sys
 from dataclasses import replace
 from typing import Any
 
@@ -39,7 +40,6 @@ from .updates import UpdatesMixin
 from .values import LocalFunction
 
 MAX_LOOP = 100_000
-MAX_DEPTH = 200
 
 
 class _Return(Exception):
@@ -96,6 +96,7 @@ class Evaluator(ExpressionsMixin, CallsMixin, UpdatesMixin, LoopsMixin):
         self.values = values if isinstance(values, Values) else Values(values or {})
         self.frame: Frame | None = None
         self.depth = 0
+        self.max_depth = sys.getrecursionlimit()    # calls nest as deep as Python lets them
         self.hint_depth: dict[Var, int] = {}
         self.backward_mode = False            # set while instantiating derivative rules
         self.loc_override: SourceLoc | None = None
@@ -145,9 +146,10 @@ class Evaluator(ExpressionsMixin, CallsMixin, UpdatesMixin, LoopsMixin):
         saved, self.frame = self.frame, frame
         self.depth += 1
         try:
-            if self.depth > MAX_DEPTH:
-                raise UnsupportedSyntax(f"calls nest deeper than {MAX_DEPTH} (unbounded "
-                                        "recursion?)", frame.fn.loc(frame.fn.node),
+            if self.depth > self.max_depth:
+                raise UnsupportedSyntax(f"calls nest deeper than {self.max_depth}, Python's "
+                                        "recursion limit (unbounded recursion?)",
+                                        frame.fn.loc(frame.fn.node),
                                         "Recursion must stop on a static value (an int or a shape).")
             self.exec_block(body)
             return None
