@@ -493,6 +493,8 @@ def test_pasted_stubs_make_it_compile(project: Path) -> None:
     (["compile", "plain.py", "--func", "f", "--arg", "y=float64[3]"], "f has no parameter 'y'"),
     (["compile", "plain.py", "--func", "f", "--arg", "k=2"], "f needs --arg x=SPEC"),
     (["compile", "plain.py", "--func", "f", "--arg", "x"], "write NAME=SPEC"),
+    (["trace", "plain.py", "--func", "f", "--arg", "x=float64[99999999999]"],   # not a bug
+     "--arg x=float64[99999999999]: its example values (745 GiB) cannot be made"),
     (["compile", "model.py", "--wrt", "q"], "--wrt q: no function compiled here has that"),
     (["compile", "listy.py"], "the example factory of f returns a list, not a tuple"),
     (["compile", "model.py", "--device", "tpu"], "invalid choice: 'tpu'"),

@@ -20,6 +20,8 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import math
+import os
 import re
 import sys
 import traceback
@@ -242,6 +244,31 @@ def parse_spec(text: str) -> Any:
     return value
 
 
+def _made(name: str, spec: ArraySpec, rng: np.random.Generator) -> Any:
+    """``spec``'s example value, or a UsageError where it would not fit in memory (checked
+    before numpy allocates: with overcommit, a too large array is killed while it is filled)."""
+    size = math.prod(spec.shape or ()) * spec.dtype.itemsize
+    problem = f"more than this machine's memory ({_memory() / 2 ** 30:.3g} GiB)" \
+        if size > _memory() else ""
+    if not problem:
+        try:
+            return spec.make(rng)
+        except (MemoryError, ValueError, OverflowError) as e:
+            problem = f"{type(e).__name__}: {e}"
+    raise UsageError(f"--arg {name}={spec}: its example values ({size / 2 ** 30:.3g} GiB) "
+                     f"cannot be made: {problem}",
+                     hint="The function is traced on an array of that shape, and the gradient "
+                          "compiled for it: give a shape that fits in memory.")
+
+
+def _memory() -> float:
+    """The machine's physical memory in bytes (inf where the OS does not say)."""
+    try:
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return math.inf
+
+
 def _is_dtype_name(name: str) -> bool:
     try:
         return np.dtype(name).name == name
@@ -276,7 +303,7 @@ def args_from_specs(fn: Callable, specs: Sequence[str]) -> tuple[tuple, tuple[st
     args, canonical = [], []
     for p in params[:last + 1]:
         spec = given.get(p.name, p.default)
-        args.append(spec.make(rng) if isinstance(spec, ArraySpec) else spec)
+        args.append(_made(p.name, spec, rng) if isinstance(spec, ArraySpec) else spec)
         if p.name in given:
             canonical.append(f"{p.name}={spec if isinstance(spec, ArraySpec) else repr(spec)}")
     return tuple(args), tuple(canonical)
