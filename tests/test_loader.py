@@ -199,6 +199,22 @@ def test_module_names_that_would_replace_or_escape_are_refused(name, tmp_path):
     assert not (tmp_path / "x.py").exists() and not (tmp_path / "out").exists()
 
 
+def test_module_names_an_import_would_find_elsewhere_are_refused(tmp_path, monkeypatch):
+    """An installed package not imported yet (here one planted on the path, as pytest or
+    hypothesis would be), and sitecustomize/usercustomize (run at every start), are refused
+    (issue 29: accepted, and the gradient module shadowed them)."""
+    (tmp_path / "site" / "installed_not_imported").mkdir(parents=True)
+    (tmp_path / "site" / "installed_not_imported" / "__init__.py").write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    for name, says in (("installed_not_imported", "installed_not_imported/__init__.py"),
+                       ("sitecustomize", "site imports at every start"),
+                       ("usercustomize", "site imports at every start")):
+        with pytest.raises(CacheError, match=f"module_name='{name}' is .*{says}"):
+            ys.simplegrad(lambda x: np.sum(x * x), np.ones(2), out_dir=tmp_path / "out",
+                          module_name=name)
+        assert name not in sys.modules and not (tmp_path / "out" / f"{name}.py").exists()
+
+
 def test_a_generated_module_name_can_be_used_again(tmp_path):
     f = ys.simplegrad(lambda x: np.sum(x * x), np.ones(2), out_dir=tmp_path, module_name="again")
     g = ys.simplegrad(lambda x: np.sum(x * x * x), np.ones(2), out_dir=tmp_path,

@@ -37,6 +37,27 @@ def test_global_arrays_are_read_at_call_time(buffers):
     np.testing.assert_allclose(g, numeric(m.least_squares, w), rtol=1e-6, atol=1e-6)
 
 
+def test_out_arrays_that_are_arrays_the_function_reads_are_refused():
+    """out= given a global the function reads (or a view of one, or of a closure's array):
+    refused before anything is written (issue 29: accepted, and overwritten mid-call)."""
+    w = np.array([0.1, -0.2, 0.3])
+    df = ys.simplegrad(m.least_squares, w)
+    expected, saved = df(w), (m.SMALL.copy(), m.X.copy())
+    for given, name in ((m.SMALL, "outside.SMALL"), (m.X[1], "outside.X")):
+        with pytest.raises(ValueError, match=rf"out\[0\] shares memory with \S*{name}, which "
+                                             "the function reads"):
+            df(w, out=[given])
+    np.testing.assert_array_equal(m.SMALL, saved[0]), np.testing.assert_array_equal(m.X, saved[1])
+    value, g = df(w, out=[np.empty(3)])
+    assert value == expected[0] and np.array_equal(g, expected[1])
+    dg = ys.simplegrad(m.through_global_closure, w)
+    A = m.objective.__closure__[0].cell_contents
+    with pytest.raises(ValueError, match=r"shares memory with .*, which the function reads"):
+        dg(w, out=[A[1]])
+    np.testing.assert_allclose(dg(w, out=[np.empty(3)])[1],
+                               numeric(m.through_global_closure, w), rtol=1e-6)
+
+
 @BOTH
 def test_a_global_changed_in_place_is_seen(buffers):
     w = np.array([0.1, -0.2, 0.3])

@@ -81,10 +81,11 @@ def _out_entry(out, key):
     return entry.get(path)
 
 
-def _check_out(func, out, count, arrays, entries, unused):
+def _check_out(func, out, count, arrays, entries, unused, reads=()):
     """The caller's out=: one entry per argument (``count``), each None or a writeable numpy
     array of the gradient's shape and dtype (``entries``) sharing no memory with an argument
-    (``arrays``) or another entry; None for the arguments that get no gradient array."""
+    (``arrays``), an array the function reads from outside (``reads``: a global, a closure's)
+    or another entry; None for the arguments that get no gradient array."""
     if (out.__class__ is not tuple and out.__class__ is not list
             and not isinstance(out, (list, tuple))) or len(out) != count:
         size = f" of {len(out)}" if isinstance(out, (list, tuple)) else ""
@@ -106,6 +107,9 @@ def _check_out(func, out, count, arrays, entries, unused):
             if other is array or ((not owns or other.base is not None)
                                   and _overlap(array, other)):
                 raise _shared(func, key, "an argument")
+        for name, other in reads:
+            if other.__class__ is xp.ndarray and _overlap(array, other):
+                raise _shared(func, key, f"{name}, which the function reads")
         for other in given:
             if other is array or ((not owns or other.base is not None)
                                   and _overlap(array, other)):

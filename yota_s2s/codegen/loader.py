@@ -18,7 +18,8 @@ Modules go to a cache directory (``$YOTA_S2S_CACHE``, else ``$XDG_CACHE_HOME/yot
   be written, a per-user directory in the temporary directory is used under the same checks:
   a directory planted there in advance is refused, never read.
 
-A module name is a plain ASCII identifier that names no module other than one generated here:
+A module name is a plain ASCII identifier that names no module other than one generated here
+(not one imported, one an import would find, or sitecustomize/usercustomize):
 ``module_name="numpy"`` or ``"../x"`` is refused rather than replacing ``sys.modules["numpy"]``
 or writing outside the directory.
 """
@@ -110,9 +111,19 @@ def cache_directory() -> Path:
 
 # -- names -----------------------------------------------------------------------------------
 
-def check_module_name(name: object) -> str:
+# Modules Python's ``site`` imports at every start where it finds them on the path: a gradient
+# module under such a name would run in every interpreter started there.
+STARTUP_MODULES = frozenset({"sitecustomize", "usercustomize"})
+
+
+def check_module_name(name: object, directory: Path | None = None) -> str:
     """``name`` if a generated module may take it: a plain identifier that names no other
-    module (not a standard one, not one imported that was not generated here)."""
+    module: not a standard one, not one imported that was not generated here, not one that an
+    import would find outside ``directory`` and that yota-s2s did not write (an installed
+    package not imported yet: ``pytest``), not ``sitecustomize``/``usercustomize``. (A file
+    in ``directory`` that yota-s2s did not write is refused by ``load``.) (An installed distribution's
+    modules are found by ``find_spec``; ``importlib.metadata.packages_distributions()`` would
+    name them too, at half a second a call.)"""
     if not (isinstance(name, str) and name.isascii() and name.isidentifier()
             and not keyword.iskeyword(name)):
         raise CacheError(f"module_name={name!r} is not a plain Python name",
@@ -121,13 +132,36 @@ def check_module_name(name: object) -> str:
                               "<module_name>.py inside out_dir.")
     existing = sys.modules.get(name)
     standard = name in sys.builtin_module_names or name in getattr(sys, "stdlib_module_names", ())
-    if standard or (existing is not None and not generated(existing)):
-        where = getattr(existing, "__file__", None) or "a standard module"
+    if name in STARTUP_MODULES:
+        raise CacheError(f"module_name={name!r} is a module Python's site imports at every "
+                         "start where it is on the path; a gradient module under it would run "
+                         "in every interpreter", hint="Choose another name, e.g. "
+                                                      f"module_name={name + '_grad'!r}.")
+    found = _found_elsewhere(name, directory) if existing is None and not standard else None
+    if standard or found or (existing is not None and not generated(existing)):
+        where = getattr(existing, "__file__", None) or found or "a standard module"
         raise CacheError(f"module_name={name!r} is the name of another module ({where}); "
                          "importing the gradient under it would replace that module",
                          hint="Choose a name no other module uses, e.g. "
                               f"module_name={name + '_grad'!r}.")
     return name
+
+
+def _found_elsewhere(name: str, directory: Path | None) -> str | None:
+    """Where an import of ``name`` finds a module outside ``directory`` that yota-s2s did not
+    write, or None."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    origin = spec.origin if spec.has_location and spec.origin else None
+    inside = directory is not None and Path(origin or "").resolve().parent == directory.resolve()
+    if origin is not None and (inside or Path(origin).suffix == ".py"
+                               and generated_file(Path(origin))):
+        return None                     # in the directory, or one written by yota-s2s
+    return origin or f"{name}, importable"
 
 
 def generated(module: ModuleType) -> bool:
@@ -254,7 +288,7 @@ def stale_bytecode(path: Path) -> Path | None:
 def load(text: str, module_name: str, directory: Path | None = None) -> ModuleType:
     """Write ``text`` as ``<directory>/<module_name>.py`` and import it under that name: the
     code compiled from ``text`` itself, never bytecode found on disk."""
-    check_module_name(module_name)
+    check_module_name(module_name, Path(directory) if directory is not None else None)
     if directory is None:
         directory = cache_directory()         # ours: a changed file there is rebuilt
     else:

@@ -21,6 +21,7 @@ import ast
 from typing import Any
 
 from ..errors import InternalError
+from ..ir.region import body_tapes
 from ..ir.tape import Stmt, Tape, Var
 from ..text import (access_attr, access_expr, access_item, describe, docstring_line, identifier,
                     literal_text)
@@ -55,6 +56,19 @@ def reads_function(tape: Tape) -> bool:
 
 def has_reads(tape: Tape) -> bool:
     return any(s.prim.emit[:1] in (("external",), ("external_check",)) for s in tape.stmts)
+
+
+def arrays_read(emitter: Any, tape: Tape) -> list[tuple[str, str]]:
+    """(name shown, access text) of each array the code reads from outside (``model.W``),
+    once each, its loop bodies' too: what the caller's out= must not share memory with."""
+    found: dict[tuple, tuple[str, str]] = {}
+    for t in (tape, *body_tapes(tape)):
+        for stmt in t.stmts:
+            if stmt.prim.emit[:1] == ("external",) and not stmt.out.aval.weak:
+                root, path = stmt.param("root"), stmt.param("path")
+                found.setdefault((root, path), (stmt.param("shown") or shown(root, path),
+                                                unparse_expr(access(emitter, root, path))))
+    return list(found.values())
 
 
 def _outside(stmt: Stmt) -> bool:

@@ -21,7 +21,7 @@ from ..ir.region import body_tapes
 from ..ir.tape import Tape
 from ..text import literal_text
 from .lines import WIDTH
-from .outside import has_reads
+from .outside import arrays_read, has_reads
 from .scalars import MAX_SIZE
 
 _WORK = '''
@@ -65,10 +65,11 @@ def _out_entry(out, key):
     return entry.get(path)
 
 
-def _check_out(func, out, count, arrays, entries, unused):
+def _check_out(func, out, count, arrays, entries, unused, reads=()):
     """The caller's out=: one entry per argument (``count``), each None or a writeable numpy
     array of the gradient's shape and dtype (``entries``) sharing no memory with an argument
-    (``arrays``) or another entry; None for the arguments that get no gradient array."""
+    (``arrays``), an array the function reads from outside (``reads``: a global, a closure's)
+    or another entry; None for the arguments that get no gradient array."""
     if (out.__class__ is not tuple and out.__class__ is not list
             and not isinstance(out, (list, tuple))) or len(out) != count:
         size = f" of {len(out)}" if isinstance(out, (list, tuple)) else ""
@@ -90,6 +91,9 @@ def _check_out(func, out, count, arrays, entries, unused):
             if other is array or ((not owns or other.base is not None)
                                   and _overlap(array, other)):
                 raise _shared(func, key, "an argument")
+        for name, other in reads:
+            if other.__class__ is xp.ndarray and _overlap(array, other):
+                raise _shared(func, key, f"{name}, which the function reads")
         for other in given:
             if other is array or ((not owns or other.base is not None)
                                   and _overlap(array, other)):
@@ -162,19 +166,27 @@ def out_check_lines(emitter, tape: Tape, fname: str) -> list[str]:
     unused = tuple(argnum for argnum in range(len(tape.params)) if argnum not in given)
     texts = [f"({key!r}, {shape!r}, {emitter.dtype_constant(np.dtype(dtype))})"
              for key, shape, dtype in entries]
+    # the arrays it reads from outside (model.W), read here too: the caller's arrays must not
+    # be one of them (or a view of one), written before the function reads it
+    reads = [f"({literal_text(shown)}, {text})" for shown, text in arrays_read(emitter, tape)]
     head = f"_check_out({fname!r}, out, {len(tape.params)}, [{', '.join(arrays)}], "
-    call = f"{head}[{', '.join(texts)}], {unused!r})"
+    tail = f", reads=[{', '.join(reads)}])" if reads else ")"
+    call = f"{head}[{', '.join(texts)}], {unused!r}{tail}"
     # inline tests only where the arguments are a few numbers (scalar mode's size) with one or
-    # two gradients: a larger function's own work dwarfs _check_out's half microsecond, and the
-    # tests grow with the number of entries times the number of arguments (five lines an entry)
-    small = sum(i.var.aval.size for i in tape.inputs) <= MAX_SIZE and len(entries) <= 2
+    # two gradients, and nothing is read from outside: a larger function's own work dwarfs
+    # _check_out's half microsecond, and the tests grow with the number of entries times the
+    # number of arguments (five lines an entry)
+    small = sum(i.var.aval.size for i in tape.inputs) <= MAX_SIZE and len(entries) <= 2 \
+        and not reads
     indent = "    " if small and entries and all(isinstance(key, int) for key, _, _ in entries) \
         else ""
     if len(call) + 8 + len(indent) <= 99:
         check = [f"    {indent}{call}"]
     else:
         check = [f"    {indent}{head}["] + [f"    {indent}    {t}," for t in texts] + \
-            [f"    {indent}], {unused!r})"]
+            ([f"    {indent}], {unused!r})"] if not reads else
+             [f"    {indent}], {unused!r}, reads=["] +
+             [f"    {indent}    {r}," for r in reads] + [f"    {indent}])"])
     if not indent:
         return ["if out is not None:"] + check
     return ["if out is not None:"] + _common_out(emitter, tape, arrays, entries, unused) + check
