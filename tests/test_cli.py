@@ -414,6 +414,17 @@ def test_a_model_that_calls_sys_exit_at_import_fails_check(project: Path, code: 
         assert "up to date" not in done.stdout
 
 
+def test_a_model_that_ends_the_process_fails_check(project: Path) -> None:
+    """os._exit(0) at import (issue 29: check exited 0, nothing checked): check runs in a
+    child process that records that it ran to the end."""
+    write(project / "model.py", SCALED)
+    assert run(project, "compile", "model.py").returncode == 0
+    (project / "model.py").write_text("import os\nos._exit(0)\n" + SCALED)
+    done = run(project, "check", "model.py")
+    assert done.returncode == 3, (done.stdout, done.stderr)
+    assert "the check did not run to the end: the process ended with status 0" in done.stderr
+
+
 def test_an_example_that_calls_sys_exit_fails_check(project: Path) -> None:
     write(project / "model.py", SCALED.replace("lambda: (np.ones(3),)", "lambda: exit(0)"))
     done = run(project, "check", "model.py")
