@@ -508,7 +508,7 @@ def test_a_functools_partial_is_differentiated_with_its_values_read_at_each_call
     assert value == weighted_power(x, w, 2) and len(g) == 2
     np.testing.assert_allclose(g[1], x ** 2 * 0.5, rtol=1e-14)
     assert ys.grad(square, x, w, wrt=1)[1][0] is None
-    value, g = ys.grad(functools.partial(weighted_power, x), w)           # a bound array, positional
+    value, g = ys.grad(functools.partial(weighted_power, x), w)      # a bound array, positional
     assert value == weighted_power(x, w) and len(g) == 1
     np.testing.assert_allclose(g[0], x * 0.5, rtol=1e-14)
     scaled = functools.partial(weighted_power, p=2, q=1.0)
@@ -521,7 +521,8 @@ def test_a_functools_partial_is_differentiated_with_its_values_read_at_each_call
     with pytest.raises(TypeError, match="argument p must be 2, got 3"):
         df(x, w)
     assert ys.grad(scaled, x, w)[0] == weighted_power(x, w, 3, 3.0)        # ys.grad compiles again
-    with pytest.raises(ys.YotaError, match=r"test_api.py:\d+ in weighted_power: functools.partial of "
+    with pytest.raises(ys.YotaError, match=r"test_api.py:\d+ in weighted_power: functools."
+                                           r"partial of "
                                            r"weighted_power: it cannot be called with 3 more"):
         ys.grad(square, x, w, w)
 

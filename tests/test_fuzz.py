@@ -115,7 +115,8 @@ def test_rnn_like_loops_cover_the_shapes_and_sizes():
     residual states, rows stacked or written, running sums, products on either side of the
     weight, transposes, the input's product first or second in the sum; states of 512
     elements or more in most programs, and small ones."""
-    programs = [generate(s, recurrent=True, more=False, lists=False) for s in range(250, 400)]
+    programs = [generate(s, recurrent=True, more=False, lists=False, alike=False)
+                for s in range(250, 400)]
     text = "\n".join(p.source() for p in programs)
     for feature in ("reversed(range(", ", -1, -1):", "[::-1]:", "while t >= 0:", " - t]",
                     "[:, :", "[:, 0]", ".T[", "::2", "np.tanh(z) + 0.3 * np.cos(z)",

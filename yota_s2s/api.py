@@ -110,8 +110,8 @@ class Spread:
         """The caller's ``wrt`` (a position among its arguments, a name, or a list, tuple or
         set of them) as ``g``'s; for None, the caller's arguments that are not ints."""
         def shift(w: Any) -> Any:
-            return w % self.count + self.start if type(w) is int and -self.count <= w < self.count \
-                else w
+            inside = type(w) is int and -self.count <= w < self.count
+            return w % self.count + self.start if inside else w
         if wrt is None:
             wanted = [i for i, a in enumerate(self.args) if not int_like(a)]
             return tuple(map(shift, wanted)) or None

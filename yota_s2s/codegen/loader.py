@@ -121,9 +121,10 @@ def check_module_name(name: object, directory: Path | None = None) -> str:
     module: not a standard one, not one imported that was not generated here, not one that an
     import would find outside ``directory`` and that yota-s2s did not write (an installed
     package not imported yet: ``pytest``), not ``sitecustomize``/``usercustomize``. (A file
-    in ``directory`` that yota-s2s did not write is refused by ``load``.) (An installed distribution's
-    modules are found by ``find_spec``; ``importlib.metadata.packages_distributions()`` would
-    name them too, at half a second a call.)"""
+    in ``directory`` that yota-s2s did not write is refused by ``load``.) (An installed
+    distribution's modules are found by ``find_spec``;
+    ``importlib.metadata.packages_distributions()`` would name them too, at half a second a
+    call.)"""
     if not (isinstance(name, str) and name.isascii() and name.isidentifier()
             and not keyword.iskeyword(name)):
         raise CacheError(f"module_name={name!r} is not a plain Python name",

@@ -82,7 +82,7 @@ def check_arguments(fn: Any, args: Sequence[Any], parsed: Any = None, hint: str 
     takes = f"at least {required}" if any(p.kind == p.VAR_POSITIONAL for p in params) else \
         str(required) if required == len(positional) else f"{required} to {len(positional)}"
     raise YotaError(f"{parsed.name} takes {takes} positional argument"
-                    f"{'' if takes.endswith(' 1') or takes == '1' else 's'}, {len(args)} given ({problem})",
+                    f"{'' if takes.split()[-1] == '1' else 's'}, {len(args)} given ({problem})",
                     parsed.loc(parsed.node),
                     hint or f"Pass {parsed.name}'s arguments, as many as its def lists.")
 
@@ -239,5 +239,5 @@ def assumptions(tape: Tape, ev: Evaluator, rules: RuleSet) -> Assumptions:
                        tuple(dict.fromkeys(flat.absent)), tape.assumptions)
 
 
-__all__ = ["assumptions", "Collector", "Evaluator", "Frame", "trace_function", "parse_function", "unbind",
-           "check_arguments"]
+__all__ = ["assumptions", "Collector", "Evaluator", "Frame", "trace_function", "parse_function",
+           "unbind", "check_arguments"]
