@@ -256,3 +256,22 @@ def test_a_guarded_function_pickles_and_its_module_compiles_again():
         assert np.isclose(value, m.global_number(W3))
         with pytest.raises(ys.GuardError):
             again(W3)
+
+
+def test_a_list_in_a_closure_the_code_cannot_reach_is_guarded_by_value():
+    scales = [0.5]
+    act = m.closure_list(scales)         # passed in as an argument: no global leads to it
+    x = W3
+
+    def loss(w, f):
+        return f(w)
+    df = ys.simplegrad(loss, x, act)
+    assert np.isclose(df(x, act)[0], act(x))
+    ys.grad(loss, x, act)
+    scales[0] = 2.0
+    with pytest.raises(ys.GuardError, match=r"scales \(a list in a closure the code cannot "
+                                            r"reach\) \(contents\) .* has changed in place"):
+        df(x, act)
+    value, g = ys.grad(loss, x, act)     # compiled again
+    assert np.isclose(value, act(x))
+    np.testing.assert_allclose(g[0], numeric(act, x), rtol=1e-6)

@@ -236,8 +236,9 @@ def world_guard(compiled: Compiled) -> Callable[[Callable, Callable], Callable] 
             continue            # np, np.exp: library code (depends.library_value)
         where = f" (read at {dep.loc.short})" if dep.loc is not None else ""
         checks.append((_dep_test(dep, const, missing),
-                       f"{dep.shown or dep.name} ({dep.kind}){where} is not the object it "
-                       "was when the gradient was compiled"))
+                       f"{dep.shown or dep.name} ({dep.kind}){where} " + (
+                           "has changed in place" if dep.equal else
+                           "is not the object it was when the gradient was compiled")))
     if not checks:
         return None
     n = len(params)
@@ -296,6 +297,8 @@ def _static_test(access: str, value: Any, const: Callable[[Any], str]) -> str:
 def _dep_test(dep: Dep, const: Callable[[Any], str], missing: str = "_MISSING") -> str:
     if isinstance(dep.namespace, types.CellType):
         return f"{const(dep.namespace)}.cell_contents is {const(dep.value)}"
+    if dep.equal:
+        return f"{const(dep.namespace)} == {const(dep.value)}"
     if dep.item:
         return f"{const(dep.namespace)}[{literal_text(dep.name)}] is {const(dep.value)}"
     if dep.attribute:

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from ..ir.assumptions import IDENTITY, VERSION, Assumption
+from ..ir.assumptions import IDENTITY, VALUE, VERSION, Assumption
 from .resolve import LIBRARY_MODULES
 
 
@@ -45,6 +45,7 @@ class Dep:
     value: Any
     attribute: bool = False
     item: bool = False          # ``namespace[name] is value``: an item of a list or dict
+    equal: bool = False         # ``namespace == value``: a container's contents, by value
     shown: str = field(default="", compare=False)      # ``model.helper``, ``Model.scale``
     kind: str = field(default="global", compare=False)
     loc: Any = field(default=None, compare=False)      # where the source read it
@@ -52,7 +53,8 @@ class Dep:
     def assumption(self) -> Assumption:
         code = self.value is MISSING or isinstance(self.value, _CODE) or \
             self.kind == "default" or (callable(self.value) and _library_class(type(self.value)))
-        return Assumption(self.shown or self.name, self.kind, IDENTITY, self.loc, self, code)
+        return Assumption(self.shown or self.name, self.kind, VALUE if self.equal else IDENTITY,
+                          self.loc, self, code)
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,7 @@ class Depends:
 
     def read(self, namespace: Any, name: Any, value: Any, owner: Any = None,
              attribute: bool = False, kind: str | None = None, shown: str = "",
-             item: bool = False) -> None:
+             item: bool = False, equal: bool = False) -> None:
         """``owner`` (default: ``namespace``) identifies the namespace (a class for its
         ``__dict__``, which is a new proxy object on every access)."""
         key = (id(namespace if owner is None else owner), name)
@@ -85,7 +87,8 @@ class Depends:
             return
         if kind is None:
             kind, shown = _place(namespace, name, owner)
-        self.deps[key] = Dep(namespace, name, value, attribute, item, shown, kind, self.locate())
+        self.deps[key] = Dep(namespace, name, value, attribute, item, equal, shown, kind,
+                             self.locate())
 
     def forget(self, namespace: Any, name: str) -> None:
         """``name`` was read as data that the generated code reads again at each call (a

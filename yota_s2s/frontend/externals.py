@@ -168,6 +168,10 @@ class Externals:
         if reachable and field and (type(value) in (int, bool, str) or value is None):
             self._check(value, where, node)
             return value
+        if not reachable and (type(value) in (list, dict) or (
+                type(value) is tuple and _holds_mutable(value))) and not _holds_data(value, [0]):
+            self._contents(value, node, name)
+            return value
         if not reachable or isinstance(value, (numbers.Number, str, bytes)):
             return value            # numbers and strings: static
         key = (where[0], where[1])
@@ -209,6 +213,25 @@ class Externals:
         if _is_namedtuple(value):
             return type(value)(*items)
         return items if isinstance(value, list) else tuple(items)
+
+    def _contents(self, value: Any, node: Any, name: str | None) -> None:
+        """A list or dict where the generated code cannot reach it (the closure of a function
+        passed in as an argument): compiled in, and its contents guarded by value, compared
+        with a copy at each call (by ``ys.grad``'s cache and ``simplegrad``'s function)."""
+        try:
+            snapshot = copy.deepcopy(value)
+            same = bool(snapshot == value)
+        except Exception:
+            same = False
+        if not same:        # no copy compares equal: nothing to guard it by
+            raise StaticValueError(
+                f"{name or 'a container'} (a {type(value).__name__}) is read from the closure of "
+                "a function that the generated code cannot reach, and its contents cannot be "
+                "compared with a copy", self.ev.loc(node),
+                "Make it (or the function holding it) a module global, or pass it in.")
+        self.ev.depends.read(value, "<contents>", snapshot, kind="contents", equal=True,
+                             shown=f"{name or 'a container'} (a {type(value).__name__} in a "
+                                   "closure the code cannot reach)")
 
     def _lazy(self, value: list | dict, where: tuple, node: Any) -> list | dict:
         """A list or dict without arrays, read from outside: its length (keys) checked at each
