@@ -132,10 +132,15 @@ def _written(forward: Tape, tape: Tape, device: str, out_dir: str | Path | None,
         module = load(text, module_name, out_dir)
     if buffers:
         module.__yota_plain__ = PlainForm(tape)
-    fn = getattr(module, fname)
-    # a module loaded before, whose name ys.simplegrad gave to its guarded function (api.py)
-    fn = getattr(fn, "__yota_module_function__", fn)
-    return Compiled(fn, module, text, forward, tape, assumes)
+    return Compiled(module_function(module, fname), module, text, forward, tape, assumes)
+
+
+def module_function(module: ModuleType, name: str) -> Any:
+    """The generated module's function ``name`` itself, also where ``ys.simplegrad`` gave the
+    name to the function that guards it (api.py ``_user_function``: a module loaded before,
+    for the same text, is loaded again)."""
+    fn = getattr(module, name, None)
+    return getattr(fn, "__yota_module_function__", fn)
 
 
 def compile_forward(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES, device: str = "cpu",
@@ -171,7 +176,7 @@ class PlainForm:
         if self.module is None:
             text = write_module(self.tape, buffers=False)
             self.module = load(text, module_name_for(function_name(self.tape), text))
-        fn = getattr(self.module, name, None)
+        fn = module_function(self.module, name)
         return fn if callable(fn) else None
 
 
