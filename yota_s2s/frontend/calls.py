@@ -383,13 +383,18 @@ class CallsMixin:
         if not is_installed(parsed.file) or (self.frame is not None
                                            and is_installed(self.frame.fn.file)):
             return self.run_function(frame, parsed.node)
-        called_at = self.loc(node)
+        # library code called from the user's: an error inside it is said at this call (when
+        # collecting errors too: one for the call, not one per line of the library)
+        called_at, collector, self.collector = self.loc(node), self.collector, None
         try:
             return self.run_function(frame, parsed.node)
         except YotaError as e:
             if e.loc is None or not is_installed(e.loc.file) or called_at is None:
                 raise
-            raise library_error(fn, e, called_at) from None
+            error = library_error(fn, e, called_at)
+        finally:
+            self.collector = collector
+        return skip_call(self, error, fn, args, kwargs)
 
     def unguarded(self, fn: Any) -> Any:
         """A ``simplegrad`` function is its generated function behind checks (api.py
