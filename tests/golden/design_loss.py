@@ -15,10 +15,10 @@ def _mismatch(func, name, expected, value):
     got = f"{value.dtype}{list(value.shape)}" if hasattr(value, "shape") else repr(value)
     kind = type(value).__module__.partition(".")[0]
     if kind in ("numpy", "cupy") and kind != xp.__name__ and hasattr(value, "shape"):
+        fix = f"cupy.asarray({name})" if kind == "numpy" else f"{name}.get()"
         return TypeError(f"{func}: argument {name} is a {kind} array ({got}); this module was "
-                         f"compiled for {xp.__name__} arrays: pass "
-                         f"{'cupy.asarray(' + name + ')' if kind == 'numpy' else name + '.get()'}"
-                         ", or compile for the other device")
+                         f"compiled for {xp.__name__} arrays: pass {fix}, or compile for the "
+                         "other device")
     return TypeError(f"{func}: argument {name} must be {expected}, got {got}; compile again "
                      "for these arguments (ys.grad does this for you)")
 
