@@ -7,6 +7,7 @@ modules they are ordinary Python.
 """
 from __future__ import annotations
 
+import ast
 import operator
 import types
 from typing import Any
@@ -333,7 +334,8 @@ class ExpressionsMixin:
         traced, or an empty slice), else the rows ``x[start + arange(n) * step]``."""
         parts = key if isinstance(key, tuple) else (key,)
         dynamic = [k for k, p in enumerate(parts) if isinstance(p, slice) and is_traced(p)]
-        if any(isinstance(p, Var) and p.aval.ndim for p in parts) or dynamic[-1] >= obj.aval.ndim or \
+        if any(isinstance(p, Var) and p.aval.ndim for p in parts) or \
+                dynamic[-1] >= obj.aval.ndim or \
                 any(p is Ellipsis or p is None for p in parts[:dynamic[-1]]) or \
                 any(isinstance(b, Var) and (b.aval.dtype.kind not in "iu" or b.aval.ndim)
                     for k in dynamic for b in (parts[k].start, parts[k].stop, parts[k].step)):
@@ -417,11 +419,8 @@ def _library_module(module: types.ModuleType) -> bool:
 
 
 def _source(node: gast.AST) -> str:
-    import ast
-    try:
-        return ast.unparse(gast.gast_to_ast(node))
-    except Exception:
-        return "a slice"
+    """``node`` as the source wrote it (``x[:-k]``), for the record of assumptions."""
+    return ast.unparse(gast.gast_to_ast(node))
 
 
 def _plain_slice(start: int, length: int, step: int) -> slice:

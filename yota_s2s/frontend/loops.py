@@ -560,9 +560,9 @@ class LoopsMixin:
         if targets & _loaded_outside(frame, node):
             self.assign(node.target, self.step_item(iterable, length - 1, node.iter))
         loc = self.loc(node)
+        carries = [*map(str, carried_names), *(s.hint for s in stacks_in)]
         self.loop_notes.append(f"{loc.short + ' ' if loc else ''}region: {source}, "
-                               f"{length} steps, carries "
-                               f"{', '.join([str(n) for n in carried_names] + [s.hint for s in stacks_in])}")
+                               f"{length} steps, carries {', '.join(carries)}")
         return True
 
 
