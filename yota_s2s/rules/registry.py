@@ -190,10 +190,13 @@ def _call_emit(fn: Any, module: str | None) -> tuple:
 
 
 def _ufunc_home(fn: Any) -> str | None:
-    """The module that exports a ufunc from outside numpy (scipy.special's have no
-    ``__module__``): generated code imports it from there (``from scipy.special import erf``)."""
+    """The module that exports a ufunc that has no ``__module__``: numpy for its own (before
+    numpy 2.1), else where it is found (scipy.special's: generated code imports it from there,
+    ``from scipy.special import erf``)."""
     if not isinstance(fn, np.ufunc):
         return None
+    if numpy_path(fn) is not None:
+        return "numpy"          # numpy's own: they have a __module__ from numpy 2.1 only
     for module in UFUNC_HOMES:
         found = sys.modules.get(module)
         if found is not None and getattr(found, fn.__name__, None) is fn:
