@@ -633,7 +633,8 @@ def _misread(reads, before: int, carried: bool) -> str | None:
         if key == -1 and length == before and before:
             last = True
             continue
-        return f"the step reads [{key}] of the list it appends to: another item at each step{where}"
+        return (f"the step reads [{key}] of the list it appends to: another item at each "
+                f"step{where}")
     return _LAST if last and not carried else None
 
 
