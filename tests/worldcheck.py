@@ -13,7 +13,9 @@ that value and those gradients, or refuse cleanly (``stale``): a ``GuardError`` 
 module's own or yota_s2s's), an ``ArgumentMismatch`` or another ``YotaError`` subclass but
 ``InternalError``, or the generated code's argument check ("... compile again for these
 arguments"). A ``simplegrad`` form that refused is compiled again for the world as it is now,
-and that function must then be right. The outcome of a world is the worst of its calls':
+and that function must then be right. At the last call the buffered form is called again with
+``out=`` entries that are the world's own arrays of an argument's shape (``out_on_the_world``):
+refused, or the same results. The outcome of a world is the worst of its calls':
 
 - ``ok``: every call right;
 - ``stale``: every call right or refused cleanly, some refused;
