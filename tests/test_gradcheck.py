@@ -50,6 +50,21 @@ def write_through_view_of_one(x):
     return np.sum(np.sin(v))
 
 
+def range_picked(P, y):
+    """CS231n's softmax loss reads P[range(N), y] and writes dP[range(N), y] -= 1."""
+    N = P.shape[0]
+    dP = P * 1.0
+    dP[range(N), y] -= 1
+    return weighted(P[range(N), y]) + weighted(dP[range(1, N, 2)])
+
+
+def padded(X, pr1, pr2, pc1, pc2):
+    """numpy-ml's padding: an array of ints known when compiling decides the branch."""
+    if any(np.array([pr1, pr2, pc1, pc2]) < 0):
+        raise ValueError("padding must be non-negative")
+    return weighted(np.pad(X, ((pr1, pr2), (pc1, pc2))))
+
+
 def normal(*shape):
     return lambda r: tuple(r.standard_normal(s) if s != () else r.standard_normal() for s in shape)
 
@@ -312,6 +327,23 @@ SHAPE_OPS = [
     # a static tuple as a ufunc operand is an array (the exponent's rule computes x2 - 1)
     Case("power_of_a_tuple", lambda a: weighted(np.power(a, (1.5, 2.0, 2.5))) + weighted(np.add(a, [1.0, 2.0, 3.0])),
          positive((3,))),
+    # public models' forms (issue 35): a range as an index, numpy's memory order, several arrays
+    Case("range_index", range_picked, lambda r: (r.standard_normal((4, 3)), np.array([0, 2, 1, 1]))),
+    Case("reshape_order_f", lambda x: weighted(x.reshape((3, 4), order="F")) + weighted(np.reshape(x.T, 12, order="F") ** 2)
+         + weighted(x.reshape(2, 6, order="F")[:, 1:]), normal((4, 3))),
+    Case("atleast_2d_of_several", lambda g, b: weighted(np.atleast_2d(g, b)[0] * np.atleast_2d(g, b)[1].T), normal((3,), ())),
+    Case("static_ints_in_an_array_decide_a_branch", padded, lambda r: (r.standard_normal((3, 3)), 1, 0, 2, 1)),
+    Case("append", lambda a, b: weighted(np.append(a, b)) + weighted(np.append(a, a * b, axis=0)), normal((2, 3), (3,))),
+    Case("cross", lambda a, b, u, v: weighted(np.cross(a, b)) + weighted(np.cross(u, v)), normal((4, 3), (3,), (2,), (5, 2))),
+    Case("select", lambda x: weighted(np.select([x < -0.5, x > 0.5], [x ** 2, np.sin(x)], default=x * 3))
+         + weighted(np.select([x > 0], [x])), normal((6,))),
+    *([Case("row_stack", lambda a, b: weighted(np.row_stack((a, b))), normal((3,), (2, 3)))] if hasattr(np, "row_stack") else []),
+    Case("real_if_close_of_a_real_array", lambda a: weighted(np.real_if_close(a) ** 2), normal((3,))),
+    Case("gradient_1d", lambda f, h: weighted(np.gradient(f)) + weighted(np.gradient(f * f, h, edge_order=2)), lambda r: (r.standard_normal(6), 0.7)),
+    Case("gradient_2d", lambda f: weighted(np.gradient(f)[0]) + weighted(np.gradient(f, 2.0, axis=1) ** 2)
+         + sum(weighted(g) * (k + 1) for k, g in enumerate(np.gradient(f, 0.5, 2.0, edge_order=2))), normal((4, 5))),
+    Case("einsum_sublists", lambda a, b: weighted(np.einsum(a, [0, 1], b, [1, 2], [0, 2])) + weighted(np.einsum(a, [Ellipsis, 1], a, [Ellipsis, 1])),
+         normal((2, 3), (3, 4))),
     Case("where_of_lists", lambda a, b: weighted(np.where([True, False], [a, b], (b, a))), normal((), ())),
     Case("concatenate_empty", lambda a, b: weighted(np.concatenate([a, b])), normal((0, 3), (2, 3))),
     Case("split", lambda x: sum(weighted(p) * (i + 1) for i, p in enumerate(np.split(x, 3))), normal((6, 2))),

@@ -46,6 +46,12 @@ SIGNAL_CASES = [
          + weighted(np.fft.irfft(np.fft.rfft(a, axis=0) * 1j, n=3, axis=0, norm="ortho")), normal((6, 3))),
     Case("sum_of_real_parts", lambda x: np.sum(np.fft.fft(x).real) + np.sum(np.real(x.astype(np.complex128))) * 2,
          normal((3,))),      # the cast of a constant gradient to complex (was a TypeError)
+    Case("rfftn_rfft2", lambda a: weighted(np.abs(np.fft.rfftn(a))) + weighted(np.fft.rfft2(a, s=(3, 5)).imag)
+         + weighted(np.fft.rfftn(a, axes=(0,), norm="ortho").real), normal((4, 6))),
+    Case("irfftn_irfft2", lambda a: weighted(np.fft.irfftn(np.fft.rfftn(a) ** 2)) + weighted(np.fft.irfft2(np.fft.rfft2(a) * 1j, s=(4, 5)))
+         + weighted(np.fft.irfftn(np.fft.rfftn(a, axes=(0,)), s=(3,), axes=(0,), norm="ortho")), normal((4, 6))),
+    Case("fftshift_ifftshift", lambda a: weighted(np.fft.fftshift(a) ** 2) + weighted(np.fft.ifftshift(a, axes=1) * a)
+         + weighted(np.fft.fftshift(np.sin(a), axes=(0,))), normal((3, 5))),
     Case("irfft_odd", lambda a: weighted(np.fft.irfft(np.fft.rfft(a), n=7) ** 2), normal((2, 5))),
 ]
 

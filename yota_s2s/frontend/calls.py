@@ -280,7 +280,9 @@ class CallsMixin:
             value = bound.arguments.get(name.lstrip("*"), optional.get(name, ()))
             if name.startswith("*"):
                 value = tuple(value)
-            elif name != "key" and "*" not in prim.sequences:
+            elif name == "key":
+                value = self.index_key(value, node)
+            elif "*" not in prim.sequences:
                 value = self.operand_value(value, name in prim.sequences, node)
                 if (prim.elementwise or prim.ufunc) and isinstance(value, (list, tuple)):
                     value = np.asarray(value)       # np.power(x, (2.0, 3.0)): static data
@@ -299,6 +301,17 @@ class CallsMixin:
             if not _same(value, default) or name in prim.written:
                 params[name] = value
         return operands, params
+
+    def index_key(self, key: Any, node: gast.AST) -> Any:
+        """An index key as numpy reads it: a ``range`` is the array ``np.arange`` makes
+        (``P[range(N), y]``), made when the code runs."""
+        if isinstance(key, tuple):
+            return tuple(self.index_key(k, node) for k in key)
+        if isinstance(key, range):
+            bounds = [key.start, key.stop, key.step] if key.step != 1 else \
+                [key.start, key.stop] if key.start else [key.stop]
+            return self.call(np.arange, bounds, {}, node)
+        return key
 
     def operand_value(self, value: Any, sequence: bool, node: gast.AST) -> Any:
         """An operand as numpy reads it: where a sequence of arrays goes, a traced array is

@@ -3,13 +3,17 @@
 - ``np.array`` / ``np.asarray`` of traced values: a stack of the items (nested lists too), a
   cast, a copy; of static data, an array made when the code runs.
 - ``np.split`` and its family: slices (``rules/joining.py`` has them in Python, inlined here
-  with every statement at the call's line).
+  with every statement at the call's line); so are ``np.append`` (a concatenation),
+  ``np.select`` and ``np.real_if_close`` (``rules/elementwise.py``) and ``np.gradient``
+  (differences of slices, ``rules/reductions.py``).
 - ``np.nonzero(a)`` and ``np.where(a)``: the columns of ``np.argwhere(a)`` (one index array
   per axis).
 - ``np.linalg.svd(a, compute_uv=False)``: the singular values only, a primitive of its own.
 - ``np.add.at(a, key, v)``: an in-place update, accumulating repeated indices (``index_add``),
   so the gradients we generate can be compiled again.
 - ``np.shape(x)``, ``np.ndim(x)``, ``np.size(x)`` ...: static facts about the example value.
+- ``np.atleast_2d(a, b)`` of several arrays: one call each.
+- ``np.einsum`` in sublist form: its subscripts as a string.
 
 And a guard for results whose shape depends on the data (``x[mask]``, ``np.argwhere``): the
 shapes of everything after are those of the example, so the generated code checks the count.
@@ -26,9 +30,11 @@ from ..ir.tape import Var, tree_atoms
 from ..rules.control import guard
 from ..rules.elementwise import astype
 from ..rules.indexing import index_add, setitem
+from ..rules.elementwise import WRITTEN as ELEMENTWISE_WRITTEN
 from ..rules.joining import SPLITS
 from ..rules.linalg import svd_values
-from .values import is_traced
+from ..rules.reductions import WRITTEN as REDUCTIONS_WRITTEN
+from .values import MAX_LITERAL_SIZE, is_traced
 
 
 def _array(copy: bool):
@@ -38,6 +44,9 @@ def _array(copy: bool):
         obj, dtype = args[0], (args[1] if len(args) > 1 else kwargs.get("dtype"))
         if not is_traced(obj):
             fn = np.array if copy else np.asarray
+            static = _static_ints(fn, args, kwargs)
+            if static is not None:
+                return static
             return ev.call_primitive(ev.rules.lookup(fn), args, kwargs, node)
         value = stacked(ev, obj, node)
         if dtype is not None and np.dtype(dtype) != value.aval.dtype:
@@ -47,6 +56,21 @@ def _array(copy: bool):
             return ev.call_primitive(ev.rules.lookup(np.copy), (value,), {}, node)
         return value
     return handler
+
+
+def _static_ints(fn, args, kwargs) -> np.ndarray | None:
+    """``np.array([pr1, pr2, pc1, pc2])`` of ints known when compiling: a static array (its
+    comparisons decide branches, ``any(... < 0)``), as small as a literal; None for other data
+    (floats are made when the code runs)."""
+    if not isinstance(args[0], (list, tuple)):
+        return None
+    try:
+        value = fn(*args, **kwargs)
+    except (TypeError, ValueError):
+        return None
+    if value.dtype.kind in "biu" and value.size <= MAX_LITERAL_SIZE:
+        return value
+    return None
 
 
 def stacked(ev, obj, node):
@@ -127,6 +151,45 @@ def _static_fact(fn):
     def handler(ev, args, kwargs, node):
         return fn(*[ev.values.peek(a) if isinstance(a, Var) else a for a in args], **kwargs)
     return handler
+
+
+def _atleast(fn):
+    """``np.atleast_2d(gamma, beta)``: one array each, as numpy gives them (a tuple; a list
+    before numpy 2)."""
+    several = type(fn(0, 0))
+
+    def handler(ev, args, kwargs, node):
+        prim = ev.rules.lookup(fn)
+        if len(args) == 1:
+            return ev.call_primitive(prim, args, kwargs, node)
+        return several(ev.call_primitive(prim, (a,), kwargs, node) for a in args)
+    return handler
+
+
+def _einsum(ev, args, kwargs, node):
+    """``np.einsum`` in sublist form, ``np.einsum(a, [0, 1], b, [1, 2], [0, 2])``: the same
+    call with its subscripts spelled as a string (``"ab,bc->ac"``)."""
+    prim = ev.rules.lookup(np.einsum)
+    if not args or isinstance(args[0], str):
+        return ev.call_primitive(prim, args, kwargs, node)
+    operands, sublists = list(args[0::2]), list(args[1::2])
+    output = None
+    if len(args) % 2:                  # the last argument is the output's sublist
+        output, operands = operands[-1], operands[:-1]
+    spec = ",".join(_subscripts(s, ev, node) for s in sublists)
+    if output is not None:
+        spec += "->" + _subscripts(output, ev, node)
+    return ev.call_primitive(prim, (spec, *operands), kwargs, node)
+
+
+def _subscripts(sublist, ev, node) -> str:
+    letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    if is_traced(sublist) or not all(s is Ellipsis or isinstance(s, int) and 0 <= s < 52
+                                     for s in sublist):
+        raise StaticValueError("np.einsum's sublists hold ints from 0 to 51 (and Ellipsis) known "
+                               "at compile time", ev.loc(node),
+                               "Write the subscripts as a string: np.einsum('ij,jk->ik', a, b).")
+    return "".join("..." if s is Ellipsis else letters[s] for s in sublist)
 
 
 def _arange(ev, args, kwargs, node):
@@ -276,10 +339,12 @@ NUMPY_CALLS = {
     **{fn: _static_fact(fn) for fn in STATIC_FACTS},
     np.asarray: _array(copy=False), np.array: _array(copy=True), np.nonzero: _nonzero,
     np.where: _where,
-    np.linalg.svd: _svd, np.add.at: _add_at, np.arange: _arange,
+    np.linalg.svd: _svd, np.add.at: _add_at, np.arange: _arange, np.einsum: _einsum,
+    **{fn: _atleast(fn) for fn in (np.atleast_1d, np.atleast_2d, np.atleast_3d)},
     np.fill_diagonal: _mutator(np.fill_diagonal, _fill_diagonal, "a, val, wrap"),
     np.put: _mutator(np.put, _put, "a, ind, v, mode"),
     np.putmask: _mutator(np.putmask, _putmask, "a, mask, values"),
     np.place: _mutator(np.place, _place, "arr, mask, vals"),
-    **{fn: _inline_at_call(py) for fn, py in SPLITS.items()},
+    **{fn: _inline_at_call(py) for fn, py in {**SPLITS, **ELEMENTWISE_WRITTEN,
+                                               **REDUCTIONS_WRITTEN}.items()},
 }

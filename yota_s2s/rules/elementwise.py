@@ -191,3 +191,27 @@ def astype(x, dtype):
 
 primitive(astype, "x, dtype", name="astype", emit=("method", "astype"), elementwise=True)
 diffrule(astype, "x", "dy")           # backward.py casts dy back to x's dtype
+
+
+# ----- written with where and real --------------------------------------------------------------
+# (Python versions the frontend inlines: frontend/numpy_calls.py)
+def select(condlist, choicelist, default=0):
+    """``np.select``: the choice of the first condition that holds, else ``default``."""
+    if len(condlist) != len(choicelist):
+        raise ValueError("list of cases must be same length as list of conditions")
+    result = default
+    for condition, choice in zip(condlist[::-1], choicelist[::-1]):
+        result = np.where(condition, choice, result)
+    return result
+
+
+def real_if_close(a, tol=100):
+    """``np.real_if_close`` of a real array is the array; of a complex one its dtype would
+    depend on its values."""
+    if np.iscomplexobj(a):
+        raise NotImplementedError("np.real_if_close of a complex array: the result's dtype "
+                                  "depends on the values; write np.real(a) (or keep a complex)")
+    return a
+
+
+WRITTEN = {np.select: select, np.real_if_close: real_if_close}

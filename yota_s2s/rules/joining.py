@@ -1,14 +1,15 @@
-"""Joining, splitting and repeating: concatenate stack hstack vstack dstack column_stack, split
-array_split hsplit vsplit dsplit, tile repeat pad.
+"""Joining, splitting and repeating: concatenate stack hstack vstack (row_stack) dstack
+column_stack append, split array_split hsplit vsplit dsplit, tile repeat pad.
 
 A join's gradient cuts ``dy`` back into the pieces; copies (tile, repeat, edge padding) add up.
 The split family has no rule: a split is a list of slices, so ``SPLITS`` holds Python versions
-that the frontend inlines (``a, b = np.split(x, 2)`` reads ``x[:2]`` and ``x[2:]``).
+that the frontend inlines (``a, b = np.split(x, 2)`` reads ``x[:2]`` and ``x[2:]``); so does
+``np.append``, a concatenation. ``np.row_stack`` is ``np.vstack``.
 """
 import numpy as np
 
 from .indexing import index_add
-from .registry import diffrule, primitive
+from .registry import alias, diffrule, primitive
 
 primitive(np.concatenate, "arrays, axis=0", out_form="join", linear=True,   # (.., out=)
           sequences=("arrays",))
@@ -17,6 +18,8 @@ primitive(np.hstack, "tup", linear=True, sequences=("tup",))
 primitive(np.vstack, "tup", linear=True, sequences=("tup",))
 primitive(np.dstack, "tup", linear=True, sequences=("tup",))
 primitive(np.column_stack, "tup", linear=True, sequences=("tup",))
+if hasattr(np, "row_stack"):        # numpy's old name for vstack (deprecated in numpy 2.0)
+    alias(np.row_stack, np.vstack)
 primitive(np.tile, "A, reps", linear=True)
 primitive(np.repeat, "a, repeats, axis=None", linear=True)
 primitive(np.pad, "array, pad_width, mode='constant', constant_values=0, reflect_type='even'")
@@ -137,6 +140,13 @@ def pad_grad(array, pad_width, dy, mode="constant", reflect_type="even"):
     return g
 
 
+def append(arr, values, axis=None):
+    """``np.append``: a concatenation, of the flattened arrays without ``axis``."""
+    if axis is None:
+        return np.concatenate((np.ravel(arr), np.ravel(values)))
+    return np.concatenate((arr, values), axis=axis)
+
+
 def split(ary, indices_or_sections, axis=0):
     """``np.split``: the pieces are slices (equal sections must divide the axis)."""
     n = np.shape(ary)[axis]
@@ -172,4 +182,4 @@ def dsplit(ary, indices_or_sections):
 
 
 SPLITS = {np.split: split, np.array_split: array_split, np.hsplit: hsplit, np.vsplit: vsplit,
-          np.dsplit: dsplit}
+          np.dsplit: dsplit, np.append: append}

@@ -1,5 +1,5 @@
 """Products: ``@`` (matmul) in its 1-D, 2-D and batched forms, ``np.dot``, ``vdot``, ``inner``,
-``outer``, ``kron``, ``tensordot`` and ``einsum`` with any subscripts.
+``outer``, ``kron``, ``tensordot``, ``cross`` and ``einsum`` with any subscripts.
 
 For ``y = x1 @ x2`` with matrices, ``dx1 = dy @ x2.T`` and ``dx2 = x1.T @ dy``: each operand's
 gradient contracts ``dy`` with the other operand over the axes they did not share. A 1-D
@@ -217,3 +217,26 @@ def einsum_term_grad(terms, output, operands, dy, k):
     if missing:
         g = np.broadcast_to(np.expand_dims(g, missing), np.shape(operands[k]))
     return g
+
+
+# ----- cross product ------------------------------------------------------------------------
+# of vectors along the last axis: 3-vectors give a vector, 2-vectors the z component
+primitive(np.cross, "a, b", multilinear=True)
+
+
+@diffrule(np.cross, "a")
+def cross_grad_a(a, b, dy):
+    """``b x dy`` (of 2-vectors: ``dy`` times ``(b1, -b0)``)."""
+    if np.shape(b)[-1] == 2:
+        dy = np.expand_dims(dy, -1)
+        return np.concatenate((b[..., 1:] * dy, -b[..., :1] * dy), axis=-1)
+    return np.cross(b, dy)
+
+
+@diffrule(np.cross, "b")
+def cross_grad_b(a, b, dy):
+    """``dy x a`` (of 2-vectors: ``dy`` times ``(-a1, a0)``)."""
+    if np.shape(a)[-1] == 2:
+        dy = np.expand_dims(dy, -1)
+        return np.concatenate((-a[..., 1:] * dy, a[..., :1] * dy), axis=-1)
+    return np.cross(dy, a)

@@ -209,3 +209,41 @@ def max_shift(tape, facts) -> set:
                 and all(read_by(v, log_softmax) for v in logs):
             found.add((index, "x2"))
     return found
+
+
+# ----- np.gradient ----------------------------------------------------------------------------
+# written with slices (frontend/numpy_calls.py inlines it): linear in f, so differentiated too
+def gradient(f, *varargs, axis=None, edge_order=1):
+    """``np.gradient`` with uniform spacing (a number per axis): central differences inside,
+    one-sided ones of ``edge_order`` 1 or 2 at the ends; a list of arrays for several axes."""
+    axes = tuple(range(np.ndim(f))) if axis is None else \
+        (axis,) if isinstance(axis, int) else tuple(axis)
+    spacing = list(varargs) if len(varargs) == len(axes) else list(varargs) * len(axes) \
+        if len(varargs) == 1 else [1.0] * len(axes)
+    outs = [_gradient_along(f, a % np.ndim(f), h, edge_order) for a, h in zip(axes, spacing)]
+    return outs[0] if len(outs) == 1 else _SEVERAL(outs)
+
+
+def _gradient_along(f, axis, h, edge_order):
+    if np.ndim(h) != 0:
+        raise NotImplementedError("np.gradient with coordinate arrays: give a number per axis")
+    if np.shape(f)[axis] < edge_order + 1:
+        raise ValueError("Shape of array too small to calculate a numerical gradient, at least "
+                         "(edge_order + 1) elements are required.")
+
+    def part(start, stop):
+        key = [slice(None)] * np.ndim(f)
+        key[axis] = slice(start, stop)
+        return f[tuple(key)]
+    inner = (part(2, None) - part(None, -2)) / (2.0 * h)
+    if edge_order == 1:
+        first = (part(1, 2) - part(0, 1)) / h
+        last = (part(-1, None) - part(-2, -1)) / h
+    else:
+        first = (-1.5 * part(0, 1) + 2.0 * part(1, 2) - 0.5 * part(2, 3)) / h
+        last = (0.5 * part(-3, -2) - 2.0 * part(-2, -1) + 1.5 * part(-1, None)) / h
+    return np.concatenate((first, inner, last), axis=axis)
+
+
+_SEVERAL = type(np.gradient(np.zeros((2, 2))))     # a tuple (a list before numpy 2)
+WRITTEN = {np.gradient: gradient}

@@ -24,7 +24,8 @@ def flatten(a):
 primitive(ravel, "a", name="ravel", emit=("method", "ravel"), view=True, linear=True)
 alias(np.ravel, ravel)
 primitive(flatten, "a", name="flatten", emit=("method", "flatten"), linear=True)
-primitive(np.reshape, "a, shape", view=True, method="reshape", linear=True, array_first=True)
+primitive(np.reshape, "a, shape, order='C'", view=True, method="reshape", linear=True,
+          array_first=True)
 primitive(np.transpose, "a, axes=None", view=True, linear=True)
 primitive(np.expand_dims, "a, axis", view=True, linear=True, array_first=True)
 primitive(np.squeeze, "a, axis=None", view=True, linear=True)
@@ -44,7 +45,7 @@ primitive(np.copy, "a", method="copy", out_form="copy", linear=True)
 
 diffrule(ravel,          "a", "np.reshape(dy, a.shape)")
 diffrule(flatten,        "a", "np.reshape(dy, a.shape)")
-diffrule(np.reshape,     "a", "np.reshape(dy, a.shape)")
+diffrule(np.reshape,     "a", "np.reshape(dy, a.shape, order=order)")
 diffrule(np.expand_dims, "a", "np.reshape(dy, a.shape)")
 diffrule(np.squeeze,     "a", "np.reshape(dy, a.shape)", ignores=("axis",))
 diffrule(np.atleast_1d,  "ary", "np.reshape(dy, np.shape(ary))")

@@ -1,6 +1,6 @@
 """Convolution and Fourier transforms in numpy: ``np.convolve`` and ``np.correlate`` (modes
-full, same, valid; real 1-D inputs), ``np.fft``: fft ifft fft2 ifft2 fftn ifftn rfft irfft (with
-``n``/``s``, ``axis``/``axes`` and ``norm``).
+full, same, valid; real 1-D inputs), ``np.fft``: fft ifft fft2 ifft2 fftn ifftn rfft irfft rfft2 irfft2 rfftn
+irfftn (with ``n``/``s``, ``axis``/``axes`` and ``norm``), fftshift ifftshift.
 
 Each is linear in each operand, so its gradient is the transposed map: for a convolution a
 correlation of the incoming gradient (placed in the full-length output) with the other operand;
@@ -70,7 +70,8 @@ def fft_axes(a, s, axes):
 
 
 for fft in (np.fft.fft, np.fft.fft2, np.fft.fftn, np.fft.ifft, np.fft.ifft2, np.fft.ifftn,
-            np.fft.rfft, np.fft.irfft):
+            np.fft.rfft, np.fft.irfft, np.fft.rfft2, np.fft.rfftn, np.fft.irfft2, np.fft.irfftn,
+            np.fft.fftshift, np.fft.ifftshift):
     primitive(fft, linear=True)       # forward mode: the transform of the tangent
 for fft, fft2, fftn in ((np.fft.fft, np.fft.fft2, np.fft.fftn),
                         (np.fft.ifft, np.fft.ifft2, np.fft.ifftn)):
@@ -89,6 +90,37 @@ def rfft_grad(a, dy, n=None, axis=-1, norm=None):
     full = fit(dy, np.shape(dy)[:axis % np.ndim(dy)] + (length,) +
                np.shape(dy)[axis % np.ndim(dy) + 1:], (axis,))
     return fit(np.real(np.fft.fft(full, axis=axis, norm=norm)), np.shape(a), (axis,))
+
+
+@diffrule(np.fft.rfftn, "a", ignores=("out",))
+def rfftn_grad(a, dy, s=None, axes=None, norm=None):
+    """The real part of the fftn of ``dy`` zero-padded to the full spectrum on the last axis."""
+    axes = fft_axes(a, s, axes)
+    last = axes[-1] % np.ndim(dy)
+    length = np.shape(a)[last] if s is None else s[-1]
+    full = fit(dy, np.shape(dy)[:last] + (length,) + np.shape(dy)[last + 1:], (last,))
+    return fit(np.real(np.fft.fftn(full, axes=axes, norm=norm)), np.shape(a), axes)
+
+
+@diffrule(np.fft.irfftn, "a", ignores=("out",))
+def irfftn_grad(a, y, dy, s=None, axes=None, norm=None):
+    """``ifftn(dy)`` at the frequencies ``irfftn`` reads on the last axis, doubled there but
+    for 0 and n/2."""
+    axes = fft_axes(a, s, axes)
+    last = axes[-1] % np.ndim(dy)
+    length = np.shape(y)[last]
+    half = length // 2 + 1
+    twice = [1.0] + [2.0] * (half - 2) + [1.0 if length % 2 == 0 else 2.0]
+    g = np.take(np.fft.ifftn(dy, axes=axes, norm=norm), np.arange(half), axis=last)
+    shape = [1] * np.ndim(dy)
+    shape[last] = half
+    return fit(g * np.reshape(np.array(twice[:half]), shape), np.shape(a), axes)
+
+
+diffrule(np.fft.rfft2,  "a", "rfftn_grad(a, dy, s, axes, norm)", ignores=("out",))
+diffrule(np.fft.irfft2, "a", "irfftn_grad(a, y, dy, s, axes, norm)", ignores=("out",))
+diffrule(np.fft.fftshift,  "x", "np.fft.ifftshift(dy, axes)")      # a roll: back the other way
+diffrule(np.fft.ifftshift, "x", "np.fft.fftshift(dy, axes)")
 
 
 @diffrule(np.fft.irfft, "a", ignores=("out",))
