@@ -65,6 +65,12 @@ def padded(X, pr1, pr2, pc1, pc2):
     return weighted(np.pad(X, ((pr1, pr2), (pc1, pc2))))
 
 
+def eig_magnitudes(a):
+    """|w| and |v| of np.linalg.eig: unchanged by each eigenvector's phase (autograd's test)."""
+    w, v = np.linalg.eig(a)
+    return weighted(np.abs(w)) + weighted(np.abs(v))
+
+
 def normal(*shape):
     return lambda r: tuple(r.standard_normal(s) if s != () else r.standard_normal() for s in shape)
 
@@ -344,6 +350,8 @@ SHAPE_OPS = [
          + sum(weighted(g) * (k + 1) for k, g in enumerate(np.gradient(f, 0.5, 2.0, edge_order=2))), normal((4, 5))),
     Case("einsum_sublists", lambda a, b: weighted(np.einsum(a, [0, 1], b, [1, 2], [0, 2])) + weighted(np.einsum(a, [Ellipsis, 1], a, [Ellipsis, 1])),
          normal((2, 3), (3, 4))),
+    Case("eig_complex_pairs", eig_magnitudes, lambda r: (r.standard_normal((4, 4)),)),
+    Case("eig_real", eig_magnitudes, lambda r: (np.diag([1.0, 2.0, 3.5]) + 0.3 * r.standard_normal((3, 3)),)),
     Case("where_of_lists", lambda a, b: weighted(np.where([True, False], [a, b], (b, a))), normal((), ())),
     Case("concatenate_empty", lambda a, b: weighted(np.concatenate([a, b])), normal((0, 3), (2, 3))),
     Case("split", lambda x: sum(weighted(p) * (i + 1) for i, p in enumerate(np.split(x, 3))), normal((6, 2))),

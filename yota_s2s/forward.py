@@ -113,8 +113,8 @@ class _ForwardSweep:
 
     def push(self, stmt: Stmt) -> None:
         active = [a for a in stmt.uses() if a in self.tangent]
-        if not active:
-            return
+        if not active or not any(o.aval.dtype.kind in "fc" for o in stmt.outs):
+            return          # ints and bools (np.iscomplexobj, a count) have no tangent
         refuse_complex(stmt, active)
         if NODIFF_ALL in self.rules.nodiffs.get(stmt.prim, ()):
             return

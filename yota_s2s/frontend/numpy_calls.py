@@ -14,6 +14,7 @@
 - ``np.shape(x)``, ``np.ndim(x)``, ``np.size(x)`` ...: static facts about the example value.
 - ``np.atleast_2d(a, b)`` of several arrays: one call each.
 - ``np.einsum`` in sublist form: its subscripts as a string.
+- ``np.linalg.eig``: the eigenvalues checked to be complex (or real) as in the example.
 
 And a guard for results whose shape depends on the data (``x[mask]``, ``np.argwhere``): the
 shapes of everything after are those of the example, so the generated code checks the count.
@@ -33,6 +34,7 @@ from ..rules.indexing import index_add, setitem
 from ..rules.elementwise import WRITTEN as ELEMENTWISE_WRITTEN
 from ..rules.joining import SPLITS
 from ..rules.linalg import svd_values
+from ..rules.registry import opaque_primitive
 from ..rules.reductions import WRITTEN as REDUCTIONS_WRITTEN
 from .values import MAX_LITERAL_SIZE, is_traced
 
@@ -164,6 +166,21 @@ def _atleast(fn):
             return ev.call_primitive(prim, args, kwargs, node)
         return several(ev.call_primitive(prim, (a,), kwargs, node) for a in args)
     return handler
+
+
+def _eig(ev, args, kwargs, node):
+    """``np.linalg.eig``: numpy's eigenvalues are complex or real by their values (a real matrix
+    with complex pairs), and the code after is written for the example's, so the generated
+    code checks that they are of that kind. Its result is the pair ``(w, v)``."""
+    w, v = ev.call_primitive(ev.rules.lookup(np.linalg.eig), args, kwargs, node)
+    if not ev.backward_mode and isinstance(w, Var):
+        kind = w.aval.dtype.kind == "c"
+        found = ev.call_primitive(opaque_primitive(np.iscomplexobj, (), 1), [w], {}, node)
+        loc = ev.loc(node)
+        where = f"whether {loc.short} `{loc.text}` gives complex eigenvalues" if loc else \
+            "whether np.linalg.eig gives complex eigenvalues"
+        ev.emit(ev.rules.lookup(guard), [found], {"expected": kind, "where": where}, node)
+    return w, v
 
 
 def _einsum(ev, args, kwargs, node):
@@ -339,7 +356,7 @@ NUMPY_CALLS = {
     **{fn: _static_fact(fn) for fn in STATIC_FACTS},
     np.asarray: _array(copy=False), np.array: _array(copy=True), np.nonzero: _nonzero,
     np.where: _where,
-    np.linalg.svd: _svd, np.add.at: _add_at, np.arange: _arange, np.einsum: _einsum,
+    np.linalg.svd: _svd, np.linalg.eig: _eig, np.add.at: _add_at, np.arange: _arange, np.einsum: _einsum,
     **{fn: _atleast(fn) for fn in (np.atleast_1d, np.atleast_2d, np.atleast_3d)},
     np.fill_diagonal: _mutator(np.fill_diagonal, _fill_diagonal, "a, val, wrap"),
     np.put: _mutator(np.put, _put, "a, ind, v, mode"),

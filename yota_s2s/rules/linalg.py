@@ -1,8 +1,8 @@
-"""Linear algebra: ``np.linalg`` inv pinv det slogdet solve cholesky eigh svd qr norm.
+"""Linear algebra: ``np.linalg`` inv pinv det slogdet solve cholesky eigh eig svd qr norm.
 
 Each rule holds where the function is differentiable, and says so: an invertible matrix
 (inv, det, slogdet, solve), constant rank (pinv), a positive-definite matrix (cholesky),
-distinct eigenvalues or singular values (eigh, svd), full column rank (qr). Where numpy reads
+distinct eigenvalues or singular values (eigh, eig, svd), full column rank (qr). Where numpy reads
 only one triangle of a symmetric input (cholesky, eigh), the gradient is the exact one for that
 triangle, so it agrees with finite differences on any input. Batched inputs (``(..., n, n)``)
 work throughout; ``mT`` swaps the last two axes.
@@ -21,6 +21,7 @@ primitive(np.linalg.slogdet, "a", nout=2)
 primitive(np.linalg.solve, "a, b")
 primitive(np.linalg.cholesky, "a, upper=False", real_only=REAL_MATRICES)
 primitive(np.linalg.eigh, "a, UPLO='L'", nout=2, real_only=REAL_MATRICES)
+primitive(np.linalg.eig, "a", nout=2)
 primitive(np.linalg.svd, "a, full_matrices=True, compute_uv=True, hermitian=False", nout=3, real_only=REAL_MATRICES)
 primitive(np.linalg.qr, "a, mode='reduced'", nout=2, real_only=REAL_MATRICES)
 primitive(np.linalg.norm, "x, ord=None, axis=None, keepdims=False")
@@ -123,6 +124,25 @@ def eigh_grad(a, y, dy, UPLO="L"):
         gaps = np.expand_dims(w, -2) - np.expand_dims(w, -1) + eye
         g = g + v @ ((mT(v) @ dv) * (1.0 - eye) / gaps) @ mT(v)
     return triangle_grad(g, lower=UPLO == "L")
+
+
+@diffrule(np.linalg.eig, "a")
+def eig_grad(a, y, dy):
+    """autograd's: ``V^-T (diag(dw) + F * V^T dV - F * (V^T conj(V) (Re(V^T dV) * I))) V^T``
+    with ``F_ij = 1 / (w_j - w_i)`` off the diagonal: the eigenvalues must be distinct (a
+    real matrix's may be complex pairs; its gradient is the real part)."""
+    w, v = y
+    dw, dv = dy
+    eye = np.eye(np.shape(a)[-1])
+    vt = mT(v)
+    inner = 0.0
+    if dw is not None:
+        inner = np.expand_dims(dw, -2) * eye
+    if dv is not None:
+        f = (1.0 - eye) / (np.expand_dims(w, -2) - np.expand_dims(w, -1) + eye)
+        vt_dv = vt @ dv
+        inner = inner + f * vt_dv - f * ((vt @ np.conj(v)) @ (np.real(vt_dv) * eye))
+    return np.linalg.solve(vt, inner @ vt)
 
 
 @diffrule(np.linalg.svd, "a", ignores=("compute_uv", "hermitian"))
