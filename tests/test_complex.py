@@ -36,6 +36,7 @@ REFUSED = {
     "logsumexp_stable": "np.max orders",
     "sign_nodiff": "np.sign(z) = z / |z| is smooth",
     "digamma": "scipy's polygamma has no complex version",
+    "real_if_close": "of a complex array, its dtype depends on the values",
 }
 
 
