@@ -21,6 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
+import numpy as np
+
 from ..ir.assumptions import IDENTITY, VALUE, VERSION, Assumption
 from .resolve import LIBRARY_MODULES
 
@@ -173,6 +175,8 @@ def library_value(value: Any) -> bool:
     are not rebound while a program runs, like the rules); ``ys.grad`` checks them too."""
     if isinstance(value, types.ModuleType):
         return _library(value.__name__)
+    if isinstance(value, np.ufunc):     # np.exp.__module__ is None on numpy 2.0
+        return True
     module = getattr(value, "__module__", None)
     return callable(value) and isinstance(module, str) and _library(module) and \
         module.split(".")[0] != "yota_s2s"
