@@ -366,3 +366,36 @@ def test_a_recursion_python_runs_is_traced_and_an_endless_one_is_refused_at_its_
                                                    r"deeper than \d+, Python's recursion limit"):
         ys.grad(endless, x)
     assert sys.getrecursionlimit() == limit
+
+
+LIBRARY_MODEL = '''
+import numpy as np
+import yota_s2s as ys
+from sklearn.linear_model import LogisticRegression
+
+_X = np.random.default_rng(0).standard_normal((20, 3))
+clf = LogisticRegression().fit(_X, (_X[:, 0] > 0).astype(int))
+
+
+@ys.example(lambda: (_X,))
+def loss(X):
+    return np.sum(clf.predict_proba(X))
+'''
+
+
+def test_yota_s2s_compile_says_a_library_error_once_at_the_users_call(tmp_path, monkeypatch,
+                                                                     capsys):
+    """Collecting every error of a model file, the library's lines each gave one (in sklearn's
+    files, with sklearn's lines to edit); now the call gives one."""
+    pytest.importorskip("sklearn")
+    from yota_s2s import cli
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (tmp_path / "libmodel.py").write_text(LIBRARY_MODEL)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert cli.main(["compile", "libmodel.py"]) == cli.COMPILE_ERRORS
+    err = capsys.readouterr().err
+    assert "libmodel.py: loss does not compile (1 problem):\n\nlibmodel.py:12 in loss: " \
+           "LogisticRegression.predict_proba (sklearn) cannot be traced: at _tags.py:" in err
+    assert "Library code that cannot be traced is not yours to change" in err
+    sys.modules.pop("libmodel", None)
