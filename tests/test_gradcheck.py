@@ -523,6 +523,9 @@ CRASHES = [
          lambda r: (np.array([0.0, 0.7, -1.3]), np.array([0, 2, 3]))),    # e: a traced int array
     Case("fill_diagonal", lambda x: weighted(_filled_diagonal(x)), normal((3,))),
     Case("put_putmask_place", lambda x: weighted(_put_putmask_place(x)), lambda r: (np.array([1.0, 2.1, 3.2]),)),
+    Case("where_unselected_branch", lambda x: weighted(np.where(x >= 0, np.sin(x), np.sqrt(-x) * 2.0))
+         + weighted(np.clip(np.log(x * x), -1.0, 1.0)) + weighted(np.where(np.abs(x) < 1, np.arccos(x), x)),
+         lambda r: (np.array([[0.3, -1.2, 2.5], [-0.4, 1.7, 0.8]]),)),
     Case("prod_empty", lambda x: np.prod(x[:0]) + weighted(np.prod(x[:, :0], axis=1)) + weighted(x),
          normal((2, 3))),
     Case("std_one_element", lambda x: weighted(np.std(x, axis=1)) + np.std(x[0]) + weighted(x), normal((3, 1))),

@@ -15,6 +15,7 @@ import yota_s2s as ys
 from yota_s2s.gradcheck import numerical_grad
 
 BOTH = pytest.mark.parametrize("buffers", [True, False], ids=["buffered", "plain"])
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")     # nan made by the programs
 
 
 def grads(f, *args, buffers=True):
@@ -307,3 +308,70 @@ def test_no_rule_error_of_a_mutator_does_not_suggest_nodiff():
     text = str(info.value)
     assert "writes into its argument in place" in text and "nodiff(np.copyto)" not in text
     assert "a = np.where(mask, v, a)" in text
+
+
+# -- item 7: nan from the branch np.where (a mask, clip) did not select -----------------------
+
+def where_sqrt(x):
+    return np.sum(np.where(x >= 0, x, np.sqrt(-x)))
+
+
+def where_chain(x):
+    return np.sum(np.where(x > 0, np.log(np.sqrt(x)) * 2.0, x ** 2))
+
+
+def where_nested(x):
+    return np.sum(np.where(x > 1, x, np.where(x > -1, np.arcsin(x) * 0.5, np.log(-x))))
+
+
+def clip_log(x):
+    return np.sum(np.clip(np.log(x), -5.0, 5.0) + np.clip(np.sqrt(x), 0.5, None))
+
+
+def mask_write(x):
+    y = np.sqrt(x)
+    y[x <= 0] = 0.0
+    return np.sum(y)
+
+
+def mask_product(x):
+    return np.sum(np.sqrt(x) * (x > 0) * 3.0)
+
+
+NAN_FREE = [
+    (where_sqrt, np.array([1.0, 2.0, 0.0, -4.0]), [1.0, 1.0, 1.0, -0.25]),
+    (where_chain, np.array([1.0, 2.0, 0.0, -3.0]), [1.0, 0.5, 0.0, -6.0]),
+    (where_nested, np.array([2.0, 0.0, -2.0, 0.5]), [1.0, 0.5, -0.5, 0.5 / np.sqrt(0.75)]),
+    (clip_log, np.array([1.0, 2.0, 0.0, 4.0]), [1.5, 0.5 + 0.5 / np.sqrt(2.0), 0.0, 0.5]),
+    (mask_write, np.array([1.0, 4.0, 0.0, 0.0]), [0.5, 0.25, 0.0, 0.0]),
+    (mask_product, np.array([1.0, 4.0, 0.0, 0.0]), [1.5, 0.75, 0.0, 0.0]),
+]
+
+
+@BOTH
+@pytest.mark.parametrize("f, x, expected", NAN_FREE, ids=[c[0].__name__ for c in NAN_FREE])
+def test_unselected_branch_gives_no_nan(f, x, expected, buffers):
+    value, dx = grads(f, x, buffers=buffers)
+    with np.errstate(all="ignore"):
+        assert value == pytest.approx(f(x))
+    np.testing.assert_allclose(dx, expected, rtol=1e-12)
+    _, g = ys.grad(f, x)
+    np.testing.assert_allclose(g[0], expected, rtol=1e-12)
+
+
+def test_selected_branch_still_gives_its_own_nan_or_inf():
+    # where the selected branch has no derivative, the gradient says so
+    _, dx = grads(lambda x: np.sum(np.where(x >= 0, np.sqrt(x), 0.0)), np.array([0.0, 1.0]))
+    assert np.isinf(dx[0]) and dx[1] == 0.5
+
+
+def test_masking_costs_nothing_without_a_selection():
+    def f(x):
+        return np.sum(np.sqrt(x) * 2.0 + np.log(x))
+    assert "xp.where" not in ys.source(ys.simplegrad(f, np.ones(3)))
+
+
+def test_a_where_reached_only_by_finite_scaling_is_not_masked_again():
+    text = ys.source(ys.simplegrad(lambda x: np.sum(np.where(x > 0, x, -0.5 * x)), np.ones(3),
+                                   buffers=False))
+    assert text.split("-- backward --")[1].count("xp.where") == 2

@@ -9,7 +9,8 @@
 Done here once, not in each rule: ``fit`` sums the axes a value was broadcast along (only where
 shapes differ) and casts back to the operand's dtype; ``accumulate`` adds the contributions of a
 value used several times; contributions of indexing (``x[2]``, ``x[7]``) go into one buffer
-per array (``dx[2] += ...``), never one zero array per index.
+per array (``dx[2] += ...``), never one zero array per index; ``masked`` keeps the branch that
+``np.where`` (a mask, clip) did not select from turning its exact zeros into nan.
 """
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ from .rules.registry import NODIFF_ALL, Rule
 from .rules.template import bind, check_options
 from .ir.region import loop_of
 from .region_backward import sweep_region
+
+Zeros = tuple     # of (condition, when) pairs: a gradient is zero wherever one condition == when
 
 
 def backward(tape: Tape, ev: Evaluator, wrt: set[int] | None = None) -> Tape:
@@ -70,6 +73,9 @@ def transpose(ev: Evaluator, stmts: list[Stmt], inputs: list[Var],
 
 class _Sweep:
     in_region = False       # the sweep of a loop region's step (region_backward.py)
+    # v -> ((c, when), ...): v's gradient is exactly zero wherever one c == its when (see
+    # ``masked``); None in the sweeps of loop regions and of transpose, which do not mask
+    zeros: dict[Var, Zeros] | None = None
 
     @classmethod
     def linear(cls, ev: Evaluator) -> "_Sweep":
@@ -89,6 +95,7 @@ class _Sweep:
         self.scatter: dict[Var, list[tuple[Any, Any, Stmt]]] = {}   # v -> [(key, dy, stmt)]
         self.home: list[Stmt] = ev.stmts      # where the forward statements are (regions grow)
         self.cancelled: set[tuple[int, str]] = set()     # terms that cancel: RuleSet.cancels
+        self.zeros = {}
 
     def _active_vars(self) -> set[Var]:
         """Values on a differentiable path from an input that wants a gradient."""
@@ -145,6 +152,7 @@ class _Sweep:
         self.ev.loc_override = stmt.loc
         if loop_of(stmt) is not None:
             return sweep_region(self, stmt)
+        zeros = self._zeros_of_adjoint(stmt)
         dys = [self.adjoint(o) for o in stmt.outs]
         for name, tree in zip(stmt.prim.operands, stmt.args):
             name = name.lstrip("*")
@@ -165,10 +173,51 @@ class _Sweep:
             if rule.scatter:
                 self.scatter.setdefault(targets[0], []).append((stmt.args[1], dys[0], stmt))
                 continue
+            start = len(self.ev.stmts)
             grads = self.instantiate(rule, stmt, dys)
             for atom, g in _align(tree, grads, stmt, name):
                 if isinstance(atom, Var) and atom in self.active and g is not None:
-                    self.accumulate(atom, self.fit(g, atom.aval))
+                    g, known = self.masked(g, zeros, dys[0], start)
+                    fitted = self.fit(g, atom.aval)
+                    self.accumulate(atom, fitted, _zeros_for(known, g, fitted, atom))
+
+    # -- exact zeros: a branch that np.where (a mask, clip) did not select -----------------
+
+    def _zeros_of_adjoint(self, stmt: Stmt) -> Zeros:
+        """Where ``stmt``'s result's gradient is known to be zero, when ``stmt`` is elementwise
+        (its rules can be masked per element) and nothing else adds to that gradient."""
+        if self.zeros is None or len(stmt.outs) != 1:
+            return ()
+        known = self.zeros.pop(stmt.out, ())
+        elementwise = stmt.prim.elementwise or stmt.prim.ufunc is not None
+        return known if elementwise and stmt.out not in self.scatter else ()
+
+    def masked(self, g: Any, zeros: Zeros, dy: Any, start: int) -> tuple[Any, Zeros]:
+        """A rule's result ``g`` (statements from ``start`` on) with what is known of its zeros.
+
+        ``y = np.where(c, a, b)`` gives ``b`` the gradient ``np.where(c, 0.0, dy)``: exactly
+        zero where ``c``, whatever ``dy``. An elementwise rule then multiplies that zero by its
+        local derivative, which may be inf or nan there, where ``b`` was not selected
+        (``np.sqrt(-x)`` at ``x > 0``): the gradient would be nan where the function's is not.
+        So a rule whose incoming gradient is zero where ``c == when`` (``zeros``: one pair per
+        selection it went through) gets its result masked, ``np.where(c, 0.0, g)``, unless it
+        only scales ``dy`` by finite constants (``-dy``, ``dy * 0.5``: zero stays zero) or by
+        booleans and integers. The zeros then carry on to the operand. They start at a
+        gradient that is a selection:
+        ``np.where(c, u, 0.0)``, ``np.where(c, 0.0, u)``, ``setitem(u, mask, 0.0)`` with a
+        boolean mask (``x[mask] = v``: what was overwritten), ``u * mask`` with a boolean mask
+        (the rules of ``np.where``, of ``x[mask] = v``, of ``a * mask``, and ``np.clip``'s)."""
+        if self.zeros is None or not isinstance(g, Var):
+            return g, ()
+        new = self.ev.stmts[start:]
+        own = _selection(g, new)
+        if zeros and not _scales(g, dy, new):
+            self.ev.rule_text = "the gradient of a branch that np.where (a mask, clip) did " \
+                                "not select is 0"
+            for cond, when in zeros:
+                args = [cond, Lit(0.0), g] if when else [cond, g, Lit(0.0)]
+                g = self.emit(self.rules.lookup(np.where), args, {})
+        return g, zeros + tuple(z for z in own if not _among(z, zeros))
 
     def instantiate(self, rule: Rule, stmt: Stmt, dys: list, extra: dict | None = None) -> Any:
         """Run the rule in the frontend with its placeholders bound to this statement
@@ -194,9 +243,14 @@ class _Sweep:
 
     # -- adjoints ------------------------------------------------------------------------
 
-    def accumulate(self, var: Var, g: Any) -> None:
+    def accumulate(self, var: Var, g: Any, zeros: Zeros = ()) -> None:
         if isinstance(g, Var) and g.grad_of is None and g not in self.primals:
             self.primals[g] = var          # (a rule may return a forward value: never changed)
+        if self.zeros is not None:        # a sum is zero where each of its parts is
+            known = self.zeros.pop(var, ())
+            kept = zeros if var not in self.full else tuple(z for z in zeros if _among(z, known))
+            if kept:
+                self.zeros[var] = kept
         if var in self.full:
             self.ev.rule_text = ACCUMULATE
             g = self.emit(self.rules.lookup(operator.add), [self.full[var], g], {}, grad_of=var)
@@ -313,6 +367,68 @@ class _Sweep:
 
     def emit(self, prim, operands: list, params: dict, grad_of: Var | None = None) -> Var:
         return self.ev.emit(prim, [to_tree(o) for o in operands], params, None, grad_of=grad_of)
+
+
+def _scales(g: Var, dy: Any, stmts: list[Stmt]) -> bool:
+    """Is ``g`` made from ``dy`` by ``stmts`` with nothing but finite numbers, booleans and
+    integers besides (so a zero of ``dy`` stays zero)?"""
+    made = {dy} if isinstance(dy, Var) else set()
+    for stmt in stmts:
+        if all(_finite(a, made) for t in stmt.args for a in tree_atoms(t)):
+            made.update(stmt.outs)
+    return g in made
+
+
+def _finite(atom: Any, made: set) -> bool:
+    if isinstance(atom, Var):
+        return atom in made or atom.aval.dtype.kind in "biu"
+    value = atom.value if isinstance(atom, Lit) else atom
+    try:
+        return bool(np.all(np.isfinite(value)))
+    except TypeError:
+        return True             # a key, a shape, a dtype: not a number that multiplies
+
+
+def _among(pair: tuple[Var, bool], zeros: Zeros) -> bool:
+    return any(c is pair[0] and w == pair[1] for c, w in zeros)
+
+
+def _selection(g: Var, stmts: list[Stmt]) -> Zeros:
+    """Where ``g`` is zero by construction (``masked``): made by ``np.where(c, u, 0)``,
+    ``np.where(c, 0, u)``, ``setitem(u, mask, 0)`` or ``u * mask``, with ``c``, ``mask``
+    boolean arrays of ``g``'s shape or one that broadcasts to it."""
+    made = next((s for s in reversed(stmts) if g in s.outs), None)
+    if made is None:
+        return ()
+    fn, args = made.prim.fn, made.args
+    if fn is np.where and _bool(args[0]):
+        if _is_zero(args[2]):
+            return ((args[0], False),)
+        if _is_zero(args[1]):
+            return ((args[0], True),)
+    if fn is setitem and _bool(args[1]) and args[1].aval.shape == g.aval.shape \
+            and _is_zero(args[2]):
+        return ((args[1], True),)
+    masks = [mask for mask in args if _bool(mask)] if fn is operator.mul else []
+    return ((masks[0], False),) if masks else ()
+
+
+def _bool(atom: Any) -> bool:
+    return isinstance(atom, Var) and atom.aval.dtype == bool
+
+
+def _is_zero(atom: Any) -> bool:
+    return isinstance(atom, Lit) and np.ndim(atom.value) == 0 and atom.value == 0
+
+
+def _zeros_for(known: Zeros, g: Any, fitted: Any, atom: Var) -> Zeros:
+    """``known`` zeros of a rule's result ``g``, for the operand ``atom`` (its fitted part):
+    only where nothing was summed, and the conditions that broadcast to the operand."""
+    if fitted is not g or not isinstance(g, Var) or g.aval.shape != atom.aval.shape:
+        return ()
+    shape = atom.aval.shape
+    return tuple((c, w) for c, w in known if len(c.aval.shape) <= len(shape)
+                 and np.broadcast_shapes(c.aval.shape, shape) == shape)
 
 
 def active_from(stmts: list[Stmt], seeds: set[Var], rules) -> set[Var]:

@@ -138,15 +138,17 @@ primitive(np.clip, "a, a_min, a_max", elementwise=True, real_only=ORDERS)
 
 
 # clip(a, lo, hi) is minimum(maximum(a, lo), hi): at a bound, a and the bound share dy
-# equally (the maximum/minimum tie rule); a bound may be None.
+# equally (the maximum/minimum tie rule); a bound may be None. The last factor is the boolean
+# mask of the closed interval, so that the rules before it see exact zeros outside the bounds
+# (backward.py, "masked": np.clip(np.log(x), -5, 5) at x = 0 has the gradient 0, not nan).
 @diffrule(np.clip, "a")
 def clip_grad(a, a_min, a_max, dy):
     """``dy`` inside the bounds, half of it at a bound, none outside."""
     if a_min is None:
-        return dy * ((a < a_max) + 0.5 * (a == a_max))
+        return dy * (1.0 - 0.5 * (a == a_max)) * (a <= a_max)
     if a_max is None:
-        return dy * ((a > a_min) + 0.5 * (a == a_min))
-    return dy * (((a > a_min) & (a < a_max)) + 0.5 * (a == a_min) + 0.5 * (a == a_max))
+        return dy * (1.0 - 0.5 * (a == a_min)) * (a >= a_min)
+    return dy * (1.0 - 0.5 * (a == a_min) - 0.5 * (a == a_max)) * ((a >= a_min) & (a <= a_max))
 
 
 diffrule(np.clip,       "a_min", "dy * ((a < a_min) + 0.5 * (a == a_min))")
