@@ -47,7 +47,10 @@ def per_matrix(scale, a):
 def det_grad(a, dy):
     """d det(a) / da is the cofactor matrix (the adjugate transposed; ``det(a) inv(a).T`` for an
     invertible ``a``), finite for a singular ``a`` too. From the SVD ``a = u diag(s) vh``:
-    ``det(u) det(vh) conj(u) diag(the product of the other s) conj(vh)``, with no division."""
+    ``det(u) det(vh) conj(u) diag(the product of the other s) conj(vh)``, with no division.
+    Its own derivative (second order) goes through svd's rule: it needs distinct singular
+    values (the Hessian of det at the identity is nan; inv's formula had it, but raised on
+    every singular matrix)."""
     u, s, vh = np.linalg.svd(a)
     phase = np.linalg.det(u) * np.linalg.det(vh)
     others = np.expand_dims(other_products(s), -2)
