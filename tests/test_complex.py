@@ -33,7 +33,7 @@ REFUSED = {
     "svd_tall": "real matrices only", "svd_wide": "real matrices only",
     "cholesky": "real matrices only", "scipy_cholesky": "real matrices only",
     "qr": "real matrices only", "pinv": "real matrices only", "slogdet": "the sign is smooth",
-    "logsumexp_stable": "np.max orders",
+    "logsumexp_stable": "np.max orders", "where_unselected_branch": "np.clip orders",
     "sign_nodiff": "np.sign(z) = z / |z| is smooth",
     "digamma": "scipy's polygamma has no complex version",
     "real_if_close": "of a complex array, its dtype depends on the values",
