@@ -93,10 +93,11 @@ class Spread:
         given = [p for p in params if p.name in f.keywords]
         if any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in given) or \
                 len(given) != len(f.keywords):
-            raise YotaError(f"functools.partial of {getattr(f.func, '__name__', 'a function')}:"
-                            f" its keywords {', '.join(f.keywords)} must name positional "
-                            "parameters after the arguments given",
-                            hint="Bind keyword-only parameters with a small wrapper function.")
+            parsed = parse_function(f.func)
+            raise YotaError(f"functools.partial of {parsed.name}: its keywords "
+                            f"{', '.join(f.keywords)} must name positional parameters after the "
+                            "arguments given", parsed.loc(parsed.node),
+                            "Bind keyword-only parameters with a small wrapper function.")
         last = max((params.index(p) for p in given), default=-1)
         # (name, default) of each place after the caller's arguments up to the last keyword
         self.tail = [(p.name, p.default) for p in params[:last + 1]]
