@@ -36,8 +36,9 @@ def main(buffered=False):
         print("\n--- the generated module, plain form: ys.simplegrad(loss, W, b, x, buffers=False)"
               " ---\n")
         print(ys.source(plain))
-        print("(dloss runs the buffered form of this module, which reuses its work arrays between\n"
-              " calls: print(ys.source(dloss)), or python examples/seed_loss.py --buffered)\n")
+        print("(dloss runs the buffered form of this module, which reuses its work arrays "
+              "between\n calls: print(ys.source(dloss)), or python examples/seed_loss.py "
+              "--buffered)\n")
 
     val, tape = ys.trace(loss, W, b, x)
     print("--- the tape ---\n")

@@ -263,7 +263,8 @@ def test_check_stays_green_through_comments_docstrings_and_untraced_code(project
     file up to date; an edit of a traced helper makes it stale, and --diff shows the change."""
     model = write(project / "model.py", MODEL.replace(
         "def make(rng):", "def make(rng):\n    \"\"\"Example arguments.\"\"\"").replace(
-        "    h = predict(W, b, x)\n    return np.mean", "    h = predict(W, b, x)  # layer\n    return np.mean"))
+        "    h = predict(W, b, x)\n    return np.mean",
+        "    h = predict(W, b, x)  # layer\n    return np.mean"))
     model.write_text(model.read_text() + "\n\ndef train():\n    return 1\n")
     assert run(project, "compile", "model.py").returncode == 0
     before = (project / "model_grad.py").read_text()

@@ -51,8 +51,8 @@ def test_first_hour_runs_as_written(monkeypatch, tmp_path):
     pytest.importorskip("scipy")
     text = (ROOT / "docs" / "first-hour.md").read_text()
     scope: dict = {}
-    blocks = re.finditer(r"(<!-- (?P<mark>file: [\w.]+|run) -->\n)?```(?P<lang>\w+)\n(?P<body>.*?)```",
-                         text, re.S)
+    blocks = re.finditer(r"(<!-- (?P<mark>file: [\w.]+|run) -->\n)?```(?P<lang>\w+)\n"
+                         r"(?P<body>.*?)```", text, re.S)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "pyproject.toml").write_text("")
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
@@ -68,8 +68,8 @@ def test_first_hour_runs_as_written(monkeypatch, tmp_path):
                 done = subprocess.run(["bash", "-c", line], capture_output=True, text=True,
                                       env=env, cwd=tmp_path)
                 out = done.stdout + done.stderr
-                assert done.returncode == (1 if any(s.startswith("stale:") for s in shown) else 0), \
-                    f"$ {line}\n{out}"
+                stale = any(s.startswith("stale:") for s in shown)
+                assert done.returncode == (1 if stale else 0), f"$ {line}\n{out}"
                 for s in shown:
                     assert s in out, f"$ {line}: {s!r} not in\n{out}"
                 commands += 1

@@ -28,7 +28,7 @@ class SourceLoc:
     func: str = ""     # the function the line belongs to
     text: str = ""     # the source line, stripped
     iteration: str = ""    # in an unrolled loop: which pass, ``t = 3`` (``t = 1, i = 2`` nested)
-    # in an inlined function: which call of it, (ordinal in the trace, the call site "model.py:20");
+    # in an inlined function: which call of it, (ordinal in the trace, call site "model.py:20");
     # only the review page reads it (one block of rows per call), so it is not compared
     call: tuple = field(default=(), compare=False)
 

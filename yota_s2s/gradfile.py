@@ -7,12 +7,12 @@ source, the targets and the options, never on the working directory or the time,
 inputs give byte-identical files that can be committed, diffed and checked (``check`` compares
 a fresh build with the file on disk).
 
-The header records the model file's path and the sha256 of the code the gradients were traced
-from (``code_digest``: the syntax trees of the functions the tracer read, without docstrings, so
-a comment, a docstring or an edit of an untraced function leaves it alone), what each function
-was compiled for, and the command that writes the file again. Paths in it are relative to the *project root*: the
-nearest directory above the model with a ``pyproject.toml``, ``setup.py``, ``setup.cfg`` or
-``.git``, else the model's own directory; the command is meant to be run there.
+The header records the model file's path and the sha256 of the code the gradients were traced from
+(``code_digest``: the syntax trees of the functions the tracer read, without docstrings, so a
+comment, a docstring or an edit of an untraced function leaves it alone), what each function was
+compiled for, and the command that writes the file again. Paths in it are relative to the *project
+root*: the nearest directory above the model with a ``pyproject.toml``, ``setup.py``, ``setup.cfg``
+or ``.git``, else the model's own directory; the command is meant to be run there.
 
 A target that does not compile is retraced in collecting mode (``frontend/collect.py``) so that
 every unsupported construct and missing rule is reported at once.

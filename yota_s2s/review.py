@@ -84,11 +84,13 @@ def _sections(tape: Tape, code: dict[Key | None, _Code]) -> list[tuple[str, list
             continue
         file, first, last, name = _function_lines(key[0], key[1], trees)
         site = f" at {key[2][1]}" if key[2] else ""
-        sections.setdefault((file, first, last, key[2]), f"{name or 'module level'} (inlined{site})")
-    headings = [f"{name} · {os.path.basename(f)}:{a}-{b}" for (f, a, b, _), name in sections.items()]
+        sections.setdefault((file, first, last, key[2]),
+                            f"{name or 'module level'} (inlined{site})")
+    headings = [f"{name} · {os.path.basename(f)}:{a}-{b}"
+                for (f, a, b, _), name in sections.items()]
     out = []
     for (heading, ((f, a, b, call), _)) in zip(headings, sections.items()):
-        if headings.count(heading) > 1:       # one call site reached twice (a loop, a + f(x) + f(y))
+        if headings.count(heading) > 1:       # one site reached twice (a loop, f(x) + f(y))
             heading += f" · call {headings[:len(out) + 1].count(heading)}"
         out.append((heading, [(f, n, call) for n in range(a, b + 1)]))
     if None in code:

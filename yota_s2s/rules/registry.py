@@ -106,7 +106,8 @@ def parse_signature(spec: str) -> tuple[tuple[str, ...], tuple[tuple[str, Any], 
     if node.vararg is not None:
         operands += ("*" + node.vararg.arg,)
     options = tuple(zip(names[n_required:], defaults))
-    options += tuple((a.arg, ast.literal_eval(d)) for a, d in zip(node.kwonlyargs, node.kw_defaults))
+    options += tuple((a.arg, ast.literal_eval(d))
+                     for a, d in zip(node.kwonlyargs, node.kw_defaults))
     return operands, options
 
 
