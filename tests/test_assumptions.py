@@ -275,3 +275,29 @@ def test_a_list_in_a_closure_the_code_cannot_reach_is_guarded_by_value():
     value, g = ys.grad(loss, x, act)     # compiled again
     assert np.isclose(value, act(x))
     np.testing.assert_allclose(g[0], numeric(act, x), rtol=1e-6)
+
+
+def test_an_array_in_a_closure_the_code_cannot_reach_is_guarded_by_value():
+    weights = np.array([1.0, 2.0, 3.0])
+    act = m.closure_array(weights)       # passed in as an argument: no global leads to it
+    x = np.array([0.5, 0.6, 0.7])
+
+    def loss(v, f):
+        return f(v)
+    df = ys.simplegrad(loss, x, act)
+    np.testing.assert_allclose(df(x, act)[1], np.cos(x) * weights, rtol=1e-12)
+    assert "w_ (a float64[3] array in a closure the code cannot reach) (contents): guarded " \
+        "by value" in ys.source(df)          # in the record the module header lists
+    ys.grad(loss, x, act)
+    weights[:] = [3.0, 2.0, 1.0]         # changed in place between calls
+    with pytest.raises(ys.GuardError, match=r"w_ \(a float64\[3\] array in a closure the code "
+                                            r"cannot reach\) \(contents\) .* has changed in "
+                                            r"place"):
+        df(x, act)
+    value, g = ys.grad(loss, x, act)     # compiled again
+    assert np.isclose(value, act(x), rtol=1e-12)
+    np.testing.assert_allclose(g[0], np.cos(x) * weights, rtol=1e-12)
+    np.testing.assert_allclose(g[0], numeric(act, x), rtol=1e-6)
+    weights[0] = np.nan                  # a nan equals itself: compiled once more, then a hit
+    ys.grad(loss, x, act)
+    assert np.isnan(ys.grad(loss, x, act)[0])

@@ -54,6 +54,12 @@ def closure_list(scales):
     return loss
 
 
+def closure_array(w_):
+    def loss(x):
+        return np.sum(np.sin(x) * w_)
+    return loss
+
+
 def calls_a_default(x):
     return mutable_default(x)
 

@@ -22,8 +22,9 @@ compiled function itself, for its own closure) and a path of steps from it
 - everything else (numbers, strings, tuples of numbers, functions, modules) is static, as before.
 
 Data found where the generated code cannot reach it (the closure of a function that came
-from neither a global nor a closure) keeps the old rule: small constant arrays are written
-into the code, others are refused with a hint.
+from neither a global nor a closure) is compiled in and guarded by value: a small array, a
+list or a dict there is compared with a copy at each call; a larger array is refused with a
+hint.
 """
 from __future__ import annotations
 
@@ -159,7 +160,7 @@ class Externals:
         reachable = where is not None and where[0] is not None
         if is_data(value):
             if not reachable:
-                return self._unreachable(value, where, node)
+                return self._unreachable(value, where, node, name)
             return self._read(value, where, node, name)
         if is_generator(value):
             return GeneratorRef(value, where if reachable else None)
@@ -291,9 +292,20 @@ class Externals:
         self.reads[key] = var
         return var
 
-    def _unreachable(self, value: np.ndarray, where: tuple | None, node: Any) -> Any:
+    def _unreachable(self, value: np.ndarray, where: tuple | None, node: Any,
+                     name: str | None = None) -> Any:
+        """An array where the generated code cannot reach it (the closure of a function passed
+        in as an argument, a module not importable by name): a small one is written into the
+        code, and its contents guarded by value like a list there (``_contents``): compared
+        with a copy at each call, by ``ys.grad``'s cache and ``simplegrad``'s function."""
         if value.size <= MAX_LITERAL_SIZE:
-            return value            # a small constant, written into the code as before
+            snapshot = value.copy()
+            snapshot.flags.writeable = False
+            shown = f"{name or 'an array'} (a {value.dtype}{list(value.shape)} array in a " \
+                    "closure the code cannot reach)"
+            self.ev.depends.read(value, "<contents>", snapshot, kind="contents", equal=True,
+                                 shown=shown)
+            return value
         if where is not None and where[1][:1] and where[1][0][0] == "attr":
             raise StaticValueError(
                 f"the global {where[1][0][1]} (a {value.dtype}{list(value.shape)} array) is in a "
