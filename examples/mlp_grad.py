@@ -154,7 +154,7 @@ def regularized_loss_grad(W1, b1, W2, b2, X, labels, decay):
     dX = dt7 @ W1.T
     dW1 = X.T @ dt7
     # grad of mlp.py:46  penalty = decay * (np.sum(W1 ** 2) + np.sum(W2 ** 2))
-    # rule pow, x1: pow_base_grad(x1, x2, dy) in rules/operators.py:35
+    # rule pow, x1: dy * x2 * x1 ** (x2 - 1)
     # rule sum, a: sum_grad(a, dy, axis, keepdims) in rules/reductions.py:46
     # rule mul, x2: x1 * dy
     # rule accumulate: the gradients of a value used twice add up

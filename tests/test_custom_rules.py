@@ -92,6 +92,21 @@ def test_x_to_the_y_recomputed_by_an_overriding_rule_is_computed_once():
     assert_matches_fd(lambda x, p: np.sum(x ** p), X + 2, X, rules=rules)
 
 
+def test_a_rule_function_shows_its_formula_in_the_comments():
+    """``shows=`` puts the math in the generated code's rule comment, not the function's name;
+    a string rule shows itself and refuses it."""
+    rules = ys.RULES.copy()
+
+    @rules.diffrule(np.cbrt, "x", shows="dy / (3 * y ** 2)")
+    def cbrt_grad(y, dy):
+        return dy / (3 * y * y)
+    text = compile_grad(lambda x: np.sum(np.cbrt(x)), (X + 2,), rules=rules, check=True).text
+    assert "# rule cbrt, x: dy / (3 * y ** 2)\n" in text and "cbrt_grad" not in text
+    assert_matches_fd(lambda x: np.sum(np.cbrt(x)), X + 2, rules=rules)
+    with pytest.raises(ys.RuleError, match="shows= is for a rule function"):
+        rules.diffrule(np.cbrt, "x", "dy / (3 * y * y)", shows="dy / (3 * y ** 2)")
+
+
 # -- keyword arguments -------------------------------------------------------------------------
 
 def test_kw_forwards_the_options_the_call_gave():
@@ -326,7 +341,7 @@ def test_a_ufunc_from_outside_numpy_is_called_as_itself_in_both_forms():
 def test_re_declaring_a_built_in_keeps_its_traits():
     """A view stays a view (the memory analyses rely on it), a ufunc keeps its out= form."""
     rules = ys.RULES.copy()
-    rules.primitive(np.reshape, "a, shape", name="my_reshape")
+    rules.primitive(np.reshape, "a, shape, order='C'", name="my_reshape")
     rules.primitive(operator.mul, "x1, x2", name="times")
     assert rules.lookup(np.reshape).traits() == ys.RULES.lookup(np.reshape).traits()
     assert rules.lookup(np.reshape).view and rules.lookup(np.reshape).method == "reshape"

@@ -40,7 +40,7 @@ def loss_grad(W, b, x, y_):
     loss = (t4 ** 2).mean()
     # -- backward --
     # grad of design.py:11  return np.mean((h - y) ** 2)
-    # rule pow, x1: pow_base_grad(x1, x2, dy) in rules/operators.py:35
+    # rule pow, x1: dy * x2 * x1 ** (x2 - 1)
     # rule mean, a: mean_grad(a, y, dy, axis, keepdims) in rules/reductions.py:51
     # rule sub, x2: -dy
     dt4 = 0.25 * t4

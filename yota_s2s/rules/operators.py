@@ -32,7 +32,7 @@ diffrule(operator.truediv, "x2", "-dy * y / x2")
 diffrule(operator.neg,     "x",  "-dy")
 
 
-@diffrule(operator.pow, "x1")
+@diffrule(operator.pow, "x1", shows="dy * x2 * x1 ** (x2 - 1)")
 def pow_base_grad(x1, x2, dy):
     """``dy * x2 * x1 ** (x2 - 1)``, and 0 where the exponent is 0: ``x1 ** 0`` is 1 for every
     ``x1`` (numpy's ``0 ** 0`` too), where the formula would make ``0 * 0 ** -1``, nan. A literal

@@ -81,11 +81,14 @@ class Rule:
     loc: SourceLoc | None = None     # where the rule was registered
     kwargs: str | None = None        # ``kw`` in ``**kw``: the keyword options of the call
     ignores: frozenset = frozenset()  # options that do not change this gradient (``dtype``)
+    shows: str | None = None         # a rule function's formula, as the comments show it
 
     def __str__(self) -> str:
-        """``tanh x: dy * (1 - y * y)``; a rule function also says where it is written
-        (``matmul x1: matmul_grad_x1(x1, x2, dy) in rules/products.py:32``, a path in the
-        yota_s2s package)."""
+        """``tanh x: dy * (1 - y * y)``; a rule function shows its formula (``shows=``) or says
+        where it is written (``matmul x1: matmul_grad_x1(x1, x2, dy) in rules/products.py:32``,
+        a path in the yota_s2s package)."""
+        if self.shows is not None:
+            return f"{self.prim.name} {self.argname}: {self.shows}"
         where = ""
         if self.fn is not None and self.loc is not None:
             package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -359,7 +362,7 @@ class RuleSet:
         self._changed()
 
     def diffrule(self, fn: Any, argname: str, rule: str | Callable | None = None, *,
-                 ignores: tuple[str, ...] = ()):
+                 ignores: tuple[str, ...] = (), shows: str | None = None):
         """Register ``rule`` as the derivative of ``fn`` with respect to ``argname``.
 
         ``rule`` is an expression in ``fn``'s parameter names, ``y`` and ``dy`` (and ``**kw``
@@ -367,10 +370,12 @@ class RuleSet:
         ``diffrule`` is a decorator for such a function. A call that sets an option the rule
         neither reads nor forwards is refused when it is compiled (the gradient would ignore
         it), unless the option is listed in ``ignores``: it does not change this gradient.
+        ``shows`` is the formula a rule function computes, as the generated code's comments
+        show it (``dy * x2 * x1 ** (x2 - 1)``) instead of the function's name and place.
         """
         if rule is None:
             def register(rule_fn: Callable) -> Callable:
-                self.diffrule(fn, argname, rule_fn, ignores=ignores)
+                self.diffrule(fn, argname, rule_fn, ignores=ignores, shows=shows)
                 return rule_fn
             return register
         loc, env = _caller()
@@ -384,6 +389,9 @@ class RuleSet:
             raise RuleError(f"ignores={unknown[0]!r}: {spelled(fn)} has no such option", loc,
                             f"Its options are: {', '.join(o for o, _ in prim.options) or '(none)'}.")
         allowed = placeholders(prim, loc)
+        if isinstance(rule, str) and shows is not None:
+            raise RuleError(f"shows= is for a rule function: the rule {rule.strip()!r} of "
+                            f"{spelled(fn)} shows itself", loc, "Leave shows= out.")
         if isinstance(rule, str):
             expr = parse_rule_expr(rule, loc)
             kwargs = forwarded_kwargs(expr, allowed, prim, loc)
@@ -398,7 +406,7 @@ class RuleSet:
             kwargs = check_rule_function(rule, allowed, prim)
             params = ", ".join(inspect.signature(rule).parameters)
             entry = Rule(prim, argname, f"{rule.__name__}({params})", fn=rule, loc=loc,
-                         kwargs=kwargs, ignores=frozenset(ignores))
+                         kwargs=kwargs, ignores=frozenset(ignores), shows=shows)
         self.rules[(prim, argname)] = entry
         self._unmark(prim, argname)
         self._changed()
