@@ -301,3 +301,23 @@ def test_an_array_in_a_closure_the_code_cannot_reach_is_guarded_by_value():
     weights[0] = np.nan                  # a nan equals itself: compiled once more, then a hit
     ys.grad(loss, x, act)
     assert np.isnan(ys.grad(loss, x, act)[0])
+
+
+@pytest.mark.parametrize("strategy", ["rev-rev", "fwd-rev"])
+def test_second_order_reads_the_closure_array_of_the_first_gradient_at_run_time(strategy):
+    # the first gradient, inlined, reads _fn.__closure__[0].cell_contents: the second-order
+    # module reads it there too (expressions.getattr, externals.OutsideCell), not a constant
+    weights = np.array([1.0, 2.0, 3.0])
+    f = m.closure_array(weights * 1.0)
+    x, v = np.array([0.5, 0.6, 0.7]), np.array([1.0, -0.5, 2.0])
+    hf = ys.hvp(f, x, strategy=strategy)
+    hessp = ys.hessp(f, strategy=strategy)
+    np.testing.assert_allclose(hf(x, v), -np.sin(x) * weights * v, rtol=1e-12)
+    np.testing.assert_allclose(hessp(x, v), -np.sin(x) * weights * v, rtol=1e-12)
+    f.__closure__[0].cell_contents[:] = [3.0, 2.0, 1.0]     # changed in place between calls
+    new = -np.sin(x) * np.array([3.0, 2.0, 1.0])
+    np.testing.assert_allclose(hf(x, v), new * v, rtol=1e-12)
+    np.testing.assert_allclose(hessp(x, v), new * v, rtol=1e-12)
+    np.testing.assert_allclose(ys.hessian(f, x, strategy=strategy), np.diag(new), rtol=1e-12)
+    g = lambda y: ys.grad(f, y)[1][0][1]                    # noqa: E731
+    np.testing.assert_allclose(hf(x, np.eye(3)[1]), numeric(g, x), rtol=1e-6)

@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import StaticValueError, YotaError
 from ..ir.assumptions import INDEX, Assumption
 from ..ir.tape import Lit, Var
-from .externals import GeneratorRef, RandomMethod, module_root
+from .externals import GeneratorRef, OutsideCell, RandomMethod, is_data, module_root
 from .resolve import ARRAY_METHODS, IN_PLACE_METHODS, LIBRARY_MODULES, STATIC_ARRAY_ATTRS
 from .structs import StructValue, call_dunder, get_attribute, static_lookup
 from .values import ArrayMethod, is_traced, python_numbers, to_tree
@@ -288,6 +288,17 @@ class ExpressionsMixin:
                 raise YotaError(f"{type(obj.obj).__name__}.{name} is not a method the compiled "
                                 "function can call", self.loc(node))
             return RandomMethod(obj, name)
+        if isinstance(obj, OutsideCell) and name == "cell_contents":
+            # a closure read by a generated gradient inlined here: read where it is, as a
+            # closure variable is (calls.py inline): data at run time, the rest by identity
+            value = obj.cell.cell_contents
+            if not is_data(value):
+                self.depends.cell(obj.cell, value, f"{obj.name} (a variable of a closure)")
+            return self.externals.wrap(value, obj.where, node, obj.name)
+        if isinstance(obj, types.FunctionType) and name == "__closure__":
+            cells = self.externals.cells(obj)
+            if cells is not None:
+                return cells
         try:
             value = getattr(obj, name)
         except AttributeError as e:

@@ -73,6 +73,17 @@ class RandomMethod:
     name: str
 
 
+@dataclass(eq=False)
+class OutsideCell:
+    """``fn.__closure__[i]`` of a function found at a place the generated code reaches (a
+    generated gradient inlined in another one reads ``_fn.__closure__[0].cell_contents``): its
+    ``cell_contents`` is read where it is, like a closure variable (``Externals.cells``)."""
+
+    cell: types.CellType
+    where: tuple
+    name: str
+
+
 def module_root(globals_: Any) -> tuple | None:
     """``("module", name)`` for the globals of a module imported under ``name``, else None."""
     globals_ = getattr(globals_, "globals", globals_)       # a WatchedGlobals
@@ -147,6 +158,14 @@ class Externals:
 
     def where_function(self, fn: Any) -> tuple | None:
         return self.functions.get(id(fn))
+
+    def cells(self, fn: types.FunctionType) -> tuple | None:
+        """``fn.__closure__`` as ``OutsideCell``s, where the code can reach ``fn``; else None."""
+        where = self.where_function(fn)
+        if where is None or fn.__closure__ is None:
+            return None
+        return tuple(OutsideCell(cell, cell_path(where, i), name) for i, (name, cell) in
+                     enumerate(zip(fn.__code__.co_freevars, fn.__closure__)))
 
     def wrap(self, value: Any, where: tuple | None, node: Any, name: str | None = None,
              field: bool = False) -> Any:
