@@ -321,3 +321,24 @@ def test_second_order_reads_the_closure_array_of_the_first_gradient_at_run_time(
     np.testing.assert_allclose(ys.hessian(f, x, strategy=strategy), np.diag(new), rtol=1e-12)
     g = lambda y: ys.grad(f, y)[1][0][1]                    # noqa: E731
     np.testing.assert_allclose(hf(x, np.eye(3)[1]), numeric(g, x), rtol=1e-6)
+
+
+def test_a_variant_compiled_untied_does_not_take_a_tied_model():
+    rng = np.random.default_rng(2)
+    W, x = rng.normal(size=(3, 3)), np.ones(3)
+    untied = m.Tied(W)
+    untied.dec_W = W * 1.0                  # same shape and dtype: could be tied
+    value, g = ys.grad(m.tied_loss, untied, x)
+    assert set(g[0]) == {("enc", "W"), ("dec_W",)}
+    df = ys.simplegrad(m.tied_loss, untied, x)
+    assert "m.enc.W, m.dec_W are distinct objects (untied) (tie): guarded by identity" in \
+        ys.source(df)
+    tied = m.Tied(W)
+    value, g = ys.grad(m.tied_loss, tied, x)      # its own variant: one gradient for W
+    assert np.isclose(value, m.tied_loss(tied, x), rtol=1e-12)
+    assert set(g[0]) == {("enc", "W")}
+    np.testing.assert_allclose(g[0][("enc", "W")],
+                               numeric(lambda w: m.tied_loss(m.Tied(w), x), W), rtol=1e-6)
+    with pytest.raises(ys.GuardError, match=r"m.enc.W, m.dec_W were distinct objects and two "
+                                            r"of them are one now \(tied\)"):
+        df(tied, x)

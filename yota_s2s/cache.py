@@ -170,6 +170,7 @@ def make_guards(compiled: Compiled) -> tuple[Callable | None, Callable | None]:
     tests += [f"type({read(access)}) is {const(cls)}" for access, cls in assumes.types
               if access not in tape.params]
     tests += [f"{read(a)} is {read(b)}" for a, b in assumes.aliases]
+    tests += [_distinct_test(group, read) for group in assumes.distinct]
     tests += [f"{literal_text(n)} not in {read(a)}.__dict__" for a, n in assumes.absent]
     deps = [_dep_test(dep, const) for dep in assumes.deps]
     consts["_MISSING"] = _MISSING
@@ -227,6 +228,10 @@ def world_guard(compiled: Compiled) -> Callable[[Callable, Callable], Callable] 
     for a, b in assumes.aliases:
         checks.append((f"{read(a)} is {read(b)}",
                        f"{a} and {b} were one object (tied) and are two now"))
+    for group in assumes.distinct:
+        checks.append((_distinct_test(group, read),
+                       f"{', '.join(group)} were distinct objects and two of them are one now "
+                       "(tied)"))
     for access, name in assumes.absent:
         checks.append((f"{literal_text(name)} not in {read(access)}.__dict__",
                        f"{access}.{name} was read from its class and is now set on the "
@@ -276,6 +281,14 @@ def _reader(tape: Tape) -> tuple[tuple[str, ...], Callable[[str], str]]:
     params = tuple(f"_a{i}" for i in range(len(tape.params)))
     root = dict(zip(tape.params, params))
     return params, lambda access: ast.unparse(access_expr(access, root))
+
+
+def _distinct_test(group: tuple[str, ...], read: Callable[[str], str]) -> str:
+    """The leaves of ``group`` are distinct objects: ``a is not b`` for two, a set of ids for
+    more (one test, linear in the group's size)."""
+    if len(group) == 2:
+        return f"{read(group[0])} is not {read(group[1])}"
+    return f"len({{{', '.join(f'id({read(a)})' for a in group)}}}) == {len(group)}"
 
 
 def _leaf_test(access: str, aval: Any, const: Callable[[Any], str]) -> str:

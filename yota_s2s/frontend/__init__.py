@@ -231,12 +231,15 @@ def assumptions(tape: Tape, ev: Evaluator, rules: RuleSet) -> Assumptions:
                           (a, cls), code=True) for a, cls in flat.types]
     record += [Assumption(f"{a} is {b}", "tie", IDENTITY, flat.loc, (a, b))
                for a, b in flat.aliases]
+    distinct = flat.distinct()
+    record += [Assumption(", ".join(group) + " are distinct objects (untied)", "tie", IDENTITY,
+                          flat.loc, group) for group in distinct]
     record += [Assumption(f"{a}.{n} not set on the object (its class's is read)", "attribute",
                           IDENTITY, flat.loc, (a, n)) for a, n in dict.fromkeys(flat.absent)]
     record.append(rules_assumption(rules))
     tape.assumptions = tuple(record)
     return Assumptions(tuple(flat.types), tuple(flat.aliases), tuple(ev.depends),
-                       tuple(dict.fromkeys(flat.absent)), tape.assumptions)
+                       tuple(dict.fromkeys(flat.absent)), tape.assumptions, tuple(distinct))
 
 
 __all__ = ["assumptions", "Collector", "Evaluator", "Frame", "trace_function", "parse_function",

@@ -72,6 +72,7 @@ class Assumptions:
     deps: tuple[Dep, ...]
     absent: tuple[tuple[str, str], ...] = ()  # (access, name): m has no own attribute "scale"
     record: tuple[Assumption, ...] = ()
+    distinct: tuple[tuple[str, ...], ...] = ()  # accesses that were distinct objects (untied)
 
 
 class Depends:

@@ -89,6 +89,8 @@ class Flattener:
         self.types: list[tuple[str, type]] = []      # (access, class) of each struct object
         self.aliases: list[tuple[str, str]] = []     # (access, first access) of shared objects
         self.absent: list[tuple[str, str]] = []      # (access, name): no own attribute name
+        self.untied: list[tuple[int, str, Any]] = []  # (argnum, access, aval): array leaves
+        #                                               that could be tied, met once each
         self._seen: dict[tuple[int, int], tuple[Any, str, Any]] = {}
         self.loc: SourceLoc | None = None            # the traced function, for errors
 
@@ -109,7 +111,19 @@ class Flattener:
         result = self._flatten_new(host(value), argnum, path, access)
         if shared:
             self._seen[(argnum, id(value))] = (result, access, value)
+            if isinstance(result, Var) and not result.aval.weak:
+                self.untied.append((argnum, access, result.aval))
         return result
+
+    def distinct(self) -> list[tuple[str, ...]]:
+        """Groups of array leaves, reached as attributes of one argument, that were distinct
+        objects of one shape and dtype: each could be tied to another of its group (the code
+        compiled for them gives one gradient per path), so the guards check they still are
+        distinct (a tied model compiles its own code, with one gradient for the shared array)."""
+        groups: dict[tuple, list[str]] = {}
+        for argnum, access, aval in self.untied:
+            groups.setdefault((argnum, aval.shape, aval.dtype), []).append(access)
+        return [tuple(group) for group in groups.values() if len(group) > 1]
 
     def _flatten_new(self, value: Any, argnum: int, path: tuple, access: str) -> Any:
         if isinstance(value, np.ndarray) and type(value) is not np.ndarray:
