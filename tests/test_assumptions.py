@@ -342,3 +342,30 @@ def test_a_variant_compiled_untied_does_not_take_a_tied_model():
     with pytest.raises(ys.GuardError, match=r"m.enc.W, m.dec_W were distinct objects and two "
                                             r"of them are one now \(tied\)"):
         df(tied, x)
+
+
+@WAYS
+def test_a_global_bound_to_a_numpy_function_and_rebound_is_seen(make):
+    with restored(m, "ACT"):
+        df = make(m.activation, W3)
+        expect(df, m.activation, W3)
+        m.ACT = np.sin                  # the user's choice of activation, rebound
+        if make is cached:
+            expect(df, m.activation, W3)
+        else:
+            with pytest.raises(ys.GuardError, match=r"world.ACT \(global\) \(read at "
+                                                    r"world.py:\d+\) is not the object"):
+                df(W3)
+
+
+def test_numpy_and_its_functions_under_their_own_names_get_no_guard():
+    name = "<yota-test-own-names>"
+    try:
+        f = _define("from numpy import exp\nimport numpy.linalg as la\n"
+                    "def f(x):\n    return np.sum(exp(x) * np.tanh(x)) + la.norm(x)\n", name)
+        for buffers in (True, False):
+            df = ys.simplegrad(f, W3, buffers=buffers)
+            assert not hasattr(df, "__yota_world__")   # the module's function: no cost
+            expect(df, f, W3)
+    finally:
+        linecache.cache.pop(name, None)

@@ -36,7 +36,7 @@ import numpy as np
 
 from .compiler import Compiled
 from .errors import InternalError
-from .frontend.depends import MISSING, Dep, library_value
+from .frontend.depends import MISSING, Dep, library_binding
 from .frontend.flatten import is_struct_object
 from .ir.tape import Tape
 from .text import access_expr, literal_text
@@ -237,8 +237,8 @@ def world_guard(compiled: Compiled) -> Callable[[Callable, Callable], Callable] 
                        f"{access}.{name} was read from its class and is now set on the "
                        "object"))
     for dep in assumes.deps:
-        if library_value(dep.value):
-            continue            # np, np.exp: library code (depends.library_value)
+        if library_binding(dep.name, dep.value):
+            continue            # np, exp of 'from numpy import exp' (depends.library_binding)
         where = f" (read at {dep.loc.short})" if dep.loc is not None else ""
         checks.append((_dep_test(dep, const, missing),
                        f"{dep.shown or dep.name} ({dep.kind}){where} " + (

@@ -60,6 +60,13 @@ def closure_array(w_):
     return loss
 
 
+ACT = np.tanh                   # a library function under a user's name: may be rebound
+
+
+def activation(x):
+    return np.sum(ACT(x))
+
+
 def calls_a_default(x):
     return mutable_default(x)
 

@@ -183,6 +183,17 @@ def library_value(value: Any) -> bool:
         module.split(".")[0] != "yota_s2s"
 
 
+def library_binding(name: str, value: Any) -> bool:
+    """A name that ``simplegrad``'s function need not check at each call: a library module
+    (``np``, ``np.linalg``) or a library function bound under its own name (``tanh`` from
+    ``from numpy import tanh``), which a program does not rebind while it runs. Any other name
+    bound to library code (``ACT = np.tanh``, a user's choice of activation) is guarded by
+    identity like a user's function: rebinding it (``ACT = np.sin``) must be seen."""
+    if isinstance(value, types.ModuleType):
+        return library_value(value)
+    return library_value(value) and name == getattr(value, "__name__", None)
+
+
 def _library(module: str) -> bool:
     return any(module == m or module.startswith(m + ".") for m in LIBRARY_MODULES + ("yota_s2s",))
 

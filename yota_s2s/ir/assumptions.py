@@ -22,8 +22,10 @@ The frontend gathers the record from where the trace decides each (``frontend.as
 ``Externals`` for run-time reads and value checks, ``Depends`` for identity, the flattener for
 classes, ties and shadowing, ``Evaluator.assumed`` for any other kind, such as an int's role).
 A ``simplegrad`` function checks the identity entries at each call (``cache.world_guard``),
-except names bound to library code (``np``: ``depends.library_value``), as the rule set's
-version is not checked either: the code is written. The tape carries the record (``Tape.assumptions``); the printed tape and the generated
+except library modules and library functions bound under their own name (``np``, ``exp`` of
+``from numpy import exp``: ``depends.library_binding``), as the rule set's version is not
+checked either: the code is written. A library function under another name (``ACT = np.tanh``)
+is checked. The tape carries the record (``Tape.assumptions``); the printed tape and the generated
 module's header list it; ``verify.check_assumptions`` refuses a record with an entry that has no
 way to stay right, or a tape whose outside reads have no entry.
 """
