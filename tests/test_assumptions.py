@@ -369,3 +369,26 @@ def test_numpy_and_its_functions_under_their_own_names_get_no_guard():
             expect(df, f, W3)
     finally:
         linecache.cache.pop(name, None)
+
+
+@pytest.mark.parametrize("buffers", [True, False, None], ids=["buffered", "plain", "grad"])
+def test_deleting_an_attribute_that_shadowed_the_class_attribute_is_seen(buffers):
+    obj = m.Shadowed()
+    obj.W, obj.scale = np.array([1.0, -2.0, 0.5]), 3.0      # its own scale, over the class's
+    f = lambda y: m.shadowed_loss(y, obj)                   # noqa: E731
+    if buffers is None:
+        ys.grad(m.shadowed_loss, W3, obj)
+    else:
+        df = ys.simplegrad(m.shadowed_loss, W3, obj, buffers=buffers)
+        assert "m.scale set on the object (over its class's) (attribute): guarded by " \
+            "identity" in ys.source(df)
+    del obj.scale                       # the class's 2.0 is read now
+    if buffers is None:
+        value, g = ys.grad(m.shadowed_loss, W3, obj)
+        assert np.isclose(value, f(W3), rtol=1e-12)
+        np.testing.assert_allclose(g[0], numeric(f, W3), rtol=1e-6)
+        assert set(g[1]) == {("W",)}    # scale is the class's: no gradient for it
+    else:
+        with pytest.raises(ys.GuardError, match=r"m.scale was read from the object and is now "
+                                                r"its class's"):
+            df(W3, obj)

@@ -172,6 +172,7 @@ def make_guards(compiled: Compiled) -> tuple[Callable | None, Callable | None]:
     tests += [f"{read(a)} is {read(b)}" for a, b in assumes.aliases]
     tests += [_distinct_test(group, read) for group in assumes.distinct]
     tests += [f"{literal_text(n)} not in {read(a)}.__dict__" for a, n in assumes.absent]
+    tests += [f"{literal_text(n)} in {read(a)}.__dict__" for a, n in assumes.present]
     deps = [_dep_test(dep, const) for dep in assumes.deps]
     consts["_MISSING"] = _MISSING
     fits = _function("fits", params, tests, consts) if tests else None
@@ -209,7 +210,8 @@ def function_guard(compiled: Compiled) -> Callable | None:
 def world_guard(compiled: Compiled) -> Callable[[Callable, Callable], Callable] | None:
     """For a ``simplegrad`` function: what the record says is guarded by identity (globals,
     closure cells, defaults, class attributes the source read, the classes of struct
-    arguments, tied leaves, instance attributes that must stay absent), checked at each call.
+    arguments, tied leaves, instance attributes that must stay absent or present), checked at
+    each call.
     Returns ``guard(fn, fail)``, which makes the function that checks, then calls ``fn``; where a
     check fails it calls ``fail(why)`` (``why`` names the first entry that fails and where the
     source read it). None when nothing is guarded: the module is called as it is. The checks
@@ -236,6 +238,10 @@ def world_guard(compiled: Compiled) -> Callable[[Callable, Callable], Callable] 
         checks.append((f"{literal_text(name)} not in {read(access)}.__dict__",
                        f"{access}.{name} was read from its class and is now set on the "
                        "object"))
+    for access, name in assumes.present:
+        checks.append((f"{literal_text(name)} in {read(access)}.__dict__",
+                       f"{access}.{name} was read from the object and is now its class's "
+                       "(deleted from the object)"))
     for dep in assumes.deps:
         if library_binding(dep.name, dep.value):
             continue            # np, exp of 'from numpy import exp' (depends.library_binding)

@@ -78,6 +78,14 @@ class Scaled:
         return np.sum(x ** 2) * self.scale
 
 
+class Shadowed:
+    scale = 2.0
+
+
+def shadowed_loss(x, m):
+    return np.sum(np.tanh(x) * m.W) * m.scale
+
+
 class Encoder:
     def __init__(self, W):
         self.W = W

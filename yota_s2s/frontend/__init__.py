@@ -236,10 +236,13 @@ def assumptions(tape: Tape, ev: Evaluator, rules: RuleSet) -> Assumptions:
                           flat.loc, group) for group in distinct]
     record += [Assumption(f"{a}.{n} not set on the object (its class's is read)", "attribute",
                           IDENTITY, flat.loc, (a, n)) for a, n in dict.fromkeys(flat.absent)]
+    record += [Assumption(f"{a}.{n} set on the object (over its class's)", "attribute",
+                          IDENTITY, flat.loc, (a, n)) for a, n in dict.fromkeys(flat.present)]
     record.append(rules_assumption(rules))
     tape.assumptions = tuple(record)
     return Assumptions(tuple(flat.types), tuple(flat.aliases), tuple(ev.depends),
-                       tuple(dict.fromkeys(flat.absent)), tape.assumptions, tuple(distinct))
+                       tuple(dict.fromkeys(flat.absent)), tape.assumptions, tuple(distinct),
+                       tuple(dict.fromkeys(flat.present)))
 
 
 __all__ = ["assumptions", "Collector", "Evaluator", "Frame", "trace_function", "parse_function",

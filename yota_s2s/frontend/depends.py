@@ -63,7 +63,8 @@ class Dep:
 class Assumptions:
     """What compiled code assumes about its arguments and environment beyond the tape's inputs
     and statics, as its guards test it: the class of each struct, objects shared by two paths,
-    instance attributes that must stay absent (a class attribute read through an argument),
+    instance attributes that must stay absent (a class attribute read through an argument) or
+    present (one read from the object that shadows its class's),
     names it read. ``record`` is the same as ``ir.assumptions`` entries, with the run-time
     reads and value checks of the tape: what the printed tape and the module header list."""
 
@@ -73,6 +74,7 @@ class Assumptions:
     absent: tuple[tuple[str, str], ...] = ()  # (access, name): m has no own attribute "scale"
     record: tuple[Assumption, ...] = ()
     distinct: tuple[tuple[str, ...], ...] = ()  # accesses that were distinct objects (untied)
+    present: tuple[tuple[str, str], ...] = ()  # (access, name): m's own "scale" over Model's
 
 
 class Depends:

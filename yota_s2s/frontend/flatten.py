@@ -89,6 +89,8 @@ class Flattener:
         self.types: list[tuple[str, type]] = []      # (access, class) of each struct object
         self.aliases: list[tuple[str, str]] = []     # (access, first access) of shared objects
         self.absent: list[tuple[str, str]] = []      # (access, name): no own attribute name
+        self.present: list[tuple[str, str]] = []     # (access, name): an own attribute that
+        #                                              shadows the class's (deleted: the class's)
         self.untied: list[tuple[int, str, Any]] = []  # (argnum, access, aval): array leaves
         #                                               that could be tied, met once each
         self._seen: dict[tuple[int, int], tuple[Any, str, Any]] = {}

@@ -76,6 +76,9 @@ def get_attribute(ev: Any, sv: StructValue, name: str, node: gast.AST) -> Any:
         sv.fields[name] = value
         return value
     if sv.obj is not None and _instance_has(sv.obj, name):
+        if name in getattr(sv.obj, "__dict__", ()) and static_lookup(sv.cls, name)[0] is not None:
+            # an own attribute over the class's: deleted later, the class's would be read
+            ev.flattener.present.append((sv.access, name))
         value = ev.flattener.flatten(getattr(sv.obj, name), sv.argnum, sv.path + (name,),
                                      attribute_access(sv.access, name), attribute=True)
         sv.fields[name] = value
