@@ -432,8 +432,7 @@ class LoopsMixin:
                 if now not in made:
                     return f"`{name}` is not computed in the loop"
                 if now.aval != var.aval:
-                    if now.aval.shape == var.aval.shape and np.can_cast(
-                            var.aval.dtype, now.aval.dtype, "same_kind"):
+                    if _widens(var.aval, now.aval):
                         wider[name] = now.aval
                         continue
                     return f"`{name}` changes from {var.aval} to {now.aval} in the loop"
@@ -453,8 +452,7 @@ class LoopsMixin:
             if var in self.latest:
                 return f"the step writes into {key}, the row the step before appended"
             if now.aval != var.aval:
-                if now.aval.shape == var.aval.shape and np.can_cast(
-                        var.aval.dtype, now.aval.dtype, "same_kind"):
+                if _widens(var.aval, now.aval):
                     wider[key] = now.aval
                     continue
                 return f"{key} changes from {var.aval} to {now.aval} in the loop"
@@ -777,3 +775,9 @@ def _loaded_outside(frame, node: gast.For) -> set[str]:
 
 
 __all__ = ["LoopsMixin", "TrialAbort", "MIN_STEPS", "tree_vars"]
+
+
+def _widens(before, after) -> bool:
+    """A carried value the first step makes wider (a float32 start made float64): the same
+    shape, a dtype numpy casts to without losing its kind."""
+    return after.shape == before.shape and np.can_cast(before.dtype, after.dtype, "same_kind")
