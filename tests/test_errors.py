@@ -1,5 +1,6 @@
 """Error messages: what went wrong, where in the user's code (file:line, the line, a caret),
 and what to do. Each test pins the parts a user relies on."""
+import re
 import sys
 
 import numpy as np
@@ -239,17 +240,21 @@ def test_library_code_that_cannot_be_traced_is_said_at_the_users_call():
            "with numpy in your function (a fitted scikit-learn linear model's decision function "
            "is X @ model.coef_.T + model.intercept_), or make a function of yours that calls it "
            "a primitive with a derivative rule (ys.diffrule(fn, \"x\", \"<expr in x, y, dy>\")).")
-    for fn, head in ((proba, "LogisticRegression.predict_proba (sklearn) cannot be traced: at "
-                             "_tags.py:"),
-                     (predicted, "Ridge.predict (sklearn) cannot be traced: at _ridge.py:")):
+    # where inside sklearn tracing stops depends on its version (1.7 on Python 3.10: Ridge's
+    # predict is LinearModel's and stops at a try statement in _tags.py; later: at super())
+    for fn, head in ((proba, r"LogisticRegression\.predict_proba \(sklearn\) cannot be traced: "
+                             r"at _tags\.py:"),
+                     (predicted, r"(Ridge|LinearModel)\.predict \(sklearn\) cannot be traced: "
+                                 r"at _(ridge|tags)\.py:")):
         with pytest.raises(ys.YotaError) as info:
             ys.grad(fn, X)
         lines = str(info.value).splitlines()
-        assert lines[0].startswith(f"test_errors.py:{fn.__code__.co_firstlineno + 1} in {fn.__name__}: "
-                                   + head), lines[0]
+        where = f"test_errors.py:{fn.__code__.co_firstlineno + 1} in {fn.__name__}: "
+        assert lines[0].startswith(where) and re.match(head, lines[0][len(where):]), lines[0]
         assert lines[1].strip().startswith("return np.sum(")
         assert lines[-1] == fix
-    assert "super(): __class__ cell not found" in str(info.value)
+    assert ("super(): __class__ cell not found" in str(info.value)
+            or "`Try` statements are not supported" in str(info.value))
 
 
 def integral(a):
