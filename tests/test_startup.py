@@ -3,6 +3,7 @@ imported on first sight of scipy (rules/__init__.py ``DEFERRED``), before the fr
 scipy function up and before a user's rule for one (which then wins); listings load them all."""
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -43,7 +44,10 @@ def test_import_yota_s2s_imports_no_scipy_and_its_rules_load_on_first_sight(tmp_
         "erf_x = np.array([erf(v) for v in x])\n"
         "want = s * (1 - s) * erf_x + s * 2 / np.sqrt(pi) * np.exp(-x * x)\n"
         "print(np.allclose(g, want, rtol=1e-12, atol=0))\n", tmp_path)
-    assert out.splitlines() == ["[] []", "['scipy_special'] True", "True"]
+    before, after, right = out.splitlines()
+    # which other families come with it depends on what scipy.special imports in this scipy
+    assert before == "[] []" and after.startswith("['scipy_special'") and right == "True"
+    assert after.endswith("] True")
 
 
 def test_a_users_rule_for_a_scipy_function_wins_over_the_family_loaded_after_it(tmp_path):
@@ -60,5 +64,7 @@ def test_a_users_rule_for_a_scipy_function_wins_over_the_family_loaded_after_it(
         "print(np.allclose(g, s * (1 - s) * np.array([erf(v) for v in x]) + s * 3.0))\n"
         "print(ys.rules(scipy.special.erf).text.splitlines()[1].split()[1:3])\n"
         "print(ys.rules.OPTIONAL)\n", tmp_path)
-    assert out.splitlines() == ["True", "['dy', '*']",
-                                "['scipy_special', 'scipy_stats', 'scipy_misc']"]
+    right, rule, loaded = out.splitlines()
+    assert right == "True" and rule == "['dy', '*']"
+    # every family loaded (ys.rules lists them all), in the order this scipy's imports met them
+    assert sorted(ast.literal_eval(loaded)) == ["scipy_misc", "scipy_special", "scipy_stats"]
