@@ -85,6 +85,11 @@ def _escape(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+# numpy's old names that the numpy pyproject admits may or may not have: the page is the same
+# on every numpy (name: the name it aliases, the last numpy that has it)
+REMOVED = {"np.row_stack": ("np.vstack", "numpy < 2.5")}
+
+
 def differentiable(rules, names) -> list[str]:
     lines = ["## Differentiable", "", "| call | operand | rule | where |", "|---|---|---|---|"]
     rows = []
@@ -92,8 +97,10 @@ def differentiable(rules, names) -> list[str]:
         if rule.loc is None or "yota_s2s" not in Path(rule.loc.file).parts:
             continue
         call = _call(prim, names[prim])
-        aliases = sorted(n for n in names[prim] if n.startswith(("np.", "math."))
-                         and not call.startswith(n + "("))
+        aliases = sorted({n for n in names[prim] if n.startswith(("np.", "math."))
+                          and not call.startswith(n + "(")} - set(REMOVED)
+                         | {f"{old} ({until})" for old, (new, until) in REMOVED.items()
+                            if call.startswith(new + "(")})
         also = f" (also {', '.join(aliases)})" if aliases else ""
         rows.append((call + also, arg, _rule_text(rule), _where(rule)))
     for call, arg, text, where in sorted(rows):
