@@ -48,6 +48,15 @@ HELPERS = {            # helper functions a program may define and call: source,
 }
 
 
+# the families a program may have, in the order they are drawn: (name, share of programs, the
+# label of its own random stream, the offset of its numpy generator's seed); each has its own
+# streams, so adding one leaves the programs of the others as they were
+FAMILIES = [("recurrent", RECURRENT, "cell", 2), ("stencil", STENCIL, "grid", 4),
+            ("more", SHAPES_MORE, "shapes", 5), ("lists", LISTS, "listed", 6),
+            ("alike", ALIKE, "alike args", 7)]
+FAMILY_METHODS = {"lists": "listed"}        # Gen's method where its name is not the family's
+
+
 @dataclass(frozen=True)
 class Stmt:
     lines: tuple[str, ...]     # source lines, relative to the function body's indentation
@@ -1095,31 +1104,16 @@ class Gen:
                 pass
         if random.Random(f"polynomial {self.seed}").random() < 0.2:
             self.polynomial(random.Random(self.seed + 1), rng, params, args)
-        if recurrent is None:
-            recurrent = random.Random(f"recurrent {self.seed}").random() < RECURRENT
-        if recurrent:
-            self.recurrent(random.Random(f"cell {self.seed}"), np.random.default_rng(self.seed + 2),
-                           params, args)
-        if stencil is None:
-            stencil = random.Random(f"stencil {self.seed}").random() < STENCIL
-        if stencil:
-            self.stencil(random.Random(f"grid {self.seed}"), np.random.default_rng(self.seed + 4),
-                         params, args)
-        if more is None:
-            more = random.Random(f"more {self.seed}").random() < SHAPES_MORE
-        if more:
-            self.more(random.Random(f"shapes {self.seed}"), np.random.default_rng(self.seed + 5),
-                      params, args)
-        if lists is None:
-            lists = random.Random(f"lists {self.seed}").random() < LISTS
-        if lists:
-            self.listed(random.Random(f"listed {self.seed}"), np.random.default_rng(self.seed + 6),
-                        params, args)
-        if alike is None:
-            alike = random.Random(f"alike {self.seed}").random() < ALIKE
-        if alike:
-            self.alike(random.Random(f"alike args {self.seed}"),
-                       np.random.default_rng(self.seed + 7), params, args)
+        asked = {"recurrent": recurrent, "stencil": stencil, "more": more, "lists": lists,
+                 "alike": alike}
+        for family, share, stream, offset in FAMILIES:
+            on = asked[family]
+            if on is None:
+                on = random.Random(f"{family} {self.seed}").random() < share
+            if on:
+                getattr(self, FAMILY_METHODS.get(family, family))(
+                    random.Random(f"{stream} {self.seed}"),
+                    np.random.default_rng(self.seed + offset), params, args)
         read = set().union(*(s.reads for s in self.stmts)) if self.stmts else set()
         unused = [s.defines for s in self.stmts if s.defines not in read] or params[-1:]
         terms = []
