@@ -56,3 +56,12 @@ def test_the_code_hash_of_a_gradient_file_is_the_same_on_every_python_and_gast()
     from yota_s2s.gradfile import code_digest
     assert code_digest([parse_function(gather)]) == \
         "89f1cc709b032a5b507e5d23e168f7a07cdee36232320b2e682a706a502e909d"
+
+
+def test_the_package_version_is_the_one_pyproject_declares():
+    import re
+    from pathlib import Path
+
+    from yota_s2s.version import __version__
+    pyproject = (Path(__file__).parent.parent / "pyproject.toml").read_text()
+    assert re.search(r'^version = "([^"]+)"$', pyproject, re.M).group(1) == __version__ == ys.__version__

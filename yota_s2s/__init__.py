@@ -14,8 +14,6 @@
     ys.diffrule(logistic, "x", "y * (1 - y) * dy")     # a custom derivative
     print(ys.rules())                                  # every primitive and its rules
 """
-__version__ = "0.1.0"
-
 from .api import (GradResult, RecompileWarning, cache_info, clear_cache, elementwise_grad, example,
                   grad, gradient, jacobian, jvp, jvpfunction, simplegrad, source, trace,
                   value_and_grad, vjp)
@@ -27,6 +25,7 @@ from .higher import hessian, hessp, hvp
 from .memory import MemoryReport, memory_report
 from .rules import RULES, diffrule, jvprule, nodiff, primitive, stop_gradient
 from .struct_update import update
+from .version import __version__
 
 __all__ = ["simplegrad", "grad", "gradient", "value_and_grad", "vjp", "jvp", "jvpfunction",
            "jacobian", "hvp", "hessp", "hessian", "elementwise_grad", "compile", "GradResult", "update",

@@ -21,9 +21,9 @@ import numpy as np
 
 from .errors import NoRuleError, YotaError
 from .frontend.evaluator import Evaluator, Frame
-from .frontend.values import to_tree
 from .ir.analysis import Analysis, index_copies
 from .ir.tape import ACCUMULATE, Aval, Lit, Stmt, Tape, Var, tree_atoms
+from .ir.values import to_tree
 from .rules.indexing import index_add, setitem
 from .rules.registry import NODIFF_ALL, Rule
 from .rules.template import bind, check_options

@@ -24,7 +24,7 @@ import traceback
 from pathlib import Path
 from typing import Callable, Sequence
 
-from . import __version__, highlight
+from . import highlight
 from .codegen.loader import generated_file, stale_bytecode, write_atomic, write_module_file
 from .codegen.writer import write_functions, write_module
 from .errors import UsageError, YotaError
@@ -33,6 +33,7 @@ from .gradfile import (GradFile, Options, Result, build, compile_target, counts,
                        load_text, project_root)
 from .modelfile import ModelFile, Target, load_model, targets
 from .review import review_page
+from .version import __version__
 
 OK, STALE, USAGE, COMPILE_ERRORS = 0, 1, 2, 3
 CLOSED_PIPE = 141          # 128 + SIGPIPE, as a shell reports `yota-s2s show m.py | head`

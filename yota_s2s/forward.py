@@ -34,8 +34,8 @@ import numpy as np
 from .backward import _align, _constant, _describe, _Sweep, refuse_complex, transpose
 from .errors import NoRuleError, YotaError
 from .frontend.evaluator import Evaluator
-from .frontend.values import to_tree
 from .ir.tape import ACCUMULATE, TANGENT, Input, Lit, Stmt, Tape, Var, tree_atoms, tree_map
+from .ir.values import to_tree
 from .rules.registry import NODIFF_ALL, tangent_name
 
 

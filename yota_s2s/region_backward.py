@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 
 from .frontend.abstract import ghost
-from .frontend.values import to_tree
 from .ir.analysis import Analysis
 from .ir.region import EMPTY, Loop, loop_of, loop_primitive
 from .ir.tape import ACCUMULATE, Aval, Input, Lit, Stmt, Tape, Var, tree_atoms
+from .ir.values import to_tree
 from .rules.indexing import index_add, setitem_
 
 SAVED = "saved by the forward loop for the backward loop"

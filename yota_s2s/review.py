@@ -18,13 +18,13 @@ import os
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from . import __version__
 from .codegen.emit import unparse
 from .codegen.writer import Written, function_name, signature_lines
 from .highlight import html as code_html
 from .highlight import html_lines
 from .ir.tape import Tape
 from .text import html as escape
+from .version import __version__
 
 Key = tuple[str, int, tuple]     # (file, line, SourceLoc.call: which call of an inlined function)
 

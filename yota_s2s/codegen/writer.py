@@ -16,12 +16,12 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .. import __version__
 from ..errors import InternalError
 from ..ir.region import body_tapes
 from ..ir.tape import Tape, Var
 from ..text import (access_expr, comment, describe, docstring_line, identifier, literal_text,
                     name_base, printable)
+from ..version import __version__
 from .emit import Block, Emitter, unparse
 from .imports import Imports, plan_imports
 from .lines import fit

@@ -13,6 +13,7 @@ import numpy as np
 from ..errors import UnsupportedSyntax, YotaError
 from ..ir.assumptions import IDENTITY, Assumption
 from ..ir.tape import Tape, Var
+from ..ir.values import to_tree
 from ..rules.registry import RULES, RuleSet
 from ..text import normal
 from .collect import Collector
@@ -22,7 +23,6 @@ from .externals import FUNCTION
 from .flatten import Flattener, arg_kind, is_struct_object, leaf_names
 from .resolve import is_compiler
 from .source import parse_function
-from .values import to_tree
 
 
 def param_names(fn: Any, n_args: int) -> tuple[str, ...]:

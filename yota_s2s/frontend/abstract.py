@@ -39,11 +39,11 @@ from typing import Any
 import numpy as np
 
 from ..ir.tape import Aval, Lit, Primitive, Stmt, Var, tree_atoms, tree_map
+from ..ir.values import static_of
 from ..rules.elementwise import astype
 from ..rules.indexing import index_add, setitem
 from ..rules.shape import ravel
 from ..rules.stop import stop_gradient
-from .values import static_of
 
 try:
     from numpy.lib.array_utils import normalize_axis_tuple

@@ -19,6 +19,8 @@ import numpy as np
 
 from ..errors import NoRuleError, StaticValueError, UnsupportedSyntax, YotaError
 from ..ir.tape import Aval, Lit, Primitive, Stmt, Var, tree_atoms, tree_map
+from ..ir.values import MAX_LITERAL_SIZE, ArrayMethod, LocalFunction, is_traced, normalize_static, to_tree, \
+    python_numbers, weak_tree
 from ..rules.registry import is_mutator, mutator_hint, opaque_primitive
 from ..rules.template import is_static
 from . import abstract
@@ -30,8 +32,6 @@ from .resolve import (IN_PLACE_METHODS, array_method, display_name, is_compiler,
                       is_library, is_random, item, nested_gradient, plain_form)
 from .source import is_installed, parse_function
 from .structs import StructValue, call_dunder, call_object, construct, holds_struct, is_user_class
-from .values import MAX_LITERAL_SIZE, ArrayMethod, LocalFunction, is_traced, normalize_static, to_tree, \
-    python_numbers, weak_tree
 
 _signatures: dict[Primitive, inspect.Signature] = {}
 

@@ -24,8 +24,8 @@ import numpy as np
 
 from ..errors import SourceLoc, YotaError
 from ..ir.tape import Var
+from ..ir.values import is_traced
 from .resolve import display_name
-from .values import is_traced
 
 
 class Collector:

@@ -26,6 +26,7 @@ import gast
 
 from ..errors import SourceLoc, StaticValueError, UnsupportedSyntax, YotaError
 from ..ir.tape import Stmt, Var
+from ..ir.values import LocalFunction
 from ..rules.registry import RuleSet
 from .calls import CallsMixin
 from .abstract import Values
@@ -37,7 +38,6 @@ from .loops import LoopsMixin, TrialAbort
 from .source import ParsedFunction
 from .structs import set_attribute
 from .updates import UpdatesMixin
-from .values import LocalFunction
 
 MAX_LOOP = 100_000
 

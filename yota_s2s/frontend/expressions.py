@@ -18,10 +18,10 @@ import numpy as np
 from ..errors import StaticValueError, YotaError
 from ..ir.assumptions import INDEX, Assumption
 from ..ir.tape import Lit, Var
+from ..ir.values import ArrayMethod, is_traced, python_numbers, to_tree
 from .externals import GeneratorRef, OutsideCell, RandomMethod, is_data, module_root
 from .resolve import ARRAY_METHODS, IN_PLACE_METHODS, LIBRARY_MODULES, STATIC_ARRAY_ATTRS
 from .structs import StructValue, call_dunder, get_attribute, static_lookup
-from .values import ArrayMethod, is_traced, python_numbers, to_tree
 
 # Operators whose Python semantics on Python floats differ from numpy's (ZeroDivisionError,
 # OverflowError, a complex power) where numpy gives inf or nan.

@@ -40,11 +40,11 @@ import numpy as np
 from ..errors import StaticValueError, UnsupportedSyntax
 from ..ir.assumptions import READ, VALUE, Assumption
 from ..ir.tape import Aval, Stmt, Var, tree_atoms
+from ..ir.values import MAX_LITERAL_SIZE
 from ..rules.external import (DRAW, EXTERNAL, EXTERNAL_CHECK, draw, external,
                               external_check)
 from ..text import is_identifier
 from .flatten import is_struct_object
-from .values import MAX_LITERAL_SIZE
 
 NUMPY_GLOBAL = ("numpy",)          # the root of np.random's own generator: ``xp.random``
 FUNCTION = ("function",)           # the root of the compiled function's closure
@@ -366,7 +366,7 @@ class Externals:
             self.uses_function = True
         value = getattr(self._copy(ref.obj), method)(*args, **kwargs)
         value = np.asarray(value) if isinstance(value, np.generic) else value
-        from .values import to_tree
+        from ..ir.values import to_tree
         operands = to_tree(tuple(args) + tuple(kwargs.values()), ev.loc(node))
         prim = ev.rules.lookup(draw) or DRAW
         var = Var(Aval.of(value), hint=None)

@@ -32,8 +32,8 @@ import numpy as np
 from ..errors import YotaError
 from ..ir.analysis import Analysis
 from ..ir.region import EMPTY, Loop, loop_primitive
+from ..ir.rewrite import substitute_stmt
 from ..ir.tape import Aval, Input, Lit, Stmt, Tape, Var, tree_vars
-from ..passes.rewrite import substitute_stmt
 from ..rules.indexing import setitem
 from .abstract import ghost
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..errors import StaticValueError, YotaError
 from ..ir.tape import Var, tree_atoms
+from ..ir.values import MAX_LITERAL_SIZE, is_traced
 from ..rules.control import guard
 from ..rules.elementwise import astype
 from ..rules.indexing import index_add, setitem
@@ -36,7 +37,6 @@ from ..rules.joining import SPLITS
 from ..rules.linalg import svd_values
 from ..rules.registry import opaque_primitive
 from ..rules.reductions import WRITTEN as REDUCTIONS_WRITTEN
-from .values import MAX_LITERAL_SIZE, is_traced
 
 
 def _array(copy: bool):

@@ -27,10 +27,10 @@ from typing import Any
 import gast
 
 from ..errors import UnsupportedSyntax, YotaError
+from ..ir.values import contains
 from ..text import access_attr
 from .depends import MISSING as _MISSING_DEP
 from .resolve import is_library
-from .values import contains
 
 _MISSING = object()
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ..frontend.values import weak_scalar, weak_tree
 from ..ir.tape import Lit, Tape, Var, tree_atoms
+from ..ir.values import weak_scalar, weak_tree
 from ..rules.registry import RuleSet
 
 _STRONG = (np.float64, np.complex128)

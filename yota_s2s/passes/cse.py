@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..ir.rewrite import resolver, substitute, substitute_stmt
 from ..ir.tape import Lit, Stmt, Tape, Var
 from ..rules.registry import RuleSet
-from .rewrite import resolver, substitute, substitute_stmt
 
 
 def cse(tape: Tape, rules: RuleSet) -> tuple[Tape, bool]:

@@ -6,11 +6,11 @@ code runs, so no large constant is ever written into the generated module.
 """
 from __future__ import annotations
 
-from ..frontend.values import normalize_static, weak_scalar
+from ..ir.rewrite import Folding, resolver, substitute, substitute_stmt
 from ..ir.tape import Lit, Tape, Var, tree_atoms
+from ..ir.values import normalize_static, weak_scalar
 from ..ir.verify import call_stmt
 from ..rules.registry import RuleSet
-from .rewrite import Folding, resolver, substitute, substitute_stmt
 
 
 def fold(tape: Tape, rules: RuleSet) -> tuple[Tape, bool]:

@@ -26,11 +26,11 @@ from collections import Counter, deque
 import numpy as np
 
 from ..ir.analysis import Analysis, MemoryClasses, basic_parts, index_copies, read_only
+from ..ir.rewrite import substitute_stmt
 from ..ir.tape import Stmt, Tape, Var
 from ..rules.indexing import setitem, setitem_
 from ..rules.registry import RuleSet
 from .dce import dce
-from .rewrite import substitute_stmt
 
 
 def write_in_place(tape: Tape, rules: RuleSet) -> Tape:

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..frontend.values import to_tree
 from ..ir.analysis import Analysis, memory_bases, read_only
+from ..ir.rewrite import resolver, substitute_stmt
 from ..ir.tape import Input, Lit, Stmt, Tape, Var, tree_map
+from ..ir.values import to_tree
 from ..rules.registry import RuleSet
-from .rewrite import resolver, substitute_stmt
 
 
 def fresh_outputs(tape: Tape, rules: RuleSet) -> Tape:

@@ -20,9 +20,9 @@ the value, and every backward read of the value reads it instead. Small arrays (
 from __future__ import annotations
 
 from ..ir.analysis import Analysis
+from ..ir.rewrite import resolver, substitute_stmt
 from ..ir.tape import Stmt, Tape, Var
 from ..rules.registry import RuleSet
-from .rewrite import resolver, substitute_stmt
 
 MIN_SIZE = 8192             # elements: 64 KB of float64
 RULE = "recompute: a cheap forward value, made again here rather than kept in memory"

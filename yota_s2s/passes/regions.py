@@ -15,9 +15,9 @@ import numpy as np
 
 from ..ir.analysis import Analysis
 from ..ir.region import loop_of
+from ..ir.rewrite import substitute
 from ..ir.tape import Lit, Stmt, Tape
 from ..rules.registry import RuleSet
-from .rewrite import substitute
 
 
 def optimize_bodies(tape: Tape, optimize: Callable[[Tape], Tape]) -> Tape:

@@ -22,9 +22,9 @@ import operator
 import numpy as np
 
 from ..ir.analysis import Analysis
+from ..ir.rewrite import use_counts
 from ..ir.tape import Stmt, Tape, Var
 from ..rules.registry import RuleSet
-from .rewrite import use_counts
 
 # The operands a negation moves out of: -(a * b) from either, -(a / b) and -sum(a) from a.
 _LINEAR_IN = {operator.mul: (0, 1), operator.truediv: (0,), np.sum: (0,)}

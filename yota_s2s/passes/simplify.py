@@ -22,14 +22,14 @@ import operator
 
 import numpy as np
 
-from ..frontend.values import normalize_static, static_of, to_tree
+from ..ir.rewrite import Folding, resolver, substitute, substitute_stmt, use_counts
 from ..ir.tape import Aval, Lit, Stmt, Tape, Var, tree_vars
+from ..ir.values import normalize_static, static_of, to_tree
 from ..rules.elementwise import astype
 from ..rules.indexing import setitem
 from ..rules.registry import RuleSet
 from ..rules.shape import ravel
 from .broadcast import broadcast_constant
-from .rewrite import Folding, resolver, substitute, substitute_stmt, use_counts
 
 # the operand itself when the result has its shape and dtype
 _SAME_SHAPE_NOOPS = {np.reshape, np.broadcast_to, astype, np.squeeze, np.expand_dims, ravel}

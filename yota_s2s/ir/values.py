@@ -20,7 +20,7 @@ import gast
 import numpy as np
 
 from ..errors import SourceLoc, StaticValueError
-from ..ir.tape import Lit, Var
+from .tape import Lit, Var
 
 
 MAX_LITERAL_SIZE = 64      # larger constant arrays are not written into generated code

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ..ir.tape import Stmt, Tape, Var, tree_map
+from .tape import Stmt, Tape, Var, tree_map
 
 
 def resolver(mapping: dict[Var, Any]):
