@@ -149,3 +149,41 @@ def test_play_returns_tuples_and_never_writes_into_arguments():
     np.testing.assert_allclose(played[0], value[0])
     assert played[1] == pytest.approx(value[1])
     np.testing.assert_array_equal(x, before)
+
+
+SCALES = [2.0, 3.0]      # a list read from outside: its length checked at each call
+
+
+def _reading_outside():
+    W = np.arange(3.0)
+
+    def f(x):
+        noise = np.random.randn(3)
+        return np.sum((W * x) ** 2 * SCALES[1] + noise)
+    return f
+
+
+def test_play_reads_closures_checks_static_fields_and_draws_as_the_code_does():
+    import yota_s2s as ys
+    f, x = _reading_outside(), np.array([0.5, -1.0, 2.0])
+    np.random.seed(3)
+    value, tape = ys.trace(f, x)
+    prims = [s.prim.name for s in tape.stmts]
+    assert {"draw", "external", "external_check"} <= set(prims), prims
+    np.random.seed(3)
+    assert tape.play(x, fn=f) == pytest.approx(value, rel=1e-14)
+    np.random.seed(4)
+    noise = np.random.randn(3)
+    np.random.seed(4)
+    want = np.sum((np.arange(3.0) * x) ** 2 * 3.0 + noise)
+    assert tape.play(x, fn=f) == pytest.approx(want, rel=1e-14)
+    with pytest.raises(ys.YotaError, match=r"read from the function's closure; play needs the "
+                       r"function to read it") as info:
+        tape.play(x)
+    assert "tape.play(*args, fn=f)" in info.value.hint
+    SCALES.append(4.0)
+    try:
+        with pytest.raises(ys.YotaError, match=r"SCALES.* was 2 when traced and is 3 now"):
+            tape.play(x, fn=f)
+    finally:
+        SCALES.pop()

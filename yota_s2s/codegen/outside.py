@@ -1,6 +1,6 @@
 """Reads from outside the function and random draws, as the generated code writes them.
 
-An ``external`` statement (rules/external.py) reads an array where the source reads it, at
+An ``external`` statement (rules/outside.py) reads an array where the source reads it, at
 call time, and checks it, since the code was compiled for its shape and dtype::
 
     # model.py:12  return np.sum((X @ w - y) ** 2)

@@ -8,7 +8,7 @@ compiled function itself, for its own closure) and a path of steps from it
 (``(("attr", "X"),)`` is ``model.X``; a closure cell is ``__closure__[i].cell_contents``).
 ``Externals.wrap`` turns the value into what the evaluator works with:
 
-- a numeric ``ndarray`` becomes a Var made by an ``external`` statement (rules/external.py):
+- a numeric ``ndarray`` becomes a Var made by an ``external`` statement (rules/outside.py):
   read at call time and checked for exact type, shape and dtype; it gets no gradient. Read
   twice, it is one Var. Its mutation in place between calls is seen; rebinding the name too;
 - a user class instance becomes a ``StructValue`` whose fields are wrapped when read
@@ -41,7 +41,7 @@ from ..errors import StaticValueError, UnsupportedSyntax
 from ..ir.assumptions import READ, VALUE, Assumption
 from ..ir.tape import Aval, Stmt, Var, tree_atoms
 from ..ir.values import MAX_LITERAL_SIZE
-from ..rules.external import (DRAW, EXTERNAL, EXTERNAL_CHECK, draw, external,
+from ..rules.outside import (DRAW, EXTERNAL, EXTERNAL_CHECK, draw, external,
                               external_check)
 from ..text import is_identifier
 from .flatten import is_struct_object

@@ -12,17 +12,23 @@ The statements are evaluated as written: no check of the arguments' shapes or dt
 generated module makes those), so ``play`` is for looking at a tape, checking a pass, or
 evaluating a small program, not for speed. Reads from outside the function (``external``)
 follow their root: a module by name, or, for ``("function",)``, the ``fn=`` given to
-``play`` (the traced function, whose closure holds the value).
+``play`` (the traced function, whose closure holds the value); rules/outside.py plays them,
+through ``HANDLERS``.
 """
 from __future__ import annotations
 
-import importlib
 from typing import Any, Callable, Iterable
 
 import numpy as np
 
 from ..errors import YotaError
-from .tape import Atom, Lit, Stmt, Tape, Tree, Var, tree_map
+from .tape import METHODS, Atom, Lit, Primitive, Stmt, Tape, Tree, Var, tree_map
+
+# Primitives that play evaluates with a handler of their own instead of calling their function:
+# ``handler(stmt, operands, fn)`` returns the statement's results as a tuple. The rule family
+# that declares such a primitive registers its handler (rules/outside.py: reads from outside the
+# function, which need the traced function ``fn`` for a closure), so the IR imports no rules.
+HANDLERS: dict[Primitive, Callable[[Stmt, list, Callable | None], tuple]] = {}
 
 
 def play(tape: Tape, *args: Any, fn: Callable | None = None) -> Any:
@@ -92,31 +98,10 @@ def leaf(value: Any, path: tuple) -> Any:
 
 
 def _apply(stmt: Stmt, operands: list, fn: Callable | None) -> tuple:
-    from ..rules.external import DRAW, EXTERNAL, EXTERNAL_CHECK, follow
-    params = dict(stmt.params)
-    if stmt.prim in (EXTERNAL, EXTERNAL_CHECK, DRAW):
-        root = stmt.param("root")
-        if root[0] == "module":
-            base = importlib.import_module(root[1])
-        elif root[0] == "numpy":
-            base = np.random
-        elif fn is not None:
-            base = fn
-        else:
-            raise YotaError(f"{stmt.param('shown') or 'a value'} is read from the function's "
-                            "closure; play needs the function to read it",
-                            hint="Call tape.play(*args, fn=f) with the traced function.")
-        target = follow(base, stmt.param("path"))
-        if stmt.prim is EXTERNAL:
-            return (target,)
-        if stmt.prim is EXTERNAL_CHECK:
-            if target != stmt.param("expected"):
-                raise YotaError(f"{stmt.param('shown')} was {stmt.param('expected')!r} when "
-                                f"traced and is {target!r} now")
-            return ()
-        values = operands[0]
-        n_kw = len(stmt.param("keywords"))
-        positional = values[:len(values) - n_kw]
-        keywords = dict(zip(stmt.param("keywords"), values[len(values) - n_kw:]))
-        return (getattr(target, stmt.param("method"))(*positional, **keywords),)
-    return stmt.prim.apply(operands, params)
+    handler = HANDLERS.get(stmt.prim)
+    if handler is not None:
+        return handler(stmt, operands, fn)
+    return stmt.prim.apply(operands, dict(stmt.params))
+
+
+METHODS["play"] = play           # tape.play(*args)

@@ -20,7 +20,7 @@ from ..text import describe, literal_text, printable
 from .assumptions import lines as assumption_lines
 from .names import Namer, name_tape, namer_of
 from .region import loop_of
-from .tape import Aval, Lit, Stmt, Tape, Var
+from .tape import METHODS, Aval, Lit, Stmt, Tape, Var
 
 
 def format_static(value: Any) -> str:
@@ -122,3 +122,6 @@ def _stmt_lines(tape: Tape, names: Namer, used: set[Var], shapes: bool, indent: 
         carried = ", ".join(inner[c] for c in loop.carried)
         lines.append((f"{indent}    next {carried} = {format_tree(body.result, inner)}", ""))
     return lines
+
+
+METHODS["format"] = format_tape      # str(tape)

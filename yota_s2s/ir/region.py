@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from .analysis import memory_bases, read_only
+from .play import apply_stmt
 from .tape import Primitive, Stmt, Tape, Var
 
 
@@ -70,7 +72,6 @@ class Loop:
 
 def run_loop(*operands: Any, loop: Loop) -> tuple:
     """The values of a region's results, by running its body ``length`` times."""
-    from .verify import call_stmt
     env: dict[Var, Any] = {}
     given = iter(operands)
     for var, fresh in zip(loop.carried, loop.fresh):
@@ -84,7 +85,7 @@ def run_loop(*operands: Any, loop: Loop) -> tuple:
         env[index] = t
         for stmt, flat, fn, params, single in plan:
             if flat is None:
-                results = call_stmt(stmt, env)
+                results = apply_stmt(stmt, env)
             else:
                 result = fn(*[env[a] if var else a for var, a in flat], **params)
                 results = (result,) if single else result
@@ -96,7 +97,7 @@ def run_loop(*operands: Any, loop: Loop) -> tuple:
 
 def _planned(stmt: Stmt) -> tuple:
     """A statement ready to run many times: its operands as (is a Var, Var or value) when
-    none is a sequence (else None: ``call_stmt`` takes it)."""
+    none is a sequence (else None: ``apply_stmt`` takes it)."""
     prim = stmt.prim
     if any(isinstance(a, tuple) for a in stmt.args) or \
             (prim.operands and prim.operands[-1].startswith("*")) or prim.nout not in (1, 2, 3):
@@ -141,7 +142,6 @@ def handed_over(facts, stmt: Stmt, index: int, atom: Any) -> bool:
     place, with no copy: an array the tape made (not an argument's memory, not read-only, not
     returned), given once, whose memory nothing reads after the region (``O = np.zeros((T,
     n))`` before ``for t: O[t] = h``: the zeros are the loop's, not a copy of them)."""
-    from .analysis import memory_bases, read_only
     if not isinstance(atom, Var) or not atom.aval.ndim or atom.aval.weak \
             or sum(a is atom for a in stmt.args) != 1:
         return False

@@ -293,6 +293,12 @@ class StaticInput:
     access: str = ""     # Python that reads it from the argument: "m.act", "len(m.layers)"
 
 
+# What a tape does that is written above this module: ``play`` (ir/play.py) and ``format``
+# (ir/printer.py) put their function here when imported, and ir/__init__.py imports both, so
+# they are here wherever a Tape is, while this module imports neither.
+METHODS: dict[str, Callable] = {}
+
+
 @dataclass
 class Tape:
     """A function as straight-line SSA, optionally with its gradients.
@@ -367,16 +373,14 @@ class Tape:
     def play(self, *args: Any, fn: Callable | None = None) -> Any:
         """Evaluate the tape on ``args`` with numpy, statement by statement (``ir/play.py``):
         its result, and after the backward pass ``(result, *grads)`` per input leaf."""
-        from .play import play
-        return play(self, *args, fn=fn)
+        return METHODS["play"](self, *args, fn=fn)
 
     def prefix_of(self, var: Var) -> str:
         """How the name of a derivative starts: ``dot_`` for a tangent, ``d`` for an adjoint."""
         return "dot_" if var in self.tangents else "d"
 
     def __str__(self) -> str:
-        from .printer import format_tape
-        return format_tape(self)
+        return METHODS["format"](self)
 
     def __repr__(self) -> str:
         return f"<Tape {self.name}: {len(self.stmts)} stmts>"

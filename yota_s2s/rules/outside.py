@@ -26,9 +26,13 @@ are static values, written into the code through ``yota_s2s.text``.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import Any, Callable
 
-from ..errors import InternalError
+import numpy as np
+
+from ..errors import InternalError, YotaError
+from ..ir.play import HANDLERS
+from ..ir.tape import Stmt
 from .registry import nodiff, primitive
 
 
@@ -68,3 +72,43 @@ nodiff(external_check)
 DRAW = primitive(draw, "args, method='', keywords=(), root=(), path=()", name="draw",
                  emit=("draw",), creates=True, effect=True, sequences=("args",))
 nodiff(draw)
+
+
+# -- played (ir/play.py): read along the root and path, as the generated code does ---------------
+
+def _base(stmt: Stmt, fn: Callable | None) -> Any:
+    """What ``path`` starts from: a module, numpy's global generator, or the traced function."""
+    root = stmt.param("root")
+    if root[0] == "module":
+        return importlib.import_module(root[1])
+    if root[0] == "numpy":
+        return np.random
+    if fn is None:
+        raise YotaError(f"{stmt.param('shown') or 'a value'} is read from the function's "
+                        "closure; play needs the function to read it",
+                        hint="Call tape.play(*args, fn=f) with the traced function.")
+    return fn
+
+
+def _play_external(stmt: Stmt, operands: list, fn: Callable | None) -> tuple:
+    return (follow(_base(stmt, fn), stmt.param("path")),)
+
+
+def _play_external_check(stmt: Stmt, operands: list, fn: Callable | None) -> tuple:
+    target = follow(_base(stmt, fn), stmt.param("path"))
+    if target != stmt.param("expected"):
+        raise YotaError(f"{stmt.param('shown')} was {stmt.param('expected')!r} when traced and "
+                        f"is {target!r} now")
+    return ()
+
+
+def _play_draw(stmt: Stmt, operands: list, fn: Callable | None) -> tuple:
+    target = follow(_base(stmt, fn), stmt.param("path"))
+    values, names = operands[0], stmt.param("keywords")
+    positional = values[:len(values) - len(names)]
+    keywords = dict(zip(names, values[len(values) - len(names):]))
+    return (getattr(target, stmt.param("method"))(*positional, **keywords),)
+
+
+HANDLERS.update({EXTERNAL: _play_external, EXTERNAL_CHECK: _play_external_check,
+                 DRAW: _play_draw})
