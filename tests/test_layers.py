@@ -29,11 +29,7 @@ PENDING = {
     ("yota_s2s.frontend.resolve", "yota_s2s.api"),              # entry points (front31)
     ("yota_s2s.frontend.resolve", "yota_s2s.higher"),           # entry points (front31)
     ("yota_s2s.frontend.resolve", "yota_s2s.codegen.loader"),   # generated_file (front31)
-    ("yota_s2s.ir.play", "yota_s2s.rules.external"),            # a handler table (startup30)
     # the imports (inside functions) that close a circle within a layer
-    ("yota_s2s.ir.tape", "yota_s2s.ir.play"),                   # startup30
-    ("yota_s2s.ir.tape", "yota_s2s.ir.printer"),                # startup30
-    ("yota_s2s.ir.region", "yota_s2s.ir.verify"),               # startup30
     ("yota_s2s.frontend.calls", "yota_s2s.frontend.evaluator"),         # split31
     ("yota_s2s.frontend.expressions", "yota_s2s.frontend.evaluator"),   # split31
     ("yota_s2s.region_backward", "yota_s2s.backward"),          # structural rules (ad31)
