@@ -306,7 +306,7 @@ def test_an_array_in_a_closure_the_code_cannot_reach_is_guarded_by_value():
 @pytest.mark.parametrize("strategy", ["rev-rev", "fwd-rev"])
 def test_second_order_reads_the_closure_array_of_the_first_gradient_at_run_time(strategy):
     # the first gradient, inlined, reads _fn.__closure__[0].cell_contents: the second-order
-    # module reads it there too (expressions.getattr, externals.OutsideCell), not a constant
+    # module reads it there too (expressions.getattr, outside.OutsideCell), not a constant
     weights = np.array([1.0, 2.0, 3.0])
     f = m.closure_array(weights * 1.0)
     x, v = np.array([0.5, 0.6, 0.7]), np.array([1.0, -0.5, 2.0])

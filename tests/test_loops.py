@@ -1128,7 +1128,7 @@ def test_stencil_saves_the_field_and_makes_its_differences_again(monkeypatch, bu
 
 
 def _accumulator_args(rng):
-    """Loops of at least frontend.loops.MIN_STEPS steps (a shorter one is unrolled)."""
+    """Loops of at least frontend.regions.MIN_STEPS steps (a shorter one is unrolled)."""
     return {
         cyclic: (rng.standard_normal(12),),
         ring_squared: (rng.standard_normal(12),),
@@ -1250,7 +1250,7 @@ def test_a_carried_field_takes_two_work_arrays_in_turn():
 
 
 def test_a_state_widened_by_its_first_step_is_not_planned_by_its_later_type():
-    """frontend/loops.py carries ``h`` as float64 when the first step widens a float32 start;
+    """frontend/regions.py carries ``h`` as float64 when the first step widens a float32 start;
     the first step still runs in float32 up to the addition, as numpy's does. A body planned by
     the carried type wrote that step's float32 ``h * 0.322`` as the state, then summed its
     squares into a float64 array with ``xp.dot(..., out=)``, which raised (seed 25,300,096):

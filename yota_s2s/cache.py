@@ -329,9 +329,9 @@ def _dep_test(dep: Dep, const: Callable[[Any], str], missing: str = "_MISSING") 
 
 
 def _same_array(array: np.ndarray, copy: np.ndarray) -> bool:
-    """An array compiled in (``externals._unreachable``) still holds the copy's contents: the
-    same dtype, shape and bytes (a nan equals itself; -0.0 differs from 0.0, which only
-    compiles again)."""
+    """An array compiled in (``OutsideReads._unreachable``, frontend/outside.py) still holds the
+    copy's contents: the same dtype, shape and bytes (a nan equals itself; -0.0 differs from
+    0.0, which only compiles again)."""
     return array.dtype == copy.dtype and array.shape == copy.shape and \
         array.tobytes() == copy.tobytes()
 

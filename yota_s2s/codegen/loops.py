@@ -605,7 +605,7 @@ def _rows_written_once(sub, loop, blocks) -> dict[Var, tuple[Stmt, ast.stmt]]:
 
 def _widened(loop, operands: dict) -> bool:
     """Whether a carried array starts in a narrower dtype than the step makes it
-    (frontend/loops.py ``wider``: a float32 ``h`` becomes float64 in the first step). The
+    (frontend/regions.py ``wider``: a float32 ``h`` becomes float64 in the first step). The
     body's types are the carried ones, but its first step runs on the start as numpy does, in
     the narrower dtype: a plan of its memory by those types would write a float32 value where
     a float64 one is meant (seed 25,300,096: ``h = h * 0.322`` then ``h += t``, float32 at the

@@ -19,7 +19,7 @@ from ..text import normal
 from .collect import Collector
 from .depends import Assumptions, rules_assumption
 from .evaluator import Evaluator, Frame
-from .externals import FUNCTION
+from .outside import FUNCTION
 from .flatten import Flattener, arg_kind, is_struct_object, leaf_names
 from .resolve import is_compiler
 from .source import parse_function
@@ -195,9 +195,9 @@ def _trace(fn: Any, args: Sequence[Any], rules: RuleSet, collector: Collector | 
     ev = Evaluator(rules)
     ev.max_depth = max_depth
     ev.collector = collector
-    ev.regions = regions                # loops as loop regions (frontend/loops.py), or unrolled
+    ev.regions = regions                # loops as loop regions (frontend/regions.py), or unrolled
     ev.flattener = flat = Flattener(ev.values, ev.input_vars, dynamic)
-    ev.externals.function_found(fn, (FUNCTION, ()))     # its closure: the code's _fn argument
+    ev.outside.function_found(fn, (FUNCTION, ()))       # its closure: the code's _fn argument
     names = param_names(fn, len(args))
     loc = flat.loc = parsed.loc(parsed.node)
     traced_args = [flat.flatten(a, i, (), names[i]) for i, a in enumerate(args)]
@@ -226,7 +226,7 @@ def assumptions(tape: Tape, ev: Evaluator, rules: RuleSet) -> Assumptions:
     (``ir.assumptions``), kept on the tape (``tape.assumptions``) and returned with the guards'
     view of it: what the cache (``ys.grad``) and ``simplegrad``'s function check."""
     flat = ev.flattener
-    record = [*ev.externals.record, *ev.assumed, *ev.depends.record()]
+    record = [*ev.outside.record, *ev.assumed, *ev.depends.record()]
     record += [Assumption(f"type({a}) is {cls.__qualname__}", "class", IDENTITY, flat.loc,
                           (a, cls), code=True) for a, cls in flat.types]
     record += [Assumption(f"{a} is {b}", "tie", IDENTITY, flat.loc, (a, b))

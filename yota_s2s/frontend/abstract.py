@@ -186,7 +186,7 @@ def evaluate(ev: Any, prim: Any, operands: list, params: dict) -> tuple | None:
 
 def _region(values: Values, loop: Any) -> tuple:
     """A loop region's results: the carried values after the last step, of the avals they
-    have before it (the region trial checked that a step keeps them: frontend/loops.py), of
+    have before it (the region trial checked that a step keeps them: frontend/regions.py), of
     the kind (an array, a numpy scalar, a Python number) the body's result has after the
     trial's step. The steps run only if Python code reads a result (``run_loop``)."""
     results = []

@@ -25,7 +25,7 @@ from ..rules.registry import is_mutator, mutator_hint, opaque_primitive
 from ..rules.template import is_static
 from . import abstract
 from .collect import rule_stub, skip_call
-from .externals import RandomMethod, cell_path, is_data, random_method
+from .outside import RandomMethod, cell_path, is_data, random_method
 from .flatten import is_struct_object
 from .numpy_calls import NUMPY_CALLS, guard_selection, stacked
 from .resolve import (IN_PLACE_METHODS, array_method, display_name, is_compiler, is_inlinable,
@@ -93,10 +93,10 @@ class CallsMixin:
         if is_user_class(fn) and (is_traced([args, kwargs]) or holds_struct([args, kwargs])):
             return construct(self, fn, args, kwargs, node)
         if isinstance(fn, RandomMethod):
-            return self.externals.draw(fn.ref, fn.name, list(args), kwargs, node)
+            return self.outside.draw(fn.ref, fn.name, list(args), kwargs, node)
         if random_method(fn) is not None:
             method = random_method(fn)
-            return self.externals.draw(method.ref, method.name, list(args), kwargs, node)
+            return self.outside.draw(method.ref, method.name, list(args), kwargs, node)
         if is_random(fn):
             return skip_call(self, UnsupportedSyntax(
                 f"{display_name(fn)} draws random numbers inside the compiled function",
@@ -378,7 +378,7 @@ class CallsMixin:
         bound.apply_defaults()
         code = fn.__code__
         closure, cells = {}, {}
-        where = self.externals.where_function(fn)
+        where = self.outside.where_function(fn)
         if len(given) < len(bound.arguments):
             self._defaults(fn, bound.arguments, given, where, node)
         for index, (name, cell) in enumerate(zip(code.co_freevars, fn.__closure__ or ())):
@@ -442,7 +442,7 @@ class CallsMixin:
                 step = (("attr", "__kwdefaults__"), ("item", name))
             else:
                 continue
-            arguments[name] = self.externals.wrap(arguments[name], (root, path + step), node,
+            arguments[name] = self.outside.wrap(arguments[name], (root, path + step), node,
                                                   name)
 
     def inline_local(self, fn: LocalFunction, args: list, kwargs: dict, node: gast.AST) -> Any:

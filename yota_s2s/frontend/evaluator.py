@@ -9,7 +9,7 @@ every branch can be decided:
 - ``if``/``while``/``and``/``or``/``x if c else y`` on static values pick a branch; on traced
   values they follow the example and record a *guard*, which the generated code checks;
 - ``for`` loops become loop regions where the body is one program for every step
-  (``loops.py``), and are unrolled otherwise; ``break``, ``continue`` and ``return`` work
+  (``regions.py``), and are unrolled otherwise; ``break``, ``continue`` and ``return`` work
   anywhere.
 
 Statements are here; expressions in ``expressions.py``; calls in ``calls.py``.
@@ -33,8 +33,8 @@ from .abstract import Values
 from .collect import Collector
 from .expressions import ExpressionsMixin
 from .depends import Depends
-from .externals import Externals, module_root
-from .loops import LoopsMixin, TrialAbort
+from .outside import OutsideReads, module_root
+from .regions import RegionsMixin, TrialAbort
 from .source import ParsedFunction
 from .structs import set_attribute
 from .updates import UpdatesMixin
@@ -63,7 +63,7 @@ class Frame:
         self.locals: dict[str, Any] = {}
         self.stmt: gast.stmt | None = None     # the statement running now (for locations)
         self.yields: list | None = None        # a generator's values (see calls.run_function)
-        self.cells: dict[str, tuple | None] = {}    # where each closure cell is (externals.py)
+        self.cells: dict[str, tuple | None] = {}    # where each closure cell is (outside.py)
         self.iterations: list[str] = []        # unrolled loops running now: ``t = 3``
         self.call: tuple = ()                  # an inlined call: (ordinal, call site), SourceLoc.call
 
@@ -88,7 +88,7 @@ class Frame:
         raise KeyError(name)
 
 
-class Evaluator(ExpressionsMixin, CallsMixin, UpdatesMixin, LoopsMixin):
+class Evaluator(ExpressionsMixin, CallsMixin, UpdatesMixin, RegionsMixin):
     def __init__(self, rules: RuleSet, values: dict[Var, Any] | None = None):
         self.rules = rules
         self.stmts: list[Stmt] = []
@@ -105,15 +105,15 @@ class Evaluator(ExpressionsMixin, CallsMixin, UpdatesMixin, LoopsMixin):
         self.flattener = None                 # frontend.flatten.Flattener, set by trace_function
         # globals and class attributes the source read, each with where it was read
         self.depends = Depends(lambda: self.loc(self.frame.stmt) if self.frame else None)
-        self.externals = Externals(self)      # data read from globals and closures
+        self.outside = OutsideReads(self)     # data read from globals and closures
         # other entries of the record of assumptions (ir/assumptions.py): an int argument's
-        # role in an index, ... (the record also takes externals', depends' and the flattener's)
+        # role in an index, ... (the record also takes outside's, depends' and the flattener's)
         self.assumed: list = []
         self.collector: Collector | None = None    # collecting mode: see collect.py
         self.latest: dict[Var, Var] = {}      # in-place updates: see updates.py
         self.views: dict[Var, tuple[Var, Stmt]] = {}
         self.constants: set[Var] = set()
-        self.loop_notes: list[str] = []       # per loop: region or unrolled, and why (loops.py)
+        self.loop_notes: list[str] = []       # per loop: region or unrolled, and why (regions.py)
         self.stack_rows: dict = {}
         self.pending_rows: dict = {}
         self.calls = itertools.count(1)       # inlined calls, numbered (SourceLoc.call)
@@ -372,7 +372,7 @@ class Evaluator(ExpressionsMixin, CallsMixin, UpdatesMixin, LoopsMixin):
 
     def bind_name(self, name: str, value: Any) -> None:
         if (isinstance(value, Var) and not self.backward_mode and value.grad_of is None
-                and (not self.is_input(value) or value in self.externals.vars)
+                and (not self.is_input(value) or value in self.outside.vars)
                 and (value.hint is None or self.hint_depth.get(value, 0) > self.depth)):
             value.hint = name
             self.hint_depth[value] = self.depth
@@ -384,7 +384,7 @@ class Evaluator(ExpressionsMixin, CallsMixin, UpdatesMixin, LoopsMixin):
         except KeyError:
             raise YotaError(f"name {name!r} is not defined", self.loc(node)) from None
         if where is not None:
-            value = self.externals.wrap(value, where, node, name)
+            value = self.outside.wrap(value, where, node, name)
             if isinstance(value, Var) and where[1][:1] == (("attr", name),):
                 self.depends.forget(self.frame.globals, name)   # read when the code runs
         return self.current(value)

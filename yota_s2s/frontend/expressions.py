@@ -19,7 +19,7 @@ from ..errors import StaticValueError, YotaError
 from ..ir.assumptions import INDEX, Assumption
 from ..ir.tape import Lit, Var
 from ..ir.values import ArrayMethod, is_traced, python_numbers, to_tree
-from .externals import GeneratorRef, OutsideCell, RandomMethod, is_data, module_root
+from .outside import GeneratorRef, OutsideCell, RandomMethod, is_data, module_root
 from .resolve import ARRAY_METHODS, IN_PLACE_METHODS, LIBRARY_MODULES, STATIC_ARRAY_ATTRS
 from .structs import StructValue, call_dunder, get_attribute, static_lookup
 
@@ -45,12 +45,12 @@ class ExpressionsMixin:
             raise self.unsupported(node, f"`{type(node).__name__}` expressions are not supported")
         value = method(node)
         if self.trial_records and (value.__class__ is list or value.__class__ is dict):
-            self.saw_container(value, node)     # a region's trial watches them (loops.py)
+            self.saw_container(value, node)     # a region's trial watches them (regions.py)
         return value
 
     def container_part(self, node: gast.expr) -> Any:
         """``node``'s value where it is indexed (``hs[-1]``) or appended to (``hs.append``):
-        a list read there is not read as a whole (see ``LoopsMixin.saw_container``)."""
+        a list read there is not read as a whole (see ``RegionsMixin.saw_container``)."""
         saved, self.part_node = self.part_node, node
         try:
             return self.expr(node)
@@ -294,9 +294,9 @@ class ExpressionsMixin:
             value = obj.cell.cell_contents
             if not is_data(value):
                 self.depends.cell(obj.cell, value, f"{obj.name} (a variable of a closure)")
-            return self.externals.wrap(value, obj.where, node, obj.name)
+            return self.outside.wrap(value, obj.where, node, obj.name)
         if isinstance(obj, types.FunctionType) and name == "__closure__":
-            cells = self.externals.cells(obj)
+            cells = self.outside.cells(obj)
             if cells is not None:
                 return cells
         try:
@@ -304,7 +304,7 @@ class ExpressionsMixin:
         except AttributeError as e:
             raise YotaError(str(e), self.loc(node)) from None
         if isinstance(obj, types.ModuleType) and not _library_module(obj):
-            wrapped = self.externals.wrap(value, (module_root(obj.__dict__), (("attr", name),)),
+            wrapped = self.outside.wrap(value, (module_root(obj.__dict__), (("attr", name),)),
                                           node, name)
             if not isinstance(wrapped, Var):
                 self.depends.attribute(obj, name, value)
@@ -329,7 +329,7 @@ class ExpressionsMixin:
         if self.trial_records and obj.__class__ is list:
             last = self.saw_item(obj, key, node)
             if last is not None:
-                return last             # hs[-1], the row the step before appended (loops.py)
+                return last             # hs[-1], the row the step before appended (regions.py)
         return obj[key]
 
     def dynamic_slice(self, obj: Var, key: Any, node: gast.AST) -> Any:

@@ -70,8 +70,8 @@ def get_attribute(ev: Any, sv: StructValue, name: str, node: gast.AST) -> Any:
     if name in sv.fields:
         return sv.fields[name]
     if sv.obj is not None and sv.argnum is None and _instance_has(sv.obj, name):
-        root, path = sv.path         # an object read from a global or a closure: externals.py
-        value = ev.externals.wrap(getattr(sv.obj, name), (root, path + (("attr", name),)),
+        root, path = sv.path         # an object read from a global or a closure: outside.py
+        value = ev.outside.wrap(getattr(sv.obj, name), (root, path + (("attr", name),)),
                                   node, name, field=True)
         sv.fields[name] = value
         return value

@@ -19,7 +19,7 @@ source read it (file:line). ``how`` is one of
   index it feeds (numpy's negative and clipped bounds).
 
 The frontend gathers the record from where the trace decides each (``frontend.assumptions``:
-``Externals`` for run-time reads and value checks, ``Depends`` for identity, the flattener for
+``OutsideReads`` for run-time reads and value checks, ``Depends`` for identity, the flattener for
 classes, ties and shadowing, ``Evaluator.assumed`` for any other kind, such as an int's role).
 A ``simplegrad`` function checks the identity entries at each call (``cache.world_guard``),
 except library modules and library functions bound under their own name (``np``, ``exp`` of

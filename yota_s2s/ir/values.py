@@ -116,7 +116,7 @@ def to_tree(value: Any, loc: SourceLoc | None = None, key: bool = False) -> Any:
     if isinstance(value, dict):
         raise StaticValueError("a dict cannot be passed to a numpy function", loc)
     if isinstance(value, np.ndarray) and value.size > MAX_LITERAL_SIZE:
-        # arrays from globals and closures are read at call time (externals.py), arrays the
+        # arrays from globals and closures are read at call time (outside.py), arrays the
         # code computes are computed when it runs (calls.py): this one came from neither
         raise StaticValueError(
             f"a constant array of {value.size} elements ({value.dtype}{list(value.shape)}) that "

@@ -78,7 +78,7 @@ class _CarryLast(dict):
 WHOLE = object()
 
 
-class LoopsMixin:
+class RegionsMixin:
     trial_depth: int = 0
     trial_records: tuple = ()   # the trials running now, innermost last (``_Watch``)
     part_node: Any = None       # the expression being indexed or appended to (expressions.py)
@@ -774,7 +774,7 @@ def _loaded_outside(frame, node: gast.For) -> set[str]:
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and id(n) not in inside}
 
 
-__all__ = ["LoopsMixin", "TrialAbort", "MIN_STEPS", "tree_vars"]
+__all__ = ["RegionsMixin", "TrialAbort", "MIN_STEPS", "tree_vars"]
 
 
 def _widens(before, after) -> bool:

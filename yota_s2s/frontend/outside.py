@@ -6,7 +6,7 @@ value the evaluator takes from a global or a closure cell comes with *where* it 
 a root (``("module", "model")``: the globals of an importable module; ``("function",)``: the
 compiled function itself, for its own closure) and a path of steps from it
 (``(("attr", "X"),)`` is ``model.X``; a closure cell is ``__closure__[i].cell_contents``).
-``Externals.wrap`` turns the value into what the evaluator works with:
+``OutsideReads.wrap`` turns the value into what the evaluator works with:
 
 - a numeric ``ndarray`` becomes a Var made by an ``external`` statement (rules/outside.py):
   read at call time and checked for exact type, shape and dtype; it gets no gradient. Read
@@ -77,7 +77,7 @@ class RandomMethod:
 class OutsideCell:
     """``fn.__closure__[i]`` of a function found at a place the generated code reaches (a
     generated gradient inlined in another one reads ``_fn.__closure__[0].cell_contents``): its
-    ``cell_contents`` is read where it is, like a closure variable (``Externals.cells``)."""
+    ``cell_contents`` is read where it is, like a closure variable (``OutsideReads.cells``)."""
 
     cell: types.CellType
     where: tuple
@@ -138,7 +138,7 @@ def describe_where(where: tuple) -> str:
     return text
 
 
-class Externals:
+class OutsideReads:
     """The reads from outside that one trace made, by where they were found."""
 
     def __init__(self, ev: Any):
