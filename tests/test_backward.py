@@ -1,7 +1,7 @@
 """The reverse sweep: adjoint statements, accumulation, un-broadcasting, scatter buffers.
 
 Tapes here are printed before the optimizing passes (``passes=False``) so they show exactly
-what backward.py emits.
+what ad/sweep.py emits.
 """
 import math
 
@@ -119,7 +119,7 @@ def test_a_non_scalar_result_is_refused():
 def test_the_backward_pass_changes_no_forward_value():
     """A rule may return a forward value itself (here ``x2``, an intermediate): that it is
     a gradient is recorded in the gradient tape, and the forward tape prints as before."""
-    from yota_s2s.backward import backward
+    from yota_s2s.ad.backward import backward
     from yota_s2s.frontend import trace_function
 
     from .programs import custom

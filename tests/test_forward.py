@@ -1,4 +1,4 @@
-"""Forward mode (forward.py): every case of the gradient-check table through ``jvp`` against
+"""Forward mode (ad/forward.py): every case of the gradient-check table through ``jvp`` against
 central finite differences along a random tangent, both generated forms; every built-in rule
 used by that run (or refused here with a reason); ``jacobian`` in both modes agreeing; the
 generated module's tangent section; the errors."""

@@ -1058,7 +1058,7 @@ def test_planned_loop_bodies_at_a_batch_size_that_plans_them(f):
 # -- rows of an array in the steps, and a stencil (flow6) --
 
 def test_stencil_at_sizes_that_save_both_differences():
-    """At the table's 6 x 5 grid (below region_backward.REMAKE_MIN) the differences are saved, and the backward
+    """At the table's 6 x 5 grid (below ad/regions.py's REMAKE_MIN) the differences are saved, and the backward
     step writes the terms of ``dvx`` over the rows of the differences' stack
     (passes/stacked.py) while ``dvy``'s running sum, written inside ``dvy += dt * dfy``, still
     reads the row of ``dfy`` in that stack: the row is written after that read (it was written
@@ -1074,7 +1074,7 @@ def test_stencil_at_sizes_that_save_both_differences():
 def test_rows_in_the_steps_cost_a_row_per_step(f, buffers):
     """A step that writes and reads rows of a (T, n) array copies a row at most, never the
     array (passes/inplace.py copies a row view read after an update of its array), and adds a
-    row's gradient into the row of the array's gradient (backward.py), never into a zero
+    row's gradient into the row of the array's gradient (ad/sweep.py), never into a zero
     array of the whole shape: the cost of a step does not grow with T."""
     import re
     args = (rnn_args()[0], _vec(50).reshape(10, 5))
@@ -1104,11 +1104,11 @@ def test_rows_in_the_steps_cost_a_row_per_step(f, buffers):
 def test_stencil_saves_the_field_and_makes_its_differences_again(monkeypatch, buffers):
     """The centred differences ``np.roll(f, -1) - np.roll(f, 1)`` along both axes are made
     again in the backward step from the field, saved once per step (``cheap`` primitives,
-    region_backward.py, for values of ``REMAKE_MIN`` elements or more: 1 here): one stack, not
+    ad/regions.py, for values of ``REMAKE_MIN`` elements or more: 1 here): one stack, not
     two; in the buffered form each roll is two slice copies into a work array
     (passes/lower.py), no ``np.roll`` call left, the same numbers."""
-    from yota_s2s import region_backward
-    monkeypatch.setattr(region_backward, "REMAKE_MIN", 1)
+    from yota_s2s.ad import regions
+    monkeypatch.setattr(regions, "REMAKE_MIN", 1)
     args = stencil_args()
     df = ys.simplegrad(stencil, *args, buffers=buffers)
     _assert_right(df, stencil, list(args))

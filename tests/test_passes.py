@@ -144,7 +144,7 @@ def test_reads_past_writes_to_other_elements_see_the_array_before():
     optimized = text(tape)
     assert "dout" not in optimized and "broadcast_to" not in optimized
     # one per element of x, nothing else: x[i] and x[i - 1] read each element twice, and the
-    # two parts of its gradient are added before the one write (backward.py)
+    # two parts of its gradient are added before the one write (ad/sweep.py)
     assert optimized.count("index_add") == 3
     assert sorted(line.split()[-2] for line in optimized.splitlines() if "index_add" in line) \
         == ["0", "1", "2"]

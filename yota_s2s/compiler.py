@@ -14,8 +14,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Sequence
 
-from .backward import backward
-from .forward import forward as forward_sweep
+from .ad.backward import backward
+from .ad.forward import forward as forward_sweep
 from .codegen import function_name, load, module_name_for, write_module
 from .codegen.outside import reads_function
 from .codegen.writer import names_taken
@@ -204,7 +204,7 @@ def compile_jvp(f: Any, args: Sequence[Any], tangents: Sequence[Any] | None = No
                 module_name: str | None = None, check: bool = False,
                 buffers: bool = True) -> Compiled:
     """The forward-mode module of ``f``: ``f_jvp(*args, *tangents) == (f(*args), J @ t)``,
-    one tangent argument per argument with float values (forward.py)."""
+    one tangent argument per argument with float values (ad/forward.py)."""
     if device not in DEVICES:
         raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
     forward, tape, assumes = _jvp_stages(f, args, tangents, rules, check, passes=True)

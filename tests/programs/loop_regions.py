@@ -527,7 +527,7 @@ def stencil_args(n=6, m=5, seed=0):
     return r.random((n, m)), r.random((n, m)), r.random((n, m))
 
 
-# -- accumulator loops (region_backward._accumulator_loop): each step's adjoint in the step --
+# -- accumulator loops (ad/regions.py _accumulator_loop): each step's adjoint in the step --
 # (``cyclic`` above is one: the ring workload)
 
 def ring_squared(x):

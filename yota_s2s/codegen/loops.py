@@ -936,7 +936,7 @@ def _row_at(v: Var, stack: Var, loop, facts) -> int | None:
 
 
 def _first_rows(sub, loop, blocks) -> list[tuple[Var, Var, int, Stmt]]:
-    """The stacks that keep a carried value and its next value in one array (region_backward:
+    """The stacks that keep a carried value and its next value in one array (ad/regions.py:
     the step at ``t`` saves its state ``h`` at row ``t`` and the next state at ``t + 1``): row
     ``t`` of step ``t`` is what the step before wrote at its ``t + 1``, so only the first step's
     save is needed, written once before the loop (``H[0] = h``): one row written per step, as

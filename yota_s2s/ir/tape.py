@@ -65,7 +65,7 @@ class Aval:
 
 _ids = itertools.count()
 
-# The rule text of the additions backward.py makes when a value's gradient has several parts.
+# The rule text of the additions ad/sweep.py makes when a value's gradient has several parts.
 ACCUMULATE = "accumulate: the gradients of a value used twice add up"
 
 
@@ -218,7 +218,7 @@ TRAITS = {
                    "does not, so codegen writes xp.asarray(1.0) (np.broadcast_to(1.0, shape))",
     "cheap": "one pass over its operands, no reduction (+, -, np.roll): a loop's backward step "
              "computes it again from the values the forward loop saves, rather than saving it "
-             "too, where that saves a stack of values (region_backward.py)",
+             "too, where that saves a stack of values (ad/regions.py)",
     "commutative": "its two operands in either order give the same value, bit for bit (IEEE "
                    "+ and *): CSE takes 3 * x and x * 3 for one value, and an in-place form may "
                    "write over either operand",
@@ -233,7 +233,7 @@ TRAITS = {
                  "passed as given",
 }
 
-# The rule text of every statement the forward sweep (forward.py) records starts with this:
+# The rule text of every statement the forward sweep (ad/forward.py) records starts with this:
 # codegen writes them in a section of their own, ``# -- tangent --``.
 TANGENT = "jvp "
 
@@ -326,7 +326,7 @@ class Tape:
     # The names of its values, given once by ir/names.assign_names on a finished tape (a
     # ``Namer``); a copy, made by a stage that changes the tape, has none until named again.
     namer: Any = field(default=None, compare=False, repr=False)
-    # Forward mode (forward.py): the tangent of ``result``, returned after it; ``tangents``
+    # Forward mode (ad/forward.py): the tangent of ``result``, returned after it; ``tangents``
     # marks the Vars that are tangents (named ``dot_h``, where adjoints are ``dh``).
     tangent: Tree = None
     tangents: set = field(default_factory=set)

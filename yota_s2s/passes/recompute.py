@@ -4,7 +4,7 @@ buffered form only: it is about memory held, not about what the code says).
 A forward value the backward sweep reads again stays alive, in a work array, from where it is
 made until its last backward read: across the rest of the forward section, where the arrays
 live at once are most numerous. When the value is one cheap operation (a primitive declared
-``cheap``, as a loop's backward step reads it too, region_backward.py: ``+ - *``, a negation,
+``cheap``, as a loop's backward step reads it too, ad/regions.py: ``+ - *``, a negation,
 ``np.roll``) of operands that are alive at that backward read anyway (arguments, literals,
 values read there or later), computing it again there costs one pass over the array,
 and frees its memory for the whole stretch in between; the forward statement that made it may

@@ -30,7 +30,7 @@ for fn in (np.zeros, np.ones, np.empty, np.zeros_like, np.ones_like, np.empty_li
     nodiff(fn)
 
 # A traced fill value or end point is a value like any other: ``np.full(s, a)`` is ``a``
-# broadcast (backward.py sums ``dy`` back to its shape), ``np.linspace`` is linear in both ends.
+# broadcast (ad/sweep.py sums ``dy`` back to its shape), ``np.linspace`` is linear in both ends.
 nodiff(np.full, "shape")
 diffrule(np.full, "fill_value", "dy", ignores=("dtype",))
 nodiff(np.full_like, "a")

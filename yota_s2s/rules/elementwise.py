@@ -3,7 +3,7 @@ fmax/fmin clip where logaddexp hypot arctan2 sinc nan_to_num, real imag conj ang
 on Python floats, casts. Rounding and predicates have no gradient: see discrete.py.
 
 Each rule is the local derivative times ``dy``; un-broadcasting and dtype casts are done once,
-in backward.py. ``y`` is the result, so ``exp`` and ``tanh`` reuse the forward value.
+in ad/sweep.py. ``y`` is the result, so ``exp`` and ``tanh`` reuse the forward value.
 """
 import builtins
 import math
@@ -92,7 +92,7 @@ diffrule(np.nan_to_num, "x", "np.where(np.isfinite(x), dy, 0.0)",
 primitive(np.real, "val", view=True, elementwise=True)
 primitive(np.imag, "val", view=True, elementwise=True)
 primitive(np.angle, "z, deg=False", elementwise=True)
-diffrule(np.real, "val", "dy")                  # backward.py casts dy to val's dtype
+diffrule(np.real, "val", "dy")                  # ad/sweep.py casts dy to val's dtype
 
 
 @diffrule(np.imag, "val")
@@ -140,7 +140,7 @@ primitive(np.clip, "a, a_min, a_max", elementwise=True, real_only=ORDERS)
 # clip(a, lo, hi) is minimum(maximum(a, lo), hi): at a bound, a and the bound share dy
 # equally (the maximum/minimum tie rule); a bound may be None. The last factor is the boolean
 # mask of the closed interval, so that the rules before it see exact zeros outside the bounds
-# (backward.py, "masked": np.clip(np.log(x), -5, 5) at x = 0 has the gradient 0, not nan).
+# (ad/sweep.py, "masked": np.clip(np.log(x), -5, 5) at x = 0 has the gradient 0, not nan).
 @diffrule(np.clip, "a")
 def clip_grad(a, a_min, a_max, dy):
     """``dy`` inside the bounds, half of it at a bound, none outside."""
@@ -182,7 +182,7 @@ jvprule(builtins.abs, "x", abs_jvp)
 primitive(builtins.float, "x", name="float", emit=("call", "float"), elementwise=True)
 diffrule(builtins.float, "x", "dy")
 primitive(builtins.complex, "x", name="complex", emit=("call", "complex"), elementwise=True)
-diffrule(builtins.complex, "x", "dy")    # backward.py takes the real part for a real x
+diffrule(builtins.complex, "x", "dy")    # ad/sweep.py takes the real part for a real x
 
 
 def astype(x, dtype):
@@ -192,7 +192,7 @@ def astype(x, dtype):
 
 
 primitive(astype, "x, dtype", name="astype", emit=("method", "astype"), elementwise=True)
-diffrule(astype, "x", "dy")           # backward.py casts dy back to x's dtype
+diffrule(astype, "x", "dy")           # ad/sweep.py casts dy back to x's dtype
 
 
 # ----- written with where and real --------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Indexing: ``x[key]``, the update ``x[key] = v``, take, take_along_axis, sort, partition.
 
-The gradient of ``y = a[key]`` is ``da[key] += dy``. backward.py gathers every such
+The gradient of ``y = a[key]`` is ``da[key] += dy``. ad/sweep.py gathers every such
 contribution to one array into a single buffer (one ``np.zeros`` per array, not one per
 index), which is what makes element-by-element code like the seed polynomial cheap.
 ``index_add`` is that update as a primitive: in place on a buffer nobody else reads; the

@@ -4,7 +4,7 @@
 For ``y = x1 @ x2`` with matrices, ``dx1 = dy @ x2.T`` and ``dx2 = x1.T @ dy``: each operand's
 gradient contracts ``dy`` with the other operand over the axes they did not share. A 1-D
 operand is a vector on that side, and batched operands transpose their last two axes; batch
-axes that were broadcast are summed back by backward.py. ``einsum`` gets the same treatment in
+axes that were broadcast are summed back by ad/sweep.py. ``einsum`` gets the same treatment in
 its own language: the gradient of an operand is the einsum that puts ``dy`` in its place.
 """
 import operator

@@ -76,7 +76,7 @@ class Rule:
     text: str                        # the expression, or "name(params)" of a rule function
     expr: gast.expr | None = None    # one-line rules
     fn: Callable | None = None       # multi-line rules (inlined by the frontend)
-    scatter: bool = False            # d a[key] += dy, accumulated per array (see backward.py)
+    scatter: bool = False            # d a[key] += dy, accumulated per array (see ad/sweep.py)
     globals: dict | None = None      # where names in ``expr`` resolve (np, math, user helpers)
     loc: SourceLoc | None = None     # where the rule was registered
     kwargs: str | None = None        # ``kw`` in ``**kw``: the keyword options of the call
@@ -420,7 +420,7 @@ class RuleSet:
 
             jvprule(np.angle, "z", "np.imag(np.conj(z) * dz) / np.abs(z) ** 2")
 
-        Most primitives need none: forward.py derives the JVP from the ``elementwise``,
+        Most primitives need none: ad/forward.py derives the JVP from the ``elementwise``,
         ``linear`` and ``multilinear`` traits, or by transposing the VJP rule."""
         if rule is None:
             def register(rule_fn: Callable) -> Callable:
@@ -497,7 +497,7 @@ class RuleSet:
         """Declare terms that cancel exactly: ``check(tape, facts)`` (the forward tape and its
         ``ir.analysis.Analysis``) returns ``(statement index, operand name)`` pairs whose
         gradient contributions add up to zero for every value of the arguments (the max
-        subtracted before a log-sum-exp); backward.py emits nothing for them. Returns
+        subtracted before a log-sum-exp); ad/sweep.py emits nothing for them. Returns
         ``check``, so it works as a decorator (docs/rules.md, "Terms that cancel")."""
         if check not in self.cancellations:
             self.cancellations.append(check)

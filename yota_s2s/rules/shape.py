@@ -4,7 +4,7 @@ transpose swapaxes moveaxis rollaxis, flip fliplr flipud rot90 roll, copy.
 These are linear maps that only move elements, so the gradient moves ``dy`` back: a reshape is
 undone by reshaping to the input's shape, a transpose by the inverse permutation, a flip or a
 roll by the same flip or the opposite roll. A broadcast's gradient is summed back to the
-input's shape centrally, in backward.py.
+input's shape centrally, in ad/sweep.py.
 """
 import numpy as np
 
@@ -51,7 +51,7 @@ diffrule(np.squeeze,     "a", "np.reshape(dy, a.shape)", ignores=("axis",))
 diffrule(np.atleast_1d,  "ary", "np.reshape(dy, np.shape(ary))")
 diffrule(np.atleast_2d,  "ary", "np.reshape(dy, np.shape(ary))")
 diffrule(np.atleast_3d,  "ary", "np.reshape(dy, np.shape(ary))")
-diffrule(np.broadcast_to, "array", "dy")          # backward.py sums the broadcast axes
+diffrule(np.broadcast_to, "array", "dy")          # ad/sweep.py sums the broadcast axes
 diffrule(np.swapaxes,    "a", "np.swapaxes(dy, axis1, axis2)")
 diffrule(np.moveaxis,    "a", "np.moveaxis(dy, destination, source)")
 diffrule(np.flip,        "m", "np.flip(dy, axis)")

@@ -31,12 +31,13 @@ from typing import Any
 
 import numpy as np
 
-from .backward import _align, _constant, _describe, _Sweep, refuse_complex, transpose
-from .errors import NoRuleError, YotaError
-from .frontend.evaluator import Evaluator
-from .ir.tape import ACCUMULATE, TANGENT, Input, Lit, Stmt, Tape, Var, tree_atoms, tree_map
-from .ir.values import to_tree
-from .rules.registry import NODIFF_ALL, tangent_name
+from ..errors import NoRuleError, YotaError
+from ..frontend.evaluator import Evaluator
+from ..ir.tape import ACCUMULATE, TANGENT, Input, Lit, Stmt, Tape, Var, tree_atoms, tree_map
+from ..ir.values import to_tree
+from ..rules.registry import NODIFF_ALL, tangent_name
+from .backward import describe, is_constant, transpose
+from .sweep import Sweep, align, refuse_complex
 
 
 def forward(tape: Tape, ev: Evaluator, tangents: list[Any]) -> Tape:
@@ -51,13 +52,13 @@ class _ForwardSweep:
         self.example = tangents
         self.tangent: dict[Var, Any] = {}     # primal Var -> its tangent (a Var)
         self.marks: dict[Var, Var] = {}       # tangent Var -> its primal, for names
-        self.linear = _Sweep.linear(ev)       # fit/emit helpers (no tape of its own)
+        self.linear = Sweep.linear(ev)       # fit/emit helpers (no tape of its own)
 
     def run(self) -> Tape:
         tape, ev = self.tape, self.ev
-        constant = isinstance(tape.result, Lit) and _constant(tape.result)   # tangent 0.0
+        constant = isinstance(tape.result, Lit) and is_constant(tape.result)   # tangent 0.0
         if not constant and (not isinstance(tape.result, Var) or not tape.result.aval.is_float):
-            raise YotaError(f"{tape.name} returns {_describe(tape.result)}; forward mode "
+            raise YotaError(f"{tape.name} returns {describe(tape.result)}; forward mode "
                             "needs one float array or scalar as the result", tape.loc,
                             "Return one array (np.concatenate or np.stack several).")
         ev.backward_mode = True
@@ -172,10 +173,10 @@ class _ForwardSweep:
             raise YotaError(f"internal: an {kind} JVP for {stmt.prim.name}, which has "
                             f"{stmt.prim.nout} results", stmt.loc, "Declare a jvprule.")
         if kind == "declared":
-            value = _Sweep.instantiate(self.linear, rule, stmt, [None],
+            value = self.linear.instantiate(rule, stmt, [None],
                                        extra={tangent_name(name): _value(tangent)})
         else:                            # elementwise: the VJP rule with dy := the tangent
-            value = _Sweep.instantiate(self.linear, rule, stmt, [_value(tangent)])
+            value = self.linear.instantiate(rule, stmt, [_value(tangent)])
         return (value,)
 
     def _transposed(self, rule, stmt: Stmt, tree: Any, tangent: Any) -> tuple:
@@ -186,9 +187,9 @@ class _ForwardSweep:
         start = len(ev.stmts)
         saved = ev.rule_text
         dys = [self._zeros(o) for o in stmt.outs]
-        grads = _Sweep.instantiate(self.linear, rule, stmt, dys)
+        grads = self.linear.instantiate(rule, stmt, dys)
         seeds = []
-        for atom, g in _align(tree, grads, stmt):
+        for atom, g in align(tree, grads, stmt):
             if isinstance(atom, Var) and atom in self.tangent and g is not None:
                 g = self.linear.fit(g, atom.aval)
                 if isinstance(g, Var):

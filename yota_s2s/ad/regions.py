@@ -11,7 +11,7 @@ For ``c = loop(init, k)`` with body ``c_out = step(t, c_in, k)``::
               carried: the cotangents of the carried values (starting as the gradients of the
               region's results) and one accumulator per invariant that needs a gradient
 
-The step's adjoint is the ordinary reverse sweep (backward.py) over the body's statements,
+The step's adjoint is the ordinary reverse sweep (sweep.py) over the body's statements,
 seeded with the carried cotangents; a region inside the body is differentiated the same way
 (its saved stacks become values of the outer step, saved in turn). The backward region is an
 ordinary region, so the plain module can be differentiated again.
@@ -23,12 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from .frontend.abstract import ghost
-from .ir.analysis import Analysis
-from .ir.region import EMPTY, Loop, loop_of, loop_primitive
-from .ir.tape import ACCUMULATE, Aval, Input, Lit, Stmt, Tape, Var, tree_atoms
-from .ir.values import to_tree
-from .rules.indexing import index_add, setitem_
+from ..frontend.abstract import ghost
+from ..ir.region import EMPTY, Loop, loop_of, loop_primitive
+from ..ir.tape import ACCUMULATE, Aval, Input, Lit, Stmt, Tape, Var
+from ..ir.values import to_tree
+from ..rules.indexing import index_add, setitem_
+from .sweep import STRUCTURAL_RULES, Sweep, active_from
 
 SAVED = "saved by the forward loop for the backward loop"
 # A value of a step this large (elements) or larger, made by ``cheap`` primitives from values
@@ -38,7 +38,6 @@ REMAKE_MIN = 512
 
 
 def sweep_region(sweep, stmt: Stmt) -> None:
-    from .backward import _Sweep, active_from
     ev, rules = sweep.ev, sweep.rules
     loop: Loop = loop_of(stmt)
     body = loop.body
@@ -55,13 +54,8 @@ def sweep_region(sweep, stmt: Stmt) -> None:
     if not carried and not any(k in seeds for k in loop.invariants):
         return
 
-    sub = _Sweep.__new__(_Sweep)
-    sub.tape, sub.ev, sub.rules, sub.active = body, ev, rules, act
-    sub.full, sub.scatter, sub.primals = {}, {}, sweep.primals
-    sub.in_region = True
-    sub.home = list(body.stmts)
-    facts = Analysis(body)      # terms that cancel within one step (RuleSet.cancels)
-    sub.cancelled = set().union(*(check(body, facts) for check in rules.cancellations))
+    sub = Sweep(ev, body, act, primals=sweep.primals, in_region=True)
+    sub.find_cancellations()    # terms that cancel within one step (RuleSet.cancels)
     outer_stmts, ev.stmts = ev.stmts, []
     cot: dict[Var, Var] = {}        # carried c -> its cotangent at the end of a step
     for c, o in zip(loop.carried, body.result):
@@ -70,8 +64,7 @@ def sweep_region(sweep, stmt: Stmt) -> None:
             ev.values[cot[c]] = _zeros(c.aval)
             if isinstance(o, Var) and o in act:
                 sub.full[o] = cot[c]
-    for index in reversed(range(len(sub.home))):     # (a region in the body keeps its place)
-        sub.sweep(sub.home[index], index)
+    sub.sweep_all(sub.home)             # (a region in the body keeps its place)
     ev.loc_override = stmt.loc
     cot_out: dict[Var, Any] = {}
     for c in cot:
@@ -451,4 +444,5 @@ def _stack_name(base: str) -> str:
     return upper if upper != base and upper.isidentifier() else f"{base}_all"
 
 
-__all__ = ["sweep_region", "SAVED", "tree_atoms"]
+# the loop region's structural rule: the engine (sweep.py) sweeps a "loop" statement with it
+STRUCTURAL_RULES["loop"] = sweep_region

@@ -1,6 +1,6 @@
-"""The reverse sweep: from a forward tape to a tape that also computes gradients.
+"""The reverse sweep: the engine that turns statements into the statements of their gradients.
 
-    for stmt in reversed(tape):                 # only statements on a path to the result
+    for stmt in reversed(stmts):                # only statements on a path to the result
         dy = adjoint(stmt.out)                  # complete: every use has been swept
         for operand that needs a gradient:
             g = rule(operand)(operands, y, dy)  # instantiated by the frontend: tape statements
@@ -11,31 +11,35 @@ shapes differ) and casts back to the operand's dtype; ``accumulate`` adds the co
 value used several times; contributions of indexing (``x[2]``, ``x[7]``) go into one buffer
 per array (``dx[2] += ...``), never one zero array per index; ``masked`` keeps the branch that
 ``np.where`` (a mask, clip) did not select from turning its exact zeros into nan.
+
+A statement that holds statements of its own (a loop region) has a structural rule instead:
+``STRUCTURAL_RULES`` maps its kind to the function that sweeps it, and the module that defines
+the structure fills it (regions.py registers ``"loop"``), so that the engine knows no region.
+``backward.py`` runs a sweep over a whole tape, regions.py one over a loop's step,
+``backward.transpose`` one with no tape of its own (``Sweep.linear``).
 """
 from __future__ import annotations
 
 import operator
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
-from .errors import NoRuleError, YotaError
-from .frontend.evaluator import Evaluator, Frame
-from .ir.analysis import Analysis, index_copies
-from .ir.tape import ACCUMULATE, Aval, Lit, Stmt, Tape, Var, tree_atoms
-from .ir.values import to_tree
-from .rules.indexing import index_add, setitem
-from .rules.registry import NODIFF_ALL, Rule
-from .rules.template import bind, check_options
-from .ir.region import loop_of
-from .region_backward import sweep_region
+from ..errors import NoRuleError, YotaError
+from ..frontend.evaluator import Evaluator, Frame
+from ..ir.analysis import Analysis, index_copies
+from ..ir.tape import ACCUMULATE, Aval, Lit, Stmt, Tape, Var, tree_atoms
+from ..ir.values import to_tree
+from ..rules.indexing import index_add, setitem
+from ..rules.registry import NODIFF_ALL, Rule
+from ..rules.template import bind, check_options
 
 Zeros = tuple     # of (condition, when) pairs: a gradient is zero wherever one condition == when
 
-
-def backward(tape: Tape, ev: Evaluator, wrt: set[int] | None = None) -> Tape:
-    """Extend ``tape`` (recorded by ``ev``) with the gradients of its result."""
-    return _Sweep(tape, ev, wrt).run()
+# The structural rules: the kind of a statement's primitive (``Primitive.emit[0]``) -> the
+# function that sweeps such a statement, ``rule(sweep, stmt)``; filled where the structure is
+# defined (regions.py: "loop"), as JAX's control_flow/loops.py registers scan's rules
+STRUCTURAL_RULES: dict[str, Callable[["Sweep", Stmt], None]] = {}
 
 
 def refuse_complex(stmt: Stmt, active: list[Var]) -> None:
@@ -48,100 +52,60 @@ def refuse_complex(stmt: Stmt, active: list[Var]) -> None:
                         "or np.abs(z), and compare or decompose those (docs/complex.md).")
 
 
-def transpose(ev: Evaluator, stmts: list[Stmt], inputs: list[Var],
-              seeds: list[tuple[Any, Any]]) -> list[Any]:
-    """The transpose of the linear map that ``stmts`` compute from ``inputs``: the adjoints of
-    ``inputs`` (None where zero) when each ``(value, seed)`` of ``seeds`` gives a value its
-    adjoint. Forward mode uses it to turn a VJP rule into a JVP (forward.py)."""
-    sweep = _Sweep.linear(ev)
-    sweep.active = set(inputs)
+def active_from(stmts: list[Stmt], seeds: set[Var], rules) -> set[Var]:
+    """``seeds`` and the float values computed from them by ``stmts``."""
+    active = set(seeds)
     for stmt in stmts:
-        if any(u in sweep.active for u in stmt.uses()):
-            sweep.active |= {o for o in stmt.outs if o.aval.is_float}
-    for value, seed in seeds:
-        if value in sweep.active:
-            sweep.accumulate(value, seed)
-    for stmt in reversed(stmts):
-        if not any(o in inputs for o in stmt.outs):     # (what makes a placeholder)
-            sweep.sweep(stmt)
-    out = []
-    for u in inputs:
-        g = sweep.adjoint(u)
-        out.append(None if g is None else sweep.fit(g, u.aval))
-    return out
+        if NODIFF_ALL in rules.nodiffs.get(stmt.prim, ()):
+            refuse_complex(stmt, [u for u in stmt.uses() if u in active])
+            continue
+        if any(u in active for u in stmt.uses()):
+            active |= {o for o in stmt.outs if o.aval.is_float}
+    return active
 
 
-class _Sweep:
-    in_region = False       # the sweep of a loop region's step (region_backward.py)
-    # v -> ((c, when), ...): v's gradient is exactly zero wherever one c == its when (see
-    # ``masked``); None in the sweeps of loop regions and of transpose, which do not mask
-    zeros: dict[Var, Zeros] | None = None
+
+class Sweep:
+    """A reverse sweep: the adjoints of the values in ``active`` (those on a differentiable
+    path), summed as each use of a value is swept, and the statements that compute them,
+    emitted through the evaluator ``ev`` (into ``ev.stmts``).
+
+    ``tape``: the statements swept (None for a sweep with no tape of its own: ``linear``);
+    ``home`` is a copy of its statements, where a region's statement is replaced by the forward
+    region that saves (regions.py). ``primals``: a rule's result -> what it is the gradient of
+    (shared with the enclosing sweep by a region's). ``in_region``: the sweep of a loop
+    region's step. ``masks``: keep track of exact zeros (``masked``); the sweeps of loop
+    regions and of transpose do not mask."""
+
+    def __init__(self, ev: Evaluator, tape: Tape | None = None, active: set[Var] = frozenset(),
+                 *, primals: dict[Var, Var] | None = None, in_region: bool = False,
+                 masks: bool = False):
+        self.tape, self.ev, self.rules = tape, ev, ev.rules
+        self.active = set(active)
+        self.full: dict[Var, Any] = {}        # v -> accumulated gradient (a Var or a constant)
+        self.primals: dict[Var, Var] = {} if primals is None else primals
+        self.scatter: dict[Var, list[tuple[Any, Any, Stmt]]] = {}   # v -> [(key, dy, stmt)]
+        self.home: list[Stmt] = [] if tape is None else list(tape.stmts)
+        self.cancelled: set[tuple[int, str]] = set()     # terms that cancel: RuleSet.cancels
+        self.in_region = in_region
+        # v -> ((c, when), ...): v's gradient is exactly zero wherever one c == its when
+        self.zeros: dict[Var, Zeros] | None = {} if masks else None
 
     @classmethod
-    def linear(cls, ev: Evaluator) -> "_Sweep":
+    def linear(cls, ev: Evaluator, active: set[Var] = frozenset()) -> "Sweep":
         """A sweep with no tape of its own, for ``transpose`` and forward.py's fitting."""
-        sweep = cls.__new__(cls)
-        sweep.tape, sweep.ev, sweep.rules = None, ev, ev.rules
-        sweep.active, sweep.full, sweep.primals, sweep.scatter = set(), {}, {}, {}
-        sweep.cancelled = set()
-        return sweep
+        return cls(ev, None, active)
 
-    def __init__(self, tape: Tape, ev: Evaluator, wrt: set[int] | None):
-        self.tape, self.ev, self.rules = tape, ev, ev.rules
-        self.diff = [i.var.aval.is_float and (wrt is None or i.argnum in wrt) for i in tape.inputs]
-        self.active = self._active_vars()
-        self.full: dict[Var, Any] = {}        # v -> accumulated gradient (a Var or a constant)
-        self.primals: dict[Var, Var] = {}     # a rule's result -> what it is the gradient of
-        self.scatter: dict[Var, list[tuple[Any, Any, Stmt]]] = {}   # v -> [(key, dy, stmt)]
-        self.home: list[Stmt] = ev.stmts      # where the forward statements are (regions grow)
-        self.cancelled: set[tuple[int, str]] = set()     # terms that cancel: RuleSet.cancels
-        self.zeros = {}
+    def find_cancellations(self) -> None:
+        """The terms of the tape's statements that cancel (``RuleSet.cancels``)."""
+        facts = Analysis(self.tape)
+        self.cancelled = set().union(*(check(self.tape, facts)
+                                       for check in self.rules.cancellations))
 
-    def _active_vars(self) -> set[Var]:
-        """Values on a differentiable path from an input that wants a gradient."""
-        seeds = {i.var for i, d in zip(self.tape.inputs, self.diff) if d}
-        return active_from(self.tape.stmts, seeds, self.rules)
-
-    def run(self) -> Tape:
-        ev, result = self.ev, self.tape.result
-        ev.backward_mode = True
-        ev.stmts = self.home = list(self.tape.stmts)
-        if isinstance(result, tuple):
-            raise YotaError(f"{self.tape.name} returns {_describe(result)}; gradients need one "
-                            "scalar float result, the loss", self.tape.loc,
-                            "Return the loss alone. For the gradients of a non-scalar result "
-                            "use ys.vjp or ys.jacobian; returning other values beside the loss "
-                            "(JAX's has_aux) is not supported yet.")
-        if not _constant(result) and (not isinstance(result, Var) or result.aval.size != 1
-                                      or not result.aval.is_float):
-            raise YotaError(f"{self.tape.name} returns {_describe(result)}; gradients need a "
-                            "scalar float result (or an array of one element)", self.tape.loc,
-                            "Reduce the output to a scalar, e.g. return np.sum(...) or "
-                            "np.mean(...); for the gradients of a non-scalar result use ys.vjp "
-                            "or ys.jacobian.")
-        if isinstance(result, Var) and result.aval.dtype.kind == "c":
-            raise YotaError(f"{self.tape.name} returns a complex scalar ({result.aval}); the "
-                            "gradient of a value that is not real is not defined", self.tape.loc,
-                            "Return a real scalar: its real part (np.real(...), .real), its "
-                            "magnitude (np.abs(...)) or a squared norm. The derivative of a "
-                            "holomorphic function is a JVP: ys.jvp(f, (z,), (1.0 + 0j,)) "
-                            "(docs/complex.md).")
-        if result in self.active:
-            self.full[result] = _one(result.aval)
-            if result.aval.shape != ():      # an array of one element, taken as a scalar
-                self.ev.loc_override, self.ev.rule_text = self.tape.loc, "the result's own gradient"
-                dtype = {} if result.aval.dtype == np.float64 else {"dtype": result.aval.dtype}
-                self.full[result] = self.emit(self.rules.lookup(np.ones),
-                                              [Lit(result.aval.shape)], dtype, grad_of=result)
-            facts = Analysis(self.tape)
-            self.cancelled = set().union(*(check(self.tape, facts)
-                                           for check in self.rules.cancellations))
-            for index in reversed(range(len(self.tape.stmts))):
-                self.sweep(self.tape.stmts[index], index)
-        grads = [to_tree(self.final_grad(i.var)) if d else None
-                 for i, d in zip(self.tape.inputs, self.diff)]
-        ev.backward_mode, ev.loc_override, ev.rule_text = False, None, None
-        return self.tape.copy(stmts=ev.stmts, grads=grads, primals=self.primals)
+    def sweep_all(self, stmts: list[Stmt]) -> None:
+        """Sweep ``stmts``, last to first (a statement's index is its place in ``home``)."""
+        for index in reversed(range(len(stmts))):
+            self.sweep(stmts[index], index)
 
     # -- one statement -------------------------------------------------------------------
 
@@ -150,8 +114,9 @@ class _Sweep:
             return
         refuse_complex(stmt, [u for u in stmt.uses() if u in self.active])
         self.ev.loc_override = stmt.loc
-        if loop_of(stmt) is not None:
-            return sweep_region(self, stmt)
+        structural = STRUCTURAL_RULES.get(stmt.prim.emit[0] if stmt.prim.emit else None)
+        if structural is not None:
+            return structural(self, stmt)
         zeros = self._zeros_of_adjoint(stmt)
         dys = [self.adjoint(o) for o in stmt.outs]
         for name, tree in zip(stmt.prim.operands, stmt.args):
@@ -175,7 +140,7 @@ class _Sweep:
                 continue
             start = len(self.ev.stmts)
             grads = self.instantiate(rule, stmt, dys)
-            for atom, g in _align(tree, grads, stmt, name):
+            for atom, g in align(tree, grads, stmt, name):
                 if isinstance(atom, Var) and atom in self.active and g is not None:
                     g, known = self.masked(g, zeros, dys[0], start)
                     fitted = self.fit(g, atom.aval)
@@ -344,7 +309,7 @@ class _Sweep:
         if target.is_float and not target.weak and dtype != target.dtype and not isinstance(g, Var):
             g = target.dtype.type(g)        # a constant: cast now (a Python float has no astype)
         elif target.is_float and not target.weak and dtype != target.dtype:
-            from .rules.elementwise import astype
+            from ..rules.elementwise import astype
             g = self.emit(self.rules.lookup(astype), [g, Lit(target.dtype)], {})
         return g
 
@@ -431,18 +396,6 @@ def _zeros_for(known: Zeros, g: Any, fitted: Any, atom: Var) -> Zeros:
                  and np.broadcast_shapes(c.aval.shape, shape) == shape)
 
 
-def active_from(stmts: list[Stmt], seeds: set[Var], rules) -> set[Var]:
-    """``seeds`` and the float values computed from them by ``stmts``."""
-    active = set(seeds)
-    for stmt in stmts:
-        if NODIFF_ALL in rules.nodiffs.get(stmt.prim, ()):
-            refuse_complex(stmt, [u for u in stmt.uses() if u in active])
-            continue
-        if any(u in active for u in stmt.uses()):
-            active |= {o for o in stmt.outs if o.aval.is_float}
-    return active
-
-
 def _dtype(g: Any) -> np.dtype:
     """The dtype of a gradient (a Var's from its aval: its value is not computed)."""
     return g.aval.dtype if isinstance(g, Var) else np.result_type(g)
@@ -455,7 +408,7 @@ def _value(tree: Any) -> Any:
     return tree.value if isinstance(tree, Lit) else tree
 
 
-def _align(tree: Any, grads: Any, stmt: Stmt | None = None, name: str = ""):
+def align(tree: Any, grads: Any, stmt: Stmt | None = None, name: str = ""):
     """Pairs (operand atom, its gradient) for an operand that may be a tuple of arrays.
     ``stmt`` and ``name``: the statement and operand, for the message when the rule gave one
     gradient for a sequence (the primitive read a list of traced values as one array)."""
@@ -463,7 +416,7 @@ def _align(tree: Any, grads: Any, stmt: Stmt | None = None, name: str = ""):
         if not isinstance(grads, (tuple, list)) or len(grads) != len(tree):
             raise _sequence_operand(tree, stmt, name)
         for t, g in zip(tree, grads):
-            yield from _align(t, g, stmt, name)
+            yield from align(t, g, stmt, name)
     else:
         yield tree, grads
 
@@ -488,31 +441,3 @@ def _selects_all(key: Any) -> bool:
     return all(isinstance(p, Lit) and (p.value is None or p.value is Ellipsis or
                                        (isinstance(p.value, slice) and p.value == slice(None)))
                for p in parts)
-
-
-def _one(aval: Aval) -> Any:
-    return 1.0 if aval.weak or aval.dtype == np.float64 else aval.dtype.type(1)
-
-
-def _constant(result: Any) -> bool:
-    """A real number that no gradient flows to: a constant (``lambda x: 1.0``, a value made
-    of static ints), or a bool or int computed from the arguments (``x > y``). Its gradient
-    with respect to every argument is zero, as in autograd and JAX."""
-    if isinstance(result, Lit):
-        return np.ndim(result.value) == 0 and np.asarray(result.value).dtype.kind in "biuf"
-    return isinstance(result, Var) and result.aval.size == 1 and result.aval.dtype.kind in "biu"
-
-
-def _describe(value: Any) -> str:
-    """A returned value in the user's words: ``an array of float64[3]``, ``a tuple of 2
-    values (a float64 scalar, an array of float64[3])``, ``the constant 3``."""
-    if isinstance(value, tuple):
-        return (f"a tuple of {len(value)} value{'' if len(value) == 1 else 's'} ("
-                + ", ".join(_describe(v) for v in value) + ")")
-    if isinstance(value, Var):
-        aval = value.aval
-        if aval.shape == ():
-            return f"a {'Python ' if aval.weak else ''}{aval.dtype} scalar"
-        return f"an array of {aval.dtype}[{', '.join(map(str, aval.shape))}]"
-    value = value.value if isinstance(value, Lit) else value
-    return "None" if value is None else f"the constant {value!r}"
