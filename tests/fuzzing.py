@@ -512,7 +512,7 @@ class Gen:
         """One more argument pair and an RNN-like loop over time (the shapes that hid the
         buffered form's loop-body plan bugs): a stack of inputs ``xs`` (T, B, D), a vector ``p``
         (H,) that scales the weights and makes the bias. The state (B, H), or (H, B) transposed,
-        has 512 elements or more in most programs (ad/regions.py REMAKE_MIN: such values
+        has 512 elements or more in most programs (ad/policies.py REMAKE_MIN: such values
         may be made again in the backward step), a few elements in the rest. Randomly combined: time forward or reversed
         (``range(T - 1, -1, -1)``, ``reversed(range(T))``, ``xs[::-1]``, ``xs[T - 1 - t]``, a
         ``while`` counting down), tanh, residual, GRU-like and LSTM-like cells (sigmoid gates

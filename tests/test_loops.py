@@ -1104,11 +1104,11 @@ def test_rows_in_the_steps_cost_a_row_per_step(f, buffers):
 def test_stencil_saves_the_field_and_makes_its_differences_again(monkeypatch, buffers):
     """The centred differences ``np.roll(f, -1) - np.roll(f, 1)`` along both axes are made
     again in the backward step from the field, saved once per step (``cheap`` primitives,
-    ad/regions.py, for values of ``REMAKE_MIN`` elements or more: 1 here): one stack, not
-    two; in the buffered form each roll is two slice copies into a work array
+    ad/policies.py's RemakeCheap, for values of ``min_size`` elements or more: 1 here): one
+    stack, not two; in the buffered form each roll is two slice copies into a work array
     (passes/lower.py), no ``np.roll`` call left, the same numbers."""
     from yota_s2s.ad import regions
-    monkeypatch.setattr(regions, "REMAKE_MIN", 1)
+    monkeypatch.setattr(regions, "POLICY", regions.RemakeCheap(min_size=1))
     args = stencil_args()
     df = ys.simplegrad(stencil, *args, buffers=buffers)
     _assert_right(df, stencil, list(args))
