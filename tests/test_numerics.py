@@ -192,6 +192,66 @@ def test_det_batched_with_a_singular_matrix():
     np.testing.assert_allclose(g[0], numerical_grad(f, (a,), 0), atol=1e-7)
 
 
+def det_(a):
+    return np.linalg.det(a)
+
+
+def second_difference(f, a, h=0.5):
+    """The Hessian of ``f`` at ``a`` by central second differences. det is affine in each entry,
+    so for det these are exact up to rounding at any step (h = 0.5 keeps rounding small)."""
+    x, n = a.ravel(), a.size
+    hess = np.zeros((n, n))
+    for i in range(n):
+        for j in range(n):
+            def at(di, dj):
+                y = x.copy()
+                y[i] += di
+                y[j] += dj
+                return f(y.reshape(a.shape))
+            hess[i, j] = (at(h, h) - at(h, -h) - at(-h, h) + at(-h, -h)) / (4 * h * h)
+    return hess
+
+
+ORTHOGONAL3 = np.linalg.qr(np.array([[2.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 4.0]]))[0]
+RANDOM = np.random.default_rng(29)
+ORTHOGONAL6 = np.linalg.qr(RANDOM.normal(size=(6, 6)))[0]
+RANK5 = RANDOM.normal(size=(6, 5)) @ RANDOM.normal(size=(5, 6))
+RANK4 = RANDOM.normal(size=(6, 4)) @ RANDOM.normal(size=(4, 6))
+# repeated singular values (the identity, orthogonal, a scaled identity, a projection) and
+# singular matrices of rank n - 1 and lower, up to 5 x 5 (the minors) and 6 x 6 (inv or svd)
+DET_POINTS = {
+    "identity": np.eye(3), "scaled_identity": 3.0 * np.eye(3), "orthogonal": ORTHOGONAL3,
+    "projection": np.eye(3) - np.outer([1.0, 2.0, 2.0], [1.0, 2.0, 2.0]) / 9.0,
+    "diag_110": np.diag([1.0, 1.0, 0.0]), "diag_100": np.diag([1.0, 0.0, 0.0]),
+    "rank2": SINGULAR[1], "rank1": SINGULAR[2], "diag_2100": np.diag([2.0, 1.0, 0.0, 0.0]),
+    "identity_6": np.eye(6),
+    "orthogonal_6": ORTHOGONAL6, "rank5_6": RANK5, "rank4_6": RANK4,
+}
+
+
+@pytest.mark.parametrize("a", DET_POINTS.values(), ids=DET_POINTS.keys())
+def test_det_gradient_and_hessian_at_repeated_singular_values_and_singular_matrices(a):
+    """Issue 29: det's gradient rule (an SVD cofactor) made its Hessian nan at repeated singular
+    values (the identity); the cofactor is now computed by formulas whose derivatives are
+    right there and at singular matrices."""
+    value, da = grads(det_, a)
+    assert value == pytest.approx(np.linalg.det(a), abs=1e-12)
+    np.testing.assert_allclose(da, numerical_grad(det_, (a,), 0), atol=1e-8)
+    expected = second_difference(det_, a)
+    for strategy in ("rev-rev", "fwd-rev"):
+        hess = ys.hessian(det_, a, strategy=strategy).reshape(a.size, a.size)
+        np.testing.assert_allclose(hess, expected, atol=1e-9, err_msg=strategy)
+
+
+def test_det_hessian_of_a_batch_inside_a_second_order_program():
+    a = np.stack([np.eye(3), np.diag([1.0, 1.0, 0.0]), ORTHOGONAL3 * 2.0])
+
+    def f(a):
+        return np.sum(np.linalg.det(a) ** 2 * np.array([1.0, 2.0, 3.0])) + np.sum(a ** 2)
+    hess = ys.hessian(f, a).reshape(a.size, a.size)
+    np.testing.assert_allclose(hess, second_difference(f, a, h=1e-3), atol=1e-5)
+
+
 @BOTH
 def test_prod_of_an_empty_array_is_one_with_an_empty_gradient(buffers):
     def f(x):

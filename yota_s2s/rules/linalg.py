@@ -1,7 +1,7 @@
 """Linear algebra: ``np.linalg`` inv pinv det slogdet solve cholesky eigh eig svd qr norm.
 
 Each rule holds where the function is differentiable, and says so: an invertible matrix
-(inv, det, slogdet, solve), constant rank (pinv), a positive-definite matrix (cholesky),
+(inv, slogdet, solve), constant rank (pinv), a positive-definite matrix (cholesky),
 distinct eigenvalues or singular values (eigh, eig, svd), full column rank (qr). Where numpy reads
 only one triangle of a symmetric input (cholesky, eigh), the gradient is the exact one for that
 triangle, so it agrees with finite differences on any input. Batched inputs (``(..., n, n)``)
@@ -44,17 +44,44 @@ def per_matrix(scale, a):
 
 
 @diffrule(np.linalg.det, "a")
-def det_grad(a, dy):
-    """d det(a) / da is the cofactor matrix (the adjugate transposed; ``det(a) inv(a).T`` for an
-    invertible ``a``), finite for a singular ``a`` too. From the SVD ``a = u diag(s) vh``:
-    ``det(u) det(vh) conj(u) diag(the product of the other s) conj(vh)``, with no division.
-    Its own derivative (second order) goes through svd's rule: it needs distinct singular
-    values (the Hessian of det at the identity is nan; inv's formula had it, but raised on
-    every singular matrix)."""
-    u, s, vh = np.linalg.svd(a)
+def det_grad(a, y, dy):
+    """d det(a) / da is the cofactor matrix (the adjugate transposed; ``det(a) inv(a).T`` for
+    an invertible ``a``), finite at a singular ``a`` too."""
+    return per_matrix(dy, a) * cofactor(a, y)
+
+
+def cofactor(a, det):
+    """The cofactor matrix of ``a`` (``det`` its determinant), by formulas whose own derivative
+    (det's second order) is right too, at repeated singular values and at singular matrices:
+
+    - up to 5 x 5, the definition: each entry the signed determinant of ``a`` without that
+      entry's row and column. Exact at every matrix and to every order (its derivative is
+      det's rule again, one size down); it costs n^2 small determinants, which up to 5 x 5
+      is no more than the factorizations below.
+    - larger, ``det(a) inv(a).T`` where ``a`` is well conditioned (det's and inv's rules are
+      smooth there: the identity, an orthogonal matrix), and where it is nearly singular, from
+      its SVD ``u diag(s) vh``: ``det(u) det(vh) conj(u) diag(the product of the other s)
+      conj(vh)``, with no division; the second order there goes through svd's rule and needs
+      the singular values distinct (a 6 x 6 singular projection's Hessian is nan). Each formula
+      reads a harmless matrix where the other is chosen (the identity; singular values
+      n, ..., 1), so the branch not taken sends no nan back.
+    """
+    n = np.shape(a)[-1]
+    if n == 1:
+        return np.ones_like(a)
+    if n <= 5:
+        keep = np.array([[k for k in range(n) if k != i] for i in range(n)], int).reshape(n, -1)
+        minors = a[..., keep[:, None, :, None], keep[None, :, None, :]]    # (..., n, n, n-1, n-1)
+        signs = np.array([[(-1.0) ** (i + j) for j in range(n)] for i in range(n)])
+        return signs * np.linalg.det(minors)
+    s = np.linalg.svd(a, compute_uv=False)
+    taken = per_matrix(s[..., -1] > s[..., 0] * np.finfo(a.dtype).eps ** 0.5, a)
+    by_inverse = per_matrix(det, a) * mT(np.linalg.inv(np.where(taken, a, np.eye(n))))
+    u, s, vh = np.linalg.svd(np.where(taken, np.diag(np.arange(n, 0.0, -1.0)), a))
     phase = np.linalg.det(u) * np.linalg.det(vh)
     others = np.expand_dims(other_products(s), -2)
-    return per_matrix(dy * phase, a) * ((np.conj(u) * others) @ np.conj(vh))
+    by_svd = per_matrix(phase, a) * ((np.conj(u) * others) @ np.conj(vh))
+    return np.where(taken, by_inverse, by_svd)
 
 
 @diffrule(np.linalg.slogdet, "a")
