@@ -46,7 +46,8 @@ def per_matrix(scale, a):
 @diffrule(np.linalg.det, "a")
 def det_grad(a, y, dy):
     """d det(a) / da is the cofactor matrix (the adjugate transposed; ``det(a) inv(a).T`` for
-    an invertible ``a``), finite at a singular ``a`` too."""
+    an invertible ``a``), finite at a singular ``a`` too; so is its own derivative, at repeated
+    singular values too (``cofactor``)."""
     return per_matrix(dy, a) * cofactor(a, y)
 
 
