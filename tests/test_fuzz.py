@@ -66,7 +66,7 @@ def test_more_shapes_have_no_silent_mismatch_and_no_internal_crash(tmp_path):
 def test_rnn_like_loops_have_no_silent_mismatch_and_no_internal_crash(tmp_path, monkeypatch, plan):
     """Both forms against finite differences and each other on programs with an RNN-like
     loop. With every body planned, these seeds find the two wrong gradients of the fourth
-    session's loop-body plan (codegen/loops.py Block.parts, buffers._home) when either fix is
+    session's loop-body plan (codegen/regions.py Block.parts, buffers._home) when either fix is
     taken out; as compiled by default, seed 265 finds the second."""
     if plan == "planned":
         from yota_s2s.codegen import buffers

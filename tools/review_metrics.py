@@ -32,7 +32,7 @@ _TEMP = re.compile(r"t\d+$")
 
 
 def measure(fn, args, wrt) -> dict:
-    from yota_s2s.codegen.writer import function_name, write_functions, write_module
+    from yota_s2s.codegen.module import function_name, write_functions, write_module
     from yota_s2s.compiler import gradient_tape
 
     _, tape = gradient_tape(fn, args, wrt=set(wrt), review=True)

@@ -26,7 +26,7 @@ from typing import Callable, Sequence
 
 from . import highlight
 from .codegen.loader import generated_file, stale_bytecode, write_atomic, write_module_file
-from .codegen.writer import write_functions, write_module
+from .codegen.module import write_functions, write_module
 from .errors import UsageError, YotaError
 from .gradcheck import sampled_errors
 from .gradfile import (GradFile, Options, Result, build, compile_target, counts, gradient_function,

@@ -18,7 +18,7 @@ from .ad.backward import backward
 from .ad.forward import forward as forward_sweep
 from .codegen import function_name, load, module_name_for, write_module
 from .codegen.outside import reads_function
-from .codegen.writer import names_taken
+from .codegen.module import names_taken
 from .frontend import trace_function
 from .frontend.depends import Assumptions
 from .ir import verify

@@ -4,7 +4,7 @@ Each row is a line of the function's source, beside the forward statements and t
 statements generated from it, in the review form (the plain form, with the tape's names); each backward statement names the rule that produced it (its
 ``Stmt.rule``, and those of the temporaries written inline into it). Functions inlined into
 the compiled one follow as sections of their own. The statements are the generated module's
-own (``codegen.writer.Written``: the blocks, names and returns of the function as written),
+own (``codegen.module.Written``: the blocks, names and returns of the function as written),
 so the page and the file agree; the whole module closes the page, and a toggle (``<details>``)
 shows the buffered form. CSS is inline, and there are
 no scripts, fonts or links to fetch: the page opens offline, from a CI artifact or a mail
@@ -18,8 +18,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from .codegen.emit import unparse
-from .codegen.writer import Written, function_name, signature_lines
+from .codegen.render import unparse
+from .codegen.module import Written, function_name, signature_lines
 from .highlight import html as code_html
 from .highlight import html_lines
 from .ir.tape import Tape

@@ -414,7 +414,7 @@ def broadcast_invariants(x, c, r, xs):
 
 def reversed_leak(Wx, Wh, xs, h0):
     """A loop over time reversed whose loss reads a slice of the state: the state's gradient
-    is a zeroed work array with its slice added, two statements for one (codegen/loops.py
+    is a zeroed work array with its slice added, two statements for one (codegen/regions.py
     kept one statement per tape statement and lost the addition to the carried gradient)."""
     h = h0
     total = 0.0
@@ -450,7 +450,7 @@ def reversed_steps(Wx, Wh, xs, h0):
 
 def row_sums(Wx, Wh, xs, h0):
     """Each step's state summed along its rows into a row of ``out``: the planned body writes
-    the sum as a product with a vector of ones (codegen/writes.py sum_as_product), a
+    the sum as a product with a vector of ones (codegen/out_forms.py sum_as_product), a
     module-level name the body's emitter made and the module never defined (NameError)."""
     h = h0
     out = np.zeros((xs.shape[0], h0.shape[0]))

@@ -47,7 +47,8 @@ from ..ir.tape import Lit, Stmt, Tape, Var, tree_vars
 from . import halfangle
 from .buffers import MemoryPlan
 from .scalars import ScalarPlan
-from .writes import result_call
+from .out_forms import result_call
+from .render import Loop
 
 # Elements per block: 32768 float64 (256 KB per array) keeps a chain's handful of live blocks in
 # a 1-2 MB L2 cache; 16K-64K measured within a few percent of each other (docs/performance.md).
@@ -207,16 +208,6 @@ def assigned_names(nodes: list[ast.stmt]) -> set[str]:
                     parts = target.elts if isinstance(target, ast.Tuple) else [target]
                     names.update(t.id for t in parts if isinstance(t, ast.Name))
     return names
-
-
-@dataclass
-class Loop:
-    """A chain as written: ``before`` the loop, the ``for`` line and the two lines that make a
-    block's slice, the chain's blocks (one per source line) inside, ``after`` it."""
-    before: list[ast.stmt]
-    head: list[str]
-    inner: list                      # emit.Block, each with its comment
-    after: list[ast.stmt]
 
 
 def write_chain(em, chain: Chain, group_blocks) -> Loop | None:

@@ -73,7 +73,7 @@ def out_keeps_value(stmt: Stmt) -> bool:
 # free for it (_lend_slots); a smaller one is not worth a view made on each call.
 LEND_MIN = 512
 # A loop body's value this large (elements) or larger is planned into a work array (or in
-# place; codegen/loops.py), a smaller one made by its expression. Every one is: ``out=`` into a
+# place; codegen/regions.py), a smaller one made by its expression. Every one is: ``out=`` into a
 # work array costs no more than numpy's new array even at 16 elements (RK4's stages: 0.86x
 # the time of the module that made them anew, and no array allocated), and the literals go
 # through the module's 0-d arrays. tools/fuzz.py --body-min sets it for the fuzzer.
@@ -116,20 +116,20 @@ def plan_memory(tape: Tape, scalars: ScalarPlan, inlined: set[Var],
                 heads: bool = True, first: frozenset = frozenset()) -> MemoryPlan:
     """The plan for ``tape``; ``inlined`` values are written inside their user's expression,
     so what they read is read where that user is (``facts`` is the analysis of the tape with
-    those read positions). For a loop body (codegen/loops.py): ``exclude``, values the caller
+    those read positions). For a loop body (codegen/regions.py): ``exclude``, values the caller
     writes elsewhere (made in a row of a stack), in no group; ``carried``, the step's result
     -> the carried value it becomes, an array of the loop's own (``"carried"``): the values
     the step makes of it in place and the result, when its array is dead by then, live in
     it (``dh += h; ...; xp.matmul(dz, W.T, out=dh)``); ``turns``, step results that may live
     in a work array the loop takes in turn with a second one (``turn``: the step before's
-    result is in the other, codegen/loops.py), where they would be new arrays each step;
+    result is in the other, codegen/regions.py), where they would be new arrays each step;
     ``rows``, a state made in a row of its stack (one of ``exclude``) -> (that row, the index
     of the first statement from which the row is free to write): the group of the elementwise
     operand it is made over lives in the row (``_rows``); ``heads``: a vector a returned
     gradient is broadcast from may live in its first row (``_heads``; not in a GPU module,
     which keeps its work arrays); ``first``, values a chain should start from: a sum (or
     product) of two operands that may both be written over is written over the one in
-    ``first`` (``t8 += t7`` for ``t7 + t8``: the same bits), so that codegen/loops.py can make
+    ``first`` (``t8 += t7`` for ``t7 + t8``: the same bits), so that codegen/regions.py can make
     a chain's first value before the loop."""
     plan = MemoryPlan()
     facts = facts or Analysis(tape, inlined)
@@ -226,7 +226,7 @@ def _home(tape: Tape, stmt: Stmt, index: int, facts: Analysis, plan: MemoryPlan,
 
 def _rows(tape: Tape, plan: MemoryPlan, facts: Analysis, rows: dict) -> None:
     """A state a loop step makes elementwise in its stack's row (``h = xp.tanh(t, out=H[t +
-    1])``, codegen/loops.py) is made over its operand ``t`` where ``t`` is the last value of a
+    1])``, codegen/regions.py) is made over its operand ``t`` where ``t`` is the last value of a
     work-array group, of the state's shape and dtype, dead once the state is made, and made
     (from its group's first value on) after the row is free to write: that group lives in the
     row, its first value written there (``out=H[t + 1]``), the rest in place, no work array."""
@@ -251,7 +251,7 @@ def _mark_results(tape: Tape, plan: MemoryPlan, facts: Analysis, turns: frozense
     """Groups holding returned gradients live in the returned arrays; nothing returned lives
     in (or views) a work array: such a group is allocated on each call instead, but for a
     loop step's result in ``turns``, alone in its group and its memory (the two arrays taken
-    in turn are the loop's, codegen/loops.py)."""
+    in turn are the loop's, codegen/regions.py)."""
     for inp, g in zip(tape.inputs, tape.grads or []):
         if not isinstance(g, Var) or g.aval.weak:
             continue
@@ -359,7 +359,7 @@ def _lend_slots(plan: MemoryPlan, facts: Analysis) -> None:
     gradients). Largest first, each into the first returned array that is written after its
     last read and has room; in one whose first row holds a value (``_heads``), from after that
     row, or before it for a work array dead before that value is made. The function makes
-    those arrays early (codegen/writes.py)."""
+    those arrays early (codegen/out_forms.py)."""
     results = sorted({id(g): g for g in plan.group.values() if g.kind == "result"}.values(),
                      key=lambda g: facts.defined[g.members[0]])
     if not results:

@@ -18,25 +18,24 @@ from __future__ import annotations
 
 import ast
 import operator
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import SourceLoc, StaticValueError
+from ..errors import StaticValueError
 from ..ir import verify
 from ..ir.analysis import Analysis
 from ..ir.names import Namer, namer_of
-from ..ir.tape import ACCUMULATE, TANGENT, Lit, Primitive, Stmt, Tape, Var, tree_vars
+from ..ir.tape import ACCUMULATE, Lit, Primitive, Stmt, Tape, Var, tree_vars
 from ..rules.elementwise import astype
 from ..text import dotted, fraction, identifier, literal, literal_text
-from .blocks import Loop, plan_chains, write_chain
+from .blocks import plan_chains, write_chain
 from .buffers import MemoryPlan, out_keeps_value, plan_memory, storage, writer
-from .loops import Verbatim, loop_statements
 from .outside import outside_statements
+from .render import Block, block_key, group_blocks, section_of, unparse
 from .scalars import (ScalarPlan, float_literal, name_scalars, plan_scalars, scalar_statement,
                       square)
-from .writes import write_statement
+from .out_forms import write_statement
 
 _BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "//": ast.FloorDiv,
            "%": ast.Mod, "**": ast.Pow, "@": ast.MatMult, "&": ast.BitAnd, "|": ast.BitOr,
@@ -45,47 +44,15 @@ _AUGMENTED = {"+", "-", "*", "/", "//", "%", "**", "&", "|", "^"}     # not @: n
 _UNOPS = {"-": ast.USub, "~": ast.Invert, "+": ast.UAdd}
 _CMPS = {"<": ast.Lt, "<=": ast.LtE, ">": ast.Gt, ">=": ast.GtE, "==": ast.Eq, "!=": ast.NotEq}
 
-
-@dataclass
-class Block:
-    section: str                 # "forward", "backward" or "tangent"
-    loc: SourceLoc | None
-    stmts: list[ast.stmt] = field(default_factory=list)
-    sources: list[Stmt] = field(default_factory=list)   # the tape statements behind it
-    loop: Loop | None = None     # a cache-blocked chain (blocks.py): the blocks inside its loop
-    quiet: list[Stmt] = field(default_factory=list)     # more, written by a later one
-    sizes: list[int] = field(default_factory=list)      # how many of stmts each source wrote
-
-    def parts(self) -> list[tuple[Stmt, list[ast.stmt]]]:
-        """Each source with the statements it was written as (one or more: a work array
-        zeroed is ``dx = buf4`` and ``dx.fill(0.0)``)."""
-        sizes = self.sizes if len(self.sizes) == len(self.sources) else [1] * len(self.sources)
-        if sum(sizes) != len(self.stmts):
-            raise AssertionError("a block's statements do not match its sources")
-        parts, at = [], 0
-        for source, size in zip(self.sources, sizes):
-            parts.append((source, self.stmts[at:at + size]))
-            at += size
-        return parts
-
-
-def section_of(stmt: Stmt) -> str:
-    if stmt.rule is None:
-        return "forward"
-    return "tangent" if stmt.rule.startswith(TANGENT) else "backward"
-
-
-def _block_key(stmt: Stmt) -> tuple:
-    """Statements share a block (and its comment) when they share section, source line and,
-    in an unrolled loop, iteration (``# t = 3``)."""
-    loc = stmt.loc
-    return (section_of(stmt), loc.file if loc else None, loc.line if loc else None) + \
-        ((loc.iteration,) if loc and loc.iteration else ())
+# The writers of constructs that hold statements of their own, by their primitive's emit kind
+# (``"loop"``: a loop region, regions.py). Each writes its statement with Emitters of its own, so
+# it sits above this module; module.py, which assembles the generated module, fills the table.
+CONSTRUCTS: dict[str, Callable[[Emitter, Stmt], list[ast.stmt]]] = {}
 
 
 class Emitter:
     """Writes a tape's statements; ``fast=True`` adds scalar mode (scalars.py) and writes
-    arrays into planned memory (buffers.py, writes.py)."""
+    arrays into planned memory (buffers.py, out_forms.py)."""
 
     def __init__(self, tape: Tape, taken: set[str] = frozenset(),
                  calls: dict[Primitive, str] | None = None, fast: bool = False,
@@ -97,7 +64,7 @@ class Emitter:
         """``inline``: more temporaries written inside their one reader's expression, where
         the caller has checked that nothing they read is written before that reader runs;
         ``named``: temporaries that get a statement and a name of their own; ``plan``: plan
-        the memory (as ``fast`` does, without scalar mode: a loop body, loops.py) of every
+        the memory (as ``fast`` does, without scalar mode: a loop body, regions.py) of every
         value but these (made where the caller writes them), and ``carried`` (a step's
         results -> the carried values they become) written over the carried arrays, and
         ``turns`` (step results that may live in two work arrays in turn, buffers.py), and
@@ -143,8 +110,8 @@ class Emitter:
         self.ones: dict[tuple[int, str], str] = {}    # ones vectors for row/column sums
         self.numbers: dict[tuple[str, str], str] = {}     # 0-d arrays of numbers ufuncs read
         self.number_slots: dict[str, int] = {}    # dtype -> the 0-d work array of reductions
-        self.enclosing: Emitter | None = None     # a loop body's: the function's (loops.py)
-        self.turned: list[tuple[str, str]] = []    # loops' pairs of work arrays (loops.py)
+        self.enclosing: Emitter | None = None     # a loop body's: the function's (regions.py)
+        self.turned: list[tuple[str, str]] = []    # loops' pairs of work arrays (regions.py)
         self.dtypes: dict[tuple, str] = {}    # (dtype, scalar type?) -> its module-level name
         self.chains = plan_chains(tape, self.facts, self.memory, self.scalars, self.inlined) \
             if fast and blocked else []
@@ -159,10 +126,10 @@ class Emitter:
             if id(group) not in self.lent_arrays:
                 self.lent_arrays[id(group)] = self.names.fresh(
                     self.names[group.members[-1]] + "_mem")
-        self.dot_sums = fast      # a dot product for ``np.sum(h ** 2)`` (loops.py sets it)
-        self.lists: set[Var] = set()      # values a loop made as Python lists (loops.py)
-        self.list_names: dict[Var, str] = {}      # an argument -> its x.tolist() (loops.py)
-        self.body_names: set[str] = set()         # names loop bodies assign (loops.py)
+        self.dot_sums = fast      # a dot product for ``np.sum(h ** 2)`` (regions.py sets it)
+        self.lists: set[Var] = set()      # values a loop made as Python lists (regions.py)
+        self.list_names: dict[Var, str] = {}      # an argument -> its x.tolist() (regions.py)
+        self.body_names: set[str] = set()         # names loop bodies assign (regions.py)
 
     def dtype_constant(self, dtype: np.dtype, scalar: bool = False) -> str:
         """How an argument check names ``dtype``: ``xp.float64`` in the plain form, a dtype
@@ -247,9 +214,9 @@ class Emitter:
         blocks: list[Block] = []
         while i < len(stmts):
             chain = chains.get(i)
-            loop = write_chain(self, chain, _group) if chain is not None else None
+            loop = write_chain(self, chain, group_blocks) if chain is not None else None
             if loop is not None:
-                blocks += _group(written)
+                blocks += group_blocks(written)
                 written = []
                 sources = stmts[chain.start:chain.stop]
                 blocks.append(Block(section_of(sources[0]), sources[0].loc, loop.before,
@@ -260,7 +227,7 @@ class Emitter:
             i += 1
             if not any(v in self.inlined for v in stmt.outs):
                 written.append((stmt, self.statements(stmt)))
-        return blocks + _group(written)
+        return blocks + group_blocks(written)
 
     def rules_of(self, stmt: Stmt) -> list[str]:
         """The rule of ``stmt``, then those of the temporaries written inline into it."""
@@ -282,8 +249,9 @@ class Emitter:
     def statements(self, stmt: Stmt) -> list[ast.stmt]:
         if stmt.prim.emit[:1] in (("external",), ("draw",), ("external_check",)):
             return outside_statements(self, stmt)
-        if stmt.prim.emit[:1] == ("loop",):
-            return loop_statements(self, stmt)
+        construct = CONSTRUCTS.get(stmt.prim.emit[0]) if stmt.prim.emit else None
+        if construct is not None:
+            return construct(self, stmt)
         try:
             special = scalar_statement(self, stmt)
             if special is None:
@@ -470,41 +438,6 @@ class Emitter:
         return shown if shown is not None else literal(value)
 
 
-def _group(written: list[tuple[Stmt, list[ast.stmt]]]) -> list[Block]:
-    """Statements as written, in blocks: consecutive statements of one source line. A
-    statement written as nothing (written by a later one: an element of a scalar-mode
-    accumulator) hands its rules to the next statement of its line."""
-    blocks: list[Block] = []
-    silent: list[Stmt] = []
-    for stmt, nodes in written:
-        key = _block_key(stmt)
-        if not nodes:
-            silent = [s for s in silent if _block_key(s) == key] + [stmt]
-            continue
-        if not blocks or _block_key(blocks[-1].sources[0]) != key:
-            blocks.append(Block(key[0], stmt.loc))
-        blocks[-1].stmts += nodes
-        blocks[-1].sources.append(stmt)
-        blocks[-1].sizes.append(len(nodes))
-        blocks[-1].quiet += [s for s in silent if _block_key(s) == key]
-        silent = []
-    return blocks
-
-
-def unparse(node: ast.AST) -> str:
-    """``ast.unparse``, but the same text on every Python we support: 3.10 writes a tuple
-    target as ``(a, b) = ...`` where 3.11+ writes ``a, b = ...`` (committed files must not
-    change with the reviewer's Python)."""
-    if isinstance(node, Verbatim):
-        return "\n".join(node.lines)
-    node = ast.fix_missing_locations(node)
-    if isinstance(node, ast.Assign) and len(node.targets) == 1 \
-            and isinstance(node.targets[0], ast.Tuple) and len(node.targets[0].elts) > 1:
-        targets = ", ".join(ast.unparse(e) for e in node.targets[0].elts)
-        return f"{targets} = {ast.unparse(node.value)}"
-    return ast.unparse(node)
-
-
 def _dotted(path: str) -> ast.expr:
     return dotted(path)
 
@@ -545,7 +478,7 @@ def _sum_of_squares(em: Emitter, stmt: Stmt) -> Var | None:
 
 def _squares_summed(tape: Tape, inlined: set[Var]) -> set[Var]:
     """The squares written inline into a whole-array sum (``np.sum(h ** 2)``): a loop body
-    (loops.py sets ``dot_sums``) writes that sum as a dot product (``_sum_of_squares``), with no
+    (regions.py sets ``dot_sums``) writes that sum as a dot product (``_sum_of_squares``), with no
     array made."""
     made = {s.out: s for s in tape.stmts if s.outs}
     found = set()
@@ -568,7 +501,7 @@ def _shared_names(tape: Tape, memory: MemoryPlan) -> dict[Var, Var]:
     """Values sharing an array share a name when they have none of their own: a temporary takes
     the name of the next named value of its group in the same block (``h = X @ W1; h += b1;
     xp.tanh(h, out=h)``), and temporaries after the last named value take the first one's."""
-    block = {o: _block_key(s) for s in tape.stmts for o in s.outs}
+    block = {o: block_key(s) for s in tape.stmts for o in s.outs}
     returned = {g for g in tape.grads or [] if isinstance(g, Var)}
     shared: dict[Var, Var] = {}
     for group in {id(g): g for g in memory.group.values()}.values():
@@ -623,8 +556,8 @@ def _inlinable(tape: Tape, facts: Analysis, floats: set[Var] = frozenset()) -> s
     block: list[int] = []                     # statement index -> its contiguous block
     current, last_key = 0, None
     for stmt in tape.stmts:
-        if _block_key(stmt) != last_key:
-            current, last_key = current + 1, _block_key(stmt)
+        if block_key(stmt) != last_key:
+            current, last_key = current + 1, block_key(stmt)
         block.append(current)
     uses, readers = facts.uses, facts.readers
     outputs = set(facts.outputs) | tape.in_place_targets()

@@ -60,7 +60,7 @@ import numpy as np
 
 from ..ir.tape import Stmt, Var
 from ..text import comment, dotted
-from .loops import Verbatim
+from .render import Verbatim
 
 # None: where ``simd_tan()``; tests set True (or False) to write the form on any machine.
 ENABLED: bool | None = None
@@ -139,7 +139,7 @@ def _slots(em, chain, key) -> tuple[int, int]:
 
 
 def _written_call(nodes: list[ast.stmt]) -> ast.Call | None:
-    """The ``xp.sin(x, out=...)`` of a statement written into planned memory (writes.py):
+    """The ``xp.sin(x, out=...)`` of a statement written into planned memory (out_forms.py):
     ``s = xp.sin(x, out=buf1)`` or, in place, ``xp.sin(x, out=x)``."""
     if len(nodes) != 1:
         return None

@@ -7,7 +7,7 @@ first character after the bracket (PEP 8's visual indent)::
 
 An assignment whose value has no bracket of its own gets one. The broken statement is parsed
 again and must give the same syntax tree, or the line stays as it was; a comment line is cut
-(``...``). The writers keep most lines short themselves (writer.py); this is the last word, on
+(``...``). The writers keep most lines short themselves (module.py); this is the last word, on
 the function's whole text, where the indentation of loops is known.
 """
 from __future__ import annotations

@@ -52,8 +52,8 @@ from ..text import literal
 # 1024 elements); the polynomial's 8 reads of a longer vector are faster up to ~100 elements.
 MAX_SIZE = 64               # a vector this short: always
 READ_RATIO = 12             # a longer one: when at least one element in 12 is read (written)
-_SAFE = {operator.add, operator.sub, operator.mul, operator.neg}
-_NUMPY_FORM = {operator.truediv: "xp.divide", operator.pow: "xp.power"}
+SAFE = {operator.add, operator.sub, operator.mul, operator.neg}
+NUMPY_FORM = {operator.truediv: "xp.divide", operator.pow: "xp.power"}
 
 
 @dataclass
@@ -69,10 +69,10 @@ class ScalarPlan:
 
     def numpy_form(self, stmt: Stmt) -> str | None:
         """``xp.divide`` where a Python float meets an operation Python would do differently."""
-        if stmt.prim.fn not in _NUMPY_FORM or stmt.outs[0] in self.floats:
+        if stmt.prim.fn not in NUMPY_FORM or stmt.outs[0] in self.floats:
             return None
         if any(isinstance(a, Var) and a in self.floats for a in stmt.args):
-            return _NUMPY_FORM[stmt.prim.fn]
+            return NUMPY_FORM[stmt.prim.fn]
         return None
 
 
@@ -143,7 +143,7 @@ def _is_float_op(stmt: Stmt, floats: set[Var]) -> bool:
         exponent = args[1]
         return isinstance(exponent, Lit) and type(exponent.value) is int and exponent.value >= 1 \
             and _float_operand(args[0], floats)
-    return fn in _SAFE and all(_float_operand(a, floats) for a in args)
+    return fn in SAFE and all(_float_operand(a, floats) for a in args)
 
 
 def _float_operand(atom, floats: set[Var]) -> bool:
@@ -210,7 +210,7 @@ def _accepts(stmt: Stmt, pos: int, plan: ScalarPlan) -> bool:
         return pos == 2
     if stmt.outs and stmt.outs[0].aval.shape != ():
         return False
-    return kind == "call" or stmt.prim.fn in _SAFE or stmt.prim.fn in _NUMPY_FORM
+    return kind == "call" or stmt.prim.fn in SAFE or stmt.prim.fn in NUMPY_FORM
 
 
 def _narrow(atom) -> bool:
@@ -397,7 +397,7 @@ def _array(emitter, floats: ast.expr) -> ast.Call:
 def delivered_list(emitter, var: Var) -> bool:
     """A returned accumulator read by nothing else: ``_deliver`` writes its floats straight
     into the caller's out= array, or makes the array when none was given (on a CPU: numpy
-    takes a list where cupy wants an array). Also a loop's list of floats (loops.py)."""
+    takes a list where cupy wants an array). Also a loop's list of floats (regions.py)."""
     return var in emitter.memory.delivered and not emitter.facts.readers.get(var) \
         and emitter.blocked
 
@@ -408,7 +408,7 @@ def float_literal(emitter, stmt: Stmt, atom) -> ast.expr | None:
     if not isinstance(atom, Lit) or type(atom.value) is not int or abs(atom.value) > 2 ** 53 \
             or not stmt.outs or stmt.out not in emitter.scalars.floats:
         return None
-    if stmt.prim.fn not in _SAFE and not (stmt.prim.fn is operator.pow and atom is stmt.args[1]):
+    if stmt.prim.fn not in SAFE and not (stmt.prim.fn is operator.pow and atom is stmt.args[1]):
         return None
     return ast.Constant(float(atom.value))
 

@@ -275,7 +275,7 @@ def prelude(emitter) -> str:
 
 def unpack_line(emitter) -> list[str]:
     """``buf1, buf2 = _work_arrays()``: the work arrays held (those that live in a returned
-    array are views of it, made where they are first written: writes.py). A ``reentrant``
+    array are views of it, made where they are first written: out_forms.py). A ``reentrant``
     function keeps the tuple (``_arrays``) to give it back: ``give_back_line``."""
     held = _held(emitter)
     if not held:

@@ -31,7 +31,7 @@ step's term be a chain of additions (partial sums read by nothing else) of terms
 not a stack that takes a value), ``g.sum(axis)`` or ``g`` itself, each with a step value ``g``
 of a row's shape and dtype. A stack for a value is chosen among the free ones that no term reads
 after the loop, preferably one the step has read for the last time before it makes the value
-(codegen/loops.py then makes the value in its row). For the buffered form (the plain form keeps
+(codegen/regions.py then makes the value in its row). For the buffered form (the plain form keeps
 the loop as the rules wrote it, the one to review).
 """
 from __future__ import annotations

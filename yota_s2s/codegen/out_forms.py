@@ -44,7 +44,7 @@ def write_statement(em, stmt: Stmt) -> list[ast.stmt] | None:
         target = ast.Name(em.lent_arrays[id(group)])
     elif group.kind == "result":
         target = result_call(group, v)
-    elif group.kind == "row":       # a loop's state made in its stack's row (loops.py)
+    elif group.kind == "row":       # a loop's state made in its stack's row (regions.py)
         target = group.row
     elif group.kind == "head":      # in a returned gradient's first row, copied to the rest
         name = em.lent_arrays[id(group.head)]
@@ -159,7 +159,7 @@ def _call(em, stmt: Stmt, form: str, target: ast.expr,
 
 def row_call(em, stmt: Stmt, row: ast.expr, form: str = "ufunc") -> ast.expr:
     """``stmt``'s ufunc (or matrix product: ``form``) written into ``row`` (a row of a loop's
-    stack, codegen/loops.py), a ufunc's literal number operands the module's 0-d arrays
+    stack, codegen/regions.py), a ufunc's literal number operands the module's 0-d arrays
     (``_numbers``)."""
     if form == "matmul":
         return _call(em, stmt, form, row)

@@ -41,25 +41,18 @@ from ..ir.analysis import Analysis
 from ..ir.names import dying_inits, name_tape, same_names
 from ..ir.region import EMPTY, handed_over_operands, loop_of, made_stack
 from ..ir.tape import Lit, Stmt, Var
-from ..text import comment, identifier
+from ..passes.stacked import row_offset
+from ..rules.indexing import index_add, setitem_
+from ..text import comment, identifier, literal
 from . import buffers
-from .scalars import delivered_list
+from .buffers import Group, writer
+from .emit import Emitter
+from .out_forms import lent_view, result_call, row_call
+from .render import INDENT, Verbatim, block_lines, unparse
+from .scalars import NUMPY_FORM, SAFE, delivered_list
 
 
-
-class Verbatim(ast.stmt):
-    """Lines of code written as they are (a loop with its comments); ``unparse`` knows it."""
-
-    _fields = ()
-
-    def __init__(self, lines: list[str]):
-        super().__init__()
-        self.lines = lines
-
-
-def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
-    from .emit import Emitter, unparse
-    from .writer import INDENT, _block_lines
+def region_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
     loop = loop_of(stmt)
     body = loop.body
     operands = dict(zip(loop.operand_vars(), stmt.args))
@@ -116,7 +109,7 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
         saves = _state_saves(em, stmt, loop, sub, first)
         rows = _states_in_rows(sub, saves) + \
             _values_in_rows(em, loop, sub, {id(save) for *_, save in first}) + once_made
-        # and the running sums (``dW += t``: the accumulator's own array, loops.py writes them)
+        # and the running sums (``dW += t``: the accumulator's own array, regions.py writes them)
         summing = _running_sums(sub, loop)
         sums_made = {o for o in body.result if isinstance(o, Var)
                      and id(sub.facts.producer.get(o)) in summing}
@@ -209,7 +202,7 @@ def loop_statements(em, stmt: Stmt) -> list[ast.stmt]:
             continue
         block.stmts = [node for nodes, _ in kept for node in nodes]
         block.sources, block.sizes = [s for _, s in kept], [len(nodes) for nodes, _ in kept]
-        inner += _block_lines(block, sub.tape, sub, previous, shown)
+        inner += block_lines(block, sub.tape.name, sub.rules_of, previous, shown)
         previous = block
     ins = [names[c] for c in loop.carried]
     outs = [_text(sub, o, unparse) for o in body.result]
@@ -284,8 +277,6 @@ def _body_slots(em, stmt: Stmt, sub) -> tuple[list[str], list[tuple[str, str]]]:
             ...
             f_new, f_spare = f_spare, f_new
     """
-    from .emit import unparse
-    from .writes import result_call
     at = next(i for i, s in enumerate(em.tape.stmts) if s is stmt)
     body = (em.body_names | set(sub.names.names.values())) - em.names.taken
     em.names.taken |= body
@@ -360,8 +351,6 @@ def _slot(em, at: int, end: int, shape: tuple, dtype, labels: list[str], taken: 
     the backward step), or, as buffers.py lends work arrays, the memory of a returned gradient
     first written after ``end`` (``dWx``, after the backward loop), made before the loop
     (``lines``); or a new one, held per thread (WORK_ARRAYS, labelled ``labels``)."""
-    from .emit import unparse
-    from .writes import lent_view, result_call
     busy, memory = _busy(em), em.memory
     lent = memory.lent
     free = [j for j, (other, kind, _) in enumerate(memory.slots)
@@ -463,7 +452,6 @@ def _list_stacks(em, stmt: Stmt, loop, floats: set[Var]) -> set[Var]:
     whose only readers after the loop are loops that read it one element at a time (scalar
     mode, ``_body_scalars``) is a list, ``V = [0.0] * n``: no array is written per step, and
     the reading loop takes the list as it is (not ``V.tolist()``)."""
-    from ..rules.indexing import setitem_
     if not em.fast:
         return set()
     body = loop.body
@@ -506,8 +494,6 @@ def _body_scalars(loop) -> tuple[set[Var], set[Var], set[Var]]:
     of Python floats, made an array after the loop. For these operations Python floats give
     numpy's bits. (listed invariants, listed accumulators, Python-float values); nothing where
     any of those floats reaches an operation that would treat a Python float otherwise."""
-    from ..rules.indexing import index_add, setitem_
-    from .scalars import _NUMPY_FORM, _SAFE
     body = loop.body
     facts = Analysis(body)
     stmts = body.stmts
@@ -548,7 +534,7 @@ def _body_scalars(loop) -> tuple[set[Var], set[Var], set[Var]]:
             if fn is operator.getitem and args[0] in lists:
                 floats.add(stmt.out)
             elif any(isinstance(a, Var) and a in floats for a in args) and all(
-                    operand(a) for a in args) and (fn in _SAFE and fn is not operator.pow or (
+                    operand(a) for a in args) and (fn in SAFE and fn is not operator.pow or (
                     fn is operator.pow and args[1] == Lit(2) and type(args[1].value) is int)):
                 floats.add(stmt.out)
         kept = {c for o, c in carried.items() if c in assumed and o in floats}
@@ -563,7 +549,7 @@ def _body_scalars(loop) -> tuple[set[Var], set[Var], set[Var]]:
             # a number stored, or an operation with a number's result that numpy computes
             # alike for a Python float and a float64 (``xp.divide`` for a division)
             if fn is index_add and pos == 2 or fn is setitem_ and pos == 2 and \
-                    stmt.out.aval.ndim == 1 or (fn in _NUMPY_FORM or fn in _SAFE) \
+                    stmt.out.aval.ndim == 1 or (fn in NUMPY_FORM or fn in SAFE) \
                     and stmt.out.aval.ndim == 0:
                 continue
             return set(), set(), set()
@@ -580,7 +566,6 @@ def _rows_written_once(sub, loop, blocks) -> dict[Var, tuple[Stmt, ast.stmt]]:
     at its own row (``dxs[t] += v``): every row is written once, so the step assigns it
     (``dxs[t] = v``) and the array starts uninitialized, with no zero fill. Accumulator ->
     (the addition, its assignment)."""
-    from ..rules.indexing import index_add
     if any(len(b.stmts) != len(b.sources) for b in blocks):
         return {}
     facts, body, found = sub.facts, loop.body, {}
@@ -621,8 +606,6 @@ def _made_in_rows_once(em, sub, loop, once: dict) -> list[tuple[Stmt, ast.stmt, 
     ufunc or a matrix product of the row's shape and dtype makes it and nothing else reads it:
     ``xp.matmul(dt9, Wx.T, out=dxs[t])``, no copy. (the value's statement, its new node, the
     addition it replaces) per such value."""
-    from .buffers import writer
-    from .writes import row_call
     if not em.fast:
         return []
     facts, body, found = sub.facts, loop.body, []
@@ -669,8 +652,6 @@ def _returned_sums(em, stmt: Stmt, loop, sub, running: dict, lists: set[Var]) ->
     returned to the caller (``_result``: the caller's out= or a new one), not copied into it
     after the loop. Carried value -> the ``_result(...)`` call; the planned memory
     (buffers.py) learns that the gradient now lives in a returned array."""
-    from .buffers import Group
-    from .writes import result_call
     if not em.fast:
         return {}
     memory, facts, found = em.memory, sub.facts, {}
@@ -734,7 +715,6 @@ def _states_in_rows(sub, saves) -> list[tuple[Stmt, ast.stmt, Stmt]]:
     ``"row"``: ``t = xp.matmul(xs[t], Wx, out=H[t + 1])``, then ``t += ...``), it is made over
     them in place: ``h = xp.tanh(t, out=t)``. (the state's statement, its new node, the save
     left out) per state of ``_state_saves`` (``saves``)."""
-    from .writes import row_call
     found = []
     for made, save, row, _ in saves:
         over = _row_operand(sub, made)
@@ -758,7 +738,6 @@ def _state_saves(em, stmt: Stmt, loop, sub, first) -> list[tuple[Stmt, Stmt, ast
     touches the stack or the state's memory, and nothing after the loop reads the loop's last
     state (a view of the stack there). (the state's statement, the save, the row, the index
     from which nothing before the save reads the stack and the row's key is made) per state."""
-    from .buffers import writer
     if not em.fast:
         return []
     facts, found = sub.facts, []
@@ -801,7 +780,6 @@ def _products_before(em, loop, sub, saves) -> list[tuple[Stmt, ast.stmt, ast.stm
     whatever the number of rows (the same bits in the bench workloads), another BLAS may round
     the last place differently, as it may between any two sizes. (the product's statement,
     the line before the loop, the step's node, the statements left unread) each."""
-    from ..passes.stacked import row_offset
     if not em.fast or loop.reverse or sub.planned is None:
         return []
     facts, memory, found = sub.facts, sub.memory, []
@@ -857,7 +835,6 @@ def _products_note(product: Stmt, loop, sub) -> str:
 
 def _reshaped(array: ast.expr, shape: tuple) -> ast.expr:
     """``array.reshape(shape)``."""
-    from ..text import literal
     return ast.Call(ast.Attribute(array, "reshape", ast.Load()), [literal(shape)], [])
 
 
@@ -870,10 +847,6 @@ def _values_in_rows(em, loop, sub, dropped: set[int]) -> list[tuple[Stmt, ast.st
     through rows at other offsets from the step index (``h_prev = H[t]`` while ``H[t + 1]`` is
     written): the row's old contents are not read once the value is made. (the value's
     statement, its new node, the write left out) per such value."""
-    from ..passes.stacked import row_offset
-    from ..rules.indexing import setitem_
-    from .buffers import writer
-    from .writes import row_call
     if not em.fast:
         return []
     facts, body, found = sub.facts, loop.body, []
@@ -923,7 +896,6 @@ def _written_at(p: int, body, sub) -> int:
 def _row_at(v: Var, stack: Var, loop, facts) -> int | None:
     """The offset ``d`` where ``v`` is a view of row ``t + d`` of ``stack`` (through views of
     one base: ``H[t].T``); None if it is not (or not known to be) one row."""
-    from ..passes.stacked import row_offset
     while v in facts.producer:
         made = facts.producer[v]
         if made.prim.fn is operator.getitem and made.args[0] is stack and len(made.args) == 2:
@@ -943,7 +915,6 @@ def _first_rows(sub, loop, blocks) -> list[tuple[Var, Var, int, Stmt]]:
     in a handwritten BPTT. (stack, carried value, row, the save left out of the body) per such
     stack, where the analysis shows the stack's memory written by exactly those two saves and
     read by nothing else in the step."""
-    from ..rules.indexing import setitem_
     if any(len(b.stmts) != len(b.sources) for b in blocks):
         return []
     facts, body, index = sub.facts, loop.body, loop.index

@@ -17,21 +17,23 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..errors import InternalError
+from ..ir.assumptions import lines as assumption_lines
 from ..ir.region import body_tapes
 from ..ir.tape import Tape, Var
-from ..text import (access_expr, comment, describe, docstring_line, identifier, literal_text,
+from ..text import (access_expr, describe, docstring_line, identifier, literal_text,
                     name_base, printable)
 from ..version import __version__
-from .emit import Block, Emitter, unparse
+from .emit import CONSTRUCTS, Emitter
 from .imports import Imports, plan_imports
 from .lines import fit
 from .outside import BIND, CHANGED_PRELUDE, FUNCTION_PARAM, bind_function, has_reads, \
     reads_function, unbound_check
-from ..ir.assumptions import lines as assumption_lines
+from .regions import region_statements
+from .render import INDENT, Block, block_lines, unparse
 from .workspace import (give_back_line, header_lines, out_check_lines, prelude, takes_out,
                         unpack_line)
 
-INDENT = "    "
+CONSTRUCTS["loop"] = region_statements        # a loop region: a ``for`` loop, its body once
 
 _PRELUDE_GUARD = '''
 class GuardError(ValueError):
@@ -199,7 +201,7 @@ def _function(tape: Tape, emitter: Emitter) -> Written:
             sections.append(block.section)
             body.append(f"# -- {block.section} --")
         if block.loop is None:
-            body += _block_lines(block, tape, emitter, previous, shown)
+            body += block_lines(block, tape.name, emitter.rules_of, previous, shown)
             previous = block
             continue
         loop, inner = block.loop, []          # a cache-blocked chain (blocks.py)
@@ -207,7 +209,7 @@ def _function(tape: Tape, emitter: Emitter) -> Written:
             if part.section not in sections:
                 sections.append(part.section)
                 inner.append(f"# -- {part.section} --")
-            inner += _block_lines(part, tape, emitter, previous, shown)
+            inner += block_lines(part, tape.name, emitter.rules_of, previous, shown)
             previous = part
         body += [line for node in loop.before for line in unparse(node).splitlines()]
         body += loop.head + [INDENT + line for line in inner]
@@ -466,60 +468,6 @@ def _struct_args(tape: Tape, emitter: Emitter, fname: str) -> list[str]:
 def _path_key(path: tuple) -> tuple:
     """Sorts paths of mixed keys; a container comes before its items."""
     return tuple((0, k, "") if isinstance(k, int) else (1, 0, literal_text(k)) for k in path)
-
-
-def _block_lines(block: Block, tape: Tape, emitter: Emitter, previous: Block | None,
-                 shown: set[str]) -> list[str]:
-    """The block's comments, then its statements. In an unrolled loop, ``# t = 3`` where a
-    pass begins; the source line (said once for a run of passes over one line); for a backward
-    block, the rules that made its statements (``# rule tanh, x: dy * (1 - y * y)``), each
-    once under its source line (``shown``: those said since it)."""
-    loc = block.loc
-    before = previous.loc if previous is not None else None
-    again = before is not None and loc is not None and previous.section == block.section \
-        and (before.file, before.line) == (loc.file, loc.line)
-    note = ""
-    if loc is not None:
-        prefix = {"backward": "grad of ", "tangent": "tangent of "}.get(block.section, "")
-        note = f"{prefix}{loc.short}  {loc.text}"
-        if loc.func and loc.func != tape.name and block.section == "forward":
-            note += f"    ({loc.func}, inlined)"
-    line = comment(note)           # escaped: a newline in a file name cannot end it
-    lines = []
-    if loc is not None and loc.iteration and (before is None or before.iteration != loc.iteration):
-        lines.append(comment(loc.iteration))
-    if not again:
-        lines.append(line)          # (cut to the width with its indentation: lines.fit)
-        shown.clear()
-    if block.section == "backward":
-        rules = dict.fromkeys(r for s in block.quiet + block.sources for r in emitter.rules_of(s)
-                              if r not in shown)
-        lines += [comment(rule_comment(r)) for r in rules]
-        shown.update(rules)
-    for node in block.stmts:
-        lines += _wrapped(node)
-    return lines
-
-
-def _wrapped(node) -> list[str]:
-    """A statement's lines; a list too long for one line (scalar mode's gradient elements)
-    has an element a line."""
-    text = unparse(node)
-    if len(text) + 2 * len(INDENT) <= 99 or not isinstance(node, ast.Assign) \
-            or not isinstance(node.value, ast.List) or len(node.targets) != 1:
-        return text.splitlines()
-    return [f"{unparse(node.targets[0])} = ["] + \
-        [f"{INDENT}{unparse(e)}," for e in node.value.elts] + ["]"]
-
-
-def rule_comment(rule: str) -> str:
-    """``tanh x: dy * (1 - y * y)`` -> ``rule tanh, x: dy * (1 - y * y)``: which primitive, which
-    operand, what derivative (the rule's own text, in its words ``y`` and ``dy``)."""
-    head, sep, text = rule.partition(": ")
-    prim, _, operand = head.partition(" ")
-    if sep and operand and " " not in operand:
-        return f"rule {prim}, {operand}: {text}"
-    return f"rule {rule}"
 
 
 def _returns(tape: Tape, emitter: Emitter) -> tuple[list[str], list[str]]:

@@ -1,0 +1,174 @@
+"""The text primitives of codegen, below every writer: how written statements become lines.
+
+- ``unparse``: one ``ast`` node as Python text, the same on every Python we support;
+- ``Verbatim``: lines written as they are (a loop region with its comments, regions.py);
+- ``Block``: consecutive statements of one source line, which share one comment
+  (``# model.py:4  h = ...``, ``# grad of model.py:4  ...``), grouped by ``group_blocks`` and
+  written by ``block_lines`` with the rules that made them (``# rule tanh, x: ...``);
+- ``Loop``: a cache-blocked chain as written (blocks.py), ``INDENT`` the indentation of a
+  level.
+
+Nothing here decides what to write; emit.py and the construct writers above it do.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..errors import SourceLoc
+from ..ir.tape import TANGENT, Stmt
+from ..text import comment
+
+INDENT = "    "
+
+
+class Verbatim(ast.stmt):
+    """Lines of code written as they are (a loop with its comments); ``unparse`` knows it."""
+
+    _fields = ()
+
+    def __init__(self, lines: list[str]):
+        super().__init__()
+        self.lines = lines
+
+
+def unparse(node: ast.AST) -> str:
+    """``ast.unparse``, but the same text on every Python we support: 3.10 writes a tuple
+    target as ``(a, b) = ...`` where 3.11+ writes ``a, b = ...`` (committed files must not
+    change with the reviewer's Python)."""
+    if isinstance(node, Verbatim):
+        return "\n".join(node.lines)
+    node = ast.fix_missing_locations(node)
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+            and isinstance(node.targets[0], ast.Tuple) and len(node.targets[0].elts) > 1:
+        targets = ", ".join(ast.unparse(e) for e in node.targets[0].elts)
+        return f"{targets} = {ast.unparse(node.value)}"
+    return ast.unparse(node)
+
+
+@dataclass
+class Loop:
+    """A cache-blocked chain (blocks.py) as written: ``before`` the loop, the ``for`` line and the two lines that make a
+    block's slice, the chain's blocks (one per source line) inside, ``after`` it."""
+    before: list[ast.stmt]
+    head: list[str]
+    inner: list                      # Block, each with its comment
+    after: list[ast.stmt]
+
+
+@dataclass
+class Block:
+    """Consecutive statements of one source line, written under one comment."""
+
+    section: str                 # "forward", "backward" or "tangent"
+    loc: SourceLoc | None
+    stmts: list[ast.stmt] = field(default_factory=list)
+    sources: list[Stmt] = field(default_factory=list)   # the tape statements behind it
+    loop: Loop | None = None     # a cache-blocked chain (blocks.py): the blocks inside its loop
+    quiet: list[Stmt] = field(default_factory=list)     # more, written by a later one
+    sizes: list[int] = field(default_factory=list)      # how many of stmts each source wrote
+
+    def parts(self) -> list[tuple[Stmt, list[ast.stmt]]]:
+        """Each source with the statements it was written as (one or more: a work array
+        zeroed is ``dx = buf4`` and ``dx.fill(0.0)``)."""
+        sizes = self.sizes if len(self.sizes) == len(self.sources) else [1] * len(self.sources)
+        if sum(sizes) != len(self.stmts):
+            raise AssertionError("a block's statements do not match its sources")
+        parts, at = [], 0
+        for source, size in zip(self.sources, sizes):
+            parts.append((source, self.stmts[at:at + size]))
+            at += size
+        return parts
+
+
+def section_of(stmt: Stmt) -> str:
+    """``forward``, ``backward`` or ``tangent``: the section of the function ``stmt`` is in."""
+    if stmt.rule is None:
+        return "forward"
+    return "tangent" if stmt.rule.startswith(TANGENT) else "backward"
+
+
+def block_key(stmt: Stmt) -> tuple:
+    """Statements share a block (and its comment) when they share section, source line and,
+    in an unrolled loop, iteration (``# t = 3``)."""
+    loc = stmt.loc
+    return (section_of(stmt), loc.file if loc else None, loc.line if loc else None) + \
+        ((loc.iteration,) if loc and loc.iteration else ())
+
+
+def group_blocks(written: list[tuple[Stmt, list[ast.stmt]]]) -> list[Block]:
+    """Statements as written, in blocks: consecutive statements of one source line. A
+    statement written as nothing (written by a later one: an element of a scalar-mode
+    accumulator) hands its rules to the next statement of its line."""
+    blocks: list[Block] = []
+    silent: list[Stmt] = []
+    for stmt, nodes in written:
+        key = block_key(stmt)
+        if not nodes:
+            silent = [s for s in silent if block_key(s) == key] + [stmt]
+            continue
+        if not blocks or block_key(blocks[-1].sources[0]) != key:
+            blocks.append(Block(key[0], stmt.loc))
+        blocks[-1].stmts += nodes
+        blocks[-1].sources.append(stmt)
+        blocks[-1].sizes.append(len(nodes))
+        blocks[-1].quiet += [s for s in silent if block_key(s) == key]
+        silent = []
+    return blocks
+
+
+def block_lines(block: Block, function: str, rules_of: Callable[[Stmt], list[str]],
+                previous: Block | None, shown: set[str]) -> list[str]:
+    """The block's comments, then its statements. In an unrolled loop, ``# t = 3`` where a
+    pass begins; the source line (said once for a run of passes over one line); for a backward
+    block, the rules that made its statements (``# rule tanh, x: dy * (1 - y * y)``), each
+    once under its source line (``shown``: those said since it). ``function``: the traced
+    function's name (a block of another is marked inlined); ``rules_of``: a statement's rules
+    (``Emitter.rules_of``)."""
+    loc = block.loc
+    before = previous.loc if previous is not None else None
+    again = before is not None and loc is not None and previous.section == block.section \
+        and (before.file, before.line) == (loc.file, loc.line)
+    note = ""
+    if loc is not None:
+        prefix = {"backward": "grad of ", "tangent": "tangent of "}.get(block.section, "")
+        note = f"{prefix}{loc.short}  {loc.text}"
+        if loc.func and loc.func != function and block.section == "forward":
+            note += f"    ({loc.func}, inlined)"
+    line = comment(note)           # escaped: a newline in a file name cannot end it
+    lines = []
+    if loc is not None and loc.iteration and (before is None or before.iteration != loc.iteration):
+        lines.append(comment(loc.iteration))
+    if not again:
+        lines.append(line)          # (cut to the width with its indentation: lines.fit)
+        shown.clear()
+    if block.section == "backward":
+        rules = dict.fromkeys(r for s in block.quiet + block.sources for r in rules_of(s)
+                              if r not in shown)
+        lines += [comment(rule_comment(r)) for r in rules]
+        shown.update(rules)
+    for node in block.stmts:
+        lines += _wrapped(node)
+    return lines
+
+
+def _wrapped(node) -> list[str]:
+    """A statement's lines; a list too long for one line (scalar mode's gradient elements)
+    has an element a line."""
+    text = unparse(node)
+    if len(text) + 2 * len(INDENT) <= 99 or not isinstance(node, ast.Assign) \
+            or not isinstance(node.value, ast.List) or len(node.targets) != 1:
+        return text.splitlines()
+    return [f"{unparse(node.targets[0])} = ["] + \
+        [f"{INDENT}{unparse(e)}," for e in node.value.elts] + ["]"]
+
+
+def rule_comment(rule: str) -> str:
+    """``tanh x: dy * (1 - y * y)`` -> ``rule tanh, x: dy * (1 - y * y)``: which primitive, which
+    operand, what derivative (the rule's own text, in its words ``y`` and ``dy``)."""
+    head, sep, text = rule.partition(": ")
+    prim, _, operand = head.partition(" ")
+    if sep and operand and " " not in operand:
+        return f"rule {prim}, {operand}: {text}"
+    return f"rule {rule}"
