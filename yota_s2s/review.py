@@ -18,8 +18,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from .codegen.render import unparse
 from .codegen.module import Written, function_name, signature_lines
+from .codegen.render import unparse
 from .highlight import html as code_html
 from .highlight import html_lines
 from .ir.tape import Tape
