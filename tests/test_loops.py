@@ -668,7 +668,7 @@ def test_products_of_rows_are_one_product_after_the_loop():
     assert not any(line.startswith(("dWx +=", "db +=")) for line in loop), loop
     assert "dWh += dWh_part1" in loop and any(
         line.startswith("dWh_part1 = xp.matmul(h_prev.T, ") for line in loop), loop
-    # dz is made in its row (codegen/regions.py _values_in_rows): no copy into the stack
+    # dz is made in its row (codegen/region_rows.py values_in_rows): no copy into the stack
     made = [line for line in loop if "out=H[t" in line]
     assert len(made) == 1 and made[0].startswith("dt") and "xp.multiply(" in made[0], loop
     assert not any(line.startswith("H[t") for line in loop), loop
@@ -980,7 +980,7 @@ def _sums_only(v):
 def test_a_returned_gradient_made_over_a_backward_loops_carried_array_is_not_a_work_array(f):
     """The backward loop's dh (576 elements) ends as dv: ``dv = xp.multiply(dh, 0.3,
     out=dh)``, then ``dv += ...`` from the unrolled field loop, then returned. Its array must
-    not be a work array (codegen/regions.py _held_zeros): once it was one, free after the
+    not be a work array (codegen/region_slots.py held_zeros): once it was one, free after the
     multiply, the field's adjoint wrote its temporaries over dv (fuzz seed 22500076, a wrong
     gradient), and the array returned was overwritten by the next call."""
     rng = np.random.default_rng(0)
@@ -1197,7 +1197,7 @@ def test_the_ring_loop_reads_like_its_handwritten_gradient():
 
 def test_a_carried_field_takes_two_work_arrays_in_turn():
     """A carried array made anew by each step (an explicit scheme's field, a gradient carried
-    back) lives in two work arrays the loop takes in turn (codegen/regions.py ``_body_slots``):
+    back) lives in two work arrays the loop takes in turn (codegen/region_slots.py ``body_slots``):
     no array per step, none per call with out=. Nine steps and ten (the result in one or the
     other), calls with other arguments in between. What the function returns is never a work
     array: a gradient carried back to an argument takes turns with the returned array, the
@@ -1254,7 +1254,7 @@ def test_a_state_widened_by_its_first_step_is_not_planned_by_its_later_type():
     the first step still runs in float32 up to the addition, as numpy's does. A body planned by
     the carried type wrote that step's float32 ``h * 0.322`` as the state, then summed its
     squares into a float64 array with ``xp.dot(..., out=)``, which raised (seed 25,300,096):
-    such a body is written by its expressions (codegen/regions.py ``_widened``). Both forms
+    such a body is written by its expressions (codegen/regions.py ``widened``). Both forms
     against numpy's value and finite differences (in b), call after call."""
     from .programs.loop_regions import widened_state
     r = np.random.default_rng(3)

@@ -122,15 +122,15 @@ def plan_memory(tape: Tape, scalars: ScalarPlan, inlined: set[Var],
     the step makes of it in place and the result, when its array is dead by then, live in
     it (``dh += h; ...; xp.matmul(dz, W.T, out=dh)``); ``turns``, step results that may live
     in a work array the loop takes in turn with a second one (``turn``: the step before's
-    result is in the other, codegen/regions.py), where they would be new arrays each step;
+    result is in the other, codegen/region_slots.py), where they would be new arrays each step;
     ``rows``, a state made in a row of its stack (one of ``exclude``) -> (that row, the index
     of the first statement from which the row is free to write): the group of the elementwise
     operand it is made over lives in the row (``_rows``); ``heads``: a vector a returned
     gradient is broadcast from may live in its first row (``_heads``; not in a GPU module,
     which keeps its work arrays); ``first``, values a chain should start from: a sum (or
     product) of two operands that may both be written over is written over the one in
-    ``first`` (``t8 += t7`` for ``t7 + t8``: the same bits), so that codegen/regions.py can make
-    a chain's first value before the loop."""
+    ``first`` (``t8 += t7`` for ``t7 + t8``: the same bits), so that codegen/region_rows.py can
+    make a chain's first value before the loop."""
     plan = MemoryPlan()
     facts = facts or Analysis(tape, inlined)
     excluded = facts.arguments | inlined
@@ -226,8 +226,8 @@ def _home(tape: Tape, stmt: Stmt, index: int, facts: Analysis, plan: MemoryPlan,
 
 def _rows(tape: Tape, plan: MemoryPlan, facts: Analysis, rows: dict) -> None:
     """A state a loop step makes elementwise in its stack's row (``h = xp.tanh(t, out=H[t +
-    1])``, codegen/regions.py) is made over its operand ``t`` where ``t`` is the last value of a
-    work-array group, of the state's shape and dtype, dead once the state is made, and made
+    1])``, codegen/region_rows.py) is made over its operand ``t`` where ``t`` is the last value
+    of a work-array group, of the state's shape and dtype, dead once the state is made, and made
     (from its group's first value on) after the row is free to write: that group lives in the
     row, its first value written there (``out=H[t + 1]``), the rest in place, no work array."""
     for h, (row, free) in rows.items():
@@ -251,7 +251,7 @@ def _mark_results(tape: Tape, plan: MemoryPlan, facts: Analysis, turns: frozense
     """Groups holding returned gradients live in the returned arrays; nothing returned lives
     in (or views) a work array: such a group is allocated on each call instead, but for a
     loop step's result in ``turns``, alone in its group and its memory (the two arrays taken
-    in turn are the loop's, codegen/regions.py)."""
+    in turn are the loop's, codegen/region_slots.py)."""
     for inp, g in zip(tape.inputs, tape.grads or []):
         if not isinstance(g, Var) or g.aval.weak:
             continue

@@ -49,8 +49,9 @@ def unparse(node: ast.AST) -> str:
 
 @dataclass
 class Loop:
-    """A cache-blocked chain (blocks.py) as written: ``before`` the loop, the ``for`` line and the two lines that make a
-    block's slice, the chain's blocks (one per source line) inside, ``after`` it."""
+    """A cache-blocked chain (blocks.py) as written: ``before`` the loop, the ``for`` line and
+    the two lines that make a block's slice, the chain's blocks (one per source line) inside,
+    ``after`` it."""
     before: list[ast.stmt]
     head: list[str]
     inner: list                      # Block, each with its comment
