@@ -32,8 +32,6 @@ PENDING = {
     # the imports (inside functions) that close a circle within a layer
     ("yota_s2s.frontend.calls", "yota_s2s.frontend.evaluator"),         # split31
     ("yota_s2s.frontend.expressions", "yota_s2s.frontend.evaluator"),   # split31
-    ("yota_s2s.codegen.loops", "yota_s2s.codegen.emit"),        # codegen31
-    ("yota_s2s.codegen.loops", "yota_s2s.codegen.writer"),      # codegen31
     ("yota_s2s.higher", "yota_s2s.api"),                        # higher's split (front31)
     ("yota_s2s.gradcheck", "yota_s2s.api"),                     # front31
 }
