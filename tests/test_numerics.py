@@ -252,6 +252,52 @@ def test_det_hessian_of_a_batch_inside_a_second_order_program():
     np.testing.assert_allclose(hess, second_difference(f, a, h=1e-3), atol=1e-5)
 
 
+def slogdet_log(a):
+    sign, logdet = np.linalg.slogdet(a)
+    return logdet * 2.0
+
+
+SLOGDET_LINE = slogdet_log.__code__.co_firstlineno + 1
+
+
+@pytest.mark.parametrize("how", ["buffered", "plain", "grad", "jvp"])
+def test_slogdet_of_a_singular_matrix_says_why_it_has_no_gradient(how):
+    """Issue 29: compiling failed with 'linalg.inv(f64[2,2]) fails: Singular matrix'."""
+    a = SINGULAR[0]
+    assert tuple(np.linalg.slogdet(a)) == (0.0, -np.inf)
+    with pytest.raises(ys.YotaError) as info:
+        if how == "grad":
+            ys.grad(slogdet_log, a)
+        elif how == "jvp":
+            ys.jvp(slogdet_log, (a,), (np.ones_like(a),))
+        else:
+            ys.simplegrad(slogdet_log, a, buffers=how == "buffered")
+    assert str(info.value) == (
+        f"test_numerics.py:{SLOGDET_LINE} in slogdet_log: np.linalg.slogdet of a singular matrix "
+        "(at the example arguments): its log-determinant is -inf (numpy's value is (0, -inf)) "
+        "and has no gradient (inv(a).T does not exist)\n"
+        "    sign, logdet = np.linalg.slogdet(a)\n"
+        "                   ^^^^^^^^^^^^^^^^^^^^\n"
+        "Differentiate at an invertible matrix, or differentiate np.linalg.det(a): its "
+        "gradient, the cofactor matrix, is finite at a singular matrix.")
+
+
+def test_slogdet_sign_of_a_singular_matrix_has_gradient_zero():
+    def f(a):
+        sign, _ = np.linalg.slogdet(a)
+        return sign + np.sum(a)
+    value, da = grads(f, SINGULAR[0])
+    assert value == 9.0
+    np.testing.assert_array_equal(da, np.ones((2, 2)))
+
+
+def test_a_rule_domain_must_be_what_and_what_to_do():
+    def scaled(a):
+        return a * 2.0
+    with pytest.raises(ys.YotaError, match="must be two strings: what the error says and what"):
+        ys.diffrule(scaled, "a", "2.0 * dy", domain="singular")
+
+
 @BOTH
 def test_prod_of_an_empty_array_is_one_with_an_empty_gradient(buffers):
     def f(x):

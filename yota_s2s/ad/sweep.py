@@ -196,7 +196,10 @@ class Sweep:
         ev.rule_text = str(rule)
         check_options(rule, dict(stmt.params), stmt.loc)
         env = bind(rule, env, dict(stmt.params))
-        if rule.expr is not None:
+        ev.rule_domain = rule.domain
+        try:
+            if rule.expr is None:
+                return ev.inline(rule.fn, [], env, None)
             frame = Frame(None, rule.globals, {}, None)
             frame.locals.update(env)
             saved, ev.frame = ev.frame, frame
@@ -204,7 +207,8 @@ class Sweep:
                 return ev.expr(rule.expr)
             finally:
                 ev.frame = saved
-        return ev.inline(rule.fn, [], env, None)
+        finally:
+            ev.rule_domain = None
 
     # -- adjoints ------------------------------------------------------------------------
 

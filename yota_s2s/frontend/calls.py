@@ -335,6 +335,9 @@ class CallsMixin:
         except YotaError:
             raise
         except Exception as e:
+            if self.rule_domain is not None:     # a derivative rule, outside its domain
+                what, fix = self.rule_domain
+                raise YotaError(what, loc, fix) from None
             described = ", ".join(_describe(t) for t in operands)
             raise YotaError(f"{prim.name}({described}) fails: {e}", loc) from None
         outs = tuple(Var(Aval.of(r), grad_of=grad_of) for r in results)

@@ -101,6 +101,7 @@ class Evaluator(ExpressionsMixin, CallsMixin, UpdatesMixin, RegionsMixin):
         self.backward_mode = False            # set while instantiating derivative rules
         self.loc_override: SourceLoc | None = None
         self.rule_text: str | None = None
+        self.rule_domain: tuple[str, str] | None = None   # the rule running now: its domain=
         self.input_vars: set[Var] = set()
         self.flattener = None                 # frontend.flatten.Flattener, set by trace_function
         # globals and class attributes the source read, each with where it was read

@@ -85,10 +85,18 @@ def cofactor(a, det):
     return np.where(taken, by_inverse, by_svd)
 
 
-@diffrule(np.linalg.slogdet, "a")
+SINGULAR_LOGDET = (
+    "np.linalg.slogdet of a singular matrix (at the example arguments): its log-determinant "
+    "is -inf (numpy's value is (0, -inf)) and has no gradient (inv(a).T does not exist)",
+    "Differentiate at an invertible matrix, or differentiate np.linalg.det(a): its gradient, "
+    "the cofactor matrix, is finite at a singular matrix.")
+
+
+@diffrule(np.linalg.slogdet, "a", domain=SINGULAR_LOGDET)
 def slogdet_grad(a, dy):
-    """d log|det a| / da = inv(a).T (for a complex ``a`` too: log|det a| = Re log det a); the
-    sign is piecewise constant, but not for a complex ``a``: refused there."""
+    """d log|det a| / da = inv(a).T (for a complex ``a`` too: log|det a| = Re log det a), at an
+    invertible ``a``: at a singular one log|det a| is -inf with no gradient, and compiling
+    says so. The sign is piecewise constant, but not for a complex ``a``: refused there."""
     dsign, dlog = dy
     if dsign is not None and np.iscomplexobj(a):
         raise NotImplementedError("the gradient through the sign of slogdet of a complex "

@@ -82,6 +82,7 @@ class Rule:
     kwargs: str | None = None        # ``kw`` in ``**kw``: the keyword options of the call
     ignores: frozenset = frozenset()  # options that do not change this gradient (``dtype``)
     shows: str | None = None         # a rule function's formula, as the comments show it
+    domain: tuple[str, str] | None = None   # (what, what to do) where it fails on the example
 
     def __str__(self) -> str:
         """``tanh x: dy * (1 - y * y)``; a rule function shows its formula (``shows=``) or says
@@ -362,7 +363,8 @@ class RuleSet:
         self._changed()
 
     def diffrule(self, fn: Any, argname: str, rule: str | Callable | None = None, *,
-                 ignores: tuple[str, ...] = (), shows: str | None = None):
+                 ignores: tuple[str, ...] = (), shows: str | None = None,
+                 domain: tuple[str, str] | None = None):
         """Register ``rule`` as the derivative of ``fn`` with respect to ``argname``.
 
         ``rule`` is an expression in ``fn``'s parameter names, ``y`` and ``dy`` (and ``**kw``
@@ -372,15 +374,23 @@ class RuleSet:
         it), unless the option is listed in ``ignores``: it does not change this gradient.
         ``shows`` is the formula a rule function computes, as the generated code's comments
         show it (``dy * x2 * x1 ** (x2 - 1)``) instead of the function's name and place.
+        ``domain`` is ``(what, what to do)``: what the error says, at the call in the user's
+        code, where a step of the rule fails on the example arguments (outside the inputs the
+        derivative exists for: ``inv`` of a singular matrix in slogdet's rule).
         """
         if rule is None:
             def register(rule_fn: Callable) -> Callable:
-                self.diffrule(fn, argname, rule_fn, ignores=ignores, shows=shows)
+                self.diffrule(fn, argname, rule_fn, ignores=ignores, shows=shows, domain=domain)
                 return rule_fn
             return register
         loc, env = _caller()
         if inspect.isfunction(rule):
             loc = _function_loc(rule)      # the def itself: the same line on every Python
+        if domain is not None and not (isinstance(domain, tuple) and len(domain) == 2 and
+                                       all(isinstance(t, str) for t in domain)):
+            raise RuleError(f"domain= of the rule for {spelled(fn)} must be two strings: what "
+                            "the error says and what to do", loc,
+                            'Write domain=("<what fails and why>", "<what to do>").')
         prim = self.primitive(fn)
         self._check_argname(prim, argname, loc)
         ignores = (ignores,) if isinstance(ignores, str) else tuple(ignores)
@@ -397,7 +407,7 @@ class RuleSet:
             kwargs = forwarded_kwargs(expr, allowed, prim, loc)
             check_rule_expr(expr, allowed | {kwargs} - {None}, env, prim, loc)
             entry = Rule(prim, argname, rule.strip(), expr=expr, globals=env, loc=loc,
-                         kwargs=kwargs, ignores=frozenset(ignores))
+                         kwargs=kwargs, ignores=frozenset(ignores), domain=domain)
         elif not inspect.isfunction(rule):
             raise RuleError(f"the rule for {spelled(fn)} must be a string or a Python function, "
                             f"not {type(rule).__name__}", loc,
@@ -406,7 +416,7 @@ class RuleSet:
             kwargs = check_rule_function(rule, allowed, prim)
             params = ", ".join(inspect.signature(rule).parameters)
             entry = Rule(prim, argname, f"{rule.__name__}({params})", fn=rule, loc=loc,
-                         kwargs=kwargs, ignores=frozenset(ignores), shows=shows)
+                         kwargs=kwargs, ignores=frozenset(ignores), shows=shows, domain=domain)
         self.rules[(prim, argname)] = entry
         self._unmark(prim, argname)
         self._changed()
