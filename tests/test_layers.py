@@ -30,8 +30,6 @@ PENDING = {
     ("yota_s2s.frontend.resolve", "yota_s2s.higher"),           # entry points (front31)
     ("yota_s2s.frontend.resolve", "yota_s2s.codegen.loader"),   # generated_file (front31)
     # the imports (inside functions) that close a circle within a layer
-    ("yota_s2s.frontend.calls", "yota_s2s.frontend.evaluator"),         # split31
-    ("yota_s2s.frontend.expressions", "yota_s2s.frontend.evaluator"),   # split31
     ("yota_s2s.higher", "yota_s2s.api"),                        # higher's split (front31)
     ("yota_s2s.gradcheck", "yota_s2s.api"),                     # front31
 }

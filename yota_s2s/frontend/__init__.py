@@ -18,7 +18,8 @@ from ..rules.registry import RULES, RuleSet
 from ..text import normal
 from .collect import Collector
 from .depends import Assumptions, rules_assumption
-from .evaluator import Evaluator, Frame
+from .evaluator import Evaluator
+from .frame import Frame
 from .outside import FUNCTION
 from .flatten import Flattener, arg_kind, is_struct_object, leaf_names
 from .resolve import is_compiler

@@ -12,11 +12,11 @@ every branch can be decided:
   (``regions.py``), and are unrolled otherwise; ``break``, ``continue`` and ``return`` work
   anywhere.
 
-Statements are here; expressions in ``expressions.py``; calls in ``calls.py``.
+Statements are here; expressions in ``expressions.py``; calls in ``calls.py`` (primitives in
+``primitive_calls.py``, inlining in ``inline.py``, builtins in ``builtin_calls.py``).
 """
 from __future__ import annotations
 
-import builtins
 import itertools
 import sys
 from dataclasses import replace
@@ -33,9 +33,11 @@ from .abstract import Values
 from .collect import Collector
 from .expressions import ExpressionsMixin
 from .depends import Depends
-from .outside import OutsideReads, module_root
+from .frame import Frame
+from .inline import InliningMixin
+from .outside import OutsideReads
+from .primitive_calls import PrimitiveCallsMixin
 from .regions import RegionsMixin, TrialAbort
-from .source import ParsedFunction
 from .structs import set_attribute
 from .updates import UpdatesMixin
 
@@ -55,40 +57,8 @@ class _Continue(Exception):
     pass
 
 
-class Frame:
-    """One function activation: its locals and where free names resolve."""
-
-    def __init__(self, fn: ParsedFunction, globals: dict, closure: dict, parent: "Frame | None"):
-        self.fn, self.globals, self.closure, self.parent = fn, globals, closure, parent
-        self.locals: dict[str, Any] = {}
-        self.stmt: gast.stmt | None = None     # the statement running now (for locations)
-        self.yields: list | None = None        # a generator's values (see calls.run_function)
-        self.cells: dict[str, tuple | None] = {}    # where each closure cell is (outside.py)
-        self.iterations: list[str] = []        # unrolled loops running now: ``t = 3``
-        self.call: tuple = ()                  # an inlined call: (ordinal, call site), SourceLoc.call
-
-    def lookup(self, name: str) -> Any:
-        return self.locate(name)[0]
-
-    def locate(self, name: str) -> tuple[Any, tuple | None]:
-        """The value of ``name`` and, for a global or a closure cell, where it was found
-        (``(root, path)``, root None where generated code cannot reach it); None for locals
-        and builtins."""
-        frame: Frame | None = self
-        while frame is not None:
-            if name in frame.locals:
-                return frame.locals[name], None
-            if name in frame.closure:
-                return frame.closure[name], frame.cells.get(name, (None, ()))
-            frame = frame.parent
-        if name in self.globals:
-            return self.globals[name], (module_root(self.globals), (("attr", name),))
-        if hasattr(builtins, name):
-            return getattr(builtins, name), None
-        raise KeyError(name)
-
-
-class Evaluator(ExpressionsMixin, CallsMixin, UpdatesMixin, RegionsMixin):
+class Evaluator(ExpressionsMixin, CallsMixin, PrimitiveCallsMixin, InliningMixin, UpdatesMixin,
+                RegionsMixin):
     def __init__(self, rules: RuleSet, values: dict[Var, Any] | None = None):
         self.rules = rules
         self.stmts: list[Stmt] = []

@@ -19,6 +19,7 @@ from ..errors import StaticValueError, YotaError
 from ..ir.assumptions import INDEX, Assumption
 from ..ir.tape import Lit, Var
 from ..ir.values import ArrayMethod, is_traced, python_numbers, to_tree
+from .frame import Frame
 from .outside import GeneratorRef, OutsideCell, RandomMethod, is_data, module_root
 from .resolve import ARRAY_METHODS, IN_PLACE_METHODS, LIBRARY_MODULES, STATIC_ARRAY_ATTRS
 from .structs import StructValue, call_dunder, get_attribute, static_lookup
@@ -152,7 +153,6 @@ class ExpressionsMixin:
     # -- comprehensions ------------------------------------------------------------------
 
     def comprehension(self, node, element) -> list:
-        from .evaluator import Frame
         outer = self.frame
         self.frame = Frame(outer.fn, outer.globals, {}, outer)
         self.frame.stmt, self.frame.call = outer.stmt, outer.call
