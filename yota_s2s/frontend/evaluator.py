@@ -37,6 +37,8 @@ from .frame import Frame
 from .inline import InliningMixin
 from .outside import OutsideReads
 from .primitive_calls import PrimitiveCallsMixin
+from .region_lists import RegionListsMixin
+from .region_tape import RegionTapeMixin
 from .regions import RegionsMixin, TrialAbort
 from .structs import set_attribute
 from .updates import UpdatesMixin
@@ -58,7 +60,7 @@ class _Continue(Exception):
 
 
 class Evaluator(ExpressionsMixin, CallsMixin, PrimitiveCallsMixin, InliningMixin, UpdatesMixin,
-                RegionsMixin):
+                RegionsMixin, RegionListsMixin, RegionTapeMixin):
     def __init__(self, rules: RuleSet, values: dict[Var, Any] | None = None):
         self.rules = rules
         self.stmts: list[Stmt] = []

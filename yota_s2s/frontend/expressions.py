@@ -46,12 +46,12 @@ class ExpressionsMixin:
             raise self.unsupported(node, f"`{type(node).__name__}` expressions are not supported")
         value = method(node)
         if self.trial_records and (value.__class__ is list or value.__class__ is dict):
-            self.saw_container(value, node)     # a region's trial watches them (regions.py)
+            self.saw_container(value, node)     # a region's trial watches them (region_lists.py)
         return value
 
     def container_part(self, node: gast.expr) -> Any:
         """``node``'s value where it is indexed (``hs[-1]``) or appended to (``hs.append``):
-        a list read there is not read as a whole (see ``RegionsMixin.saw_container``)."""
+        a list read there is not read as a whole (see region_lists.py ``saw_container``)."""
         saved, self.part_node = self.part_node, node
         try:
             return self.expr(node)

@@ -61,7 +61,7 @@ class UpdatesMixin:
                 self.latest[value] = again
                 return again
         if value in self.pending_rows:
-            self.place_row(value)       # a row of a region's list, read (frontend/regions.py)
+            self.place_row(value)       # a row of a region's list, read (region_lists.py)
         return value
 
     def current_tree(self, value: Any) -> Any:
