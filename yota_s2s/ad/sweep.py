@@ -26,7 +26,8 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import NoRuleError, YotaError
-from ..frontend.evaluator import Evaluator, Frame
+from ..frontend.evaluator import Evaluator
+from ..frontend.frame import Frame
 from ..ir.analysis import Analysis, index_copies
 from ..ir.tape import ACCUMULATE, Aval, Lit, Stmt, Tape, Var, tree_atoms
 from ..ir.values import to_tree
