@@ -13,7 +13,7 @@ import pytest
 
 import yota_s2s as ys
 from yota_s2s.compiler import compile_grad
-from yota_s2s.memory import allocated
+from yota_s2s.memory_report import allocated
 
 from .programs import custom, loops, models
 from .test_gradcheck import PROGRAMS

@@ -2,6 +2,7 @@
 operator as the function itself, static values among ``jvp``'s primals, a function whose
 result does not depend on its argument."""
 import math
+import functools
 import operator
 
 import numpy as np
@@ -145,3 +146,33 @@ def test_a_gradient_of_the_gradient_of_a_closure_reader_says_why_it_is_refused()
     assert "in loss: differentiating a call of ys.gradient(f): f reads variables of an " \
            "enclosing function (weights)" in text
     assert "return np.sum(gf(x) ** 2)" in text and "Pass them to f as arguments" in text
+
+
+ENTRY_POINTS = ["simplegrad", "grad", "gradient", "value_and_grad", "vjp", "jacobian",
+                "elementwise_grad", "trace", "compile", "jvp", "jvpfunction", "hvp", "hessian"]
+
+
+@pytest.mark.parametrize("name", ENTRY_POINTS)
+def test_an_entry_point_called_in_traced_code_is_refused_by_its_mark_not_inlined(name):
+    """The frontend knows the entry points by the mark each carries (marks.py), not by
+    importing the API: calling one inside the function to differentiate is refused, named."""
+    entry = getattr(ys, name)
+
+    def loss(x):
+        return np.sum(entry(np.sin, x))
+    with pytest.raises(ys.UnsupportedSyntax,
+                       match=rf"\.{entry.__name__} is a gradient function made by yota_s2s"):
+        ys.grad(loss, np.ones(3))
+
+
+def test_a_wrapper_that_copies_an_entry_points_attributes_is_still_the_users_function():
+    @functools.wraps(ys.hvp)
+    def squares(x):
+        return x * x
+    del squares.__wrapped__
+
+    def loss(x):
+        return np.sum(squares(x))
+    x = np.array([0.5, -1.0, 2.0])
+    value, g = ys.grad(loss, x)
+    assert value == pytest.approx(np.sum(x * x)) and np.allclose(g[0], 2 * x, rtol=1e-15)

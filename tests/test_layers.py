@@ -22,17 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "yota_s2s"
 DOC = ROOT / "docs" / "how-it-works.md"
 
-# (importer, imported): the edges that still break a rule, and who removes them.
-PENDING = {
-    # a lower layer imports a higher one
-    ("yota_s2s.frontend", "yota_s2s.higher"),                   # higher.calling (front31)
-    ("yota_s2s.frontend.resolve", "yota_s2s.api"),              # entry points (front31)
-    ("yota_s2s.frontend.resolve", "yota_s2s.higher"),           # entry points (front31)
-    ("yota_s2s.frontend.resolve", "yota_s2s.codegen.loader"),   # generated_file (front31)
-    # the imports (inside functions) that close a circle within a layer
-    ("yota_s2s.higher", "yota_s2s.api"),                        # higher's split (front31)
-    ("yota_s2s.gradcheck", "yota_s2s.api"),                     # front31
-}
+# (importer, imported): the edges that still break a rule, and who removes them (none left).
+PENDING: set[tuple[str, str]] = set()
 
 
 # -- the import graph -------------------------------------------------------------------------

@@ -910,7 +910,7 @@ def test_np_dot_in_a_step_is_written_into_planned_memory():
     ``xp.matmul(..., out=)`` into a work array (the step's input product before the loop), so
     a call with ``out=`` allocates no array data, as with ``@``. Values: the plain form (which
     keeps ``np.dot``), the ``@`` program's module and finite differences."""
-    from yota_s2s.memory import allocated
+    from yota_s2s.memory_report import allocated
     args = rnn_batched_args()
     df = ys.simplegrad(rnn_dot, *args, wrt={0, 1, 2})
     text = ys.source(df)
@@ -1202,7 +1202,7 @@ def test_a_carried_field_takes_two_work_arrays_in_turn():
     other), calls with other arguments in between. What the function returns is never a work
     array: a gradient carried back to an argument takes turns with the returned array, the
     last step writing it; a forward-only module's returned field is a new array each step."""
-    from yota_s2s.memory import allocated
+    from yota_s2s.memory_report import allocated
 
     from .programs.loop_regions import diffused_even, diffused_odd
 

@@ -2,7 +2,7 @@
 higher derivative. They once carried functools.wraps's __wrapped__, so the frontend traced the
 wrapped function in their place: ys.gradient(ys.gradient(f)) silently returned the first
 derivative; then it was refused; now the frontend inlines the plain generated gradient
-(higher.py ``gradient_inline``)."""
+(nested.py ``gradient_inline``)."""
 import numpy as np
 import pytest
 

@@ -1,7 +1,7 @@
 """Second derivatives against finite differences of gradients: the gradient-check table run one
 order up. For each case with a smooth second derivative, ``directional(*args, *vs)`` is
 ``sum_i <grad_i f(*args), v_i>`` written over the *buffered* generated gradient (the frontend
-inlines its plain form, higher.py); its compiled gradient (a Hessian-vector product, plus the
+inlines its plain form, nested.py); its compiled gradient (a Hessian-vector product, plus the
 gradient itself for the ``v``s) must match central differences of it, which are differences of
 first gradients."""
 from __future__ import annotations

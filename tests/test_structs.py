@@ -153,7 +153,7 @@ def test_grad_result_reads_well(rng):
     _, g = ys.grad(lambda m, X: np.sum(m(X)), m, rng.standard_normal((4, 5)))
     assert repr(g) == ("<GradResult of <lambda>\n  m: {('W',): float64[3, 4], ('b',): float64[3]}\n"
                        "  X: float64[4, 5]>")
-    assert [type(x) for x in g] == [ys.api.Gradients, np.ndarray]     # a dict, keyed by path
+    assert [type(x) for x in g] == [ys.results.Gradients, np.ndarray]     # a dict, keyed by path
     assert "def lambda_grad(m, X" in g.source and "tape <lambda>" in str(g.tape)
     with pytest.raises(AttributeError, match="bound methods"):
         g.self

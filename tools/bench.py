@@ -16,8 +16,8 @@ It prints medians and ratios (to the forward call, to the handwritten gradient, 
 gradient against each peer); with tracemalloc, the bytes a steady-state call allocates (its peak
 above the memory before it) and keeps, and peak memory (that, plus the work arrays a generated
 module holds and the arrays it made once, its ones vectors and 0-d numbers); for the call with
-``out=``, the bytes of numpy array data apart from the rest (yota_s2s.memory.allocated: numpy
-traces array data in a tracemalloc domain of its own); and
+``out=``, the bytes of numpy array data apart from the rest (yota_s2s.memory_report.allocated:
+numpy traces array data in a tracemalloc domain of its own); and
 compile time: the latency of the first ``simplegrad`` call, from a cold cache.
 
     python tools/bench.py --compile-growth     # compile stages against program and array size
@@ -64,7 +64,7 @@ os.environ["YOTA_S2S_CACHE"] = tempfile.mkdtemp(prefix="yota-bench-")   # cold: 
 
 import workloads  # noqa: E402
 import yota_s2s as ys  # noqa: E402
-from yota_s2s.memory import allocated  # noqa: E402
+from yota_s2s.memory_report import allocated  # noqa: E402
 
 PEERS = ("jax", "torch", "autograd")
 SAMPLE_SECONDS = 0.004      # each timed sample loops a call until about this long
@@ -284,7 +284,7 @@ def time_interleaved(impls: list[Impl], reps: int) -> None:
 
 def measure_memory(impl: Impl) -> None:
     """The call's peak and kept bytes, and the peak of numpy array data alone (``arrays``; the
-    rest: iteration buffers, Python objects, numpy scalars): yota_s2s.memory.allocated."""
+    rest: iteration buffers, Python objects, numpy scalars): yota_s2s.memory_report.allocated."""
     if not impl.numpy_memory:
         return
     found = allocated(impl.call)

@@ -15,14 +15,13 @@
     print(ys.rules())                                  # every primitive and its rules
 """
 from .api import (GradResult, RecompileWarning, cache_info, clear_cache, elementwise_grad, example,
-                  grad, gradient, jacobian, jvp, jvpfunction, simplegrad, source, trace,
-                  value_and_grad, vjp)
+                  grad, gradient, jvp, jvpfunction, simplegrad, source, trace, value_and_grad, vjp)
 from .api import compile_forward as compile     # noqa: A004 (ys.compile, as jax.jit)
 from .errors import (ArgumentMismatch, GuardError, InternalError, NoRuleError, RuleError,
                      StaticValueError, UnsupportedSyntax, UpdateError, UsageError, YotaError)
 from .gradcheck import gradcheck
-from .higher import hessian, hessp, hvp
-from .memory import MemoryReport, memory_report
+from .higher import hessian, hessp, hvp, jacobian
+from .memory_report import MemoryReport, memory_report
 from .rules import RULES, diffrule, jvprule, nodiff, primitive, stop_gradient
 from .struct_update import update
 from .version import __version__

@@ -17,21 +17,25 @@ import sys
 import types
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import numpy as np
 
 from .cache import BUILT, CACHE, Variant, arg_key, function_guard, function_key, world_guard
 from .compiler import compile_forward as compile_forward_module
-from .compiler import compile_grad
+from .compiler import compile_grad, compile_jvp
 from .errors import ArgumentMismatch, GuardError, UsageError, YotaError
 from .frontend import param_names, parse_function, trace_function, unbind
 from .frontend.flatten import host
 from .ir.tape import Tape
+from .marks import entry_point
+from .nested import gradient_inline, vjp_inline
+from .results import GradResult
 from .rules.registry import RULES, RuleSet
 from .wrt import int_like, with_keywords, wrt_items, wrt_positions
 
 
+@entry_point
 def simplegrad(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path | None = None,
                module_name: str | None = None, rules: RuleSet = RULES,
                wrt: Any = None, buffers: bool = True, **kwargs: Any) -> Callable:
@@ -56,12 +60,12 @@ def simplegrad(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path
         return spread.wrap(df)
     if kwargs:
         args = with_keywords(f, args, kwargs)
-    return _simplegrad(f, args, device=device, out_dir=out_dir, module_name=module_name,
-                       rules=rules, wrt=wrt, buffers=buffers)[0]
+    return simplegrad_compiled(f, args, device=device, out_dir=out_dir, module_name=module_name,
+                               rules=rules, wrt=wrt, buffers=buffers)[0]
 
 
-def _simplegrad(f: Callable, args: tuple, wrt: Any = None, **options: Any
-                ) -> tuple[Callable, Any]:
+def simplegrad_compiled(f: Callable, args: tuple, wrt: Any = None, **options: Any
+                        ) -> tuple[Callable, Any]:
     """``simplegrad``'s function and the ``Compiled`` it comes from (its guards)."""
     fn, bound = unbind(f)
     full = args if bound is None else (bound, *args)
@@ -137,6 +141,7 @@ class Spread:
         return partial_grad
 
 
+@entry_point
 def compile_forward(f: Callable, *args: Any, device: str = "cpu",
                     out_dir: str | Path | None = None, module_name: str | None = None,
                     rules: RuleSet = RULES, buffers: bool = True) -> Callable:
@@ -207,8 +212,9 @@ def _pinned(fn: Callable, pinned: Callable | None, name: str) -> Callable:
     return checked
 
 
+@entry_point
 def grad(f: Callable, *args: Any, wrt: Any = None, device: str = "cpu",
-         rules: RuleSet = RULES, **kwargs: Any) -> tuple[Any, "GradResult"]:
+         rules: RuleSet = RULES, **kwargs: Any) -> tuple[Any, GradResult]:
     """``(f(*args), GradResult)``, compiled once per static signature and cached.
 
     ``wrt`` limits the gradients computed: an argument's position or parameter name, or a
@@ -249,6 +255,7 @@ def grad(f: Callable, *args: Any, wrt: Any = None, device: str = "cpu",
     return out[0], GradResult(out[1:], variant, offset)
 
 
+@entry_point
 def gradient(f: Callable, argnum: int | str | tuple = 0, *, device: str = "cpu",
              rules: RuleSet = RULES) -> Callable:
     """autograd's ``grad(f)``: a reusable function ``g(*args)`` that returns the gradient of
@@ -258,6 +265,7 @@ def gradient(f: Callable, argnum: int | str | tuple = 0, *, device: str = "cpu",
     return _gradient_factory(f, argnum, device, rules, with_value=False)
 
 
+@entry_point
 def value_and_grad(f: Callable, argnum: int | str | tuple = 0, *, device: str = "cpu",
                    rules: RuleSet = RULES) -> Callable:
     """Like ``gradient``, with the value too: ``g(*args) == (f(*args), gradient)``."""
@@ -283,12 +291,11 @@ def _gradient_factory(f: Callable, argnum: Any, device: str, rules: RuleSet,
     g.__name__ = g.__qualname__ = f"grad_{getattr(f, '__name__', 'f')}"
     g.__doc__ = getattr(f, "__doc__", None)
     g.__yota_gradient__ = True          # the frontend inlines __yota_inline__'s function instead
-    from .higher import gradient_inline
-    g.__yota_inline__ = gradient_inline(f, argnum, with_value, device, rules)
+    g.__yota_inline__ = gradient_inline(f, argnum, with_value, device, rules, grad)
     return g
 
 
-def _picked(f: Callable, args: tuple, grads: "GradResult", argnum: Any) -> Any:
+def _picked(f: Callable, args: tuple, grads: GradResult, argnum: Any) -> Any:
     if isinstance(argnum, tuple):
         return tuple(_picked(f, args, grads, a) for a in argnum)
     if isinstance(argnum, str):
@@ -300,6 +307,7 @@ def _picked(f: Callable, args: tuple, grads: "GradResult", argnum: Any) -> Any:
     return grads[argnum]
 
 
+@entry_point
 def vjp(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path | None = None,
         module_name: str | None = None, rules: RuleSet = RULES,
         buffers: bool = True) -> Callable:
@@ -313,11 +321,11 @@ def vjp(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path | None
     gradient with respect to ``cotangent`` is ``f``'s value. ``buffers=False`` writes the plain
     form. ``ys.source(vf)`` shows it.
     """
-    return _vjp(f, args, device=device, out_dir=out_dir, module_name=module_name, rules=rules,
-                buffers=buffers)[0]
+    return vjp_compiled(f, args, device=device, out_dir=out_dir, module_name=module_name,
+                        rules=rules, buffers=buffers)[0]
 
 
-def _vjp(f: Callable, args: tuple, **options: Any) -> tuple[Callable, Any]:
+def vjp_compiled(f: Callable, args: tuple, **options: Any) -> tuple[Callable, Any]:
     """``vjp``'s function and the ``Compiled`` it comes from."""
     cotangent = _example_cotangent(f, args)
     objective = _vjp_objective(f)
@@ -330,7 +338,7 @@ def _vjp(f: Callable, args: tuple, **options: Any) -> tuple[Callable, Any]:
     name = f"{getattr(f, '__name__', '')}_vjp"
     if name.isidentifier():
         objective.__yota_name__ = name
-    df, compiled = _simplegrad(objective, (*args, cotangent), **options)
+    df, compiled = simplegrad_compiled(objective, (*args, cotangent), **options)
 
     @functools.wraps(df)
     def vf(*args_and_cotangent: Any) -> tuple:
@@ -338,7 +346,6 @@ def _vjp(f: Callable, args: tuple, **options: Any) -> tuple[Callable, Any]:
         return (grads[-1], *grads[:-1])
     del vf.__wrapped__                  # the frontend must not trace df in place of vf
     vf.__yota_gradient__ = True
-    from .higher import vjp_inline
     vf.__yota_inline__ = vjp_inline(df)
     return vf, compiled
 
@@ -363,46 +370,7 @@ def _example_cotangent(f: Callable, args: tuple) -> Any:
     return np.ones(np.shape(out), out.dtype)
 
 
-def jacobian(f: Callable, *args: Any, argnum: int = 0, mode: str = "rev",
-             rules: RuleSet = RULES, buffers: bool = True) -> np.ndarray:
-    """The Jacobian of ``f`` at ``args`` with respect to array argument ``argnum``, of shape
-    ``f(*args).shape + args[argnum].shape``. ``mode="rev"``: one vector-Jacobian product per
-    element of the result (rows of the generated ``vjp`` function), for small results;
-    ``mode="fwd"``: one Jacobian-vector product per element of the argument (columns of the
-    generated ``jvp`` function), for small arguments."""
-    from .wrt import one_position
-    k = one_position(f, args, argnum, "jacobian")
-    x = args[k]
-    if not isinstance(x, (np.ndarray, float, np.floating)):
-        raise YotaError(f"jacobian: argument {argnum!r} of {getattr(f, '__name__', f)} is not "
-                        "a float array", hint="Give argnum= the position of an array argument.")
-    if mode not in ("fwd", "rev"):
-        raise YotaError(f"jacobian: mode={mode!r}", hint='Use mode="fwd" or mode="rev".')
-    out = f(*args)
-    key = ("jacobian", mode, k, buffers, function_key(f), rules, rules.version,
-           *(arg_key(a) for a in args))
-    if mode == "fwd":
-        jf = BUILT.get(key, args, lambda: _jvpfunction(f, args, rules=rules, buffers=buffers))
-        zeros = [_like(a, None) if _has_tangent(a) else None for a in args]
-        columns = []
-        for i in range(np.size(x)):
-            tangent = np.zeros(np.shape(x), np.result_type(x))
-            tangent.flat[i] = 1
-            tangents = [*zeros[:k], _like(x, tangent), *zeros[k + 1:]]
-            columns.append(np.asarray(jf(*args, *[t for t in tangents if t is not None])[1]))
-        return np.reshape(np.stack(columns, axis=-1) if columns else
-                          np.zeros(np.shape(out) + (0,)), np.shape(out) + np.shape(x))
-    cotangent = np.zeros(np.shape(out), np.result_type(out))
-    vf = BUILT.get(key, (*args, cotangent), lambda: _vjp(f, args, rules=rules, buffers=buffers))
-    rows = []
-    for i in range(out.size):
-        cotangent = np.zeros(out.shape, out.dtype)
-        cotangent.flat[i] = 1
-        rows.append(vf(*args, cotangent)[1 + k])
-    return np.reshape(np.array(rows), out.shape + np.shape(x))
-
-
-def _has_tangent(value: Any) -> bool:
+def has_tangent(value: Any) -> bool:
     """A float or complex array or number (ints, strings, None and other static values have no
     tangent)."""
     if isinstance(value, (np.ndarray, np.generic)):
@@ -410,6 +378,7 @@ def _has_tangent(value: Any) -> bool:
     return isinstance(value, (float, complex))
 
 
+@entry_point
 def jvpfunction(f: Callable, *args: Any, tangents: tuple | None = None, device: str = "cpu",
                 out_dir: str | Path | None = None, module_name: str | None = None,
                 rules: RuleSet = RULES, buffers: bool = True) -> Callable:
@@ -418,14 +387,13 @@ def jvpfunction(f: Callable, *args: Any, tangents: tuple | None = None, device: 
     order; ints and static arguments have none), in a generated module (``ys.source(jf)``)
     whose ``# -- tangent --`` section computes ``dot_h`` for each ``h``. ``tangents``: example
     tangents to trace with (ones by default; only their shapes matter)."""
-    return _jvpfunction(f, args, tangents, device=device, out_dir=out_dir,
-                        module_name=module_name, rules=rules, buffers=buffers)[0]
+    return jvpfunction_compiled(f, args, tangents, device=device, out_dir=out_dir,
+                                module_name=module_name, rules=rules, buffers=buffers)[0]
 
 
-def _jvpfunction(f: Callable, args: tuple, tangents: tuple | None = None, **options: Any
-                 ) -> tuple[Callable, Any]:
+def jvpfunction_compiled(f: Callable, args: tuple, tangents: tuple | None = None,
+                         **options: Any) -> tuple[Callable, Any]:
     """``jvpfunction``'s function and the ``Compiled`` it comes from."""
-    from .compiler import compile_jvp
     compiled = compile_jvp(f, _host(args), tangents, **options)
     return _user_function(compiled, f), compiled
 
@@ -433,6 +401,7 @@ def _jvpfunction(f: Callable, args: tuple, tangents: tuple | None = None, **opti
 _jvp_cache: dict[Any, Callable] = {}
 
 
+@entry_point
 def jvp(f: Callable, primals: tuple, tangents: tuple, *, rules: RuleSet = RULES) -> tuple:
     """JAX's ``jvp``: ``(f(*primals), J @ tangents)``, the tangent of ``f``'s result along
     ``tangents`` (one per primal, like it; None for ints and static arguments). Compiled once
@@ -445,10 +414,10 @@ def jvp(f: Callable, primals: tuple, tangents: tuple, *, rules: RuleSet = RULES)
     jf = _jvp_cache.get(key)
     if jf is None:
         jf = _jvp_cache[key] = jvpfunction(f, *primals, rules=rules)
-    return jf(*primals, *[_like(p, t) for p, t in zip(primals, tangents) if _has_tangent(p)])
+    return jf(*primals, *[tangent_like(p, t) for p, t in zip(primals, tangents) if has_tangent(p)])
 
 
-def _like(primal: Any, tangent: Any) -> Any:
+def tangent_like(primal: Any, tangent: Any) -> Any:
     """A tangent as the generated code checks it: of its primal's kind, shape and dtype."""
     if tangent is None:
         tangent = np.zeros_like(primal)
@@ -459,6 +428,7 @@ def _like(primal: Any, tangent: Any) -> Any:
     return type(primal)(np.reshape(tangent, ()))
 
 
+@entry_point
 def elementwise_grad(f: Callable, argnum: int | str | tuple = 0, *, device: str = "cpu",
                      rules: RuleSet = RULES) -> Callable:
     """autograd's ``elementwise_grad(f)``: ``g(*args)``, the gradient of ``np.sum(f(*args))``
@@ -545,106 +515,9 @@ def _argnums(fn: Callable, args: tuple, wrt: Any, offset: int) -> set[int] | Non
     return None if positions is None else set(positions)
 
 
-class GradResult:
-    """The gradients of one ``grad`` call: ``g[i]`` for argument ``i`` (None where there is
-    none), ``g.self`` for a bound method's object; ``g.source``, ``g.tape``, ``g.function``
-    show the generated code behind them."""
-
-    __slots__ = ("_grads", "_variant", "_offset")
-
-    def __init__(self, grads: tuple, variant: Variant, offset: int = 0):
-        self._grads, self._variant, self._offset = grads, variant, offset
-
-    def _wrapped(self) -> tuple:
-        """The gradients, a struct's dict as ``Gradients`` (made on first access, once)."""
-        grads = self._grads
-        if dict in map(type, grads):
-            grads = self._grads = tuple(Gradients(g) if type(g) is dict else g for g in grads)
-        return grads
-
-    def __getitem__(self, i: int | str) -> Any:
-        if isinstance(i, str):              # a parameter's name
-            params = self._variant.compiled.forward.params
-            if i not in params[self._offset:]:
-                raise KeyError(f"{i!r}: {self._variant.compiled.forward.name}'s parameters "
-                               f"are {', '.join(params[self._offset:])}")
-            return self._wrapped()[params.index(i)]
-        return self._wrapped()[self._offset:][i]
-
-    def __len__(self) -> int:
-        return len(self._grads) - self._offset
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self._wrapped()[self._offset:])
-
-    @property
-    def self(self) -> Any:
-        if not self._offset:
-            raise AttributeError("g.self exists for bound methods only (ys.grad(model.loss, ...))")
-        return self._wrapped()[0]
-
-    @property
-    def source(self) -> str:
-        return self._variant.compiled.text
-
-    @property
-    def tape(self) -> Tape:
-        return self._variant.compiled.tape
-
-    @property
-    def function(self) -> Callable:
-        return self._variant.fn
-
-    def __repr__(self) -> str:
-        params = self._variant.compiled.forward.params
-        lines = [f"  {name}: {_describe(g)}" for name, g in zip(params, self._grads)]
-        return f"<GradResult of {self._variant.compiled.forward.name}\n" + "\n".join(lines) + ">"
-
-
-class Gradients(dict):
-    """The gradients of a structured argument, ``{path: gradient}`` (a path is the tuple of
-    keys, indices and attribute names that leads to the field: ``("W",)``,
-    ``("layers", 0, "b")``). A key that is not a tuple finds its path: ``g[0]["W"]`` is
-    ``g[0][("W",)]``, and ``g[0]["layers"]`` is the gradients under ``layers``, keyed by the
-    rest of their paths (``g[0]["layers"][0]["b"]``). A key that leads nowhere names the
-    paths there are."""
-
-    __slots__ = ()
-
-    def __missing__(self, key: Any) -> Any:
-        if not isinstance(key, tuple):
-            if (key,) in self:
-                return self[(key,)]
-            under = {path[1:]: g for path, g in self.items() if path[:1] == (key,)}
-            if under:
-                return Gradients(under)
-        paths = ", ".join(map(repr, self)) or "none"
-        raise GradientKeyError(f"{key!r}: no gradient has this path; the paths are {paths}")
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        try:
-            return self[key]
-        except KeyError:
-            return default
-
-
-class GradientKeyError(KeyError):
-    """A key of ``Gradients`` that is no path (its message printed plainly, not quoted)."""
-
-    def __str__(self) -> str:
-        return str(self.args[0])
-
-
-def _describe(g: Any) -> str:
-    if isinstance(g, dict):
-        return "{" + ", ".join(f"{k!r}: {_describe(v)}" for k, v in g.items()) + "}"
-    if hasattr(g, "shape") and hasattr(g, "dtype"):
-        return f"{g.dtype}[{', '.join(map(str, g.shape))}]"
-    return repr(g)
-
-
 # -- trace and source --------------------------------------------------------------------
 
+@entry_point
 def trace(f: Callable, *args: Any, rules: RuleSet = RULES) -> tuple[Any, Tape]:
     """``(f(*args), tape)``: the value on these arguments and the SSA tape that computes it."""
     tape, ev = trace_function(f, _host(args), rules)

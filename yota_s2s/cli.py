@@ -25,12 +25,13 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import highlight
-from .codegen.loader import generated_file, stale_bytecode, write_atomic, write_module_file
+from .codegen.loader import stale_bytecode, write_atomic, write_module_file
 from .codegen.module import write_functions, write_module
 from .errors import UsageError, YotaError
 from .gradcheck import sampled_errors
 from .gradfile import (GradFile, Options, Result, build, compile_target, counts, gradient_function,
                        load_text, project_root)
+from .marks import generated_file
 from .modelfile import ModelFile, Target, load_model, targets
 from .review import review_page
 from .version import __version__

@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .api import simplegrad
 from .errors import YotaError
 
 
@@ -76,7 +77,6 @@ def gradcheck(f: Callable, *args: Any, rtol: float = 1e-5, atol: float = 1e-7,
     Returns the largest absolute error per differentiable argument; raises ``GradcheckError``
     when an element differs by more than ``atol + rtol * |expected|``.
     """
-    from .api import simplegrad
     args = [_as_float64(a) for a in args]
     dfn = simplegrad(f, *args)
     value, *grads = dfn(*args)

@@ -1,17 +1,13 @@
-"""Higher order: Hessian-vector products, dense Hessians, and gradients of gradients.
+"""Higher order and dense derivatives built on the entry points: Hessian-vector products,
+dense Hessians, and Jacobians.
 
-A gradient module's plain form (``buffers=False``) uses only primitives with rules, so a
-function that calls a generated gradient can be differentiated again: the frontend inlines
-the plain form in place of a buffered module's function (``frontend/resolve.py``
-``plain_form``), and in place of a call of ``ys.gradient``'s (or ``value_and_grad``'s,
-``elementwise_grad``'s, ``vjp``'s) function it inlines what ``__yota_inline__`` gives for
-the example arguments: ``picked_gradient`` over the plain generated gradient.
-
-``hvp(f, *args)`` builds on that: ``H v`` is the gradient of ``x -> <grad f(x), v>``
-("rev-rev", reverse over reverse: one generated module whose forward section is the first
-gradient and whose backward section differentiates it), or the forward-mode derivative of the
-gradient in direction ``v`` ("fwd-rev", with ``ys.jvp``). ``hessian(f, *args)`` is one ``hvp``
-per unit vector: dense, for small inputs.
+``hvp(f, *args)``: ``H v`` is the gradient of ``x -> <grad f(x), v>`` ("rev-rev", reverse
+over reverse: one generated module whose forward section is the first gradient and whose
+backward section differentiates it; the frontend inlines the plain first gradient, nested.py),
+or the forward-mode derivative of the gradient in direction ``v`` ("fwd-rev", with
+``ys.jvpfunction``). ``hessian(f, *args)`` is one ``hvp`` per unit vector, ``jacobian`` one
+vector-Jacobian product per element of the result (or one Jacobian-vector product per element
+of the argument): dense, for small inputs.
 """
 from __future__ import annotations
 
@@ -21,15 +17,23 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .errors import UnsupportedSyntax, YotaError
-from .gradcheck import differentiable
+from .api import (has_tangent, jvpfunction, jvpfunction_compiled, simplegrad, simplegrad_compiled,
+                  tangent_like, vjp_compiled)
+from .cache import BUILT, arg_key, function_key
+from .errors import YotaError
 from .frontend import check_arguments, param_names, unbind
+from .gradcheck import differentiable
+from .marks import entry_point
+from .nested import position_inline
 from .rules.registry import RULES, RuleSet
+from .rules.stop import stop_gradient
+from .wrt import one_position
 
 STRATEGIES = ("rev-rev", "fwd-rev")
 HESSIAN_LIMIT = 4096        # elements of x: a dense Hessian beyond this is an hvp's job
 
 
+@entry_point
 def hvp(f: Callable, *args: Any, argnum: int = 0, strategy: str = "rev-rev",
         device: str = "cpu", out_dir: str | Path | None = None, module_name: str | None = None,
         rules: RuleSet = RULES, buffers: bool = True) -> Callable:
@@ -63,8 +67,8 @@ def _hvp(f: Callable, args: tuple, argnum: int, x: Any, strategy: str, device: s
     traced ``f``: its guards say when the function still applies)."""
     fn, bound = unbind(f)
     name = getattr(fn, "__name__", "f")
-    from .api import _simplegrad, simplegrad
-    df, first = _simplegrad(f, args, buffers=False, wrt={argnum}, rules=rules)  # traced: numpy
+    # the first gradient, traced again by the frontend: its plain form, numpy
+    df, first = simplegrad_compiled(f, args, buffers=False, wrt={argnum}, rules=rules)
     names = param_names(fn, len(args)) if bound is None else ()
     if strategy == "fwd-rev":
         return _fwd_rev(df, args, argnum, name, names, device, rules), first
@@ -84,8 +88,7 @@ def _hvp(f: Callable, args: tuple, argnum: int, x: Any, strategy: str, device: s
         return hf(*args_and_v)[1 + argnum]
     del hessian_vector.__wrapped__         # the frontend must not trace hf in place of it
     hessian_vector.__yota_gradient__ = True
-    hessian_vector.__yota_inline__ = lambda *example: functools.partial(picked_gradient, hf,
-                                                                       argnum, False)
+    hessian_vector.__yota_inline__ = position_inline(hf, argnum)
     hessian_vector.strategy = strategy
     return hessian_vector, first
 
@@ -94,7 +97,6 @@ def _cached_hvp(f: Callable, args: tuple, argnum: int, x: Any, strategy: str,
                 rules: RuleSet) -> Callable:
     """``hvp(f, *args, argnum=argnum)``, compiled once per function and argument signature
     and found again (``cache.BUILT``, guarded like ``ys.grad``'s variants)."""
-    from .cache import BUILT, arg_key, function_key
     key = ("hvp", strategy, argnum, function_key(f), rules, rules.version,
            *(arg_key(a) for a in args))
     _, bound = unbind(f)
@@ -134,12 +136,6 @@ def _fwd_rev(df: Callable, args: tuple, argnum: int, name: str, params: tuple, d
              rules: RuleSet) -> Callable:
     """``H v`` as the forward-mode derivative of the plain gradient along ``v``
     (``ys.jvpfunction`` of ``grad_argnum f``, the other arguments held constant)."""
-    from . import api
-    jvpfunction = getattr(api, "jvpfunction", None)
-    if jvpfunction is None:
-        raise YotaError('hvp: strategy="fwd-rev" needs forward mode (ys.jvpfunction), which '
-                        "this version does not have yet",
-                        hint='Use strategy="rev-rev" (the default).')
     gradient = _held_gradient(df, argnum, tuple(i for i, a in enumerate(args)
                                                 if i != argnum and differentiable(a)))
     gradient.__yota_name__ = f"{name}_hvp" if f"{name}_hvp".isidentifier() else "hvp"
@@ -169,8 +165,6 @@ def _zero_like(a: Any) -> Any:
 def _held_gradient(df: Callable, argnum: int, held: tuple) -> Callable:
     """``grad_argnum f(*args)`` with the arguments at ``held`` behind ``stop_gradient``: no
     tangent flows from them (theirs are zeros)."""
-    from .rules import stop_gradient
-
     def gradient(*args):
         args = list(args)
         for i in held:
@@ -179,6 +173,7 @@ def _held_gradient(df: Callable, argnum: int, held: tuple) -> Callable:
     return gradient
 
 
+@entry_point
 def hessian(f: Callable, *args: Any, argnum: int = 0, rules: RuleSet = RULES,
             strategy: str = "rev-rev") -> np.ndarray:
     """The dense Hessian of a scalar ``f`` in argument ``argnum`` at ``args``, of shape
@@ -207,7 +202,6 @@ def hessian(f: Callable, *args: Any, argnum: int = 0, rules: RuleSet = RULES,
 
 def _float_argument(what: str, f: Callable, args: tuple, argnum: Any) -> tuple[int, Any]:
     """``(position, argument)`` of the float argument ``argnum`` names (a position or name)."""
-    from .wrt import one_position
     position = one_position(f, args, argnum, what)
     x = args[position]
     if not (isinstance(x, (np.ndarray, np.floating, float)) and np.result_type(x).kind == "f"):
@@ -217,68 +211,42 @@ def _float_argument(what: str, f: Callable, args: tuple, argnum: Any) -> tuple[i
     return position, x
 
 
-# -- what the frontend inlines for a call of a gradient function -----------------------------
-
-def picked_gradient(df: Callable, position: Any, with_value: bool, *args: Any) -> Any:
-    """``df(*args)``'s gradient at ``position`` (a tuple of positions: a tuple of them), with
-    the value first when ``with_value``: what ``ys.gradient(f)(*args)`` returns, written over
-    a generated gradient ``df`` so that the frontend can inline it."""
-    out = df(*args)
-    if isinstance(position, tuple):
-        picked = tuple([out[1 + p] for p in position])
-    else:
-        picked = out[1 + position]
-    if with_value:
-        return out[0], picked
-    return picked
-
-
-def gradient_inline(f: Callable, argnum: Any, with_value: bool, device: str,
-                    rules: RuleSet) -> Callable:
-    """``__yota_inline__`` of ``ys.gradient(f, argnum)``'s function: for example arguments,
-    the function the frontend inlines in its place (``picked_gradient`` over ``f``'s
-    gradient compiled by ``ys.grad`` for them), or None where it cannot (a bound method)."""
-    def make(*example: Any) -> Callable | None:
-        fn, bound = unbind(f)
-        if bound is not None:
-            return None
-        names = param_names(fn, len(example))
-        positions = tuple(_position(a, names) for a in argnum) if isinstance(argnum, tuple) \
-            else _position(argnum, names)
-        from .api import grad
-        _, grads = grad(f, *example, wrt=argnum, device=device, rules=rules)
-        if grads._variant.reads_closure:
-            # its code reads f's closure when it runs; inlined, that read would be made once,
-            # when compiling, and a later change to the variables missed
-            raise UnsupportedSyntax(
-                f"differentiating a call of ys.gradient({fn.__name__}): {fn.__name__} reads "
-                f"variables of an enclosing function ({', '.join(fn.__code__.co_freevars)}), "
-                "which a gradient of its gradient cannot read when it runs, yet",
-                hint=f"Pass them to {fn.__name__} as arguments, or make them module globals.")
-        return functools.partial(picked_gradient, grads.function, positions, with_value)
-    return make
-
-
-def calling(g: Callable, examples: tuple) -> Callable:
-    """A function that calls the gradient function ``g`` (``ys.gradient(f)``'s): what the
-    frontend traces to differentiate ``g`` itself, named like ``g``."""
-    def call(*args):
-        return g(*args)
-    call.__yota_name__ = call.__name__ = call.__qualname__ = getattr(g, "__name__", "call")
-    call.__yota_params__ = param_names(g, len(examples))
-    return call
-
-
-def vjp_inline(df: Callable) -> Callable:
-    """``__yota_inline__`` of ``ys.vjp``'s function: ``vjp_reordered`` over its gradient."""
-    return lambda *example: functools.partial(vjp_reordered, df)
-
-
-def vjp_reordered(df: Callable, *args: Any) -> tuple:
-    """``(f(*args), c0, c1, ...)`` from the gradient of ``sum(f(*args) * cotangent)``."""
-    out = df(*args)
-    return (out[-1], *out[1:-1])
-
-
-def _position(argnum: Any, names: tuple) -> int:
-    return names.index(argnum) if isinstance(argnum, str) else argnum
+@entry_point
+def jacobian(f: Callable, *args: Any, argnum: int = 0, mode: str = "rev",
+             rules: RuleSet = RULES, buffers: bool = True) -> np.ndarray:
+    """The Jacobian of ``f`` at ``args`` with respect to array argument ``argnum``, of shape
+    ``f(*args).shape + args[argnum].shape``. ``mode="rev"``: one vector-Jacobian product per
+    element of the result (rows of the generated ``vjp`` function), for small results;
+    ``mode="fwd"``: one Jacobian-vector product per element of the argument (columns of the
+    generated ``jvp`` function), for small arguments."""
+    k = one_position(f, args, argnum, "jacobian")
+    x = args[k]
+    if not isinstance(x, (np.ndarray, float, np.floating)):
+        raise YotaError(f"jacobian: argument {argnum!r} of {getattr(f, '__name__', f)} is not "
+                        "a float array", hint="Give argnum= the position of an array argument.")
+    if mode not in ("fwd", "rev"):
+        raise YotaError(f"jacobian: mode={mode!r}", hint='Use mode="fwd" or mode="rev".')
+    out = f(*args)
+    key = ("jacobian", mode, k, buffers, function_key(f), rules, rules.version,
+           *(arg_key(a) for a in args))
+    if mode == "fwd":
+        jf = BUILT.get(key, args,
+                       lambda: jvpfunction_compiled(f, args, rules=rules, buffers=buffers))
+        zeros = [tangent_like(a, None) if has_tangent(a) else None for a in args]
+        columns = []
+        for i in range(np.size(x)):
+            tangent = np.zeros(np.shape(x), np.result_type(x))
+            tangent.flat[i] = 1
+            tangents = [*zeros[:k], tangent_like(x, tangent), *zeros[k + 1:]]
+            columns.append(np.asarray(jf(*args, *[t for t in tangents if t is not None])[1]))
+        return np.reshape(np.stack(columns, axis=-1) if columns else
+                          np.zeros(np.shape(out) + (0,)), np.shape(out) + np.shape(x))
+    cotangent = np.zeros(np.shape(out), np.result_type(out))
+    vf = BUILT.get(key, (*args, cotangent),
+                   lambda: vjp_compiled(f, args, rules=rules, buffers=buffers))
+    rows = []
+    for i in range(out.size):
+        cotangent = np.zeros(out.shape, out.dtype)
+        cotangent.flat[i] = 1
+        rows.append(vf(*args, cotangent)[1 + k])
+    return np.reshape(np.array(rows), out.shape + np.shape(x))

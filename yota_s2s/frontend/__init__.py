@@ -130,6 +130,16 @@ def _caller(fn: Callable) -> Callable:
     return call
 
 
+def gradient_caller(g: Callable, examples: tuple) -> Callable:
+    """A function that calls the gradient function ``g`` (``ys.gradient(f)``'s): what the
+    frontend traces to differentiate ``g`` itself, named like ``g``."""
+    def call(*args):
+        return g(*args)
+    call.__yota_name__ = call.__name__ = call.__qualname__ = getattr(g, "__name__", "call")
+    call.__yota_params__ = param_names(g, len(examples))
+    return call
+
+
 # The tracer takes several Python frames for each call it follows (about 6 to 10): a recursion
 # that Python runs within its limit can exhaust the tracer's. Such a trace runs again in a thread
 # of its own with a larger stack and FRAMES_PER_CALL times the limit (calls still nest no deeper
@@ -184,8 +194,7 @@ def _trace(fn: Any, args: Sequence[Any], rules: RuleSet, collector: Collector | 
     if self_arg is not None:
         args = (self_arg, *args)
     if is_compiler(fn) and getattr(fn, "__yota_inline__", None) is not None:
-        from ..higher import calling
-        fn = calling(fn, args)      # ys.gradient(ys.gradient(f)): a function that calls it
+        fn = gradient_caller(fn, args)  # ys.gradient(ys.gradient(f)): a function calling it
     parsed = parse_function(fn)
     if inspect.isgeneratorfunction(fn):
         raise UnsupportedSyntax(f"{parsed.name} is a generator function: the function to "

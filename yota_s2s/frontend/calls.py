@@ -160,7 +160,7 @@ class CallsMixin:
     def gradient_function(self, fn: Any, args: list, kwargs: dict) -> Any:
         """What to inline for a call of a gradient function of ours (``ys.gradient(f)``'s,
         ``ys.vjp``'s, ``ys.hvp``'s): the function its ``__yota_inline__`` gives for the
-        example arguments (higher.py), written over a plain generated gradient; None where
+        example arguments (nested.py), written over a plain generated gradient; None where
         it has none or the arguments are not plain arrays and floats."""
         make = getattr(fn, "__yota_inline__", None)
         examples = [_concrete_tree(self, a) for a in args]

@@ -12,12 +12,13 @@ callables are inlined, called at compile time, or refused.
 from __future__ import annotations
 
 import types
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
 from ..errors import UnsupportedSyntax
-
+from ..marks import generated_file, is_entry_point
 from ..rules.elementwise import astype
 from ..rules.shape import flatten, ravel
 
@@ -100,17 +101,11 @@ def is_library(fn: Any) -> bool:
 
 def is_compiler(fn: Any) -> bool:
     """yota_s2s's own entry points and the functions they return (``ys.grad``, what
-    ``ys.gradient`` or ``ys.vjp`` makes): never inlined, since what they compute is a
-    gradient, not their source."""
+    ``ys.gradient`` or ``ys.vjp`` makes), told by their marks (``marks.py``): never inlined,
+    since what they compute is a gradient, not their source."""
     if isinstance(fn, types.MethodType):
         fn = fn.__func__
-    if getattr(fn, "__yota_gradient__", False) is True:
-        return True
-    from .. import api          # the package's entry points (api imports the frontend)
-    from .. import higher
-    return fn in (api.simplegrad, api.grad, api.gradient, api.value_and_grad, api.vjp,
-                  api.jacobian, api.elementwise_grad, api.trace, api.compile_forward, api.jvp,
-                  api.jvpfunction, higher.hvp, higher.hessian)
+    return getattr(fn, "__yota_gradient__", False) is True or is_entry_point(fn)
 
 
 def nested_gradient(name: str, loc: Any = None) -> UnsupportedSyntax:
@@ -154,8 +149,6 @@ def plain_form(fn: Any, loc: Any = None) -> Any:
 
 
 def _generated(scope: dict) -> bool:
-    from ..codegen.loader import generated_file
-    from pathlib import Path
     if isinstance(scope.get("__yota_text__"), str):
         return True
     file = scope.get("__file__")

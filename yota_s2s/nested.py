@@ -1,0 +1,81 @@
+"""What the frontend inlines for a call of a gradient function: gradients of gradients.
+
+A gradient module's plain form (``buffers=False``) uses only primitives with rules, so a
+function that calls a generated gradient can be differentiated again: the frontend inlines
+the plain form in place of a buffered module's function (``frontend/resolve.py``
+``plain_form``), and in place of a call of ``ys.gradient``'s (or ``value_and_grad``'s,
+``elementwise_grad``'s, ``vjp``'s, ``hvp``'s) function it inlines what that function's
+``__yota_inline__`` gives for the example arguments: ``picked_gradient`` over the plain
+generated gradient. The entry points set ``__yota_inline__`` with the makers here, passing
+what they need from above (``grad``); the functions made here are what the frontend traces,
+so they are plain Python over a generated gradient.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+from .errors import UnsupportedSyntax
+from .frontend import param_names, unbind
+from .rules.registry import RuleSet
+
+
+def picked_gradient(df: Callable, position: Any, with_value: bool, *args: Any) -> Any:
+    """``df(*args)``'s gradient at ``position`` (a tuple of positions: a tuple of them), with
+    the value first when ``with_value``: what ``ys.gradient(f)(*args)`` returns, written over
+    a generated gradient ``df`` so that the frontend can inline it."""
+    out = df(*args)
+    if isinstance(position, tuple):
+        picked = tuple([out[1 + p] for p in position])
+    else:
+        picked = out[1 + position]
+    if with_value:
+        return out[0], picked
+    return picked
+
+
+def gradient_inline(f: Callable, argnum: Any, with_value: bool, device: str,
+                    rules: RuleSet, grad: Callable) -> Callable:
+    """``__yota_inline__`` of ``ys.gradient(f, argnum)``'s function: for example arguments,
+    the function the frontend inlines in its place (``picked_gradient`` over ``f``'s
+    gradient compiled by ``grad``, ``ys.grad``, for them), or None where it cannot (a bound
+    method)."""
+    def make(*example: Any) -> Callable | None:
+        fn, bound = unbind(f)
+        if bound is not None:
+            return None
+        names = param_names(fn, len(example))
+        positions = tuple(_position(a, names) for a in argnum) if isinstance(argnum, tuple) \
+            else _position(argnum, names)
+        _, grads = grad(f, *example, wrt=argnum, device=device, rules=rules)
+        if grads._variant.reads_closure:
+            # its code reads f's closure when it runs; inlined, that read would be made once,
+            # when compiling, and a later change to the variables missed
+            raise UnsupportedSyntax(
+                f"differentiating a call of ys.gradient({fn.__name__}): {fn.__name__} reads "
+                f"variables of an enclosing function ({', '.join(fn.__code__.co_freevars)}), "
+                "which a gradient of its gradient cannot read when it runs, yet",
+                hint=f"Pass them to {fn.__name__} as arguments, or make them module globals.")
+        return functools.partial(picked_gradient, grads.function, positions, with_value)
+    return make
+
+
+def position_inline(df: Callable, position: int) -> Callable:
+    """``__yota_inline__`` of a function that returns ``df(*args)[1 + position]``
+    (``ys.hvp``'s): ``picked_gradient`` over ``df``, whatever the example arguments."""
+    return lambda *example: functools.partial(picked_gradient, df, position, False)
+
+
+def vjp_inline(df: Callable) -> Callable:
+    """``__yota_inline__`` of ``ys.vjp``'s function: ``vjp_reordered`` over its gradient."""
+    return lambda *example: functools.partial(vjp_reordered, df)
+
+
+def vjp_reordered(df: Callable, *args: Any) -> tuple:
+    """``(f(*args), c0, c1, ...)`` from the gradient of ``sum(f(*args) * cotangent)``."""
+    out = df(*args)
+    return (out[-1], *out[1:-1])
+
+
+def _position(argnum: Any, names: tuple) -> int:
+    return names.index(argnum) if isinstance(argnum, str) else argnum
