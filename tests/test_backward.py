@@ -111,6 +111,49 @@ def test_an_operand_without_a_rule_is_a_clear_error(tmp_path):
     assert "ys.diffrule(" in str(info.value) and "test_backward.py" in str(info.value)
 
 
+def test_an_error_in_a_sweep_leaves_the_evaluator_as_it_was():
+    """The sweep emits through the evaluator's context managers (``deriving``, ``at``,
+    ``collect``): a rule missing halfway leaves its statement list, mode, location and rule
+    text as they were, for whatever runs next on it."""
+    from yota_s2s.ad.backward import backward
+    from yota_s2s.frontend import trace_function
+    rules = RULES.copy()
+    rules.primitive(np.cumsum, "a, axis=None, dtype=None")
+    rules.rules = {k: v for k, v in rules.rules.items() if k[0].fn is not np.cumsum}
+    forward, ev = trace_function(lambda x: np.sum(np.sin(np.cumsum(x)) * x), (np.ones(3),), rules)
+    stmts = ev.stmts
+    with pytest.raises(ys.NoRuleError, match="cumsum has no derivative rule"):
+        backward(forward, ev)
+    assert ev.stmts is stmts and len(stmts) == len(forward.stmts)
+    assert (ev.backward_mode, ev.loc_override, ev.rule_text) == (False, None, None)
+
+
+def test_the_evaluators_context_managers_restore_what_they_set_on_an_error():
+    from yota_s2s.frontend.evaluator import Evaluator
+    from yota_s2s.frontend.frame import Frame
+    ev = Evaluator(RULES)
+    outer, frame = ev.stmts, Frame(None, {}, {}, None)
+    ev.loc_override, ev.rule_text = None, "outer rule"
+    with pytest.raises(ZeroDivisionError):
+        with ev.collect() as inner, ev.at("somewhere", rule="inner rule"), ev.in_frame(frame):
+            assert ev.stmts is inner and inner is not outer and ev.frame is frame
+            assert (ev.loc_override, ev.rule_text) == ("somewhere", "inner rule")
+            1 / 0
+    assert ev.stmts is outer and ev.frame is None
+    assert (ev.loc_override, ev.rule_text) == (None, "outer rule")
+    with pytest.raises(ZeroDivisionError):
+        with ev.at(rule="only the rule"):
+            ev.loc_override = "set inside"      # not given to at: not restored
+            1 / 0
+    assert (ev.loc_override, ev.rule_text) == ("set inside", "outer rule")
+    with pytest.raises(ZeroDivisionError):
+        with ev.deriving([]) as stmts:
+            assert ev.backward_mode and ev.stmts is stmts and ev.rule_text is None
+            1 / 0
+    assert not ev.backward_mode and ev.stmts is outer
+    assert (ev.loc_override, ev.rule_text) == ("set inside", "outer rule")
+
+
 def test_a_non_scalar_result_is_refused():
     with pytest.raises(ys.YotaError, match="returns an array of float64\\[3\\]; gradients need a scalar"):
         gradient_tape(lambda x: x * 2.0, (np.ones(3),))

@@ -25,22 +25,21 @@ def backward(tape: Tape, ev: Evaluator, wrt: set[int] | None = None) -> Tape:
     diff = [i.var.aval.is_float and (wrt is None or i.argnum in wrt) for i in tape.inputs]
     seeds = {i.var for i, d in zip(tape.inputs, diff) if d}
     sweep = Sweep(ev, tape, active_from(tape.stmts, seeds, ev.rules), masks=True)
-    ev.backward_mode = True
-    ev.stmts = sweep.home
-    result = tape.result
-    _check_result(tape, result)
-    if result in sweep.active:
-        sweep.full[result] = _one(result.aval)
-        if result.aval.shape != ():      # an array of one element, taken as a scalar
-            ev.loc_override, ev.rule_text = tape.loc, "the result's own gradient"
-            dtype = {} if result.aval.dtype == np.float64 else {"dtype": result.aval.dtype}
-            sweep.full[result] = sweep.emit(ev.rules.lookup(np.ones), [Lit(result.aval.shape)],
-                                            dtype, grad_of=result)
-        sweep.find_cancellations()
-        sweep.sweep_all(tape.stmts)
-    grads = [to_tree(sweep.final_grad(i.var)) if d else None for i, d in zip(tape.inputs, diff)]
-    ev.backward_mode, ev.loc_override, ev.rule_text = False, None, None
-    return tape.copy(stmts=ev.stmts, grads=grads, primals=sweep.primals)
+    with ev.deriving(sweep.home) as stmts:
+        result = tape.result
+        _check_result(tape, result)
+        if result in sweep.active:
+            sweep.full[result] = _one(result.aval)
+            if result.aval.shape != ():      # an array of one element, taken as a scalar
+                ev.loc_override, ev.rule_text = tape.loc, "the result's own gradient"
+                dtype = {} if result.aval.dtype == np.float64 else {"dtype": result.aval.dtype}
+                sweep.full[result] = sweep.emit(ev.rules.lookup(np.ones),
+                                                [Lit(result.aval.shape)], dtype, grad_of=result)
+            sweep.find_cancellations()
+            sweep.sweep_all(tape.stmts)
+        grads = [to_tree(sweep.final_grad(i.var)) if d else None
+                 for i, d in zip(tape.inputs, diff)]
+    return tape.copy(stmts=stmts, grads=grads, primals=sweep.primals)
 
 
 def _check_result(tape: Tape, result: Any) -> None:

@@ -61,22 +61,19 @@ class _ForwardSweep:
             raise YotaError(f"{tape.name} returns {describe(tape.result)}; forward mode "
                             "needs one float array or scalar as the result", tape.loc,
                             "Return one array (np.concatenate or np.stack several).")
-        ev.backward_mode = True
-        ev.stmts = list(tape.stmts)
-        inputs, params, kinds = self._tangent_inputs()
-        start = len(ev.stmts)
-        for stmt in tape.stmts:
-            self.push(stmt)
-        ev.loc_override, ev.rule_text = tape.loc, f"{TANGENT}the result's tangent"
-        result = tape.result
-        out = self.tangent.get(result)
-        if constant or out is None and result.aval.weak:    # independent of the arguments
-            out = Lit(0j if not constant and result.aval.dtype.kind == "c" else 0.0)
-        elif out is None:
-            out = self._zeros(result)
-        stmts = ev.stmts[:start] + [s.replace(rule=_tangent_rule(s.rule))
-                                    for s in ev.stmts[start:]]
-        ev.backward_mode, ev.loc_override, ev.rule_text = False, None, None
+        with ev.deriving(list(tape.stmts)) as stmts:
+            inputs, params, kinds = self._tangent_inputs()
+            start = len(stmts)
+            for stmt in tape.stmts:
+                self.push(stmt)
+            result = tape.result
+            out = self.tangent.get(result)
+            if constant or out is None and result.aval.weak:    # independent of the arguments
+                out = Lit(0j if not constant and result.aval.dtype.kind == "c" else 0.0)
+            elif out is None:
+                with ev.at(tape.loc, f"{TANGENT}the result's tangent"):
+                    out = self._zeros(result)
+        stmts = stmts[:start] + [s.replace(rule=_tangent_rule(s.rule)) for s in stmts[start:]]
         primals = dict(tape.primals)
         primals.update(self.marks)
         return tape.copy(stmts=stmts, tangent=out, inputs=tape.inputs + inputs,
@@ -119,9 +116,15 @@ class _ForwardSweep:
         refuse_complex(stmt, active)
         if NODIFF_ALL in self.rules.nodiffs.get(stmt.prim, ()):
             return
+        with self.ev.at(stmt.loc):
+            self._add_tangents(stmt, self._contributions(stmt))
+
+    def _contributions(self, stmt: Stmt) -> list[tuple]:
+        """The parts of the tangents of ``stmt``'s results: one tuple per operand (one per
+        position, for a multilinear primitive; one in all, for a linear one), one entry per
+        result."""
         ev, prim = self.ev, stmt.prim
-        ev.loc_override = stmt.loc
-        parts: list[Any] = []           # contributions: one tuple per operand, one per output
+        parts: list[Any] = []
         if prim.linear:
             ev.rule_text = f"{TANGENT}{prim.name}: linear, itself applied to the tangents"
             parts.append(self._apply(stmt, lambda k, atom: True))
@@ -136,6 +139,10 @@ class _ForwardSweep:
                         or self.rules.is_nodiff(prim, name):
                     continue
                 parts.append(self._operand(stmt, name, tree))
+        return parts
+
+    def _add_tangents(self, stmt: Stmt, parts: list[tuple]) -> None:
+        """Each result's tangent: the sum of its parts, each fitted to it."""
         for k, out in enumerate(stmt.outs):
             total = None
             for part in parts:
@@ -146,7 +153,7 @@ class _ForwardSweep:
                 if total is None:
                     total = piece
                 else:
-                    ev.rule_text = f"{TANGENT}{ACCUMULATE}"
+                    self.ev.rule_text = f"{TANGENT}{ACCUMULATE}"
                     total = self.emit(operator.add, [total, piece], {})
             if total is None or not out.aval.is_float:
                 continue
@@ -185,16 +192,15 @@ class _ForwardSweep:
         operand's tangent as its seed; the placeholders' adjoints are the output tangents."""
         ev = self.ev
         start = len(ev.stmts)
-        saved = ev.rule_text
-        dys = [self._zeros(o) for o in stmt.outs]
-        grads = self.linear.instantiate(rule, stmt, dys)
-        seeds = []
-        for atom, g in align(tree, grads, stmt):
-            if isinstance(atom, Var) and atom in self.tangent and g is not None:
-                g = self.linear.fit(g, atom.aval)
-                if isinstance(g, Var):
-                    seeds.append((g, self.tangent[atom]))
-        ev.rule_text = saved
+        with ev.at(rule=ev.rule_text):      # (the rule's text ends with its instantiation)
+            dys = [self._zeros(o) for o in stmt.outs]
+            grads = self.linear.instantiate(rule, stmt, dys)
+            seeds = []
+            for atom, g in align(tree, grads, stmt):
+                if isinstance(atom, Var) and atom in self.tangent and g is not None:
+                    g = self.linear.fit(g, atom.aval)
+                    if isinstance(g, Var):
+                        seeds.append((g, self.tangent[atom]))
         return tuple(transpose(ev, ev.stmts[start:], dys, seeds))
 
     def _apply(self, stmt: Stmt, replaced) -> tuple:

@@ -21,9 +21,10 @@ gradient (``activity``), the step's adjoint (``sweep_body``, with the carried co
 the invariants' accumulators), an accumulator loop where it is one (``accumulator_loop``:
 nothing saved), what the backward step reads and whether each is saved or made again
 (``save_or_remake``, asking a ``SavePolicy`` of policies.py), the stacks (``stacks``), the
-forward region that saves (``forward_region``), the backward region (``backward_region``) and
-the gradients it gives the enclosing sweep (``accumulate``). The module registers ``sweep_region`` as the engine's
-structural rule for loops (at its end), as JAX's control_flow/loops.py registers scan's rules.
+forward region that saves (``forward_region``), the backward region (``initial_cotangents``,
+``backward_region``) and the gradients it gives the enclosing sweep (``accumulate``). The
+module registers ``sweep_region`` as the engine's structural rule for loops (at its end), as
+JAX's control_flow/loops.py registers scan's rules.
 """
 from __future__ import annotations
 
@@ -86,8 +87,10 @@ def sweep_region(sweep: Sweep, stmt: Stmt) -> None:
     plan = region.save_or_remake(POLICY)
     stacks = region.stacks(plan)
     saved = region.forward_region(stacks)
-    outs, dinit, held = region.backward_region(plan, stacks, saved)
-    region.accumulate(outs, dinit, held)
+    dinit, held = region.initial_cotangents()
+    with region.ev.at(stmt.loc, "the loop's backward: its step's adjoint, reversed"):
+        outs = region.backward_region(plan, stacks, saved, dinit, held)
+        region.accumulate(outs, dinit, held)
 
 
 class _Region:
@@ -123,7 +126,6 @@ class _Region:
         self.sub = sub = Sweep(ev, loop.body, self.act, primals=self.sweep.primals,
                                in_region=True)
         sub.find_cancellations()    # terms that cancel within one step (RuleSet.cancels)
-        outer_stmts, ev.stmts = ev.stmts, []
         self.cot: dict[Var, Var] = {}       # carried c -> its cotangent at the end of a step
         for c, o in zip(loop.carried, loop.body.result):
             if c in self.seeds:
@@ -131,12 +133,11 @@ class _Region:
                 ev.values[self.cot[c]] = _zeros(c.aval)
                 if isinstance(o, Var) and o in self.act:
                     sub.full[o] = self.cot[c]
-        sub.sweep_all(sub.home)             # (a region in the body keeps its place)
-        ev.loc_override = self.stmt.loc
-        self.cot_out = self._cotangents_out()
-        self.acc_in, self.acc_out = self._accumulators()
-        self.back = ev.stmts
-        ev.stmts = outer_stmts
+        with ev.collect() as self.back:
+            sub.sweep_all(sub.home)         # (a region in the body keeps its place)
+            ev.loc_override = self.stmt.loc
+            self.cot_out = self._cotangents_out()
+            self.acc_in, self.acc_out = self._accumulators()
 
     def _cotangents_out(self) -> dict[Var, Any]:
         """The cotangent of each carried value as the step begins: what the step hands on."""
@@ -308,7 +309,7 @@ class _Region:
         home[next(i for i, s in enumerate(home) if s is stmt)] = fwd
         return saved
 
-    def _initial_cotangents(self) -> tuple[dict[Var, Any], dict[Var, Var]]:
+    def initial_cotangents(self) -> tuple[dict[Var, Any], dict[Var, Var]]:
         """The carried cotangents as the backward loop starts (the gradients of the region's
         results, None for zeros made by the loop), and those the step passes on unchanged
         (that of a running sum: ``held``, an invariant of the backward loop, out of ``cot``
@@ -324,18 +325,17 @@ class _Region:
         held = {c: cot.pop(c) for c in steady}
         return dinit, held
 
-    def backward_region(self, plan: _Plan, stacks: _Stacks,
-                        saved: tuple[Var, ...]) -> tuple[tuple[Var, ...], dict, dict]:
+    def backward_region(self, plan: _Plan, stacks: _Stacks, saved: tuple[Var, ...],
+                        dinit: dict, held: dict) -> tuple[Var, ...]:
         """The backward region, emitted: it runs the step's adjoint (after the statements of
         ``plan`` that make again what it reads) for t in reversed order, carrying the
-        cotangents and the accumulators. Returns its results, the initial cotangents and the
-        ``held`` ones (``_initial_cotangents``)."""
+        cotangents and the accumulators, from ``dinit`` (``initial_cotangents``). Returns
+        its results."""
         ev, loop, stmt = self.ev, self.loop, self.stmt
         prologue = plan.prologue + stacks.restore + plan.remat
         read_back = {u for s in prologue + self.back for u in s.uses()} | \
             {g for g in [*self.cot_out.values(), *self.acc_out.values()] if isinstance(g, Var)}
         invariants = [k for k in loop.invariants if k in read_back]
-        dinit, held = self._initial_cotangents()
         cot, acc_in = self.cot, self.acc_in
         cvars = list(cot.values()) + list(acc_in.values())
         fresh = tuple(dinit[c] is None for c in cot) + (True,) * len(acc_in)
@@ -346,8 +346,6 @@ class _Region:
         operands = [to_tree(dinit[c]) for c in cot if dinit[c] is not None]
         operands += [to_tree(dinit[c]) for c in held] + [self.outer[k] for k in invariants] + \
             list(saved)
-        ev.loc_override = stmt.loc
-        ev.rule_text = "the loop's backward: its step's adjoint, reversed"
         b_prim = loop_primitive(b_loop, b_params[1:])
         # the gradients' examples are zeros: nothing decides on a gradient's value, and running
         # the loop here would make compile time grow with the trip count
@@ -358,7 +356,7 @@ class _Region:
             ev.values[o] = _zeros_like(ev.values[v])
         ev.stmts.append(Stmt(outs, b_prim, tuple(operands), (("loop", b_loop),), stmt.loc,
                              ev.rule_text))
-        return outs, dinit, held
+        return outs
 
     def _backward_step(self, prologue: list[Stmt], cvars: list[Var], held: dict,
                        invariants: list[Var], stacks: _Stacks) -> tuple[Tape, tuple]:
@@ -464,18 +462,18 @@ class _Region:
         sweep.home[where] = Stmt(tuple(stmt.outs) + grads, loop_primitive(fused, params[1:]),
                                  tuple(stmt.args) + tuple(seeds), (("loop", fused),), stmt.loc,
                                  stmt.rule)
-        ev.loc_override, ev.rule_text = stmt.loc, "a running sum's first value: the sum's gradient"
-        for c, d in dinit.items():
-            init = outer.get(c)
-            if isinstance(init, Var) and init in sweep.active:
-                sweep.accumulate(init, sweep.fit(d, init.aval))
-        (ds,) = dinit.values() if not constant else (None,)
-        for k, g in zip(accs, grads):
-            if outer[k] in sweep.active:
-                if ds is not None:
-                    ev.rule_text = "the loop's adjoint at ds = 1.0, scaled by ds"
-                    g = sweep.emit(rules.lookup(operator.mul), [ds, g], {}, grad_of=outer[k])
-                sweep.accumulate(outer[k], sweep.fit(g, outer[k].aval))
+        with ev.at(stmt.loc, "a running sum's first value: the sum's gradient"):
+            for c, d in dinit.items():
+                init = outer.get(c)
+                if isinstance(init, Var) and init in sweep.active:
+                    sweep.accumulate(init, sweep.fit(d, init.aval))
+            (ds,) = dinit.values() if not constant else (None,)
+            for k, g in zip(accs, grads):
+                if outer[k] in sweep.active:
+                    if ds is not None:
+                        ev.rule_text = "the loop's adjoint at ds = 1.0, scaled by ds"
+                        g = sweep.emit(rules.lookup(operator.mul), [ds, g], {}, grad_of=outer[k])
+                    sweep.accumulate(outer[k], sweep.fit(g, outer[k].aval))
         return True
 
 

@@ -114,10 +114,14 @@ class Sweep:
         if not any(o in self.full or o in self.scatter for o in stmt.outs):
             return
         refuse_complex(stmt, [u for u in stmt.uses() if u in self.active])
-        self.ev.loc_override = stmt.loc
-        structural = STRUCTURAL_RULES.get(stmt.prim.emit[0] if stmt.prim.emit else None)
-        if structural is not None:
-            return structural(self, stmt)
+        with self.ev.at(stmt.loc):
+            structural = STRUCTURAL_RULES.get(stmt.prim.emit[0] if stmt.prim.emit else None)
+            if structural is not None:
+                return structural(self, stmt)
+            self._sweep_primitive(stmt, index)
+
+    def _sweep_primitive(self, stmt: Stmt, index: int) -> None:
+        """A primitive's statement: each operand's gradient from its rule, fitted and added."""
         zeros = self._zeros_of_adjoint(stmt)
         dys = [self.adjoint(o) for o in stmt.outs]
         for name, tree in zip(stmt.prim.operands, stmt.args):
@@ -203,11 +207,8 @@ class Sweep:
                 return ev.inline(rule.fn, [], env, None)
             frame = Frame(None, rule.globals, {}, None)
             frame.locals.update(env)
-            saved, ev.frame = ev.frame, frame
-            try:
+            with ev.in_frame(frame):
                 return ev.expr(rule.expr)
-            finally:
-                ev.frame = saved
         finally:
             ev.rule_domain = None
 
@@ -234,32 +235,35 @@ class Sweep:
                 stmt.out.aval.ndim and not index_copies(stmt) for _, _, stmt in parts):
             total = self._add_rows(var, total, parts)
         elif parts:
-            saved = self.ev.loc_override
-            self.ev.loc_override = parts[0][2].loc
-            dtype = {} if var.aval.dtype == np.float64 else {"dtype": var.aval.dtype}
-            self.ev.rule_text = "getitem a: da = zeros(a.shape), then da[key] += dy for each key"
-            buf = self.emit(self.rules.lookup(np.zeros), [Lit(var.aval.shape)], dtype, grad_of=var)
-            for key, dy, stmt in self._elements(var, parts):
-                self.ev.loc_override, self.ev.rule_text = stmt.loc, "getitem a: da[key] += dy"
-                buf = self.emit(self.rules.lookup(index_add), [buf, key, dy], {}, grad_of=var)
-            self.ev.rule_text = ACCUMULATE
-            total = buf if total is None else self.emit(self.rules.lookup(operator.add), [total, buf], {},
-                                                        grad_of=var)
-            self.ev.loc_override = saved
+            with self.ev.at(parts[0][2].loc):
+                total = self._buffer(var, total, parts)
         return total
+
+    def _buffer(self, var: Var, total: Any, parts: list) -> Var:
+        """The contributions of ``parts`` added into a buffer of zeros, ``da[key] += dy``,
+        and the buffer added to ``total``."""
+        dtype = {} if var.aval.dtype == np.float64 else {"dtype": var.aval.dtype}
+        self.ev.rule_text = "getitem a: da = zeros(a.shape), then da[key] += dy for each key"
+        buf = self.emit(self.rules.lookup(np.zeros), [Lit(var.aval.shape)], dtype, grad_of=var)
+        for key, dy, stmt in self._elements(var, parts):
+            self.ev.loc_override, self.ev.rule_text = stmt.loc, "getitem a: da[key] += dy"
+            buf = self.emit(self.rules.lookup(index_add), [buf, key, dy], {}, grad_of=var)
+        self.ev.rule_text = ACCUMULATE
+        if total is None:
+            return buf
+        return self.emit(self.rules.lookup(operator.add), [total, buf], {}, grad_of=var)
 
     def _add_rows(self, var: Var, total: Var, parts: list) -> Var:
         """The contributions of parts read by basic keys (``x[t]``, ``x[1:]``: no element
         twice) added into the rows of ``var``'s gradient itself, ``dx[t] = dx[t] + dy``, where
         it is already an array of ``var``'s shape: in a loop over the rows of an array, a
         step's cost is that of a row, not of a zero array of the whole shape."""
-        saved = self.ev.loc_override
-        for key, dy, stmt in self._elements(var, parts):
-            self.ev.loc_override, self.ev.rule_text = stmt.loc, "getitem a: da[key] += dy"
-            row = self.emit(self.rules.lookup(operator.getitem), [total, key], {})
-            row = self.emit(self.rules.lookup(operator.add), [row, dy], {})
-            total = self.emit(self.rules.lookup(setitem), [total, key, row], {}, grad_of=var)
-        self.ev.loc_override = saved
+        with self.ev.at(self.ev.loc_override):
+            for key, dy, stmt in self._elements(var, parts):
+                self.ev.loc_override, self.ev.rule_text = stmt.loc, "getitem a: da[key] += dy"
+                row = self.emit(self.rules.lookup(operator.getitem), [total, key], {})
+                row = self.emit(self.rules.lookup(operator.add), [row, dy], {})
+                total = self.emit(self.rules.lookup(setitem), [total, key, row], {}, grad_of=var)
         return total
 
     def _elements(self, var: Var, parts: list) -> list[tuple[Any, Any, Stmt]]:
@@ -286,19 +290,20 @@ class Sweep:
         return elements
 
     def final_grad(self, var: Var) -> Any:
-        self.ev.loc_override, self.ev.rule_text = self.tape.loc, "zero: the result does not depend on it"
-        g = self.adjoint(var)
-        if g is None:
-            dtype = {} if var.aval.dtype == np.float64 else {"dtype": var.aval.dtype}
-            if var.aval.weak:
-                return 0.0
-            return self.emit(self.rules.lookup(np.zeros), [Lit(var.aval.shape)], dtype, grad_of=var)
-        self.ev.rule_text = "fit the gradient to the argument"
-        g = self.fit(g, var.aval)
-        if var.aval.weak and isinstance(g, Var) and not g.aval.weak:
-            python = complex if var.aval.dtype.kind == "c" else float
-            g = self.emit(self.rules.lookup(python), [g], {}, grad_of=var)
-        return g
+        with self.ev.at(self.tape.loc, "zero: the result does not depend on it"):
+            g = self.adjoint(var)
+            if g is None:
+                dtype = {} if var.aval.dtype == np.float64 else {"dtype": var.aval.dtype}
+                if var.aval.weak:
+                    return 0.0
+                return self.emit(self.rules.lookup(np.zeros), [Lit(var.aval.shape)], dtype,
+                                 grad_of=var)
+            self.ev.rule_text = "fit the gradient to the argument"
+            g = self.fit(g, var.aval)
+            if var.aval.weak and isinstance(g, Var) and not g.aval.weak:
+                python = complex if var.aval.dtype.kind == "c" else float
+                g = self.emit(self.rules.lookup(python), [g], {}, grad_of=var)
+            return g
 
     def fit(self, g: Any, target: Aval) -> Any:
         """``g`` summed over broadcast axes (or broadcast up) to ``target``'s shape, and cast to

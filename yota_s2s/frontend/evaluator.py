@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import itertools
 import sys
+from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any
+from typing import Any, Iterator
 
 import gast
 
@@ -44,6 +45,9 @@ from .structs import set_attribute
 from .updates import UpdatesMixin
 
 MAX_LOOP = 100_000
+
+
+_KEEP = object()     # Evaluator.at: leave the location or the rule text as it is
 
 
 class _Return(Exception):
@@ -90,6 +94,60 @@ class Evaluator(ExpressionsMixin, CallsMixin, PrimitiveCallsMixin, InliningMixin
         self.stack_rows: dict = {}
         self.pending_rows: dict = {}
         self.calls = itertools.count(1)       # inlined calls, numbered (SourceLoc.call)
+
+    # -- where emitted statements go, and what they say ---------------------------------
+
+    @contextmanager
+    def at(self, loc: SourceLoc | None | object = _KEEP, rule: str | None | object = _KEEP
+           ) -> Iterator[None]:
+        """The statements emitted inside are located at ``loc`` (``loc_override``; None: where
+        the traced code is) and carry the rule text ``rule`` (``rule_text``); one not given is
+        left as it is. What was set is restored on leaving, by an error too."""
+        saved = self.loc_override, self.rule_text
+        if loc is not _KEEP:
+            self.loc_override = loc
+        if rule is not _KEEP:
+            self.rule_text = rule
+        try:
+            yield
+        finally:
+            if loc is not _KEEP:
+                self.loc_override = saved[0]
+            if rule is not _KEEP:
+                self.rule_text = saved[1]
+
+    @contextmanager
+    def deriving(self, stmts: list[Stmt]) -> Iterator[list[Stmt]]:
+        """A sweep of the AD engine: derivative rules are instantiated (``backward_mode``), the
+        statements go into ``stmts`` (given to the block), at the locations and with the rule
+        texts the sweep sets; all of it is restored on leaving, by an error too."""
+        saved = self.backward_mode
+        self.backward_mode = True
+        try:
+            with self.collect(stmts), self.at(None, None):
+                yield stmts
+        finally:
+            self.backward_mode = saved
+
+    @contextmanager
+    def in_frame(self, frame: Frame) -> Iterator[Frame]:
+        """Names are looked up in ``frame`` inside (a rule's placeholders); the frame that was
+        current is restored on leaving, by an error too."""
+        saved, self.frame = self.frame, frame
+        try:
+            yield frame
+        finally:
+            self.frame = saved
+
+    @contextmanager
+    def collect(self, stmts: list[Stmt] | None = None) -> Iterator[list[Stmt]]:
+        """The statements emitted inside go into ``stmts`` (a new list if not given), which is
+        given to the block; the current list is restored on leaving, by an error too."""
+        saved, self.stmts = self.stmts, [] if stmts is None else stmts
+        try:
+            yield self.stmts
+        finally:
+            self.stmts = saved
 
     # -- locations and errors ------------------------------------------------------------
 

@@ -87,11 +87,8 @@ def stacked(ev, obj, node):
 def _inline_at_call(py_fn):
     """Inline ``py_fn`` (numpy written in Python) as if it were one call at the call's line."""
     def handler(ev, args, kwargs, node):
-        saved, ev.loc_override = ev.loc_override, ev.loc(node)
-        try:
+        with ev.at(ev.loc(node)):
             return ev.inline(py_fn, list(args), kwargs, node)
-        finally:
-            ev.loc_override = saved
     return handler
 
 
