@@ -545,6 +545,41 @@ def test_trace_prints_the_tape(project: Path) -> None:
     assert "\033[1;36mmatmul\033[0m" in grad.stdout and "grads W: dW, b: db, x: dx" in grad.stdout
 
 
+def test_trace_after_a_stage_of_the_passes(project: Path) -> None:
+    """``trace --grad --after STAGE``: the gradient tape as that stage of the passes leaves it
+    (the gradients of a sum are read-only broadcasts after ``fixed-point``, arrays of their own
+    after ``fresh-outputs``); a stage that is not one of the plain form's is refused with the
+    list of stages."""
+    write(project / "model.py", """
+        import numpy as np
+
+
+        def f(x, v):
+            return np.sum(x * 2.0 + v)
+        """)
+    command = ("trace", "model.py", "--func", "f", "--arg", "x=float64[3]",
+               "--arg", "v=float64[3]", "--grad")
+    done = run(project, *command, "--after", "fixed-point")
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"\n  dx:f64\[3\] = broadcast_to 2.0 \(3,\) +# model.py:5\n", done.stdout)
+    assert done.stdout.endswith("  return f\n  grads x: dx, v: dt2\n\n")
+    last = run(project, *command, "--after", "in-place")          # the plain form's last
+    assert re.search(r"\n  dx:f64\[3\] = full \(3,\) 2.0 +# model.py:5\n", last.stdout)
+    assert last.stdout.endswith("  return f\n  grads x: dx, v: dv\n\n")
+    wrong = run(project, *command, "--after", "lowered")
+    assert wrong.returncode == 2 and "argument --after: invalid choice: 'lowered' (choose from " \
+        "'fixed-point', 'fresh-outputs', 'plain-constants', 'bodies', 'stacked-products', " \
+        "'in-place', 'recompute', 'lower')" in wrong.stderr
+    buffered = run(project, *command, "--after", "recompute")
+    assert buffered.returncode == 2 and buffered.stderr == (
+        "yota-s2s trace: the stage recompute makes the buffered form only; the gradient files "
+        "have the plain form\nIts stages: fixed-point, fresh-outputs, plain-constants, bodies, "
+        "in-place.\n")
+    alone = run(project, *command[:-1], "--after", "bodies")
+    assert alone.returncode == 2 and "Add --grad: yota-s2s trace --grad --after bodies" in \
+        alone.stderr
+
+
 def test_trace_of_a_function_that_does_not_compile(project: Path) -> None:
     write(project / "model.py", PROBLEMS)
     done = run(project, "trace", "model.py")

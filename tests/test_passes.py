@@ -8,11 +8,13 @@ import re
 import numpy as np
 import pytest
 
+from yota_s2s import passes
 from yota_s2s.compiler import gradient_tape
+from yota_s2s.errors import InternalError
 from yota_s2s.ir import verify
 from yota_s2s.ir.printer import format_tape
 from yota_s2s.ir.tape import Aval, Input, Lit, Stmt, Tape, Var
-from yota_s2s.passes import cse, dce, fold, optimize, signs, simplify
+from yota_s2s.passes import STAGE_NAMES, cse, dce, fold, optimize, signs, simplify, stages_for
 from yota_s2s.rules import RULES
 
 WITHOUT_SIGNS = [fold, simplify, cse, dce]
@@ -419,3 +421,90 @@ def test_lower_makes_a_loops_broadcast_invariant_once_with_the_same_bits(monkeyp
     assert got[0] == same[0] and all(np.array_equal(g, s) for g, s in zip(got[1:4], same[1:4]))
     assert np.isclose(got[0], want[0], rtol=1e-13)
     assert all(np.allclose(g, w, rtol=1e-12, atol=1e-15) for g, w in zip(got[1:4], want[1:4]))
+
+
+# -- the schedule: named stages -----------------------------------------------------------------
+
+def twice_plus(x, y):
+    return np.sum(x * 2.0 + y)
+
+
+def test_the_schedule_is_named_stages_by_form_and_device():
+    assert STAGE_NAMES == ("fixed-point", "fresh-outputs", "plain-constants", "bodies",
+                           "stacked-products", "in-place", "recompute", "lower")
+    names = lambda *form: [stage.name for stage in stages_for(*form)]    # noqa: E731
+    assert names("plain") == names("plain", "cpu") == \
+        ["fixed-point", "fresh-outputs", "plain-constants", "bodies", "in-place"]
+    assert names("buffered", "cpu") == list(STAGE_NAMES)
+    assert names("buffered", "cuda") == names("buffered") == list(STAGE_NAMES[:-1])
+
+
+def test_optimize_stops_after_the_stage_named():
+    """Tape text after ``fixed-point`` and after ``fresh-outputs``: the gradients of the sum
+    are read-only broadcasts, returned as arrays of their own after it."""
+    args = (np.ones(3), np.ones(3))
+    _, raw = gradient_tape(twice_plus, args, passes=False)
+    assert text(optimize(raw, RULES, until="fixed-point")) == """\
+tape twice_plus(x:f64[3], y_:f64[3]) -> f64[]
+  t1:f64[3] = mul x 2.0
+  t2:f64[3] = add t1 y_
+  twice_plus:f64[] = sum t2
+  dt2:f64[3] = broadcast_to 1.0 (3,)
+  dx:f64[3] = broadcast_to 2.0 (3,)
+  return twice_plus
+  grads x: dx, y_: dt2"""
+    after = optimize(raw, RULES, until="fresh-outputs")
+    assert text(after).split("twice_plus:f64[] = sum t2\n")[1] == """\
+  dx:f64[3] = full (3,) 2.0
+  dy_:f64[3] = full (3,) 1.0
+  return twice_plus
+  grads x: dx, y_: dy_"""
+    assert text(optimize(raw, RULES, review=True, until="in-place")) == \
+        text(optimize(raw, RULES, review=True)) == text(after)
+    with pytest.raises(ValueError, match="'lowered' is not a stage of the passes; the stages: "
+                       "fixed-point, fresh-outputs, .*, recompute, lower$"):
+        optimize(raw, RULES, until="lowered")
+    with pytest.raises(ValueError, match="the stage 'recompute' does not run for the plain form "
+                       r"\(no device said\); its stages: fixed-point, .*, bodies, in-place$"):
+        optimize(raw, RULES, review=True, until="recompute")
+    with pytest.raises(ValueError, match="'lower' does not run for the buffered form on 'cuda'"):
+        optimize(raw, RULES, device="cuda", until="lower")
+
+
+def test_every_stage_keeps_the_values():
+    """A loop region with an accumulator (bodies, stacked products) and numpy's scalar loop
+    (lower): after each stage the verifier passes and the tape computes what the swept one
+    does; the stages that change this tape are the ones expected."""
+    from .programs.loop_regions import rnn_batched, rnn_batched_args
+
+    def f(Wx, Wh, b, xs, h0):
+        return rnn_batched(Wx, Wh, b, xs, h0) + np.sum(np.logaddexp(0.0, xs[0, 0, 0] * np.ones(600)))
+    args = rnn_batched_args(T=10, B=4, D=3, H=5)
+    _, raw = gradient_tape(f, args, passes=False)
+    (want, want_grads), before, changed = verify.run(raw, list(args)), text(raw), []
+    for stage in stages_for("buffered", "cpu"):
+        tape = optimize(raw, RULES, device="cpu", until=stage.name, check=True)
+        got, grads = verify.run(tape, list(args), check_avals=True)
+        assert np.isclose(got, want, rtol=1e-13), stage.name
+        assert all(np.allclose(g, w, rtol=1e-12, atol=1e-14) for g, w in zip(grads, want_grads))
+        if text(tape) != before:
+            changed.append(stage.name)
+        before = text(tape)
+    assert changed == ["fixed-point", "bodies", "stacked-products", "lower"]
+    assert before == text(optimize(raw, RULES, device="cpu"))
+
+
+def test_check_names_the_stage_that_breaks_an_invariant(monkeypatch):
+    """With ``check`` the verifier runs after every stage: a stage that leaves a statement
+    reading a value before it is made is named in the error."""
+    _, raw = gradient_tape(twice_plus, (np.ones(3), np.ones(3)), passes=False)
+
+    def backwards(tape, rules):
+        return tape.copy(stmts=tape.stmts[::-1])
+    monkeypatch.setattr(passes, "write_in_place", backwards)
+    optimize(raw, RULES)                    # unchecked: nobody looks
+    with pytest.raises(InternalError, match=r"^after the stage 'in-place': while checking tape "
+                       r"twice_plus: Var\(.*\) is used before it is defined\n(.*\n)*>> twice_plus:f64\[\] = sum t1\n"):
+        optimize(raw, RULES, check=True)
+    with pytest.raises(InternalError, match="after the stage 'in-place'"):
+        gradient_tape(twice_plus, (np.ones(3), np.ones(3)), check=True)

@@ -2,7 +2,8 @@
 
     yota-s2s compile MODEL.py ...    write MODEL_grad.py next to each model (or into -o DIR)
     yota-s2s check MODEL.py ...      exit 1 if a gradient file is missing or stale
-    yota-s2s trace MODEL.py          print the tape (--grad: with its gradients)
+    yota-s2s trace MODEL.py          print the tape (--grad: with its gradients; --after STAGE:
+                                     as that stage of the passes leaves it)
     yota-s2s show MODEL.py           print the gradient module that compile would write
     yota-s2s review MODEL.py         write an HTML page per function: source beside code
 
@@ -33,6 +34,7 @@ from .gradfile import (GradFile, Options, Result, build, compile_target, counts,
                        load_text, project_root)
 from .marks import generated_file
 from .modelfile import ModelFile, Target, load_model, targets
+from .passes import STAGE_NAMES, stages_for
 from .review import review_page
 from .version import __version__
 
@@ -241,16 +243,32 @@ def _tolerance(ns: argparse.Namespace, result: Result, argnum: int) -> float:
 
 
 def cmd_trace(ns: argparse.Namespace, out: Output) -> int:
+    _check_stage(ns.after, ns.grad)
     ok = True
     for model, found in _plan(ns):
         for target in found:
-            result = compile_target(target, backward=ns.grad)
+            result = compile_target(target, backward=ns.grad, after=ns.after)
             if result.problems:
                 _report_problems([GradFile(model, Path(), [result], None)], out)
                 ok = False
             else:
                 out.tape(str(result.tape if ns.grad else result.forward) + "\n")
     return OK if ok else COMPILE_ERRORS
+
+
+def _check_stage(after: str | None, grad: bool) -> None:
+    """A ``UsageError`` unless ``--after`` names a stage of the plain form's passes (the form
+    the gradient files have) and comes with ``--grad``."""
+    if after is None:
+        return
+    if not grad:
+        raise UsageError(f"--after {after} shows the gradient tape after a stage of the "
+                         "passes; the tape without --grad is the traced one",
+                         hint=f"Add --grad: yota-s2s trace --grad --after {after} ...")
+    plain = [stage.name for stage in stages_for("plain")]
+    if after not in plain:
+        raise UsageError(f"the stage {after} makes the buffered form only; the gradient files "
+                         "have the plain form", hint=f"Its stages: {', '.join(plain)}.")
 
 
 def cmd_show(ns: argparse.Namespace, out: Output) -> int:
@@ -358,8 +376,11 @@ _COMMAND_OPTIONS = {
     "compile": lambda p: (p.add_argument("-o", "--out", metavar="DIR",
                                          help="write the gradient files here"), _force(p)),
     "check": _check_options,
-    "trace": lambda p: p.add_argument("--grad", action="store_true",
-                                      help="the tape with its gradients, optimized"),
+    "trace": lambda p: (p.add_argument("--grad", action="store_true",
+                                       help="the tape with its gradients, optimized"),
+                        p.add_argument("--after", metavar="STAGE", choices=STAGE_NAMES,
+                                       help="with --grad: the tape as this stage of the "
+                                            "passes leaves it: " + ", ".join(STAGE_NAMES))),
     "review": lambda p: (p.add_argument("-o", "--out", metavar="PATH",
                                         help="a .html file, or a directory for the pages"),
                          _force(p)),

@@ -3,7 +3,8 @@
     trace (frontend) -> backward -> optimize (passes) -> write (codegen) -> load
     trace (frontend) -> forward  -> optimize (passes) -> write (codegen) -> load   (jvp)
 
-With ``check=True`` the verifier runs after every stage (the tests do this).
+With ``check=True`` the verifier runs after every stage, each pass stage included
+(``passes.STAGES``; the tests do this).
 """
 from __future__ import annotations
 
@@ -49,13 +50,14 @@ class Compiled:
 
 def gradient_tape(f: Any, args: Sequence[Any], rules: RuleSet = RULES, wrt: set[int] | None = None,
                   check: bool = False, passes: bool = True, review: bool = False,
-                  device: str | None = None) -> tuple[Tape, Tape]:
+                  device: str | None = None, after: str | None = None) -> tuple[Tape, Tape]:
     """(forward tape, optimized gradient tape) for ``f`` on ``args``; ``review``: optimized
     for the review form (the plain form, ``buffers=False``: passes.REVIEW_PIPELINE);
     ``device``: the buffered form's tape for that device, as ``compile_grad`` makes it
-    (passes.lower on "cpu"; None: not lowered, a tape the plain form can be written from)."""
+    (passes.lower on "cpu"; None: not lowered, a tape the plain form can be written from);
+    ``after``: the tape after that stage of the passes (``passes.STAGE_NAMES``)."""
     forward, tape, _ = _gradient(f, args, rules, wrt, check, passes, review=review,
-                                 device=None if review else device)
+                                 device=None if review else device, after=after)
     return forward, tape
 
 
@@ -76,34 +78,35 @@ def few_collections():
 
 def _gradient(f: Any, args: Sequence[Any], rules: RuleSet, wrt: set[int] | None, check: bool,
               passes: bool, dynamic: frozenset[int] = frozenset(), review: bool = False,
-              device: str | None = None) -> tuple[Tape, Tape, Assumptions]:
+              device: str | None = None, after: str | None = None
+              ) -> tuple[Tape, Tape, Assumptions]:
     """``gradient_tape``, and what the trace assumed beyond the tape (for ``ys.grad``'s cache)."""
     with few_collections():
-        return _stages(f, args, rules, wrt, check, passes, dynamic, review, device)
+        return _stages(f, args, rules, wrt, check, passes, dynamic, review, device, after)
 
 
 def _stages(f: Any, args: Sequence[Any], rules: RuleSet, wrt: set[int] | None, check: bool,
-            passes: bool, dynamic: frozenset[int], review: bool, device: str | None = None
-            ) -> tuple[Tape, Tape, Assumptions]:
+            passes: bool, dynamic: frozenset[int], review: bool, device: str | None = None,
+            after: str | None = None) -> tuple[Tape, Tape, Assumptions]:
     forward, ev = trace_function(f, args, rules, dynamic=dynamic)
     assumes = ev.assumes
     if check:
         verify.check(forward)
     return forward, _optimized(backward(forward, ev, wrt), rules, check, passes, review,
-                               device), assumes
+                               device, after), assumes
 
 
 def _optimized(tape: Tape, rules: RuleSet, check: bool, passes: bool, review: bool = False,
-               device: str | None = None) -> Tape:
+               device: str | None = None, after: str | None = None) -> Tape:
     """A swept tape, verified and (with ``passes``) optimized, then named once
     (ir/names.assign_names); ``review``: optimized for the review form; ``device``: where
-    the buffered module runs (None: not said; passes.lower applies on "cpu")."""
+    the buffered module runs (None: not said; passes.lower applies on "cpu"); ``check``: the
+    verifier after the sweep and after every stage of the passes; ``after``: only the stages
+    up to that one."""
     if check:
         verify.check(tape)
     if passes:
-        tape = optimize(tape, rules, review=review, device=device)
-        if check:
-            verify.check(tape)
+        tape = optimize(tape, rules, review=review, device=device, check=check, until=after)
     verify.check_assumptions(tape)       # cheap: every outside read is read or guarded
     return assign_names(tape, names_taken(tape))
 

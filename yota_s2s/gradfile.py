@@ -109,12 +109,13 @@ def build(model: ModelFile, targets: Sequence[Target], options: Options,
     return GradFile(model, path, results, text, command, _import_note(model, path, text), source)
 
 
-def compile_target(target: Target, backward: bool = True) -> Result:
-    """The target's tapes (only the forward one if not ``backward``), or all its problems."""
+def compile_target(target: Target, backward: bool = True, after: str | None = None) -> Result:
+    """The target's tapes (only the forward one if not ``backward``), or all its problems;
+    ``after``: the gradient tape after that stage of the passes (passes.STAGE_NAMES)."""
     try:
         if backward:
             forward, tape = gradient_tape(target.fn, target.args, RULES, target.wrt, check=True,
-                                          review=True)
+                                          review=True, after=after)
         else:
             forward, tape = trace_function(target.fn, target.args, RULES)[0], None
     except (YotaError, RecursionError) as error:

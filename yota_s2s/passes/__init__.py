@@ -1,20 +1,23 @@
-"""Optimizing passes over the tape, each in its own module.
+"""Optimizing passes over the tape, each in its own module, run as a schedule of named stages.
 
 Every pass is a function ``(tape, rules) -> (tape, changed)``, where ``rules`` is the RuleSet
 the tape was made with: the primitives of the statements a pass writes come from it (and
 passes recognise statements by their primitive's function or traits, never by its name).
-``optimize`` runs ``PIPELINE`` until nothing changes, then ``fresh_outputs`` makes sure
-nothing returned aliases an argument, another output or a read-only view (and dead-code
-elimination drops what that replaced), and ``write_in_place`` turns updates (``setitem``) back
-into the in-place assignments the user wrote, where the old array is not needed.
-``plain_constants`` then writes float64 constants as plain floats where that changes nothing.
-For the buffered form, ``recompute`` makes cheap forward values again where the backward
-section reads them, instead of keeping them in memory; on a CPU, ``lower`` writes a primitive
-that numpy computes one element at a time as SIMD ufuncs computing the same formula.
+``STAGES`` is the schedule, in order: each stage has a name and says which form it makes
+(``buffered``: what runs; ``plain``: the review form, what a reviewer reads) and on which
+device (``lower`` is for numpy on a CPU). ``optimize`` runs the stages that apply; with
+``check`` the verifier (ir/verify.py) runs after each one that changes the tape and an error
+names the stage; ``until`` stops after the stage of that name (``yota-s2s trace --grad
+--after STAGE``).
 Loop bodies go through the same passes, each as a tape of its own (``regions.py``).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from ..errors import InternalError
+from ..ir import verify
 from ..ir.tape import Tape
 from ..rules.registry import RuleSet
 from .constants import plain_constants
@@ -30,37 +33,36 @@ from .signs import signs
 from .simplify import simplify
 from .stacked import stack_products
 
+Pass = Callable[[Tape, RuleSet], "tuple[Tape, bool]"]
+
 PIPELINE = [fold, simplify, signs, cse, dce]
 # The review form (the plain form, what a reviewer reads): no CSE across the sections.
 REVIEW_PIPELINE = [fold, simplify, signs, cse_within_sections, dce]
+ROUNDS = {"buffered": PIPELINE, "plain": REVIEW_PIPELINE}     # the fixed point's, by form
+FORMS = ("buffered", "plain")
 MAX_ROUNDS = 20
 
 
-def optimize(tape: Tape, rules: RuleSet, passes=PIPELINE, review: bool = False,
-             device: str | None = None) -> Tape:
-    """``review``: the pipeline of the review form (``REVIEW_PIPELINE``); ``device``: where the
-    buffered module runs (``lower`` is for numpy on a CPU; None: not said, not lowered)."""
-    if review:
-        passes = REVIEW_PIPELINE
-    tape = _rounds(tape, rules, passes)
-    tape, _ = dce(fresh_outputs(tape, rules), rules)
-    tape, _ = plain_constants(tape, rules)
-    # inside loop bodies (passes/regions.py): the same passes, each body a tape of its own
-    tape = optimize_bodies(tape, lambda body: _rounds(body, rules, passes + [plain_constants]))
-    if not review:      # the buffered form: an accumulator's per-step products, one after the loop
-        tape, _ = stack_products(tape, rules)
-    tape = in_place_bodies(write_in_place(tape, rules), rules)
-    if not review:      # the buffered form: cheap forward values made again, not kept
-        tape, _ = recompute(tape, rules)
-        if device == "cpu":     # numpy's scalar loops as SIMD ufuncs (not cupy's kernels)
-            tape, _ = lower(tape, rules)
-    return tape
+@dataclass(frozen=True)
+class Stage:
+    """One step of the schedule: ``run(tape, rules, rounds)`` gives the tape after it
+    (``rounds``: the passes of the fixed point for the form being made). It applies to the
+    ``forms`` listed, and only on ``device`` where one is said."""
+
+    name: str
+    run: Callable[[Tape, RuleSet, Sequence[Pass]], Tape]
+    does: str
+    forms: tuple[str, ...] = FORMS
+    device: str | None = None
+
+    def applies(self, form: str, device: str | None) -> bool:
+        return form in self.forms and (self.device is None or self.device == device)
 
 
-def _rounds(tape: Tape, rules: RuleSet, passes) -> Tape:
+def _fixed_point(tape: Tape, rules: RuleSet, rounds: Sequence[Pass]) -> Tape:
     for _ in range(MAX_ROUNDS):
         changed = False
-        for run_pass in passes:
+        for run_pass in rounds:
             tape, did = run_pass(tape, rules)
             changed |= did
         if not changed:
@@ -68,5 +70,102 @@ def _rounds(tape: Tape, rules: RuleSet, passes) -> Tape:
     return tape
 
 
-__all__ = ["PIPELINE", "REVIEW_PIPELINE", "optimize", "cse", "cse_within_sections", "dce", "fold", "signs", "simplify", "fresh_outputs",
-           "write_in_place", "plain_constants", "recompute", "lower"]
+def _fresh_outputs(tape: Tape, rules: RuleSet, rounds: Sequence[Pass]) -> Tape:
+    return dce(fresh_outputs(tape, rules), rules)[0]
+
+
+def _plain_constants(tape: Tape, rules: RuleSet, rounds: Sequence[Pass]) -> Tape:
+    return plain_constants(tape, rules)[0]
+
+
+def _bodies(tape: Tape, rules: RuleSet, rounds: Sequence[Pass]) -> Tape:
+    return optimize_bodies(tape, lambda body: _fixed_point(body, rules,
+                                                           list(rounds) + [plain_constants]))
+
+
+def _stacked_products(tape: Tape, rules: RuleSet, rounds: Sequence[Pass]) -> Tape:
+    return stack_products(tape, rules)[0]
+
+
+def _in_place(tape: Tape, rules: RuleSet, rounds: Sequence[Pass]) -> Tape:
+    return in_place_bodies(write_in_place(tape, rules), rules)
+
+
+def _recompute(tape: Tape, rules: RuleSet, rounds: Sequence[Pass]) -> Tape:
+    return recompute(tape, rules)[0]
+
+
+def _lower(tape: Tape, rules: RuleSet, rounds: Sequence[Pass]) -> Tape:
+    return lower(tape, rules)[0]
+
+
+STAGES = (
+    Stage("fixed-point", _fixed_point,
+          "fold, simplify, signs, cse, dce, again until nothing changes (the plain form: "
+          "cse within a section)"),
+    Stage("fresh-outputs", _fresh_outputs,
+          "nothing returned aliases an argument, another output or a read-only view; dce"),
+    Stage("plain-constants", _plain_constants,
+          "float64 constants written as plain floats where that changes nothing"),
+    Stage("bodies", _bodies, "inside each loop body: the fixed point and plain constants"),
+    Stage("stacked-products", _stacked_products,
+          "an accumulator's per-step products: one product after the loop", forms=("buffered",)),
+    Stage("in-place", _in_place,
+          "updates (setitem) written in place where the old array is not needed, then inside "
+          "loop bodies"),
+    Stage("recompute", _recompute,
+          "cheap forward values made again where the backward section reads them, not kept",
+          forms=("buffered",)),
+    Stage("lower", _lower, "numpy's scalar loops (logaddexp, mean) as SIMD ufuncs",
+          forms=("buffered",), device="cpu"),
+)
+STAGE_NAMES = tuple(stage.name for stage in STAGES)
+
+
+def stages_for(form: str, device: str | None = None) -> tuple[Stage, ...]:
+    """The stages that make ``form`` ("buffered" or "plain") for ``device`` (None: not said)."""
+    return tuple(stage for stage in STAGES if stage.applies(form, device))
+
+
+def optimize(tape: Tape, rules: RuleSet, passes: Sequence[Pass] | None = None,
+             review: bool = False, device: str | None = None, *, check: bool = False,
+             until: str | None = None) -> Tape:
+    """``tape`` through the stages of its form: ``review``, the plain form (the review form),
+    else the buffered one; ``device``: where the buffered module runs (``lower`` is for numpy
+    on a CPU; None: not said, not lowered). ``passes``: the fixed point's passes instead of the
+    form's. ``check``: the verifier after every stage (that changed the tape); ``until``: stop after that stage (a
+    ValueError names the stages where it is not one of the form's)."""
+    form = "plain" if review else "buffered"
+    schedule = stages_for(form, device)
+    if until is not None and until not in {stage.name for stage in schedule}:
+        raise ValueError(_not_a_stage(until, form, device, schedule))
+    rounds = ROUNDS[form] if passes is None else passes
+    for stage in schedule:
+        before, tape = tape, stage.run(tape, rules, rounds)
+        if check and tape is not before:        # (a pass that changes nothing returns its tape)
+            verified(tape, stage.name)
+        if stage.name == until:
+            break
+    return tape
+
+
+def verified(tape: Tape, after: str) -> Tape:
+    """``verify.check(tape)``, its error saying that ``after`` made the tape."""
+    try:
+        return verify.check(tape)
+    except InternalError as error:
+        raise InternalError(f"after the stage {after!r}: {error.what}", error.loc,
+                            error.hint) from None
+
+
+def _not_a_stage(name: str, form: str, device: str | None, schedule) -> str:
+    names = ", ".join(stage.name for stage in schedule)
+    if name not in STAGE_NAMES:
+        return f"{name!r} is not a stage of the passes; the stages: {', '.join(STAGE_NAMES)}"
+    where = f" on {device!r}" if device else " (no device said)"
+    return f"the stage {name!r} does not run for the {form} form{where}; its stages: {names}"
+
+
+__all__ = ["PIPELINE", "REVIEW_PIPELINE", "STAGES", "STAGE_NAMES", "Stage", "stages_for",
+           "optimize", "verified", "cse", "cse_within_sections", "dce", "fold", "signs",
+           "simplify", "fresh_outputs", "write_in_place", "plain_constants", "recompute", "lower"]
