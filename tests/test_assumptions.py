@@ -101,6 +101,44 @@ def test_a_mutable_default_array_changed_in_place_is_seen(make):
         m.mutable_default.__defaults__[0][...] = saved
 
 
+@WAYS
+def test_a_keyword_only_default_changed_in_place_is_seen(make):
+    """``__kwdefaults__`` is a dict: its float is read at run time, its int checked (before,
+    simplegrad's function kept returning the old default's value and gradient)."""
+    with restored(m.keyword_default.__kwdefaults__, "a", "k"):
+        df = make(m.keyword_default, W3)
+        m.keyword_default.__kwdefaults__["a"] = 5.0
+        expect(df, m.keyword_default, W3)
+        m.keyword_default.__kwdefaults__["k"] = 3
+        try:                            # ys.grad compiles again; simplegrad's function refuses
+            expect(df, m.keyword_default, W3)
+        except ValueError as e:         # the module's GuardError
+            assert type(e).__name__ == "GuardError"
+            assert "__kwdefaults__['k'], read from outside the function, was 2" in str(e)
+
+
+@WAYS
+def test_the_stored_arguments_of_a_global_partial_changed_in_place_are_seen(make):
+    """``functools.partial(g, p=2.0, W=W)`` in a global: its keywords are read where they are
+    (``WEIGHTED.keywords['W']``); before, both simplegrad forms and ys.grad returned the old
+    values."""
+    W = m.WEIGHTED.keywords["W"]
+    with restored(m.WEIGHTED.keywords, "p", "k"):
+        try:
+            df = make(m.global_partial, W3)
+            m.WEIGHTED.keywords["p"] = 5.0
+            W[0] = 7.0
+            expect(df, m.global_partial, W3)
+            m.WEIGHTED.keywords["k"] = 2
+            try:
+                expect(df, m.global_partial, W3)
+            except ValueError as e:
+                assert type(e).__name__ == "GuardError"
+                assert "WEIGHTED.keywords['k'] (read at world.py:" in str(e) and "was 3" in str(e)
+        finally:
+            W[0] = 1.0
+
+
 def test_a_list_of_ints_that_picks_rows_is_checked_every_call():
     W = np.arange(15.0).reshape(5, 3) / 10
     with restored(m.IDS, 0, 1, 2):

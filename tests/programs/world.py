@@ -1,6 +1,8 @@
 """Functions that read the world outside their arguments (tests/test_assumptions.py): numbers
 in config dicts and lists, lists of ints that pick rows, mutable defaults, class attributes,
 tied weights. Each test changes what they read between calls."""
+import functools
+
 import numpy as np
 
 CFG = {"l2": 0.5, "name": "ridge"}
@@ -46,6 +48,21 @@ def mutable_default(x, W=np.array([1.0, 2.0, 3.0])):
 
 def number_default(x, a=2.0):
     return np.sum(x ** 2) * a
+
+
+def keyword_default(x, *, a=2.0, k=2):
+    return np.sum(x[:k] ** 2) * a
+
+
+def scaled_by(x, p=2.0, W=None, k=3):
+    return np.sum(x ** 2) * p + np.sum(x[:k] * W[:k])
+
+
+WEIGHTED = functools.partial(scaled_by, p=2.0, W=np.array([1.0, 2.0, 3.0]), k=3)
+
+
+def global_partial(x):
+    return WEIGHTED(x)
 
 
 def closure_list(scales):

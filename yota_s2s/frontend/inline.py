@@ -105,8 +105,9 @@ class InliningMixin:
     def _defaults(self, fn: Any, arguments: dict, given: set, where: tuple | None,
                   node: gast.AST | None) -> None:
         """Parameters that took their defaults: ``fn.__defaults__`` is guarded by identity, and
-        a default the function reaches from outside (an array, a list) is read where it is,
-        ``fn.__defaults__[i]``, like a closure's data: changed in place, it is seen."""
+        a default the function reaches from outside (an array, a list; any value of the dict
+        ``__kwdefaults__``) is read where it is, ``fn.__defaults__[i]``, like a closure's data:
+        changed in place, it is seen."""
         self.depends.defaults(fn)
         if where is None or where[0] is None:
             return
@@ -122,8 +123,10 @@ class InliningMixin:
                 step = (("attr", "__kwdefaults__"), ("item", name))
             else:
                 continue
+            # __kwdefaults__ is a dict: an item can change in place (a number in it is read at
+            # run time or checked, like a config dict's); __defaults__ is a tuple
             arguments[name] = self.outside.wrap(arguments[name], (root, path + step), node,
-                                                  name)
+                                                  name, field=step[0][1] == "__kwdefaults__")
 
     def inline_local(self, fn: LocalFunction, args: list, kwargs: dict, node: gast.AST) -> Any:
         """Run a ``def`` or ``lambda`` of the traced code, in a frame under the one it was

@@ -29,6 +29,7 @@ hint.
 from __future__ import annotations
 
 import copy
+import functools
 import numbers
 import sys
 import types
@@ -188,6 +189,8 @@ class OutsideReads:
         if reachable and field and (type(value) in (int, bool, str) or value is None):
             self._check(value, where, node)
             return value
+        if reachable and type(value) is functools.partial:
+            return self._partial(value, where, node)
         if not reachable and (type(value) in (list, dict) or (
                 type(value) is tuple and _holds_mutable(value))) and not _holds_data(value, [0]):
             self._contents(value, node, name)
@@ -233,6 +236,23 @@ class OutsideReads:
         if _is_namedtuple(value):
             return type(value)(*items)
         return items if isinstance(value, list) else tuple(items)
+
+    def _partial(self, value: functools.partial, where: tuple, node: Any) -> functools.partial:
+        """A ``functools.partial`` read from outside (``P = partial(g, p=2.0, W=W)``): its
+        stored arguments are read where they are, ``P.args[0]``, ``P.keywords['W']``, so an
+        array or a float there changed in place is seen; ``keywords`` is a dict, so its keys
+        are checked and an int or string in it checked at each call, like a config dict's."""
+        root, path = where
+        func = self.wrap(value.func, (root, path + (("attr", "func"),)), node)
+        args = [self.wrap(v, (root, path + (("attr", "args"), ("item", i))), node)
+                for i, v in enumerate(value.args)]
+        stored = (root, path + (("attr", "keywords"),))
+        if not all(_plain_key(k) for k in value.keywords):
+            return value
+        self._check(tuple(value.keywords), (root, stored[1] + (("keys", None),)), node)
+        keywords = {k: self.wrap(v, (root, stored[1] + (("item", k),)), node, field=True)
+                    for k, v in value.keywords.items()}
+        return functools.partial(func, *args, **keywords)
 
     def _contents(self, value: Any, node: Any, name: str | None) -> None:
         """A list or dict where the generated code cannot reach it (the closure of a function
