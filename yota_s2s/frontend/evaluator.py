@@ -174,21 +174,21 @@ class Evaluator(ExpressionsMixin, CallsMixin, PrimitiveCallsMixin, InliningMixin
     # -- running a function body ---------------------------------------------------------
 
     def run_body(self, frame: Frame, body: list[gast.stmt]) -> Any:
-        saved, self.frame = self.frame, frame
         self.depth += 1
         try:
-            if self.depth > self.max_depth:
-                raise UnsupportedSyntax(f"calls nest deeper than {self.max_depth}, Python's "
-                                        "recursion limit (unbounded recursion?)",
-                                        frame.fn.loc(frame.fn.node),
-                                        "Recursion must stop on a static value (an int or a shape).")
-            self.exec_block(body)
-            return None
+            with self.in_frame(frame):
+                if self.depth > self.max_depth:
+                    raise UnsupportedSyntax(f"calls nest deeper than {self.max_depth}, Python's "
+                                            "recursion limit (unbounded recursion?)",
+                                            frame.fn.loc(frame.fn.node),
+                                            "Recursion must stop on a static value (an int or a "
+                                            "shape).")
+                self.exec_block(body)
+                return None
         except _Return as ret:
             return ret.value
         finally:
             self.depth -= 1
-            self.frame = saved
 
     def exec_block(self, body: list[gast.stmt]) -> None:
         for stmt in body:

@@ -154,8 +154,8 @@ class ExpressionsMixin:
 
     def comprehension(self, node, element) -> list:
         outer = self.frame
-        self.frame = Frame(outer.fn, outer.globals, {}, outer)
-        self.frame.stmt, self.frame.call = outer.stmt, outer.call
+        frame = Frame(outer.fn, outer.globals, {}, outer)
+        frame.stmt, frame.call = outer.stmt, outer.call
         results: list = []
 
         def loop(generators):
@@ -167,10 +167,8 @@ class ExpressionsMixin:
                 self.assign(gen.target, item)
                 if all(self.truth(self.expr(c), c) for c in gen.ifs):
                     loop(generators[1:])
-        try:
+        with self.in_frame(frame):
             loop(node.generators)
-        finally:
-            self.frame = outer
         return results
 
     def visit_ListComp(self, node: gast.ListComp) -> list:

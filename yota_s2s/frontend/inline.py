@@ -152,11 +152,8 @@ class InliningMixin:
             self.run_body(frame, node.body)
             return frame.yields
         if isinstance(node, gast.Lambda):
-            saved, self.frame = self.frame, frame
-            try:
+            with self.in_frame(frame):
                 return self.expr(node.body)
-            finally:
-                self.frame = saved
         return self.run_body(frame, node.body)
 
 
