@@ -65,7 +65,6 @@ def active_from(stmts: list[Stmt], seeds: set[Var], rules) -> set[Var]:
     return active
 
 
-
 class Sweep:
     """A reverse sweep: the adjoints of the values in ``active`` (those on a differentiable
     path), summed as each use of a value is swept, and the statements that compute them,
@@ -111,6 +110,9 @@ class Sweep:
     # -- one statement -------------------------------------------------------------------
 
     def sweep(self, stmt: Stmt, index: int = -1) -> None:
+        """Sweep ``stmt`` (``index``: its place in ``home``) once its results' adjoints are
+        complete: by its structural rule (``STRUCTURAL_RULES``), else by its operands' rules;
+        what it emits is located at ``stmt``."""
         if not any(o in self.full or o in self.scatter for o in stmt.outs):
             return
         refuse_complex(stmt, [u for u in stmt.uses() if u in self.active])
