@@ -139,6 +139,21 @@ def test_the_stored_arguments_of_a_global_partial_changed_in_place_are_seen(make
             W[0] = 1.0
 
 
+@WAYS
+def test_a_list_a_dict_and_an_array_on_a_class_changed_in_place_are_seen(make):
+    """Data on a class (``scales = [0.5, 2.0]``, ``W = np.array(...)``) is read where it is,
+    ``world.Tables.W``; before, it was compiled in, and changed in place, both simplegrad
+    forms and ys.grad returned the old value and gradient."""
+    T = m.Tables
+    with restored(T.scales, 0), restored(T.table, "a"):
+        try:
+            df = make(m.class_data, W3)
+            T.scales[0], T.table["a"], T.W[0] = 4.0, -2.0, 5.0
+            expect(df, m.class_data, W3)
+        finally:
+            T.W[0] = 1.0
+
+
 def test_a_list_of_ints_that_picks_rows_is_checked_every_call():
     W = np.arange(15.0).reshape(5, 3) / 10
     with restored(m.IDS, 0, 1, 2):

@@ -65,6 +65,23 @@ def global_partial(x):
     return WEIGHTED(x)
 
 
+class Tables:
+    scales = [0.5, 2.0]
+    table = {"a": 1.5}
+    W = np.array([1.0, 2.0, 3.0])
+
+    def loss(self, x):
+        return np.sum(x ** 2) * self.scales[0] + np.sum(x) * Tables.table["a"] \
+            + np.sum(np.sin(x) * self.W)
+
+
+TABLES = Tables()
+
+
+def class_data(x):
+    return TABLES.loss(x)
+
+
 def closure_list(scales):
     def loss(w):
         return np.sum(w ** 2) * scales[0]

@@ -54,7 +54,7 @@ class Dep:
 
     def assumption(self) -> Assumption:
         code = self.value is MISSING or isinstance(self.value, _CODE) or \
-            self.kind == "default" or (callable(self.value) and _library_class(type(self.value)))
+            self.kind == "default" or (callable(self.value) and library_class(type(self.value)))
         return Assumption(self.shown or self.name, self.kind, VALUE if self.equal else IDENTITY,
                           self.loc, self, code)
 
@@ -129,7 +129,7 @@ class Depends:
                 self.read(obj.__dict__, name, value)
             return
         cls = obj if isinstance(obj, type) else type(obj)
-        if _library_class(cls):
+        if library_class(cls):
             return
         if not isinstance(obj, type):
             own = getattr(obj, "__dict__", None)
@@ -147,7 +147,7 @@ class Depends:
         """``name`` looked up on ``cls``: each class of its MRO up to the one that has it."""
         for klass in cls.__mro__:
             found = klass.__dict__.get(name, MISSING)
-            if not _library_class(klass):
+            if not library_class(klass):
                 self.read(klass.__dict__, name, found, owner=klass)
             if found is not MISSING:
                 return
@@ -200,7 +200,7 @@ def _library(module: str) -> bool:
     return any(module == m or module.startswith(m + ".") for m in LIBRARY_MODULES + ("yota_s2s",))
 
 
-def _library_class(cls: type) -> bool:
+def library_class(cls: type) -> bool:
     """A class of numpy, the standard library...; not one whose ``__module__`` says
     ``builtins`` only because it was made by ``exec`` in a namespace without ``__name__``."""
     module = getattr(cls, "__module__", None) or "builtins"

@@ -22,7 +22,7 @@ from ..ir.values import ArrayMethod, is_traced, python_numbers, to_tree
 from .frame import Frame
 from .outside import GeneratorRef, OutsideCell, RandomMethod, is_data, module_root
 from .resolve import ARRAY_METHODS, IN_PLACE_METHODS, LIBRARY_MODULES, STATIC_ARRAY_ATTRS
-from .structs import StructValue, call_dunder, get_attribute, static_lookup
+from .structs import StructValue, call_dunder, class_data, get_attribute, static_lookup
 
 # Operators whose Python semantics on Python floats differ from numpy's (ZeroDivisionError,
 # OverflowError, a complex power) where numpy gives inf or nan.
@@ -308,6 +308,10 @@ class ExpressionsMixin:
                 self.depends.attribute(obj, name, value)
             return wrapped
         self.depends.attribute(obj, name, value)
+        if isinstance(obj, type):           # Model.W: data on a class can change in place
+            owner, _ = static_lookup(obj, name)
+            if owner is not None:
+                return class_data(self, owner, name, value, node)
         return value
 
     def visit_Subscript(self, node: gast.Subscript) -> Any:

@@ -11,7 +11,8 @@ A ``StructValue`` stands for an instance of a user class (plain, dataclass, slot
 What is not a field is looked up on the class, as Python would: a method binds the struct as
 ``self`` and is inlined (``m.forward(X)``, ``self.layers[i](h)`` through ``__call__``,
 ``seq[i]`` through ``__getitem__``), a property runs its getter, static and class methods
-unwrap, other class attributes are static. Each class attribute read is recorded in
+unwrap; an array, list or dict on a class reachable by name is read where it is
+(``class_data``), other class attributes are static. Each class attribute read is recorded in
 ``ev.depends`` so that patching the class invalidates compiled code.
 
 Assigning a field of an argument is refused: generated code never changes its arguments
@@ -21,6 +22,7 @@ namedtuples of evaluator values by ``flatten.py``.
 from __future__ import annotations
 
 import dataclasses
+import sys
 import types
 from typing import Any
 
@@ -30,6 +32,8 @@ from ..errors import UnsupportedSyntax, YotaError
 from ..ir.values import contains
 from ..text import access_attr
 from .depends import MISSING as _MISSING_DEP
+from .depends import library_class
+from .outside import module_root
 from .resolve import is_library
 
 _MISSING = object()
@@ -117,7 +121,26 @@ def class_attribute(ev: Any, sv: StructValue | Any, name: str, node: gast.AST) -
         raise UnsupportedSyntax(f"{cls.__name__}.{name} is a {type(attr).__name__}, a descriptor "
                                 "the compiler cannot run", ev.loc(node),
                                 "Use a plain method or a property.")
-    return attr
+    return class_data(ev, owner, name, attr, node)
+
+
+def class_data(ev: Any, owner: type, name: str, attr: Any, node: gast.AST) -> Any:
+    """Data on a class: a number is static (the class attribute is guarded by identity); an
+    array, list or dict can change in place, so where the class is reachable by its name
+    from its module (``model.Model``) it is read where it is, like a global's
+    (``model.Model.W``; a list's floats at run time, its length and ints checked)."""
+    if library_class(owner) or callable(attr) or isinstance(attr, type):
+        return attr
+    module = sys.modules.get(owner.__module__)
+    root = module_root(module.__dict__) if module is not None else None
+    parts = owner.__qualname__.split(".")
+    found = module
+    for part in parts:
+        found = getattr(found, part, None)
+    if root is None or found is not owner:
+        return attr
+    path = tuple(("attr", part) for part in parts) + (("attr", name),)
+    return ev.outside.wrap(attr, (root, path), node, name)
 
 
 def _is_method(attr: Any) -> bool:
