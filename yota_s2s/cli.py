@@ -380,7 +380,9 @@ _COMMAND_OPTIONS = {
                                        help="the tape with its gradients, optimized"),
                         p.add_argument("--after", metavar="STAGE", choices=STAGE_NAMES,
                                        help="with --grad: the tape as this stage of the "
-                                            "passes leaves it: " + ", ".join(STAGE_NAMES))),
+                                            "passes leaves it (the stages of the gradient "
+                                            "files' form: " + ", ".join(
+                                                s.name for s in stages_for("plain")) + ")")),
     "review": lambda p: (p.add_argument("-o", "--out", metavar="PATH",
                                         help="a .html file, or a directory for the pages"),
                          _force(p)),
