@@ -16,6 +16,7 @@ redefined while a program runs, and ``RuleSet.version`` covers the rules.
 from __future__ import annotations
 
 import builtins
+import sys
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from ..ir.assumptions import IDENTITY, VALUE, VERSION, Assumption
+from ..text import is_identifier
 from .resolve import LIBRARY_MODULES
 
 
@@ -231,3 +233,14 @@ class WatchedGlobals(Mapping):
 
     def __len__(self) -> int:
         return len(self.globals)
+
+
+def module_root(globals_: Any) -> tuple | None:
+    """``("module", name)`` for the globals of a module imported under ``name``, else None."""
+    globals_ = getattr(globals_, "globals", globals_)       # a WatchedGlobals
+    name = globals_.get("__name__") if isinstance(globals_, dict) else None
+    module = sys.modules.get(name) if isinstance(name, str) else None
+    if module is None or module.__dict__ is not globals_ or \
+            not all(map(is_identifier, name.split("."))):
+        return None
+    return ("module", name)

@@ -11,7 +11,7 @@ from typing import Any
 
 import gast
 
-from .outside import module_root
+from .depends import module_root
 from .source import ParsedFunction
 
 

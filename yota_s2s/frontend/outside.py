@@ -44,7 +44,6 @@ from ..ir.tape import Aval, Stmt, Var, tree_atoms
 from ..ir.values import MAX_LITERAL_SIZE
 from ..rules.outside import (DRAW, EXTERNAL, EXTERNAL_CHECK, draw, external,
                               external_check)
-from ..text import is_identifier
 from .flatten import is_struct_object
 
 NUMPY_GLOBAL = ("numpy",)          # the root of np.random's own generator: ``xp.random``
@@ -83,17 +82,6 @@ class OutsideCell:
     cell: types.CellType
     where: tuple
     name: str
-
-
-def module_root(globals_: Any) -> tuple | None:
-    """``("module", name)`` for the globals of a module imported under ``name``, else None."""
-    globals_ = getattr(globals_, "globals", globals_)       # a WatchedGlobals
-    name = globals_.get("__name__") if isinstance(globals_, dict) else None
-    module = sys.modules.get(name) if isinstance(name, str) else None
-    if module is None or module.__dict__ is not globals_ or \
-            not all(map(is_identifier, name.split("."))):
-        return None
-    return ("module", name)
 
 
 def cell_path(where: tuple | None, index: int) -> tuple | None:

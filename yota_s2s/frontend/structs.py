@@ -32,8 +32,7 @@ from ..errors import UnsupportedSyntax, YotaError
 from ..ir.values import contains
 from ..text import access_attr
 from .depends import MISSING as _MISSING_DEP
-from .depends import library_class
-from .outside import module_root
+from .depends import library_class, module_root
 from .resolve import is_library
 
 _MISSING = object()
