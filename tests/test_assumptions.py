@@ -154,6 +154,18 @@ def test_a_list_a_dict_and_an_array_on_a_class_changed_in_place_are_seen(make):
             T.W[0] = 1.0
 
 
+@WAYS
+def test_the_array_field_of_a_global_namedtuple_is_read_at_run_time(make):
+    """``PAIR.W`` of a global namedtuple: compiling refused it ('Pair.W is a _tuplegetter, a
+    descriptor the compiler cannot run'); now its items are read where they are."""
+    try:
+        df = make(m.global_namedtuple, W3)
+        m.PAIR.W[0] = 5.0
+        expect(df, m.global_namedtuple, W3)
+    finally:
+        m.PAIR.W[0] = 1.0
+
+
 def test_a_list_of_ints_that_picks_rows_is_checked_every_call():
     W = np.arange(15.0).reshape(5, 3) / 10
     with restored(m.IDS, 0, 1, 2):

@@ -1,6 +1,7 @@
 """Functions that read the world outside their arguments (tests/test_assumptions.py): numbers
 in config dicts and lists, lists of ints that pick rows, mutable defaults, class attributes,
 tied weights. Each test changes what they read between calls."""
+import collections
 import functools
 
 import numpy as np
@@ -80,6 +81,14 @@ TABLES = Tables()
 
 def class_data(x):
     return TABLES.loss(x)
+
+
+Pair = collections.namedtuple("Pair", "W s")
+PAIR = Pair(np.array([1.0, 2.0, 3.0]), 0.5)
+
+
+def global_namedtuple(x):
+    return np.sum(np.sin(x) * PAIR.W) * PAIR.s
 
 
 def closure_list(scales):

@@ -188,7 +188,8 @@ class OutsideReads:
         key = (where[0], where[1])
         if key in self.reads:
             return self.reads[key]
-        if is_struct_object(value) and not _standard_library(type(value)):
+        if is_struct_object(value) and not _standard_library(type(value)) \
+                and not _is_namedtuple(value):
             from .structs import StructValue
             wrapped = StructValue(type(value), value, None, where, describe_where(where))
         elif type(value) in (list, tuple, dict) or _is_namedtuple(value):
