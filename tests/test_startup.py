@@ -1,9 +1,12 @@
-"""Start-up: ``import yota_s2s`` imports no optional library. The scipy rule families are
-imported on first sight of scipy (rules/__init__.py ``DEFERRED``), before the frontend looks a
-scipy function up and before a user's rule for one (which then wins); listings load them all."""
+"""Start-up: ``import yota_s2s`` imports no optional library and parses no rule. The scipy rule
+families are imported on first sight of scipy (rules/__init__.py ``DEFERRED``), before the
+frontend looks a scipy function up and before a user's rule for one (which then wins); listings
+load them all. A built-in rule's expression is parsed and checked when a gradient first needs it
+(rules/registry.py ``Rule``), a user's when it is registered."""
 from __future__ import annotations
 
 import ast
+import importlib.util
 import os
 import subprocess
 import sys
@@ -12,7 +15,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).parent.parent
-pytest.importorskip("scipy")
+needs_scipy = pytest.mark.skipif(importlib.util.find_spec("scipy") is None,
+                                 reason="scipy is not installed")
 
 
 def run(script: str, tmp_path: Path) -> str:
@@ -26,6 +30,7 @@ def run(script: str, tmp_path: Path) -> str:
     return done.stdout
 
 
+@needs_scipy
 def test_import_yota_s2s_imports_no_scipy_and_its_rules_load_on_first_sight(tmp_path):
     out = run(
         "import sys\n"
@@ -50,6 +55,7 @@ def test_import_yota_s2s_imports_no_scipy_and_its_rules_load_on_first_sight(tmp_
     assert after.endswith("] True")
 
 
+@needs_scipy
 def test_a_users_rule_for_a_scipy_function_wins_over_the_family_loaded_after_it(tmp_path):
     out = run(
         "import numpy as np\n"
@@ -68,3 +74,65 @@ def test_a_users_rule_for_a_scipy_function_wins_over_the_family_loaded_after_it(
     assert right == "True" and rule == "['dy', '*']"
     # every family loaded (ys.rules lists them all), in the order this scipy's imports met them
     assert sorted(ast.literal_eval(loaded)) == ["scipy_misc", "scipy_special", "scipy_stats"]
+
+
+# what a profile hook counts: calls of these functions, by the file they are defined in
+PARSING = """
+import sys
+from collections import Counter
+from pathlib import Path
+parsed = Counter()
+
+def count(frame, event, arg):
+    code = frame.f_code
+    if event == "call" and (code.co_name, Path(code.co_filename).name) in (
+            ("parse_rule_expr", "template.py"), ("parse", "gast.py")):
+        parsed[code.co_name] += 1
+
+sys.setprofile(count)
+"""
+
+
+def test_import_yota_s2s_parses_no_rule_and_a_gradient_parses_the_rules_it_uses(tmp_path):
+    (tmp_path / "tanh_model.py").write_text(
+        "import numpy as np\n\n\ndef loss(x):\n    return np.sum(np.tanh(x))\n")
+    out = run(PARSING + (
+        "import yota_s2s as ys\n"
+        "sys.setprofile(None)\n"
+        "print(dict(parsed))\n"
+        "import numpy as np\n"
+        "from yota_s2s.rules import RULES\n"
+        "tanh = RULES.rule(RULES.lookup(np.tanh), 'x')\n"
+        "sys.setprofile(count)\n"
+        "x = np.array([0.5, -1.0, 2.0])\n"
+        "import tanh_model\n"
+        "g = ys.grad(tanh_model.loss, x)[1]\n"
+        "sys.setprofile(None)\n"
+        "print(parsed['parse_rule_expr'] > 0, tanh.expr is not None)\n"
+        "print(np.allclose(g, 1 - np.tanh(x) ** 2, rtol=1e-14, atol=0))\n"), tmp_path)
+    at_import, parsed, right = out.splitlines()
+    assert at_import == "{}" and parsed == "True True" and right == "True"
+
+
+def twice(x):
+    return 2 * x
+
+
+def test_a_broken_builtin_rule_says_where_it_is_registered_when_first_used():
+    """A built-in rule file's mistake (here a module named like one) is found at first use, and
+    says the same as a user's mistake at registration: what, the rule's file:line, what to do."""
+    from yota_s2s.errors import RuleError
+    from yota_s2s.rules import RULES
+    rules = RULES.copy()
+    family = {"__name__": "yota_s2s.rules.broken", "rules": rules, "twice": twice}
+    exec(compile("\n\nrules.diffrule(twice, 'x', 'dy * slope')\n", "broken.py", "exec"), family)
+    rule = rules.rule(rules.lookup(twice), "x")            # registered, not parsed yet
+    with pytest.raises(RuleError) as info:
+        rule.expr
+    assert "the rule for twice uses 'slope', which is neither a parameter of twice nor defined " \
+        "where the rule is registered" in str(info.value)
+    assert (info.value.loc.file, info.value.loc.line) == ("broken.py", 3)
+    assert "Rules may use: dy, x, y" in info.value.hint
+    with pytest.raises(RuleError, match="the rule for twice uses 'slope'") as user:
+        rules.diffrule(twice, "x", "dy * slope")           # a user's: refused at once, here
+    assert user.value.loc.file == __file__

@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import NoRuleError, StaticValueError, UnsupportedSyntax
 from ..ir.tape import Lit, Primitive, Var
 from ..ir.values import ArrayMethod, LocalFunction, is_traced, python_numbers
-from ..rules.registry import is_mutator, mutator_hint, opaque_primitive
+from ..rules.callables import is_mutator, mutator_hint, opaque_primitive
 from .builtin_calls import LocalPartial, builtin_handler
 from .collect import rule_stub, skip_call
 from .flatten import is_struct_object

@@ -35,7 +35,7 @@ from ..rules.indexing import index_add, setitem
 from ..rules.elementwise import WRITTEN as ELEMENTWISE_WRITTEN
 from ..rules.joining import SPLITS
 from ..rules.linalg import svd_values
-from ..rules.registry import opaque_primitive
+from ..rules.callables import opaque_primitive
 from ..rules.reductions import WRITTEN as REDUCTIONS_WRITTEN
 
 
@@ -236,7 +236,7 @@ def _add_at(ev, args, kwargs, node):
     ev.replace(target, ev.binop(gast.Add(), target, buf, node), node)
 
 
-# -- numpy's in-place functions: updates of their first argument (rules/registry.MUTATORS) ---
+# -- numpy's in-place functions: updates of their first argument (rules/callables.MUTATORS) --
 
 def _mutator(fn, update, params: str):
     """``fn(a, ...)`` writes into ``a`` and returns None: ``update(ev, target, args)`` returns the

@@ -171,7 +171,7 @@ def is_random(fn: Any) -> bool:
 
 def display_name(fn: Any) -> str:
     """How the user would write ``fn``: ``np.tanh``, ``np.linalg.inv``, ``math.exp``, ``f``."""
-    from ..rules.registry import numpy_path
+    from ..rules.callables import numpy_path
     if is_random(fn):
         return f"np.random.{getattr(fn, '__name__', 'function')}"
     path = numpy_path(fn)

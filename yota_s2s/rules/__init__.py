@@ -23,7 +23,8 @@ is installed; ``OPTIONAL`` lists those loaded), so that ``import yota_s2s`` does
     scipy_stats.py    scipy.stats: norm t gamma beta chi2 poisson multivariate_normal dirichlet
     scipy_misc.py     scipy.signal.convolve, scipy.linalg: solve_triangular cholesky sqrtm
 
-registry.py holds the ``RuleSet``, template.py checks and binds rules, listing.py prints them.
+registry.py holds the ``RuleSet``, callables.py reads what a callable is as a primitive (its
+signature, name and call), template.py checks and binds rules, listing.py prints them.
 
 The same ``diffrule``/``nodiff`` calls that users make register the built-ins, so these files
 are also the examples to learn from.

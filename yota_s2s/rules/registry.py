@@ -27,7 +27,7 @@ compiled code keyed on it goes stale. There is one default ``RuleSet`` (``RULES`
 """
 from __future__ import annotations
 
-import ast
+import functools
 import importlib
 import inspect
 import itertools
@@ -38,51 +38,68 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import gast
-import numpy as np
 
 from ..errors import RuleError, SourceLoc
 from ..ir.tape import TRAITS, Primitive
-from .template import (check_rule_expr, check_rule_function, forwarded_kwargs, parse_rule_expr,
-                       placeholders, spelled)
+from .callables import (call_emit, default_traits, is_mutator, mutator_hint, numpy_path,
+                        optional_operands, parse_signature, qualified_name, read_signature)
+from .template import (check_rule_expr, check_rule_function, forwarded_kwargs, function_loc,
+                       parse_rule_expr, placeholders, spelled)
 
 NODIFF_ALL = "*"
 _versions = itertools.count(1)
 
-# numpy functions that write into their first argument and return None. A call is an update of
-# that array, never a primitive: a primitive's result is what it returns, so a rule (or nodiff)
-# would record a call whose write is lost. The frontend records the supported ones (True) as
-# updates (frontend/numpy_calls.py, as ``a[key] = v`` is recorded); the others are refused.
-MUTATORS = {np.fill_diagonal: True, np.put: True, np.putmask: True, np.place: True,
-            np.add.at: True, np.copyto: False, np.put_along_axis: False}
-
-
-def mutator_hint(fn: Any) -> str:
-    """What to write instead of registering (or marking nodiff) a function that writes in
-    place."""
-    if MUTATORS.get(fn):
-        return (f"{spelled(fn)} is differentiated as an update of the array it writes (no rule "
-                "needed); to stop the gradient through the values written, pass "
-                "ys.stop_gradient(values).")
-    return ("Write the update with indexing, which is differentiated: `a[key] = v`, "
-            "`a[mask] = v`, or `a = np.where(mask, v, a)`.")
-
-
 @dataclass(frozen=True)
 class Rule:
-    """The derivative of ``prim`` with respect to its operand ``argname``."""
+    """The derivative of ``prim`` with respect to its operand ``argname`` (a ``jvprule``: the
+    tangent due to it).
+
+    A one-line rule is parsed and checked on first use of ``expr``: a user's at once, when it is
+    registered, so that a mistake shows at its line; a built-in's when a gradient needs it (the
+    hundreds of them would make ``import yota_s2s`` slow; tests/test_rules.py reads them all).
+    """
 
     prim: Primitive
     argname: str
     text: str                        # the expression, or "name(params)" of a rule function
-    expr: gast.expr | None = None    # one-line rules
     fn: Callable | None = None       # multi-line rules (inlined by the frontend)
     scatter: bool = False            # d a[key] += dy, accumulated per array (see ad/sweep.py)
     globals: dict | None = None      # where names in ``expr`` resolve (np, math, user helpers)
     loc: SourceLoc | None = None     # where the rule was registered
-    kwargs: str | None = None        # ``kw`` in ``**kw``: the keyword options of the call
+    forwards: str | None = None      # a rule function's ``**kw`` parameter (see ``kwargs``)
     ignores: frozenset = frozenset()  # options that do not change this gradient (``dtype``)
     shows: str | None = None         # a rule function's formula, as the comments show it
     domain: tuple[str, str] | None = None   # (what, what to do) where it fails on the example
+    tangent: bool = False            # a jvprule: ``d<argname>``, the tangent, in place of dy
+
+    @property
+    def expr(self) -> gast.expr | None:
+        """A one-line rule's expression (None for a rule function and a scatter)."""
+        return self._parsed[0] if self.fn is None and not self.scatter else None
+
+    @property
+    def kwargs(self) -> str | None:
+        """``kw`` in ``**kw``: the name that stands for the keyword options of the call."""
+        return self._parsed[1] if self.fn is None and not self.scatter else self.forwards
+
+    def names(self) -> set[str]:
+        """The placeholders the rule may use: operands, options, ``y`` and ``dy`` (its tangent
+        ``d<argname>`` for a jvprule)."""
+        names = placeholders(self.prim, self.loc)
+        return names - {"dy"} | {tangent_name(self.argname)} if self.tangent else names
+
+    def check(self) -> None:
+        """Parse and check a one-line rule now (it raises a ``RuleError`` at ``loc``)."""
+        if self.fn is None and not self.scatter:
+            self._parsed        # noqa: B018 (computed and kept)
+
+    @functools.cached_property
+    def _parsed(self) -> tuple[gast.expr, str | None]:
+        expr = parse_rule_expr(self.text, self.loc)
+        names = self.names()
+        kwargs = None if self.tangent else forwarded_kwargs(expr, names, self.prim, self.loc)
+        check_rule_expr(expr, names | {kwargs} - {None}, self.globals, self.prim, self.loc)
+        return expr, kwargs
 
     def __str__(self) -> str:
         """``tanh x: dy * (1 - y * y)``; a rule function shows its formula (``shows=``) or says
@@ -100,55 +117,12 @@ class Rule:
         return f"{self.prim.name} {self.argname}: {self.text}{where}"
 
 
-def parse_signature(spec: str) -> tuple[tuple[str, ...], tuple[tuple[str, Any], ...]]:
-    """``"a, axis=None, keepdims=False"`` -> (("a",), (("axis", None), ("keepdims", False)))."""
-    node = ast.parse(f"def _({spec}): pass").body[0].args     # ast: gast's conversion costs
-    names = [a.arg for a in node.args]
-    defaults = [ast.literal_eval(d) for d in node.defaults]
-    n_required = len(names) - len(defaults)
-    operands = tuple(names[:n_required])
-    if node.vararg is not None:
-        operands += ("*" + node.vararg.arg,)
-    options = tuple(zip(names[n_required:], defaults))
-    options += tuple((a.arg, ast.literal_eval(d))
-                     for a, d in zip(node.kwonlyargs, node.kw_defaults))
-    return operands, options
-
-
-def numpy_path(fn: Any) -> str | None:
-    """``np.linalg.inv`` -> ``"linalg.inv"``; None when ``fn`` is not a public numpy callable."""
-    name = getattr(fn, "__name__", None)
-    if name is None:
-        return None
-    for prefix, module in (("", np), ("linalg.", np.linalg), ("fft.", np.fft)):
-        if getattr(module, name, None) is fn:
-            return prefix + name
-    return None
-
-
-def _signature(fn: Any, loc: SourceLoc) -> tuple[tuple[str, ...], tuple[tuple[str, Any], ...]]:
-    """Operands and options read from ``fn``'s own signature (ufuncs: ``x`` or ``x1, x2``)."""
-    if isinstance(fn, np.ufunc):
-        return ("x",) if fn.nin == 1 else tuple(f"x{i + 1}" for i in range(fn.nin)), ()
-    try:
-        params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        raise RuleError(f"cannot read the parameters of {spelled(fn)}", loc,
-                        f"Declare them: ys.primitive({spelled(fn)}, \"x, axis=None\").") from None
-    operands, options = [], []
-    for p in params:
-        if p.kind is p.VAR_POSITIONAL:
-            operands.append("*" + p.name)
-        elif p.default is not p.empty:
-            options.append((p.name, p.default))
-        elif p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            operands.append(p.name)
-        else:
-            what = f"**{p.name}" if p.kind is p.VAR_KEYWORD else f"the keyword {p.name!r}"
-            raise RuleError(f"{spelled(fn)} takes {what}; a primitive's options need names and "
-                            "defaults", loc, f"Declare them: ys.primitive({spelled(fn)}, "
-                            f"\"{', '.join(operands + ['option=default'])}\").")
-    return tuple(operands), tuple(options)
+def _checked(rule: Rule) -> Rule:
+    """``rule``, its expression parsed and checked now unless a built-in rule file registered it
+    (see ``Rule``)."""
+    if not (rule.globals or {}).get("__name__", "").startswith(__package__ + "."):
+        rule.check()
+    return rule
 
 
 def _caller() -> tuple[SourceLoc, dict]:
@@ -167,49 +141,9 @@ def _caller() -> tuple[SourceLoc, dict]:
     return SourceLoc(filename, line, func=_frame_func(frame), text=text), names
 
 
-def _function_loc(fn: Callable) -> SourceLoc:
-    """Where a rule function is defined (its first decorator line, as ``co_firstlineno``)."""
-    code = fn.__code__
-    text = linecache.getline(code.co_filename, code.co_firstlineno).strip()
-    return SourceLoc(code.co_filename, code.co_firstlineno, func=fn.__name__, text=text)
-
-
 def _frame_func(frame) -> str:
     name = frame.f_code.co_name
     return "" if name == "<module>" else name
-
-
-def _call_emit(fn: Any, module: str | None) -> tuple:
-    """How generated code calls ``fn``: ``xp.tanh``, ``math.exp``, ``abs``, or a user function
-    ``("call", qualname, module)`` that the generated module imports (see codegen/imports.py)."""
-    path = numpy_path(fn)
-    if path is not None and module is None:
-        return ("call", "xp." + path)
-    module = module or getattr(fn, "__module__", None) or _ufunc_home(fn) or ""
-    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
-    if module in ("", "builtins", "_operator", "operator"):
-        return ("call", name)
-    if module == "math":
-        return ("call", f"math.{name}")
-    return ("call", name, module)
-
-
-def _ufunc_home(fn: Any) -> str | None:
-    """The module that exports a ufunc that has no ``__module__``: numpy for its own (before
-    numpy 2.1), else where it is found (scipy.special's: generated code imports it from there,
-    ``from scipy.special import erf``)."""
-    if not isinstance(fn, np.ufunc):
-        return None
-    if numpy_path(fn) is not None:
-        return "numpy"          # numpy's own: they have a __module__ from numpy 2.1 only
-    for module in UFUNC_HOMES:
-        found = sys.modules.get(module)
-        if found is not None and getattr(found, fn.__name__, None) is fn:
-            return module
-    return None
-
-
-UFUNC_HOMES = ["scipy.special"]
 
 
 class RuleSet:
@@ -316,17 +250,17 @@ class RuleSet:
         if spec is not None and "**" in spec:
             raise RuleError(f"the spec {spec!r} has **keywords; a primitive needs its options "
                             "by name", loc, "List them with defaults: \"x, w, pad=0, stride=1\".")
-        required, options = parse_signature(spec) if spec is not None else _signature(fn, loc)
-        optional = _optional_operands(required, options, operands, loc)
-        declared = old.traits() if old is not None else _default_traits(fn)
+        required, options = parse_signature(spec) if spec is not None else read_signature(fn, loc)
+        optional = optional_operands(required, options, operands, loc)
+        declared = old.traits() if old is not None else default_traits(fn)
         declared.update(traits)
         stray = sorted(set(declared.get("written", ())) - {n for n, _ in options[len(optional):]})
         if stray:
             raise RuleError(f"written={stray[0]!r}: {spelled(fn)} has no such option", loc,
                             "List the options (parameters with defaults) to pass in every call.")
-        prim = Primitive(name or numpy_path(fn) or _qualified_name(fn, module), fn,
+        prim = Primitive(name or numpy_path(fn) or qualified_name(fn, module), fn,
                          required + tuple(n for n, _ in optional), options[len(optional):],
-                         emit or _call_emit(fn, module), nout, optional, **declared)
+                         emit or call_emit(fn, module), nout, optional, **declared)
         if old is not None:
             self._carry_over(old, prim, loc)
         self.prims[fn] = prim
@@ -385,7 +319,7 @@ class RuleSet:
             return register
         loc, env = _caller()
         if inspect.isfunction(rule):
-            loc = _function_loc(rule)      # the def itself: the same line on every Python
+            loc = function_loc(rule)      # the def itself: the same line on every Python
         if domain is not None and not (isinstance(domain, tuple) and len(domain) == 2 and
                                        all(isinstance(t, str) for t in domain)):
             raise RuleError(f"domain= of the rule for {spelled(fn)} must be two strings: what "
@@ -403,11 +337,8 @@ class RuleSet:
             raise RuleError(f"shows= is for a rule function: the rule {rule.strip()!r} of "
                             f"{spelled(fn)} shows itself", loc, "Leave shows= out.")
         if isinstance(rule, str):
-            expr = parse_rule_expr(rule, loc)
-            kwargs = forwarded_kwargs(expr, allowed, prim, loc)
-            check_rule_expr(expr, allowed | {kwargs} - {None}, env, prim, loc)
-            entry = Rule(prim, argname, rule.strip(), expr=expr, globals=env, loc=loc,
-                         kwargs=kwargs, ignores=frozenset(ignores), domain=domain)
+            entry = _checked(Rule(prim, argname, rule.strip(), globals=env, loc=loc,
+                                  ignores=frozenset(ignores), domain=domain))
         elif not inspect.isfunction(rule):
             raise RuleError(f"the rule for {spelled(fn)} must be a string or a Python function, "
                             f"not {type(rule).__name__}", loc,
@@ -416,7 +347,7 @@ class RuleSet:
             kwargs = check_rule_function(rule, allowed, prim)
             params = ", ".join(inspect.signature(rule).parameters)
             entry = Rule(prim, argname, f"{rule.__name__}({params})", fn=rule, loc=loc,
-                         kwargs=kwargs, ignores=frozenset(ignores), shows=shows, domain=domain)
+                         forwards=kwargs, ignores=frozenset(ignores), shows=shows, domain=domain)
         self.rules[(prim, argname)] = entry
         self._unmark(prim, argname)
         self._changed()
@@ -439,14 +370,12 @@ class RuleSet:
             return register
         loc, env = _caller()
         if inspect.isfunction(rule):
-            loc = _function_loc(rule)
+            loc = function_loc(rule)
         prim = self.primitive(fn)
         self._check_argname(prim, argname, loc)
         allowed = placeholders(prim, loc) - {"dy"} | {tangent_name(argname)}
         if isinstance(rule, str):
-            expr = parse_rule_expr(rule, loc)
-            check_rule_expr(expr, allowed, env, prim, loc)
-            entry = Rule(prim, argname, rule.strip(), expr=expr, globals=env, loc=loc)
+            entry = _checked(Rule(prim, argname, rule.strip(), globals=env, loc=loc, tangent=True))
         else:
             check_rule_function(rule, allowed, prim)
             params = ", ".join(inspect.signature(rule).parameters)
@@ -544,29 +473,6 @@ class RuleSet:
         return NODIFF_ALL in marks or argname in marks
 
 
-def _optional_operands(required: tuple[str, ...], options: tuple, operands: str | None,
-                       loc: SourceLoc) -> tuple[tuple[str, Any], ...]:
-    """The options that ``operands`` makes operands (the first ones: calls give them by
-    position), with their defaults."""
-    if operands is None:
-        return ()
-    names = tuple(n.strip() for n in operands.split(",") if n.strip())
-    order = required + tuple(n for n, _ in options)
-    if names != order[:len(names)] or len(names) < len(required):
-        raise RuleError(f"operands={operands!r} must name the first parameters of the spec, in "
-                        f"order: {', '.join(order)}", loc,
-                        "Operands come first; the parameters after them are static options.")
-    return options[:len(names) - len(required)]
-
-
-def is_mutator(fn: Any) -> bool:
-    """Is ``fn`` one of numpy's functions that write into an argument (``MUTATORS``)?"""
-    try:
-        return fn in MUTATORS
-    except TypeError:
-        return False
-
-
 def _check_hashable(fn: Any) -> None:
     try:
         hash(fn)
@@ -575,34 +481,9 @@ def _check_hashable(fn: Any) -> None:
                         "Register the function itself, not a bound or partial object.") from None
 
 
-def _default_traits(fn: Any) -> dict[str, Any]:
-    """A numpy ufunc is elementwise with an ``out=`` form; a user's function takes its
-    operands as given (a list stays a list for its rule); other functions declare their
-    traits (``view=True``, ``method="sum"``...) beside their rules."""
-    is_numpy_ufunc = isinstance(fn, np.ufunc) and numpy_path(fn) is not None
-    module = getattr(fn, "__module__", None) or _ufunc_home(fn) or ""
-    library = module.split(".")[0] in LIBRARIES
-    return {"ufunc": fn if is_numpy_ufunc else None,
-            "elementwise": isinstance(fn, np.ufunc) or getattr(fn, "__module__", None) == "math",
-            "sequences": () if library else ("*",)}
-
-
-# Whose functions read a list operand as numpy does, as an array (see TRAITS["sequences"]).
-LIBRARIES = frozenset({"numpy", "scipy", "cupy", "math", "operator", "_operator", "builtins",
-                       "yota_s2s"})
-
-
 def tangent_name(argname: str) -> str:
     """The placeholder for an operand's tangent in a ``jvprule``: ``dz`` for ``z``."""
     return "d" + argname
-
-
-def _qualified_name(fn: Any, module: str | None = None) -> str:
-    """``math.exp`` -> "math.exp", ``logistic`` -> "model.logistic": the name printed for a
-    function declared without one (only for reading: passes and codegen never look at it)."""
-    module = module or getattr(fn, "__module__", None) or _ufunc_home(fn) or ""
-    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
-    return name if module in ("", "builtins", "_operator", "operator") else f"{module}.{name}"
 
 
 RULES = RuleSet()
@@ -613,30 +494,3 @@ nodiff = RULES.nodiff
 diffrule = RULES.diffrule
 cancels = RULES.cancels
 jvprule = RULES.jvprule
-
-
-class _Given:
-    """The default of an option of an opaque call: never equal to a value, so every keyword the
-    call gives is passed on."""
-
-    def __repr__(self) -> str:
-        return "<given>"
-
-
-GIVEN = _Given()
-_opaque: dict[tuple, Primitive] = {}
-
-
-def opaque_primitive(fn: Any, keywords: tuple[str, ...], nout: int) -> Primitive:
-    """A primitive for a library call through which no gradient flows (``np.meshgrid`` of
-    integer arrays, ``np.convolve`` inside a rule): recorded as a call with its positional
-    arguments as operands and its keywords as options, and no rules. Not declared in any
-    RuleSet: the frontend makes one where the call needs no gradient (see frontend/calls.py)."""
-    key = (fn, keywords, nout)
-    prim = _opaque.get(key)
-    if prim is None:
-        prim = Primitive(numpy_path(fn) or _qualified_name(fn), fn, ("*args",),
-                         tuple((k, GIVEN) for k in keywords), _call_emit(fn, None), nout,
-                         **_default_traits(fn))
-        _opaque[key] = prim
-    return prim
