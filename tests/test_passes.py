@@ -8,8 +8,8 @@ import re
 import numpy as np
 import pytest
 
-from yota_s2s import passes
-from yota_s2s.compiler import gradient_tape
+from yota_s2s import compiler, passes
+from yota_s2s.compiler import gradient_tape, jvp_tape
 from yota_s2s.errors import InternalError
 from yota_s2s.ir import verify
 from yota_s2s.ir.printer import format_tape
@@ -508,3 +508,18 @@ def test_check_names_the_stage_that_breaks_an_invariant(monkeypatch):
         optimize(raw, RULES, check=True)
     with pytest.raises(InternalError, match="after the stage 'in-place'"):
         gradient_tape(twice_plus, (np.ones(3), np.ones(3)), check=True)
+
+
+@pytest.mark.parametrize("stage, attribute, make", [("backward", "backward", gradient_tape),
+                                                     ("forward", "forward_sweep", jvp_tape)])
+def test_check_names_the_sweep_that_breaks_an_invariant(monkeypatch, stage, attribute, make):
+    """The stages before the passes are named too: the backward sweep, the forward one."""
+    sweep = getattr(compiler, attribute)
+
+    def backwards(*args):
+        tape = sweep(*args)
+        return tape.copy(stmts=tape.stmts[::-1])
+    monkeypatch.setattr(compiler, attribute, backwards)
+    with pytest.raises(InternalError, match=rf"^after the stage '{stage}': while checking "
+                       "tape twice_plus: Var"):
+        make(twice_plus, (np.ones(3), np.ones(3)), check=True)

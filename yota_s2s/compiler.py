@@ -3,8 +3,8 @@
     trace (frontend) -> backward -> optimize (passes) -> write (codegen) -> load
     trace (frontend) -> forward  -> optimize (passes) -> write (codegen) -> load   (jvp)
 
-With ``check=True`` the verifier runs after every stage, each pass stage included
-(``passes.STAGES``; the tests do this).
+With ``check=True`` the verifier runs after every stage (the trace, the sweep, and each stage
+of ``passes.STAGES`` that changes the tape) and an error names the stage (the tests do this).
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from .frontend.depends import Assumptions
 from .ir import verify
 from .ir.names import assign_names
 from .ir.tape import Tape
-from .passes import optimize
+from .passes import optimize, verified
 from .rules.registry import RULES, RuleSet
 
 DEVICES = ("cpu", "cuda")
@@ -91,20 +91,20 @@ def _stages(f: Any, args: Sequence[Any], rules: RuleSet, wrt: set[int] | None, c
     forward, ev = trace_function(f, args, rules, dynamic=dynamic)
     assumes = ev.assumes
     if check:
-        verify.check(forward)
+        verified(forward, "trace")
     return forward, _optimized(backward(forward, ev, wrt), rules, check, passes, review,
-                               device, after), assumes
+                               device, after, made_by="backward"), assumes
 
 
 def _optimized(tape: Tape, rules: RuleSet, check: bool, passes: bool, review: bool = False,
-               device: str | None = None, after: str | None = None) -> Tape:
+               device: str | None = None, after: str | None = None, *, made_by: str) -> Tape:
     """A swept tape, verified and (with ``passes``) optimized, then named once
     (ir/names.assign_names); ``review``: optimized for the review form; ``device``: where
     the buffered module runs (None: not said; passes.lower applies on "cpu"); ``check``: the
-    verifier after the sweep and after every stage of the passes; ``after``: only the stages
-    up to that one."""
+    verifier after the stage that ``made_by`` names (the sweep, or the trace) and after every
+    stage of the passes; ``after``: only the stages up to that one."""
     if check:
-        verify.check(tape)
+        verified(tape, made_by)
     if passes:
         tape = optimize(tape, rules, review=review, device=device, check=check, until=after)
     verify.check_assumptions(tape)       # cheap: every outside read is read or guarded
@@ -154,10 +154,9 @@ def compile_forward(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES, devi
     if device not in DEVICES:
         raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
     forward, ev = trace_function(f, args, rules)
-    if check:
-        verify.check(forward)
     assumes = ev.assumes
-    optimized = _optimized(forward, rules, check, True, device=device if buffers else None)
+    optimized = _optimized(forward, rules, check, True, device=device if buffers else None,
+                           made_by="trace")
     return _written(forward, optimized, device, out_dir,
                     module_name, None, buffers, assumes)
 
@@ -197,9 +196,9 @@ def _jvp_stages(f: Any, args: Sequence[Any], tangents: Sequence[Any] | None, rul
     forward, ev = trace_function(f, args, rules, regions=False)
     assumes = ev.assumes
     if check:
-        verify.check(forward)
+        verified(forward, "trace")
     tape = forward_sweep(forward, ev, list(tangents or [None] * len(args)))
-    return forward, _optimized(tape, rules, check, passes), assumes
+    return forward, _optimized(tape, rules, check, passes, made_by="forward"), assumes
 
 
 def compile_jvp(f: Any, args: Sequence[Any], tangents: Sequence[Any] | None = None, *,
