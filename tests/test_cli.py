@@ -561,6 +561,8 @@ def test_trace_after_a_stage_of_the_passes(project: Path) -> None:
                "--arg", "v=float64[3]", "--grad")
     done = run(project, *command, "--after", "fixed-point")
     assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("# after the stage fixed-point: fold, simplify, signs, cse, "
+                                  "dce, until nothing changes\ntape f(x:f64[3], v:f64[3])")
     assert re.search(r"\n  dx:f64\[3\] = broadcast_to 2.0 \(3,\) +# model.py:5\n", done.stdout)
     assert done.stdout.endswith("  return f\n  grads x: dx, v: dt2\n\n")
     last = run(project, *command, "--after", "in-place")          # the plain form's last

@@ -34,7 +34,7 @@ from .gradfile import (GradFile, Options, Result, build, compile_target, counts,
                        load_text, project_root)
 from .marks import generated_file
 from .modelfile import ModelFile, Target, load_model, targets
-from .passes import STAGE_NAMES, stages_for
+from .passes import STAGE_NAMES, STAGES, stages_for
 from .review import review_page
 from .version import __version__
 
@@ -252,8 +252,17 @@ def cmd_trace(ns: argparse.Namespace, out: Output) -> int:
                 _report_problems([GradFile(model, Path(), [result], None)], out)
                 ok = False
             else:
-                out.tape(str(result.tape if ns.grad else result.forward) + "\n")
+                out.tape(_stage_line(ns.after) + str(result.tape if ns.grad else result.forward)
+                         + "\n")
     return OK if ok else COMPILE_ERRORS
+
+
+def _stage_line(after: str | None) -> str:
+    """``# after the stage in-place: ...`` above a tape that ``--after`` stopped: what the
+    stage does, from the schedule (passes.STAGES)."""
+    if after is None:
+        return ""
+    return f"# after the stage {after}: {next(s.does for s in STAGES if s.name == after)}\n"
 
 
 def _check_stage(after: str | None, grad: bool) -> None:

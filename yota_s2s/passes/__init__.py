@@ -46,8 +46,9 @@ MAX_ROUNDS = 20
 @dataclass(frozen=True)
 class Stage:
     """One step of the schedule: ``run(tape, rules, rounds)`` gives the tape after it
-    (``rounds``: the passes of the fixed point for the form being made). It applies to the
-    ``forms`` listed, and only on ``device`` where one is said."""
+    (``rounds``: the passes of the fixed point for the form being made); ``does``: what it
+    does, in a line (``yota-s2s trace --grad --after`` shows it). It applies to the ``forms``
+    listed, and only on ``device`` where one is said."""
 
     name: str
     run: Callable[[Tape, RuleSet, Sequence[Pass]], Tape]
@@ -100,22 +101,18 @@ def _lower(tape: Tape, rules: RuleSet, rounds: Sequence[Pass]) -> Tape:
 
 
 STAGES = (
-    Stage("fixed-point", _fixed_point,
-          "fold, simplify, signs, cse, dce, again until nothing changes (the plain form: "
-          "cse within a section)"),
+    Stage("fixed-point", _fixed_point, "fold, simplify, signs, cse, dce, until nothing changes"),
     Stage("fresh-outputs", _fresh_outputs,
-          "nothing returned aliases an argument, another output or a read-only view; dce"),
+          "no returned array aliases an argument, another output or a view"),
     Stage("plain-constants", _plain_constants,
-          "float64 constants written as plain floats where that changes nothing"),
+          "float64 constants as plain floats where that changes nothing"),
     Stage("bodies", _bodies, "inside each loop body: the fixed point and plain constants"),
     Stage("stacked-products", _stacked_products,
           "an accumulator's per-step products: one product after the loop", forms=("buffered",)),
     Stage("in-place", _in_place,
-          "updates (setitem) written in place where the old array is not needed, then inside "
-          "loop bodies"),
-    Stage("recompute", _recompute,
-          "cheap forward values made again where the backward section reads them, not kept",
-          forms=("buffered",)),
+          "updates written in place where the old array is dead, in loops too"),
+    Stage("recompute", _recompute, "cheap forward values made again where the backward reads "
+          "them", forms=("buffered",)),
     Stage("lower", _lower, "numpy's scalar loops (logaddexp, mean) as SIMD ufuncs",
           forms=("buffered",), device="cpu"),
 )
