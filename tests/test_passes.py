@@ -439,6 +439,15 @@ def test_the_schedule_is_named_stages_by_form_and_device():
     assert names("buffered", "cuda") == names("buffered") == list(STAGE_NAMES[:-1])
 
 
+def test_how_it_works_names_every_stage_in_order():
+    """docs/how-it-works.md (3. Passes) lists the schedule's stages as they run."""
+    from pathlib import Path
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "how-it-works.md").read_text()
+    section = doc.split("The schedule is data:", 1)[1].split("\n\n", 1)[0]
+    named = [name for name in re.findall(r"`([a-z-]+)`", section) if name in STAGE_NAMES]
+    assert list(dict.fromkeys(named)) == list(STAGE_NAMES)
+
+
 def test_optimize_stops_after_the_stage_named():
     """Tape text after ``fixed-point`` and after ``fresh-outputs``: the gradients of the sum
     are read-only broadcasts, returned as arrays of their own after it."""
