@@ -487,7 +487,8 @@ def test_every_stage_keeps_the_values():
     from .programs.loop_regions import rnn_batched, rnn_batched_args
 
     def f(Wx, Wh, b, xs, h0):
-        return rnn_batched(Wx, Wh, b, xs, h0) + np.sum(np.logaddexp(0.0, xs[0, 0, 0] * np.ones(600)))
+        softplus = np.logaddexp(0.0, xs[0, 0, 0] * np.ones(600))
+        return rnn_batched(Wx, Wh, b, xs, h0) + np.sum(softplus)
     args = rnn_batched_args(T=10, B=4, D=3, H=5)
     _, raw = gradient_tape(f, args, passes=False)
     (want, want_grads), before, changed = verify.run(raw, list(args)), text(raw), []
@@ -513,7 +514,8 @@ def test_check_names_the_stage_that_breaks_an_invariant(monkeypatch):
     monkeypatch.setattr(passes, "write_in_place", backwards)
     optimize(raw, RULES)                    # unchecked: nobody looks
     with pytest.raises(InternalError, match=r"^after the stage 'in-place': while checking tape "
-                       r"twice_plus: Var\(.*\) is used before it is defined\n(.*\n)*>> twice_plus:f64\[\] = sum t1\n"):
+                       r"twice_plus: Var\(.*\) is used before it is defined\n"
+                       r"(.*\n)*>> twice_plus:f64\[\] = sum t1\n"):
         optimize(raw, RULES, check=True)
     with pytest.raises(InternalError, match="after the stage 'in-place'"):
         gradient_tape(twice_plus, (np.ones(3), np.ones(3)), check=True)

@@ -130,8 +130,8 @@ def optimize(tape: Tape, rules: RuleSet, passes: Sequence[Pass] | None = None,
     """``tape`` through the stages of its form: ``review``, the plain form (the review form),
     else the buffered one; ``device``: where the buffered module runs (``lower`` is for numpy
     on a CPU; None: not said, not lowered). ``passes``: the fixed point's passes instead of the
-    form's. ``check``: the verifier after every stage (that changed the tape); ``until``: stop after that stage (a
-    ValueError names the stages where it is not one of the form's)."""
+    form's. ``check``: the verifier after every stage that changed the tape; ``until``: stop
+    after that stage (a ValueError names the stages where it is not one of the form's)."""
     form = "plain" if review else "buffered"
     schedule = stages_for(form, device)
     if until is not None and until not in {stage.name for stage in schedule}:
@@ -139,7 +139,8 @@ def optimize(tape: Tape, rules: RuleSet, passes: Sequence[Pass] | None = None,
     rounds = ROUNDS[form] if passes is None else passes
     for stage in schedule:
         before, tape = tape, stage.run(tape, rules, rounds)
-        if check and tape is not before:        # (a pass that changes nothing returns its tape)
+        if check and tape is not before:    # (a stage that changes nothing returns its tape;
+            # stages never change a tape in place)
             verified(tape, stage.name)
         if stage.name == until:
             break
