@@ -44,7 +44,7 @@ from ..ir.tape import TRAITS, Primitive
 from .callables import (call_emit, default_traits, is_mutator, mutator_hint, numpy_path,
                         optional_operands, parse_signature, qualified_name, read_signature)
 from .template import (check_rule_expr, check_rule_function, forwarded_kwargs, function_loc,
-                       parse_rule_expr, placeholders, spelled)
+                       parse_rule_expr, placeholders, rule_parameters, spelled)
 
 NODIFF_ALL = "*"
 _versions = itertools.count(1)
@@ -345,7 +345,7 @@ class RuleSet:
                             'Write it as "<expr in y, dy, ...>" or as a def.')
         else:
             kwargs = check_rule_function(rule, allowed, prim)
-            params = ", ".join(inspect.signature(rule).parameters)
+            params = ", ".join(rule_parameters(rule)[0])
             entry = Rule(prim, argname, f"{rule.__name__}({params})", fn=rule, loc=loc,
                          forwards=kwargs, ignores=frozenset(ignores), shows=shows, domain=domain)
         self.rules[(prim, argname)] = entry
@@ -378,7 +378,7 @@ class RuleSet:
             entry = _checked(Rule(prim, argname, rule.strip(), globals=env, loc=loc, tangent=True))
         else:
             check_rule_function(rule, allowed, prim)
-            params = ", ".join(inspect.signature(rule).parameters)
+            params = ", ".join(rule_parameters(rule)[0])
             entry = Rule(prim, argname, f"{rule.__name__}({params})", fn=rule, loc=loc)
         self.jvps[(prim, argname)] = entry
         self._changed()
