@@ -9,8 +9,8 @@ meets (``is_mutator``, ``opaque_primitive``, ``numpy_path``).
 from __future__ import annotations
 
 import ast
-import functools
 import inspect
+import keyword
 import sys
 import types
 from typing import Any
@@ -40,17 +40,11 @@ def mutator_hint(fn: Any) -> str:
             "`a[mask] = v`, or `a = np.where(mask, v, a)`.")
 
 
-
 def parse_signature(spec: str) -> tuple[tuple[str, ...], tuple[tuple[str, Any], ...]]:
     """``"a, axis=None, keepdims=False"`` -> (("a",), (("axis", None), ("keepdims", False)))."""
     names = [n.strip() for n in spec.split(",")]
-    if all(n.isidentifier() for n in names):          # "x1, x2": operands only, nothing to parse
-        return tuple(names), ()
-    return _parsed_signature(spec)
-
-
-@functools.lru_cache(maxsize=None)
-def _parsed_signature(spec: str) -> tuple[tuple[str, ...], tuple[tuple[str, Any], ...]]:
+    if all(n.isidentifier() and not keyword.iskeyword(n) for n in names):
+        return tuple(names), ()          # "x1, x2": operands only, nothing to parse
     node = ast.parse(f"def _({spec}): pass").body[0].args     # ast: gast's conversion costs
     names = [a.arg for a in node.args]
     defaults = [ast.literal_eval(d) for d in node.defaults]
