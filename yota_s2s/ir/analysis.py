@@ -137,18 +137,25 @@ class Analysis:
         self.defined: dict[Var, int] = {i.var: -1 for i in tape.inputs}
         self.readers: dict[Var, list[int]] = {}
         self.uses: Counter = Counter()
+        readers_of, producer, defined = self.readers, self.producer, self.defined
         for index, stmt in enumerate(stmts):
-            for v in stmt.uses():
-                self.uses[v] += 1
-                readers = self.readers.setdefault(v, [])
-                if not readers or readers[-1] != index:
+            uses = stmt.uses()
+            self.uses.update(uses)
+            for v in uses:
+                readers = readers_of.get(v)
+                if readers is None:
+                    readers_of[v] = [index]
+                elif readers[-1] != index:
                     readers.append(index)
             for v in stmt.outs:
-                self.producer[v] = stmt
-                self.defined[v] = index
+                producer[v] = stmt
+                defined[v] = index
         self.outputs: list[Var] = [a for a in tape.outputs() if isinstance(a, Var)]
-        where = self._read_positions(inlined)
-        self.last: dict[Var, int] = {v: max(where[i] for i in r) for v, r in self.readers.items()}
+        if inlined:
+            where = self._read_positions(inlined)
+            self.last: dict[Var, int] = {v: max(where[i] for i in r) for v, r in readers_of.items()}
+        else:       # positions ascend: the last reader reads last
+            self.last = {v: r[-1] for v, r in readers_of.items()}
         for v in self.outputs:
             self.last[v] = self.end
         self.classes = MemoryClasses()

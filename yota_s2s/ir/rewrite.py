@@ -29,7 +29,8 @@ class Folding:
         self.took: tuple[str, ...] = ()
 
     def note(self, stmt: Stmt) -> None:
-        self.took = _merged(*(self.gone.get(v, ()) for v in stmt.uses() if v in self.mapping))
+        gone = self.gone
+        self.took = _merged(*(gone[v] for v in stmt.uses() if v in gone)) if gone else ()
 
     def replaced(self, stmt: Stmt) -> None:
         own = (stmt.rule,) if stmt.rule else ()
@@ -40,7 +41,8 @@ class Folding:
         """``stmts`` replace ``before`` (itself, unless rewritten): a backward value it read
         and they do not (``x * broadcast_to(c)`` written ``x * c``) hands its rules on too."""
         took = self.took
-        if before is not None and producer is not None:
+        if before is not None and producer is not None \
+                and not (len(stmts) == 1 and stmts[0] is before):     # not just itself
             now = {v for s in stmts for v in s.uses()}
             for v in before.uses():
                 made = producer.get(v)
@@ -57,6 +59,8 @@ def _merged(*groups: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def substitute_stmt(stmt: Stmt, resolve) -> Stmt:
+    if all(resolve(v) is v for v in stmt.uses()):
+        return stmt
     args = tuple(tree_map(resolve, a) for a in stmt.args)
     return stmt if args == stmt.args else stmt.replace(args=args)
 

@@ -246,14 +246,20 @@ class Stmt:
     params: tuple[tuple[str, Any], ...] = ()
     loc: SourceLoc | None = None
     rule: str | None = None      # backward statements: the rule text they were made from
+    # ``uses()``, computed on the first call: a statement never changes, and passes ask often
+    _uses: tuple[Var, ...] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def out(self) -> Var:
         return self.outs[0]
 
-    def uses(self) -> Iterator[Var]:
-        for arg in self.args:
-            yield from tree_vars(arg)
+    def uses(self) -> tuple[Var, ...]:
+        """The Vars among the operands, in order, once per operand that is one."""
+        uses = self._uses
+        if uses is None:
+            uses = tuple(v for arg in self.args for v in tree_vars(arg))
+            object.__setattr__(self, "_uses", uses)
+        return uses
 
     @property
     def first_var(self) -> Var | None:
@@ -267,9 +273,12 @@ class Stmt:
         return self.prim.defaults().get(name)
 
     def replace(self, **changes: Any) -> "Stmt":
-        fields = {f: getattr(self, f) for f in self.__slots__}
+        fields = {f: getattr(self, f) for f in _STMT_FIELDS}
         fields.update(changes)
         return Stmt(**fields)
+
+
+_STMT_FIELDS = ("outs", "prim", "args", "params", "loc", "rule")
 
 
 @dataclass(frozen=True, slots=True)

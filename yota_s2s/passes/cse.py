@@ -47,20 +47,26 @@ def _cse(tape: Tape, across: bool) -> tuple[Tape, bool]:
                 key += ("a gradient",)
                 made_backward.update(stmt.outs)
         written = any(o in targets for o in stmt.outs)    # each in-place target is its own array
-        if stmt.prim.creates or stmt.prim.inplace or written or not _hashable(key):
+        if stmt.prim.creates or stmt.prim.inplace or written:
             kept.append(stmt)
-        elif key not in seen:
+            continue
+        try:
+            earlier = seen.get(key)
+        except TypeError:       # an unhashable parameter: never merged
+            kept.append(stmt)
+            continue
+        if earlier is None:
             seen[key] = stmt.outs
             kept.append(stmt)
         else:
-            for new, old in zip(stmt.outs, seen[key]):
+            for new, old in zip(stmt.outs, earlier):
                 mapping[new] = old
                 if hints.get(old, old.hint) is None and tape.hint_of(new) is not None:
                     hints[old] = tape.hint_of(new)     # keep the source name the reader knows
             rules = ((stmt.rule,) if stmt.rule else ()) + folded.get(stmt.outs[0], ()) \
                 if stmt.outs else ()
             if rules:
-                first = seen[key][0]
+                first = earlier[0]
                 folded[first] = tuple(dict.fromkeys(folded.get(first, ()) + rules))
     if len(kept) == len(tape.stmts):
         return tape, False
@@ -86,10 +92,3 @@ def _number(atom) -> bool:
 def _order(atom) -> tuple:
     return (0, 0) if isinstance(atom, Lit) else (1, atom.id)
 
-
-def _hashable(key: Any) -> bool:
-    try:
-        hash(key)
-        return True
-    except TypeError:
-        return False

@@ -32,7 +32,7 @@ _LINEAR_IN = {operator.mul: (0, 1), operator.truediv: (0,), np.sum: (0,)}
 
 def signs(tape: Tape, rules: RuleSet) -> tuple[Tape, bool]:
     uses = use_counts(tape)
-    spread = _spread(tape)
+    spread = _spread(tape, uses)
     producer: dict[Var, Stmt] = {}
     kept, changed = [], False
     for stmt in tape.stmts:
@@ -56,8 +56,11 @@ def _negated(atom, producer: dict[Var, Stmt], uses, spread: set[Var]) -> Var | N
     return stmt.args[0] if isinstance(stmt.args[0], Var) else None
 
 
-def _spread(tape: Tape) -> set[Var]:
-    """Negations read several times where every reader takes the negation in the end."""
+def _spread(tape: Tape, uses) -> set[Var]:
+    """Negations read several times where every reader takes the negation in the end
+    (``uses``: the tape's use counts, outputs included, an upper bound of the readers')."""
+    if not any(s.prim.fn is operator.neg and uses[s.out] > 1 for s in tape.stmts):
+        return set()        # no candidate: no analysis to build
     facts = Analysis(tape)
     outputs, memo = set(facts.outputs), {}
 

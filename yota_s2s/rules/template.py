@@ -158,7 +158,7 @@ def function_loc(fn: Callable) -> SourceLoc:
 def unread_options(rule: Any, given: dict[str, Any]) -> list[str]:
     """The options a call sets (``given``) that ``rule`` neither reads nor forwards with
     ``**kw`` nor declares ``ignores``: its gradient would be that of another call."""
-    if rule.kwargs or rule.scatter:
+    if rule.kwargs or rule.scatter or not given:
         return []
     if rule.fn is not None:
         read = set(rule_parameters(rule.fn)[0])
