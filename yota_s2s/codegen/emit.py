@@ -87,7 +87,7 @@ class Emitter:
             self.inlined -= {s.out for s in tape.stmts if s.outs and writer(s)
                              and s.out not in self.scalars.floats and s.out not in (plan or ())
                              and s.out not in squares}
-        self.facts = Analysis(tape, self.inlined) if self.inlined else facts
+        self.facts = facts.with_inlined(self.inlined) if self.inlined else facts
         self.memory = plan_memory(tape, self.scalars, self.inlined, self.facts,
                                   exclude=plan or frozenset(), carried=carried,
                                   turns=turns, rows=rows, heads=blocked, first=first) \

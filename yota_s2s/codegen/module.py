@@ -150,12 +150,21 @@ def _names(fn: ast.FunctionDef) -> tuple[set[str], set[str]]:
     """The names ``fn`` binds (its parameters too) and those it reads: one walk."""
     stores = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
     loads = set()
-    for n in ast.walk(fn):
+    todo: list = [fn]           # (ast.walk, without its generators: most of a module's time)
+    while todo:
+        n = todo.pop()
         if n.__class__ is ast.Name:
             if n.ctx.__class__ is ast.Store:
                 stores.add(n.id)
             elif n.ctx.__class__ is ast.Load:
                 loads.add(n.id)
+        elif isinstance(n, ast.AST):
+            for field in n._fields:
+                value = getattr(n, field, None)
+                if value.__class__ is list:
+                    todo += value
+                elif isinstance(value, ast.AST):
+                    todo.append(value)
     return stores, loads
 
 

@@ -33,6 +33,7 @@ function itself), never from its name, which a user can set.
 from __future__ import annotations
 
 import bisect
+import copy
 import operator
 from collections import Counter
 
@@ -151,13 +152,6 @@ class Analysis:
                 producer[v] = stmt
                 defined[v] = index
         self.outputs: list[Var] = [a for a in tape.outputs() if isinstance(a, Var)]
-        if inlined:
-            where = self._read_positions(inlined)
-            self.last: dict[Var, int] = {v: max(where[i] for i in r) for v, r in readers_of.items()}
-        else:       # positions ascend: the last reader reads last
-            self.last = {v: r[-1] for v, r in readers_of.items()}
-        for v in self.outputs:
-            self.last[v] = self.end
         self.classes = MemoryClasses()
         self.updates: dict[Var, list[int]] = {}
         for index, stmt in enumerate(stmts):
@@ -169,15 +163,34 @@ class Analysis:
         self.members: dict[Var, list[Var]] = {}
         for v in self.defined:
             self.members.setdefault(self.root(v), []).append(v)
+        self.returned: set[Var] = self._closure(self.outputs)
+        self.arguments: set[Var] = self._closure(i.var for i in tape.inputs
+                                                 if i.var not in tape.owned)
+        self._last_reads(inlined)
+
+    def with_inlined(self, inlined: frozenset[Var] | set[Var]) -> "Analysis":
+        """``Analysis(self.tape, inlined)``, made from this one: only the read positions
+        (``last``, ``last_memory``) change."""
+        new = copy.copy(self)
+        new._last_reads(inlined)
+        return new
+
+    def _last_reads(self, inlined) -> None:
+        """``last`` and ``last_memory``, with ``inlined`` values read where their reader is."""
+        if inlined:
+            where = self._read_positions(inlined)
+            self.last: dict[Var, int] = {v: max(where[i] for i in r)
+                                         for v, r in self.readers.items()}
+        else:       # positions ascend: the last reader reads last
+            self.last = {v: r[-1] for v, r in self.readers.items()}
+        for v in self.outputs:
+            self.last[v] = self.end
         class_last: dict[Var, int] = {}
         for v, position in self.last.items():
             r = self.root(v)
             class_last[r] = max(class_last.get(r, -1), position)
         self.last_memory: dict[Var, int] = {v: class_last.get(self.root(v), -1)
                                             for v in self.defined}
-        self.returned: set[Var] = self._closure(self.outputs)
-        self.arguments: set[Var] = self._closure(i.var for i in tape.inputs
-                                                 if i.var not in tape.owned)
 
     def _read_positions(self, inlined) -> list[int]:
         """Per statement, where its reads happen in the written code."""
