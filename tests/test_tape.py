@@ -187,3 +187,40 @@ def test_play_reads_closures_checks_static_fields_and_draws_as_the_code_does():
             tape.play(x, fn=f)
     finally:
         SCALES.pop()
+
+
+def test_a_statement_s_uses_follow_its_operands_after_replace():
+    """``Stmt.uses()`` is computed once per statement (passes ask often); a statement made by
+    ``replace`` has the uses of its own operands, and the cache is no part of equality."""
+    x, y = Var(Aval((3,), F64), hint="x"), Var(Aval((3,), F64), hint="y")
+    t = Var(Aval((3,), F64))
+    stmt = Stmt((t,), GETITEM, (x, (Lit(slice(None)), y)))
+    assert stmt.uses() == (x, y) and stmt.uses() is stmt.uses()
+    moved = stmt.replace(args=(y, (x, Lit(1), x)))
+    assert moved.uses() == (y, x, x) and stmt.uses() == (x, y)
+    again = Stmt((t,), GETITEM, (x, (Lit(slice(None)), y)))
+    assert again == stmt and hash(again) == hash(stmt)      # one has its uses cached, one not
+    assert "_uses" not in repr(stmt)
+
+
+def test_an_analysis_with_inlined_values_made_from_another_is_the_same():
+    """``Analysis.with_inlined`` (codegen: the reads of values written inside their reader)
+    gives what ``Analysis(tape, inlined)`` does, and leaves the analysis it came from as it was."""
+    from yota_s2s.ir.analysis import Analysis
+    x, y = Var(Aval((3,), F64), hint="x"), Var(Aval((3,), F64), hint="y")
+    t, u, v = (Var(Aval((3,), F64)) for _ in range(3))
+    r, s = Var(Aval((3,), F64)), Var(Aval((), F64), hint="loss")
+    stmts = [Stmt((t,), MUL, (x, y)), Stmt((u,), TANH, (x,)),
+             Stmt((r,), GETITEM, (u, Lit(slice(None)))), Stmt((v,), ADD, (t, r)),
+             Stmt((s,), SUM, (v,), (("axis", 0),))]
+    tape = Tape("loss", ("x", "y"), [Input(x, 0), Input(y, 1)], stmts, result=s,
+                arg_kinds=("array", "array"))
+    facts = Analysis(tape)
+    before = (dict(facts.last), dict(facts.last_memory))
+    for inlined in ({t}, {u}, {t, v}, {u, r}):
+        made, want = facts.with_inlined(inlined), Analysis(tape, inlined)
+        assert made.last == want.last and made.last_memory == want.last_memory
+        assert made.readers == want.readers and made.members == want.members
+        assert made.returned == want.returned and made.arguments == want.arguments
+    assert Analysis(tape, {t}).last[x] == 3 and facts.last[x] == 1     # x * y is read at t + r
+    assert (facts.last, facts.last_memory) == before

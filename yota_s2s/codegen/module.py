@@ -109,7 +109,7 @@ def write_module(tapes: Tape | Sequence[Tape], device: str = "cpu",
         parts.append(CHANGED_PRELUDE)
     if any(_has_checks(tape) for tape in tapes):
         parts.append(_PRELUDE_MISMATCH)
-    parts += [prelude(w.emitter) for w in written if prelude(w.emitter)]
+    parts += [text for text in (prelude(w.emitter) for w in written) if text]
     text = "\n".join(parts + [w.text for w in written])
     check_names(text)
     return text

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import types
+import weakref
 from typing import Any
 
 import gast
@@ -158,9 +159,20 @@ class InliningMixin:
 
 
 def _is_generator(node: gast.AST) -> bool:
-    """A ``def`` whose own body (not a nested function's) yields."""
+    """A ``def`` whose own body (not a nested function's) yields (asked on each call of a
+    function inlined, rule functions too: found once per parsed function)."""
     if not isinstance(node, gast.FunctionDef):
         return False
+    found = _GENERATORS.get(node)
+    if found is None:
+        found = _GENERATORS[node] = _yields(node)
+    return found
+
+
+_GENERATORS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _yields(node: gast.FunctionDef) -> bool:
     todo = list(node.body)
     while todo:
         n = todo.pop()

@@ -56,13 +56,17 @@ class PrimitiveCallsMixin:
         """The call's operands (as tape operand trees) and its options (static values, those
         given that differ from the default, and the ``written`` ones always)."""
         loc = self.loc(node)
-        try:
-            bound = primitive_signature(prim).bind(*args, **kwargs)
-        except TypeError as e:
-            raise YotaError(f"{prim.name}: {e}", loc) from None
+        if not kwargs and len(args) == len(prim.operands) \
+                and not any(o.startswith("*") for o in prim.operands):
+            arguments = dict(zip(prim.operands, args))      # what bind gives, at a fraction
+        else:
+            try:
+                arguments = primitive_signature(prim).bind(*args, **kwargs).arguments
+            except TypeError as e:
+                raise YotaError(f"{prim.name}: {e}", loc) from None
         operands, params, optional = [], {}, dict(prim.optional)
         for name in prim.operands:
-            value = bound.arguments.get(name.lstrip("*"), optional.get(name, ()))
+            value = arguments.get(name.lstrip("*"), optional.get(name, ()))
             if name.startswith("*"):
                 value = tuple(value)
             elif name == "key":
@@ -73,11 +77,11 @@ class PrimitiveCallsMixin:
                     value = np.asarray(value)       # np.power(x, (2.0, 3.0)): static data
             operands.append(to_tree(value, loc, key=name == "key"))
         for name, default in prim.options:
-            if name not in bound.arguments:
+            if name not in arguments:
                 if name in prim.written:
                     params[name] = default
                 continue
-            value = bound.arguments[name]
+            value = arguments[name]
             if is_traced(value):
                 raise StaticValueError(f"the {name}= argument of {prim.name} must be known at "
                                        "compile time, but it is traced", loc,
