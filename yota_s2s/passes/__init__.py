@@ -13,6 +13,7 @@ Loop bodies go through the same passes, each as a tape of its own (``regions.py`
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -61,12 +62,14 @@ class Stage:
 
 
 def _fixed_point(tape: Tape, rules: RuleSet, rounds: Sequence[Pass]) -> Tape:
-    for _ in range(MAX_ROUNDS):
-        changed = False
-        for run_pass in rounds:
-            tape, did = run_pass(tape, rules)
-            changed |= did
-        if not changed:
+    """The passes in turn, at most ``MAX_ROUNDS`` rounds, until none changes the tape. A pass
+    is a function of the tape, so once each has run on the tape as it is without changing it,
+    the rest of a round would change nothing either: it stops there, not at the round's end."""
+    unchanged = 0       # passes run, one after another, that changed nothing
+    for run_pass in itertools.islice(itertools.cycle(rounds), MAX_ROUNDS * len(rounds)):
+        tape, did = run_pass(tape, rules)
+        unchanged = 0 if did else unchanged + 1
+        if unchanged == len(rounds):
             break
     return tape
 
