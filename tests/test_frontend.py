@@ -338,3 +338,17 @@ def test_abstract_results_are_what_numpy_computes(fn, args, monkeypatch):
         return
     compiled = compile_grad(fn, args, check=True)
     np.testing.assert_allclose(compiled.fn(*args)[0], fn(*args))
+
+
+@pytest.mark.parametrize("shapes", [[(3,), ()], [(2, 1), (1, 4)], [(0,), (1,)], [()],
+                                    [(5, 1, 3), (4, 1)], [(2,), (3,)], [(0,), (3,)],
+                                    [(2, 3), (3, 2)], [(1, 0), (7, 1)]])
+def test_shapes_broadcast_in_the_abstract_evaluation_as_numpy_broadcasts_them(shapes):
+    from yota_s2s.frontend.abstract import _broadcast_shapes
+    try:
+        want = np.broadcast_shapes(*shapes)
+    except ValueError:
+        with pytest.raises(ValueError):
+            _broadcast_shapes(shapes)
+    else:
+        assert _broadcast_shapes(shapes) == want

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import bisect
 import copy
+import itertools
 import operator
 from collections import Counter
 
@@ -137,12 +138,10 @@ class Analysis:
         self.producer: dict[Var, Stmt] = {}
         self.defined: dict[Var, int] = {i.var: -1 for i in tape.inputs}
         self.readers: dict[Var, list[int]] = {}
-        self.uses: Counter = Counter()
+        self.uses: Counter = Counter(itertools.chain.from_iterable(s.uses() for s in stmts))
         readers_of, producer, defined = self.readers, self.producer, self.defined
         for index, stmt in enumerate(stmts):
-            uses = stmt.uses()
-            self.uses.update(uses)
-            for v in uses:
+            for v in stmt.uses():
                 readers = readers_of.get(v)
                 if readers is None:
                     readers_of[v] = [index]

@@ -1,6 +1,7 @@
 """Small helpers the passes share: substituting values and counting uses."""
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from typing import Any
 
@@ -85,8 +86,6 @@ def substitute(tape: Tape, mapping: dict[Var, Any], stmts: list[Stmt] | None = N
 
 
 def use_counts(tape: Tape) -> Counter:
-    counts: Counter = Counter()
-    for stmt in tape.stmts:
-        counts.update(stmt.uses())
+    counts = Counter(itertools.chain.from_iterable(stmt.uses() for stmt in tape.stmts))
     counts.update(a for a in tape.outputs() if isinstance(a, Var))
     return counts

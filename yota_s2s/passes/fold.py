@@ -7,7 +7,7 @@ code runs, so no large constant is ever written into the generated module.
 from __future__ import annotations
 
 from ..ir.rewrite import Folding, resolver, substitute, substitute_stmt
-from ..ir.tape import Lit, Tape, Var, tree_atoms
+from ..ir.tape import Lit, Tape, Var
 from ..ir.values import normalize_static, weak_scalar
 from ..ir.verify import call_stmt
 from ..rules.registry import RuleSet
@@ -41,5 +41,5 @@ def _foldable(stmt, mapping) -> bool:
     p = stmt.prim
     if p.effect or p.creates or p.inplace or p.nout != 1:
         return False
-    return all(not isinstance(a, Var) or a in mapping for arg in stmt.args for a in tree_atoms(arg))
+    return all(v in mapping for v in stmt.uses())       # every operand a literal, or one now
 

@@ -63,7 +63,9 @@ def simplify(tape: Tape, rules: RuleSet) -> tuple[Tape, bool]:
         if new is None or isinstance(new, list):
             replaced = new or [stmt]
             kept += replaced
-            producer.update((o, s) for s in replaced for o in s.outs)
+            for s in replaced:
+                for o in s.outs:
+                    producer[o] = s
             folding.kept(replaced, stmt, producer)
         else:
             folding.replaced(stmt)
