@@ -14,6 +14,7 @@ def resolver(mapping: dict[Var, Any]):
         while isinstance(atom, Var) and atom in mapping:
             atom = mapping[atom]
         return atom
+    resolve.mapping = mapping       # (substitute_stmt: a statement reading none stays as it is)
     return resolve
 
 
@@ -60,7 +61,10 @@ def _merged(*groups: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def substitute_stmt(stmt: Stmt, resolve) -> Stmt:
-    if all(resolve(v) is v for v in stmt.uses()):
+    """``stmt`` with each operand ``resolve`` replaces replaced (itself if none is)."""
+    mapping = getattr(resolve, "mapping", None)
+    if mapping.keys().isdisjoint(stmt.uses()) if mapping is not None \
+            else all(resolve(v) is v for v in stmt.uses()):
         return stmt
     args = tuple(tree_map(resolve, a) for a in stmt.args)
     return stmt if args == stmt.args else stmt.replace(args=args)
