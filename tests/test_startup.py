@@ -19,7 +19,11 @@ needs_scipy = pytest.mark.skipif(importlib.util.find_spec("scipy") is None,
                                  reason="scipy is not installed")
 
 
-def run(script: str, tmp_path: Path) -> str:
+def run(script: str, tmp_path: Path, before: bool = False) -> str:
+    """``script``'s output in a fresh Python (``before``: the modules loaded at its start are
+    ``before``, so that what an import adds can be told from what Python loads itself)."""
+    if before:
+        script = "import sys\nbefore = set(sys.modules)\n" + script
     (tmp_path / "model.py").write_text(
         "import numpy as np\nimport scipy.special\n\n\n"
         "def loss(x):\n    return np.sum(scipy.special.expit(x) * scipy.special.erf(x))\n")
@@ -136,3 +140,42 @@ def test_a_broken_builtin_rule_says_where_it_is_registered_when_first_used():
     with pytest.raises(RuleError, match="the rule for twice uses 'slope'") as user:
         rules.diffrule(twice, "x", "dy * slope")           # a user's: refused at once, here
     assert user.value.loc.file == __file__
+
+
+COMPILE_MACHINERY = ("gast", "yota_s2s.frontend", "yota_s2s.passes", "yota_s2s.ad",
+                     "yota_s2s.codegen", "yota_s2s.compiler")
+
+
+def test_import_yota_s2s_imports_no_compile_machinery_until_the_first_compile(tmp_path):
+    """``import yota_s2s`` leaves the frontend (and gast), the passes, AD, codegen and the
+    pipeline unimported, and the standard library modules only they need; the first
+    ``ys.grad`` imports them and computes the gradient. Importing them registers no rule (every
+    built-in family registers at ``import yota_s2s``): the second call finds the first's
+    gradient in the cache, whose key holds ``RULES.version``."""
+    (tmp_path / "layer_model.py").write_text(
+        "import numpy as np\n\n\ndef loss(x, W):\n    return np.sum(np.tanh(W @ x) ** 2)\n")
+    out = run(
+        f"machinery = {COMPILE_MACHINERY!r}\n"
+        "def loaded():\n"
+        "    return sorted(m for m in sys.modules\n"
+        "                  if any(m == p or m.startswith(p + '.') for p in machinery))\n"
+        "import numpy as np\n"
+        "import yota_s2s as ys\n"
+        "print(loaded(), sorted(m for m in ('fractions', 'html', 'unicodedata')\n"
+        "                       if m in sys.modules and m not in before))\n"
+        "version = ys.RULES.version\n"
+        "import layer_model\n"
+        "x = np.array([0.5, -1.0, 2.0])\n"
+        "W = np.arange(6.0).reshape(2, 3) / 7\n"
+        "val, g = ys.grad(layer_model.loss, x, W)\n"
+        "print([m for m in loaded() if m in machinery])\n"
+        "val, g = ys.grad(layer_model.loss, x, W)      # found again: the rules did not change\n"
+        "print(ys.RULES.version == version, ys.cache_info())\n"
+        "t = np.tanh(W @ x)\n"
+        "print(np.allclose(g[0], W.T @ (2 * t * (1 - t * t)), rtol=1e-13, atol=0),\n"
+        "      np.allclose(g[1], np.outer(2 * t * (1 - t * t), x), rtol=1e-13, atol=0),\n"
+        "      np.isclose(val, np.sum(t ** 2), rtol=1e-14, atol=0))\n", tmp_path, before=True)
+    at_import, after, cached, right = out.splitlines()
+    assert at_import == "[] []" and after == str(sorted(COMPILE_MACHINERY))
+    assert cached == "True {'hits': 1, 'misses': 1, 'guard_failures': 0, 'variants': 1}"
+    assert right == "True True True"

@@ -22,17 +22,44 @@ from typing import Any, Callable
 import numpy as np
 
 from .cache import BUILT, CACHE, Variant, arg_key, function_guard, function_key, world_guard
-from .compiler import compile_forward as compile_forward_module
-from .compiler import compile_grad, compile_jvp
 from .errors import ArgumentMismatch, GuardError, UsageError, YotaError
-from .frontend import param_names, parse_function, trace_function, unbind
-from .frontend.flatten import host
 from .ir.tape import Tape
 from .marks import entry_point
 from .nested import gradient_inline, vjp_inline
+from .objects import host, param_names, unbind
 from .results import GradResult
 from .rules.registry import RULES, RuleSet
 from .wrt import int_like, with_keywords, wrt_items, wrt_positions
+
+
+# -- the compile machinery, imported on the first compile ---------------------------------
+# ``import yota_s2s`` imports none of the frontend (nor gast), passes, ad, codegen and
+# compiler.py: a script that only loads rules, or finds its gradients in ``ys.grad``'s cache
+# after one compile, starts without them. The entry points compile through these names (a test
+# may replace them to count compiles).
+
+def compile_grad(f: Callable, args: tuple, **options: Any) -> Any:
+    """``compiler.compile_grad``: a gradient module for ``f`` on ``args``."""
+    from .compiler import compile_grad
+    return compile_grad(f, args, **options)
+
+
+def compile_jvp(f: Callable, args: tuple, tangents: tuple | None, **options: Any) -> Any:
+    """``compiler.compile_jvp``: a forward-mode module for ``f`` on ``args``."""
+    from .compiler import compile_jvp
+    return compile_jvp(f, args, tangents, **options)
+
+
+def compile_forward_module(f: Callable, args: tuple, **options: Any) -> Any:
+    """``compiler.compile_forward``: a forward-only module for ``f`` on ``args``."""
+    from .compiler import compile_forward
+    return compile_forward(f, args, **options)
+
+
+def parse_function(fn: Callable) -> Any:
+    """``frontend.parse_function``: ``fn``'s source, parsed (for messages at its ``def``)."""
+    from .frontend import parse_function
+    return parse_function(fn)
 
 
 @entry_point
@@ -490,7 +517,7 @@ def _note_static_ints(fn: Callable, args: tuple, offset: int) -> None:
 
 def _code_of(fn: Callable) -> Any:
     """What tells ``fn``'s code apart: its code object; for the function that calls a numpy
-    function or operator (``frontend.calling``: one code for all), that callable."""
+    function or operator (``objects.calling``: one code for all), that callable."""
     return getattr(fn, "__yota_calls__", None) or getattr(fn, "__code__", None)
 
 
@@ -520,6 +547,7 @@ def _argnums(fn: Callable, args: tuple, wrt: Any, offset: int) -> set[int] | Non
 @entry_point
 def trace(f: Callable, *args: Any, rules: RuleSet = RULES) -> tuple[Any, Tape]:
     """``(f(*args), tape)``: the value on these arguments and the SSA tape that computes it."""
+    from .frontend import trace_function
     tape, ev = trace_function(f, _host(args), rules)
     result = tape.result
     value = ev.concrete(result) if not isinstance(result, tuple) else tuple(ev.concrete(r) for r in result)

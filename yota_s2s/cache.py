@@ -30,16 +30,18 @@ import functools
 import threading
 import types
 from collections import OrderedDict
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import numpy as np
 
-from .compiler import Compiled
 from .errors import InternalError
-from .frontend.depends import MISSING, Dep, library_binding
-from .frontend.flatten import is_struct_object
-from .ir.tape import Tape
+from .objects import MISSING, is_struct_object
 from .text import access_expr, literal_text
+
+if TYPE_CHECKING:           # the compile machinery comes in on the first compile, not here
+    from .compiler import Compiled
+    from .frontend.depends import Dep
+    from .ir.tape import Tape
 
 _PLAIN = (bool, int, str, bytes, type(None))
 _MISSING = MISSING
@@ -220,6 +222,7 @@ def world_guard(compiled: Compiled) -> Callable[[Callable, Callable], Callable] 
     tape, assumes = compiled.forward, compiled.assumes
     if assumes is None:
         return None
+    from .frontend.depends import library_binding
     const = _Consts()
     params, read = _reader(tape)
     missing = const(_MISSING)

@@ -21,10 +21,10 @@ from .api import (has_tangent, jvpfunction, jvpfunction_compiled, simplegrad, si
                   tangent_like, vjp_compiled)
 from .cache import BUILT, arg_key, function_key
 from .errors import YotaError
-from .frontend import check_arguments, param_names, unbind
 from .gradcheck import differentiable
 from .marks import entry_point
 from .nested import position_inline
+from .objects import param_names, unbind
 from .rules.registry import RULES, RuleSet
 from .rules.stop import stop_gradient
 from .wrt import one_position
@@ -51,6 +51,7 @@ def hvp(f: Callable, *args: Any, argnum: int = 0, strategy: str = "rev-rev",
     if strategy not in STRATEGIES:
         raise YotaError(f"hvp: strategy={strategy!r} is not one of {', '.join(STRATEGIES)}",
                         hint='Use strategy="rev-rev" (reverse over reverse) or "fwd-rev".')
+    from .frontend import check_arguments       # (the compile machinery: on first use)
     fn, bound = unbind(f)
     name = getattr(fn, "__name__", "f")
     check_arguments(fn, args if bound is None else (bound, *args),

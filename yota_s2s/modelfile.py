@@ -33,7 +33,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .errors import SourceLoc, UsageError, YotaError
-from .frontend import param_names
+from .objects import param_names
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import functools
 from typing import Any, Callable
 
 from .errors import UnsupportedSyntax
-from .frontend import param_names, unbind
+from .objects import param_names, unbind
 from .rules.registry import RuleSet
 
 

@@ -9,7 +9,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .errors import UpdateError
-from .frontend.flatten import is_struct_object
+from .objects import is_struct_object
 
 
 def update(obj: Any, grads: Any, fn: Callable[[Any, Any], Any], *, inplace: bool = True) -> Any:

@@ -23,11 +23,8 @@ reaches generated code except through this module, in one of four forms:
 from __future__ import annotations
 
 import ast
-import html as _html
 import keyword
 import math
-import unicodedata
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -40,6 +37,9 @@ from .errors import InternalError, StaticValueError
 def normal(name: str) -> str:
     """The name as Python sees it: identifiers are NFKC-normalized when parsed (PEP 3131), so
     two names are the same variable when their normal forms are equal."""
+    if name.isascii():          # (NFKC leaves ASCII as it is; unicodedata loads on first need)
+        return name
+    import unicodedata
     return unicodedata.normalize("NFKC", name)
 
 
@@ -120,6 +120,7 @@ def fraction(value: Any) -> ast.expr | None:
     float and shorter than its decimal; None otherwise (``0.25``, ``0.1``, integers)."""
     if type(value) is not float or not math.isfinite(value) or value == int(value):
         return None
+    from fractions import Fraction      # (on first use: not at ``import yota_s2s``)
     ratio = Fraction(value).limit_denominator(1 << 20)
     k, n = ratio.numerator, ratio.denominator
     if k / n != value or len(f"{k} / {n}") >= len(repr(value)):
@@ -299,6 +300,7 @@ def printable(text: str) -> str:
     text = str.__str__(text) if isinstance(text, str) else str(text)
     if text.isascii() and text.isprintable():       # the usual case: nothing to escape
         return text
+    import unicodedata
     out = []
     for c in text:
         if unicodedata.category(c)[0] == "C" or unicodedata.category(c) in ("Zl", "Zp"):
@@ -324,4 +326,5 @@ def docstring_line(text: str) -> str:
 
 def html(text: str) -> str:
     """``text`` for an HTML page: markup characters and quotes escaped."""
+    import html as _html
     return _html.escape(text, quote=True)

@@ -17,7 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .errors import SourceLoc, UsageError
-from .frontend import param_names
+from .objects import param_names
 
 _FORMS = "an argument's position (int), its parameter name (str), or a list, tuple or set of them"
 

@@ -1,61 +1,25 @@
 """Frontend: Python source + example arguments -> SSA tape (see evaluator.py)."""
 from __future__ import annotations
 
-import functools
 import inspect
 import sys
 import threading
-import types
 from typing import Any, Callable, Sequence
-
-import numpy as np
 
 from ..errors import UnsupportedSyntax, YotaError
 from ..ir.assumptions import IDENTITY, Assumption
 from ..ir.tape import Tape, Var
 from ..ir.values import to_tree
+from ..objects import param_names, unbind
 from ..rules.registry import RULES, RuleSet
-from ..text import normal
 from .collect import Collector
 from .depends import Assumptions, rules_assumption
 from .evaluator import Evaluator
 from .frame import Frame
 from .outside import FUNCTION
-from .flatten import Flattener, arg_kind, is_struct_object, leaf_names
+from .flatten import Flattener, arg_kind, leaf_names
 from .resolve import is_compiler
 from .source import parse_function
-
-
-def param_names(fn: Any, n_args: int) -> tuple[str, ...]:
-    """One name per positional argument: the parameter's, or ``args_0``... for ``*args``
-    (or those a wrapper of ours lists in ``__yota_params__``: ``ys.vjp``'s)."""
-    given = getattr(fn, "__yota_params__", None)
-    if given is not None and len(given) == n_args:
-        return tuple(given)
-    fn = getattr(fn, "__yota_calls__", fn)     # calling(f)'s are f's
-    if isinstance(fn, np.ufunc):        # numpy < 2.3 gives ufuncs no signature
-        return (("x",) if fn.nin == 1 else tuple(f"x{i + 1}" for i in range(fn.nin)))[:n_args]
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):     # a builtin without one
-        return tuple(f"args_{i}" for i in range(n_args))
-    names = []
-    params = list(sig.parameters.values())
-    for p in params:
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            names.append(p.name)
-        elif p.kind == p.VAR_POSITIONAL:
-            names += [_spread_name(p.name, i, params) for i in range(n_args - len(names))]
-    return tuple(names[:n_args])
-
-
-def _spread_name(name: str, i: int, params: list) -> str:
-    """``args_1`` for ``*args``'s second item, ``args_1_`` where a parameter is ``args_1``."""
-    taken = {normal(p.name) for p in params}
-    spread = f"{name}_{i}"
-    while normal(spread) in taken:
-        spread += "_"
-    return spread
 
 
 def check_arguments(fn: Any, args: Sequence[Any], parsed: Any = None, hint: str = "") -> None:
@@ -86,48 +50,6 @@ def check_arguments(fn: Any, args: Sequence[Any], parsed: Any = None, hint: str 
                     f"{'' if takes.split()[-1] == '1' else 's'}, {len(args)} given ({problem})",
                     parsed.loc(parsed.node),
                     hint or f"Pass {parsed.name}'s arguments, as many as its def lists.")
-
-
-def unbind(fn: Any) -> tuple[Callable, Any]:
-    """``(function, self)`` for a bound method or a callable object, ``(fn, None)`` otherwise:
-    ``model.loss`` is compiled as ``loss(self, ...)`` with ``self`` a structured argument. A
-    callable without Python source (``np.sin``, ``operator.mul``) is a function calling it."""
-    if isinstance(fn, types.MethodType) and not isinstance(fn.__self__, type):
-        return fn.__func__, fn.__self__
-    if is_struct_object(fn) and isinstance(getattr(type(fn), "__call__", None), types.FunctionType):
-        return type(fn).__call__, fn
-    if callable(fn) and not hasattr(fn, "__code__") \
-            and not isinstance(fn, (type, functools.partial)):
-        return calling(fn), None
-    return fn, None
-
-
-_callers: dict[Any, Callable] = {}
-
-
-def calling(fn: Callable) -> Callable:
-    """A Python function that calls ``fn``, a callable without Python source (a numpy
-    function, an operator, a builtin: ``ys.grad(np.sin, x)``), with its name and parameters:
-    what the entry points compile for it. The same one every time, so ``ys.grad``'s cache
-    finds its gradient again."""
-    try:
-        return _callers[fn]
-    except KeyError:
-        pass
-    except TypeError:           # unhashable
-        return _caller(fn)
-    made = _callers[fn] = _caller(fn)
-    return made
-
-
-def _caller(fn: Callable) -> Callable:
-    def call(*args):
-        return fn(*args)
-    name = getattr(fn, "__name__", None)
-    call.__yota_name__ = call.__name__ = call.__qualname__ = \
-        name if isinstance(name, str) and name.isidentifier() else "f"
-    call.__yota_calls__ = fn            # param_names reads its parameters' names
-    return call
 
 
 def gradient_caller(g: Callable, examples: tuple) -> Callable:

@@ -19,13 +19,13 @@ import numpy as np
 from ..errors import NoRuleError, StaticValueError, UnsupportedSyntax
 from ..ir.tape import Lit, Primitive, Var
 from ..ir.values import ArrayMethod, LocalFunction, is_traced, python_numbers
+from ..objects import is_library, is_struct_object
 from ..rules.callables import is_mutator, mutator_hint, opaque_primitive
 from .builtin_calls import LocalPartial, builtin_handler
 from .collect import rule_stub, skip_call
-from .flatten import is_struct_object
 from .outside import RandomMethod, random_method
 from .resolve import (IN_PLACE_METHODS, array_method, display_name, is_compiler, is_inlinable,
-                      is_library, is_random, nested_gradient, plain_form)
+                      is_random, nested_gradient, plain_form)
 from .structs import StructValue, call_object, construct, holds_struct, is_user_class
 
 

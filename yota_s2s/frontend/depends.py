@@ -25,11 +25,10 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from ..ir.assumptions import IDENTITY, VALUE, VERSION, Assumption
+from ..objects import LIBRARY_MODULES, MISSING
 from ..text import is_identifier
-from .resolve import LIBRARY_MODULES
 
 
-MISSING = object()          # the value of a name that a namespace did not hold
 _CODE = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.ModuleType,
          type, staticmethod, classmethod, property)
 

@@ -19,10 +19,11 @@ from ..errors import StaticValueError, YotaError
 from ..ir.assumptions import INDEX, Assumption
 from ..ir.tape import Lit, Var
 from ..ir.values import ArrayMethod, is_traced, python_numbers, to_tree
+from ..objects import LIBRARY_MODULES
 from .depends import module_root
 from .frame import Frame
 from .outside import GeneratorRef, OutsideCell, RandomMethod, is_data
-from .resolve import ARRAY_METHODS, IN_PLACE_METHODS, LIBRARY_MODULES, STATIC_ARRAY_ATTRS
+from .resolve import ARRAY_METHODS, IN_PLACE_METHODS, STATIC_ARRAY_ATTRS
 from .structs import StructValue, call_dunder, class_data, get_attribute, static_lookup
 
 # Operators whose Python semantics on Python floats differ from numpy's (ZeroDivisionError,

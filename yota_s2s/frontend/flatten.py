@@ -20,25 +20,16 @@ leaves that are one object reached by two paths, such as tied weights), for the 
 """
 from __future__ import annotations
 
-import enum
-import types
 from typing import Any
 
 import numpy as np
 
 from ..errors import ArgumentMismatch, SourceLoc, UnsupportedSyntax
 from ..ir.tape import Aval, Input, StaticInput, Var
+from ..objects import host, is_struct_object
 from ..text import access_attr, access_item, describe, name_base, plain_value
-from .resolve import is_library
 
 _PLAIN_KEYS = (str, int, bool, type(None))
-
-
-def host(value: Any) -> Any:
-    """A GPU (cupy) array as a numpy array: compiling only needs its example value."""
-    if hasattr(type(value), "__cuda_array_interface__") and hasattr(type(value), "get"):
-        return value.get()
-    return value
 
 
 def is_traced_leaf(value: Any) -> bool:
@@ -49,16 +40,6 @@ def is_traced_leaf(value: Any) -> bool:
 
 def is_namedtuple(value: Any) -> bool:
     return isinstance(value, tuple) and hasattr(type(value), "_fields")
-
-
-def is_struct_object(value: Any) -> bool:
-    """A class instance whose attributes are read lazily (not a function, module, enum...)."""
-    if isinstance(value, (type, types.ModuleType, types.FunctionType, types.MethodType,
-                          types.BuiltinFunctionType, enum.Enum, np.ufunc, np.dtype)):
-        return False
-    if not (hasattr(value, "__dict__") or hasattr(type(value), "__slots__")):
-        return False
-    return not is_library(type(value))
 
 
 def arg_kind(value: Any) -> str:

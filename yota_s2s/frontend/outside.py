@@ -42,9 +42,9 @@ from ..errors import StaticValueError, UnsupportedSyntax
 from ..ir.assumptions import READ, VALUE, Assumption
 from ..ir.tape import Aval, Stmt, Var, tree_atoms
 from ..ir.values import MAX_LITERAL_SIZE
+from ..objects import is_struct_object
 from ..rules.outside import (DRAW, EXTERNAL, EXTERNAL_CHECK, draw, external,
                               external_check)
-from .flatten import is_struct_object
 
 NUMPY_GLOBAL = ("numpy",)          # the root of np.random's own generator: ``xp.random``
 FUNCTION = ("function",)           # the root of the compiled function's closure

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import UnsupportedSyntax
 from ..marks import generated_file, is_entry_point
+from ..objects import is_library
 from ..rules.elementwise import astype
 from ..rules.shape import flatten, ravel
 
@@ -86,17 +87,6 @@ IN_PLACE_METHODS: dict[str, Callable | None] = {"sort": np.sort, "partition": np
 def array_method(method, args: tuple, kwargs: dict) -> tuple[Callable, tuple, dict]:
     """``x.name(*args, **kwargs)`` as a call of the function that carries the rule."""
     return ARRAY_METHODS[method.name](method.var, args, dict(kwargs))
-
-
-# Library code is never inlined: a call into it needs a rule (or is static).
-LIBRARY_MODULES = ("numpy", "scipy", "cupy", "jax", "torch", "math", "builtins", "operator",
-                   "functools", "itertools", "collections", "typing", "abc", "yota_s2s.frontend",
-                   "yota_s2s.ir", "yota_s2s.codegen", "yota_s2s.passes")
-
-
-def is_library(fn: Any) -> bool:
-    module = getattr(fn, "__module__", None) or ""
-    return any(module == m or module.startswith(m + ".") for m in LIBRARY_MODULES)
 
 
 def is_compiler(fn: Any) -> bool:

@@ -30,10 +30,10 @@ import gast
 
 from ..errors import UnsupportedSyntax, YotaError
 from ..ir.values import contains
+from ..objects import MISSING as _MISSING_DEP
+from ..objects import is_library
 from ..text import access_attr
-from .depends import MISSING as _MISSING_DEP
 from .depends import library_class, module_root
-from .resolve import is_library
 
 _MISSING = object()
 

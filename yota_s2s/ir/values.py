@@ -14,13 +14,15 @@ During evaluation a Python name is bound to one of:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import gast
 import numpy as np
 
 from ..errors import SourceLoc, StaticValueError
 from .tape import Lit, Var
+
+if TYPE_CHECKING:
+    import gast
 
 
 MAX_LITERAL_SIZE = 64      # larger constant arrays are not written into generated code

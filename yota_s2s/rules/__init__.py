@@ -14,6 +14,12 @@
     control.py      guards (no gradient)
     stop.py         stop_gradient (identity forward, no gradient)
     signal.py       np.convolve correlate, np.fft: fft ifft rfft irfft fft2 ifft2 fftn ifftn
+    outside.py      external, draw: values read from outside the function when it runs (no
+                    gradient)
+
+Every built-in family registers here, at ``import yota_s2s``, not when the frontend first
+imports one: ``RULES.version`` (part of ``ys.grad``'s cache key) is then the same before and
+after the first compile.
 
 Optional families, imported on first sight of their library (``DEFERRED``: once it is imported,
 at the first lookup or declaration after that; ``RULES.load_all()`` imports every one whose library
@@ -33,7 +39,7 @@ import sys
 import types
 
 from . import (control, creation, discrete, elementwise, indexing, joining, linalg, matrices,
-               operators, products, reductions, shape, signal, stop)
+               operators, outside, products, reductions, shape, signal, stop)
 from .listing import RuleListing, list_rules
 from .registry import (RULES, Rule, RuleSet, alias, cancels, diffrule, jvprule, nodiff,
                        primitive, scatter_rule)
@@ -43,8 +49,8 @@ __all__ = ["RULES", "Rule", "RuleSet", "RuleListing", "alias", "cancels", "diffr
            "nodiff",
            "primitive",
            "scatter_rule", "stop_gradient", "list_rules", "control", "creation", "discrete",
-           "elementwise", "indexing", "joining", "linalg", "matrices", "operators", "products",
-           "reductions", "shape", "signal", "stop", "OPTIONAL", "DEFERRED"]
+           "elementwise", "indexing", "joining", "linalg", "matrices", "operators", "outside",
+           "products", "reductions", "shape", "signal", "stop", "OPTIONAL", "DEFERRED"]
 
 
 # library -> the family of its rules, imported on first sight of the library

@@ -35,9 +35,7 @@ import linecache
 import os
 import sys
 from dataclasses import dataclass, replace
-from typing import Any, Callable
-
-import gast
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import RuleError, SourceLoc
 from ..ir.tape import TRAITS, Primitive
@@ -45,6 +43,10 @@ from .callables import (call_emit, default_traits, is_mutator, mutator_hint, num
                         optional_operands, parse_signature, qualified_name, read_signature)
 from .template import (check_rule_expr, check_rule_function, forwarded_kwargs, function_loc,
                        parse_rule_expr, placeholders, rule_parameters, spelled)
+
+if TYPE_CHECKING:
+    import gast
+
 
 NODIFF_ALL = "*"
 _versions = itertools.count(1)

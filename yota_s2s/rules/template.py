@@ -20,13 +20,15 @@ import builtins
 import inspect
 import linecache
 import types
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-import gast
 import numpy as np
 
 from ..errors import RuleError, SourceLoc
 from ..ir.tape import Primitive
+
+if TYPE_CHECKING:
+    import gast            # imported where a rule is parsed: not at ``import yota_s2s``
 
 RESULT, GRADIENT = "y", "dy"
 
@@ -73,6 +75,7 @@ def _renamed(operand: str) -> str:
 
 
 def parse_rule_expr(text: str, loc: SourceLoc) -> gast.expr:
+    import gast
     try:
         return gast.parse(text.strip(), mode="eval").body
     except SyntaxError as e:
@@ -81,6 +84,7 @@ def parse_rule_expr(text: str, loc: SourceLoc) -> gast.expr:
 
 def free_names(expr: gast.AST) -> set[str]:
     """Names an expression reads that it does not bind itself (lambdas, comprehensions)."""
+    import gast
     bound: set[str] = set()
     for node in gast.walk(expr):
         if isinstance(node, gast.Name) and isinstance(node.ctx, (gast.Store, gast.Param)):
@@ -92,6 +96,7 @@ def free_names(expr: gast.AST) -> set[str]:
 def forwarded_kwargs(expr: gast.expr, allowed: set[str], prim: Primitive,
                      loc: SourceLoc) -> str | None:
     """The name in ``f(..., **kw)`` that stands for the call's keyword options, if any."""
+    import gast
     names = sorted({kw.value.id for node in gast.walk(expr) if isinstance(node, gast.Call)
                     for kw in node.keywords
                     if kw.arg is None and isinstance(kw.value, gast.Name)} - allowed)

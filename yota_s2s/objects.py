@@ -1,0 +1,126 @@
+"""The user's functions and values as the entry points and the tracer both read them, without
+the compile machinery (``import yota_s2s`` imports this, not the frontend):
+
+- ``unbind``: a bound method or callable object as ``(function, self)``; a callable without
+  Python source (``np.sin``) as a function calling it (``calling``);
+- ``param_names``: one name per positional argument;
+- ``is_struct_object``: a class instance whose fields are arguments' leaves; ``is_library``:
+  code that is never inlined (numpy, scipy, ...);
+- ``host``: a GPU array's example value on the host;
+- ``MISSING``: the value of a name that a namespace did not hold (what the frontend records and
+  the cache's guards compare with).
+"""
+from __future__ import annotations
+
+import enum
+import functools
+import inspect
+import types
+from typing import Any, Callable
+
+import numpy as np
+
+from .text import normal
+
+MISSING = object()          # the value of a name that a namespace did not hold
+
+# Library code is never inlined: a call into it needs a rule (or is static).
+LIBRARY_MODULES = ("numpy", "scipy", "cupy", "jax", "torch", "math", "builtins", "operator",
+                   "functools", "itertools", "collections", "typing", "abc", "yota_s2s.frontend",
+                   "yota_s2s.ir", "yota_s2s.codegen", "yota_s2s.passes", "yota_s2s.objects")
+
+
+def is_library(fn: Any) -> bool:
+    module = getattr(fn, "__module__", None) or ""
+    return any(module == m or module.startswith(m + ".") for m in LIBRARY_MODULES)
+
+
+def host(value: Any) -> Any:
+    """A GPU (cupy) array as a numpy array: compiling only needs its example value."""
+    if hasattr(type(value), "__cuda_array_interface__") and hasattr(type(value), "get"):
+        return value.get()
+    return value
+
+
+def is_struct_object(value: Any) -> bool:
+    """A class instance whose attributes are read lazily (not a function, module, enum...)."""
+    if isinstance(value, (type, types.ModuleType, types.FunctionType, types.MethodType,
+                          types.BuiltinFunctionType, enum.Enum, np.ufunc, np.dtype)):
+        return False
+    if not (hasattr(value, "__dict__") or hasattr(type(value), "__slots__")):
+        return False
+    return not is_library(type(value))
+
+
+def param_names(fn: Any, n_args: int) -> tuple[str, ...]:
+    """One name per positional argument: the parameter's, or ``args_0``... for ``*args``
+    (or those a wrapper of ours lists in ``__yota_params__``: ``ys.vjp``'s)."""
+    given = getattr(fn, "__yota_params__", None)
+    if given is not None and len(given) == n_args:
+        return tuple(given)
+    fn = getattr(fn, "__yota_calls__", fn)     # calling(f)'s are f's
+    if isinstance(fn, np.ufunc):        # numpy < 2.3 gives ufuncs no signature
+        return (("x",) if fn.nin == 1 else tuple(f"x{i + 1}" for i in range(fn.nin)))[:n_args]
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):     # a builtin without one
+        return tuple(f"args_{i}" for i in range(n_args))
+    names = []
+    params = list(sig.parameters.values())
+    for p in params:
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            names.append(p.name)
+        elif p.kind == p.VAR_POSITIONAL:
+            names += [_spread_name(p.name, i, params) for i in range(n_args - len(names))]
+    return tuple(names[:n_args])
+
+
+def _spread_name(name: str, i: int, params: list) -> str:
+    """``args_1`` for ``*args``'s second item, ``args_1_`` where a parameter is ``args_1``."""
+    taken = {normal(p.name) for p in params}
+    spread = f"{name}_{i}"
+    while normal(spread) in taken:
+        spread += "_"
+    return spread
+
+
+def unbind(fn: Any) -> tuple[Callable, Any]:
+    """``(function, self)`` for a bound method or a callable object, ``(fn, None)`` otherwise:
+    ``model.loss`` is compiled as ``loss(self, ...)`` with ``self`` a structured argument. A
+    callable without Python source (``np.sin``, ``operator.mul``) is a function calling it."""
+    if isinstance(fn, types.MethodType) and not isinstance(fn.__self__, type):
+        return fn.__func__, fn.__self__
+    if is_struct_object(fn) and isinstance(getattr(type(fn), "__call__", None), types.FunctionType):
+        return type(fn).__call__, fn
+    if callable(fn) and not hasattr(fn, "__code__") \
+            and not isinstance(fn, (type, functools.partial)):
+        return calling(fn), None
+    return fn, None
+
+
+_callers: dict[Any, Callable] = {}
+
+
+def calling(fn: Callable) -> Callable:
+    """A Python function that calls ``fn``, a callable without Python source (a numpy
+    function, an operator, a builtin: ``ys.grad(np.sin, x)``), with its name and parameters:
+    what the entry points compile for it. The same one every time, so ``ys.grad``'s cache
+    finds its gradient again."""
+    try:
+        return _callers[fn]
+    except KeyError:
+        pass
+    except TypeError:           # unhashable
+        return _caller(fn)
+    made = _callers[fn] = _caller(fn)
+    return made
+
+
+def _caller(fn: Callable) -> Callable:
+    def call(*args):
+        return fn(*args)
+    name = getattr(fn, "__name__", None)
+    call.__yota_name__ = call.__name__ = call.__qualname__ = \
+        name if isinstance(name, str) and name.isidentifier() else "f"
+    call.__yota_calls__ = fn            # param_names reads its parameters' names
+    return call
