@@ -62,6 +62,28 @@ def write_through_view_of_one(x):
     return np.sum(np.sin(v))
 
 
+def empty_index_lists(x):
+    """``x[[]]``, ``x[[[], []]]``, ``x[..., [[[]]]]``: an empty list indexes with integers."""
+    rows = np.concatenate([x[[]], x[[2, 0]], x[[[], []]].reshape(0, 3)])
+    return weighted(rows) + weighted(x[..., [[[]]]]) + weighted(x[[], 1])
+
+
+def empty_index_arrays(x):
+    """Constant index arrays of shapes (0, 1) and (0,): they pick a (0, 0) array."""
+    rows, cols = np.array([], dtype=int)[:, None], np.array([], dtype=int)
+    return weighted(x[rows, cols] + x[1, :0]) + weighted(x[np.arange(0)]) + weighted(x)
+
+
+def updated_at_no_element(x):
+    """Writes through empty index lists and arrays: nothing changes, and ``x`` keeps all of
+    its gradient (an empty list indexes with integers, as numpy reads it)."""
+    y = x * 1.0
+    y[[]] = 5.0
+    y[:, np.array([], dtype=int)] = x[:, :0] * 2.0
+    y[np.array([[], [], []], dtype=bool)] = 7.0
+    return weighted(y ** 2)
+
+
 def range_picked(P, y):
     """CS231n's softmax loss reads P[range(N), y] and writes dP[range(N), y] -= 1."""
     N = P.shape[0]
@@ -395,6 +417,15 @@ INDEXING = [
     Case("take_wrap", lambda x: weighted(np.take(x, [4, -1], mode="wrap")), normal((3,))),
     Case("take_along_axis", lambda x: weighted(np.take_along_axis(x, np.argsort(x, axis=1), axis=1)), distinct((3, 4))),
     Case("take_along_axis0", lambda x: weighted(np.take_along_axis(x, np.array([[1, 0, 1]]), axis=0)), normal((2, 3))),
+    # empty index lists (integers, as numpy reads them) and empty constant index arrays (written
+    # with their dtype and shape: a list [] would lose both)
+    Case("index_empty_lists", empty_index_lists, normal((3, 3))),
+    Case("index_empty_int_arrays", empty_index_arrays, normal((3, 3))),
+    Case("index_empty_bool_array", lambda x: weighted(np.concatenate([x[:, :0][np.array([[], [], []], bool)], x[0]])),
+         normal((3, 3))),
+    Case("take_empty", lambda x: weighted(np.take(x, [])) + weighted(np.take(x, [], axis=1)) + weighted(x.take([1])),
+         normal((3, 3))),
+    Case("update_at_no_element", updated_at_no_element, normal((3, 3))),
     Case("sort", lambda x: weighted(np.sort(x)), distinct((3, 4))),
     Case("sort_axis0_none", lambda x: weighted(np.sort(x, axis=0)) + weighted(np.sort(x, axis=None) ** 2), distinct((3, 4))),
     Case("partition", lambda x: weighted(np.partition(x, 2)), distinct((2, 6))),

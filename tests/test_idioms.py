@@ -391,3 +391,32 @@ def test_gradient_of_a_bound_method():
     m, x = Quadratic(), np.array([0.5, -1.0, 2.0])
     np.testing.assert_allclose(ys.gradient(m.loss)(x), 2 * m.W * x, rtol=1e-15)
     np.testing.assert_allclose(ys.gradient(m.loss, "self")(x)[("W",)], x ** 2, rtol=1e-15)
+
+
+# -- 9. index arrays made from lists, empty ones too ---------------------------------------
+
+def minor_squares(a):
+    """The squares of every minor's entries (a cofactor matrix's indexing): its index arrays
+    are constants made from lists, of shape (1, 0) for a 1 x 1 matrix."""
+    n = a.shape[-1]
+    keep = np.array([[k for k in range(n) if k != i] for i in range(n)], int).reshape(n, -1)
+    minors = a[..., keep[:, None, :, None], keep[None, :, None, :]]     # (..., n, n, n-1, n-1)
+    weights = np.cos(np.arange(minors.size)).reshape(minors.shape)
+    return np.sum(minors ** 2 * weights) + np.sum(np.sin(a))
+
+
+@pytest.mark.parametrize("n", [1, 3])
+@pytest.mark.parametrize("form", ["buffered", "plain", "grad"])
+def test_an_empty_constant_index_array_keeps_its_dtype_and_shape(form, n):
+    a = np.linspace(-0.9, 1.3, 2 * n * n).reshape(2, n, n)
+    if form == "grad":
+        value, g = ys.grad(minor_squares, a)
+        da = g[0]
+    else:
+        df = ys.simplegrad(minor_squares, a, buffers=form == "buffered")
+        value, da = df(a)
+        if n == 1:
+            assert "[..., xp.empty((1, 1, 0, 1), dtype=xp.int64), xp.empty((1, 1, 1, 0), " \
+                   "dtype=xp.int64)]" in ys.source(df)
+    assert value == pytest.approx(minor_squares(a), rel=1e-14)
+    np.testing.assert_allclose(da, numerical_grad(minor_squares, [a], 0), rtol=1e-8, atol=1e-8)

@@ -38,6 +38,8 @@ def test_avals_print_short():
     (slice(None), ":"), (slice(1, None), "1:"), (slice(None, None, -1), "::-1"), (slice(1, 5, 2), "1:5:2"),
     (Ellipsis, "..."), ((slice(None), None), "(:, None)"), ((3,), "(3,)"),
     (np.float32(0.5), "f32(0.5)"), (np.dtype("float32"), "float32"), (np.array([1, 2]), "array([1, 2], int64)"),
+    (np.zeros(0, int), "array([], int64)"), (np.zeros((2, 0), bool), "array([[], []], bool)"),
+    (np.zeros((0, 1), int), "array([], shape=(0, 1), int64)"),      # its list hides the shape
 ])
 def test_static_values_print_compactly(value, text):
     assert format_static(value) == text

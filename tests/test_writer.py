@@ -220,6 +220,27 @@ def test_longdouble_constants_and_arguments_are_written_exactly():
         np.testing.assert_allclose(g[0], exact.astype(x.dtype), rtol=4 * np.finfo(x.dtype).eps)
 
 
+def test_an_index_array_reads_back_as_the_same_index():
+    """A constant index array is written as the list numpy reads back (``[0, 2]``); an empty
+    one keeps its dtype and shape (a list would lose both: ``[]`` reads as intp of shape
+    (0,)), for any shape and integer or bool dtype."""
+    from yota_s2s import text
+    x = np.zeros((2, 0, 4))
+    keys = [np.array([1, 0, 1]), np.array([[0], [1]], np.int32), np.array([True, False]),
+            np.zeros((0,), np.intp), np.zeros((0, 1), int), np.zeros((1, 1, 0), np.uint8),
+            np.zeros((2, 0), bool)]
+    for key in keys:
+        written = text.index_literal(key)
+        back = eval(ast.unparse(written), {"xp": np})
+        assert x[back].shape == x[key].shape, (key.dtype, key.shape)
+        if key.size == 0:
+            assert back.dtype == key.dtype and back.shape == key.shape
+        else:
+            assert isinstance(written, ast.List)
+    with pytest.raises(ys.InternalError):
+        text.index_literal(np.zeros(0))
+
+
 # -- comments --------------------------------------------------------------------------------
 
 def test_a_newline_in_a_file_name_stays_inside_its_comment(tmp_path):

@@ -177,6 +177,17 @@ def literal(value: Any) -> ast.expr:
     return ast.Constant(value)
 
 
+def index_literal(value: np.ndarray) -> ast.expr:
+    """An integer or bool index array inside ``x[...]`` (or ``xp.add.at``'s key), as Python
+    writes it: the list ``[0, 2]``, which numpy reads back as the same index. An empty one is
+    ``literal``'s ``xp.empty((0, 1), dtype=xp.int64)``: its list (``[]``, ``[[], []]``) would
+    lose the shape (``[]`` for ``(0, 1)``) and a bool array's dtype (numpy reads an empty list
+    as integers)."""
+    if value.dtype.kind not in "biu":
+        raise InternalError(f"an index array of {printable(str(value.dtype))}")
+    return literal(value) if value.size == 0 else literal(value.tolist())
+
+
 def _elements(items: Any) -> ast.expr:
     """A nested list of numpy scalars (an array's ``tolist()`` where no Python number holds
     them: longdouble) as list displays of their literals."""

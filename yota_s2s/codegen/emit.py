@@ -28,7 +28,7 @@ from ..ir.analysis import Analysis
 from ..ir.names import Namer, namer_of
 from ..ir.tape import ACCUMULATE, Lit, Primitive, Stmt, Tape, Var, tree_vars
 from ..rules.elementwise import astype
-from ..text import dotted, fraction, identifier, literal, literal_text
+from ..text import dotted, fraction, identifier, index_literal, literal, literal_text
 from .blocks import plan_chains, write_chain
 from .buffers import MemoryPlan, out_keeps_value, plan_memory, storage, writer
 from .outside import outside_statements
@@ -420,7 +420,7 @@ class Emitter:
 
     def key_part(self, part: Any, call: bool = False) -> ast.expr:
         if isinstance(part, Lit) and isinstance(part.value, np.ndarray) and part.value.dtype.kind in "iub":
-            return self.literal(part.value.tolist())     # x[[0, 2]], as written
+            return index_literal(part.value)     # x[[0, 2]], as written
         if isinstance(part, Lit) and isinstance(part.value, slice):
             s = part.value
             bounds = [s.start, s.stop, s.step]

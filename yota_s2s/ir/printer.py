@@ -38,7 +38,10 @@ def format_static(value: Any) -> str:
     if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
         return np.dtype(value).name
     if isinstance(value, np.ndarray):
-        return f"array({describe(value.tolist())}, {value.dtype.name})"
+        items = value.tolist()      # an empty one's list may hide its shape: (0, 1) is []
+        hidden = value.size == 0 and np.shape(items) != value.shape
+        shape = f", shape={value.shape}" if hidden else ""
+        return f"array({describe(items)}{shape}, {value.dtype.name})"
     if callable(value) and isinstance(getattr(value, "__name__", None), str):
         return printable(value.__name__)
     return describe(value)     # never the value's own repr: text.describe

@@ -111,7 +111,7 @@ def to_tree(value: Any, loc: SourceLoc | None = None, key: bool = False) -> Any:
         if is_traced(value):
             raise StaticValueError("indexing with a list of traced values is not supported", loc,
                                    "Index with an integer array instead.")
-        return Lit(np.asarray(value))
+        return Lit(index_array(value))
     if isinstance(value, slice) and is_traced(value):
         raise StaticValueError("slice bounds must be known at compile time, but one is traced",
                                loc, "Use ints (or values computed from shapes) as slice bounds.")
@@ -125,6 +125,15 @@ def to_tree(value: Any, loc: SourceLoc | None = None, key: bool = False) -> Any:
             "the generated code cannot read at call time is used in the computation", loc,
             "Make it a module global (read when the code runs) or pass it in as an argument.")
     return Lit(normalize_static(value))
+
+
+def index_array(items: list) -> np.ndarray:
+    """A list inside ``x[...]`` as the index array numpy makes of it: ``np.asarray(items)``,
+    where an empty one (``[]``, ``[[], []]``, whatever its nesting) is an ``intp`` array of
+    that shape, not ``asarray``'s float64 (numpy's own rule for an index that is not an
+    array: ``x[[]]`` selects no rows)."""
+    array = np.asarray(items)
+    return array.astype(np.intp) if array.size == 0 else array
 
 
 def static_of(value: Any) -> Any:
