@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import itertools
 import linecache
+import sys
 import threading
 import types
 
@@ -216,6 +217,9 @@ def test_a_source_file_edited_after_import_is_not_compiled_for_the_running_code(
     path = tmp_path / "edited_after_import.py"
     path.write_text(MODULE)
     monkeypatch.syspath_prepend(str(tmp_path))
+    # no .pyc: the edits below keep the file's size within one second, so a reload would run
+    # the cached bytecode of the first text (Python's own staleness check is mtime and size)
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
     module = importlib.import_module("edited_after_import")
     x = np.ones(2)
     path.write_text(MODULE.replace("x * 2.0", "x * 7.0"))
