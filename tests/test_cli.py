@@ -322,16 +322,29 @@ def with_bytecode() -> dict:
     return {**os.environ, "PYTHONDONTWRITEBYTECODE": ""}        # empty: not set
 
 
+WITHOUT_BYTECODE = {"PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def edit_model(model: Path) -> None:
+    """``model.py`` with 3.0 for 2.0, stamped two seconds later: the fresh process that ran the
+    gradient left model.py's bytecode behind, and an edit within the same second at the same
+    size would be read from it (compile then rightly refuses: the code that runs is not the
+    file's)."""
+    model.write_text(model.read_text().replace("2.0", "3.0"))
+    edited = os.stat(model)
+    os.utime(model, ns=(edited.st_atime_ns, edited.st_mtime_ns + 2_000_000_000))
+
+
 def test_a_gradient_file_rewritten_without_bytecode_leaves_no_stale_bytecode(
         project: Path) -> None:
     """Under PYTHONDONTWRITEBYTECODE compile removes bytecode it did not write."""
     model = write(project / "model.py", SCALED)
     grad = project / "model_grad.py"
-    assert run(project, "compile", "model.py").returncode == 0
+    assert run(project, "compile", "model.py", env=WITHOUT_BYTECODE).returncode == 0
     assert gradient_in_a_fresh_process(project) == "2.0"     # leaves __pycache__ behind
     stamp = os.stat(grad)
-    model.write_text(model.read_text().replace("2.0", "3.0"))
-    assert run(project, "compile", "model.py").returncode == 0
+    edit_model(model)
+    assert run(project, "compile", "model.py", env=WITHOUT_BYTECODE).returncode == 0
     os.utime(grad, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))     # within the same second
     assert gradient_in_a_fresh_process(project) == "3.0"
 
@@ -352,7 +365,7 @@ def test_a_gradient_file_rewritten_within_a_second_at_the_same_size_is_not_run_s
     assert run(project, "compile", "model.py", env=with_bytecode()).returncode == 0
     assert gradient_in_a_fresh_process(project) == "2.0"     # leaves __pycache__ behind
     stamp = os.stat(grad)
-    model.write_text(model.read_text().replace("2.0", "3.0"))
+    edit_model(model)
     assert run(project, "compile", "model.py", env=with_bytecode()).returncode == 0
     assert os.stat(grad).st_size == stamp.st_size
     os.utime(grad, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))     # within the same second
@@ -366,7 +379,7 @@ def test_check_reports_bytecode_that_python_would_run_instead_of_the_file(projec
     grad = project / "model_grad.py"
     assert run(project, "compile", "model.py").returncode == 0
     old = grad.read_text()
-    model.write_text(model.read_text().replace("2.0", "3.0"))
+    edit_model(model)
     assert run(project, "compile", "model.py").returncode == 0
     # bytecode of the old text stamped as the new file's (rewritten by hand, a checkout...)
     info = os.stat(grad)
