@@ -35,10 +35,10 @@ def check_step(ev: Any, node: gast.For, names: list[str], carried: dict, saved: 
     if not isinstance(appended, list):
         return appended
     for old, new in ev.latest.items():
-        if saved[2].get(old) is not new and old not in inputs and old not in made:
+        if saved.latest.get(old) is not new and old not in inputs and old not in made:
             return "an array from before the loop is updated through another name"
     outs, wider = [], {}
-    reason = carried_names_after(ev, node, names, carried, saved[0], made, outs, wider) or \
+    reason = carried_names_after(ev, node, names, carried, saved.names, made, outs, wider) or \
         carried_rows_after(ev, carried, appended, outs, wider)
     if reason:
         return reason

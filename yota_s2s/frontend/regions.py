@@ -29,7 +29,7 @@ step that is).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import gast
 import numpy as np
@@ -41,6 +41,15 @@ from .region_lists import CarryLast, LastRow, Watch, items_of, list_name
 from .region_syntax import assigned_names, syntax_reason
 
 MIN_STEPS = 8
+
+
+class Before(NamedTuple):
+    """The evaluator's state before a trial step, which ``undo_trial`` puts back."""
+    names: dict          # the frame's locals
+    latest: dict         # in-place updates (updates.py)
+    views: dict          # views (updates.py)
+    notes: int           # how many loop notes there were
+    pending_rows: set    # rows of lists not yet stacked (region_lists.py)
 
 
 class TrialAbort(YotaError):
@@ -185,8 +194,8 @@ class RegionsMixin:
         a dict: carried values that must start wider (``s = 0.0`` then ``s += np.sum(x)``);
         a ``CarryLast``: lists whose ``hs[-1]`` to carry (``last`` those carried now)."""
         frame = self.frame
-        saved = (dict(frame.locals), self.stmts, dict(self.latest), dict(self.views),
-                 len(self.loop_notes), set(self.pending_rows))
+        saved = Before(dict(frame.locals), dict(self.latest), dict(self.views),
+                       len(self.loop_notes), set(self.pending_rows))
         containers = {id(v): (v, items_of(v))
                       for v in frame.locals.values() if type(v) in (list, dict)}
         watch = Watch(containers)      # and every other one the step reaches
@@ -195,21 +204,20 @@ class RegionsMixin:
         self.values[index] = 0
         carried = self.carry_names(names, overrides)
         self.carry_last_rows(last, overrides, carried, watch)
-        self.stmts = []
         self.trial_depth += 1
         outer_records, self.trial_records = self.trial_records, (*self.trial_records, watch)
         failure = None
-        try:
-            self.assign(node.target, self.step_item(iterable, index, node.iter))
-            self.exec_block(node.body)
-        except TrialAbort as e:
-            failure = e.what
-        except Exception as e:           # anything the step could not do with a traced index
-            failure = error_reason(e)
-        finally:
-            self.trial_depth -= 1
-            self.trial_records = outer_records
-        body = self.stmts
+        with self.collect() as body:     # the step's statements: the region's body
+            try:
+                self.assign(node.target, self.step_item(iterable, index, node.iter))
+                self.exec_block(node.body)
+            except TrialAbort as e:
+                failure = e.what
+            except Exception as e:           # anything the step could not do with a traced index
+                failure = error_reason(e)
+            finally:
+                self.trial_depth -= 1
+                self.trial_records = outer_records
         if failure is None:
             outcome = check_step(self, node, names, carried, saved, watch, body)
             if isinstance(outcome, tuple):
@@ -261,20 +269,20 @@ class RegionsMixin:
             carried[key] = (var, pre)
             watch.last[id(rows)] = (var, len(rows))
 
-    def undo_trial(self, saved: tuple, containers: dict, notes: bool = True) -> None:
-        """Undo what a trial did: the frame's names, the statements, the update and view
-        tables, the loop notes (unless ``notes`` is False), the pending rows, the containers."""
+    def undo_trial(self, saved: Before, containers: dict, notes: bool = True) -> None:
+        """Undo what a trial did: the frame's names, the update and view tables, the loop notes
+        (unless ``notes`` is False), the pending rows, the containers (its statements went to a
+        list of their own: ``collect``)."""
         frame = self.frame
         frame.locals.clear()
-        frame.locals.update(saved[0])
-        self.stmts = saved[1]
+        frame.locals.update(saved.names)
         self.latest.clear()
-        self.latest.update(saved[2])
+        self.latest.update(saved.latest)
         self.views.clear()
-        self.views.update(saved[3])
+        self.views.update(saved.views)
         if notes:
-            del self.loop_notes[saved[4]:]
-        for row in [r for r in self.pending_rows if r not in saved[5]]:
+            del self.loop_notes[saved.notes:]
+        for row in [r for r in self.pending_rows if r not in saved.pending_rows]:
             del self.pending_rows[row]          # rows of lists the undone step made
         for obj, items in containers.values():
             obj.clear()
