@@ -3,7 +3,8 @@
     yota-s2s compile MODEL.py ...    write MODEL_grad.py next to each model (or into -o DIR)
     yota-s2s check MODEL.py ...      exit 1 if a gradient file is missing or stale
     yota-s2s trace MODEL.py          print the tape (--grad: with its gradients; --after STAGE:
-                                     as that stage of the passes leaves it)
+                                     as that stage of the passes leaves it; --plan: the
+                                     buffered form's plan, a decision a line)
     yota-s2s show MODEL.py           print the gradient module that compile would write
     yota-s2s review MODEL.py         write an HTML page per function: source beside code
 
@@ -27,7 +28,8 @@ from typing import Callable, Sequence
 
 from . import highlight
 from .codegen.loader import stale_bytecode, write_atomic, write_module_file
-from .codegen.module import write_functions, write_module
+from .codegen.module import function_plans, write_functions, write_module
+from .codegen.plan_text import plan_text
 from .errors import UsageError, YotaError
 from .gradcheck import sampled_errors
 from .gradfile import (GradFile, Options, Result, build, compile_target, counts, gradient_function,
@@ -243,14 +245,17 @@ def _tolerance(ns: argparse.Namespace, result: Result, argnum: int) -> float:
 
 
 def cmd_trace(ns: argparse.Namespace, out: Output) -> int:
-    _check_stage(ns.after, ns.grad)
+    _check_stage(ns.after, ns.grad, ns.plan)
     ok = True
     for model, found in _plan(ns):
         for target in found:
-            result = compile_target(target, backward=ns.grad, after=ns.after)
+            result = compile_target(target, backward=ns.grad or ns.plan, after=ns.after,
+                                    buffered=ns.plan)
             if result.problems:
                 _report_problems([GradFile(model, Path(), [result], None)], out)
                 ok = False
+            elif ns.plan:
+                out.tape(plan_text(function_plans([result.tape])[0]))
             else:
                 out.tape(_stage_line(ns.after) + str(result.tape if ns.grad else result.forward)
                          + "\n")
@@ -265,9 +270,14 @@ def _stage_line(after: str | None) -> str:
     return f"# after the stage {after}: {next(s.does for s in STAGES if s.name == after)}\n"
 
 
-def _check_stage(after: str | None, grad: bool) -> None:
+def _check_stage(after: str | None, grad: bool, plan: bool = False) -> None:
     """A ``UsageError`` unless ``--after`` names a stage of the plain form's passes (the form
-    the gradient files have) and comes with ``--grad``."""
+    the gradient files have) and comes with ``--grad`` (not ``--plan``: the buffered form's)."""
+    if after is not None and plan:
+        raise UsageError(f"--plan prints the plan of the finished buffered form; --after {after} "
+                         "stops the plain form's passes",
+                         hint="Use one of them: yota-s2s trace --plan ..., or "
+                              f"yota-s2s trace --grad --after {after} ...")
     if after is None:
         return
     if not grad:
@@ -391,7 +401,12 @@ _COMMAND_OPTIONS = {
                                        help="with --grad: the tape as this stage of the "
                                             "passes leaves it (the stages of the gradient "
                                             "files' form: " + ", ".join(
-                                                s.name for s in stages_for("plain")) + ")")),
+                                                s.name for s in stages_for("plain")) + ")"),
+                        p.add_argument("--plan", action="store_true",
+                                       help="the plan of the gradient's buffered form (the "
+                                            "module ys.grad runs): inlining, scalar mode, "
+                                            "memory, names, blocked chains and loop regions, "
+                                            "a decision a line")),
     "review": lambda p: (p.add_argument("-o", "--out", metavar="PATH",
                                         help="a .html file, or a directory for the pages"),
                          _force(p)),

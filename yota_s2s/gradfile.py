@@ -109,13 +109,17 @@ def build(model: ModelFile, targets: Sequence[Target], options: Options,
     return GradFile(model, path, results, text, command, _import_note(model, path, text), source)
 
 
-def compile_target(target: Target, backward: bool = True, after: str | None = None) -> Result:
+def compile_target(target: Target, backward: bool = True, after: str | None = None,
+                   buffered: bool = False) -> Result:
     """The target's tapes (only the forward one if not ``backward``), or all its problems;
-    ``after``: the gradient tape after that stage of the passes (passes.STAGE_NAMES)."""
+    ``after``: the gradient tape after that stage of the passes (passes.STAGE_NAMES);
+    ``buffered``: the gradient tape of the buffered form on a CPU (``ys.grad``'s), not the
+    plain form of the gradient files."""
     try:
         if backward:
             forward, tape = gradient_tape(target.fn, target.args, RULES, target.wrt, check=True,
-                                          review=True, after=after)
+                                          review=not buffered, after=after,
+                                          device="cpu" if buffered else None)
         else:
             forward, tape = trace_function(target.fn, target.args, RULES)[0], None
     except (YotaError, RecursionError) as error:

@@ -23,18 +23,15 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import StaticValueError
-from ..ir import verify
-from ..ir.analysis import Analysis
-from ..ir.names import Namer, namer_of
-from ..ir.tape import ACCUMULATE, Lit, Primitive, Stmt, Tape, Var, tree_vars
+from ..ir.tape import Lit, Primitive, Stmt, Tape, Var, tree_vars
 from ..rules.elementwise import astype
 from ..text import dotted, fraction, identifier, index_literal, literal, literal_text
-from .blocks import plan_chains, write_chain
-from .buffers import MemoryPlan, out_keeps_value, plan_memory, storage, writer
+from .blocks import write_chain
+from .buffers import out_keeps_value
 from .outside import outside_statements
-from .render import Block, block_key, group_blocks, section_of, unparse
-from .scalars import (ScalarPlan, float_literal, name_scalars, plan_scalars, scalar_statement,
-                      square)
+from .plan import plan_function
+from .render import Block, group_blocks, section_of, unparse
+from .scalars import float_literal, scalar_statement, square
 from .out_forms import write_statement
 
 _BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "//": ast.FloorDiv,
@@ -76,35 +73,15 @@ class Emitter:
         self.blocked = blocked            # a CPU module (blocked chains; numpy, not cupy)
         self.calls = calls or {}          # user functions: how the module's imports name them
         self.roots = roots or {}          # user modules read at call time: how they are named
-        facts = Analysis(tape)
-        self.scalars = plan_scalars(tape, facts) if fast else ScalarPlan(floats=set(floats))
-        self.inlined = (_inlinable(tape, facts, self.scalars.floats) | set(inline)) - set(named) \
-            - set(self.scalars.elements) \
-            - set(self.scalars.unpacked) \
-            - self.scalars.powers       # read by name: x0, x1 = x.tolist(); t3 = x7 ** 3.0
-        if fast or plan is not None:     # what is written into an array is a statement of its own
-            squares = _squares_summed(tape, self.inlined) if plan is not None else set()
-            self.inlined -= {s.out for s in tape.stmts if s.outs and writer(s)
-                             and s.out not in self.scalars.floats and s.out not in (plan or ())
-                             and s.out not in squares}
-        self.facts = facts.with_inlined(self.inlined) if self.inlined else facts
-        self.memory = plan_memory(tape, self.scalars, self.inlined, self.facts,
-                                  exclude=plan or frozenset(), carried=carried,
-                                  turns=turns, rows=rows, heads=blocked, first=first) \
-            if fast or plan is not None \
-            else MemoryPlan()
-        shared = _shared_names(tape, self.memory)
+        self.plan = plan_function(tape, taken, fast, blocked, inline, named, plan, carried,
+                                  floats, turns, rows, first)
+        self.scalars, self.inlined, self.facts = self.plan.scalars, self.plan.inlined, \
+            self.plan.facts
+        self.memory, self.names, self.chains = self.plan.memory, self.plan.names, \
+            list(self.plan.chains)
+        self.scalar_names, self.slot_names = self.plan.scalar_names, self.plan.slot_names
+        self.lent_arrays = self.plan.lent_arrays     # returned group -> its array, made early
         self.made_by = self.facts.producer
-        self.names: Namer = namer_of(tape, taken)     # the tape's names (ir/names.py)
-        for v, same in shared.items():
-            self.names.names[v] = self.names[same]
-        self.scalar_names = name_scalars(tape, self.scalars, self.names, self.facts, self.inlined)
-        unbound = self.inlined | set(self.scalars.elements)   # elements: bound by x.tolist()
-        _separate_names(tape, self.facts, self.names, unbound)
-        verify.check_written(tape, self.facts, storage(tape, self.memory, self.scalars, self.facts),
-                             {v: n for v, n in self.names.names.items() if v not in unbound})
-        self.slot_names = [self.names.fresh(f"buf{i + 1}")
-                           for i in range(len(self.memory.slots))]
         self.unpacked_done: set[Var] = set()
         self.modules: set[str] = set()
         self.ones: dict[tuple[int, str], str] = {}    # ones vectors for row/column sums
@@ -113,19 +90,9 @@ class Emitter:
         self.enclosing: Emitter | None = None     # a loop body's: the function's (regions.py)
         self.turned: list[tuple[str, str]] = []    # loops' pairs of work arrays (regions.py)
         self.dtypes: dict[tuple, str] = {}    # (dtype, scalar type?) -> its module-level name
-        self.chains = plan_chains(tape, self.facts, self.memory, self.scalars, self.inlined) \
-            if fast and blocked else []
         self.trig_slots: dict[tuple, list] = {}     # block shape -> pairs of slots (halfangle.py)
-        if self.chains or not blocked:    # blocked chains hoist returned arrays their own way
-            self.memory.lent.clear()      # (blocks.py); a GPU module keeps its work arrays
-        self.lent_arrays: dict[int, str] = {}       # returned group -> its array, made early
         self.lent_made: set = set()                 # those and the lent work arrays made so far
         self.delivered_done: set[Var] = set()       # returned values _deliver'ed where made
-        hosts = [g for g in self.memory.group.values() if g.kind == "result" and g.head]
-        for group in [g for g, _ in self.memory.lent.values()] + hosts:
-            if id(group) not in self.lent_arrays:
-                self.lent_arrays[id(group)] = self.names.fresh(
-                    self.names[group.members[-1]] + "_mem")
         self.dot_sums = fast      # a dot product for ``np.sum(h ** 2)`` (regions.py sets it)
         self.lists: set[Var] = set()      # values a loop made as Python lists (regions.py)
         self.list_names: dict[Var, str] = {}      # an argument -> its x.tolist() (regions.py)
@@ -476,109 +443,7 @@ def _sum_of_squares(em: Emitter, stmt: Stmt) -> Var | None:
     return x
 
 
-def _squares_summed(tape: Tape, inlined: set[Var]) -> set[Var]:
-    """The squares written inline into a whole-array sum (``np.sum(h ** 2)``): a loop body
-    (regions.py sets ``dot_sums``) writes that sum as a dot product (``_sum_of_squares``), with no
-    array made."""
-    made = {s.out: s for s in tape.stmts if s.outs}
-    found = set()
-    for stmt in tape.stmts:
-        if stmt.prim.fn is np.sum and len(stmt.args) == 1 and not stmt.params \
-                and stmt.args[0] in inlined:
-            square = made[stmt.args[0]]
-            if square.prim.fn is operator.pow and square.args[1] == Lit(2) or \
-                    square.prim.fn is operator.mul and square.args[0] is square.args[1]:
-                found.add(stmt.args[0])
-    return found
-
 
 def _has_array_lit(key: Any) -> bool:
     parts = key if isinstance(key, tuple) else (key,)
     return any(isinstance(p, Lit) and isinstance(p.value, np.ndarray) for p in parts)
-
-
-def _shared_names(tape: Tape, memory: MemoryPlan) -> dict[Var, Var]:
-    """Values sharing an array share a name when they have none of their own: a temporary takes
-    the name of the next named value of its group in the same block (``h = X @ W1; h += b1;
-    xp.tanh(h, out=h)``), and temporaries after the last named value take the first one's."""
-    block = {o: block_key(s) for s in tape.stmts for o in s.outs}
-    returned = {g for g in tape.grads or [] if isinstance(g, Var)}
-    shared: dict[Var, Var] = {}
-    for group in {id(g): g for g in memory.group.values()}.values():
-        pending: list[Var] = []
-        for m in group.members:
-            if pending and block[pending[0]] != block[m]:
-                shared.update((p, pending[0]) for p in pending[1:])
-                pending = []
-            if tape.hint_of(m) or tape.primal_of(m) is not None or m in returned:
-                shared.update((p, m) for p in pending)
-                pending = []
-            else:
-                pending.append(m)
-        shared.update((p, pending[0]) for p in pending[1:])
-    return shared
-
-
-def _separate_names(tape: Tape, facts: Analysis, namer: Namer, unbound: set[Var]) -> None:
-    """A name holds one value at a time. Where a value is still read after another value takes
-    its name (two parts of one gradient, both named after it; a temporary named after the
-    array it is written into), the earlier value gets a name of its own, together with the
-    in-place updates that write through it (they are written under their operand's name).
-    ``unbound`` values have no assignment of their own (inlined; elements of an unpacked array,
-    bound once by ``x.tolist()``, where two reads of one element share its name)."""
-    updated = {s.first_var: s.out for s in tape.stmts if s.prim.inplace and s.outs}
-    holder: dict[str, Var] = {}
-    for v in facts.defined:             # inputs first, then statement order
-        name = namer.names.get(v)
-        if name is None or v in unbound:
-            continue
-        old = holder.get(name)
-        if old is not None and old is not v and facts.last.get(old, -1) > facts.defined[v]:
-            chain = [old]
-            while chain[0] in facts.producer and facts.producer[chain[0]].prim.inplace \
-                    and namer.names.get(facts.producer[chain[0]].first_var) == name:
-                chain.insert(0, facts.producer[chain[0]].first_var)
-            while chain[-1] in updated and namer.names.get(updated[chain[-1]]) == name:
-                chain.append(updated[chain[-1]])
-            own = namer.fresh(name)
-            for c in chain:
-                namer.names[c] = own
-            holder[own] = old
-        holder[name] = v
-
-
-def _inlinable(tape: Tape, facts: Analysis, floats: set[Var] = frozenset()) -> set[Var]:
-    """Temporaries written inline into their one use in the same block: the same source line,
-    with no statement from another line in between (so code keeps the source's order), and no
-    in-place update between the two that writes memory the temporary reads. A Python float of
-    scalar mode (``floats``) is written inline even where it has a name (a gradient, a source
-    name): a statement of its own costs it a third of an operation."""
-    block: list[int] = []                     # statement index -> its contiguous block
-    current, last_key = 0, None
-    for stmt in tape.stmts:
-        if block_key(stmt) != last_key:
-            current, last_key = current + 1, block_key(stmt)
-        block.append(current)
-    uses, readers = facts.uses, facts.readers
-    outputs = set(facts.outputs) | tape.in_place_targets()
-    named = {i.var for i in tape.inputs}      # values that keep a name (adjoints are d<name>)
-    inline, reads = set(), {}
-    for i, stmt in enumerate(tape.stmts):
-        plain = stmt.prim.nout == 1 and not (stmt.prim.effect or stmt.prim.inplace or stmt.prim.creates)
-        v = stmt.outs[0] if stmt.outs else None
-        user = readers[v][-1] if v in readers else None
-        # (a pass may have rewritten the addition into a one-operand statement: check the arity)
-        partial = uses[v] == 1 and tape.stmts[user].rule == ACCUMULATE \
-            and len(tape.stmts[user].args) == 2 and tape.stmts[user].args[1] is v
-        if not plain or (v not in floats and (tape.hint_of(v) or (tape.primal_of(v) in named
-                                                                  and not partial))) \
-                or v in outputs or uses[v] != 1:
-            named.update(stmt.outs)
-            continue
-        reads[v] = set().union(*(reads.get(u) or {facts.root(u)} for u in stmt.uses()))
-        if block[user] != block[i] or facts.written_between(reads[v], i, user):
-            named.add(v)
-            reads[v] = None
-            continue
-        inline.add(v)
-    return inline

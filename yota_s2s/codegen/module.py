@@ -26,6 +26,7 @@ from ..version import __version__
 from .emit import CONSTRUCTS, Emitter
 from .imports import Imports, plan_imports
 from .lines import fit
+from .plan import Plan
 from .outside import BIND, CHANGED_PRELUDE, FUNCTION_PARAM, bind_function, has_reads, \
     reads_function, unbound_check
 from .regions import region_statements
@@ -185,6 +186,13 @@ def write_functions(tapes: Sequence[Tape], buffers: bool = False,
     return [_function(t, Emitter(t, taken=taken, calls=imports.calls, fast=buffers,
                                  roots=imports.roots, blocked=blocked))
             for t in tapes], imports
+
+
+def function_plans(tapes: Sequence[Tape], buffers: bool = True,
+                   blocked: bool = True) -> list[Plan]:
+    """Each tape's plan (plan.py) as ``write_functions`` writes it: its loop regions' plans are
+    made as the regions are written, so the functions are written too."""
+    return [written.emitter.plan for written in write_functions(tapes, buffers, blocked)[0]]
 
 
 def names_taken(tape: Tape) -> set[str]:

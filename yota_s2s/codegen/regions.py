@@ -49,6 +49,7 @@ from . import buffers
 from .buffers import Group
 from .emit import Emitter
 from .out_forms import result_call
+from .plan import RegionPlan
 from .region_rows import (first_rows, input_product, made_in_rows_once, products_before,
                           products_note, rows_written_once, state_saves, states_in_rows,
                           values_in_rows)
@@ -72,8 +73,10 @@ def region_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
     lines: list[str] = list(lent)
     region.start_carried(sub, step, lines)
     region.start_invariants(sub, lines)
-    region.start_rows(sub, step, lines)
-    lines += region.step_lines(sub, step, blocks, turning)
+    plan = region.plan(sub, step, lent, turning)
+    em.plan.regions.append(plan)
+    lines += region.start_rows(plan)
+    lines += region.step_lines(sub, plan, blocks)
     region.results(sub, lines)
     return [Verbatim(lines)]
 
@@ -254,16 +257,16 @@ class _Region:
                     k in sub.facts.readers or any(k is r for r in self.body.result)):
                 lines.append(f"{names[k]} = {_text(em, operands[k])}")
 
-    def start_rows(self, sub: Emitter, step: _Step, lines: list[str]) -> None:
-        """The first row of each stack saved before the loop (``H[0] = h``), every step's input
-        product made at once (``products_before``), and the values the step makes in a row of
-        a stack, no copy (region_rows.py)."""
-        em, loop, names = self.em, self.loop, sub.names
-        for stack, c, row, _ in step.first:
-            lines.append(f"{names[stack]}[{row}] = {names[c]}")
+    def plan(self, sub: Emitter, step: _Step, lent: list[str],
+             turning: list[tuple[str, str]]) -> RegionPlan:
+        """The region's plan: the step's rewrites (``rewrites``), every step's input product
+        made at once before the loop (``products_before``), and the values the step makes in a
+        row of a stack, no copy (region_rows.py)."""
+        em, loop = self.em, self.loop
         saves = state_saves(em, self.stmt, loop, sub, step.first)
-        for made, before, node, unread in products_before(em, loop, sub, saves):
-            lines += [comment(products_note(made, loop, sub)), unparse(before)]
+        before = []
+        for made, line, node, unread in products_before(em, loop, sub, saves):
+            before.append((made, line))
             step.running[id(made)] = node
             step.dropped |= unread
         for made, node, save in states_in_rows(sub, saves) + \
@@ -273,19 +276,32 @@ class _Region:
                 continue        # planned into memory of its own, or saved in two stacks
             step.running[id(made)] = node
             step.dropped.add(id(save))
+        return RegionPlan(self.stmt, sub.plan, dict(self.keep), frozenset(self.lists),
+                          frozenset(self.sums), frozenset(self.floats), frozenset(self.listed),
+                          dict(self.held), frozenset(self.summed), dict(step.running),
+                          frozenset(step.dropped), dict(step.returned), dict(step.once),
+                          tuple(step.first), tuple(before), tuple(lent), tuple(turning))
 
-    def step_lines(self, sub: Emitter, step: _Step, blocks: list,
-                   turning: list[tuple[str, str]]) -> list[str]:
+    def start_rows(self, plan: RegionPlan) -> list[str]:
+        """The first row of each stack saved before the loop (``H[0] = h``) and every step's
+        input product made at once (``products_before``)."""
+        names = plan.body.names
+        lines = [f"{names[stack]}[{row}] = {names[c]}" for stack, c, row, _ in plan.first]
+        for made, before in plan.before:
+            lines += [comment(products_note(made, self.loop, plan.body)), unparse(before)]
+        return lines
+
+    def step_lines(self, sub: Emitter, plan: RegionPlan, blocks: list) -> list[str]:
         """The ``for`` line and the step: the body's blocks (a statement written another way,
-        ``step.running``, is that one statement instead), then the carried values rebound and
+        ``plan.running``, is that one statement instead), then the carried values rebound and
         the work arrays taken in turn swapped."""
         loop, names = self.loop, sub.names
         steps = f"range({loop.length - 1}, -1, -1)" if loop.reverse else f"range({loop.length})"
         inner: list[str] = []
         previous, shown = None, set()
         for block in blocks:
-            kept = [([step.running[id(source)]] if id(source) in step.running else nodes, source)
-                    for source, nodes in block.parts() if id(source) not in step.dropped]
+            kept = [([plan.running[id(source)]] if id(source) in plan.running else nodes, source)
+                    for source, nodes in block.parts() if id(source) not in plan.dropped]
             if not kept:
                 continue
             block.stmts = [node for nodes, _ in kept for node in nodes]
@@ -297,7 +313,7 @@ class _Region:
         moved = [(a, b) for a, b in zip(ins, outs) if a != b]
         if moved:
             inner.append(f"{', '.join(a for a, _ in moved)} = {', '.join(b for _, b in moved)}")
-        for new, spare in turning:          # the next step's result goes where the last one's was
+        for new, spare in plan.turning:     # the next step's result goes where the last one's was
             inner.append(f"{new}, {spare} = {spare}, {new}")
         return [f"for {identifier(names[loop.index])} in {steps}:"] + \
             [INDENT + line for line in inner or ["pass"]]

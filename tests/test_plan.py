@@ -1,0 +1,197 @@
+"""The codegen plan (codegen/plan.py): plan text in, as tape tests assert tape text.
+
+Each test compiles a small program's gradient and asserts the plan that its module is written
+from (codegen/plan_text.py, ``yota-s2s trace --plan``): a straight-line function in the
+buffered form (inlining, values written in place and into work arrays, returned arrays,
+shared names) and in the plain form (inlining alone), a loop region (a stack in a work array,
+a state made in its row, a running sum and rows assigned once in the returned arrays) and
+scalar mode (a vector read as Python floats, an accumulator written an element at a time).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from yota_s2s import cli
+from yota_s2s.codegen.module import function_plans
+from yota_s2s.codegen.plan_text import plan_text
+from yota_s2s.compiler import gradient_tape
+
+
+def layer(W, b, x):
+    h = np.tanh(x @ W + b)
+    return np.sum(h * h)
+
+
+def rnn(W, h0, xs):
+    h = h0
+    loss = 0.0
+    for t in range(xs.shape[0]):
+        h = np.tanh(W @ h + xs[t])
+        loss = loss + np.sum(h)
+    return loss
+
+
+def poly(x):
+    return x[0] * x[1] + x[2] * x[0]
+
+
+def planned(f, *args, buffers: bool = True) -> str:
+    _, tape = gradient_tape(f, args, device="cpu" if buffers else None, review=not buffers)
+    return plan_text(function_plans([tape], buffers=buffers)[0])
+
+
+LAYER = """\
+plan layer (buffered)
+  inline t5
+  inline t6
+  memory h: matmul in buf1
+  memory h: ufunc over h in buf1
+  memory h: ufunc over h in buf1
+  memory t3: ufunc in buf2
+  memory layer: allocated by its call
+  memory dh: ufunc over h in buf1
+  memory t4: ufunc over t3 in buf2
+  memory dt2: ufunc over dh in buf1
+  memory db: reduce in returned gradient (1, ())
+  memory dx: matmul in returned gradient (2, ())
+  memory dW: matmul in returned gradient (0, ())
+  work array buf1 float64(4, 2): h h h dh dt2
+  work array buf2 float64(4, 2): t3 t4
+  work array buf3 float64(): t3.sum()
+  name t1 -> h
+  name t2 -> h
+"""
+
+LAYER_PLAIN = """\
+plan layer (plain)
+  inline t1
+  inline t2
+  inline t4
+  inline t5
+  inline t6
+"""
+
+
+def test_a_straight_line_function() -> None:
+    args = np.ones((3, 2)), np.ones(2), np.ones((4, 3))
+    assert planned(layer, *args) == LAYER
+    assert planned(layer, *args, buffers=False) == LAYER_PLAIN
+
+
+RNN = """\
+plan rnn (buffered)
+  memory dW: made in returned gradient (0, ())
+  memory dxs: made in returned gradient (2, ())
+  work array buf1 float64(21, 3): H
+  work array buf2 float64(): h.sum()
+  work array buf3 float64(3,): t7
+  work array buf4 float64(3, 3): dW_part1
+  deliver dh0 -> gradient (1, ())
+  region h, loss, H = loop (20 steps)
+    keep W
+    keep xs
+    stack H in buf1
+    first row H[0] = h
+    left out H = setitem_ H t h
+    written h = xp.tanh(t1, out=t1)
+    left out H = setitem_ H t5 h
+    plan rnn (body)
+      inline t2
+      inline t4
+      inline t5
+      memory H: made in the carried array H
+      memory H: made in the carried array H
+      memory t1: matmul in row H[t + 1]
+      memory t1: ufunc over t1 in row H[t + 1]
+      memory t4: allocated by its call
+      memory loss: allocated by its call
+      memory t5: allocated by its call
+      memory H: made in the carried array H
+      name t3 -> t1
+  region dh0, dW, dxs = reversed loop (20 steps)
+    keep W
+    keep H
+    summed dW_part1
+    returned dW = _result(out, 0, (3, 3))
+    returned dxs = _result(out, 2, (20, 3))
+    rows once dxs
+    written dW += dW_part1
+    written dxs[t] = dt3
+    plan rnn (body)
+      inline t6
+      inline t9
+      memory dh: made in the carried array dh
+      memory dxs: made in the carried array dxs
+      memory t6: allocated by its call
+      memory dh: ufunc over dh in the carried array dh
+      memory t7: ufunc in buf3
+      memory t7: ufunc over t7 in buf3
+      memory dt3: ufunc over dh in the carried array dh
+      memory dW_part1: ufunc in buf4
+      memory dh: allocated by its call
+      memory dxs: made in the carried array dxs
+      work array buf3 float64(3,): t7 t7
+      work array buf4 float64(3, 3): dW_part1
+      name t8 -> t7
+"""
+
+
+def test_a_loop_region_with_a_stack_and_running_sums() -> None:
+    """The forward loop saves each state in its row of the stack ``H`` (a work array): the
+    first row before the loop, each step's state made in its row (the save left out); the
+    backward loop adds ``dW += dW_part1`` in the returned array and assigns each row of ``dxs``
+    once. Each region's body has a plan of its own."""
+    assert planned(rnn, np.ones((3, 3)), np.ones(3), np.ones((20, 3))) == RNN
+
+
+POLY = """\
+plan poly (buffered)
+  inline t3
+  inline t5
+  inline dt1
+  float x0
+  float x1
+  float t3
+  float x2
+  float t5
+  float poly
+  float dt1
+  unpack x: x0 x1 x2
+  element x0 = x[0]
+  element x1 = x[1]
+  element x2 = x[2]
+  accumulator dx: dx dx dx dx (once, together); made at dx
+  memory t3: allocated by its call
+  memory t5: allocated by its call
+  memory poly: allocated by its call
+  memory dt1: allocated by its call
+  deliver dx -> gradient (0, ())
+"""
+
+
+def test_scalar_mode() -> None:
+    assert planned(poly, np.ones(3)) == POLY
+
+
+MODEL = '''\
+import numpy as np
+
+
+def layer(W, b, x):
+    h = np.tanh(x @ W + b)
+    return np.sum(h * h)
+'''
+
+
+def test_trace_prints_the_plan(tmp_path, monkeypatch, capsys) -> None:
+    """``yota-s2s trace --plan``: the buffered form's plan; with ``--after`` (a stage of the
+    plain form's passes) it is refused."""
+    (tmp_path / "model.py").write_text(MODEL)
+    monkeypatch.chdir(tmp_path)
+    command = ["trace", "model.py", "--func", "layer", "--arg", "W=float64[3,2]",
+               "--arg", "b=float64[2]", "--arg", "x=float64[4,3]", "--plan", "--color", "never"]
+    assert cli.main(command) == cli.OK
+    assert capsys.readouterr().out == LAYER + "\n"
+    assert cli.main(command + ["--after", "bodies"]) == cli.USAGE
+    assert "--plan prints the plan of the finished buffered form" in capsys.readouterr().err
