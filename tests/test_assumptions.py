@@ -154,6 +154,69 @@ def test_a_list_a_dict_and_an_array_on_a_class_changed_in_place_are_seen(make):
             T.W[0] = 1.0
 
 
+def _local_class(f):
+    """The class whose data ``f`` reads: made by a factory, or closed over."""
+    return type(m.NET) if f is m.local_class_data else \
+        f.__closure__[f.__code__.co_freevars.index("Table")].cell_contents
+
+
+@WAYS
+@pytest.mark.parametrize("f", [m.local_class_data, m.local_class_closure],
+                         ids=["object", "closure"])
+def test_data_on_a_class_defined_inside_a_function_changed_in_place_is_seen(make, f):
+    """A class made by a factory (read through a global object) or defined in the traced
+    function's enclosing function (read through its closure cell): its array, list and dict
+    are read where they are (``world.NET.__class__.W``, the cell's ``.W``); before, they were
+    compiled in, and changed in place, both simplegrad forms and ys.grad returned the old
+    value and gradient."""
+    T = _local_class(f)
+    with restored(T.scales, 0), restored(T.table, "a"):
+        try:
+            df = make(f, W3)
+            T.scales[0], T.table["a"], T.W[0] = 4.0, -2.0, 5.0
+            expect(df, f, W3)
+        finally:
+            T.W[0] = 1.0
+
+
+def test_data_on_a_local_class_reached_only_through_an_argument_is_guarded_by_value():
+    """``net.W`` of an argument whose class was defined inside a function: the generated code
+    reaches the class nowhere, so its data is compiled in and compared with a copy at each
+    call: simplegrad's function raises GuardError naming it, ys.grad compiles again (before,
+    both returned the old value and gradient); a large array there is refused."""
+    net = m.make_net()
+    T = type(net)
+
+    def loss(x):
+        return m.local_class_argument(x, net)
+    for buffers in (True, False):
+        df = ys.simplegrad(m.local_class_argument, W3, net, buffers=buffers)
+        assert np.isclose(df(W3, net)[0], loss(W3))
+        T.W[0] = 5.0
+        with pytest.raises(ys.GuardError, match=r"make_net.<locals>.Net.W \(a float64\[3\] array "
+                                                r"on a class the code cannot reach\)"):
+            df(W3, net)
+        T.W[0] = 1.0
+        df(W3, net)
+        T.scales[0] = 4.0
+        with pytest.raises(ys.GuardError, match=r"Net.scales \(a list on a class the code"):
+            df(W3, net)
+        T.scales[0] = 0.5
+    ys.grad(m.local_class_argument, W3, net)
+    try:
+        T.W[1], T.table["a"] = -1.0, 3.0
+        value, g = ys.grad(m.local_class_argument, W3, net)        # compiled again
+        assert np.isclose(value, loss(W3), rtol=1e-12)
+        np.testing.assert_allclose(g[0], numeric(loss, W3), rtol=1e-6, atol=1e-7)
+    finally:
+        T.W[1], T.table["a"] = 2.0, 1.5
+    big = m.make_net(100)
+    with pytest.raises(ys.StaticValueError, match=r"Net.W \(a float64\[100\] array on a class "
+                                                  r"the code cannot reach\) is read by the "
+                                                  r"function: .* too large"):
+        ys.simplegrad(m.local_class_argument, np.ones(100), big)
+
+
 @WAYS
 def test_the_array_field_of_a_global_namedtuple_is_read_at_run_time(make):
     """``PAIR.W`` of a global namedtuple: compiling refused it ('Pair.W is a _tuplegetter, a

@@ -83,6 +83,49 @@ def class_data(x):
     return TABLES.loss(x)
 
 
+def make_net(n=3):
+    """A factory that defines a class and returns an instance: the class cannot be reached
+    by name (``make_net.<locals>.Net``); its data is on the class."""
+    class Net:
+        W = np.linspace(1.0, 3.0, n)
+        scales = [0.5, 2.0]
+        table = {"a": 1.5}
+
+        def loss(self, x):
+            return np.sum(x ** 2) * self.scales[0] + np.sum(x) * self.table["a"] \
+                + np.sum(np.sin(x) * self.W)
+    return Net()
+
+
+NET = make_net()
+
+
+def local_class_data(x):
+    """Reaches ``Net``'s data through the global object: ``world.NET.__class__.W``."""
+    return NET.loss(x)
+
+
+def local_class_argument(x, net):
+    """Reaches ``Net``'s data only through an argument: guarded by value."""
+    return net.loss(x)
+
+
+def make_objective():
+    """A class statement in the traced function's enclosing function."""
+    class Table:
+        W = np.array([1.0, 2.0, 3.0])
+        scales = [0.5, 2.0]
+        table = {"a": 1.5}
+
+    def objective(x):
+        return np.sum(x ** 2) * Table.scales[0] + np.sum(x) * Table.table["a"] \
+            + np.sum(np.sin(x) * Table.W)
+    return objective
+
+
+local_class_closure = make_objective()
+
+
 Pair = collections.namedtuple("Pair", "W s")
 PAIR = Pair(np.array([1.0, 2.0, 3.0]), 0.5)
 

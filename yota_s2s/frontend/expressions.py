@@ -313,7 +313,7 @@ class ExpressionsMixin:
         if isinstance(obj, type):           # Model.W: data on a class can change in place
             owner, _ = static_lookup(obj, name)
             if owner is not None:
-                return class_data(self, owner, name, value, node)
+                return class_data(self, owner, name, value, node, obj)
         return value
 
     def visit_Subscript(self, node: gast.Subscript) -> Any:

@@ -134,6 +134,7 @@ class OutsideReads:
         self.ev = ev
         self.reads: dict[tuple, Any] = {}
         self.functions: dict[int, tuple] = {}       # id(function) -> where it was found
+        self.classes: dict[int, tuple] = {}         # id(class) -> where it was found
         self.held: list[Any] = []                   # keeps the ids above valid
         self.copies: dict[int, Any] = {}            # id(generator) -> the copy that traces
         self.uses_function = False                  # the code reads the function's closure
@@ -147,6 +148,10 @@ class OutsideReads:
 
     def where_function(self, fn: Any) -> tuple | None:
         return self.functions.get(id(fn))
+
+    def where_class(self, cls: type) -> tuple | None:
+        """Where the code can reach ``cls`` (a global, a closure cell), if it was read there."""
+        return self.classes.get(id(cls))
 
     def cells(self, fn: types.FunctionType) -> tuple | None:
         """``fn.__closure__`` as ``OutsideCell``s, where the code can reach ``fn``; else None."""
@@ -166,6 +171,11 @@ class OutsideReads:
             self.function_found(value, where)
             return value
         reachable = where is not None and where[0] is not None
+        if isinstance(value, type):
+            if reachable and id(value) not in self.classes:
+                self.classes[id(value)] = where         # its data is read from there
+                self.held.append(value)
+            return value
         if is_data(value):
             if not reachable:
                 return self._unreachable(value, where, node, name)
@@ -243,7 +253,8 @@ class OutsideReads:
                     for k, v in value.keywords.items()}
         return functools.partial(func, *args, **keywords)
 
-    def _contents(self, value: Any, node: Any, name: str | None) -> None:
+    def _contents(self, value: Any, node: Any, name: str | None,
+                  there: str = "in a closure the code cannot reach") -> None:
         """A list or dict where the generated code cannot reach it (the closure of a function
         passed in as an argument): compiled in, and its contents guarded by value, compared
         with a copy at each call (by ``ys.grad``'s cache and ``simplegrad``'s function)."""
@@ -254,13 +265,11 @@ class OutsideReads:
             same = False
         if not same:        # no copy compares equal: nothing to guard it by
             raise StaticValueError(
-                f"{name or 'a container'} (a {type(value).__name__}) is read from the closure of "
-                "a function that the generated code cannot reach, and its contents cannot be "
-                "compared with a copy", self.ev.loc(node),
-                "Make it (or the function holding it) a module global, or pass it in.")
+                f"{name or 'a container'} (a {type(value).__name__} {there}) is read by the "
+                "function, and its contents cannot be compared with a copy", self.ev.loc(node),
+                "Make it (or the function or class holding it) a module global, or pass it in.")
         self.ev.depends.read(value, "<contents>", snapshot, kind="contents", equal=True,
-                             shown=f"{name or 'a container'} (a {type(value).__name__} in a "
-                                   "closure the code cannot reach)")
+                             shown=f"{name or 'a container'} (a {type(value).__name__} {there})")
 
     def _lazy(self, value: list | dict, where: tuple, node: Any) -> list | dict:
         """A list or dict without arrays, read from outside: its length (keys) checked at each
@@ -320,8 +329,30 @@ class OutsideReads:
         self.reads[key] = var
         return var
 
+    def compiled_in(self, value: Any, node: Any, name: str, there: str) -> Any:
+        """Data found where the generated code cannot reach it (``there``: on a class defined
+        inside a function that only an argument leads to): a small array, a list or a dict
+        is compiled in and guarded by value, compared with a copy at each call (``_contents``,
+        ``_unreachable``); numbers, strings and tuples of them are static as they are (their
+        place is guarded by identity)."""
+        if is_data(value):
+            return self._unreachable(value, None, node, name, there)
+        if is_generator(value):
+            return GeneratorRef(value, None)
+        if type(value) in (list, dict) or (type(value) is tuple and _holds_mutable(value)):
+            if _holds_data(value, [0]):
+                raise StaticValueError(
+                    f"{name} (a {type(value).__name__} of arrays {there}) is read by the "
+                    "function; the generated code can neither read it when it runs nor compare "
+                    "it with a copy", self.ev.loc(node),
+                    "Define the class at module level (or read it through a global or a "
+                    "closure variable), or pass the data in as an argument.")
+            self._contents(value, node, name, there)
+        return value
+
     def _unreachable(self, value: np.ndarray, where: tuple | None, node: Any,
-                     name: str | None = None) -> Any:
+                     name: str | None = None,
+                     there: str = "in a closure the code cannot reach") -> Any:
         """An array where the generated code cannot reach it (the closure of a function passed
         in as an argument, a module not importable by name): a small one is written into the
         code, and its contents guarded by value like a list there (``_contents``): compared
@@ -329,8 +360,7 @@ class OutsideReads:
         if value.size <= MAX_LITERAL_SIZE:
             snapshot = value.copy()
             snapshot.flags.writeable = False
-            shown = f"{name or 'an array'} (a {value.dtype}{list(value.shape)} array in a " \
-                    "closure the code cannot reach)"
+            shown = f"{name or 'an array'} (a {value.dtype}{list(value.shape)} array {there})"
             self.ev.depends.read(value, "<contents>", snapshot, kind="contents", equal=True,
                                  shown=shown)
             return value
@@ -341,6 +371,13 @@ class OutsideReads:
                 "under its __name__)", self.ev.loc(node),
                 "Import the module normally, or register it (sys.modules[name] = module) before "
                 "compiling; or pass the array in as an argument.")
+        if there != "in a closure the code cannot reach":
+            raise StaticValueError(
+                f"{name} (a {value.dtype}{list(value.shape)} array {there}) is read by the "
+                "function: the generated code cannot read it when it runs, and it is too large "
+                "to compile in and compare with a copy at each call", self.ev.loc(node),
+                "Define the class at module level (or read it through a global or a closure "
+                "variable), or pass the array in as an argument.")
         raise StaticValueError(
             f"a {value.dtype}{list(value.shape)} array is read from the closure of a function "
             "that the generated code cannot reach (it came from neither a global nor a "

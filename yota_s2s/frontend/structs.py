@@ -120,26 +120,62 @@ def class_attribute(ev: Any, sv: StructValue | Any, name: str, node: gast.AST) -
         raise UnsupportedSyntax(f"{cls.__name__}.{name} is a {type(attr).__name__}, a descriptor "
                                 "the compiler cannot run", ev.loc(node),
                                 "Use a plain method or a property.")
-    return class_data(ev, owner, name, attr, node)
+    return class_data(ev, owner, name, attr, node, sv)
 
 
-def class_data(ev: Any, owner: type, name: str, attr: Any, node: gast.AST) -> Any:
+def class_data(ev: Any, owner: type, name: str, attr: Any, node: gast.AST,
+               through: Any = None) -> Any:
     """Data on a class: a number is static (the class attribute is guarded by identity); an
-    array, list or dict can change in place, so where the class is reachable by its name
-    from its module (``model.Model``) it is read where it is, like a global's
-    (``model.Model.W``; a list's floats at run time, its length and ints checked)."""
+    array, list or dict can change in place, so it is read where it is, like a global's (a
+    list's floats at run time, its length and ints checked), from the first place the code
+    can reach: the class by its name from its module (``model.Model.W``), the global or
+    closure cell the source read the class from (a class made by a factory), or else the
+    place of ``through``, the class or object the source read the attribute from, where it
+    finds it too (``model.net.__class__.W`` for an object read from a global). Data on a
+    class the code reaches nowhere (one defined inside a function, met only as an argument's
+    class) is compiled in and guarded by value, compared with a copy at each call
+    (``OutsideReads.compiled_in``)."""
     if library_class(owner) or callable(attr) or isinstance(attr, type):
         return attr
-    module = sys.modules.get(owner.__module__)
+    where = _class_place(ev, owner)
+    if where is None and through is not None:
+        via = _class_place(ev, through) if isinstance(through, type) else \
+            instance_class_place(ev, through)
+        where = via
+    if where is None:
+        return ev.outside.compiled_in(attr, node, f"{owner.__qualname__}.{name}",
+                                      "on a class the code cannot reach")
+    root, path = where          # (no variable name: shown by its path, Table.W not "W")
+    return ev.outside.wrap(attr, (root, path + (("attr", name),)), node)
+
+
+def _class_place(ev: Any, cls: type) -> tuple | None:
+    """Where the generated code reaches ``cls``: by its name from its module, or where the
+    source read it (a global, a closure cell); None if nowhere."""
+    module = sys.modules.get(cls.__module__)
     root = module_root(module.__dict__) if module is not None else None
-    parts = owner.__qualname__.split(".")
+    parts = cls.__qualname__.split(".")
     found = module
     for part in parts:
         found = getattr(found, part, None)
-    if root is None or found is not owner:
-        return attr
-    path = tuple(("attr", part) for part in parts) + (("attr", name),)
-    return ev.outside.wrap(attr, (root, path), node, name)
+    if root is not None and found is cls:
+        return root, tuple(("attr", part) for part in parts)
+    return ev.outside.where_class(cls)
+
+
+def instance_class_place(ev: Any, sv: Any) -> tuple | None:
+    """Where the code reaches the class of ``sv``: its own place (``_class_place``), else
+    ``obj.__class__`` of an object read from a global or a closure (whose identity is
+    guarded), for an object whose ``__class__`` is its type's."""
+    if not isinstance(sv, StructValue):
+        return None
+    place = _class_place(ev, sv.cls)
+    if place is not None or sv.obj is None or sv.argnum is not None or sv.path[0] is None:
+        return place
+    if static_lookup(sv.cls, "__class__")[0] is not object or type(sv.obj) is not sv.cls:
+        return None
+    root, path = sv.path
+    return root, path + (("attr", "__class__"),)
 
 
 def _is_method(attr: Any) -> bool:
