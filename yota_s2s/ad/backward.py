@@ -31,10 +31,11 @@ def backward(tape: Tape, ev: Evaluator, wrt: set[int] | None = None) -> Tape:
         if result in sweep.active:
             sweep.full[result] = _one(result.aval)
             if result.aval.shape != ():      # an array of one element, taken as a scalar
-                ev.loc_override, ev.rule_text = tape.loc, "the result's own gradient"
                 dtype = {} if result.aval.dtype == np.float64 else {"dtype": result.aval.dtype}
-                sweep.full[result] = sweep.emit(ev.rules.lookup(np.ones),
-                                                [Lit(result.aval.shape)], dtype, grad_of=result)
+                with ev.at(tape.loc, "the result's own gradient"):
+                    sweep.full[result] = sweep.emit(ev.rules.lookup(np.ones),
+                                                    [Lit(result.aval.shape)], dtype,
+                                                    grad_of=result)
             sweep.find_cancellations()
             sweep.sweep_all(tape.stmts)
         grads = [to_tree(sweep.final_grad(i.var)) if d else None

@@ -126,12 +126,13 @@ class _ForwardSweep:
         ev, prim = self.ev, stmt.prim
         parts: list[Any] = []
         if prim.linear:
-            ev.rule_text = f"{TANGENT}{prim.name}: linear, itself applied to the tangents"
-            parts.append(self._apply(stmt, lambda k, atom: True))
+            with ev.at(rule=f"{TANGENT}{prim.name}: linear, itself applied to the tangents"):
+                parts.append(self._apply(stmt, lambda k, atom: True))
         elif prim.multilinear:          # x @ x: each position in turn, not each value
-            ev.rule_text = f"{TANGENT}{prim.name}: multilinear, one operand's tangent at a time"
-            for position in [k for k, a in enumerate(_atoms(stmt.args)) if a in self.tangent]:
-                parts.append(self._apply(stmt, lambda k, atom, p=position: k == p))
+            with ev.at(rule=f"{TANGENT}{prim.name}: multilinear, one operand's tangent at a "
+                            "time"):
+                for position in [k for k, a in enumerate(_atoms(stmt.args)) if a in self.tangent]:
+                    parts.append(self._apply(stmt, lambda k, atom, p=position: k == p))
         else:
             for name, tree in zip(prim.operands, stmt.args):
                 name = name.lstrip("*")
@@ -153,8 +154,8 @@ class _ForwardSweep:
                 if total is None:
                     total = piece
                 else:
-                    self.ev.rule_text = f"{TANGENT}{ACCUMULATE}"
-                    total = self.emit(operator.add, [total, piece], {})
+                    with self.ev.at(rule=f"{TANGENT}{ACCUMULATE}"):
+                        total = self.emit(operator.add, [total, piece], {})
             if total is None or not out.aval.is_float:
                 continue
             if not isinstance(total, Var):

@@ -135,19 +135,20 @@ class _Region:
                     sub.full[o] = self.cot[c]
         with ev.collect() as self.back:
             sub.sweep_all(sub.home)         # (a region in the body keeps its place)
-            ev.loc_override = self.stmt.loc
-            self.cot_out = self._cotangents_out()
-            self.acc_in, self.acc_out = self._accumulators()
+            with ev.at(self.stmt.loc):
+                self.cot_out = self._cotangents_out()
+                self.acc_in, self.acc_out = self._accumulators()
 
     def _cotangents_out(self) -> dict[Var, Any]:
         """The cotangent of each carried value as the step begins: what the step hands on."""
         sub, ev = self.sub, self.ev
         cot_out: dict[Var, Any] = {}
         for c in self.cot:
-            ev.rule_text = "the cotangent of the value carried into the step"
-            g = sub.adjoint(c)
-            g = sub.fit(g, c.aval) if g is not None else sub.emit(
-                self.rules.lookup(np.zeros), [Lit(c.aval.shape)], _dtype(c.aval), grad_of=c)
+            with ev.at(rule="the cotangent of the value carried into the step"):
+                g = sub.adjoint(c)
+                g = sub.fit(g, c.aval) if g is not None else sub.emit(
+                    self.rules.lookup(np.zeros), [Lit(c.aval.shape)], _dtype(c.aval),
+                    grad_of=c)
             cot_out[c] = g
         return cot_out
 
@@ -157,6 +158,7 @@ class _Region:
         sub, ev, rules = self.sub, self.ev, self.rules
         acc_in: dict[Var, Var] = {}
         acc_out: dict[Var, Any] = {}
+        loc = ev.loc_override       # a sum's line: that of the last row added before it
         for k in self.loop.invariants:
             parts, total = sub.scatter.pop(k, []), sub.full.pop(k, None)
             if not parts and total is None:
@@ -164,13 +166,14 @@ class _Region:
             acc_in[k] = buf = Var(k.aval, grad_of=k)
             ev.values[buf] = _zeros(k.aval)
             for key, dy, s in parts:
-                ev.loc_override, ev.rule_text = s.loc, "getitem a: da[key] += dy"
-                buf = sub.emit(rules.lookup(index_add), [buf, key, sub.fit(dy, s.out.aval)], {},
-                               grad_of=k)
+                loc = s.loc
+                with ev.at(loc, "getitem a: da[key] += dy"):
+                    buf = sub.emit(rules.lookup(index_add), [buf, key, sub.fit(dy, s.out.aval)],
+                                   {}, grad_of=k)
             if total is not None:
-                ev.rule_text = ACCUMULATE
-                buf = sub.emit(rules.lookup(operator.add), [buf, sub.fit(total, k.aval)], {},
-                               grad_of=k)
+                with ev.at(loc, ACCUMULATE):
+                    buf = sub.emit(rules.lookup(operator.add), [buf, sub.fit(total, k.aval)],
+                                   {}, grad_of=k)
             acc_out[k] = buf
         return acc_in, acc_out
 
@@ -471,8 +474,9 @@ class _Region:
             for k, g in zip(accs, grads):
                 if outer[k] in sweep.active:
                     if ds is not None:
-                        ev.rule_text = "the loop's adjoint at ds = 1.0, scaled by ds"
-                        g = sweep.emit(rules.lookup(operator.mul), [ds, g], {}, grad_of=outer[k])
+                        with ev.at(rule="the loop's adjoint at ds = 1.0, scaled by ds"):
+                            g = sweep.emit(rules.lookup(operator.mul), [ds, g], {},
+                                           grad_of=outer[k])
                     sweep.accumulate(outer[k], sweep.fit(g, outer[k].aval))
         return True
 

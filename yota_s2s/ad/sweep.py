@@ -137,21 +137,27 @@ class Sweep:
                 raise NoRuleError(f"{stmt.prim.name} has no derivative rule for its operand {name!r}",
                                   stmt.loc, f'Add ys.diffrule(<function>, "{name}", "<expr in y, dy, ...>") '
                                   f"or mark the operand ys.nodiff(<function>, \"{name}\").")
-            self.ev.rule_text = str(rule)
-            if rule.scatter and _selects_all(stmt.args[1]):
-                self.accumulate(targets[0], self.emit(self.rules.lookup(np.reshape),
-                                                      [dys[0], Lit(targets[0].aval.shape)], {}))
-                continue
-            if rule.scatter:
-                self.scatter.setdefault(targets[0], []).append((stmt.args[1], dys[0], stmt))
-                continue
-            start = len(self.ev.stmts)
-            grads = self.instantiate(rule, stmt, dys)
-            for atom, g in align(tree, grads, stmt, name):
-                if isinstance(atom, Var) and atom in self.active and g is not None:
-                    g, known = self.masked(g, zeros, dys[0], start)
-                    fitted = self.fit(g, atom.aval)
-                    self.accumulate(atom, fitted, _zeros_for(known, g, fitted, atom))
+            with self.ev.at(rule=str(rule)):
+                self._apply(rule, stmt, tree, name, targets, dys, zeros)
+
+    def _apply(self, rule: Rule, stmt: Stmt, tree: Any, name: str, targets: list, dys: list,
+               zeros: Zeros) -> None:
+        """The gradient of one operand (``name``: ``tree``) from its ``rule``, added to each
+        of its atoms' adjoints; a scatter rule's (``x[key]``) is kept for the buffer."""
+        if rule.scatter and _selects_all(stmt.args[1]):
+            self.accumulate(targets[0], self.emit(self.rules.lookup(np.reshape),
+                                                  [dys[0], Lit(targets[0].aval.shape)], {}))
+            return
+        if rule.scatter:
+            self.scatter.setdefault(targets[0], []).append((stmt.args[1], dys[0], stmt))
+            return
+        start = len(self.ev.stmts)
+        grads = self.instantiate(rule, stmt, dys)
+        for atom, g in align(tree, grads, stmt, name):
+            if isinstance(atom, Var) and atom in self.active and g is not None:
+                g, known = self.masked(g, zeros, dys[0], start)
+                fitted = self.fit(g, atom.aval)
+                self.accumulate(atom, fitted, _zeros_for(known, g, fitted, atom))
 
     # -- exact zeros: a branch that np.where (a mask, clip) did not select -----------------
 
@@ -184,11 +190,11 @@ class Sweep:
         new = self.ev.stmts[start:]
         own = _selection(g, new)
         if zeros and not _scales(g, dy, new):
-            self.ev.rule_text = "the gradient of a branch that np.where (a mask, clip) did " \
-                                "not select is 0"
-            for cond, when in zeros:
-                args = [cond, Lit(0.0), g] if when else [cond, g, Lit(0.0)]
-                g = self.emit(self.rules.lookup(np.where), args, {})
+            with self.ev.at(rule="the gradient of a branch that np.where (a mask, clip) did "
+                                 "not select is 0"):
+                for cond, when in zeros:
+                    args = [cond, Lit(0.0), g] if when else [cond, g, Lit(0.0)]
+                    g = self.emit(self.rules.lookup(np.where), args, {})
         return g, zeros + tuple(z for z in own if not _among(z, zeros))
 
     def instantiate(self, rule: Rule, stmt: Stmt, dys: list, extra: dict | None = None) -> Any:
@@ -200,17 +206,17 @@ class Sweep:
         env["y"] = stmt.outs[0] if prim.nout == 1 else tuple(stmt.outs)
         env["dy"] = dys[0] if prim.nout == 1 else tuple(dys)
         env.update(extra or {})
-        ev.rule_text = str(rule)
         check_options(rule, dict(stmt.params), stmt.loc)
         env = bind(rule, env, dict(stmt.params))
         ev.rule_domain = rule.domain
         try:
-            if rule.expr is None:
-                return ev.inline(rule.fn, [], env, None)
-            frame = Frame(None, rule.globals, {}, None)
-            frame.locals.update(env)
-            with ev.in_frame(frame):
-                return ev.expr(rule.expr)
+            with ev.at(rule=str(rule)):
+                if rule.expr is None:
+                    return ev.inline(rule.fn, [], env, None)
+                frame = Frame(None, rule.globals, {}, None)
+                frame.locals.update(env)
+                with ev.in_frame(frame):
+                    return ev.expr(rule.expr)
         finally:
             ev.rule_domain = None
 
@@ -225,8 +231,9 @@ class Sweep:
             if kept:
                 self.zeros[var] = kept
         if var in self.full:
-            self.ev.rule_text = ACCUMULATE
-            g = self.emit(self.rules.lookup(operator.add), [self.full[var], g], {}, grad_of=var)
+            with self.ev.at(rule=ACCUMULATE):
+                g = self.emit(self.rules.lookup(operator.add), [self.full[var], g], {},
+                              grad_of=var)
         self.full[var] = g
 
     def adjoint(self, var: Var) -> Any:
@@ -245,24 +252,25 @@ class Sweep:
         """The contributions of ``parts`` added into a buffer of zeros, ``da[key] += dy``,
         and the buffer added to ``total``."""
         dtype = {} if var.aval.dtype == np.float64 else {"dtype": var.aval.dtype}
-        self.ev.rule_text = "getitem a: da = zeros(a.shape), then da[key] += dy for each key"
-        buf = self.emit(self.rules.lookup(np.zeros), [Lit(var.aval.shape)], dtype, grad_of=var)
-        for key, dy, stmt in self._elements(var, parts):
-            self.ev.loc_override, self.ev.rule_text = stmt.loc, "getitem a: da[key] += dy"
-            buf = self.emit(self.rules.lookup(index_add), [buf, key, dy], {}, grad_of=var)
-        self.ev.rule_text = ACCUMULATE
+        with self.ev.at(rule="getitem a: da = zeros(a.shape), then da[key] += dy for each key"):
+            buf = self.emit(self.rules.lookup(np.zeros), [Lit(var.aval.shape)], dtype,
+                            grad_of=var)
+        elements = self._elements(var, parts)
+        for key, dy, stmt in elements:
+            with self.ev.at(stmt.loc, "getitem a: da[key] += dy"):
+                buf = self.emit(self.rules.lookup(index_add), [buf, key, dy], {}, grad_of=var)
         if total is None:
             return buf
-        return self.emit(self.rules.lookup(operator.add), [total, buf], {}, grad_of=var)
+        with self.ev.at(elements[-1][2].loc, ACCUMULATE):
+            return self.emit(self.rules.lookup(operator.add), [total, buf], {}, grad_of=var)
 
     def _add_rows(self, var: Var, total: Var, parts: list) -> Var:
         """The contributions of parts read by basic keys (``x[t]``, ``x[1:]``: no element
         twice) added into the rows of ``var``'s gradient itself, ``dx[t] = dx[t] + dy``, where
         it is already an array of ``var``'s shape: in a loop over the rows of an array, a
         step's cost is that of a row, not of a zero array of the whole shape."""
-        with self.ev.at(self.ev.loc_override):
-            for key, dy, stmt in self._elements(var, parts):
-                self.ev.loc_override, self.ev.rule_text = stmt.loc, "getitem a: da[key] += dy"
+        for key, dy, stmt in self._elements(var, parts):
+            with self.ev.at(stmt.loc, "getitem a: da[key] += dy"):
                 row = self.emit(self.rules.lookup(operator.getitem), [total, key], {})
                 row = self.emit(self.rules.lookup(operator.add), [row, dy], {})
                 total = self.emit(self.rules.lookup(setitem), [total, key, row], {}, grad_of=var)
@@ -285,9 +293,9 @@ class Sweep:
         for group in grouped.values():
             key, total, stmt = group[0]
             for _, dy, part in group[1:]:
-                self.ev.loc_override, self.ev.rule_text = part.loc, ACCUMULATE
-                total = self.emit(self.rules.lookup(operator.add), [total, dy], {},
-                                  grad_of=stmt.out)
+                with self.ev.at(part.loc, ACCUMULATE):
+                    total = self.emit(self.rules.lookup(operator.add), [total, dy], {},
+                                      grad_of=stmt.out)
             elements.append((key, total, stmt))
         return elements
 
@@ -300,11 +308,11 @@ class Sweep:
                     return 0.0
                 return self.emit(self.rules.lookup(np.zeros), [Lit(var.aval.shape)], dtype,
                                  grad_of=var)
-            self.ev.rule_text = "fit the gradient to the argument"
-            g = self.fit(g, var.aval)
-            if var.aval.weak and isinstance(g, Var) and not g.aval.weak:
-                python = complex if var.aval.dtype.kind == "c" else float
-                g = self.emit(self.rules.lookup(python), [g], {}, grad_of=var)
+            with self.ev.at(rule="fit the gradient to the argument"):
+                g = self.fit(g, var.aval)
+                if var.aval.weak and isinstance(g, Var) and not g.aval.weak:
+                    python = complex if var.aval.dtype.kind == "c" else float
+                    g = self.emit(self.rules.lookup(python), [g], {}, grad_of=var)
             return g
 
     def fit(self, g: Any, target: Aval) -> Any:
