@@ -13,6 +13,7 @@ the test), and the list ends empty.
 from __future__ import annotations
 
 import ast
+import importlib.util
 import re
 from pathlib import Path
 
@@ -250,3 +251,32 @@ def test_the_checks_find_a_circle_and_an_upward_import(tmp_path):
     assert owner == {"pkg": "top", "pkg.top": "top", "pkg.low": "low", "pkg.low.a": "low",
                      "pkg.low.b": "low"}
     assert upward(graph, owner, allowed) == [("pkg.low.b", "pkg.top")]
+
+
+# -- sizes: a module a reader can hold in mind -----------------------------------------------
+
+def _sizes():
+    spec = importlib.util.spec_from_file_location("sizes", ROOT / "tools" / "sizes.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_no_module_over_600_lines_and_no_function_over_80():
+    """tools/sizes.py's limits (issue 31): split a module or function that grows past them
+    into parts that each do one job, not into helpers that only move lines."""
+    sizes = _sizes()
+    modules = [m for m in sizes.module_sizes(PACKAGE) if m[0] > sizes.MODULE_LIMIT]
+    functions = [f for f in sizes.function_sizes(PACKAGE) if f[0] > sizes.FUNCTION_LIMIT]
+    assert (modules, functions) == ([], [])
+
+
+def test_the_sizes_are_counted_in_lines_from_def_to_the_last_line(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "m.py").write_text("class A:\n    def f(self):\n        def g():\n            pass\n"
+                              "        return g\n\n\ndef h():\n    return 1\n")
+    sizes = _sizes()
+    assert sizes.module_sizes(pkg) == [(9, "pkg/m.py")]
+    assert sizes.function_sizes(pkg) == [(4, "pkg/m.py:2 A.f"), (2, "pkg/m.py:3 A.f.g"),
+                                         (2, "pkg/m.py:8 h")]
