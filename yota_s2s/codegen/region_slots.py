@@ -57,10 +57,10 @@ def in_array_after(em, o: Var, at: int) -> tuple[list[Var], int]:
 
 def body_slots(em, stmt: Stmt, sub) -> tuple[list[ast.stmt], list[tuple[str, str]]]:
     """The work arrays of a body's plan are the function's too (``_slot``). Returns the
-    statements that make those lent by returned arrays, before the loop, and the pairs of names of the
-    slots that hold a step's result (buffers.py ``turn``): two work arrays, held to the end
-    of the function (the loop's result is in one of them), swapped at the end of each step,
-    or, for a gradient the function returns as the loop leaves it, a work array and the
+    statements that make those lent by returned arrays, before the loop, and the pairs of
+    names of the slots that hold a step's result (buffers.py ``turn``): two work arrays, held
+    to the end of the function (the loop's result is in one of them), swapped at the end of
+    each step, or, for a gradient the function returns as the loop leaves it, a work array and the
     returned array (``_result``), in the order that has the last step write the returned one::
 
         f_new, f_spare = buf3, buf4

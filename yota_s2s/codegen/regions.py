@@ -32,7 +32,10 @@ is made), else the step ends by rebinding it.
 
 ``region_statements`` writes a region in named steps (``_Region``); the buffered form's
 decisions live beside it: region_slots.py (work arrays), region_rows.py (values made in rows)
-and region_scalars.py (scalar mode in a body). emit.py finds this writer in ``CONSTRUCTS``.
+and region_scalars.py (scalar mode in a body); they make the region's plan (plan.py
+``RegionPlan``), which the writing steps read. The region is written as statements: what the
+loop starts from, an ``ast.For`` holding the step's blocks with their comments, and the
+results. emit.py finds this writer in ``CONSTRUCTS``, by the type of the region's ``Loop``.
 """
 from __future__ import annotations
 

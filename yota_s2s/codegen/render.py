@@ -99,11 +99,12 @@ _BLOCK_FIELDS: dict[type, tuple[str, ...]] = {
 
 @dataclass
 class Loop:
-    """A cache-blocked chain (blocks.py) as written: ``before`` the loop, the ``for`` line and
-    the two lines that make a block's slice, the chain's blocks (one per source line) inside,
-    ``after`` it."""
+    """A cache-blocked chain (blocks.py) as written: ``before`` the loop, the comments above
+    it (``notes``), the ``for`` loop with the two statements that make a block's slice, the
+    chain's blocks (one per source line) to write inside it after those, ``after`` it."""
     before: list[ast.stmt]
-    head: list[str]
+    notes: list[ast.stmt]            # Comment
+    loop: ast.For
     inner: list                      # Block, each with its comment
     after: list[ast.stmt]
 
