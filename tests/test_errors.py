@@ -153,7 +153,7 @@ def loss_and_aux(x):
     return np.sum(x ** 2), x
 
 
-def test_a_loss_returned_with_auxiliary_values_says_what_is_supported():
+def test_a_loss_returned_with_auxiliary_values_names_has_aux():
     line = loss_and_aux.__code__.co_firstlineno
     for compile_it in (ys.simplegrad, ys.grad):
         with pytest.raises(ys.YotaError) as info:
@@ -163,9 +163,11 @@ def test_a_loss_returned_with_auxiliary_values_says_what_is_supported():
             "(a float64 scalar, an array of float64[3]); gradients need one scalar float result, "
             "the loss",
             "    def loss_and_aux(x):",
-            "Return the loss alone. For the gradients of a non-scalar result use ys.vjp or "
-            "ys.jacobian; returning other values beside the loss (JAX's has_aux) is not "
-            "supported yet."]
+            "Return the loss alone, or return loss, aux and pass has_aux=True to get aux back "
+            "beside the gradients (as in JAX). For the gradients of a non-scalar result use "
+            "ys.vjp or ys.jacobian."]
+    (value, aux), dx = ys.simplegrad(loss_and_aux, np.ones(3), has_aux=True)(np.ones(3))
+    assert value == 3.0 and np.array_equal(aux, np.ones(3)) and np.array_equal(dx, 2 * np.ones(3))
 
 
 def list_norm(x):

@@ -177,9 +177,13 @@ def test_declared_jvprule_is_used() -> None:
     np.testing.assert_allclose(tangent, [0.0, 2.0, 4.0])
 
 
-def test_a_tuple_result_is_refused() -> None:
-    with pytest.raises(YotaError, match="forward mode"):
-        compile_jvp(lambda x: (x, x), (np.ones(2),))
+def test_a_tuple_result_has_a_tuple_tangent_and_a_bool_result_is_refused() -> None:
+    value, tangent = compile_jvp(lambda x: (x, x * 3.0), (np.ones(2),)).fn(np.ones(2),
+                                                                           np.arange(2.0))
+    np.testing.assert_allclose(tangent[0], [0.0, 1.0])
+    np.testing.assert_allclose(tangent[1], [0.0, 3.0])
+    with pytest.raises(YotaError, match="forward mode needs float arrays or scalars"):
+        compile_jvp(lambda x: x > 0, (np.ones(2),))
 
 
 def doubled(x):

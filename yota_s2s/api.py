@@ -1,4 +1,5 @@
-"""The public entry points: ``simplegrad``, ``grad``, ``update``, ``trace``, ``source``.
+"""The public entry points: ``simplegrad``, ``grad``, ``update``, ``trace``, ``source``
+(the vector products, ``vjp``, ``jvp`` and ``linearize``, are in products.py).
 
 ``simplegrad(f, *args)`` compiles once for the example arguments and returns a plain function
 from an importable generated module: ``val, *grads = df(*args)``. ``grad(f, *args)`` compiles on
@@ -23,9 +24,10 @@ import numpy as np
 
 from .cache import BUILT, CACHE, Variant, arg_key, function_guard, function_key, world_guard
 from .errors import ArgumentMismatch, GuardError, UsageError, YotaError
-from .ir.tape import Tape
+from .ir.structure import rebuild
+from .ir.tape import Tape, tree_map
 from .marks import entry_point
-from .nested import gradient_inline, vjp_inline
+from .nested import gradient_inline
 from .objects import host, param_names, unbind
 from .results import GradResult
 from .rules.registry import RULES, RuleSet
@@ -44,12 +46,6 @@ def compile_grad(f: Callable, args: tuple, **options: Any) -> Any:
     return compile_grad(f, args, **options)
 
 
-def compile_jvp(f: Callable, args: tuple, tangents: tuple | None, **options: Any) -> Any:
-    """``compiler.compile_jvp``: a forward-mode module for ``f`` on ``args``."""
-    from .compiler import compile_jvp
-    return compile_jvp(f, args, tangents, **options)
-
-
 def compile_forward_module(f: Callable, args: tuple, **options: Any) -> Any:
     """``compiler.compile_forward``: a forward-only module for ``f`` on ``args``."""
     from .compiler import compile_forward
@@ -65,7 +61,8 @@ def parse_function(fn: Callable) -> Any:
 @entry_point
 def simplegrad(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path | None = None,
                module_name: str | None = None, rules: RuleSet = RULES,
-               wrt: Any = None, buffers: bool = True, **kwargs: Any) -> Callable:
+               wrt: Any = None, buffers: bool = True, has_aux: bool = False,
+               **kwargs: Any) -> Callable:
     """Compile the gradient of ``f`` for arguments like ``args``.
 
     Returns ``df`` with ``df(*args) == (f(*args), d0, d1, ...)``: one gradient per argument,
@@ -76,19 +73,21 @@ def simplegrad(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path
     that has the module's directory (``out_dir`` or the cache) on its path. ``wrt`` limits the
     gradients computed, as in ``grad`` (a position, a parameter name, or a list, tuple or set
     of them); the others come back as None. ``buffers=False`` writes the plain form (no work
-    arrays, no scalar mode; docs/performance.md). Other keyword arguments are ``f``'s, as in
-    ``grad``; ``df`` takes them by name too.
+    arrays, no scalar mode; docs/performance.md). ``has_aux=True``: ``f`` returns ``(loss,
+    aux)``, aux any tuple, list, dict, namedtuple or dataclass of arrays and numbers computed
+    beside the loss; only the loss is differentiated and ``df(*args) == ((loss, aux), d0, d1,
+    ...)``. Other keyword arguments are ``f``'s, as in ``grad``; ``df`` takes them by name too.
     """
     if isinstance(f, functools.partial):
         spread = Spread(f, args)
         df = simplegrad(f.func, *spread.arguments(args), device=device, out_dir=out_dir,
                         module_name=module_name, rules=rules, wrt=spread.user_wrt(wrt),
-                        buffers=buffers, **kwargs)
+                        buffers=buffers, has_aux=has_aux, **kwargs)
         return spread.wrap(df)
     if kwargs:
         args = with_keywords(f, args, kwargs)
     return simplegrad_compiled(f, args, device=device, out_dir=out_dir, module_name=module_name,
-                               rules=rules, wrt=wrt, buffers=buffers)[0]
+                               rules=rules, wrt=wrt, buffers=buffers, has_aux=has_aux)[0]
 
 
 def simplegrad_compiled(f: Callable, args: tuple, wrt: Any = None, **options: Any
@@ -99,7 +98,7 @@ def simplegrad_compiled(f: Callable, args: tuple, wrt: Any = None, **options: An
     positions = wrt_positions(fn, full, wrt, offset=int(bound is not None))
     compiled = compile_grad(f, _host(args), wrt=None if positions is None else set(positions),
                             **options)
-    return _user_function(compiled, f), compiled
+    return _structured(_user_function(compiled, f), compiled), compiled
 
 
 class Spread:
@@ -179,7 +178,30 @@ def compile_forward(f: Callable, *args: Any, device: str = "cpu",
     gradient module."""
     compiled = compile_forward_module(f, _host(args), device=device, out_dir=out_dir,
                                       module_name=module_name, rules=rules, buffers=buffers)
-    return _user_function(compiled, f)
+    return _structured(_user_function(compiled, f), compiled, whole=True)
+
+
+def _structured(fn: Callable, compiled: Any, whole: bool = False) -> Callable:
+    """``fn``, returning ``f``'s value with its structure (a dict, a dataclass: the module
+    returns nested tuples, ir/structure.py): its whole result (``whole``), else its first item
+    (a gradient's value: ``(value, *grads)``). ``fn`` itself where there is nothing to rebuild."""
+    structure = compiled.forward.structure
+    if structure is None or structure.plain:
+        return fn
+
+    @functools.wraps(fn)
+    def structured(*args: Any, **kwargs: Any) -> Any:
+        out = fn(*args, **kwargs)
+        if whole:
+            return rebuild(structure, out)
+        return (rebuild(structure, out[0]), *out[1:])
+    return structured
+
+
+def _value_of(compiled: Any, value: Any) -> Any:
+    """A module's value as ``f`` returned it (``_structured``)."""
+    structure = compiled.forward.structure
+    return value if structure is None or structure.plain else rebuild(structure, value)
 
 
 def _user_function(compiled: Any, f: Callable) -> Callable:
@@ -241,7 +263,7 @@ def _pinned(fn: Callable, pinned: Callable | None, name: str) -> Callable:
 
 @entry_point
 def grad(f: Callable, *args: Any, wrt: Any = None, device: str = "cpu",
-         rules: RuleSet = RULES, **kwargs: Any) -> tuple[Any, GradResult]:
+         rules: RuleSet = RULES, has_aux: bool = False, **kwargs: Any) -> tuple[Any, GradResult]:
     """``(f(*args), GradResult)``, compiled once per static signature and cached.
 
     ``wrt`` limits the gradients computed: an argument's position or parameter name, or a
@@ -251,12 +273,15 @@ def grad(f: Callable, *args: Any, wrt: Any = None, device: str = "cpu",
     gradients are ``g.self``. ``device="cuda"`` generates cupy code. Other keyword arguments
     are ``f``'s (``grad(f, x, scale=2.0)``): each is passed in its parameter's place, static or
     traced like a positional one (parameters skipped before it take their defaults), and
-    ``g["scale"]`` is its gradient; a keyword-only parameter is refused.
+    ``g["scale"]`` is its gradient; a keyword-only parameter is refused. ``has_aux=True``:
+    ``f`` returns ``(loss, aux)`` (aux: arrays and numbers in any tuple, list, dict, namedtuple
+    or dataclass), only the loss is differentiated, and the value is the pair:
+    ``(loss, aux), g = grad(f, ...)``.
     """
     if isinstance(f, functools.partial):
         spread = Spread(f, args)
         value, grads = grad(f.func, *spread.arguments(args), device=device, rules=rules,
-                            wrt=spread.user_wrt(wrt), **kwargs)
+                            wrt=spread.user_wrt(wrt), has_aux=has_aux, **kwargs)
         return value, GradResult(spread.grads(grads), grads._variant)
     if kwargs:
         args = with_keywords(f, args, kwargs)
@@ -271,36 +296,39 @@ def grad(f: Callable, *args: Any, wrt: Any = None, device: str = "cpu",
     ints = frozenset(i for i, a in enumerate(args) if type(a) is int)
     dynamic = _dynamic_ints.get(code, ints) & ints
     try:
-        variant, out = _cached(fn, args, wrt, device, rules, offset, dynamic)
+        variant, out = _cached(fn, args, wrt, device, rules, offset, dynamic, has_aux)
     except YotaError as e:
         if not dynamic or isinstance(e, UsageError):
             raise
         _dynamic_ints[code] = frozenset()     # the code needs the ints' values: static
-        variant, out = _cached(fn, args, wrt, device, rules, offset, frozenset())
+        variant, out = _cached(fn, args, wrt, device, rules, offset, frozenset(), has_aux)
     if dynamic and code not in _dynamic_ints:
         _dynamic_ints[code] = dynamic
-    return out[0], GradResult(out[1:], variant, offset)
+    return _value_of(variant.compiled, out[0]), GradResult(out[1:], variant, offset)
 
 
 @entry_point
 def gradient(f: Callable, argnum: int | str | tuple = 0, *, device: str = "cpu",
-             rules: RuleSet = RULES) -> Callable:
+             rules: RuleSet = RULES, has_aux: bool = False) -> Callable:
     """autograd's ``grad(f)``: a reusable function ``g(*args)`` that returns the gradient of
     ``f`` with respect to argument ``argnum`` (a position or a parameter name; a tuple gives a
     tuple of gradients). Each call goes through ``grad``'s per-signature cache: compiled on the
-    first call with a new signature, found again after that."""
-    return _gradient_factory(f, argnum, device, rules, with_value=False)
+    first call with a new signature, found again after that. ``has_aux=True``: ``f`` returns
+    ``(loss, aux)`` and ``g(*args) == (gradient, aux)``, as JAX's ``grad``."""
+    return _gradient_factory(f, argnum, device, rules, with_value=False, has_aux=has_aux)
 
 
 @entry_point
 def value_and_grad(f: Callable, argnum: int | str | tuple = 0, *, device: str = "cpu",
-                   rules: RuleSet = RULES) -> Callable:
-    """Like ``gradient``, with the value too: ``g(*args) == (f(*args), gradient)``."""
-    return _gradient_factory(f, argnum, device, rules, with_value=True)
+                   rules: RuleSet = RULES, has_aux: bool = False) -> Callable:
+    """Like ``gradient``, with the value too: ``g(*args) == (f(*args), gradient)``;
+    ``has_aux=True``: ``f`` returns ``(loss, aux)`` and ``g(*args) == ((loss, aux), gradient)``,
+    as JAX's ``value_and_grad``."""
+    return _gradient_factory(f, argnum, device, rules, with_value=True, has_aux=has_aux)
 
 
 def _gradient_factory(f: Callable, argnum: Any, device: str, rules: RuleSet,
-                      with_value: bool) -> Callable:
+                      with_value: bool, has_aux: bool = False) -> Callable:
     if isinstance(argnum, (set, frozenset)):
         raise UsageError(f"argnum={argnum!r} is a set, which has no order; the gradients come "
                          "back in argnum's order", hint=f"Give a tuple: argnum={tuple(argnum)!r}.")
@@ -310,15 +338,17 @@ def _gradient_factory(f: Callable, argnum: Any, device: str, rules: RuleSet,
     def g(*args: Any, **kwargs: Any) -> Any:
         if kwargs:
             args = with_keywords(f, args, kwargs)
-        value, grads = grad(f, *args, wrt=argnum, device=device, rules=rules)
+        value, grads = grad(f, *args, wrt=argnum, device=device, rules=rules, has_aux=has_aux)
         picked = _picked(f, args, grads, argnum)
-        return (value, picked) if with_value else picked
+        if with_value:
+            return value, picked
+        return (picked, value[1]) if has_aux else picked
     # no functools.wraps: its __wrapped__ would make the frontend trace f in place of g (a
     # nested ys.gradient(ys.gradient(f)) silently gave the first derivative)
     g.__name__ = g.__qualname__ = f"grad_{getattr(f, '__name__', 'f')}"
     g.__doc__ = getattr(f, "__doc__", None)
     g.__yota_gradient__ = True          # the frontend inlines __yota_inline__'s function instead
-    g.__yota_inline__ = gradient_inline(f, argnum, with_value, device, rules, grad)
+    g.__yota_inline__ = gradient_inline(f, argnum, with_value, device, rules, grad, has_aux)
     return g
 
 
@@ -332,127 +362,6 @@ def _picked(f: Callable, args: tuple, grads: GradResult, argnum: Any) -> Any:
         names = param_names(fn, len(args) + (bound is not None))
         return grads[names.index(argnum) - (bound is not None)]
     return grads[argnum]
-
-
-@entry_point
-def vjp(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path | None = None,
-        module_name: str | None = None, rules: RuleSet = RULES,
-        buffers: bool = True) -> Callable:
-    """Vector-Jacobian products of ``f``, whose result is a float array like ``f(*args)``.
-
-    Returns ``vf`` with ``vf(*args, cotangent) == (f(*args), c0, c1, ...)``, where ``ci`` is
-    the gradient of ``sum(f(*args) * cotangent)`` with respect to argument ``i`` (None where
-    there is none); ``cotangent`` has the shape and dtype of ``f``'s result. The code is one
-    generated module, compiled once for arguments like ``args`` (``f`` is called once here to
-    learn its result's shape): the gradient of ``np.sum(f(*args) * cotangent)``, whose
-    gradient with respect to ``cotangent`` is ``f``'s value. ``buffers=False`` writes the plain
-    form. ``ys.source(vf)`` shows it.
-    """
-    return vjp_compiled(f, args, device=device, out_dir=out_dir, module_name=module_name,
-                        rules=rules, buffers=buffers)[0]
-
-
-def vjp_compiled(f: Callable, args: tuple, **options: Any) -> tuple[Callable, Any]:
-    """``vjp``'s function and the ``Compiled`` it comes from."""
-    cotangent = _example_cotangent(f, args)
-    objective = _vjp_objective(f)
-    names = param_names(unbind(f)[0], len(args)) if not unbind(f)[1] else ()
-    if len(names) == len(args):
-        last = "cotangent"
-        while last in names:
-            last += "_"
-        objective.__yota_params__ = (*names, last)
-    name = f"{getattr(f, '__name__', '')}_vjp"
-    if name.isidentifier():
-        objective.__yota_name__ = name
-    df, compiled = simplegrad_compiled(objective, (*args, cotangent), **options)
-
-    @functools.wraps(df)
-    def vf(*args_and_cotangent: Any) -> tuple:
-        value, *grads = df(*args_and_cotangent)
-        return (grads[-1], *grads[:-1])
-    del vf.__wrapped__                  # the frontend must not trace df in place of vf
-    vf.__yota_gradient__ = True
-    vf.__yota_inline__ = vjp_inline(df)
-    return vf, compiled
-
-
-def _vjp_objective(f: Callable) -> Callable:
-    def vjp(*args):
-        value = f(*args[:-1])
-        return np.sum(value * args[-1])
-    return vjp
-
-
-def _example_cotangent(f: Callable, args: tuple) -> Any:
-    """A cotangent like ``f``'s result: ones of its shape and dtype, 1.0 for a Python float."""
-    out = f(*args)
-    if type(out) is float:
-        return 1.0
-    if not (hasattr(out, "shape") and hasattr(out, "dtype")) or out.dtype.kind != "f":
-        raise YotaError(f"{getattr(f, '__name__', f)} returns {type(out).__name__}"
-                        f"{' of ' + str(out.dtype) if hasattr(out, 'dtype') else ''}; "
-                        "vector-Jacobian products need a real float array or float",
-                        hint="Return a float array (or use ys.grad for a scalar result).")
-    return np.ones(np.shape(out), out.dtype)
-
-
-def has_tangent(value: Any) -> bool:
-    """A float or complex array or number (ints, strings, None and other static values have no
-    tangent)."""
-    if isinstance(value, (np.ndarray, np.generic)):
-        return value.dtype.kind in "fc"
-    return isinstance(value, (float, complex))
-
-
-@entry_point
-def jvpfunction(f: Callable, *args: Any, tangents: tuple | None = None, device: str = "cpu",
-                out_dir: str | Path | None = None, module_name: str | None = None,
-                rules: RuleSet = RULES, buffers: bool = True) -> Callable:
-    """Compile forward mode for ``f`` on arguments like ``args``: returns ``jf`` with
-    ``jf(*args, *tangents) == (f(*args), J @ tangents)``, one tangent per float argument (in
-    order; ints and static arguments have none), in a generated module (``ys.source(jf)``)
-    whose ``# -- tangent --`` section computes ``dot_h`` for each ``h``. ``tangents``: example
-    tangents to trace with (ones by default; only their shapes matter)."""
-    return jvpfunction_compiled(f, args, tangents, device=device, out_dir=out_dir,
-                                module_name=module_name, rules=rules, buffers=buffers)[0]
-
-
-def jvpfunction_compiled(f: Callable, args: tuple, tangents: tuple | None = None,
-                         **options: Any) -> tuple[Callable, Any]:
-    """``jvpfunction``'s function and the ``Compiled`` it comes from."""
-    compiled = compile_jvp(f, _host(args), tangents, **options)
-    return _user_function(compiled, f), compiled
-
-
-_jvp_cache: dict[Any, Callable] = {}
-
-
-@entry_point
-def jvp(f: Callable, primals: tuple, tangents: tuple, *, rules: RuleSet = RULES) -> tuple:
-    """JAX's ``jvp``: ``(f(*primals), J @ tangents)``, the tangent of ``f``'s result along
-    ``tangents`` (one per primal, like it; None for ints and static arguments). Compiled once
-    per function and argument signature (``jvpfunction``) and found again after that."""
-    primals, tangents = tuple(primals), tuple(tangents)
-    if len(primals) != len(tangents):
-        raise YotaError(f"jvp: {len(primals)} primals but {len(tangents)} tangents",
-                        hint="Give one tangent per primal (None for an int or static one).")
-    key = (function_key(f), rules, rules.version, *(arg_key(a) for a in primals))
-    jf = _jvp_cache.get(key)
-    if jf is None:
-        jf = _jvp_cache[key] = jvpfunction(f, *primals, rules=rules)
-    return jf(*primals, *[tangent_like(p, t) for p, t in zip(primals, tangents) if has_tangent(p)])
-
-
-def tangent_like(primal: Any, tangent: Any) -> Any:
-    """A tangent as the generated code checks it: of its primal's kind, shape and dtype."""
-    if tangent is None:
-        tangent = np.zeros_like(primal)
-    if isinstance(primal, np.ndarray):
-        return np.asarray(tangent, primal.dtype)
-    if isinstance(primal, np.generic):
-        return primal.dtype.type(np.reshape(tangent, ()))
-    return type(primal)(np.reshape(tangent, ()))
 
 
 @entry_point
@@ -473,15 +382,18 @@ _dynamic_ints: dict[Any, frozenset[int]] = {}
 
 
 def _cached(fn: Callable, args: tuple, wrt: Any, device: str, rules: RuleSet, offset: int,
-            dynamic: frozenset[int]) -> tuple["Variant", Any]:
+            dynamic: frozenset[int], has_aux: bool = False) -> tuple["Variant", Any]:
     keys = [("int at run time",) if i in dynamic else arg_key(a) for i, a in enumerate(args)]
     key = (function_key(fn), rules, rules.version, wrt, device, *keys)
+    if has_aux:
+        key += ("has_aux",)
 
     def compile_now():
         if not dynamic:
             _note_static_ints(fn, args, offset)
         return compile_grad(fn, _host(args), rules=rules, device=device,
-                            wrt=_argnums(fn, args, wrt, offset), dynamic=dynamic)
+                            wrt=_argnums(fn, args, wrt, offset), dynamic=dynamic,
+                            has_aux=has_aux)
     return CACHE.call(key, args, compile_now, fn, closure_of=fn)
 
 
@@ -549,9 +461,8 @@ def trace(f: Callable, *args: Any, rules: RuleSet = RULES) -> tuple[Any, Tape]:
     """``(f(*args), tape)``: the value on these arguments and the SSA tape that computes it."""
     from .frontend import trace_function
     tape, ev = trace_function(f, _host(args), rules)
-    result = tape.result
-    value = ev.concrete(result) if not isinstance(result, tuple) else tuple(ev.concrete(r) for r in result)
-    return value, tape
+    value = tree_map(ev.concrete, tape.result)
+    return (value if tape.structure.plain else rebuild(tape.structure, value)), tape
 
 
 def source(df: Callable) -> str:

@@ -2,6 +2,7 @@
 
     trace (frontend) -> backward -> optimize (passes) -> write (codegen) -> load
     trace (frontend) -> forward  -> optimize (passes) -> write (codegen) -> load   (jvp)
+    trace (frontend) -> forward  -> optimize (passes) -> split (ad/linearize) -> write x 2
 
 With ``check=True`` the verifier runs after every stage (the trace, the sweep, and each stage
 of ``passes.STAGES`` that changes the tape) and an error names the stage (the tests do this).
@@ -17,6 +18,7 @@ from typing import Any, Callable, Sequence
 
 from .ad.backward import backward
 from .ad.forward import forward as forward_sweep
+from .ad.linearize import split
 from .codegen import function_name, load, module_name_for, write_module
 from .codegen.outside import reads_function
 from .codegen.module import names_taken
@@ -50,14 +52,16 @@ class Compiled:
 
 def gradient_tape(f: Any, args: Sequence[Any], rules: RuleSet = RULES, wrt: set[int] | None = None,
                   check: bool = False, passes: bool = True, review: bool = False,
-                  device: str | None = None, after: str | None = None) -> tuple[Tape, Tape]:
+                  device: str | None = None, after: str | None = None,
+                  has_aux: bool = False) -> tuple[Tape, Tape]:
     """(forward tape, optimized gradient tape) for ``f`` on ``args``; ``review``: optimized
     for the review form (the plain form, ``buffers=False``: passes.REVIEW_PIPELINE);
     ``device``: the buffered form's tape for that device, as ``compile_grad`` makes it
     (passes.lower on "cpu"; None: not lowered, a tape the plain form can be written from);
     ``after``: the tape after that stage of the passes (``passes.STAGE_NAMES``)."""
     forward, tape, _ = _gradient(f, args, rules, wrt, check, passes, review=review,
-                                 device=None if review else device, after=after)
+                                 device=None if review else device, after=after,
+                                 has_aux=has_aux)
     return forward, tape
 
 
@@ -78,21 +82,22 @@ def few_collections():
 
 def _gradient(f: Any, args: Sequence[Any], rules: RuleSet, wrt: set[int] | None, check: bool,
               passes: bool, dynamic: frozenset[int] = frozenset(), review: bool = False,
-              device: str | None = None, after: str | None = None
+              device: str | None = None, after: str | None = None, has_aux: bool = False
               ) -> tuple[Tape, Tape, Assumptions]:
     """``gradient_tape``, and what the trace assumed beyond the tape (for ``ys.grad``'s cache)."""
     with few_collections():
-        return _stages(f, args, rules, wrt, check, passes, dynamic, review, device, after)
+        return _stages(f, args, rules, wrt, check, passes, dynamic, review, device, after,
+                       has_aux)
 
 
 def _stages(f: Any, args: Sequence[Any], rules: RuleSet, wrt: set[int] | None, check: bool,
             passes: bool, dynamic: frozenset[int], review: bool, device: str | None = None,
-            after: str | None = None) -> tuple[Tape, Tape, Assumptions]:
+            after: str | None = None, has_aux: bool = False) -> tuple[Tape, Tape, Assumptions]:
     forward, ev = trace_function(f, args, rules, dynamic=dynamic)
     assumes = ev.assumes
     if check:
         verified(forward, "trace")
-    return forward, _optimized(backward(forward, ev, wrt), rules, check, passes, review,
+    return forward, _optimized(backward(forward, ev, wrt, has_aux), rules, check, passes, review,
                                device, after, made_by="backward"), assumes
 
 
@@ -115,11 +120,13 @@ def compile_grad(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES,
                  wrt: set[int] | None = None, device: str = "cpu",
                  out_dir: str | Path | None = None, module_name: str | None = None,
                  regenerate: str | None = None, check: bool = False,
-                 buffers: bool = True, dynamic: frozenset[int] = frozenset()) -> Compiled:
+                 buffers: bool = True, dynamic: frozenset[int] = frozenset(),
+                 has_aux: bool = False) -> Compiled:
     if device not in DEVICES:
         raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
     forward, tape, assumes = _gradient(f, args, rules, wrt, check, passes=True, dynamic=dynamic,
-                                       review=not buffers, device=device if buffers else None)
+                                       review=not buffers, device=device if buffers else None,
+                                       has_aux=has_aux)
     return _written(forward, tape, device, out_dir, module_name, regenerate, buffers, assumes)
 
 
@@ -183,31 +190,60 @@ class PlainForm:
 
 
 def jvp_tape(f: Any, args: Sequence[Any], tangents: Sequence[Any] | None = None,
-             rules: RuleSet = RULES, check: bool = False, passes: bool = True) -> tuple[Tape, Tape]:
+             rules: RuleSet = RULES, check: bool = False, passes: bool = True,
+             has_aux: bool = False) -> tuple[Tape, Tape]:
     """(forward tape, optimized tape that also computes the tangent) for ``f`` on ``args``,
     the tangents' example values ``tangents`` (ones where None)."""
-    forward, tape, _ = _jvp_stages(f, args, tangents, rules, check, passes)
+    forward, tape, _ = _jvp_stages(f, args, tangents, rules, check, passes, has_aux)
     return forward, tape
 
 
 def _jvp_stages(f: Any, args: Sequence[Any], tangents: Sequence[Any] | None, rules: RuleSet,
-                check: bool, passes: bool) -> tuple[Tape, Tape, Assumptions]:
+                check: bool, passes: bool, has_aux: bool = False
+                ) -> tuple[Tape, Tape, Assumptions]:
     # (forward mode has no JVP of a loop region yet: its loops are unrolled)
     forward, ev = trace_function(f, args, rules, regions=False)
     assumes = ev.assumes
     if check:
         verified(forward, "trace")
-    tape = forward_sweep(forward, ev, list(tangents or [None] * len(args)))
+    tape = forward_sweep(forward, ev, list(tangents or [None] * len(args)), has_aux)
     return forward, _optimized(tape, rules, check, passes, made_by="forward"), assumes
 
 
 def compile_jvp(f: Any, args: Sequence[Any], tangents: Sequence[Any] | None = None, *,
                 rules: RuleSet = RULES, device: str = "cpu", out_dir: str | Path | None = None,
                 module_name: str | None = None, check: bool = False,
-                buffers: bool = True) -> Compiled:
+                buffers: bool = True, has_aux: bool = False) -> Compiled:
     """The forward-mode module of ``f``: ``f_jvp(*args, *tangents) == (f(*args), J @ t)``,
-    one tangent argument per argument with float values (ad/forward.py)."""
+    one tangent argument per argument with float values (ad/forward.py); ``has_aux``: ``f``
+    returns ``(out, aux)``, and ``t`` is the tangent of ``out``."""
     if device not in DEVICES:
         raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
-    forward, tape, assumes = _jvp_stages(f, args, tangents, rules, check, passes=True)
+    forward, tape, assumes = _jvp_stages(f, args, tangents, rules, check, passes=True,
+                                         has_aux=has_aux)
     return _written(forward, tape, device, out_dir, module_name, None, buffers, assumes)
+
+
+def compile_linearize(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES,
+                      device: str = "cpu", out_dir: str | Path | None = None,
+                      check: bool = False, buffers: bool = True, has_aux: bool = False
+                      ) -> tuple[Compiled, Compiled] | None:
+    """``ys.linearize``'s two modules (ad/linearize.py): the forward, ``f_linearize(*args) ==
+    (f(*args), residuals)``, and the tangent map, ``f_tangent(*residuals, *tangents) == J @
+    tangents``; None where the JVP tape cannot be cut (a tangent statement writes into a value
+    of the forward)."""
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
+    forward, tape, assumes = _jvp_stages(f, args, None, rules, check, passes=True,
+                                         has_aux=has_aux)
+    halves = split(tape, len(forward.params))
+    if halves is None:
+        return None
+    written = []
+    for half in (halves.forward, halves.tangent):
+        if check:
+            verified(half, "linearize")
+        half = assign_names(half, names_taken(half))
+        written.append(_written(forward, half, device, out_dir, None, None, buffers,
+                                assumes if half is halves.forward else None))
+    return written[0], written[1]

@@ -17,13 +17,15 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .api import (has_tangent, jvpfunction, jvpfunction_compiled, simplegrad, simplegrad_compiled,
-                  tangent_like, vjp_compiled)
+from .api import simplegrad, simplegrad_compiled
 from .cache import BUILT, arg_key, function_key
 from .errors import YotaError
 from .gradcheck import differentiable
+from .ir.structure import Structure, flatten, nested, of_value, rebuild
 from .marks import entry_point
 from .nested import position_inline
+from .products import (example_cotangents, has_tangent, jvpfunction, jvpfunction_compiled,
+                       tangent_like, vjp_compiled)
 from .objects import param_names, unbind
 from .rules.registry import RULES, RuleSet
 from .rules.stop import stop_gradient
@@ -219,7 +221,9 @@ def jacobian(f: Callable, *args: Any, argnum: int = 0, mode: str = "rev",
     ``f(*args).shape + args[argnum].shape``. ``mode="rev"``: one vector-Jacobian product per
     element of the result (rows of the generated ``vjp`` function), for small results;
     ``mode="fwd"``: one Jacobian-vector product per element of the argument (columns of the
-    generated ``jvp`` function), for small arguments."""
+    generated ``jvp`` function), for small arguments. A result with structure (a tuple, list,
+    dict, namedtuple or dataclass of float arrays) gives the same structure of Jacobians, one
+    per array: ``jacobian(f, x)["loss"]`` of shape ``f(x)["loss"].shape + x.shape``."""
     k = one_position(f, args, argnum, "jacobian")
     x = args[k]
     if not isinstance(x, (np.ndarray, float, np.floating)):
@@ -230,6 +234,9 @@ def jacobian(f: Callable, *args: Any, argnum: int = 0, mode: str = "rev",
     out = f(*args)
     key = ("jacobian", mode, k, buffers, function_key(f), rules, rules.version,
            *(arg_key(a) for a in args))
+    structure = of_value(out)
+    if structure.kind != "leaf":
+        return _structured_jacobian(f, args, k, x, mode, structure, key, rules, buffers)
     if mode == "fwd":
         jf = BUILT.get(key, args,
                        lambda: jvpfunction_compiled(f, args, rules=rules, buffers=buffers))
@@ -251,3 +258,41 @@ def jacobian(f: Callable, *args: Any, argnum: int = 0, mode: str = "rev",
         cotangent.flat[i] = 1
         rows.append(vf(*args, cotangent)[1 + k])
     return np.reshape(np.array(rows), out.shape + np.shape(x))
+
+
+def _structured_jacobian(f: Callable, args: tuple, k: int, x: Any, mode: str,
+                         structure: Structure, key: tuple, rules: RuleSet, buffers: bool) -> Any:
+    """``jacobian`` of a result with structure: the Jacobian of each leaf, in that structure
+    (rows of the structured ``vjp``, one leaf's element at a time, or columns of the ``jvp``,
+    whose tangent has the structure)."""
+    leaves = flatten(f(*args), structure)
+    shapes = [np.shape(leaf) for leaf in leaves]
+    if mode == "fwd":
+        jf = BUILT.get(key, args,
+                       lambda: jvpfunction_compiled(f, args, rules=rules, buffers=buffers))
+        zeros = [tangent_like(a, None) if has_tangent(a) else None for a in args]
+        columns: list[list] = [[] for _ in leaves]
+        for i in range(np.size(x)):
+            tangent = np.zeros(np.shape(x), np.result_type(x))
+            tangent.flat[i] = 1
+            tangents = [*zeros[:k], tangent_like(x, tangent), *zeros[k + 1:]]
+            dout = jf(*args, *[t for t in tangents if t is not None])[1]
+            for column, t in zip(columns, flatten(dout, structure)):
+                column.append(np.reshape(t, -1))
+        jacobians = [np.reshape(np.stack(c, axis=-1) if c else np.zeros((int(np.prod(s)), 0)),
+                                s + np.shape(x)) for c, s in zip(columns, shapes)]
+        return rebuild(structure, nested(structure, jacobians))
+    zeros = [np.zeros(s, np.result_type(leaf)) for s, leaf in zip(shapes, leaves)]
+    vf = BUILT.get(key, (*args, *example_cotangents(f, args)[1]),
+                   lambda: vjp_compiled(f, args, rules=rules, buffers=buffers))
+    jacobians = []
+    for j, s in enumerate(shapes):
+        rows = []
+        for i in range(int(np.prod(s))):
+            cotangent = [z.copy() for z in zeros]
+            cotangent[j].flat[i] = 1
+            rows.append(np.reshape(vf(*args, rebuild(structure, nested(structure, cotangent)))
+                                   [1 + k], -1))
+        jacobians.append(np.reshape(np.array(rows) if rows else np.zeros((0, np.size(x))),
+                                    s + np.shape(x)))
+    return rebuild(structure, nested(structure, jacobians))

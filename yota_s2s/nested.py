@@ -20,9 +20,11 @@ from .objects import param_names, unbind
 from .rules.registry import RuleSet
 
 
-def picked_gradient(df: Callable, position: Any, with_value: bool, *args: Any) -> Any:
+def picked_gradient(df: Callable, position: Any, with_value: bool, has_aux: bool,
+                    *args: Any) -> Any:
     """``df(*args)``'s gradient at ``position`` (a tuple of positions: a tuple of them), with
-    the value first when ``with_value``: what ``ys.gradient(f)(*args)`` returns, written over
+    the value first when ``with_value`` (``has_aux``: the value is ``(loss, aux)``, and without
+    it the gradient comes with ``aux``): what ``ys.gradient(f)(*args)`` returns, written over
     a generated gradient ``df`` so that the frontend can inline it."""
     out = df(*args)
     if isinstance(position, tuple):
@@ -31,11 +33,13 @@ def picked_gradient(df: Callable, position: Any, with_value: bool, *args: Any) -
         picked = out[1 + position]
     if with_value:
         return out[0], picked
+    if has_aux:
+        return picked, out[0][1]
     return picked
 
 
 def gradient_inline(f: Callable, argnum: Any, with_value: bool, device: str,
-                    rules: RuleSet, grad: Callable) -> Callable:
+                    rules: RuleSet, grad: Callable, has_aux: bool = False) -> Callable:
     """``__yota_inline__`` of ``ys.gradient(f, argnum)``'s function: for example arguments,
     the function the frontend inlines in its place (``picked_gradient`` over ``f``'s
     gradient compiled by ``grad``, ``ys.grad``, for them), or None where it cannot (a bound
@@ -47,7 +51,7 @@ def gradient_inline(f: Callable, argnum: Any, with_value: bool, device: str,
         names = param_names(fn, len(example))
         positions = tuple(_position(a, names) for a in argnum) if isinstance(argnum, tuple) \
             else _position(argnum, names)
-        _, grads = grad(f, *example, wrt=argnum, device=device, rules=rules)
+        _, grads = grad(f, *example, wrt=argnum, device=device, rules=rules, has_aux=has_aux)
         if grads._variant.reads_closure:
             # its code reads f's closure when it runs; inlined, that read would be made once,
             # when compiling, and a later change to the variables missed
@@ -56,14 +60,15 @@ def gradient_inline(f: Callable, argnum: Any, with_value: bool, device: str,
                 f"variables of an enclosing function ({', '.join(fn.__code__.co_freevars)}), "
                 "which a gradient of its gradient cannot read when it runs, yet",
                 hint=f"Pass them to {fn.__name__} as arguments, or make them module globals.")
-        return functools.partial(picked_gradient, grads.function, positions, with_value)
+        return functools.partial(picked_gradient, grads.function, positions, with_value,
+                                 has_aux)
     return make
 
 
 def position_inline(df: Callable, position: int) -> Callable:
     """``__yota_inline__`` of a function that returns ``df(*args)[1 + position]``
     (``ys.hvp``'s): ``picked_gradient`` over ``df``, whatever the example arguments."""
-    return lambda *example: functools.partial(picked_gradient, df, position, False)
+    return lambda *example: functools.partial(picked_gradient, df, position, False, False)
 
 
 def vjp_inline(df: Callable) -> Callable:

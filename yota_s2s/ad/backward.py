@@ -19,14 +19,17 @@ from ..ir.values import to_tree
 from .sweep import Sweep, active_from
 
 
-def backward(tape: Tape, ev: Evaluator, wrt: set[int] | None = None) -> Tape:
+def backward(tape: Tape, ev: Evaluator, wrt: set[int] | None = None,
+             has_aux: bool = False) -> Tape:
     """Extend ``tape`` (recorded by ``ev``) with the gradients of its result; ``wrt``: the
-    arguments (by number) that want one, None for every argument with float values."""
+    arguments (by number) that want one, None for every argument with float values;
+    ``has_aux``: the result is a pair ``(loss, aux)``, and only the loss is differentiated (the
+    tape's result stays the pair: the module returns ``aux`` beside the loss, as computed)."""
     diff = [i.var.aval.is_float and (wrt is None or i.argnum in wrt) for i in tape.inputs]
     seeds = {i.var for i, d in zip(tape.inputs, diff) if d}
     sweep = Sweep(ev, tape, active_from(tape.stmts, seeds, ev.rules), masks=True)
     with ev.deriving(sweep.home) as stmts:
-        result = tape.result
+        result = loss_of(tape) if has_aux else tape.result
         _check_result(tape, result)
         if result in sweep.active:
             sweep.full[result] = _one(result.aval)
@@ -43,14 +46,26 @@ def backward(tape: Tape, ev: Evaluator, wrt: set[int] | None = None) -> Tape:
     return tape.copy(stmts=stmts, grads=grads, primals=sweep.primals)
 
 
+def loss_of(tape: Tape) -> Any:
+    """The loss of a tape whose function returns ``(loss, aux)`` (``has_aux=True``)."""
+    structure = tape.structure
+    if not isinstance(tape.result, tuple) or len(tape.result) != 2 or \
+            structure is not None and structure.kind not in ("tuple", "list"):
+        raise YotaError(f"{tape.name} returns {describe(tape.result, structure)}; with "
+                        "has_aux=True the function returns a pair (loss, aux)", tape.loc,
+                        "Return loss, aux: the loss a scalar, aux anything to return beside it "
+                        "(a tuple, dict or dataclass of arrays), or drop has_aux=True.")
+    return tape.result[0]
+
+
 def _check_result(tape: Tape, result: Any) -> None:
     """Gradients need one real scalar result (or an array of one element): the loss."""
     if isinstance(result, tuple):
-        raise YotaError(f"{tape.name} returns {describe(result)}; gradients need one "
-                        "scalar float result, the loss", tape.loc,
-                        "Return the loss alone. For the gradients of a non-scalar result "
-                        "use ys.vjp or ys.jacobian; returning other values beside the loss "
-                        "(JAX's has_aux) is not supported yet.")
+        raise YotaError(f"{tape.name} returns {describe(result, tape.structure)}; gradients "
+                        "need one scalar float result, the loss", tape.loc,
+                        "Return the loss alone, or return loss, aux and pass has_aux=True to "
+                        "get aux back beside the gradients (as in JAX). For the gradients of a "
+                        "non-scalar result use ys.vjp or ys.jacobian.")
     if not is_constant(result) and (not isinstance(result, Var) or result.aval.size != 1
                                     or not result.aval.is_float):
         raise YotaError(f"{tape.name} returns {describe(result)}; gradients need a "
@@ -103,12 +118,17 @@ def is_constant(result: Any) -> bool:
     return isinstance(result, Var) and result.aval.size == 1 and result.aval.dtype.kind in "biu"
 
 
-def describe(value: Any) -> str:
+def describe(value: Any, structure: Any = None) -> str:
     """A returned value in the user's words: ``an array of float64[3]``, ``a tuple of 2
-    values (a float64 scalar, an array of float64[3])``, ``the constant 3``."""
+    values (a float64 scalar, an array of float64[3])``, ``a dict with keys 'loss', 'acc'``,
+    ``the constant 3``; ``structure``: what its tuples were (ir/structure.py)."""
     if isinstance(value, tuple):
-        return (f"a tuple of {len(value)} value{'' if len(value) == 1 else 's'} ("
-                + ", ".join(describe(v) for v in value) + ")")
+        if structure is not None and structure.kind not in ("tuple", "list"):
+            return structure.describe()
+        kind = "list" if structure is not None and structure.kind == "list" else "tuple"
+        children = structure.children if structure is not None else [None] * len(value)
+        return (f"a {kind} of {len(value)} value{'' if len(value) == 1 else 's'} ("
+                + ", ".join(describe(v, c) for v, c in zip(value, children)) + ")")
     if isinstance(value, Var):
         aval = value.aval
         if aval.shape == ():

@@ -36,19 +36,22 @@ from ..frontend.evaluator import Evaluator
 from ..ir.tape import ACCUMULATE, TANGENT, Input, Lit, Stmt, Tape, Var, tree_atoms, tree_map
 from ..ir.values import to_tree
 from ..rules.registry import NODIFF_ALL, tangent_name
-from .backward import describe, is_constant, transpose
+from .backward import describe, is_constant, loss_of, transpose
 from .sweep import Sweep, align, refuse_complex
 
 
-def forward(tape: Tape, ev: Evaluator, tangents: list[Any]) -> Tape:
+def forward(tape: Tape, ev: Evaluator, tangents: list[Any], has_aux: bool = False) -> Tape:
     """Extend ``tape`` (recorded by ``ev``) with the tangent of its result, given example
-    ``tangents`` (one per argument; None for those without float values)."""
-    return _ForwardSweep(tape, ev, tangents).run()
+    ``tangents`` (one per argument; None for those without float values). A structured result
+    (a tuple, a dict: nested tuples on the tape) gets a tangent of its structure, None for its
+    leaves without one (ints, bools, strings); ``has_aux``: the result is a pair ``(out, aux)``
+    and only ``out`` gets a tangent."""
+    return _ForwardSweep(tape, ev, tangents, has_aux).run()
 
 
 class _ForwardSweep:
-    def __init__(self, tape: Tape, ev: Evaluator, tangents: list[Any]):
-        self.tape, self.ev, self.rules = tape, ev, ev.rules
+    def __init__(self, tape: Tape, ev: Evaluator, tangents: list[Any], has_aux: bool = False):
+        self.tape, self.ev, self.rules, self.has_aux = tape, ev, ev.rules, has_aux
         self.example = tangents
         self.tangent: dict[Var, Any] = {}     # primal Var -> its tangent (a Var)
         self.marks: dict[Var, Var] = {}       # tangent Var -> its primal, for names
@@ -56,23 +59,21 @@ class _ForwardSweep:
 
     def run(self) -> Tape:
         tape, ev = self.tape, self.ev
-        constant = isinstance(tape.result, Lit) and is_constant(tape.result)   # tangent 0.0
-        if not constant and (not isinstance(tape.result, Var) or not tape.result.aval.is_float):
-            raise YotaError(f"{tape.name} returns {describe(tape.result)}; forward mode "
-                            "needs one float array or scalar as the result", tape.loc,
-                            "Return one array (np.concatenate or np.stack several).")
+        result = loss_of(tape) if self.has_aux else tape.result
+        constant = isinstance(result, Lit) and is_constant(result)   # tangent 0.0
+        if not isinstance(result, tuple) and not constant and \
+                (not isinstance(result, Var) or not result.aval.is_float):
+            raise YotaError(f"{tape.name} returns {describe(result)}; forward mode "
+                            "needs float arrays or scalars as the result", tape.loc,
+                            "Return float arrays (alone, or in a tuple, dict or dataclass); "
+                            "return other values beside them with has_aux=True.")
         with ev.deriving(list(tape.stmts)) as stmts:
             inputs, params, kinds = self._tangent_inputs()
             start = len(stmts)
             for stmt in tape.stmts:
                 self.push(stmt)
-            result = tape.result
-            out = self.tangent.get(result)
-            if constant or out is None and result.aval.weak:    # independent of the arguments
-                out = Lit(0j if not constant and result.aval.dtype.kind == "c" else 0.0)
-            elif out is None:
-                with ev.at(tape.loc, f"{TANGENT}the result's tangent"):
-                    out = self._zeros(result)
+            out = self._result_tangent(result, alone=True) if not isinstance(result, tuple) \
+                else tree_map(self._result_tangent, result)
         stmts = stmts[:start] + [s.replace(rule=_tangent_rule(s.rule)) for s in stmts[start:]]
         primals = dict(tape.primals)
         primals.update(self.marks)
@@ -80,6 +81,28 @@ class _ForwardSweep:
                          params=tape.params + params, arg_kinds=tape.arg_kinds + kinds,
                          primals=primals,
                          tangents=set(self.marks))
+
+    def _result_tangent(self, atom: Any, alone: bool = False) -> Any:
+        """The tangent of one leaf of the result: zero where it does not depend on the
+        arguments, None where it has none (an int, a bool, a string: in a structured result;
+        a result ``alone`` is a float array or scalar, or a constant number, whose is 0.0)."""
+        if isinstance(atom, Lit):
+            value = np.asarray(atom.value) if atom.value is not None else None
+            if alone:
+                return Lit(0.0)
+            if value is None or value.dtype.kind not in "fc":
+                return Lit(None)
+            return Lit(0j if value.dtype.kind == "c" else 0.0) if value.ndim == 0 \
+                else _zero(atom)
+        if not atom.aval.is_float:
+            return Lit(None)
+        out = self.tangent.get(atom)
+        if out is None and atom.aval.weak:      # independent of the arguments
+            return Lit(0j if atom.aval.dtype.kind == "c" else 0.0)
+        if out is None:
+            with self.ev.at(self.tape.loc, f"{TANGENT}the result's tangent"):
+                out = self._zeros(atom)
+        return out
 
     def _tangent_inputs(self) -> tuple[list[Input], tuple[str, ...], tuple[str, ...]]:
         """A tangent argument for each argument with float values (``dot_x``), in order:

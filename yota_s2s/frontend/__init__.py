@@ -20,6 +20,7 @@ from .outside import FUNCTION
 from .flatten import Flattener, arg_kind, leaf_names
 from .resolve import is_compiler
 from .source import parse_function
+from .structs import result_tree
 
 
 def check_arguments(fn: Any, args: Sequence[Any], parsed: Any = None, hint: str = "") -> None:
@@ -133,7 +134,8 @@ def _trace(fn: Any, args: Sequence[Any], rules: RuleSet, collector: Collector | 
     names = param_names(fn, len(args))
     loc = flat.loc = parsed.loc(parsed.node)
     traced_args = [flat.flatten(a, i, (), names[i]) for i, a in enumerate(args)]
-    result = ev.current_tree(ev.inline(fn, traced_args, {}, None))
+    structure, result = result_tree(ev.inline(fn, traced_args, {}, None), parsed.loc(parsed.node))
+    result = ev.current_tree(result)        # (nested tuples of its leaves)
     # the function's own name (a decorated one's too: loss, not its wrapper); ys.vjp's: f_vjp
     name = getattr(fn, "__yota_name__", None) or getattr(fn, "__name__", None) or parsed.name
     if not isinstance(name, str) or not name.isidentifier():
@@ -148,7 +150,7 @@ def _trace(fn: Any, args: Sequence[Any], rules: RuleSet, collector: Collector | 
                 result=result, statics=flat.statics, loc=loc, layout=flat.layout,
                 arg_kinds=tuple("int" if i in dynamic and type(a) is int else arg_kind(a)
                                 for i, a in enumerate(args)), freevars=fn.__code__.co_freevars,
-                loops=list(ev.loop_notes))
+                loops=list(ev.loop_notes), structure=structure)
     ev.assumes = assumptions(tape, ev, rules)
     return tape, ev
 

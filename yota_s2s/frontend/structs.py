@@ -29,6 +29,8 @@ from typing import Any
 import gast
 
 from ..errors import UnsupportedSyntax, YotaError
+from ..ir.structure import LEAF, Structure
+from ..ir.tape import Var
 from ..ir.values import contains
 from ..objects import MISSING as _MISSING_DEP
 from ..objects import is_library
@@ -259,3 +261,43 @@ def _instance_has(obj: Any, name: str) -> bool:
         return True
     _, attr = static_lookup(type(obj), name)
     return isinstance(attr, types.MemberDescriptorType) and hasattr(obj, name)
+
+
+def result_tree(value: Any, loc: Any) -> tuple[Structure, Any]:
+    """The traced function's result as nested tuples of its leaves, and its ``Structure``
+    (ir/structure.py): a tuple, list, dict, namedtuple or dataclass built while tracing, nested
+    as deep as it is; the entry points rebuild it from what the module returns."""
+    if isinstance(value, StructValue):
+        cls = value.cls
+        if not dataclasses.is_dataclass(cls) or value.argnum is not None or value.obj is not None:
+            what = "an object passed in" if value.obj is not None or value.argnum is not None \
+                else f"a {cls.__name__}, which is not a dataclass"
+            raise YotaError(f"the function returns {what}; results are arrays, numbers, and "
+                            "tuples, lists, dicts, namedtuples and dataclasses of them", loc,
+                            "Return its arrays (in a tuple, a dict or a dataclass) instead.")
+        names = tuple(f.name for f in dataclasses.fields(cls))
+        trees = [result_tree(_named(value.fields.get(n), n), loc) for n in names]
+        return Structure("dataclass", tuple(s for s, _ in trees), names, cls), \
+            tuple(t for _, t in trees)
+    if isinstance(value, tuple) and hasattr(type(value), "_fields"):
+        trees = [result_tree(_named(v, n), loc) for v, n in zip(value, type(value)._fields)]
+        return Structure("namedtuple", tuple(s for s, _ in trees), type(value)._fields,
+                         type(value)), tuple(t for _, t in trees)
+    if isinstance(value, (tuple, list)):
+        trees = [result_tree(v, loc) for v in value]
+        return Structure("list" if isinstance(value, list) else "tuple",
+                         tuple(s for s, _ in trees)), tuple(t for _, t in trees)
+    if isinstance(value, dict):
+        trees = [result_tree(_named(v, k), loc) for k, v in value.items()]
+        return Structure("dict", tuple(s for s, _ in trees), tuple(value)), \
+            tuple(t for _, t in trees)
+    return LEAF, value
+
+
+def _named(value: Any, key: Any) -> Any:
+    """A returned leaf computed without a name of its own is named for its key or field in the
+    result (``return {"loss": np.sum(e), ...}``: ``loss``)."""
+    if isinstance(value, Var) and value.hint is None and isinstance(key, str) and \
+            key.isidentifier():
+        value.hint = key
+    return value

@@ -348,6 +348,12 @@ class Tape:
     # what the code assumes about the world outside its arguments (ir/assumptions.py): set by
     # the frontend, carried by every stage, listed in the printed tape and the module header
     assumptions: tuple = ()
+    # what ``result``'s nested tuples were in the user's code (a dict, a dataclass:
+    # ir/structure.py); set by the frontend, None on a tape made otherwise
+    structure: Any = None
+    # a tape cut from another (ad/linearize.py): "linearize" (the forward that keeps what the
+    # tangent map reads) or "tangent" (the tangent map); its function is named for it
+    role: str = ""
 
     def copy(self, **changes: Any) -> "Tape":
         fields = dict(self.__dict__)
