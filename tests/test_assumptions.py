@@ -179,6 +179,25 @@ def test_data_on_a_class_defined_inside_a_function_changed_in_place_is_seen(make
             T.W[0] = 1.0
 
 
+def test_reads_through_a_closure_variable_are_named_by_the_variable():
+    """The record and the guards name a field of a closure variable by the variable
+    (``cfg.W (in a closure)``); before, by the field's name alone, as if it were the variable
+    (``W (a variable of a closure)``)."""
+    cfg = m.Holder()
+    cfg.W, cfg.scale = np.array([1.0, 2.0, 3.0]), 0.5
+    src = ys.source(ys.simplegrad(m.closure_object(cfg), W3))
+    assert "cfg.W (in a closure) (attribute): read at run time" in src
+    assert "cfg.scale (in a closure) (attribute): read at run time" in src
+    assert "(a variable of a closure)" not in src
+    src = ys.source(ys.simplegrad(m.local_class_closure, W3))
+    assert "Table.W (in a closure) (attribute): read at run time" in src
+    assert "Table.scales[0] (in a closure) (item): read at run time" in src
+    df = ys.simplegrad(m.closure_object(cfg), W3)
+    cfg.W = np.ones(4)
+    with pytest.raises(ValueError, match=r"cfg.W \(in a closure\) \(read at world.py:\d+\)"):
+        df(W3)
+
+
 def test_data_on_a_local_class_reached_only_through_an_argument_is_guarded_by_value():
     """``net.W`` of an argument whose class was defined inside a function: the generated code
     reaches the class nowhere, so its data is compiled in and compared with a copy at each

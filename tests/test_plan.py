@@ -9,12 +9,14 @@ scalar mode (a vector read as Python floats, an accumulator written an element a
 """
 from __future__ import annotations
 
+import ast
+
 import numpy as np
-import pytest
 
 from yota_s2s import cli
-from yota_s2s.codegen.module import function_plans
+from yota_s2s.codegen.module import function_plans, write_functions
 from yota_s2s.codegen.plan_text import plan_text
+from yota_s2s.codegen.render import Comment, unparse
 from yota_s2s.compiler import gradient_tape
 
 
@@ -143,6 +145,25 @@ def test_a_loop_region_with_a_stack_and_running_sums() -> None:
     backward loop adds ``dW += dW_part1`` in the returned array and assigns each row of ``dxs``
     once. Each region's body has a plan of its own."""
     assert planned(rnn, np.ones((3, 3)), np.ones(3), np.ones((20, 3))) == RNN
+
+
+def test_a_region_is_written_as_a_for_loop_from_its_plan() -> None:
+    """Each region is an ``ast.For`` among the function's statements (its blocks' comments
+    ``Comment`` nodes inside it), and the statements its plan writes another way are the ones
+    in the loop's body."""
+    _, tape = gradient_tape(rnn, (np.ones((3, 3)), np.ones(3), np.ones((20, 3))), device="cpu")
+    written = write_functions([tape], buffers=True)[0][0]
+    loops = [node for block in written.blocks for node in block.stmts
+             if isinstance(node, ast.For)]
+    assert [unparse(loop.iter) for loop in loops] == ["range(20)", "range(19, -1, -1)"]
+    assert all(isinstance(node, ast.stmt) for loop in loops for node in loop.body)
+    assert any(isinstance(node, Comment) for node in loops[1].body)
+    for loop, region in zip(loops, written.emitter.plan.regions):
+        rewritten = list(region.running.values())
+        assert [unparse(node) for node in rewritten] == \
+            [unparse(node) for node in loop.body if any(node is n for n in rewritten)]
+    assert [unparse(node) for node in written.emitter.plan.regions[1].running.values()] == \
+        ["dW += dW_part1", "dxs[t] = dt3"]
 
 
 POLY = """\

@@ -4,10 +4,11 @@ slices and tied struct fields, with that world changed between calls; every call
 ``ys.simplegrad`` (both forms) and ``ys.grad`` equals the program run again and central
 differences, or refuses cleanly. ``python tools/fuzz.py --world`` runs thousands.
 
-Here: SEEDS (20 random worlds, 0.45 s of CPU each) and the catalogue of seed 0 (86 worlds of one
-change each, 7 s): the whole file took 16.5 s of CPU on the 2-core development machine (2.5 min
-of wall time there at a load of 15); on main before issue 29's fixes (37ee670) 18 of the 20 worlds
-and 29 of the 86 single changes gave silently wrong values or gradients."""
+Here: SEEDS (20 random worlds) and the catalogue of seed 0 (108 worlds of one change each, with
+keyword-only defaults, a global partial and class data since the grammar has them): the whole
+file took 16.7 s of CPU on the 2-core development machine (1 min of wall time); on main before
+issue 29's fixes (37ee670) 18 of the 20 worlds and 29 of the then 86 single changes gave silently
+wrong values or gradients."""
 from __future__ import annotations
 
 import re
@@ -88,7 +89,11 @@ def test_generated_worlds_cover_every_kind_of_outside_read_and_change():
         "float two fields deep": r"C\d+\.inner\.l2", "int field in range": r"range\(C\d+\.steps",
         "global bool": r"if FLAG\d+:", "global numpy function": r"ACT\d+\(x\)",
         "numpy scalar": r"np\.float64\(", "float argument": r"def f\(.*\bs\b",
-        "states in a list": r"hs\d+\[-1\]"}
+        "states in a list": r"hs\d+\[-1\]", "keyword-only default": r"def kwh\d+\(v, \*, ",
+        "f's keyword-only default": r"def f\(.*\*, e\d+=", "global partial": r"P\d+\(",
+        "class data": r"class CD\d+:", "class data of a factory's class": r"def make_cd\d+\(",
+        "through a factory's instance": r"CDI\d+ = make_cd\d+\(\)\(\)",
+        "in a closure": r"f = make\(.*make_cd\d+\(\)"}
     changes = {
         "rebind": r"^S\d+ = ", "in place": r"CFG\d+\[\"l2\"\] = ", "untie": r"M\.dec_W\.copy\(\)",
         "tie again": r"M\.dec_W = M\.enc\.W", "shadow": r"KI\d+\.rate = ",
@@ -97,7 +102,14 @@ def test_generated_worlds_cover_every_kind_of_outside_read_and_change():
         "closure cell": r"cell_contents = ", "default rebound": r"_set_default",
         "default in place": r"__defaults__\[\d\]\[", "helper rebound": r"hlp\d+ = hlp\d+_other",
         "flag flipped": r"FLAG\d+ = not", "0-d array in place": r"Z\d+\[\.\.\.\] = ",
-        "list-of-ints field": r"C\d+\.ids\[\d\] = "}
+        "list-of-ints field": r"C\d+\.ids\[\d\] = ",
+        "kwdefaults in place": r"__kwdefaults__\[\"\w+\"\](\[\d\])? = ",
+        "kwdefaults rebound": r"__kwdefaults__ = \{", "partial rebound": r"^P\d+ = functools",
+        "partial keywords": r"P\d+\.keywords\[", "partial args in place": r"P\d+\.args\[0\]\[",
+        "class array in place": r"CD\d+\)?\.W\[\d+\] = ",
+        "local class's list in place": r'_cell\(f, "cd\d+"\)\.cell_contents\.(scales|table)\[',
+        "factory class's data": r"type\(CDI\d+\)\.",
+        "class data shadowed": r"CDI\d+\.(W|rate) = "}
     for label, pattern in reads.items():
         assert any(re.search(pattern, text, re.M) for text, _ in texts), label
     for label, pattern in changes.items():

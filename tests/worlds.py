@@ -9,14 +9,19 @@ dict with a nested dict, a list of floats, a list of arrays, an array, an int th
 attributes of a global object (a float field, an array field, a list field), a class attribute
 read through an instance that an instance attribute may later shadow, closure variables of a
 factory (a float, a list, an array, a dict, a list of ints), defaults (an array, a float, a
-mutable list), int arguments in slice bounds (negative, clipped, empty) and in ``range``, and a
-struct argument whose fields share one array (tied weights) and read a class attribute. The
+mutable list), keyword-only defaults of a helper or of ``f`` (``__kwdefaults__``), a
+``functools.partial`` held in a global (a float or an array among its stored arguments), data
+on a class (an array, a list, a dict, a number, a list of ints) of a module-level class or of
+one defined inside a factory (reached through a global holding the class, an instance, or a
+closure variable), int arguments in slice bounds (negative, clipped, empty) and in ``range``,
+and a struct argument whose fields share one array (tied weights) and read a class attribute. The
 arguments are module globals too (``X``, ``ARG_k``, ``M``), so that a change of an int argument
 or a rebinding of a struct field is a statement like any other.
 
 ``World.calls`` lists, for each call after the first, the statements run in the module's
 namespace before it (rebind, change in place, untie and tie again, shadow and unshadow an
-attribute, pick another int, grow or rewrite a list of ints). Every statement keeps the program
+attribute, pick another int, grow or rewrite a list of ints, change ``__kwdefaults__`` or a
+partial's stored arguments in place or rebind them, change a class's data in place). Every statement keeps the program
 one numpy runs: ints stay in the range every use of theirs accepts, arrays keep their shapes,
 and values stay moderate, so that a difference between the compiled gradient and the program
 run again is the compiler's.
@@ -83,6 +88,7 @@ class Gen:
         self.after: list[str] = []                  # module level, after f
         self.params: list[tuple[str, str]] = []     # (parameter, module name of the argument)
         self.defaults: list[tuple[str, str]] = []   # (parameter, default's source)
+        self.kwonly: list[tuple[str, str]] = []     # (keyword-only parameter, default's source)
         self.closure: list[tuple[str, str]] = []    # (factory parameter, value's source)
         self.blocks: list[list[str]] = []           # f's body: one block per loss term
         self.mutations: list = []                   # functions rng -> statement(s)
@@ -430,6 +436,113 @@ class Gen:
         self.term("s * np.sum(np.tanh(x)) + s * s")
         self.mutate(lambda r: f"ARG_s = {self.num()}")
 
+    def kw_defaults(self):
+        """Keyword-only defaults of a helper (or of ``f``), rebound or changed in place through
+        ``__kwdefaults__`` (a dict: its float and array read at run time, its int checked)."""
+        c = self.cols
+        if self.rng.random() < 0.3 and not self.kwonly:      # f's own: f(x, ..., *, e=...)
+            e = self.name("e")
+            self.kwonly.append((e, f"{self.vec(c)}"))
+            self.term(f"np.sum(np.sin(x[:{c}]) * {e})")
+            self.mutate(lambda r: f'f.__kwdefaults__["{e}"][{r.randrange(c)}] = {self.num()}',
+                        lambda r: f'f.__kwdefaults__["{e}"] = {self.vec(c)}',
+                        lambda r: f'f.__kwdefaults__ = {{"{e}": {self.vec(c)}}}')
+            return
+        h = self.name("kwh")
+        self.classes.append(f"def {h}(v, *, a={self.num()}, w={self.vec(c)}, "
+                            f"k={self.rng.randint(1, c)}):\n"
+                            f"    return np.sum(np.sin(v[:k]) * w[:k]) * a\n")
+        self.term(self.rng.choice((f"{h}(x)", f"{h}(x, a={self.num()})",
+                                   f"{h}(x * 0.5, k=1) + {h}(x)")))
+        kw = f"{h}.__kwdefaults__"
+        self.mutate(lambda r: f'{kw}["a"] = {self.num()}',
+                    lambda r: f'{kw}["w"][{r.randrange(c)}] = {self.num()}',
+                    lambda r: f'{kw}["w"] = {self.vec(c)}',
+                    lambda r: f'{kw}["k"] = {r.randint(1, c)}',
+                    lambda r: f'{kw} = {{"a": {self.num()}, "w": {self.vec(c)}, '
+                              f'"k": {r.randint(1, c)}}}')
+
+    def global_partial(self):
+        """A ``functools.partial`` held in a global: rebound to another partial, or its stored
+        arguments changed in place (``P.keywords["s"] = ...``, ``P.args[0][1] = ...``)."""
+        g, p, c = self.name("pg"), f"P{self.count}", self.cols
+        self.classes.append(f"def {g}(s, v, W, k=1):\n"
+                            f"    return np.sum(np.tanh(v[:k] * s) * W[:k])\n\n\n"
+                            f"def {g}_w(W, v, s, k=1):\n    return {g}(s, v, W, k)\n")
+        if self.rng.random() < 0.5:             # a float in args, the array in keywords
+
+            def make(r):
+                return f"functools.partial({g}, {self.num()}, W={self.vec(c)}, " \
+                       f"k={r.randint(1, c)})"
+            self.mutate(lambda r: f'{p}.keywords["W"][{r.randrange(c)}] = {self.num()}',
+                        lambda r: f'{p}.keywords["W"] = {self.vec(c)}')
+        else:                                   # the array in args, a float in keywords
+
+            def make(r):
+                return f"functools.partial({g}_w, {self.vec(c)}, s={self.num()}, " \
+                       f"k={r.randint(1, c)})"
+            self.mutate(lambda r: f'{p}.keywords["s"] = {self.num()}',
+                        lambda r: f"{p}.args[0][{r.randrange(c)}] = {self.num()}")
+        self.decls.append(f"{p} = {make(self.rng)}")
+        self.term(self.rng.choice((f"{p}(x)", f"{p}(np.sin(x)) * 0.5", f"{p}(x, k=1)")))
+        self.mutate(lambda r: f"{p} = {make(r)}",
+                    lambda r: f'{p}.keywords["k"] = {r.randint(1, c)}')
+
+    def class_data(self, where: str | None = None):
+        """Data on a class (an array, a list of floats, a dict, a number, a list of ints) read
+        through the class or an instance: a module-level class, or one defined inside a
+        factory (reached through a global holding the class, an instance, or a closure
+        variable), changed in place, rebound or shadowed between calls."""
+        where = where or self.rng.choice(("module", "module", "class", "instance", "closure"))
+        cls, c = self.name("CD"), self.cols
+        body = (f"class {cls}:\n    W = {self.vec(self.n)}\n"
+                f"    scales = [{self.num()}, {self.num()}]\n"
+                f'    table = {{"a": {self.num()}}}\n    rate = {self.num()}\n'
+                f"    ids = [{self.rng.randrange(self.n)}, {self.rng.randrange(self.n)}]\n\n"
+                f"    def term(self, v):\n"
+                f"        return np.sum(np.sin(v) * self.W) * self.scales[1]\n")
+        inst = f"CDI{self.count}"
+        if where == "module":
+            self.classes.append(body)
+            target, ref = cls, self.rng.choice((cls, inst))
+            self.decls.append(f"{inst} = {cls}()")
+        else:
+            maker = f"make_{cls.lower()}"
+            self.classes.append(f"def {maker}():\n" + "".join(
+                f"    {line}\n" if line else "\n" for line in body.splitlines())
+                + f"    return {cls}\n")
+            if where == "class":
+                self.decls.append(f"{cls} = {maker}()")
+                target = ref = cls
+                self.mutate(lambda r: f"{cls} = {maker}()")
+            elif where == "instance":
+                self.decls.append(f"{inst} = {maker}()()")
+                target, ref = f"type({inst})", inst
+            else:
+                ref = cls.lower()
+                self.closure.append((ref, f"{maker}()"))
+                target = f'_cell(f, "{ref}").cell_contents'
+        terms = [f"np.sum(np.tanh(x) * {ref}.W) * {ref}.rate",
+                 f"{ref}.scales[{self.rng.randrange(2)}] * np.sum(x ** 2) "
+                 f'+ {ref}.table["a"] * np.sum(np.sin(x))',
+                 f"np.sum(x[{ref}.ids] ** 2) * {ref}.scales[0]"]
+        if ref == inst:
+            terms.append(f"{inst}.term(x)")
+        self.term(self.rng.choice(terms))
+        self.mutate(lambda r: f"{target}.W[{r.randrange(self.n)}] = {self.num()}",
+                    lambda r: f"{target}.W = {target}.W * {self.num()}",
+                    lambda r: f"{target}.scales[{r.randrange(2)}] = {self.num()}",
+                    lambda r: f"{target}.scales.append({self.num()})",
+                    lambda r: f'{target}.table["a"] = {self.num()}',
+                    lambda r: f"{target}.rate = {self.num()}",
+                    lambda r: f"{target}.ids[{r.randrange(2)}] = {r.randrange(self.n)}",
+                    lambda r: f"{target}.ids = [{r.randrange(self.n)}, {r.randrange(self.n)}]")
+        if ref == inst:
+            self.mutate(lambda r: f"{inst}.rate = {self.num()}",
+                        lambda r: f'{inst}.__dict__.pop("rate", None)',
+                        lambda r: f"{inst}.W = {self.vec(self.n)}",
+                        lambda r: f'{inst}.__dict__.pop("W", None)')
+
     def changes(self) -> list:
         """The candidate changes, each once (an int's is listed thrice, to draw it often)."""
         return list({id(m): m for m in self.mutations}.values())
@@ -438,7 +551,7 @@ class Gen:
                 "glob_array", "glob_object", "class_attr", "helper", "global_int", "int_list",
                 "closure_values", "default_values", "int_slice", "int_slice", "int_range",
                 "tied_struct", "array_dict", "nested_object", "flags", "numpy_scalars",
-                "float_argument")
+                "float_argument", "kw_defaults", "global_partial", "class_data", "class_data")
 
     # -- the module -----------------------------------------------------------------------
 
@@ -464,12 +577,14 @@ class Gen:
             arrays.append(f"ARG_{k} = {self.pick(lo, hi)}")
             self.mutate(*[lambda r, k=k, lo=lo, hi=hi: f"ARG_{k} = {self.pick(lo, hi)}"] * 3)
         self.mutate(lambda r: "X = X * 1.05 - 0.02")
-        sig = ", ".join([p for p, _ in self.params] + [f"{d}={v}" for d, v in self.defaults])
+        sig = ", ".join([p for p, _ in self.params] + [f"{d}={v}" for d, v in self.defaults]
+                        + ["*"] * bool(self.kwonly) + [f"{d}={v}" for d, v in self.kwonly])
         tail = ""
         if self.closure:
             tail = (f"def make({', '.join(c for c, _ in self.closure)}):\n    return f\n\n"
                     f"f = make({', '.join(v for _, v in self.closure)})")
-        head = "\n".join(["import numpy as np", "", f"# world seed {self.seed}", "", HELPERS, "",
+        head = "\n".join(["import functools", "", "import numpy as np", "",
+                          f"# world seed {self.seed}", "", HELPERS, "",
                           *[c + "\n" for c in self.classes], *self.decls, *arrays, "", ""])
         calls = []
         for _ in range(rng.randint(3, 5)):

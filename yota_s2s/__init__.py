@@ -12,6 +12,7 @@
     y, dot_y = ys.jvp(f, (x,), (t,))                   # forward mode: J @ t
     y, f_jvp = ys.linearize(f, x); dot_y = f_jvp(t)    # many J @ t at one x, forward run once
     ys.update(model, g[0], lambda x, gx: x - 0.01 * gx)
+    x, unflatten = ys.flatten(params)                  # a struct as one vector, and back
     ys.diffrule(logistic, "x", "y * (1 - y) * dy")     # a custom derivative
     print(ys.rules())                                  # every primitive and its rules
 """
@@ -20,6 +21,7 @@ from .api import (GradResult, RecompileWarning, cache_info, clear_cache, element
 from .api import compile_forward as compile     # noqa: A004 (ys.compile, as jax.jit)
 from .errors import (ArgumentMismatch, GuardError, InternalError, NoRuleError, RuleError,
                      StaticValueError, UnsupportedSyntax, UpdateError, UsageError, YotaError)
+from .flat import flatten
 from .gradcheck import gradcheck
 from .higher import hessian, hessp, hvp, jacobian
 from .memory_report import MemoryReport, memory_report
@@ -29,7 +31,7 @@ from .struct_update import update
 from .version import __version__
 
 __all__ = ["simplegrad", "grad", "gradient", "value_and_grad", "vjp", "jvp", "jvpfunction", "linearize",
-           "jacobian", "hvp", "hessp", "hessian", "elementwise_grad", "compile", "GradResult", "update",
+           "jacobian", "hvp", "flatten", "hessp", "hessian", "elementwise_grad", "compile", "GradResult", "update",
            "clear_cache", "cache_info", "trace",
            "source", "example", "gradcheck", "memory_report", "MemoryReport", "diffrule", "jvprule",
            "nodiff", "primitive", "stop_gradient", "rules", "RULES", "YotaError",

@@ -61,8 +61,8 @@ def _code_by_line(written: Written) -> dict[Key | None, _Code]:
     for block in written.blocks:
         key = (block.loc.file, block.loc.line, block.loc.call) if block.loc else None
         entry = code.setdefault(key, _Code())
-        for node, stmt in zip(block.stmts, block.sources):
-            text = unparse(node)
+        for stmt, nodes in block.parts():
+            text = "\n".join(unparse(node) for node in nodes)
             if block.section == "backward":
                 entry.backward.append((text, emitter.rules_of(stmt)))
             else:

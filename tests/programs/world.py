@@ -126,6 +126,12 @@ def make_objective():
 local_class_closure = make_objective()
 
 
+def closure_object(cfg):
+    def loss(w):
+        return np.sum(w * cfg.W) * cfg.scale
+    return loss
+
+
 Pair = collections.namedtuple("Pair", "W s")
 PAIR = Pair(np.array([1.0, 2.0, 3.0]), 0.5)
 

@@ -44,11 +44,12 @@ import numpy as np
 
 from ..ir.analysis import Analysis, memory_bases
 from ..ir.tape import Lit, Stmt, Tape, Var, tree_vars
+from ..text import comment
 from . import halfangle
 from .buffers import MemoryPlan
 from .scalars import ScalarPlan
 from .out_forms import result_call
-from .render import Loop
+from .render import Comment, Loop
 
 # Elements per block: 32768 float64 (256 KB per array) keeps a chain's handful of live blocks in
 # a 1-2 MB L2 cache; 16K-64K measured within a few percent of each other (docs/performance.md).
@@ -273,13 +274,19 @@ def write_chain(em, chain: Chain, group_blocks) -> Loop | None:
                                     lineno=0))
     total, rows = chain.shape[0], chain.rows
     what = "elements" if len(chain.shape) == 1 else "rows"
-    head = [f"# {len(stmts)} statements over {_shape_text(chain.shape)}, in blocks of "
-            f"{rows} {what}:",
-            "# a block's values stay in the cache from one statement to the next (blocks.py)",
-            f"for {start} in range(0, {total}, {rows}):",
-            f"    {n} = min({rows}, {total} - {start})",
-            f"    {k} = slice({start}, {start} + {n})"]
-    return Loop(before, head, group_blocks(written), after)
+    notes = [comment(f"{len(stmts)} statements over {_shape_text(chain.shape)}, in blocks of "
+                     f"{rows} {what}:"),
+             comment("a block's values stay in the cache from one statement to the next "
+                     "(blocks.py)")]
+    steps = ast.Call(ast.Name("range"), [ast.Constant(0), ast.Constant(total),
+                                         ast.Constant(rows)], [])
+    size = ast.Call(ast.Name("min"), [ast.Constant(rows), ast.BinOp(
+        ast.Constant(total), ast.Sub(), ast.Name(start))], [])
+    part = ast.Call(ast.Name("slice"), [ast.Name(start), ast.BinOp(
+        ast.Name(start), ast.Add(), ast.Name(n))], [])
+    loop = ast.For(ast.Name(start), steps, [ast.Assign([ast.Name(n)], size, lineno=0),
+                                             ast.Assign([ast.Name(k)], part, lineno=0)], [])
+    return Loop(before, [Comment(note) for note in notes], loop, group_blocks(written), after)
 
 
 def _storage(em, v: Var, made: set[Var], results: dict[str, str]) -> str:

@@ -23,8 +23,12 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import StaticValueError
+from ..ir.region import loop_of
 from ..ir.tape import Lit, Primitive, Stmt, Tape, Var, tree_vars
+from ..rules.control import guard
 from ..rules.elementwise import astype
+from ..rules.indexing import index_add, setitem_
+from ..rules.outside import draw, external, external_check
 from ..text import dotted, fraction, identifier, index_literal, literal, literal_text
 from .blocks import write_chain
 from .buffers import out_keeps_value
@@ -41,10 +45,15 @@ _AUGMENTED = {"+", "-", "*", "/", "//", "%", "**", "&", "|", "^"}     # not @: n
 _UNOPS = {"-": ast.USub, "~": ast.Invert, "+": ast.UAdd}
 _CMPS = {"<": ast.Lt, "<=": ast.LtE, ">": ast.Gt, ">=": ast.GtE, "==": ast.Eq, "!=": ast.NotEq}
 
-# The writers of constructs that hold statements of their own, by their primitive's emit kind
-# (``"loop"``: a loop region, regions.py). Each writes its statement with Emitters of its own, so
-# it sits above this module; module.py, which assembles the generated module, fills the table.
-CONSTRUCTS: dict[str, Callable[[Emitter, Stmt], list[ast.stmt]]] = {}
+# The writers of constructs that hold statements of their own, by the type of the construct the
+# statement carries (``Loop``: a loop region, regions.py). Each writes its statement with
+# Emitters of its own, so it sits above this module; module.py, which assembles the generated
+# module, fills the table.
+CONSTRUCTS: dict[type, Callable[[Emitter, Stmt], list[ast.stmt]]] = {}
+
+# The writers of statements read or drawn from outside the arguments (outside.py), by primitive
+OUTSIDE: dict[Callable, Callable[[Emitter, Stmt], list[ast.stmt]]] = {
+    external: outside_statements, external_check: outside_statements, draw: outside_statements}
 
 
 class Emitter:
@@ -214,11 +223,12 @@ class Emitter:
     # -- statements ----------------------------------------------------------------------
 
     def statements(self, stmt: Stmt) -> list[ast.stmt]:
-        if stmt.prim.emit[:1] in (("external",), ("draw",), ("external_check",)):
-            return outside_statements(self, stmt)
-        construct = CONSTRUCTS.get(stmt.prim.emit[0]) if stmt.prim.emit else None
+        outside = OUTSIDE.get(stmt.prim.fn)
+        if outside is not None:
+            return outside(self, stmt)
+        construct = loop_of(stmt)
         if construct is not None:
-            return construct(self, stmt)
+            return CONSTRUCTS[type(construct)](self, stmt)
         try:
             special = scalar_statement(self, stmt)
             if special is None:
@@ -230,13 +240,9 @@ class Emitter:
             raise StaticValueError(e.what, stmt.loc, e.hint) from None
 
     def statement(self, stmt: Stmt) -> ast.stmt:
-        kind = stmt.prim.emit[0]
-        if kind == "guard":
-            return self.guard(stmt)
-        if kind == "index_add":
-            return self.index_add(stmt)
-        if kind == "setitem":
-            return self.update(stmt)
+        special = _STATEMENTS.get(stmt.prim.fn)
+        if special is not None:
+            return special(self, stmt)
         value = self.expression(stmt)
         if not stmt.outs:
             return ast.Expr(value)
@@ -403,6 +409,12 @@ class Emitter:
         plain (review) form a float made from a count shows it: ``-1 / 64``."""
         shown = None if self.fast else fraction(value)
         return shown if shown is not None else literal(value)
+
+
+# The statements that are no assignment of an expression, by primitive: a guard raises, an
+# accumulation adds into its operand, an update assigns a part of it
+_STATEMENTS: dict[Callable, Callable[[Emitter, Stmt], ast.stmt]] = {
+    guard: Emitter.guard, index_add: Emitter.index_add, setitem_: Emitter.update}
 
 
 def _dotted(path: str) -> ast.expr:

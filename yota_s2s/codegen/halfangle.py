@@ -60,7 +60,7 @@ import numpy as np
 
 from ..ir.tape import Stmt, Var
 from ..text import comment, dotted
-from .render import Verbatim
+from .render import Comment
 
 # None: where ``simd_tan()``; tests set True (or False) to write the form on any machine.
 ENABLED: bool | None = None
@@ -160,10 +160,10 @@ def _rewrite_sites(em, chain, x: Var, entries: list[tuple[Stmt, list[ast.stmt]]]
     em.memory.slots[pair[0]][2].append(t)
     em.memory.slots[pair[1]][2].append(d)
     what = " and ".join(dict.fromkeys("sin" if s.prim.fn is np.sin else "cos" for s, _ in entries))
-    head = [Verbatim([comment(f"{what} of {name} from one tan of the half angle, a SIMD loop "
-                              "(numpy's float64 sin and cos"),
-                      comment(f"are not): t = tan({name}/2), d = 1 + t*t, sin = 2t/d, "
-                              "cos = (2 - d)/d (halfangle.py)")]),
+    head = [Comment(comment(f"{what} of {name} from one tan of the half angle, a SIMD loop "
+                            "(numpy's float64 sin and cos")),
+            Comment(comment(f"are not): t = tan({name}/2), d = 1 + t*t, sin = 2t/d, "
+                            "cos = (2 - d)/d (halfangle.py)")),
             _assign(t, _xp("multiply", _number(em, 0.5), em.atom(x), out=ast.Name(t_slot))),
             ast.Expr(_xp("tan", ast.Name(t), out=ast.Name(t))),
             _assign(d, _xp("multiply", ast.Name(t), ast.Name(t), out=ast.Name(d_slot))),
@@ -179,7 +179,7 @@ def _rewrite_sites(em, chain, x: Var, entries: list[tuple[Stmt, list[ast.stmt]]]
         else:
             lines = _cosine(em, chain, s, node, out, result, d)
             said = f"cos of {name} = (2 - d)/d; numpy's cos next to its zeros, |d - 2| < 2**-7"
-        nodes[:] = (head if n == 0 else []) + [Verbatim([comment(said + " (halfangle.py)")])] \
+        nodes[:] = (head if n == 0 else []) + [Comment(comment(said + " (halfangle.py)"))] \
             + lines
 
 

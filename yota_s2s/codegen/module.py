@@ -18,9 +18,9 @@ from typing import Any, Sequence
 
 from ..errors import InternalError
 from ..ir.assumptions import lines as assumption_lines
-from ..ir.region import body_tapes
+from ..ir.region import Loop, body_tapes
 from ..ir.tape import Tape, Var
-from ..text import (access_expr, describe, docstring_line, identifier, literal_text,
+from ..text import (access_expr, comment, describe, docstring_line, identifier, literal_text,
                     name_base, printable)
 from ..version import __version__
 from .emit import CONSTRUCTS, Emitter
@@ -30,11 +30,11 @@ from .plan import Plan
 from .outside import BIND, CHANGED_PRELUDE, FUNCTION_PARAM, bind_function, has_reads, \
     reads_function, unbound_check
 from .regions import region_statements
-from .render import INDENT, Block, block_lines, unparse
+from .render import INDENT, Block, Comment, block_lines, block_nodes, statement_lines, unparse
 from .workspace import (give_back_line, header_lines, out_check_lines, prelude, takes_out,
                         unpack_line)
 
-CONSTRUCTS["loop"] = region_statements        # a loop region: a ``for`` loop, its body once
+CONSTRUCTS[Loop] = region_statements        # a loop region: a ``for`` loop, its body once
 
 _PRELUDE_GUARD = '''
 class GuardError(ValueError):
@@ -222,16 +222,17 @@ def _function(tape: Tape, emitter: Emitter) -> Written:
             body += block_lines(block, tape.name, emitter.rules_of, previous, shown)
             previous = block
             continue
-        loop, inner = block.loop, []          # a cache-blocked chain (blocks.py)
-        for part in loop.inner:
+        chain = block.loop                    # a cache-blocked chain (blocks.py)
+        inner: list[ast.stmt] = []
+        for part in chain.inner:
             if part.section not in sections:
                 sections.append(part.section)
-                inner.append(f"# -- {part.section} --")
-            inner += block_lines(part, tape.name, emitter.rules_of, previous, shown)
+                inner.append(Comment(comment(f"-- {part.section} --")))
+            inner += block_nodes(part, tape.name, emitter.rules_of, previous, shown)
             previous = part
-        body += [line for node in loop.before for line in unparse(node).splitlines()]
-        body += loop.head + [INDENT + line for line in inner]
-        body += [line for node in loop.after for line in unparse(node).splitlines()]
+        loop = ast.For(chain.loop.target, chain.loop.iter, chain.loop.body + inner, [])
+        body += [line for node in chain.before + chain.notes + [loop] + chain.after
+                 for line in statement_lines(node)]
     body += build + give_back_line(emitter)
     body.append(f"return {', '.join(returns)}")
     keywords = (["out=None"] if takes_out(emitter) else []) + \

@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 import operator
 
-from ..ir.region import EMPTY
+from ..ir.region import EMPTY, loop_of
 from ..ir.tape import Lit, Stmt, Var
 from ..passes.stacked import row_offset
 from ..rules.indexing import index_add, setitem_
@@ -34,7 +34,7 @@ def first_rows(sub, loop, blocks) -> list[tuple[Var, Var, int, Stmt]]:
     in a handwritten BPTT. (stack, carried value, row, the save left out of the body) per such
     stack, where the analysis shows the stack's memory written by exactly those two saves and
     read by nothing else in the step."""
-    if any(len(b.stmts) != len(b.sources) for b in blocks):
+    if not _one_node_each(blocks):
         return []
     facts, body, index = sub.facts, loop.body, loop.index
     stmts = body.stmts
@@ -76,12 +76,19 @@ def first_rows(sub, loop, blocks) -> list[tuple[Var, Var, int, Stmt]]:
     return found
 
 
+def _one_node_each(blocks) -> bool:
+    """Each statement of the body is written as one statement (a loop region, its ``for``
+    loop with what starts and ends it, counts as one): the written nodes are the body's."""
+    return all(len(nodes) == 1 or loop_of(source) is not None
+               for block in blocks for source, nodes in block.parts())
+
+
 def rows_written_once(sub, loop, blocks) -> dict[Var, tuple[Stmt, ast.stmt]]:
     """An accumulator the loop makes (zeros) of one row per step, to which each step adds only
     at its own row (``dxs[t] += v``): every row is written once, so the step assigns it
     (``dxs[t] = v``) and the array starts uninitialized, with no zero fill. Accumulator ->
     (the addition, its assignment)."""
-    if any(len(b.stmts) != len(b.sources) for b in blocks):
+    if not _one_node_each(blocks):
         return {}
     facts, body, found = sub.facts, loop.body, {}
     results = dict(zip(loop.carried, body.result))

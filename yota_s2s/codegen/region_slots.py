@@ -10,16 +10,17 @@ the lines it adds before the loop.
 """
 from __future__ import annotations
 
+import ast
+
 import numpy as np
 
 from ..ir.region import EMPTY, handed_over_operands, loop_of
 from ..ir.tape import Stmt, Var
 from . import buffers
 from .out_forms import lent_view, result_call
-from .render import unparse
 
 
-def held_zeros(em, stmt: Stmt, c: Var, lines: list[str]) -> str | None:
+def held_zeros(em, stmt: Stmt, c: Var, lines: list[ast.stmt]) -> str | None:
     """In the buffered form, a carried array the loop starts at zeros and the function does
     not return (the backward loop's ``dh``) lives in a work array (``_slot``), filled with
     zeros: no array made on each call. Its name (once chosen, the same on each call)."""
@@ -54,12 +55,12 @@ def in_array_after(em, o: Var, at: int) -> tuple[list[Var], int]:
     return members, max([at] + [em.facts.last_memory.get(v, at) for v in members])
 
 
-def body_slots(em, stmt: Stmt, sub) -> tuple[list[str], list[tuple[str, str]]]:
-    """The work arrays of a body's plan are the function's too (``_slot``). Returns the lines
-    that make those lent by returned arrays, before the loop, and the pairs of names of the
-    slots that hold a step's result (buffers.py ``turn``): two work arrays, held to the end
-    of the function (the loop's result is in one of them), swapped at the end of each step,
-    or, for a gradient the function returns as the loop leaves it, a work array and the
+def body_slots(em, stmt: Stmt, sub) -> tuple[list[ast.stmt], list[tuple[str, str]]]:
+    """The work arrays of a body's plan are the function's too (``_slot``). Returns the
+    statements that make those lent by returned arrays, before the loop, and the pairs of
+    names of the slots that hold a step's result (buffers.py ``turn``): two work arrays, held
+    to the end of the function (the loop's result is in one of them), swapped at the end of
+    each step, or, for a gradient the function returns as the loop leaves it, a work array and the
     returned array (``_result``), in the order that has the last step write the returned one::
 
         f_new, f_spare = buf3, buf4
@@ -87,7 +88,7 @@ def body_slots(em, stmt: Stmt, sub) -> tuple[list[str], list[tuple[str, str]]]:
             key = em.memory.delivered[after]
             returned = em.names.fresh(f"{em.names[after]}_mem")
             call = result_call(buffers.Group([after], kind="result", result=key), after)
-            lines.append(f"{returned} = {unparse(call)}")
+            lines.append(ast.Assign([ast.Name(returned)], call, lineno=0))
             work = em.slot_names[_slot(em, at, at, shape, dtype, labels, taken, lines)]
             first, second = (returned, work) if loop.length % 2 else (work, returned)
             em.delivered_done.add(after)
@@ -97,7 +98,8 @@ def body_slots(em, stmt: Stmt, sub) -> tuple[list[str], list[tuple[str, str]]]:
                                                  lines)] for _ in range(2))
         name = c.hint or sub.names[c]
         new, spare = em.names.fresh(f"{name}_new"), em.names.fresh(f"{name}_spare")
-        lines.append(f"{new}, {spare} = {first}, {second}")
+        lines.append(ast.Assign([ast.Tuple([ast.Name(new), ast.Name(spare)])],
+                                ast.Tuple([ast.Name(first), ast.Name(second)]), lineno=0))
         sub.slot_names[k] = new
         pairs.append((new, spare))
         em.turned.append((new, spare))
@@ -137,7 +139,7 @@ def taken_in_turn(em, stmt: Stmt, loop, kept: set[Var]) -> frozenset:
 
 
 def _slot(em, at: int, end: int, shape: tuple, dtype, labels: list[str], taken: set[int],
-          lines: list[str]) -> int:
+          lines: list[ast.stmt]) -> int:
     """A work array of the function for values of a loop that live from its statement (``at``)
     to ``end``: one of its shape and dtype holding no value live then (the forward step's, in
     the backward step), or, as buffers.py lends work arrays, the memory of a returned gradient
@@ -166,9 +168,11 @@ def _slot(em, at: int, end: int, shape: tuple, dtype, labels: list[str], taken: 
             name = em.lent_arrays[id(group)]
             if name not in em.lent_made:
                 em.lent_made.add(name)
-                lines.append(f"{name} = {unparse(result_call(group, group.members[0]))}")
+                lines.append(ast.Assign([ast.Name(name)], result_call(group, group.members[0]),
+                                        lineno=0))
             em.lent_made.add(j)
-            lines.append(f"{em.slot_names[j]} = {unparse(lent_view(name, group, start, shape))}")
+            lines.append(ast.Assign([ast.Name(em.slot_names[j])],
+                                    lent_view(name, group, start, shape), lineno=0))
     busy.setdefault(j, []).append((at, end))
     taken.add(j)
     return j

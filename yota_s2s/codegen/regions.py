@@ -32,7 +32,10 @@ is made), else the step ends by rebinding it.
 
 ``region_statements`` writes a region in named steps (``_Region``); the buffered form's
 decisions live beside it: region_slots.py (work arrays), region_rows.py (values made in rows)
-and region_scalars.py (scalar mode in a body). emit.py finds this writer in ``CONSTRUCTS``.
+and region_scalars.py (scalar mode in a body); they make the region's plan (plan.py
+``RegionPlan``), which the writing steps read. The region is written as statements: what the
+loop starts from, an ``ast.For`` holding the step's blocks with their comments, and the
+results. emit.py finds this writer in ``CONSTRUCTS``, by the type of the region's ``Loop``.
 """
 from __future__ import annotations
 
@@ -55,7 +58,7 @@ from .region_rows import (first_rows, input_product, made_in_rows_once, products
                           values_in_rows)
 from .region_scalars import body_scalars, list_stacks
 from .region_slots import body_slots, held_stacks, held_zeros, taken_in_turn
-from .render import INDENT, Verbatim, block_lines, unparse
+from .render import Comment, block_nodes, unparse
 from .scalars import delivered_list
 
 
@@ -70,15 +73,15 @@ def region_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
     step = region.rewrites(sub, blocks)
     # the body's work arrays first: a carried array's (``held_zeros``, below) may be lent by
     # a returned array that one of those made
-    lines: list[str] = list(lent)
-    region.start_carried(sub, step, lines)
-    region.start_invariants(sub, lines)
+    nodes: list[ast.stmt] = list(lent)
+    region.start_carried(sub, step, nodes)
+    region.start_invariants(sub, nodes)
     plan = region.plan(sub, step, lent, turning)
     em.plan.regions.append(plan)
-    lines += region.start_rows(plan)
-    lines += region.step_lines(sub, plan, blocks)
-    region.results(sub, lines)
-    return [Verbatim(lines)]
+    nodes += region.start_rows(plan)
+    nodes.append(region.step_loop(sub, plan, blocks))
+    region.results(sub, nodes)
+    return nodes
 
 
 @dataclass
@@ -216,46 +219,51 @@ class _Region:
         dropped = {id(save) for _, _, _, save in first} | assigned
         return _Step(running, dropped, returned, once, first)
 
-    def start_carried(self, sub: Emitter, step: _Step, lines: list[str]) -> None:
+    def start_carried(self, sub: Emitter, step: _Step, nodes: list[ast.stmt]) -> None:
         """Each carried value as the loop starts: a work array, a list, the returned array,
         zeros, the loop's own copy of the operand, or the operand under the body's name."""
         em, stmt, body, operands, names = self.em, self.stmt, self.body, self.operands, sub.names
         for c, fresh in zip(self.loop.carried, self.loop.fresh):
             if c in self.held:
-                lines.append(f"{names[c]} = {self.held[c]}")
+                nodes.append(_assign(names[c], ast.Name(self.held[c])))
             elif c in self.sums or c in self.listed:
-                lines.append(f"{names[c]} = [0.0] * {c.aval.shape[0]}")
+                zeros = ast.BinOp(ast.List([ast.Constant(0.0)]), ast.Mult(),
+                                  ast.Constant(c.aval.shape[0]))
+                nodes.append(_assign(names[c], zeros))
             elif c in step.returned:
-                lines.append(f"{names[c]} = {unparse(step.returned[c])}")
+                nodes.append(_assign(names[c], step.returned[c]))
                 if c not in step.once:
-                    lines.append(f"{names[c]}.fill(0.0)")
-            elif fresh is True and c not in step.once and held_zeros(em, stmt, c, lines):
-                lines.append(f"{names[c]} = {held_zeros(em, stmt, c, lines)}")
-                lines.append(f"{names[c]}.fill(0.0)")
+                    nodes.append(_method(names[c], "fill", ast.Constant(0.0)))
+            elif fresh is True and c not in step.once and held_zeros(em, stmt, c, nodes):
+                nodes.append(_assign(names[c], ast.Name(held_zeros(em, stmt, c, nodes))))
+                nodes.append(_method(names[c], "fill", ast.Constant(0.0)))
             elif fresh:
                 made = "empty" if fresh == EMPTY or c in step.once else "zeros"
-                lines.append(f"{names[c]} = xp.{made}({_shape(c)}{_dtype(c)})")
+                nodes.append(_assign(names[c], _new_array(made, c)))
                 em.modules.add("xp")
             elif c in body.owned and not given(em, stmt, operands[c]):
                 # updated in place by the body: the loop's own copy
-                lines.append(f"{names[c]} = {_text(em, operands[c])}.copy()")
-            elif names[c] != _text(em, operands[c]):
-                lines.append(f"{names[c]} = {_text(em, operands[c])}")
+                copy = ast.Call(ast.Attribute(_value(em, operands[c]), "copy"), [], [])
+                nodes.append(_assign(names[c], copy))
+            elif names[c] != unparse(_value(em, operands[c])):
+                nodes.append(_assign(names[c], _value(em, operands[c])))
 
-    def start_invariants(self, sub: Emitter, lines: list[str]) -> None:
+    def start_invariants(self, sub: Emitter, nodes: list[ast.stmt]) -> None:
         """The invariants the body reads under a name of its own: a list made of a vector read
         one element at a time (``x.tolist()``), or the operand under the body's name."""
         em, operands, names = self.em, self.operands, sub.names
         for k in self.loop.invariants:
             if k in self.lists and k not in self.keep:
-                made = "" if operands[k] in em.lists else ".tolist()"     # a list already
-                lines.append(f"{names[k]} = {_text(em, operands[k])}{made}")
+                value = _value(em, operands[k])
+                if operands[k] not in em.lists:       # (else a list already)
+                    value = ast.Call(ast.Attribute(value, "tolist"), [], [])
+                nodes.append(_assign(names[k], value))
                 if isinstance(operands[k], Var) and operands[k] in em.facts.arguments:
                     em.list_names[operands[k]] = names[k]
                     em.names.taken.add(names[k])        # no later body may take it
             elif k not in self.keep and k not in self.lists and (
                     k in sub.facts.readers or any(k is r for r in self.body.result)):
-                lines.append(f"{names[k]} = {_text(em, operands[k])}")
+                nodes.append(_assign(names[k], _value(em, operands[k])))
 
     def plan(self, sub: Emitter, step: _Step, lent: list[str],
              turning: list[tuple[str, str]]) -> RegionPlan:
@@ -282,22 +290,25 @@ class _Region:
                           frozenset(step.dropped), dict(step.returned), dict(step.once),
                           tuple(step.first), tuple(before), tuple(lent), tuple(turning))
 
-    def start_rows(self, plan: RegionPlan) -> list[str]:
+    def start_rows(self, plan: RegionPlan) -> list[ast.stmt]:
         """The first row of each stack saved before the loop (``H[0] = h``) and every step's
         input product made at once (``products_before``)."""
         names = plan.body.names
-        lines = [f"{names[stack]}[{row}] = {names[c]}" for stack, c, row, _ in plan.first]
+        nodes: list[ast.stmt] = [
+            ast.Assign([ast.Subscript(ast.Name(names[stack]), ast.Constant(row))],
+                       ast.Name(names[c]), lineno=0) for stack, c, row, _ in plan.first]
         for made, before in plan.before:
-            lines += [comment(products_note(made, self.loop, plan.body)), unparse(before)]
-        return lines
+            nodes += [Comment(comment(products_note(made, self.loop, plan.body))), before]
+        return nodes
 
-    def step_lines(self, sub: Emitter, plan: RegionPlan, blocks: list) -> list[str]:
-        """The ``for`` line and the step: the body's blocks (a statement written another way,
+    def step_loop(self, sub: Emitter, plan: RegionPlan, blocks: list) -> ast.For:
+        """The ``for`` loop and the step: the body's blocks (a statement written another way,
         ``plan.running``, is that one statement instead), then the carried values rebound and
         the work arrays taken in turn swapped."""
         loop, names = self.loop, sub.names
-        steps = f"range({loop.length - 1}, -1, -1)" if loop.reverse else f"range({loop.length})"
-        inner: list[str] = []
+        bounds = [loop.length - 1, -1, -1] if loop.reverse else [loop.length]
+        steps = ast.Call(ast.Name("range"), [ast.Constant(n) for n in bounds], [])
+        inner: list[ast.stmt] = []
         previous, shown = None, set()
         for block in blocks:
             kept = [([plan.running[id(source)]] if id(source) in plan.running else nodes, source)
@@ -306,19 +317,18 @@ class _Region:
                 continue
             block.stmts = [node for nodes, _ in kept for node in nodes]
             block.sources, block.sizes = [s for _, s in kept], [len(nodes) for nodes, _ in kept]
-            inner += block_lines(block, sub.tape.name, sub.rules_of, previous, shown)
+            inner += block_nodes(block, sub.tape.name, sub.rules_of, previous, shown)
             previous = block
-        ins = [names[c] for c in loop.carried]
-        outs = [_text(sub, o) for o in self.body.result]
-        moved = [(a, b) for a, b in zip(ins, outs) if a != b]
+        outs = [_value(sub, o) for o in self.body.result]
+        moved = [(names[c], o) for c, o in zip(loop.carried, outs) if names[c] != unparse(o)]
         if moved:
-            inner.append(f"{', '.join(a for a, _ in moved)} = {', '.join(b for _, b in moved)}")
+            inner.append(_rebind([ast.Name(a) for a, _ in moved], [b for _, b in moved]))
         for new, spare in plan.turning:     # the next step's result goes where the last one's was
-            inner.append(f"{new}, {spare} = {spare}, {new}")
-        return [f"for {identifier(names[loop.index])} in {steps}:"] + \
-            [INDENT + line for line in inner or ["pass"]]
+            inner.append(_rebind([ast.Name(new), ast.Name(spare)],
+                                 [ast.Name(spare), ast.Name(new)]))
+        return ast.For(ast.Name(identifier(names[loop.index])), steps, inner or [ast.Pass()], [])
 
-    def results(self, sub: Emitter, lines: list[str]) -> None:
+    def results(self, sub: Emitter, nodes: list[ast.stmt]) -> None:
         """The region's results under the enclosing code's names: a list of floats made an
         array again, a Python float numpy's float64 again."""
         em, stmt, loop = self.em, self.stmt, self.loop
@@ -327,14 +337,14 @@ class _Region:
         for o, c in zip(stmt.outs, loop.carried):
             if o not in em.names or (o not in em.facts.readers and o not in em.facts.outputs):
                 continue            # carried for the next step only (dh for the gradient of h0)
-            value = sub.names[c]
+            value: ast.expr = ast.Name(sub.names[c])
             if c in self.sums and not delivered_list(em, o):
                 # Python floats in a list: the array again (or _deliver's, into the caller's out=)
-                value = f"xp.array({value})"
+                value = ast.Call(_xp("array"), [value], [])
             elif c in self.floats and not c.aval.weak:
-                value = f"xp.float64({value})"      # a Python float: numpy's float64 again
-            if em.names[o] != value:
-                lines.append(f"{em.names[o]} = {value}")
+                value = ast.Call(_xp("float64"), [value], [])     # numpy's float64 again
+            if em.names[o] != unparse(value):
+                nodes.append(_assign(em.names[o], value))
 
 
 def given(em, stmt: Stmt, atom) -> bool:
@@ -477,15 +487,35 @@ def running_sums(sub, loop) -> dict[int, ast.stmt]:
     return done
 
 
-def _text(em, atom) -> str:
+def _value(em, atom) -> ast.expr:
+    """An operand as the enclosing code (or the body) reads it."""
     if isinstance(atom, Lit):
-        return unparse(em.literal(atom.value))
-    return unparse(em.atom(atom))
+        return em.literal(atom.value)
+    return em.atom(atom)
 
 
-def _shape(v: Var) -> str:
-    return repr(tuple(v.aval.shape))
+def _assign(name: str, value: ast.expr) -> ast.stmt:
+    return ast.Assign([ast.Name(name)], value, lineno=0)
 
 
-def _dtype(v: Var) -> str:
-    return "" if v.aval.dtype == "float64" else f", dtype=xp.{v.aval.dtype.name}"
+def _rebind(targets: list[ast.expr], values: list[ast.expr]) -> ast.stmt:
+    """``h = h_new``, or ``h, dh = h_new, dh_new`` (render.unparse writes both sides bare)."""
+    if len(targets) == 1:
+        return ast.Assign(targets, values[0], lineno=0)
+    return ast.Assign([ast.Tuple(targets)], ast.Tuple(values), lineno=0)
+
+
+def _method(name: str, method: str, *args: ast.expr) -> ast.stmt:
+    return ast.Expr(ast.Call(ast.Attribute(ast.Name(name), method), list(args), []))
+
+
+def _xp(name: str) -> ast.expr:
+    return ast.Attribute(ast.Name("xp"), name)
+
+
+def _new_array(made: str, v: Var) -> ast.expr:
+    """``xp.zeros((3, 4))`` (``made``: ``zeros`` or ``empty``) for ``v``, its dtype said where
+    it is not float64."""
+    dtype = [] if v.aval.dtype == "float64" else \
+        [ast.keyword("dtype", _xp(v.aval.dtype.name))]
+    return ast.Call(_xp(made), [ast.Constant(tuple(v.aval.shape))], dtype)

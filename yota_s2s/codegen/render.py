@@ -1,7 +1,8 @@
 """The text primitives of codegen, below every writer: how written statements become lines.
 
 - ``unparse``: one ``ast`` node as Python text, the same on every Python we support;
-- ``Verbatim``: lines written as they are (a loop region with its comments, regions.py);
+- ``Comment``: a comment line among statements (a loop region's step holds its blocks'
+  comments, regions.py), ``statement_lines`` a statement's lines;
 - ``Block``: consecutive statements of one source line, which share one comment
   (``# model.py:4  h = ...``, ``# grad of model.py:4  ...``), grouped by ``group_blocks`` and
   written by ``block_lines`` with the rules that made them (``# rule tanh, x: ...``);
@@ -23,28 +24,54 @@ from ..text import comment
 INDENT = "    "
 
 
-class Verbatim(ast.stmt):
-    """Lines of code written as they are (a loop with its comments); ``unparse`` knows it."""
+class Comment(ast.stmt):
+    """A comment line among statements (``ast`` keeps none): ``text``, the whole line, made by
+    ``text.comment`` (escaped). ``unparse`` writes it, and a ``for`` loop holding it (a loop
+    region's step, regions.py)."""
 
     _fields = ()
 
-    def __init__(self, lines: list[str]):
+    def __init__(self, text: str):
         super().__init__()
-        self.lines = lines
+        self.text = text
 
 
 def unparse(node: ast.AST) -> str:
     """``ast.unparse``, but the same text on every Python we support: 3.10 writes a tuple
     target as ``(a, b) = ...`` where 3.11+ writes ``a, b = ...`` (committed files must not
-    change with the reviewer's Python)."""
-    if isinstance(node, Verbatim):
-        return "\n".join(node.lines)
+    change with the reviewer's Python), and a tuple assigned to a tuple is written bare on both
+    sides (``h, dh = h_new, dh_new``). A ``Comment`` is its line; a ``for`` loop is written a
+    statement at a time (``statement_lines``): its body may hold comments."""
+    if isinstance(node, Comment):
+        return node.text
+    if isinstance(node, ast.For):
+        return "\n".join(statement_lines(node))
     _number_statements(node)
     if isinstance(node, ast.Assign) and len(node.targets) == 1 \
             and isinstance(node.targets[0], ast.Tuple) and len(node.targets[0].elts) > 1:
         targets = ", ".join(ast.unparse(e) for e in node.targets[0].elts)
-        return f"{targets} = {ast.unparse(node.value)}"
+        value = node.value
+        if isinstance(value, ast.Tuple) and len(value.elts) > 1:
+            return f"{targets} = {', '.join(ast.unparse(e) for e in value.elts)}"
+        return f"{targets} = {ast.unparse(value)}"
     return ast.unparse(node)
+
+
+def statement_lines(node: ast.stmt) -> list[str]:
+    """A statement's lines: a ``for`` loop's line, then its body's statements indented (a
+    comment among them as it is); a list too long for one line (scalar mode's gradient
+    elements) has an element a line."""
+    if isinstance(node, ast.For):
+        bare = ast.For(node.target, node.iter, [ast.Pass()], [])
+        _number_statements(bare)
+        head = ast.unparse(bare).splitlines()[0]
+        return [head] + [INDENT + line for child in node.body for line in statement_lines(child)]
+    text = unparse(node)
+    if len(text) + 2 * len(INDENT) <= 99 or not isinstance(node, ast.Assign) \
+            or not isinstance(node.value, ast.List) or len(node.targets) != 1:
+        return text.splitlines()
+    return [f"{unparse(node.targets[0])} = ["] + \
+        [f"{INDENT}{unparse(e)}," for e in node.value.elts] + ["]"]
 
 
 def _number_statements(node: ast.AST) -> None:
@@ -72,11 +99,12 @@ _BLOCK_FIELDS: dict[type, tuple[str, ...]] = {
 
 @dataclass
 class Loop:
-    """A cache-blocked chain (blocks.py) as written: ``before`` the loop, the ``for`` line and
-    the two lines that make a block's slice, the chain's blocks (one per source line) inside,
-    ``after`` it."""
+    """A cache-blocked chain (blocks.py) as written: ``before`` the loop, the comments above
+    it (``notes``), the ``for`` loop with the two statements that make a block's slice, the
+    chain's blocks (one per source line) to write inside it after those, ``after`` it."""
     before: list[ast.stmt]
-    head: list[str]
+    notes: list[ast.stmt]            # Comment
+    loop: ast.For
     inner: list                      # Block, each with its comment
     after: list[ast.stmt]
 
@@ -144,6 +172,13 @@ def group_blocks(written: list[tuple[Stmt, list[ast.stmt]]]) -> list[Block]:
 
 def block_lines(block: Block, function: str, rules_of: Callable[[Stmt], list[str]],
                 previous: Block | None, shown: set[str]) -> list[str]:
+    """The block's comments, then its statements (``block_nodes``, as lines)."""
+    return [line for node in block_nodes(block, function, rules_of, previous, shown)
+            for line in statement_lines(node)]
+
+
+def block_nodes(block: Block, function: str, rules_of: Callable[[Stmt], list[str]],
+                previous: Block | None, shown: set[str]) -> list[ast.stmt]:
     """The block's comments, then its statements. In an unrolled loop, ``# t = 3`` where a
     pass begins; the source line (said once for a run of passes over one line); for a backward
     block, the rules that made its statements (``# rule tanh, x: dy * (1 - y * y)``), each
@@ -172,20 +207,7 @@ def block_lines(block: Block, function: str, rules_of: Callable[[Stmt], list[str
                               if r not in shown)
         lines += [comment(rule_comment(r)) for r in rules]
         shown.update(rules)
-    for node in block.stmts:
-        lines += _wrapped(node)
-    return lines
-
-
-def _wrapped(node) -> list[str]:
-    """A statement's lines; a list too long for one line (scalar mode's gradient elements)
-    has an element a line."""
-    text = unparse(node)
-    if len(text) + 2 * len(INDENT) <= 99 or not isinstance(node, ast.Assign) \
-            or not isinstance(node.value, ast.List) or len(node.targets) != 1:
-        return text.splitlines()
-    return [f"{unparse(node.targets[0])} = ["] + \
-        [f"{INDENT}{unparse(e)}," for e in node.value.elts] + ["]"]
+    return [Comment(text) for text in lines] + list(block.stmts)
 
 
 def rule_comment(rule: str) -> str:

@@ -58,6 +58,10 @@ class CallsMixin:
             return handler(self, list(args), kwargs, node)
         if fn is complex and len(args) == 2 and not kwargs and not is_traced(list(args)):
             return complex(*args)       # a constant as generated code writes it: complex(2.0, 1.0)
+        traced = getattr(fn, "__yota_traced__", None) if isinstance(fn, types.FunctionType) \
+            else None
+        if traced is not None:          # one of ours, traced in the form it names (ys.flatten)
+            return self.inline(traced, args, kwargs, node)
         prim = self.rules.lookup(fn)
         if prim is not None:
             return self.call_with_rule(fn, prim, args, kwargs, node)

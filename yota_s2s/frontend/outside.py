@@ -121,6 +121,10 @@ def describe_where(where: tuple) -> str:
     root, path = where
     text = {"module": lambda: root[1], "function": lambda: "<the function>",
             "numpy": lambda: "np.random"}[root[0]]()
+    return _steps(text, path)
+
+
+def _steps(text: str, path: tuple) -> str:
     for kind, key in path:
         text = f"{kind}({text})" if kind == "len" else f"tuple({text})" if kind == "keys" else \
             text + (f".{key}" if kind == "attr" else f"[{key!r}]")
@@ -135,6 +139,7 @@ class OutsideReads:
         self.reads: dict[tuple, Any] = {}
         self.functions: dict[int, tuple] = {}       # id(function) -> where it was found
         self.classes: dict[int, tuple] = {}         # id(class) -> where it was found
+        self.cell_names: dict[tuple, str] = {}      # (root, path) of a cell -> its variable
         self.held: list[Any] = []                   # keeps the ids above valid
         self.copies: dict[int, Any] = {}            # id(generator) -> the copy that traces
         self.uses_function = False                  # the code reads the function's closure
@@ -148,6 +153,17 @@ class OutsideReads:
 
     def where_function(self, fn: Any) -> tuple | None:
         return self.functions.get(id(fn))
+
+    def shown(self, where: tuple) -> str:
+        """What a read from ``where`` is called in messages and the record: ``model.CFG['l2']``;
+        in a closure, by the closure variable's name (``m.W (in a closure)``)."""
+        root, path = where
+        for i in range(len(path), 0, -1):
+            name = self.cell_names.get((root, path[:i]))
+            if name is not None:
+                return f"{name} (a variable of a closure)" if i == len(path) else \
+                    f"{_steps(name, path[i:])} (in a closure)"
+        return describe_where(where)
 
     def where_class(self, cls: type) -> tuple | None:
         """Where the code can reach ``cls`` (a global, a closure cell), if it was read there."""
@@ -171,6 +187,8 @@ class OutsideReads:
             self.function_found(value, where)
             return value
         reachable = where is not None and where[0] is not None
+        if reachable and name and where[1][-1:] == (("attr", "cell_contents"),):
+            self.cell_names.setdefault((where[0], where[1]), name)
         if isinstance(value, type):
             if reachable and id(value) not in self.classes:
                 self.classes[id(value)] = where         # its data is read from there
@@ -302,10 +320,10 @@ class OutsideReads:
             self.uses_function = True
         ev = self.ev
         params = (("root", where[0]), ("path", where[1]),
-                  ("shown", _read_at(describe_where(where), ev.loc(node))), ("expected", value))
+                  ("shown", _read_at(self.shown(where), ev.loc(node))), ("expected", value))
         prim = ev.rules.lookup(external_check) or EXTERNAL_CHECK
         ev.stmts.append(Stmt((), prim, (), params, ev.loc(node)))
-        self.record.append(Assumption(describe_where(where), place(where), VALUE, ev.loc(node),
+        self.record.append(Assumption(self.shown(where), place(where), VALUE, ev.loc(node),
                                       where))
 
     def _read(self, value: Any, where: tuple, node: Any, name: str | None) -> Var:
@@ -320,9 +338,7 @@ class OutsideReads:
         ev.values[var] = value
         ev.input_vars.add(var)          # never written in place: it is the user's array
         self.vars.add(var)
-        shown = describe_where(where)
-        if ("attr", "__closure__") in where[1] and name:
-            shown = f"{name} (a variable of a closure)"
+        shown = self.shown(where)
         params = (("root", where[0]), ("path", where[1]), ("shown", _read_at(shown, ev.loc(node))))
         ev.stmts.append(Stmt((var,), prim, (), params, ev.loc(node)))
         self.record.append(Assumption(shown, place(where), READ, ev.loc(node), where))
