@@ -16,7 +16,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from .ad.backward import backward
+from .ad.batching import batch
 from .ad.forward import forward as forward_sweep
 from .ad.linearize import split
 from .codegen import function_name, load, module_name_for, write_module
@@ -247,3 +250,63 @@ def compile_linearize(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES,
         written.append(_written(forward, half, device, out_dir, None, None, buffers,
                                 assumes if half is halves.forward else None))
     return written[0], written[1]
+
+
+def vmap_tape(f: Any, args: Sequence[Any], axes: Sequence[int | None], out_axes: Any = 0,
+              rules: RuleSet = RULES, check: bool = False, passes: bool = True,
+              device: str | None = None) -> tuple[Tape, Tape]:
+    """(the tape of one example, the optimized batched tape) of ``f`` on ``args``, argument
+    ``k`` batched along ``axes[k]`` (None: the same for every example): ad/batching.py. The
+    example is the first of the batch; loops are unrolled (a loop region is not batched)."""
+    with few_collections():
+        example = [a if axis is None else np.take(np.asarray(a), 0, axis=axis)
+                   for a, axis in zip(args, axes)]
+        one, _ = trace_function(f, example, rules, regions=False)
+        if check:
+            verified(one, "trace")
+        tape = batch(one, rules, axes, args, out_axes)
+        return one, _optimized(tape, rules, check, passes, device=device, made_by="vmap")
+
+
+def compile_vmap(f: Any, args: Sequence[Any], axes: Sequence[int | None], out_axes: Any = 0, *,
+                 rules: RuleSet = RULES, device: str = "cpu", out_dir: str | Path | None = None,
+                 module_name: str | None = None, check: bool = False,
+                 buffers: bool = True) -> Compiled:
+    """The batched module of ``f`` (``ys.vmap``): ``f_vmap(*args)`` computes ``f`` on every
+    example of the batch at once, written as numpy code on the whole batch."""
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
+    one, tape = vmap_tape(f, args, axes, out_axes, rules, check,
+                          device=device if buffers else None)
+    return _written(one, tape, device, out_dir, module_name, None, buffers)
+
+
+def per_example_tape(f: Any, args: Sequence[Any], axes: Sequence[int | None],
+                     norms: bool = False, rules: RuleSet = RULES, check: bool = False,
+                     passes: bool = True, device: str | None = None) -> tuple[Tape, Tape]:
+    """(the gradient tape of one example, the optimized batched tape): the gradient of ``f``
+    with respect to its first argument for each example (``norms``: their norms only)."""
+    with few_collections():
+        example = [a if axis is None else np.take(np.asarray(a), 0, axis=axis)
+                   for a, axis in zip(args, axes)]
+        one, ev = trace_function(f, example, rules, regions=False)
+        if check:
+            verified(one, "trace")
+        swept = backward(one, ev, {0})
+        if check:
+            verified(swept, "backward")
+        tape = batch(swept, rules, axes, args, norms=norms)
+        return swept, _optimized(tape, rules, check, passes, device=device, made_by="vmap")
+
+
+def compile_per_example(f: Any, args: Sequence[Any], axes: Sequence[int | None],
+                        norms: bool = False, *, rules: RuleSet = RULES, device: str = "cpu",
+                        out_dir: str | Path | None = None, module_name: str | None = None,
+                        check: bool = False, buffers: bool = True) -> Compiled:
+    """The module of ``ys.per_example_grad``: ``(values, gradients)``, one per example, the
+    batch first (``norms``: each example's gradient norm)."""
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
+    one, tape = per_example_tape(f, args, axes, norms, rules, check,
+                                 device=device if buffers else None)
+    return _written(one, tape, device, out_dir, module_name, None, buffers)

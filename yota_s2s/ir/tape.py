@@ -354,6 +354,9 @@ class Tape:
     # a tape cut from another (ad/linearize.py): "linearize" (the forward that keeps what the
     # tangent map reads) or "tangent" (the tangent map); its function is named for it
     role: str = ""
+    # ys.vmap (ad/batching.py): the number of examples a batched tape computes at once, each
+    # batched value's first axis (None: not batched)
+    batch: int | None = None
 
     def copy(self, **changes: Any) -> "Tape":
         fields = dict(self.__dict__)

@@ -7,8 +7,10 @@ would take the other path.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..errors import GuardError
-from .registry import nodiff, primitive
+from .registry import batchrule, nodiff, primitive
 
 
 def guard(cond, expected=True, where=""):
@@ -28,3 +30,10 @@ def show(*values, sep=" ", end="\n", flush=False):
 primitive(show, "*values, sep=' ', end='\\n', flush=False", name="print", emit=("call", "print"),
           nout=0, effect=True)
 nodiff(show)
+
+
+@batchrule(guard)
+def guard_batched(cond, expected=True, where=""):
+    """Every example takes the branch the compiled code was traced for: each condition holds
+    (or none does) in the whole batch."""
+    return guard(np.all(cond) if expected else np.any(cond), expected, where)

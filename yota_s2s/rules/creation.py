@@ -8,7 +8,8 @@ it can take a work array as it is.
 """
 import numpy as np
 
-from .registry import diffrule, nodiff, primitive
+from .batching import lifted, lined_up
+from .registry import batchrule, diffrule, nodiff, primitive
 
 primitive(np.zeros,      "shape, dtype=None", creates=True, out_form="fill")
 primitive(np.ones,       "shape, dtype=None", creates=True, out_form="fill")
@@ -51,3 +52,49 @@ def linspace_grad_start(start, stop, dy, num=50, endpoint=True):
 @diffrule(np.linspace, "stop", ignores=("dtype",))
 def linspace_grad_stop(start, stop, dy, num=50, endpoint=True):
     return dy * _linspace_steps(dy, num, endpoint)
+
+
+# -- batching (ys.vmap): an array made like a batched one is a batch ------------------------
+
+@batchrule(np.zeros_like)
+def zeros_like_batched(a, dtype=None, shape=None):
+    return np.zeros_like(a, dtype=dtype) if shape is None else \
+        np.zeros((np.shape(a)[0],) + tuple(shape), dtype=dtype or a.dtype)
+
+
+@batchrule(np.ones_like)
+def ones_like_batched(a, dtype=None):
+    return np.ones_like(a, dtype=dtype)
+
+
+@batchrule(np.empty_like)
+def empty_like_batched(a, dtype=None):
+    return np.empty_like(a, dtype=dtype)
+
+
+@batchrule(np.full_like)
+def full_like_batched(a, fill_value, batched, size, dtype=None):
+    return np.full_like(lifted(a, batched[0], size),
+                        lined_up(fill_value, batched[1], np.ndim(a) - batched[0]), dtype=dtype)
+
+
+@batchrule(np.full)
+def full_batched(shape, fill_value, batched, size, dtype=None):
+    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    return np.full((size,) + shape, lined_up(fill_value, True, len(shape)), dtype=dtype)
+
+
+@batchrule(np.asarray)
+def asarray_batched(a, batched, size, dtype=None):
+    if isinstance(a, tuple):        # a list of values: each example's array of them
+        return np.stack([lifted(np.asarray(x, dtype=dtype), b, size)
+                         for x, b in zip(a, batched[0])], axis=1)
+    return np.asarray(a, dtype=dtype)
+
+
+@batchrule(np.array)
+def array_batched(object, batched, size, dtype=None):
+    if isinstance(object, tuple):
+        return np.stack([lifted(np.asarray(x, dtype=dtype), b, size)
+                         for x, b in zip(object, batched[0])], axis=1)
+    return np.array(object, dtype=dtype)

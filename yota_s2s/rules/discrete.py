@@ -11,7 +11,8 @@ Comparisons (``<``, ``np.less``...) are in operators.py; ``np.shape``, ``np.ndim
 """
 import numpy as np
 
-from .registry import nodiff, primitive
+from .batching import after_batch, lined_up
+from .registry import batchrule, nodiff, primitive
 
 primitive(np.round,          "a, decimals=0")
 primitive(np.fix,            "x")
@@ -39,3 +40,63 @@ for fn in DISCRETE:
 # np.sign(z) of a complex z is z / |z|, smooth: its derivative is not zero, and no rule gives it
 primitive(np.sign, real_only="np.sign of a complex z is z / |z|, which is not piecewise "
                              "constant (write z / np.abs(z))")
+
+
+# -- batching (ys.vmap): the axes one further on; None, every axis of one example ------------
+
+@batchrule(np.round)
+def round_batched(a, decimals=0):
+    return np.round(a, decimals)
+
+
+@batchrule(np.fix)
+def fix_batched(x):
+    return np.fix(x)
+
+
+@batchrule(np.isclose)
+def isclose_batched(a, b, batched, rtol=1e-05, atol=1e-08, equal_nan=False):
+    rank = max(np.ndim(a) - batched[0], np.ndim(b) - batched[1])
+    return np.isclose(lined_up(a, batched[0], rank), lined_up(b, batched[1], rank), rtol, atol,
+                      equal_nan)
+
+
+@batchrule(np.all)
+def all_batched(a, axis=None, keepdims=False):
+    return np.all(a, after_batch(axis, np.ndim(a) - 1), keepdims=keepdims)
+
+
+@batchrule(np.any)
+def any_batched_(a, axis=None, keepdims=False):
+    return np.any(a, after_batch(axis, np.ndim(a) - 1), keepdims=keepdims)
+
+
+@batchrule(np.count_nonzero)
+def count_nonzero_batched(a, axis=None, keepdims=False):
+    return np.count_nonzero(a, after_batch(axis, np.ndim(a) - 1), keepdims=keepdims)
+
+
+@batchrule(np.argmax)
+def argmax_batched(a, axis=None, keepdims=False):
+    if axis is None:
+        return np.argmax(np.reshape(a, (np.shape(a)[0], -1)), 1, keepdims=keepdims)
+    return np.argmax(a, after_batch(axis, np.ndim(a) - 1), keepdims=keepdims)
+
+
+@batchrule(np.argmin)
+def argmin_batched(a, axis=None, keepdims=False):
+    if axis is None:
+        return np.argmin(np.reshape(a, (np.shape(a)[0], -1)), 1, keepdims=keepdims)
+    return np.argmin(a, after_batch(axis, np.ndim(a) - 1), keepdims=keepdims)
+
+
+@batchrule(np.argsort)
+def argsort_batched(a, axis=-1, kind=None, stable=None):
+    if axis is None:
+        return np.argsort(np.reshape(a, (np.shape(a)[0], -1)), 1, kind=kind, stable=stable)
+    return np.argsort(a, after_batch(axis, np.ndim(a) - 1), kind=kind, stable=stable)
+
+
+@batchrule(np.argpartition)
+def argpartition_batched(a, kth, axis=-1):
+    return np.argpartition(a, kth, after_batch(axis, np.ndim(a) - 1))

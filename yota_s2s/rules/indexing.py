@@ -16,7 +16,9 @@ import operator
 
 import numpy as np
 
-from .registry import diffrule, primitive, scatter_rule
+from .batching import (advanced_first, after_batch, any_batched, indexed_ndim, key_parts, lifted,
+                       lifted_copy, lined_up)
+from .registry import batchrule, diffrule, primitive, scatter_rule
 
 primitive(operator.getitem, "a, key", name="getitem", emit=("getitem",), view=True, linear=True)
 scatter_rule(operator.getitem, "a")
@@ -136,3 +138,87 @@ def partition_grad(a, kth, dy, axis=-1):
     if axis is None:
         return np.reshape(partition_grad(np.reshape(a, -1), kth, dy, 0), np.shape(a))
     return take_along_axis_grad(a, np.argpartition(a, kth, axis), dy, axis)
+
+
+# -- batching (ys.vmap): the index one axis further on ---------------------------------------
+
+PER_EXAMPLE_INDEX = "indexes with a value that differs per example (not batched yet)"
+
+
+@batchrule(operator.getitem)
+def getitem_batched(a, key, batched):
+    """``a[:, key]``; where numpy puts the axes of advanced indices first (they are apart),
+    the batch axis comes after them, and is moved back."""
+    if any_batched(batched[1]):
+        return PER_EXAMPLE_INDEX
+    parts = key_parts(key)
+    first = advanced_first(parts)
+    return np.moveaxis(a[batched_key(parts)], first, 0) if first else a[batched_key(parts)]
+
+
+def batched_key(parts):
+    """The index of an example's ``parts`` in the batch: after the batch axis (a leading
+    ``...`` covers it already)."""
+    return parts if parts and parts[0] is Ellipsis else (slice(None),) + parts
+
+
+def batched_values(a, key, v, batched, size):
+    """``a`` (a batch to write into), its key and the values ``v`` lined up with ``a[key]``."""
+    parts = key_parts(key)
+    first = advanced_first(parts)
+    rank = indexed_ndim(np.ndim(a) - batched[0], parts)
+    if first or batched[2]:
+        v = lined_up(lifted(v, batched[2], size), True, rank)
+        v = np.moveaxis(v, 0, first) if first else v
+    return lifted_copy(a, batched[0], size), batched_key(parts), v
+
+
+@batchrule(index_add)
+def index_add_batched(a, key, v, batched, size):
+    if any_batched(batched[1]):
+        return PER_EXAMPLE_INDEX
+    a, key, v = batched_values(a, key, v, batched, size)
+    return index_add(a, key, v)
+
+
+@batchrule(setitem)
+def setitem_batched(a, key, v, batched, size, repeats=False):
+    if any_batched(batched[1]):
+        return PER_EXAMPLE_INDEX
+    a, key, v = batched_values(a, key, v, batched, size)
+    return setitem(a, key, v, repeats)
+
+
+@batchrule(setitem_)
+def setitem__batched(a, key, v, batched, size):
+    if any_batched(batched[1]):
+        return PER_EXAMPLE_INDEX
+    a, key, v = batched_values(a, key, v, batched, size)
+    return setitem_(a, key, v)
+
+
+@batchrule(np.take)
+def take_batched(a, indices, batched, axis=None, mode="raise"):
+    if batched[1]:
+        return PER_EXAMPLE_INDEX
+    if axis is None:
+        return np.take(np.reshape(a, (np.shape(a)[0], -1)), indices, 1, mode=mode)
+    return np.take(a, indices, after_batch(axis, np.ndim(a) - 1), mode=mode)
+
+
+@batchrule(np.take_along_axis)
+def take_along_axis_batched(arr, indices, batched, size, axis=-1):
+    rank = np.ndim(arr) - batched[0]
+    if axis is None:
+        return np.take_along_axis(np.reshape(lifted(arr, batched[0], size), (size, -1)),
+                                  lifted(indices, batched[1], size), axis=1)
+    return np.take_along_axis(lifted(arr, batched[0], size),
+                              lined_up(lifted(indices, batched[1], size), True, rank),
+                              axis=after_batch(axis, rank))
+
+
+@batchrule(np.sort)
+def sort_batched(a, axis=-1, kind=None, stable=None):
+    if axis is None:
+        return np.sort(np.reshape(a, (np.shape(a)[0], -1)), 1, kind=kind, stable=stable)
+    return np.sort(a, after_batch(axis, np.ndim(a) - 1), kind=kind, stable=stable)

@@ -9,7 +9,8 @@ that the frontend inlines (``a, b = np.split(x, 2)`` reads ``x[:2]`` and ``x[2:]
 import numpy as np
 
 from .indexing import index_add
-from .registry import alias, diffrule, primitive
+from .batching import after_batch, lifted, lined_up
+from .registry import alias, batchrule, diffrule, primitive
 
 primitive(np.concatenate, "arrays, axis=0", out_form="join", linear=True,   # (.., out=)
           sequences=("arrays",))
@@ -183,3 +184,63 @@ def dsplit(ary, indices_or_sections):
 
 SPLITS = {np.split: split, np.array_split: array_split, np.hsplit: hsplit, np.vsplit: vsplit,
           np.dsplit: dsplit, np.append: append}
+
+
+# -- batching (ys.vmap) ----------------------------------------------------------------------
+
+def batch_all(arrays, batched, size):
+    """Every array of a sequence as a batch (the same for every example where it is not)."""
+    return [lifted(a, b, size) for a, b in zip(arrays, batched)]
+
+
+@batchrule(np.concatenate)
+def concatenate_batched(arrays, batched, size, axis=0):
+    arrays = batch_all(arrays, batched[0], size)
+    if axis is None:
+        return np.concatenate([np.reshape(a, (size, -1)) for a in arrays], axis=1)
+    return np.concatenate(arrays, axis=after_batch(axis, np.ndim(arrays[0]) - 1))
+
+
+@batchrule(np.stack)
+def stack_batched(arrays, batched, size, axis=0):
+    arrays = batch_all(arrays, batched[0], size)
+    return np.stack(arrays, axis=after_batch(axis, np.ndim(arrays[0])))
+
+
+@batchrule(np.hstack)
+def hstack_batched(tup, batched, size):
+    arrays = batch_all(tup, batched[0], size)
+    if all(np.ndim(a) == 1 for a in arrays):        # examples of numbers: one row of them
+        return np.stack(arrays, axis=1)
+    axis = 1 if np.ndim(arrays[0]) == 2 else 2      # 1-D examples join end to end
+    return np.concatenate(arrays, axis=axis)
+
+
+@batchrule(np.vstack)
+def vstack_batched(tup, batched, size):
+    arrays = batch_all(tup, batched[0], size)
+    rows = [np.reshape(a, (size, 1, -1)) if np.ndim(a) <= 2 else a for a in arrays]
+    return np.concatenate(rows, axis=1)
+
+
+@batchrule(np.tile)
+def tile_batched(A, reps):
+    reps = tuple(reps) if isinstance(reps, (tuple, list)) else (reps,)
+    n = max(np.ndim(A) - 1, len(reps))
+    return np.tile(lined_up(A, True, n), (1,) + (1,) * (n - len(reps)) + reps)
+
+
+@batchrule(np.repeat)
+def repeat_batched(a, repeats, axis=None):
+    if axis is None:
+        return np.repeat(np.reshape(a, (np.shape(a)[0], -1)), repeats, 1)
+    return np.repeat(a, repeats, after_batch(axis, np.ndim(a) - 1))
+
+
+@batchrule(np.pad)
+def pad_batched(array, pad_width, mode="constant", constant_values=0, reflect_type="even"):
+    n = np.ndim(array) - 1
+    widths = np.broadcast_to(np.asarray(pad_width), (n, 2)).tolist()
+    options = {"constant_values": constant_values} if mode == "constant" else \
+        {"reflect_type": reflect_type} if mode in ("reflect", "symmetric") else {}
+    return np.pad(array, [(0, 0)] + [tuple(w) for w in widths], mode, **options)

@@ -11,7 +11,8 @@ import operator
 
 import numpy as np
 
-from .registry import alias, diffrule, primitive
+from .batching import example_ndim, lifted, lined_up
+from .registry import alias, batchrule, diffrule, primitive
 
 primitive(operator.matmul, "x1, x2", name="matmul", emit=("binop", "@"), out_form="matmul", multilinear=True)
 alias(np.matmul, operator.matmul)
@@ -240,3 +241,88 @@ def cross_grad_b(a, b, dy):
         dy = np.expand_dims(dy, -1)
         return np.concatenate((-a[..., 1:] * dy, a[..., :1] * dy), axis=-1)
     return np.cross(dy, a)
+
+
+# -- batching (ys.vmap) ----------------------------------------------------------------------
+
+@batchrule(operator.matmul)
+def matmul_batched(x1, x2, batched):
+    """A batch of vectors or matrices times the same matrix is one ``@`` (one BLAS call); two
+    batches pair example with example, vectors as matrices of one row or column."""
+    b1, b2 = batched
+    n1, n2 = example_ndim(x1, b1), example_ndim(x2, b2)
+    if not b2 and n2 == 2:
+        return x1 @ x2                           # (B, ..., k) @ (k, m)
+    if not b1 and n1 == 2 and n2 == 1:
+        return x2 @ mT(x1)                       # A @ x_i: x_i @ A.T
+    if n1 == 1 and n2 == 1:
+        return np.einsum("bk,bk->b", lifted(x1, b1, np.shape(x2)[0]) if not b1 else x1,
+                         lifted(x2, b2, np.shape(x1)[0]) if not b2 else x2)
+    m1, m2 = max(n1, 2), max(n2, 2)
+    rank = max(m1, m2)
+    x1 = lined_up(np.expand_dims(x1, -2) if n1 == 1 else x1, b1, rank)
+    x2 = lined_up(np.expand_dims(x2, -1) if n2 == 1 else x2, b2, rank)
+    y = x1 @ x2
+    if n1 == 1:
+        return y[..., 0, :]
+    return y[..., 0] if n2 == 1 else y
+
+
+@batchrule(np.dot)
+def dot_batched(a, b, batched):
+    """``np.dot`` is ``@`` up to 2-D, ``*`` with a scalar."""
+    ba, bb = batched
+    na, nb = example_ndim(a, ba), example_ndim(b, bb)
+    if na == 0 or nb == 0:
+        rank = max(na, nb)
+        return lined_up(a, ba, rank) * lined_up(b, bb, rank)
+    if na <= 2 and nb <= 2:
+        return matmul_batched(a, b, batched)
+    return np.einsum(batched_subscripts(dot_subscripts(na, nb), batched), a, b)
+
+
+def dot_subscripts(na, nb):
+    """``np.dot`` of arrays of ``na`` and ``nb`` dimensions as einsum subscripts."""
+    left = "abcdefgh"[:na]
+    right = "ijklmnop"[:nb - 2] + left[-1] + "q"
+    return f"{left},{right}->{left[:-1]}{right[:-2]}q"
+
+
+def batched_subscripts(subscripts, batched):
+    """einsum's ``subscripts`` with the batch letter ``Z`` in front of each batched operand and
+    of the result (its implicit result spelled out)."""
+    if "->" in subscripts:
+        ins, out = subscripts.replace(" ", "").split("->")
+    else:
+        ins = subscripts.replace(" ", "")
+        letters = ins.replace(",", "").replace(".", "")
+        out = ("..." if "..." in ins else "") + "".join(
+            sorted(c for c in set(letters) if letters.count(c) == 1))
+    parts = ins.split(",")
+    return ",".join("Z" + p if flag else p for p, flag in zip(parts, batched)) + "->Z" + out
+
+
+@batchrule(np.einsum)
+def einsum_batched(subscripts, operands, batched, optimize=False):
+    return np.einsum(batched_subscripts(subscripts, batched[1]), *operands, optimize=optimize)
+
+
+@batchrule(np.outer)
+def outer_batched(a, b, batched, size):
+    return np.einsum("Zi,Zj->Zij", np.reshape(lifted(a, batched[0], size), (size, -1)),
+                     np.reshape(lifted(b, batched[1], size), (size, -1)))
+
+
+@batchrule(np.inner)
+def inner_batched(a, b, batched):
+    na, nb = example_ndim(a, batched[0]), example_ndim(b, batched[1])
+    if na == 0 or nb == 0:
+        return dot_batched(a, b, batched)
+    left, right = "abcdefgh"[:na - 1] + "k", "ijmnop"[:nb - 1] + "k"
+    return np.einsum(batched_subscripts(f"{left},{right}->{left[:-1]}{right[:-1]}", batched), a, b)
+
+
+@batchrule(np.vdot)
+def vdot_batched(a, b, batched, size):
+    a = np.reshape(lifted(np.conj(a), batched[0], size), (size, -1))
+    return np.einsum("Zk,Zk->Z", a, np.reshape(lifted(b, batched[1], size), (size, -1)))

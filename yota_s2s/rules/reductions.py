@@ -14,7 +14,8 @@ import operator
 import numpy as np
 
 from ..ir.tape import Var
-from .registry import alias, cancels, diffrule, primitive
+from .batching import after_batch
+from .registry import alias, batchrule, cancels, diffrule, primitive
 
 # written ``x.sum(axis=0)``, and into a given array with ``out=``
 primitive(np.sum,  "a, axis=None, dtype=None, keepdims=False", method="sum",  out_form="reduce", linear=True)
@@ -247,3 +248,74 @@ def _gradient_along(f, axis, h, edge_order):
 
 _SEVERAL = type(np.gradient(np.zeros((2, 2))))     # a tuple (a list before numpy 2)
 WRITTEN = {np.gradient: gradient}
+
+
+# -- batching (ys.vmap): the reduced axes are one further on --------------------------------
+
+@batchrule(np.sum)
+def sum_batched(a, axis=None, dtype=None, keepdims=False):
+    return np.sum(a, after_batch(axis, np.ndim(a) - 1), dtype=dtype, keepdims=keepdims)
+
+
+@batchrule(np.mean)
+def mean_batched(a, axis=None, dtype=None, keepdims=False):
+    return np.mean(a, after_batch(axis, np.ndim(a) - 1), dtype=dtype, keepdims=keepdims)
+
+
+@batchrule(np.max)
+def max_batched(a, axis=None, keepdims=False):
+    return np.max(a, after_batch(axis, np.ndim(a) - 1), keepdims=keepdims)
+
+
+@batchrule(np.min)
+def min_batched(a, axis=None, keepdims=False):
+    return np.min(a, after_batch(axis, np.ndim(a) - 1), keepdims=keepdims)
+
+
+@batchrule(np.prod)
+def prod_batched(a, axis=None, dtype=None, keepdims=False):
+    return np.prod(a, after_batch(axis, np.ndim(a) - 1), dtype=dtype, keepdims=keepdims)
+
+
+@batchrule(np.std)
+def std_batched(a, axis=None, dtype=None, ddof=0, keepdims=False):
+    return np.std(a, after_batch(axis, np.ndim(a) - 1), dtype=dtype, ddof=ddof, keepdims=keepdims)
+
+
+@batchrule(np.var)
+def var_batched(a, axis=None, dtype=None, ddof=0, keepdims=False):
+    return np.var(a, after_batch(axis, np.ndim(a) - 1), dtype=dtype, ddof=ddof, keepdims=keepdims)
+
+
+@batchrule(np.nansum)
+def nansum_batched(a, axis=None, dtype=None, keepdims=False):
+    return np.nansum(a, after_batch(axis, np.ndim(a) - 1), dtype=dtype, keepdims=keepdims)
+
+
+@batchrule(np.nanmean)
+def nanmean_batched(a, axis=None, dtype=None, keepdims=False):
+    return np.nanmean(a, after_batch(axis, np.ndim(a) - 1), dtype=dtype, keepdims=keepdims)
+
+
+def flat_examples(a, axis):
+    """The batch ``a`` and the axis of a scan over it: each example flattened for None."""
+    if axis is None:
+        return np.reshape(a, (np.shape(a)[0], -1)), 1
+    return a, after_batch(axis, np.ndim(a) - 1)
+
+
+@batchrule(np.cumsum)
+def cumsum_batched(a, axis=None, dtype=None):
+    a, axis = flat_examples(a, axis)
+    return np.cumsum(a, axis, dtype=dtype)
+
+
+@batchrule(np.cumprod)
+def cumprod_batched(a, axis=None, dtype=None):
+    a, axis = flat_examples(a, axis)
+    return np.cumprod(a, axis, dtype=dtype)
+
+
+@batchrule(np.diff)
+def diff_batched(a, n=1, axis=-1):
+    return np.diff(a, n, after_batch(axis, np.ndim(a) - 1))

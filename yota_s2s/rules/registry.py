@@ -119,6 +119,18 @@ class Rule:
         return f"{self.prim.name} {self.argname}: {self.text}{where}"
 
 
+@dataclass(frozen=True)
+class BatchRule:
+    """How ``prim`` computes a whole batch (``RuleSet.batchrule``; ad/batching.py)."""
+
+    prim: Primitive
+    fn: Callable
+    loc: SourceLoc | None = None
+
+    def __str__(self) -> str:
+        return f"{self.prim.name} batched: {self.fn.__name__}"
+
+
 def _checked(rule: Rule) -> Rule:
     """``rule``, its expression parsed and checked now unless a built-in rule file registered it
     (see ``Rule``)."""
@@ -155,6 +167,7 @@ class RuleSet:
         self.nodiffs: dict[Primitive, set[str]] = {}
         self.cancellations: list[Callable] = []     # see ``cancels``
         self.jvps: dict[tuple[Primitive, str], Rule] = {}     # declared JVP rules (few)
+        self.batches: dict[Primitive, BatchRule] = {}        # batching rules (ad/batching.py)
         self.deferred: dict[str, str] = {}     # library -> rule family to import on first sight
         self.loaded: list[str] = []            # the deferred families imported so far
         self._loading = False
@@ -166,6 +179,7 @@ class RuleSet:
         self.load_seen()
         new = RuleSet()
         new.prims, new.rules, new.jvps = dict(self.prims), dict(self.rules), dict(self.jvps)
+        new.batches = dict(self.batches)
         new.nodiffs = {p: set(s) for p, s in self.nodiffs.items()}
         new.cancellations = list(self.cancellations)
         return new
@@ -289,6 +303,8 @@ class RuleSet:
         self.jvps = {(new if p is old else p, a): replace(r, prim=new) if p is old else r
                      for (p, a), r in self.jvps.items()}
         self.prims.update((fn, new) for fn, prim in list(self.prims.items()) if prim is old)
+        if old in self.batches:
+            self.batches[new] = replace(self.batches.pop(old), prim=new)
         marks = self.nodiffs.pop(old, set())
         if marks:
             self.nodiffs[new] = {m for m in marks if m == NODIFF_ALL or m in operands}
@@ -403,6 +419,44 @@ class RuleSet:
         pointwise = prim.elementwise or prim.ufunc is not None
         return ("elementwise" if pointwise else "transposed"), vjp
 
+    def batchrule(self, fn: Any, rule: Callable | None = None):
+        """Register ``rule`` as the batching rule of ``fn`` (``ys.vmap``, ad/batching.py): a
+        function of ``fn``'s operands and options, written like a derivative rule function,
+        that computes ``fn`` for a whole batch. Its batched operands come with the batch as
+        their first axis; the placeholders ``batched`` (per operand: whether it is batched, a
+        tree of flags for a sequence operand) and ``size`` (the batch size) say which and how
+        many; it returns the batched result(s), the batch first::
+
+            @batchrule(np.sum)
+            def sum_batched(a, axis=None, dtype=None, keepdims=False):
+                return np.sum(a, after_batch(axis, np.ndim(a) - 1), dtype, keepdims)
+
+        Most primitives need none: an ``elementwise`` one (every ufunc, the operators) lines
+        its operands up and is applied to them as it is. Without a rule a batched operand is
+        refused, naming the primitive and the line of the call."""
+        if rule is None:
+            def register(rule_fn: Callable) -> Callable:
+                self.batchrule(fn, rule_fn)
+                return rule_fn
+            return register
+        if not inspect.isfunction(rule):
+            raise RuleError(f"the batching rule for {spelled(fn)} must be a Python function, "
+                            f"not {type(rule).__name__}", _caller()[0],
+                            "Write it as a def of the primitive's operands and options.")
+        prim = self.primitive(fn)
+        loc = function_loc(rule)
+        names = {o.lstrip("*") for o in prim.operands} | {o for o, _ in prim.options}
+        params, _ = rule_parameters(rule)
+        unknown = [p for p in params if p not in names | {"batched", "size"}]
+        if unknown:
+            raise RuleError(f"the batching rule {rule.__name__} of {spelled(fn)} has a "
+                            f"parameter {unknown[0]!r}, which is no operand or option of it",
+                            loc, f"Its operands and options are: {', '.join(sorted(names))}; "
+                            "batched and size say which operands are batched and how many.")
+        self.batches[prim] = BatchRule(prim, rule, loc)
+        self._changed()
+        return rule
+
     def _unmark(self, prim: Primitive, argname: str) -> None:
         """A rule for ``argname`` lifts an earlier ``nodiff`` of it (or of the whole call)."""
         marks = self.nodiffs.get(prim)
@@ -496,3 +550,4 @@ nodiff = RULES.nodiff
 diffrule = RULES.diffrule
 cancels = RULES.cancels
 jvprule = RULES.jvprule
+batchrule = RULES.batchrule

@@ -8,7 +8,8 @@ input's shape centrally, in ad/sweep.py.
 """
 import numpy as np
 
-from .registry import alias, diffrule, primitive
+from .batching import after_batch, lined_up
+from .registry import alias, batchrule, diffrule, primitive
 
 
 def ravel(a):
@@ -81,3 +82,104 @@ def roll_grad(a, dy, shift, axis=None):
     """Roll back by the same amount."""
     back = -shift if isinstance(shift, int) else tuple(-s for s in shift)
     return np.roll(dy, back, axis)
+
+
+# -- batching (ys.vmap): the example's axes are one further on -------------------------------
+
+@batchrule(np.reshape)
+def reshape_batched(a, shape, order="C"):
+    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    if order == "F":               # the batch last, where F order keeps it apart
+        moved = np.reshape(np.moveaxis(a, 0, -1), shape + (np.shape(a)[0],), order="F")
+        return np.moveaxis(moved, -1, 0)
+    return np.reshape(a, (np.shape(a)[0],) + shape)
+
+
+@batchrule(ravel)
+def ravel_batched(a):
+    return np.reshape(a, (np.shape(a)[0], -1))
+
+
+@batchrule(flatten)
+def flatten_batched(a):
+    return np.reshape(a, (np.shape(a)[0], -1))
+
+
+@batchrule(np.transpose)
+def transpose_batched(a, axes=None):
+    n = np.ndim(a) - 1
+    if axes is None:
+        return np.transpose(a, (0,) + tuple(range(n, 0, -1)))
+    return np.transpose(a, (0,) + after_batch(tuple(axes), n))
+
+
+@batchrule(np.expand_dims)
+def expand_dims_batched(a, axis):
+    rank = np.ndim(a) - 1 + (len(axis) if isinstance(axis, (tuple, list)) else 1)
+    return np.expand_dims(a, after_batch(axis, rank))
+
+
+@batchrule(np.squeeze)
+def squeeze_batched(a, axis=None):
+    if axis is None:
+        axis = tuple(i for i, n in enumerate(np.shape(a)[1:]) if n == 1)
+    return np.squeeze(a, after_batch(axis, np.ndim(a) - 1)) if axis != () else a
+
+
+@batchrule(np.broadcast_to)
+def broadcast_to_batched(array, shape):
+    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    return np.broadcast_to(lined_up(array, True, len(shape)), (np.shape(array)[0],) + shape)
+
+
+@batchrule(np.swapaxes)
+def swapaxes_batched(a, axis1, axis2):
+    n = np.ndim(a) - 1
+    return np.swapaxes(a, after_batch(axis1, n), after_batch(axis2, n))
+
+
+@batchrule(np.moveaxis)
+def moveaxis_batched(a, source, destination):
+    n = np.ndim(a) - 1
+    return np.moveaxis(a, after_batch(source, n), after_batch(destination, n))
+
+
+@batchrule(np.flip)
+def flip_batched(m, axis=None):
+    return np.flip(m, after_batch(axis, np.ndim(m) - 1))
+
+
+@batchrule(np.fliplr)
+def fliplr_batched(m):
+    return np.flip(m, 2)
+
+
+@batchrule(np.flipud)
+def flipud_batched(m):
+    return np.flip(m, 1)
+
+
+@batchrule(np.roll)
+def roll_batched(a, shift, axis=None):
+    if axis is None:
+        flat = np.roll(np.reshape(a, (np.shape(a)[0], -1)), shift, 1)
+        return np.reshape(flat, np.shape(a))
+    return np.roll(a, shift, after_batch(axis, np.ndim(a) - 1))
+
+
+@batchrule(np.copy)
+def copy_batched(a):
+    return np.copy(a)
+
+
+@batchrule(np.atleast_1d)
+def atleast_1d_batched(ary):
+    return ary if np.ndim(ary) > 1 else np.reshape(ary, (np.shape(ary)[0], 1))
+
+
+@batchrule(np.atleast_2d)
+def atleast_2d_batched(ary):
+    if np.ndim(ary) > 2:
+        return ary
+    return np.reshape(ary, (np.shape(ary)[0], 1, -1) if np.ndim(ary) == 2 else
+                      (np.shape(ary)[0], 1, 1))

@@ -1,0 +1,290 @@
+"""The batching sweep (``ys.vmap``): from the tape of one example to the tape of a batch.
+
+    for stmt in tape:                                    # in order
+        if no operand is batched:  stmt, as it is
+        else:                      batch(stmt.prim)(operands, batched, size)   # the batch first
+
+A batched value carries the batch as its first axis, always: ``x`` of shape ``(3,)`` in the
+tape of one example is ``(B, 3)`` in the batched tape. How a primitive batches, most specific
+first:
+
+- a declared ``batchrule`` (``RuleSet.batchrule``), a function of the operands and options
+  written beside the primitive's derivative rules (rules/*.py) and inlined by the frontend like
+  them: ``@`` with one vector operand, reductions and indexing shifting their axes by one;
+- ``elementwise`` (every ufunc, the operators, ``np.where``): a batched operand of fewer
+  dimensions than the result gets length-1 axes after its batch axis (``x[:, None]``), so that
+  numpy's broadcasting lines up the examples, and the primitive is applied as it is.
+
+A primitive with neither is refused where it is called, by name, with what to do. Loops are
+unrolled in the tape the batching sweep reads (``trace_function(regions=False)``, as forward
+mode does): a loop region's body is not batched yet. A guard on a batched value holds for every
+example (``np.all``/``np.any``), so the module refuses a batch whose examples take different
+branches. Each batched result is checked against the example's shape: ``(B,) + shape``.
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import NoRuleError, UsageError, YotaError
+from ..frontend.evaluator import Evaluator
+from ..ir.tape import Aval, Input, Lit, Stmt, Tape, Var, tree_atoms, tree_map
+from ..ir.values import to_tree
+from ..rules.template import rule_parameters, spelled
+
+STRUCTURAL = frozenset({"loop"})     # statements that hold statements: not batched yet
+
+
+def batch(tape: Tape, rules, axes: Sequence[int | None], args: Sequence[Any],
+          out_axes: Any = 0, norms: bool = False) -> Tape:
+    """The tape of ``tape``'s function applied to each example of a batch: ``args`` are the
+    batched arguments (argument ``k`` batched along ``axes[k]``, None: the same for every
+    example); the results carry the batch along ``out_axes`` (one axis for all, or one per
+    result), and so do the gradients of a gradient tape (one per example). ``norms``: a
+    gradient tape's result becomes each example's gradient norm, over all its gradients
+    (``ghost_norms``), and it returns no gradients."""
+    return _Batching(tape, rules, axes, args).run(out_axes, norms)
+
+
+class _Batching:
+    def __init__(self, tape: Tape, rules, axes: Sequence[int | None], args: Sequence[Any]):
+        self.tape, self.rules, self.axes, self.args = tape, rules, list(axes), args
+        self.ev = Evaluator(rules)
+        self.ev.regions = False
+        self.new: dict[Var, Any] = {}       # a Var of ``tape`` -> its value in the batched tape
+        self.batched: set[Var] = set()      # the batched ones among those values
+        self.size = _batch_size(axes, args, tape)
+        self.hints: dict[Var, str] = {}
+
+    def run(self, out_axes: Any, norms: bool = False) -> Tape:
+        tape, ev = self.tape, self.ev
+        grads = None
+        with ev.collect() as stmts:
+            inputs = self._inputs()
+            for stmt in tape.stmts:
+                with ev.at(stmt.loc, stmt.rule):
+                    self.push(stmt)
+            with ev.at(tape.loc, None):
+                result = self._results(out_axes)
+                if tape.grads is not None:
+                    grads = [None if g is None else self._result(g, 0) for g in tape.grads]
+            if norms:
+                if grads is None:
+                    raise YotaError("internal: ghost norms of a tape without gradients", tape.loc)
+                with ev.at(tape.loc, "ghost norms: |a|^2 |g|^2 for a dense layer's outer "
+                                     "product, the squares summed for the others"):
+                    result, grads = self._norms([g for g in grads if g is not None], stmts), None
+        kinds = tuple("array" if a is not None else k for a, k in zip(self.axes, tape.arg_kinds))
+        hints = {v: h for v, h in self.hints.items()}
+        return tape.copy(stmts=list(stmts), inputs=inputs, result=result, grads=grads,
+                         arg_kinds=kinds, hints=hints, primals={}, folded={}, tangent=None,
+                         tangents=set(), owned=frozenset(), loops=list(tape.loops),
+                         batch=self.size)
+
+    # -- the arguments -----------------------------------------------------------------
+
+    def _inputs(self) -> list[Input]:
+        inputs = []
+        for inp in self.tape.inputs:
+            axis = self.axes[inp.argnum]
+            if axis is None:
+                var = Var(inp.var.aval, inp.var.hint)
+                self.ev.values[var] = self._leaf(inp)
+                self.new[inp.var] = var
+                inputs.append(Input(var, inp.argnum, inp.path, inp.access))
+                continue
+            value = np.asarray(self.args[inp.argnum])
+            var = Var(Aval.of(value), inp.var.hint)
+            self.ev.values[var] = value
+            inputs.append(Input(var, inp.argnum, inp.path, inp.access))
+            if axis != 0:
+                with self.ev.at(self.tape.loc, None):
+                    var = self.emit(np.moveaxis, [var, Lit(axis), Lit(0)], {})
+            self.new[inp.var] = var
+            self.batched.add(var)
+            self.hints[var] = self.tape.hint_of(inp.var) or inp.access
+        self.ev.input_vars = {i.var for i in inputs}
+        return inputs
+
+    def _leaf(self, inp: Input) -> Any:
+        """The value of an unbatched argument's leaf ``inp`` (a field of a structure)."""
+        value = self.args[inp.argnum]
+        for key in inp.path:
+            value = value[key] if isinstance(value, dict) or not isinstance(key, str) \
+                else getattr(value, key)
+        return value
+
+    # -- one statement -----------------------------------------------------------------
+
+    def push(self, stmt: Stmt) -> None:
+        args = tuple(tree_map(self._atom, a) for a in stmt.args)
+        flags = tuple(tree_map(lambda a: isinstance(a, Var) and a in self.batched, a)
+                      for a in args)
+        if not any(any(tree_atoms(f)) for f in flags):
+            outs = self.ev.emit(stmt.prim, list(args), dict(stmt.params), None)
+            self._bind(stmt, outs, batched=False)
+            return
+        kind = stmt.prim.emit[0] if stmt.prim.emit else None
+        if kind in STRUCTURAL:
+            raise YotaError("vmap: a loop region's body is not batched yet", stmt.loc,
+                            "Report this: vmap traces loops unrolled.")
+        rule = self.rules.batches.get(stmt.prim)
+        if rule is not None:
+            outs = self._declared(rule, stmt, args, flags)
+            if isinstance(outs, str):           # the rule's reason why it cannot
+                raise NoRuleError(f"vmap: {stmt.prim.name} {outs}", stmt.loc,
+                                  "Compute it from values that are the same for every example, "
+                                  f"or give it a batching rule that can ({rule.fn.__name__} in "
+                                  f"{rule.loc.short if rule.loc else 'its rule file'}).")
+        elif stmt.prim.elementwise or stmt.prim.ufunc is not None:
+            outs = self._elementwise(stmt, args, flags)
+        else:
+            raise NoRuleError(
+                f"vmap: {stmt.prim.name} has no batching rule, and its operand "
+                f"{_batched_operand(stmt, flags)} differs per example here", stmt.loc,
+                f"Declare one beside its derivative rules: @ys.rules.batchrule({spelled(stmt.prim.fn)}) "
+                "on a function of its operands and options that computes a whole batch, the "
+                "batch first (docs/vmap.md); or call vmap on a function that computes it "
+                "from values that are the same for every example.")
+        self._bind(stmt, outs, batched=True)
+
+    def _declared(self, rule, stmt: Stmt, args: tuple, flags: tuple) -> Any:
+        prim = stmt.prim
+        env = {name.lstrip("*"): _value(tree) for name, tree in zip(prim.operands, args)}
+        env.update({name: stmt.param(name) for name, _ in prim.options})
+        env["batched"] = flags
+        env["size"] = self.size
+        params, _ = rule_parameters(rule.fn)
+        return self.ev.inline(rule.fn, [], {k: env[k] for k in params if k in env}, None)
+
+    def _elementwise(self, stmt: Stmt, args: tuple, flags: tuple) -> Any:
+        """Batched operands of fewer dimensions than the result get length-1 axes after the
+        batch, so that broadcasting pairs example with example."""
+        rank = max(o.aval.ndim for o in stmt.outs)
+        lined = []
+        for arg, flag in zip(args, flags):
+            if flag is True and arg.aval.ndim - 1 < rank:
+                arg = self.emit(np.expand_dims, [arg, Lit(tuple(
+                    range(1, 1 + rank - (arg.aval.ndim - 1))))], {})
+            lined.append(arg)
+        return self.ev.emit(stmt.prim, lined, dict(stmt.params), None)
+
+    def _bind(self, stmt: Stmt, outs: Any, batched: bool) -> None:
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        if len(outs) != len(stmt.outs):
+            raise YotaError(f"internal: vmap of {stmt.prim.name} gave {len(outs)} results for "
+                            f"{len(stmt.outs)}", stmt.loc)
+        for old, new in zip(stmt.outs, outs):
+            new = to_tree(new)
+            if batched:
+                want = (self.size,) + old.aval.shape
+                got = new.aval.shape if isinstance(new, Var) else None
+                if got != want or new.aval.dtype != old.aval.dtype and not old.aval.weak:
+                    raise YotaError(f"internal: the batching of {stmt.prim.name} made "
+                                    f"{new.aval if isinstance(new, Var) else new} where "
+                                    f"{old.aval.dtype}{list(want)} was due", stmt.loc,
+                                    "Report this (its batching rule is wrong).")
+                self.batched.add(new)
+            self.new[old] = new
+            hint = self.tape.hint_of(old)
+            if hint and isinstance(new, Var) and new not in self.hints:
+                self.hints[new] = hint
+
+    def _atom(self, atom: Any) -> Any:
+        return self.new.get(atom, atom) if isinstance(atom, Var) else atom
+
+    # -- the results -------------------------------------------------------------------
+
+    def _results(self, out_axes: Any) -> Any:
+        atoms = list(tree_atoms(self.tape.result))
+        if isinstance(out_axes, (tuple, list)):
+            if len(out_axes) != len(atoms):
+                raise UsageError(f"out_axes={out_axes!r} gives {len(out_axes)} axes for "
+                                 f"{len(atoms)} results", hint="Give one axis per result, or "
+                                 "one int for all of them.")
+            axes = iter(out_axes)
+        else:
+            axes = iter([out_axes] * len(atoms))
+        return tree_map(lambda atom: self._result(atom, next(axes)), self.tape.result)
+
+    def _result(self, atom: Any, axis: int) -> Any:
+        value = self._atom(atom)
+        if not (isinstance(value, Var) and value in self.batched):
+            shape = (self.size,) + (value.aval.shape if isinstance(value, Var)
+                                    else np.shape(value.value))
+            value = self.emit(np.copy, [self.emit(np.broadcast_to, [value, Lit(shape)], {})], {})
+        if axis % value.aval.ndim != 0:
+            value = self.emit(np.moveaxis, [value, Lit(0), Lit(axis)], {})
+        return value
+
+    # -- ghost norms -------------------------------------------------------------------
+
+    def _norms(self, grads: list, stmts: list[Stmt]) -> Var:
+        """Each example's gradient norm: the root of the sum over ``grads`` of their squares,
+        each summed over its axes but the batch. A gradient made as the product of two
+        batched values whose examples have their lengths on different axes (``a[:, None] *
+        g[None, :]``: a dense layer's weight, one example's input times its output gradient)
+        has the product of their squared norms as its own, and is not made at all."""
+        made = {o: s for s in stmts for o in s.outs}
+        total = None
+        for g in grads:
+            if not g.aval.is_float:
+                continue
+            stmt = made.get(g)
+            if stmt is not None and _outer_product(stmt, self.batched):
+                p, q = stmt.args
+                part = self.emit(operator.mul, [self._squares(p), self._squares(q)], {})
+            else:
+                part = self._squares(g)
+            total = part if total is None else self.emit(operator.add, [total, part], {})
+        if total is None:
+            return self.emit(np.zeros, [Lit((self.size,))], {})
+        return self.emit(np.sqrt, [total], {})
+
+    def _squares(self, x: Var) -> Var:
+        """The sum of the squares of each example of ``x`` (of |x|^2 for a complex one)."""
+        if x.aval.dtype.kind == "c":
+            x = self.emit(np.abs, [x], {})
+        square = self.emit(operator.mul, [x, x], {})
+        if x.aval.ndim == 1:
+            return square
+        axes = tuple(range(1, x.aval.ndim))
+        return self.emit(np.sum, [square], {"axis": axes[0] if len(axes) == 1 else axes})
+
+    def emit(self, fn: Any, operands: list, params: dict) -> Var:
+        return self.ev.emit(self.rules.lookup(fn), [to_tree(o) for o in operands], params, None)
+
+
+def _outer_product(stmt: Stmt, batched: set[Var]) -> bool:
+    """``p * q`` of two batched arrays whose examples have more than one element on different
+    axes: the product's squared norm is the product of theirs."""
+    if stmt.prim.fn is not operator.mul or len(stmt.args) != 2:
+        return False
+    p, q = stmt.args
+    if not all(isinstance(v, Var) and v in batched and v.aval.ndim == stmt.out.aval.ndim
+               for v in (p, q)):
+        return False
+    return all(m == 1 or n == 1 for m, n in zip(p.aval.shape[1:], q.aval.shape[1:]))
+
+
+def _batch_size(axes: Sequence[int | None], args: Sequence[Any], tape: Tape) -> int:
+    sizes = {k: np.shape(args[k])[axes[k]] for k in range(len(axes)) if axes[k] is not None}
+    if len(set(sizes.values())) > 1:
+        shown = ", ".join(f"{tape.params[k]}: {n}" for k, n in sizes.items())
+        raise UsageError(f"vmap: the batched arguments have batches of different sizes ({shown})",
+                         hint="Give every batched argument the same number of examples along "
+                              "its axis in in_axes.")
+    return next(iter(sizes.values()))
+
+
+def _batched_operand(stmt: Stmt, flags: tuple) -> str:
+    names = [n.lstrip("*") for n, f in zip(stmt.prim.operands, flags) if any(tree_atoms(f))]
+    return repr(names[0]) if names else "(one)"
+
+
+def _value(tree: Any) -> Any:
+    if isinstance(tree, tuple):
+        return tuple(_value(t) for t in tree)
+    return tree.value if isinstance(tree, Lit) else tree

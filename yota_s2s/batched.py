@@ -1,0 +1,144 @@
+"""``ys.vmap`` and ``ys.per_example_grad``: a function of one example, computed for a batch.
+
+``vmap(f, in_axes=0, out_axes=0)`` returns ``vf``: ``vf(*args)`` is ``f`` applied to each
+example of the batch, stacked along ``out_axes``, computed by a generated module that works on
+the whole batch at once (ad/batching.py). It is compiled on the first call with a new
+signature (shapes, dtypes, static values) and found again after that. It composes with the
+gradient entry points: ``ys.vmap(ys.gradient(loss), in_axes=(None, 0, 0))(W, X, Y)`` is one
+gradient per example.
+
+``per_example_grad(loss, params, *batch)`` does that for ``params`` of any structure (an array,
+a list, a dict, a class instance): per-example gradients with the structure of ``params``, each
+array with the batch first. ``norms=True`` returns each example's gradient norm instead,
+without making the gradients (the "ghost norm" of DP-SGD's clipping).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from .cache import arg_key
+from .errors import UsageError
+from .marks import entry_point
+from .objects import host, is_struct_object
+from .rules.registry import RULES, RuleSet
+
+
+def compile_vmap(f: Callable, args: tuple, axes: tuple, out_axes: Any, **options: Any) -> Any:
+    """``compiler.compile_vmap`` (the compile machinery is imported on the first compile)."""
+    from .compiler import compile_vmap
+    return compile_vmap(f, args, axes, out_axes, **options)
+
+
+def compile_per_example(f: Callable, args: tuple, axes: tuple, norms: bool,
+                        **options: Any) -> Any:
+    """``compiler.compile_per_example``: per-example gradients (or their norms)."""
+    from .compiler import compile_per_example
+    return compile_per_example(f, args, axes, norms, **options)
+
+
+@entry_point
+def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0, *, device: str = "cpu",
+         rules: RuleSet = RULES, buffers: bool = True) -> Callable:
+    """``f`` mapped over a batch: ``vmap(f)(*args)`` stacks ``f`` of each example.
+
+    ``in_axes``: one axis for every argument, or one per argument (an int: that axis of the
+    array holds the examples; None: the argument is the same for every example, as weights
+    are). Batched arguments are arrays (or floats given as arrays of one per example);
+    structures are passed whole, unbatched. ``out_axes``: where the batch goes in each result
+    (one int for all, or one per result). The generated module is written for the batch
+    (``ys.source(vf.function(*args))`` shows it); it is compiled once per signature."""
+    compiled: dict = {}
+
+    def vf(*args: Any) -> Any:
+        axes = batch_axes(f, in_axes, args)
+        key = (tuple(signature(a) for a in args), axes)
+        found = compiled.get(key)
+        if found is None:
+            found = compiled[key] = compile_vmap(f, tuple(host(a) for a in args), axes, out_axes,
+                                                 rules=rules, device=device, buffers=buffers)
+        return found.fn(*args)
+
+    def function(*args: Any) -> Callable:
+        """The generated batched function for ``args`` (compiled if it is not yet)."""
+        vf(*args)
+        return compiled[(tuple(signature(a) for a in args), batch_axes(f, in_axes, args))].fn
+
+    vf.__name__ = vf.__qualname__ = f"vmap_{getattr(f, '__name__', 'f')}"
+    vf.__doc__ = getattr(f, "__doc__", None)
+    vf.function = function
+    return vf
+
+
+@entry_point
+def per_example_grad(loss: Callable, params: Any, *batch: Any, norms: bool = False,
+                     in_axes: Any = 0, device: str = "cpu", rules: RuleSet = RULES,
+                     buffers: bool = True) -> Any:
+    """The gradient of ``loss(params, *example)`` for each example of ``batch``, with the
+    structure of ``params`` (an array: an array; a dict, list or object: the same, each
+    array with the batch first).
+
+    ``batch`` holds the arrays whose ``in_axes`` axis (0: the first) runs over the examples
+    (an int per array, or None for one that is the same for every example). With
+    ``norms=True`` it returns each example's gradient norm (over every array of ``params``)
+    without making the gradients: where a weight's gradient is an outer product of one
+    example's activation ``a`` and output gradient ``g`` (a dense layer), its squared norm is
+    ``|a|^2 |g|^2`` (the ghost norm of DP-SGD), else the square of the gradient summed."""
+    args = (params, *batch)
+    axes = (None, *batch_axes(loss, in_axes, batch, offset=1))
+    compiled = compile_per_example(loss, tuple(host(a) for a in args), axes, norms, rules=rules,
+                                   device=device, buffers=buffers)
+    out = compiled.fn(*args)
+    if norms:
+        return out
+    grads = out[1]
+    if isinstance(grads, dict):           # a structure's {path: gradient}: its shape again
+        from .struct_update import update
+        return update(params, grads, lambda x, g: g, inplace=False)
+    return grads
+
+
+def batch_axes(f: Callable, in_axes: Any, args: tuple, offset: int = 0) -> tuple:
+    """``in_axes`` as one axis (or None) per argument, each checked against its argument."""
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+    if not isinstance(in_axes, tuple):
+        in_axes = (in_axes,) * len(args)
+    if len(in_axes) != len(args):
+        raise UsageError(f"vmap of {getattr(f, '__name__', f)}: in_axes={in_axes!r} gives "
+                         f"{len(in_axes)} axes for {len(args)} arguments",
+                         hint="Give one axis (or None) per argument, or one int for all.")
+    axes = []
+    for k, (axis, arg) in enumerate(zip(in_axes, args)):
+        if axis is None:
+            axes.append(None)
+            continue
+        if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+            raise UsageError(f"in_axes[{k + offset}] is {axis!r}; an axis is an int or None")
+        if not (isinstance(arg, np.ndarray) or hasattr(arg, "__cuda_array_interface__")):
+            raise UsageError(f"vmap of {getattr(f, '__name__', f)}: argument {k + offset} is "
+                             f"a {type(arg).__name__}, and in_axes batches it along axis {axis}",
+                             hint="Batch arrays (np.asarray(...) of a list of examples), and "
+                                  "give None in in_axes for arguments that are the same for "
+                                  "every example.")
+        if not -arg.ndim <= axis < arg.ndim or arg.shape[axis] == 0:
+            raise UsageError(f"vmap of {getattr(f, '__name__', f)}: argument {k + offset} has "
+                             f"shape {arg.shape}, with no examples along axis {axis}",
+                             hint="in_axes names the axis that runs over the examples.")
+        axes.append(int(axis) % arg.ndim)
+    return tuple(axes)
+
+
+def signature(value: Any) -> Any:
+    """What a compiled batched module is specific to: arrays' shapes and dtypes, a
+    structure's layout and leaves, static values themselves."""
+    if isinstance(value, np.ndarray):
+        return (np.ndarray, value.shape, value.dtype)
+    if isinstance(value, dict):
+        return (dict, tuple((k, signature(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return (type(value), tuple(signature(v) for v in value))
+    if is_struct_object(value) and hasattr(value, "__dict__"):
+        return (type(value), tuple((k, signature(v)) for k, v in vars(value).items()))
+    return arg_key(value)
