@@ -77,7 +77,11 @@ class _Batching:
                                      "product, the squares summed for the others"):
                     result, grads = self._norms([g for g in grads if g is not None], stmts), None
         kinds = tuple("array" if a is not None else k for a, k in zip(self.axes, tape.arg_kinds))
-        hints = {v: h for v, h in self.hints.items()}
+        hints = dict(self.hints)
+        for stmt in stmts:      # an in-place statement's result is named as the array it updates
+            base = stmt.first_var if stmt.prim.inplace and stmt.outs else None
+            if base is not None and (hints.get(base) or base.hint):
+                hints[stmt.out] = hints.get(base) or base.hint
         return tape.copy(stmts=list(stmts), inputs=inputs, result=result, grads=grads,
                          arg_kinds=kinds, hints=hints, primals={}, folded={}, tangent=None,
                          tangents=set(), owned=frozenset(), loops=list(tape.loops),
@@ -156,8 +160,11 @@ class _Batching:
         env.update({name: stmt.param(name) for name, _ in prim.options})
         env["batched"] = flags
         env["size"] = self.size
-        params, _ = rule_parameters(rule.fn)
-        return self.ev.inline(rule.fn, [], {k: env[k] for k in params if k in env}, None)
+        params, kwargs = rule_parameters(rule.fn)
+        given = {k: env[k] for k in params if k in env}
+        if kwargs is not None:          # ``**options``: the options the call set
+            given.update((k, v) for k, v in stmt.params if k not in given)
+        return self.ev.inline(rule.fn, [], given, None)
 
     def _elementwise(self, stmt: Stmt, args: tuple, flags: tuple) -> Any:
         """Batched operands of fewer dimensions than the result get length-1 axes after the
@@ -189,7 +196,8 @@ class _Batching:
                 self.batched.add(new)
             self.new[old] = new
             hint = self.tape.hint_of(old)
-            if hint and isinstance(new, Var) and new not in self.hints:
+            # (the result of an in-place statement is its first operand, named as that is)
+            if hint and isinstance(new, Var) and new not in self.hints and not stmt.prim.inplace:
                 self.hints[new] = hint
 
     def _atom(self, atom: Any) -> Any:

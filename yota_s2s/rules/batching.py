@@ -39,7 +39,7 @@ def example_ndim(x, batched):
 def lifted_copy(x, batched, size):
     """``x`` as a batch that may be written into: a copy made for every example where it is
     not batched."""
-    return x if batched else np.copy(np.broadcast_to(x, (size,) + np.shape(x)))
+    return x if batched else np.zeros((size,) + np.shape(x), np.result_type(x)) + x
 
 
 def any_batched(flags):

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from .registry import diffrule, jvprule, nodiff, primitive
+from .registry import batchrule, diffrule, jvprule, nodiff, primitive
 
 # ----- numpy ------------------------------------------------------------------------------
 diffrule(np.exp,        "x", "dy * y")
@@ -217,3 +217,31 @@ def real_if_close(a, tol=100):
 
 
 WRITTEN = {np.select: select, np.real_if_close: real_if_close}
+
+
+# ----- batching (ys.vmap): math's functions of a float are numpy's ufuncs on a batch --------
+MATH_UFUNCS = {math.exp: np.exp, math.expm1: np.expm1, math.log1p: np.log1p, math.sqrt: np.sqrt,
+               math.sin: np.sin, math.cos: np.cos, math.tan: np.tan, math.asin: np.arcsin,
+               math.acos: np.arccos, math.atan: np.arctan, math.sinh: np.sinh,
+               math.cosh: np.cosh, math.tanh: np.tanh, math.fabs: np.fabs, math.log: np.log}
+
+
+def _as_ufunc(ufunc):
+    def math_batched(x):
+        return ufunc(x)
+    return math_batched
+
+
+for _fn, _ufunc in MATH_UFUNCS.items():
+    batchrule(_fn, _as_ufunc(_ufunc))
+
+
+@batchrule(builtins.float)
+def float_batched(x, size):
+    """A float of each example (of its one element): float64, as Python's float is."""
+    return np.reshape(x, (size,)).astype(np.float64)
+
+
+@batchrule(builtins.complex)
+def complex_batched(x, size):
+    return np.reshape(x, (size,)).astype(np.complex128)

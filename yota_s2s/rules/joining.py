@@ -210,10 +210,9 @@ def stack_batched(arrays, batched, size, axis=0):
 @batchrule(np.hstack)
 def hstack_batched(tup, batched, size):
     arrays = batch_all(tup, batched[0], size)
-    if all(np.ndim(a) == 1 for a in arrays):        # examples of numbers: one row of them
-        return np.stack(arrays, axis=1)
-    axis = 1 if np.ndim(arrays[0]) == 2 else 2      # 1-D examples join end to end
-    return np.concatenate(arrays, axis=axis)
+    if all(np.ndim(a) <= 2 for a in arrays):        # numbers and vectors: joined end to end
+        return np.concatenate([np.reshape(a, (size, -1)) for a in arrays], axis=1)
+    return np.concatenate(arrays, axis=2)
 
 
 @batchrule(np.vstack)
@@ -237,10 +236,37 @@ def repeat_batched(a, repeats, axis=None):
     return np.repeat(a, repeats, after_batch(axis, np.ndim(a) - 1))
 
 
+def pad_widths(pad_width, n):
+    """numpy's forms of ``pad_width`` (a number, a pair, one pair per axis) as a pair per axis."""
+    if not isinstance(pad_width, (tuple, list)):
+        return [(pad_width, pad_width)] * n
+    if not isinstance(pad_width[0], (tuple, list)):
+        pair = tuple(pad_width) if len(pad_width) == 2 else (pad_width[0], pad_width[0])
+        return [pair] * n
+    pairs = [tuple(p) if len(p) == 2 else (p[0], p[0]) for p in pad_width]
+    return pairs * n if len(pairs) == 1 else pairs
+
+
 @batchrule(np.pad)
 def pad_batched(array, pad_width, mode="constant", constant_values=0, reflect_type="even"):
-    n = np.ndim(array) - 1
-    widths = np.broadcast_to(np.asarray(pad_width), (n, 2)).tolist()
-    options = {"constant_values": constant_values} if mode == "constant" else \
-        {"reflect_type": reflect_type} if mode in ("reflect", "symmetric") else {}
-    return np.pad(array, [(0, 0)] + [tuple(w) for w in widths], mode, **options)
+    widths = [(0, 0)] + pad_widths(pad_width, np.ndim(array) - 1)
+    if mode == "constant":
+        return np.pad(array, widths, mode, constant_values=constant_values)
+    if mode in ("reflect", "symmetric"):
+        return np.pad(array, widths, mode, reflect_type=reflect_type)
+    return np.pad(array, widths, mode)
+
+
+@batchrule(np.column_stack)
+def column_stack_batched(tup, batched, size):
+    arrays = batch_all(tup, batched[0], size)
+    columns = [np.reshape(a, (size, -1, 1)) if np.ndim(a) <= 2 else a for a in arrays]
+    return np.concatenate(columns, axis=2)
+
+
+@batchrule(np.dstack)
+def dstack_batched(tup, batched, size):
+    arrays = batch_all(tup, batched[0], size)
+    deep = [np.reshape(a, (size, 1, -1, 1)) if np.ndim(a) <= 2 else
+            np.expand_dims(a, -1) if np.ndim(a) == 3 else a for a in arrays]
+    return np.concatenate(deep, axis=3)

@@ -10,7 +10,8 @@ work throughout; ``mT`` swaps the last two axes.
 import numpy as np
 
 from .products import mT
-from .registry import diffrule, primitive
+from .batching import after_batch, lifted
+from .registry import batchrule, diffrule, primitive
 from .reductions import conj_if_complex, other_products, restore_axes
 
 primitive(np.linalg.inv, "a")
@@ -292,3 +293,51 @@ def matrix_norm_grad(x, y, dy, ord, axis, keepdims):
                        else np.min(sums, axis=(-2, -1), keepdims=True))
         g = np.sign(m) * hit / np.sum(hit, axis=(-2, -1), keepdims=True)
     return dy * (g if last else np.moveaxis(g, (-2, -1), (rows, cols)))
+
+
+# -- batching (ys.vmap): numpy's linalg works on stacks of matrices, the batch one more axis --
+
+def _stacked(fn):
+    def linalg_batched(a, **options):
+        return fn(a, **options)
+    return linalg_batched
+
+
+for _fn in (np.linalg.inv, np.linalg.det, np.linalg.slogdet, np.linalg.cholesky,
+            np.linalg.eigh, np.linalg.eig, np.linalg.qr):
+    batchrule(_fn, _stacked(_fn))
+
+
+@batchrule(np.linalg.pinv)
+def pinv_batched(a, rcond=None, hermitian=False):
+    return np.linalg.pinv(a, rcond, hermitian)
+
+
+@batchrule(np.linalg.svd)
+def svd_batched(a, full_matrices=True, compute_uv=True, hermitian=False):
+    return np.linalg.svd(a, full_matrices, compute_uv, hermitian)
+
+
+@batchrule(svd_values)
+def svd_values_batched(a, full_matrices=True, compute_uv=True, hermitian=False):
+    return svd_values(a, full_matrices, compute_uv, hermitian)
+
+
+@batchrule(np.linalg.solve)
+def solve_batched(a, b, batched, size):
+    """``b`` a vector per example: a column of one, so that numpy reads a stack of them."""
+    a, b_ = lifted(a, batched[0], size), lifted(b, batched[1], size)
+    if np.ndim(b_) == 2:
+        return np.linalg.solve(a, b_[..., None])[..., 0]
+    return np.linalg.solve(a, b_)
+
+
+@batchrule(np.linalg.norm)
+def norm_batched(x, size, ord=None, axis=None, keepdims=False):
+    n = np.ndim(x) - 1
+    if axis is None and (ord is None or n == 1):     # the 2-norm of all elements
+        flat = np.linalg.norm(np.reshape(x, (size, -1)), ord, 1)
+        return np.reshape(flat, (size,) + (1,) * n) if keepdims else flat
+    if axis is None:
+        axis = tuple(range(n))
+    return np.linalg.norm(x, ord, after_batch(axis, n), keepdims)

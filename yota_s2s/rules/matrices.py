@@ -7,7 +7,8 @@ Reading a diagonal and writing one are each other's gradient: the gradient of
 import numpy as np
 
 from .indexing import setitem
-from .registry import diffrule, primitive
+from .batching import after_batch
+from .registry import batchrule, diffrule, primitive
 
 primitive(np.diag, "v, k=0", view=True, linear=True)   # of a matrix: a read-only view
 primitive(np.diagonal, "a, offset=0, axis1=0, axis2=1", view=True, linear=True)
@@ -51,3 +52,37 @@ def trace_grad(a, dy, offset=0, axis1=0, axis2=1):
     if len(shape) == 2:
         return dy * eye if first < second else dy * eye.T
     return np.moveaxis(np.expand_dims(dy, (-2, -1)) * eye, (-2, -1), (first, second))
+
+
+# -- batching (ys.vmap) ----------------------------------------------------------------------
+
+@batchrule(np.diag)
+def diag_batched(v, k=0):
+    if np.ndim(v) == 2:             # vectors: a diagonal matrix each
+        n = np.shape(v)[1] + abs(k)
+        rows = np.arange(np.shape(v)[1]) + max(-k, 0)
+        out = np.zeros((np.shape(v)[0], n, n), np.result_type(v))
+        return setitem(out, (slice(None), rows, rows + k), v)
+    return np.diagonal(v, k, 1, 2)
+
+
+@batchrule(np.diagonal)
+def diagonal_batched(a, offset=0, axis1=0, axis2=1):
+    n = np.ndim(a) - 1
+    return np.diagonal(a, offset, after_batch(axis1, n), after_batch(axis2, n))
+
+
+@batchrule(np.trace)
+def trace_batched(a, offset=0, axis1=0, axis2=1, dtype=None):
+    n = np.ndim(a) - 1
+    return np.trace(a, offset, after_batch(axis1, n), after_batch(axis2, n), dtype)
+
+
+@batchrule(np.tril)
+def tril_batched(m, k=0):
+    return np.tril(m, k)
+
+
+@batchrule(np.triu)
+def triu_batched(m, k=0):
+    return np.triu(m, k)

@@ -446,8 +446,8 @@ class RuleSet:
         prim = self.primitive(fn)
         loc = function_loc(rule)
         names = {o.lstrip("*") for o in prim.operands} | {o for o, _ in prim.options}
-        params, _ = rule_parameters(rule)
-        unknown = [p for p in params if p not in names | {"batched", "size"}]
+        params, kwargs = rule_parameters(rule)
+        unknown = [p for p in params if p not in names | {"batched", "size", kwargs}]
         if unknown:
             raise RuleError(f"the batching rule {rule.__name__} of {spelled(fn)} has a "
                             f"parameter {unknown[0]!r}, which is no operand or option of it",
