@@ -13,12 +13,15 @@
     y, f_jvp = ys.linearize(f, x); dot_y = f_jvp(t)    # many J @ t at one x, forward run once
     ys.update(model, g[0], lambda x, gx: x - 0.01 * gx)
     x, unflatten = ys.flatten(params)                  # a struct as one vector, and back
+    vf = ys.vmap(f, in_axes=(None, 0)); vf(W, X)        # f of each example, batched
+    ys.per_example_grad(loss, params, X, Y)            # one gradient per example (norms=True)
     ys.diffrule(logistic, "x", "y * (1 - y) * dy")     # a custom derivative
     print(ys.rules())                                  # every primitive and its rules
 """
 from .api import (GradResult, RecompileWarning, cache_info, clear_cache, elementwise_grad, example,
                   grad, gradient, simplegrad, source, trace, value_and_grad)
 from .api import compile_forward as compile     # noqa: A004 (ys.compile, as jax.jit)
+from .batched import per_example_grad, vmap
 from .errors import (ArgumentMismatch, GuardError, InternalError, NoRuleError, RuleError,
                      StaticValueError, UnsupportedSyntax, UpdateError, UsageError, YotaError)
 from .flat import flatten
@@ -30,8 +33,9 @@ from .rules import RULES, diffrule, jvprule, nodiff, primitive, stop_gradient
 from .struct_update import update
 from .version import __version__
 
-__all__ = ["simplegrad", "grad", "gradient", "value_and_grad", "vjp", "jvp", "jvpfunction", "linearize",
-           "jacobian", "hvp", "flatten", "hessp", "hessian", "elementwise_grad", "compile", "GradResult", "update",
+__all__ = ["simplegrad", "grad", "gradient", "value_and_grad", "vjp", "jvp", "jvpfunction",
+           "linearize", "jacobian", "hvp", "flatten", "hessp", "hessian", "elementwise_grad",
+           "compile", "vmap", "per_example_grad", "GradResult", "update",
            "clear_cache", "cache_info", "trace",
            "source", "example", "gradcheck", "memory_report", "MemoryReport", "diffrule", "jvprule",
            "nodiff", "primitive", "stop_gradient", "rules", "RULES", "YotaError",

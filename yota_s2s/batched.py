@@ -19,7 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .cache import arg_key
-from .errors import UsageError
+from .errors import GuardError, UsageError
 from .marks import entry_point
 from .objects import host, is_struct_object
 from .rules.registry import RULES, RuleSet
@@ -58,7 +58,16 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0, *, device: str = "cpu
         if found is None:
             found = compiled[key] = compile_vmap(f, tuple(host(a) for a in args), axes, out_axes,
                                                  rules=rules, device=device, buffers=buffers)
-        return found.fn(*args)
+        try:
+            return found.fn(*args)
+        except ValueError as e:
+            if type(e).__name__ != "GuardError":     # (the generated module's own)
+                raise
+            raise GuardError(f"vmap of {getattr(f, '__name__', f)}: the examples of this batch "
+                             f"take different paths through the code ({e})",
+                             hint="The batched module computes the path of the first example "
+                                  "for all of them: write the branch with np.where, or batch "
+                                  "the examples of each path apart.") from None
 
     def function(*args: Any) -> Callable:
         """The generated batched function for ``args`` (compiled if it is not yet)."""

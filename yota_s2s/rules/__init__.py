@@ -31,6 +31,8 @@ is installed; ``OPTIONAL`` lists those loaded), so that ``import yota_s2s`` does
 
 registry.py holds the ``RuleSet``, callables.py reads what a callable is as a primitive (its
 signature, name and call), template.py checks and binds rules, listing.py prints them.
+batching.py holds the helpers of the batching rules (``batchrule``, for ``ys.vmap``), which
+each family declares beside its derivative rules.
 
 The same ``diffrule``/``nodiff`` calls that users make register the built-ins, so these files
 are also the examples to learn from.
@@ -41,11 +43,11 @@ import types
 from . import (control, creation, discrete, elementwise, indexing, joining, linalg, matrices,
                operators, outside, products, reductions, shape, signal, stop)
 from .listing import RuleListing, list_rules
-from .registry import (RULES, Rule, RuleSet, alias, cancels, diffrule, jvprule, nodiff,
-                       primitive, scatter_rule)
+from .registry import (RULES, Rule, RuleSet, alias, batchrule, cancels, diffrule, jvprule,
+                       nodiff, primitive, scatter_rule)
 from .stop import stop_gradient
 
-__all__ = ["RULES", "Rule", "RuleSet", "RuleListing", "alias", "cancels", "diffrule", "jvprule",
+__all__ = ["RULES", "Rule", "RuleSet", "RuleListing", "alias", "batchrule", "cancels", "diffrule", "jvprule",
            "nodiff",
            "primitive",
            "scatter_rule", "stop_gradient", "list_rules", "control", "creation", "discrete",

@@ -98,3 +98,14 @@ def array_batched(object, batched, size, dtype=None):
         return np.stack([lifted(np.asarray(x, dtype=dtype), b, size)
                          for x, b in zip(object, batched[0])], axis=1)
     return np.array(object, dtype=dtype)
+
+
+@batchrule(np.linspace)
+def linspace_batched(start, stop, batched, size, num=50, endpoint=True, dtype=None):
+    """Each example's points: its start plus its span times where each point lies."""
+    n = max(np.ndim(start) - batched[0], np.ndim(stop) - batched[1])
+    start = np.expand_dims(lined_up(lifted(start, batched[0], size), True, n), 1)
+    stop = np.expand_dims(lined_up(lifted(stop, batched[1], size), True, n), 1)
+    steps = np.reshape(np.linspace(0.0, 1.0, num, endpoint=endpoint), (1, num) + (1,) * n)
+    points = start + (stop - start) * steps
+    return points if dtype is None else points.astype(dtype)

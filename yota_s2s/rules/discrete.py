@@ -100,3 +100,20 @@ def argsort_batched(a, axis=-1, kind=None, stable=None):
 @batchrule(np.argpartition)
 def argpartition_batched(a, kth, axis=-1):
     return np.argpartition(a, kth, after_batch(axis, np.ndim(a) - 1))
+
+
+@batchrule(np.searchsorted)
+def searchsorted_batched(a, v, batched, side="left", sorter=None):
+    if batched[0] or sorter is not None:
+        return "searches an array that differs per example (not batched yet)"
+    return np.searchsorted(a, v, side, sorter)
+
+
+@batchrule(np.argwhere)
+def argwhere_batched(a):
+    return "gives a number of rows that differs per example: the batch has no one shape"
+
+
+@batchrule(np.flatnonzero)
+def flatnonzero_batched(a):
+    return "gives a number of indices that differs per example: the batch has no one shape"

@@ -16,8 +16,8 @@ import operator
 
 import numpy as np
 
-from .batching import (advanced_first, after_batch, any_batched, indexed_ndim, key_parts, lifted,
-                       lifted_copy, lined_up)
+from .batching import (advanced_first, after_batch, any_batched, indexed_ndim, is_advanced,
+                       key_parts, lifted, lifted_copy, lined_up)
 from .registry import batchrule, diffrule, primitive, scatter_rule
 
 primitive(operator.getitem, "a, key", name="getitem", emit=("getitem",), view=True, linear=True)
@@ -142,16 +142,40 @@ def partition_grad(a, kth, dy, axis=-1):
 
 # -- batching (ys.vmap): the index one axis further on ---------------------------------------
 
-PER_EXAMPLE_INDEX = "indexes with a value that differs per example (not batched yet)"
+PER_EXAMPLE_INDEX = ("indexes with an array that differs per example after a slice or apart "
+                     "from the other array indices (not batched yet)")
+
+
+def per_example_key(parts, flags, batched, size):
+    """The key of ``parts`` (index arrays among them differ per example: ``flags``) for the
+    batch, and the number of dimensions its index arrays make per example; (None, 0) where
+    this is not written yet. The examples' array indices come first and together
+    (``x[labels]``, ``x[i, j]``); an ``arange`` over the batch (if the array is batched) goes in
+    front of them and each batched index array gets length-1 axes after its batch, so that
+    they broadcast example by example. A mask that differs per example picks a number of
+    elements that does too: refused."""
+    advanced = [i for i, (p, f) in enumerate(zip(parts, flags)) if f or is_advanced(p) or
+                isinstance(p, int) and not isinstance(p, bool)]
+    if advanced != list(range(len(advanced))) or \
+            any(f and p.dtype == bool for p, f in zip(parts, flags)):
+        return None, 0
+    rank = max([np.ndim(p) - 1 if f else np.ndim(p) for p, f in zip(parts, flags)
+                if f or is_advanced(p)], default=0)
+    lined = tuple(lined_up(p, True, rank) if f else p for p, f in zip(parts, flags))
+    if not batched:
+        return lined, rank
+    return (np.reshape(np.arange(size), (size,) + (1,) * rank),) + lined, rank
 
 
 @batchrule(operator.getitem)
 def getitem_batched(a, key, batched):
     """``a[:, key]``; where numpy puts the axes of advanced indices first (they are apart),
     the batch axis comes after them, and is moved back."""
-    if any_batched(batched[1]):
-        return PER_EXAMPLE_INDEX
     parts = key_parts(key)
+    if any_batched(batched[1]):
+        key, _ = per_example_key(parts, key_parts(batched[1]), batched[0], np.shape(a)[0] if
+                                 batched[0] else None)
+        return PER_EXAMPLE_INDEX if key is None else a[key]
     first = advanced_first(parts)
     return np.moveaxis(a[batched_key(parts)], first, 0) if first else a[batched_key(parts)]
 
@@ -160,6 +184,18 @@ def batched_key(parts):
     """The index of an example's ``parts`` in the batch: after the batch axis (a leading
     ``...`` covers it already)."""
     return parts if parts and parts[0] is Ellipsis else (slice(None),) + parts
+
+
+def per_example_values(a, key, v, batched, size):
+    """``batched_values`` for a key whose index arrays differ per example (``per_example_key``)."""
+    parts = key_parts(key)
+    key, rank = per_example_key(parts, key_parts(batched[1]), True, size)
+    if key is None:
+        return a, None, v
+    arrays = sum(1 for p in parts if p is not None and p is not Ellipsis and
+                 not isinstance(p, slice))
+    ndim = np.ndim(a) - batched[0] - arrays + rank + sum(1 for p in parts if p is None)
+    return lifted_copy(a, batched[0], size), key, lined_up(v, batched[2], ndim)
 
 
 def batched_values(a, key, v, batched, size):
@@ -176,7 +212,8 @@ def batched_values(a, key, v, batched, size):
 @batchrule(index_add)
 def index_add_batched(a, key, v, batched, size):
     if any_batched(batched[1]):
-        return PER_EXAMPLE_INDEX
+        a, key, v = per_example_values(a, key, v, batched, size)
+        return PER_EXAMPLE_INDEX if key is None else index_add(a, key, v)
     if not batched[0]:         # the same array for every example: the batch's additions to it
         added = np.zeros((size,) + np.shape(a), np.result_type(a))
         added, key, v = batched_values(added, key, v, (True,) + batched[1:], size)
@@ -187,8 +224,15 @@ def index_add_batched(a, key, v, batched, size):
 
 @batchrule(setitem)
 def setitem_batched(a, key, v, batched, size, repeats=False):
+    parts = key_parts(key)
+    if len(parts) == 1 and key_parts(batched[1])[0]:
+        mask = parts[0]
+        if mask.dtype == bool and np.ndim(mask) == np.ndim(a) + 1 - batched[0] and \
+                np.ndim(v) == batched[2]:       # x[mask] = c: where the mask holds, c
+            return np.where(mask, lined_up(v, batched[2], np.ndim(mask) - 1), a)
     if any_batched(batched[1]):
-        return PER_EXAMPLE_INDEX
+        a, key, v = per_example_values(a, key, v, batched, size)
+        return PER_EXAMPLE_INDEX if key is None else setitem(a, key, v, repeats)
     a, key, v = batched_values(a, key, v, batched, size)
     return setitem(a, key, v, repeats)
 
@@ -196,15 +240,21 @@ def setitem_batched(a, key, v, batched, size, repeats=False):
 @batchrule(setitem_)
 def setitem__batched(a, key, v, batched, size):
     if any_batched(batched[1]):
-        return PER_EXAMPLE_INDEX
+        a, key, v = per_example_values(a, key, v, batched, size)
+        return PER_EXAMPLE_INDEX if key is None else setitem_(a, key, v)
     a, key, v = batched_values(a, key, v, batched, size)
     return setitem_(a, key, v)
 
 
 @batchrule(np.take)
-def take_batched(a, indices, batched, axis=None, mode="raise"):
-    if batched[1]:
-        return PER_EXAMPLE_INDEX
+def take_batched(a, indices, batched, size, axis=None, mode="raise"):
+    if any_batched(batched[1]):      # each example's indices: x[indices] of its flat x
+        if mode != "raise" or isinstance(indices, tuple) or \
+                axis is not None and axis % (np.ndim(a) - batched[0]) != 0:
+            return PER_EXAMPLE_INDEX
+        flat = a if axis is not None else np.reshape(a, (size, -1)) if batched[0] else \
+            np.ravel(a)
+        return getitem_batched(flat, (indices,), (batched[0], (True,)))
     if axis is None:
         return np.take(np.reshape(a, (np.shape(a)[0], -1)), indices, 1, mode=mode)
     return np.take(a, indices, after_batch(axis, np.ndim(a) - 1), mode=mode)
@@ -226,3 +276,10 @@ def sort_batched(a, axis=-1, kind=None, stable=None):
     if axis is None:
         return np.sort(np.reshape(a, (np.shape(a)[0], -1)), 1, kind=kind, stable=stable)
     return np.sort(a, after_batch(axis, np.ndim(a) - 1), kind=kind, stable=stable)
+
+
+@batchrule(np.partition)
+def partition_batched(a, kth, axis=-1):
+    if axis is None:
+        return np.partition(np.reshape(a, (np.shape(a)[0], -1)), kth, 1)
+    return np.partition(a, kth, after_batch(axis, np.ndim(a) - 1))

@@ -326,3 +326,49 @@ def inner_batched(a, b, batched):
 def vdot_batched(a, b, batched, size):
     a = np.reshape(lifted(np.conj(a), batched[0], size), (size, -1))
     return np.einsum("Zk,Zk->Z", a, np.reshape(lifted(b, batched[1], size), (size, -1)))
+
+
+def tensordot_subscripts(na, nb, axes):
+    """``np.tensordot(a, b, axes)`` of arrays of ``na`` and ``nb`` dimensions as einsum
+    subscripts."""
+    if isinstance(axes, int):
+        axes = (tuple(range(na - axes, na)), tuple(range(axes)))
+    left_axes, right_axes = axes
+    left_axes = (left_axes,) if isinstance(left_axes, int) else tuple(left_axes)
+    right_axes = (right_axes,) if isinstance(right_axes, int) else tuple(right_axes)
+    left = list("abcdefghij"[:na])
+    right = list("klmnopqrst"[:nb])
+    for i, j in zip(left_axes, right_axes):
+        right[j % nb] = left[i % na]
+    kept = [c for i, c in enumerate(left) if i not in [k % na for k in left_axes]] + \
+        [c for j, c in enumerate(right) if j not in [k % nb for k in right_axes]]
+    return f"{''.join(left)},{''.join(right)}->{''.join(kept)}"
+
+
+@batchrule(np.tensordot)
+def tensordot_batched(a, b, batched, axes=2):
+    subscripts = tensordot_subscripts(example_ndim(a, batched[0]), example_ndim(b, batched[1]),
+                                      axes)
+    return np.einsum(batched_subscripts(subscripts, batched), a, b)
+
+
+@batchrule(np.kron)
+def kron_batched(a, b, batched, size):
+    """Every product of an element of ``a`` and one of ``b``, each axis of ``a``'s before the
+    same axis of ``b``'s, merged: numpy's block layout, example by example."""
+    n = max(example_ndim(a, batched[0]), example_ndim(b, batched[1]))
+    a = np.reshape(lifted(a, batched[0], size), (size,) + (1,) * (n - example_ndim(a, batched[0]))
+                   + np.shape(a)[batched[0]:])
+    b = np.reshape(lifted(b, batched[1], size), (size,) + (1,) * (n - example_ndim(b, batched[1]))
+                   + np.shape(b)[batched[1]:])
+    left, right = "abcdefgh"[:n], "ijklmnop"[:n]
+    pairs = "".join(x + y for x, y in zip(left, right))
+    blocks = np.einsum(f"Z{left},Z{right}->Z{pairs}", a, b)
+    return np.reshape(blocks, (size,) + tuple(np.shape(a)[k + 1] * np.shape(b)[k + 1]
+                                               for k in range(n)))
+
+
+@batchrule(np.cross)
+def cross_batched(a, b, batched):
+    rank = max(example_ndim(a, batched[0]), example_ndim(b, batched[1]))
+    return np.cross(lined_up(a, batched[0], rank), lined_up(b, batched[1], rank))

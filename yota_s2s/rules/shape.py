@@ -183,3 +183,25 @@ def atleast_2d_batched(ary):
         return ary
     return np.reshape(ary, (np.shape(ary)[0], 1, -1) if np.ndim(ary) == 2 else
                       (np.shape(ary)[0], 1, 1))
+
+
+@batchrule(np.atleast_3d)
+def atleast_3d_batched(ary):
+    n = np.ndim(ary) - 1
+    if n == 0:
+        return np.reshape(ary, (np.shape(ary)[0], 1, 1, 1))
+    if n == 1:
+        return np.expand_dims(ary, (1, 3))
+    return np.expand_dims(ary, 3) if n == 2 else ary
+
+
+@batchrule(np.rollaxis)
+def rollaxis_batched(a, axis, start=0):
+    n = np.ndim(a) - 1
+    return np.rollaxis(a, axis % n + 1, (start + n if start < 0 else start) + 1)
+
+
+@batchrule(np.rot90)
+def rot90_batched(m, k=1, axes=(0, 1)):
+    n = np.ndim(m) - 1
+    return np.rot90(m, k, (after_batch(axes[0], n), after_batch(axes[1], n)))

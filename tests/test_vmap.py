@@ -1,0 +1,149 @@
+"""``ys.vmap`` and ``ys.per_example_grad`` (ad/batching.py, yota_s2s/batched.py).
+
+The whole gradient-check table runs in tools/vmap_check.py (a batch of three against a loop
+over them, both forms); here a deterministic subset of it, one case per family of rules.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import yota_s2s as ys
+from yota_s2s.compiler import compile_per_example, compile_vmap
+from yota_s2s.errors import GuardError, NoRuleError, RuleError, UsageError
+from yota_s2s.rules import RULES
+
+from . import vmapcheck
+from .test_gradcheck import CASES
+
+SUBSET = ["tanh[2, 3]", "pow[2, 3][3]", "where[2, 1][1, 3]", "mul[][2, 3]", "sum_axis_tuple",
+          "max_axis", "matmul_vec_mat", "matmul_mat_vec", "matmul_batch_broadcast_left",
+          "dot_2d", "transpose_axes", "squeeze", "concatenate_axis1", "index_none_ellipsis",
+          "index_mixed_advanced", "index_add_buffer", "float_math", "cumsum", "pad_modes",
+          "einsum_sublists", "solve_vector", "mlp_softmax_xent", "loop_fallback_short"]
+
+
+@pytest.mark.parametrize("buffers", [True, False], ids=["buffered", "plain"])
+@pytest.mark.parametrize("name", SUBSET)
+def test_a_batch_of_three_equals_a_loop_of_three(name: str, buffers: bool) -> None:
+    """``vmap(value_and_grad(f))`` on a batch against ``value_and_grad(f)`` per example."""
+    case = next(c for c in CASES if c.name == name)
+    assert vmapcheck.check(case, buffers=buffers) == "ok"
+
+
+def mlp_loss(params, x, y):
+    h = np.tanh(x @ params["W1"] + params["b1"])
+    logits = h @ params["W2"] + params["b2"]
+    m = np.max(logits)
+    logp = logits - m - np.log(np.sum(np.exp(logits - m)))
+    return -np.sum(y * logp)
+
+
+def mlp(rng, n_in=12, n_hidden=16, n_out=5, batch=7):
+    params = {"W1": rng.standard_normal((n_in, n_hidden)) * 0.3, "b1": rng.standard_normal(n_hidden),
+              "W2": rng.standard_normal((n_hidden, n_out)) * 0.3, "b2": rng.standard_normal(n_out)}
+    X = rng.standard_normal((batch, n_in))
+    Y = np.eye(n_out)[rng.integers(0, n_out, batch)]
+    return params, X, Y
+
+
+def test_per_example_gradients_of_an_mlp_equal_a_loop_of_simplegrad() -> None:
+    params, X, Y = mlp(np.random.default_rng(0))
+    grads = ys.per_example_grad(mlp_loss, params, X, Y)
+    assert set(grads) == set(params)
+    single = ys.simplegrad(mlp_loss, params, X[0], Y[0])
+    for i in range(len(X)):
+        _, expected, _, _ = single(params, X[i], Y[i])
+        for key, g in grads.items():
+            assert g.shape == (len(X),) + params[key].shape
+            np.testing.assert_allclose(g[i], expected[(key,)], rtol=1e-12, atol=1e-12)
+
+
+def test_ghost_norms_equal_the_norms_of_the_gradients_and_make_none_of_them() -> None:
+    params, X, Y = mlp(np.random.default_rng(1))
+    grads = ys.per_example_grad(mlp_loss, params, X, Y)
+    expected = np.sqrt(sum(np.sum(g.reshape(len(X), -1) ** 2, axis=1) for g in grads.values()))
+    norms = ys.per_example_grad(mlp_loss, params, X, Y, norms=True)
+    np.testing.assert_allclose(norms, expected, rtol=1e-12)
+    tape = compile_per_example(mlp_loss, (params, X, Y), (None, 0, 0), norms=True).tape
+    made = {o.aval.shape for s in tape.stmts for o in s.outs}
+    for key in ("W1", "W2"):             # dense layers: |a|^2 |g|^2, no (B, n, m) gradient
+        assert (len(X),) + params[key].shape not in made
+
+
+def test_vmap_composes_with_gradient() -> None:
+    """``ys.vmap(ys.gradient(f), in_axes=(None, 0, 0))``: one gradient per example."""
+    rng = np.random.default_rng(2)
+    W, X, Y = rng.standard_normal((4, 3)), rng.standard_normal((6, 4)), rng.standard_normal((6, 3))
+
+    def loss(W, x, y):
+        return np.sum((np.tanh(x @ W) - y) ** 2)
+    per_example = ys.vmap(ys.gradient(loss), in_axes=(None, 0, 0))(W, X, Y)
+    assert per_example.shape == (6, 4, 3)
+    for i in range(6):
+        np.testing.assert_allclose(per_example[i], ys.gradient(loss)(W, X[i], Y[i]), rtol=1e-12)
+
+
+def polynomial(a, x):
+    return np.sum(a * x ** 2) + x[0] * x[-1]
+
+
+def test_in_axes_and_out_axes() -> None:
+    rng = np.random.default_rng(3)
+    a, X = rng.standard_normal(4), rng.standard_normal((4, 5))       # examples are columns
+    out = ys.vmap(lambda a, x: np.stack([x * a, x + 1.0]), in_axes=(None, 1), out_axes=1)(a, X)
+    expected = np.stack([np.stack([X[:, i] * a, X[:, i] + 1.0]) for i in range(5)], axis=1)
+    np.testing.assert_allclose(out, expected, rtol=1e-15)
+    np.testing.assert_allclose(ys.vmap(polynomial, in_axes=(None, 1))(a, X),
+                               [polynomial(a, X[:, i]) for i in range(5)], rtol=1e-14)
+
+
+def test_the_batched_module_is_written_for_the_batch() -> None:
+    W, X = np.ones((3, 2)), np.ones((5, 3))
+    text = compile_vmap(lambda W, x: np.tanh(x @ W).sum(), (W, X), (None, 0), buffers=False).text
+    assert text.startswith('"""Batched forward (5 examples at once) of')
+    assert "xp.tanh(x @ W).sum(axis=1)" in text        # one matmul for the batch
+
+
+def kron_of(a, b):
+    return np.sum(np.kron(a, b))
+
+
+def test_a_primitive_without_a_batching_rule_is_refused_by_name_at_its_line() -> None:
+    a, B = np.ones(2), np.ones((4, 3))
+    with pytest.raises(NoRuleError) as e:
+        ys.vmap(kron_of, in_axes=(None, 0))(a, B)
+    message = str(e.value)
+    assert "kron has no batching rule" in message and "test_vmap.py:" in message
+    assert "batchrule" in message
+
+
+def branchy(x):
+    if np.sum(x) > 0:
+        return x * 2.0
+    return -x
+
+
+def test_a_branch_holds_for_the_whole_batch_or_is_refused_when_it_runs() -> None:
+    f = ys.vmap(branchy)
+    X = np.abs(np.random.default_rng(4).standard_normal((3, 2)))
+    np.testing.assert_allclose(f(X), X * 2.0)
+    with pytest.raises(GuardError, match="take different paths"):
+        f(np.array([[1.0, 1.0], [-1.0, -1.0], [1.0, 2.0]]))
+
+
+def test_usage_errors() -> None:
+    with pytest.raises(UsageError, match="2 axes for 1 arguments"):
+        ys.vmap(np.sum, in_axes=(0, 0))(np.ones(3))
+    with pytest.raises(UsageError, match="batches of different sizes"):
+        ys.vmap(polynomial)(np.ones((3, 2)), np.ones((4, 2)))
+    with pytest.raises(UsageError, match="is a float"):
+        ys.vmap(polynomial, in_axes=(0, 0))(1.0, np.ones((4, 2)))
+
+
+def test_a_batching_rule_names_operands_and_options_only() -> None:
+    rules = RULES.copy()
+    with pytest.raises(RuleError, match="parameter 'q'"):
+        @rules.batchrule(np.tanh)
+        def tanh_batched(x, q):
+            return np.tanh(x)
