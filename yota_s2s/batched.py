@@ -80,6 +80,10 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0, *, device: str = "cpu
     return vf
 
 
+# ``per_example_grad``'s modules: (loss, signature, in_axes, norms, device, form, rules) -> one
+_per_example: dict = {}
+
+
 @entry_point
 def per_example_grad(loss: Callable, params: Any, *batch: Any, norms: bool = False,
                      in_axes: Any = 0, device: str = "cpu", rules: RuleSet = RULES,
@@ -96,8 +100,13 @@ def per_example_grad(loss: Callable, params: Any, *batch: Any, norms: bool = Fal
     ``|a|^2 |g|^2`` (the ghost norm of DP-SGD), else the square of the gradient summed."""
     args = (params, *batch)
     axes = (None, *batch_axes(loss, in_axes, batch, offset=1))
-    compiled = compile_per_example(loss, tuple(host(a) for a in args), axes, norms, rules=rules,
-                                   device=device, buffers=buffers)
+    key = (loss, tuple(signature(a) for a in args), axes, norms, device, buffers, id(rules),
+           rules.version)
+    compiled = _per_example.get(key)
+    if compiled is None:
+        compiled = _per_example[key] = compile_per_example(
+            loss, tuple(host(a) for a in args), axes, norms, rules=rules, device=device,
+            buffers=buffers)
     out = compiled.fn(*args)
     if norms:
         return out

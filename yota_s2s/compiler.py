@@ -252,6 +252,13 @@ def compile_linearize(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES,
     return written[0], written[1]
 
 
+def examples(args: Sequence[Any], axes: Sequence[int | None]) -> list:
+    """The first example of a batch: argument ``k``'s entry 0 along ``axes[k]``, an array
+    (a 0-d one for a batch of numbers: traced as data, where a number would be static)."""
+    return [a if axis is None else np.asarray(np.take(np.asarray(a), 0, axis=axis))
+            for a, axis in zip(args, axes)]
+
+
 def vmap_tape(f: Any, args: Sequence[Any], axes: Sequence[int | None], out_axes: Any = 0,
               rules: RuleSet = RULES, check: bool = False, passes: bool = True,
               device: str | None = None) -> tuple[Tape, Tape]:
@@ -259,8 +266,7 @@ def vmap_tape(f: Any, args: Sequence[Any], axes: Sequence[int | None], out_axes:
     ``k`` batched along ``axes[k]`` (None: the same for every example): ad/batching.py. The
     example is the first of the batch; loops are unrolled (a loop region is not batched)."""
     with few_collections():
-        example = [a if axis is None else np.take(np.asarray(a), 0, axis=axis)
-                   for a, axis in zip(args, axes)]
+        example = examples(args, axes)
         one, _ = trace_function(f, example, rules, regions=False)
         if check:
             verified(one, "trace")
@@ -287,8 +293,7 @@ def per_example_tape(f: Any, args: Sequence[Any], axes: Sequence[int | None],
     """(the gradient tape of one example, the optimized batched tape): the gradient of ``f``
     with respect to its first argument for each example (``norms``: their norms only)."""
     with few_collections():
-        example = [a if axis is None else np.take(np.asarray(a), 0, axis=axis)
-                   for a, axis in zip(args, axes)]
+        example = examples(args, axes)
         one, ev = trace_function(f, example, rules, regions=False)
         if check:
             verified(one, "trace")

@@ -110,6 +110,14 @@ class _Batching:
             self.batched.add(var)
             self.hints[var] = self.tape.hint_of(inp.var) or inp.access
         self.ev.input_vars = {i.var for i in inputs}
+        read = {i.argnum for i in self.tape.inputs}
+        for static in self.tape.statics:
+            if self.axes[static.argnum] is not None and static.argnum not in read:
+                raise UsageError(f"vmap: {self.tape.name} reads its argument "
+                                 f"{self.tape.params[static.argnum]} as a static value (a "
+                                 "shape, a count, a flag), which in_axes batches",
+                                 self.tape.loc, "Give None in in_axes for it: one value for "
+                                 "every example.")
         return inputs
 
     def _leaf(self, inp: Input) -> Any:

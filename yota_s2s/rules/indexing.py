@@ -211,13 +211,12 @@ def batched_values(a, key, v, batched, size):
 
 @batchrule(index_add)
 def index_add_batched(a, key, v, batched, size):
+    if not batched[0]:         # the same array for every example: the batch's additions to it
+        added = np.zeros((size,) + np.shape(a), np.result_type(a))
+        return index_add_batched(added, key, v, (True,) + batched[1:], size) + a
     if any_batched(batched[1]):
         a, key, v = per_example_values(a, key, v, batched, size)
         return PER_EXAMPLE_INDEX if key is None else index_add(a, key, v)
-    if not batched[0]:         # the same array for every example: the batch's additions to it
-        added = np.zeros((size,) + np.shape(a), np.result_type(a))
-        added, key, v = batched_values(added, key, v, (True,) + batched[1:], size)
-        return index_add(added, key, v) + a
     a, key, v = batched_values(a, key, v, batched, size)
     return index_add(a, key, v)
 

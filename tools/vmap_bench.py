@@ -1,0 +1,117 @@
+"""Per-example gradients of an MLP 784-512-10 (batch 256): ys.per_example_grad against the
+batch gradient, a loop of ys.simplegrad over the rows, and the ghost norms' peak memory.
+
+    python tools/vmap_bench.py                  # times (best of --repeat), ratios, peaks
+    python tools/vmap_bench.py --batch 64 --hidden 128 --repeat 3
+
+Reports, per call of the compiled modules (compiling is not timed):
+  batch gradient        the gradient of the summed loss over the batch (ys.simplegrad)
+  per-example           ys.per_example_grad: one gradient per example, the batch first
+  loop of simplegrad    the gradient of one row at a time, for every row
+  ghost norms           ys.per_example_grad(..., norms=True): each example's gradient norm
+and checks that the per-example gradients equal the loop's to 1e-12. Peak memory is Python's
+tracemalloc peak during one call (numpy's arrays are traced). JAX is not installed here, so its
+jit(vmap(grad)) ratio is not measured.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+import tracemalloc
+
+import numpy as np
+
+import yota_s2s as ys
+
+
+def example_loss(params, x, label):
+    """Softmax cross-entropy of one example (``label`` an int), tanh hidden layer."""
+    h = np.tanh(x @ params["W1"] + params["b1"])
+    logits = h @ params["W2"] + params["b2"]
+    m = np.max(logits)
+    return m + np.log(np.sum(np.exp(logits - m))) - logits[label]
+
+
+def batch_loss(params, X, labels):
+    """The summed loss of the batch (its gradient is the sum of the per-example ones)."""
+    h = np.tanh(X @ params["W1"] + params["b1"])
+    logits = h @ params["W2"] + params["b2"]
+    m = np.max(logits, axis=1, keepdims=True)
+    lse = m[:, 0] + np.log(np.sum(np.exp(logits - m), axis=1))
+    return np.sum(lse - logits[np.arange(X.shape[0]), labels])
+
+
+def best(fn, repeat: int) -> float:
+    fn()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def peak(fn) -> int:
+    fn()
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--batch", type=int, default=256)
+    parser.add_argument("--inputs", type=int, default=784)
+    parser.add_argument("--hidden", type=int, default=512)
+    parser.add_argument("--classes", type=int, default=10)
+    parser.add_argument("--repeat", type=int, default=7)
+    options = parser.parse_args()
+    rng = np.random.default_rng(0)
+    n, d, h, c = options.batch, options.inputs, options.hidden, options.classes
+    params = {"W1": rng.standard_normal((d, h)) / np.sqrt(d), "b1": np.zeros(h),
+              "W2": rng.standard_normal((h, c)) / np.sqrt(h), "b2": np.zeros(c)}
+    X, labels = rng.standard_normal((n, d)), rng.integers(0, c, n)
+
+    batch_grad = ys.simplegrad(batch_loss, params, X, labels)
+    per_example = ys.per_example_grad(example_loss, params, X, labels)
+    # (a label as a 0-d array: traced, where an np.int64 would be a static value)
+    rows = [(X[i], np.asarray(labels[i])) for i in range(n)]
+    row_grad = ys.simplegrad(example_loss, params, *rows[0])
+
+    worst = 0.0
+    summed = {k: 0.0 for k in params}
+    for i in range(n):
+        _, g, _, _ = row_grad(params, *rows[i])
+        for k in params:
+            worst = max(worst, float(np.max(np.abs(per_example[k][i] - g[(k,)]))))
+            summed[k] = summed[k] + g[(k,)]
+    _, batch_g, _, _ = batch_grad(params, X, labels)
+    worst_sum = max(float(np.max(np.abs(summed[k] - batch_g[(k,)]))) for k in params)
+
+    t_batch = best(lambda: batch_grad(params, X, labels), options.repeat)
+    t_per = best(lambda: ys.per_example_grad(example_loss, params, X, labels), options.repeat)
+    t_ghost = best(lambda: ys.per_example_grad(example_loss, params, X, labels, norms=True),
+                   options.repeat)
+    t_loop = best(lambda: [row_grad(params, *row) for row in rows],
+                  max(1, options.repeat // 3))
+    m_batch = peak(lambda: batch_grad(params, X, labels))
+    m_ghost = peak(lambda: ys.per_example_grad(example_loss, params, X, labels, norms=True))
+    m_per = peak(lambda: ys.per_example_grad(example_loss, params, X, labels))
+
+    print(f"MLP {d}-{h}-{c}, batch {n}, float64; best of {options.repeat} calls")
+    print(f"  per-example gradients vs a loop of simplegrad on rows: max |diff| {worst:.1e}; "
+          f"their sum vs the batch gradient: {worst_sum:.1e}")
+    print(f"  {'batch gradient':22s} {t_batch * 1e3:8.2f} ms   1.00x   peak {m_batch / 2**20:7.1f} MiB")
+    print(f"  {'per-example':22s} {t_per * 1e3:8.2f} ms  {t_per / t_batch:5.2f}x   "
+          f"peak {m_per / 2**20:7.1f} MiB")
+    print(f"  {'ghost norms':22s} {t_ghost * 1e3:8.2f} ms  {t_ghost / t_batch:5.2f}x   "
+          f"peak {m_ghost / 2**20:7.1f} MiB")
+    print(f"  {'loop of simplegrad':22s} {t_loop * 1e3:8.2f} ms  {t_loop / t_batch:5.2f}x")
+    print("  JAX is not installed here: jit(vmap(grad)) / jit(grad) is not measured.")
+
+
+if __name__ == "__main__":
+    main()
