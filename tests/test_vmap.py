@@ -105,17 +105,29 @@ def test_the_batched_module_is_written_for_the_batch() -> None:
     assert "xp.tanh(x @ W).sum(axis=1)" in text        # one matmul for the batch
 
 
-def kron_of(a, b):
-    return np.sum(np.kron(a, b))
+def softclip(x, limit):
+    return limit * np.tanh(x / limit)
+
+
+def softclipped(x):
+    return np.sum(softclip(x, 2.0) ** 2)
 
 
 def test_a_primitive_without_a_batching_rule_is_refused_by_name_at_its_line() -> None:
-    a, B = np.ones(2), np.ones((4, 3))
+    rules = RULES.copy()
+    rules.diffrule(softclip, "x", "dy * (1 - (y / limit) ** 2)")
+    X = np.ones((4, 3))
     with pytest.raises(NoRuleError) as e:
-        ys.vmap(kron_of, in_axes=(None, 0))(a, B)
+        ys.vmap(softclipped, rules=rules)(X)
     message = str(e.value)
-    assert "kron has no batching rule" in message and "test_vmap.py:" in message
+    assert "softclip has no batching rule" in message and "test_vmap.py:" in message
     assert "batchrule" in message
+
+    @rules.batchrule(softclip)
+    def softclip_batched(x, limit):
+        return softclip(x, limit)
+    np.testing.assert_allclose(ys.vmap(softclipped, rules=rules)(X),
+                               [softclipped(x) for x in X], rtol=1e-15)
 
 
 def branchy(x):
