@@ -40,7 +40,8 @@ def mlp_loss(params, x, y):
 
 
 def mlp(rng, n_in=12, n_hidden=16, n_out=5, batch=7):
-    params = {"W1": rng.standard_normal((n_in, n_hidden)) * 0.3, "b1": rng.standard_normal(n_hidden),
+    params = {"W1": rng.standard_normal((n_in, n_hidden)) * 0.3,
+              "b1": rng.standard_normal(n_hidden),
               "W2": rng.standard_normal((n_hidden, n_out)) * 0.3, "b2": rng.standard_normal(n_out)}
     X = rng.standard_normal((batch, n_in))
     Y = np.eye(n_out)[rng.integers(0, n_out, batch)]

@@ -104,7 +104,8 @@ def main() -> None:
     print(f"MLP {d}-{h}-{c}, batch {n}, float64; best of {options.repeat} calls")
     print(f"  per-example gradients vs a loop of simplegrad on rows: max |diff| {worst:.1e}; "
           f"their sum vs the batch gradient: {worst_sum:.1e}")
-    print(f"  {'batch gradient':22s} {t_batch * 1e3:8.2f} ms   1.00x   peak {m_batch / 2**20:7.1f} MiB")
+    print(f"  {'batch gradient':22s} {t_batch * 1e3:8.2f} ms   1.00x   "
+          f"peak {m_batch / 2**20:7.1f} MiB")
     print(f"  {'per-example':22s} {t_per * 1e3:8.2f} ms  {t_per / t_batch:5.2f}x   "
           f"peak {m_per / 2**20:7.1f} MiB")
     print(f"  {'ghost norms':22s} {t_ghost * 1e3:8.2f} ms  {t_ghost / t_batch:5.2f}x   "

@@ -156,7 +156,8 @@ class _Batching:
             raise NoRuleError(
                 f"vmap: {stmt.prim.name} has no batching rule, and its operand "
                 f"{_batched_operand(stmt, flags)} differs per example here", stmt.loc,
-                f"Declare one beside its derivative rules: @ys.rules.batchrule({spelled(stmt.prim.fn)}) "
+                "Declare one beside its derivative rules: "
+                f"@ys.rules.batchrule({spelled(stmt.prim.fn)}) "
                 "on a function of its operands and options that computes a whole batch, the "
                 "batch first (docs/vmap.md); or call vmap on a function that computes it "
                 "from values that are the same for every example.")

@@ -47,7 +47,8 @@ from .registry import (RULES, Rule, RuleSet, alias, batchrule, cancels, diffrule
                        nodiff, primitive, scatter_rule)
 from .stop import stop_gradient
 
-__all__ = ["RULES", "Rule", "RuleSet", "RuleListing", "alias", "batchrule", "cancels", "diffrule", "jvprule",
+__all__ = ["RULES", "Rule", "RuleSet", "RuleListing", "alias", "batchrule", "cancels", "diffrule",
+           "jvprule",
            "nodiff",
            "primitive",
            "scatter_rule", "stop_gradient", "list_rules", "control", "creation", "discrete",

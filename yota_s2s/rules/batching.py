@@ -3,6 +3,9 @@
 A batched value has the batch as its first axis: an axis of one example's array is one further
 on in the batch's, and an example's array of fewer dimensions than another lines up with it
 once length-1 axes follow its batch axis.
+
+Each family imports these at the head of its batching section (``# noqa: E402``), below its
+derivative rules: those keep their line numbers, which the generated code's comments cite.
 """
 import numpy as np
 

@@ -7,8 +7,6 @@ would take the other path.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from ..errors import GuardError
 from .registry import batchrule, nodiff, primitive
 
@@ -30,6 +28,9 @@ def show(*values, sep=" ", end="\n", flush=False):
 primitive(show, "*values, sep=' ', end='\\n', flush=False", name="print", emit=("call", "print"),
           nout=0, effect=True)
 nodiff(show)
+
+
+import numpy as np  # noqa: E402
 
 
 @batchrule(guard)

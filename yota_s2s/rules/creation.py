@@ -8,7 +8,6 @@ it can take a work array as it is.
 """
 import numpy as np
 
-from .batching import lifted, lined_up
 from .registry import batchrule, diffrule, nodiff, primitive
 
 primitive(np.zeros,      "shape, dtype=None", creates=True, out_form="fill")
@@ -55,6 +54,9 @@ def linspace_grad_stop(start, stop, dy, num=50, endpoint=True):
 
 
 # -- batching (ys.vmap): an array made like a batched one is a batch ------------------------
+
+from .batching import lifted, lined_up  # noqa: E402
+
 
 @batchrule(np.zeros_like)
 def zeros_like_batched(a, dtype=None, shape=None):

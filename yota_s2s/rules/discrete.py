@@ -11,7 +11,6 @@ Comparisons (``<``, ``np.less``...) are in operators.py; ``np.shape``, ``np.ndim
 """
 import numpy as np
 
-from .batching import after_batch, lined_up
 from .registry import batchrule, nodiff, primitive
 
 primitive(np.round,          "a, decimals=0")
@@ -43,6 +42,9 @@ primitive(np.sign, real_only="np.sign of a complex z is z / |z|, which is not pi
 
 
 # -- batching (ys.vmap): the axes one further on; None, every axis of one example ------------
+
+from .batching import after_batch, lined_up  # noqa: E402
+
 
 @batchrule(np.round)
 def round_batched(a, decimals=0):

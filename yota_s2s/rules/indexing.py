@@ -16,8 +16,6 @@ import operator
 
 import numpy as np
 
-from .batching import (advanced_first, after_batch, any_batched, indexed_ndim, is_advanced,
-                       key_parts, lifted, lifted_copy, lined_up)
 from .registry import batchrule, diffrule, primitive, scatter_rule
 
 primitive(operator.getitem, "a, key", name="getitem", emit=("getitem",), view=True, linear=True)
@@ -141,6 +139,10 @@ def partition_grad(a, kth, dy, axis=-1):
 
 
 # -- batching (ys.vmap): the index one axis further on ---------------------------------------
+
+from .batching import (  # noqa: E402
+    advanced_first, after_batch, any_batched, indexed_ndim, is_advanced, key_parts, lifted,
+    lifted_copy, lined_up)
 
 PER_EXAMPLE_INDEX = ("indexes with an array that differs per example after a slice or apart "
                      "from the other array indices (not batched yet)")

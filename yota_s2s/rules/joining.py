@@ -9,7 +9,6 @@ that the frontend inlines (``a, b = np.split(x, 2)`` reads ``x[:2]`` and ``x[2:]
 import numpy as np
 
 from .indexing import index_add
-from .batching import after_batch, lifted, lined_up
 from .registry import alias, batchrule, diffrule, primitive
 
 primitive(np.concatenate, "arrays, axis=0", out_form="join", linear=True,   # (.., out=)
@@ -187,6 +186,9 @@ SPLITS = {np.split: split, np.array_split: array_split, np.hsplit: hsplit, np.vs
 
 
 # -- batching (ys.vmap) ----------------------------------------------------------------------
+
+from .batching import after_batch, lifted, lined_up  # noqa: E402
+
 
 def batch_all(arrays, batched, size):
     """Every array of a sequence as a batch (the same for every example where it is not)."""

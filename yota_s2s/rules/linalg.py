@@ -10,7 +10,6 @@ work throughout; ``mT`` swaps the last two axes.
 import numpy as np
 
 from .products import mT
-from .batching import after_batch, lifted
 from .registry import batchrule, diffrule, primitive
 from .reductions import conj_if_complex, other_products, restore_axes
 
@@ -296,6 +295,9 @@ def matrix_norm_grad(x, y, dy, ord, axis, keepdims):
 
 
 # -- batching (ys.vmap): numpy's linalg works on stacks of matrices, the batch one more axis --
+
+from .batching import after_batch, lifted  # noqa: E402
+
 
 def _stacked(fn):
     def linalg_batched(a, **options):

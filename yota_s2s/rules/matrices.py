@@ -7,7 +7,6 @@ Reading a diagonal and writing one are each other's gradient: the gradient of
 import numpy as np
 
 from .indexing import setitem
-from .batching import after_batch
 from .registry import batchrule, diffrule, primitive
 
 primitive(np.diag, "v, k=0", view=True, linear=True)   # of a matrix: a read-only view
@@ -55,6 +54,9 @@ def trace_grad(a, dy, offset=0, axis1=0, axis2=1):
 
 
 # -- batching (ys.vmap) ----------------------------------------------------------------------
+
+from .batching import after_batch  # noqa: E402
+
 
 @batchrule(np.diag)
 def diag_batched(v, k=0):

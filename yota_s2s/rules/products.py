@@ -11,7 +11,6 @@ import operator
 
 import numpy as np
 
-from .batching import example_ndim, lifted, lined_up
 from .registry import alias, batchrule, diffrule, primitive
 
 primitive(operator.matmul, "x1, x2", name="matmul", emit=("binop", "@"), out_form="matmul", multilinear=True)
@@ -244,6 +243,9 @@ def cross_grad_b(a, b, dy):
 
 
 # -- batching (ys.vmap) ----------------------------------------------------------------------
+
+from .batching import example_ndim, lifted, lined_up  # noqa: E402
+
 
 @batchrule(operator.matmul)
 def matmul_batched(x1, x2, batched):

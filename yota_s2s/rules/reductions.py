@@ -14,7 +14,6 @@ import operator
 import numpy as np
 
 from ..ir.tape import Var
-from .batching import after_batch
 from .registry import alias, batchrule, cancels, diffrule, primitive
 
 # written ``x.sum(axis=0)``, and into a given array with ``out=``
@@ -251,6 +250,9 @@ WRITTEN = {np.gradient: gradient}
 
 
 # -- batching (ys.vmap): the reduced axes are one further on --------------------------------
+
+from .batching import after_batch  # noqa: E402
+
 
 @batchrule(np.sum)
 def sum_batched(a, axis=None, dtype=None, keepdims=False):

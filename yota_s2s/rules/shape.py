@@ -8,7 +8,6 @@ input's shape centrally, in ad/sweep.py.
 """
 import numpy as np
 
-from .batching import after_batch, lined_up
 from .registry import alias, batchrule, diffrule, primitive
 
 
@@ -85,6 +84,9 @@ def roll_grad(a, dy, shift, axis=None):
 
 
 # -- batching (ys.vmap): the example's axes are one further on -------------------------------
+
+from .batching import after_batch, lined_up  # noqa: E402
+
 
 @batchrule(np.reshape)
 def reshape_batched(a, shape, order="C"):
