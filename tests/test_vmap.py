@@ -99,6 +99,22 @@ def test_in_axes_and_out_axes() -> None:
                                [polynomial(a, X[:, i]) for i in range(5)], rtol=1e-14)
 
 
+def layer_summary(W, x):
+    h = np.tanh(x @ W)
+    return {"h": h, "energy": np.sum(h * h)}
+
+
+def test_a_structured_result_comes_back_with_its_structure() -> None:
+    rng = np.random.default_rng(5)
+    W, X = rng.standard_normal((3, 2)), rng.standard_normal((5, 3))
+    out = ys.vmap(layer_summary, in_axes=(None, 0))(W, X)
+    assert isinstance(out, dict) and set(out) == {"h", "energy"}
+    for i in range(5):
+        expected = layer_summary(W, X[i])
+        np.testing.assert_allclose(out["h"][i], expected["h"], rtol=1e-14)
+        np.testing.assert_allclose(out["energy"][i], expected["energy"], rtol=1e-14)
+
+
 def test_the_batched_module_is_written_for_the_batch() -> None:
     W, X = np.ones((3, 2)), np.ones((5, 3))
     text = compile_vmap(lambda W, x: np.tanh(x @ W).sum(), (W, X), (None, 0), buffers=False).text

@@ -20,6 +20,7 @@ import numpy as np
 
 from .cache import arg_key
 from .errors import GuardError, UsageError
+from .ir.structure import rebuild
 from .marks import entry_point
 from .objects import host, is_struct_object
 from .rules.registry import RULES, RuleSet
@@ -46,7 +47,8 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0, *, device: str = "cpu
     ``in_axes``: one axis for every argument, or one per argument (an int: that axis of the
     array holds the examples; None: the argument is the same for every example, as weights
     are). Batched arguments are arrays (or floats given as arrays of one per example);
-    structures are passed whole, unbatched. ``out_axes``: where the batch goes in each result
+    structures are passed whole, unbatched. A result of several arrays (a tuple, a dict, a
+    dataclass) comes back with that structure, each array with its batch. ``out_axes``: where the batch goes in each result
     (one int for all, or one per result). The generated module is written for the batch
     (``ys.source(vf.function(*args))`` shows it); it is compiled once per signature."""
     compiled: dict = {}
@@ -59,7 +61,7 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0, *, device: str = "cpu
             found = compiled[key] = compile_vmap(f, tuple(host(a) for a in args), axes, out_axes,
                                                  rules=rules, device=device, buffers=buffers)
         try:
-            return found.fn(*args)
+            out = found.fn(*args)
         except ValueError as e:
             if type(e).__name__ != "GuardError":     # (the generated module's own)
                 raise
@@ -68,6 +70,8 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0, *, device: str = "cpu
                              hint="The batched module computes the path of the first example "
                                   "for all of them: write the branch with np.where, or batch "
                                   "the examples of each path apart.") from None
+        structure = found.forward.structure      # a dict, a dataclass: as f returns it
+        return out if structure is None or structure.plain else rebuild(structure, out)
 
     def function(*args: Any) -> Callable:
         """The generated batched function for ``args`` (compiled if it is not yet)."""
