@@ -96,3 +96,17 @@ def test_vae_gradient_matches_finite_differences_with_the_seed_reset(buffers):
 def test_vae_example_learns():
     first, last = load("vae").main(iterations=30)
     assert last < first
+
+
+def test_dpsgd_clipped_sum_equals_clipping_the_per_example_gradients():
+    """examples/dpsgd_digits.py: the clipped sum from the ghost norms and one weighted batch
+    gradient equals clipping each materialized per-example gradient, some examples clipped and
+    some not (random images: scikit-learn is not needed)."""
+    dp = load("dpsgd_digits")
+    rng = np.random.default_rng(0)
+    params = dp.init(rng)
+    X, labels = rng.uniform(0.0, 1.0, (16, 64)), rng.integers(0, 10, 16)
+    norms = ys.per_example_grad(dp.example_loss, params, X, labels, norms=True)
+    clip = float(np.median(norms))
+    assert 0 < np.sum(norms > clip) < len(X)
+    assert dp.check(params, X, labels, clip) < 1e-12
