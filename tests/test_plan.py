@@ -93,7 +93,9 @@ plan rnn (buffered)
   region h, loss, H = loop (20 steps)
     keep W
     keep xs
-    stack H in buf1
+    start h: h0
+    start loss: 0.0
+    start H: in buf1, a stack's work array
     first row H[0] = h
     left out H = setitem_ H t h
     written h = xp.tanh(t1, out=t1)
@@ -115,11 +117,13 @@ plan rnn (buffered)
     keep W
     keep H
     summed dW_part1
-    returned dW = _result(out, 0, (3, 3))
-    returned dxs = _result(out, 2, (20, 3))
+    start dh: xp.zeros
+    start dW: _result(out, 0, (3, 3)), zero-filled
+    start dxs: _result(out, 2, (20, 3))
     rows once dxs
     written dW += dW_part1
     written dxs[t] = dt3
+    result dh0 = dh
     plan rnn (body)
       inline t6
       inline t9

@@ -64,9 +64,10 @@ class Plan:
 
 @dataclass(frozen=True)
 class RegionPlan:
-    """A loop region's decisions (regions.py): how the body reads its invariants and carries
-    its values, and the statements of the step written another way than its ``body`` plan
-    writes them. Statements are the body's; a statement's new form is the node written."""
+    """A loop region's decisions (region_plan.py): how the body reads its invariants and
+    carries its values, and the statements of the step written another way than its ``body``
+    plan writes them. Statements are the body's; a statement's new form is the node written;
+    regions.py writes the region from it."""
 
     stmt: Stmt                       # the region's statement in the enclosing tape
     body: Plan
@@ -83,8 +84,12 @@ class RegionPlan:
     once: Mapping                    # accumulators whose rows are each assigned once
     first: tuple                     # (stack, carried, row, save): first rows saved before
     before: tuple                    # (product, the line before the loop): made at once
-    lent: tuple[str, ...]            # lines making the body's work arrays lent by results
+    lent: tuple[ast.stmt, ...]       # making the body's work arrays that results lend
     turning: tuple[tuple[str, str], ...]     # work arrays taken in turn, swapped each step
+    starts: tuple                    # (carried, how, value): how each carried value starts
+    invariants: tuple                # (invariant, value): those under a name of their own
+    moved: tuple                     # (name, value): carried values rebound after a step
+    results: tuple                   # (name, value): results under the enclosing names
 
 
 def plan_function(tape: Tape, taken: set[str] = frozenset(), fast: bool = False,

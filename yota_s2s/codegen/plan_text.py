@@ -3,16 +3,16 @@
     plan loss (buffered)
       inline t2
       memory h: matmul in buf1
-      memory h_1: ufunc over h in buf1
-      work array buf1 float64(3, 5): h h_1
-      region h = loop (10 steps)
-        stack H in buf2
-        row h: h = xp.tanh(t, out=H[t + 1])
-        body plan loss (body)
+      memory h: ufunc over h in buf1
+      work array buf1 float64(3, 5): h h
+      region h, H = loop (10 steps)
+        start H: in buf2, a stack's work array
+        written h = xp.tanh(t1, out=t1)
+        plan loss (body)
           ...
 
-Values print under the names the module gives them; ``name t7 -> h`` says where that is not
-the tape's own name (``yota-s2s trace --grad`` prints those). Nothing here decides anything:
+Values print under the names the module gives them (values that share an array share a name
+there); ``name t7 -> h`` says where that is not the tape's own name. Nothing here decides anything:
 the text is stable (statement order, then the planners' order), for tests and diffs
 (``yota-s2s trace --plan``).
 """
@@ -163,7 +163,7 @@ def _chain_lines(plan: Plan) -> list[str]:
 
 
 def region_lines(region: RegionPlan, outer, indent: str) -> list[str]:
-    """A loop region's plan (regions.py), then its body's plan, indented under it. ``outer``:
+    """A loop region's plan (region_plan.py), then its body's plan, indented under it. ``outer``:
     the enclosing code's names."""
     body, names = region.body, region.body.names
     loop = region.stmt.param("loop")
@@ -176,22 +176,46 @@ def region_lines(region: RegionPlan, outer, indent: str) -> list[str]:
             ("summed", region.summed)]
     for word, values in said:
         lines += [f"{inner}{word} {_name(names, v)}" for v in _ordered(body, values)]
-    lines += [f"{inner}stack {_name(names, c)} in {printable(a)}" for c, a in region.held.items()]
+    lines += [f"{inner}start {_name(names, c)}: {_start(how, value)}"
+              for c, how, value in region.starts]
+    lines += [f"{inner}invariant {_name(names, k)} = {unparse(value)}"
+              for k, value in region.invariants]
     lines += [f"{inner}first row {_name(names, stack)}[{row}] = {_name(names, c)}"
               for stack, c, row, _ in region.first]
     lines += [f"{inner}before the loop {_name(names, made.out)}: {unparse(line)}"
               for made, line in region.before]
-    for c, node in region.returned.items():
-        lines.append(f"{inner}returned {_name(names, c)} = {unparse(node)}")
     lines += [f"{inner}rows once {_name(names, c)}" for c in region.once]
     for stmt in body.tape.stmts:
         if id(stmt) in region.running:
             lines.append(f"{inner}written {unparse(region.running[id(stmt)])}")
         if id(stmt) in region.dropped:
             lines.append(f"{inner}left out {format_stmt(stmt, names, shapes=False)}")
-    lines += [f"{inner}lends {line}" for line in region.lent]
+    lines += [f"{inner}lends {unparse(node)}" for node in region.lent]
     lines += [f"{inner}in turn {printable(a)} {printable(b)}" for a, b in region.turning]
+    lines += [f"{inner}next {printable(name)} = {unparse(value)}" for name, value in region.moved]
+    lines += [f"{inner}result {printable(name)} = {unparse(value)}"
+              for name, value in region.results]
     return lines + plan_lines(body, inner)
+
+
+def _start(how: str, value: Any) -> str:
+    """How a carried value starts (region_plan.py ``starts``)."""
+    if how == "held":
+        return f"in {printable(value)}, a stack's work array"
+    if how == "list":
+        return f"a list of {value} zeros"
+    if how == "returned":
+        call, fill = value
+        return f"{unparse(call)}" + (", zero-filled" if fill else "")
+    if how == "zeros":
+        held, made = value
+        return f"in {printable(held)}, zero-filled" + \
+            "".join(f"; {unparse(node)}" for node in made)
+    if how == "new":
+        return f"xp.{value}"
+    if how == "copy":
+        return f"a copy of {unparse(value)}"
+    return unparse(value)
 
 
 def _ordered(body: Plan, values) -> list[Var]:
