@@ -798,7 +798,7 @@ def test_outer_products_of_a_vector_state_leave_the_loop_where_their_rows_do():
 
 
 def test_backward_loop_body_writes_into_work_arrays():
-    """The buffered form plans a body's memory (codegen/regions.py, buffers.py): the carried gradient is updated in place and the step's
+    """The buffered form plans a body's memory (codegen/region_plan.py, buffers.py): the carried gradient is updated in place and the step's
     product written over it (``xp.matmul(dt, Wh.T, out=dh)``), dh itself lives in a work
     array filled with zeros (no array made per call; where dh0 is not returned),
     temporaries go into work arrays, and
@@ -1254,7 +1254,7 @@ def test_a_state_widened_by_its_first_step_is_not_planned_by_its_later_type():
     the first step still runs in float32 up to the addition, as numpy's does. A body planned by
     the carried type wrote that step's float32 ``h * 0.322`` as the state, then summed its
     squares into a float64 array with ``xp.dot(..., out=)``, which raised (seed 25,300,096):
-    such a body is written by its expressions (codegen/regions.py ``widened``). Both forms
+    such a body is written by its expressions (codegen/region_plan.py ``widened``). Both forms
     against numpy's value and finite differences (in b), call after call."""
     from .programs.loop_regions import widened_state
     r = np.random.default_rng(3)

@@ -278,15 +278,21 @@ def write_chain(em, chain: Chain, group_blocks) -> Loop | None:
                      f"{rows} {what}:"),
              comment("a block's values stay in the cache from one statement to the next "
                      "(blocks.py)")]
+    return Loop(before, [Comment(note) for note in notes], _block_loop(total, rows, start, n, k),
+                group_blocks(written), after)
+
+
+def _block_loop(total: int, rows: int, start: str, n: str, k: str) -> ast.For:
+    """``for start in range(0, total, rows):`` with the block's size ``n`` and slice ``k``
+    (the chain's statements go after them)."""
     steps = ast.Call(ast.Name("range"), [ast.Constant(0), ast.Constant(total),
                                          ast.Constant(rows)], [])
     size = ast.Call(ast.Name("min"), [ast.Constant(rows), ast.BinOp(
         ast.Constant(total), ast.Sub(), ast.Name(start))], [])
     part = ast.Call(ast.Name("slice"), [ast.Name(start), ast.BinOp(
         ast.Name(start), ast.Add(), ast.Name(n))], [])
-    loop = ast.For(ast.Name(start), steps, [ast.Assign([ast.Name(n)], size, lineno=0),
-                                             ast.Assign([ast.Name(k)], part, lineno=0)], [])
-    return Loop(before, [Comment(note) for note in notes], loop, group_blocks(written), after)
+    return ast.For(ast.Name(start), steps, [ast.Assign([ast.Name(n)], size, lineno=0),
+                                            ast.Assign([ast.Name(k)], part, lineno=0)], [])
 
 
 def _storage(em, v: Var, made: set[Var], results: dict[str, str]) -> str:

@@ -73,7 +73,7 @@ def out_keeps_value(stmt: Stmt) -> bool:
 # free for it (_lend_slots); a smaller one is not worth a view made on each call.
 LEND_MIN = 512
 # A loop body's value this large (elements) or larger is planned into a work array (or in
-# place; codegen/regions.py), a smaller one made by its expression. Every one is: ``out=`` into a
+# place; codegen/region_plan.py), a smaller one made by its expression. Every one is: ``out=`` into a
 # work array costs no more than numpy's new array even at 16 elements (RK4's stages: 0.86x
 # the time of the module that made them anew, and no array allocated), and the literals go
 # through the module's 0-d arrays. tools/fuzz.py --body-min sets it for the fuzzer.
@@ -116,7 +116,7 @@ def plan_memory(tape: Tape, scalars: ScalarPlan, inlined: set[Var],
                 heads: bool = True, first: frozenset = frozenset()) -> MemoryPlan:
     """The plan for ``tape``; ``inlined`` values are written inside their user's expression,
     so what they read is read where that user is (``facts`` is the analysis of the tape with
-    those read positions). For a loop body (codegen/regions.py): ``exclude``, values the caller
+    those read positions). For a loop body (codegen/region_plan.py): ``exclude``, values the caller
     writes elsewhere (made in a row of a stack), in no group; ``carried``, the step's result
     -> the carried value it becomes, an array of the loop's own (``"carried"``): the values
     the step makes of it in place and the result, when its array is dead by then, live in
