@@ -4,8 +4,9 @@ Each test compiles a small program's gradient and asserts the plan that its modu
 from (codegen/plan_text.py, ``yota-s2s trace --plan``): a straight-line function in the
 buffered form (inlining, values written in place and into work arrays, returned arrays,
 shared names) and in the plain form (inlining alone), a loop region (a stack in a work array,
-a state made in its row, a running sum and rows assigned once in the returned arrays) and
-scalar mode (a vector read as Python floats, an accumulator written an element at a time).
+a state made in its row, a running sum and rows assigned once in the returned arrays),
+scalar mode (a vector read as Python floats, an accumulator written an element at a time) and
+a cache-blocked chain.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import ast
 
 import numpy as np
 
+import yota_s2s as ys
 from yota_s2s import cli
 from yota_s2s.codegen.module import function_plans, write_functions
 from yota_s2s.codegen.plan_text import plan_text
@@ -170,6 +172,24 @@ def test_a_region_is_written_as_a_for_loop_from_its_plan() -> None:
         ["dW += dW_part1", "dxs[t] = dt3"]
 
 
+def test_the_module_written_from_the_plan_is_right() -> None:
+    """The buffered module of ``rnn`` (its loops written from their plans) against central
+    differences in float64."""
+    rng = np.random.default_rng(1)
+    args = [rng.normal(size=(3, 3)) * 0.5, rng.normal(size=3), rng.normal(size=(20, 3))]
+    value, *grads = ys.simplegrad(rnn, *args)(*args)
+    assert np.isclose(value, rnn(*args), rtol=1e-14)
+    for arg, grad in zip(args, grads):
+        numeric = np.zeros_like(arg)
+        for i in np.ndindex(arg.shape):
+            step = np.zeros_like(arg)
+            step[i] = 1e-6
+            moved = [a + step if a is arg else a for a in args]
+            back = [a - step if a is arg else a for a in args]
+            numeric[i] = (rnn(*moved) - rnn(*back)) / 2e-6
+        np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-8)
+
+
 POLY = """\
 plan poly (buffered)
   inline t3
@@ -197,6 +217,36 @@ plan poly (buffered)
 
 def test_scalar_mode() -> None:
     assert planned(poly, np.ones(3)) == POLY
+
+
+def chained(x, w):
+    return np.sum(np.tanh(x * w) + w)
+
+
+CHAINED = """\
+plan chained (buffered)
+  memory t1: ufunc in returned gradient (1, ())
+  memory t1: ufunc over t1 in returned gradient (1, ())
+  memory t3: ufunc in buf1
+  memory chained: allocated by its call
+  memory dt1: ufunc over t1 in returned gradient (1, ())
+  memory dt1: ufunc over dt1 in returned gradient (1, ())
+  memory dx: ufunc in returned gradient (0, ())
+  memory dw_part1: ufunc over dt1 in returned gradient (1, ())
+  memory dw: ufunc over dw_part1 in returned gradient (1, ())
+  work array buf1 float64(32768,): t3
+  work array buf2 float64(): t3.sum()
+  name t2 -> t1
+  name t4 -> dt1
+""" + "  chain t1 t1 t3 chained dt1 dt1 dx dw_part1 dw: (200000,), 32768 rows a block; " \
+    "sums chained; block arrays buf1\n"
+
+
+def test_a_blocked_chain() -> None:
+    """Over 200,000 elements the elementwise statements run in blocks of 32,768 (blocks.py):
+    the sum is accumulated a block at a time and the work array ``buf1`` shrinks to a block;
+    the gradient of ``w`` is made in its returned array, in place, from ``t1`` on."""
+    assert planned(chained, np.ones(200_000), np.ones(200_000)) == CHAINED
 
 
 MODEL = '''\
