@@ -6,12 +6,15 @@
 For an MLP (64-128-10, tanh) and a tanh RNN (16-32, 20 steps), with tangents in every argument
 and in the inputs alone (the weights closed over), it checks that ``f_jvp(*t)`` equals
 ``ys.jvp(f, primals, t)[1]`` and times both, interleaved, the best of ``--repeat`` runs of
-``--number`` calls each (the modules compiled and warm before any timing).
+``--number`` calls each (the modules compiled and warm before any timing), in CPU time of this
+process (``time.process_time``: on a shared machine, others' load shows less in it than in wall
+time). Run with OPENBLAS_NUM_THREADS=1 (or your BLAS's) for one thread.
 """
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 import timeit
 from pathlib import Path
 
@@ -66,8 +69,10 @@ def main() -> None:
                                    rtol=1e-10, atol=1e-12)
         tangent, whole = [], []
         for _ in range(opts.repeat):
-            tangent.append(timeit.timeit(lambda: f_jvp(*tangents), number=opts.number))
-            whole.append(timeit.timeit(lambda: ys.jvp(f, primals, tangents), number=opts.number))
+            tangent.append(timeit.timeit(lambda: f_jvp(*tangents), number=opts.number,
+                                         timer=time.process_time))
+            whole.append(timeit.timeit(lambda: ys.jvp(f, primals, tangents), number=opts.number,
+                                       timer=time.process_time))
         a, b = min(tangent) / opts.number * 1e6, min(whole) / opts.number * 1e6
         print(f"| {name} | {where} | {a:,.0f} µs | {b:,.0f} µs | {b / a:.1f}× |", flush=True)
 
