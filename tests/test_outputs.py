@@ -153,10 +153,12 @@ def test_the_module_names_returned_values_from_their_keys():
     assert "return (sin, (t" in text and "3)" in text
 
 
-def test_jvp_gives_the_tangent_with_the_structure_of_the_result():
+@pytest.mark.parametrize("buffers", [True, False])
+def test_jvp_gives_the_tangent_with_the_structure_of_the_result(buffers):
     x, s = np.array([0.3, -1.2, 2.0]), 1.5
     t, ts = np.array([1.0, -0.5, 0.25]), 0.75
-    value, tangent = ys.jvp(shapes, (x, s), (t, ts))
+    value, tangent = ys.jvp(shapes, (x, s), (t, ts)) if buffers else \
+        ys.jvpfunction(shapes, x, s, buffers=False)(x, s, t, ts)
     assert list(tangent) == ["sin", "parts", "stats", "n"] and tangent["n"] is None
     eps = 1e-6
     plus, minus = shapes(x + eps * t, s + eps * ts), shapes(x - eps * t, s - eps * ts)
@@ -168,7 +170,7 @@ def test_jvp_gives_the_tangent_with_the_structure_of_the_result():
     assert np.isclose(tangent["stats"].spread, (np.max(plus["stats"].spread) -
                                                 np.max(minus["stats"].spread)) / (2 * eps))
     np.testing.assert_allclose(value["sin"], np.sin(x) * s)
-    report, dreport = ys.jvpfunction(shapes_report, x, s, buffers=False)(x, s, t, ts)
+    report, dreport = ys.jvpfunction(shapes_report, x, s, buffers=buffers)(x, s, t, ts)
     assert type(dreport) is Report and dreport.count is None
     np.testing.assert_allclose(dreport.logits, (1 - np.tanh(x) ** 2) * t * s + np.tanh(x) * ts)
 
@@ -240,10 +242,11 @@ def pair(x):
     return {"a": np.sin(x), "b": np.sum(x ** 3)}
 
 
+@pytest.mark.parametrize("buffers", [True, False])
 @pytest.mark.parametrize("mode", ["rev", "fwd"])
-def test_jacobian_of_a_structured_result_is_that_structure_of_jacobians(mode):
+def test_jacobian_of_a_structured_result_is_that_structure_of_jacobians(mode, buffers):
     x = np.array([0.2, -0.4, 1.1])
-    J = ys.jacobian(pair, x, mode=mode)
+    J = ys.jacobian(pair, x, mode=mode, buffers=buffers)
     assert list(J) == ["a", "b"] and J["a"].shape == (3, 3) and J["b"].shape == (3,)
     np.testing.assert_allclose(J["a"], np.diag(np.cos(x)), atol=1e-15)
     np.testing.assert_allclose(J["b"], 3 * x ** 2)
