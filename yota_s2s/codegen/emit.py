@@ -32,6 +32,7 @@ from ..rules.outside import draw, external, external_check
 from ..text import dotted, fraction, identifier, index_literal, literal, literal_text
 from .blocks import write_chain
 from .buffers import out_keeps_value
+from .imports import function_value
 from .outside import outside_statements
 from .plan import plan_function
 from .render import Block, group_blocks, section_of, unparse
@@ -407,6 +408,9 @@ class Emitter:
     def literal(self, value: Any) -> ast.expr:
         """A static value, exact for its type (``xp.float32(0.5)``): ``text.literal``; in the
         plain (review) form a float made from a count shows it: ``-1 / 64``."""
+        function = function_value(value)
+        if function is not None and function in self.calls:
+            return _dotted(self.calls[function])     # a function given to a primitive, by name
         shown = None if self.fast else fraction(value)
         return shown if shown is not None else literal(value)
 

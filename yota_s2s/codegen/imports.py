@@ -25,23 +25,51 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import types
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
+
+import numpy as np
 
 from ..errors import RuleError, SourceLoc
 from ..ir.names import AVOIDED, RESERVED
-from ..ir.tape import Primitive, Tape
+from ..ir.tape import Primitive, Tape, tree_atoms
+from ..rules.callables import call_emit
 from ..text import is_identifier, normal, printable
 from .outside import modules_read
 
 MODULE_PRELUDE_NAMES = frozenset({"_mismatch"})
+FUNCTION_TYPES = (types.FunctionType, types.BuiltinFunctionType, np.ufunc)
+
+
+@dataclass(frozen=True)
+class FunctionValue:
+    """A function that a primitive takes as an operand (``ys.odeint(func, ...)``), written in
+    the generated code by name, imported as the user's primitives are."""
+
+    fn: Any
+    emit: tuple
+
+
+def function_value(value: Any) -> FunctionValue | None:
+    """The ``FunctionValue`` of a literal that is a function, else None."""
+    if not isinstance(value, FUNCTION_TYPES):
+        return None
+    return FunctionValue(value, call_emit(value, None))
+
+
+def _function_values(stmt: Any) -> Iterator[FunctionValue]:
+    for atom in tree_atoms(stmt.args):
+        found = function_value(getattr(atom, "value", None))
+        if found is not None:
+            yield found
 MAX_LINE = 99
 
 
 @dataclass
 class Imports:
     lines: list[str] = field(default_factory=list)            # "from model import logistic"
-    calls: dict[Primitive, str] = field(default_factory=dict)  # prim -> "logistic"
+    calls: dict[Any, str] = field(default_factory=dict)  # prim or FunctionValue -> "logistic"
     names: set[str] = field(default_factory=set)               # names the imports bind
     roots: dict[str, str] = field(default_factory=dict)        # module read at call time -> name
 
@@ -49,17 +77,22 @@ class Imports:
 def plan_imports(tape: Tape, module_names: set[str] = frozenset()) -> Imports:
     """The import lines and call paths for the user functions ``tape`` calls, in a fixed order;
     no import binds one of ``module_names`` (the module's own functions)."""
-    users: dict[Primitive, SourceLoc | None] = {}
+    users: dict[Any, SourceLoc | None] = {}     # primitives, and functions given as operands
     for stmt in tape.stmts:
         if len(stmt.prim.emit) > 2 and stmt.prim not in users:
             users[stmt.prim] = stmt.loc
+        for value in _function_values(stmt):
+            if value not in users:
+                users[value] = stmt.loc
     plan = Imports()
     taken = {normal(n) for n in RESERVED | AVOIDED | MODULE_PRELUDE_NAMES | set(tape.params)
              | set(module_names)}
     bound: dict[str, str] = {}                # name -> the module it is imported from
     names: dict[str, list[str]] = {}          # module -> names imported from it
     aliased: list[str] = []
-    for prim in sorted(users, key=lambda p: (p.emit[2], p.emit[1])):
+    for value in [u for u in users if len(u.emit) == 2]:
+        plan.calls[value] = value.emit[1]     # a numpy function: ``xp.absolute``
+    for prim in sorted((u for u in users if len(u.emit) > 2), key=lambda p: (p.emit[2], p.emit[1])):
         _, qualname, module = prim.emit[:3]
         _check_importable(prim, qualname, module, users[prim])
         head = qualname.split(".")[0]

@@ -1,0 +1,189 @@
+"""Implicit functions of a user's function: ``fixed_point`` (autograd's ``misc.fixed_points``)
+and ``odeint`` (scipy's conventions), each a primitive whose function is an operand, with a
+rule that never differentiates through the solver's iterations or steps.
+
+- ``fixed_point(f, a, x0, distance, tol)`` iterates ``x = f(a)(x)`` from ``x0`` until
+  ``distance(x, x_prev) <= tol``. At the solution ``x* = f(a)(x*)``, so (implicit function
+  theorem) ``dx*/da = (I - df/dx)^-1 df/da``: the gradient of ``a`` is ``vjp_a(w)``, with ``w``
+  the fixed point of the adjoint iteration ``w = dy + vjp_x(w)`` (``vjp_a``, ``vjp_x``: the
+  VJP of ``(a, x) -> f(a)(x)`` at ``(a, x*)``).
+- ``odeint(func, y0, t, args=())`` integrates ``dy/dt = func(y, t, *args)`` with
+  ``scipy.integrate.odeint`` and returns the states at each ``t``. Its gradient is the adjoint
+  method: backward from the last time, between each pair of times, integrate the augmented
+  system ``(y, a, g_args)' = (func, -a^T df/dy, -a^T df/dargs)`` from the state and adjoint
+  ``a`` there, adding the incoming gradient of each state; ``dy0`` is the last adjoint, the
+  time gradients ``dy_i . func(y_i, t_i)`` (minus the adjoint's at ``t_0``).
+
+The VJPs of the user's function are generated modules (``ys.vjp``: ``ys.source`` shows them),
+compiled once per function and argument signature. The API layer gives them (``VJPS``); the
+generated code calls ``fixed_point_adjoint`` and ``odeint_adjoint`` by name, importing them
+from here.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from .registry import diffrule, primitive
+
+
+class _Vjps:
+    """The maker of generated VJPs, ``make(fn, args) -> vf`` with ``vf(*args, cotangent) ==
+    (fn(*args), d0, d1, ...)``: set by the API layer (``ys.vjp``, cached), which this layer
+    cannot import."""
+
+    make: Callable | None = None
+
+    def __call__(self, fn: Callable, args: tuple) -> Callable:
+        if self.make is None:
+            import yota_s2s  # noqa: F401  (its import sets ``make``)
+        return self.make(fn, args)
+
+
+VJPS = _Vjps()
+
+
+# ----- fixed_point -------------------------------------------------------------------------
+def fixed_point(f, a, x0, distance, tol):
+    """The fixed point of ``x -> f(a)(x)`` reached from ``x0``: iterated until
+    ``distance(x, x_prev) <= tol`` (autograd's ``fixed_point``)."""
+    step = f(a)
+    x, x_prev = step(x0), x0
+    while distance(x, x_prev) > tol:
+        x, x_prev = step(x), x
+    return x
+
+
+def applied(f, a, x):
+    """``f(a)(x)``: one step of the iteration, as a function of ``a`` and ``x``."""
+    return f(a)(x)
+
+
+def fixed_point_adjoint(f, a, x, dy, distance, tol):
+    """The gradient of ``a`` through the fixed point ``x = f(a)(x)``: ``vjp_a(w)`` where ``w``
+    solves ``w = dy + vjp_x(w)``, itself iterated to ``distance(w, w_prev) <= tol``."""
+    vf = VJPS(applied, (f, a, x))
+    w, w_prev = dy + vf(f, a, x, _like(x, dy))[3], _like(x, dy)
+    while distance(w, w_prev) > tol:
+        w, w_prev = dy + vf(f, a, x, w)[3], w
+    return vf(f, a, x, w)[2]
+
+
+def _like(x, value):
+    """Zeros like ``x`` (a float for a float)."""
+    return 0.0 * value if np.ndim(x) == 0 and not isinstance(x, np.ndarray) else np.zeros_like(x)
+
+
+primitive(fixed_point, "f, a, x0, distance, tol")
+primitive(fixed_point_adjoint, "f, a, x, dy, distance, tol")
+diffrule(fixed_point, "a", "fixed_point_adjoint(f, a, y, dy, distance, tol)")
+
+
+# ----- odeint ------------------------------------------------------------------------------
+def odeint(func, y0, t, args=(), rtol=None, atol=None, mxstep=0):
+    """``scipy.integrate.odeint(func, y0, t, args)``: the states ``y(t_i)`` of
+    ``dy/dt = func(y, t, *args)`` from ``y(t_0) = y0``, one row per time (``y0`` 1-D)."""
+    from scipy.integrate import odeint as scipy_odeint
+    return scipy_odeint(func, y0, t, args=tuple(args), rtol=rtol, atol=atol, mxstep=mxstep)
+
+
+def odeint_adjoint(func, y, t, dy, args, rtol=None, atol=None, mxstep=0):
+    """The adjoint method for ``y = odeint(func, y0, t, args)`` and the incoming gradient
+    ``dy`` of its rows: ``(dy0, dt, dargs)``, ``dargs`` the gradients of the float leaves of
+    ``args`` raveled into one vector (``unravel_like`` gives them their shapes).
+
+    Backward from the last time, each interval ``[t_i, t_(i-1)]`` integrates the augmented
+    state ``(y, a, g)`` with ``y' = func(y, t)``, ``a' = -a^T dfunc/dy``, ``g' = -a^T
+    dfunc/dargs`` (one generated VJP of ``func`` per evaluation), from ``y_i``, the adjoint
+    ``a`` (which gains ``dy_i`` at each time) and the gradient ``g`` so far. At the end ``a``
+    is ``dy0`` and ``g`` the gradient of ``args``. A time's gradient is ``dy_i . func(y_i,
+    t_i)``; ``t_0``'s is ``-a . func(y_0, t_0)`` with ``a`` the adjoint arriving there.
+    """
+    from scipy.integrate import odeint as scipy_odeint
+    y, dy, t = np.asarray(y), np.asarray(dy), np.asarray(t)
+    args = tuple(args)
+    leaves = float_leaves(args)
+    sizes = [int(np.size(v)) for _, v in leaves]
+    n, d = y.shape
+    vf = VJPS(func, (y[-1], float(t[-1]), *args))     # scipy gives func Python floats
+
+    def gradients(yi, ti, cotangent):
+        value, g_y, _, *g_args = vf(yi, float(ti), *args, cotangent)
+        flat = [np.ravel(_leaf_gradient(g_args, path, v)) for path, v in leaves]
+        return value, g_y, np.concatenate(flat) if flat else np.zeros(0)
+
+    def augmented(state, ti):
+        value, g_y, g_args = gradients(state[:d], ti, -state[d:2 * d])
+        return np.concatenate([value, g_y, g_args])
+
+    a = np.array(dy[-1], dtype=np.result_type(dy, float))
+    g = np.zeros(sum(sizes))
+    dt = np.zeros(n, np.result_type(t, float))
+    for i in range(n - 1, 0, -1):
+        dt[i] = np.dot(dy[i], np.ravel(func(y[i], t[i], *args)))
+        state = np.concatenate([y[i], a, g])
+        state = scipy_odeint(augmented, state, np.array([t[i], t[i - 1]]), rtol=rtol,
+                             atol=atol, mxstep=mxstep)[-1]
+        a, g = state[d:2 * d], state[2 * d:]
+        if i == 1:
+            dt[0] = -np.dot(a, np.ravel(func(y[0], t[0], *args)))
+        a = a + dy[i - 1]
+    if n == 1:
+        a = np.array(dy[0])
+    return a, dt, g
+
+
+def float_leaves(tree, path=()):
+    """``(path, value)`` of the float leaves (arrays, floats) of a tuple or list of ``args``."""
+    if isinstance(tree, (tuple, list)):
+        out = []
+        for i, item in enumerate(tree):
+            out += float_leaves(item, path + (i,))
+        return out
+    if isinstance(tree, (float, complex, np.floating, np.complexfloating)) and \
+            not isinstance(tree, bool):
+        return [(path, tree)]
+    if isinstance(tree, np.ndarray) and tree.dtype.kind in "fc":
+        return [(path, tree)]
+    return []
+
+
+def _leaf_gradient(grads, path, value):
+    """The gradient of the leaf at ``path`` (``(argument, *path in it)``) from a generated
+    VJP's gradients (an array or float per argument, a ``{path: gradient}`` dict for a
+    struct); zeros where there is none."""
+    g = grads[path[0]]
+    if isinstance(g, dict):
+        g = g.get(path[1:])
+    return np.zeros(np.shape(value)) if g is None else g
+
+
+def unravel_like(flat, args):
+    """``flat`` (``odeint_adjoint``'s gradient of ``args``) as gradients shaped like
+    ``args``: a tuple per tuple or list, None for a leaf that is not a float."""
+    out, start = _unravel(flat, args, 0)
+    return out
+
+
+def _unravel(flat, tree, start):
+    if isinstance(tree, (tuple, list)):
+        items = []
+        for item in tree:
+            g, start = _unravel(flat, item, start)
+            items.append(g)
+        return tuple(items), start
+    if isinstance(tree, (bool, int, str, type(None))):
+        return None, start
+    size = np.size(tree)
+    return np.reshape(flat[start:start + size], np.shape(tree)), start + size
+
+
+primitive(odeint, "func, y0, t, args=(), rtol=None, atol=None, mxstep=0",
+          operands="func, y0, t, args", sequences=("args",))
+primitive(odeint_adjoint, "func, y, t, dy, args=(), rtol=None, atol=None, mxstep=0",
+          operands="func, y, t, dy, args", nout=3, sequences=("args",))
+diffrule(odeint, "y0", "odeint_adjoint(func, y, t, dy, args, rtol, atol, mxstep)[0]")
+diffrule(odeint, "t", "odeint_adjoint(func, y, t, dy, args, rtol, atol, mxstep)[1]")
+diffrule(odeint, "args", "unravel_like(odeint_adjoint(func, y, t, dy, args, rtol, atol, "
+                         "mxstep)[2], args)")
