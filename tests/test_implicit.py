@@ -170,3 +170,165 @@ def test_flatten_trains_structured_params_with_scipy_minimize():
     e[3] = 1e-6
     numeric = (fun(x0 + e)[0] - fun(x0 - e)[0]) / 2e-6
     assert np.isclose(g[3], numeric, rtol=1e-6, atol=1e-9)
+
+
+# ----- odeint --------------------------------------------------------------------------------
+TIGHT = {"rtol": 1e-11, "atol": 1e-11}
+
+
+def _numeric(f, x, eps=1e-6):
+    """Central differences of a scalar ``f`` at ``x`` (an array or a float)."""
+    if np.ndim(x) == 0:
+        return (f(x + eps) - f(x - eps)) / (2 * eps)
+    out = np.zeros(np.shape(x))
+    for i in np.ndindex(np.shape(x)):
+        e = np.zeros(np.shape(x))
+        e[i] = eps
+        out[i] = (f(x + e) - f(x - e)) / (2 * eps)
+    return out
+
+
+def linear(y, t, A):
+    return A @ y
+
+
+def _linear_loss(y0, A, t, w):
+    return np.sum(w * ys.odeint(linear, y0, t, (A,), **TIGHT))
+
+
+A_DAMPED = np.array([[-0.1, 2.0], [-2.0, -0.1]])
+Y0, TIMES = np.array([1.0, 0.5]), np.linspace(0.0, 1.0, 5)
+WEIGHTS = np.random.RandomState(4).randn(5, 2)
+
+
+def test_odeint_is_scipys_odeint():
+    from scipy.integrate import odeint
+    got = ys.odeint(linear, Y0, TIMES, (A_DAMPED,), **TIGHT)
+    assert np.array_equal(got, odeint(linear, Y0, TIMES, args=(A_DAMPED,), **TIGHT))
+    value, _ = ys.grad(_linear_loss, Y0, A_DAMPED, TIMES, WEIGHTS)
+    assert value == np.sum(WEIGHTS * got)
+
+
+def test_odeint_gradient_of_a_linear_ode_is_the_closed_form():
+    from scipy.linalg import expm
+    value, g = ys.grad(_linear_loss, Y0, A_DAMPED, TIMES, WEIGHTS, wrt=(0, 1, 2))
+    exact = [expm(A_DAMPED * t) @ Y0 for t in TIMES]                 # y(t) = e^{At} y0
+    assert np.isclose(value, np.sum(WEIGHTS * exact), rtol=1e-9)
+    dy0 = sum(expm(A_DAMPED * t).T @ w for t, w in zip(TIMES, WEIGHTS))
+    assert np.allclose(g[0], dy0, rtol=1e-8, atol=1e-10)
+    dt = [w @ (A_DAMPED @ y) for w, y in zip(WEIGHTS, exact)]        # w_i . y'(t_i)
+    dt[0] = -sum(dt[1:])      # moving t_0 moves every later state back (autonomous system)
+    assert np.allclose(g[2], dt, rtol=1e-8, atol=1e-10)
+    dA = _numeric(lambda A: _linear_loss(Y0, A, TIMES, WEIGHTS), A_DAMPED)
+    assert np.allclose(g[1], dA, rtol=1e-6, atol=1e-8)
+
+
+def cubic(y, t, A, c):
+    return np.dot(y ** 3, A) + c * np.sin(3.0 * t)
+
+
+def _cubic_loss(y0, A, c, t):
+    y = ys.odeint(cubic, y0, t, (A, c), **TIGHT)
+    return np.sum(np.sin(y) * np.arange(1.0, 1.0 + y.size).reshape(y.shape))
+
+
+def test_odeint_gradient_of_a_nonlinear_time_dependent_ode_matches_finite_differences():
+    y0, A, c, t = np.array([0.6, -0.3]), 0.5 * A_DAMPED, np.array([0.2, -0.1]), \
+        np.array([0.1, 0.4, 0.5, 0.9])
+    _, g = ys.grad(_cubic_loss, y0, A, c, t)
+    assert np.allclose(g[0], _numeric(lambda v: _cubic_loss(v, A, c, t), y0), rtol=1e-6)
+    assert np.allclose(g[1], _numeric(lambda v: _cubic_loss(y0, v, c, t), A), rtol=1e-6)
+    assert np.allclose(g[2], _numeric(lambda v: _cubic_loss(y0, A, v, t), c), rtol=1e-6)
+    assert np.allclose(g[3], _numeric(lambda v: _cubic_loss(y0, A, c, v), t), rtol=1e-6)
+
+
+def mlp_dynamics(y, t, params):
+    for W, b in params:
+        y = np.tanh(y @ W + b)
+    return y
+
+
+def _mlp_loss(params, y0, t):
+    return np.sum(ys.odeint(mlp_dynamics, y0, t, (params,), **TIGHT) ** 2)
+
+
+def test_odeint_gradient_of_struct_arguments_and_the_generated_module():
+    r = np.random.RandomState(5)
+    params = [(r.randn(2, 4), r.randn(4)), (r.randn(4, 2), r.randn(2))]
+    y0, t = np.array([0.3, -0.2]), np.linspace(0.0, 0.8, 4)
+    value, g = ys.grad(_mlp_loss, params, y0, t, wrt=0)
+    for path in [(0, 0), (1, 1)]:
+        leaf = params[path[0]][path[1]]
+
+        def at(v, path=path):
+            changed = [list(layer) for layer in params]
+            changed[path[0]][path[1]] = v
+            return _mlp_loss([tuple(layer) for layer in changed], y0, t)
+        assert np.allclose(g[0][path], _numeric(at, leaf), rtol=1e-6, atol=1e-9)
+    text = ys.source(ys.simplegrad(_mlp_loss, params, y0, t, buffers=False))
+    assert "= odeint(mlp_dynamics, y0, t, args=((" in text
+    assert "= odeint_adjoint(mlp_dynamics, " in text
+    assert "from tests.test_implicit import mlp_dynamics" in text
+
+
+# ----- fixed_point ---------------------------------------------------------------------------
+def newton_sqrt_iter(a):
+    return lambda x: 0.5 * (x + a / x)
+
+
+def largest(x, y):
+    return np.max(np.abs(x - y))
+
+
+def _newton_sqrt(a):
+    return np.sum(ys.fixed_point(newton_sqrt_iter, a, np.ones_like(a), largest, 1e-13))
+
+
+def _newton_sqrt_scalar(a):
+    return ys.fixed_point(newton_sqrt_iter, a, 10.0, largest, 1e-13)
+
+
+def test_fixed_point_gradient_of_newtons_sqrt_is_the_closed_form():
+    value, g = ys.grad(_newton_sqrt_scalar, 2.0)
+    assert np.isclose(value, np.sqrt(2.0), rtol=1e-15) and np.isclose(g[0], 0.5 / np.sqrt(2.0))
+    a = np.array([0.5, 2.0, 9.0])
+    value, g = ys.grad(_newton_sqrt, a)
+    assert np.isclose(value, np.sum(np.sqrt(a)), rtol=1e-14)
+    assert np.allclose(g[0], 0.5 / np.sqrt(a), rtol=1e-12)
+
+
+def contraction(a):
+    return lambda x: np.cos(a * x) / 2 + a[::-1] * x / 4
+
+
+def _contraction_loss(a):
+    x = ys.fixed_point(contraction, a, np.zeros_like(a), largest, 1e-14)
+    return np.sum(x * np.arange(1.0, 1.0 + x.size))
+
+
+def test_fixed_point_gradient_matches_finite_differences_and_never_differentiates_the_steps():
+    a = np.array([0.3, 1.1, -0.7])
+    _, g = ys.grad(_contraction_loss, a)
+    assert np.allclose(g[0], _numeric(_contraction_loss, a), rtol=1e-7, atol=1e-10)
+    text = ys.source(ys.simplegrad(_contraction_loss, a, buffers=False))
+    assert "= fixed_point(contraction, a, " in text and "fixed_point_adjoint(contraction, a, " in text
+    assert "cos" not in text            # the iteration is called, never traced
+
+
+# ----- autograd's examples, ported -----------------------------------------------------------
+def test_fixed_points_example_matches_autograd(capsys):
+    from .test_examples import load
+    value, gradient = load("fixed_points").main()
+    # autograd 1.9.1 running its own examples/fixed_points.py prints these
+    assert value == 1.4147939385813015
+    assert np.isclose(gradient, 0.35338076161609844, rtol=1e-14)
+    assert "0.3533807616160" in capsys.readouterr().out
+
+
+def test_ode_net_example_matches_autograd():
+    from .test_examples import load
+    losses, params = load("ode_net").main(num_iters=3, hidden=8, every=1000)
+    # autograd 1.9.1, its examples/ode_net.py with layer_sizes=[2, 8, 2] and 3 steps of its adam
+    assert np.allclose(losses, [1.4438630374069583, 1.4419806676751599, 1.4401115923716035],
+                       rtol=1e-12)
+    assert [np.shape(p) for layer in params for p in layer] == [(2, 8), (8,), (8, 2), (2,)]

@@ -12,10 +12,11 @@ from .cache import BUILT, arg_key, function_key
 from .rules.implicit import VJPS, fixed_point, odeint  # noqa: F401  (ys.fixed_point, ys.odeint)
 
 
-def cached_vjp(fn: Callable, args: tuple) -> Callable:
-    """``ys.vjp(fn, *args)``, compiled for the first arguments of a signature, then found."""
+def cached_vjp(fn: Callable, args: tuple, cotangent: Any) -> Callable:
+    """``ys.vjp(fn, *args)``, compiled for the first arguments of a signature, then found (its
+    guards see the arguments and ``cotangent``, like ``fn``'s result)."""
     key = ("implicit-vjp", function_key(fn), *(arg_key(a) for a in args))
-    return BUILT.get(key, args, lambda: vjp_compiled(fn, args, buffers=False))
+    return BUILT.get(key, (*args, cotangent), lambda: vjp_compiled(fn, args, buffers=False))
 
 
 VJPS.make = cached_vjp

@@ -92,7 +92,15 @@ def plan_imports(tape: Tape, module_names: set[str] = frozenset()) -> Imports:
     aliased: list[str] = []
     for value in [u for u in users if len(u.emit) == 2]:
         plan.calls[value] = value.emit[1]     # a numpy function: ``xp.absolute``
-    for prim in sorted((u for u in users if len(u.emit) > 2), key=lambda p: (p.emit[2], p.emit[1])):
+    # a function of the script being run, given to a primitive: read from __main__ when the
+    # code runs, as its globals are (a primitive itself must be importable: its rule is kept
+    # with it)
+    of_main = [u for u in users if isinstance(u, FunctionValue) and u.emit[2:] == ("__main__",)]
+    read = list(modules_read(tape))
+    if of_main and "__main__" not in read:
+        read.append("__main__")
+    imported = [u for u in users if len(u.emit) > 2 and u not in of_main]
+    for prim in sorted(imported, key=lambda p: (p.emit[2], p.emit[1])):
         _, qualname, module = prim.emit[:3]
         _check_importable(prim, qualname, module, users[prim])
         head = qualname.split(".")[0]
@@ -108,7 +116,7 @@ def plan_imports(tape: Tape, module_names: set[str] = frozenset()) -> Imports:
             bound[alias] = module
             aliased.append(f"import {module} as {alias}")
         plan.calls[prim] = f"{alias}.{qualname}"
-    for module in modules_read(tape):           # globals read at call time: the module itself
+    for module in read:                         # globals read at call time: the module itself
         head = module.split(".")[0]
         if head not in taken and bound.get(head, (module,)) == (module,) and \
                 not any(m.split(".")[0] == head and m != module for m in plan.roots):
@@ -120,6 +128,11 @@ def plan_imports(tape: Tape, module_names: set[str] = frozenset()) -> Imports:
         bound[alias] = (module,)
         plan.roots[module] = alias
         aliased.append(f"import {module} as {alias}")
+    for value in of_main:
+        qualname = value.emit[1]
+        if "<locals>" in qualname or _lookup("__main__", qualname) is not value.fn:
+            _check_importable(value, qualname, "<script>", users[value])    # says why not
+        plan.calls[value] = f"{plan.roots['__main__']}.{qualname}"
     plan.lines = [_from_import(m, ns) for m, ns in names.items()] + aliased
     plan.names = set(bound)
     return plan

@@ -29,16 +29,16 @@ from .registry import diffrule, primitive
 
 
 class _Vjps:
-    """The maker of generated VJPs, ``make(fn, args) -> vf`` with ``vf(*args, cotangent) ==
-    (fn(*args), d0, d1, ...)``: set by the API layer (``ys.vjp``, cached), which this layer
-    cannot import."""
+    """The maker of generated VJPs, ``make(fn, args, cotangent) -> vf`` with
+    ``vf(*args, cotangent) == (fn(*args), d0, d1, ...)`` (``cotangent`` like ``fn``'s result):
+    set by the API layer (``ys.vjp``, cached), which this layer cannot import."""
 
     make: Callable | None = None
 
-    def __call__(self, fn: Callable, args: tuple) -> Callable:
+    def __call__(self, fn: Callable, args: tuple, cotangent: Any) -> Callable:
         if self.make is None:
             import yota_s2s  # noqa: F401  (its import sets ``make``)
-        return self.make(fn, args)
+        return self.make(fn, args, cotangent)
 
 
 VJPS = _Vjps()
@@ -63,7 +63,7 @@ def applied(f, a, x):
 def fixed_point_adjoint(f, a, x, dy, distance, tol):
     """The gradient of ``a`` through the fixed point ``x = f(a)(x)``: ``vjp_a(w)`` where ``w``
     solves ``w = dy + vjp_x(w)``, itself iterated to ``distance(w, w_prev) <= tol``."""
-    vf = VJPS(applied, (f, a, x))
+    vf = VJPS(applied, (f, a, x), x)
     w, w_prev = dy + vf(f, a, x, _like(x, dy))[3], _like(x, dy)
     while distance(w, w_prev) > tol:
         w, w_prev = dy + vf(f, a, x, w)[3], w
@@ -106,7 +106,7 @@ def odeint_adjoint(func, y, t, dy, args, rtol=None, atol=None, mxstep=0):
     leaves = float_leaves(args)
     sizes = [int(np.size(v)) for _, v in leaves]
     n, d = y.shape
-    vf = VJPS(func, (y[-1], float(t[-1]), *args))     # scipy gives func Python floats
+    vf = VJPS(func, (y[-1], float(t[-1]), *args), y[-1])    # scipy gives func Python floats
 
     def gradients(yi, ti, cotangent):
         value, g_y, _, *g_args = vf(yi, float(ti), *args, cotangent)
