@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import yota_s2s as ys
+
 from .test_gradcheck import Case, check_case, normal, positive, spd, unit, weighted, well_conditioned
 
 HAS_SCIPY = importlib.util.find_spec("scipy") is not None
@@ -178,7 +180,39 @@ if HAS_SCIPY:
              lambda r: (well_conditioned((3, 3))(r)[0], well_conditioned((2, 2))(r)[0], r.standard_normal((3, 2)))),
     ]
 
-EXTRA_CASES = SIGNAL_CASES + SCIPY_CASES
+
+
+# ys.odeint and ys.fixed_point: the user's function is an operand (module-level here, so that
+# the generated module imports it)
+def decay(y, t, k, c):
+    return -k * y ** 3 + c * np.cos(t)
+
+
+def cosine_iter(a):
+    return lambda x: np.cos(a * x) / 2 + a * x / 4
+
+
+def largest_change(x, x_prev):
+    return np.max(np.abs(x - x_prev))
+
+
+def increasing(n):
+    return lambda r: np.cumsum(r.uniform(0.2, 0.5, n))
+
+
+IMPLICIT_CASES = [
+    Case("fixed_point", lambda a: weighted(ys.fixed_point(cosine_iter, a, np.zeros_like(a),
+                                                          largest_change, 1e-14)),
+         lambda r: (r.uniform(-1.0, 1.0, 3),)),
+]
+if HAS_SCIPY:
+    IMPLICIT_CASES.append(
+        Case("odeint", lambda y0, k, c, t: weighted(ys.odeint(decay, y0, t, (k, c), rtol=1e-11,
+                                                              atol=1e-11)),
+             lambda r: (r.uniform(0.2, 1.0, 2), r.uniform(0.5, 1.0, 2), r.uniform(-1, 1),
+                        increasing(4)(r))))
+
+EXTRA_CASES = SIGNAL_CASES + SCIPY_CASES + IMPLICIT_CASES
 
 
 @pytest.mark.parametrize("case", EXTRA_CASES, ids=lambda c: c.name)

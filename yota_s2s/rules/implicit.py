@@ -75,8 +75,8 @@ def _like(x, value):
     return 0.0 * value if np.ndim(x) == 0 and not isinstance(x, np.ndarray) else np.zeros_like(x)
 
 
-primitive(fixed_point, "f, a, x0, distance, tol")
-primitive(fixed_point_adjoint, "f, a, x, dy, distance, tol")
+primitive(fixed_point, "f, a, x0, distance, tol", name="ys.fixed_point")
+primitive(fixed_point_adjoint, "f, a, x, dy, distance, tol", name="ys.fixed_point_adjoint")
 diffrule(fixed_point, "a", "fixed_point_adjoint(f, a, y, dy, distance, tol)")
 
 
@@ -179,10 +179,10 @@ def _unravel(flat, tree, start):
     return np.reshape(flat[start:start + size], np.shape(tree)), start + size
 
 
-primitive(odeint, "func, y0, t, args=(), rtol=None, atol=None, mxstep=0",
+primitive(odeint, "func, y0, t, args=(), rtol=None, atol=None, mxstep=0", name="ys.odeint",
           operands="func, y0, t, args", sequences=("args",))
 primitive(odeint_adjoint, "func, y, t, dy, args=(), rtol=None, atol=None, mxstep=0",
-          operands="func, y, t, dy, args", nout=3, sequences=("args",))
+          name="ys.odeint_adjoint", operands="func, y, t, dy, args", nout=3, sequences=("args",))
 diffrule(odeint, "y0", "odeint_adjoint(func, y, t, dy, args, rtol, atol, mxstep)[0]")
 diffrule(odeint, "t", "odeint_adjoint(func, y, t, dy, args, rtol, atol, mxstep)[1]")
 diffrule(odeint, "args", "unravel_like(odeint_adjoint(func, y, t, dy, args, rtol, atol, "
