@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..errors import InternalError
 from .registry import diffrule, primitive
 
 
@@ -36,8 +37,8 @@ class _Vjps:
     make: Callable | None = None
 
     def __call__(self, fn: Callable, args: tuple, cotangent: Any) -> Callable:
-        if self.make is None:
-            import yota_s2s  # noqa: F401  (its import sets ``make``)
+        if self.make is None:       # set by ``import yota_s2s``, which importing this runs
+            raise InternalError("no maker of VJPs: yota_s2s.solvers was not imported")
         return self.make(fn, args, cotangent)
 
 
