@@ -297,6 +297,16 @@ def test_fixed_point_gradient_of_newtons_sqrt_is_the_closed_form():
     assert np.allclose(g[0], 0.5 / np.sqrt(a), rtol=1e-12)
 
 
+def _started_at_a(a):
+    return np.sum(ys.fixed_point(newton_sqrt_iter, a, a, largest, 1e-13))
+
+
+def test_fixed_point_gradient_does_not_flow_through_the_start():
+    a = np.array([2.0, 5.0])
+    value, g = ys.grad(_started_at_a, a)
+    assert np.isclose(value, np.sum(np.sqrt(a))) and np.allclose(g[0], 0.5 / np.sqrt(a))
+
+
 def contraction(a):
     return lambda x: np.cos(a * x) / 2 + a[::-1] * x / 4
 

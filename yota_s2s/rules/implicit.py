@@ -26,7 +26,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import InternalError
-from .registry import diffrule, primitive
+from .registry import diffrule, nodiff, primitive
 
 
 class _Vjps:
@@ -79,6 +79,9 @@ def _like(x, value):
 primitive(fixed_point, "f, a, x0, distance, tol", name="ys.fixed_point")
 primitive(fixed_point_adjoint, "f, a, x, dy, distance, tol", name="ys.fixed_point_adjoint")
 diffrule(fixed_point, "a", "fixed_point_adjoint(f, a, y, dy, distance, tol)")
+# the fixed point reached does not move with the start or the tolerance (where it converged)
+nodiff(fixed_point, "x0")
+nodiff(fixed_point, "tol")
 
 
 # ----- odeint ------------------------------------------------------------------------------
