@@ -342,3 +342,26 @@ def test_ode_net_example_matches_autograd():
     assert np.allclose(losses, [1.4438630374069583, 1.4419806676751599, 1.4401115923716035],
                        rtol=1e-12)
     assert [np.shape(p) for layer in params for p in layer] == [(2, 8), (8,), (8, 2), (2,)]
+
+
+# ----- functions the generated code cannot name ----------------------------------------------
+def _local_rhs_loss(y0, A):
+    def rhs(y, t, A):
+        return A @ y
+    return np.sum(ys.odeint(rhs, y0, np.linspace(0.0, 1.0, 3), (A,)))
+
+
+lambda_rhs = lambda y, t, A: A @ y      # noqa: E731
+
+
+def _lambda_rhs_loss(y0, A):
+    return np.sum(ys.odeint(lambda_rhs, y0, np.linspace(0.0, 1.0, 3), (A,)))
+
+
+def test_a_function_the_generated_code_cannot_name_is_refused_saying_where_and_what_to_do():
+    with pytest.raises(ys.UnsupportedSyntax, match="given the function rhs, defined inside") as e:
+        ys.grad(_local_rhs_loss, np.ones(2), np.eye(2))
+    assert "test_implicit.py" in str(e.value) and "top level of a module" in str(e.value)
+    with pytest.raises(ys.RuleError, match="is a lambda") as e:
+        ys.grad(_lambda_rhs_loss, np.ones(2), np.eye(2))
+    assert "def at the top level" in str(e.value)

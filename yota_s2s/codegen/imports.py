@@ -102,6 +102,8 @@ def plan_imports(tape: Tape, module_names: set[str] = frozenset()) -> Imports:
     imported = [u for u in users if len(u.emit) > 2 and u not in of_main]
     for prim in sorted(imported, key=lambda p: (p.emit[2], p.emit[1])):
         _, qualname, module = prim.emit[:3]
+        if isinstance(prim, FunctionValue):
+            _check_function_value(prim, qualname, users[prim])
         _check_importable(prim, qualname, module, users[prim])
         head = qualname.split(".")[0]
         if bound.get(head, module) == module and head not in taken:
@@ -130,12 +132,28 @@ def plan_imports(tape: Tape, module_names: set[str] = frozenset()) -> Imports:
         aliased.append(f"import {module} as {alias}")
     for value in of_main:
         qualname = value.emit[1]
-        if "<locals>" in qualname or _lookup("__main__", qualname) is not value.fn:
-            _check_importable(value, qualname, "<script>", users[value])    # says why not
+        _check_function_value(value, qualname, users[value])
+        if _lookup("__main__", qualname) is not value.fn:
+            raise RuleError(f"the generated module would read __main__.{qualname}, but that is "
+                            f"not the function given here", users[value],
+                            "Give the primitive a function defined with def at the top level.")
         plan.calls[value] = f"{plan.roots['__main__']}.{qualname}"
     plan.lines = [_from_import(m, ns) for m, ns in names.items()] + aliased
     plan.names = set(bound)
     return plan
+
+
+def _check_function_value(value: FunctionValue, qualname: str, loc: SourceLoc | None) -> None:
+    """A function given to a primitive (``ys.odeint(func, ...)``) must have a name the
+    generated module can reach: not a lambda, not one defined inside another function."""
+    name = qualname.split(".")[-1]
+    if "<lambda>" in qualname or "<locals>" in qualname:
+        what = "a lambda" if name == "<lambda>" else \
+            f"defined inside {qualname.split('.<locals>')[0]}()"
+        raise RuleError(f"the function {printable(name)} given here is {what}, so the generated "
+                        "module, which calls it by name, cannot reach it", loc,
+                        "Define it with def at the top level of a module and pass that "
+                        "function; what it reads from here can go in as arguments.")
 
 
 def _from_import(module: str, names: list[str]) -> str:

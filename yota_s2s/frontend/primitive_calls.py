@@ -17,7 +17,8 @@ import numpy as np
 
 from ..errors import StaticValueError, YotaError
 from ..ir.tape import Aval, Primitive, Stmt, Var, tree_atoms, tree_map
-from ..ir.values import MAX_LITERAL_SIZE, is_traced, normalize_static, to_tree, weak_tree
+from ..ir.values import (MAX_LITERAL_SIZE, LocalFunction, is_traced, normalize_static, to_tree,
+                         weak_tree)
 from . import abstract
 from .numpy_calls import guard_selection, stacked
 
@@ -43,6 +44,14 @@ class PrimitiveCallsMixin:
         """``prim(*args, **kwargs)``: computed now when every operand is static and the result
         is not data, else recorded (``emit``)."""
         operands, params = self.bind_primitive(prim, args, kwargs, node)
+        local = next((a.value for t in operands for a in tree_atoms(t)
+                      if isinstance(getattr(a, "value", None), LocalFunction)), None)
+        if local is not None:       # ys.odeint(rhs, ...) with rhs a def of the traced code
+            raise self.unsupported(node, f"{prim.name} is given the function {local.name}, "
+                                   "defined inside the compiled code; the generated code "
+                                   "calls the functions given to it by name",
+                                   f"Define {local.name} at the top level of a module, and "
+                                   "pass what it reads from here as arguments.")
         if not any(isinstance(a, Var) for t in operands for a in tree_atoms(t)):
             if not prim.creates and not prim.effect:
                 result = prim.apply([tree_map(lambda a: a.value, t) for t in operands], params)
