@@ -299,7 +299,7 @@ class _Planner:
         return found
 
 
-def given(em, stmt: Stmt, atom) -> bool:
+def given(em: Emitter, stmt: Stmt, atom) -> bool:
     """An operand the region may update in place with no copy: a stack an earlier loop made
     (``EMPTY``: its own array, in the buffered form a work array held for it alone) whose
     memory nothing reads after this region (passes/stacked.py gives a loop a dead stack to
@@ -327,7 +327,7 @@ def widened(loop, operands: dict) -> bool:
                for c in loop.carried for a in [operands.get(c)])
 
 
-def returned_sums(em, stmt: Stmt, loop, sub, running: dict,
+def returned_sums(em: Emitter, stmt: Stmt, loop, sub: Emitter, running: dict,
                   lists: set[Var]) -> dict[Var, ast.expr]:
     """In the buffered form, an accumulator the loop makes (zeros) and adds to in place in
     every step (``dW += ...``), whose final value is a returned gradient, is made in the array
@@ -352,7 +352,7 @@ def returned_sums(em, stmt: Stmt, loop, sub, running: dict,
     return found
 
 
-def _kept_in(sub, c: Var, r: Var) -> bool:
+def _kept_in(sub: Emitter, c: Var, r: Var) -> bool:
     """The body's plan writes the step's result ``r`` into the carried array ``c`` (buffers.py
     ``carried``: ``xp.matmul(dz, W.T, out=dh)``): the loop's array is the same one throughout."""
     group = sub.memory.group.get(c)
@@ -390,7 +390,7 @@ def summed_terms(loop) -> set[Var]:
     return found
 
 
-def body_names(em, stmt: Stmt, keep: dict[Var, str]):
+def body_names(em: Emitter, stmt: Stmt, keep: dict[Var, str]):
     """The body's names from the naming pass (ir/names.py ``Namer.bodies``), its invariants
     named as the enclosing code names them (``keep``), and any other name of the body that the
     enclosing code gives a value live across the loop made fresh."""
@@ -414,7 +414,7 @@ def body_names(em, stmt: Stmt, keep: dict[Var, str]):
     return inner
 
 
-def running_sums(sub, loop) -> dict[int, ast.stmt]:
+def running_sums(sub: Emitter, loop) -> dict[int, ast.stmt]:
     """``dW += t1.T @ t2``: an accumulator the loop owns (it made it: nothing else sees its
     memory) whose new value is its old one plus a term of its own shape and dtype, the old one
     not read again in the step, is added to in place (as a handwritten BPTT does)."""
@@ -439,7 +439,7 @@ def running_sums(sub, loop) -> dict[int, ast.stmt]:
     return done
 
 
-def _value(em, atom) -> ast.expr:
+def _value(em: Emitter, atom) -> ast.expr:
     """An operand as the enclosing code (or the body) reads it."""
     if isinstance(atom, Lit):
         return em.literal(atom.value)

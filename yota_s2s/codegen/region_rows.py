@@ -23,10 +23,11 @@ from ..passes.stacked import row_offset
 from ..rules.indexing import index_add, setitem_
 from ..text import literal
 from .buffers import writer
+from .emit import Emitter
 from .out_forms import row_call
 
 
-def first_rows(sub, loop, blocks) -> list[tuple[Var, Var, int, Stmt]]:
+def first_rows(sub: Emitter, loop, blocks) -> list[tuple[Var, Var, int, Stmt]]:
     """The stacks that keep a carried value and its next value in one array (ad/regions.py:
     the step at ``t`` saves its state ``h`` at row ``t`` and the next state at ``t + 1``): row
     ``t`` of step ``t`` is what the step before wrote at its ``t + 1``, so only the first step's
@@ -83,7 +84,7 @@ def _one_node_each(blocks) -> bool:
                for block in blocks for source, nodes in block.parts())
 
 
-def rows_written_once(sub, loop, blocks) -> dict[Var, tuple[Stmt, ast.stmt]]:
+def rows_written_once(sub: Emitter, loop, blocks) -> dict[Var, tuple[Stmt, ast.stmt]]:
     """An accumulator the loop makes (zeros) of one row per step, to which each step adds only
     at its own row (``dxs[t] += v``): every row is written once, so the step assigns it
     (``dxs[t] = v``) and the array starts uninitialized, with no zero fill. Accumulator ->
@@ -110,7 +111,8 @@ def rows_written_once(sub, loop, blocks) -> dict[Var, tuple[Stmt, ast.stmt]]:
     return found
 
 
-def made_in_rows_once(em, sub, loop, once: dict) -> list[tuple[Stmt, ast.stmt, Stmt]]:
+def made_in_rows_once(em: Emitter, sub: Emitter, loop,
+                      once: dict) -> list[tuple[Stmt, ast.stmt, Stmt]]:
     """In the buffered form, the value a step assigns to its row of an array written once per
     row (``once``, from ``rows_written_once``: ``dxs[t] = dt5``) is made in that row, where a
     ufunc or a matrix product of the row's shape and dtype makes it and nothing else reads it:
@@ -134,7 +136,8 @@ def made_in_rows_once(em, sub, loop, once: dict) -> list[tuple[Stmt, ast.stmt, S
     return found
 
 
-def state_saves(em, stmt: Stmt, loop, sub, first) -> list[tuple[Stmt, Stmt, ast.expr, int]]:
+def state_saves(em: Emitter, stmt: Stmt, loop, sub: Emitter,
+                first) -> list[tuple[Stmt, Stmt, ast.expr, int]]:
     """The states of ``first_rows`` that can be made in their stack's row: where the state
     comes from an elementwise function (a ufunc) of its shape, nothing between it and its save
     touches the stack or the state's memory, and nothing after the loop reads the loop's last
@@ -169,7 +172,7 @@ def state_saves(em, stmt: Stmt, loop, sub, first) -> list[tuple[Stmt, Stmt, ast.
     return found
 
 
-def states_in_rows(sub, saves) -> list[tuple[Stmt, ast.stmt, Stmt]]:
+def states_in_rows(sub: Emitter, saves) -> list[tuple[Stmt, ast.stmt, Stmt]]:
     """In the buffered form, a state saved in its stack (``first_rows``) is made in its row:
     ``h = xp.tanh(..., out=H[t + 1])``, no copy; ``h`` is then that row, which no later step
     writes. Where the plan put the values it is made over in that row too (buffers.py
@@ -185,7 +188,7 @@ def states_in_rows(sub, saves) -> list[tuple[Stmt, ast.stmt, Stmt]]:
     return found
 
 
-def _row_operand(sub, made: Stmt) -> Var | None:
+def _row_operand(sub: Emitter, made: Stmt) -> Var | None:
     """The operand of the state's statement ``made`` whose group the plan put in the state's
     row (buffers.py ``"row"``), or None."""
     groups = sub.memory.group
@@ -193,7 +196,8 @@ def _row_operand(sub, made: Stmt) -> Var | None:
                  and groups[a].kind == "row"), None)
 
 
-def values_in_rows(em, loop, sub, dropped: set[int]) -> list[tuple[Stmt, ast.stmt, Stmt]]:
+def values_in_rows(em: Emitter, loop, sub: Emitter,
+                   dropped: set[int]) -> list[tuple[Stmt, ast.stmt, Stmt]]:
     """In the buffered form, a value a step writes into a row of a stack the loop carries and
     owns (``H[t + 1] = dz``, passes/stacked.py) is made in that row: ``dz = xp.multiply(...,
     out=H[t + 1])``, no copy. Where it comes from an elementwise function (a ufunc) of the
@@ -237,7 +241,7 @@ def values_in_rows(em, loop, sub, dropped: set[int]) -> list[tuple[Stmt, ast.stm
     return found
 
 
-def _written_at(p: int, body, sub) -> int:
+def _written_at(p: int, body, sub: Emitter) -> int:
     """Where the statement at ``p`` is read in the written code: a value written inside its
     reader's expression (``sub.inlined``: ``dW += dz * h_prev``) is computed there."""
     while True:
@@ -262,7 +266,8 @@ def _row_at(v: Var, stack: Var, loop, facts) -> int | None:
     return None
 
 
-def products_before(em, loop, sub, saves) -> list[tuple[Stmt, ast.stmt, ast.stmt, set[int]]]:
+def products_before(em: Emitter, loop, sub: Emitter,
+                    saves) -> list[tuple[Stmt, ast.stmt, ast.stmt, set[int]]]:
     """A step's state made in its stack's row over a product of the step's input row and a
     weight the loop does not change (buffers.py ``"row"``: ``t = xp.matmul(xs[t], Wx,
     out=H[t + 1])``, then ``t += ...``, ``h = xp.tanh(t, out=t)``) has that product made for
@@ -319,7 +324,7 @@ def input_product(product: Stmt, loop, facts) -> Var | None:
     return product.out
 
 
-def products_note(product: Stmt, loop, sub) -> str:
+def products_note(product: Stmt, loop, sub: Emitter) -> str:
     """``loop_regions.py:318  xs[t] @ Wx of every step at once``: the comment above
     ``products_before``'s product."""
     x, w = product.args

@@ -15,6 +15,7 @@ from ..ir.analysis import Analysis
 from ..ir.region import EMPTY, loop_of
 from ..ir.tape import Lit, Stmt, Var
 from ..rules.indexing import index_add, setitem_
+from .emit import Emitter
 from .scalars import NUMPY_FORM, SAFE
 
 
@@ -33,7 +34,7 @@ def _number(atom) -> bool:
         isinstance(atom, Var) and atom.aval.ndim == 0
 
 
-def list_stacks(em, stmt: Stmt, loop, floats: set[Var]) -> set[Var]:
+def list_stacks(em: Emitter, stmt: Stmt, loop, floats: set[Var]) -> set[Var]:
     """In the buffered form, a stack of numbers (one Python float per step, ``V[i] = t``)
     whose only readers after the loop are loops that read it one element at a time (scalar
     mode, ``body_scalars``) is a list, ``V = [0.0] * n``: no array is written per step, and

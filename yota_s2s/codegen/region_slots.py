@@ -17,10 +17,11 @@ import numpy as np
 from ..ir.region import EMPTY, handed_over_operands, loop_of
 from ..ir.tape import Stmt, Var
 from . import buffers
+from .emit import Emitter
 from .out_forms import lent_view, result_call
 
 
-def held_zeros(em, stmt: Stmt, c: Var, lines: list[ast.stmt]) -> str | None:
+def held_zeros(em: Emitter, stmt: Stmt, c: Var, lines: list[ast.stmt]) -> str | None:
     """In the buffered form, a carried array the loop starts at zeros and the function does
     not return (the backward loop's ``dh``) lives in a work array (``_slot``), filled with
     zeros: no array made on each call. Its name (once chosen, the same on each call)."""
@@ -46,7 +47,7 @@ def held_zeros(em, stmt: Stmt, c: Var, lines: list[ast.stmt]) -> str | None:
     return chosen[c]
 
 
-def in_array_after(em, o: Var, at: int) -> tuple[list[Var], int]:
+def in_array_after(em: Emitter, o: Var, at: int) -> tuple[list[Var], int]:
     """The values in the array of a loop's result ``o`` (the region at ``at``) after the loop:
     ``o`` and those the plan writes over it (``dx6 = xp.multiply(dh, 0.3, out=dh)``, then
     ``dx6 += ...``), and the last statement that reads any of them."""
@@ -55,7 +56,8 @@ def in_array_after(em, o: Var, at: int) -> tuple[list[Var], int]:
     return members, max([at] + [em.facts.last_memory.get(v, at) for v in members])
 
 
-def body_slots(em, stmt: Stmt, sub) -> tuple[list[ast.stmt], list[tuple[str, str]]]:
+def body_slots(em: Emitter, stmt: Stmt,
+               sub: Emitter) -> tuple[list[ast.stmt], list[tuple[str, str]]]:
     """The work arrays of a body's plan are the function's too (``_slot``). Returns the
     statements that make those lent by returned arrays, before the loop, and the pairs of
     names of the slots that hold a step's result (buffers.py ``turn``): two work arrays, held
@@ -107,7 +109,7 @@ def body_slots(em, stmt: Stmt, sub) -> tuple[list[ast.stmt], list[tuple[str, str
     return lines, pairs
 
 
-def taken_in_turn(em, stmt: Stmt, loop, kept: set[Var]) -> frozenset:
+def taken_in_turn(em: Emitter, stmt: Stmt, loop, kept: set[Var]) -> frozenset:
     """The step results that may live in two work arrays the loop takes in turn (buffers.py
     ``turn``, ``body_slots``) instead of a new array each step: a carried float array of
     ``BODY_MIN`` elements or more, once in the step's results, not written over the carried
@@ -138,7 +140,7 @@ def taken_in_turn(em, stmt: Stmt, loop, kept: set[Var]) -> frozenset:
     return frozenset(turns)
 
 
-def _slot(em, at: int, end: int, shape: tuple, dtype, labels: list[str], taken: set[int],
+def _slot(em: Emitter, at: int, end: int, shape: tuple, dtype, labels: list[str], taken: set[int],
           lines: list[ast.stmt]) -> int:
     """A work array of the function for values of a loop that live from its statement (``at``)
     to ``end``: one of its shape and dtype holding no value live then (the forward step's, in
@@ -178,7 +180,7 @@ def _slot(em, at: int, end: int, shape: tuple, dtype, labels: list[str], taken: 
     return j
 
 
-def _room(em, end: int, shape: tuple, dtype) -> tuple | None:
+def _room(em: Emitter, end: int, shape: tuple, dtype) -> tuple | None:
     """(a returned gradient's group, the offset) with room for a work array of ``shape``:
     first written after the statement at ``end``, of ``dtype``, past the work arrays lent to
     it already."""
@@ -199,7 +201,7 @@ def _room(em, end: int, shape: tuple, dtype) -> tuple | None:
     return None
 
 
-def _busy(em) -> dict[int, list[tuple[int, int]]]:
+def _busy(em: Emitter) -> dict[int, list[tuple[int, int]]]:
     """Per work array of the function, the positions (first, last statement) where its
     values live: the plan's groups, the stacks loops hold (all the function), the loops
     whose bodies use it (their position)."""
@@ -212,7 +214,7 @@ def _busy(em) -> dict[int, list[tuple[int, int]]]:
     return em.slot_busy
 
 
-def held_stacks(em, stmt: Stmt, loop, listed: set[Var]) -> dict[Var, str]:
+def held_stacks(em: Emitter, stmt: Stmt, loop, listed: set[Var]) -> dict[Var, str]:
     """In the buffered form, each stack the loop makes (``EMPTY``: every row written by a step
     before any is read) is a work array held per thread (workspace.py), allocated once, not on
     every call: carried value -> the work array's name. Not for a stack the function returns
