@@ -307,6 +307,23 @@ def test_fixed_point_gradient_does_not_flow_through_the_start():
     assert np.isclose(value, np.sum(np.sqrt(a))) and np.allclose(g[0], 0.5 / np.sqrt(a))
 
 
+def scaled_sqrt_iter(params):
+    a, scale = params
+    return lambda x: 0.5 * (x + scale * a / x)
+
+
+def _scaled_sqrt(a, scale):
+    return np.sum(ys.fixed_point(scaled_sqrt_iter, (a, scale), np.ones_like(a), largest, 1e-13))
+
+
+def test_fixed_point_of_a_tuple_parameter_gives_one_gradient_per_item():
+    a, scale = np.array([2.0, 5.0]), 3.0        # x = sqrt(scale * a)
+    value, g = ys.grad(_scaled_sqrt, a, scale)
+    assert np.isclose(value, np.sum(np.sqrt(scale * a)))
+    assert np.allclose(g[0], 0.5 * np.sqrt(scale / a))
+    assert np.isclose(g[1], np.sum(0.5 * np.sqrt(a / scale)))
+
+
 def contraction(a):
     return lambda x: np.cos(a * x) / 2 + a[::-1] * x / 4
 

@@ -68,7 +68,11 @@ def fixed_point_adjoint(f, a, x, dy, distance, tol):
     w, w_prev = dy + vf(f, a, x, _like(x, dy))[3], _like(x, dy)
     while distance(w, w_prev) > tol:
         w, w_prev = dy + vf(f, a, x, w)[3], w
-    return vf(f, a, x, w)[2]
+    da = vf(f, a, x, w)[2]
+    if isinstance(a, (tuple, list)):      # the float leaves' gradients, raveled in one vector
+        flat = [np.ravel(_leaf_gradient((da,), (0, *path), v)) for path, v in float_leaves(a)]
+        return np.concatenate(flat) if flat else np.zeros(0)
+    return da
 
 
 def _like(x, value):
@@ -76,9 +80,21 @@ def _like(x, value):
     return 0.0 * value if np.ndim(x) == 0 and not isinstance(x, np.ndarray) else np.zeros_like(x)
 
 
-primitive(fixed_point, "f, a, x0, distance, tol", name="ys.fixed_point")
-primitive(fixed_point_adjoint, "f, a, x, dy, distance, tol", name="ys.fixed_point_adjoint")
-diffrule(fixed_point, "a", "fixed_point_adjoint(f, a, y, dy, distance, tol)")
+# operands taken as given (``sequences``): a tuple or list ``a`` stays one, as autograd's
+primitive(fixed_point, "f, a, x0, distance, tol", name="ys.fixed_point", sequences=("*",))
+primitive(fixed_point_adjoint, "f, a, x, dy, distance, tol", name="ys.fixed_point_adjoint",
+          sequences=("*",))
+
+
+@diffrule(fixed_point, "a", shows="fixed_point_adjoint(f, a, y, dy, distance, tol)")
+def fixed_point_grad_a(f, a, x0, distance, tol, y, dy):
+    """The adjoint fixed point's gradient; for a tuple or list ``a`` (autograd's examples pass
+    ``(a, b)``), one per item, cut from the adjoint's vector."""
+    if isinstance(a, (tuple, list)):
+        return unravel_like(fixed_point_adjoint(f, a, y, dy, distance, tol), a)
+    return fixed_point_adjoint(f, a, y, dy, distance, tol)
+
+
 # the fixed point reached does not move with the start or the tolerance (where it converged)
 nodiff(fixed_point, "x0")
 nodiff(fixed_point, "tol")
