@@ -142,6 +142,16 @@ def test_flatten_inside_a_differentiated_function_is_the_concatenation():
     assert np.isclose(g[1], np.sum(flat ** 2) / 27.0)
 
 
+def _flat_object_loss(m):
+    return np.sum(ys.flatten(m)[0] ** 2)
+
+
+def test_flatten_of_an_object_inside_a_differentiated_function_says_what_to_do():
+    with pytest.raises(ys.YotaError, match="given an object") as e:
+        ys.grad(_flat_object_loss, Plain(np.ones(2), 3))
+    assert "ys.flatten([m.W, m.b])" in str(e.value)
+
+
 def _regression_loss(params, X, y):
     h = np.tanh(X @ params["hidden"].W + params["hidden"].b)
     return np.mean((h @ params["out"][0] + params["out"][1] - y) ** 2)

@@ -36,7 +36,7 @@ import numpy as np
 
 from .errors import UsageError
 from .objects import is_struct_object
-from .struct_update import _rebuilt
+from .struct_update import rebuilt
 
 
 def flatten(params: Any) -> tuple[np.ndarray, Callable[[Any], Any]]:
@@ -110,7 +110,7 @@ class Unflatten:
                 new[path] = value
         if () in new:
             return new[()]
-        return _rebuilt(self._params, new, lambda old, value: value)
+        return rebuilt(self._params, new, lambda old, value: value)
 
     def flat(self, grads: Any) -> np.ndarray:
         """A gradient of the struct as a vector in this layout: ``grads`` is what ``ys.grad``
@@ -197,7 +197,12 @@ def traced_leaves(node: Any) -> list:
         return out
     if isinstance(node, (bool, int, str, type(None))):
         return []               # static leaves: not in the vector
-    return [np.ravel(node)]
+    if isinstance(node, (np.ndarray, np.generic, float, complex)):
+        return [np.ravel(node)]
+    raise UsageError("ys.flatten inside a differentiated function reads lists, tuples, dicts "
+                     "and arrays; it is given an object, whose fields it cannot list there",
+                     hint="Flatten a dict or list of the arrays (ys.flatten([m.W, m.b])), or "
+                          "call ys.flatten outside the function.")
 
 
 flatten.__yota_traced__ = traced_flatten

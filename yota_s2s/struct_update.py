@@ -29,7 +29,7 @@ def update(obj: Any, grads: Any, fn: Callable[[Any, Any], Any], *, inplace: bool
         grads = {(): grads}
     grads = {path: g for path, g in grads.items() if g is not None}
     if not inplace:
-        return _rebuilt(obj, _tied(obj, grads, fn), lambda x, new: new)
+        return rebuilt(obj, _tied(obj, grads, fn), lambda x, new: new)
     if () in grads:
         if not _overwrite(obj, fn(obj, grads[()])):
             raise UpdateError(f"cannot update a {type(obj).__name__} in place",
@@ -148,11 +148,11 @@ def _arrays(node: Any, path: tuple, seen: set) -> Any:
         yield from _arrays(value, path + (key,), seen)
 
 
-def _rebuilt(node: Any, grads: dict, fn: Callable) -> Any:
+def rebuilt(node: Any, grads: dict, fn: Callable) -> Any:
     """``node`` with ``fn`` applied at each path; new containers along the way, nothing mutated."""
     if () in grads:
         return fn(node, grads[()])
-    changes = {key: _rebuilt(_child(node, key), sub, fn) for key, sub in _groups(grads).items()}
+    changes = {key: rebuilt(_child(node, key), sub, fn) for key, sub in _groups(grads).items()}
     if isinstance(node, dict):
         return {**node, **changes}
     if isinstance(node, list):
