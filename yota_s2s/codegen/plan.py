@@ -86,10 +86,58 @@ class RegionPlan:
     before: tuple                    # (product, the line before the loop): made at once
     lent: tuple[ast.stmt, ...]       # making the body's work arrays that results lend
     turning: tuple[tuple[str, str], ...]     # work arrays taken in turn, swapped each step
-    starts: tuple                    # (carried, how, value): how each carried value starts
+    starts: tuple                    # (carried, InStack | ZeroList | ... ): how each starts
     invariants: tuple                # (invariant, value): those under a name of their own
     moved: tuple                     # (name, value): carried values rebound after a step
     results: tuple                   # (name, value): results under the enclosing names
+
+
+# How a loop starts a carried value (region_plan.py ``starts``; regions.py writes each by its type)
+
+@dataclass(frozen=True)
+class InStack:
+    """A stack in its work array (region_slots.held_stacks): ``H = buf1``."""
+    array: str
+
+
+@dataclass(frozen=True)
+class ZeroList:
+    """A list of ``size`` Python floats (scalar mode): ``dx = [0.0] * 3``."""
+    size: int
+
+
+@dataclass(frozen=True)
+class InReturned:
+    """An accumulator made in the returned array (``returned_sums``): ``dW = _result(...)``,
+    then ``dW.fill(0.0)`` unless each of its rows is assigned once (``fill``)."""
+    call: ast.expr
+    fill: bool
+
+
+@dataclass(frozen=True)
+class ZeroedWork:
+    """A work array filled with zeros (region_slots.held_zeros), after ``made``: the
+    statements that make a returned array lend it."""
+    array: str
+    made: tuple
+
+
+@dataclass(frozen=True)
+class NewArray:
+    """A new array of the value's shape and dtype: ``"zeros"`` or ``"empty"``."""
+    made: str
+
+
+@dataclass(frozen=True)
+class OwnCopy:
+    """The loop's own copy of the operand, which the body updates in place."""
+    operand: ast.expr
+
+
+@dataclass(frozen=True)
+class Operand:
+    """The operand under the body's name."""
+    operand: ast.expr
 
 
 def plan_function(tape: Tape, taken: set[str] = frozenset(), fast: bool = False,

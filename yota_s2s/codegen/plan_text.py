@@ -26,7 +26,8 @@ from ..ir.names import namer_of
 from ..ir.printer import format_stmt
 from ..ir.tape import Var
 from ..text import printable
-from .plan import Plan, RegionPlan
+from .plan import (InReturned, InStack, NewArray, Operand, OwnCopy, Plan, RegionPlan,
+                   ZeroedWork, ZeroList)
 from .render import unparse
 
 INDENT = "  "
@@ -176,8 +177,8 @@ def region_lines(region: RegionPlan, outer, indent: str) -> list[str]:
             ("summed", region.summed)]
     for word, values in said:
         lines += [f"{inner}{word} {_name(names, v)}" for v in _ordered(body, values)]
-    lines += [f"{inner}start {_name(names, c)}: {_start(how, value)}"
-              for c, how, value in region.starts]
+    lines += [f"{inner}start {_name(names, c)}: {_START[type(how)](how)}"
+              for c, how in region.starts]
     lines += [f"{inner}invariant {_name(names, k)} = {unparse(value)}"
               for k, value in region.invariants]
     lines += [f"{inner}first row {_name(names, stack)}[{row}] = {_name(names, c)}"
@@ -198,24 +199,17 @@ def region_lines(region: RegionPlan, outer, indent: str) -> list[str]:
     return lines + plan_lines(body, inner)
 
 
-def _start(how: str, value: Any) -> str:
-    """How a carried value starts (region_plan.py ``starts``)."""
-    if how == "held":
-        return f"in {printable(value)}, a stack's work array"
-    if how == "list":
-        return f"a list of {value} zeros"
-    if how == "returned":
-        call, fill = value
-        return f"{unparse(call)}" + (", zero-filled" if fill else "")
-    if how == "zeros":
-        held, made = value
-        return f"in {printable(held)}, zero-filled" + \
-            "".join(f"; {unparse(node)}" for node in made)
-    if how == "new":
-        return f"xp.{value}"
-    if how == "copy":
-        return f"a copy of {unparse(value)}"
-    return unparse(value)
+# How a carried value starts (region_plan.py ``starts``), as text, by its type
+_START = {
+    InStack: lambda how: f"in {printable(how.array)}, a stack's work array",
+    ZeroList: lambda how: f"a list of {how.size} zeros",
+    InReturned: lambda how: unparse(how.call) + (", zero-filled" if how.fill else ""),
+    ZeroedWork: lambda how: f"in {printable(how.array)}, zero-filled"
+                            + "".join(f"; {unparse(node)}" for node in how.made),
+    NewArray: lambda how: f"xp.{how.made}",
+    OwnCopy: lambda how: f"a copy of {unparse(how.operand)}",
+    Operand: lambda how: unparse(how.operand),
+}
 
 
 def _ordered(body: Plan, values) -> list[Var]:

@@ -30,7 +30,8 @@ from . import buffers
 from .buffers import Group
 from .emit import Emitter
 from .out_forms import result_call
-from .plan import RegionPlan
+from .plan import (InReturned, InStack, NewArray, Operand, OwnCopy, RegionPlan, ZeroedWork,
+                   ZeroList)
 from .region_rows import (first_rows, input_product, made_in_rows_once, products_before,
                           rows_written_once, state_saves, states_in_rows, values_in_rows)
 from .region_scalars import body_scalars, list_stacks
@@ -202,32 +203,29 @@ class _Planner:
         return _Step(running, dropped, returned, once, first)
 
     def starts(self, sub: Emitter, step: _Step) -> list[tuple]:
-        """How each carried value starts, ``(carried, how, value)``: ``"held"`` (a stack's
-        work array, its name), ``"list"`` (a list of zeros), ``"returned"`` (the returned
-        array, ``(its call, zero-filled?)``), ``"zeros"`` (a work array zero-filled: ``(its
-        name, the statements that make a returned array lend it)``), ``"new"`` (``xp.empty``
-        or ``xp.zeros``), ``"copy"`` (the loop's own copy of the operand), ``"operand"`` (the
-        operand under the body's name)."""
+        """How each carried value starts, ``(carried, how)`` (plan.py: ``InStack``,
+        ``ZeroList``, ``InReturned``, ``ZeroedWork``, ``NewArray``, ``OwnCopy``, ``Operand``);
+        none where the body's name is the operand's already."""
         em, stmt, body, operands, names = self.em, self.stmt, self.body, self.operands, sub.names
         starts: list[tuple] = []
         for c, fresh in zip(self.loop.carried, self.loop.fresh):
             made: list[ast.stmt] = []
             if c in self.held:
-                starts.append((c, "held", self.held[c]))
+                starts.append((c, InStack(self.held[c])))
             elif c in self.sums or c in self.listed:
-                starts.append((c, "list", c.aval.shape[0]))
+                starts.append((c, ZeroList(c.aval.shape[0])))
             elif c in step.returned:
-                starts.append((c, "returned", (step.returned[c], c not in step.once)))
+                starts.append((c, InReturned(step.returned[c], c not in step.once)))
             elif fresh is True and c not in step.once and held_zeros(em, stmt, c, made):
-                starts.append((c, "zeros", (held_zeros(em, stmt, c, made), made)))
+                starts.append((c, ZeroedWork(held_zeros(em, stmt, c, made), tuple(made))))
             elif fresh:
-                starts.append((c, "new", "empty" if fresh == EMPTY or c in step.once
-                               else "zeros"))
+                starts.append((c, NewArray("empty" if fresh == EMPTY or c in step.once
+                                           else "zeros")))
             elif c in body.owned and not given(em, stmt, operands[c]):
                 # updated in place by the body: the loop's own copy
-                starts.append((c, "copy", _value(em, operands[c])))
+                starts.append((c, OwnCopy(_value(em, operands[c]))))
             elif names[c] != unparse(_value(em, operands[c])):
-                starts.append((c, "operand", _value(em, operands[c])))
+                starts.append((c, Operand(_value(em, operands[c]))))
         return starts
 
     def invariants(self, sub: Emitter) -> list[tuple[Var, ast.expr]]:

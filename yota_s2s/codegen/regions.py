@@ -44,7 +44,8 @@ import ast
 from ..ir.tape import Stmt, Var
 from ..text import comment, identifier
 from .emit import Emitter
-from .plan import RegionPlan
+from .plan import (InReturned, InStack, NewArray, Operand, OwnCopy, RegionPlan, ZeroedWork,
+                   ZeroList)
 from .region_plan import plan_region
 from .region_rows import products_note
 from .render import Comment, block_nodes
@@ -65,27 +66,36 @@ def region_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
 
 
 def _start(em: Emitter, sub: Emitter, start: tuple) -> list[ast.stmt]:
-    """A carried value as the loop starts (region_plan.py ``starts``)."""
-    c, how, value = start
-    name = sub.names[c]
-    if how == "held":
-        return [_assign(name, ast.Name(value))]
-    if how == "list":
-        return [_assign(name, ast.BinOp(ast.List([ast.Constant(0.0)]), ast.Mult(),
-                                        ast.Constant(value)))]
-    if how == "returned":
-        call, fill = value
-        return [_assign(name, call)] + ([_method(name, "fill", ast.Constant(0.0))] if fill
-                                        else [])
-    if how == "zeros":
-        held, made = value
-        return made + [_assign(name, ast.Name(held)), _method(name, "fill", ast.Constant(0.0))]
-    if how == "new":
+    """A carried value as the loop starts (region_plan.py ``starts``), by its writer in
+    ``_STARTS``."""
+    c, how = start
+    if isinstance(how, NewArray):
         em.modules.add("xp")
-        return [_assign(name, _new_array(value, c))]
-    if how == "copy":
-        return [_assign(name, ast.Call(ast.Attribute(value, "copy"), [], []))]
-    return [_assign(name, value)]           # "operand"
+    return _STARTS[type(how)](sub.names[c], how, c)
+
+
+def _zeroed(name: str, how: ZeroedWork, c: Var) -> list[ast.stmt]:
+    return list(how.made) + [_assign(name, ast.Name(how.array)),
+                             _method(name, "fill", ast.Constant(0.0))]
+
+
+def _in_returned(name: str, how: InReturned, c: Var) -> list[ast.stmt]:
+    return [_assign(name, how.call)] + \
+        ([_method(name, "fill", ast.Constant(0.0))] if how.fill else [])
+
+
+# The writer of each way a carried value starts (plan.py), by its type
+_STARTS = {
+    InStack: lambda name, how, c: [_assign(name, ast.Name(how.array))],
+    ZeroList: lambda name, how, c: [_assign(name, ast.BinOp(
+        ast.List([ast.Constant(0.0)]), ast.Mult(), ast.Constant(how.size)))],
+    InReturned: _in_returned,
+    ZeroedWork: _zeroed,
+    NewArray: lambda name, how, c: [_assign(name, _new_array(how.made, c))],
+    OwnCopy: lambda name, how, c: [_assign(name, ast.Call(ast.Attribute(how.operand, "copy"),
+                                                          [], []))],
+    Operand: lambda name, how, c: [_assign(name, how.operand)],
+}
 
 
 def _first_rows(plan: RegionPlan) -> list[ast.stmt]:
