@@ -20,7 +20,7 @@ class Workload:
     loss: Callable                        # numpy source; peers swap in their own ``np``
     make_args: Callable[[np.random.Generator], tuple]
     wrt: tuple[int, ...]                  # the arguments whose gradients are computed
-    handwritten: Callable[..., tuple[Any, tuple]]
+    handwritten: Callable[..., tuple[Any, tuple]] | None   # None: checked against the numpy printer
     torch_loss: Callable | None = None    # the same loss in torch (``torch`` passed first)
 
 
@@ -515,6 +515,70 @@ def flow_args(r):
     return 0.5 + 0.3 * r.standard_normal((n, n)), 0.5 + 0.3 * r.standard_normal((n, n)), f0, target
 
 
+# ----- a spring chain: 16 masses in the plane, 500 velocity-Verlet steps (issue 32) -------------
+# np.diff along the chain, the springs' lengths by np.linalg.norm(..., axis=1), each spring's
+# force added to both its ends (F[:-1] += f): numpy calls on arrays of 16 rows, where the
+# interpreter's cost per call, not the arithmetic, sets the time.
+
+SPRING_MASSES, SPRING_STEPS, SPRING_DT = 16, 500, 0.01
+
+
+def spring_forces(x, k, rest):
+    d = np.diff(x, axis=0)
+    length = np.linalg.norm(d, axis=1, keepdims=True)
+    f = k * (length - rest) * d / length
+    F = np.zeros_like(x)
+    F[:-1] += f
+    F[1:] -= f
+    return F
+
+
+def spring(x0, v0, k, rest):
+    x, v = x0, v0
+    a = spring_forces(x, k, rest)
+    for _ in range(SPRING_STEPS):
+        x = x + SPRING_DT * v + (0.5 * SPRING_DT ** 2) * a
+        a_new = spring_forces(x, k, rest)
+        v = v + (0.5 * SPRING_DT) * (a + a_new)
+        a = a_new
+    return np.sum(x[-1] ** 2) + 0.5 * np.sum(v * v)
+
+
+def spring_args(r):
+    n = SPRING_MASSES
+    x0 = np.stack([np.arange(n, dtype=float), np.zeros(n)], axis=1) + 0.1 * r.standard_normal((n, 2))
+    return x0, 0.1 * r.standard_normal((n, 2)), 1.0 + 0.2 * r.random((n - 1, 1)), \
+        0.9 + 0.2 * r.random((n - 1, 1))
+
+
+# ----- RK4 on the Lorenz system: state 3 (three Python floats), 10,000 steps (issue 32) ----------
+
+LORENZ_STEPS, LORENZ_DT = 10_000, 0.001
+
+
+def lorenz_rate(x, y, z, s, r, b):
+    return s * (y - x), x * (r - z) - y, x * y - b * z
+
+
+def lorenz(p, y0):
+    x, y, z = y0[0], y0[1], y0[2]
+    s, r, b = p[0], p[1], p[2]
+    h = LORENZ_DT
+    for _ in range(LORENZ_STEPS):
+        ax, ay, az = lorenz_rate(x, y, z, s, r, b)
+        bx, by, bz = lorenz_rate(x + 0.5 * h * ax, y + 0.5 * h * ay, z + 0.5 * h * az, s, r, b)
+        cx, cy, cz = lorenz_rate(x + 0.5 * h * bx, y + 0.5 * h * by, z + 0.5 * h * bz, s, r, b)
+        dx, dy, dz = lorenz_rate(x + h * cx, y + h * cy, z + h * cz, s, r, b)
+        x = x + h / 6.0 * (ax + 2.0 * bx + 2.0 * cx + dx)
+        y = y + h / 6.0 * (ay + 2.0 * by + 2.0 * cy + dy)
+        z = z + h / 6.0 * (az + 2.0 * bz + 2.0 * cz + dz)
+    return x * x + y * y + z * z
+
+
+def lorenz_args(r):
+    return np.array([10.0, 28.0, 8.0 / 3.0]) + 0.1 * r.random(3), np.array([1.0, 1.0, 1.0]) + 0.1 * r.random(3)
+
+
 LOOP_WORKLOADS = [
     *(Workload(f"rnn_T{steps}", f"tanh RNN, hidden {RNN_HIDDEN}, input {RNN_INPUT}, batch {RNN_BATCH}, "
                f"loss summed over {steps:,} steps", rnn, rnn_loop_args(steps), (0, 1, 2), rnn_bptt)
@@ -525,4 +589,11 @@ LOOP_WORKLOADS = [
                rk4, rk4_args(steps), (0, 1, 2), rk4_hand) for steps in (100, 1_000)),
     Workload("flow_100", f"2-D advection-diffusion, {FLOW_SIZE}x{FLOW_SIZE} periodic grid (np.roll), "
              f"{FLOW_STEPS} steps", flow, flow_args, (0, 1), flow_hand),
+    # (no handwritten gradient: the bench checks these against the numpy printer's and finite
+    # differences)
+    Workload("spring_16", f"spring chain, {SPRING_MASSES} masses in the plane, {SPRING_STEPS} "
+             "velocity-Verlet steps (np.diff, np.linalg.norm(axis=1), F[:-1] += f)", spring,
+             spring_args, (0, 1, 2, 3), None),
+    Workload("lorenz_10000", f"RK4 on the Lorenz system, state 3 (floats), {LORENZ_STEPS:,} steps",
+             lorenz, lorenz_args, (0, 1), None),
 ]

@@ -62,7 +62,7 @@ def parse_function(fn: Callable) -> Any:
 def simplegrad(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path | None = None,
                module_name: str | None = None, rules: RuleSet = RULES,
                wrt: Any = None, buffers: bool = True, has_aux: bool = False,
-               **kwargs: Any) -> Callable:
+               engine: str = "numpy", **kwargs: Any) -> Callable:
     """Compile the gradient of ``f`` for arguments like ``args``.
 
     Returns ``df`` with ``df(*args) == (f(*args), d0, d1, ...)``: one gradient per argument,
@@ -77,17 +77,20 @@ def simplegrad(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path
     aux)``, aux any tuple, list, dict, namedtuple or dataclass of arrays and numbers computed
     beside the loss; only the loss is differentiated and ``df(*args) == ((loss, aux), d0, d1,
     ...)``. Other keyword arguments are ``f``'s, as in ``grad``; ``df`` takes them by name too.
+    ``engine="numba"`` runs the loops as numba-compiled functions (codegen/numba_form.py; needs
+    ``pip install 'yota-s2s[numba]'``), ``"auto"`` where numba is installed.
     """
     if isinstance(f, functools.partial):
         spread = Spread(f, args)
         df = simplegrad(f.func, *spread.arguments(args), device=device, out_dir=out_dir,
                         module_name=module_name, rules=rules, wrt=spread.user_wrt(wrt),
-                        buffers=buffers, has_aux=has_aux, **kwargs)
+                        buffers=buffers, has_aux=has_aux, engine=engine, **kwargs)
         return spread.wrap(df)
     if kwargs:
         args = with_keywords(f, args, kwargs)
     return simplegrad_compiled(f, args, device=device, out_dir=out_dir, module_name=module_name,
-                               rules=rules, wrt=wrt, buffers=buffers, has_aux=has_aux)[0]
+                               rules=rules, wrt=wrt, buffers=buffers, has_aux=has_aux,
+                               engine=engine)[0]
 
 
 def simplegrad_compiled(f: Callable, args: tuple, wrt: Any = None, **options: Any
@@ -170,14 +173,16 @@ class Spread:
 @entry_point
 def compile_forward(f: Callable, *args: Any, device: str = "cpu",
                     out_dir: str | Path | None = None, module_name: str | None = None,
-                    rules: RuleSet = RULES, buffers: bool = True) -> Callable:
+                    rules: RuleSet = RULES, buffers: bool = True, engine: str = "numpy"
+                    ) -> Callable:
     """``ys.compile``: the tracer without AD. Returns ``cf`` with ``cf(*args) == f(*args)``,
     a function of a generated forward-only module written from ``f``'s tape for arguments
     like ``args``: helper calls inlined, common subexpressions shared, values in work arrays
-    (``buffers=False``: the plain form). ``ys.source(cf)`` shows it; it imports like a
-    gradient module."""
+    (``buffers=False``: the plain form; ``engine="numba"``: its loops compiled by numba, as
+    in ``simplegrad``). ``ys.source(cf)`` shows it; it imports like a gradient module."""
     compiled = compile_forward_module(f, _host(args), device=device, out_dir=out_dir,
-                                      module_name=module_name, rules=rules, buffers=buffers)
+                                      module_name=module_name, rules=rules, buffers=buffers,
+                                      engine=engine)
     return _structured(_user_function(compiled, f), compiled, whole=True)
 
 
@@ -263,7 +268,8 @@ def _pinned(fn: Callable, pinned: Callable | None, name: str) -> Callable:
 
 @entry_point
 def grad(f: Callable, *args: Any, wrt: Any = None, device: str = "cpu",
-         rules: RuleSet = RULES, has_aux: bool = False, **kwargs: Any) -> tuple[Any, GradResult]:
+         rules: RuleSet = RULES, has_aux: bool = False, engine: str = "numpy",
+         **kwargs: Any) -> tuple[Any, GradResult]:
     """``(f(*args), GradResult)``, compiled once per static signature and cached.
 
     ``wrt`` limits the gradients computed: an argument's position or parameter name, or a
@@ -276,12 +282,13 @@ def grad(f: Callable, *args: Any, wrt: Any = None, device: str = "cpu",
     ``g["scale"]`` is its gradient; a keyword-only parameter is refused. ``has_aux=True``:
     ``f`` returns ``(loss, aux)`` (aux: arrays and numbers in any tuple, list, dict, namedtuple
     or dataclass), only the loss is differentiated, and the value is the pair:
-    ``(loss, aux), g = grad(f, ...)``.
+    ``(loss, aux), g = grad(f, ...)``. ``engine="numba"``: loops compiled by numba, as in
+    ``simplegrad`` (part of the cache key).
     """
     if isinstance(f, functools.partial):
         spread = Spread(f, args)
         value, grads = grad(f.func, *spread.arguments(args), device=device, rules=rules,
-                            wrt=spread.user_wrt(wrt), has_aux=has_aux, **kwargs)
+                            wrt=spread.user_wrt(wrt), has_aux=has_aux, engine=engine, **kwargs)
         return value, GradResult(spread.grads(grads), grads._variant)
     if kwargs:
         args = with_keywords(f, args, kwargs)
@@ -296,12 +303,13 @@ def grad(f: Callable, *args: Any, wrt: Any = None, device: str = "cpu",
     ints = frozenset(i for i, a in enumerate(args) if type(a) is int)
     dynamic = _dynamic_ints.get(code, ints) & ints
     try:
-        variant, out = _cached(fn, args, wrt, device, rules, offset, dynamic, has_aux)
+        variant, out = _cached(fn, args, wrt, device, rules, offset, dynamic, has_aux, engine)
     except YotaError as e:
         if not dynamic or isinstance(e, UsageError):
             raise
         _dynamic_ints[code] = frozenset()     # the code needs the ints' values: static
-        variant, out = _cached(fn, args, wrt, device, rules, offset, frozenset(), has_aux)
+        variant, out = _cached(fn, args, wrt, device, rules, offset, frozenset(), has_aux,
+                               engine)
     if dynamic and code not in _dynamic_ints:
         _dynamic_ints[code] = dynamic
     return _value_of(variant.compiled, out[0]), GradResult(out[1:], variant, offset)
@@ -382,18 +390,21 @@ _dynamic_ints: dict[Any, frozenset[int]] = {}
 
 
 def _cached(fn: Callable, args: tuple, wrt: Any, device: str, rules: RuleSet, offset: int,
-            dynamic: frozenset[int], has_aux: bool = False) -> tuple["Variant", Any]:
+            dynamic: frozenset[int], has_aux: bool = False, engine: str = "numpy"
+            ) -> tuple["Variant", Any]:
     keys = [("int at run time",) if i in dynamic else arg_key(a) for i, a in enumerate(args)]
     key = (function_key(fn), rules, rules.version, wrt, device, *keys)
     if has_aux:
         key += ("has_aux",)
+    if engine != "numpy":
+        key += (("engine", engine),)
 
     def compile_now():
         if not dynamic:
             _note_static_ints(fn, args, offset)
         return compile_grad(fn, _host(args), rules=rules, device=device,
                             wrt=_argnums(fn, args, wrt, offset), dynamic=dynamic,
-                            has_aux=has_aux)
+                            has_aux=has_aux, engine=engine)
     return CACHE.call(key, args, compile_now, fn, closure_of=fn)
 
 

@@ -29,6 +29,7 @@ from typing import Callable, Sequence
 from . import highlight
 from .codegen.loader import stale_bytecode, write_atomic, write_module_file
 from .codegen.module import function_plans, write_functions, write_module
+from .codegen.numba_form import ENGINES, check_engine
 from .codegen.plan_text import plan_text
 from .errors import UsageError, YotaError
 from .gradcheck import sampled_errors
@@ -97,7 +98,8 @@ def _supports_color(stream) -> bool:
 
 def _options(ns: argparse.Namespace) -> Options:
     out_dir = Path(ns.out) if getattr(ns, "out", None) and ns.command != "review" else None
-    return Options(func=ns.func, wrt=tuple(ns.wrt), device=ns.device, out_dir=out_dir)
+    return Options(func=ns.func, wrt=tuple(ns.wrt), device=ns.device, out_dir=out_dir,
+                   engine=check_engine(ns.engine))
 
 
 def _plan(ns: argparse.Namespace) -> list[tuple[ModelFile, list[Target]]]:
@@ -348,6 +350,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="differentiate with respect to these parameters only (comma list)")
     common.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                         help="the array module the generated code imports: numpy or cupy")
+    common.add_argument("--engine", choices=ENGINES, default="numpy",
+                        help="numba: the loops run as numba-compiled functions (pip install "
+                             "'yota-s2s[numba]'); auto: numba where it is installed")
     common.add_argument("-q", "--quiet", action="store_true", help="print only errors")
     common.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     parser = argparse.ArgumentParser(prog="yota-s2s", description=__doc__.split("\n\n")[0])

@@ -25,6 +25,7 @@ from .ad.linearize import split
 from .codegen import function_name, load, module_name_for, write_module
 from .codegen.outside import reads_function
 from .codegen.module import names_taken
+from .codegen.numba_form import NumbaForm, check_engine, check_loops
 from .frontend import trace_function
 from .frontend.depends import Assumptions
 from .ir import verify
@@ -124,28 +125,63 @@ def compile_grad(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES,
                  out_dir: str | Path | None = None, module_name: str | None = None,
                  regenerate: str | None = None, check: bool = False,
                  buffers: bool = True, dynamic: frozenset[int] = frozenset(),
-                 has_aux: bool = False) -> Compiled:
+                 has_aux: bool = False, engine: str = "numpy") -> Compiled:
     if device not in DEVICES:
         raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
+    engine = _engine(engine, device)
+    buffers = buffers and engine == "numpy"       # numba's loops are the plain form's
     forward, tape, assumes = _gradient(f, args, rules, wrt, check, passes=True, dynamic=dynamic,
                                        review=not buffers, device=device if buffers else None,
                                        has_aux=has_aux)
-    return _written(forward, tape, device, out_dir, module_name, regenerate, buffers, assumes)
+    return _written(forward, tape, device, out_dir, module_name, regenerate, buffers, assumes,
+                    engine)
+
+
+def _engine(engine: str, device: str) -> str:
+    """The engine a module is written for (numba_form.check_engine): numba on a CPU only."""
+    engine = check_engine(engine)
+    return "numpy" if device != "cpu" else engine
 
 
 def _written(forward: Tape, tape: Tape, device: str, out_dir: str | Path | None,
              module_name: str | None, regenerate: str | None, buffers: bool,
-             assumes: Assumptions | None = None) -> Compiled:
-    """``tape``'s module, written and loaded."""
+             assumes: Assumptions | None = None, engine: str = "numpy") -> Compiled:
+    """``tape``'s module, written and loaded; with the numba engine, its loops compiled, and
+    written again in numpy where numba refuses one (numba_form.check_loops)."""
     with few_collections():
-        text = write_module(tape, device=device, regenerate=regenerate, buffers=buffers)
         fname = function_name(tape)
-        if module_name is None:
-            module_name = fname if out_dir is not None else module_name_for(fname, text)
-        module = load(text, module_name, out_dir)
-    if buffers:
+
+        def loaded(text: str) -> ModuleType:
+            name = module_name
+            if name is None:
+                name = fname if out_dir is not None else module_name_for(fname, text)
+            return load(text, name, out_dir)
+        text, module = numba_checked(
+            lambda form: write_module(tape, device=device, regenerate=regenerate,
+                                      buffers=buffers, numba=form),
+            loaded, engine == "numba")
+    if buffers or engine != "numpy":     # what a gradient of this gradient inlines
         module.__yota_plain__ = PlainForm(tape)
     return Compiled(module_function(module, fname), module, text, forward, tape, assumes)
+
+
+def numba_checked(write: Callable[[NumbaForm | None], str],
+                  loaded: Callable[[str], ModuleType] | None = None,
+                  numba: bool = True) -> tuple[str, ModuleType | None]:
+    """A module's text by ``write(form)`` and, by ``loaded(text)``, the module: with ``numba``,
+    its loops compiled (numba_form.check_loops), and the text written again with the loops
+    numba refuses left in numpy, until numba compiles every loop left."""
+    if loaded is None:
+        def loaded(text: str) -> ModuleType:
+            return load(text, module_name_for("numba_check", text))
+    form = NumbaForm() if numba else None
+    while True:
+        text = write(form)
+        module = loaded(text)
+        refused = check_loops(module, form.kernels) if form is not None else {}
+        if not refused:
+            return text, module
+        form = NumbaForm(fallbacks={**form.fallbacks, **refused})
 
 
 def module_function(module: ModuleType, name: str) -> Any:
@@ -158,17 +194,20 @@ def module_function(module: ModuleType, name: str) -> Any:
 
 def compile_forward(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES, device: str = "cpu",
                     out_dir: str | Path | None = None, module_name: str | None = None,
-                    check: bool = False, buffers: bool = True) -> Compiled:
+                    check: bool = False, buffers: bool = True, engine: str = "numpy"
+                    ) -> Compiled:
     """The forward-only module of ``f`` (``ys.compile``): the traced tape, inlined and
     optimized by the same passes, written with no gradient section."""
     if device not in DEVICES:
         raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
+    engine = _engine(engine, device)
+    buffers = buffers and engine == "numpy"
     forward, ev = trace_function(f, args, rules)
     assumes = ev.assumes
     optimized = _optimized(forward, rules, check, True, device=device if buffers else None,
                            made_by="trace")
     return _written(forward, optimized, device, out_dir,
-                    module_name, None, buffers, assumes)
+                    module_name, None, buffers, assumes, engine)
 
 
 class PlainForm:
@@ -216,15 +255,18 @@ def _jvp_stages(f: Any, args: Sequence[Any], tangents: Sequence[Any] | None, rul
 def compile_jvp(f: Any, args: Sequence[Any], tangents: Sequence[Any] | None = None, *,
                 rules: RuleSet = RULES, device: str = "cpu", out_dir: str | Path | None = None,
                 module_name: str | None = None, check: bool = False,
-                buffers: bool = True, has_aux: bool = False) -> Compiled:
+                buffers: bool = True, has_aux: bool = False, engine: str = "numpy") -> Compiled:
     """The forward-mode module of ``f``: ``f_jvp(*args, *tangents) == (f(*args), J @ t)``,
     one tangent argument per argument with float values (ad/forward.py); ``has_aux``: ``f``
-    returns ``(out, aux)``, and ``t`` is the tangent of ``out``."""
+    returns ``(out, aux)``, and ``t`` is the tangent of ``out``. (Forward mode unrolls loops:
+    ``engine="numba"`` writes the plain form, with no loop to compile.)"""
     if device not in DEVICES:
         raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
+    engine = _engine(engine, device)
+    buffers = buffers and engine == "numpy"
     forward, tape, assumes = _jvp_stages(f, args, tangents, rules, check, passes=True,
                                          has_aux=has_aux)
-    return _written(forward, tape, device, out_dir, module_name, None, buffers, assumes)
+    return _written(forward, tape, device, out_dir, module_name, None, buffers, assumes, engine)
 
 
 def compile_linearize(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES,

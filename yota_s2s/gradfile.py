@@ -32,7 +32,7 @@ from typing import Sequence
 import gast
 
 from .codegen import function_name, write_module
-from .compiler import gradient_tape
+from .compiler import gradient_tape, numba_checked
 from .errors import SourceLoc, UnsupportedSyntax, YotaError, run_module_code
 from .frontend import Collector, trace_function
 from .frontend.source import ParsedFunction, reading
@@ -51,6 +51,7 @@ class Options:
     wrt: tuple[str, ...] = ()
     device: str = "cpu"
     out_dir: Path | None = None
+    engine: str = "numpy"              # "numba": the loops compiled (codegen/numba_form.py)
 
 
 @dataclass
@@ -104,8 +105,10 @@ def build(model: ModelFile, targets: Sequence[Target], options: Options,
     if any(r.problems for r in results):
         return GradFile(model, path, results, None, command)
     source = source_line(model, traced)
-    text = write_module([r.tape for r in results], device=options.device, buffers=False,
-                        source=source, regenerate=command)
+    text, _ = numba_checked(
+        lambda form: write_module([r.tape for r in results], device=options.device,
+                                  buffers=False, source=source, regenerate=command, numba=form),
+        numba=options.engine == "numba" and options.device == "cpu")
     return GradFile(model, path, results, text, command, _import_note(model, path, text), source)
 
 
@@ -224,6 +227,8 @@ def regenerate(model: ModelFile, targets: Sequence[Target], options: Options) ->
         words += ["--wrt", ",".join(options.wrt)]
     if options.device != "cpu":
         words += ["--device", options.device]
+    if options.engine != "numpy":
+        words += ["--engine", options.engine]
     if options.out_dir is not None:
         words += ["-o", relative(options.out_dir, root)]
     return shlex.join(words)

@@ -193,7 +193,8 @@ def has_tangent(value: Any) -> bool:
 @entry_point
 def jvpfunction(f: Callable, *args: Any, tangents: tuple | None = None, device: str = "cpu",
                 out_dir: str | Path | None = None, module_name: str | None = None,
-                rules: RuleSet = RULES, buffers: bool = True, has_aux: bool = False) -> Callable:
+                rules: RuleSet = RULES, buffers: bool = True, has_aux: bool = False,
+                engine: str = "numpy") -> Callable:
     """Compile forward mode for ``f`` on arguments like ``args``: returns ``jf`` with
     ``jf(*args, *tangents) == (f(*args), J @ tangents)``, one tangent per float argument (in
     order; ints and static arguments have none), in a generated module (``ys.source(jf)``)
@@ -201,10 +202,11 @@ def jvpfunction(f: Callable, *args: Any, tangents: tuple | None = None, device: 
     tangents to trace with (ones by default; only their shapes matter). A result with structure
     (a tuple, list, dict, namedtuple or dataclass of arrays) has a tangent of that structure
     (None for its ints, bools and strings); ``has_aux=True``: ``f`` returns ``(out, aux)`` and
-    ``jf(*args, *tangents) == ((out, aux), J @ tangents)``, the tangent of ``out`` only."""
+    ``jf(*args, *tangents) == ((out, aux), J @ tangents)``, the tangent of ``out`` only.
+    ``engine``: as in ``simplegrad`` (forward mode unrolls loops, so numba has none to run)."""
     return jvpfunction_compiled(f, args, tangents, device=device, out_dir=out_dir,
                                 module_name=module_name, rules=rules, buffers=buffers,
-                                has_aux=has_aux)[0]
+                                has_aux=has_aux, engine=engine)[0]
 
 
 def jvpfunction_compiled(f: Callable, args: tuple, tangents: tuple | None = None,
@@ -229,21 +231,23 @@ _jvp_cache: dict[Any, Callable] = {}
 
 @entry_point
 def jvp(f: Callable, primals: tuple, tangents: tuple, *, rules: RuleSet = RULES,
-        has_aux: bool = False) -> tuple:
+        has_aux: bool = False, engine: str = "numpy") -> tuple:
     """JAX's ``jvp``: ``(f(*primals), J @ tangents)``, the tangent of ``f``'s result along
     ``tangents`` (one per primal, like it; None for ints and static arguments). Compiled once
     per function and argument signature (``jvpfunction``) and found again after that. A
     structured result (a tuple, dict, dataclass of arrays) has a tangent of its structure;
     ``has_aux=True``: ``f`` returns ``(out, aux)`` and ``jvp`` returns ``(out, J @ tangents,
-    aux)``, as JAX's."""
+    aux)``, as JAX's. ``engine``: as in ``jvpfunction``."""
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise YotaError(f"jvp: {len(primals)} primals but {len(tangents)} tangents",
                         hint="Give one tangent per primal (None for an int or static one).")
     key = (function_key(f), rules, rules.version, has_aux, *(arg_key(a) for a in primals))
+    key += (("engine", engine),) if engine != "numpy" else ()
     jf = _jvp_cache.get(key)
     if jf is None:
-        jf = _jvp_cache[key] = jvpfunction(f, *primals, rules=rules, has_aux=has_aux)
+        jf = _jvp_cache[key] = jvpfunction(f, *primals, rules=rules, has_aux=has_aux,
+                                           engine=engine)
     value, tangent = jf(*primals, *[tangent_like(p, t) for p, t in zip(primals, tangents)
                                     if has_tangent(p)])
     return (value[0], tangent, value[1]) if has_aux else (value, tangent)

@@ -26,6 +26,7 @@ from ..version import __version__
 from .emit import CONSTRUCTS, Emitter
 from .imports import Imports, plan_imports
 from .lines import fit
+from .numba_form import NUMBA_NOTE, NumbaForm, numba_blocks
 from .plan import Plan
 from .outside import BIND, CHANGED_PRELUDE, FUNCTION_PARAM, bind_function, has_reads, \
     reads_function, unbound_check
@@ -84,7 +85,7 @@ class Written:
 
 def write_module(tapes: Tape | Sequence[Tape], device: str = "cpu",
                  regenerate: str | None = None, buffers: bool = True,
-                 source: str | None = None) -> str:
+                 source: str | None = None, numba: NumbaForm | None = None) -> str:
     """The module's text: one gradient function per tape.
 
     ``buffers=False`` gives the plain form: every statement a primitive that has a rule, so the
@@ -93,17 +94,24 @@ def write_module(tapes: Tape | Sequence[Tape], device: str = "cpu",
     (scalars.py). Several tapes share one module in the plain form only (the work arrays are
     the module's). ``source`` names the model file and its hash (``yota-s2s compile`` records
     it); with it, or with several tapes, the header describes each function in turn.
+    ``numba``: the numba printer's form (numba_form.py; the plain form's loops moved into
+    compiled functions): its ``fallbacks`` say which loops stay numpy, and the loops written
+    are added to its ``kernels``.
     """
     tapes = [tapes] if isinstance(tapes, Tape) else list(tapes)
     if buffers and len(tapes) > 1:
         raise InternalError("several gradient functions share a module in the plain form only",
                             hint="Write them with buffers=False.")
-    written, imports = write_functions(tapes, buffers, blocked=device == "cpu")
+    written, imports = write_functions(tapes, buffers, blocked=device == "cpu", numba=numba)
     if len(written) == 1 and source is None:
         header = _header(tapes[0], device, regenerate, written[0].returns, written[0].emitter)
     else:
         header = _header_many(written, device, regenerate, source)
     modules = set().union(*(w.emitter.modules for w in written))
+    if numba is not None:
+        header = header.replace("\n\"\"\"", "\n" + NUMBA_NOTE + "\n\"\"\"", 1) \
+            if numba.kernels else header
+        modules |= {"numba"} if numba.kernels else set()
     parts = [header, _imports(device, modules, imports.lines)]
     if any(s.prim.emit[:1] == ("guard",) for tape in tapes for s in tape.stmts) or \
             any(has_reads(tape) for tape in tapes):
@@ -113,6 +121,7 @@ def write_module(tapes: Tape | Sequence[Tape], device: str = "cpu",
     if any(_has_checks(tape) for tape in tapes):
         parts.append(_PRELUDE_MISMATCH)
     parts += [text for text in (prelude(w.emitter) for w in written) if text]
+    parts += numba.texts() if numba is not None else []
     text = "\n".join(parts + [w.text for w in written])
     check_names(text)
     return text
@@ -171,8 +180,8 @@ def _names(fn: ast.FunctionDef) -> tuple[set[str], set[str]]:
     return stores, loads
 
 
-def write_functions(tapes: Sequence[Tape], buffers: bool = False,
-                    blocked: bool = True) -> tuple[list[Written], Imports]:
+def write_functions(tapes: Sequence[Tape], buffers: bool = False, blocked: bool = True,
+                    numba: NumbaForm | None = None) -> tuple[list[Written], Imports]:
     """Each tape's function, and the imports they share (planned over all of them, so that one
     module-level name never means two things). ``blocked``: long elementwise chains of the
     buffered form run in cache-sized blocks (blocks.py; on a CPU, not on a GPU)."""
@@ -186,7 +195,7 @@ def write_functions(tapes: Sequence[Tape], buffers: bool = False,
     taken = imports.names | set().union(*map(names_taken, tapes))      # module-level names
     taken |= {"out"} if buffers else set()                            # out= of the function
     return [_function(t, Emitter(t, taken=taken, calls=imports.calls, fast=buffers,
-                                 roots=imports.roots, blocked=blocked))
+                                 roots=imports.roots, blocked=blocked), numba)
             for t in tapes], imports
 
 
@@ -206,10 +215,13 @@ def names_taken(tape: Tape) -> set[str]:
     return taken
 
 
-def _function(tape: Tape, emitter: Emitter) -> Written:
+def _function(tape: Tape, emitter: Emitter, numba: NumbaForm | None = None) -> Written:
     blocks = emitter.blocks()
     fname = function_name(tape)
     returns, build = _returns(tape, emitter)
+    if numba is not None:           # the loops as numba functions (numba_form.py)
+        blocks = numba_blocks(blocks, tape, emitter.names, fname,
+                              build + [f"return {', '.join(returns)}"], numba)
     body = (unbound_check(fname, tape) if reads_function(tape) else []) + \
         _checks(tape, emitter, fname) + _struct_args(tape, emitter, fname) + \
         out_check_lines(emitter, tape, fname) + unpack_line(emitter)
@@ -387,6 +399,8 @@ def _imports(device: str, modules: set[str], user: list[str]) -> str:
         lines.insert(0, "import math")
     if "threading" in modules:
         lines.insert(0, "import threading")
+    if "numba" in modules:
+        lines.append("import numba")
     return "\n".join(lines + user) + "\n"
 
 

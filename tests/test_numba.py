@@ -1,0 +1,112 @@
+"""engine="numba" (issue 32): the plain form's loops as numba-compiled functions.
+
+numba compiles slowly (seconds a loop), so the suite runs a few loops of the loop-region table;
+tools/numba_check.py runs the whole table and reports which loops print for numba and which
+stay numpy.
+"""
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import yota_s2s as ys
+from yota_s2s.errors import UsageError
+from yota_s2s.gradcheck import numerical_grad
+
+from .programs.loop_regions import rnn, rnn_args
+from .test_loops import _vec
+
+numba = pytest.importorskip("numba")
+
+
+def ring(x):
+    n = x.shape[0]
+    s = 0.0
+    for i in range(n):
+        s += x[i] * x[(i + 1) % n] ** 2
+    return s
+
+
+def rolled(f):
+    for _ in range(30):
+        f = f + 0.1 * (np.roll(f, 1) - f)
+    return np.sum(f ** 2)
+
+
+def _same_as_numpy(f, args):
+    """The numba engine's value and gradients equal the numpy printer's (relative 1e-12) and
+    finite differences."""
+    dn = ys.simplegrad(f, *args, engine="numba")
+    dp = ys.simplegrad(f, *args, buffers=False)
+    got, want = dn(*args), dp(*args)
+    for i, (g, w) in enumerate(zip(got, want)):
+        if w is None:
+            assert g is None
+            continue
+        assert np.allclose(g, w, rtol=1e-12, atol=1e-12 * max(1.0, np.max(np.abs(w)))), i
+    for i, g in enumerate(got[1:]):
+        if g is not None:
+            assert np.allclose(g, numerical_grad(f, list(args), i), rtol=1e-5, atol=1e-7), i
+    return ys.source(dn)
+
+
+@pytest.mark.parametrize("f, make", [(ring, lambda: (_vec(30),)), (rnn, rnn_args)],
+                         ids=["ring", "rnn"])
+def test_loops_run_in_numba_and_equal_the_numpy_printer(f, make):
+    text = _same_as_numpy(f, make())
+    assert "@numba.njit(cache=True)" in text and "stays numpy" not in text
+    assert "import numba" in text and "review form is the plain numpy module" in text
+
+
+def test_a_loop_numba_cannot_compile_stays_numpy_and_says_why():
+    text = _same_as_numpy(rolled, (_vec(8),))
+    assert "# numba: this loop stays numpy: No implementation of function" in text
+    assert "roll" in text.split("stays numpy:")[1].splitlines()[0]
+    assert "@numba.njit" not in text and "import numba" not in text
+
+
+def test_the_numba_module_is_deterministic():
+    args = (_vec(12),)
+    first = ys.source(ys.simplegrad(ring, *args, engine="numba"))
+    assert ys.source(ys.simplegrad(ring, *args, engine="numba")) == first
+    # the loop's statements are the plain numpy form's, under the source line
+    plain = ys.source(ys.simplegrad(ring, *args, buffers=False))
+    assert "s = s + t1 * t5" in plain and "s = s + t1 * t5" in first
+
+
+def test_compile_and_grad_take_the_engine():
+    x = _vec(20)
+    cf = ys.compile(ring, x, engine="numba")
+    assert np.isclose(cf(x), ring(x), rtol=1e-12)
+    assert "@numba.njit" in ys.source(cf)
+    value, g = ys.grad(ring, x, engine="numba")
+    value_np, g_np = ys.grad(ring, x)
+    assert np.isclose(value, value_np, rtol=1e-12)
+    assert np.allclose(g[0], g_np[0], rtol=1e-12)
+    with pytest.raises(UsageError, match="engine must be one of"):
+        ys.simplegrad(ring, x, engine="jit")
+
+
+def test_without_numba_the_engine_says_how_to_install_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "numba", None)        # import numba raises ImportError
+    with pytest.raises(UsageError, match=r"pip install 'yota-s2s\[numba\]'"):
+        ys.simplegrad(ring, _vec(5), engine="numba")
+    assert "@numba" not in ys.source(ys.simplegrad(ring, _vec(5), engine="auto"))
+
+
+def test_a_second_process_loads_the_compiled_loops_from_the_cache(tmp_path):
+    args = (_vec(16),)
+    ys.simplegrad(ring, *args, engine="numba", out_dir=tmp_path, module_name="ring_numba")
+    script = textwrap.dedent(f"""
+        import sys, numpy as np
+        sys.path.insert(0, {str(tmp_path)!r})
+        import ring_numba
+        value, dx = ring_numba.ring_grad(np.linspace(-1, 1, 16))
+        kernel = ring_numba._ring_grad_loop1
+        print(sum(kernel.stats.cache_hits.values()), sum(kernel.stats.cache_misses.values()))
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["1", "0"], out        # loaded from numba's cache, not compiled again

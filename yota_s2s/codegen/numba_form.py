@@ -1,0 +1,325 @@
+"""The numba printer: the plain form's loop regions as ``numba.njit(cache=True)`` functions.
+
+``engine="numba"`` writes the plain form (module.py, the review form's statements) and then
+moves each loop region, the forward's and the backward's, into a function of its own that
+numba compiles: the statements the region was written as, its ``for`` loop with the step's
+blocks and their source-line comments, unchanged::
+
+    @numba.njit(cache=True)
+    def _rnn_grad_loop1(h0, xs, Wx, Wh, b):
+        # workloads.py:192  for t in range(xs.shape[0]):   (the loop as the numpy form has it)
+        h = h0
+        ...
+        return h, total, H
+
+and the function calls it where the region was (``h, total, H = _rnn_grad_loop1(h0, ...)``,
+under ``# numba: the loop runs in _rnn_grad_loop1``). The loop's arguments are the names it
+reads that the function made before it; its results, the names it binds that the function
+reads after it (an array it only changes in place needs no result: numba changes the caller's
+array).
+
+Whether numba can compile a loop is decided when the module is compiled (``check_loops``, the
+pipeline calls it): each loop is compiled for the types of its arguments, from the tape (an
+array of the tape's dtype and number of dimensions, a float, an int); a loop numba refuses is
+written again as the numpy form writes it, under a comment saying why (``# numba: this loop
+stays numpy: ...``). The compiled code is cached beside the module (``cache=True``), so a
+second process loads it instead of compiling it again.
+"""
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from ..errors import UsageError
+from ..ir.region import loop_of
+from ..ir.tape import Aval, Tape
+from ..text import comment, identifier
+from .numba_calls import numba_forms, pad_helper
+from .render import INDENT, Block, Comment, statement_lines
+
+ENGINES = ("numpy", "numba", "auto")
+
+INSTALL = "pip install 'yota-s2s[numba]' (or pip install numba)"
+
+
+def check_engine(engine: str) -> str:
+    """``engine`` as the pipeline takes it: "numpy" or "numba" ("auto": numba where it is
+    installed, else numpy); numba asked for but not installed is an error that says how to
+    install it."""
+    if engine not in ENGINES:
+        raise UsageError(f"engine must be one of {', '.join(map(repr, ENGINES))}, "
+                         f"not {engine!r}", hint='Pass engine="numpy" or engine="numba".')
+    if engine == "numpy":
+        return engine
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        if engine == "auto":
+            return "numpy"
+        raise UsageError('engine="numba" needs numba, which is not installed',
+                         hint=f"Install it: {INSTALL}; or pass engine=\"numpy\".") from None
+    return "numba"
+
+
+@dataclass
+class LoopKernel:
+    """One loop region moved into a function numba compiles: its ``name``, the names it takes
+    (``params``, with the tape's values they hold, ``avals``: None where the name holds no
+    value of the tape), the names it returns, and its statements."""
+
+    name: str
+    index: int                       # the region's place among the function's regions
+    params: list[str]
+    avals: list[Aval | None]
+    results: list[str]
+    nodes: list[ast.stmt]
+    note: str = ""                   # the region's source line, said above the function
+
+    def text(self) -> str:
+        value = ast.Name(self.results[0]) if len(self.results) == 1 else \
+            ast.Tuple([ast.Name(r) for r in self.results])
+        ret = [ast.Return(value)] if self.results else []
+        fn = ast.FunctionDef(self.name, ast.arguments([], [ast.arg(p) for p in self.params],
+                                                      None, [], [], None, []),
+                             self.nodes + ret, [], None, lineno=1)
+        body = [INDENT + line for node in fn.body for line in statement_lines(node)]
+        head = [comment(f"numba: {self.note}")] if self.note else []
+        return "\n".join([""] + head + ["@numba.njit(cache=True)",
+                                            f"def {self.name}({', '.join(self.params)}):"]
+                         + body) + "\n"
+
+
+@dataclass
+class NumbaForm:
+    """What the numba printer made of one function: its loops (``kernels``) and the loops left
+    in numpy (``fallbacks``: a region's index -> why)."""
+
+    fallbacks: Mapping[int, str] = field(default_factory=dict)
+    kernels: list[LoopKernel] = field(default_factory=list)
+    helpers: set[int] = field(default_factory=set)     # the _padN the loops call
+
+    def texts(self) -> list[str]:
+        """The module's numba functions: the helpers, then the loops."""
+        return [pad_helper(n) for n in sorted(self.helpers)] + [k.text() for k in self.kernels]
+
+
+def numba_blocks(blocks: list[Block], tape: Tape, names: Any, fname: str,
+                 tail: list[str], form: NumbaForm) -> list[Block]:
+    """``blocks`` with each loop region's statements moved into a ``LoopKernel`` (added to
+    ``form.kernels``) and a call of it in their place; a region in ``form.fallbacks`` stays
+    as it is, under a comment saying why. ``names``: the function's Namer (a name -> the tape
+    value it holds, for the loop's argument types); ``tail``: the lines written after the
+    blocks (the results built and returned), for what the function reads after a loop."""
+    held = _held(tape, names)
+    made: set[str] = set(names.params)
+    reads_after = _reads_after(blocks, tail)
+    out: list[Block] = []
+    regions = 0
+    for i, block in enumerate(blocks):
+        if block.loop is not None or not any(loop_of(s) for s in block.sources):
+            out.append(block)
+            made |= _stores(block.stmts)
+            continue
+        stmts, sizes = [], []
+        parts = block.parts()
+        for k, (source, nodes) in enumerate(parts):
+            if loop_of(source) is None:
+                stmts += nodes
+                sizes.append(len(nodes))
+                made |= _stores(nodes)
+                continue
+            regions += 1
+            later = reads_after[i] | _loads([n for _, ns in parts[k + 1:] for n in ns])
+            written = _region(regions, source, nodes, made, later, held, fname, form)
+            stmts += written
+            sizes.append(len(written))
+            made |= _stores(nodes)
+        out.append(Block(block.section, block.loc, stmts, list(block.sources), None,
+                         list(block.quiet), sizes))
+    return out
+
+
+def _region(index: int, source, nodes: list[ast.stmt], made: set[str], later: set[str],
+            held: Mapping[str, Aval], fname: str, form: NumbaForm) -> list[ast.stmt]:
+    """The statements a region is written as in the function: a call of its kernel, or (in
+    ``form.fallbacks``) its own statements under the reason."""
+    why = form.fallbacks.get(index)
+    if why is not None:
+        return [Comment(comment(f"numba: this loop stays numpy: {why}"))] + nodes
+    params = [n for n in _free(nodes, set()) if n in made]
+    results = [n for n in _ordered_stores(nodes) if n in later]
+    name = identifier(f"_{fname}_loop{index}")
+    loc = source.loc
+    note = f"{loc.short}  {loc.text}" if loc is not None else ""
+    form.kernels.append(LoopKernel(name, index, params, [held.get(p) for p in params], results,
+                                   numba_forms(nodes, form.helpers), note))
+    call = ast.Call(ast.Name(name), [ast.Name(p) for p in params], [])
+    head = Comment(comment(f"numba: the loop runs in {name}"))
+    if not results:
+        return [head, ast.Expr(call)]
+    target = ast.Name(results[0]) if len(results) == 1 else \
+        ast.Tuple([ast.Name(r) for r in results])
+    return [head, ast.Assign([target], call, lineno=0)]
+
+
+def _held(tape: Tape, names: Any) -> dict[str, Aval]:
+    """A name -> the tape value it holds last (the function's names of its parameters and of
+    the values its statements make)."""
+    held = {}
+    for var in [i.var for i in tape.inputs] + [v for s in tape.stmts for v in s.outs]:
+        name = names.names.get(var)
+        if name is not None:
+            held[name] = var.aval
+    return held
+
+
+def _reads_after(blocks: list[Block], tail: list[str]) -> list[set[str]]:
+    """For each block that holds a loop region, the names the blocks after it and ``tail``
+    read before binding them (the others: an empty set)."""
+    rest = ast.parse(textwrap.dedent("\n".join(tail))).body
+    after = []
+    for block in reversed(blocks):
+        region = block.loop is None and any(loop_of(s) for s in block.sources)
+        after.append(set(_free(rest, set())) if region else set())
+        rest = (block.stmts if block.loop is None else
+                block.loop.before + [block.loop.loop] + block.loop.after) + rest
+    return after[::-1]
+
+
+def _names(nodes: list[ast.stmt], stores: bool) -> list[str]:
+    """The names ``nodes`` bind (``stores``) or read, in order. (The writers' nodes carry no
+    ``ctx``: a name is bound where it is an assignment's or a loop's target, or an element of
+    a tuple that is; ``x[i] = v`` and ``x += v`` read ``x``.)"""
+    bound, read = [], []
+    for node in nodes:
+        targets = set()
+        for n in ast.walk(node):
+            if isinstance(n, ast.Assign):
+                tops = n.targets
+            elif isinstance(n, (ast.For, ast.AugAssign, ast.AnnAssign)):
+                tops = [n.target]
+            else:
+                continue
+            for t in tops:
+                for e in (t.elts if isinstance(t, ast.Tuple) else [t]):
+                    if isinstance(e, ast.Name):
+                        targets.add(id(e))
+                        if not isinstance(n, ast.AugAssign) and e.id not in bound:
+                            bound.append(e.id)
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name) and (id(n) not in targets or _augmented(node, n)) \
+                    and n.id not in read:
+                read.append(n.id)
+    return bound if stores else read
+
+
+def _free(nodes: list[ast.stmt], bound: set[str]) -> list[str]:
+    """The names ``nodes`` read before binding them, in order (a loop's body is read with the
+    names bound before the loop and its index: what its first step reads)."""
+    free: list[str] = []
+
+    def read(*exprs) -> None:
+        for e in exprs:
+            for n in ast.walk(e):
+                if isinstance(n, ast.Name) and n.id not in bound and n.id not in free:
+                    free.append(n.id)
+
+    for node in nodes:
+        if isinstance(node, ast.For):
+            read(node.iter)
+            inner = set(bound) | set(_names([ast.Assign([node.target], node.iter)], True))
+            free += [n for n in _free(node.body, inner) if n not in free]
+            bound |= inner | _stores(node.body)
+            continue
+        if isinstance(node, ast.Assign):
+            read(node.value)
+            targets = node.targets
+        elif isinstance(node, ast.AugAssign):
+            read(node.value, node.target)
+            targets = [node.target]
+        else:
+            read(node)
+            continue
+        for t in targets:
+            for e in (t.elts if isinstance(t, ast.Tuple) else [t]):
+                if isinstance(e, ast.Name):
+                    bound.add(e.id)
+                else:
+                    read(e)          # x[i] = v reads x and i
+    return free
+
+
+def _augmented(node: ast.stmt, name: ast.Name) -> bool:
+    """``name`` is the target of an augmented assignment in ``node`` (``x += v`` reads ``x``
+    and binds it again)."""
+    return any(isinstance(n, ast.AugAssign) and n.target is name for n in ast.walk(node))
+
+
+def _ordered_loads(nodes: list[ast.stmt]) -> list[str]:
+    return _names(nodes, stores=False)
+
+
+def _ordered_stores(nodes: list[ast.stmt]) -> list[str]:
+    return list(dict.fromkeys(_names(nodes, stores=True) + _augmented_names(nodes)))
+
+
+def _augmented_names(nodes: list[ast.stmt]) -> list[str]:
+    return [n.target.id for node in nodes for n in ast.walk(node)
+            if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)]
+
+
+def _loads(nodes: list[ast.stmt]) -> set[str]:
+    return set(_names(nodes, stores=False))
+
+
+def _stores(nodes: list[ast.stmt]) -> set[str]:
+    return set(_ordered_stores(nodes))
+
+
+# -- the trial compile ----------------------------------------------------------------------
+
+def numba_type(aval: Aval) -> Any:
+    """The numba type of a value the tape describes as ``aval``: an array of its dtype and
+    number of dimensions (C order, as the function makes them), a Python or numpy scalar."""
+    import numba
+    if not aval.shape:
+        return numba.from_dtype(aval.dtype)
+    return numba.types.Array(numba.from_dtype(aval.dtype), len(aval.shape), "C")
+
+
+def check_loops(module: Any, kernels: list[LoopKernel]) -> dict[int, str]:
+    """Compile each loop of ``module`` for its arguments' types; the loops numba refuses, by
+    index, with the reason (the first line of numba's message that says what it found)."""
+    refused = {}
+    for kernel in kernels:
+        if any(a is None for a in kernel.avals):
+            missing = [p for p, a in zip(kernel.params, kernel.avals) if a is None]
+            refused[kernel.index] = f"{', '.join(missing)} holds no value of the tape"
+            continue
+        try:
+            getattr(module, kernel.name).compile(tuple(numba_type(a) for a in kernel.avals))
+        except Exception as e:      # numba's TypingError, UnsupportedError, LoweringError...
+            refused[kernel.index] = _reason(e)
+    return refused
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _reason(error: Exception) -> str:
+    """numba's message, cut to the line that says what it could not do."""
+    lines = [_ANSI.sub("", line).strip() for line in str(error).splitlines()]
+    lines = [line for line in lines if line and not line.startswith(("Failed in ", "During:"))]
+    text = lines[0] if lines else type(error).__name__
+    text = re.sub(r" at 0x[0-9a-f]+", "", text)
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+# the header's paragraph in a module with numba loops
+NUMBA_NOTE = """
+Engine numba: the loops below run as numba.njit(cache=True) functions (their statements are
+the plain numpy form's). The review form is the plain numpy module of the same code:
+ys.simplegrad(f, *args, buffers=False), or yota-s2s with --engine numpy."""
