@@ -58,12 +58,22 @@ from typing import Any, Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# numba, where installed, before tools/ is on the path: numba imports ``coverage`` if it can, and
+# tools/coverage.py is not that one
+_tools = str(Path(__file__).resolve().parent)
+sys.path[:] = [p for p in sys.path if str(Path(p or ".").resolve()) != _tools]
+try:
+    import numba  # noqa: E402, F401
+    HAVE_NUMBA = True
+except ImportError:
+    HAVE_NUMBA = False
+sys.path.insert(0, _tools)
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ["YOTA_S2S_CACHE"] = tempfile.mkdtemp(prefix="yota-bench-")   # cold: compile time is real
 
 import workloads  # noqa: E402
 import yota_s2s as ys  # noqa: E402
+from yota_s2s.gradcheck import numerical_grad  # noqa: E402
 from yota_s2s.memory_report import allocated  # noqa: E402
 
 PEERS = ("jax", "torch", "autograd")
@@ -132,7 +142,7 @@ def numpy_impls(w: workloads.Workload, args: tuple, compile_ms: dict, df=None) -
     if not np.allclose(cf(*args), w.loss(*args), rtol=1e-9):
         raise SystemExit(f"{w.name}: ys.compile's forward disagrees with the loss")
     impls = [Impl("forward", _call(w.loss, args), lambda: None),
-             Impl("handwritten", _call(w.handwritten, args), lambda: w.handwritten(*args)),
+             reference_impl(w, args),
              Impl("yota", _call(df, args), lambda: pick(df(*args)), held=held),
              Impl("ys.compile", _call(cf, args), lambda: None, held=_held_bytes(cf))]
     if "out" in inspect.signature(df).parameters:
@@ -141,6 +151,43 @@ def numpy_impls(w: workloads.Workload, args: tuple, compile_ms: dict, df=None) -
         impls.append(Impl("yota out=", _call(df, args, out=outs),
                           lambda: pick(df(*args, out=outs)), held=held))
     return impls
+
+
+def reference_impl(w: workloads.Workload, args: tuple) -> Impl:
+    """The gradient the others are checked against: the handwritten one, or where a workload
+    has none, the numpy printer's plain form (itself checked against finite differences)."""
+    if w.handwritten is not None:
+        return Impl("handwritten", _call(w.handwritten, args), lambda: w.handwritten(*args))
+    dp = ys.simplegrad(w.loss, *args, buffers=False)
+    value, *grads = dp(*args)
+    for i in w.wrt:
+        expected = numerical_grad(w.loss, list(args), i)
+        if not np.allclose(grads[i], expected, rtol=1e-5, atol=1e-7 * np.max(np.abs(expected))):
+            raise SystemExit(f"{w.name}: the numpy printer's gradient {i} disagrees with finite "
+                             "differences")
+    return Impl("numpy printer", _call(dp, args),
+                lambda: (dp(*args)[0], tuple(dp(*args)[1 + i] for i in w.wrt)))
+
+
+def numba_impl(w: workloads.Workload, args: tuple, info: dict, timeout: float) -> Impl | None:
+    """The numba engine's gradient (compile CPU time into ``info``), checked against the numpy
+    printer's plain form to relative 1e-12; None without numba."""
+    if not HAVE_NUMBA:
+        return None
+    try:
+        dn, info["numba_ms"] = compile_timed(w, args, timeout, info["cpu_ms"], engine="numba")
+    except CompileTimeout:
+        info["numba_ms"] = "timeout"
+        return None
+    info["numba_cpu_ms"] = info["cpu_ms"].pop(w.name)
+    info["numba_fallbacks"] = ys.source(dn).count("# numba: this loop stays numpy")
+    dp = ys.simplegrad(w.loss, *args, buffers=False)
+    for i, (g, r) in enumerate(zip(dn(*args), dp(*args))):
+        if r is not None and not np.allclose(g, r, rtol=1e-12, atol=1e-12 * np.max(np.abs(r))):
+            raise SystemExit(f"{w.name}: the numba engine's result {i} differs from the numpy "
+                             "printer's by more than 1e-12")
+    return Impl("yota numba", _call(dn, args),
+                lambda: (dn(*args)[0], tuple(dn(*args)[1 + i] for i in w.wrt)))
 
 
 def _call(fn: Callable, args: tuple, **keywords) -> Callable:
@@ -388,6 +435,9 @@ def loop_report(results: list[tuple[workloads.Workload, list[Impl] | None]], com
              "| workload | compile buffered (CPU) | compile plain | lines buffered / plain | yota / handwritten "
              "| yota / forward | yota peak / handwritten peak | out= arrays | out= other |",
              "|---" * 9 + "|"]
+    numba_lines = ["", "## Loops: the numba engine (engine=\"numba\") against the numpy printer", "",
+                   "| workload | compile numba (CPU) | loops left numpy | numba | numpy printer (plain) "
+                   "| buffered | plain / numba | buffered / numba |", "|---" * 8 + "|"]
     for w, impls in results:
         info = loops[w.name]
         plain = info.get("plain_ms")
@@ -400,10 +450,19 @@ def loop_report(results: list[tuple[workloads.Workload, list[Impl] | None]], com
         else:
             by = {i.name: i for i in impls}
             med = {n: statistics.median(i.times) for n, i in by.items()}
-            cells += [f"{med['yota'] / med['handwritten']:.2f}x", f"{med['yota'] / med['forward']:.2f}x",
-                      peak_ratio(by["yota"], by["handwritten"]), *out_memory(by.get("yota out="))]
+            ref = impls[1].name
+            cells += [f"{med['yota'] / med[ref]:.2f}x" + (" (plain)" if ref != "handwritten" else ""),
+                      f"{med['yota'] / med['forward']:.2f}x",
+                      peak_ratio(by["yota"], by[ref]), *out_memory(by.get("yota out="))]
+            if "yota numba" in med:
+                plain = info.get("plain_time")
+                numba_lines.append(
+                    f"| {w.name} | {info['numba_ms'] / 1e3:.2f} s ({info['numba_cpu_ms'] / 1e3:.2f} s) | "
+                    f"{info['numba_fallbacks']} | {fmt_time(med['yota numba'])} | "
+                    f"{fmt_time(plain) if plain else '-'} | {fmt_time(med['yota'])} | "
+                    f"{plain / med['yota numba']:.1f}x | {med['yota'] / med['yota numba']:.1f}x |")
         lines.append(f"| {w.name} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    return "\n".join(lines + (numba_lines if len(numba_lines) > 5 else []))
 
 
 def run_loop_workload(w: workloads.Workload, args: tuple, opts, compile_ms: dict, loops: dict):
@@ -421,9 +480,18 @@ def run_loop_workload(w: workloads.Workload, args: tuple, opts, compile_ms: dict
     try:
         df, info["plain_ms"] = compile_timed(w, args, opts.compile_timeout, buffers=False)
         info["plain_lines"] = module_lines(df)
+        info["plain_time"] = _median_call(_call(df, args))
     except CompileTimeout:
         info["plain_ms"] = "timeout"
-    return impls
+    numba = numba_impl(w, args, info, opts.compile_timeout)
+    return impls + ([numba] if numba is not None else [])
+
+
+def _median_call(call: Callable) -> float:
+    """The median time of ``call`` (the plain form's, beside the table's interleaved ones)."""
+    impl = Impl("plain", call, lambda: None)
+    time_interleaved([impl], 7)
+    return statistics.median(impl.times)
 
 
 def main() -> None:

@@ -25,7 +25,7 @@ from .ad.linearize import split
 from .codegen import function_name, load, module_name_for, write_module
 from .codegen.outside import reads_function
 from .codegen.module import names_taken
-from .codegen.numba_form import NumbaForm, check_engine, check_loops
+from .codegen.numba_form import NumbaForm, check_engine, check_loops, worth_numba
 from .frontend import trace_function
 from .frontend.depends import Assumptions
 from .ir import verify
@@ -128,11 +128,15 @@ def compile_grad(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES,
                  has_aux: bool = False, engine: str = "numpy") -> Compiled:
     if device not in DEVICES:
         raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
-    engine = _engine(engine, device)
+    engine, asked = _engine(engine, device), buffers
     buffers = buffers and engine == "numpy"       # numba's loops are the plain form's
     forward, tape, assumes = _gradient(f, args, rules, wrt, check, passes=True, dynamic=dynamic,
                                        review=not buffers, device=device if buffers else None,
                                        has_aux=has_aux)
+    if engine == "auto" and not worth_numba(tape):     # no loop over small arrays
+        return compile_grad(f, args, rules=rules, wrt=wrt, device=device, out_dir=out_dir,
+                            module_name=module_name, regenerate=regenerate, check=check,
+                            buffers=asked, dynamic=dynamic, has_aux=has_aux)
     return _written(forward, tape, device, out_dir, module_name, regenerate, buffers, assumes,
                     engine)
 
@@ -159,7 +163,7 @@ def _written(forward: Tape, tape: Tape, device: str, out_dir: str | Path | None,
         text, module = numba_checked(
             lambda form: write_module(tape, device=device, regenerate=regenerate,
                                       buffers=buffers, numba=form),
-            loaded, engine == "numba")
+            loaded, engine != "numpy", auto=engine == "auto")
     if buffers or engine != "numpy":     # what a gradient of this gradient inlines
         module.__yota_plain__ = PlainForm(tape)
     return Compiled(module_function(module, fname), module, text, forward, tape, assumes)
@@ -167,21 +171,22 @@ def _written(forward: Tape, tape: Tape, device: str, out_dir: str | Path | None,
 
 def numba_checked(write: Callable[[NumbaForm | None], str],
                   loaded: Callable[[str], ModuleType] | None = None,
-                  numba: bool = True) -> tuple[str, ModuleType | None]:
+                  numba: bool = True, auto: bool = False) -> tuple[str, ModuleType | None]:
     """A module's text by ``write(form)`` and, by ``loaded(text)``, the module: with ``numba``,
     its loops compiled (numba_form.check_loops), and the text written again with the loops
-    numba refuses left in numpy, until numba compiles every loop left."""
+    numba refuses left in numpy, until numba compiles every loop left; ``auto``: the loops
+    over large arrays left in numpy too (engine="auto")."""
     if loaded is None:
         def loaded(text: str) -> ModuleType:
             return load(text, module_name_for("numba_check", text))
-    form = NumbaForm() if numba else None
+    form = NumbaForm(auto=auto) if numba else None
     while True:
         text = write(form)
         module = loaded(text)
         refused = check_loops(module, form.kernels) if form is not None else {}
         if not refused:
             return text, module
-        form = NumbaForm(fallbacks={**form.fallbacks, **refused})
+        form = NumbaForm(fallbacks={**form.fallbacks, **refused}, auto=auto)
 
 
 def module_function(module: ModuleType, name: str) -> Any:
@@ -200,12 +205,15 @@ def compile_forward(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES, devi
     optimized by the same passes, written with no gradient section."""
     if device not in DEVICES:
         raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
-    engine = _engine(engine, device)
+    engine, asked = _engine(engine, device), buffers
     buffers = buffers and engine == "numpy"
     forward, ev = trace_function(f, args, rules)
     assumes = ev.assumes
     optimized = _optimized(forward, rules, check, True, device=device if buffers else None,
                            made_by="trace")
+    if engine == "auto" and not worth_numba(optimized):
+        return compile_forward(f, args, rules=rules, device=device, out_dir=out_dir,
+                               module_name=module_name, check=check, buffers=asked)
     return _written(forward, optimized, device, out_dir,
                     module_name, None, buffers, assumes, engine)
 

@@ -108,7 +108,8 @@ def build(model: ModelFile, targets: Sequence[Target], options: Options,
     text, _ = numba_checked(
         lambda form: write_module([r.tape for r in results], device=options.device,
                                   buffers=False, source=source, regenerate=command, numba=form),
-        numba=options.engine == "numba" and options.device == "cpu")
+        numba=options.engine != "numpy" and options.device == "cpu",
+        auto=options.engine == "auto")
     return GradFile(model, path, results, text, command, _import_note(model, path, text), source)
 
 

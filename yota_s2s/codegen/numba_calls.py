@@ -18,12 +18,16 @@ from __future__ import annotations
 import ast
 import copy
 
+from .render import Comment
+
 
 def numba_forms(nodes: list[ast.stmt], helpers: set[int]) -> list[ast.stmt]:
     """A copy of ``nodes`` with the calls above rewritten; ``helpers`` gets the number of
     dimensions of each ``_padN`` the copy calls."""
     rewriter = _Rewriter(helpers)
-    return [rewriter.visit(node) for node in copy.deepcopy(nodes)]
+    # (a comment line is kept as it is: it has no fields to copy)
+    memo = {id(n): n for node in nodes for n in ast.walk(node) if isinstance(n, Comment)}
+    return [rewriter.visit(node) for node in copy.deepcopy(nodes, memo)]
 
 
 def pad_helper(ndim: int) -> str:

@@ -33,6 +33,8 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+import numpy as np
+
 from ..errors import UsageError
 from ..ir.region import loop_of
 from ..ir.tape import Aval, Tape
@@ -46,9 +48,9 @@ INSTALL = "pip install 'yota-s2s[numba]' (or pip install numba)"
 
 
 def check_engine(engine: str) -> str:
-    """``engine`` as the pipeline takes it: "numpy" or "numba" ("auto": numba where it is
-    installed, else numpy); numba asked for but not installed is an error that says how to
-    install it."""
+    """``engine`` as the pipeline takes it: "numpy", "numba", or "auto" where numba is
+    installed ("numpy" where it is not); numba asked for but not installed is an error that
+    says how to install it."""
     if engine not in ENGINES:
         raise UsageError(f"engine must be one of {', '.join(map(repr, ENGINES))}, "
                          f"not {engine!r}", hint='Pass engine="numpy" or engine="numba".')
@@ -59,9 +61,9 @@ def check_engine(engine: str) -> str:
     except ImportError:
         if engine == "auto":
             return "numpy"
-        raise UsageError('engine="numba" needs numba, which is not installed',
+        raise UsageError(f'engine="{engine}" needs numba, which is not installed',
                          hint=f"Install it: {INSTALL}; or pass engine=\"numpy\".") from None
-    return "numba"
+    return engine
 
 
 @dataclass
@@ -98,6 +100,7 @@ class NumbaForm:
     in numpy (``fallbacks``: a region's index -> why)."""
 
     fallbacks: Mapping[int, str] = field(default_factory=dict)
+    auto: bool = False               # engine="auto": loops over large arrays stay numpy
     kernels: list[LoopKernel] = field(default_factory=list)
     helpers: set[int] = field(default_factory=set)     # the _padN the loops call
 
@@ -147,6 +150,8 @@ def _region(index: int, source, nodes: list[ast.stmt], made: set[str], later: se
     """The statements a region is written as in the function: a call of its kernel, or (in
     ``form.fallbacks``) its own statements under the reason."""
     why = form.fallbacks.get(index)
+    if why is None and form.auto:
+        why = _too_large(source)
     if why is not None:
         return [Comment(comment(f"numba: this loop stays numpy: {why}"))] + nodes
     params = [n for n in _free(nodes, set()) if n in made]
@@ -163,6 +168,29 @@ def _region(index: int, source, nodes: list[ast.stmt], made: set[str], later: se
     target = ast.Name(results[0]) if len(results) == 1 else \
         ast.Tuple([ast.Name(r) for r in results])
     return [head, ast.Assign([target], call, lineno=0)]
+
+
+# engine="auto" compiles a loop whose step makes no array over this many elements: there the
+# interpreter's cost per numpy call (about a microsecond) is the step's cost. Measured (tools/
+# bench.py --loops): numba 25x faster than the plain form on the spring chain (arrays of 32),
+# 1.2x on the RNN of batch 16, hidden 64 (1,024, its products' time numpy's and numba's alike)
+AUTO_ELEMENTS = 4096
+
+
+def _too_large(source) -> str | None:
+    """Why engine="auto" leaves the region ``source`` in numpy, or None."""
+    body = loop_of(source).body
+    largest = max((int(np.prod(v.aval.shape)) for s in body.stmts for v in s.outs), default=0)
+    if largest <= AUTO_ELEMENTS:
+        return None
+    return f"its step makes arrays of {largest:,} elements (engine=\"auto\" compiles loops " \
+        f"over at most {AUTO_ELEMENTS:,})"
+
+
+def worth_numba(tape: Tape) -> bool:
+    """engine="auto" writes ``tape`` for numba: it has a loop region over small arrays (else
+    the numpy printer's buffered form is the faster module)."""
+    return any(loop_of(s) is not None and _too_large(s) is None for s in tape.stmts)
 
 
 def _held(tape: Tape, names: Any) -> dict[str, Aval]:
