@@ -172,11 +172,15 @@ def _written(forward: Tape, tape: Tape, device: str, out_dir: str | Path | None,
 def numba_checked(write: Callable[[NumbaForm | None], str],
                   loaded: Callable[[str], ModuleType] | None = None,
                   numba: bool = True, auto: bool = False) -> tuple[str, ModuleType | None]:
-    """A module's text by ``write(form)`` and, by ``loaded(text)``, the module: with ``numba``,
+    """A module's text by ``write(form)`` and, by ``loaded(text)`` (by default loaded only to
+    compile its loops), the module: with ``numba``,
     its loops compiled (numba_form.check_loops), and the text written again with the loops
     numba refuses left in numpy, until numba compiles every loop left; ``auto``: the loops
     over large arrays left in numpy too (engine="auto")."""
     if loaded is None:
+        if not numba:
+            return write(None), None            # nothing to load: the text is the product
+
         def loaded(text: str) -> ModuleType:
             return load(text, module_name_for("numba_check", text))
     form = NumbaForm(auto=auto) if numba else None
