@@ -318,10 +318,10 @@ def vmap_tape(f: Any, args: Sequence[Any], axes: Sequence[int | None], out_axes:
               device: str | None = None) -> tuple[Tape, Tape]:
     """(the tape of one example, the optimized batched tape) of ``f`` on ``args``, argument
     ``k`` batched along ``axes[k]`` (None: the same for every example): ad/batching.py. The
-    example is the first of the batch; loops are unrolled (a loop region is not batched)."""
+    example is the first of the batch."""
     with few_collections():
         example = examples(args, axes)
-        one, _ = trace_function(f, example, rules, regions=False)
+        one, _ = trace_function(f, example, rules)
         if check:
             verified(one, "trace")
         tape = batch(one, rules, axes, args, out_axes)
@@ -348,7 +348,7 @@ def per_example_tape(f: Any, args: Sequence[Any], axes: Sequence[int | None],
     with respect to its first argument for each example (``norms``: their norms only)."""
     with few_collections():
         example = examples(args, axes)
-        one, ev = trace_function(f, example, rules, regions=False)
+        one, ev = trace_function(f, example, rules)
         if check:
             verified(one, "trace")
         swept = backward(one, ev, {0})

@@ -6,3 +6,4 @@ The engine knows no region: regions.py registers the loop's structural rule in
 the engine (``from yota_s2s.ad.backward import backward``) has the rule registered.
 """
 from . import regions  # noqa: F401  (registers the loop region's structural rule)
+from . import batch_regions  # noqa: F401  (registers the loop region's batching, ys.vmap)

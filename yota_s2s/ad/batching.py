@@ -24,7 +24,7 @@ branches. Each batched result is checked against the example's shape: ``(B,) + s
 from __future__ import annotations
 
 import operator
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -34,7 +34,11 @@ from ..ir.tape import Aval, Input, Lit, Stmt, Tape, Var, tree_atoms, tree_map
 from ..ir.values import to_tree
 from ..rules.template import rule_parameters, spelled
 
-STRUCTURAL = frozenset({"loop"})     # statements that hold statements: not batched yet
+# Statements that hold statements (a loop region): the kind of their primitive
+# (``Primitive.emit[0]``) -> ``rule(batching, stmt, operands, flags)``, which emits the batched
+# statement and marks its batched results; batch_regions.py registers "loop" (imported by
+# ad/__init__.py, as regions.py registers the sweep's)
+STRUCTURAL: dict[str, Callable] = {}
 
 
 def batch(tape: Tape, rules, axes: Sequence[int | None], args: Sequence[Any],
@@ -49,14 +53,20 @@ def batch(tape: Tape, rules, axes: Sequence[int | None], args: Sequence[Any],
 
 
 class _Batching:
-    def __init__(self, tape: Tape, rules, axes: Sequence[int | None], args: Sequence[Any]):
+    def __init__(self, tape: Tape, rules, axes: Sequence[int | None], args: Sequence[Any],
+                 size: int | None = None):
         self.tape, self.rules, self.axes, self.args = tape, rules, list(axes), args
         self.ev = Evaluator(rules)
         self.ev.regions = False
         self.new: dict[Var, Any] = {}       # a Var of ``tape`` -> its value in the batched tape
         self.batched: set[Var] = set()      # the batched ones among those values
-        self.size = _batch_size(axes, args, tape)
+        self.size = _batch_size(axes, args, tape) if size is None else size
         self.hints: dict[Var, str] = {}
+
+    @classmethod
+    def inside(cls, rules, body: Tape, size: int) -> "_Batching":
+        """The batching of a region's body (batch_regions.py), its inputs set by the caller."""
+        return cls(body, rules, [], [], size)
 
     def run(self, out_axes: Any, norms: bool = False) -> Tape:
         tape, ev = self.tape, self.ev
@@ -77,15 +87,29 @@ class _Batching:
                                      "product, the squares summed for the others"):
                     result, grads = self._norms([g for g in grads if g is not None], stmts), None
         kinds = tuple("array" if a is not None else k for a, k in zip(self.axes, tape.arg_kinds))
-        hints = dict(self.hints)
-        for stmt in stmts:      # an in-place statement's result is named as the array it updates
-            base = stmt.first_var if stmt.prim.inplace and stmt.outs else None
-            if base is not None and (hints.get(base) or base.hint):
-                hints[stmt.out] = hints.get(base) or base.hint
+        hints = self.named(stmts)
         return tape.copy(stmts=list(stmts), inputs=inputs, result=result, grads=grads,
                          arg_kinds=kinds, hints=hints, primals={}, folded={}, tangent=None,
                          tangents=set(), owned=frozenset(), loops=list(tape.loops),
                          batch=self.size)
+
+    def named(self, stmts: list[Stmt]) -> dict[Var, str]:
+        """The source names of the batched tape's values: those of the values they stand for,
+        and an in-place statement's result named as the array it updates."""
+        hints = dict(self.hints)
+        for stmt in stmts:
+            base = stmt.first_var if stmt.prim.inplace and stmt.outs else None
+            if base is not None and (hints.get(base) or base.hint):
+                hints[stmt.out] = hints.get(base) or base.hint
+        return hints
+
+    def lifted(self, value: Any) -> Var:
+        """``value`` (a Var or a constant) as a batch: a copy of it per example."""
+        shape = (self.size,) + (value.aval.shape if isinstance(value, Var)
+                                else np.shape(value.value))
+        value = self.emit(np.copy, [self.emit(np.broadcast_to, [value, Lit(shape)], {})], {})
+        self.batched.add(value)
+        return value
 
     # -- the arguments -----------------------------------------------------------------
 
@@ -138,11 +162,12 @@ class _Batching:
             outs = self.ev.emit(stmt.prim, list(args), dict(stmt.params), None)
             self._bind(stmt, outs, batched=False)
             return
-        kind = stmt.prim.emit[0] if stmt.prim.emit else None
-        if kind in STRUCTURAL:
-            raise YotaError("vmap: a loop region's body is not batched yet", stmt.loc,
-                            "Report this: vmap traces loops unrolled.")
+        structural = STRUCTURAL.get(stmt.prim.emit[0] if stmt.prim.emit else None)
         rule = self.rules.batches.get(stmt.prim)
+        if structural is not None:
+            outs = structural(self, stmt, args, flags)
+            self._bind(stmt, outs, batched=None)
+            return
         if rule is not None:
             outs = self._declared(rule, stmt, args, flags)
             if isinstance(outs, str):           # the rule's reason why it cannot
@@ -173,7 +198,11 @@ class _Batching:
         given = {k: env[k] for k in params if k in env}
         if kwargs is not None:          # ``**options``: the options the call set
             given.update((k, v) for k, v in stmt.params if k not in given)
-        return self.ev.inline(rule.fn, [], given, None)
+        saved, self.ev.backward_mode = self.ev.backward_mode, True   # as a derivative rule's:
+        try:                    # its local names name nothing, its constants widen nothing
+            return self.ev.inline(rule.fn, [], given, None)
+        finally:
+            self.ev.backward_mode = saved
 
     def _elementwise(self, stmt: Stmt, args: tuple, flags: tuple) -> Any:
         """Batched operands of fewer dimensions than the result get length-1 axes after the
@@ -187,14 +216,16 @@ class _Batching:
             lined.append(arg)
         return self.ev.emit(stmt.prim, lined, dict(stmt.params), None)
 
-    def _bind(self, stmt: Stmt, outs: Any, batched: bool) -> None:
+    def _bind(self, stmt: Stmt, outs: Any, batched: bool | None) -> None:
+        """``stmt``'s results are ``outs`` (``batched``: all or none; None: as the structural
+        rule marked them)."""
         outs = outs if isinstance(outs, tuple) else (outs,)
         if len(outs) != len(stmt.outs):
             raise YotaError(f"internal: vmap of {stmt.prim.name} gave {len(outs)} results for "
                             f"{len(stmt.outs)}", stmt.loc)
         for old, new in zip(stmt.outs, outs):
             new = to_tree(new)
-            if batched:
+            if batched or batched is None and new in self.batched:
                 want = (self.size,) + old.aval.shape
                 got = new.aval.shape if isinstance(new, Var) else None
                 if got != want or new.aval.dtype != old.aval.dtype and not old.aval.weak:
@@ -229,9 +260,7 @@ class _Batching:
     def _result(self, atom: Any, axis: int) -> Any:
         value = self._atom(atom)
         if not (isinstance(value, Var) and value in self.batched):
-            shape = (self.size,) + (value.aval.shape if isinstance(value, Var)
-                                    else np.shape(value.value))
-            value = self.emit(np.copy, [self.emit(np.broadcast_to, [value, Lit(shape)], {})], {})
+            value = self.lifted(value)
         if axis % value.aval.ndim != 0:
             value = self.emit(np.moveaxis, [value, Lit(0), Lit(axis)], {})
         return value
