@@ -6,7 +6,9 @@ examples of ys.value_and_grad against a loop over them, buffered and plain (test
     python tools/vmap_check.py --forms buffered
 
 Outcomes: ok; refused (a primitive with no batching rule, or an index that differs per
-example: NoRuleError, by name and line); mismatch (an AssertionError); crash (anything else).
+example: NoRuleError, by name and line); guarded (the examples take different paths through
+the code, a branch or a count: ys.GuardError when the batched module runs); mismatch (an
+AssertionError); crash (anything else).
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from tests import vmapcheck  # noqa: E402
 from tests.test_gradcheck import CASES  # noqa: E402
-from yota_s2s.errors import NoRuleError  # noqa: E402
+from yota_s2s.errors import GuardError, NoRuleError  # noqa: E402
 
 
 def main() -> int:
@@ -42,6 +44,8 @@ def main() -> int:
             except NoRuleError as e:
                 outcome, line = "refused", str(e).splitlines()[0]
                 refusals[line.split(": ", 1)[-1].split(" differs")[0]] += 1
+            except GuardError as e:     # examples that take different paths: refused when run
+                outcome, line = "guarded", str(e).splitlines()[0]
             except AssertionError as e:
                 outcome, line = "mismatch", str(e).strip().splitlines()[0]
             except Exception as e:    # noqa: BLE001 (a tool: every failure is counted)

@@ -23,6 +23,7 @@ from .errors import GuardError, UsageError
 from .ir.structure import rebuild
 from .marks import entry_point
 from .objects import host, is_struct_object
+from .rules.batching import DIFFERENT_PATHS
 from .rules.registry import RULES, RuleSet
 
 
@@ -65,11 +66,9 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0, *, device: str = "cpu
         except ValueError as e:
             if type(e).__name__ != "GuardError":     # (the generated module's own)
                 raise
-            raise GuardError(f"vmap of {getattr(f, '__name__', f)}: the examples of this batch "
+            raise GuardError(f"vmap of {getattr(f, '__name__', f)}: the examples of the batch "
                              f"take different paths through the code ({e})",
-                             hint="The batched module computes the path of the first example "
-                                  "for all of them: write the branch with np.where, or batch "
-                                  "the examples of each path apart.") from None
+                             hint=DIFFERENT_PATHS) from None
         structure = found.forward.structure      # a dict, a dataclass: as f returns it
         return out if structure is None or structure.plain else rebuild(structure, out)
 

@@ -15,11 +15,11 @@ first:
   dimensions than the result gets length-1 axes after its batch axis (``x[:, None]``), so that
   numpy's broadcasting lines up the examples, and the primitive is applied as it is.
 
-A primitive with neither is refused where it is called, by name, with what to do. Loops are
-unrolled in the tape the batching sweep reads (``trace_function(regions=False)``, as forward
-mode does): a loop region's body is not batched yet. A guard on a batched value holds for every
-example (``np.all``/``np.any``), so the module refuses a batch whose examples take different
-branches. Each batched result is checked against the example's shape: ``(B,) + shape``.
+A primitive with neither is refused where it is called, by name, with what to do. A statement
+that holds statements (a loop region) has a structural rule (``STRUCTURAL``: batch_regions.py
+batches the body and the carried values). A guard on a batched value holds for every example
+(``np.all``/``np.any``), so the module refuses a batch whose examples take different branches.
+Each batched result is checked against the example's shape: ``(B,) + shape``.
 """
 from __future__ import annotations
 
@@ -28,10 +28,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..errors import NoRuleError, UsageError, YotaError
+from ..errors import GuardError, NoRuleError, UsageError, YotaError
 from ..frontend.evaluator import Evaluator
 from ..ir.tape import Aval, Input, Lit, Stmt, Tape, Var, tree_atoms, tree_map
 from ..ir.values import to_tree
+from ..rules.batching import DIFFERENT_PATHS
 from ..rules.template import rule_parameters, spelled
 
 # Statements that hold statements (a loop region): the kind of their primitive
@@ -39,6 +40,11 @@ from ..rules.template import rule_parameters, spelled
 # statement and marks its batched results; batch_regions.py registers "loop" (imported by
 # ad/__init__.py, as regions.py registers the sweep's)
 STRUCTURAL: dict[str, Callable] = {}
+
+# Calls recorded without a declared primitive (rules/callables.opaque_primitive) that ask about
+# the dtype of an array: the batch's answer is every example's (np.linalg.eig's check of
+# whether its eigenvalues came out complex), the same for the whole batch
+DTYPE_FACTS = (np.iscomplexobj, np.isrealobj)
 
 
 def batch(tape: Tape, rules, axes: Sequence[int | None], args: Sequence[Any],
@@ -155,10 +161,24 @@ class _Batching:
     # -- one statement -----------------------------------------------------------------
 
     def push(self, stmt: Stmt) -> None:
+        """Batch ``stmt``: its results' values in the batched tape go into ``new``."""
+        try:
+            self._push(stmt)
+        except GuardError as e:      # a branch the example batch takes apart, as it is batched
+            if e.what.startswith("vmap:"):
+                raise
+            raise GuardError(f"vmap: the examples of the batch take different paths through "
+                             f"the code ({e.what})", stmt.loc, DIFFERENT_PATHS) from None
+
+    def _push(self, stmt: Stmt) -> None:
         args = tuple(tree_map(self._atom, a) for a in stmt.args)
         flags = tuple(tree_map(lambda a: isinstance(a, Var) and a in self.batched, a)
                       for a in args)
         if not any(any(tree_atoms(f)) for f in flags):
+            outs = self.ev.emit(stmt.prim, list(args), dict(stmt.params), None)
+            self._bind(stmt, outs, batched=False)
+            return
+        if stmt.prim.fn in DTYPE_FACTS:
             outs = self.ev.emit(stmt.prim, list(args), dict(stmt.params), None)
             self._bind(stmt, outs, batched=False)
             return

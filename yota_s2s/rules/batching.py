@@ -9,6 +9,12 @@ derivative rules: those keep their line numbers, which the generated code's comm
 """
 import numpy as np
 
+# What to do where the examples of a batch take different paths through the code (a branch
+# traced on the first example, which a guard checks for the whole batch): ad/batching.py,
+# batched.py
+DIFFERENT_PATHS = ("The batched module computes the path of the first example for all of them: "
+                   "write the branch with np.where, or batch the examples of each path apart.")
+
 
 def after_batch(axis, ndim):
     """``axis`` of an example's array (of ``ndim`` dimensions) as the batch's axis: one further
