@@ -16,10 +16,10 @@ from typing import Any
 from ..frontend.abstract import ghost
 from ..ir.region import Loop, loop_primitive
 from ..ir.tape import Aval, Input, Stmt, Tape, Var
-from .batching import STRUCTURAL, _Batching
+from .batching import STRUCTURAL, Batching
 
 
-def batch_loop(outer: _Batching, stmt: Stmt, args: tuple, flags: tuple) -> Any:
+def batch_loop(outer: Batching, stmt: Stmt, args: tuple, flags: tuple) -> Any:
     """The batched region of ``stmt`` (its operands ``args``, batched where ``flags``)."""
     loop: Loop = stmt.param("loop")
     given = dict(zip(loop.operand_vars(), flags))
@@ -48,13 +48,13 @@ def batch_loop(outer: _Batching, stmt: Stmt, args: tuple, flags: tuple) -> Any:
     return outs
 
 
-def _body(outer: _Batching, loop: Loop, batched: set[Var], lift: set[Var]
+def _body(outer: Batching, loop: Loop, batched: set[Var], lift: set[Var]
           ) -> tuple[Tape, list[bool]]:
     """The body batched for the inputs ``batched``, and which of its results are batched;
     the results of ``lift`` (carried values batched while the step makes them the same for
     every example) are lifted at the end of the step."""
     body, size = loop.body, outer.size
-    sub = _Batching.inside(outer.rules, body, size)
+    sub = Batching.inside(outer.rules, body, size)
     with sub.ev.collect() as stmts:
         inputs = []
         for inp in body.inputs:

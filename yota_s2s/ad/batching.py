@@ -54,11 +54,15 @@ def batch(tape: Tape, rules, axes: Sequence[int | None], args: Sequence[Any],
     example); the results carry the batch along ``out_axes`` (one axis for all, or one per
     result), and so do the gradients of a gradient tape (one per example). ``norms``: a
     gradient tape's result becomes each example's gradient norm, over all its gradients
-    (``ghost_norms``), and it returns no gradients."""
-    return _Batching(tape, rules, axes, args).run(out_axes, norms)
+    (``Batching.norms``), and it returns no gradients."""
+    return Batching(tape, rules, axes, args).run(out_axes, norms)
 
 
-class _Batching:
+class Batching:
+    """One batching sweep: the statements of ``tape`` written for the batch through its own
+    evaluator ``ev`` (the batch's example values), ``new`` the value that stands for each of
+    ``tape``'s, ``batched`` those that carry the batch."""
+
     def __init__(self, tape: Tape, rules, axes: Sequence[int | None], args: Sequence[Any],
                  size: int | None = None):
         self.tape, self.rules, self.axes, self.args = tape, rules, list(axes), args
@@ -70,7 +74,7 @@ class _Batching:
         self.hints: dict[Var, str] = {}
 
     @classmethod
-    def inside(cls, rules, body: Tape, size: int) -> "_Batching":
+    def inside(cls, rules, body: Tape, size: int) -> "Batching":
         """The batching of a region's body (batch_regions.py), its inputs set by the caller."""
         return cls(body, rules, [], [], size)
 
@@ -91,7 +95,7 @@ class _Batching:
                     raise YotaError("internal: ghost norms of a tape without gradients", tape.loc)
                 with ev.at(tape.loc, "ghost norms: |a|^2 |g|^2 for a dense layer's outer "
                                      "product, the squares summed for the others"):
-                    result, grads = self._norms([g for g in grads if g is not None], stmts), None
+                    result, grads = self.norms([g for g in grads if g is not None], stmts), None
         kinds = tuple("array" if a is not None else k for a, k in zip(self.axes, tape.arg_kinds))
         hints = self.named(stmts)
         return tape.copy(stmts=list(stmts), inputs=inputs, result=result, grads=grads,
@@ -287,7 +291,7 @@ class _Batching:
 
     # -- ghost norms -------------------------------------------------------------------
 
-    def _norms(self, grads: list, stmts: list[Stmt]) -> Var:
+    def norms(self, grads: list, stmts: list[Stmt]) -> Var:
         """Each example's gradient norm: the root of the sum over ``grads`` of their squares,
         each summed over its axes but the batch. A gradient made as the product of two
         batched values whose examples have their lengths on different axes (``a[:, None] *
