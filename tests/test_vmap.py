@@ -10,6 +10,7 @@ import pytest
 
 import yota_s2s as ys
 from yota_s2s.compiler import compile_per_example, compile_vmap
+from yota_s2s.gradcheck import numerical_grad
 from yota_s2s.errors import GuardError, NoRuleError, RuleError, UsageError
 from yota_s2s.rules import RULES
 
@@ -82,6 +83,27 @@ def test_vmap_composes_with_gradient() -> None:
     assert per_example.shape == (6, 4, 3)
     for i in range(6):
         np.testing.assert_allclose(per_example[i], ys.gradient(loss)(W, X[i], Y[i]), rtol=1e-12)
+
+
+def example_energy(w, x):
+    return np.sum(np.tanh(x * w) ** 2)
+
+
+per_example_energy = ys.vmap(example_energy, in_axes=(None, 0))
+
+
+def total_energy(w, X):
+    return np.sum(per_example_energy(w, X) * np.arange(1.0, 5.0))
+
+
+def test_a_vmapped_function_can_be_differentiated() -> None:
+    """A call of ``vf`` inside a function being compiled inlines the plain batched module."""
+    rng = np.random.default_rng(7)
+    w, X = rng.standard_normal(3), rng.standard_normal((4, 3))
+    value, g = ys.grad(total_energy, w, X)
+    assert np.isclose(value, sum(example_energy(w, X[i]) * (i + 1) for i in range(4)))
+    np.testing.assert_allclose(g[0], numerical_grad(total_energy, [w, X], 0), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(g[1], numerical_grad(total_energy, [w, X], 1), rtol=1e-6, atol=1e-8)
 
 
 def polynomial(a, x):

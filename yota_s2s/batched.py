@@ -77,9 +77,18 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0, *, device: str = "cpu
         vf(*args)
         return compiled[(tuple(signature(a) for a in args), batch_axes(f, in_axes, args))].fn
 
+    def inline(*example: Any) -> Callable:
+        """For a call of ``vf`` inside a function being compiled (a gradient of a loss over
+        a batch): the plain batched module's function, which the frontend inlines
+        (nested.py), its primitives all with derivative rules."""
+        return compile_vmap(f, example, batch_axes(f, in_axes, example), out_axes,
+                            rules=rules, device=device, buffers=False).fn
+
     vf.__name__ = vf.__qualname__ = f"vmap_{getattr(f, '__name__', 'f')}"
     vf.__doc__ = getattr(f, "__doc__", None)
     vf.function = function
+    vf.__yota_gradient__ = True          # (what the frontend inlines in its place: inline)
+    vf.__yota_inline__ = inline
     return vf
 
 
