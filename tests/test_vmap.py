@@ -5,6 +5,8 @@ over them, both forms); here a deterministic subset of it, one case per family o
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pytest
 
@@ -58,6 +60,31 @@ def test_per_example_gradients_of_an_mlp_equal_a_loop_of_simplegrad() -> None:
         for key, g in grads.items():
             assert g.shape == (len(X),) + params[key].shape
             np.testing.assert_allclose(g[i], expected[(key,)], rtol=1e-12, atol=1e-12)
+
+
+@dataclass
+class Readout:
+    W: np.ndarray
+    v: np.ndarray
+
+
+def readout_loss(p, x):
+    return np.sum(np.tanh(x @ p.W) * p.v)
+
+
+def test_per_example_gradients_keep_the_structure_of_params() -> None:
+    rng = np.random.default_rng(8)
+    W, v, X = rng.standard_normal((3, 2)), rng.standard_normal(2), rng.standard_normal((4, 3))
+    g = ys.per_example_grad(readout_loss, Readout(W, v), X)
+    assert isinstance(g, Readout) and g.W.shape == (4, 3, 2) and g.v.shape == (4, 2)
+    as_list = ys.per_example_grad(lambda p, x: readout_loss(Readout(*p), x), [W, v], X)
+    assert isinstance(as_list, list)
+    single = ys.simplegrad(readout_loss, Readout(W, v), X[0])
+    for i in range(4):
+        expected = single(Readout(W, v), X[i])[1]
+        for k, field in enumerate(("W", "v")):
+            np.testing.assert_allclose(getattr(g, field)[i], expected[(field,)], rtol=1e-13)
+            np.testing.assert_allclose(as_list[k][i], expected[(field,)], rtol=1e-13)
 
 
 def test_ghost_norms_equal_the_norms_of_the_gradients_and_make_none_of_them() -> None:

@@ -9,7 +9,9 @@ Reports, per call of the compiled modules (compiling is not timed):
   per-example           ys.per_example_grad: one gradient per example, the batch first
   loop of simplegrad    the gradient of one row at a time, for every row
   ghost norms           ys.per_example_grad(..., norms=True): each example's gradient norm
-and checks that the per-example gradients equal the loop's to 1e-12. Peak memory is Python's
+and checks that the per-example gradients equal the loop's to 1e-12; the last line is numpy
+making the first layer's per-example gradients alone (one broadcast product into a new array),
+which no per-example method can avoid. Peak memory is Python's
 tracemalloc peak during one call (numpy's arrays are traced). JAX is not installed here, so its
 jit(vmap(grad)) ratio is not measured.
 """
@@ -97,6 +99,8 @@ def main() -> None:
                    options.repeat)
     t_loop = best(lambda: [row_grad(params, *row) for row in rows],
                   max(1, options.repeat // 3))
+    G = rng.standard_normal((n, h))
+    t_floor = best(lambda: np.multiply(X[:, :, None], G[:, None, :]), options.repeat)
     m_batch = peak(lambda: batch_grad(params, X, labels))
     m_ghost = peak(lambda: ys.per_example_grad(example_loss, params, X, labels, norms=True))
     m_per = peak(lambda: ys.per_example_grad(example_loss, params, X, labels))
@@ -111,6 +115,8 @@ def main() -> None:
     print(f"  {'ghost norms':22s} {t_ghost * 1e3:8.2f} ms  {t_ghost / t_batch:5.2f}x   "
           f"peak {m_ghost / 2**20:7.1f} MiB")
     print(f"  {'loop of simplegrad':22s} {t_loop * 1e3:8.2f} ms  {t_loop / t_batch:5.2f}x")
+    print(f"  {'(numpy: W1 per example)':22s} {t_floor * 1e3:8.2f} ms  {t_floor / t_batch:5.2f}x   "
+          f"x[:, :, None] * g[:, None, :] alone, a new ({n}, {d}, {h}) array: the floor")
     print("  JAX is not installed here: jit(vmap(grad)) / jit(grad) is not measured.")
 
 
