@@ -5,6 +5,7 @@ over them, both forms); here a deterministic subset of it, one case per family o
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -131,6 +132,23 @@ def test_a_vmapped_function_can_be_differentiated() -> None:
     assert np.isclose(value, sum(example_energy(w, X[i]) * (i + 1) for i in range(4)))
     np.testing.assert_allclose(g[0], numerical_grad(total_energy, [w, X], 0), rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(g[1], numerical_grad(total_energy, [w, X], 1), rtol=1e-6, atol=1e-8)
+
+
+POWER = 2
+
+
+def powered(x):
+    return np.sum(x ** POWER)
+
+
+def test_a_changed_global_compiles_again(monkeypatch) -> None:
+    """The batched module is found again under the guards of ``ys.grad``'s variants: a
+    static global the trace read (an exponent) is checked at each call."""
+    vf = ys.vmap(powered)
+    X = np.arange(6.0).reshape(3, 2)
+    np.testing.assert_allclose(vf(X), [1.0, 13.0, 41.0])
+    monkeypatch.setattr(sys.modules[__name__], "POWER", 3)
+    np.testing.assert_allclose(vf(X), [1.0, 35.0, 189.0])
 
 
 def polynomial(a, x):

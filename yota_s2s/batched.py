@@ -18,13 +18,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .cache import arg_key
+from .cache import BUILT, arg_key, function_key
 from .errors import GuardError, UsageError
 from .ir.structure import rebuild
 from .marks import entry_point
-from .objects import host, is_struct_object
+from .objects import host
 from .rules.batching import DIFFERENT_PATHS
 from .rules.registry import RULES, RuleSet
+from .struct_update import update
 
 
 def compile_vmap(f: Callable, args: tuple, axes: tuple, out_axes: Any, **options: Any) -> Any:
@@ -48,34 +49,28 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0, *, device: str = "cpu
     ``in_axes``: one axis for every argument, or one per argument (an int: that axis of the
     array holds the examples; None: the argument is the same for every example, as weights
     are). Batched arguments are arrays (or floats given as arrays of one per example);
-    structures are passed whole, unbatched. A result of several arrays (a tuple, a dict, a
-    dataclass) comes back with that structure, each array with its batch. ``out_axes``: where the batch goes in each result
-    (one int for all, or one per result). The generated module is written for the batch
-    (``ys.source(vf.function(*args))`` shows it); it is compiled once per signature."""
-    compiled: dict = {}
-
-    def vf(*args: Any) -> Any:
-        axes = batch_axes(f, in_axes, args)
-        key = (tuple(signature(a) for a in args), axes)
-        found = compiled.get(key)
-        if found is None:
-            found = compiled[key] = compile_vmap(f, tuple(host(a) for a in args), axes, out_axes,
-                                                 rules=rules, device=device, buffers=buffers)
-        try:
-            out = found.fn(*args)
-        except ValueError as e:
-            if type(e).__name__ != "GuardError":     # (the generated module's own)
-                raise
-            raise GuardError(f"vmap of {getattr(f, '__name__', f)}: the examples of the batch "
-                             f"take different paths through the code ({e})",
-                             hint=DIFFERENT_PATHS) from None
-        structure = found.forward.structure      # a dict, a dataclass: as f returns it
-        return out if structure is None or structure.plain else rebuild(structure, out)
+    structures are passed whole, unbatched. ``out_axes``: where the batch goes in each result
+    (one int for all, or one per result); a result of several arrays (a tuple, a dict, a
+    dataclass) comes back with that structure. The generated module is written for the batch
+    (``vf.function(*args)`` is its function, ``ys.source`` of it its text); it is compiled
+    once per signature and found again, guarded like ``ys.grad``'s (``cache.BUILT``)."""
+    if isinstance(out_axes, list):
+        out_axes = tuple(out_axes)
 
     def function(*args: Any) -> Callable:
-        """The generated batched function for ``args`` (compiled if it is not yet)."""
-        vf(*args)
-        return compiled[(tuple(signature(a) for a in args), batch_axes(f, in_axes, args))].fn
+        """The batched module's function for ``args`` (compiled if it is not yet)."""
+        return built(*args).generated
+
+    def built(*args: Any) -> Callable:
+        axes = batch_axes(f, in_axes, args)
+        key = ("vmap", function_key(f), rules, rules.version, axes, out_axes, device, buffers,
+               *(arg_key(a) for a in args))
+        return BUILT.get(key, args, lambda: _called(f, compile_vmap(
+            f, tuple(host(a) for a in args), axes, out_axes, rules=rules, device=device,
+            buffers=buffers)))
+
+    def vf(*args: Any) -> Any:
+        return built(*args)(*args)
 
     def inline(*example: Any) -> Callable:
         """For a call of ``vf`` inside a function being compiled (a gradient of a loss over
@@ -92,8 +87,23 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0, *, device: str = "cpu
     return vf
 
 
-# ``per_example_grad``'s modules: (loss, signature, in_axes, norms, device, form, rules) -> one
-_per_example: dict = {}
+def _called(f: Callable, compiled: Any) -> tuple[Callable, Any]:
+    """The function ``vmap`` calls for ``compiled`` (and the compile, for ``BUILT``'s guards):
+    the module's, its result given ``f``'s structure, a guard that fails said for a batch."""
+    structure, fn = compiled.forward.structure, compiled.fn
+
+    def call(*args: Any) -> Any:
+        try:
+            out = fn(*args)
+        except ValueError as e:
+            if type(e).__name__ != "GuardError":     # (the generated module's own)
+                raise
+            raise GuardError(f"vmap of {getattr(f, '__name__', f)}: the examples of the batch "
+                             f"take different paths through the code ({e})",
+                             hint=DIFFERENT_PATHS) from None
+        return out if structure is None or structure.plain else rebuild(structure, out)
+    call.generated = fn
+    return call, compiled
 
 
 @entry_point
@@ -109,22 +119,22 @@ def per_example_grad(loss: Callable, params: Any, *batch: Any, norms: bool = Fal
     ``norms=True`` it returns each example's gradient norm (over every array of ``params``)
     without making the gradients: where a weight's gradient is an outer product of one
     example's activation ``a`` and output gradient ``g`` (a dense layer), its squared norm is
-    ``|a|^2 |g|^2`` (the ghost norm of DP-SGD), else the square of the gradient summed."""
+    ``|a|^2 |g|^2`` (the ghost norm of DP-SGD), else the square of the gradient summed.
+    Compiled once per signature and found again, guarded like ``ys.grad``'s."""
     args = (params, *batch)
     axes = (None, *batch_axes(loss, in_axes, batch, offset=1))
-    key = (loss, tuple(signature(a) for a in args), axes, norms, device, buffers, id(rules),
-           rules.version)
-    compiled = _per_example.get(key)
-    if compiled is None:
-        compiled = _per_example[key] = compile_per_example(
-            loss, tuple(host(a) for a in args), axes, norms, rules=rules, device=device,
-            buffers=buffers)
-    out = compiled.fn(*args)
+    key = ("per_example_grad", function_key(loss), rules, rules.version, axes, norms, device,
+           buffers, *(arg_key(a) for a in args))
+
+    def build() -> tuple[Callable, Any]:
+        compiled = compile_per_example(loss, tuple(host(a) for a in args), axes, norms,
+                                       rules=rules, device=device, buffers=buffers)
+        return compiled.fn, compiled
+    out = BUILT.get(key, args, build)(*args)
     if norms:
         return out
     grads = out[1]
     if isinstance(grads, dict):           # a structure's {path: gradient}: its shape again
-        from .struct_update import update
         return update(params, grads, lambda x, g: g, inplace=False)
     return grads
 
@@ -158,17 +168,3 @@ def batch_axes(f: Callable, in_axes: Any, args: tuple, offset: int = 0) -> tuple
                              hint="in_axes names the axis that runs over the examples.")
         axes.append(int(axis) % arg.ndim)
     return tuple(axes)
-
-
-def signature(value: Any) -> Any:
-    """What a compiled batched module is specific to: arrays' shapes and dtypes, a
-    structure's layout and leaves, static values themselves."""
-    if isinstance(value, np.ndarray):
-        return (np.ndarray, value.shape, value.dtype)
-    if isinstance(value, dict):
-        return (dict, tuple((k, signature(v)) for k, v in value.items()))
-    if isinstance(value, (list, tuple)):
-        return (type(value), tuple(signature(v) for v in value))
-    if is_struct_object(value) and hasattr(value, "__dict__"):
-        return (type(value), tuple((k, signature(v)) for k, v in vars(value).items()))
-    return arg_key(value)

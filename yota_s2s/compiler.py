@@ -319,13 +319,36 @@ def vmap_tape(f: Any, args: Sequence[Any], axes: Sequence[int | None], out_axes:
     """(the tape of one example, the optimized batched tape) of ``f`` on ``args``, argument
     ``k`` batched along ``axes[k]`` (None: the same for every example): ad/batching.py. The
     example is the first of the batch."""
+    one, tape, _ = _batched(f, args, axes, rules, check, passes, device, out_axes=out_axes)
+    return one, tape
+
+
+def per_example_tape(f: Any, args: Sequence[Any], axes: Sequence[int | None],
+                     norms: bool = False, rules: RuleSet = RULES, check: bool = False,
+                     passes: bool = True, device: str | None = None) -> tuple[Tape, Tape]:
+    """(the gradient tape of one example, the optimized batched tape): the gradient of ``f``
+    with respect to its first argument for each example (``norms``: their norms only)."""
+    one, tape, _ = _batched(f, args, axes, rules, check, passes, device, gradient=True,
+                            norms=norms)
+    return one, tape
+
+
+def _batched(f: Any, args: Sequence[Any], axes: Sequence[int | None], rules: RuleSet,
+             check: bool, passes: bool, device: str | None, gradient: bool = False,
+             out_axes: Any = 0, norms: bool = False) -> tuple[Tape, Tape, Assumptions]:
+    """``vmap_tape`` (``gradient``: ``per_example_tape``), and what the trace assumed beyond
+    the tape (for the guards of ``cache.BUILT``)."""
     with few_collections():
-        example = examples(args, axes)
-        one, _ = trace_function(f, example, rules)
+        one, ev = trace_function(f, examples(args, axes), rules)
         if check:
             verified(one, "trace")
-        tape = batch(one, rules, axes, args, out_axes)
-        return one, _optimized(tape, rules, check, passes, device=device, made_by="vmap")
+        if gradient:
+            one = backward(one, ev, {0})
+            if check:
+                verified(one, "backward")
+        tape = batch(one, rules, axes, args, out_axes, norms)
+        return one, _optimized(tape, rules, check, passes, device=device, made_by="vmap"), \
+            ev.assumes
 
 
 def compile_vmap(f: Any, args: Sequence[Any], axes: Sequence[int | None], out_axes: Any = 0, *,
@@ -336,26 +359,9 @@ def compile_vmap(f: Any, args: Sequence[Any], axes: Sequence[int | None], out_ax
     example of the batch at once, written as numpy code on the whole batch."""
     if device not in DEVICES:
         raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
-    one, tape = vmap_tape(f, args, axes, out_axes, rules, check,
-                          device=device if buffers else None)
-    return _written(one, tape, device, out_dir, module_name, None, buffers)
-
-
-def per_example_tape(f: Any, args: Sequence[Any], axes: Sequence[int | None],
-                     norms: bool = False, rules: RuleSet = RULES, check: bool = False,
-                     passes: bool = True, device: str | None = None) -> tuple[Tape, Tape]:
-    """(the gradient tape of one example, the optimized batched tape): the gradient of ``f``
-    with respect to its first argument for each example (``norms``: their norms only)."""
-    with few_collections():
-        example = examples(args, axes)
-        one, ev = trace_function(f, example, rules)
-        if check:
-            verified(one, "trace")
-        swept = backward(one, ev, {0})
-        if check:
-            verified(swept, "backward")
-        tape = batch(swept, rules, axes, args, norms=norms)
-        return swept, _optimized(tape, rules, check, passes, device=device, made_by="vmap")
+    one, tape, assumes = _batched(f, args, axes, rules, check, True,
+                                  device if buffers else None, out_axes=out_axes)
+    return _written(one, tape, device, out_dir, module_name, None, buffers, assumes)
 
 
 def compile_per_example(f: Any, args: Sequence[Any], axes: Sequence[int | None],
@@ -366,6 +372,6 @@ def compile_per_example(f: Any, args: Sequence[Any], axes: Sequence[int | None],
     batch first (``norms``: each example's gradient norm)."""
     if device not in DEVICES:
         raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
-    one, tape = per_example_tape(f, args, axes, norms, rules, check,
-                                 device=device if buffers else None)
-    return _written(one, tape, device, out_dir, module_name, None, buffers)
+    one, tape, assumes = _batched(f, args, axes, rules, check, True,
+                                  device if buffers else None, gradient=True, norms=norms)
+    return _written(one, tape, device, out_dir, module_name, None, buffers, assumes)
