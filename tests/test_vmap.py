@@ -134,6 +134,15 @@ def test_a_vmapped_function_can_be_differentiated() -> None:
     np.testing.assert_allclose(g[1], numerical_grad(total_energy, [w, X], 1), rtol=1e-6, atol=1e-8)
 
 
+def test_vmap_of_vmap() -> None:
+    """A vmapped function batched again: a batch of batches."""
+    rng = np.random.default_rng(9)
+    w, XX = rng.standard_normal(3), rng.standard_normal((2, 4, 3))
+    twice = ys.vmap(per_example_energy, in_axes=(None, 0))
+    np.testing.assert_allclose(twice(w, XX), [[example_energy(w, x) for x in X] for X in XX],
+                               rtol=1e-14)
+
+
 POWER = 2
 
 
