@@ -143,6 +143,23 @@ def test_vmap_of_vmap() -> None:
                                rtol=1e-14)
 
 
+def searched_and_compared(a, b, v):
+    return (np.searchsorted(a, v) + 10 * np.searchsorted(a, v, side="right")
+            + 100 * np.allclose(a, b) + 1000 * np.array_equal(a, b)
+            + 10000 * np.array_equal(a, b, equal_nan=True))
+
+
+def test_searches_and_comparisons_of_arrays_that_differ_per_example() -> None:
+    A = np.sort(np.random.default_rng(10).integers(0, 5, (6, 5)).astype(float), axis=1)
+    B = A.copy()
+    B[1, 2] += 1e-9
+    B[2, 0] += 1.0
+    A[3, 4] = B[3, 4] = np.nan
+    V = np.random.default_rng(11).integers(0, 5, (6, 2)).astype(float)
+    np.testing.assert_array_equal(ys.vmap(searched_and_compared)(A, B, V),
+                                  [searched_and_compared(A[i], B[i], V[i]) for i in range(6)])
+
+
 POWER = 2
 
 

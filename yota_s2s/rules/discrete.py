@@ -63,6 +63,22 @@ def isclose_batched(a, b, batched, rtol=1e-05, atol=1e-08, equal_nan=False):
                       equal_nan)
 
 
+@batchrule(np.allclose)
+def allclose_batched(a, b, batched, size, rtol=1e-05, atol=1e-08, equal_nan=False):
+    close = isclose_batched(a, b, batched, rtol, atol, equal_nan)
+    return np.all(np.reshape(close, (size, -1)), axis=1)
+
+
+@batchrule(np.array_equal)
+def array_equal_batched(a1, a2, batched, size, equal_nan=False):
+    if np.shape(a1)[batched[0]:] != np.shape(a2)[batched[1]:]:
+        return np.zeros(size, bool)          # (numpy: shapes that differ are not equal)
+    rank = np.ndim(a1) - batched[0]
+    a1, a2 = lined_up(a1, batched[0], rank), lined_up(a2, batched[1], rank)
+    same = (a1 == a2) | (a1 != a1) & (a2 != a2) if equal_nan else a1 == a2
+    return np.all(np.reshape(same, (size, -1)), axis=1)
+
+
 @batchrule(np.all)
 def all_batched(a, axis=None, keepdims=False):
     return np.all(a, after_batch(axis, np.ndim(a) - 1), keepdims=keepdims)
@@ -105,10 +121,19 @@ def argpartition_batched(a, kth, axis=-1):
 
 
 @batchrule(np.searchsorted)
-def searchsorted_batched(a, v, batched, side="left", sorter=None):
-    if batched[0] or sorter is not None:
-        return "searches an array that differs per example (not batched yet)"
-    return np.searchsorted(a, v, side, sorter)
+def searchsorted_batched(a, v, batched, size, side="left", sorter=None):
+    """A sorted array the same for every example: one search. One per example: the count of
+    its elements before each value (``a < v``; ``a <= v`` for side="right")."""
+    if not batched[0]:
+        return np.searchsorted(a, v, side, sorter)
+    if sorter is not None:
+        return "searches an array that differs per example in the order of a sorter (not " \
+            "batched yet)"
+    rank = np.ndim(v) - batched[1]
+    rows = np.reshape(a, (size,) + (1,) * rank + (np.shape(a)[1],))
+    values = np.expand_dims(lined_up(v, batched[1], rank), -1)
+    before = rows <= values if side == "right" else rows < values
+    return np.sum(before, axis=-1)
 
 
 @batchrule(np.argwhere)
