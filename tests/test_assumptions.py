@@ -539,3 +539,61 @@ def test_deleting_an_attribute_that_shadowed_the_class_attribute_is_seen(buffers
         with pytest.raises(ys.GuardError, match=r"m.scale was read from the object and is now "
                                                 r"its class's"):
             df(W3, obj)
+
+
+def test_data_on_an_object_the_code_cannot_reach_is_guarded_by_value():
+    """``settings.W`` of an object held only in the closure of a function passed in as an
+    argument: compiled in and compared with a copy at each call (before, its array changed in
+    place gave the old value and gradient in both forms and through ys.grad)."""
+    fn, settings = m.make_scaler()
+
+    def loss(x):
+        return m.passed_function(x, fn)
+    for buffers in (True, False):
+        df = ys.simplegrad(m.passed_function, W3, fn, buffers=buffers)
+        assert np.isclose(df(W3, fn)[0], loss(W3))
+        settings.W[0] = 10.0
+        with pytest.raises(ys.GuardError, match=r"Settings.W \(a float64\[3\] array on a "
+                                                r"Settings object the code cannot reach\)"):
+            df(W3, fn)
+        settings.W[0] = 1.0
+        settings.scale = 2.0
+        with pytest.raises(ys.GuardError, match="scale"):
+            df(W3, fn)
+        settings.scale = 0.5
+    ys.grad(m.passed_function, W3, fn)
+    try:
+        settings.W[1] = -1.0
+        value, g = ys.grad(m.passed_function, W3, fn)        # compiled again
+        assert np.isclose(value, loss(W3), rtol=1e-12)
+        np.testing.assert_allclose(g[0], numeric(loss, W3), rtol=1e-6, atol=1e-7)
+    finally:
+        settings.W[1] = 2.0
+
+
+def test_data_on_a_library_object_in_a_global_is_guarded_by_value():
+    """``NS.W`` of a ``types.SimpleNamespace`` global: the generated code does not read a
+    library object's fields when it runs, so an array there is compared with a copy at each
+    call (before, ys.grad and simplegrad returned the old value after ``NS.W[0] = 10.0``); a
+    large one is refused, saying what to do."""
+    for buffers in (True, False):
+        df = ys.simplegrad(m.namespace_data, W3, buffers=buffers)
+        assert np.isclose(df(W3)[0], m.namespace_data(W3))
+        m.NS.W[0] = 10.0
+        try:
+            with pytest.raises(ys.GuardError, match=r"SimpleNamespace.W \(a float64\[3\] array "
+                                                    r"on a SimpleNamespace object, whose fields"):
+                df(W3)
+        finally:
+            m.NS.W[0] = 1.0
+    ys.grad(m.namespace_data, W3)
+    try:
+        m.NS.W[2] = -2.0
+        value, g = ys.grad(m.namespace_data, W3)            # compiled again
+        assert np.isclose(value, m.namespace_data(W3), rtol=1e-12)
+        np.testing.assert_allclose(g[0], numeric(m.namespace_data, W3), rtol=1e-6, atol=1e-7)
+    finally:
+        m.NS.W[2] = 3.0
+    with pytest.raises(ys.StaticValueError, match=r"(?s)SimpleNamespace.big .*too large.*"
+                                                  r"instance of a class of your own"):
+        ys.simplegrad(m.namespace_big, W3)

@@ -3,6 +3,7 @@ in config dicts and lists, lists of ints that pick rows, mutable defaults, class
 tied weights. Each test changes what they read between calls."""
 import collections
 import functools
+import types
 
 import numpy as np
 
@@ -192,3 +193,37 @@ class Tied:
 def tied_loss(m, x):
     h = np.tanh(m.enc.W @ x)
     return np.sum((m.dec_W.T @ h - x) ** 2)
+
+
+class Settings:
+    """An object of the user's class, held only in the closure of a function that the
+    traced function gets as an argument: the generated code cannot reach it."""
+
+    def __init__(self):
+        self.W = np.array([1.0, 2.0, 3.0])
+        self.scale = 0.5
+
+
+def make_scaler():
+    settings = Settings()
+
+    def scale(x):
+        return x * settings.W * settings.scale
+    return scale, settings
+
+
+def passed_function(x, fn):
+    return np.sum(fn(x) ** 2)
+
+
+NS = types.SimpleNamespace(W=np.array([1.0, 2.0, 3.0]), lr=0.5, big=np.ones(200_000))
+
+
+def namespace_data(x):
+    """A global of a library's class: the generated code does not read its fields when it
+    runs, so its arrays are guarded by value."""
+    return np.sum((x * NS.W) ** 2) * NS.lr
+
+
+def namespace_big(x):
+    return np.sum(x) * np.sum(NS.big)

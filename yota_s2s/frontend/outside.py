@@ -116,6 +116,37 @@ def is_data(value: Any) -> bool:
     return type(value) is np.ndarray and value.dtype.kind in "biufc"
 
 
+@dataclass(frozen=True)
+class Unreached:
+    """Where data was found that the generated code cannot read when it runs, for messages:
+    ``there`` follows "a float64[3] array ..." and ``fix`` says what to do. Such data is
+    compiled in and compared with a copy at each call, or refused where it cannot be."""
+    there: str
+    fix: str
+
+
+IN_A_CLOSURE = Unreached("in a closure the code cannot reach",
+                         "Make it (or the function holding it) a module global, or pass it in "
+                         "as an argument.")
+ON_A_CLASS = Unreached("on a class the code cannot reach",
+                       "Define the class at module level (or read it through a global or a "
+                       "closure variable), or pass the data in as an argument.")
+
+
+def on_an_object(obj: Any) -> Unreached:
+    """Data on an object whose fields the generated code does not read when it runs: one the
+    code cannot reach (in the closure of a function passed in as an argument), or one of a
+    library's classes (``types.SimpleNamespace``)."""
+    kind = type(obj).__qualname__
+    if is_struct_object(obj) and not _standard_library(type(obj)):
+        return Unreached(f"on a {kind} object the code cannot reach",
+                         "Make the object (or the function holding it) a module global, or "
+                         "pass the data in as an argument.")
+    return Unreached(f"on a {kind} object, whose fields the generated code does not read when "
+                     "it runs", "Hold the data in an instance of a class of your own or in a "
+                     "module global, or pass it in as an argument.")
+
+
 def describe_where(where: tuple) -> str:
     """``model.X``, ``objective's closure: X``: for messages."""
     root, path = where
@@ -133,6 +164,8 @@ def _steps(text: str, path: tuple) -> str:
 
 class OutsideReads:
     """The reads from outside that one trace made, by where they were found."""
+
+    ON_A_CLASS = ON_A_CLASS     # (for structs.py, which this module imports)
 
     def __init__(self, ev: Any):
         self.ev = ev
@@ -272,7 +305,7 @@ class OutsideReads:
         return functools.partial(func, *args, **keywords)
 
     def _contents(self, value: Any, node: Any, name: str | None,
-                  there: str = "in a closure the code cannot reach") -> None:
+                  place: Unreached = IN_A_CLOSURE) -> None:
         """A list or dict where the generated code cannot reach it (the closure of a function
         passed in as an argument): compiled in, and its contents guarded by value, compared
         with a copy at each call (by ``ys.grad``'s cache and ``simplegrad``'s function)."""
@@ -283,11 +316,12 @@ class OutsideReads:
             same = False
         if not same:        # no copy compares equal: nothing to guard it by
             raise StaticValueError(
-                f"{name or 'a container'} (a {type(value).__name__} {there}) is read by the "
-                "function, and its contents cannot be compared with a copy", self.ev.loc(node),
-                "Make it (or the function or class holding it) a module global, or pass it in.")
+                f"{name or 'a container'} (a {type(value).__name__} {place.there}) is read by "
+                "the function, and its contents cannot be compared with a copy",
+                self.ev.loc(node), place.fix)
         self.ev.depends.read(value, "<contents>", snapshot, kind="contents", equal=True,
-                             shown=f"{name or 'a container'} (a {type(value).__name__} {there})")
+                             shown=f"{name or 'a container'} (a {type(value).__name__} "
+                                   f"{place.there})")
 
     def _lazy(self, value: list | dict, where: tuple, node: Any) -> list | dict:
         """A list or dict without arrays, read from outside: its length (keys) checked at each
@@ -345,30 +379,27 @@ class OutsideReads:
         self.reads[key] = var
         return var
 
-    def compiled_in(self, value: Any, node: Any, name: str, there: str) -> Any:
-        """Data found where the generated code cannot reach it (``there``: on a class defined
-        inside a function that only an argument leads to): a small array, a list or a dict
-        is compiled in and guarded by value, compared with a copy at each call (``_contents``,
-        ``_unreachable``); numbers, strings and tuples of them are static as they are (their
-        place is guarded by identity)."""
+    def compiled_in(self, value: Any, node: Any, name: str, place: Unreached) -> Any:
+        """Data found where the generated code cannot read it when it runs (``place``: on a
+        class defined inside a function that only an argument leads to, on a library's
+        object): a small array, a list or a dict is compiled in and guarded by value, compared
+        with a copy at each call (``_contents``, ``_unreachable``); numbers, strings and tuples
+        of them are static as they are (their place is guarded by identity)."""
         if is_data(value):
-            return self._unreachable(value, None, node, name, there)
+            return self._unreachable(value, None, node, name, place)
         if is_generator(value):
             return GeneratorRef(value, None)
         if type(value) in (list, dict) or (type(value) is tuple and _holds_mutable(value)):
             if _holds_data(value, [0]):
                 raise StaticValueError(
-                    f"{name} (a {type(value).__name__} of arrays {there}) is read by the "
+                    f"{name} (a {type(value).__name__} of arrays {place.there}) is read by the "
                     "function; the generated code can neither read it when it runs nor compare "
-                    "it with a copy", self.ev.loc(node),
-                    "Define the class at module level (or read it through a global or a "
-                    "closure variable), or pass the data in as an argument.")
-            self._contents(value, node, name, there)
+                    "it with a copy", self.ev.loc(node), place.fix)
+            self._contents(value, node, name, place)
         return value
 
     def _unreachable(self, value: np.ndarray, where: tuple | None, node: Any,
-                     name: str | None = None,
-                     there: str = "in a closure the code cannot reach") -> Any:
+                     name: str | None = None, place: Unreached | None = None) -> Any:
         """An array where the generated code cannot reach it (the closure of a function passed
         in as an argument, a module not importable by name): a small one is written into the
         code, and its contents guarded by value like a list there (``_contents``): compared
@@ -376,7 +407,8 @@ class OutsideReads:
         if value.size <= MAX_LITERAL_SIZE:
             snapshot = value.copy()
             snapshot.flags.writeable = False
-            shown = f"{name or 'an array'} (a {value.dtype}{list(value.shape)} array {there})"
+            shown = f"{name or 'an array'} (a {value.dtype}{list(value.shape)} array " \
+                    f"{(place or IN_A_CLOSURE).there})"
             self.ev.depends.read(value, "<contents>", snapshot, kind="contents", equal=True,
                                  shown=shown)
             return value
@@ -387,13 +419,12 @@ class OutsideReads:
                 "under its __name__)", self.ev.loc(node),
                 "Import the module normally, or register it (sys.modules[name] = module) before "
                 "compiling; or pass the array in as an argument.")
-        if there != "in a closure the code cannot reach":
+        if place is not None:
             raise StaticValueError(
-                f"{name} (a {value.dtype}{list(value.shape)} array {there}) is read by the "
-                "function: the generated code cannot read it when it runs, and it is too large "
-                "to compile in and compare with a copy at each call", self.ev.loc(node),
-                "Define the class at module level (or read it through a global or a closure "
-                "variable), or pass the array in as an argument.")
+                f"{name} (a {value.dtype}{list(value.shape)} array {place.there}) is read by "
+                "the function: the generated code cannot read it when it runs, and it is too "
+                "large to compile in and compare with a copy at each call", self.ev.loc(node),
+                place.fix)
         raise StaticValueError(
             f"a {value.dtype}{list(value.shape)} array is read from the closure of a function "
             "that the generated code cannot reach (it came from neither a global nor a "

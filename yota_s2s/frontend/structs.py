@@ -146,7 +146,7 @@ def class_data(ev: Any, owner: type, name: str, attr: Any, node: gast.AST,
         where = via
     if where is None:
         return ev.outside.compiled_in(attr, node, f"{owner.__qualname__}.{name}",
-                                      "on a class the code cannot reach")
+                                      ev.outside.ON_A_CLASS)
     root, path = where          # (no variable name: shown by its path, Table.W not "W")
     return ev.outside.wrap(attr, (root, path + (("attr", name),)), node)
 
