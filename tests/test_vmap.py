@@ -266,8 +266,13 @@ def branchy(x):
 
 
 def test_a_branch_holds_for_the_whole_batch_or_is_refused_when_it_runs() -> None:
+    """The module follows the path of the batch it was compiled for; a batch whose examples
+    all take the other path compiles the other module, one whose examples differ is
+    refused."""
     f = ys.vmap(branchy)
     X = np.abs(np.random.default_rng(4).standard_normal((3, 2)))
+    np.testing.assert_allclose(f(X), X * 2.0)
+    np.testing.assert_allclose(f(-X), X)
     np.testing.assert_allclose(f(X), X * 2.0)
     with pytest.raises(GuardError, match="take different paths"):
         f(np.array([[1.0, 1.0], [-1.0, -1.0], [1.0, 2.0]]))

@@ -59,18 +59,19 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0, *, device: str = "cpu
 
     def function(*args: Any) -> Callable:
         """The batched module's function for ``args`` (compiled if it is not yet)."""
-        return built(*args).generated
+        return BUILT.get(*kept(*args)).generated
 
-    def built(*args: Any) -> Callable:
+    def kept(*args: Any) -> tuple:
+        """``BUILT``'s key, guard arguments and builder for a call on ``args``."""
         axes = batch_axes(f, in_axes, args)
         key = ("vmap", function_key(f), rules, rules.version, axes, out_axes, device, buffers,
                *(arg_key(a) for a in args))
-        return BUILT.get(key, args, lambda: _called(f, compile_vmap(
+        return key, args, lambda: _called(f, compile_vmap(
             f, tuple(host(a) for a in args), axes, out_axes, rules=rules, device=device,
-            buffers=buffers)))
+            buffers=buffers))
 
     def vf(*args: Any) -> Any:
-        return built(*args)(*args)
+        return _run(f, kept(*args), args)
 
     def inline(*example: Any) -> Callable:
         """For a call of ``vf`` inside a function being compiled (a gradient of a loss over
@@ -89,21 +90,33 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0, *, device: str = "cpu
 
 def _called(f: Callable, compiled: Any) -> tuple[Callable, Any]:
     """The function ``vmap`` calls for ``compiled`` (and the compile, for ``BUILT``'s guards):
-    the module's, its result given ``f``'s structure, a guard that fails said for a batch."""
+    the module's, its result given ``f``'s structure."""
     structure, fn = compiled.forward.structure, compiled.fn
 
     def call(*args: Any) -> Any:
-        try:
-            out = fn(*args)
-        except ValueError as e:
-            if type(e).__name__ != "GuardError":     # (the generated module's own)
-                raise
-            raise GuardError(f"vmap of {getattr(f, '__name__', f)}: the examples of the batch "
-                             f"take different paths through the code ({e})",
-                             hint=DIFFERENT_PATHS) from None
+        out = fn(*args)
         return out if structure is None or structure.plain else rebuild(structure, out)
     call.generated = fn
     return call, compiled
+
+
+def _run(f: Callable, kept: tuple, args: tuple) -> Any:
+    """The kept function (``BUILT``) called on ``args``; where its module refuses them (a
+    branch that the batch it was compiled for took the other way), compiled again for them,
+    and where that refuses them too, the examples of this batch take different paths."""
+    key, guard_args, build = kept
+    try:
+        return BUILT.get(key, guard_args, build)(*args)
+    except ValueError as e:
+        if type(e).__name__ != "GuardError":     # (the generated module's own)
+            raise
+    try:
+        return BUILT.rebuild(key, build)(*args)
+    except ValueError as e:
+        if type(e).__name__ != "GuardError":
+            raise
+        raise GuardError(f"vmap of {getattr(f, '__name__', f)}: the examples of the batch take "
+                         f"different paths through the code ({e})", hint=DIFFERENT_PATHS) from None
 
 
 @entry_point
@@ -130,7 +143,7 @@ def per_example_grad(loss: Callable, params: Any, *batch: Any, norms: bool = Fal
         compiled = compile_per_example(loss, tuple(host(a) for a in args), axes, norms,
                                        rules=rules, device=device, buffers=buffers)
         return compiled.fn, compiled
-    out = BUILT.get(key, args, build)(*args)
+    out = _run(loss, (key, args, build), args)
     if norms:
         return out
     grads = out[1]

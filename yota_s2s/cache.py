@@ -478,6 +478,11 @@ class Built:
                     if key in self._entries:
                         self._entries.move_to_end(key)
                 return fn
+        return self.rebuild(key, build)
+
+    def rebuild(self, key: Any, build: Callable[[], tuple[Any, Compiled]]) -> Any:
+        """``build()``'s function, kept under ``key`` in place of the one there (whose module
+        refused these arguments: a branch on a value went the other way)."""
         fn, compiled = build()
         fits, fresh = make_guards(compiled) if compiled.assumes is not None else (None, None)
         with self._lock:
