@@ -81,7 +81,8 @@ def _like(x, value):
 
 
 # operands taken as given (``sequences``): a tuple or list ``a`` stays one, as autograd's
-primitive(fixed_point, "f, a, x0, distance, tol", name="ys.fixed_point", sequences=("*",))
+primitive(fixed_point, "f, a, x0, distance, tol", name="ys.fixed_point", sequences=("*",),
+          real_only="its adjoint iterates real vector-Jacobian products")
 primitive(fixed_point_adjoint, "f, a, x, dy, distance, tol", name="ys.fixed_point_adjoint",
           sequences=("*",))
 
