@@ -415,6 +415,8 @@ INDEXING = [
     Case("take", lambda x: weighted(np.take(x, [0, 3, 3])), normal((2, 3))),
     Case("take_axis", lambda x: weighted(x.take(np.array([2, 0, 2]), axis=1)), normal((2, 3))),
     Case("take_wrap", lambda x: weighted(np.take(x, [4, -1], mode="wrap")), normal((3,))),
+    Case("delete", lambda x: weighted(np.delete(x, [0, 2])) + weighted(np.delete(x, 1, axis=1)), normal((2, 3))),
+    Case("delete_slice", lambda x: weighted(np.delete(x, slice(0, 3, 2), axis=0)), normal((4, 2))),
     Case("take_along_axis", lambda x: weighted(np.take_along_axis(x, np.argsort(x, axis=1), axis=1)), distinct((3, 4))),
     Case("take_along_axis0", lambda x: weighted(np.take_along_axis(x, np.array([[1, 0, 1]]), axis=0)), normal((2, 3))),
     # empty index lists (integers, as numpy reads them) and empty constant index arrays (written

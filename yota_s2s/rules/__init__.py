@@ -6,7 +6,7 @@
     reductions.py   sum mean prod max min std var nansum nanmean cumsum cumprod diff
     shape.py        reshape ravel squeeze transpose moveaxis broadcast_to flip roll rot90 ...
     joining.py      concatenate stack hstack vstack ... split ... tile repeat pad
-    indexing.py     x[key], x[key] = v, take take_along_axis sort partition
+    indexing.py     x[key], x[key] = v, take take_along_axis delete sort partition
     products.py     @ dot vdot inner outer kron tensordot einsum
     matrices.py     diag diagonal trace tril triu
     linalg.py       np.linalg: inv pinv det slogdet solve cholesky eigh svd qr norm

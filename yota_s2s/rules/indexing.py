@@ -1,4 +1,4 @@
-"""Indexing: ``x[key]``, the update ``x[key] = v``, take, take_along_axis, sort, partition.
+"""Indexing: ``x[key]``, the update ``x[key] = v``, take, take_along_axis, delete, sort, partition.
 
 The gradient of ``y = a[key]`` is ``da[key] += dy``. ad/sweep.py gathers every such
 contribution to one array into a single buffer (one ``np.zeros`` per array, not one per
@@ -114,6 +114,22 @@ def along_axis_key(indices, axis, shape):
         trailing = (None,) * (ndim - 1 - i)
         key.append(indices if i == axis else np.arange(n)[(slice(None),) + trailing])
     return key[0] if ndim == 1 else tuple(key)
+
+
+primitive(np.delete, "arr, obj, axis=None", linear=True)
+
+
+@diffrule(np.delete, "arr")
+def delete_grad(arr, obj, dy, axis=None):
+    """What ``np.delete`` kept goes back to where it was; what it deleted gets zero."""
+    if isinstance(obj, tuple):              # a list of indices, as the tape keeps it
+        obj = list(obj)
+    if axis is None:
+        kept = np.delete(np.arange(np.size(arr)), obj)
+        return np.reshape(index_add(np.zeros(np.size(arr), dy.dtype), kept, dy), np.shape(arr))
+    kept = np.delete(np.arange(np.shape(arr)[axis]), obj)
+    before = (slice(None),) * (axis % np.ndim(arr))
+    return index_add(np.zeros(np.shape(arr), dy.dtype), before + (kept,), dy)
 
 
 primitive(np.sort, "a, axis=-1, kind=None, stable=None", real_only="complex numbers have no order")
