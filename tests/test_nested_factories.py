@@ -55,3 +55,41 @@ def test_a_bound_method_gradient_is_still_refused_with_the_way_out():
         return np.sum(first(x))
     with pytest.raises(ys.UnsupportedSyntax, match="(?s)made by yota_s2s.*ys.hvp"):
         ys.grad(through, np.ones(2))
+
+
+def test_a_gradient_function_made_inside_the_function_differentiated():
+    """autograd's ``grad(lambda x: grad(f)(x) ...)``: ``ys.gradient(f)`` (and
+    ``value_and_grad``, ``elementwise_grad``) called in the traced code on a function known
+    when compiling is made then, and its call inlined; it was refused as 'a gradient function
+    made by yota_s2s'."""
+    def f(x):
+        return np.sum(np.sin(x))
+
+    def loss(x):
+        return np.sum(ys.gradient(f)(x) ** 2)
+
+    def loss2(x):
+        value, _ = ys.value_and_grad(f)(x)
+        return value * np.sum(ys.elementwise_grad(np.sin)(x))
+    x = np.array([0.3, -0.7, 1.1])
+    _, g = ys.grad(loss, x)
+    np.testing.assert_allclose(g[0], -2 * np.cos(x) * np.sin(x), rtol=1e-12)
+    _, g = ys.grad(loss2, x)
+    np.testing.assert_allclose(g[0], np.cos(x) * np.sum(np.cos(x)) - np.sum(np.sin(x)) * np.sin(x),
+                               rtol=1e-12)
+
+
+def test_a_gradient_of_a_gradient_at_a_python_complex_scalar():
+    """A call of a gradient function at a Python complex was refused as 'a gradient function
+    made by yota_s2s' (only arrays, floats and ints were inlined). L = |3 z^2|^2 = 9 |z|^4:
+    its gradient in JAX's (and autograd's) convention is 36 |z|^2 conj(z)."""
+    def f(z):
+        return np.real(z * z * z)
+    gf = ys.gradient(f)
+
+    def loss(z):
+        return np.real(gf(z) * np.conj(gf(z)))
+    z = 0.6 + 0.3j
+    assert np.isclose(gf(z), 3 * z ** 2)
+    _, g = ys.grad(loss, z)
+    assert np.isclose(g[0], 36 * abs(z) ** 2 * np.conj(z), rtol=1e-12)

@@ -26,7 +26,7 @@ from .cache import BUILT, CACHE, Variant, arg_key, function_guard, function_key,
 from .errors import ArgumentMismatch, GuardError, UsageError, YotaError
 from .ir.structure import rebuild
 from .ir.tape import Tape, tree_map
-from .marks import entry_point
+from .marks import entry_point, function_maker
 from .nested import gradient_inline
 from .objects import host, param_names, unbind
 from .results import GradResult
@@ -315,7 +315,7 @@ def grad(f: Callable, *args: Any, wrt: Any = None, device: str = "cpu",
     return _value_of(variant.compiled, out[0]), GradResult(out[1:], variant, offset)
 
 
-@entry_point
+@function_maker
 def gradient(f: Callable, argnum: int | str | tuple = 0, *, device: str = "cpu",
              rules: RuleSet = RULES, has_aux: bool = False) -> Callable:
     """autograd's ``grad(f)``: a reusable function ``g(*args)`` that returns the gradient of
@@ -326,7 +326,7 @@ def gradient(f: Callable, argnum: int | str | tuple = 0, *, device: str = "cpu",
     return _gradient_factory(f, argnum, device, rules, with_value=False, has_aux=has_aux)
 
 
-@entry_point
+@function_maker
 def value_and_grad(f: Callable, argnum: int | str | tuple = 0, *, device: str = "cpu",
                    rules: RuleSet = RULES, has_aux: bool = False) -> Callable:
     """Like ``gradient``, with the value too: ``g(*args) == (f(*args), gradient)``;
@@ -372,7 +372,7 @@ def _picked(f: Callable, args: tuple, grads: GradResult, argnum: Any) -> Any:
     return grads[argnum]
 
 
-@entry_point
+@function_maker
 def elementwise_grad(f: Callable, argnum: int | str | tuple = 0, *, device: str = "cpu",
                      rules: RuleSet = RULES) -> Callable:
     """autograd's ``elementwise_grad(f)``: ``g(*args)``, the gradient of ``np.sum(f(*args))``

@@ -27,6 +27,23 @@ def is_entry_point(fn: Any) -> bool:
     return getattr(fn, ENTRY, None) is fn
 
 
+MAKER = "__yota_maker__"
+
+
+def function_maker(fn: Callable) -> Callable:
+    """Mark ``fn`` as an entry point that only makes a function (``ys.gradient``,
+    ``ys.value_and_grad``, ``ys.elementwise_grad``: nothing is compiled until that function
+    is called). Traced code may call it on values known when compiling; a call of what it
+    makes is then inlined as any gradient function of ours."""
+    entry_point(fn)
+    setattr(fn, MAKER, fn)
+    return fn
+
+
+def is_function_maker(fn: Any) -> bool:
+    return getattr(fn, MAKER, None) is fn
+
+
 def generated_file(path: Path) -> bool:
     """Whether the file at ``path`` is one yota-s2s wrote (a gradient or forward-only module:
     its docstring's first line; a review page: its footer). ``compile`` and ``review`` replace

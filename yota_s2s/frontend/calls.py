@@ -19,6 +19,7 @@ import numpy as np
 from ..errors import NoRuleError, StaticValueError, UnsupportedSyntax
 from ..ir.tape import Lit, Primitive, Var
 from ..ir.values import ArrayMethod, LocalFunction, is_traced, python_numbers
+from ..marks import is_function_maker
 from ..objects import is_library, is_struct_object
 from ..rules.callables import is_mutator, mutator_hint, opaque_primitive
 from .builtin_calls import LocalPartial, builtin_handler
@@ -104,7 +105,11 @@ class CallsMixin:
 
     def call_compiler_function(self, fn: Any, args: list, kwargs: dict, node: gast.AST) -> Any:
         """A call of one of our gradient functions: the plain gradient it stands for, inlined;
-        where there is none, an error that says why."""
+        where there is none, an error that says why. ``ys.gradient(f)`` itself, of values
+        known when compiling, is made now: what it makes is inlined where it is called."""
+        if is_function_maker(fn) and not is_traced([list(args), kwargs]) and not any(
+                isinstance(a, LocalFunction) for a in _atoms([list(args), list(kwargs.values())])):
+            return fn(*args, **kwargs)
         try:
             inlined = self.gradient_function(fn, args, kwargs)
         except UnsupportedSyntax as e:      # why it cannot be inlined, said where
@@ -168,7 +173,7 @@ class CallsMixin:
         it has none or the arguments are not plain arrays and floats."""
         make = getattr(fn, "__yota_inline__", None)
         examples = [_concrete_tree(self, a) for a in args]
-        plain = all(isinstance(a, (np.ndarray, np.generic, float, int, bool))
+        plain = all(isinstance(a, (np.ndarray, np.generic, float, complex, int, bool))
                     for a in _leaves(examples))
         if make is None or kwargs or not plain:
             return None
