@@ -167,3 +167,20 @@ def test_real_functions_of_complex_follow_jax_convention() -> None:
     np.testing.assert_allclose(g, [6.0 - 8.0j])
     _, g = compile_grad(lambda z: np.var(z * np.array([1.0])) + np.linalg.norm(z), (z,)).fn(z)
     np.testing.assert_allclose(g, [0.6 - 0.8j])
+
+
+def test_the_gradient_of_a_python_complex_argument_is_complex():
+    """A gradient lives where its argument does: for a Python complex ``z`` it is a Python
+    complex even where it is real-valued (``np.real(z)``: 1 + 0j), and 0j where the result does
+    not depend on ``z``; it was the float 1.0 and 0.0 (autograd's test_real_type)."""
+    def real_part(z):
+        return np.sum(np.real(z))
+
+    def ignores(z, x):
+        return x * 2.0
+    g = ys.gradient(real_part)(1.0j)
+    assert type(g) is complex and g == 1 + 0j
+    assert type(ys.gradient(lambda z: np.real(z) * 3.0)(2.0 + 1.0j)) is complex
+    assert type(ys.gradient(real_part)(2.0)) in (float, np.float64)
+    _, grads = ys.grad(ignores, 1.0j, 3.0)
+    assert type(grads[0]) is complex and grads[0] == 0j

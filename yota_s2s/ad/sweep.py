@@ -305,12 +305,15 @@ class Sweep:
             if g is None:
                 dtype = {} if var.aval.dtype == np.float64 else {"dtype": var.aval.dtype}
                 if var.aval.weak:
-                    return 0.0
+                    return 0j if var.aval.dtype.kind == "c" else 0.0
                 return self.emit(self.rules.lookup(np.zeros), [Lit(var.aval.shape)], dtype,
                                  grad_of=var)
             with self.ev.at(rule="fit the gradient to the argument"):
                 g = self.fit(g, var.aval)
-                if var.aval.weak and isinstance(g, Var) and not g.aval.weak:
+                complex_of_real = var.aval.dtype.kind == "c" and _dtype(g).kind != "c"
+                if var.aval.weak and not isinstance(g, Var) and complex_of_real:
+                    g = complex(g.value if isinstance(g, Lit) else g)   # a Python complex: complex
+                elif var.aval.weak and isinstance(g, Var) and (not g.aval.weak or complex_of_real):
                     python = complex if var.aval.dtype.kind == "c" else float
                     g = self.emit(self.rules.lookup(python), [g], {}, grad_of=var)
             return g
