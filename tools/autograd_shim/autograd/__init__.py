@@ -6,7 +6,6 @@ autograd's own tests against it. ``autograd.numpy`` is numpy and ``autograd.scip
 is the yota_s2s entry point that docs/porting.md names for it. Nothing here computes a
 derivative: a gradient that comes back is yota_s2s's.
 """
-import functools
 import sys
 import types
 
@@ -50,8 +49,9 @@ def _positions(argnum):
 def _picked(fun, argnum, with_value):
     """A function returning what ``fun`` (a ys.gradient-like function) returns, with each
     gradient of a structured argument (a ``{path: array}`` dict) put back in the argument's
-    own structure, as autograd returns it."""
-    @functools.wraps(fun)
+    own structure, as autograd returns it. (Not ``functools.wraps``: a decorated function
+    cannot be made inside a function yota_s2s traces, as this one is in autograd's
+    ``grad(lambda x: grad(f)(x))``.)"""
     def call(*args, **kwargs):
         out = fun(*args, **kwargs)
         value, grads = out if with_value else (None, out)
@@ -169,6 +169,7 @@ def checkpoint(fun):
 
 for _name in ("make_diagonal", "metadata", "array_from_args", "array_from_scalar_or_array"):
     setattr(numpy, _name, Internal(_name))   # autograd.numpy's own functions, not numpy's
+numpy.linalg._dot = Internal("numpy.linalg._dot")
 
 from .builtins import dict, isinstance, list, tuple, type  # noqa: E402, A004
 from .core import primitive_with_deprecation_warnings as primitive  # noqa: E402

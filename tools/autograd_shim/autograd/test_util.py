@@ -9,7 +9,7 @@ import numpy.random as npr
 import yota_s2s as ys
 
 from . import make_vjp
-from ._tree import inner, is_float_leaf, leaves, tree_map, zeros_like
+from ._tree import inner, is_float_leaf, leaves, tree_map
 from ._made import WITH_KEYWORDS, made
 from ._vjp import cotangent_like
 from ._vjp import vjp_function as _vjp_function
