@@ -597,3 +597,22 @@ def test_data_on_a_library_object_in_a_global_is_guarded_by_value():
     with pytest.raises(ys.StaticValueError, match=r"(?s)SimpleNamespace.big .*too large.*"
                                                   r"instance of a class of your own"):
         ys.simplegrad(m.namespace_big, W3)
+
+
+@pytest.mark.parametrize("buffers", [True, False])
+def test_a_numpy_int_argument_is_checked_like_an_int(buffers):
+    """``np.int64(0)`` (an index read from an array) is compiled in as ``0`` is, so the
+    function checks it: called with another index it raises, never returns the gradient of
+    row 0 (before, numpy ints and bools were not checked at all)."""
+    x = np.arange(4.0)
+    df = ys.simplegrad(m.picked, x, np.int64(0), buffers=buffers)
+    np.testing.assert_array_equal(df(x, np.int64(0))[1], [2.0, 0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(df(x, 0)[1], [2.0, 0.0, 0.0, 0.0])
+    for other in (np.int64(2), 2, np.int32(1)):
+        with pytest.raises(TypeError, match=r"argument i must be xp.int64\(0\)"):
+            df(x, other)
+    df = ys.simplegrad(m.flagged, x, np.True_, buffers=buffers)
+    np.testing.assert_array_equal(df(x, np.True_)[1], np.full(4, 2.0))
+    with pytest.raises(TypeError, match=r"argument flag must be xp.bool\(True\)"):
+        df(x, np.False_)
+    np.testing.assert_array_equal(ys.grad(m.picked, x, np.int64(2))[1][0], [0.0, 0.0, 2.0, 0.0])

@@ -227,3 +227,12 @@ def namespace_data(x):
 
 def namespace_big(x):
     return np.sum(x) * np.sum(NS.big)
+
+
+def picked(x, i):
+    """``i``: an index argument, a numpy int or bool as often as a Python one (from an array)."""
+    return x[i] * 2.0
+
+
+def flagged(x, flag):
+    return np.sum(x) * (2.0 if flag else 3.0)

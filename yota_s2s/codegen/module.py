@@ -16,6 +16,8 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+import numpy as np
+
 from ..errors import InternalError
 from ..ir.assumptions import lines as assumption_lines
 from ..ir.region import Loop, body_tapes
@@ -411,7 +413,9 @@ def _has_checks(tape: Tape) -> bool:
 
 
 def _checkable(value: Any) -> bool:
-    return isinstance(value, (bool, int, str, type(None))) or (
+    """A static value the function compares its argument with (numpy's ints and bools too:
+    ``np.int64(0)`` picks a row as ``0`` does)."""
+    return isinstance(value, (bool, int, str, type(None), np.integer, np.bool_)) or (
         isinstance(value, tuple) and all(_checkable(v) for v in value))
 
 
