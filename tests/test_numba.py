@@ -64,6 +64,21 @@ def test_a_loop_numba_cannot_compile_stays_numpy_and_says_why():
     assert "@numba.njit" not in text and "import numba" not in text
 
 
+def leaky32(h, xs):
+    for t in range(xs.shape[0]):
+        h = np.tanh(0.5 * h + xs[t])
+    return np.sum(h * h)
+
+
+def test_a_float32_loop_keeps_float32():
+    args = (_vec(3).astype(np.float32), _vec(30).reshape(10, 3).astype(np.float32))
+    dn = ys.simplegrad(leaky32, *args, engine="numba")
+    dp = ys.simplegrad(leaky32, *args, buffers=False)
+    for g, w in zip(dn(*args)[1:], dp(*args)[1:]):
+        assert g.dtype == w.dtype == np.float32
+        assert np.allclose(g, w, rtol=1e-6, atol=1e-6)
+
+
 def test_the_numba_module_is_deterministic():
     args = (_vec(30),)
     first = ys.source(ys.simplegrad(ring, *args, engine="numba"))

@@ -158,7 +158,7 @@ def reference_impl(w: workloads.Workload, args: tuple) -> Impl:
     has none, the numpy printer's plain form (itself checked against finite differences)."""
     if w.handwritten is not None:
         return Impl("handwritten", _call(w.handwritten, args), lambda: w.handwritten(*args))
-    dp = ys.simplegrad(w.loss, *args, buffers=False)
+    dp = ys.simplegrad(w.loss, *args, buffers=False, **_wrt_option(w.wrt, len(args)))
     value, *grads = dp(*args)
     for i in w.wrt:
         expected = numerical_grad(w.loss, list(args), i)
@@ -181,9 +181,9 @@ def numba_impl(w: workloads.Workload, args: tuple, info: dict, timeout: float) -
         return None
     info["numba_cpu_ms"] = info["cpu_ms"].pop(w.name)
     info["numba_fallbacks"] = ys.source(dn).count("# numba: this loop stays numpy")
-    dp = ys.simplegrad(w.loss, *args, buffers=False)
+    dp = ys.simplegrad(w.loss, *args, buffers=False, **_wrt_option(w.wrt, len(args)))
     for i, (g, r) in enumerate(zip(dn(*args), dp(*args))):
-        if r is not None and not np.allclose(g, r, rtol=1e-12, atol=1e-12 * np.max(np.abs(r))):
+        if (g is None) != (r is None) or r is not None and not np.allclose(g, r, rtol=1e-12, atol=1e-12 * np.max(np.abs(r))):
             raise SystemExit(f"{w.name}: the numba engine's result {i} differs from the numpy "
                              "printer's by more than 1e-12")
     return Impl("yota numba", _call(dn, args),
@@ -355,13 +355,18 @@ def fmt_bytes(n: int | None) -> str:
     return f"{n} B"
 
 
+def _named(impls: list[Impl]) -> dict[str, Impl]:
+    """The implementations by name, the reference (impls[1]) as "handwritten" too."""
+    return {**{i.name: i for i in impls}, "handwritten": impls[1]}
+
+
 def report(results: list[tuple[workloads.Workload, list[Impl]]], compile_ms: dict) -> str:
     names = ["forward", "handwritten", "yota", "yota out=", *PEERS]
     present = [n for n in names if any(i.name == n for _, impls in results for i in impls)]
     lines = ["## Median time per call", "",
              "| workload | " + " | ".join(present) + " |", "|---" * (len(present) + 1) + "|"]
     for w, impls in results:
-        by = {i.name: statistics.median(i.times) for i in impls}
+        by = {n: statistics.median(i.times) for n, i in _named(impls).items()}
         lines.append(f"| {w.name} | " + " | ".join(fmt_time(by[n]) if n in by else "-" for n in present) + " |")
     lines += ["", "## Ratios (median time over median time)", "",
               "| workload | yota / forward | yota / handwritten | out= / handwritten | "
@@ -369,7 +374,7 @@ def report(results: list[tuple[workloads.Workload, list[Impl]]], compile_ms: dic
               + " | ".join(f"yota / {p}" for p in PEERS) + " |",
               "|---" * (4 + 2 * len(PEERS)) + "|"]
     for w, impls in results:
-        by = {i.name: statistics.median(i.times) for i in impls}
+        by = {n: statistics.median(i.times) for n, i in _named(impls).items()}
 
         def ratio(a, b):
             return f"{by[a] / by[b]:.2f}x" if a in by and b in by else "-"
@@ -379,7 +384,7 @@ def report(results: list[tuple[workloads.Workload, list[Impl]]], compile_ms: dic
     lines += ["", "## ys.compile: the forward-only generated module against the Python forward", "",
               "| workload | forward | ys.compile | ys.compile / forward |", "|---" * 4 + "|"]
     for w, impls in results:
-        by = {i.name: statistics.median(i.times) for i in impls}
+        by = {n: statistics.median(i.times) for n, i in _named(impls).items()}
         if "ys.compile" in by:
             lines.append(f"| {w.name} | {fmt_time(by['forward'])} | {fmt_time(by['ys.compile'])} | "
                          f"{by['ys.compile'] / by['forward']:.2f}x |")
@@ -395,7 +400,7 @@ def report(results: list[tuple[workloads.Workload, list[Impl]]], compile_ms: dic
               "| compile (first simplegrad) |",
               "|---" * 11 + "|"]
     for w, impls in results:
-        by = {i.name: i for i in impls}
+        by = _named(impls)
         yota = by["yota"]
         peak = None if yota.alloc is None else yota.alloc + yota.held
         lines.append(" | ".join([f"| {w.name}", fmt_bytes(by["handwritten"].alloc), fmt_bytes(yota.alloc),
@@ -404,6 +409,10 @@ def report(results: list[tuple[workloads.Workload, list[Impl]]], compile_ms: dic
                                  *out_memory(by.get("yota out=")),
                                  fmt_bytes(by["autograd"].alloc if "autograd" in by else None),
                                  f"{compile_ms[w.name]:.0f} ms |"]))
+    planned = [w.name for w, impls in results if impls[1].name != "handwritten"]
+    if planned:
+        lines += ["", f"({', '.join(planned)}: no handwritten gradient; the column 'handwritten' is "
+                  "the numpy printer's plain form there.)"]
     return "\n".join(lines)
 
 

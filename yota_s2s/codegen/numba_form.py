@@ -77,6 +77,7 @@ class LoopKernel:
     params: list[str]
     avals: list[Aval | None]
     results: list[str]
+    result_avals: list[Aval | None]
     nodes: list[ast.stmt]
     note: str = ""                   # the region's source line, said above the function
 
@@ -160,6 +161,7 @@ def _region(index: int, source, nodes: list[ast.stmt], made: set[str], later: se
     loc = source.loc
     note = f"{loc.short}  {loc.text}" if loc is not None else ""
     form.kernels.append(LoopKernel(name, index, params, [held.get(p) for p in params], results,
+                                   [held.get(r) for r in results],
                                    numba_forms(nodes, form.helpers), note))
     call = ast.Call(ast.Name(name), [ast.Name(p) for p in params], [])
     head = Comment(comment(f"numba: the loop runs in {name}"))
@@ -327,11 +329,31 @@ def check_loops(module: Any, kernels: list[LoopKernel]) -> dict[int, str]:
             missing = [p for p, a in zip(kernel.params, kernel.avals) if a is None]
             refused[kernel.index] = f"{', '.join(missing)} holds no value of the tape"
             continue
+        dispatcher = getattr(module, kernel.name)
+        signature = tuple(numba_type(a) for a in kernel.avals)
         try:
-            getattr(module, kernel.name).compile(tuple(numba_type(a) for a in kernel.avals))
+            dispatcher.compile(signature)
         except Exception as e:      # numba's TypingError, UnsupportedError, LoweringError...
             refused[kernel.index] = _reason(e)
+            continue
+        changed = _dtype_changed(kernel, dispatcher.overloads[signature].signature.return_type)
+        if changed:
+            refused[kernel.index] = changed
     return refused
+
+
+def _dtype_changed(kernel: LoopKernel, returned: Any) -> str | None:
+    """Where numba's types promote otherwise than numpy's (numba keeps numpy 1's rules: a
+    float32 array times a float is float64 there), a result of another dtype than the tape's:
+    the reason the loop stays numpy."""
+    import numba
+    types = list(returned) if isinstance(returned, numba.types.BaseTuple) else \
+        [returned] if kernel.results else []
+    for name, aval, got in zip(kernel.results, kernel.result_avals, types):
+        dtype = getattr(got, "dtype", got)
+        if aval is not None and aval.shape and dtype != numba.from_dtype(aval.dtype):
+            return f"numba computes {name} as {dtype} where numpy makes {aval.dtype}"
+    return None
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
