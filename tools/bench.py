@@ -175,11 +175,12 @@ def numba_impl(w: workloads.Workload, args: tuple, info: dict, timeout: float) -
     if not HAVE_NUMBA:
         return None
     try:
-        dn, info["numba_ms"] = compile_timed(w, args, timeout, info["cpu_ms"], engine="numba")
+        cpu: dict = {}
+        dn, info["numba_ms"] = compile_timed(w, args, timeout, cpu, engine="numba")
     except CompileTimeout:
         info["numba_ms"] = "timeout"
         return None
-    info["numba_cpu_ms"] = info["cpu_ms"].pop(w.name)
+    info["numba_cpu_ms"] = cpu[w.name]
     info["numba_fallbacks"] = ys.source(dn).count("# numba: this loop stays numpy")
     dp = ys.simplegrad(w.loss, *args, buffers=False, **_wrt_option(w.wrt, len(args)))
     for i, (g, r) in enumerate(zip(dn(*args), dp(*args))):
