@@ -6,6 +6,7 @@ autograd's own tests against it. ``autograd.numpy`` is numpy and ``autograd.scip
 is the yota_s2s entry point that docs/porting.md names for it. Nothing here computes a
 derivative: a gradient that comes back is yota_s2s's.
 """
+import functools
 import sys
 import types
 
@@ -27,13 +28,17 @@ from ._tree import restructure, zeros_like
 from . import scipy_signal  # noqa: E402  (autograd's own generalized convolve)
 
 _scipy = types.ModuleType(__name__ + ".scipy")
-for _name in ("special", "stats", "linalg", "integrate"):
+for _name in ("special", "stats", "linalg"):
     setattr(_scipy, _name, getattr(scipy, _name))
+_integrate = types.ModuleType(__name__ + ".scipy.integrate")   # odeint: ys.odeint (the adjoint)
+_integrate.__getattr__ = functools.partial(getattr, scipy.integrate)
+_integrate.odeint = ys.odeint
+_scipy.integrate = _integrate
 _scipy.signal, _scipy.misc = scipy_signal, scipy.special
 _ALIASES = {"numpy": numpy, "numpy.random": numpy.random, "numpy.linalg": numpy.linalg,
             "numpy.fft": numpy.fft, "scipy": _scipy, "scipy.special": scipy.special,
             "scipy.stats": scipy.stats, "scipy.linalg": scipy.linalg,
-            "scipy.integrate": scipy.integrate, "scipy.misc": scipy.special,
+            "scipy.integrate": _integrate, "scipy.misc": scipy.special,
             "scipy.signal": scipy_signal}
 for _stat in ("multivariate_normal", "norm", "t", "gamma", "beta", "chi2", "poisson", "dirichlet"):
     _ALIASES["scipy.stats." + _stat] = getattr(scipy.stats, _stat)
