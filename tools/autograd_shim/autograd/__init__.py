@@ -174,7 +174,9 @@ def checkpoint(fun):
 
 for _name in ("make_diagonal", "metadata", "array_from_args", "array_from_scalar_or_array"):
     setattr(numpy, _name, Internal(_name))   # autograd.numpy's own functions, not numpy's
-numpy.linalg._dot = Internal("numpy.linalg._dot")
+from ._linalg import T, _dot  # noqa: E402  (autograd.numpy.linalg's helpers, in numpy)
+
+numpy.linalg._dot, numpy.linalg.T = _dot, T
 
 from .builtins import dict, isinstance, list, tuple, type  # noqa: E402, A004
 from .core import primitive_with_deprecation_warnings as primitive  # noqa: E402
