@@ -114,6 +114,9 @@ def test_auto_compiles_loops_over_small_arrays_and_leaves_large_ones_to_numpy():
     df = ys.simplegrad(tanh_steps, x, engine="auto")
     assert "import numba" not in ys.source(df)
     assert ys.source(df) == ys.source(ys.simplegrad(tanh_steps, x))      # the buffered form
+    # a loop numba refuses: the buffered numpy form, not the plain form with the loop in numpy
+    f = _vec(12).reshape(4, 3)
+    assert ys.source(ys.simplegrad(rolled, f, engine="auto")) == ys.source(ys.simplegrad(rolled, f))
 
 
 def test_without_numba_the_engine_says_how_to_install_it(monkeypatch):

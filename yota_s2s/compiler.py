@@ -133,12 +133,21 @@ def compile_grad(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES,
     forward, tape, assumes = _gradient(f, args, rules, wrt, check, passes=True, dynamic=dynamic,
                                        review=not buffers, device=device if buffers else None,
                                        has_aux=has_aux)
-    if engine == "auto" and not worth_numba(tape):     # no loop over small arrays
+    written = None
+    if engine != "auto" or worth_numba(tape):
+        written = _written(forward, tape, device, out_dir, module_name, regenerate, buffers,
+                           assumes, engine)
+    if engine == "auto" and not _has_numba_loops(written):
+        # no loop over small arrays, or numba refused every one: the buffered form is faster
         return compile_grad(f, args, rules=rules, wrt=wrt, device=device, out_dir=out_dir,
                             module_name=module_name, regenerate=regenerate, check=check,
                             buffers=asked, dynamic=dynamic, has_aux=has_aux)
-    return _written(forward, tape, device, out_dir, module_name, regenerate, buffers, assumes,
-                    engine)
+    return written
+
+
+def _has_numba_loops(written: Compiled | None) -> bool:
+    """The module runs some loop in numba (it imports numba only then)."""
+    return written is not None and "\nimport numba\n" in written.text
 
 
 def _engine(engine: str, device: str) -> str:
@@ -215,11 +224,14 @@ def compile_forward(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES, devi
     assumes = ev.assumes
     optimized = _optimized(forward, rules, check, True, device=device if buffers else None,
                            made_by="trace")
-    if engine == "auto" and not worth_numba(optimized):
+    written = None
+    if engine != "auto" or worth_numba(optimized):
+        written = _written(forward, optimized, device, out_dir, module_name, None, buffers,
+                           assumes, engine)
+    if engine == "auto" and not _has_numba_loops(written):
         return compile_forward(f, args, rules=rules, device=device, out_dir=out_dir,
                                module_name=module_name, check=check, buffers=asked)
-    return _written(forward, optimized, device, out_dir,
-                    module_name, None, buffers, assumes, engine)
+    return written
 
 
 class PlainForm:

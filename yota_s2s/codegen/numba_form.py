@@ -360,12 +360,19 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def _reason(error: Exception) -> str:
-    """numba's message, cut to the line that says what it could not do."""
+    """numba's message, cut to the line that says what it could not do (with the call it could
+    not type: ``No implementation of function Function(<function roll>) found for signature:
+    roll(array(float64, 2d, C), Literal[int](-1), axis=Literal[int](1))``)."""
     lines = [_ANSI.sub("", line).strip() for line in str(error).splitlines()]
-    lines = [line for line in lines if line and not line.startswith(("Failed in ", "During:"))]
-    text = lines[0] if lines else type(error).__name__
+    lines = [line for line in lines
+             if line and not line.startswith(("Failed in ", "During:", "- "))]
+    if not lines:
+        return type(error).__name__
+    text = lines[0]
+    if text.endswith("found for signature:") and len(lines) > 1 and lines[1].startswith(">>>"):
+        text += " " + lines[1][3:].strip()
     text = re.sub(r" at 0x[0-9a-f]+", "", text)
-    return text if len(text) <= 160 else text[:157] + "..."
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 # the header's paragraph in a module with numba loops
