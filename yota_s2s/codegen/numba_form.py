@@ -163,7 +163,7 @@ def _region(index: int, source, nodes: list[ast.stmt], made: set[str], later: se
     form.kernels.append(LoopKernel(name, index, params, [held.get(p) for p in params], results,
                                    [held.get(r) for r in results],
                                    numba_forms(nodes, form.helpers), note))
-    call = ast.Call(ast.Name(name), [ast.Name(p) for p in params], [])
+    call = ast.Call(ast.Name(name), [_argument(p, held.get(p)) for p in params], [])
     head = Comment(comment(f"numba: the loop runs in {name}"))
     if not results:
         return [head, ast.Expr(call)]
@@ -193,6 +193,17 @@ def worth_numba(tape: Tape) -> bool:
     """engine="auto" writes ``tape`` for numba: it has a loop region over small arrays (else
     the numpy printer's buffered form is the faster module)."""
     return any(loop_of(s) is not None and _too_large(s) is None for s in tape.stmts)
+
+
+def _argument(name: str, aval: Aval | None) -> ast.expr:
+    """A loop's argument as the call passes it: a number of the tape (shape ``()``) as a numpy
+    scalar, ``xp.asarray(t)[()]``, whether numpy made it a scalar or a 0-d array, so that numba
+    gets the type ``check_loops`` compiled for (a 0-d array would be compiled again, and might
+    not compile); a Python float, an array as they are."""
+    if aval is None or aval.shape or aval.weak:
+        return ast.Name(name)
+    return ast.Subscript(ast.Call(ast.Attribute(ast.Name("xp"), "asarray"), [ast.Name(name)], []),
+                         ast.Tuple([]))
 
 
 def _held(tape: Tape, names: Any) -> dict[str, Aval]:
