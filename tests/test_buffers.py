@@ -1137,3 +1137,21 @@ def test_a_call_made_from_inside_a_call_gets_its_own_work_arrays():
     assert "_local.arrays = _arrays" not in \
         compile_grad(models.mlp, mlp_args(np.random.default_rng(0))).text      # numpy only
 
+
+
+def _dot_then_reciprocal(a, b):
+    return np.sum(np.reciprocal(np.dot(a, b))) + np.sum(a)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_dot_over_a_contraction_of_one_keeps_numpys_signed_zero(dtype):
+    """``np.dot`` of a (1, 1) and a (1, 1) array is one product: 0 * -0.7 is -0.0, whose
+    reciprocal is -inf; written as ``xp.matmul(a, b, out=buf)`` the product was added to +0.0
+    and the buffered form returned +inf where numpy and the plain form give -inf (the fuzzer,
+    seed 242439: inf against nan). Such a dot is not written into a work array."""
+    a, b = np.zeros((1, 1), dtype), np.full((1, 1), -0.7, dtype)
+    with np.errstate(divide="ignore"):
+        want = _dot_then_reciprocal(a, b)
+        for buffers in (True, False):
+            value = ys.simplegrad(_dot_then_reciprocal, a, b, buffers=buffers)(a, b)[0]
+            assert value == want == -np.inf

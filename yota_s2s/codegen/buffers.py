@@ -54,8 +54,11 @@ def writer(stmt: Stmt) -> str | None:
                                              for a in stmt.args):
         return None
     if prim.out_form == "dot":          # the matrix product, for operands up to 2-D
+        # (not over a contraction of length 1: a product of single numbers, -0.0 from np.dot,
+        # which matmul adds to +0.0, so that 1 / (0 * -1) would be inf for numpy's -inf)
         return "matmul" if all(isinstance(a, Var) and 1 <= a.aval.ndim <= 2
-                               for a in stmt.args) else None
+                               for a in stmt.args) and stmt.args[0].aval.shape[-1] != 1 \
+            else None
     if prim.out_form in ("fill", "empty") and (any(tree_vars(stmt.args))
                                     or prim.fn is np.full and np.ndim(stmt.args[1].value) != 0):
         return None             # ``a.fill(c)`` takes a scalar only, not a (1, 1) array
