@@ -78,6 +78,7 @@ from yota_s2s.memory_report import allocated  # noqa: E402
 
 PEERS = ("jax", "torch", "autograd")
 SAMPLE_SECONDS = 0.004      # each timed sample loops a call until about this long
+CLOCK = time.perf_counter   # --clock cpu: time.process_time, this process's CPU time
 
 
 @dataclass
@@ -324,10 +325,10 @@ def time_interleaved(impls: list[Impl], reps: int) -> None:
     for _ in range(reps):
         for impl in impls:
             call, n = impl.call, impl.inner
-            t0 = time.perf_counter()
+            t0 = CLOCK()
             for _ in range(n):
                 call()
-            impl.times.append((time.perf_counter() - t0) / n)
+            impl.times.append((CLOCK() - t0) / n)
 
 
 def measure_memory(impl: Impl) -> None:
@@ -517,7 +518,13 @@ def main() -> None:
     parser.add_argument("--compile-growth", action="store_true",
                         help="instead: compile time and memory per stage against program length "
                              "and array size, with growth exponents (tools/growth.py)")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="time samples by the wall clock (default) or by this process's CPU "
+                             "time (on a loaded machine: the time others hold the CPU does not "
+                             "count; with --threads 1, peers' worker threads count too)")
     opts = parser.parse_args()
+    global CLOCK
+    CLOCK = time.process_time if opts.clock == "cpu" else time.perf_counter
     if opts.compile_growth:
         import growth
         print(growth.report())
@@ -544,7 +551,8 @@ def main() -> None:
         print(f"{w.name}: {w.title}: checked and timed ({', '.join(i.name for i in impls)})",
               file=sys.stderr)
     print(f"# yota-s2s {ys.__version__} benchmark, numpy {np.__version__}, {THREADS} thread(s) "
-          f"per framework, {opts.reps} interleaved samples, medians\n")
+          f"per framework, {opts.reps} interleaved samples, medians of "
+          f"{'CPU' if opts.clock == 'cpu' else 'wall-clock'} time\n")
     timed = [(w, impls) for w, impls in results if impls is not None]
     print(report(timed, compile_ms))
     if opts.loops:
