@@ -17,9 +17,17 @@ from .test_gradcheck import CASES, RULE_CASES, Case
 from .test_gradcheck_scipy import EXTRA_CASES
 from .test_rules import builtin_rules
 
-# Built-in rules that forward mode does not check here, and why (none so far: every rule's
-# JVP is declared or derived, and every case of the table runs through forward mode).
-REFUSED: dict[tuple[str, str], str] = {}
+# Cases of the table that forward mode refuses, and why: the reverse rules of ys.fixed_point
+# and ys.odeint call an adjoint solver that has no derivative of its own, so their JVP cannot
+# be had by transposing them (docs/porting.md: "what does not work yet").
+NO_FORWARD = {"fixed_point": "ys.fixed_point has no forward-mode derivative yet",
+              "odeint": "ys.odeint has no forward-mode derivative yet"}
+
+# Built-in rules that forward mode does not check here, and why.
+REFUSED: dict[tuple[str, str], str] = {
+    ("ys.fixed_point", "a"): NO_FORWARD["fixed_point"],
+    **{("ys.odeint", name): NO_FORWARD["odeint"] for name in ("y0", "t", "args")},
+}
 
 
 def has_tangent(value) -> bool:
@@ -52,6 +60,10 @@ def jvp_case(case: Case) -> None:
     if any(arg_kind(a) == "struct" for a in args):
         pytest.skip("forward mode takes array and float arguments (structs: not yet)")
     tangents = tangents_for(args, np.random.default_rng(2))
+    if case.name in NO_FORWARD:         # refused by name, never a wrong tangent
+        with pytest.raises(ys.NoRuleError, match="has no derivative rule for its operand 'dy'"):
+            compile_jvp(case.fn, args, tangents, check=True)
+        return
     eps = 1e-6
     expected = (np.asarray(case.fn(*moved(args, tangents, eps)), np.float64)
                 - np.asarray(case.fn(*moved(args, tangents, -eps)), np.float64)) / (2 * eps)
@@ -87,6 +99,8 @@ def test_every_builtin_rule_has_a_jvp_checked_by_a_case() -> None:
     rules.jvp = recording
     linear = set()
     for case in RULE_CASES + EXTRA_CASES:
+        if case.name in NO_FORWARD:
+            continue
         args = case.make_args(np.random.default_rng(1))
         _, tape = jvp_tape(case.fn, args, tangents_for(args, np.random.default_rng(2)),
                            rules=rules, passes=False)
