@@ -93,6 +93,6 @@ def test_a_function_without_a_rule_is_refused_with_the_stub_to_add():
 
 @pytest.mark.skipif(not HAS_SCIPY, reason="the page lists the scipy family, registered with scipy")
 def test_coverage_page_is_up_to_date():
-    result = subprocess.run([sys.executable, str(ROOT / "tools" / "coverage.py"), "--check"],
+    result = subprocess.run([sys.executable, str(ROOT / "tools" / "rule_coverage.py"), "--check"],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr

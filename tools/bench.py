@@ -58,16 +58,11 @@ from typing import Any, Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-# numba, where installed, before tools/ is on the path: numba imports ``coverage`` if it can, and
-# tools/coverage.py is not that one
-_tools = str(Path(__file__).resolve().parent)
-sys.path[:] = [p for p in sys.path if str(Path(p or ".").resolve()) != _tools]
-try:
+try:                    # numba, where installed: the numba engine's column of --loops
     import numba  # noqa: E402, F401
     HAVE_NUMBA = True
 except ImportError:
     HAVE_NUMBA = False
-sys.path.insert(0, _tools)
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ["YOTA_S2S_CACHE"] = tempfile.mkdtemp(prefix="yota-bench-")   # cold: compile time is real
 

@@ -1,7 +1,7 @@
 """Write docs/coverage.md from the rule registry: what yota_s2s differentiates and how, what it
 records without a gradient, and what the frontend writes with other primitives.
 
-``python tools/coverage.py`` rewrites the page; ``--check`` exits 1 when it is stale
+``python tools/rule_coverage.py`` rewrites the page; ``--check`` exits 1 when it is stale
 (tests/test_rules.py runs the check). The page depends only on the registry, so it is the
 same on every machine.
 """
@@ -18,7 +18,7 @@ PAGE = ROOT / "docs" / "coverage.md"
 
 HEADER = """# What yota_s2s differentiates
 
-Generated from the rule registry by `python tools/coverage.py`; do not edit by hand (the tests
+Generated from the rule registry by `python tools/rule_coverage.py`; do not edit by hand (the tests
 check that it is current). Rules live in `yota_s2s/rules/`, one file per family; each is a
 one-line expression in the primitive's parameters, `y` (the result) and `dy` (the incoming
 gradient), or a rule function the compiler inlines. Every rule below is checked against central
@@ -161,7 +161,7 @@ def main(argv: list[str]) -> int:
     text = page()
     if "--check" in argv:
         if PAGE.read_text() != text:
-            print(f"{PAGE} is stale; run python tools/coverage.py")
+            print(f"{PAGE} is stale; run python tools/rule_coverage.py")
             return 1
         return 0
     PAGE.write_text(text)
