@@ -191,6 +191,55 @@ def test_in_axes_and_out_axes() -> None:
                                [polynomial(a, X[:, i]) for i in range(5)], rtol=1e-14)
 
 
+def example_error(W, example):
+    return np.sum((np.tanh(example["x"] @ W) - example["y"]) ** 2 * example["mask"])
+
+
+@dataclass
+class Example:
+    x: np.ndarray
+    y: np.ndarray
+    power: int = 2
+
+
+def example_power(W, e):
+    return np.sum((e.x @ W) ** e.power * e.y)
+
+
+@pytest.mark.parametrize("buffers", [True, False], ids=["buffered", "plain"])
+def test_in_axes_over_a_structure(buffers: bool) -> None:
+    rng = np.random.default_rng(8)
+    W, X, Y = rng.normal(size=(4, 3)), rng.normal(size=(5, 4)), rng.normal(size=(5, 3))
+    mask = np.array([1.0, 0.0, 2.0])
+    rows = [{"x": X[i], "y": Y[i], "mask": mask} for i in range(5)]
+    spec = (None, {"x": 0, "y": 0, "mask": None})
+    out = ys.vmap(example_error, in_axes=spec, buffers=buffers)(W, {"x": X, "y": Y, "mask": mask})
+    np.testing.assert_allclose(out, [example_error(W, r) for r in rows], rtol=1e-14)
+    # the examples of x along its axis 1, of y along 0; a dataclass batched by one int
+    out = ys.vmap(example_error, in_axes=(None, {"x": 1, "y": 0, "mask": None}),
+                  buffers=buffers)(W, {"x": X.T.copy(), "y": Y, "mask": mask})
+    np.testing.assert_allclose(out, [example_error(W, r) for r in rows], rtol=1e-14)
+    out = ys.vmap(example_power, in_axes=(None, 0), buffers=buffers)(W, Example(X, Y, 3))
+    np.testing.assert_allclose(out, [example_power(W, Example(X[i], Y[i], 3)) for i in range(5)],
+                               rtol=1e-14)
+    grads = ys.per_example_grad(example_error, W, {"x": X, "y": Y, "mask": mask},
+                                in_axes=({"x": 0, "y": 0, "mask": None},), buffers=buffers)
+    for i, r in enumerate(rows):
+        np.testing.assert_allclose(grads[i], numerical_grad(example_error, (W, r), 0),
+                                   rtol=1e-6, atol=1e-8)
+
+
+def test_in_axes_over_a_structure_is_checked() -> None:
+    W, batch = np.ones((4, 3)), {"x": np.ones((5, 4)), "y": np.ones((5, 3)), "mask": np.ones(3)}
+    with pytest.raises(UsageError, match=r"argument 1\['z'\], which the argument does not have"):
+        ys.vmap(example_error, in_axes=(None, {"z": 0}))(W, batch)
+    with pytest.raises(UsageError, match=r"argument 1\['mask'\] has shape \(3,\), with no "
+                                         "examples along axis 1"):
+        ys.vmap(example_error, in_axes=(None, {"x": 0, "y": 0, "mask": 1}))(W, batch)
+    with pytest.raises(UsageError, match=r"example\['y'\]: 5, example\['mask'\]: 3"):
+        ys.vmap(example_error, in_axes=(None, 0))(W, batch)
+
+
 def layer_summary(W, x):
     h = np.tanh(x @ W)
     return {"h": h, "energy": np.sum(h * h)}

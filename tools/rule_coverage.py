@@ -108,6 +108,29 @@ def differentiable(rules, names) -> list[str]:
     return lines
 
 
+def batching(rules, names) -> list[str]:
+    """How ``ys.vmap`` batches each differentiable primitive (ad/batching.py)."""
+    lines = ["## Batching (`ys.vmap`, `ys.per_example_grad`)", "",
+             "How each primitive with a derivative rule computes a batch of examples at once. "
+             "*elementwise*: the operands are lined up (a batched operand of fewer dimensions "
+             "gets length-1 axes after its batch axis) and the primitive applied as it is; a "
+             "named rule is a `batchrule` declared beside the derivative rules; *refused*: "
+             "`ys.vmap` refuses it by name where an operand differs per example (it runs as it "
+             "is where none does).", "", "| call | batched by | where |", "|---|---|---|"]
+    rows = set()
+    for prim, _ in rules.rules:
+        rule = rules.batches.get(prim)
+        if rule is not None:
+            how, where = f"`{rule.fn.__name__}`", _where(rule) if rule.loc else ""
+        elif prim.elementwise or prim.ufunc is not None:
+            how, where = "elementwise", ""
+        else:
+            how, where = "refused", ""
+        rows.add((_call(prim, names[prim]), how, where))
+    lines += [f"| `{_escape(call)}` | {how} | {where} |" for call, how, where in sorted(rows)]
+    return lines
+
+
 def recorded(rules, names) -> list[str]:
     from yota_s2s.rules.registry import NODIFF_ALL
     made, discrete = [], []
@@ -153,7 +176,8 @@ def page() -> str:
     from yota_s2s.rules import RULES
     RULES.load_all()
     names = _names(RULES.prims)
-    parts = [HEADER, *differentiable(RULES, names), "", *recorded(RULES, names), "", *frontend()]
+    parts = [HEADER, *differentiable(RULES, names), "", *batching(RULES, names), "",
+             *recorded(RULES, names), "", *frontend()]
     return "\n".join(parts) + "\n"
 
 

@@ -20,9 +20,9 @@ import numpy as np
 
 from .cache import BUILT, arg_key, function_key
 from .errors import GuardError, UsageError
-from .ir.structure import rebuild
+from .ir.structure import LeafAxes, rebuild
 from .marks import entry_point
-from .objects import host
+from .objects import array_leaves, child, host
 from .rules.batching import DIFFERENT_PATHS
 from .rules.registry import RULES, RuleSet
 from .struct_update import update
@@ -48,8 +48,10 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0, *, device: str = "cpu
 
     ``in_axes``: one axis for every argument, or one per argument (an int: that axis of the
     array holds the examples; None: the argument is the same for every example, as weights
-    are). Batched arguments are arrays (or floats given as arrays of one per example);
-    structures are passed whole, unbatched. ``out_axes``: where the batch goes in each result
+    are). Batched arguments are arrays (or floats given as arrays of one per example), or
+    structures of them: one int batches each array of a dict, list, tuple or object along that
+    axis, and a dict, list or tuple shaped like it gives an int or None per array (JAX's
+    ``in_axes`` prefix); None passes a structure whole, unbatched. ``out_axes``: where the batch goes in each result
     (one int for all, or one per result); a result of several arrays (a tuple, a dict, a
     dataclass) comes back with that structure. The generated module is written for the batch
     (``vf.function(*args)`` is its function, ``ys.source`` of it its text); it is compiled
@@ -153,7 +155,8 @@ def per_example_grad(loss: Callable, params: Any, *batch: Any, norms: bool = Fal
 
 
 def batch_axes(f: Callable, in_axes: Any, args: tuple, offset: int = 0) -> tuple:
-    """``in_axes`` as one axis (or None) per argument, each checked against its argument."""
+    """``in_axes`` as one axis (or None) per argument, each checked against its argument; a
+    structured argument's as ``LeafAxes`` (the axis of each of its arrays)."""
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
     if not isinstance(in_axes, tuple):
@@ -166,18 +169,71 @@ def batch_axes(f: Callable, in_axes: Any, args: tuple, offset: int = 0) -> tuple
     for k, (axis, arg) in enumerate(zip(in_axes, args)):
         if axis is None:
             axes.append(None)
-            continue
-        if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
-            raise UsageError(f"in_axes[{k + offset}] is {axis!r}; an axis is an int or None")
-        if not (isinstance(arg, np.ndarray) or hasattr(arg, "__cuda_array_interface__")):
+        elif _is_array(arg):
+            axes.append(_array_axis(f, axis, arg, f"argument {k + offset}"))
+        elif isinstance(arg, (int, float, complex, str, bytes, type(None))):
             raise UsageError(f"vmap of {getattr(f, '__name__', f)}: argument {k + offset} is "
                              f"a {type(arg).__name__}, and in_axes batches it along axis {axis}",
                              hint="Batch arrays (np.asarray(...) of a list of examples), and "
                                   "give None in in_axes for arguments that are the same for "
                                   "every example.")
-        if not -arg.ndim <= axis < arg.ndim or arg.shape[axis] == 0:
-            raise UsageError(f"vmap of {getattr(f, '__name__', f)}: argument {k + offset} has "
-                             f"shape {arg.shape}, with no examples along axis {axis}",
-                             hint="in_axes names the axis that runs over the examples.")
-        axes.append(int(axis) % arg.ndim)
+        else:
+            leaves = tuple(_leaf_axes(f, axis, arg, (), f"argument {k + offset}"))
+            if not leaves:
+                raise UsageError(f"vmap of {getattr(f, '__name__', f)}: argument {k + offset} "
+                                 f"(a {type(arg).__name__}) holds no array for in_axes to batch",
+                                 hint="Give None in in_axes for it.")
+            axes.append(LeafAxes(leaves))
     return tuple(axes)
+
+
+def _is_array(value: Any) -> bool:
+    return isinstance(value, np.ndarray) or hasattr(value, "__cuda_array_interface__")
+
+
+def _array_axis(f: Callable, axis: Any, arg: Any, where: str) -> int:
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise UsageError(f"vmap of {getattr(f, '__name__', f)}: in_axes gives {axis!r} for "
+                         f"{where}; an axis is an int or None")
+    if not -arg.ndim <= axis < arg.ndim or arg.shape[axis] == 0:
+        raise UsageError(f"vmap of {getattr(f, '__name__', f)}: {where} has "
+                         f"shape {arg.shape}, with no examples along axis {axis}",
+                         hint="in_axes names the axis that runs over the examples.")
+    return int(axis) % arg.ndim
+
+
+def _leaf_axes(f: Callable, axis: Any, arg: Any, path: tuple, where: str):
+    """``(path, axis)`` of each array of the structure ``arg`` that ``axis`` batches: one int
+    for every array in it, or a structure like ``arg``'s (a dict of its keys or fields, a list
+    or tuple of its items) of ints, None and such structures (JAX's in_axes prefix)."""
+    if axis is None:
+        return
+    if isinstance(axis, (int, np.integer)) and not isinstance(axis, bool):
+        for sub, leaf in array_leaves(arg):
+            yield path + sub, _array_axis(f, axis, leaf, f"{where}{_shown(path + sub)}")
+        return
+    if isinstance(axis, dict):
+        keys = axis.items()
+    elif isinstance(axis, (list, tuple)) and not hasattr(type(axis), "_fields"):
+        keys = enumerate(axis)
+    else:
+        raise UsageError(f"vmap of {getattr(f, '__name__', f)}: in_axes gives {axis!r} for "
+                         f"{where}{_shown(path)}; an axis is an int, None, or a dict, list "
+                         "or tuple shaped like the argument")
+    for key, sub in keys:
+        try:
+            value = child(arg, key)
+        except (KeyError, IndexError, AttributeError, TypeError):
+            raise UsageError(f"vmap of {getattr(f, '__name__', f)}: in_axes names "
+                             f"{where}{_shown(path + (key,))}, which the argument does not "
+                             "have", hint="Shape in_axes like the argument, or give one int "
+                                          "for all its arrays.") from None
+        if _is_array(value):
+            if sub is not None:
+                yield path + (key,), _array_axis(f, sub, value, f"{where}{_shown(path + (key,))}")
+        else:
+            yield from _leaf_axes(f, sub, value, path + (key,), where)
+
+
+def _shown(path: tuple) -> str:
+    return "".join(f"[{key!r}]" for key in path)

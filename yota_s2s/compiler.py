@@ -30,6 +30,7 @@ from .frontend import trace_function
 from .frontend.depends import Assumptions
 from .ir import verify
 from .ir.names import assign_names
+from .ir.structure import LeafAxes
 from .ir.tape import Tape
 from .passes import optimize, verified
 from .rules.registry import RULES, RuleSet
@@ -320,9 +321,10 @@ def compile_linearize(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES,
 
 def examples(args: Sequence[Any], axes: Sequence[int | None]) -> list:
     """The first example of a batch: argument ``k``'s entry 0 along ``axes[k]``, an array
-    (a 0-d one for a batch of numbers: traced as data, where a number would be static)."""
-    return [a if axis is None else np.asarray(np.take(np.asarray(a), 0, axis=axis))
-            for a, axis in zip(args, axes)]
+    (a 0-d one for a batch of numbers: traced as data, where a number would be static); a
+    structure batched by ``LeafAxes``: the structure of its leaves' entries 0."""
+    return [a if axis is None else axis.example(a) if isinstance(axis, LeafAxes)
+            else np.asarray(np.take(np.asarray(a), 0, axis=axis)) for a, axis in zip(args, axes)]
 
 
 def vmap_tape(f: Any, args: Sequence[Any], axes: Sequence[int | None], out_axes: Any = 0,

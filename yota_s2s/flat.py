@@ -36,7 +36,7 @@ import numpy as np
 
 from .errors import UsageError
 from .objects import is_struct_object
-from .struct_update import rebuilt
+from .objects import rebuilt
 
 
 def flatten(params: Any) -> tuple[np.ndarray, Callable[[Any], Any]]:

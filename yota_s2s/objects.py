@@ -7,11 +7,14 @@ the compile machinery (``import yota_s2s`` imports this, not the frontend):
 - ``is_struct_object``: a class instance whose fields are arguments' leaves; ``is_library``:
   code that is never inlined (numpy, scipy, ...);
 - ``host``: a GPU array's example value on the host;
+- ``array_leaves``, ``rebuilt``: a struct's arrays by path, and a copy of it with new values
+  at some paths (nothing of it changed);
 - ``MISSING``: the value of a name that a namespace did not hold (what the frontend records and
   the cache's guards compare with).
 """
 from __future__ import annotations
 
+import copy
 import enum
 import functools
 import inspect
@@ -124,3 +127,63 @@ def _caller(fn: Callable) -> Callable:
         name if isinstance(name, str) and name.isidentifier() else "f"
     call.__yota_calls__ = fn            # param_names reads its parameters' names
     return call
+
+
+# -- structs: their array leaves, rebuilt with new values ---------------------------
+
+def array_leaves(node: Any, path: tuple = (), seen: set | None = None) -> Any:
+    """``(path, array)`` for every array held by the fields and items of ``node``."""
+    if hasattr(node, "__array_interface__") or hasattr(node, "__cuda_array_interface__"):
+        yield path, node
+        return
+    seen = set() if seen is None else seen
+    if id(node) in seen:
+        return
+    seen.add(id(node))
+    if isinstance(node, dict):
+        items = list(node.items())
+    elif isinstance(node, tuple) and hasattr(type(node), "_fields"):
+        items = list(zip(type(node)._fields, node))
+    elif isinstance(node, (list, tuple)):
+        items = list(enumerate(node))
+    elif is_struct_object(node):
+        items = [(k, v) for k, v in vars(node).items() if isinstance(k, str)] \
+            if hasattr(node, "__dict__") else \
+            [(k, getattr(node, k)) for k in getattr(type(node), "__slots__", ()) if hasattr(node, k)]
+    else:
+        return
+    for key, value in items:
+        yield from array_leaves(value, path + (key,), seen)
+
+
+def child(node: Any, key: Any) -> Any:
+    if isinstance(node, dict) or not isinstance(key, str):
+        return node[key]
+    return getattr(node, key)
+
+
+def groups(grads: dict) -> dict[Any, dict]:
+    """``{path: v}`` by first key: ``{key: {rest of path: v}}``."""
+    out: dict[Any, dict] = {}
+    for path, g in grads.items():
+        out.setdefault(path[0], {})[path[1:]] = g
+    return out
+
+
+def rebuilt(node: Any, grads: dict, fn: Callable) -> Any:
+    """``node`` with ``fn`` applied at each path; new containers along the way, nothing mutated."""
+    if () in grads:
+        return fn(node, grads[()])
+    changes = {key: rebuilt(child(node, key), sub, fn) for key, sub in groups(grads).items()}
+    if isinstance(node, dict):
+        return {**node, **changes}
+    if isinstance(node, list):
+        return [changes.get(i, v) for i, v in enumerate(node)]
+    if isinstance(node, tuple) and hasattr(type(node), "_fields"):
+        return node._replace(**changes)
+    if isinstance(node, tuple):
+        return tuple(changes.get(i, v) for i, v in enumerate(node))
+    new = copy.copy(node)
+    for key, value in changes.items():
+        object.__setattr__(new, key, value)       # works for frozen dataclasses too
+    return new

@@ -3,13 +3,12 @@
 """
 from __future__ import annotations
 
-import copy
 from typing import Any, Callable
 
 import numpy as np
 
 from .errors import UpdateError
-from .objects import is_struct_object
+from .objects import array_leaves, child, groups, rebuilt
 
 
 def update(obj: Any, grads: Any, fn: Callable[[Any, Any], Any], *, inplace: bool = True) -> Any:
@@ -39,21 +38,14 @@ def update(obj: Any, grads: Any, fn: Callable[[Any, Any], Any], *, inplace: bool
     return obj
 
 
-def _groups(grads: dict) -> dict[Any, dict]:
-    out: dict[Any, dict] = {}
-    for path, g in grads.items():
-        out.setdefault(path[0], {})[path[1:]] = g
-    return out
-
-
 def _update_fields(node: Any, grads: dict, fn: Callable, where: str) -> None:
-    for key, sub in _groups(grads).items():
-        child, at = _child(node, key), _where(where, node, key)
+    for key, sub in groups(grads).items():
+        field, at = child(node, key), _where(where, node, key)
         if () not in sub:
-            _update_fields(child, sub, fn, at)
+            _update_fields(field, sub, fn, at)
             continue
-        new = fn(child, sub[()])
-        if not _overwrite(child, new):
+        new = fn(field, sub[()])
+        if not _overwrite(field, new):
             _store(node, key, new, at)
 
 
@@ -67,12 +59,6 @@ def _overwrite(x: Any, new: Any) -> bool:
         return False
     x[...] = new
     return True
-
-
-def _child(node: Any, key: Any) -> Any:
-    if isinstance(node, dict) or not isinstance(key, str):
-        return node[key]
-    return getattr(node, key)
 
 
 def _where(where: str, node: Any, key: Any) -> str:
@@ -99,7 +85,7 @@ def _store(node: Any, key: Any, value: Any, where: str) -> None:
 
 def _at(node: Any, path: tuple) -> Any:
     for key in path:
-        node = _child(node, key)
+        node = child(node, key)
     return node
 
 
@@ -118,50 +104,7 @@ def _tied(obj: Any, grads: dict, fn: Callable) -> dict:
         if id(old) not in new:
             new[id(old)] = fn(old, total[id(old)])
     out = {path: new[id(old)] for path, old in olds.items()}
-    for path, value in _arrays(obj, (), set()):
+    for path, value in array_leaves(obj):
         if id(value) in new and path not in out:
             out[path] = new[id(value)]
     return out
-
-
-def _arrays(node: Any, path: tuple, seen: set) -> Any:
-    """``(path, array)`` for every array held by the fields and items of ``node``."""
-    if hasattr(node, "__array_interface__") or hasattr(node, "__cuda_array_interface__"):
-        yield path, node
-        return
-    if id(node) in seen:
-        return
-    seen.add(id(node))
-    if isinstance(node, dict):
-        items = list(node.items())
-    elif isinstance(node, tuple) and hasattr(type(node), "_fields"):
-        items = list(zip(type(node)._fields, node))
-    elif isinstance(node, (list, tuple)):
-        items = list(enumerate(node))
-    elif is_struct_object(node):
-        items = [(k, v) for k, v in vars(node).items() if isinstance(k, str)] \
-            if hasattr(node, "__dict__") else \
-            [(k, getattr(node, k)) for k in getattr(type(node), "__slots__", ()) if hasattr(node, k)]
-    else:
-        return
-    for key, value in items:
-        yield from _arrays(value, path + (key,), seen)
-
-
-def rebuilt(node: Any, grads: dict, fn: Callable) -> Any:
-    """``node`` with ``fn`` applied at each path; new containers along the way, nothing mutated."""
-    if () in grads:
-        return fn(node, grads[()])
-    changes = {key: rebuilt(_child(node, key), sub, fn) for key, sub in _groups(grads).items()}
-    if isinstance(node, dict):
-        return {**node, **changes}
-    if isinstance(node, list):
-        return [changes.get(i, v) for i, v in enumerate(node)]
-    if isinstance(node, tuple) and hasattr(type(node), "_fields"):
-        return node._replace(**changes)
-    if isinstance(node, tuple):
-        return tuple(changes.get(i, v) for i, v in enumerate(node))
-    new = copy.copy(node)
-    for key, value in changes.items():
-        object.__setattr__(new, key, value)       # works for frozen dataclasses too
-    return new

@@ -32,6 +32,8 @@ from ..errors import GuardError, NoRuleError, UsageError, YotaError
 from ..frontend.evaluator import Evaluator
 from ..ir.tape import Aval, Input, Lit, Stmt, Tape, Var, tree_atoms, tree_map
 from ..ir.values import to_tree
+from ..ir.structure import LeafAxes
+from ..objects import child
 from ..rules.batching import DIFFERENT_PATHS
 from ..rules.template import rule_parameters, spelled
 
@@ -96,7 +98,8 @@ class Batching:
                 with ev.at(tape.loc, "ghost norms: |a|^2 |g|^2 for a dense layer's outer "
                                      "product, the squares summed for the others"):
                     result, grads = self.norms([g for g in grads if g is not None], stmts), None
-        kinds = tuple("array" if a is not None else k for a, k in zip(self.axes, tape.arg_kinds))
+        kinds = tuple("array" if a is not None and not isinstance(a, LeafAxes) else k
+                      for a, k in zip(self.axes, tape.arg_kinds))
         hints = self.named(stmts)
         return tape.copy(stmts=list(stmts), inputs=inputs, result=result, grads=grads,
                          arg_kinds=kinds, hints=hints, primals={}, folded={}, tangent=None,
@@ -126,14 +129,14 @@ class Batching:
     def _inputs(self) -> list[Input]:
         inputs = []
         for inp in self.tape.inputs:
-            axis = self.axes[inp.argnum]
+            axis = self.axis(inp.argnum, inp.path)
             if axis is None:
                 var = Var(inp.var.aval, inp.var.hint)
                 self.ev.values[var] = self._leaf(inp)
                 self.new[inp.var] = var
                 inputs.append(Input(var, inp.argnum, inp.path, inp.access))
                 continue
-            value = np.asarray(self.args[inp.argnum])
+            value = np.asarray(self._leaf(inp))
             var = Var(Aval.of(value), inp.var.hint)
             self.ev.values[var] = value
             inputs.append(Input(var, inp.argnum, inp.path, inp.access))
@@ -146,7 +149,7 @@ class Batching:
         self.ev.input_vars = {i.var for i in inputs}
         read = {i.argnum for i in self.tape.inputs}
         for static in self.tape.statics:
-            if self.axes[static.argnum] is not None and static.argnum not in read:
+            if self.axis(static.argnum, static.path) is not None and static.argnum not in read:
                 raise UsageError(f"vmap: {self.tape.name} reads its argument "
                                  f"{self.tape.params[static.argnum]} as a static value (a "
                                  "shape, a count, a flag), which in_axes batches",
@@ -154,13 +157,14 @@ class Batching:
                                  "every example.")
         return inputs
 
+    def axis(self, argnum: int, path: tuple) -> int | None:
+        """The batch axis of argument ``argnum``'s leaf at ``path`` (None: not batched)."""
+        axis = self.axes[argnum]
+        return axis.at(path) if isinstance(axis, LeafAxes) else axis
+
     def _leaf(self, inp: Input) -> Any:
-        """The value of an unbatched argument's leaf ``inp`` (a field of a structure)."""
-        value = self.args[inp.argnum]
-        for key in inp.path:
-            value = value[key] if isinstance(value, dict) or not isinstance(key, str) \
-                else getattr(value, key)
-        return value
+        """The value of the argument's leaf ``inp`` (the argument, or a field of a structure)."""
+        return _at(self.args[inp.argnum], inp.path)
 
     # -- one statement -----------------------------------------------------------------
 
@@ -340,9 +344,15 @@ def _outer_product(stmt: Stmt, batched: set[Var]) -> bool:
 
 
 def _batch_size(axes: Sequence[int | None], args: Sequence[Any], tape: Tape) -> int:
-    sizes = {k: np.shape(args[k])[axes[k]] for k in range(len(axes)) if axes[k] is not None}
+    sizes = {}
+    for k, axis in enumerate(axes):
+        if isinstance(axis, LeafAxes):
+            sizes.update(((k, path), np.shape(_at(args[k], path))[a]) for path, a in axis.axes)
+        elif axis is not None:
+            sizes[(k, ())] = np.shape(args[k])[axis]
     if len(set(sizes.values())) > 1:
-        shown = ", ".join(f"{tape.params[k]}: {n}" for k, n in sizes.items())
+        shown = ", ".join(f"{tape.params[k]}{''.join(f'[{p!r}]' for p in path)}: {n}"
+                          for (k, path), n in sizes.items())
         raise UsageError(f"vmap: the batched arguments have batches of different sizes ({shown})",
                          hint="Give every batched argument the same number of examples along "
                               "its axis in in_axes.")
@@ -358,3 +368,9 @@ def _value(tree: Any) -> Any:
     if isinstance(tree, tuple):
         return tuple(_value(t) for t in tree)
     return tree.value if isinstance(tree, Lit) else tree
+
+
+def _at(value: Any, path: tuple) -> Any:
+    for key in path:
+        value = child(value, key)
+    return value

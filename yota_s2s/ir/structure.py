@@ -18,6 +18,10 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from ..objects import rebuilt
+
 KINDS = ("leaf", "tuple", "list", "dict", "namedtuple", "dataclass")
 
 
@@ -165,3 +169,19 @@ def _kind_of(value: Any) -> str:
     if isinstance(value, (tuple, list)):
         return f"a {type(value).__name__} of {len(value)}"
     return f"a {type(value).__name__}"
+
+
+@dataclass(frozen=True)
+class LeafAxes:
+    """``in_axes`` of a structured argument: the batch axis of each of its array leaves, as
+    ``((path, axis), ...)``; a leaf not listed is the same for every example."""
+
+    axes: tuple
+
+    def at(self, path: tuple) -> int | None:
+        return dict(self.axes).get(tuple(path))
+
+    def example(self, arg: Any) -> Any:
+        """The struct of the first example: each batched leaf's entry 0 along its axis."""
+        return rebuilt(arg, dict(self.axes),
+                       lambda x, axis: np.asarray(np.take(np.asarray(x), 0, axis=axis)))
