@@ -23,9 +23,16 @@ compile time: the latency of the first ``simplegrad`` call, from a cold cache.
     python tools/bench.py --compile-growth     # compile stages against program and array size
 
 ``--loops`` runs the loop workloads instead (workloads.LOOP_WORKLOADS: a tanh RNN at T = 10 ..
-10,000, a scalar ring loop, RK4, a 2-D advection stencil; no peers unless ``--peers`` names them)
-and adds a table of compile time and module lines of both forms. A compile that runs past
-``--compile-timeout`` seconds of CPU time is reported as "timeout" and that workload is not timed.
+10,000 and at hidden 16, batch 1, T = 1,000; a scalar ring loop; RK4; a 2-D advection stencil
+at 100 and 200 steps; a spring chain; RK4 on the Lorenz system) and adds a table of compile time
+and module lines of both forms. Each plain form's gradient is checked along a random direction
+against finite differences of the loss. Where numba is installed: the numba engine's gradient
+(checked against the plain form to relative 1e-12) against the plain and buffered forms and
+JAX, and ``ys.compile(..., engine="numba")``'s forward against a numba forward written by hand
+(tools/loop_peers.py). The only peer by default is JAX (``jit(value_and_grad)`` of the loss
+written with ``lax.scan`` / ``lax.fori_loop``, tools/loop_peers.py), where installed. A compile
+that runs past ``--compile-timeout`` seconds of CPU time is reported as "timeout" and that
+workload is not timed.
 """
 from __future__ import annotations
 
@@ -66,12 +73,14 @@ except ImportError:
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ["YOTA_S2S_CACHE"] = tempfile.mkdtemp(prefix="yota-bench-")   # cold: compile time is real
 
+import loop_peers  # noqa: E402
 import workloads  # noqa: E402
 import yota_s2s as ys  # noqa: E402
 from yota_s2s.gradcheck import numerical_grad  # noqa: E402
 from yota_s2s.memory_report import allocated  # noqa: E402
 
 PEERS = ("jax", "torch", "autograd")
+FORWARDS = ("ys.compile", "ys.compile numba", "numba by hand")   # forwards only: no gradient
 SAMPLE_SECONDS = 0.004      # each timed sample loops a call until about this long
 CLOCK = time.perf_counter   # --clock cpu: time.process_time, this process's CPU time
 
@@ -187,6 +196,48 @@ def numba_impl(w: workloads.Workload, args: tuple, info: dict, timeout: float) -
                 lambda: (dn(*args)[0], tuple(dn(*args)[1 + i] for i in w.wrt)))
 
 
+def numba_forward_impls(w: workloads.Workload, args: tuple, info: dict) -> list[Impl]:
+    """``ys.compile(..., engine="numba")``'s forward (its cold compile's CPU time into ``info``)
+    and the forward written by hand for numba (tools/loop_peers.py), each checked against the
+    loss (relative 1e-12); none without numba."""
+    if not HAVE_NUMBA:
+        return []
+    want = float(w.loss(*args))
+    c0 = time.process_time()
+    cf = ys.compile(w.loss, *args, engine="numba")
+    made = [("ys.compile numba", cf, float(cf(*args)))]
+    info["forward_cpu_ms"] = (time.process_time() - c0) * 1e3
+    hand = loop_peers.numba_forward(w.loss)
+    if hand is not None:
+        made.append(("numba by hand", hand, float(hand(*args))))
+    for name, _, got in made:
+        if abs(got - want) > 1e-12 * max(1.0, abs(want)):
+            raise SystemExit(f"{w.name}: the {name} forward gives {got!r}, the loss {want!r}")
+    return [Impl(name, _call(fn, args), lambda: None) for name, fn, _ in made]
+
+
+def directional_check(w: workloads.Workload, args: tuple, df) -> None:
+    """``df``'s gradients (the numpy printer's plain form) along a random direction against
+    central differences of the loss along it, one per argument (a loop's arguments have too
+    many elements for numerical_grad's one difference per element)."""
+    rng = np.random.default_rng(1)
+    value, *grads = df(*args)
+    for i in w.wrt:
+        d = rng.standard_normal(np.shape(args[i]))
+
+        def at(t):
+            xs = list(args)
+            xs[i] = args[i] + t * d
+            return float(w.loss(*xs))
+        eps = 1e-6
+        fd = (at(eps) - at(-eps)) / (2 * eps)
+        along = float(np.sum(grads[i] * d))
+        tol = 1e-5 * float(np.sum(np.abs(grads[i] * d))) + 1e-9 * abs(float(value)) / eps
+        if not abs(fd - along) <= tol:
+            raise SystemExit(f"{w.name}: gradient {i} along a direction {along!r}, finite "
+                             f"differences {fd!r}")
+
+
 def _call(fn: Callable, args: tuple, **keywords) -> Callable:
     """``lambda: fn(a0, a1, ..., out=out)``: the call written out, as a user writes it.
     ``fn(*args, out=outs)`` builds a dict of the keywords on every call (CPython's
@@ -231,10 +282,15 @@ def _splice(args: tuple, wrt: tuple, params) -> list:
 
 
 def jax_impl(w: workloads.Workload, args: tuple) -> Impl:
+    """``jit(value_and_grad)`` of the loss with JAX's ``np``; a loop workload's written with
+    ``lax.scan`` or ``lax.fori_loop`` (tools/loop_peers.py; a Python loop would unroll)."""
     import jax
     import jax.numpy as jnp
     jax.config.update("jax_enable_x64", True)
-    f = jax.jit(jax.value_and_grad(_rebind(w.loss, jnp), argnums=w.wrt))
+    looped = loop_peers.JAX.get(w.loss.__name__) if _is_loop(w) else None
+    loss = _rebind(w.loss, jnp) if looped is None else \
+        (lambda *xs: looped(jnp, jax.lax, *xs))
+    f = jax.jit(jax.value_and_grad(loss, argnums=w.wrt))
     jargs = [jnp.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
 
     def result():
@@ -242,6 +298,10 @@ def jax_impl(w: workloads.Workload, args: tuple) -> Impl:
         return float(value), tuple(np.asarray(g) for g in grads)
     call = _call(f, tuple(jargs))
     return Impl("jax", lambda: jax.block_until_ready(call()), result, numpy_memory=False)
+
+
+def _is_loop(w: workloads.Workload) -> bool:
+    return any(w is loop for loop in workloads.LOOP_WORKLOADS)
 
 
 def torch_impl(w: workloads.Workload, args: tuple) -> Impl | None:
@@ -292,7 +352,7 @@ def check(w: workloads.Workload, impls: list[Impl]) -> None:
     """Every implementation's value and gradients agree with the handwritten ones."""
     ref_value, ref_grads = impls[1].result()
     for impl in impls[2:]:
-        if impl.name == "ys.compile":
+        if impl.name in FORWARDS:
             continue                    # a forward only: checked against the loss when made
         value, grads = impl.result()
         pairs = [("value", value, ref_value)] + [(f"gradient {i}", g, r) for i, g, r in
@@ -441,9 +501,13 @@ def loop_report(results: list[tuple[workloads.Workload, list[Impl] | None]], com
              "| workload | compile buffered (CPU) | compile plain | lines buffered / plain | yota / handwritten "
              "| yota / forward | yota peak / handwritten peak | out= arrays | out= other |",
              "|---" * 9 + "|"]
-    numba_lines = ["", "## Loops: the numba engine (engine=\"numba\") against the numpy printer", "",
-                   "| workload | compile numba (CPU) | loops left numpy | numba | numpy printer (plain) "
-                   "| buffered | plain / numba | buffered / numba |", "|---" * 8 + "|"]
+    numba_lines = ["", "## Loops: the numba engine (engine=\"numba\") against the numpy printer and JAX",
+                   "", "| workload | compile numba (CPU) | loops left numpy | numba | numpy printer (plain) "
+                   "| buffered | JAX | plain / numba | buffered / numba | numba / JAX |", "|---" * 10 + "|"]
+    forward_lines = ["", "## Loops: forwards, ys.compile(..., engine=\"numba\") against a numba forward "
+                     "written by hand (tools/loop_peers.py)", "",
+                     "| workload | numpy (the loss) | ys.compile numba (compile CPU) | numba by hand "
+                     "| ys.compile numba / by hand |", "|---" * 5 + "|"]
     for w, impls in results:
         info = loops[w.name]
         plain = info.get("plain_ms")
@@ -462,13 +526,25 @@ def loop_report(results: list[tuple[workloads.Workload, list[Impl] | None]], com
                       peak_ratio(by["yota"], by[ref]), *out_memory(by.get("yota out="))]
             if "yota numba" in med:
                 plain = info.get("plain_time")
+                jax = med.get("jax")
+                over_jax = f"{med['yota numba'] / jax:.2f}x" if jax else "-"
                 numba_lines.append(
                     f"| {w.name} | {info['numba_ms'] / 1e3:.2f} s ({info['numba_cpu_ms'] / 1e3:.2f} s) | "
                     f"{info['numba_fallbacks']} | {fmt_time(med['yota numba'])} | "
                     f"{fmt_time(plain) if plain else '-'} | {fmt_time(med['yota'])} | "
-                    f"{plain / med['yota numba']:.1f}x | {med['yota'] / med['yota numba']:.1f}x |")
+                    f"{fmt_time(jax) if jax else '-'} | "
+                    f"{plain / med['yota numba']:.1f}x | {med['yota'] / med['yota numba']:.1f}x | "
+                    f"{over_jax} |")
+            if "ys.compile numba" in med:
+                hand = med.get("numba by hand")
+                over_hand = f"{med['ys.compile numba'] / hand:.2f}x" if hand else "-"
+                forward_lines.append(
+                    f"| {w.name} | {fmt_time(med['forward'])} | {fmt_time(med['ys.compile numba'])} "
+                    f"({info['forward_cpu_ms'] / 1e3:.2f} s) | {fmt_time(hand) if hand else '-'} | "
+                    f"{over_hand} |")
         lines.append(f"| {w.name} | " + " | ".join(cells) + " |")
-    return "\n".join(lines + (numba_lines if len(numba_lines) > 5 else []))
+    return "\n".join(lines + (numba_lines if len(numba_lines) > 5 else [])
+                     + (forward_lines if len(forward_lines) > 5 else []))
 
 
 def run_loop_workload(w: workloads.Workload, args: tuple, opts, compile_ms: dict, loops: dict):
@@ -485,12 +561,15 @@ def run_loop_workload(w: workloads.Workload, args: tuple, opts, compile_ms: dict
     impls = numpy_impls(w, args, compile_ms, df)
     try:
         df, info["plain_ms"] = compile_timed(w, args, opts.compile_timeout, buffers=False)
+        directional_check(w, args, df)
         info["plain_lines"] = module_lines(df)
         info["plain_time"] = _median_call(_call(df, args))
     except CompileTimeout:
         info["plain_ms"] = "timeout"
     numba = numba_impl(w, args, info, opts.compile_timeout)
-    return impls + ([numba] if numba is not None else [])
+    if numba is None:
+        return impls
+    return impls + [numba] + numba_forward_impls(w, args, info)
 
 
 def _median_call(call: Callable) -> float:
@@ -506,7 +585,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=15, help="timed samples per implementation")
     parser.add_argument("--threads", default="1", help="threads per framework (default 1)")
     parser.add_argument("--peers", default=None, help="peers to run, if installed (default: all; "
-                        "none with --loops)")
+                        "jax with --loops)")
     parser.add_argument("--loops", action="store_true", help="the loop workloads (issue 12)")
     parser.add_argument("--compile-timeout", type=float, default=240.0,
                         help="CPU seconds a --loops compile may take before it is reported as timeout")
@@ -524,7 +603,7 @@ def main() -> None:
         import growth
         print(growth.report())
         return
-    peers = opts.peers if opts.peers is not None else ("" if opts.loops else ",".join(PEERS))
+    peers = opts.peers if opts.peers is not None else ("jax" if opts.loops else ",".join(PEERS))
     table = workloads.LOOP_WORKLOADS if opts.loops else workloads.WORKLOADS
     chosen = [w for w in table if not opts.only or w.name in opts.only.split(",")]
     results, compile_ms, loops = [], {}, {}

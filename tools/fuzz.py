@@ -12,6 +12,7 @@
     python tools/fuzz.py --world --catalogue --n 3   # each kind of read and change on its own
     python tools/fuzz.py --n 1000 --lists       # lists read by hs[-1], hs[t // 2] as appended
     python tools/fuzz.py --n 500 --alike        # arguments used the same way (one gradient)
+    python tools/fuzz.py --n 100 --recurrent --forms plain --engine numba   # loops through numba
 
 Programs come from tests/fuzzing.py (one seed, one program, on every machine); the checks
 and the outcome classes (ok, mismatch, crash, refusal, generator) from tests/fuzzcheck.py.
@@ -25,6 +26,11 @@ calls (tests/worlds.py), refereed by tests/worldcheck.py in the forms buffered, 
 compiled again: right), mismatch, crash, refusal, generator. A failure's diagnosis is the form
 that failed and the world's changes before the failing call, with names and numbers
 generalized; ``--shrink`` drops calls, changes and loss terms while the failure persists.
+
+``--engine numba``: each program with a loop is also compiled with ``engine="numba"`` and its
+value and gradients compared with the plain form's (relative 1e-12 in float64;
+tools/fuzz_numba.py), as the form ``numba``; the summary counts the loops numba compiled and
+those left numpy, with numba's reasons. numba compiles for seconds a loop: run it in chunks.
 """
 from __future__ import annotations
 
@@ -69,6 +75,15 @@ def _timeout(*_):
     raise TimeoutError(f"over {TIMEOUT} s")
 
 
+def referee(program, directory: Path, forms: tuple) -> Outcome:
+    """tests/fuzzcheck.py's check of ``program``, and with ``--engine numba`` the numba
+    engine's against the plain form where the program has a loop (tools/fuzz_numba.py)."""
+    if _STATE.get("engine") == "numba":
+        import fuzz_numba
+        return fuzz_numba.referee(check, program, directory, forms)
+    return check(program, directory, forms)
+
+
 def run_one(seed: int) -> tuple[Outcome, str, str]:
     """The outcome of ``seed``, its diagnosis and, when shrinking is on, the shrunk source."""
     base, forms = _STATE["base"], _STATE["forms"]
@@ -81,7 +96,7 @@ def run_one(seed: int) -> tuple[Outcome, str, str]:
         else:
             program = generate(seed, _STATE["recurrent"], _STATE["stencil"], _STATE["more"],
                                lists=_STATE["lists"], alike=_STATE["alike"])
-            outcome = check(program, base / "programs", forms)
+            outcome = referee(program, base / "programs", forms)
         small, why = "", ""
         if outcome.kind in ("mismatch", "crash"):
             why = diagnose_world(program, outcome) if _STATE["world"] else diagnose(outcome)
@@ -110,7 +125,7 @@ def shrink(program, outcome: Outcome, directory: Path, forms: tuple):
     why = diagnose(outcome)
 
     def fails(p) -> bool:
-        now = check(p, directory, forms)
+        now = referee(p, directory, forms)
         return now.key == outcome.key and diagnose(now) == why
 
     changed = True
@@ -267,7 +282,7 @@ def verbose(seed: int, forms: tuple, do_shrink: bool) -> None:
     program = generate(seed, _STATE["recurrent"], _STATE["stencil"], _STATE["more"],
                        lists=_STATE["lists"], alike=_STATE["alike"])
     print(program.source())
-    outcome = check(program, _STATE["base"] / "programs", forms)
+    outcome = referee(program, _STATE["base"] / "programs", forms)
     print("#", outcome.line())
     if do_shrink and outcome.kind in ("mismatch", "crash"):
         program = shrink(program, outcome, _STATE["base"] / "programs", forms)
@@ -280,6 +295,8 @@ def verbose(seed: int, forms: tuple, do_shrink: bool) -> None:
             print(f"# ---- {form} form ----\n{ys.source(df)}")
         except Exception as e:
             print(f"# ---- {form} form: {type(e).__name__}: {e}")
+    if "numba" in outcome.modules:
+        print(f"# ---- numba engine ----\n{outcome.modules['numba']}")
 
 
 def _literal(a) -> str:
@@ -317,6 +334,9 @@ def main(argv=None) -> int:
     ap.add_argument("--alike", action="store_true", help="every program with two or three "
                     "arguments used the same way, whose gradients are one expression "
                     "(tests/fuzzing.py Gen.alike), not 20%% of them")
+    ap.add_argument("--engine", choices=("numpy", "numba"), default="numpy", help="numba: "
+                    "programs with a loop compiled with engine='numba' too, against the plain "
+                    "form (tools/fuzz_numba.py)")
     ap.add_argument("--block", type=int, help="elements per block of a cache-blocked chain "
                     "(codegen/blocks.py), and chains of twice that many are blocked: small "
                     "values put the fuzzer's small arrays through the blocked form")
@@ -339,6 +359,10 @@ def main(argv=None) -> int:
     forms = tuple(opts.forms.split(",")) if opts.forms else (
         worldcheck.FORMS if opts.world else FORMS)
     _STATE["world"] = opts.world
+    _STATE["engine"] = opts.engine
+    if opts.engine == "numba":
+        global TIMEOUT
+        TIMEOUT = 300                   # numba compiles for seconds a loop, more on a loaded machine
     _STATE["recurrent"] = True if opts.recurrent else None
     _STATE["stencil"] = True if opts.stencil else None
     _STATE["more"] = True if opts.more else None
@@ -376,8 +400,11 @@ def main(argv=None) -> int:
     kinds = worldcheck.KINDS if opts.world else ("ok", "mismatch", "crash", "refusal", "generator")
     print("  " + " " * 10 + "".join(f"{k:>10s}" for k in kinds))
     print("  " + f"{'worst':10s}" + "".join(f"{counts[k]:10d}" for k in kinds))
-    for form in forms:
+    for form in forms + (("numba",) if opts.engine == "numba" else ()):
         print("  " + f"{form:10s}" + "".join(f"{per_form[form, k]:10d}" for k in kinds))
+    if opts.engine == "numba" and opts.jobs == 1:
+        import fuzz_numba
+        print("\n".join(fuzz_numba.summary()))
     print("by check:")
     for (kind, form, chk), n in Counter(o.key for o, _ in failures).most_common():
         print(f"  {n:6d}  {kind} {form}: {chk}")

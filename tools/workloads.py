@@ -477,14 +477,14 @@ def flow(vx, vy, f0, target):
     return np.sum((f - target) ** 2)
 
 
-def flow_hand(vx, vy, f0, target):
+def flow_hand(vx, vy, f0, target, steps=FLOW_STEPS):
     """The adjoint of the stencil: each field saved in one (steps + 1, n, n) array; the adjoint
     of a centred difference is minus the difference, the Laplacian is its own adjoint, so a
     step back is four rolls of (nu a -+ c v a) plus four of the saved field for dvx, dvy."""
     c, nu = 0.5 * FLOW_DT, FLOW_NU
-    fs = np.empty((FLOW_STEPS + 1,) + f0.shape)
+    fs = np.empty((steps + 1,) + f0.shape)
     fs[0] = f0
-    for n in range(FLOW_STEPS):
+    for n in range(steps):
         f = fs[n]
         east, west = np.roll(f, -1, axis=1), np.roll(f, 1, axis=1)
         south, north = np.roll(f, -1, axis=0), np.roll(f, 1, axis=0)
@@ -496,7 +496,7 @@ def flow_hand(vx, vy, f0, target):
     value = np.vdot(r, r)
     a = 2.0 * r
     dvx, dvy = np.zeros_like(vx), np.zeros_like(vy)
-    for n in range(FLOW_STEPS - 1, -1, -1):
+    for n in range(steps - 1, -1, -1):
         f = fs[n]
         ca = c * a
         dvx -= ca * (np.roll(f, -1, axis=1) - np.roll(f, 1, axis=1))
@@ -579,16 +579,41 @@ def lorenz_args(r):
     return np.array([10.0, 28.0, 8.0 / 3.0]) + 0.1 * r.random(3), np.array([1.0, 1.0, 1.0]) + 0.1 * r.random(3)
 
 
+# ----- issue 32's sizes of two of the above: a tanh RNN of hidden 16, input 16, batch 1 over 1,000
+# steps; the advection stencil for 200 steps (below the others: their source lines, which the
+# generated modules quote, stay where they were)
+
+def rnn_small_args(r):
+    return (r.standard_normal((16, 16)) * 0.1, r.standard_normal((16, 16)) * 0.1,
+            r.standard_normal(16) * 0.1, r.standard_normal((1_000, 1, 16)),
+            r.standard_normal((1, 16)) * 0.1)
+
+
+FLOW_LONG_STEPS = 200
+
+
+def flow_long(vx, vy, f0, target):
+    f = f0
+    for _ in range(FLOW_LONG_STEPS):
+        f = flow_step(f, vx, vy)
+    return np.sum((f - target) ** 2)
+
+
 LOOP_WORKLOADS = [
     *(Workload(f"rnn_T{steps}", f"tanh RNN, hidden {RNN_HIDDEN}, input {RNN_INPUT}, batch {RNN_BATCH}, "
                f"loss summed over {steps:,} steps", rnn, rnn_loop_args(steps), (0, 1, 2), rnn_bptt)
       for steps in (10, 100, 1_000, 10_000)),
+    Workload("rnn_h16_T1000", "tanh RNN, hidden 16, input 16, batch 1, loss summed over 1,000 steps",
+             rnn, rnn_small_args, (0, 1, 2), rnn_bptt),
     *(Workload(f"ring_n{n}", f"scalar loop s += x[i] * x[(i + 1) % n] ** 2, n = {n:,}", ring,
                lambda r, n=n: (r.standard_normal(n),), (0,), ring_hand) for n in (1_000, 10_000)),
     *(Workload(f"rk4_{steps}", f"RK4, {steps:,} steps of dy/dt = tanh(W y + b) - y / 2, dim {RK4_DIM}",
                rk4, rk4_args(steps), (0, 1, 2), rk4_hand) for steps in (100, 1_000)),
     Workload("flow_100", f"2-D advection-diffusion, {FLOW_SIZE}x{FLOW_SIZE} periodic grid (np.roll), "
              f"{FLOW_STEPS} steps", flow, flow_args, (0, 1), flow_hand),
+    Workload("flow_200", f"2-D advection-diffusion, {FLOW_SIZE}x{FLOW_SIZE} periodic grid (np.roll), "
+             f"{FLOW_LONG_STEPS} steps", flow_long, flow_args, (0, 1),
+             lambda vx, vy, f0, target: flow_hand(vx, vy, f0, target, FLOW_LONG_STEPS)),
     # (no handwritten gradient: the bench checks these against the numpy printer's and finite
     # differences)
     Workload("spring_16", f"spring chain, {SPRING_MASSES} masses in the plane, {SPRING_STEPS} "
