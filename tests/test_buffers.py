@@ -13,6 +13,7 @@ import pytest
 
 import yota_s2s as ys
 from yota_s2s.compiler import compile_grad
+from yota_s2s.gradcheck import numerical_grad
 from yota_s2s.memory_report import allocated
 
 from .programs import custom, loops, models
@@ -377,7 +378,6 @@ def _tanh_of_rotated(x, w):
 def test_a_user_primitive_returning_a_view_is_copied_not_written_through(buffers):
     """custom.rotate returns np.rot90(a), a view of its argument, without declaring it: the
     analysis did not know, and the buffered form wrote dw over it, into the caller's x."""
-    from yota_s2s.gradcheck import numerical_grad
     x, w = np.arange(6.0).reshape(3, 2) / 5 + 0.1, np.cos(np.arange(6.0)).reshape(2, 3)
     kept = x.copy()
     df = compile_grad(_tanh_of_rotated, (x, w), check=True, buffers=buffers).fn
@@ -837,6 +837,64 @@ def test_work_arrays_live_in_returned_arrays_not_yet_written():
         if out is not None:
             assert all(o is None or g is o for g, o in zip(got[1:], out))
 
+
+
+def _copy_updated_then_broadcast(x0, x2):     # dataflow fuzzer seed 270067, shrunk
+    v2 = float(np.mean(x0))
+    v4 = np.expand_dims(x0, 0)
+    v5 = v4.copy()
+    v5[-1] = np.tanh(v4[-1]) * -0.178
+    v5[0] += 1.04
+    v6 = np.add(v5, v2)
+    return np.sum(x2 * v6) * 0.402
+
+
+def _copy_added_then_broadcast(a, W):
+    v = a.copy()
+    v += 1.5
+    return np.sum(W * v) * 0.5
+
+
+def _copy_sliced_then_broadcast(a, W):
+    v = np.copy(a)
+    v[1:] = v[1:] * 2.0
+    v[0] += np.tanh(a[2])
+    return np.sum(W * (v * 0.3))
+
+
+def _copy_set_then_broadcast(a, W):
+    v = a.copy()
+    v[0] = 2.0
+    return np.sum(W * v)
+
+
+@pytest.mark.parametrize("fn, shapes", [
+    pytest.param(_copy_updated_then_broadcast, [(), (2, 1)], id="fuzz_270067"),
+    pytest.param(_copy_added_then_broadcast, [(5,), (4, 5)], id="added"),
+    pytest.param(_copy_sliced_then_broadcast, [(5,), (3, 5)], id="sliced"),
+    pytest.param(_copy_set_then_broadcast, [(5,), (3, 5)], id="set")])
+def test_a_copy_made_in_a_returned_gradients_first_row_copies_its_operand(fn, shapes):
+    """A value copied (``.copy()``, ``np.copy``), updated in place and broadcast into the
+    returned ``dW`` lives in ``dW``'s first row (buffers.py ``_heads``). Its copy was written as
+    ``dW``'s (``v = dW_mem[0]; xp.copyto(v[1:], dW)``: from ``dW`` before it existed,
+    UnboundLocalError): the copy is ``v = dW_mem[0]; xp.copyto(v, a)``, and ``dW``'s the rows
+    after the first, last. Both forms give numpy's value and the finite differences, with
+    out= too."""
+    r = np.random.default_rng(5)
+    args = [r.standard_normal(s) for s in shapes]
+    fast = compile_grad(fn, args, check=True)
+    plain = compile_grad(fn, args, check=True, buffers=False)
+    assert "in the first row of the gradient it is broadcast into" in fast.text
+    for call in range(3):
+        args = [r.standard_normal(s) for s in shapes]
+        out = [np.empty(s) for s in shapes] if call == 2 else None
+        buffered = fast.fn(*args, **({"out": out} if out else {}))
+        for got in (buffered, plain.fn(*args)):
+            assert got[0] == pytest.approx(fn(*args), rel=1e-13)
+            for i, g in enumerate(got[1:]):
+                np.testing.assert_allclose(g, numerical_grad(fn, args, i), rtol=1e-6, atol=1e-8)
+        if out is not None:
+            assert buffered[2] is out[1]        # dW: made in the caller's array
 
 def _elements_read_twice(x):
     a = 3 * x[0] * x[1] - x[1] ** 2 + 2 * x[0]      # x[0] and x[1]: several reads each

@@ -93,7 +93,8 @@ class Group:
     end: int = 0                   # index of the last statement that reads the group
     turn: bool = False             # a loop step's result: its slot is two arrays, in turn
     row: object = None             # a "row" group's array: the stack's row (an ast expression)
-    head: Group | None = None      # "head": the returned group it lives in; "result": that group
+    head: Group | None = None      # "result": the group that lives in its first row
+    host: Group | None = None      # "head": the returned group in whose first row it lives
 
 
 @dataclass
@@ -290,7 +291,7 @@ def _heads(plan: MemoryPlan, facts: Analysis) -> None:
                 or facts.last_memory.get(t) != facts.defined[g] \
                 or any(m in facts.returned for m in held.members):
             continue
-        held.kind, held.head, group.head = "head", group, held
+        held.kind, held.host, group.head = "head", group, held
 
 
 def _handed_over(tape: Tape, plan: MemoryPlan, facts: Analysis) -> None:

@@ -47,8 +47,8 @@ def write_statement(em, stmt: Stmt) -> list[ast.stmt] | None:
     elif group.kind == "row":       # a loop's state made in its stack's row (regions.py)
         target = group.row
     elif group.kind == "head":      # in a returned gradient's first row, copied to the rest
-        name = em.lent_arrays[id(group.head)]
-        made = _result_array(em, group.head)
+        name = em.lent_arrays[id(group.host)]
+        made = _result_array(em, group.host)
         return made + write_statement_into(em, stmt, ast.Subscript(ast.Name(name),
                                                                    ast.Constant(0), ast.Load()))
     else:
@@ -252,8 +252,8 @@ def _bind_then(em, stmt: Stmt, v: Var, target: ast.expr) -> list[ast.stmt]:
         [ast.Assign([ast.Name(em.names[v])], target, lineno=0)]
     if em.memory.writes[v] == "empty":
         return lines
-    head = em.memory.group[v].head
-    if em.memory.writes[v] == "copy" and head is not None:     # from its first row (buffers.py)
+    head = em.memory.group[v].head      # a returned gradient's: the value in its first row
+    if em.memory.writes[v] == "copy" and head is not None:     # copied from there (buffers.py)
         rest = ast.Subscript(name, ast.Slice(ast.Constant(1), None), ast.Load())
         call = ast.Call(_xp("copyto"), [rest, ast.Name(em.names[head.members[-1]])], [])
     elif em.memory.writes[v] == "copy":

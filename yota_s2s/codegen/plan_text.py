@@ -132,7 +132,7 @@ def _place(plan: Plan, group) -> str:
     elif group.kind == "row":
         where = f"row {unparse(group.row)}"
     elif group.kind == "head":
-        where = f"the first row of {_name(names, group.head.members[-1])}"
+        where = f"the first row of {_name(names, group.host.members[-1])}"
     else:
         where = f"the carried array {_name(names, group.members[0])}"
     return where
