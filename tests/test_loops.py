@@ -27,6 +27,7 @@ from .programs.loop_regions import (appended, appended_before_step, appended_the
                                     softmax_steps, stacks_and_rows_written, stencil, stencil_args,
                                     two_row_stores, two_stacks, weak_then_array, with_helper,
                                     written_rows, zero_d_total, zipped)
+from .programs.loop_regions import advected, advected_args
 from .programs.loop_regions import (by_length, by_step, last_of_list, list_args, list_in_dict,
                                     list_made_in_step, own_row, params_dict, rewritten_row,
                                     two_back, two_lists, whole_list)
@@ -86,6 +87,7 @@ CASES = [
     *((f.__name__, f, lambda: (rnn_args()[0], _vec(50).reshape(10, 5)), "region") for f in [
         row_read_in_step, row_from_row, row_updated_twice, two_row_stores]),
     ("stencil", stencil, stencil_args, "region"),
+    ("advected", advected, advected_args, "region"),
     ("rk4_steps", rk4_steps, rk4_args, "region"),
     ("rnn_vector", rnn_batched, rnn_vector_args, "region"),
     ("branchy", branchy, lambda: (_vec(10),), "unrolled"),

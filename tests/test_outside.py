@@ -331,3 +331,21 @@ def test_a_global_list_of_arrays_is_read_item_by_item_and_its_length_checked(buf
     finally:
         del m.LAYERS[2:]
         m.LAYERS[1] = 0.5 * np.ones((3, 3))
+
+
+def test_a_call_on_a_global_is_not_a_constant_its_size_is_checked():
+    """``np.unique(LABELS)`` of a global read when the code runs is checked to have as many
+    elements as when compiled (a call made of constants alone, np.meshgrid of np.arange,
+    needs no check): changed in place to hold three labels, the code raises GuardError."""
+    w = np.array([0.3, -0.4, 0.5])
+    df = ys.simplegrad(m.labelled, w)
+    assert np.isclose(df(w)[0], m.labelled(w))
+    np.testing.assert_allclose(df(w)[1], numeric(m.labelled, w), rtol=1e-6, atol=1e-8)
+    saved = m.LABELS.copy()
+    try:
+        m.LABELS[...] = [0, 1, 2, 0]
+        with pytest.raises(ValueError, match="giving 2 elements") as raised:
+            df(w)       # (the generated module's own GuardError, a ValueError)
+        assert type(raised.value).__name__ == "GuardError"
+    finally:
+        m.LABELS[...] = saved

@@ -527,6 +527,34 @@ def stencil_args(n=6, m=5, seed=0):
     return r.random((n, m)), r.random((n, m)), r.random((n, m))
 
 
+
+def advected(vx, vy, f):
+    """autograd's fluidsim advection, eight steps: the cell grid is made in the step
+    (np.meshgrid of np.arange: the same in every call, so nothing to check when the code
+    runs) and the field is gathered at run-time integer indices (np.floor(...).astype(int))."""
+    for _ in range(8):
+        rows, cols = f.shape
+        cell_ys, cell_xs = np.meshgrid(np.arange(rows), np.arange(cols))
+        center_xs = (cell_xs - vx).ravel()
+        center_ys = (cell_ys - vy).ravel()
+        left_ix = np.floor(center_xs).astype(int)
+        top_ix = np.floor(center_ys).astype(int)
+        rw = center_xs - left_ix
+        bw = center_ys - top_ix
+        left_ix = np.mod(left_ix, rows)
+        right_ix = np.mod(left_ix + 1, rows)
+        top_ix = np.mod(top_ix, cols)
+        bot_ix = np.mod(top_ix + 1, cols)
+        flat_f = (1 - rw) * ((1 - bw) * f[left_ix, top_ix] + bw * f[left_ix, bot_ix]) \
+            + rw * ((1 - bw) * f[right_ix, top_ix] + bw * f[right_ix, bot_ix])
+        f = np.reshape(flat_f, (rows, cols))
+    return np.sum(f * f)
+
+
+def advected_args(n=5, seed=0):
+    r = np.random.default_rng(seed)
+    return 0.3 * r.standard_normal((n, n)), 0.3 * r.standard_normal((n, n)), r.random((n, n))
+
 # -- accumulator loops (ad/regions.py _accumulator_loop): each step's adjoint in the step --
 # (``cyclic`` above is one: the ring workload)
 

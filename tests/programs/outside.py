@@ -107,3 +107,11 @@ def through_layers(w):
     for W in LAYERS:
         w = np.tanh(W @ w)
     return np.sum(w * TABLES["b"])
+
+
+LABELS = np.array([0, 2, 2, 0])                 # read when the code runs: may change in place
+
+
+def labelled(w):
+    """``np.unique`` of a global: as many elements as when compiled, or the code says so."""
+    return np.sum(w[np.unique(LABELS)] ** 2)

@@ -237,8 +237,8 @@ class CallsMixin:
         """Check when the code runs that ``out`` has as many elements as in the example: the
         code after it is written for that shape (``np.unique``, ``np.flatnonzero`` of traced
         values may give another)."""
-        if not isinstance(out, Var) or out.aval.ndim == 0:
-            return
+        if not isinstance(out, Var) or out.aval.ndim == 0 or out in self.constants:
+            return      # (one made of constants, np.meshgrid of np.arange(n), never changes)
         from ..rules.control import guard
         size = int(out.aval.size)
         found = self.call_primitive(opaque_primitive(np.size, (), 1), [out], {}, node)

@@ -130,8 +130,8 @@ def guard_selection(ev, prim, operands: list, node) -> None:
     else:
         return
     for mask in masks:
-        if not isinstance(mask, Var):
-            continue
+        if not isinstance(mask, Var) or ev.all_constants(mask):
+            continue        # (a constant mask selects as many elements in every call)
         count = int(np.count_nonzero(ev.values[ev.current(mask)]))
         found = ev.call_primitive(ev.rules.lookup(np.count_nonzero), (mask,), {}, node)
         same = ev.compare(_EQ, found, count, node)

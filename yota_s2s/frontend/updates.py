@@ -29,6 +29,7 @@ from ..errors import UnsupportedSyntax
 from ..ir.analysis import memory_bases
 from ..ir.tape import Lit, Stmt, Var, tree_atoms, tree_map
 from ..rules.indexing import setitem
+from ..rules.outside import EXTERNAL
 from ..rules.shape import ravel
 from .expressions import BINOP_SYMBOLS as _BINOP_SYMBOLS
 
@@ -77,11 +78,10 @@ class UpdatesMixin:
         copied: the tape's analysis (ir/analysis.py) knows memory from the primitives alone, and
         passes and codegen would write into one array and change the other. Returns the copy
         that stands for the result then (a write into it is refused, as into a view)."""
+        if not self.backward_mode and self.made_of_constants(stmt):
+            self.constants.update(stmt.outs)    # np.array([0, 2]): the same in every call
         if len(stmt.outs) != 1:
             return None
-        if not self.backward_mode and stmt.prim.creates and \
-                not any(isinstance(a, Var) for t in stmt.args for a in tree_atoms(t)):
-            self.constants.add(stmt.out)        # np.array([0, 2]): the same in every call
         result = self.values.peek(stmt.out)     # a ghost views the ghost it is made from
         if not isinstance(result, np.ndarray):
             return None
@@ -95,6 +95,20 @@ class UpdatesMixin:
                     self.views[copy or stmt.out] = (atom, stmt)
                 return copy
         return None
+
+    def made_of_constants(self, stmt: Stmt) -> bool:
+        """Is ``stmt``'s result the same in every call: made from static values and constants
+        alone (``np.arange(rows)``, then ``np.meshgrid`` of those) by a primitive that reads
+        nothing from outside (a global read when the code runs, a random draw)?"""
+        if stmt.prim.effect or stmt.prim is EXTERNAL:
+            return False
+        atoms = [a for t in stmt.args for a in tree_atoms(t) if isinstance(a, Var)]
+        return all(a in self.constants for a in atoms) and (bool(atoms) or stmt.prim.creates)
+
+    def all_constants(self, operands: Any) -> bool:
+        """Are all the traced values among ``operands`` constants (``made_of_constants``)?"""
+        return all(self.current(a) in self.constants for a in tree_atoms(operands)
+                   if isinstance(a, Var))
 
     # -- writing -------------------------------------------------------------------------
 
