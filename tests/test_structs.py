@@ -112,6 +112,20 @@ def test_objects_built_inside_the_traced_code(rng):
     np.testing.assert_allclose(g[1], numerical_grad(S.built_inside, [W, X], 1), atol=1e-6)
 
 
+def test_an_object_built_from_static_values_takes_assigned_fields(rng):
+    """``layer = Dense(3, (2,)); layer.W = W``: an object the traced code builds from static
+    values is its own (as one built from traced values is), so the code may assign its fields;
+    its other fields are the constructor's (issue 35, ML-From-Scratch)."""
+    W, w0, X = rng.standard_normal((2, 3)), rng.standard_normal((1, 3)), rng.standard_normal((4, 2))
+    args = [W, w0, X]
+    for buffers in (True, False):
+        value, *grads = ys.simplegrad(S.dense_built_inside, *args, buffers=buffers)(*args)
+        assert value == pytest.approx(S.dense_built_inside(*args), rel=1e-13)
+        for i, g in enumerate(grads):
+            np.testing.assert_allclose(g, numerical_grad(S.dense_built_inside, args, i),
+                                       rtol=1e-6, atol=1e-8)
+
+
 def test_tied_weights_get_one_gradient(rng):
     W, X = rng.standard_normal((3, 4)), rng.standard_normal((4, 5))
     model = S.Tied(W)

@@ -137,3 +137,28 @@ class Quadratic:
 
     def __call__(self, x):
         return np.sum((self.A @ x) ** 2)
+
+
+class Dense:
+    """ML-From-Scratch's layer: made from its sizes, its weights set afterwards, and its input
+    kept for a backward pass (``self.layer_input = X``)."""
+
+    def __init__(self, n_units, input_shape):
+        self.n_units, self.input_shape = n_units, input_shape
+        self.W = None
+        self.w0 = np.zeros((1, n_units))
+        self.layer_input = None
+
+    def forward_pass(self, X):
+        self.layer_input = X
+        return X.dot(self.W) + self.w0
+
+
+def dense_built_inside(W, w0, X):
+    """A layer built inside the loss from static values, its weights assigned to it."""
+    layer = Dense(W.shape[1], (W.shape[0],))
+    layer.W = W
+    y = layer.forward_pass(X)
+    layer.w0 = w0
+    out = np.tanh(layer.forward_pass(y @ W.T))
+    return np.sum(out ** 2) + np.sum(layer.layer_input)

@@ -27,7 +27,8 @@ from .collect import rule_stub, skip_call
 from .outside import RandomMethod, random_method
 from .resolve import (IN_PLACE_METHODS, array_method, display_name, is_compiler, is_inlinable,
                       is_random, nested_gradient, plain_form)
-from .structs import StructValue, call_object, construct, holds_struct, is_user_class
+from .structs import (StructValue, built_from_statics, call_object, construct, holds_struct,
+                      is_user_class)
 
 
 class CallsMixin:
@@ -72,6 +73,9 @@ class CallsMixin:
             return call_object(self, fn, args, kwargs, node)
         if is_user_class(fn) and (is_traced([args, kwargs]) or holds_struct([args, kwargs])):
             return construct(self, fn, args, kwargs, node)
+        if is_user_class(fn):
+            self.refuse_local_callback(fn, args, kwargs, node)
+            return built_from_statics(self, fn, args, kwargs, node)
         if isinstance(fn, RandomMethod):
             return self.outside.draw(fn.ref, fn.name, list(args), kwargs, node)
         if random_method(fn) is not None:

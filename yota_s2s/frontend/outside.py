@@ -379,6 +379,12 @@ class OutsideReads:
         self.reads[key] = var
         return var
 
+    def field_of(self, obj: Any, name: str, node: Any) -> Any:
+        """The attribute ``name`` of ``obj``, an object the code cannot reach when it runs (one
+        the traced code built from static values): as ``compiled_in`` gives it."""
+        return self.compiled_in(vars(obj)[name], node, f"{type(obj).__qualname__}.{name}",
+                                on_an_object(obj))
+
     def compiled_in(self, value: Any, node: Any, name: str, place: Unreached) -> Any:
         """Data found where the generated code cannot read it when it runs (``place``: on a
         class defined inside a function that only an argument leads to, on a library's

@@ -6,7 +6,10 @@ A ``StructValue`` stands for an instance of a user class (plain, dataclass, slot
   reads it (``m.W`` becomes an input with path ``("W",)``), then cached, so two reads give the
   same Var;
 - built by the traced code (``State(h, c)``, ``Linear(W, b)``; ``obj`` is None): its fields are
-  the values the constructor assigned.
+  the values the constructor assigned. One built from static values alone (``Dense(3, (2,))``)
+  is made by its constructor, run then (``made``), and its fields are read from it when the
+  code first reads them; the code may assign its fields (``layer.W = W``), as any struct's
+  it built.
 
 What is not a field is looked up on the class, as Python would: a method binds the struct as
 ``self`` and is inlined (``m.forward(X)``, ``self.layers[i](h)`` through ``__call__``,
@@ -43,12 +46,13 @@ _MISSING = object()
 class StructValue:
     """A class instance during evaluation; ``isinstance(v, cls)`` holds as for the instance."""
 
-    __slots__ = ("cls", "obj", "argnum", "path", "access", "fields")
+    __slots__ = ("cls", "obj", "argnum", "path", "access", "fields", "made")
 
     def __init__(self, cls: type, obj: Any = None, argnum: int | None = None, path: tuple = (),
                  access: str = ""):
         self.cls, self.obj, self.argnum, self.path, self.access = cls, obj, argnum, path, access
         self.fields: dict[str, Any] = {}
+        self.made: Any = None       # built from static values: the object its constructor made
 
     @property
     def __class__(self) -> type:        # isinstance(m, Linear) and m.__class__ as in Python
@@ -74,6 +78,12 @@ def get_attribute(ev: Any, sv: StructValue, name: str, node: gast.AST) -> Any:
     """``sv.name``: a field (flattened on first read) or a class attribute."""
     if name in sv.fields:
         return sv.fields[name]
+    if sv.made is not None and name in vars(sv.made):
+        # a field the constructor set, read first now: data as on an object the code
+        # cannot reach (compiled in, guarded by value), anything else as it is
+        value = ev.outside.field_of(sv.made, name, node)
+        sv.fields[name] = value
+        return value
     if sv.obj is not None and sv.argnum is None and _instance_has(sv.obj, name):
         root, path = sv.path         # an object read from a global or a closure: outside.py
         value = ev.outside.wrap(getattr(sv.obj, name), (root, path + (("attr", name),)),
@@ -182,6 +192,37 @@ def instance_class_place(ev: Any, sv: Any) -> tuple | None:
 
 def _is_method(attr: Any) -> bool:
     return isinstance(attr, (types.FunctionType, staticmethod, classmethod, property))
+
+
+def built_from_statics(ev: Any, cls: type, args: list, kwargs: dict, node: gast.AST) -> Any:
+    """``Dense(3, (2,))``: an instance the traced code builds from static values, its own to
+    change (``layer.W = W``) as one built from traced values is. A dataclass is built field by
+    field (``construct``); a plain class by its constructor, run now, whose instance
+    attributes become the struct's fields, each read when the code first reads it. An
+    instance of a class that customizes making or setting attributes (``__new__``,
+    ``__setattr__``, ``__getattr__``, slots, a frozen dataclass, an exception) is made
+    as it is, an object from outside."""
+    if dataclasses.is_dataclass(cls) and cls.__dataclass_params__.init and \
+            not cls.__dataclass_params__.frozen and _plain_attributes(cls):
+        return construct(ev, cls, args, kwargs, node)
+    obj = cls(*args, **kwargs)
+    if type(obj) is not cls or not _plain_attributes(cls) or \
+            type(getattr(obj, "__dict__", None)) is not dict:
+        return obj
+    sv = StructValue(cls)
+    sv.made = obj
+    return sv
+
+
+def _plain_attributes(cls: type) -> bool:
+    """Are ``cls``'s instances made by ``object.__new__`` and their attributes plain entries
+    of their ``__dict__`` (no slots, no ``__setattr__``/``__getattr__`` of the class's)?"""
+    if issubclass(cls, (tuple, BaseException)) or \
+            any("__slots__" in k.__dict__ for k in cls.__mro__[:-1]):
+        return False
+    return all(static_lookup(cls, name)[0] in (object, None)
+               for name in ("__new__", "__setattr__", "__getattr__", "__getattribute__",
+                            "__delattr__"))
 
 
 def set_attribute(ev: Any, sv: Any, name: str, value: Any, node: gast.AST) -> None:
