@@ -126,6 +126,71 @@ def test_an_object_built_from_static_values_takes_assigned_fields(rng):
                                        rtol=1e-6, atol=1e-8)
 
 
+def test_a_field_assigned_on_an_argument_is_stored_when_the_code_runs(rng):
+    """``self.layer_input = X`` in a layer's forward, the layer an argument (ML-From-Scratch):
+    the generated code stores each assigned field into the caller's object at the end of its
+    forward, its last value (a copy of an array made inside, an argument array itself), as
+    calling the function does; the gradient is the function's (issue 35)."""
+    W, w0 = rng.standard_normal((3, 3)), rng.standard_normal((1, 3))
+    X = rng.standard_normal((4, 3))
+
+    def layer():
+        d = S.Dense(3, (3,))
+        d.W, d.w0 = W.copy(), w0.copy()
+        return d
+    expected = layer()
+    value = S.dense_loss(expected, X)
+    for buffers in (True, False):
+        df = ys.simplegrad(S.dense_loss, layer(), X, buffers=buffers)
+        given = layer()
+        for _ in range(2):
+            got, dlayer, dX = df(given, X)
+            assert got == pytest.approx(value, rel=1e-13)
+            np.testing.assert_allclose(given.layer_input, expected.layer_input, rtol=1e-13)
+            np.testing.assert_allclose(given.output, expected.output, rtol=1e-13)
+            assert given.output is not expected.output
+        assert "layer.layer_input = " in ys.source(df)
+        np.testing.assert_allclose(dX, numerical_grad(lambda x: S.dense_loss(layer(), x), [X], 0),
+                                   rtol=1e-6, atol=1e-8)
+        dW = numerical_grad(lambda w: S.dense_loss(_with(layer(), W=w), X), [W], 0)
+        np.testing.assert_allclose(dlayer[("W",)], dW, rtol=1e-6, atol=1e-8)
+
+
+def test_items_appended_to_an_argument_list_or_set_in_its_dict_reach_the_caller(rng):
+    """``cache.append(h)`` and ``state["h"] = h`` on an argument's list and dict: done to the
+    caller's by the generated code, as calling the function does (before, the trace changed
+    a copy and the caller's list stayed empty); a list changed otherwise is refused."""
+    def f(x, cache, state):
+        h = np.tanh(x)
+        cache.append(h)
+        state["h"] = h * state["scale"]
+        return np.sum(h ** 2) * state["scale"]
+    x = rng.standard_normal(3)
+    for buffers in (True, False):
+        cache, state = [], {"scale": 1.5}
+        df = ys.simplegrad(f, x, [], {"scale": 1.5}, buffers=buffers)
+        value, dx, _, dstate = df(x, cache, state)
+        assert value == pytest.approx(f(x, [], {"scale": 1.5}), rel=1e-13)
+        assert len(cache) == 1 and sorted(state) == ["h", "scale"]
+        np.testing.assert_allclose(cache[0], np.tanh(x), rtol=1e-15)
+        np.testing.assert_allclose(state["h"], 1.5 * np.tanh(x), rtol=1e-15)
+        np.testing.assert_allclose(dx, numerical_grad(lambda a: f(a, [], {"scale": 1.5}), [x], 0),
+                                   rtol=1e-6, atol=1e-8)
+        assert dstate[("scale",)] == pytest.approx(np.sum(np.tanh(x) ** 2), rel=1e-12)
+
+    def popped(x, xs):
+        return np.sum(x * xs.pop())
+    with pytest.raises(UnsupportedSyntax, match="changes the argument list xs other than by "
+                                                "appending"):
+        ys.simplegrad(popped, x, [np.ones(3)])
+
+
+def _with(obj, **fields):
+    for name, value in fields.items():
+        setattr(obj, name, value)
+    return obj
+
+
 def test_tied_weights_get_one_gradient(rng):
     W, X = rng.standard_normal((3, 4)), rng.standard_normal((4, 5))
     model = S.Tied(W)
@@ -138,12 +203,26 @@ def test_tied_weights_get_one_gradient(rng):
     assert ("dec_W",) in g2.self
 
 
-def test_assigning_an_argument_field_is_refused(rng):
+def test_assigning_an_argument_field_changes_the_callers_object(rng):
+    """``m.W = m.W * 2`` (once refused): the generated code assigns it too, and reads the new
+    value after the assignment, as the function does; a global's field is still refused."""
     def bump(m):
         m.W = m.W * 2
         return np.sum(m.W)
-    with pytest.raises(UnsupportedSyntax, match="would change m in place"):
-        ys.grad(bump, S.Linear(rng.standard_normal((2, 2)), np.zeros(2)))
+    W = rng.standard_normal((2, 2))
+    m = S.Linear(W.copy(), np.zeros(2))
+    value, g = ys.grad(bump, m)
+    assert value == pytest.approx(2 * np.sum(W)) and np.array_equal(m.W, 2 * W)
+    np.testing.assert_allclose(g[0][("W",)], np.full((2, 2), 2.0))
+
+    def bump_global(x):
+        GLOBAL_LINEAR.W = x
+        return np.sum(x)
+    with pytest.raises(UnsupportedSyntax, match="an object from outside the function"):
+        ys.grad(bump_global, W)
+
+
+GLOBAL_LINEAR = S.Linear(np.eye(2), np.zeros(2))
 
 
 def test_dict_keys_must_be_spellable():

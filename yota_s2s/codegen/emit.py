@@ -25,11 +25,12 @@ import numpy as np
 from ..errors import StaticValueError
 from ..ir.region import loop_of
 from ..ir.tape import Lit, Primitive, Stmt, Tape, Var, tree_vars
-from ..rules.control import guard
+from ..rules.control import guard, store
 from ..rules.elementwise import astype
 from ..rules.indexing import index_add, setitem_
 from ..rules.outside import draw, external, external_check
-from ..text import dotted, fraction, identifier, index_literal, literal, literal_text
+from ..text import (access_expr, dotted, fraction, identifier, index_literal, literal,
+                    literal_text)
 from .blocks import write_chain
 from .buffers import out_keeps_value
 from .imports import function_value
@@ -251,6 +252,26 @@ class Emitter:
         target = targets[0] if len(targets) == 1 else ast.Tuple(targets)
         return ast.Assign([target], value, lineno=0)
 
+    def store(self, stmt: Stmt) -> ast.stmt:
+        """``layer.layer_input = X``, ``cache.append(v)``, ``d["k"] = v`` on an argument's
+        object, list or dict, done to the caller's (rules/control.py ``store``): an array made
+        inside as a copy of its own (a work array's memory is used again), an argument's array
+        as it is."""
+        root = dict(zip(self.tape.params, self.names.params))
+        target = access_expr(stmt.param("target"), root)
+        (atom,) = stmt.args
+        value = self.atom(atom)
+        if isinstance(atom, Var) and atom.aval.ndim and \
+                all(atom is not i.var for i in self.tape.inputs):
+            value = ast.Call(ast.Attribute(value, "copy", ast.Load()), [], [])
+        kind = stmt.param("kind")
+        if kind == "append":
+            method = ast.Attribute(target, "append", ast.Load())
+            return ast.Expr(ast.Call(method, [value], []))
+        field = ast.Subscript(target, literal(stmt.param("name")), ast.Store()) \
+            if kind == "item" else ast.Attribute(target, identifier(stmt.param("name")), ast.Store())
+        return ast.Assign([field], value, lineno=0)
+
     def guard(self, stmt: Stmt) -> ast.stmt:
         cond = self.atom(stmt.args[0])
         if stmt.param("expected"):
@@ -418,7 +439,8 @@ class Emitter:
 # The statements that are no assignment of an expression, by primitive: a guard raises, an
 # accumulation adds into its operand, an update assigns a part of it
 _STATEMENTS: dict[Callable, Callable[[Emitter, Stmt], ast.stmt]] = {
-    guard: Emitter.guard, index_add: Emitter.index_add, setitem_: Emitter.update}
+    guard: Emitter.guard, index_add: Emitter.index_add, setitem_: Emitter.update,
+    store: Emitter.store}
 
 
 def _dotted(path: str) -> ast.expr:

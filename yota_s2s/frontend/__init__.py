@@ -136,6 +136,7 @@ def _trace(fn: Any, args: Sequence[Any], rules: RuleSet, collector: Collector | 
     traced_args = [flat.flatten(a, i, (), names[i]) for i, a in enumerate(args)]
     structure, result = result_tree(ev.inline(fn, traced_args, {}, None), parsed.loc(parsed.node))
     result = ev.current_tree(result)        # (nested tuples of its leaves)
+    ev.emit_stores()                        # fields assigned on arguments, stored last
     # the function's own name (a decorated one's too: loss, not its wrapper); ys.vjp's: f_vjp
     name = getattr(fn, "__yota_name__", None) or getattr(fn, "__name__", None) or parsed.name
     if not isinstance(name, str) or not name.isidentifier():

@@ -27,7 +27,7 @@ import gast
 
 from ..errors import SourceLoc, StaticValueError, UnsupportedSyntax, YotaError
 from ..ir.tape import Stmt, Var
-from ..ir.values import LocalFunction
+from ..ir.values import LocalFunction, to_tree
 from ..rules.registry import RuleSet
 from .calls import CallsMixin
 from .abstract import Values
@@ -90,6 +90,7 @@ class Evaluator(ExpressionsMixin, CallsMixin, PrimitiveCallsMixin, InliningMixin
         self.latest: dict[Var, Var] = {}      # in-place updates: see updates.py
         self.views: dict[Var, tuple[Var, Stmt]] = {}
         self.constants: set[Var] = set()
+        self.stores: dict[tuple[str, str], tuple] = {}  # fields assigned on arguments
         self.loop_notes: list[str] = []       # per loop: region or unrolled, and why (regions.py)
         self.stack_rows: dict = {}
         self.pending_rows: dict = {}
@@ -422,6 +423,61 @@ class Evaluator(ExpressionsMixin, CallsMixin, PrimitiveCallsMixin, InliningMixin
 
     def is_input(self, var: Var) -> bool:
         return var in self.input_vars
+
+    # -- fields assigned on arguments ----------------------------------------------------
+
+    def store_field(self, sv: Any, name: str, value: Any, node: gast.AST) -> None:
+        """``layer.layer_input = X``, ``layer`` an argument (or reached from one): read back as
+        ``value`` from here on, and stored into the caller's object by the generated code
+        (``emit_stores``). A loop that assigns one is unrolled (a store per step)."""
+        if self.trial_depth:
+            raise TrialAbort(f"the body assigns {sv.access}.{name}, a field of an argument",
+                             self.loc(node))
+        sv.fields[name] = value
+        key = (sv.access, name)
+        self.stores.pop(key, None)          # (the last assignment is stored, last)
+        self.stores[key] = (sv, name, value, self.loc(node))
+
+    def emit_stores(self) -> None:
+        """What the function did to its arguments' objects, lists and dicts, done by the
+        generated code at the end of its forward, each value in its last version (an array
+        written in place after the assignment is stored as it ends), as calling the function
+        leaves them: the fields assigned (``store_field``), the items appended to a list,
+        the keys assigned in a dict. A list changed otherwise (an item replaced, removed,
+        inserted) or a key deleted is refused: the code does not undo it."""
+        for sv, name, value, loc in self.stores.values():
+            self._store(value, sv.access, name, "attr", loc, f"{sv.access}.{name}")
+        loc = self.flattener.loc
+        for now, access, then in self.flattener.containers:
+            if isinstance(now, list):
+                if len(now) < len(then) or any(a is not b for a, b in zip(now, then)):
+                    raise UnsupportedSyntax(
+                        f"the function changes the argument list {access} other than by "
+                        "appending to it (an item replaced, removed or inserted)", loc,
+                        f"Append to {access} (the generated code appends too), or make a new "
+                        f"list (`{access.split('.')[-1]} = list(...)`) and return it.")
+                for item in now[len(then):]:
+                    self._store(item, access, "", "append", loc, f"{access}.append(...)")
+                continue
+            if any(key not in now for key in then):
+                raise UnsupportedSyntax(f"the function deletes a key of the argument dict "
+                                        f"{access}", loc, "Make a new dict and return it.")
+            for key, value in now.items():
+                if key not in then or value is not then[key]:
+                    self._store(value, access, key, "item", loc, f"{access}[{key!r}]")
+
+    def _store(self, value: Any, target: str, name: Any, kind: str, loc: Any,
+               shown: str) -> None:
+        from ..rules.control import store
+        value = self.current_tree(value)
+        if not isinstance(value, (Var, bool, int, float, complex, str, type(None))):
+            raise UnsupportedSyntax(
+                f"{shown} is given a {type(value).__name__}; the generated code stores arrays, "
+                "numbers, strings and None into an argument's fields, lists and dicts", loc,
+                "Give it the arrays one by one, or return the value.")
+        with self.at(loc):
+            self.emit(self.rules.lookup(store), [to_tree(value, loc)],
+                      {"target": target, "name": name, "kind": kind}, None)
 
     # -- truth and iteration -------------------------------------------------------------
 

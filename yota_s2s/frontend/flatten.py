@@ -75,6 +75,9 @@ class Flattener:
         self.untied: list[tuple[int, str, Any]] = []  # (argnum, access, aval): array leaves
         #                                               that could be tied, met once each
         self._seen: dict[tuple[int, int], tuple[Any, str, Any]] = {}
+        # the lists and dicts handed out for an argument's, with their access and items then:
+        # what the code appends or assigns to them the generated code does to the caller's
+        self.containers: list[tuple[Any, str, Any]] = []
         self.loc: SourceLoc | None = None            # the traced function, for errors
 
     def flatten(self, value: Any, argnum: int, path: tuple, access: str,
@@ -135,6 +138,8 @@ class Flattener:
             self._layout(argnum, path, f"len({access})", len(value))
             items = [self.flatten(v, argnum, path + (i,), access_item(access, i))
                      for i, v in enumerate(value)]
+            if isinstance(value, list):
+                self.containers.append((items, access, list(items)))
             return items if isinstance(value, list) else tuple(items)
         if isinstance(value, dict):
             return self._flatten_dict(value, argnum, path, access)
@@ -153,8 +158,10 @@ class Flattener:
                     "cannot spell",
                     hint="Use str, int or bool keys (or tuples of them) in dicts that hold arrays.")
         self._layout(argnum, path, f"tuple({access})", tuple(value))
-        return {k: self.flatten(v, argnum, path + (k,), access_item(access, k))
-                for k, v in value.items()}
+        items = {k: self.flatten(v, argnum, path + (k,), access_item(access, k))
+                 for k, v in value.items()}
+        self.containers.append((items, access, dict(items)))
+        return items
 
     def _layout(self, argnum: int, path: tuple, access: str, value: Any) -> None:
         """A fact about a container that the code depends on (``len(m.layers)``, ``tuple(p)``)."""

@@ -18,8 +18,10 @@ unwrap; an array, list or dict on a class reachable by name is read where it is
 (``class_data``), other class attributes are static. Each class attribute read is recorded in
 ``ev.depends`` so that patching the class invalidates compiled code.
 
-Assigning a field of an argument is refused: generated code never changes its arguments
-(``ys.update`` does that, outside). Namedtuples need none of this: they are rebuilt as real
+Assigning a field of an argument (``self.layer_input = X`` in a layer's forward) is an effect
+of the generated code: it stores the field's last value into the caller's object at the end
+of its forward (``Evaluator.store_field``), as calling the function does; a field of an object
+from outside (a global's) is not assigned. Namedtuples need none of this: they are rebuilt as real
 namedtuples of evaluator values by ``flatten.py``.
 """
 from __future__ import annotations
@@ -226,14 +228,22 @@ def _plain_attributes(cls: type) -> bool:
 
 
 def set_attribute(ev: Any, sv: Any, name: str, value: Any, node: gast.AST) -> None:
-    """``sv.name = value``: allowed on objects the traced code built itself."""
+    """``sv.name = value`` on an object the traced code built itself; on an argument, also an
+    effect of the generated code, which stores the field into the caller's object
+    (``Evaluator.store_field``). An object from outside (a global's, a closure's) is not
+    changed."""
     if isinstance(sv, StructValue) and sv.obj is None:
         sv.fields[name] = value
         return
-    what = sv.access if isinstance(sv, StructValue) else type(sv).__name__
-    raise UnsupportedSyntax(f"assigning {name!r} would change {what} in place", ev.loc(node),
-                            "The gradient code never changes its arguments: return the new "
-                            "value, or change the object outside (ys.update does that).")
+    if isinstance(sv, StructValue) and sv.argnum is not None:
+        ev.store_field(sv, name, value, node)
+        return
+    what = sv.access if isinstance(sv, StructValue) else f"a {type(sv).__name__} object"
+    raise UnsupportedSyntax(f"assigning {name!r} would change {what}, an object from outside "
+                            "the function, in place", ev.loc(node),
+                            "Pass the object in as an argument (the generated code then "
+                            "stores the field into it, as the function does), or return the "
+                            "new value.")
 
 
 def call_object(ev: Any, obj: Any, args: list, kwargs: dict, node: gast.AST) -> Any:

@@ -1,5 +1,5 @@
-"""Effects: the checks the frontend records where control flow depends on a traced value, and
-``print`` calls.
+"""Effects: the checks the frontend records where control flow depends on a traced value,
+``print`` calls, and fields assigned on argument objects (``store``).
 
 ``guard(cond, expected=True, where="model.py:7: if x.sum() > 0:")`` has no derivative; it is an
 effect that dead-code elimination keeps. The generated code raises ``GuardError`` when a call
@@ -28,6 +28,19 @@ def show(*values, sep=" ", end="\n", flush=False):
 primitive(show, "*values, sep=' ', end='\\n', flush=False", name="print", emit=("call", "print"),
           nout=0, effect=True)
 nodiff(show)
+
+
+def store(value, target="", name="", kind="attr"):
+    """``layer.layer_input = X`` where ``layer`` is an argument (``target``, its access), or
+    ``cache.append(v)``, ``params["W2"] = W2`` on an argument's list or dict (``kind``
+    "append", "item"; ``name`` the key): nothing while tracing; the generated code does it to
+    the caller's object at the end of its forward section, with the value's last version, as
+    calling the function leaves it (frontend/evaluator.py ``emit_stores``)."""
+
+
+primitive(store, "value, target='', name='', kind='attr'", name="store", emit=("store",), nout=0,
+          effect=True)
+nodiff(store)
 
 
 import numpy as np  # noqa: E402
