@@ -1311,3 +1311,9 @@ def test_a_list_inside_a_dict_argument(buffers):
     np.testing.assert_allclose(
         dstate[("hs", 0)],
         numerical_grad(lambda h: list_in_dict(W, xs, {"hs": [h]}), [h0], 0), rtol=1e-5, atol=1e-7)
+    # the rows the loop appended reach the caller's list, as calling the function does
+    given, expected = fresh(), fresh()
+    df(W, xs, given), list_in_dict(W, xs, expected)
+    assert len(given["hs"]) == len(expected["hs"]) == len(xs) + 1
+    for row, want in zip(given["hs"], expected["hs"]):
+        np.testing.assert_allclose(row, want, rtol=1e-13)

@@ -265,8 +265,8 @@ class Emitter:
                 all(atom is not i.var for i in self.tape.inputs):
             value = ast.Call(ast.Attribute(value, "copy", ast.Load()), [], [])
         kind = stmt.param("kind")
-        if kind == "append":
-            method = ast.Attribute(target, "append", ast.Load())
+        if kind in ("append", "extend"):       # (extend: the rows of a loop's stack)
+            method = ast.Attribute(target, kind, ast.Load())
             return ast.Expr(ast.Call(method, [value], []))
         field = ast.Subscript(target, literal(stmt.param("name")), ast.Store()) \
             if kind == "item" else ast.Attribute(target, identifier(stmt.param("name")), ast.Store())

@@ -456,7 +456,12 @@ class Evaluator(ExpressionsMixin, CallsMixin, PrimitiveCallsMixin, InliningMixin
                         "appending to it (an item replaced, removed or inserted)", loc,
                         f"Append to {access} (the generated code appends too), or make a new "
                         f"list (`{access.split('.')[-1]} = list(...)`) and return it.")
-                for item in now[len(then):]:
+                added = now[len(then):]
+                stack = self._whole_stack(added)
+                if stack is not None:       # the rows a loop region appended: its stack
+                    self._store(stack, access, "", "extend", loc, f"{access}.extend(...)")
+                    continue
+                for item in added:
                     self._store(item, access, "", "append", loc, f"{access}.append(...)")
                 continue
             if any(key not in now for key in then):
@@ -465,6 +470,19 @@ class Evaluator(ExpressionsMixin, CallsMixin, PrimitiveCallsMixin, InliningMixin
             for key, value in now.items():
                 if key not in then or value is not then[key]:
                     self._store(value, access, key, "item", loc, f"{access}[{key!r}]")
+
+    def _whole_stack(self, rows: list) -> Var | None:
+        """The stack of a loop region whose rows ``rows`` are, all of them in order and none
+        written since (region_lists.py ``stack_rows``); None otherwise."""
+        found = [self.stack_rows.get(r) if isinstance(r, Var) else None for r in rows]
+        if not found or found[0] is None:
+            return None
+        stack = found[0][0]
+        if len(rows) != stack.aval.shape[0] or self.latest.get(stack) is not None or \
+                any(f is None or f[0] is not stack or f[1] != i or self.latest.get(r) is not None
+                    for i, (f, r) in enumerate(zip(found, rows))):
+            return None
+        return stack
 
     def _store(self, value: Any, target: str, name: Any, kind: str, loc: Any,
                shown: str) -> None:

@@ -33,7 +33,7 @@ nodiff(show)
 def store(value, target="", name="", kind="attr"):
     """``layer.layer_input = X`` where ``layer`` is an argument (``target``, its access), or
     ``cache.append(v)``, ``params["W2"] = W2`` on an argument's list or dict (``kind``
-    "append", "item"; ``name`` the key): nothing while tracing; the generated code does it to
+    "append", "item", ``name`` the key; "extend": the rows of a loop region's stack): nothing while tracing; the generated code does it to
     the caller's object at the end of its forward section, with the value's last version, as
     calling the function leaves it (frontend/evaluator.py ``emit_stores``)."""
 
