@@ -1,0 +1,190 @@
+"""Public models differentiated from their authors' own forward code (issue 35).
+
+    python tools/public_models.py --ml-from-scratch PATH --autograd PATH
+
+Each PATH is a copy of the repository (a work tree, or a bare git directory, read at HEAD):
+https://github.com/eriklindernoren/ML-From-Scratch and https://github.com/HIPS/autograd.
+Nothing of theirs is kept in this repository: the files are read from the copy when this runs
+and loaded from a temporary folder. For each model the script prints the compile time, the
+loop notes, and how far the gradient is from the authors' handwritten backward pass (where
+theirs is exact) or from central differences:
+
+- ML-From-Scratch's MLP (``Dense``, ``Activation``; ``CrossEntropy``): its layers keep their
+  input for the backward pass (``self.layer_input = X``), which the generated code does too;
+  the loss object is built inside the loss from static values.
+- ML-From-Scratch's RNN layer (``SquareLoss``): U, V, W against the authors' backpropagation
+  through time (``bptt_trunc`` as long as the sequence, so theirs is exact in U, V, W).
+- autograd's fluidsim (``simulate`` on a random 110 x 110 smoke and target, 100 steps, as the
+  example's size): the time loop must stay a loop region; compile time, and the gradient at a
+  few entries against central differences.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import types
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import yota_s2s as ys  # noqa: E402
+
+
+def read(repo: str, path: str) -> str:
+    """``path`` from the copy ``repo``: a file of its work tree, or HEAD's in a git directory."""
+    file = Path(repo) / path
+    if file.is_file():
+        return file.read_text()
+    return subprocess.run(["git", f"--git-dir={repo}", "show", f"HEAD:{path}"],
+                          capture_output=True, text=True, check=True).stdout
+
+
+def _ml_from_scratch(repo: str, folder: Path) -> None:
+    package = folder / "mlfromscratch"
+    (package / "deep_learning").mkdir(parents=True)
+    for name in ("activation_functions", "layers", "loss_functions"):
+        path = f"mlfromscratch/deep_learning/{name}.py"
+        (folder / path).write_text(read(repo, path))
+    (package / "__init__.py").write_text("")
+    (package / "deep_learning" / "__init__.py").write_text("")
+    # (their utils import sklearn and matplotlib; the loss functions need one function of it)
+    (package / "utils.py").write_text("import numpy as np\n\n\ndef accuracy_score(a, b):\n"
+                                      "    return np.mean(a == b)\n")
+    sys.path.insert(0, str(folder))
+
+
+class _Kept:
+    """An optimizer that keeps the gradients the authors' backward pass hands it."""
+
+    def __init__(self, found: dict, name: str):
+        self.found, self.name = found, name
+
+    def update(self, w, grad):
+        self.found[self.name] = grad
+        return w
+
+
+def mlp_loss(layers, X, y):
+    from mlfromscratch.deep_learning.loss_functions import CrossEntropy
+    out = X
+    for layer in layers:
+        out = layer.forward_pass(out)
+    return np.mean(CrossEntropy().loss(y, out))
+
+
+def ml_from_scratch_mlp() -> None:
+    from mlfromscratch.deep_learning.layers import Activation, Dense
+    from mlfromscratch.deep_learning.loss_functions import CrossEntropy
+    np.random.seed(0)
+    layers = [Dense(16, input_shape=(8,)), Activation("relu"), Dense(4, input_shape=(16,)),
+              Activation("sigmoid")]     # (their softmax's backward is its diagonal alone)
+    for layer in layers:
+        if isinstance(layer, Dense):
+            layer.initialize(None)
+    X, y = np.random.randn(32, 8), np.eye(4)[np.random.randint(0, 4, 32)]
+    ref, found = copy.deepcopy(layers), {}
+    for i, layer in enumerate(ref):
+        if isinstance(layer, Dense):
+            layer.W_opt, layer.w0_opt = _Kept(found, (i, "W")), _Kept(found, (i, "w0"))
+    start = time.perf_counter()
+    value, g = ys.grad(mlp_loss, layers, X, y)
+    took = time.perf_counter() - start
+    out = X
+    for layer in ref:
+        out = layer.forward_pass(out)
+    accum = CrossEntropy().gradient(y, out) / out.size      # (the mean's 1 / size)
+    for layer in reversed(ref):
+        accum = layer.backward_pass(accum)
+    worst = max(np.max(np.abs(g[0][key] - found[key])) for key in found)
+    stored = all(np.array_equal(a.layer_input, b.layer_input) for a, b in zip(layers, ref))
+    print(f"ML-From-Scratch MLP: compiled in {took:.2f} s; value {value:.12g} "
+          f"(theirs {mlp_loss(copy.deepcopy(ref), X, y):.12g}); |dW - theirs| <= {worst:.1e}, "
+          f"|dX - theirs| = {np.max(np.abs(g[1] - accum)):.1e}; layer_input kept as theirs: "
+          f"{stored}")
+
+
+def rnn_loss(layer, X, y):
+    from mlfromscratch.deep_learning.loss_functions import SquareLoss
+    return np.sum(SquareLoss().loss(y, layer.forward_pass(X)))
+
+
+def ml_from_scratch_rnn(steps: int = 10) -> None:
+    from mlfromscratch.deep_learning.layers import RNN
+    from mlfromscratch.deep_learning.loss_functions import SquareLoss
+    np.random.seed(0)
+    layer = RNN(6, activation="tanh", bptt_trunc=steps, input_shape=(steps, 4))
+    layer.initialize(None)
+    X, y = np.random.randn(3, steps, 4), np.random.randn(3, steps, 4)
+    ref, found = copy.deepcopy(layer), {}
+    ref.U_opt, ref.V_opt, ref.W_opt = (_Kept(found, (n,)) for n in "UVW")
+    start = time.perf_counter()
+    value, g = ys.grad(rnn_loss, layer, X, y)
+    took = time.perf_counter() - start
+    ref.backward_pass(SquareLoss().gradient(y, ref.forward_pass(X)))
+    worst = max(np.max(np.abs(g[0][key] - found[key])) for key in found)
+    loops = ys.trace(rnn_loss, copy.deepcopy(ref), X, y)[1].loops
+    print(f"ML-From-Scratch RNN: compiled in {took:.2f} s; value {value:.12g}; "
+          f"|dU, dV, dW - theirs| <= {worst:.1e}; loop: {'; '.join(loops)}")
+
+
+def fluidsim(repo: str, folder: Path, size: int = 110, steps: int = 100) -> None:
+    source = read(repo, "examples/fluidsim/fluidsim.py")
+    source = source.replace("import autograd.numpy as np", "import numpy as np")
+    source = source.replace("from autograd import value_and_grad", "")
+    path = folder / "fluidsim.py"
+    path.write_text(source)
+    for name in ("matplotlib", "matplotlib.pyplot"):     # (its plotting is not run)
+        sys.modules.setdefault(name, types.ModuleType(name))
+    sys.modules["matplotlib.pyplot"].imread = None
+    sys.path.insert(0, str(folder))
+    import fluidsim as sim
+    rng = np.random.default_rng(0)
+    smoke, target = rng.random((size, size)), rng.random((size, size))
+
+    def objective(params):
+        vx = np.reshape(params[:size * size], (size, size))
+        vy = np.reshape(params[size * size:], (size, size))
+        return np.mean((target - sim.simulate(vx, vy, smoke, steps)) ** 2)
+    params = 0.3 * rng.standard_normal(2 * size * size)
+    ys.simplegrad(lambda a: np.sum(np.sin(a)), np.ones(3))      # (the compiler's imports)
+    start = time.perf_counter()
+    df = ys.simplegrad(objective, params)
+    took = time.perf_counter() - start
+    value, d = df(params)
+    worst = 0.0
+    for i in (3, size * size + 7):
+        e = np.zeros_like(params)
+        e[i] = 1e-6
+        numeric = (objective(params + e) - objective(params - e)) / 2e-6
+        worst = max(worst, abs(d[i] - numeric) / max(abs(numeric), 1e-12))
+    loops = [n for n in ys.trace(objective, params)[1].loops if "range(10)" not in n]
+    print(f"autograd fluidsim ({size} x {size}, {steps} steps): compiled in {took:.2f} s, "
+          f"{len(ys.source(df).splitlines())} lines; value {value:.12g} (numpy "
+          f"{objective(params):.12g}); relative error vs central differences <= {worst:.1e}; "
+          f"loop: {'; '.join(loops)}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ml-from-scratch", help="a copy of eriklindernoren/ML-From-Scratch")
+    parser.add_argument("--autograd", help="a copy of HIPS/autograd")
+    ns = parser.parse_args(argv)
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    with tempfile.TemporaryDirectory() as tmp:
+        if ns.ml_from_scratch:
+            _ml_from_scratch(ns.ml_from_scratch, Path(tmp) / "mlfs")
+            ml_from_scratch_mlp()
+            ml_from_scratch_rnn()
+        if ns.autograd:
+            (Path(tmp) / "autograd").mkdir()
+            fluidsim(ns.autograd, Path(tmp) / "autograd")
+
+
+if __name__ == "__main__":
+    main()
