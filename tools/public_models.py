@@ -1,9 +1,10 @@
 """Public models differentiated from their authors' own forward code (issue 35).
 
-    python tools/public_models.py --ml-from-scratch PATH --autograd PATH
+    python tools/public_models.py --ml-from-scratch PATH --numpy-ml PATH --autograd PATH
 
 Each PATH is a copy of the repository (a work tree, or a bare git directory, read at HEAD):
-https://github.com/eriklindernoren/ML-From-Scratch and https://github.com/HIPS/autograd.
+https://github.com/eriklindernoren/ML-From-Scratch, https://github.com/ddbourgin/numpy-ml and
+https://github.com/HIPS/autograd.
 Nothing of theirs is kept in this repository: the files are read from the copy when this runs
 and loaded from a temporary folder. For each model the script prints the compile time, the
 loop notes, and how far the gradient is from the authors' handwritten backward pass (where
@@ -14,6 +15,9 @@ theirs is exact) or from central differences:
   the loss object is built inside the loss from static values.
 - ML-From-Scratch's RNN layer (``SquareLoss``): U, V, W against the authors' backpropagation
   through time (``bptt_trunc`` as long as the sequence, so theirs is exact in U, V, W).
+- numpy-ml's MLP (two ``FullyConnected`` layers, ReLU then affine; ``CrossEntropy`` of the
+  softmax): each layer appends its input to ``self.X`` and its ``Z`` to a dict of lists for its
+  backward pass, which the generated code does to the caller's layers too.
 - autograd's fluidsim (``simulate`` on a random 110 x 110 smoke and target, 100 steps, as the
   example's size): the time loop must stay a loop region; compile time, and the gradient at a
   few entries against central differences.
@@ -21,10 +25,15 @@ theirs is exact) or from central differences:
 from __future__ import annotations
 
 import argparse
+import collections
+import collections.abc
 import copy
+import io
 import os
+import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import types
@@ -133,6 +142,61 @@ def ml_from_scratch_rnn(steps: int = 10) -> None:
           f"|dU, dV, dW - theirs| <= {worst:.1e}; loop: {'; '.join(loops)}")
 
 
+def _numpy_ml(repo: str, folder: Path) -> None:
+    """numpy-ml's package, from a work tree or a git directory, importable from ``folder``."""
+    folder.mkdir()
+    if (Path(repo) / "numpy_ml").is_dir():
+        shutil.copytree(Path(repo) / "numpy_ml", folder / "numpy_ml")
+    else:
+        archive = subprocess.run(["git", f"--git-dir={repo}", "archive", "HEAD", "numpy_ml"],
+                                 capture_output=True, check=True).stdout
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(folder, **({"filter": "data"} if hasattr(tarfile, "data_filter")
+                                      else {}))
+    (folder / "numpy_ml" / "__init__.py").write_text("")    # (the rest needs scikit-learn)
+    collections.Hashable = collections.abc.Hashable         # (Python < 3.10's name, theirs)
+    sys.path.insert(0, str(folder))
+
+
+def softmax(z):
+    e = np.exp(z - np.max(z, axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def numpy_ml_loss(layers, X, y):
+    from numpy_ml.neural_nets.losses import CrossEntropy
+    h = X
+    for layer in layers:
+        h = layer.forward(h)        # (each keeps X and Z for its backward: self.X.append(X))
+    return CrossEntropy().loss(y, softmax(h))
+
+
+def numpy_ml_mlp() -> None:
+    from numpy_ml.neural_nets.layers import FullyConnected
+    from numpy_ml.neural_nets.losses import CrossEntropy
+    np.random.seed(0)
+    layers = [FullyConnected(16, act_fn="ReLU"),
+              FullyConnected(4, act_fn="Affine(slope=1, intercept=0)")]
+    X, y = np.random.randn(8, 5), np.eye(4)[np.random.randint(0, 4, 8)]
+    layers[1].forward(layers[0].forward(X, retain_derived=False), retain_derived=False)
+    ref = copy.deepcopy(layers)
+    start = time.perf_counter()
+    value, g = ys.grad(numpy_ml_loss, layers, X, y)
+    took = time.perf_counter() - start
+    h = X
+    for layer in ref:
+        h = layer.forward(h)
+    d = CrossEntropy.grad(y, softmax(h))
+    for layer in reversed(ref):
+        d = layer.backward(d)
+    worst = max(np.max(np.abs(g[0][(i, "parameters", k)] - layer.gradients[k]))
+                for i, layer in enumerate(ref) for k in ("W", "b"))
+    kept = all(len(a.X) == 1 and np.array_equal(a.X[0], b.X[0]) for a, b in zip(layers, ref))
+    print(f"numpy-ml MLP: compiled in {took:.2f} s; value {value:.12g}; |dW, db - theirs| <= "
+          f"{worst:.1e}, |dX - theirs| = {np.max(np.abs(g[1] - d)):.1e}; X kept as theirs: "
+          f"{kept}")
+
+
 def fluidsim(repo: str, folder: Path, size: int = 110, steps: int = 100) -> None:
     source = read(repo, "examples/fluidsim/fluidsim.py")
     source = source.replace("import autograd.numpy as np", "import numpy as np")
@@ -173,6 +237,7 @@ def fluidsim(repo: str, folder: Path, size: int = 110, steps: int = 100) -> None
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ml-from-scratch", help="a copy of eriklindernoren/ML-From-Scratch")
+    parser.add_argument("--numpy-ml", help="a copy of ddbourgin/numpy-ml")
     parser.add_argument("--autograd", help="a copy of HIPS/autograd")
     ns = parser.parse_args(argv)
     os.environ.setdefault("MPLBACKEND", "Agg")
@@ -181,6 +246,9 @@ def main(argv: list[str] | None = None) -> None:
             _ml_from_scratch(ns.ml_from_scratch, Path(tmp) / "mlfs")
             ml_from_scratch_mlp()
             ml_from_scratch_rnn()
+        if ns.numpy_ml:
+            _numpy_ml(ns.numpy_ml, Path(tmp) / "numpy_ml")
+            numpy_ml_mlp()
         if ns.autograd:
             (Path(tmp) / "autograd").mkdir()
             fluidsim(ns.autograd, Path(tmp) / "autograd")
