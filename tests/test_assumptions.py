@@ -140,6 +140,42 @@ def test_the_stored_arguments_of_a_global_partial_changed_in_place_are_seen(make
 
 
 @WAYS
+def test_a_method_default_changed_in_place_is_read_at_run_time(make):
+    """``def loss(self, x, W=np.array(...))`` of a class the code reaches: the default is read
+    where it is (``world.Defaulted.loss.__defaults__[0]``), like a function's; before, it was
+    compiled in and, changed in place, both simplegrad forms and ys.grad returned the old
+    value and gradient."""
+    W = m.Defaulted.loss.__defaults__[0]
+    try:
+        df = make(m.method_default, W3)
+        W[0] = 5.0
+        expect(df, m.method_default, W3)
+    finally:
+        W[0] = 1.0
+
+
+@WAYS
+def test_a_copied_or_merged_config_is_read_at_run_time(make):
+    """``CFG.copy()``, ``{**CFG}``, ``CFG | {...}``, ``SCALES.copy() + [...]``,
+    ``reversed(SCALES)``: every way of reading a config container's items reads them as the
+    code runs; before, the copy was made in C of the items as they were when compiling, and
+    after ``CFG["l2"] = 2.0`` both simplegrad forms and ys.grad returned the old value."""
+    with restored(m.CFG, "l2"), restored(m.SCALES, 0, 1):
+        df = make(m.copied_config, W3)
+        m.CFG["l2"], m.SCALES[0], m.SCALES[1] = 2.0, -1.0, 4.0
+        expect(df, m.copied_config, W3)
+
+
+def test_searching_a_config_list_read_at_run_time_is_refused():
+    """``SCALES.index(2.0)`` decides a slice from numbers the code reads when it runs: refused,
+    saying what to do (before, compiled for the values of the first call, silently)."""
+    with pytest.raises(ys.StaticValueError, match=r"(?s)a list read from outside the function "
+                                                  r"is compared by value while compiling.*"
+                                                  r"pass the result in"):
+        ys.simplegrad(m.searched, W3)
+
+
+@WAYS
 def test_a_list_a_dict_and_an_array_on_a_class_changed_in_place_are_seen(make):
     """Data on a class (``scales = [0.5, 2.0]``, ``W = np.array(...)``) is read where it is,
     ``world.Tables.W``; before, it was compiled in, and changed in place, both simplegrad

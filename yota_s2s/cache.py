@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 import numpy as np
 
 from .errors import InternalError
-from .objects import MISSING, is_struct_object
+from .objects import LAYOUT, MISSING, is_struct_object
 from .text import access_expr, literal_text
 
 if TYPE_CHECKING:           # the compile machinery comes in on the first compile, not here
@@ -319,6 +319,12 @@ def _static_test(access: str, value: Any, const: Callable[[Any], str]) -> str:
 def _dep_test(dep: Dep, const: Callable[[Any], str], missing: str = "_MISSING") -> str:
     if isinstance(dep.namespace, types.CellType):
         return f"{const(dep.namespace)}.cell_contents is {const(dep.value)}"
+    if dep.name is LAYOUT:
+        measure = "tuple" if isinstance(dep.namespace, dict) else "len"
+        return f"{measure}({const(dep.namespace)}) == {const(dep.value)}"
+    if dep.equal and dep.item:
+        return (f"{const(_same_item)}({const(dep.namespace)}, {const(dep.name)}, "
+                f"{const(dep.value)})")
     if dep.equal and isinstance(dep.value, np.ndarray):
         return f"{const(_same_array)}({const(dep.namespace)}, {const(dep.value)})"
     if dep.equal:
@@ -329,6 +335,14 @@ def _dep_test(dep: Dep, const: Callable[[Any], str], missing: str = "_MISSING") 
         return (f"getattr({const(dep.namespace)}, {literal_text(dep.name)}, {missing}) is "
                 f"{const(dep.value)}")
     return f"{const(dep.namespace)}.get({literal_text(dep.name)}, {missing}) is {const(dep.value)}"
+
+
+def _same_item(container: Any, key: Any, value: Any) -> bool:
+    """``container[key]`` is still ``value`` (a number or string read from a container the
+    generated code cannot reach, ``OutsideReads.unreached_item``): the same object, or one of
+    the same type equal to it (a nan is only itself: it compiles again)."""
+    found = container[key]
+    return found is value or (type(found) is type(value) and found == value)
 
 
 def _same_array(array: np.ndarray, copy: np.ndarray) -> bool:

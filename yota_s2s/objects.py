@@ -10,7 +10,8 @@ the compile machinery (``import yota_s2s`` imports this, not the frontend):
 - ``array_leaves``, ``rebuilt``: a struct's arrays by path, and a copy of it with new values
   at some paths (nothing of it changed);
 - ``MISSING``: the value of a name that a namespace did not hold (what the frontend records and
-  the cache's guards compare with).
+  the cache's guards compare with); ``LAYOUT``: the name under which the frontend records a
+  container's length or keys.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ import numpy as np
 from .text import normal
 
 MISSING = object()          # the value of a name that a namespace did not hold
+LAYOUT = object()           # the name of a container's length-or-keys entry (depends.Dep)
 
 # Library code is never inlined: a call into it needs a rule (or is static).
 LIBRARY_MODULES = ("numpy", "scipy", "cupy", "jax", "torch", "math", "builtins", "operator",

@@ -236,3 +236,30 @@ def picked(x, i):
 
 def flagged(x, flag):
     return np.sum(x) * (2.0 if flag else 3.0)
+
+
+class Defaulted:
+    """A method with an array default, on a class the code reaches (``world.Defaulted``)."""
+
+    def loss(self, x, W=np.array([1.0, 2.0, 3.0])):
+        return np.sum(np.tanh(x * W))
+
+
+DEFAULTED = Defaulted()
+
+
+def method_default(x):
+    return DEFAULTED.loss(x)
+
+
+def copied_config(w):
+    """Config containers copied or merged before their numbers are read: the copy is made of
+    the numbers as read at run time, not of the numbers as they were when compiling."""
+    cfg = {**CFG, "extra": 1.0}
+    scales = SCALES.copy() + [3.0]
+    return np.sum(w ** 2) * CFG.copy()["l2"] * cfg["l2"] + np.sum(w) * scales[0] \
+        + np.sum(np.sin(w)) * list(reversed(SCALES))[0] * (CFG | {"x": 1})["l2"]
+
+
+def searched(w):
+    return np.sum(w[:SCALES.index(2.0)])

@@ -8,7 +8,10 @@ records each namespace, name and the value found there, so the compile cache
 redefined in a notebook cell, a method patched onto a class, ``Config.scale = 3.0``, a reloaded
 module. An attribute found on a class is recorded on every class of the MRO up to the one that
 has it (absent there: ``MISSING``), so one set on a subclass or the object later is seen too.
-Values are compared by identity, so rebinding is seen; changing a global array in place is not.
+Values are compared by identity, so rebinding is seen. Data that can change in place is read
+again by the generated code when it runs (outside.py), or, where the code cannot reach it, is
+recorded with ``equal`` and compared by value (unreached.py): a container's contents or
+length or keys, an item, an array's bytes.
 
 Namespaces of library code (numpy, yota_s2s's own rules) are not recorded: they are not
 redefined while a program runs, and ``RuleSet.version`` covers the rules.
@@ -48,7 +51,9 @@ class Dep:
     value: Any
     attribute: bool = False
     item: bool = False          # ``namespace[name] is value``: an item of a list or dict
-    equal: bool = False         # ``namespace == value``: a container's contents, by value
+    equal: bool = False         # ``namespace == value``: a container's contents, by value;
+    #                             with ``item``, the item by value; named ``objects.LAYOUT``, the
+    #                             length of a list or the keys of a dict
     shown: str = field(default="", compare=False)      # ``model.helper``, ``Model.scale``
     kind: str = field(default="global", compare=False)
     loc: Any = field(default=None, compare=False)      # where the source read it

@@ -22,7 +22,8 @@ from ..ir.values import ArrayMethod, is_traced, python_numbers, to_tree
 from ..objects import LIBRARY_MODULES
 from .depends import module_root
 from .frame import Frame
-from .outside import GeneratorRef, OutsideCell, RandomMethod, is_data, on_an_object
+from .outside import GeneratorRef, OutsideCell, RandomMethod, is_data
+from .unreached import on_an_object
 from .resolve import ARRAY_METHODS, IN_PLACE_METHODS, STATIC_ARRAY_ATTRS
 from .structs import StructValue, call_dunder, class_data, get_attribute, static_lookup
 
@@ -318,8 +319,8 @@ class ExpressionsMixin:
         if not isinstance(obj, types.ModuleType):
             # an object whose fields the code does not read when it runs (a library's, as
             # types.SimpleNamespace; one the code cannot reach): its data can change in place
-            return self.outside.compiled_in(value, node, f"{type(obj).__qualname__}.{name}",
-                                            on_an_object(obj))
+            return self.outside.unreached(value, node, f"{type(obj).__qualname__}.{name}",
+                                          on_an_object(obj))
         return value
 
     def visit_Subscript(self, node: gast.Subscript) -> Any:

@@ -111,6 +111,7 @@ class InliningMixin:
         changed in place, it is seen."""
         self.depends.defaults(fn)
         if where is None or where[0] is None:
+            self._unreached_defaults(fn, arguments, given, node)
             return
         root, path = where
         code = fn.__code__
@@ -128,6 +129,21 @@ class InliningMixin:
             # run time or checked, like a config dict's); __defaults__ is a tuple
             arguments[name] = self.outside.wrap(arguments[name], (root, path + step), node,
                                                   name, field=step[0][1] == "__kwdefaults__")
+
+    def _unreached_defaults(self, fn: Any, arguments: dict, given: set,
+                            node: gast.AST | None) -> None:
+        """The defaults of a function the generated code cannot reach (one passed in as an
+        argument): guarded by value like the rest of its data (``OutsideReads.unreached``): an
+        array or list in ``__defaults__`` compared with a copy at each call, an item of the
+        dict ``__kwdefaults__`` (which can be rebound in place) by its slot too."""
+        place = self.outside.IN_DEFAULTS
+        kwdefaults = fn.__kwdefaults__ or {}
+        for name in [n for n in arguments if n not in given]:
+            if name in kwdefaults:
+                arguments[name] = self.outside.unreached_item(kwdefaults, name, kwdefaults[name],
+                                                              node, name, place)
+            else:
+                arguments[name] = self.outside.unreached(arguments[name], node, name, place)
 
     def inline_local(self, fn: LocalFunction, args: list, kwargs: dict, node: gast.AST) -> Any:
         """Run a ``def`` or ``lambda`` of the traced code, in a frame under the one it was

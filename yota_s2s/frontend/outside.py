@@ -21,48 +21,44 @@ compiled function itself, for its own closure) and a path of steps from it
 - a user function is remembered with its path, so that its own closure can be reached;
 - everything else (numbers, strings, tuples of numbers, functions, modules) is static, as before.
 
-Data found where the generated code cannot reach it (the closure of a function that came
-from neither a global nor a closure) is compiled in and guarded by value: a small array, a
-list or a dict there is compared with a copy at each call; a larger array is refused with a
-hint.
+Data found where the generated code cannot reach it (the closure or the defaults of a function
+that came from neither a global nor a closure, a class only an argument leads to, a library's
+object, a dict whose keys the code cannot write) is compiled in and guarded by value, at every
+depth (unreached.py): a small array, or a list or dict of numbers and strings, is
+compared with a copy at each call; a container holding arrays or objects is read item by item,
+its length or keys compared at each call and each item the code reads by the same rule (its
+slot by identity, a number by value); a larger array is refused with a hint.
 """
 from __future__ import annotations
 
 import copy
 import functools
 import numbers
-import sys
 import types
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..errors import StaticValueError, UnsupportedSyntax
+from ..errors import UnsupportedSyntax
 from ..ir.assumptions import READ, VALUE, Assumption
 from ..ir.tape import Aval, Stmt, Var, tree_atoms
-from ..ir.values import MAX_LITERAL_SIZE
 from ..objects import is_struct_object
 from ..rules.outside import (DRAW, EXTERNAL, EXTERNAL_CHECK, draw, external,
                               external_check)
+from .outside_values import (GeneratorRef, holds_data, holds_mutable, is_data, is_generator,
+                             is_namedtuple, path_text, plain_key, standard_library)
+from .unreached import (IN_DEFAULTS, ODD_KEYS, ON_A_CLASS, UnreachedReads, on_an_object,
+                        unreached_place)
 
 NUMPY_GLOBAL = ("numpy",)          # the root of np.random's own generator: ``xp.random``
 FUNCTION = ("function",)           # the root of the compiled function's closure
 _CELL = (("attr", "__closure__"),)
-_MAX_ITEMS = 10_000                # containers larger than this are not searched for data
 
 # Generator methods that are not draws: they change or show the generator's state, or shuffle
 # an array in place.
 _NOT_DRAWS = frozenset({"seed", "set_state", "get_state", "shuffle", "bit_generator", "spawn",
                         "jumped", "__getstate__", "__setstate__", "__reduce__"})
-
-
-@dataclass(eq=False)
-class GeneratorRef:
-    """A random generator the function reads from outside (``rs``, ``rng``, ``np.random``)."""
-
-    obj: Any
-    where: tuple | None            # (root, path), or None where generated code cannot reach it
 
 
 @dataclass(eq=False)
@@ -108,64 +104,19 @@ def place(where: tuple) -> str:
     return "global" if len(path) == 1 and root[0] == "module" else "attribute"
 
 
-def is_generator(value: Any) -> bool:
-    return isinstance(value, (np.random.RandomState, np.random.Generator))
-
-
-def is_data(value: Any) -> bool:
-    return type(value) is np.ndarray and value.dtype.kind in "biufc"
-
-
-@dataclass(frozen=True)
-class Unreached:
-    """Where data was found that the generated code cannot read when it runs, for messages:
-    ``there`` follows "a float64[3] array ..." and ``fix`` says what to do. Such data is
-    compiled in and compared with a copy at each call, or refused where it cannot be."""
-    there: str
-    fix: str
-
-
-IN_A_CLOSURE = Unreached("in a closure the code cannot reach",
-                         "Make it (or the function holding it) a module global, or pass it in "
-                         "as an argument.")
-ON_A_CLASS = Unreached("on a class the code cannot reach",
-                       "Define the class at module level (or read it through a global or a "
-                       "closure variable), or pass the data in as an argument.")
-
-
-def on_an_object(obj: Any) -> Unreached:
-    """Data on an object whose fields the generated code does not read when it runs: one the
-    code cannot reach (in the closure of a function passed in as an argument), or one of a
-    library's classes (``types.SimpleNamespace``)."""
-    kind = type(obj).__qualname__
-    if is_struct_object(obj) and not _standard_library(type(obj)):
-        return Unreached(f"on a {kind} object the code cannot reach",
-                         "Make the object (or the function holding it) a module global, or "
-                         "pass the data in as an argument.")
-    return Unreached(f"on a {kind} object, whose fields the generated code does not read when "
-                     "it runs", "Hold the data in an instance of a class of your own or in a "
-                     "module global, or pass it in as an argument.")
-
-
 def describe_where(where: tuple) -> str:
     """``model.X``, ``objective's closure: X``: for messages."""
     root, path = where
     text = {"module": lambda: root[1], "function": lambda: "<the function>",
             "numpy": lambda: "np.random"}[root[0]]()
-    return _steps(text, path)
+    return path_text(text, path)
 
 
-def _steps(text: str, path: tuple) -> str:
-    for kind, key in path:
-        text = f"{kind}({text})" if kind == "len" else f"tuple({text})" if kind == "keys" else \
-            text + (f".{key}" if kind == "attr" else f"[{key!r}]")
-    return text
-
-
-class OutsideReads:
+class OutsideReads(UnreachedReads):
     """The reads from outside that one trace made, by where they were found."""
 
     ON_A_CLASS = ON_A_CLASS     # (for structs.py, which this module imports)
+    IN_DEFAULTS = IN_DEFAULTS   # (for inline.py)
 
     def __init__(self, ev: Any):
         self.ev = ev
@@ -195,7 +146,7 @@ class OutsideReads:
             name = self.cell_names.get((root, path[:i]))
             if name is not None:
                 return f"{name} (a variable of a closure)" if i == len(path) else \
-                    f"{_steps(name, path[i:])} (in a closure)"
+                    f"{path_text(name, path[i:])} (in a closure)"
         return describe_where(where)
 
     def where_class(self, cls: type) -> tuple | None:
@@ -227,12 +178,13 @@ class OutsideReads:
                 self.classes[id(value)] = where         # its data is read from there
                 self.held.append(value)
             return value
+        if not reachable:
+            return self.unreached(value, node, name or _hint(where) or "a value",
+                                  unreached_place(where))
         if is_data(value):
-            if not reachable:
-                return self._unreachable(value, where, node, name)
             return self._read(value, where, node, name)
         if is_generator(value):
-            return GeneratorRef(value, where if reachable else None)
+            return GeneratorRef(value, where)
         if reachable and field and type(value) is float:
             return self._read(value, where, node, name)
         if reachable and field and (type(value) in (int, bool, str) or value is None):
@@ -240,28 +192,26 @@ class OutsideReads:
             return value
         if reachable and type(value) is functools.partial:
             return self._partial(value, where, node)
-        if not reachable and (type(value) in (list, dict) or (
-                type(value) is tuple and _holds_mutable(value))) and not _holds_data(value, [0]):
-            self._contents(value, node, name)
-            return value
-        if not reachable or isinstance(value, (numbers.Number, str, bytes)):
+        if isinstance(value, (numbers.Number, str, bytes)):
             return value            # numbers and strings: static
         key = (where[0], where[1])
         if key in self.reads:
             return self.reads[key]
-        if is_struct_object(value) and not _standard_library(type(value)) \
-                and not _is_namedtuple(value):
+        if is_struct_object(value) and not standard_library(type(value)) \
+                and not is_namedtuple(value):
             from .structs import StructValue
             wrapped = StructValue(type(value), value, None, where, describe_where(where))
-        elif type(value) in (list, tuple, dict) or _is_namedtuple(value):
+        elif type(value) in (list, tuple, dict) or is_namedtuple(value):
             # searched once per trace. A list or dict can change in place: one without data is
             # read item by item as the code reads it (a float in a config dict is read at run
             # time, an int checked); a tuple without lists or dicts stays the static value it is
-            if _holds_data(value, [0]):
+            if isinstance(value, dict) and not all(map(plain_key, value)):
+                wrapped = self.unreached(value, node, describe_where(where), ODD_KEYS)
+            elif holds_data(value, [0]):
                 wrapped = self._container(value, where, node)
-            elif type(value) is list or (type(value) is dict and all(map(_plain_key, value))):
+            elif type(value) is list or (type(value) is dict and all(map(plain_key, value))):
                 wrapped = self._lazy(value, where, node)
-            elif _holds_mutable(value):
+            elif holds_mutable(value):
                 wrapped = self._container(value, where, node)
             else:
                 wrapped = value
@@ -275,15 +225,15 @@ class OutsideReads:
         if type(value) is list:             # a list can grow: its length is checked
             self._check(len(value), (root, path + (("len", None),)), node)
         if isinstance(value, dict):
-            if not all(_plain_key(k) for k in value):
-                return value
+            if not all(plain_key(k) for k in value):
+                return self.unreached(value, node, describe_where(where), ODD_KEYS)
             self._check(tuple(value), (root, path + (("keys", None),)), node)
             return {k: self.wrap(v, (root, path + (("item", k),)), node, field=True)
                     for k, v in value.items()}
         field = type(value) is list or isinstance(value, dict)      # tuples cannot change
         items = [self.wrap(v, (root, path + (("item", i),)), node, field=field)
                  for i, v in enumerate(value)]
-        if _is_namedtuple(value):
+        if is_namedtuple(value):
             return type(value)(*items)
         return items if isinstance(value, list) else tuple(items)
 
@@ -297,31 +247,12 @@ class OutsideReads:
         args = [self.wrap(v, (root, path + (("attr", "args"), ("item", i))), node)
                 for i, v in enumerate(value.args)]
         stored = (root, path + (("attr", "keywords"),))
-        if not all(_plain_key(k) for k in value.keywords):
+        if not all(plain_key(k) for k in value.keywords):
             return value
         self._check(tuple(value.keywords), (root, stored[1] + (("keys", None),)), node)
         keywords = {k: self.wrap(v, (root, stored[1] + (("item", k),)), node, field=True)
                     for k, v in value.keywords.items()}
         return functools.partial(func, *args, **keywords)
-
-    def _contents(self, value: Any, node: Any, name: str | None,
-                  place: Unreached = IN_A_CLOSURE) -> None:
-        """A list or dict where the generated code cannot reach it (the closure of a function
-        passed in as an argument): compiled in, and its contents guarded by value, compared
-        with a copy at each call (by ``ys.grad``'s cache and ``simplegrad``'s function)."""
-        try:
-            snapshot = copy.deepcopy(value)
-            same = bool(snapshot == value)
-        except Exception:
-            same = False
-        if not same:        # no copy compares equal: nothing to guard it by
-            raise StaticValueError(
-                f"{name or 'a container'} (a {type(value).__name__} {place.there}) is read by "
-                "the function, and its contents cannot be compared with a copy",
-                self.ev.loc(node), place.fix)
-        self.ev.depends.read(value, "<contents>", snapshot, kind="contents", equal=True,
-                             shown=f"{name or 'a container'} (a {type(value).__name__} "
-                                   f"{place.there})")
 
     def _lazy(self, value: list | dict, where: tuple, node: Any) -> list | dict:
         """A list or dict without arrays, read from outside: its length (keys) checked at each
@@ -342,7 +273,7 @@ class OutsideReads:
                 self.ev.depends.read(value, key, found, item=True, kind="item",
                                      shown=describe_where(step))
             return self.wrap(found, step, at, field=True)
-        return (OutsideList if type(value) is list else OutsideDict)(value, item)
+        return self._items(value, item)
 
     def _check(self, value: Any, where: tuple, node: Any) -> None:
         """A static field (``cfg.layers = 3``): the code checks at call time it is unchanged."""
@@ -381,62 +312,9 @@ class OutsideReads:
 
     def field_of(self, obj: Any, name: str, node: Any) -> Any:
         """The attribute ``name`` of ``obj``, an object the code cannot reach when it runs (one
-        the traced code built from static values): as ``compiled_in`` gives it."""
-        return self.compiled_in(vars(obj)[name], node, f"{type(obj).__qualname__}.{name}",
-                                on_an_object(obj))
-
-    def compiled_in(self, value: Any, node: Any, name: str, place: Unreached) -> Any:
-        """Data found where the generated code cannot read it when it runs (``place``: on a
-        class defined inside a function that only an argument leads to, on a library's
-        object): a small array, a list or a dict is compiled in and guarded by value, compared
-        with a copy at each call (``_contents``, ``_unreachable``); numbers, strings and tuples
-        of them are static as they are (their place is guarded by identity)."""
-        if is_data(value):
-            return self._unreachable(value, None, node, name, place)
-        if is_generator(value):
-            return GeneratorRef(value, None)
-        if type(value) in (list, dict) or (type(value) is tuple and _holds_mutable(value)):
-            if _holds_data(value, [0]):
-                raise StaticValueError(
-                    f"{name} (a {type(value).__name__} of arrays {place.there}) is read by the "
-                    "function; the generated code can neither read it when it runs nor compare "
-                    "it with a copy", self.ev.loc(node), place.fix)
-            self._contents(value, node, name, place)
-        return value
-
-    def _unreachable(self, value: np.ndarray, where: tuple | None, node: Any,
-                     name: str | None = None, place: Unreached | None = None) -> Any:
-        """An array where the generated code cannot reach it (the closure of a function passed
-        in as an argument, a module not importable by name): a small one is written into the
-        code, and its contents guarded by value like a list there (``_contents``): compared
-        with a copy at each call, by ``ys.grad``'s cache and ``simplegrad``'s function."""
-        if value.size <= MAX_LITERAL_SIZE:
-            snapshot = value.copy()
-            snapshot.flags.writeable = False
-            shown = f"{name or 'an array'} (a {value.dtype}{list(value.shape)} array " \
-                    f"{(place or IN_A_CLOSURE).there})"
-            self.ev.depends.read(value, "<contents>", snapshot, kind="contents", equal=True,
-                                 shown=shown)
-            return value
-        if where is not None and where[1][:1] and where[1][0][0] == "attr":
-            raise StaticValueError(
-                f"the global {where[1][0][1]} (a {value.dtype}{list(value.shape)} array) is in a "
-                "module that the generated code cannot import by name (it is not in sys.modules "
-                "under its __name__)", self.ev.loc(node),
-                "Import the module normally, or register it (sys.modules[name] = module) before "
-                "compiling; or pass the array in as an argument.")
-        if place is not None:
-            raise StaticValueError(
-                f"{name} (a {value.dtype}{list(value.shape)} array {place.there}) is read by "
-                "the function: the generated code cannot read it when it runs, and it is too "
-                "large to compile in and compare with a copy at each call", self.ev.loc(node),
-                place.fix)
-        raise StaticValueError(
-            f"a {value.dtype}{list(value.shape)} array is read from the closure of a function "
-            "that the generated code cannot reach (it came from neither a global nor a "
-            "closure)", self.ev.loc(node),
-            "Make the array (or the function holding it) a module global, or pass it in as "
-            "an argument.")
+        the traced code built from static values): as ``unreached`` gives it."""
+        return self.unreached(vars(obj)[name], node, f"{type(obj).__qualname__}.{name}",
+                              on_an_object(obj))
 
     # -- random draws --------------------------------------------------------------------
 
@@ -518,78 +396,3 @@ def _hint(where: tuple) -> str | None:
     if path and path[-1][0] == "attr" and path[-1][1] != "cell_contents":
         return path[-1][1]
     return None             # an item of a container: named by what the code binds it to
-
-
-class OutsideList(list):
-    """A list read from outside while tracing: each item is wrapped as it is read."""
-
-    def __init__(self, items: list, item: Any):
-        super().__init__(items)
-        self._item = item
-
-    def __getitem__(self, i: Any) -> Any:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        n = len(self)
-        k = i + n if isinstance(i, int) and -n <= i < 0 else i
-        return self._item(k, list.__getitem__(self, i))
-
-    def __iter__(self) -> Any:
-        return (self[i] for i in range(len(self)))
-
-
-class OutsideDict(dict):
-    """A dict read from outside while tracing: each value is wrapped as it is read."""
-
-    def __init__(self, items: dict, item: Any):
-        super().__init__(items)
-        self._item = item
-
-    def __getitem__(self, key: Any) -> Any:
-        return self._item(key, dict.__getitem__(self, key))
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        return self[key] if key in self else default
-
-    def values(self) -> Any:
-        return [self[k] for k in self]
-
-    def items(self) -> Any:
-        return [(k, self[k]) for k in self]
-
-
-def _holds_mutable(value: Any) -> bool:
-    """A tuple (of tuples) that holds a list or a dict."""
-    return any(type(v) in (list, dict) or (isinstance(v, tuple) and _holds_mutable(v))
-               for v in value)
-
-
-def _standard_library(cls: type) -> bool:
-    module = (getattr(cls, "__module__", None) or "").split(".")[0]
-    return module in getattr(sys, "stdlib_module_names", ()) or module == "builtins"
-
-
-def _plain_key(key: Any) -> bool:
-    if isinstance(key, tuple):
-        return all(_plain_key(k) for k in key)
-    return type(key) in (str, int, bool)
-
-
-def _is_namedtuple(value: Any) -> bool:
-    return isinstance(value, tuple) and hasattr(type(value), "_fields")
-
-
-def _holds_data(value: Any, count: list) -> bool:
-    """Does the container hold an array, a struct object or a generator (searched up to
-    ``_MAX_ITEMS`` items)?"""
-    count[0] += 1
-    if count[0] > _MAX_ITEMS:
-        return False
-    if is_data(value) or is_generator(value) or \
-            (is_struct_object(value) and not _standard_library(type(value))):
-        return True
-    if isinstance(value, dict):
-        return any(_holds_data(v, count) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return any(_holds_data(v, count) for v in value)
-    return False

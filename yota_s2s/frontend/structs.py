@@ -120,6 +120,8 @@ def class_attribute(ev: Any, sv: StructValue | Any, name: str, node: gast.AST) -
         elif isinstance(getattr(sv.obj, "__dict__", None), dict):
             ev.depends.read(sv.obj.__dict__, name, _MISSING_DEP, kind="attribute",
                             shown=f"{sv.access}.{name} (absent from the object)")
+    if isinstance(attr, (types.FunctionType, staticmethod, classmethod)):
+        method_found(ev, owner, name, getattr(attr, "__func__", attr), sv)
     if isinstance(attr, staticmethod):
         return attr.__func__
     if isinstance(attr, classmethod):
@@ -148,19 +150,39 @@ def class_data(ev: Any, owner: type, name: str, attr: Any, node: gast.AST,
     finds it too (``model.net.__class__.W`` for an object read from a global). Data on a
     class the code reaches nowhere (one defined inside a function, met only as an argument's
     class) is compiled in and guarded by value, compared with a copy at each call
-    (``OutsideReads.compiled_in``)."""
-    if library_class(owner) or callable(attr) or isinstance(attr, type):
+    (``OutsideReads.unreached``)."""
+    if library_class(owner) or isinstance(attr, type):
         return attr
-    where = _class_place(ev, owner)
-    if where is None and through is not None:
-        via = _class_place(ev, through) if isinstance(through, type) else \
-            instance_class_place(ev, through)
-        where = via
+    if callable(attr):
+        if isinstance(attr, types.FunctionType):        # Model.loss, called as a function
+            method_found(ev, owner, name, attr, through)
+        return attr
+    where = _data_place(ev, owner, through)
     if where is None:
-        return ev.outside.compiled_in(attr, node, f"{owner.__qualname__}.{name}",
-                                      ev.outside.ON_A_CLASS)
+        return ev.outside.unreached(attr, node, f"{owner.__qualname__}.{name}",
+                                    ev.outside.ON_A_CLASS)
     root, path = where          # (no variable name: shown by its path, Table.W not "W")
     return ev.outside.wrap(attr, (root, path + (("attr", name),)), node)
+
+
+def method_found(ev: Any, owner: type, name: str, func: Any, through: Any) -> None:
+    """A function found on a class (a method, a static or class method): where the code can
+    reach the class, the function is remembered there (``model.Model.loss``), so that its
+    defaults and closure are read where they are when the code runs, as a global function's
+    are (``model.Model.loss.__defaults__[0]``); elsewhere they are guarded by value."""
+    where = None if library_class(owner) else _data_place(ev, owner, through)
+    if where is not None and isinstance(func, types.FunctionType):
+        ev.outside.function_found(func, (where[0], where[1] + (("attr", name),)))
+
+
+def _data_place(ev: Any, owner: type, through: Any) -> tuple | None:
+    """Where the code reaches ``owner``'s attributes: the class's own place, else through the
+    class or object the source read the attribute from (``class_data``)."""
+    where = _class_place(ev, owner)
+    if where is None and through is not None:
+        where = _class_place(ev, through) if isinstance(through, type) else \
+            instance_class_place(ev, through)
+    return where
 
 
 def _class_place(ev: Any, cls: type) -> tuple | None:
