@@ -135,7 +135,11 @@ class InliningMixin:
         """The defaults of a function the generated code cannot reach (one passed in as an
         argument): guarded by value like the rest of its data (``OutsideReads.unreached``): an
         array or list in ``__defaults__`` compared with a copy at each call, an item of the
-        dict ``__kwdefaults__`` (which can be rebound in place) by its slot too."""
+        dict ``__kwdefaults__`` (which can be rebound in place) by its slot too. An installed
+        library's function (``np.gradient``) is not: library code's defaults do not change
+        while a program runs (docs/outside.md)."""
+        if is_installed(fn.__code__.co_filename):
+            return
         place = self.outside.IN_DEFAULTS
         kwdefaults = fn.__kwdefaults__ or {}
         for name in [n for n in arguments if n not in given]:
