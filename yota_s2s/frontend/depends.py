@@ -202,6 +202,13 @@ def library_binding(name: str, value: Any) -> bool:
     return library_value(value) and name == getattr(value, "__name__", None)
 
 
+def library_function(fn: Any) -> bool:
+    """A function of numpy's or another library's modules, or of yota_s2s's own (a composite
+    a rule inlines: ``np.gradient`` written in rules/reductions.py): library code, which does
+    not change while a program runs."""
+    return _library(getattr(fn, "__module__", None) or "")
+
+
 def _library(module: str) -> bool:
     return any(module == m or module.startswith(m + ".") for m in LIBRARY_MODULES + ("yota_s2s",))
 

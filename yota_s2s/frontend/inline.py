@@ -20,6 +20,7 @@ import gast
 from ..errors import UnsupportedSyntax, YotaError
 from ..ir.values import LocalFunction
 from .collect import skip_call
+from .depends import library_function
 from .frame import Frame
 from .outside import cell_path, is_data
 from .resolve import display_name
@@ -135,10 +136,10 @@ class InliningMixin:
         """The defaults of a function the generated code cannot reach (one passed in as an
         argument): guarded by value like the rest of its data (``OutsideReads.unreached``): an
         array or list in ``__defaults__`` compared with a copy at each call, an item of the
-        dict ``__kwdefaults__`` (which can be rebound in place) by its slot too. An installed
-        library's function (``np.gradient``) is not: library code's defaults do not change
-        while a program runs (docs/outside.md)."""
-        if is_installed(fn.__code__.co_filename):
+        dict ``__kwdefaults__`` (which can be rebound in place) by its slot too. A library's
+        function (an installed package's, or yota_s2s's own ``np.gradient``) is not: library
+        code's defaults do not change while a program runs (docs/outside.md)."""
+        if is_installed(fn.__code__.co_filename) or library_function(fn):
             return
         place = self.outside.IN_DEFAULTS
         kwdefaults = fn.__kwdefaults__ or {}
