@@ -8,7 +8,7 @@ from typing import Any, Callable, Sequence
 
 from ..errors import UnsupportedSyntax, YotaError
 from ..ir.assumptions import IDENTITY, Assumption
-from ..ir.tape import Tape, Var
+from ..ir.tape import Tape, Var, tree_vars
 from ..ir.values import to_tree
 from ..objects import param_names, unbind
 from ..rules.registry import RULES, RuleSet
@@ -19,6 +19,7 @@ from .frame import Frame
 from .outside import FUNCTION
 from .flatten import Flattener, arg_kind, leaf_names
 from .resolve import is_compiler
+from .selections import select_masks
 from .source import parse_function
 from .structs import result_tree
 
@@ -147,7 +148,8 @@ def _trace(fn: Any, args: Sequence[Any], rules: RuleSet, collector: Collector | 
     inputs = sorted(flat.inputs, key=lambda i: i.argnum)      # struct fields are read lazily
     leaf_names(inputs, names)
     result = to_tree(result, loc)
-    tape = Tape(name=name, params=names, inputs=inputs, stmts=ev.placed_rows(ev.stmts, result),
+    stmts = select_masks(ev, ev.placed_rows(ev.stmts, result), set(tree_vars(result)))
+    tape = Tape(name=name, params=names, inputs=inputs, stmts=stmts,
                 result=result, statics=flat.statics, loc=loc, layout=flat.layout,
                 arg_kinds=tuple("int" if i in dynamic and type(a) is int else arg_kind(a)
                                 for i, a in enumerate(args)), freevars=fn.__code__.co_freevars,

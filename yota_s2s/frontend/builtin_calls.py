@@ -42,6 +42,7 @@ def _len(ev, args, kwargs, node):
     if isinstance(x, Var):
         if x.aval.ndim == 0:
             raise YotaError("len() of a 0-d array", ev.loc(node))
+        ev.static_reads.add(x)
         return x.aval.shape[0]
     return len(x)
 

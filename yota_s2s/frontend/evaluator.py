@@ -91,6 +91,10 @@ class Evaluator(ExpressionsMixin, CallsMixin, PrimitiveCallsMixin, InliningMixin
         self.views: dict[Var, tuple[Var, Stmt]] = {}
         self.constants: set[Var] = set()
         self.stores: dict[tuple[str, str], tuple] = {}  # fields assigned on arguments
+        # masks' counts: each guard's condition -> its mask; arrays whose shape the code read
+        # (len, .shape): what selections.py needs to write a selection as a select
+        self.selection_guards: dict[Var, Var] = {}
+        self.static_reads: set[Var] = set()
         self.loop_notes: list[str] = []       # per loop: region or unrolled, and why (regions.py)
         self.stack_rows: dict = {}
         self.pending_rows: dict = {}
@@ -522,6 +526,7 @@ class Evaluator(ExpressionsMixin, CallsMixin, PrimitiveCallsMixin, InliningMixin
         if isinstance(value, Var):
             if value.aval.ndim == 0:
                 raise YotaError(f"cannot iterate over a traced scalar {value.aval}", self.loc(node))
+            self.static_reads.add(value)        # (as many steps as it has rows)
             rows = (self.getitem(value, i, node) for i in range(value.aval.shape[0]))
             return rows if lazy else list(rows)
         if isinstance(value, dict):

@@ -24,7 +24,7 @@ from .depends import module_root
 from .frame import Frame
 from .outside import GeneratorRef, OutsideCell, RandomMethod, is_data
 from .unreached import on_an_object
-from .resolve import ARRAY_METHODS, IN_PLACE_METHODS, STATIC_ARRAY_ATTRS
+from .resolve import ARRAY_METHODS, IN_PLACE_METHODS, SIZED_ATTRS, STATIC_ARRAY_ATTRS
 from .structs import StructValue, call_dunder, class_data, get_attribute, static_lookup
 
 # Operators whose Python semantics on Python floats differ from numpy's (ZeroDivisionError,
@@ -274,6 +274,8 @@ class ExpressionsMixin:
     def getattr(self, obj: Any, name: str, node: gast.AST) -> Any:
         if isinstance(obj, Var):
             if name in STATIC_ARRAY_ATTRS:
+                if name in SIZED_ATTRS:
+                    self.static_reads.add(obj)
                 return STATIC_ARRAY_ATTRS[name](obj.aval)
             if name == "T":
                 return self.call_primitive(self.rules.lookup(np.transpose), (obj,), {}, node)

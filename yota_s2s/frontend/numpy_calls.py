@@ -135,6 +135,7 @@ def guard_selection(ev, prim, operands: list, node) -> None:
         count = int(np.count_nonzero(ev.values[ev.current(mask)]))
         found = ev.call_primitive(ev.rules.lookup(np.count_nonzero), (mask,), {}, node)
         same = ev.compare(_EQ, found, count, node)
+        ev.selection_guards[same] = mask      # (selections.py may find it needless)
         loc = ev.loc(node)
         where = f"{loc.short} `{loc.text}` selecting {count} elements" if loc else "a selection"
         ev.emit(ev.rules.lookup(guard), [same], {"expected": True, "where": where}, node)
@@ -148,6 +149,8 @@ STATIC_FACTS = (np.shape, np.ndim, np.size, np.result_type, np.iscomplexobj, np.
 
 def _static_fact(fn):
     def handler(ev, args, kwargs, node):
+        if fn in (np.shape, np.size):
+            ev.static_reads.update(a for a in args if isinstance(a, Var))
         return fn(*[ev.values.peek(a) if isinstance(a, Var) else a for a in args], **kwargs)
     return handler
 

@@ -15,7 +15,7 @@ from typing import Any
 import gast
 import numpy as np
 
-from ..errors import StaticValueError, YotaError
+from ..errors import InternalError, SourceLoc, StaticValueError, YotaError
 from ..ir.tape import Aval, Primitive, Stmt, Var, tree_atoms, tree_map
 from ..ir.values import (MAX_LITERAL_SIZE, LocalFunction, is_traced, normalize_static, to_tree,
                          weak_tree)
@@ -129,6 +129,18 @@ class PrimitiveCallsMixin:
         operands = [tree_map(self.current, t) for t in operands]
         if self.backward_mode:      # constants of derivative rules never widen a gradient
             operands = [weak_tree(t) for t in operands]
+        stmt = self.record(prim, operands, params, loc, self.rule_text, grad_of=grad_of)
+        outs = stmt.outs
+        copy = self.note_views(stmt, node)
+        return copy if copy is not None else outs[0] if prim.nout == 1 else outs
+
+    def record(self, prim: Primitive, operands: list, params: dict, loc: SourceLoc | None,
+               rule: str | None, *, grad_of: Var | None = None,
+               outs: tuple[Var, ...] | None = None) -> Stmt:
+        """The statement ``prim(*operands, **params)`` at ``loc``, appended to the list of
+        statements and computed on the example values (or their abstract values); its results
+        are new Vars, or ``outs`` (of the same avals). ``emit`` without its reading of the
+        current versions of the operands: the operands are the Vars meant."""
         ghosts = abstract.evaluate(self, prim, operands, params)     # shape and dtype only
         try:
             results = ghosts or prim.apply(self.concrete_operands(prim, operands), params)
@@ -140,22 +152,24 @@ class PrimitiveCallsMixin:
                 raise YotaError(what, loc, fix) from None
             described = ", ".join(_describe(t) for t in operands)
             raise YotaError(f"{prim.name}({described}) fails: {e}", loc) from None
-        outs = tuple(Var(Aval.of(r), grad_of=grad_of) for r in results)
+        if outs is None:
+            outs = tuple(Var(Aval.of(r), grad_of=grad_of) for r in results)
+        elif tuple(v.aval for v in outs) != tuple(Aval.of(r) for r in results):
+            raise InternalError(f"{prim.name} gives {[str(Aval.of(r)) for r in results]}, "
+                                f"not the {[str(v.aval) for v in outs]} of the Vars given", loc)
         order = [name for name, _ in prim.options]
         stmt = Stmt(outs, prim, tuple(operands),
-                    tuple(sorted(params.items(), key=lambda kv: order.index(kv[0]))), loc,
-                    self.rule_text)
+                    tuple(sorted(params.items(), key=lambda kv: order.index(kv[0]))), loc, rule)
         for v, r in zip(outs, results):
             if ghosts:
                 self.values.set_ghost(v, r, stmt)
             else:
                 self.values[v] = r
         self.stmts.append(stmt)
-        copy = self.note_views(stmt, node)
         if ghosts and abstract.CHECK:
             abstract.check(ghosts, prim.apply(self.concrete_operands(prim, operands), params),
                            prim)
-        return copy if copy is not None else outs[0] if prim.nout == 1 else outs
+        return stmt
 
     def concrete(self, atom: Any) -> Any:
         """An operand's example value."""

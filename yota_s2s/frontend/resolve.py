@@ -31,6 +31,7 @@ STATIC_ARRAY_ATTRS: dict[str, Callable] = {
     "itemsize": lambda a: a.dtype.itemsize,
     "nbytes": lambda a: a.size * a.dtype.itemsize,
 }
+SIZED_ATTRS = frozenset({"shape", "size", "nbytes"})    # those that a selection's count sets
 
 
 def _shape_args(args: tuple) -> Any:

@@ -7,6 +7,7 @@
         shape), or ``c`` itself for a single element
     reshape(sum(x, axis, keepdims=True), s) -> sum(x, axis)   when that already has shape s
     x.T.T -> x
+    np.where(c, np.where(c, a, b), d), np.where(c, np.where(~c, b, a), d) -> np.where(c, a, d)
     broadcast_to(c, s) * k -> broadcast_to(c * k, s);  broadcast_to(a, s) * b -> a * b
         when ``a`` and ``b`` broadcast to the result by themselves (no array of ones);
         broadcast_to(u, s) / k -> broadcast_to(u / k, s) (the small array is scaled)
@@ -155,9 +156,46 @@ def _simplify(stmt: Stmt, producer: dict[Var, Stmt], uses, rules: RuleSet):
             return inner.args[0]
     if fn is np.reshape and isinstance(args[0], Var):
         return _drop_kept_axes(stmt, producer.get(args[0]))
+    if fn is np.where:
+        nested = _nested_where(stmt, producer)
+        if nested is not None:
+            return nested
     if fn in _ELEMENTWISE:
         return _through_broadcast(stmt, producer)
     return None
+
+
+def _nested_where(stmt: Stmt, producer: dict[Var, Stmt]) -> Stmt | None:
+    """``np.where(c, np.where(c, a, b), d)`` -> ``np.where(c, a, d)``, and ``b`` for the
+    inner one's other choice (the same on the other side; ``~c`` inside picks the other
+    choice), when that keeps the shape and dtype."""
+    cond, *choices = stmt.args
+    for i, choice in enumerate(choices):
+        if not _made_by(choice, np.where, producer):
+            continue
+        inner = producer[choice].args
+        if inner[0] is cond:
+            picked = inner[1 + i]
+        elif _negation(inner[0], cond, producer):
+            picked = inner[2 - i]
+        else:
+            continue
+        trial = list(choices)
+        trial[i] = picked
+        if np.result_type(*(_dtype_arg(a) for a in trial)) == stmt.out.aval.dtype and \
+                np.broadcast_shapes(*(_shape(a) for a in [cond, *trial])) == stmt.out.aval.shape:
+            return stmt.replace(args=(cond, *trial))
+    return None
+
+
+def _negation(a, b, producer: dict[Var, Stmt]) -> bool:
+    """Is one of the boolean masks ``a``, ``b`` the other's ``~`` (``np.logical_not``)?"""
+    for x, y in ((a, b), (b, a)):
+        if isinstance(y, Var) and y.aval.dtype == bool and any(
+                _made_by(x, fn, producer) and producer[x].args[0] is y
+                for fn in (operator.invert, np.invert, np.logical_not)):
+            return True
+    return False
 
 
 def _made_by(atom, fn, producer: dict[Var, Stmt]) -> bool:
