@@ -51,6 +51,7 @@ class _Reads:
     (``index``, ``count``, ``==``) are refused where an item is read at run time."""
 
     _kind = "container"
+    _base: type = list
     _loc: Any = staticmethod(lambda: None)     # where the source reads it (set by OutsideReads)
 
     def _known(self) -> list:
@@ -67,11 +68,18 @@ class _Reads:
     def _keys(self) -> Any:
         return range(len(self))
 
-    def __eq__(self, other: Any) -> bool:
-        return self._known() == (other._known() if isinstance(other, _Reads) else other)
+    def _plain(self) -> Any:
+        """The container as a plain one, of its items as known when compiling."""
+        return self._base(self._known())
 
-    def __ne__(self, other: Any) -> bool:
-        return not self == other
+    def __eq__(self, other: Any) -> Any:
+        if not isinstance(other, self._base):
+            return NotImplemented           # (another kind: unequal, as for a plain one)
+        return self._plain() == (other._plain() if isinstance(other, _Reads) else other)
+
+    def __ne__(self, other: Any) -> Any:
+        same = self.__eq__(other)
+        return same if same is NotImplemented else not same
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -115,7 +123,7 @@ class _Sequence(_Reads):
 class OutsideList(_Sequence, list):
     """A list read from outside while tracing: each item is wrapped as it is read."""
 
-    _kind = "list"
+    _kind, _base = "list", list
 
     def __init__(self, items: list, item: Any):
         list.__init__(self, items)
@@ -134,7 +142,7 @@ class OutsideList(_Sequence, list):
 class OutsideTuple(_Sequence, tuple):
     """A tuple read from where the generated code cannot reach: each item is guarded as read."""
 
-    _kind = "tuple"
+    _kind, _base = "tuple", tuple
 
     def __new__(cls, items: tuple, item: Any) -> "OutsideTuple":
         made = tuple.__new__(cls, items)
@@ -154,7 +162,7 @@ class OutsideDict(_Reads, dict):
     """A dict read from outside while tracing: each value is wrapped as it is read. (Its own
     ``__iter__`` makes ``{**d}`` and ``e.update(d)`` read through ``__getitem__`` too.)"""
 
-    _kind = "dict"
+    _kind, _base = "dict", dict
 
     def __init__(self, items: dict, item: Any):
         dict.__init__(self, items)
@@ -162,6 +170,9 @@ class OutsideDict(_Reads, dict):
 
     def _keys(self) -> Any:
         return list(dict.keys(self))
+
+    def _plain(self) -> dict:
+        return dict(zip(self._keys(), self._known()))
 
     def __iter__(self) -> Any:
         return iter(dict.keys(self))
