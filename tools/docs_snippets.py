@@ -47,6 +47,7 @@ def snippets() -> dict[str, str]:
         **_workflow(),
         **_primer(),
         **_loops(),
+        **_branches(),
         **_jvp(args),
     }
 
@@ -67,6 +68,21 @@ def _loops() -> dict[str, str]:
     return {"loop-model": model[:model.index("\n\n# --")] + "\n",
             "loop-tape": format_tape(forward) + "\n",
             "loop-module": text[text.index("    # -- forward --"):]}
+
+
+def _branches() -> dict[str, str]:
+    """docs/how-it-works.md: a branch on the tape and in the generated module (review form)."""
+    import numpy as np
+
+    from tests.programs import branches
+    from yota_s2s.codegen import write_module
+    from yota_s2s.compiler import gradient_tape
+    from yota_s2s.ir.printer import format_tape
+
+    _, tape = gradient_tape(branches.piecewise, (np.ones(4),), review=True)
+    text = write_module(tape, buffers=False)
+    return {"branch-tape": format_tape(tape) + "\n",
+            "branch-module": text[text.index("    # -- forward --"):]}
 
 
 def _jvp(args: tuple) -> dict[str, str]:

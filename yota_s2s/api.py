@@ -23,7 +23,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .cache import BUILT, CACHE, Variant, arg_key, function_guard, function_key, world_guard
-from .errors import ArgumentMismatch, GuardError, UsageError, YotaError
+from .errors import ArgumentMismatch, GuardError, RecompileWarning, UsageError, YotaError
 from .ir.structure import rebuild
 from .ir.tape import Tape, tree_map
 from .marks import entry_point, function_maker
@@ -442,10 +442,6 @@ def _code_of(fn: Callable) -> Any:
     """What tells ``fn``'s code apart: its code object; for the function that calls a numpy
     function or operator (``objects.calling``: one code for all), that callable."""
     return getattr(fn, "__yota_calls__", None) or getattr(fn, "__code__", None)
-
-
-class RecompileWarning(UserWarning):
-    """``ys.grad`` compiles a function again and again for new values of a static argument."""
 
 
 def clear_cache() -> None:

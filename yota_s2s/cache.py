@@ -29,12 +29,13 @@ import ast
 import functools
 import threading
 import types
+import warnings
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import numpy as np
 
-from .errors import InternalError
+from .errors import InternalError, RecompileWarning
 from .objects import LAYOUT, MISSING, is_struct_object
 from .text import access_expr, literal_text
 
@@ -364,10 +365,21 @@ def _function(name: str, params: tuple[str, ...], tests: list[str], consts: dict
     return fn
 
 
+def _cause(error: Exception) -> str:
+    """A guard's message up to its verdict: ``model.py:12 `if loss > 1.0:` was True``."""
+    text = str(error)
+    cut = text.find(" when this gradient was compiled")
+    return text[:cut] if cut > 0 else text
+
+
 def _call(variant: Variant, args: tuple, closure_of: Any) -> Any:
     if variant.reads_closure:
         return variant.fn(*args, _fn=closure_of)
     return variant.fn(*args)
+
+
+# variants of one key (arguments of one static signature) compiled: warn once, naming why
+RECOMPILE_VARIANTS = 4
 
 
 class Cache:
@@ -377,6 +389,8 @@ class Cache:
         self._lock = threading.Lock()
         self._compiling = threading.RLock()
         self.hits = self.misses = self.guard_failures = 0
+        self._why: dict[Any, str] = {}      # key -> why its last variant did not apply
+        self._warned: set = set()
 
     def call(self, key: Any, args: tuple, compile_fn: Callable[[], Compiled],
              owner: Any = None, closure_of: Any = None) -> tuple[Variant, Any]:
@@ -397,7 +411,25 @@ class Cache:
                                     + variant.fits.source)
             self._add(key, variant)
             self.misses += 1
+            self._recompiled(key, variant)
         return variant, _call(variant, args, closure_of)
+
+    def _recompiled(self, key: Any, variant: Variant) -> None:
+        """Warn once per key when it holds ``RECOMPILE_VARIANTS`` variants: each call tries
+        them in turn, and the cause (a guard's ``file:line`` and condition) is the user's to
+        change."""
+        count = len(self._entries.get(key, ()))
+        if count < RECOMPILE_VARIANTS or key in self._warned:
+            return
+        self._warned.add(key)
+        name = variant.compiled.forward.name
+        why = self._why.get(key, "the checks of what it read outside its arguments failed")
+        warnings.warn(
+            f"ys.grad has compiled {name} {count} times for arguments of one shape and dtype: "
+            f"{why}. Each new variant compiles again (up to {self.maxsize}), and every call "
+            "tries them in turn. A branch whose arms give values of one shape and dtype stays "
+            "an if, one module for every path: make the arms agree, or decide the branch on a "
+            "static value.", RecompileWarning, stacklevel=4)
 
     def _run(self, key: Any, args: tuple, closure_of: Any = None) -> tuple[Variant, Any] | None:
         with self._lock:
@@ -411,12 +443,14 @@ class Cache:
                 self._drop(key, variant)
                 continue
             if variant.fits is not None and not variant.fits(*args):
+                self._why[key] = "what it read outside its arguments changed (its checks)"
                 continue
             try:
                 out = _call(variant, args, closure_of)
-            except variant.guard_error:
+            except variant.guard_error as e:
                 with self._lock:
                     self.guard_failures += 1
+                    self._why[key] = f"a guard failed, {_cause(e)}"
                 continue
             if variant is not variants[0]:
                 self._promote(key, variant)
@@ -453,6 +487,8 @@ class Cache:
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._why.clear()
+            self._warned.clear()
             self.hits = self.misses = self.guard_failures = 0
 
     def stats(self) -> dict[str, int]:

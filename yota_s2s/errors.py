@@ -125,6 +125,11 @@ class StaleSourceError(YotaError):
     """The source on disk no longer is the code that runs (edited after import)."""
 
 
+class RecompileWarning(UserWarning):
+    """``ys.grad`` compiles a function again and again: for new values of a static argument,
+    or one variant per path where a guard decides (cache.py)."""
+
+
 CUPY_INSTALL = ("Install cupy's binary wheel for your CUDA version: pip install cupy-cuda12x "
                 "(CUDA 12) or pip install cupy-cuda11x (CUDA 11); `pip install cupy` builds it "
                 "from source, which needs the CUDA toolkit. Or compile for device=\"cpu\".")

@@ -1,9 +1,11 @@
 """The AD engine: the reverse sweep (sweep.py) and its two uses, reverse mode (backward.py)
-and forward mode (forward.py), and the derivative of a loop region (regions.py).
+and forward mode (forward.py), and the derivatives of a loop region (regions.py) and of a
+branch (branches.py).
 
 The engine knows no region: regions.py registers the loop's structural rule in
-``sweep.STRUCTURAL_RULES``, and it is imported here, so that whoever imports any module of
+``sweep.STRUCTURAL_RULES``, branches.py the branch's, and they are imported here, so that whoever imports any module of
 the engine (``from yota_s2s.ad.backward import backward``) has the rule registered.
 """
 from . import regions  # noqa: F401  (registers the loop region's structural rule)
+from . import branches  # noqa: F401  (registers the branch's structural rule)
 from . import batch_regions  # noqa: F401  (registers the loop region's batching, ys.vmap)

@@ -23,6 +23,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import StaticValueError
+from ..ir.branch import branch_of
 from ..ir.region import loop_of
 from ..ir.tape import Lit, Primitive, Stmt, Tape, Var, tree_vars
 from ..rules.control import guard, store
@@ -48,7 +49,7 @@ _UNOPS = {"-": ast.USub, "~": ast.Invert, "+": ast.UAdd}
 _CMPS = {"<": ast.Lt, "<=": ast.LtE, ">": ast.Gt, ">=": ast.GtE, "==": ast.Eq, "!=": ast.NotEq}
 
 # The writers of constructs that hold statements of their own, by the type of the construct the
-# statement carries (``Loop``: a loop region, regions.py). Each writes its statement with
+# statement carries (``Loop``: a loop region, regions.py; ``Branch``: an ``if``, branches.py). Each writes its statement with
 # Emitters of its own, so it sits above this module; module.py, which assembles the generated
 # module, fills the table.
 CONSTRUCTS: dict[type, Callable[[Emitter, Stmt], list[ast.stmt]]] = {}
@@ -228,7 +229,7 @@ class Emitter:
         outside = OUTSIDE.get(stmt.prim.fn)
         if outside is not None:
             return outside(self, stmt)
-        construct = loop_of(stmt)
+        construct = loop_of(stmt) or branch_of(stmt)
         if construct is not None:
             return CONSTRUCTS[type(construct)](self, stmt)
         try:

@@ -20,11 +20,13 @@ import numpy as np
 
 from ..errors import InternalError
 from ..ir.assumptions import lines as assumption_lines
+from ..ir.branch import Branch
 from ..ir.region import Loop, body_tapes
 from ..ir.tape import Tape, Var
 from ..text import (access_expr, comment, describe, docstring_line, identifier, literal_text,
                     name_base, printable)
 from ..version import __version__
+from .branches import branch_statements
 from .emit import CONSTRUCTS, Emitter
 from .imports import Imports, plan_imports
 from .lines import fit
@@ -38,6 +40,7 @@ from .workspace import (give_back_line, header_lines, out_check_lines, prelude, 
                         unpack_line)
 
 CONSTRUCTS[Loop] = region_statements        # a loop region: a ``for`` loop, its body once
+CONSTRUCTS[Branch] = branch_statements      # a branch: an ``if``, each arm under its own
 
 _PRELUDE_GUARD = '''
 class GuardError(ValueError):

@@ -44,7 +44,7 @@ def unparse(node: ast.AST) -> str:
     statement at a time (``statement_lines``): its body may hold comments."""
     if isinstance(node, Comment):
         return node.text
-    if isinstance(node, ast.For):
+    if isinstance(node, (ast.For, ast.If)):
         return "\n".join(statement_lines(node))
     _number_statements(node)
     if isinstance(node, ast.Assign) and len(node.targets) == 1 \
@@ -66,12 +66,28 @@ def statement_lines(node: ast.stmt) -> list[str]:
         _number_statements(bare)
         head = ast.unparse(bare).splitlines()[0]
         return [head] + [INDENT + line for child in node.body for line in statement_lines(child)]
+    if isinstance(node, ast.If):        # a branch (branches.py): its arms may hold comments
+        return _if_lines(node, "if")
     text = unparse(node)
     if len(text) + 2 * len(INDENT) <= 99 or not isinstance(node, ast.Assign) \
             or not isinstance(node.value, ast.List) or len(node.targets) != 1:
         return text.splitlines()
     return [f"{unparse(node.targets[0])} = ["] + \
         [f"{INDENT}{unparse(e)}," for e in node.value.elts] + ["]"]
+
+
+def _if_lines(node: ast.If, keyword: str) -> list[str]:
+    """An ``if`` (``keyword``: or ``elif``) and its arms; an ``else`` holding one ``if`` and
+    no comment is written ``elif``."""
+    test = ast.unparse(node.test)
+    lines = [f"{keyword} {test}:"] + [INDENT + line for child in node.body
+                                      for line in statement_lines(child)]
+    if len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If):
+        return lines + _if_lines(node.orelse[0], "elif")
+    if node.orelse:
+        lines += ["else:"] + [INDENT + line for child in node.orelse
+                              for line in statement_lines(child)]
+    return lines
 
 
 def _number_statements(node: ast.AST) -> None:

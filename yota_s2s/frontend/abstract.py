@@ -150,6 +150,8 @@ def evaluate(ev: Any, prim: Any, operands: list, params: dict) -> tuple | None:
         return None
     if prim.emit[:1] == ("loop",):
         return _region(values, params["loop"])
+    if prim.emit[:1] == ("branch",):
+        return _branch(params["branch"])
     if prim.nout != 1:
         return None
     atoms = [a for t in operands for a in tree_atoms(t)]
@@ -200,6 +202,21 @@ def _region(values: Values, loop: Any) -> tuple:
             results.append(ghost(aval.shape, aval.dtype))
         elif aval.weak:
             results.append(type(sample)(0))
+        else:
+            results.append(aval.dtype.type(0))
+    return tuple(results)
+
+
+def _branch(branch: Any) -> tuple:
+    """A branch statement's results (ir/branch.py), of the avals both arms give them: the arm
+    runs only if Python code reads a result (``run_branch``)."""
+    results = []
+    for out in branch.then.result:
+        aval = out.aval if isinstance(out, Var) else Aval.of(out.value)
+        if aval.weak:
+            results.append(aval.dtype.type(0).item())
+        elif aval.ndim:
+            results.append(ghost(aval.shape, aval.dtype))
         else:
             results.append(aval.dtype.type(0))
     return tuple(results)

@@ -7,7 +7,9 @@ every branch can be decided:
 
 - calls to Python functions with source are inlined; primitives are recorded (``calls.py``);
 - ``if``/``while``/``and``/``or``/``x if c else y`` on static values pick a branch; on traced
-  values they follow the example and record a *guard*, which the generated code checks;
+  values they follow the example and record a *guard*, which the generated code checks, but
+  for an ``if`` on a traced boolean number whose arms agree, which stays an ``if``
+  (``branches.py``);
 - ``for`` loops become loop regions where the body is one program for every step
   (``regions.py``), and are unrolled otherwise; ``break``, ``continue`` and ``return`` work
   anywhere.
@@ -31,6 +33,7 @@ from ..ir.values import LocalFunction, to_tree
 from ..rules.registry import RuleSet
 from .calls import CallsMixin
 from .abstract import Values
+from .branches import BranchesMixin
 from .collect import Collector
 from .expressions import ExpressionsMixin
 from .depends import Depends
@@ -64,7 +67,7 @@ class _Continue(Exception):
 
 
 class Evaluator(ExpressionsMixin, CallsMixin, PrimitiveCallsMixin, InliningMixin, UpdatesMixin,
-                RegionsMixin, RegionListsMixin, RegionTapeMixin):
+                RegionsMixin, RegionListsMixin, RegionTapeMixin, BranchesMixin):
     def __init__(self, rules: RuleSet, values: dict[Var, Any] | None = None):
         self.rules = rules
         self.stmts: list[Stmt] = []
@@ -271,7 +274,10 @@ class Evaluator(ExpressionsMixin, CallsMixin, PrimitiveCallsMixin, InliningMixin
             raise self.unsupported(node, f"augmented assignment to {type(target).__name__}")
 
     def stmt_If(self, node: gast.If) -> None:
-        branch = node.body if self.truth(self.expr(node.test), node.test) else node.orelse
+        test = self.expr(node.test)
+        if isinstance(test, Var) and self.branch_if(node, test):
+            return          # a branch statement: both arms kept (branches.py)
+        branch = node.body if self.truth(test, node.test) else node.orelse
         self.exec_block(branch)
 
     def stmt_For(self, node: gast.For) -> None:

@@ -276,6 +276,30 @@ def _name_bodies(namer: Namer, tape: Tape, facts: Analysis, known: dict[Var, str
         namer._temps = max(namer._temps, inner._temps)
 
 
+def arm_namer(namer: Namer, stmt: Stmt, arm: Tape, fixed: dict[Var, str] | None = None,
+               operands: dict[Var, str] | None = None) -> Namer:
+    """The names of one arm of the branch statement ``stmt`` (ir/branch.py) in the code
+    ``namer`` names: each input takes the name of the operand it stands for (``operands``, else
+    the enclosing namer's), ``fixed`` names its caller gives (a result named like the branch's
+    result), and its other values names new to the enclosing code."""
+    fixed = fixed or {}
+    inner = Namer(namer.taken | set(namer.names.values()), arm)
+    inner.known = {**namer.known, **namer.names}
+    inner._temps = namer._temps
+    inner.reserve_sources(namer.source_names)
+    names = operands if operands is not None else namer.names
+    given: dict[Var, str] = {}
+    for inp, atom in zip(arm.inputs, stmt.args[1:]):
+        name = names.get(atom) if isinstance(atom, Var) else None
+        if name in given.values():      # an operand given twice: the arm reads the first
+            name = None
+        given[inp.var] = name or inner.fresh(inp.var.hint or "k")
+    given.update(fixed)
+    _name_values(inner, arm, frozenset(fixed), Analysis(arm), given)
+    _name_bodies(inner, arm, Analysis(arm), dict(inner.known))
+    return inner
+
+
 def dying_inits(stmt: Stmt, facts: Analysis, index: int, names: dict[Var, str]
                 ) -> dict[Var, str]:
     """Carried values whose initial value is read last by the loop (at ``index``), once: they

@@ -18,7 +18,8 @@ import numpy as np
 
 from ..text import describe, literal_text, printable
 from .assumptions import lines as assumption_lines
-from .names import Namer, name_tape, namer_of
+from .names import Namer, arm_namer, name_tape, namer_of
+from .branch import branch_of
 from .region import loop_of
 from .tape import METHODS, Aval, Lit, Stmt, Tape, Var
 
@@ -70,6 +71,8 @@ def format_stmt(stmt: Stmt, names: Namer, used: set[Var] | None = None, shapes: 
         loop = stmt.param("loop")
         order = "reversed " if loop.reverse else ""
         params = [("region", f"{order}{loop.source or 'range'}, {loop.length} steps")]
+    if stmt.prim.emit[:1] == ("branch",):
+        params = [("if", stmt.param("branch").source)]
     ptext = ", ".join(f"{printable(k)}={format_tree(v, names)}" for k, v in params)
     head = printable(stmt.prim.name) + (f"[{ptext}]" if ptext else "")
     operands = " ".join(format_tree(a, names) for a in args)
@@ -110,6 +113,9 @@ def _stmt_lines(tape: Tape, names: Namer, used: set[Var], shapes: bool, indent: 
     for s in tape.stmts:
         lines.append((f"{indent}{format_stmt(s, names, used, shapes)}",
                       printable(s.loc.short) if s.loc else ""))
+        branch = branch_of(s)
+        if branch is not None:
+            lines += _arm_lines(s, branch, names, shapes, indent)
         loop = loop_of(s)
         if loop is None:
             continue
@@ -124,6 +130,21 @@ def _stmt_lines(tape: Tape, names: Namer, used: set[Var], shapes: bool, indent: 
         lines += _stmt_lines(body, inner, inner_used, shapes, indent + "    ")
         carried = ", ".join(inner[c] for c in loop.carried)
         lines.append((f"{indent}    next {carried} = {format_tree(body.result, inner)}", ""))
+    return lines
+
+
+def _arm_lines(stmt: Stmt, branch, names: Namer, shapes: bool, indent: str) -> list:
+    """The arms of a branch statement, each under its heading, indented."""
+    lines = []
+    for label, arm in zip(("then", "else"), branch.arms):
+        inner = arm_namer(names, stmt, arm)
+        used = {v for b in arm.stmts for v in b.uses()} | \
+            {a for a in arm.outputs() if isinstance(a, Var)}
+        ins = ", ".join(inner[i.var] for i in arm.inputs)
+        lines.append((f"{indent}  {label} {ins}:", ""))
+        lines += _stmt_lines(arm, inner, used, shapes, indent + "    ")
+        result = ", ".join(format_tree(r, inner) for r in arm.result)
+        lines.append((f"{indent}    result {result}", ""))
     return lines
 
 

@@ -19,6 +19,7 @@ from .names import name_tape
 from .play import apply_stmt, value_of
 from .play import run as play_stmts
 from .printer import format_stmt
+from .branch import branch_of
 from .region import loop_of
 from .tape import Aval, Stmt, Tape, Var
 
@@ -81,6 +82,8 @@ def check(tape: Tape) -> Tape:
             defined.add(v)
         if loop_of(stmt) is not None:
             _check_region(tape, index, stmt)
+        if branch_of(stmt) is not None:
+            _check_branch(tape, index, stmt)
     for out in tape.outputs():
         if isinstance(out, Var) and out not in defined:
             _fail(tape, len(tape.stmts) - 1, f"output {out!r} is never defined")
@@ -106,6 +109,22 @@ def _check_region(tape: Tape, index: int, stmt: Stmt) -> None:
     for c, fresh in zip(loop.carried, loop.fresh):
         if fresh and c not in body.owned:
             _fail(tape, index, "a carried value the region starts as zeros is the body's own")
+
+
+def _check_branch(tape: Tape, index: int, stmt: Stmt) -> None:
+    """A branch's arms are well-formed tapes with an input per operand (after the condition, a
+    boolean number) and a result per result of the statement, of its shape and dtype."""
+    cond = stmt.args[0]
+    if isinstance(cond, Var) and (cond.aval.shape != () or cond.aval.dtype != np.bool_):
+        _fail(tape, index, f"a branch's condition is a boolean number, not {cond.aval}")
+    for arm in branch_of(stmt).arms:
+        check(arm)
+        if len(arm.inputs) != len(stmt.args) - 1 or len(arm.result) != len(stmt.outs):
+            _fail(tape, index, "a branch's arm has an input per operand, a result per result")
+        for r, out in zip(arm.result, stmt.outs):
+            aval = r.aval if isinstance(r, Var) else Aval.of(r.value)
+            if (aval.shape, aval.dtype) != (out.aval.shape, out.aval.dtype):
+                _fail(tape, index, f"a branch's arm gives {aval} for its result {out.aval}")
 
 
 def call_stmt(stmt: Stmt, env: dict[Var, Any]) -> tuple:

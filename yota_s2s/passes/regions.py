@@ -1,4 +1,5 @@
-"""The passes inside loop regions (ir/region.py): each body is optimized as a tape of its own.
+"""The passes inside loop regions (ir/region.py) and the arms of branches (ir/branch.py): each
+body and each arm is optimized as a tape of its own.
 
 A body's inputs (the step index, the carried values, the invariants) and its result (the
 carried values after a step) stay as they are, so the region statement around it keeps its
@@ -14,6 +15,7 @@ from typing import Callable
 import numpy as np
 
 from ..ir.analysis import Analysis
+from ..ir.branch import branch_of
 from ..ir.region import loop_of
 from ..ir.rewrite import substitute
 from ..ir.tape import Lit, Stmt, Tape
@@ -27,7 +29,30 @@ def optimize_bodies(tape: Tape, optimize: Callable[[Tape], Tape]) -> Tape:
     def change(body: Tape, loop, stmt: Stmt) -> Tape:
         body = _constant_invariants(body, loop, stmt)
         return optimize(optimize_bodies(body, optimize))
-    return _each_body(tape, change, with_loop=True)
+
+    def arm(body: Tape, stmt: Stmt) -> Tape:
+        numbers = {i.var: a for i, a in zip(body.inputs, stmt.args[1:])
+                   if isinstance(a, Lit) and _number(a.value)}
+        body = substitute(body, numbers) if numbers else body
+        return optimize(optimize_bodies(body, optimize))
+    return _each_arm(_each_body(tape, change, with_loop=True), arm)
+
+
+def _each_arm(tape: Tape, change: Callable) -> Tape:
+    """``tape`` with each arm of its branch statements (ir/branch.py) made ``change(arm,
+    stmt)``; an arm keeps its inputs and results, so the branch keeps its operands."""
+    stmts: list[Stmt] = []
+    changed = False
+    for stmt in tape.stmts:
+        branch = branch_of(stmt)
+        if branch is not None:
+            new = replace(branch, then=change(branch.then, stmt),
+                          orelse=change(branch.orelse, stmt))
+            stmt = stmt.replace(params=tuple((k, new if k == "branch" else v)
+                                             for k, v in stmt.params))
+            changed = True
+        stmts.append(stmt)
+    return tape.copy(stmts=stmts) if changed else tape
 
 
 def _constant_invariants(body: Tape, loop, stmt: Stmt) -> Tape:

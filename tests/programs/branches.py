@@ -1,0 +1,94 @@
+"""Programs with an ``if`` on a traced number (issue 33: branches that stay ``if``s)."""
+import numpy as np
+
+
+def piecewise(x):
+    if np.sum(x) > 0:
+        y = x ** 2
+    else:
+        y = -x
+    return np.sum(y * 3.0)
+
+
+def huber(r, d):
+    a = np.sum(np.abs(r))
+    if a <= d:
+        loss = 0.5 * a ** 2
+    else:
+        loss = d * (a - 0.5 * d)
+    return loss
+
+
+def three_ways(x, w):
+    s = np.dot(x, w)
+    if s > 1.0:
+        y = np.tanh(x) * w
+    elif s < -1.0:
+        y = np.exp(x) - w
+    else:
+        y = x * s
+    return np.sum(y ** 2)
+
+
+def normalized(x):
+    m = np.max(np.abs(x))
+    if m > 1.0:
+        x = x / m        # else x is returned as it is: the arm passes it through
+    return np.sum(np.sin(x)) + np.sum(x * x)
+
+
+def sqrt_or_half(x):
+    if np.min(x) > 0.0:
+        y = np.sqrt(x)     # nan where x < 0: the arm is not run there
+    else:
+        y = 0.5 * x
+    return np.sum(y)
+
+
+def nested(x, y):
+    t = np.sum(x * y)
+    if t > 0.0:
+        if np.sum(x) > 0.0:
+            z = x * y * t
+        else:
+            z = x + y
+    else:
+        z = y * 2.0
+    return np.sum(z * x)
+
+
+def two_results(x):
+    a = np.sum(x)
+    if a > 0.0:
+        u = x * a
+        v = np.cos(x)
+    else:
+        u = -x
+        v = x ** 3
+    return np.sum(u * v)
+
+
+def shapes_differ(x):
+    if np.sum(x) > 0:
+        y = x[:2]
+    else:
+        y = x
+    return np.sum(y)
+
+
+def statics_differ(x):
+    if np.sum(x) > 0:
+        k = 2
+    else:
+        k = 3
+    return np.sum(x ** k)
+
+
+def four_paths(x):
+    if np.sum(x) > 0:
+        y = x[:2]
+    else:
+        y = x
+    if np.max(x) > 2.0:
+        y = y[:1]
+    return np.sum(y)

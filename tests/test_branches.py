@@ -1,0 +1,159 @@
+"""``if`` on a traced number stays an ``if`` (issue 33): a branch statement with both arms on
+the tape, its backward a branch on the same condition, one module for every path."""
+import re
+
+import numpy as np
+import pytest
+
+import yota_s2s as ys
+from yota_s2s.compiler import compile_grad, gradient_tape
+from yota_s2s.gradcheck import numerical_grad
+from yota_s2s.ir.branch import branch_of
+from yota_s2s.rules.control import guard
+
+from .programs import branches as B
+
+
+def _rng(seed):
+    return np.random.default_rng(seed)
+
+
+# (name, function, inputs: seed -> args, the arguments that need a gradient)
+CASES = [
+    ("piecewise", B.piecewise, lambda r: (r.normal(size=4),), (0,)),
+    ("huber", B.huber, lambda r: (r.normal(size=3), float(r.uniform(0.5, 3.0))), (0, 1)),
+    ("three_ways", B.three_ways, lambda r: (r.normal(size=3), r.normal(size=3)), (0, 1)),
+    ("normalized", B.normalized, lambda r: (r.normal(size=5) * r.uniform(0.2, 2.0),), (0,)),
+    ("sqrt_or_half", B.sqrt_or_half, lambda r: (r.normal(size=3) + r.uniform(-1, 2),), (0,)),
+    ("nested", B.nested, lambda r: (r.normal(size=3), r.normal(size=3)), (0, 1)),
+    ("two_results", B.two_results, lambda r: (r.normal(size=3),), (0,)),
+]
+
+
+def _paths(fn, make, n=24):
+    """``n`` inputs, and how many of them took each path of the first branch."""
+    return [make(_rng(seed)) for seed in range(n)]
+
+
+def _branches(tape):
+    return [s for s in tape.stmts if branch_of(s) is not None]
+
+
+def _guards(tape):
+    return [s for s in tape.stmts if s.prim.fn is guard]
+
+
+@pytest.mark.parametrize("name, fn, make, wrt", CASES, ids=[c[0] for c in CASES])
+def test_the_if_is_a_branch_on_the_tape_with_no_guard(name, fn, make, wrt):
+    forward, tape = gradient_tape(fn, make(_rng(0)), check=True)
+    assert _branches(forward) and not _guards(forward)
+    assert len(_branches(tape)) >= 2 and not _guards(tape)      # forward and backward
+
+
+@pytest.mark.parametrize("buffers", [False, True], ids=["plain", "buffered"])
+@pytest.mark.parametrize("name, fn, make, wrt", CASES, ids=[c[0] for c in CASES])
+def test_one_module_gives_every_path_its_gradient(name, fn, make, wrt, buffers):
+    compiled = compile_grad(fn, make(_rng(0)), check=True, buffers=buffers)
+    assert "if " in compiled.text
+    for args in _paths(fn, make):
+        value, *grads = compiled.fn(*args)
+        np.testing.assert_allclose(value, fn(*args), rtol=1e-12, atol=1e-12)
+        for i, g in zip(range(len(args)), grads):
+            expected = numerical_grad(fn, args, i)
+            np.testing.assert_allclose(g, expected, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("name, fn, make, wrt", CASES, ids=[c[0] for c in CASES])
+def test_ys_grad_compiles_once_for_every_path(name, fn, make, wrt):
+    ys.clear_cache()
+    for args in _paths(fn, make, 12):
+        value, g = ys.grad(fn, *args)
+        np.testing.assert_allclose(value, fn(*args), rtol=1e-12, atol=1e-12)
+        for i in wrt:
+            np.testing.assert_allclose(g[i], numerical_grad(fn, args, i), rtol=1e-6, atol=1e-7)
+    info = ys.cache_info()
+    assert info["misses"] == 1 and info["guard_failures"] == 0
+
+
+def test_both_paths_were_taken():
+    """The inputs of the tests above reach each arm (else they would test one path)."""
+    for name, fn, make, _ in CASES:
+        first = [bool(np.sum(make(_rng(s))[0]) > 0) for s in range(24)]
+        if name == "piecewise":
+            assert any(first) and not all(first)
+
+
+def test_the_module_reads_like_handwritten_code():
+    compiled = compile_grad(B.piecewise, (np.ones(3),), buffers=False)
+    text = compiled.text
+    forward = text[text.index("# -- forward"):text.index("# -- backward")]
+    backward = text[text.index("# -- backward"):]
+    assert "if x_cond:\n        # branches.py:7  y = x ** 2\n        y_ = x ** 2\n" in forward
+    assert "    else:\n        # branches.py:9  y = -x\n        y_ = -x\n" in forward
+    assert "# rule the branch's backward: each arm's adjoint, under the same condition" \
+        in backward
+    assert "    if x_cond:\n        # grad of branches.py:7  y = x ** 2\n" \
+        "        # rule pow, x1: dy * x2 * x1 ** (x2 - 1)\n" in backward
+    assert "    else:\n        # grad of branches.py:9  y = -x\n        # rule neg, x: -dy\n" \
+        in backward
+
+
+def test_an_arm_that_passes_a_value_through_gives_a_copy():
+    """``normalized`` leaves ``x`` as it is in one arm: the branch's result is its own array,
+    so the caller's is never written (nor returned as a gradient's memory)."""
+    compiled = compile_grad(B.normalized, (np.full(3, 0.1),), buffers=True)
+    assert "x_1 = x.copy()" in compiled.text or ".copy()" in compiled.text
+    x = np.full(3, 0.1)
+    before = x.copy()
+    compiled.fn(x)
+    np.testing.assert_array_equal(x, before)
+
+
+@pytest.mark.parametrize("fn", [B.shapes_differ, B.statics_differ])
+def test_arms_that_disagree_keep_the_guard(fn):
+    x = np.array([1.0, 2.0, 3.0])
+    forward, _ = gradient_tape(fn, (x,))
+    assert _guards(forward) and not _branches(forward)
+    compiled = compile_grad(fn, (x,))
+    with pytest.raises(Exception, match="was True when this gradient was compiled") as e:
+        compiled.fn(-x)
+    assert type(e.value).__name__ == "GuardError"
+
+
+def test_forward_mode_keeps_the_guard():
+    """Forward mode has no branch yet (as it has no loop region): the guard, right values."""
+    x = np.array([0.5, -0.2, 0.4])
+    t = np.array([1.0, 2.0, -1.0])
+    value, tangent = ys.jvp(B.piecewise, (x,), (t,))
+    np.testing.assert_allclose(value, B.piecewise(x))
+    np.testing.assert_allclose(tangent, numerical_grad(B.piecewise, [x], 0) @ t, rtol=1e-6)
+
+
+def test_second_order_through_the_branch():
+    """The plain gradient module holds ``if``s, traced again as branches: ys.hvp (reverse
+    over reverse) against differences of the gradient, on both paths."""
+    rng = _rng(5)
+    x, w = rng.normal(size=3), rng.normal(size=3)
+    hf = ys.hvp(B.three_ways, x, w)
+    for _ in range(6):
+        x, w, v = rng.normal(size=3), rng.normal(size=3), rng.normal(size=3)
+
+        def along(x_):
+            return float(np.dot(ys.grad(B.three_ways, x_, w)[1][0], v))
+        np.testing.assert_allclose(hf(x, w, v), numerical_grad(along, [x], 0), rtol=1e-5,
+                                   atol=1e-6)
+
+
+def test_a_function_compiled_again_and_again_warns_naming_the_guard():
+    """Arms of different shapes keep their guards: one variant per path, and at the fourth a
+    RecompileWarning that names a guard's line and condition (issue 33)."""
+    ys.clear_cache()
+    paths = [[1.0, 2.0, 3.0], [-1.0, -2.0, -3.0], [1.0, 0.5, 0.2], [-3.0, -1.0, 2.5]]
+    with pytest.warns(ys.RecompileWarning) as caught:
+        for x in paths[:3] * 2:
+            ys.grad(B.four_paths, np.array(x))
+        assert ys.cache_info()["variants"] == 3 and not caught
+        ys.grad(B.four_paths, np.array(paths[3]))
+    assert len(caught) == 1
+    assert re.search(r"compiled four_paths 4 times .*a guard failed, branches\.py:\d+ `if ",
+                     str(caught[0].message))

@@ -1,0 +1,126 @@
+"""The derivative of a branch statement (ir/branch.py): a branch again, on the same condition.
+
+For ``r = branch(c, k)`` with arms ``r = then(k)`` and ``r = orelse(k)``::
+
+    backward:  dk = branch(c, k, dr)
+               with arms  dk = adjoint of then at (k, dr)   and   dk = adjoint of orelse at (k, dr)
+
+Each backward arm is the ordinary reverse sweep (sweep.py) over its forward arm, seeded with
+the cotangents of the results; the forward arm's statements its adjoint reads are made again
+in it (an arm is a few statements: what a handwritten backward of an ``if`` does), the others
+are left to the passes inside the arms. The condition is the forward's value, read again. An
+input that an arm does not differentiate gets zeros there, so that both arms give every
+gradient, of one shape and dtype. The module registers ``sweep_branch`` as the engine's
+structural rule for branches.
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from ..ir.branch import Branch, arm_tape, branch_of, branch_primitive
+from ..ir.rewrite import substitute_stmt
+from ..ir.tape import Lit, Stmt, Tape, Var
+from ..frontend.abstract import ghost
+from .sweep import STRUCTURAL_RULES, Sweep, active_from
+
+RULE = "the branch's backward: each arm's adjoint, under the same condition"
+
+
+def sweep_branch(sweep: Sweep, stmt: Stmt) -> None:
+    """The structural rule of a branch statement: the backward branch, whose results are the
+    gradients of the operands that need one, added to their adjoints."""
+    branch: Branch = branch_of(stmt)
+    operands = stmt.args[1:]
+    wanted = [j for j, a in enumerate(operands)
+              if isinstance(a, Var) and a in sweep.active and a.aval.is_float]
+    dys = [sweep.adjoint(o) for o in stmt.outs]
+    seeds = [i for i, (o, dy) in enumerate(zip(stmt.outs, dys))
+             if dy is not None and o.aval.is_float]
+    if not wanted or not seeds:
+        return
+    dy_atoms = [dys[i] if isinstance(dys[i], (Var, Lit)) else Lit(dys[i]) for i in seeds]
+    with sweep.ev.at(stmt.loc, RULE):
+        arms = [_adjoint_arm(sweep, arm, label, seeds, wanted, dy_atoms)
+                for label, arm in zip(("then", "orelse"), branch.arms)]
+        back = Branch(*arms, source=branch.source)
+        names = tuple(arms[0].params)
+        results = sweep.emit(branch_primitive(back, names),
+                             [stmt.args[0], *operands, *dy_atoms], {"branch": back})
+    results = results if isinstance(results, tuple) else (results,)
+    for j, g in zip(wanted, results):
+        sweep.accumulate(operands[j], g)
+
+
+def _adjoint_arm(sweep: Sweep, arm: Tape, label: str, seeds: list[int], wanted: list[int],
+                 dy_atoms: list) -> Tape:
+    """The backward arm of ``arm``: inputs its forward inputs and the results' cotangents,
+    results the gradients of the ``wanted`` inputs."""
+    ev, rules = sweep.ev, sweep.rules
+    inputs = [i.var for i in arm.inputs]
+    act = active_from(arm.stmts, {inputs[j] for j in wanted}, rules)
+    sub = Sweep(ev, arm, act, primals=sweep.primals, in_region=True)
+    cots = []
+    for i, atom in zip(seeds, dy_atoms):
+        out = arm.result[i]
+        cot = Var(out.aval if isinstance(out, Var) else atom.aval, grad_of=out
+                  if isinstance(out, Var) else None)
+        ev.values[cot] = ghost(cot.aval.shape, cot.aval.dtype) if cot.aval.ndim \
+            else cot.aval.dtype.type(0)
+        cots.append(cot)
+        if isinstance(out, Var) and out in act:
+            sub.accumulate(out, cot)
+    with ev.collect() as back:
+        sub.sweep_all(sub.home)
+        grads = [_gradient(sub, inputs[j]) for j in wanted]
+    # the forward statements again, under names of their own, then the adjoint's
+    fresh = {v: Var(v.aval, hint=v.hint) for v in inputs}
+    for v, k in fresh.items():
+        ev.values.derive(k, v)
+    remade = []
+    for s in sub.home:
+        new_outs = tuple(Var(o.aval, hint=o.hint, grad_of=o.grad_of) for o in s.outs)
+        fresh.update(zip(s.outs, new_outs))
+        for o, n in zip(s.outs, new_outs):
+            ev.values.derive(n, o)
+        remade.append(s.replace(outs=new_outs))
+    stmts = [substitute_stmt(s, lambda a: fresh.get(a, a)) for s in remade + back]
+    result = tuple(fresh.get(g, g) if isinstance(g, Var) else g for g in grads)
+    stmts = _live(stmts, [r for r in result if isinstance(r, Var)])
+    params = tuple(arm.params) + tuple(f"d{c.grad_of.hint}" if c.grad_of is not None
+                                       and c.grad_of.hint else "dr" for c in cots)
+    return arm_tape(label, params, [fresh[v] for v in inputs] + cots, stmts, result, arm.loc)
+
+
+def _gradient(sub: Sweep, v: Var) -> Var:
+    """``v``'s complete gradient in the arm, as an array of ``v``'s shape and dtype (zeros
+    where the arm gives none)."""
+    g = sub.adjoint(v)
+    aval = v.aval
+    dtype = {} if aval.dtype == np.float64 else {"dtype": aval.dtype}
+    with sub.ev.at(rule="zero: the arm does not depend on it" if g is None else None):
+        if g is not None:
+            g = sub.fit(g, aval)
+        if isinstance(g, Var) and g.aval.shape == aval.shape and g.aval.dtype == aval.dtype \
+                and not g.aval.weak:
+            return g
+        zeros = sub.emit(sub.rules.lookup(np.zeros), [Lit(aval.shape)], dtype, grad_of=v)
+        if g is None:
+            return zeros
+        return sub.emit(sub.rules.lookup(operator.add), [zeros, g], {}, grad_of=v)
+
+
+def _live(stmts: list[Stmt], outs: list) -> list[Stmt]:
+    live = set(outs)
+    kept = []
+    for stmt in reversed(stmts):
+        if stmt.prim.effect or any(o in live for o in stmt.outs):
+            kept.append(stmt)
+            live.update(stmt.uses())
+    kept.reverse()
+    return kept
+
+
+STRUCTURAL_RULES["branch"] = sweep_branch

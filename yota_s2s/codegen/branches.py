@@ -1,0 +1,137 @@
+"""A branch statement (ir/branch.py) written as a Python ``if``::
+
+    # piecewise.py:4  if np.sum(x) > 0:
+    if x.sum() > 0:
+        # piecewise.py:5  y = x ** 2
+        y = x ** 2
+    else:
+        # piecewise.py:7  y = -x
+        y = -x
+
+Each arm is written by an Emitter of its own, in the plain form (inlining, names from the
+source, comments per source line, the rules of a backward arm): an arm is a few statements
+that run once, so the buffered form's work arrays would save little there; the enclosing
+code treats the branch's results as new arrays, so an arm's result that is a value it read
+(or a view of one) is copied (``else: y = x.copy()``). The arm's inputs
+have the enclosing code's names (an operand written inline there is bound to a name first);
+its results are bound to the names of the branch's results, made under those names where the
+arm reads no value of that name after (``y = x ** 2``), else assigned at its end. emit.py finds
+this writer in ``CONSTRUCTS``, by the type of the statement's ``Branch``.
+"""
+from __future__ import annotations
+
+import ast
+
+from ..ir.branch import branch_of
+from ..ir.names import arm_namer
+from ..ir.rewrite import substitute
+from ..ir.tape import Stmt, Tape, Var
+from .emit import Emitter
+from .render import block_nodes
+
+
+def branch_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
+    """The branch ``stmt`` as an ``if`` with its two arms (the module docstring)."""
+    branch = branch_of(stmt)
+    nodes: list[ast.stmt] = []
+    operands: dict[Var, str] = {}
+    for atom in stmt.args[1:]:
+        if not isinstance(atom, Var) or atom in operands:
+            continue
+        if atom in em.inlined:
+            operands[atom] = em.names.fresh(atom.hint or "k")
+            nodes.append(ast.Assign([ast.Name(operands[atom])], em.atom(atom), lineno=0))
+        else:
+            operands[atom] = em.names[atom]
+    outs = [em.names[o] for o in stmt.outs]
+    arms = [_arm(em, stmt, arm, operands, outs) for arm in branch.arms]
+    nodes.append(ast.If(em.atom(stmt.args[0]), arms[0] or [ast.Pass()], arms[1]))
+    return nodes
+
+
+def _result(em: Emitter, sub: Emitter, arm: Tape, r, out: Var) -> ast.expr:
+    """An arm's result as the branch's result ``out`` takes it: a value the arm read (or a
+    view of one) copied, ``x.copy()`` (a branch's results are arrays of its own: the enclosing
+    code may write into them); a number the passes folded it to, of ``out``'s dtype where that
+    is numpy's (``xp.float64(1.0)``, as the other arm gives it)."""
+    if isinstance(r, Var):
+        value = sub.atom(r)
+        if not r.aval.weak and sub.facts.root(r) in {i.var for i in arm.inputs}:
+            return ast.Call(ast.Attribute(value, "copy"), [], [])
+        return value
+    value = sub.atom(r)
+    if out.aval.weak:
+        return value
+    em.modules.add("xp")
+    if out.aval.ndim == 0:
+        return ast.Call(ast.Attribute(ast.Name("xp"), out.aval.dtype.name), [value], [])
+    return ast.Call(ast.Attribute(ast.Name("xp"), "full"),
+                    [ast.Constant(out.aval.shape), value,
+                     ast.Attribute(ast.Name("xp"), out.aval.dtype.name)], [])
+
+
+def _arm(em: Emitter, stmt: Stmt, arm: Tape, operands: dict[Var, str], outs: list[str]
+         ) -> list[ast.stmt]:
+    """One arm's statements, ending with its results bound to ``outs``."""
+    first: dict[Var, Var] = {}
+    twice: dict[Var, Var] = {}          # an operand given twice: its second input reads the first
+    for i, a in zip(arm.inputs, stmt.args[1:]):
+        if isinstance(a, Var):
+            twice.update({i.var: first[a]} if a in first else {})
+            first.setdefault(a, i.var)
+    arm = substitute(arm, twice) if twice else arm
+    ins = {operands[a] for a in stmt.args[1:] if isinstance(a, Var)}
+    # results made under the branch's names: not one an in-place update makes (it has the
+    # name of the array it updates), nor one named like a value the arm reads
+    made = {o for s in arm.stmts if not s.prim.inplace for o in s.outs}
+    fixed: dict[Var, str] = {}
+    for r, name in zip(arm.result, outs):
+        if isinstance(r, Var) and r in made and r not in fixed and name not in ins \
+                and name not in fixed.values():
+            fixed[r] = name
+    names = arm_namer(em.names, stmt, arm, fixed, operands)
+    # names new to the whole function: a name one arm binds is read nowhere else, so the
+    # module traced again (a gradient of it) finds each such name in one arm only
+    em.names.taken |= names.given()
+    tape = arm.copy()
+    tape.namer = names
+    sub = Emitter(tape, calls=em.calls, roots=em.roots, blocked=em.blocked)
+    sub.enclosing = em
+    nodes: list[ast.stmt] = []
+    previous, shown = None, set()
+    for block in sub.blocks():
+        nodes += block_nodes(block, em.tape.name, sub.rules_of, previous, shown)
+        previous = block
+    em.modules |= sub.modules
+    pending = [(name, r) for r, name in zip(arm.result, outs)
+               if not (isinstance(r, Var) and fixed.get(r) == name)]
+    if pending:
+        targets = [ast.Name(name) for name, _ in pending]
+        values = [_result(em, sub, arm, r, out) for (_, r), out in
+                  zip(pending, [o for r, o, n in zip(arm.result, stmt.outs, outs)
+                                if not (isinstance(r, Var) and fixed.get(r) == n)])]
+        nodes.append(ast.Assign([targets[0] if len(targets) == 1 else ast.Tuple(targets)],
+                                values[0] if len(values) == 1 else ast.Tuple(values),
+                                lineno=0))
+    return nodes
+
+
+def _result(em: Emitter, sub: Emitter, arm: Tape, r, out: Var) -> ast.expr:
+    """An arm's result as the branch's result ``out`` takes it: a value the arm read (or a
+    view of one) copied, ``x.copy()`` (a branch's results are arrays of its own: the enclosing
+    code may write into them); a number the passes folded it to, of ``out``'s dtype where that
+    is numpy's (``xp.float64(1.0)``, as the other arm gives it)."""
+    if isinstance(r, Var):
+        value = sub.atom(r)
+        if not r.aval.weak and sub.facts.root(r) in {i.var for i in arm.inputs}:
+            return ast.Call(ast.Attribute(value, "copy"), [], [])
+        return value
+    value = sub.atom(r)
+    if out.aval.weak:
+        return value
+    em.modules.add("xp")
+    if out.aval.ndim == 0:
+        return ast.Call(ast.Attribute(ast.Name("xp"), out.aval.dtype.name), [value], [])
+    return ast.Call(ast.Attribute(ast.Name("xp"), "full"),
+                    [ast.Constant(out.aval.shape), value,
+                     ast.Attribute(ast.Name("xp"), out.aval.dtype.name)], [])

@@ -1,0 +1,227 @@
+"""``if`` on a traced number that stays an ``if``: the branch trial (ir/branch.py for the
+statement).
+
+Where the condition of an ``if`` is a traced boolean number (``np.sum(x) > 0``), both arms are
+traced, each into a list of its own, from the same state (what the first did is undone before
+the second runs): the arms are run on the example values, but only their shapes and dtypes
+matter. The ``if`` becomes a branch statement when
+
+- neither arm leaves the block (``return``, ``break``, ``continue``, ``yield``) nor writes an
+  attribute, updates an array, list or dict from before the ``if`` in place, holds a loop or
+  a statement with an effect (a guard: a decision on a traced value the arm cannot make);
+- each name either arm binds, read after the ``if``, is bound by both (or before it), to
+  values of one shape and dtype (a traced value or a float), or to one static value.
+
+Otherwise everything is undone and the ``if`` is decided on the example, as before: a guard.
+The names the arms bind are then the branch's results. Inside a loop region's trial step, in
+forward mode and in ``ys.vmap`` (``regions`` off) the guard is kept.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import gast
+import numpy as np
+
+from ..ir.branch import Branch, arm_tape, branch_primitive
+from ..ir.region import loop_of
+from ..ir.rewrite import substitute_stmt
+from ..ir.tape import Aval, Lit, Var
+from .region_check import traceable
+from .region_lists import items_of
+from .region_syntax import assigned_names, loaded_outside
+from .region_tape import _live
+
+_MISSING = object()
+
+
+class _NoBranch(Exception):
+    """The ``if`` cannot be a branch statement: keep the guard."""
+
+
+class BranchesMixin:
+    """The branch trial (mixed into ``Evaluator``)."""
+
+    def branch_if(self, node: gast.If, cond: Any) -> bool:
+        """Run ``node`` as a branch statement on the traced condition ``cond``; False (nothing
+        done) to decide it on the example with a guard."""
+        if self.collector is not None or self.backward_mode or not self.regions \
+                or self.trial_depth:
+            return False
+        cond = self.current(cond)
+        if cond.aval.shape != () or cond.aval.dtype != np.bool_ or _leaves(node):
+            return False
+        frame = self.frame
+        saved = (dict(frame.locals), dict(self.latest), dict(self.views), len(self.loop_notes),
+                 set(self.pending_rows))
+        containers = {id(v): (v, items_of(v))
+                      for v in frame.locals.values() if type(v) in (list, dict)}
+        try:
+            arms = [self._arm(block, saved, containers) for block in (node.body, node.orelse)]
+            return self._branch(node, cond, saved, arms)
+        except _NoBranch:
+            self._restore(saved)
+            return False
+
+    def _arm(self, block: list, saved: tuple, containers: dict) -> tuple[list, dict]:
+        """One arm traced from the state before the ``if``: its statements and the names it
+        leaves bound (as a read sees them); the state is put back after."""
+        frame = self.frame
+        self._restore(saved)
+        with self.collect() as stmts:
+            try:
+                self.exec_block(block)
+            except Exception:
+                raise _NoBranch() from None
+        env = {n: self.current(v) for n, v in frame.locals.items()}
+        if any(self.latest.get(k) is not v for k, v in saved[1].items()) \
+                or set(self.pending_rows) != saved[4] \
+                or any(items_of(obj) != items for obj, items in containers.values()) \
+                or any(s.prim.effect or loop_of(s) is not None for s in stmts) \
+                or any(self.latest.get(v) is not None for v in saved[0].values()
+                       if isinstance(v, Var)):
+            raise _NoBranch()
+        return stmts, env
+
+    def _restore(self, saved: tuple) -> None:
+        names, latest, views, notes, _ = saved
+        frame = self.frame
+        frame.locals.clear()
+        frame.locals.update(names)
+        self.latest.clear()
+        self.latest.update(latest)
+        self.views.clear()
+        self.views.update(views)
+        del self.loop_notes[notes:]
+
+    def _branch(self, node: gast.If, cond: Var, saved: tuple, arms: list) -> bool:
+        """The branch statement of two arms that were traced, emitted, and its results bound."""
+        (then_stmts, then_env), (else_stmts, else_env) = arms
+        before = {n: self.current(v) for n, v in saved[0].items()}
+        names = list(dict.fromkeys(assigned_names(node.body) + assigned_names(node.orelse)))
+        read_after = loaded_outside(self.frame, node)
+        statics: dict[str, Any] = {}
+        outs: list[tuple[str, Any, Any]] = []
+        for name in names:
+            a, b = then_env.get(name, _MISSING), else_env.get(name, _MISSING)
+            if a is _MISSING or b is _MISSING:
+                if name in read_after:
+                    raise _NoBranch()
+                continue
+            if a is b:
+                if before.get(name, _MISSING) is not a:
+                    statics[name] = a
+                continue
+            if not (traceable(a) and traceable(b)):
+                if isinstance(a, Var) or isinstance(b, Var) or type(a) is not type(b) \
+                        or not _same_static(a, b):
+                    raise _NoBranch()
+                statics[name] = a
+                continue
+            if _aval(a) != _aval(b):
+                raise _NoBranch()
+            outs.append((name, a, b))
+        branch, invariants = self._arms(node, then_stmts, else_stmts, outs) if outs \
+            else (None, [])
+        self._restore(saved)
+        for name, value in statics.items():
+            self.frame.locals[name] = value
+        if branch is None:
+            return True         # the arms bind the same values: nothing to decide
+        if cond.hint is None and cond not in self.input_vars:
+            cond.hint = _cond_hint(node.test)
+        params = tuple(k.hint or f"k{i}" for i, k in enumerate(invariants))
+        results = self.emit(branch_primitive(branch, params), [cond, *invariants],
+                            {"branch": branch}, node)
+        results = results if isinstance(results, tuple) else (results,)
+        for (name, _, _), value in zip(outs, results):
+            self.bind_name(name, value)
+        return True
+
+    def _arms(self, node: gast.If, then_stmts: list, else_stmts: list, outs: list
+              ) -> tuple[Branch, list[Var]]:
+        """The two arm tapes over one list of values read from before the ``if``."""
+        sides = []
+        reads: dict[Var, None] = {}
+        for stmts, pick in ((then_stmts, 1), (else_stmts, 2)):
+            result = [o[pick] for o in outs]
+            kept = _live(stmts, [r for r in result if isinstance(r, Var)])
+            made = {v for s in kept for v in s.outs}
+            for s in kept:
+                reads.update((v, None) for v in s.uses() if v not in made)
+            reads.update((r, None) for r in result if isinstance(r, Var) and r not in made)
+            sides.append((kept, result))
+        invariants = list(reads)
+        loc = self.loc(node)
+        tapes = []
+        for label, (kept, result) in zip(("then", "orelse"), sides):
+            mapping = {}
+            for v in invariants:
+                mapping[v] = k = Var(v.aval, hint=v.hint)
+                self.values.derive(k, v)
+            stmts = [substitute_stmt(s, lambda a: mapping.get(a, a)) for s in kept]
+            result = tuple(mapping.get(r, r) if isinstance(r, Var) else Lit(r) for r in result)
+            params = tuple(v.hint or f"k{i}" for i, v in enumerate(invariants))
+            tapes.append(arm_tape(label, params, [mapping[v] for v in invariants], stmts,
+                                  result, loc))
+        return Branch(*tapes, source=_source(node.test)), invariants
+
+
+def _aval(value: Any) -> tuple:
+    aval = value.aval if isinstance(value, Var) else Aval.of(value)
+    return aval.shape, aval.dtype, aval.weak
+
+
+def _same_static(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
+def _leaves(node: gast.If) -> bool:
+    """Does an arm leave the block, or write an attribute or a global?"""
+    for n in _own_nodes(node.body + node.orelse):
+        if isinstance(n, (gast.Return, gast.Yield, gast.YieldFrom, gast.Global,
+                          gast.Nonlocal)):
+            return True
+        if isinstance(n, (gast.Break, gast.Continue)):
+            return True
+        if isinstance(n, gast.Attribute) and isinstance(n.ctx, (gast.Store, gast.Del)):
+            return True
+    return False
+
+
+def _own_nodes(nodes: list):
+    """The nodes of a block, not entering function definitions; a ``break`` or ``continue``
+    inside a loop of the block (that loop's) is left out."""
+    stack = [(n, False) for n in nodes]
+    while stack:
+        n, in_loop = stack.pop()
+        if in_loop and isinstance(n, (gast.Break, gast.Continue)):
+            continue
+        yield n
+        for child in gast.iter_child_nodes(n):
+            if isinstance(child, (gast.FunctionDef, gast.Lambda, gast.AsyncFunctionDef)):
+                continue
+            stack.append((child, in_loop or isinstance(n, (gast.For, gast.While))))
+
+
+def _source(test: gast.expr) -> str:
+    try:
+        import ast
+        return ast.unparse(gast.gast_to_ast(test))
+    except Exception:
+        return "the condition"
+
+
+def _cond_hint(test: gast.expr) -> str:
+    """A name for the condition after the source: ``if big:`` -> ``big``, ``if np.sum(x) >
+    0`` -> ``cond``... of the first name compared: ``x_positive`` is beyond us; the name read
+    first (``loss > 1.0`` -> ``loss_cond``)."""
+    if isinstance(test, gast.Name):
+        return test.id
+    for n in gast.walk(test):
+        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id not in ("np", "xp"):
+            return f"{n.id}_cond"
+    return "cond"
