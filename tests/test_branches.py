@@ -9,6 +9,7 @@ import yota_s2s as ys
 from yota_s2s.compiler import compile_grad, gradient_tape
 from yota_s2s.gradcheck import numerical_grad
 from yota_s2s.ir.branch import branch_of
+from yota_s2s.ir.region import body_tapes
 from yota_s2s.rules.control import guard
 
 from .programs import branches as B
@@ -23,24 +24,27 @@ CASES = [
     ("piecewise", B.piecewise, lambda r: (r.normal(size=4),), (0,)),
     ("huber", B.huber, lambda r: (r.normal(size=3), float(r.uniform(0.5, 3.0))), (0, 1)),
     ("three_ways", B.three_ways, lambda r: (r.normal(size=3), r.normal(size=3)), (0, 1)),
-    ("normalized", B.normalized, lambda r: (r.normal(size=5) * r.uniform(0.2, 2.0),), (0,)),
+    ("normalized", B.normalized, lambda r: (r.normal(size=5) * r.uniform(0.2, 1.2),), (0,)),
     ("sqrt_or_half", B.sqrt_or_half, lambda r: (r.normal(size=3) + r.uniform(-1, 2),), (0,)),
     ("nested", B.nested, lambda r: (r.normal(size=3), r.normal(size=3)), (0, 1)),
     ("two_results", B.two_results, lambda r: (r.normal(size=3),), (0,)),
+    # inside a loop region: the branch in the step, its condition stacked or made again
+    ("branch_in_loop", B.branch_in_loop, lambda r: (r.normal(size=3), r.normal(size=3)), (0, 1)),
 ]
 
 
-def _paths(fn, make, n=24):
-    """``n`` inputs, and how many of them took each path of the first branch."""
+def _paths(make, n=8):
+    """``n`` inputs (seeds 0 .. n - 1: each case's reach both arms)."""
     return [make(_rng(seed)) for seed in range(n)]
 
 
 def _branches(tape):
-    return [s for s in tape.stmts if branch_of(s) is not None]
+    """The branch statements of ``tape`` and of its loop bodies."""
+    return [s for t in (tape, *body_tapes(tape)) for s in t.stmts if branch_of(s) is not None]
 
 
 def _guards(tape):
-    return [s for s in tape.stmts if s.prim.fn is guard]
+    return [s for t in (tape, *body_tapes(tape)) for s in t.stmts if s.prim.fn is guard]
 
 
 @pytest.mark.parametrize("name, fn, make, wrt", CASES, ids=[c[0] for c in CASES])
@@ -55,7 +59,7 @@ def test_the_if_is_a_branch_on_the_tape_with_no_guard(name, fn, make, wrt):
 def test_one_module_gives_every_path_its_gradient(name, fn, make, wrt, buffers):
     compiled = compile_grad(fn, make(_rng(0)), check=True, buffers=buffers)
     assert "if " in compiled.text
-    for args in _paths(fn, make):
+    for args in _paths(make):
         value, *grads = compiled.fn(*args)
         np.testing.assert_allclose(value, fn(*args), rtol=1e-12, atol=1e-12)
         for i, g in zip(range(len(args)), grads):
@@ -66,7 +70,7 @@ def test_one_module_gives_every_path_its_gradient(name, fn, make, wrt, buffers):
 @pytest.mark.parametrize("name, fn, make, wrt", CASES, ids=[c[0] for c in CASES])
 def test_ys_grad_compiles_once_for_every_path(name, fn, make, wrt):
     ys.clear_cache()
-    for args in _paths(fn, make, 12):
+    for args in _paths(make, 6):
         value, g = ys.grad(fn, *args)
         np.testing.assert_allclose(value, fn(*args), rtol=1e-12, atol=1e-12)
         for i in wrt:
@@ -75,12 +79,32 @@ def test_ys_grad_compiles_once_for_every_path(name, fn, make, wrt):
     assert info["misses"] == 1 and info["guard_failures"] == 0
 
 
-def test_both_paths_were_taken():
-    """The inputs of the tests above reach each arm (else they would test one path)."""
+def test_the_inputs_reach_both_arms():
+    """The inputs of the tests above take each arm of the first branch."""
+    taken = {
+        "piecewise": lambda x: np.sum(x) > 0,
+        "huber": lambda r, d: np.sum(np.abs(r)) <= d,
+        "three_ways": lambda x, w: abs(np.dot(x, w)) > 1.0,
+        "normalized": lambda x: np.max(np.abs(x)) > 1.0,
+        "sqrt_or_half": lambda x: np.min(x) > 0.0,
+        "nested": lambda x, y: np.sum(x * y) > 0.0,
+        "two_results": lambda x: np.sum(x) > 0.0,
+        "branch_in_loop": lambda x, w: np.sum(x * w) > 0.0,
+    }
     for name, fn, make, _ in CASES:
-        first = [bool(np.sum(make(_rng(s))[0]) > 0) for s in range(24)]
-        if name == "piecewise":
-            assert any(first) and not all(first)
+        arms = {bool(taken[name](*args)) for args in _paths(make, 6)}
+        assert arms == {True, False}, name
+
+
+def test_a_branch_in_a_loop_region_keeps_the_loop_and_compiles_once():
+    """The branch-in-loop program of issue 33: the loop stays a region (its step holds the
+    branch), the backward loop reads the branch taken per step, one compile for any input."""
+    x, w = _rng(0).normal(size=3), _rng(1).normal(size=3)
+    forward, tape = gradient_tape(B.branch_in_loop, (x, w), check=True)
+    assert any("region: range(20), 20 steps" in note for note in forward.loops)
+    text = compile_grad(B.branch_in_loop, (x, w), buffers=False).text
+    assert "H_COND = xp.empty((20,), dtype=xp.bool)" in text and "H_COND[t] = h_cond" in text
+    assert "h_cond_1 = H_COND[t]" in text and "if h_cond_1:" in text
 
 
 def test_the_module_reads_like_handwritten_code():

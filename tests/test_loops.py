@@ -90,7 +90,7 @@ CASES = [
     ("advected", advected, advected_args, "region"),
     ("rk4_steps", rk4_steps, rk4_args, "region"),
     ("rnn_vector", rnn_batched, rnn_vector_args, "region"),
-    ("branchy", branchy, lambda: (_vec(10),), "unrolled"),
+    ("branchy", branchy, lambda: (_vec(10),), "region"),     # its if: a branch (issue 33)
     ("growing", growing, lambda: (_vec(10),), "unrolled"),
     ("breaking", breaking, lambda: (_vec(10),), "unrolled"),
     ("returning", returning, lambda: (_vec(10) * 0.1,), "unrolled"),

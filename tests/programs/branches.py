@@ -92,3 +92,13 @@ def four_paths(x):
     if np.max(x) > 2.0:
         y = y[:1]
     return np.sum(y)
+
+
+def branch_in_loop(x, w):
+    h = x
+    for t in range(20):
+        if np.sum(h * w) > 0.0:
+            h = np.tanh(h * w)
+        else:
+            h = 0.5 * h + w
+    return np.sum(h ** 2)

@@ -50,13 +50,14 @@ def branch_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
 
 
 def _result(em: Emitter, sub: Emitter, arm: Tape, r, out: Var) -> ast.expr:
-    """An arm's result as the branch's result ``out`` takes it: a value the arm read (or a
+    """An arm's result as the branch's result ``out`` takes it: an array the arm read (or a
     view of one) copied, ``x.copy()`` (a branch's results are arrays of its own: the enclosing
-    code may write into them); a number the passes folded it to, of ``out``'s dtype where that
+    code may write into them; a number is not written in place, and scalar mode may hold it
+    as a Python float); a number the passes folded it to, of ``out``'s dtype where that
     is numpy's (``xp.float64(1.0)``, as the other arm gives it)."""
     if isinstance(r, Var):
         value = sub.atom(r)
-        if not r.aval.weak and sub.facts.root(r) in {i.var for i in arm.inputs}:
+        if r.aval.ndim and sub.facts.root(r) in {i.var for i in arm.inputs}:
             return ast.Call(ast.Attribute(value, "copy"), [], [])
         return value
     value = sub.atom(r)
@@ -117,13 +118,14 @@ def _arm(em: Emitter, stmt: Stmt, arm: Tape, operands: dict[Var, str], outs: lis
 
 
 def _result(em: Emitter, sub: Emitter, arm: Tape, r, out: Var) -> ast.expr:
-    """An arm's result as the branch's result ``out`` takes it: a value the arm read (or a
+    """An arm's result as the branch's result ``out`` takes it: an array the arm read (or a
     view of one) copied, ``x.copy()`` (a branch's results are arrays of its own: the enclosing
-    code may write into them); a number the passes folded it to, of ``out``'s dtype where that
+    code may write into them; a number is not written in place, and scalar mode may hold it
+    as a Python float); a number the passes folded it to, of ``out``'s dtype where that
     is numpy's (``xp.float64(1.0)``, as the other arm gives it)."""
     if isinstance(r, Var):
         value = sub.atom(r)
-        if not r.aval.weak and sub.facts.root(r) in {i.var for i in arm.inputs}:
+        if r.aval.ndim and sub.facts.root(r) in {i.var for i in arm.inputs}:
             return ast.Call(ast.Attribute(value, "copy"), [], [])
         return value
     value = sub.atom(r)

@@ -45,8 +45,7 @@ class BranchesMixin:
     def branch_if(self, node: gast.If, cond: Any) -> bool:
         """Run ``node`` as a branch statement on the traced condition ``cond``; False (nothing
         done) to decide it on the example with a guard."""
-        if self.collector is not None or self.backward_mode or not self.regions \
-                or self.trial_depth:
+        if self.collector is not None or self.backward_mode or not self.regions:
             return False
         cond = self.current(cond)
         if cond.aval.shape != () or cond.aval.dtype != np.bool_ or _leaves(node):

@@ -1,0 +1,116 @@
+"""Branches that stay branches (issue 33): each program of tests/programs/branches.py through
+``ys.grad`` on N random inputs (1,000 by default): one compile, no guard failure, and the
+value and every gradient equal to the program's value and central differences (float64).
+
+    python tools/branch_check.py [N] [--time]
+
+``--time``: the steady-state time of a gradient call, the branch module against the module
+specialized to one path with a guard (what the compiler wrote before branches: the first
+input's path), both forms.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+import yota_s2s as ys  # noqa: E402
+from yota_s2s.gradcheck import numerical_grad  # noqa: E402
+from tests.programs import branches as B  # noqa: E402
+
+PROGRAMS = {
+    "piecewise": (B.piecewise, lambda r: (r.normal(size=4),)),
+    "huber": (B.huber, lambda r: (r.normal(size=3), float(r.uniform(0.5, 3.0)))),
+    "three_ways": (B.three_ways, lambda r: (r.normal(size=3), r.normal(size=3))),
+    "normalized": (B.normalized, lambda r: (r.normal(size=5) * r.uniform(0.2, 1.2),)),
+    "sqrt_or_half": (B.sqrt_or_half, lambda r: (r.normal(size=3) + r.uniform(-1, 2),)),
+    "nested": (B.nested, lambda r: (r.normal(size=3), r.normal(size=3))),
+    "two_results": (B.two_results, lambda r: (r.normal(size=3),)),
+    "branch_in_loop": (B.branch_in_loop, lambda r: (r.normal(size=3), r.normal(size=3))),
+}
+
+
+def check(name: str, fn, make, n: int) -> tuple[float, dict, int]:
+    """The largest error over ``n`` inputs (relative to 1 + |expected|), the cache's counts,
+    and how many inputs lie where a branch switches within the differences' step (the
+    function jumps there: central differences at 1e-6 and 1e-5 disagree, and that input is
+    not counted)."""
+    ys.clear_cache()
+    worst, switching = 0.0, 0
+    for seed in range(n):
+        args = make(np.random.default_rng(seed))
+        value, g = ys.grad(fn, *args)
+        error = abs(value - fn(*args)) / (1 + abs(fn(*args)))
+        for i, a in enumerate(args):
+            expected = numerical_grad(fn, args, i)
+            error = max(error, float(np.max(np.abs(np.asarray(g[i]) - expected)
+                                            / (1 + np.abs(expected)))))
+        if error > 1e-6 and _jumps(fn, args):
+            switching += 1
+            continue
+        worst = max(worst, error)
+    return worst, ys.cache_info(), switching
+
+
+def _jumps(fn, args) -> bool:
+    for i in range(len(args)):
+        fine, coarse = numerical_grad(fn, args, i, 1e-6), numerical_grad(fn, args, i, 1e-5)
+        if np.any(np.abs(fine - coarse) > 1e-2 * (1 + np.abs(coarse))):
+            return True
+    return False
+
+
+def timing(fn, make) -> list[tuple[str, float, float]]:
+    """(form, seconds a call of the branch module, of the guarded one) for both forms."""
+    from yota_s2s.compiler import compile_grad
+    from yota_s2s.frontend import branches
+
+    args = make(np.random.default_rng(0))
+    rows = []
+    for buffers in (False, True):
+        branch = compile_grad(fn, args, buffers=buffers).fn
+        keep = branches.BranchesMixin.branch_if
+        branches.BranchesMixin.branch_if = lambda self, node, cond: False
+        try:
+            guarded = compile_grad(fn, args, buffers=buffers).fn
+        finally:
+            branches.BranchesMixin.branch_if = keep
+        rows.append(("buffered" if buffers else "plain", _best(branch, args),
+                     _best(guarded, args)))
+    return rows
+
+
+def _best(f, args, repeat: int = 7, number: int = 2000) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(number):
+            f(*args)
+        best = min(best, (time.perf_counter() - start) / number)
+    return best
+
+
+def main(argv: list[str]) -> int:
+    n = int(next((a for a in argv if a.isdigit()), 1000))
+    failed = False
+    for name, (fn, make) in PROGRAMS.items():
+        worst, info, switching = check(name, fn, make, n)
+        ok = worst < 1e-6 and info["misses"] == 1 and info["guard_failures"] == 0
+        failed |= not ok
+        print(f"{name:16} {n} inputs  compiles {info['misses']}  guard failures "
+              f"{info['guard_failures']}  worst error {worst:.1e}  at a switch "
+              f"{switching}  {'ok' if ok else 'FAIL'}")
+        if "--time" in argv:
+            for form, t_branch, t_guard in timing(fn, make):
+                print(f"{'':16} {form:8} branch {t_branch * 1e6:7.1f} us  one path, guarded "
+                      f"{t_guard * 1e6:7.1f} us  ratio {t_branch / t_guard:.2f}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
