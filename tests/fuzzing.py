@@ -40,6 +40,7 @@ SHAPES_MORE = 0.3      # share of programs with one or two statements of Gen.mor
 SWAPPED = 0.3          # share of RNN-like loops whose input product comes second in the sum
 LISTS = 0.15           # share of programs with a loop reading a list it appends to (Gen.listed)
 ALIKE = 0.2            # share of programs with arguments used the same way (Gen.alike)
+BRANCHES = 0.2         # share of programs with an if on a reduction of data (Gen.branches)
 HELPERS = {            # helper functions a program may define and call: source, call
     "h0": ("def h0(a, b):\n    t = np.tanh(a) + b\n    return t * t", "h0({a}, {b})"),
     "h1": ("def h1(a, s=0.5):\n    return np.sin(a) * s + a", "h1({a}, s={s})"),
@@ -53,7 +54,7 @@ HELPERS = {            # helper functions a program may define and call: source,
 # streams, so adding one leaves the programs of the others as they were
 FAMILIES = [("recurrent", RECURRENT, "cell", 2), ("stencil", STENCIL, "grid", 4),
             ("more", SHAPES_MORE, "shapes", 5), ("lists", LISTS, "listed", 6),
-            ("alike", ALIKE, "alike args", 7)]
+            ("alike", ALIKE, "alike args", 7), ("branches", BRANCHES, "branch on data", 8)]
 FAMILY_METHODS = {"lists": "listed"}        # Gen's method where its name is not the family's
 
 
@@ -1006,6 +1007,36 @@ class Gen:
         finally:
             self.r = saved
 
+    def branches(self, r: random.Random, rng, params: list, args: list) -> None:
+        """``if`` on a reduction of data (``if np.sum(v3) > 0.41:``), arms that give one value
+        of one shape and dtype (a branch statement: issue 33), sometimes an ``elif`` or a name
+        one arm leaves as it was; the threshold at least MARGIN from the reduction (clear of
+        the switch, where the program jumps). Drawn from its own random streams."""
+        saved, self.r = self.r, r
+        try:
+            a = self.arr(lambda v: v.ndim >= 1 and v.dtype == self.dtype)
+            v, name = self.vals[a], self.new()
+            reduction = r.choice(["np.sum({a})", "np.mean({a})", "np.max({a})",
+                                  "np.sum({a} * {a})", "np.min(np.sin({a}))"])
+            test = reduction.format(a=a)
+            value = float(eval(test, dict(self.env, **self.vals)))
+            thr = fmt(value + r.choice([-1, 1]) * r.uniform(5 * MARGIN, 0.6))
+            w, c = self.lit(0.2, 0.9), self.lit(-0.5, 0.5)
+            arms = [f"np.tanh({a}) * {w}", f"{a} * {a} * {w}", f"np.sin({a}) + {c}",
+                    f"{a} * {w} - {c}", f"np.cos({a} * {w})", f"np.exp(-{a} * {a})"]
+            first, second, third = r.sample(arms, 3)
+            lines = [f"{name} = {a} * {c}"] if r.random() < 0.3 else []
+            lines += [f"if {test} > {thr}:", f"    {name} = {first}"]
+            if r.random() < 0.3:
+                lines += [f"elif {test} < {fmt(float(thr) - 0.8)}:", f"    {name} = {third}"]
+            if not lines[0].startswith(f"{name} =") or r.random() < 0.5:
+                lines += ["else:", f"    {name} = {second}"]
+            self.accept(lines, name)
+        except Skip:
+            pass
+        finally:
+            self.r = saved
+
     def ties(self) -> bool:
         """``np.min``/``np.max`` of a whole array and ``np.amin``/``np.amax`` with an axis,
         where the extreme is tied between copies of one element (one derivative; a tie
@@ -1078,7 +1109,7 @@ class Gen:
     # -- the program ----------------------------------------------------------------------
     def program(self, recurrent: bool | None = None, stencil: bool | None = None,
                 more: bool | None = None, lists: bool | None = None,
-                alike: bool | None = None) -> Program:
+                alike: bool | None = None, branches: bool | None = None) -> Program:
         rng = np.random.default_rng(self.seed)
         nargs = self.r.choice([1, 1, 2, 2, 2, 3])
         params, args = [], []
@@ -1105,7 +1136,7 @@ class Gen:
         if random.Random(f"polynomial {self.seed}").random() < 0.2:
             self.polynomial(random.Random(self.seed + 1), rng, params, args)
         asked = {"recurrent": recurrent, "stencil": stencil, "more": more, "lists": lists,
-                 "alike": alike}
+                 "alike": alike, "branches": branches}
         for family, share, stream, offset in FAMILIES:
             on = asked[family]
             if on is None:
@@ -1140,7 +1171,8 @@ def _same(a, b) -> bool:
 
 def generate(seed: int, recurrent: bool | None = None, stencil: bool | None = None,
              more: bool | None = None, swapped: bool | None = None,
-             lists: bool | None = None, alike: bool | None = None) -> Program:
+             lists: bool | None = None, alike: bool | None = None,
+             branches: bool | None = None) -> Program:
     """The program of ``seed``: the same source and arguments on every machine and run.
     ``recurrent``: with an RNN-like loop (Gen.recurrent) or without one, instead of as the
     seed draws it (RECURRENT of the seeds); ``stencil`` the same for a loop over a periodic
@@ -1148,10 +1180,11 @@ def generate(seed: int, recurrent: bool | None = None, stencil: bool | None = No
     (SHAPES_MORE of the seeds); ``swapped`` for an RNN-like loop's pre-activation written
     with the input's product second (``h @ Wh + xs[t] @ Wx``, SWAPPED of the seeds), ``lists``
     for a loop reading the lists it appends to (Gen.listed, LISTS of the seeds), ``alike`` for
-    arguments used the same way (Gen.alike, ALIKE of the seeds). The rest of the program is
+    arguments used the same way (Gen.alike, ALIKE of the seeds), ``branches`` for an ``if`` on
+    a reduction of data (Gen.branches, BRANCHES of the seeds). The rest of the program is
     the same."""
     gen = Gen(seed)
     if swapped is None:
         swapped = random.Random(f"operands {seed}").random() < SWAPPED
     gen.swapped = swapped
-    return gen.program(recurrent, stencil, more, lists, alike)
+    return gen.program(recurrent, stencil, more, lists, alike, branches)

@@ -13,6 +13,7 @@
     python tools/fuzz.py --n 1000 --lists       # lists read by hs[-1], hs[t // 2] as appended
     python tools/fuzz.py --n 500 --alike        # arguments used the same way (one gradient)
     python tools/fuzz.py --n 100 --recurrent --forms plain --engine numba   # loops through numba
+    python tools/fuzz.py --n 500 --branches     # an if on a reduction of data: a branch
 
 Programs come from tests/fuzzing.py (one seed, one program, on every machine); the checks
 and the outcome classes (ok, mismatch, crash, refusal, generator) from tests/fuzzcheck.py.
@@ -95,7 +96,8 @@ def run_one(seed: int) -> tuple[Outcome, str, str]:
             outcome = worldcheck.check(program, base / "programs", forms)
         else:
             program = generate(seed, _STATE["recurrent"], _STATE["stencil"], _STATE["more"],
-                               lists=_STATE["lists"], alike=_STATE["alike"])
+                               lists=_STATE["lists"], alike=_STATE["alike"],
+                               branches=_STATE["branches"])
             outcome = referee(program, base / "programs", forms)
         small, why = "", ""
         if outcome.kind in ("mismatch", "crash"):
@@ -280,7 +282,8 @@ def verbose(seed: int, forms: tuple, do_shrink: bool) -> None:
     if _STATE["world"]:
         return verbose_world(seed, forms, do_shrink)
     program = generate(seed, _STATE["recurrent"], _STATE["stencil"], _STATE["more"],
-                       lists=_STATE["lists"], alike=_STATE["alike"])
+                       lists=_STATE["lists"], alike=_STATE["alike"],
+                       branches=_STATE["branches"])
     print(program.source())
     outcome = referee(program, _STATE["base"] / "programs", forms)
     print("#", outcome.line())
@@ -337,6 +340,9 @@ def main(argv=None) -> int:
     ap.add_argument("--engine", choices=("numpy", "numba"), default="numpy", help="numba: "
                     "programs with a loop compiled with engine='numba' too, against the plain "
                     "form (tools/fuzz_numba.py)")
+    ap.add_argument("--branches", action="store_true", help="every program with an if on a "
+                    "reduction of data, a branch in the module (tests/fuzzing.py "
+                    "Gen.branches), not 20%% of them")
     ap.add_argument("--block", type=int, help="elements per block of a cache-blocked chain "
                     "(codegen/blocks.py), and chains of twice that many are blocked: small "
                     "values put the fuzzer's small arrays through the blocked form")
@@ -368,6 +374,7 @@ def main(argv=None) -> int:
     _STATE["more"] = True if opts.more else None
     _STATE["lists"] = True if opts.lists else None
     _STATE["alike"] = True if opts.alike else None
+    _STATE["branches"] = True if opts.branches else None
     if opts.verbose:
         verbose(opts.seed, forms, opts.shrink)
         return 0

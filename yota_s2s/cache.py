@@ -426,10 +426,10 @@ class Cache:
         why = self._why.get(key, "the checks of what it read outside its arguments failed")
         warnings.warn(
             f"ys.grad has compiled {name} {count} times for arguments of one shape and dtype: "
-            f"{why}. Each new variant compiles again (up to {self.maxsize}), and every call "
-            "tries them in turn. A branch whose arms give values of one shape and dtype stays "
-            "an if, one module for every path: make the arms agree, or decide the branch on a "
-            "static value.", RecompileWarning, stacklevel=4)
+            f"{why}. Each new case compiles again (up to {self.maxsize} variants), and every "
+            "call tries them in turn. Where the guard is an if on data, arms that give values "
+            "of one shape and dtype keep it an if, one module for every path.",
+            RecompileWarning, stacklevel=4)
 
     def _run(self, key: Any, args: tuple, closure_of: Any = None) -> tuple[Variant, Any] | None:
         with self._lock:

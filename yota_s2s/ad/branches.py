@@ -16,7 +16,6 @@ structural rule for branches.
 from __future__ import annotations
 
 import operator
-from typing import Any
 
 import numpy as np
 

@@ -25,7 +25,7 @@ import ast
 from ..ir.branch import branch_of
 from ..ir.names import arm_namer
 from ..ir.rewrite import substitute
-from ..ir.tape import Stmt, Tape, Var
+from ..ir.tape import Lit, Stmt, Tape, Var
 from .emit import Emitter
 from .render import block_nodes
 
@@ -80,6 +80,9 @@ def _arm(em: Emitter, stmt: Stmt, arm: Tape, operands: dict[Var, str], outs: lis
         if isinstance(a, Var):
             twice.update({i.var: first[a]} if a in first else {})
             first.setdefault(a, i.var)
+    # an operand that is a literal (a stage after the arms' passes made it one) is read as
+    # that literal in the arm
+    twice.update({i.var: a for i, a in zip(arm.inputs, stmt.args[1:]) if isinstance(a, Lit)})
     arm = substitute(arm, twice) if twice else arm
     ins = {operands[a] for a in stmt.args[1:] if isinstance(a, Var)}
     # results made under the branch's names: not one an in-place update makes (it has the

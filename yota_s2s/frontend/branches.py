@@ -13,11 +13,13 @@ matter. The ``if`` becomes a branch statement when
   values of one shape and dtype (a traced value or a float), or to one static value.
 
 Otherwise everything is undone and the ``if`` is decided on the example, as before: a guard.
-The names the arms bind are then the branch's results. Inside a loop region's trial step, in
-forward mode and in ``ys.vmap`` (``regions`` off) the guard is kept.
+The names the arms bind are then the branch's results. A loop region's trial step may hold a
+branch (the backward loop reads the condition of each step from a stack, or makes it again).
+In forward mode and in ``ys.vmap`` (``regions`` off) the guard is kept.
 """
 from __future__ import annotations
 
+import ast
 from typing import Any
 
 import gast
@@ -207,17 +209,17 @@ def _own_nodes(nodes: list):
 
 
 def _source(test: gast.expr) -> str:
+    """The condition as written, for the tape's printout."""
     try:
-        import ast
         return ast.unparse(gast.gast_to_ast(test))
     except Exception:
         return "the condition"
 
 
 def _cond_hint(test: gast.expr) -> str:
-    """A name for the condition after the source: ``if big:`` -> ``big``, ``if np.sum(x) >
-    0`` -> ``cond``... of the first name compared: ``x_positive`` is beyond us; the name read
-    first (``loss > 1.0`` -> ``loss_cond``)."""
+    """A name for the condition, after the source: ``if big:`` -> ``big``; else the first
+    name the test reads and ``_cond`` (``loss > 1.0`` -> ``loss_cond``, ``np.sum(h * w) > 0``
+    -> ``h_cond``; a stack of them in a loop, ``H_COND``)."""
     if isinstance(test, gast.Name):
         return test.id
     for n in gast.walk(test):
