@@ -6,8 +6,10 @@ step index a traced int ``t`` and every name the body assigns that holds a trace
 float) a fresh Var, the value at the start of any step. The trial keeps the region when that
 one step is the same program for every step:
 
-- the body never takes a decision on a traced value (a branch, a guard, a static use of ``t``:
-  ``range(t)``, ``if t == 0``), has no ``break``, ``continue`` or ``return``, no ``else``;
+- the body never takes a decision on a traced value at compile time (a guard, a static use
+  of ``t``: ``range(t)``, ``if t == 0``; an ``if`` that stays one, a branch statement of the
+  step, is no decision: branches.py), has no ``break``, ``continue`` or ``return``, no
+  ``else``;
 - each carried value has the same shape and dtype after the step as before it;
 - names that hold static values (ints, lists, strings) keep them; Python lists and dicts are
   not changed; a name first bound in the body is not read after the loop.
