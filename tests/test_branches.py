@@ -33,7 +33,7 @@ CASES = [
 ]
 
 
-def _paths(make, n=8):
+def _paths(make, n=6):
     """``n`` inputs (seeds 0 .. n - 1: each case's reach both arms)."""
     return [make(_rng(seed)) for seed in range(n)]
 
@@ -181,3 +181,38 @@ def test_a_function_compiled_again_and_again_warns_naming_the_guard():
     assert len(caught) == 1
     assert re.search(r"compiled four_paths 4 times .*a guard failed, branches\.py:\d+ `if ",
                      str(caught[0].message))
+
+
+def test_ys_compile_writes_the_branch_too():
+    """The forward alone (ys.compile) holds the if: right on both paths, no GuardError."""
+    f = ys.compile(B.huber, np.ones(3), 1.0)
+    for r, d in ((np.array([0.1, -0.2, 0.1]), 1.0), (np.array([2.0, -1.0, 0.5]), 0.7)):
+        np.testing.assert_allclose(f(r, d), B.huber(r, d), rtol=1e-15)
+
+
+def appends_in_an_arm(x, hs):
+    if np.sum(x) > 0:
+        hs.append(x * 2.0)
+    return np.sum(hs[-1] * x)
+
+
+def writes_an_outer_array(x, scale):
+    state = {"buf": np.cos(x) * scale}
+    if np.sum(x) > 0:
+        state["buf"][0] = np.sum(x)         # an array from before the if, not by a local name
+    return np.sum(state["buf"] * x)
+
+
+@pytest.mark.parametrize("fn, extra", [
+    (appends_in_an_arm, lambda: [np.ones(3)]),
+    (writes_an_outer_array, lambda: 0.5)], ids=["append", "array"])
+def test_an_arm_that_changes_what_it_reached_keeps_the_guard(fn, extra):
+    """A list or an array from before the if, changed by an arm (reached through an argument
+    or a dict, not a local name): both arms must not run on the trace; the guard is kept."""
+    x = np.array([0.5, 1.0, -0.2])
+    forward, _ = gradient_tape(fn, (x, extra()))
+    assert _guards(forward) and not _branches(forward)
+    value, g = ys.grad(fn, x, extra())
+    np.testing.assert_allclose(value, fn(x, extra()))
+    np.testing.assert_allclose(g[0], numerical_grad(lambda x_: fn(x_, extra()), [x], 0),
+                               rtol=1e-6)

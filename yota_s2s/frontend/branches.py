@@ -30,7 +30,7 @@ from ..ir.region import loop_of
 from ..ir.rewrite import substitute_stmt
 from ..ir.tape import Aval, Lit, Var
 from .region_check import traceable
-from .region_lists import items_of
+from .region_lists import Watch, items_of
 from .region_syntax import assigned_names, loaded_outside
 from .region_tape import _live
 
@@ -66,22 +66,31 @@ class BranchesMixin:
 
     def _arm(self, block: list, saved: tuple, containers: dict) -> tuple[list, dict]:
         """One arm traced from the state before the ``if``: its statements and the names it
-        leaves bound (as a read sees them); the state is put back after."""
+        leaves bound (as a read sees them); the state is put back after, and the lists and
+        dicts it reached (a ``Watch``, as a loop's trial keeps) are checked unchanged."""
         frame = self.frame
         self._restore(saved)
-        with self.collect() as stmts:
-            try:
+        watch = Watch(dict(containers))
+        outer, self.trial_records = self.trial_records, (*self.trial_records, watch)
+        try:
+            with self.collect() as stmts:
                 self.exec_block(block)
-            except Exception:
-                raise _NoBranch() from None
+        except Exception:
+            raise _NoBranch() from None
+        finally:
+            self.trial_records = outer
+            changed = [(obj, items) for obj, items in watch.containers.values()
+                       if items_of(obj) != items]
+            for obj, items in changed:          # put back what the arm did to them
+                obj.clear()
+                obj.update(items) if isinstance(obj, dict) else obj.extend(items)
         env = {n: self.current(v) for n, v in frame.locals.items()}
-        if any(self.latest.get(k) is not v for k, v in saved[1].items()) \
-                or set(self.pending_rows) != saved[4] \
-                or any(items_of(obj) != items for obj, items in containers.values()) \
-                or any(s.prim.effect or loop_of(s) is not None for s in stmts) \
-                or any(self.latest.get(v) is not None for v in saved[0].values()
-                       if isinstance(v, Var)):
-            raise _NoBranch()
+        made = {o for s in stmts for o in s.outs}
+        if changed or set(self.pending_rows) != saved[4] \
+                or any(self.latest.get(k) is not v for k, v in saved[1].items()) \
+                or any(k not in made for k in self.latest if k not in saved[1]) \
+                or any(s.prim.effect or loop_of(s) is not None for s in stmts):
+            raise _NoBranch()       # an array, list or dict from before changed; a guard
         return stmts, env
 
     def _restore(self, saved: tuple) -> None:
