@@ -94,7 +94,7 @@ CASES = [
     ("growing", growing, lambda: (_vec(10),), "unrolled"),
     ("breaking", breaking, lambda: (_vec(10),), "unrolled"),
     ("returning", returning, lambda: (_vec(10) * 0.1,), "unrolled"),
-    ("masked", masked, lambda: (_vec(60).reshape(10, 6),), "unrolled"),
+    ("masked", masked, lambda: (_vec(60).reshape(10, 6),), "region"),
     ("short", short, lambda: (_vec(5),), ""),
     # a list read by an index that moves with the step while the step appends to it (issue 29)
     *((f.__name__, f, list_args, kind) for f, kind in [

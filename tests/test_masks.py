@@ -178,8 +178,14 @@ def test_ys_grad_trains_the_sigmoid_and_an_lstm_step_with_one_compile():
 
 
 def test_cs231n_captioning_lstm_trains_with_one_compile():
+    """Its time loop stays a loop (a region): the step's selections are selects too."""
     rng = np.random.default_rng(4)
-    N, T, D, H, W, V = 2, 3, 3, 2, 3, 5
+    N, T, D, H, W, V = 2, 8, 3, 2, 3, 5
+    features, captions = rng.normal(size=(N, D)), rng.integers(0, V, size=(N, T + 1))
+    _, tape = ys.trace(captioning_loss, features, captions,
+                       *[rng.normal(size=s) for s in ((D, H), (H,), (V, W), (W, 4 * H),
+                                                       (H, 4 * H), (4 * H,), (H, V), (V,))])
+    assert "region: range(T), 8 steps" in tape.loops[0]
     shapes = [(D, H), (H,), (V, W), (W, 4 * H), (H, 4 * H), (4 * H,), (H, V), (V,)]
     params = [rng.normal(size=s) * 0.5 for s in shapes]
     for step in range(10):

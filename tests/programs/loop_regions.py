@@ -160,7 +160,7 @@ def counted(x):
 def masked(xs):
     s = 0.0
     for t in range(xs.shape[0]):
-        s = s + np.sum(xs[t][xs[t] > 0] ** 2)      # the selection's size is guarded
+        s = s + np.sum(xs[t][xs[t] > 0] ** 2)      # a sum of a selection: a select (selections.py)
     return s
 
 

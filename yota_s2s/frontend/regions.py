@@ -41,6 +41,7 @@ from ..ir.tape import Aval, Var
 from .region_check import check_step, error_reason, traceable
 from .region_lists import CarryLast, LastRow, Watch, items_of, list_name
 from .region_syntax import assigned_names, syntax_reason
+from .selections import select_masks_in_step
 
 MIN_STEPS = 8
 
@@ -221,6 +222,7 @@ class RegionsMixin:
                 self.trial_depth -= 1
                 self.trial_records = outer_records
         if failure is None:
+            body[:] = select_masks_in_step(self, body, frame, watch.containers)
             outcome = check_step(self, node, names, carried, saved, watch, body)
             if isinstance(outcome, tuple):
                 return self.make_region(node, iterable, length, index, carried, saved,

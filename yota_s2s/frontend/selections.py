@@ -33,6 +33,7 @@ selection of rows (``x[m, :]``, a mask of fewer dimensions than the array), ``np
 from __future__ import annotations
 
 import operator
+import types
 from typing import Any
 
 import numpy as np
@@ -58,6 +59,39 @@ def select_masks(ev: Any, stmts: list[Stmt], escapes: set[Var]) -> list[Stmt]:
     if not free:
         return stmts
     return _rewritten(ev, plan, free)
+
+
+def select_masks_in_step(ev: Any, body: list[Stmt], frame: Any, containers: dict) -> list[Stmt]:
+    """``select_masks`` on the statements of a loop's trial step (frontend/regions.py), so
+    that a step with such a selection stays one program for every step, and the loop a
+    region. What outlives the step is read from the frame's names, the lists and dicts the
+    step reaches (``containers``: the trial's watch) and the update tables; where one of
+    them holds an object this does not look into, the step is left as it is."""
+    if not ev.selection_guards:
+        return body
+    escapes: set[Var] = set()
+    roots = [*frame.locals.values(), *ev.latest.keys(), *ev.latest.values(), *ev.views,
+             *(obj for obj, _ in containers.values())]
+    seen: set[int] = set()
+    while roots:
+        value = roots.pop()
+        if isinstance(value, Var):
+            escapes.add(value)
+        elif isinstance(value, (list, tuple, set, dict)):
+            if id(value) not in seen:
+                seen.add(id(value))
+                roots += [*value.keys(), *value.values()] if isinstance(value, dict) else value
+        elif not _plain(value):
+            return body
+    return select_masks(ev, body, escapes)
+
+
+def _plain(value: Any) -> bool:
+    """A value that holds no traced one: a number, a string, an array, a function, a module."""
+    return value is None or isinstance(value, (bool, int, float, complex, str, bytes, range,
+                                               slice, np.ndarray, np.generic, np.dtype, type,
+                                               types.FunctionType, types.BuiltinFunctionType,
+                                               types.ModuleType))
 
 
 class _Plan:
