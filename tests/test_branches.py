@@ -216,3 +216,12 @@ def test_an_arm_that_changes_what_it_reached_keeps_the_guard(fn, extra):
     np.testing.assert_allclose(value, fn(x, extra()))
     np.testing.assert_allclose(g[0], numerical_grad(lambda x_: fn(x_, extra()), [x], 0),
                                rtol=1e-6)
+
+
+def test_vmap_keeps_the_guard():
+    """ys.vmap has no batching of a branch yet: the if is a guard there, as before (a batch
+    whose examples take one path is computed, the other path compiles again)."""
+    f = ys.vmap(B.huber, in_axes=(0, None))
+    R = np.abs(_rng(2).normal(size=(4, 3))) * 0.1
+    np.testing.assert_allclose(f(R, 1.0), [B.huber(r, 1.0) for r in R], rtol=1e-14)
+    np.testing.assert_allclose(f(R * 30, 1.0), [B.huber(r * 30, 1.0) for r in R], rtol=1e-14)

@@ -353,7 +353,8 @@ def _batched(f: Any, args: Sequence[Any], axes: Sequence[int | None], rules: Rul
     """``vmap_tape`` (``gradient``: ``per_example_tape``), and what the trace assumed beyond
     the tape (for the guards of ``cache.BUILT``)."""
     with few_collections():
-        one, ev = trace_function(f, examples(args, axes), rules)
+        # (an if on a traced value is a guard here: a branch has no batching rule yet)
+        one, ev = trace_function(f, examples(args, axes), rules, branches=False)
         if check:
             verified(one, "trace")
         if gradient:

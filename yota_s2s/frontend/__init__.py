@@ -75,19 +75,23 @@ DEEP_STACK = 512 << 20
 def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES,
                    collector: Collector | None = None,
                    dynamic: frozenset[int] = frozenset(),
-                   regions: bool = True) -> tuple[Tape, Evaluator]:
+                   regions: bool = True, branches: bool = True) -> tuple[Tape, Evaluator]:
     """Evaluate ``fn`` on ``args``; returns the tape and the evaluator (which holds the example
     value of every Var, for the backward pass, and ``flattener``/``depends``: what the code
-    read from its arguments and its globals). A ``collector`` turns on collecting mode."""
+    read from its arguments and its globals). A ``collector`` turns on collecting mode.
+    ``regions``: loops as loop regions (else unrolled); ``branches``: an ``if`` on a traced
+    number as a branch (branches.py; else a guard), which ``regions`` off turns off too."""
     try:
-        return _trace(fn, args, rules, collector, dynamic, regions, sys.getrecursionlimit())
+        return _trace(fn, args, rules, collector, dynamic, regions and branches,
+                      sys.getrecursionlimit(), regions)
     except RecursionError:
         pass
     limit, found = sys.getrecursionlimit(), {}
 
     def deep() -> None:
         try:
-            found["result"] = _trace(fn, args, rules, collector, dynamic, regions, limit)
+            found["result"] = _trace(fn, args, rules, collector, dynamic, regions and branches,
+                                     limit, regions)
         except BaseException as e:      # (raised again in the caller's thread)
             found["error"] = e
     stack = threading.stack_size()
@@ -113,7 +117,8 @@ def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES,
 
 
 def _trace(fn: Any, args: Sequence[Any], rules: RuleSet, collector: Collector | None,
-           dynamic: frozenset[int], regions: bool, max_depth: int) -> tuple[Tape, Evaluator]:
+           dynamic: frozenset[int], branches: bool, max_depth: int, regions: bool
+           ) -> tuple[Tape, Evaluator]:
     fn, self_arg = unbind(fn)
     if self_arg is not None:
         args = (self_arg, *args)
@@ -130,6 +135,7 @@ def _trace(fn: Any, args: Sequence[Any], rules: RuleSet, collector: Collector | 
     ev.max_depth = max_depth
     ev.collector = collector
     ev.regions = regions                # loops as loop regions (frontend/regions.py), or unrolled
+    ev.branches = branches              # an if on a traced number as a branch (branches.py)
     ev.flattener = flat = Flattener(ev.values, ev.input_vars, dynamic)
     ev.outside.function_found(fn, (FUNCTION, ()))       # its closure: the code's _fn argument
     names = param_names(fn, len(args))

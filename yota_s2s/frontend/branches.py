@@ -15,7 +15,8 @@ matter. The ``if`` becomes a branch statement when
 Otherwise everything is undone and the ``if`` is decided on the example, as before: a guard.
 The names the arms bind are then the branch's results. A loop region's trial step may hold a
 branch (the backward loop reads the condition of each step from a stack, or makes it again).
-In forward mode and in ``ys.vmap`` (``regions`` off) the guard is kept.
+In forward mode and in ``ys.vmap`` (``branches`` off: no JVP or batching of a branch yet) the
+guard is kept.
 """
 from __future__ import annotations
 
@@ -44,10 +45,12 @@ class _NoBranch(Exception):
 class BranchesMixin:
     """The branch trial (mixed into ``Evaluator``)."""
 
+    branches: bool = True   # False: every if on a traced value is a guard (forward mode, vmap)
+
     def branch_if(self, node: gast.If, cond: Any) -> bool:
         """Run ``node`` as a branch statement on the traced condition ``cond``; False (nothing
         done) to decide it on the example with a guard."""
-        if self.collector is not None or self.backward_mode or not self.regions:
+        if self.collector is not None or self.backward_mode or not self.branches:
             return False
         cond = self.current(cond)
         if cond.aval.shape != () or cond.aval.dtype != np.bool_ or _leaves(node):
