@@ -63,11 +63,11 @@ def test_jvp_takes_strings_none_bools_ints_and_tuples_of_them_among_the_primals(
                                    * len(primals[3]))
 
 
-def test_jvp_takes_a_list_of_ints_and_says_a_list_of_floats_is_not_yet_taken():
+def test_jvp_takes_a_list_of_ints_and_a_list_of_floats():
     value, tangent = ys.jvp(lambda a, w: np.sum(a * w[1]), (X, [2, 3]), (X, None))
     np.testing.assert_allclose((value, tangent), (3 * np.sum(X), 3 * np.sum(X)))
-    with pytest.raises(ys.YotaError, match="forward mode takes array and float arguments"):
-        ys.jvp(lambda a, w: np.sum(a * w[0]), (X, [2.0]), (X, None))
+    value, tangent = ys.jvp(lambda a, w: np.sum(a * w[0]), (X, [2.0]), (X, [0.5]))
+    np.testing.assert_allclose((value, tangent), (2 * np.sum(X), 2.5 * np.sum(X)))
 
 
 def made_of_constants(x):

@@ -85,6 +85,7 @@ if HAS_SCIPY:
         ("rgamma_erfcx_entr", lambda x: weighted(special.rgamma(x) + special.erfcx(x) + special.entr(x)), positive),
         ("log_expit", lambda x: weighted(special.log_expit(x)), normal),
         ("gammainc_gammaincc", lambda x: weighted(special.gammainc(2.5, x) + special.gammaincc(1.5, x) ** 2), positive),
+        ("betainc_gammasgn", lambda x: weighted(special.betainc(2.5, 1.5, x) + special.gammasgn(x - 0.5) * x), between(0.1, 0.9)),
         ("bessel_j_y", lambda x: weighted(special.j0(x) + special.j1(x) ** 2 + special.y0(x) + special.y1(x) ** 2), positive),
         ("bessel_of_order", lambda x: weighted(special.jv(1.5, x) + special.jn(2, x) + special.yn(1, x) + special.iv(0.5, x)
                                                + special.ive(2, x) + special.kv(1.5, x)), positive),
@@ -150,6 +151,12 @@ if HAS_SCIPY:
         Case("multivariate_normal", lambda x, m, c: weighted(stats.multivariate_normal.logpdf(x, m, c))
              + weighted(stats.multivariate_normal.pdf(x, mean=m, cov=c)) * 3,
              lambda r: (r.standard_normal((5, 3)), r.standard_normal(3), spd(3)(r)[0] + np.tril(np.ones((3, 3)), -1) * 0.2)),
+        Case("bernoulli_binom", lambda p: weighted(stats.bernoulli.logpmf(np.array([0, 1, 1]), p) + stats.bernoulli.pmf(np.array([1, 0, 1]), p)
+                                                   + stats.binom.logpmf(np.array([0, 2, 3]), 3, p) + stats.binom.pmf(np.array([2, 4, 1]), 4, p, 1)),
+             lambda r: (r.uniform(0.2, 0.8, 3),)),
+        Case("multivariate_normal_entropy", lambda c, d, s: stats.multivariate_normal.entropy(np.zeros(3), c)
+             + stats.multivariate_normal.entropy(np.ones(3), cov=d) * 2 + stats.multivariate_normal.entropy(np.zeros(2), s),
+             lambda r: (spd(3)(r)[0] + np.tril(np.ones((3, 3)), -1) * 0.2, r.uniform(1, 2, 3), 1.7)),
         Case("multivariate_normal_one_point_diagonal", lambda x, m, c: stats.multivariate_normal.logpdf(x, m, c)
              + stats.multivariate_normal.pdf(x, m, c), lambda r: (r.standard_normal(3), r.standard_normal(3), r.uniform(1, 2, 3))),
         Case("multivariate_normal_scalar_cov", lambda x, c: weighted(stats.multivariate_normal.logpdf(x, np.zeros(3), c))

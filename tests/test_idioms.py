@@ -420,3 +420,47 @@ def test_an_empty_constant_index_array_keeps_its_dtype_and_shape(form, n):
                    "dtype=xp.int64)]" in ys.source(df)
     assert value == pytest.approx(minor_squares(a), rel=1e-14)
     np.testing.assert_allclose(da, numerical_grad(minor_squares, [a], 0), rtol=1e-8, atol=1e-8)
+
+
+# -- dicts of traced values: their keys are known when compiling (autograd's test_dict) ------
+
+def weighted_by_sorted_keys(d):
+    total = 0.0
+    for i, k in enumerate(sorted(d)):
+        total = total + np.sum(np.sin(d[k])) * (i + 1.0)
+    made = dict([("a", total)], b=2.0 * total)
+    return made["a"] + made["b"] + (1.0 if "c" in d else 0.0) * np.sum(d["x"])
+
+
+def test_sorted_dict_and_in_read_the_keys_of_a_dict_of_traced_values(rng):
+    d = {"y": rng.standard_normal(3), "x": rng.standard_normal(2)}
+    value, g = ys.grad(weighted_by_sorted_keys, d)
+    assert value == pytest.approx(weighted_by_sorted_keys(d), rel=1e-14)
+    np.testing.assert_allclose(g[0][("x",)], 3.0 * np.cos(d["x"]), rtol=1e-14)
+    np.testing.assert_allclose(g[0][("y",)], 6.0 * np.cos(d["y"]), rtol=1e-14)
+    with_c = dict(d, c=rng.standard_normal(2))
+    _, g = ys.grad(weighted_by_sorted_keys, with_c)
+    np.testing.assert_allclose(g[0][("x",)], 6.0 * np.cos(d["x"]) + 1.0, rtol=1e-14)  # x second
+
+
+def test_sorted_of_traced_values_and_a_dict_with_a_traced_key_are_refused(rng):
+    with pytest.raises(ys.StaticValueError, match=r"sorted\(\) needs values known"):
+        ys.grad(lambda x: np.sum(sorted([x[0], x[1]])), rng.standard_normal(2))
+    with pytest.raises(ys.StaticValueError, match=r"dict\(\) with a traced key"):
+        ys.grad(lambda x: np.sum(dict([(x[0], x)])[0.0]), rng.standard_normal(2))
+
+
+def sines_of_a_dict(d):
+    return np.sum(np.sin(d["a"])) + np.sum(np.cos(d["b"]))
+
+
+def grad_of_sines_summed(d):
+    g = ys.gradient(sines_of_a_dict)(d)
+    return np.sum(np.sin(g[("a",)])) + np.sum(g[("b",)])
+
+
+def test_the_gradient_of_a_gradient_of_a_dict_argument(rng):
+    d = {"a": rng.standard_normal(3), "b": rng.standard_normal(2)}
+    _, (g,) = ys.grad(grad_of_sines_summed, d)
+    np.testing.assert_allclose(g[("a",)], -np.cos(np.cos(d["a"])) * np.sin(d["a"]), rtol=1e-13)
+    np.testing.assert_allclose(g[("b",)], -np.cos(d["b"]), rtol=1e-13)

@@ -23,6 +23,7 @@ from .marks import entry_point
 from .nested import vjp_inline
 from .objects import param_names, unbind
 from .rules.registry import RULES, RuleSet
+from .text import describe
 
 
 def compile_jvp(f: Callable, args: tuple, tangents: tuple | None, **options: Any) -> Any:
@@ -183,10 +184,14 @@ def example_cotangents(f: Callable, args: tuple, has_aux: bool = False
 
 
 def has_tangent(value: Any) -> bool:
-    """A float or complex array or number (ints, strings, None and other static values have no
-    tangent)."""
+    """A float or complex array or number, or a tuple, list or dict holding one (ints,
+    strings, None and other static values have no tangent)."""
     if isinstance(value, (np.ndarray, np.generic)):
         return value.dtype.kind in "fc"
+    if isinstance(value, (tuple, list)):
+        return any(map(has_tangent, value))
+    if isinstance(value, dict):
+        return any(map(has_tangent, value.values()))
     return isinstance(value, (float, complex))
 
 
@@ -226,15 +231,14 @@ def jvpfunction_compiled(f: Callable, args: tuple, tangents: tuple | None = None
     return structured, compiled
 
 
-_jvp_cache: dict[Any, Callable] = {}
-
-
 @entry_point
 def jvp(f: Callable, primals: tuple, tangents: tuple, *, rules: RuleSet = RULES,
         has_aux: bool = False, engine: str = "numpy") -> tuple:
     """JAX's ``jvp``: ``(f(*primals), J @ tangents)``, the tangent of ``f``'s result along
-    ``tangents`` (one per primal, like it; None for ints and static arguments). Compiled once
-    per function and argument signature (``jvpfunction``) and found again after that. A
+    ``tangents`` (one per primal, like it; None for ints and static arguments; a tuple, list
+    or dict has one of its structure). Compiled once per function and argument signature
+    (``jvpfunction``) and found again after that, while its guards hold (the keys and lengths
+    of structured arguments, the globals it read: as ``ys.grad``'s). A
     structured result (a tuple, dict, dataclass of arrays) has a tangent of its structure;
     ``has_aux=True``: ``f`` returns ``(out, aux)`` and ``jvp`` returns ``(out, J @ tangents,
     aux)``, as JAX's. ``engine``: as in ``jvpfunction``."""
@@ -242,12 +246,10 @@ def jvp(f: Callable, primals: tuple, tangents: tuple, *, rules: RuleSet = RULES,
     if len(primals) != len(tangents):
         raise YotaError(f"jvp: {len(primals)} primals but {len(tangents)} tangents",
                         hint="Give one tangent per primal (None for an int or static one).")
-    key = (function_key(f), rules, rules.version, has_aux, *(arg_key(a) for a in primals))
-    key += (("engine", engine),) if engine != "numpy" else ()
-    jf = _jvp_cache.get(key)
-    if jf is None:
-        jf = _jvp_cache[key] = jvpfunction(f, *primals, rules=rules, has_aux=has_aux,
-                                           engine=engine)
+    key = ("jvp", function_key(f), rules, rules.version, has_aux, engine,
+           *(arg_key(a) for a in primals))
+    jf = BUILT.get(key, primals, lambda: jvpfunction_compiled(f, primals, rules=rules,
+                                                              has_aux=has_aux, engine=engine))
     value, tangent = jf(*primals, *[tangent_like(p, t) for p, t in zip(primals, tangents)
                                     if has_tangent(p)])
     return (value[0], tangent, value[1]) if has_aux else (value, tangent)
@@ -307,7 +309,13 @@ def _linearized(f: Callable, primals: tuple, has_aux: bool, device: str, rules: 
 
 
 def tangent_like(primal: Any, tangent: Any) -> Any:
-    """A tangent as the generated code checks it: of its primal's kind, shape and dtype."""
+    """A tangent as the generated code checks it: of its primal's kind, shape and dtype; of a
+    tuple, list or dict, one of its structure, leaf by leaf (None: zeros, for each leaf with a
+    tangent; a leaf without one, an int or a string, has None)."""
+    if isinstance(primal, (tuple, list, dict)):
+        return _structured_tangent(primal, tangent)
+    if not has_tangent(primal):
+        return None
     if tangent is None:
         tangent = np.zeros_like(primal)
     if isinstance(primal, np.ndarray):
@@ -315,3 +323,28 @@ def tangent_like(primal: Any, tangent: Any) -> Any:
     if isinstance(primal, np.generic):
         return primal.dtype.type(np.reshape(tangent, ()))
     return type(primal)(np.reshape(tangent, ()))
+
+
+def _structured_tangent(primal: Any, tangent: Any) -> Any:
+    """``tangent_like`` of each item of a tuple, list or dict (a namedtuple stays one)."""
+    keys = list(primal) if isinstance(primal, dict) else range(len(primal))
+    if tangent is not None and (set(tangent) != set(keys) if isinstance(primal, dict)
+                                else len(tangent) != len(primal)):
+        raise UsageError(f"a tangent {_layout(tangent)} for an argument {_layout(primal)}",
+                         hint="Give the tangent of a structured argument its structure (None "
+                         "for zeros, or for a leaf without a tangent: an int, a string).")
+    items = [tangent_like(primal[k], None if tangent is None else tangent[k]) for k in keys]
+    if isinstance(primal, dict):
+        return dict(zip(keys, items))
+    if isinstance(primal, list):
+        return items
+    return type(primal)(*items) if hasattr(type(primal), "_fields") else tuple(items)
+
+
+def _layout(value: Any) -> str:
+    """``a list of 3 items``, ``a dict with keys 'a', 'b'``: a container's layout, for errors."""
+    if isinstance(value, dict):
+        return f"a dict with keys {', '.join(map(describe, value)) or 'none'}"
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of {len(value)} items"
+    return f"of type {type(value).__name__}"

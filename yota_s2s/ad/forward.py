@@ -27,6 +27,7 @@ A primitive with neither is refused with what to add. docs/how-it-works.md expla
 from __future__ import annotations
 
 import operator
+import re
 from typing import Any
 
 import numpy as np
@@ -110,15 +111,18 @@ class _ForwardSweep:
         tape = self.tape
         floats = sorted({i.argnum for i in tape.inputs if i.var.aval.is_float})
         params = tuple(_tangent_param(tape.params[k], tape.params) for k in floats)
+        objects = _object_arguments(self.ev, tape.params)
         inputs = []
         for inp in tape.inputs:
             if not inp.var.aval.is_float:
                 continue
-            if tape.arg_kinds[inp.argnum] == "struct":
-                raise YotaError(f"{tape.name}: forward mode takes array and float arguments; "
-                                f"{tape.params[inp.argnum]} is a structure", tape.loc,
-                                "Pass its arrays as arguments of their own.")
+            if inp.argnum in objects:
+                raise YotaError(f"{tape.name}: forward mode takes arrays, floats and tuples, "
+                                f"lists and dicts of them; {objects[inp.argnum]}", tape.loc,
+                                "Pass its arrays in a tuple, list or dict, or as arguments of "
+                                "their own.")
             example = self.example[inp.argnum] if inp.argnum < len(self.example) else None
+            example = _at_path(example, inp.path)
             aval = inp.var.aval
             value = np.ones(aval.shape, aval.dtype) if example is None \
                 else np.asarray(example, aval.dtype).reshape(aval.shape)
@@ -127,7 +131,9 @@ class _ForwardSweep:
             self.tangent[inp.var] = var
             self.marks[var] = inp.var
             k = floats.index(inp.argnum)
-            inputs.append(Input(var, len(tape.params) + k, (), params[k]))
+            access = params[k] + inp.access[len(tape.params[inp.argnum]):] if inp.path \
+                else params[k]       # a leaf of a structure: the same path in its tangent
+            inputs.append(Input(var, len(tape.params) + k, inp.path, access))
         return inputs, params, tuple(tape.arg_kinds[k] for k in floats)
 
     # -- one statement -------------------------------------------------------------------
@@ -278,6 +284,28 @@ def _tangent_rule(text: str | None) -> str:
     """Every statement of the tangent section has a rule text starting with ``TANGENT``."""
     text = text or "tangent"
     return text if text.startswith(TANGENT) else TANGENT + text
+
+
+def _object_arguments(ev: Evaluator, params: tuple[str, ...]) -> dict[int, str]:
+    """The arguments that hold an object of a class (not a namedtuple), each with what the
+    first such object is: forward mode does not build a tangent of their structure."""
+    found: dict[int, str] = {}
+    for access, cls in getattr(ev.flattener, "types", ()):
+        root = re.match(r"\w+", access)
+        if root and root.group() in params and not issubclass(cls, tuple):
+            found.setdefault(params.index(root.group()), f"{access} is a {cls.__name__} object")
+    return found
+
+
+def _at_path(example: Any, path: tuple) -> Any:
+    """The example tangent of the leaf at ``path`` in a structured argument's tangent (None:
+    none given)."""
+    for key in path:
+        if example is None:
+            return None
+        example = getattr(example, key) if isinstance(key, str) and \
+            not isinstance(example, dict) else example[key]
+    return example
 
 
 def _tangent_param(name: str, taken: tuple) -> str:

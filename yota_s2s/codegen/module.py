@@ -297,6 +297,8 @@ def signature_lines(tape: Tape, device: str, returns: list[str]) -> list[str]:
 
 
 def _struct_note(tape: Tape, returns: list[str]) -> str:
+    if tape.tangent is not None:        # forward mode: a tangent has its argument's structure
+        return ""
     structs = [f"{r} of {p}" for r, p, k in zip(returns[1:], tape.params, tape.arg_kinds)
                if k == "struct" and r != "None"]
     return f" ({', '.join(structs)}: gradients by field path)" if structs else ""

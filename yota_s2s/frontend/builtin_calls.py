@@ -21,6 +21,7 @@ from ..ir.tape import Var
 from ..ir.values import is_traced
 from ..rules.template import is_static
 from .numpy_calls import NUMPY_CALLS
+from .outside import OutsideDict, OutsideList
 from .resolve import item
 from .structs import StructValue, call_dunder
 
@@ -56,6 +57,8 @@ def _type(ev, args, kwargs, node):
     (value,) = args
     if isinstance(value, StructValue):
         return value.cls
+    if type(value) in (OutsideList, OutsideDict):    # a list or dict read from outside
+        return type(value).__base__
     return type(ev.values.peek(value) if isinstance(value, Var) else value)
 
 
@@ -163,6 +166,31 @@ def _iterating(py_fn):
     return handler
 
 
+def _sorted(ev, args, kwargs, node):
+    """``sorted(d)`` of a dict: its keys, never traced, whatever its values are."""
+    (x,) = args
+    if is_traced(kwargs) or is_traced(list(x) if isinstance(x, dict) else x):
+        raise StaticValueError("sorted() needs values known at compile time, but it is given "
+                               "a traced value", ev.loc(node),
+                               "Sort with np.sort (an array), or sort values known when "
+                               "compiling (a dict's keys, ints).")
+    return sorted(x, **kwargs)
+
+
+def _dict(ev, args, kwargs, node):
+    """``dict(pairs, k=v)``: a dict whose values may be traced; its keys may not."""
+    if any(isinstance(a, Var) for a in args):
+        raise StaticValueError("dict() of a traced array: its rows would be its keys",
+                               ev.loc(node), "Build the dict from (key, value) pairs or "
+                               "keywords.")
+    out = dict(*args, **kwargs)
+    if is_traced(list(out)):
+        raise StaticValueError("dict() with a traced key: keys must be known at compile time",
+                               ev.loc(node), "Key the dict by names or ints known when "
+                               "compiling; keep traced values as its values.")
+    return out
+
+
 def _map(ev, args, kwargs, node):
     fn, *iterables = args
     columns = [ev.iterate(it, node) for it in iterables]
@@ -233,7 +261,7 @@ BUILTIN_CALLS = {
     len: _len, isinstance: _isinstance, type: _type, float: _float, int: _int, bool: _bool,
     abs: _abs, sum: _sum, max: _extremum(max, gast.Gt()), min: _extremum(min, gast.Lt()),
     zip: _iterating(zip), enumerate: _iterating(enumerate), reversed: _iterating(reversed),
-    list: _iterating(list), tuple: _iterating(tuple), map: _map, getattr: _getattr,
-    hasattr: _hasattr, item: _item, functools.partial: _partial,
+    list: _iterating(list), tuple: _iterating(tuple), map: _map, sorted: _sorted, dict: _dict,
+    getattr: _getattr, hasattr: _hasattr, item: _item, functools.partial: _partial,
     print: _print, is_static: _is_static, **NUMPY_CALLS,
 }

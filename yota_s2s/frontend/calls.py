@@ -284,14 +284,17 @@ def _atoms(value: Any):
 def _concrete_tree(ev: Any, value: Any) -> Any:
     if isinstance(value, Var):
         return ev.values[ev.current(value)]
+    if isinstance(value, dict):
+        return {k: _concrete_tree(ev, v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return type(value)(_concrete_tree(ev, v) for v in value)
+        items = [_concrete_tree(ev, v) for v in value]
+        return type(value)(*items) if hasattr(type(value), "_fields") else type(value)(items)
     return value
 
 
 def _leaves(value: Any) -> Any:
-    if isinstance(value, (list, tuple)):
-        for v in value:
+    if isinstance(value, (list, tuple, dict)):
+        for v in (value.values() if isinstance(value, dict) else value):
             yield from _leaves(v)
     else:
         yield value

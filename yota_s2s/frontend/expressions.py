@@ -254,6 +254,8 @@ class ExpressionsMixin:
         if isinstance(op, (gast.Is, gast.IsNot)):
             return (left is right) == isinstance(op, gast.Is)
         if isinstance(op, (gast.In, gast.NotIn)):
+            if isinstance(right, dict) and not is_traced(left):   # its keys: never traced
+                return (left in right) == isinstance(op, gast.In)
             if is_traced(left) or is_traced(right):
                 raise self.unsupported(node, "`in` with traced values")
             return (left in right) == isinstance(op, gast.In)

@@ -1,5 +1,6 @@
 """``scipy.special`` (loaded when scipy is installed): the gamma family (gammaln gamma rgamma
-digamma psi polygamma multigammaln beta betaln; gammainc gammaincc in x), error functions (erf
+digamma psi polygamma multigammaln beta betaln; gammainc gammaincc betainc in x; gammasgn,
+piecewise constant), error functions (erf
 erfc erfcx erfinv erfcinv ndtr log_ndtr), expit log_expit logit xlogy xlog1py entr, Bessel
 functions (i0 i1 i0e i1e, j0 j1 y0 y1, and in x: jv (jn) yn iv ive kv), and logsumexp (axis,
 keepdims, b), softmax and log_softmax (axis).
@@ -9,14 +10,14 @@ would (``from scipy.special import gammaln``). Integer orders (``polygamma(n, x)
 ``multigammaln(a, d)``) get no gradient.
 """
 import numpy as np
-from scipy.special import (beta, betaln, digamma, entr, erf, erfc, erfcinv, erfcx, erfinv,
-                           expit, gamma, gammainc, gammaincc, gammaln, i0, i0e, i1, i1e, iv, ive,
+from scipy.special import (beta, betainc, betaln, digamma, entr, erf, erfc, erfcinv, erfcx, erfinv,
+                           expit, gamma, gammainc, gammaincc, gammaln, gammasgn, i0, i0e, i1, i1e, iv, ive,
                            j0, j1, jv, kv, log_expit, log_ndtr, log_softmax, logit, logsumexp,
                            multigammaln, ndtr, polygamma, rgamma, softmax, xlog1py, xlogy, y0, y1,
                            yn)
 
 from .reductions import restore_axes
-from .registry import diffrule, primitive
+from .registry import diffrule, nodiff, primitive
 
 SQRT_PI = np.sqrt(np.pi)
 SQRT_2PI = np.sqrt(2 * np.pi)
@@ -25,6 +26,9 @@ for ufunc in (gammaln, gamma, rgamma, gammainc, gammaincc, erf, erfc, erfcx, erf
               log_ndtr, expit, log_expit, logit, xlogy, xlog1py, entr, beta, betaln, i0, i1, i0e,
               i1e, j0, j1, y0, y1, jv, yn, iv, ive, kv):
     primitive(ufunc, module="scipy.special")
+primitive(betainc, module="scipy.special")
+primitive(gammasgn, module="scipy.special")
+nodiff(gammasgn)                # the sign of gamma(x): piecewise constant
 primitive(digamma, name="scipy.special.digamma", emit=("call", "digamma", "scipy.special"),
           real_only="its derivative, scipy.special.polygamma, has no complex version")  # psi
 primitive(polygamma, "n, x", module="scipy.special", elementwise=True)
@@ -40,6 +44,8 @@ diffrule(gamma,     "x", "dy * y * digamma(x)")
 diffrule(rgamma,    "x", "-dy * y * digamma(x)")
 diffrule(gammainc,  "x2", "dy * np.exp((x1 - 1) * np.log(x2) - x2 - gammaln(x1))")    # in x only
 diffrule(gammaincc, "x2", "-dy * np.exp((x1 - 1) * np.log(x2) - x2 - gammaln(x1))")
+# the regularized incomplete beta function I_x(a, b), in x only (as autograd): its density
+diffrule(betainc,   "x3", "dy * np.exp((x1 - 1) * np.log(x3) + (x2 - 1) * np.log1p(-x3) - betaln(x1, x2))")
 diffrule(digamma,   "x", "dy * polygamma(1, x)")          # scipy.special.psi is digamma
 diffrule(polygamma, "x", "dy * polygamma(n + 1, x)")
 diffrule(betaln,    "x1", "dy * (digamma(x1) - digamma(x1 + x2))")

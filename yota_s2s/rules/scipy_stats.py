@@ -3,7 +3,8 @@
     norm, t, gamma, beta, chi2    logpdf pdf cdf logcdf sf logsf, in x, loc, scale, and in
                                   the shape parameters (df, a, b) of logpdf and pdf
     poisson                       logpmf pmf cdf logcdf sf logsf, in mu
-    multivariate_normal           logpdf pdf, in x, mean, cov
+    bernoulli, binom              logpmf pmf, in p
+    multivariate_normal           logpdf pdf, in x, mean, cov; entropy, in cov
     dirichlet                     logpdf pdf, in x, alpha
 
 The primitives are the methods of scipy's distribution objects, ``norm.logpdf``; the generated
@@ -21,11 +22,12 @@ derivative of its log density in ``z`` (``dz`` below): ``x`` gets ``dz / scale``
 """
 import numpy as np
 from scipy.special import digamma
-from scipy.stats import beta, chi2, dirichlet, gamma, multivariate_normal, norm, poisson, t
+from scipy.stats import (bernoulli, beta, binom, chi2, dirichlet, gamma, multivariate_normal, norm,
+                         poisson, t)
 
 from .linalg import triangle_grad
 from .products import mT
-from .registry import diffrule, primitive
+from .registry import diffrule, nodiff, primitive
 
 LOC_SCALE = {norm: "", t: "df", gamma: "a", beta: "a, b", chi2: "df"}   # shape parameters
 
@@ -39,6 +41,17 @@ for method in ("logpmf", "pmf", "cdf", "logcdf", "sf", "logsf"):
     primitive(getattr(poisson, method), "k, mu, loc=0", operands="k, mu, loc",
               name=f"poisson.{method}", emit=("call", f"poisson.{method}", "scipy.stats"),
               elementwise=True)
+for method in ("logpmf", "pmf"):
+    primitive(getattr(bernoulli, method), "k, p, loc=0", operands="k, p, loc",
+              name=f"bernoulli.{method}", emit=("call", f"bernoulli.{method}", "scipy.stats"),
+              elementwise=True)
+    primitive(getattr(binom, method), "k, n, p, loc=0", operands="k, n, p, loc",
+              name=f"binom.{method}", emit=("call", f"binom.{method}", "scipy.stats"),
+              elementwise=True)
+primitive(multivariate_normal.entropy, "mean=None, cov=1", operands="mean, cov",
+          name="multivariate_normal.entropy",
+          emit=("call", "multivariate_normal.entropy", "scipy.stats"))
+nodiff(multivariate_normal.entropy, "mean")      # the entropy does not depend on the mean
 for method in ("logpdf", "pdf"):
     primitive(getattr(multivariate_normal, method), "x, mean=None, cov=1, allow_singular=False",
               operands="x, mean, cov", name=f"multivariate_normal.{method}",
@@ -117,6 +130,12 @@ diffrule(poisson.logcdf, "mu", "-dy * np.exp(poisson.logpmf(np.floor(k), mu, loc
 diffrule(poisson.sf,     "mu", "dy * poisson.pmf(np.floor(k), mu, loc)")
 diffrule(poisson.logsf,  "mu", "dy * np.exp(poisson.logpmf(np.floor(k), mu, loc) - y)")
 
+# log p^k (1 - p)^(n - k) (+ log C(n, k)) in p, with k counted from loc; bernoulli: n = 1
+diffrule(bernoulli.logpmf, "p", "dy * ((k - loc) / p - (1 - (k - loc)) / (1 - p))")
+diffrule(bernoulli.pmf,    "p", "dy * y * ((k - loc) / p - (1 - (k - loc)) / (1 - p))")
+diffrule(binom.logpmf,     "p", "dy * ((k - loc) / p - (n - (k - loc)) / (1 - p))")
+diffrule(binom.pmf,        "p", "dy * y * ((k - loc) / p - (n - (k - loc)) / (1 - p))")
+
 
 # ----- multivariate normal ----------------------------------------------------------------
 def lower_symmetric(cov):
@@ -175,6 +194,18 @@ diffrule(multivariate_normal.pdf, "x", "mvn_logpdf_grad_x(x, mean, cov, dy * y, 
 diffrule(multivariate_normal.pdf, "mean",
          "mvn_logpdf_grad_mean(x, mean, cov, dy * y, allow_singular)")
 diffrule(multivariate_normal.pdf, "cov", "mvn_logpdf_grad_cov(x, mean, cov, dy * y, allow_singular)")
+
+
+
+@diffrule(multivariate_normal.entropy, "cov")
+def mvn_entropy_grad_cov(mean, cov, dy):
+    """``log det(2 pi e cov) / 2`` in ``cov``: ``cov^-1 / 2``, of the lower triangle that scipy
+    reads for a matrix (a diagonal: ``1 / (2 cov)``; a scalar: ``d / (2 cov)``)."""
+    if np.ndim(cov) == 2:
+        return dy * triangle_grad(np.linalg.inv(lower_symmetric(cov)) / 2, lower=True)
+    if np.ndim(cov) == 1:
+        return dy / (2 * cov)
+    return dy * (np.shape(mean)[-1] if np.ndim(mean) > 0 else 1) / (2 * cov)
 
 
 # ----- Dirichlet --------------------------------------------------------------------------

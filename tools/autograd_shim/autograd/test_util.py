@@ -90,7 +90,7 @@ def check_jvp(f, args, i):
 def _jvp_function(f, args, i):
     """``(*args, t, *zeros) -> the JVP of f at args along t in argument i`` (zero tangents,
     passed in, for the other float arguments)."""
-    floats = [j for j, a in enumerate(args) if is_float_leaf(a)]
+    floats = [j for j, a in enumerate(args) if any(map(is_float_leaf, leaves(a)))]
     jf = ys.jvpfunction(f, *args)
     n = len(args)
     others = [j for j in floats if j != i]
@@ -102,7 +102,8 @@ def _jvp_function(f, args, i):
 
 
 def _zero(a):
-    return type(a)(0) if isinstance(a, (float, complex)) else numpy.zeros_like(a)
+    return tree_map(lambda x: (type(x)(0) if isinstance(x, (float, complex)) else numpy.zeros_like(x))
+                    if is_float_leaf(x) else None, a)
 
 
 def _check(f, args, i, modes, order):
