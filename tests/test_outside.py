@@ -349,3 +349,16 @@ def test_a_call_on_a_global_is_not_a_constant_its_size_is_checked():
         assert type(raised.value).__name__ == "GuardError"
     finally:
         m.LABELS[...] = saved
+
+
+def test_type_of_a_list_read_from_a_closure_is_list():
+    """``type(sizes)(...)`` rebuilds a list (autograd's test_nested_list, through its shim):
+    the frontend's wrapper of a list read from outside is not the user's type."""
+    sizes = [1.0, [2.0]]
+
+    def rebuilt(x):
+        parts = type(sizes)([x * sizes[0], x * sizes[1][0]])
+        return np.sum(parts[0] + parts[1]) + (1.0 if type(sizes) is list else 0.0)
+    value, (g,) = ys.grad(rebuilt, np.ones(2))
+    assert value == 7.0
+    np.testing.assert_array_equal(g, [3.0, 3.0])
