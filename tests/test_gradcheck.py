@@ -357,6 +357,8 @@ SHAPE_OPS = [
          normal((3,), (2, 3, 2))),
     Case("dstack_concatenate_stack_of_one_array",
          lambda m: weighted(np.dstack(m)) + weighted(np.concatenate(m)) + weighted(np.stack(m, axis=1)), normal((2, 3))),
+    Case("r_and_c_of_traced_values", lambda a, m, s: weighted(np.r_[a, np.ones(2), 1:4, s]) + weighted(np.r_[m, m * 2])
+         + weighted(np.c_[a, a ** 2, np.arange(3.0)]) + weighted(np.c_[m, s * m]), normal((3,), (2, 3), ())),
     Case("column_stack_3d", lambda a, b: weighted(np.column_stack((a, b))), normal((2, 3, 2), (2, 1, 2))),
     # a list of traced values given to a numpy function: the array np.asarray makes of it
     Case("mean_std_var_of_a_list", lambda x: np.mean([x, x + 2]) + np.std([x, x * x]) + np.var([np.sin(x), x]),

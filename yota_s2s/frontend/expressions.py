@@ -338,6 +338,8 @@ class ExpressionsMixin:
             return self.call_primitive(self.rules.lookup(operator.getitem), (obj, key), {}, node)
         if isinstance(obj, StructValue):
             return call_dunder(self, obj, "__getitem__", [key], node)
+        if (obj is np.r_ or obj is np.c_) and is_traced(key):
+            return self.concatenated(obj is np.c_, key if isinstance(key, tuple) else (key,), node)
         if is_traced(key):
             raise StaticValueError(f"a {type(obj).__name__} cannot be indexed by a traced value",
                                    self.loc(node), "Index Python containers with ints known at compile time.")
@@ -346,6 +348,29 @@ class ExpressionsMixin:
             if last is not None:
                 return last             # hs[-1], the row the step before appended (regions.py)
         return obj[key]
+
+    def concatenated(self, columns: bool, items: tuple, node: gast.AST) -> Any:
+        """``np.r_[a, b, 1:4]`` of traced values: the items (a slice as its ``np.arange``) at
+        least 1-d, joined along the first axis; ``np.c_[...]``: at least 2-d (a vector as a
+        column), joined along the last. (numpy's string directives are not taken here.)"""
+        parts = []
+        for item in items:
+            if isinstance(item, str):
+                raise self.unsupported(node, f"np.{'c_' if columns else 'r_'}[{item!r}, ...] of "
+                                       "traced values: a directive string",
+                                       "Join with np.concatenate, np.stack or np.column_stack.")
+            if isinstance(item, slice):
+                if isinstance(item.step, complex) or is_traced([item.start, item.stop, item.step]):
+                    raise self.unsupported(node, "np.r_ / np.c_ of a slice with a complex step "
+                                           "or traced bounds", "Use np.linspace or np.arange.")
+                item = np.arange(item.start or 0, item.stop, item.step or 1)
+            ndim = item.aval.ndim if isinstance(item, Var) else np.ndim(item)
+            if columns and ndim < 2:
+                item = self.call(np.reshape, [item, (-1, 1) if ndim == 1 else (1, 1)], {}, node)
+            elif ndim == 0:
+                item = self.call(np.reshape, [item, (1,)], {}, node)
+            parts.append(item)
+        return self.call(np.concatenate, [parts], {"axis": -1 if columns else 0}, node)
 
     def dynamic_slice(self, obj: Var, key: Any, node: gast.AST) -> Any:
         """``x[i * B:(i + 1) * B]``, ``x[:-k]``, ``x[i:j]`` with traced ints (int arguments
