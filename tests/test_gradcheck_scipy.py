@@ -177,6 +177,8 @@ if HAS_SCIPY:
              normal((3,), (6,))),
         Case("signal_correlate_modes", lambda a, v: sum(weighted(signal.correlate(a, v, mode=m)) * (i + 1)
                                                         for i, m in enumerate(["full", "same", "valid"])), normal((3, 2), (5, 4))),
+        Case("solve_banded", lambda ab, b, m: weighted(linalg.solve_banded((1, 1), ab, b)) + weighted(linalg.solve_banded((2, 0), ab + 3.0, m)),
+             lambda r: (r.standard_normal((3, 5)) + np.array([[0.0], [4.0], [0.0]]), r.standard_normal(5), r.standard_normal((5, 2)))),
         Case("solve_triangular", lambda a, b: weighted(linalg.solve_triangular(a, b, lower=True))
              + weighted(linalg.solve_triangular(a, b, trans=1))
              + weighted(linalg.solve_triangular(a, b[:, 0], trans="T", lower=True, unit_diagonal=True)),

@@ -1,16 +1,17 @@
 """``scipy.signal`` and ``scipy.linalg`` (loaded when scipy is installed): convolve and
 correlate (n-dimensional, modes full, same, valid; real inputs), solve_triangular (lower,
-trans, unit_diagonal), cholesky (lower), sqrtm and solve_sylvester (which sqrtm's rule calls).
+trans, unit_diagonal), solve_banded (real), cholesky (lower), sqrtm and solve_sylvester (which
+sqrtm's rule calls).
 
 A convolution's gradient is a correlation of the incoming gradient, placed where ``mode`` cut
 the output from the full one (scipy centres it), with the other operand; ``correlate(a, b)``
 is ``convolve(a, b flipped on every axis)``. The linear-algebra rules hold where the function
 is differentiable: an invertible triangle, a positive-definite matrix (cholesky), a matrix
 whose square root has no eigenvalues summing to zero (sqrtm). Where scipy reads one triangle
-(solve_triangular, cholesky), the gradient is that triangle's.
+(solve_triangular, cholesky), the gradient is that triangle's; solve_banded's, its band's.
 """
 import numpy as np
-from scipy.linalg import cholesky, solve_sylvester, solve_triangular, sqrtm
+from scipy.linalg import cholesky, solve_banded, solve_sylvester, solve_triangular, sqrtm
 from scipy.signal import convolve, correlate
 
 from .linalg import REAL_MATRICES, cholesky_grad  # noqa: F401  (named in a rule below)
@@ -24,6 +25,8 @@ primitive(solve_triangular, "a, b, trans=0, lower=False, unit_diagonal=False, ov
           "check_finite=True", module="scipy.linalg")
 primitive(cholesky, "a, lower=False, overwrite_a=False, check_finite=True", module="scipy.linalg",
           real_only=REAL_MATRICES)
+primitive(solve_banded, "l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, "
+          "check_finite=True", module="scipy.linalg", real_only=REAL_MATRICES)
 primitive(sqrtm, "A", module="scipy.linalg")
 primitive(solve_sylvester, "a, b, q", module="scipy.linalg")
 
@@ -80,6 +83,36 @@ def solve_triangular_grad_a(a, b, y, dy, trans=0, lower=False, unit_diagonal=Fal
         g, y = g[:, None], y[:, None]
     grad = -y @ mT(g) if transposed(trans) else -g @ mT(y)
     return triangle_read(grad, lower, unit_diagonal)
+
+
+def banded_to_dense(l_and_u, ab):
+    """The matrix ``A`` that solve_banded reads from ``ab``: ``A[i, j] = ab[u + i - j, j]``,
+    each row of ``ab`` a diagonal ``d = j - i`` from ``-l`` to ``u``."""
+    lower, upper = l_and_u
+    n = np.shape(ab)[1]
+    return sum(np.diag(ab[upper - d, max(0, d):n + min(0, d)], d) for d in range(-lower, upper + 1))
+
+
+def dense_to_banded(l_and_u, m):
+    """The band of ``m`` as solve_banded's ``ab`` (zero where a diagonal is shorter)."""
+    lower, upper = l_and_u
+    return np.stack([np.pad(np.diagonal(m, d), (max(0, d), max(0, -d)))
+                     for d in range(upper, -lower - 1, -1)])
+
+
+@diffrule(solve_banded, "b", ignores=("overwrite_ab", "overwrite_b", "check_finite"))
+def solve_banded_grad_b(l_and_u, ab, b, dy):
+    """``A^-T dy``, with ``A`` the banded matrix."""
+    return np.linalg.solve(mT(banded_to_dense(l_and_u, ab)), dy)
+
+
+@diffrule(solve_banded, "ab", ignores=("overwrite_ab", "overwrite_b", "check_finite"))
+def solve_banded_grad_ab(l_and_u, ab, b, y, dy):
+    """``-g y^T`` (g the gradient of ``b``) on the band that ``ab`` holds."""
+    g = np.linalg.solve(mT(banded_to_dense(l_and_u, ab)), dy)
+    if np.ndim(b) == 1:
+        g, y = g[:, None], y[:, None]
+    return dense_to_banded(l_and_u, -g @ mT(y))
 
 
 diffrule(cholesky, "a", "cholesky_grad(a, y, dy, not lower)",
