@@ -21,7 +21,7 @@ from ..ir.tape import Var
 from ..ir.values import is_traced
 from ..rules.template import is_static
 from .numpy_calls import NUMPY_CALLS
-from .outside import OutsideDict, OutsideList
+from .outside_values import OutsideDict, OutsideList, OutsideTuple
 from .resolve import item
 from .structs import StructValue, call_dunder
 
@@ -57,8 +57,8 @@ def _type(ev, args, kwargs, node):
     (value,) = args
     if isinstance(value, StructValue):
         return value.cls
-    if type(value) in (OutsideList, OutsideDict):    # a list or dict read from outside
-        return type(value).__base__
+    if type(value) in (OutsideList, OutsideTuple, OutsideDict):   # read from outside
+        return type(value)._base
     return type(ev.values.peek(value) if isinstance(value, Var) else value)
 
 
