@@ -53,7 +53,7 @@ def _same_as_numpy(f, args):
 
 def test_loops_run_in_numba_and_equal_the_numpy_printer():
     text = _same_as_numpy(ring, (_vec(30),))
-    assert "@numba.njit(cache=True)" in text and "stays numpy" not in text
+    assert "@numba.njit(cache=True, error_model=\"numpy\")" in text and "stays numpy" not in text
     assert "import numba" in text and "review form is the plain numpy module" in text
 
 
@@ -62,6 +62,34 @@ def test_a_loop_numba_cannot_compile_stays_numpy_and_says_why():
     assert "# numba: this loop stays numpy: No implementation of function" in text
     assert "roll" in text.split("stays numpy:")[1].splitlines()[0]
     assert "@numba.njit" not in text and "import numba" not in text
+
+
+def spring(x, v, k):
+    for _ in range(40):
+        d = np.diff(x, axis=0)
+        length = np.linalg.norm(d, axis=1, keepdims=True)
+        f = k * (length - 1.0) * d / length
+        F = np.zeros_like(x)
+        F[:-1] += f
+        F[1:] -= f
+        v = v + 0.1 * F
+        x = x + 0.1 * v
+    return np.sum(x[-1] ** 2) + 0.5 * np.sum(v * v)
+
+
+def test_a_loops_array_statements_are_loop_nests_fused_over_one_shape():
+    r = np.random.default_rng(5)
+    args = (np.stack([np.arange(4.0), np.zeros(4)], axis=1) + 0.1 * r.standard_normal((4, 2)),
+            0.1 * r.standard_normal((4, 2)), 1.0 + 0.2 * r.random((3, 1)))
+    text = _same_as_numpy(spring, args)
+    kernels = text.split("def spring_grad(")[0]
+    assert "stays numpy" not in text and "for i0 in range(3):" in kernels
+    code = "\n".join(line for line in kernels.splitlines() if not line.strip().startswith("#"))
+    for call in ("xp.diff", "xp.linalg.norm", "keepdims", "xp.pad", "_pad2"):
+        assert call not in code, call
+    # the source line above its nest; the norm's sum, then the force's statements in one nest
+    assert "np.linalg.norm(d, axis=1, keepdims=True)\n        r0 = xp.zeros((3,))" in kernels
+    assert "F_1[i0, i1] += f[i0, i1]" in kernels
 
 
 def leaky32(h, xs):

@@ -24,6 +24,7 @@ import numba  # noqa: E402, F401  (before tools/ could shadow ``coverage``, whic
 
 sys.path.insert(0, str(ROOT))
 import yota_s2s as ys  # noqa: E402
+from yota_s2s.codegen.numba_calls import DECORATOR  # noqa: E402
 from tests.test_loops import CASES  # noqa: E402
 
 
@@ -40,7 +41,7 @@ def check(name, f, make) -> tuple[str, str]:
         if not np.allclose(g, w, rtol=1e-12, atol=1e-12 * scale):
             return "mismatch", f"result {i}"
     text = ys.source(dn)
-    compiled = text.count("@numba.njit(cache=True)\ndef _")
+    compiled = text.count(DECORATOR + "\ndef _")
     compiled -= len(re.findall(r"def _pad\d\(", text))
     left = re.findall(r"# numba: this loop stays numpy: (.*)", text)
     why = "; ".join(sorted(set(left)))

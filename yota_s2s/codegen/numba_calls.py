@@ -20,6 +20,10 @@ import copy
 
 from .render import Comment
 
+# a numba function of the module: cached beside it; a number divided by zero is inf or nan, as
+# numpy makes it (numba's default raises ZeroDivisionError in a loop nest's scalar code)
+DECORATOR = '@numba.njit(cache=True, error_model="numpy")'
+
 
 def numba_forms(nodes: list[ast.stmt], helpers: set[int]) -> list[ast.stmt]:
     """A copy of ``nodes`` with the calls above rewritten; ``helpers`` gets the number of
@@ -36,7 +40,7 @@ def pad_helper(ndim: int) -> str:
     shape = ", ".join(f"x.shape[{i}] + b{i} + a{i}" for i in range(ndim)) + \
         ("," if ndim == 1 else "")
     middle = ", ".join(f"b{i}:b{i} + x.shape[{i}]" for i in range(ndim))
-    return (f"\n@numba.njit(cache=True)\ndef _pad{ndim}(x, {', '.join(widths)}):\n"
+    return (f"\n{DECORATOR}\ndef _pad{ndim}(x, {', '.join(widths)}):\n"
             f"    # xp.pad(x, ((b0, a0), ...)) with zeros\n"
             f"    out = xp.zeros(({shape}), x.dtype)\n"
             f"    out[{middle}] = x\n"

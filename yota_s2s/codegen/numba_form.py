@@ -39,7 +39,9 @@ from ..errors import UsageError
 from ..ir.region import loop_of
 from ..ir.tape import Aval, Tape
 from ..text import comment, identifier
-from .numba_calls import numba_forms, pad_helper
+from .numba_calls import DECORATOR, numba_forms, pad_helper
+from .numba_nests import loop_nests
+from .numba_shapes import Val, kind_of
 from .render import INDENT, Block, Comment, statement_lines
 
 ENGINES = ("numpy", "numba", "auto")
@@ -90,7 +92,7 @@ class LoopKernel:
                              self.nodes + ret, [], None, lineno=1)
         body = [INDENT + line for node in fn.body for line in statement_lines(node)]
         head = [comment(f"numba: {self.note}")] if self.note else []
-        return "\n".join([""] + head + ["@numba.njit(cache=True)",
+        return "\n".join([""] + head + [DECORATOR,
                                             f"def {self.name}({', '.join(self.params)}):"]
                          + body) + "\n"
 
@@ -160,9 +162,10 @@ def _region(index: int, source, nodes: list[ast.stmt], made: set[str], later: se
     name = identifier(f"_{fname}_loop{index}")
     loc = source.loc
     note = f"{loc.short}  {loc.text}" if loc is not None else ""
-    form.kernels.append(LoopKernel(name, index, params, [held.get(p) for p in params], results,
+    avals = [held.get(p) for p in params]
+    form.kernels.append(LoopKernel(name, index, params, avals, results,
                                    [held.get(r) for r in results],
-                                   numba_forms(nodes, form.helpers), note))
+                                   _compiled_form(nodes, params, avals, results, form), note))
     call = ast.Call(ast.Name(name), [_argument(p, held.get(p)) for p in params], [])
     head = Comment(comment(f"numba: the loop runs in {name}"))
     if not results:
@@ -170,6 +173,20 @@ def _region(index: int, source, nodes: list[ast.stmt], made: set[str], later: se
     target = ast.Name(results[0]) if len(results) == 1 else \
         ast.Tuple([ast.Name(r) for r in results])
     return [head, ast.Assign([target], call, lineno=0)]
+
+
+def _compiled_form(nodes: list[ast.stmt], params: list[str], avals: list[Aval | None],
+                   results: list[str], form: NumbaForm) -> list[ast.stmt]:
+    """A loop's statements as its numba function holds them: the calls numba does not take
+    rewritten (numba_calls.py), then the array statements as loop nests (numba_nests.py);
+    ``form.helpers`` gets the ``_padN`` helpers the statements still call."""
+    nodes = loop_nests(numba_forms(nodes, set()), {
+        p: None if a is None else Val(tuple(a.shape), kind_of(a.dtype))
+        for p, a in zip(params, avals)}, results)
+    form.helpers |= {int(n.func.id[4:]) for node in nodes for n in ast.walk(node)
+                     if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                     and re.fullmatch(r"_pad\d+", n.func.id)}
+    return nodes
 
 
 # engine="auto" compiles a loop whose step makes no array over this many elements: there the

@@ -1,0 +1,107 @@
+"""The numba printer's loop nests (codegen/numba_nests.py), without numba: the nests are Python,
+so each case runs both the statements and their nests with numpy and compares the values, and
+the text of a few is asserted as written."""
+import ast
+import textwrap
+
+import numpy as np
+import pytest
+
+from yota_s2s.codegen.numba_calls import numba_forms
+from yota_s2s.codegen.numba_nests import loop_nests
+from yota_s2s.codegen.numba_shapes import Val, kind_of
+from yota_s2s.codegen.render import statement_lines
+
+
+def _nests(source: str, args: dict, results: list[str]) -> str:
+    nodes = numba_forms(ast.parse(textwrap.dedent(source)).body, set())
+    env = {k: Val(np.shape(v), kind_of(np.asarray(v).dtype) if not isinstance(v, float)
+                  else "f") for k, v in args.items()}
+    out = loop_nests(nodes, env, results)
+    return "\n".join(line for node in out for line in statement_lines(node))
+
+
+def _run(source: str, args: dict, results: list[str]) -> list:
+    scope = {"xp": np, **{k: np.copy(v) if isinstance(v, np.ndarray) else v
+                          for k, v in args.items()}}
+    exec(source, scope)
+    return [scope[r] for r in results] + [scope[k] for k in args]    # (in place, too)
+
+
+def _same(source: str, args: dict, results: list[str]) -> str:
+    """The nests' values equal the statements' (1e-13), results and arguments changed in
+    place alike; the nests' text."""
+    nests = _nests(source, args, results)
+    for got, want in zip(_run(nests, args, results), _run(textwrap.dedent(source), args, results)):
+        assert np.shape(got) == np.shape(want)
+        assert np.allclose(got, want, rtol=1e-13, atol=1e-13)
+    return nests
+
+
+r = np.random.default_rng(3)
+X, V = r.standard_normal((5, 2)), r.standard_normal((5, 2))
+K = 1.0 + r.random((4, 1))
+
+
+def test_elementwise_statements_over_one_shape_fuse_and_a_name_read_before_gets_its_own():
+    text = _same("""
+        x = x + 0.01 * v
+        y = xp.tanh(x) * v - x
+        """, {"x": X, "v": V}, ["x", "y"])
+    assert text == textwrap.dedent("""\
+        x_0 = xp.empty((5, 2))
+        y = xp.empty((5, 2))
+        for i0 in range(5):
+            for i1 in range(2):
+                x_0[i0, i1] = x[i0, i1] + 0.01 * v[i0, i1]
+                y[i0, i1] = xp.tanh(x_0[i0, i1]) * v[i0, i1] - x_0[i0, i1]
+        x = x_0""")
+
+
+def test_a_value_only_its_nest_reads_is_a_number_and_size_1_operands_broadcast():
+    text = _same("""
+        t = k * (x[1:] - x[:-1])
+        f = t / k + 1.5
+        """, {"x": X, "k": K}, ["f"])
+    assert "    t = k[i0, 0] * (x[i0 + 1, i1] - x[i0, i1])" in text.replace("    ", " ", 1)
+    assert "t = xp.empty" not in text
+
+
+def test_the_spring_chains_step_lowers_to_nests_with_the_same_values():
+    text = _same("""
+        d = xp.diff(x, axis=0)
+        length = xp.linalg.norm(d, axis=1, keepdims=True)
+        f = k * (length - 0.9) * d / length
+        F = xp.zeros_like(x)
+        F[:-1] += f
+        F[1:] -= f
+        g = (f * d).sum(axis=1, keepdims=True)
+        back = xp.pad(d, ((1, 0), (0, 0))) - xp.pad(d, ((0, 1), (0, 0)))
+        total = (F * F).sum() + xp.sum(g)
+        """, {"x": X, "k": K}, ["F", "g", "back", "total"])
+    for numpy_call in ("diff", "norm", "sum(", "_pad", "keepdims", "expand_dims"):
+        assert numpy_call not in text
+    assert "g = xp.zeros((4, 1))" in text and "g[i0, 0] += f[i0, i1] * d[i0, i1]" in text
+    assert "(d[i0 - 1, i1] if i0 >= 1 else 0.0)" in text
+
+
+def test_stack_rows_in_a_loop_and_a_matrix_product_computed_before_its_nest():
+    text = _same("""
+        for t in range(3):
+            S[t] = h
+            h = xp.tanh(W @ h + b)
+        """, {"S": np.zeros((3, 4)), "h": r.standard_normal(4), "W": r.standard_normal((4, 4)),
+              "b": r.standard_normal(4)}, ["h"])
+    assert "r0 = W @ h" in text and "S[t, i0] = h[i0]" in text
+
+
+@pytest.mark.parametrize("source, args", [
+    ("y = x * 2.0", {"x": X.astype(np.float32)}),             # numba's float32 is not numpy's
+    ("y = x[[0, 2]] * 2.0", {"x": X}),                         # fancy index: shape unknown
+    ("y = x[1:] + 1.0\ny = y[1:]", {"x": X}),                  # a view stays a view
+    ("x[1:] += x[:-1]", {"x": X}),                             # reads what it writes
+])
+def test_what_stays_numpy(source, args):
+    text = _same(source, args, [])
+    assert text.splitlines()[-1] == source.splitlines()[-1]
+    assert "for i0" not in text or source.startswith("y = x[1:]")

@@ -1,0 +1,238 @@
+"""What the numba printer's loop nests know of a value: its shape and kind (numba_nests.py).
+
+``Shapes.of`` follows a compiled loop's statements from the shapes of the names it takes (the
+tape's values): arithmetic broadcasts, a basic index (``x[1:]``, ``S[t]``, ``x[-1]``) takes its
+part, ``x.sum(axis=k)`` drops axis k, ``xp.expand_dims``, ``_padN``, ``@`` of matrices and
+vectors, ``xp.zeros((m, n))``; any other value's shape is not known (None).
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+import numpy as np
+
+# xp.<name>(x) on a number, as numba takes it on an array's element
+UNARY = {"tanh", "exp", "log", "sqrt", "sin", "cos", "tan", "abs", "absolute", "negative",
+         "log1p", "expm1", "arctan", "arcsin", "arccos", "sinh", "cosh", "arctanh",
+         "arcsinh", "arccosh", "log2", "log10", "exp2", "square", "reciprocal"}
+BINARY = {"maximum", "minimum", "arctan2", "hypot"}
+ARITH = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
+
+
+@dataclass(frozen=True)
+class Val:
+    """What is known of a value: its ``shape`` and ``kind``: "f" float64, "i" an integer, "o"
+    anything else (float32, complex, bool: left to numpy)."""
+
+    shape: tuple[int, ...]
+    kind: str
+
+
+def kind_of(dtype) -> str:
+    dtype = np.dtype(dtype)
+    return "f" if dtype == np.float64 else "i" if dtype.kind in "iu" else "o"
+
+
+def broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...] | None:
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        return None
+
+
+def constant(node: ast.expr):
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) \
+            and isinstance(node.operand, ast.Constant) \
+            and type(node.operand.value) in (int, float):
+        return -node.operand.value
+    return None
+
+
+def xp_name(func: ast.expr) -> str | None:
+    """``name`` where ``func`` is ``xp.name``."""
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+            and func.value.id == "xp":
+        return func.attr
+    return None
+
+
+def _keyword(call: ast.Call, name: str):
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+# -- what a value is: its shape and kind ----------------------------------------------------
+
+class Shapes:
+    """The shapes of a function's names, statement by statement (``env``: a name -> its Val,
+    None where not known)."""
+
+    def __init__(self, env: dict[str, Val | None]):
+        self.env = env
+
+    def of(self, e: ast.expr) -> Val | None:
+        if isinstance(e, ast.Constant):
+            t = type(e.value)
+            return Val((), "f" if t is float else "i" if t is int else "o")
+        if isinstance(e, ast.Name):
+            return self.env.get(e.id)
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
+            return self.of(e.operand)
+        if isinstance(e, ast.BinOp):
+            return self._binop(e)
+        if isinstance(e, ast.Subscript):
+            view = self.view(e)
+            return None if view is None else view[0]
+        if isinstance(e, ast.Call):
+            return self._call(e)
+        return None
+
+    def _binop(self, e: ast.BinOp) -> Val | None:
+        a, b = self.of(e.left), self.of(e.right)
+        if a is None or b is None:
+            return None
+        if isinstance(e.op, ast.MatMult):
+            return _matmul(a, b)
+        shape = broadcast(a.shape, b.shape)
+        if shape is None:
+            return None
+        if "o" in (a.kind, b.kind):
+            kind = "o"
+        elif a.kind == b.kind == "i" and not isinstance(e.op, (ast.Div, ast.Pow)):
+            kind = "i"
+        elif isinstance(e.op, ARITH):
+            kind = "f"
+        else:
+            kind = "o"
+        return Val(shape, kind)
+
+    def view(self, e: ast.Subscript) -> tuple[Val, list] | None:
+        """A basic index's value and, for each dimension of its base, what it takes: an
+        ``("at", expr)`` index or a ``("from", start, size)`` slice (step 1)."""
+        base = self.of(e.value)
+        if base is None or not base.shape:
+            return None
+        keys = e.slice.elts if isinstance(e.slice, ast.Tuple) else [e.slice]
+        if len(keys) > len(base.shape):
+            return None
+        picks, shape = [], []
+        for key, n in zip(keys, base.shape):
+            if isinstance(key, ast.Slice):
+                if key.step is not None:
+                    return None
+                lo, hi = (constant(key.lower) if key.lower is not None else 0,
+                          constant(key.upper) if key.upper is not None else n)
+                if type(lo) is not int or type(hi) is not int:
+                    return None
+                lo, hi = slice(lo, hi).indices(n)[:2]
+                picks.append(("from", lo, max(hi - lo, 0)))
+                shape.append(max(hi - lo, 0))
+                continue
+            got = self.of(key)
+            if got is None or got.shape or got.kind != "i":
+                return None
+            at = constant(key)
+            if type(at) is int:
+                if not -n <= at < n:
+                    return None
+                key = ast.Constant(at % n)
+            picks.append(("at", key))
+        for n in base.shape[len(keys):]:
+            picks.append(("from", 0, n))
+            shape.append(n)
+        return Val(tuple(shape), base.kind), picks
+
+    def _call(self, e: ast.Call) -> Val | None:
+        name = xp_name(e.func)
+        args = [self.of(a) for a in e.args]
+        if any(a is None for a in args):
+            return None
+        if name in UNARY and len(args) == 1 and not e.keywords:
+            return Val(args[0].shape, "f" if args[0].kind in "fi" else "o")
+        if name in BINARY and len(args) == 2 and not e.keywords:
+            shape = broadcast(args[0].shape, args[1].shape)
+            kind = "f" if {args[0].kind, args[1].kind} <= {"f", "i"} else "o"
+            return None if shape is None else Val(shape, kind)
+        if name == "expand_dims" and len(args) == 2 and type(constant(e.args[1])) is int:
+            shape = list(args[0].shape)
+            axis = constant(e.args[1]) % (len(shape) + 1)
+            return Val(tuple(shape[:axis] + [1] + shape[axis:]), args[0].kind)
+        if name in ("zeros", "empty", "ones") and len(e.args) == 1 and not e.keywords:
+            shape = _shape_literal(e.args[0])
+            return None if shape is None else Val(shape, "f")
+        if name in ("zeros_like", "empty_like", "ones_like") and len(args) == 1 \
+                and not e.keywords:
+            return args[0]
+        if isinstance(e.func, ast.Name) and e.func.id.startswith("_pad") and args:
+            widths = [constant(a) for a in e.args[1:]]
+            if len(widths) != 2 * len(args[0].shape) or any(type(w) is not int for w in widths):
+                return None
+            return Val(tuple(n + widths[2 * i] + widths[2 * i + 1]
+                             for i, n in enumerate(args[0].shape)), args[0].kind)
+        summed = sum_of(e)
+        if summed is not None:
+            value, axes, keep = summed
+            got = self.of(value)
+            if got is None or (axes := axes_of(axes, len(got.shape))) is None:
+                return None
+            shape = tuple(1 if i in axes else n for i, n in enumerate(got.shape)
+                          if keep or i not in axes)
+            return Val(shape, got.kind)
+        if isinstance(e.func, ast.Attribute) and e.func.attr == "copy" and not e.args:
+            return self.of(e.func.value)
+        return None
+
+
+def _matmul(a: Val, b: Val) -> Val | None:
+    if not a.shape or not b.shape or len(a.shape) > 2 or len(b.shape) > 2:
+        return None
+    if a.shape[-1] != b.shape[0]:
+        return None
+    kind = "f" if a.kind == b.kind == "f" else "o"
+    return Val(a.shape[:-1] + b.shape[1:], kind)
+
+
+def _shape_literal(e: ast.expr) -> tuple[int, ...] | None:
+    try:
+        shape = ast.literal_eval(e)
+    except ValueError:
+        return None
+    shape = (shape,) if type(shape) is int else shape
+    if isinstance(shape, tuple) and all(type(n) is int and n >= 0 for n in shape):
+        return shape
+    return None
+
+
+def sum_of(e: ast.expr) -> tuple[ast.expr, object, bool] | None:
+    """``x.sum(axis=..., keepdims=...)`` or ``xp.sum(x, ...)``: (x, the axis (None: all),
+    keepdims); None for any other value."""
+    if not isinstance(e, ast.Call) or not set(k.arg for k in e.keywords) <= {"axis", "keepdims"}:
+        return None
+    if isinstance(e.func, ast.Attribute) and e.func.attr == "sum" and not e.args \
+            and xp_name(e.func) is None:
+        value = e.func.value
+    elif xp_name(e.func) == "sum" and len(e.args) == 1:
+        value = e.args[0]
+    else:
+        return None
+    axis = _keyword(e, "axis")
+    keep = _keyword(e, "keepdims")
+    if keep is not None and type(constant(keep)) is not bool:
+        return None
+    try:
+        axes = None if axis is None else ast.literal_eval(axis)
+    except ValueError:
+        return None
+    return value, (axes if axes is not None else "all"), bool(keep is not None and constant(keep))
+
+
+def axes_of(axes, ndim: int) -> set[int] | None:
+    if axes == "all":
+        return set(range(ndim))
+    axes = (axes,) if type(axes) is int else axes
+    if not isinstance(axes, tuple) or any(type(a) is not int or not -ndim <= a < ndim
+                                          for a in axes):
+        return None
+    return {a % ndim for a in axes}
