@@ -2,8 +2,8 @@
 
 ``Shapes.of`` follows a compiled loop's statements from the shapes of the names it takes (the
 tape's values): arithmetic broadcasts, a basic index (``x[1:]``, ``S[t]``, ``x[-1]``) takes its
-part, ``x.sum(axis=k)`` drops axis k, ``xp.expand_dims``, ``_padN``, ``@`` of matrices and
-vectors, ``xp.zeros((m, n))``; any other value's shape is not known (None).
+part, ``x.sum(axis=k)`` drops axis k, ``xp.expand_dims``, ``_padN``, ``x.T``, ``@`` of
+matrices and vectors, ``xp.zeros((m, n))``; any other value's shape is not known (None).
 """
 from __future__ import annotations
 
@@ -87,6 +87,9 @@ class Shapes:
             return None if view is None else view[0]
         if isinstance(e, ast.Call):
             return self._call(e)
+        if isinstance(e, ast.Attribute) and e.attr == "T":
+            got = self.of(e.value)
+            return None if got is None else Val(got.shape[::-1], got.kind)
         return None
 
     def _binop(self, e: ast.BinOp) -> Val | None:
