@@ -21,6 +21,7 @@ import numpy as np
 
 import yota_s2s as ys
 from tests.fuzzcheck import RANK, TOLERANCES, Outcome, copies, far, load
+from yota_s2s.codegen.numba_calls import DECORATOR
 from yota_s2s.errors import YotaError
 
 import numba  # noqa: F401  (the engine's dependency: fail here, not in every program)
@@ -78,7 +79,7 @@ def check_numba(program, directory: Path) -> Outcome | None:
     text = ys.source(dn)
     out.modules["numba"] = text
     stayed = re.findall(re.escape(STAYED) + "(.*)", text)
-    LOOPS["numba"] += text.count("@numba.njit(cache=True)\ndef _") - len(re.findall(r"def _pad\d+\(", text))
+    LOOPS["numba"] += text.count(DECORATOR + "\ndef _") - len(re.findall(r"def _pad\d+\(", text))
     LOOPS["numpy"] += len(stayed)
     LOOPS.update(f"numpy: {why[:120]}" for why in stayed)
     for name, xs, ref in (("call", args, want[0]), ("second call", others, want[1])):
