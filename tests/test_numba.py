@@ -92,6 +92,18 @@ def test_a_loops_array_statements_are_loop_nests_fused_over_one_shape():
     assert "F_1[i0, i1] += f[i0, i1]" in kernels
 
 
+def poly(x, w):
+    z = np.tanh(w * x[:3]) / (1.0 + x[3:] ** 2)
+    return np.sum(z * z) + x[0] * x[5] ** 3
+
+
+def test_a_straight_line_function_is_one_numba_function():
+    text = _same_as_numpy(poly, (_vec(6), 0.7))
+    assert "# numba: the body runs in _poly_grad_body" in text
+    body = text.split("def _poly_grad_body(")[1].split("def poly_grad(")[0]
+    assert "# test_numba.py:" in body and "for i0 in range(3):" in body
+
+
 def leaky32(h, xs):
     for t in range(xs.shape[0]):
         h = np.tanh(0.5 * h + xs[t])

@@ -2,6 +2,8 @@
 
     python tools/numba_check.py                 # every case
     python tools/numba_check.py --only rnn,ring_squared
+    python tools/numba_check.py --gradcheck 1     # tests/test_gradcheck.py's table (--gradcheck 4:
+                                                  # every fourth case)
 
 For each case: the numba engine's value and gradients against the numpy printer's plain form
 (relative 1e-12), how many loops run in numba and how many stay numpy (with numba's reason),
@@ -36,24 +38,37 @@ def check(name, f, make) -> tuple[str, str]:
     dp = ys.simplegrad(f, *args, buffers=False)
     for i, (g, w) in enumerate(zip(dn(*args), dp(*args))):
         if w is None:
+            if g is not None:
+                return "mismatch", f"result {i}: a gradient where numpy has none"
             continue
         scale = max(1.0, float(np.max(np.abs(w)))) if np.size(w) else 1.0
-        if not np.allclose(g, w, rtol=1e-12, atol=1e-12 * scale):
+        if np.shape(g) != np.shape(w) or np.result_type(g) != np.result_type(w) or \
+                not np.allclose(g, w, rtol=1e-12, atol=1e-12 * scale, equal_nan=True):
             return "mismatch", f"result {i}"
     text = ys.source(dn)
     compiled = text.count(DECORATOR + "\ndef _")
     compiled -= len(re.findall(r"def _pad\d\(", text))
-    left = re.findall(r"# numba: this loop stays numpy: (.*)", text)
+    left = re.findall(r"# numba: (?:this loop|the body) stays numpy: (.*)", text)
     why = "; ".join(sorted(set(left)))
     return "ok", f"{compiled} in numba, {len(left)} numpy{': ' + why if why else ''} ({cpu:.1f} s CPU)"
+
+
+def gradcheck_cases(every: int) -> list:
+    """tests/test_gradcheck.py's table (every ``every``-th case), as (name, f, make, kind)."""
+    from tests.test_gradcheck import CASES as TABLE
+    return [(c.name, c.fn, (lambda c=c: c.make_args(np.random.default_rng(1))), "gradcheck")
+            for c in TABLE[::every]]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", help="comma-separated case names")
+    parser.add_argument("--gradcheck", type=int, metavar="EVERY", default=0,
+                        help="tests/test_gradcheck.py's table instead (every EVERY-th case: 1 "
+                        "for all; each compiles a function's straight-line body in numba)")
     opts = parser.parse_args()
     bad = 0
-    for name, f, make, kind in CASES:
+    for name, f, make, kind in (gradcheck_cases(opts.gradcheck) if opts.gradcheck else CASES):
         if opts.only and name not in opts.only.split(","):
             continue
         try:

@@ -42,7 +42,7 @@ from ..text import comment, identifier
 from .numba_calls import DECORATOR, numba_forms, pad_helper
 from .numba_nests import loop_nests
 from .numba_shapes import Val, kind_of
-from .render import INDENT, Block, Comment, statement_lines
+from .render import INDENT, Block, Comment, block_nodes, statement_lines
 
 ENGINES = ("numpy", "numba", "auto")
 
@@ -121,6 +121,9 @@ def numba_blocks(blocks: list[Block], tape: Tape, names: Any, fname: str,
     blocks (the results built and returned), for what the function reads after a loop."""
     held = _held(tape, names)
     made: set[str] = set(names.params)
+    straight = _straight(blocks, tape, held, made, tail, fname, form)
+    if straight is not None:
+        return straight
     reads_after = _reads_after(blocks, tail)
     out: list[Block] = []
     regions = 0
@@ -148,10 +151,32 @@ def numba_blocks(blocks: list[Block], tape: Tape, names: Any, fname: str,
     return out
 
 
+def _straight(blocks: list[Block], tape: Tape, held: Mapping[str, Aval], made: set[str],
+              tail: list[str], fname: str, form: NumbaForm) -> list[Block] | None:
+    """A function without loops (engine="numba", not "auto"): its whole body, the blocks'
+    statements under their source lines, as one function numba compiles (``_f_grad_body``),
+    called in one block; None for a function with a loop or a cache-blocked chain."""
+    if form.auto or not blocks or any(b.loop is not None or any(loop_of(s) for s in b.sources)
+                                      for b in blocks):
+        return None
+    nodes: list[ast.stmt] = []
+    previous, shown = None, set()
+    for block in blocks:
+        nodes += block_nodes(block, tape.name, lambda s: [], previous, shown)
+        previous = block
+    later = set(_free(ast.parse(textwrap.dedent("\n".join(tail))).body, set()))
+    if form.fallbacks.get(0) is not None:
+        return [Block(blocks[0].section, None, [Comment(comment(
+            f"numba: the body stays numpy: {form.fallbacks[0]}"))])] + blocks
+    written = _region(0, None, nodes, made, later, held, fname, form)
+    return [Block(blocks[0].section, None, written, [], None, [], [len(written)])]
+
+
 def _region(index: int, source, nodes: list[ast.stmt], made: set[str], later: set[str],
             held: Mapping[str, Aval], fname: str, form: NumbaForm) -> list[ast.stmt]:
     """The statements a region is written as in the function: a call of its kernel, or (in
-    ``form.fallbacks``) its own statements under the reason."""
+    ``form.fallbacks``) its own statements under the reason. Region 0 (no ``source``): a
+    function's straight-line body."""
     why = form.fallbacks.get(index)
     if why is None and form.auto:
         why = _too_large(source)
@@ -159,15 +184,16 @@ def _region(index: int, source, nodes: list[ast.stmt], made: set[str], later: se
         return [Comment(comment(f"numba: this loop stays numpy: {why}"))] + nodes
     params = [n for n in _free(nodes, set()) if n in made]
     results = [n for n in _ordered_stores(nodes) if n in later]
-    name = identifier(f"_{fname}_loop{index}")
-    loc = source.loc
+    name = identifier(f"_{fname}_loop{index}" if source is not None else f"_{fname}_body")
+    loc = source.loc if source is not None else None
     note = f"{loc.short}  {loc.text}" if loc is not None else ""
     avals = [held.get(p) for p in params]
     form.kernels.append(LoopKernel(name, index, params, avals, results,
                                    [held.get(r) for r in results],
                                    _compiled_form(nodes, params, avals, results, form), note))
     call = ast.Call(ast.Name(name), [_argument(p, held.get(p)) for p in params], [])
-    head = Comment(comment(f"numba: the loop runs in {name}"))
+    head = Comment(comment(f"numba: the {'loop' if source is not None else 'body'} runs in "
+                           f"{name}"))
     if not results:
         return [head, ast.Expr(call)]
     target = ast.Name(results[0]) if len(results) == 1 else \

@@ -216,7 +216,7 @@ def block_nodes(block: Block, function: str, rules_of: Callable[[Stmt], list[str
     if loc is not None and loc.iteration and (before is None or before.iteration != loc.iteration):
         lines.append(comment(loc.iteration))
     if not again:
-        lines.append(line)          # (cut to the width with its indentation: lines.fit)
+        lines += [line] if loc is not None else []   # (cut to the width: lines.fit)
         shown.clear()
     if block.section == "backward":
         rules = dict.fromkeys(r for s in block.quiet + block.sources for r in rules_of(s)
