@@ -226,6 +226,7 @@ class Lowering:
 
     def __init__(self, env: dict[str, Val | None], used: set[str]):
         self.used = set(used)
+        self.params = set(env)           # (never a number in a nest: numba types them arrays)
         self.shapes = Shapes(env)
         self.elements = Elements(self.shapes, self.fresh)
         self.index: list[str] = []
@@ -540,7 +541,8 @@ class Printer:
             if w.new in seen:               # read before: the new array has a name of its own
                 out = self.lowering.fresh(w.new + "_")
                 after.append(ast.Assign([ast.Name(w.new)], ast.Name(out), lineno=0))
-            elif self.counts.get(w.new, 0) == inside.get(w.new, 0):
+            elif self.counts.get(w.new, 0) == inside.get(w.new, 0) \
+                    and w.new not in self.lowering.params:
                 elements.scalars.add(out)   # only this nest reads it: a number
             if out not in elements.scalars:
                 before.append(_alloc(out, w.shape, "empty"))
