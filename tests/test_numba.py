@@ -30,7 +30,7 @@ def ring(x):
 
 def rolled(f):
     for _ in range(30):
-        f = f + 0.1 * (np.roll(f, 1, axis=1) - f)      # numba has no np.roll with an axis
+        f = f + 0.1 * (np.flip(f, axis=1) - f)         # numba has no np.flip with an axis
     return np.sum(f ** 2)
 
 
@@ -60,7 +60,8 @@ def test_loops_run_in_numba_and_equal_the_numpy_printer():
 def test_a_loop_numba_cannot_compile_stays_numpy_and_says_why():
     text = _same_as_numpy(rolled, (_vec(12).reshape(4, 3),))
     assert "# numba: this loop stays numpy: No implementation of function" in text
-    assert "roll" in text.split("stays numpy:")[1].splitlines()[0]
+    reasons = [line.split("stays numpy:")[1] for line in text.splitlines() if "stays numpy:" in line]
+    assert len(reasons) == 2 and all("<function flip>" in r for r in reasons)
     assert "@numba.njit" not in text and "import numba" not in text
 
 

@@ -95,6 +95,15 @@ def test_stack_rows_in_a_loop_and_a_matrix_product_computed_before_its_nest():
     assert "r0 = W @ h" in text and "S[t, i0] = h[i0]" in text
 
 
+def test_a_roll_is_an_index_modulo_its_axis():
+    text = _same("""
+        lap = xp.roll(f, 1, axis=0) + xp.roll(f, -1, axis=1) - 2.0 * f
+        g = xp.roll(f, 7, axis=0) * xp.roll(f, 0, axis=1)
+        """, {"f": r.standard_normal((5, 4))}, ["lap", "g"])
+    assert "f[(i0 + 4) % 5, i1]" in text and "f[i0, (i1 + 1) % 4]" in text
+    assert "f[(i0 + 3) % 5, i1] * f[i0, i1]" in text and "roll" not in text
+
+
 @pytest.mark.parametrize("source, args", [
     ("y = x * 2.0", {"x": X.astype(np.float32)}),             # numba's float32 is not numpy's
     ("y = x[[0, 2]] * 2.0", {"x": X}),                         # fancy index: shape unknown

@@ -36,7 +36,7 @@ import copy
 from dataclasses import dataclass, field
 
 from .numba_shapes import (ARITH, BINARY, UNARY, Shapes, Val, axes_of, broadcast, constant,
-                           sum_of, xp_name)
+                           rolled, sum_of, xp_name)
 from .render import Comment
 
 
@@ -100,6 +100,14 @@ class Elements:
             return self.at(e.args[0], index[:axis] + index[axis + 1:])
         if isinstance(e.func, ast.Attribute) and e.func.attr == "copy":
             return self.at(e.func.value, index)
+        if name == "roll":      # out[..., i, ...] = a[..., (i - shift) % n, ...]
+            shift, axis = rolled(e, len(val.shape))
+            n = val.shape[axis]
+            inner = list(index)
+            if n and shift % n:
+                inner[axis] = ast.BinOp(_plus(index[axis], n - shift % n), ast.Mod(),
+                                        ast.Constant(n))
+            return self.at(e.args[0], inner)
         return self._pad(e, index)
 
     def _arg(self, e: ast.expr, outer: Val, index: list[ast.expr]) -> ast.expr:
@@ -136,8 +144,8 @@ class Elements:
         name = xp_name(e.func)
         if (name in UNARY or name in BINARY) and not e.keywords:
             return True
-        if name == "expand_dims" or (isinstance(e.func, ast.Name)
-                                     and e.func.id.startswith("_pad")):
+        if name in ("expand_dims", "roll") or (isinstance(e.func, ast.Name)
+                                               and e.func.id.startswith("_pad")):
             return self.shapes.of(e) is not None
         return isinstance(e.func, ast.Attribute) and e.func.attr == "copy" and not e.args \
             and not e.keywords and xp_name(e.func) is None
@@ -176,7 +184,7 @@ def _computes(e: ast.expr) -> bool:
     for n in ast.walk(e):
         if isinstance(n, (ast.BinOp, ast.UnaryOp)):
             return True
-        if isinstance(n, ast.Call) and (xp_name(n.func) in UNARY | BINARY or (
+        if isinstance(n, ast.Call) and (xp_name(n.func) in UNARY | BINARY | {"roll"} or (
                 isinstance(n.func, ast.Attribute) and n.func.attr == "copy")
                 or (isinstance(n.func, ast.Name) and n.func.id.startswith("_pad"))):
             return True
@@ -214,7 +222,7 @@ def _indexed(value: ast.expr) -> set[str]:
     out = set()
     for n in ast.walk(value):
         inner = n.value if isinstance(n, ast.Subscript) else n.args[0] if isinstance(
-            n, ast.Call) and n.args and (xp_name(n.func) == "expand_dims" or (
+            n, ast.Call) and n.args and (xp_name(n.func) in ("expand_dims", "roll") or (
                 isinstance(n.func, ast.Name) and n.func.id.startswith("_pad"))) else None
         if inner is not None:
             out |= {m.id for m in ast.walk(inner) if isinstance(m, ast.Name)}

@@ -2,8 +2,8 @@
 
 ``Shapes.of`` follows a compiled loop's statements from the shapes of the names it takes (the
 tape's values): arithmetic broadcasts, a basic index (``x[1:]``, ``S[t]``, ``x[-1]``) takes its
-part, ``x.sum(axis=k)`` drops axis k, ``xp.expand_dims``, ``_padN``, ``x.T``, ``@`` of
-matrices and vectors, ``xp.zeros((m, n))``; any other value's shape is not known (None).
+part, ``x.sum(axis=k)`` drops axis k, ``xp.expand_dims``, ``_padN``, ``x.T``, ``xp.roll``,
+``@`` of matrices and vectors, ``xp.zeros((m, n))``; any other value's shape is not known (None).
 """
 from __future__ import annotations
 
@@ -162,6 +162,8 @@ class Shapes:
             shape = list(args[0].shape)
             axis = constant(e.args[1]) % (len(shape) + 1)
             return Val(tuple(shape[:axis] + [1] + shape[axis:]), args[0].kind)
+        if name == "roll" and rolled(e, len(args[0].shape)) is not None:
+            return args[0]
         if name in ("zeros", "empty", "ones") and len(e.args) == 1 and not e.keywords:
             shape = _shape_literal(e.args[0])
             return None if shape is None else Val(shape, "f")
@@ -239,3 +241,14 @@ def axes_of(axes, ndim: int) -> set[int] | None:
                                           for a in axes):
         return None
     return {a % ndim for a in axes}
+
+
+def rolled(e: ast.Call, ndim: int) -> tuple[int, int] | None:
+    """``xp.roll(a, shift, axis=k)`` with constants: (shift, k) with k in 0..ndim-1; None for any
+    other call."""
+    if xp_name(e.func) != "roll" or len(e.args) != 2 or [k.arg for k in e.keywords] != ["axis"]:
+        return None
+    shift, axis = constant(e.args[1]), constant(e.keywords[0].value)
+    if type(shift) is not int or type(axis) is not int or not -ndim <= axis < ndim:
+        return None
+    return shift, axis % ndim
