@@ -13,6 +13,7 @@
     python tools/fuzz.py --n 1000 --lists       # lists read by hs[-1], hs[t // 2] as appended
     python tools/fuzz.py --n 500 --alike        # arguments used the same way (one gradient)
     python tools/fuzz.py --n 100 --recurrent --forms plain --engine numba   # loops through numba
+    python tools/fuzz.py --n 100 --stencil --forms none --engine numba      # numba against plain only
     python tools/fuzz.py --n 500 --branches     # an if on a reduction of data: a branch
 
 Programs come from tests/fuzzing.py (one seed, one program, on every machine); the checks
@@ -31,7 +32,9 @@ generalized; ``--shrink`` drops calls, changes and loss terms while the failure 
 ``--engine numba``: each program with a loop is also compiled with ``engine="numba"`` and its
 value and gradients compared with the plain form's (relative 1e-12 in float64;
 tools/fuzz_numba.py), as the form ``numba``; the summary counts the loops numba compiled and
-those left numpy, with numba's reasons. numba compiles for seconds a loop: run it in chunks.
+those left numpy, with numba's reasons. numba compiles for seconds a loop: run it in chunks;
+``--forms none`` leaves out the checks of the numpy forms (numpy's value and finite differences
+are still computed: a program numpy rejects counts as ``generator``).
 """
 from __future__ import annotations
 
@@ -314,7 +317,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--forms", help=f"default {','.join(FORMS)}; with --world "
-                    f"{','.join(worldcheck.FORMS)}")
+                    f"{','.join(worldcheck.FORMS)}; none: no numpy form (with --engine numba)")
     ap.add_argument("--show-failures", action="store_true")
     ap.add_argument("--shrink", action="store_true")
     ap.add_argument("--verbose", action="store_true")
@@ -364,6 +367,7 @@ def main(argv=None) -> int:
         blocks.BLOCK, blocks.MIN_SIZE = opts.block, 2 * opts.block
     forms = tuple(opts.forms.split(",")) if opts.forms else (
         worldcheck.FORMS if opts.world else FORMS)
+    forms = () if forms == ("none",) else forms     # with --engine numba: that engine only
     _STATE["world"] = opts.world
     _STATE["engine"] = opts.engine
     if opts.engine == "numba":
@@ -402,7 +406,7 @@ def main(argv=None) -> int:
             print(f"# {k} programs, {time.perf_counter() - start:.0f} s: {dict(counts)}; by form:",
                   {f"{f} {kind}": n for (f, kind), n in sorted(per_form.items())}, file=sys.stderr, flush=True)
     elapsed = time.perf_counter() - start
-    print(f"{opts.n} programs (seeds {opts.seed}..{opts.seed + opts.n - 1}), forms {','.join(forms)},"
+    print(f"{opts.n} programs (seeds {opts.seed}..{opts.seed + opts.n - 1}), forms {','.join(forms) or 'none'},"
           f" {elapsed:.1f} s, {opts.n / elapsed:.1f} programs/s with {opts.jobs} job(s)")
     kinds = worldcheck.KINDS if opts.world else ("ok", "mismatch", "crash", "refusal", "generator")
     print("  " + " " * 10 + "".join(f"{k:>10s}" for k in kinds))
