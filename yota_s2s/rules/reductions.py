@@ -19,11 +19,11 @@ from .registry import alias, batchrule, cancels, diffrule, primitive
 # written ``x.sum(axis=0)``, and into a given array with ``out=``
 primitive(np.sum,  "a, axis=None, dtype=None, keepdims=False", method="sum",  out_form="reduce", linear=True)
 primitive(np.mean, "a, axis=None, dtype=None, keepdims=False", method="mean", out_form="reduce", linear=True)
-primitive(np.max,  "a, axis=None, keepdims=False",             method="max",  out_form="reduce",
-          real_only="complex numbers have no order")
+# Of complex values numpy's order is lexicographic: the result is the element picked, and
+# the gradient that element's (autograd's; docs/complex.md), as for real values
+primitive(np.max,  "a, axis=None, keepdims=False",             method="max",  out_form="reduce")
 # no out= form: cupy 14's min(axis, out=) raises (max's works)
-primitive(np.min,  "a, axis=None, keepdims=False",             method="min",
-          real_only="complex numbers have no order")
+primitive(np.min,  "a, axis=None, keepdims=False",             method="min")
 primitive(np.prod, "a, axis=None, dtype=None, keepdims=False", method="prod", out_form="reduce")
 primitive(np.cumsum, "a, axis=None, dtype=None", linear=True)
 primitive(np.cumprod, "a, axis=None, dtype=None")
