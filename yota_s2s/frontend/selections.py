@@ -121,12 +121,15 @@ class _Plan:
         return key
 
     def number(self, stmt: Stmt) -> None:
-        """The value numbers of ``stmt``'s results (in order: its operands have theirs)."""
+        """The value numbers of ``stmt``'s results (in order: its operands have theirs): the
+        same for the same elementwise function of the same values (comparisons, ``~``, casts:
+        what masks are made of; anything else is itself only)."""
         shape: Any = None
-        if len(stmt.outs) == 1 and not (stmt.prim.effect or stmt.prim.creates
-                                        or stmt.prim.inplace):
-            shape = (stmt.prim, tuple(self.mask_key(a) if isinstance(a, Var) else a
-                                      for t in stmt.args for a in tree_atoms(t)), stmt.params)
+        prim = stmt.prim
+        if len(stmt.outs) == 1 and (prim.elementwise or prim.ufunc is not None) \
+                and not (prim.effect or prim.creates or prim.inplace):
+            shape = (prim, tuple(tree_map(lambda a: self.mask_key(a) if isinstance(a, Var)
+                                          else a, t) for t in stmt.args), stmt.params)
             try:
                 hash(shape)
             except TypeError:       # an unhashable option: the value is itself only
