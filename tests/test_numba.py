@@ -44,7 +44,8 @@ def _same_as_numpy(f, args):
         if w is None:
             assert g is None
             continue
-        assert np.allclose(g, w, rtol=1e-12, atol=1e-12 * max(1.0, np.max(np.abs(w)))), i
+        scale = max(1.0, np.max(np.abs(w))) if np.size(w) else 1.0
+        assert np.shape(g) == np.shape(w) and np.allclose(g, w, rtol=1e-12, atol=1e-12 * scale), i
     for i, g in enumerate(got[1:]):
         if g is not None:
             assert np.allclose(g, numerical_grad(f, list(args), i), rtol=1e-5, atol=1e-7), i
@@ -181,3 +182,19 @@ def test_a_second_process_loads_the_compiled_loops_from_the_cache(tmp_path):
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          check=True).stdout.split()
     assert out == ["1", "0"], out        # loaded from numba's cache, not compiled again
+
+
+GRADCHECK = ("sum_neg_axis", "np_multiply[0, 3][3]", "rounding_nodiff[2, 3]")
+
+
+@pytest.mark.parametrize("name", GRADCHECK)
+def test_gradient_check_table_cases_through_numba(name):
+    """A few of tests/test_gradcheck.py's cases (tools/numba_check.py --gradcheck 1 runs them
+    all): a straight-line body in numba, or left numpy with numba's reason (np.fix)."""
+    from .test_gradcheck import CASES
+    case = next(c for c in CASES if c.name == name)
+    text = _same_as_numpy(case.fn, case.make_args(np.random.default_rng(1)))
+    if name.startswith("rounding"):
+        assert "# numba: the body stays numpy: Use of unsupported NumPy function 'numpy.fix'" in text
+    else:
+        assert "# numba: the body runs in _" in text
