@@ -68,6 +68,8 @@ def on_support_density(x, mean, density):
 if HAS_SCIPY:
     from scipy import linalg, signal, special, stats
 
+    PRIOR = stats.norm(0.0, 2.0)
+
     SPECIAL_UNARY = [
         ("gammaln", lambda x: weighted(special.gammaln(x)), positive),
         ("gamma", lambda x: weighted(special.gamma(x)), positive),
@@ -154,6 +156,11 @@ if HAS_SCIPY:
         Case("bernoulli_binom", lambda p: weighted(stats.bernoulli.logpmf(np.array([0, 1, 1]), p) + stats.bernoulli.pmf(np.array([1, 0, 1]), p)
                                                    + stats.binom.logpmf(np.array([0, 2, 3]), 3, p) + stats.binom.pmf(np.array([2, 4, 1]), 4, p, 1)),
              lambda r: (r.uniform(0.2, 0.8, 3),)),
+        # frozen distributions, made in the function and read from a global (PRIOR)
+        Case("frozen_distributions", lambda w, s: weighted(stats.norm(0.5, s).logpdf(w) + stats.t(3.0, scale=s).pdf(w)
+                                                          + PRIOR.logpdf(w) * s + stats.poisson(s).logpmf(np.array([0, 2, 1])))
+             + stats.multivariate_normal(np.zeros(3), s * np.eye(3)).logpdf(w) + stats.multivariate_normal(cov=s).entropy(),
+             lambda r: (r.standard_normal(3), 1.5)),
         Case("multivariate_normal_entropy", lambda c, d, s: stats.multivariate_normal.entropy(np.zeros(3), c)
              + stats.multivariate_normal.entropy(np.ones(3), cov=d) * 2 + stats.multivariate_normal.entropy(np.zeros(2), s),
              lambda r: (spd(3)(r)[0] + np.tril(np.ones((3, 3)), -1) * 0.2, r.uniform(1, 2, 3), 1.7)),

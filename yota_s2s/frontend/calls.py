@@ -23,6 +23,7 @@ from ..marks import is_function_maker
 from ..objects import is_library, is_struct_object
 from ..rules.callables import is_mutator, mutator_hint, opaque_primitive
 from .builtin_calls import LocalPartial, builtin_handler
+from .frozen import Frozen, is_distribution
 from .collect import rule_stub, skip_call
 from .outside import RandomMethod, random_method
 from .resolve import (IN_PLACE_METHODS, array_method, display_name, is_compiler, is_inlinable,
@@ -76,6 +77,8 @@ class CallsMixin:
         if is_user_class(fn):
             self.refuse_local_callback(fn, args, kwargs, node)
             return built_from_statics(self, fn, args, kwargs, node)
+        if is_distribution(fn):             # stats.norm(0.0, s): frozen parameters
+            return Frozen(fn, tuple(args), dict(kwargs))
         if isinstance(fn, RandomMethod):
             return self.outside.draw(fn.ref, fn.name, list(args), kwargs, node)
         if random_method(fn) is not None:

@@ -22,6 +22,7 @@ from ..ir.values import ArrayMethod, is_traced, python_numbers, to_tree
 from ..objects import LIBRARY_MODULES
 from .depends import module_root
 from .frame import Frame
+from .frozen import as_frozen, frozen_method
 from .outside import GeneratorRef, OutsideCell, RandomMethod, is_data
 from .unreached import on_an_object
 from .resolve import ARRAY_METHODS, IN_PLACE_METHODS, SIZED_ATTRS, STATIC_ARRAY_ATTRS
@@ -274,6 +275,9 @@ class ExpressionsMixin:
         return self.getattr(obj, node.attr, node)
 
     def getattr(self, obj: Any, name: str, node: gast.AST) -> Any:
+        frozen = as_frozen(obj)
+        if frozen is not None:              # norm(0.0, s).logpdf: norm.logpdf(..., scale=s)
+            return frozen_method(frozen, name)
         if isinstance(obj, Var):
             if name in STATIC_ARRAY_ATTRS:
                 if name in SIZED_ATTRS:

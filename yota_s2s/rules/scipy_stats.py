@@ -12,9 +12,9 @@ module imports the object (``from scipy.stats import norm``) and calls its metho
 operands the call gave (``norm.logpdf(x, loc=mu, scale=s)``). ``loc`` and ``scale`` (and
 ``mean``, ``cov``) are operands with defaults: a call may leave them out, or give them traced
 values. The cdfs and sfs have no gradient in their shape parameters (df, a, b: an incomplete-gamma or
--beta derivative), and neither do the integer ``k`` and ``loc`` of poisson. Frozen
-distributions (``norm(mu, s).logpdf(x)``) are not primitives: call the method of the
-distribution with the parameters instead.
+-beta derivative), and neither do the integer ``k`` and ``loc`` of poisson. A frozen
+distribution (``norm(mu, s).logpdf(x)``) is this method with its parameters by name
+(frontend/frozen.py).
 
 Every rule of a continuous distribution is written with ``z = (x - loc) / scale`` and the
 derivative of its log density in ``z`` (``dz`` below): ``x`` gets ``dz / scale``, ``loc``
