@@ -61,7 +61,8 @@ def test_loops_run_in_numba_and_equal_the_numpy_printer():
 def test_a_loop_numba_cannot_compile_stays_numpy_and_says_why():
     text = _same_as_numpy(rolled, (_vec(12).reshape(4, 3),))
     assert "# numba: this loop stays numpy: No implementation of function" in text
-    reasons = [line.split("stays numpy:")[1] for line in text.splitlines() if "stays numpy:" in line]
+    reasons = [line.split("stays numpy:")[1] for line in text.splitlines()
+               if "stays numpy:" in line]
     assert len(reasons) == 2 and all("<function flip>" in r for r in reasons)
     assert "@numba.njit" not in text and "import numba" not in text
 
@@ -195,6 +196,7 @@ def test_gradient_check_table_cases_through_numba(name):
     case = next(c for c in CASES if c.name == name)
     text = _same_as_numpy(case.fn, case.make_args(np.random.default_rng(1)))
     if name.startswith("rounding"):
-        assert "# numba: the body stays numpy: Use of unsupported NumPy function 'numpy.fix'" in text
+        assert "# numba: the body stays numpy: Use of unsupported NumPy function 'numpy.fix'" \
+            in text
     else:
         assert "# numba: the body runs in _" in text

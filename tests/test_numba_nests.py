@@ -104,6 +104,24 @@ def test_a_roll_is_an_index_modulo_its_axis():
     assert "f[(i0 + 3) % 5, i1] * f[i0, i1]" in text and "roll" not in text
 
 
+def test_fancy_index_adds_are_a_nest_over_the_keys_rows_adding_repeats():
+    text = _same("""
+        xp.add.at(d, [2, 0, 2], v)
+        xp.add.at(e, idx, 2.0 * w)
+        """, {"d": np.zeros((4, 2)), "v": r.standard_normal((3, 2)), "e": np.ones(4),
+              "idx": np.array([3, -1, 0, 3, 1]), "w": r.standard_normal(5)}, [])
+    assert "d[(2, 0, 2)[i0], i1] += v[i0, i1]" in text and "e[idx[i0]] += 2.0 * w[i0]" in text
+    assert ".at(" not in text
+
+
+def test_an_operand_broadcast_into_a_slice_in_place():
+    text = _same("""
+        x[1:] += s
+        x[:2] -= u
+        """, {"x": r.standard_normal((4, 3)), "s": r.standard_normal((1,)), "u": 0.5}, [])
+    assert "x[i0 + 1, i1] += s[0]" in text and "x[i0, i1] -= u" in text
+
+
 @pytest.mark.parametrize("source, args", [
     ("y = x * 2.0", {"x": X.astype(np.float32)}),             # numba's float32 is not numpy's
     ("y = x[[0, 2]] * 2.0", {"x": X}),                         # fancy index: shape unknown

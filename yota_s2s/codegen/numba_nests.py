@@ -35,8 +35,8 @@ import ast
 import copy
 from dataclasses import dataclass, field
 
-from .numba_shapes import (ARITH, BINARY, UNARY, Shapes, Val, axes_of, broadcast, constant,
-                           rolled, sum_of, xp_name)
+from .numba_shapes import (ARITH, BINARY, UNARY, Shapes, Val, add_at_key, axes_of, broadcast,
+                           computes, constant, indexed, kept_sum, rolled, sum_of, xp_name)
 from .render import Comment
 
 
@@ -179,18 +179,6 @@ class Elements:
         return e
 
 
-def _computes(e: ast.expr) -> bool:
-    """``e`` computes new values (numpy makes a new array), not only a view of an array."""
-    for n in ast.walk(e):
-        if isinstance(n, (ast.BinOp, ast.UnaryOp)):
-            return True
-        if isinstance(n, ast.Call) and (xp_name(n.func) in UNARY | BINARY | {"roll"} or (
-                isinstance(n.func, ast.Attribute) and n.func.attr == "copy")
-                or (isinstance(n.func, ast.Name) and n.func.id.startswith("_pad"))):
-            return True
-    return False
-
-
 # -- statements ------------------------------------------------------------------------------
 
 @dataclass
@@ -208,6 +196,7 @@ class Write:
     axes: set[int] | None = None     # a sum over these axes
     keep: bool = False
     comments: list = field(default_factory=list)
+    gather: bool = False             # xp.add.at(a, key, v): target is a[key], key's rows
 
     def reads(self) -> set[str]:
         names = {n.id for n in ast.walk(self.value) if isinstance(n, ast.Name)}
@@ -215,18 +204,6 @@ class Write:
             names |= {n.id for n in ast.walk(self.target) if isinstance(n, ast.Name)} - \
                 {self.base}
         return names
-
-
-def _indexed(value: ast.expr) -> set[str]:
-    """The names ``value`` reads at another index than its own (sliced, indexed, padded)."""
-    out = set()
-    for n in ast.walk(value):
-        inner = n.value if isinstance(n, ast.Subscript) else n.args[0] if isinstance(
-            n, ast.Call) and n.args and (xp_name(n.func) in ("expand_dims", "roll") or (
-                isinstance(n.func, ast.Name) and n.func.id.startswith("_pad"))) else None
-        if inner is not None:
-            out |= {m.id for m in ast.walk(inner) if isinstance(m, ast.Name)}
-    return out
 
 
 class Lowering:
@@ -294,6 +271,24 @@ class Lowering:
         _bind(stmt, self.shapes)
         return out + [write]
 
+    def _add_at(self, call: ast.expr, before: list[ast.stmt]) -> Write:
+        """``xp.add.at(a, key, v)`` over axis 0 (a fancy index's adds, repeated rows adding
+        up): ``a[key[j], ...] += v[j, ...]`` for each j, in order, as numpy adds them."""
+        found = add_at_key(call, self.shapes)
+        if found is None or not isinstance(call.args[0], ast.Name):
+            raise NotLowered
+        key, m = found
+        a, value = call.args[0], call.args[2]
+        into, val = self.shapes.of(a), self.shapes.of(value)
+        shape = (m,) + (into.shape[1:] if into is not None else ())
+        if into is None or val is None or into.kind != "f" or not into.shape or m == 0 \
+                or val.kind == "o" or (val.kind == "i" and val.shape) \
+                or broadcast(shape, val.shape) != shape \
+                or a.id in _names(value) | _names(key):
+            raise NotLowered
+        return Write(shape, ast.Subscript(ast.Name(a.id), key), ast.Add(),
+                     self.elements.hoist(value, before), None, a.id, {}, gather=True)
+
     def _number(self, stmt: ast.stmt, before: list[ast.stmt]) -> ast.stmt | None:
         """A number computed from sums (``s = (x * x).sum() + 1.0``): the statement, its sums
         computed before it (as nests); None for any other statement."""
@@ -315,7 +310,7 @@ class Lowering:
             val = of(value)
             if val is None or val.kind != "f":
                 raise NotLowered
-            summed = _kept_sum(value, self.shapes)
+            summed = kept_sum(value, self.shapes)
             if summed is not None:
                 inner, axes, keep = summed
                 got = of(inner)
@@ -324,10 +319,12 @@ class Lowering:
                 return Write(got.shape, ast.Name(name), None,
                              self.elements.hoist(inner, before), name, name, {},
                              axes_of(axes, len(got.shape)), keep)
-            if not val.shape or not _computes(value) or not self.elements.elementwise(value):
+            if not val.shape or not computes(value) or not self.elements.elementwise(value):
                 raise NotLowered
             return Write(val.shape, ast.Name(name), None, self.elements.hoist(value, before),
                          name, name, {})
+        if isinstance(stmt, ast.Expr):
+            return self._add_at(stmt.value, before)
         if isinstance(stmt, ast.AugAssign):
             target, op, value = stmt.target, stmt.op, stmt.value
             if not isinstance(op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
@@ -350,25 +347,6 @@ class Lowering:
             raise NotLowered
         return Write(into.shape, target, op, self.elements.hoist(value, before), None,
                      base.id, {})
-
-
-def _kept_sum(value: ast.expr, shapes: Shapes) -> tuple[ast.expr, object, bool] | None:
-    """``value``'s sum as ``sum_of`` finds it, also written ``xp.expand_dims(x.sum(axis=k),
-    k)`` (numba_calls' form of ``keepdims=True``): a sum that keeps its axis."""
-    if not isinstance(value, ast.Call):
-        return None
-    if xp_name(value.func) == "expand_dims" and len(value.args) == 2 \
-            and isinstance(value.args[0], ast.Call):
-        summed = sum_of(value.args[0])
-        inner = summed and shapes.of(summed[0])
-        axis = constant(value.args[1])
-        if summed is None or inner is None or summed[2] or type(axis) is not int:
-            return None
-        axes = axes_of(summed[1], len(inner.shape))
-        if axes is None or axes != {axis % len(inner.shape)}:
-            return None
-        return summed[0], summed[1], True
-    return sum_of(value)
 
 
 def _names(e: ast.AST) -> set[str]:
@@ -432,7 +410,7 @@ class Nest:
         if w.new is not None and w.new in self.written:
             return False
         again = reads & self.written
-        return again <= self.made and not again & _indexed(w.value) and all(
+        return again <= self.made and not again & indexed(w.value) and all(
             w.env.get(n) is not None and w.env[n].shape == self.shape for n in again)
 
     def add(self, w: Write, comments: list[Comment]) -> None:
@@ -535,13 +513,13 @@ class Printer:
         for w in nest.writes:
             elements.shapes.env = w.env
             seen |= w.reads()
-            value = elements.at(w.value, index)
+            value = elements.at(w.value, _fit(elements.shapes.of(w.value).shape, w.shape, index))
             body += w.comments
             if w.axes is not None:
                 before.append(self._sum(w, index, body, value))
                 continue
             if w.new is None:
-                target = elements.at(w.target, index)
+                target = _gathered(w, index) if w.gather else elements.at(w.target, index)
                 body.append(ast.AugAssign(target, w.op, value) if w.op is not None
                             else ast.Assign([target], value, lineno=0))
                 continue
@@ -571,6 +549,14 @@ class Printer:
         if not shape:
             return ast.Assign([ast.Name(w.new)], ast.Constant(0.0), lineno=0)
         return _alloc(w.new, shape, "zeros")
+
+
+def _gathered(w: Write, index: list[ast.expr]) -> ast.expr:
+    """``a[key[j], i1, ...]``: the element xp.add.at adds row j of its value into."""
+    key = w.target.slice
+    row = key.elts[index[0].value] if isinstance(index[0], ast.Constant) and \
+        isinstance(key, ast.Tuple) else ast.Subscript(copy.deepcopy(key), index[0])
+    return _subscript(w.base, [row] + index[1:])
 
 
 def _alloc(name: str, shape: tuple[int, ...], how: str) -> ast.stmt:

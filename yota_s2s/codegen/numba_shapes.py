@@ -252,3 +252,65 @@ def rolled(e: ast.Call, ndim: int) -> tuple[int, int] | None:
     if type(shift) is not int or type(axis) is not int or not -ndim <= axis < ndim:
         return None
     return shift, axis % ndim
+
+
+# -- what a statement does, as the nests ask it ----------------------------------------------
+
+def add_at_key(call: ast.expr, shapes: Shapes) -> tuple[ast.expr, int] | None:
+    """``xp.add.at(a, key, v)`` with ``key`` a list of int constants or a 1-d int array: the
+    key as a nest indexes it (a tuple of the constants, or the array) and its length."""
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "at" and xp_name(call.func.value) == "add"
+            and len(call.args) == 3 and not call.keywords):
+        return None
+    key = call.args[1]
+    if isinstance(key, ast.List) and key.elts and all(type(constant(e)) is int
+                                                      for e in key.elts):
+        return ast.Tuple([ast.Constant(constant(e)) for e in key.elts]), len(key.elts)
+    got = shapes.of(key) if isinstance(key, ast.Name) else None
+    if got is not None and got.kind == "i" and len(got.shape) == 1:
+        return key, got.shape[0]
+    return None
+
+
+def kept_sum(value: ast.expr, shapes: Shapes) -> tuple[ast.expr, object, bool] | None:
+    """``value``'s sum as ``sum_of`` finds it, also written ``xp.expand_dims(x.sum(axis=k),
+    k)`` (numba_calls' form of ``keepdims=True``): a sum that keeps its axis."""
+    if not isinstance(value, ast.Call):
+        return None
+    if xp_name(value.func) == "expand_dims" and len(value.args) == 2 \
+            and isinstance(value.args[0], ast.Call):
+        summed = sum_of(value.args[0])
+        inner = summed and shapes.of(summed[0])
+        axis = constant(value.args[1])
+        if summed is None or inner is None or summed[2] or type(axis) is not int:
+            return None
+        axes = axes_of(summed[1], len(inner.shape))
+        if axes is None or axes != {axis % len(inner.shape)}:
+            return None
+        return summed[0], summed[1], True
+    return sum_of(value)
+
+
+def computes(e: ast.expr) -> bool:
+    """``e`` computes new values (numpy makes a new array), not only a view of an array."""
+    for n in ast.walk(e):
+        if isinstance(n, (ast.BinOp, ast.UnaryOp)):
+            return True
+        if isinstance(n, ast.Call) and (xp_name(n.func) in UNARY | BINARY | {"roll"} or (
+                isinstance(n.func, ast.Attribute) and n.func.attr == "copy")
+                or (isinstance(n.func, ast.Name) and n.func.id.startswith("_pad"))):
+            return True
+    return False
+
+
+def indexed(value: ast.expr) -> set[str]:
+    """The names ``value`` reads at another index than its own (sliced, indexed, padded)."""
+    out = set()
+    for n in ast.walk(value):
+        inner = n.value if isinstance(n, ast.Subscript) else n.args[0] if isinstance(
+            n, ast.Call) and n.args and (xp_name(n.func) in ("expand_dims", "roll") or (
+                isinstance(n.func, ast.Name) and n.func.id.startswith("_pad"))) else None
+        if inner is not None:
+            out |= {m.id for m in ast.walk(inner) if isinstance(m, ast.Name)}
+    return out
