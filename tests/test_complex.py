@@ -183,3 +183,24 @@ def test_the_gradient_of_a_python_complex_argument_is_complex():
     assert type(ys.gradient(real_part)(2.0)) in (float, np.float64)
     _, grads = ys.grad(ignores, 1.0j, 3.0)
     assert type(grads[0]) is complex and grads[0] == 0j
+
+
+def test_the_gradient_of_the_gradient_of_abs_of_complex_values():
+    """|z|'s rule, ``dy conj(z) / |z|``, is written without np.sign (which has no derivative
+    for complex values): a gradient of the gradient, and its JVP, agree with differences in
+    the real and the imaginary direction (autograd's second-order checks of np.abs)."""
+    z = np.array([0.3 + 0.4j, -1.0 + 0.2j, 0.5 - 0.7j])
+    w = np.array([0.2 - 0.1j, 0.5 + 0.3j, -0.4 + 0.6j])
+    df = ys.gradient(lambda z: np.sum(np.abs(z) ** 3 + np.abs(z)))
+
+    def paired(z):
+        return np.real(np.sum(df(z) * w))
+    _, (g,) = ys.grad(paired, z)
+    eps = 1e-6
+    numeric = [(paired(z + eps * e) - paired(z - eps * e)) / (2 * eps)
+               - 1j * (paired(z + 1j * eps * e) - paired(z - 1j * eps * e)) / (2 * eps)
+               for e in np.eye(3)]
+    np.testing.assert_allclose(g, numeric, rtol=1e-7, atol=1e-8)
+    _, tangent = ys.jvp(df, (z,), (w,))
+    np.testing.assert_allclose(tangent, (df(z + eps * w) - df(z - eps * w)) / (2 * eps),
+                               rtol=1e-7, atol=1e-8)

@@ -68,8 +68,11 @@ diffrule(np.conjugate,  "x", "np.conj(dy)")
 
 @diffrule(np.absolute, "x")
 def abs_grad(x, dy):
-    """``dy * sign(x)``; for complex ``x``, ``dy * conj(x) / |x|`` (0 at 0)."""
-    return dy * np.conj(np.sign(x)) if np.iscomplexobj(x) else dy * np.sign(x)
+    """``dy * sign(x)``; for complex ``x``, ``dy * conj(x) / |x|`` (0 at 0), written without
+    ``np.sign``, which has no derivative for complex values (a gradient of this one needs it)."""
+    if np.iscomplexobj(x):
+        return dy * np.conj(x) / np.where(x == 0, 1, np.abs(x))
+    return dy * np.sign(x)
 
 
 primitive(np.sinc, "x", elementwise=True)
@@ -118,7 +121,9 @@ jvprule(np.imag, "val", "np.imag(dval)")
 @jvprule(np.absolute, "x")
 def abs_jvp(x, dx):
     """``Re(conj(x) dx) / |x|`` (0 at 0); ``sign(x) dx`` for a real ``x``."""
-    return np.real(np.conj(np.sign(x)) * dx) if np.iscomplexobj(x) else np.sign(x) * dx
+    if np.iscomplexobj(x):
+        return np.real(np.conj(x) * dx) / np.where(x == 0, 1, np.abs(x))
+    return np.sign(x) * dx
 
 
 @jvprule(np.angle, "z")
