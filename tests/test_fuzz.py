@@ -14,7 +14,7 @@ import pytest
 import yota_s2s as ys
 
 from .fuzzcheck import (TOLERANCES, Differences, Found, _compare_forms, check, check_form,
-                        special_far)
+                        gradient_far, special_far)
 from .fuzzing import generate
 
 SEEDS = range(300)
@@ -239,6 +239,30 @@ def test_a_gradient_the_differences_at_one_step_miss_is_judged_by_better_estimat
     assert found.value.check == "gradient 0 vs finite differences"
     check_form("plain", df, [x.copy()], [other], (value, fd), TOLERANCES[8])
     np.testing.assert_allclose(fd[0], exact, rtol=1e-6)     # refined where it was wrong
+
+
+def _phase(x, w):
+    s = np.sum(w * w)                       # float16: rounded as float16 arithmetic rounds
+    return np.sum(np.cos(400.0 * s * x))
+
+
+def test_the_gradient_of_an_argument_beside_float16_ones_is_judged_in_their_arithmetic():
+    """Made float64, a float16 argument is another program (seed 271,874: -49.82 in float16
+    arithmetic, -42.90 in float64, for the gradient of a float32 argument). The referee also
+    estimates with the float16 arguments kept float16 and takes the right gradient; the float64
+    differences alone reject it."""
+    x = np.array([0.31, -0.72, 1.13])
+    w = np.array([0.3579, 0.2610, -1.157, 0.2969], dtype=np.float16)
+    df = ys.simplegrad(_phase, x, w)
+    value = (float(_phase(x, w)),)
+    k = np.float64(400.0 * np.sum(w * w))   # both products float16
+    exact = -k * np.sin(k * x)
+    got = df(x, w)[1]
+    np.testing.assert_allclose(got, exact, rtol=1e-12)
+    rtol, atol, _ = TOLERANCES[2]
+    fd = Differences(_phase, [x, w], value[0])
+    assert gradient_far(got, list(fd), 0, value[0], rtol, atol)     # float64's program
+    assert not gradient_far(got, fd, 0, value[0], rtol, atol)       # refined: float16's
 
 
 def test_float16_forms_may_round_apart_but_not_further_than_rounding_explains():
