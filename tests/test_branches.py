@@ -154,13 +154,14 @@ def test_forward_mode_keeps_the_guard():
 
 
 def test_second_order_through_the_branch():
-    """The plain gradient module holds ``if``s, traced again as branches: ys.hvp (reverse
-    over reverse) against differences of the gradient, on both paths."""
+    """The plain gradient module holds ``if``s; traced again for ys.hvp (reverse over
+    reverse) they are guards, so the second order is compiled for its example's path (a
+    GuardError on another): against differences of the gradient, on every path."""
     rng = _rng(5)
     x, w = rng.normal(size=3), rng.normal(size=3)
-    hf = ys.hvp(B.three_ways, x, w)
     for _ in range(6):
         x, w, v = rng.normal(size=3), rng.normal(size=3), rng.normal(size=3)
+        hf = ys.hvp(B.three_ways, x, w)
 
         def along(x_):
             return float(np.dot(ys.grad(B.three_ways, x_, w)[1][0], v))
