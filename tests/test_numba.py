@@ -122,6 +122,35 @@ def test_a_float32_loop_keeps_float32():
         assert np.allclose(g, w, rtol=1e-6, atol=1e-6)
 
 
+def mean_steps32(x):
+    total = 0.0
+    for t in range(4):
+        total = total + np.mean(np.tanh(x * (t + 0.5)))
+    return total
+
+
+def carried_total32(xs):
+    total = 0.0
+    for t in range(xs.shape[0]):
+        total = total + np.mean(np.tanh(xs[t]))
+    return total
+
+
+@pytest.mark.parametrize("f", [mean_steps32, carried_total32])
+def test_a_float32_number_stays_float32(f):
+    """numba returns a number as a Python float, and types ``0.0 + float32`` float64 (numpy
+    makes it float32): a float32 number of the tape is float32 again after the body's call
+    (mean_steps32, unrolled: one body), and a loop carrying one stays numpy (bench32's fuzz
+    seed 650007: float64 where numpy gave float32)."""
+    x = _vec(12).reshape(4, 3).astype(np.float32)
+    arg = x[0] if f is mean_steps32 else x
+    value, dx = ys.simplegrad(f, arg, engine="numba")(arg)
+    plain = ys.simplegrad(f, arg, buffers=False)(arg)
+    assert type(value) is type(f(arg)) is np.float32 and dx.dtype == np.float32
+    assert np.allclose(value, plain[0], rtol=1e-6, atol=1e-6)
+    assert np.allclose(dx, plain[1], rtol=1e-6, atol=1e-6)
+
+
 def test_the_numba_module_is_deterministic():
     args = (_vec(30),)
     first = ys.source(ys.simplegrad(ring, *args, engine="numba"))

@@ -198,7 +198,21 @@ def _region(index: int, source, nodes: list[ast.stmt], made: set[str], later: se
         return [head, ast.Expr(call)]
     target = ast.Name(results[0]) if len(results) == 1 else \
         ast.Tuple([ast.Name(r) for r in results])
-    return [head, ast.Assign([target], call, lineno=0)]
+    return [head, ast.Assign([target], call, lineno=0)] + _scalar_types(results, held)
+
+
+def _scalar_types(results: list[str], held: Mapping[str, Aval]) -> list[ast.stmt]:
+    """numba returns a number as a Python float, int or complex: a float32 (or any other
+    dtype than the Python number's) number of the tape made that dtype again, as numpy's is."""
+    python = (np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.complex128), np.dtype(bool))
+    out = []
+    for name in results:
+        aval = held.get(name)
+        if aval is not None and aval.shape == () and np.dtype(aval.dtype) not in python:
+            cast = ast.Call(ast.Attribute(ast.Name("xp"), np.dtype(aval.dtype).name),
+                            [ast.Name(name)], [])
+            out.append(ast.Assign([ast.Name(name)], cast, lineno=0))
+    return out
 
 
 def _compiled_form(nodes: list[ast.stmt], params: list[str], avals: list[Aval | None],
@@ -405,7 +419,7 @@ def _dtype_changed(kernel: LoopKernel, returned: Any) -> str | None:
         [returned] if kernel.results else []
     for name, aval, got in zip(kernel.results, kernel.result_avals, types):
         dtype = getattr(got, "dtype", got)
-        if aval is not None and aval.shape and dtype != numba.from_dtype(aval.dtype):
+        if aval is not None and dtype != numba.from_dtype(aval.dtype):
             return f"numba computes {name} as {dtype} where numpy makes {aval.dtype}"
     return None
 
