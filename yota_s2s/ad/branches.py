@@ -20,7 +20,7 @@ import operator
 import numpy as np
 
 from ..ir.branch import Branch, arm_tape, branch_of, branch_primitive
-from ..ir.rewrite import substitute_stmt
+from ..ir.rewrite import live, substitute_stmt
 from ..ir.tape import Lit, Stmt, Tape, Var
 from ..frontend.abstract import ghost
 from .sweep import STRUCTURAL_RULES, Sweep, active_from
@@ -87,7 +87,7 @@ def _adjoint_arm(sweep: Sweep, arm: Tape, label: str, seeds: list[int], wanted: 
         remade.append(s.replace(outs=new_outs))
     stmts = [substitute_stmt(s, lambda a: fresh.get(a, a)) for s in remade + back]
     result = tuple(fresh.get(g, g) if isinstance(g, Var) else g for g in grads)
-    stmts = _live(stmts, [r for r in result if isinstance(r, Var)])
+    stmts = live(stmts, [r for r in result if isinstance(r, Var)])
     params = tuple(arm.params) + tuple(f"d{c.grad_of.hint}" if c.grad_of is not None
                                        and c.grad_of.hint else "dr" for c in cots)
     return arm_tape(label, params, [fresh[v] for v in inputs] + cots, stmts, result, arm.loc)
@@ -109,17 +109,6 @@ def _gradient(sub: Sweep, v: Var) -> Var:
         if g is None:
             return zeros
         return sub.emit(sub.rules.lookup(operator.add), [zeros, g], {}, grad_of=v)
-
-
-def _live(stmts: list[Stmt], outs: list) -> list[Stmt]:
-    live = set(outs)
-    kept = []
-    for stmt in reversed(stmts):
-        if stmt.prim.effect or any(o in live for o in stmt.outs):
-            kept.append(stmt)
-            live.update(stmt.uses())
-    kept.reverse()
-    return kept
 
 
 STRUCTURAL_RULES["branch"] = sweep_branch

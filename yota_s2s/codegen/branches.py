@@ -119,24 +119,3 @@ def _arm(em: Emitter, stmt: Stmt, arm: Tape, operands: dict[Var, str], outs: lis
                                 lineno=0))
     return nodes
 
-
-def _result(em: Emitter, sub: Emitter, arm: Tape, r, out: Var) -> ast.expr:
-    """An arm's result as the branch's result ``out`` takes it: an array the arm read (or a
-    view of one) copied, ``x.copy()`` (a branch's results are arrays of its own: the enclosing
-    code may write into them; a number is not written in place, and scalar mode may hold it
-    as a Python float); a number the passes folded it to, of ``out``'s dtype where that
-    is numpy's (``xp.float64(1.0)``, as the other arm gives it)."""
-    if isinstance(r, Var):
-        value = sub.atom(r)
-        if r.aval.ndim and sub.facts.root(r) in {i.var for i in arm.inputs}:
-            return ast.Call(ast.Attribute(value, "copy"), [], [])
-        return value
-    value = sub.atom(r)
-    if out.aval.weak:
-        return value
-    em.modules.add("xp")
-    if out.aval.ndim == 0:
-        return ast.Call(ast.Attribute(ast.Name("xp"), out.aval.dtype.name), [value], [])
-    return ast.Call(ast.Attribute(ast.Name("xp"), "full"),
-                    [ast.Constant(out.aval.shape), value,
-                     ast.Attribute(ast.Name("xp"), out.aval.dtype.name)], [])

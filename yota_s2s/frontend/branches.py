@@ -30,13 +30,12 @@ import numpy as np
 
 from ..ir.branch import Branch, arm_tape, branch_primitive
 from ..ir.region import loop_of
-from ..ir.rewrite import substitute_stmt
+from ..ir.rewrite import live, substitute_stmt
 from ..ir.tape import Aval, Lit, Var
 from ..marks import generated_file
 from .region_check import traceable
 from .region_lists import Watch, items_of
 from .region_syntax import assigned_names, loaded_outside
-from .region_tape import _live
 
 _MISSING = object()
 
@@ -173,7 +172,7 @@ class BranchesMixin:
         reads: dict[Var, None] = {}
         for stmts, pick in ((then_stmts, 1), (else_stmts, 2)):
             result = [o[pick] for o in outs]
-            kept = _live(stmts, [r for r in result if isinstance(r, Var)])
+            kept = live(stmts, [r for r in result if isinstance(r, Var)])
             made = {v for s in kept for v in s.outs}
             for s in kept:
                 reads.update((v, None) for v in s.uses() if v not in made)

@@ -16,7 +16,7 @@ import gast
 
 from ..errors import YotaError
 from ..ir.region import EMPTY, Loop, loop_primitive
-from ..ir.rewrite import substitute_stmt
+from ..ir.rewrite import live, substitute_stmt
 from ..ir.tape import Aval, Input, Lit, Stmt, Tape, Var
 from ..rules.indexing import setitem
 from .abstract import ghost
@@ -38,7 +38,7 @@ class RegionTapeMixin:
         unchanged = {carried[n][0]: carried[n][1] for n in carried if n not in carried_names}
         outer, mapping = self.step_invariants(body, {index, *c_in}, unchanged)
         stmts = [substitute_stmt(s, lambda a: mapping.get(a, a)) for s in body]
-        stmts = _live(stmts, [v for _, v in outs] + [v for _, v in appended])
+        stmts = live(stmts, [v for _, v in outs] + [v for _, v in appended])
         stacks_in, stacks_out = self.step_stacks(node, length, index, appended, stmts)
         used = {v for s in stmts for v in s.uses()}
         invariants = [(mapping[v], o) for v, o in outer.items() if mapping[v] in used]
@@ -152,13 +152,3 @@ def _operand(value: Any) -> Any:
     return value if isinstance(value, Var) else Lit(value)
 
 
-def _live(stmts: list, outs: list) -> list:
-    """The statements ``outs`` need (and those with an effect), in order."""
-    live = set(outs)
-    kept = []
-    for stmt in reversed(stmts):
-        if stmt.prim.effect or any(o in live for o in stmt.outs):
-            kept.append(stmt)
-            live.update(stmt.uses())
-    kept.reverse()
-    return kept

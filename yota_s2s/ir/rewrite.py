@@ -93,3 +93,15 @@ def use_counts(tape: Tape) -> Counter:
     counts = Counter(itertools.chain.from_iterable(stmt.uses() for stmt in tape.stmts))
     counts.update(a for a in tape.outputs() if isinstance(a, Var))
     return counts
+
+
+def live(stmts: list[Stmt], outs: list) -> list[Stmt]:
+    """The statements of ``stmts`` that ``outs`` need, and those with an effect, in order."""
+    needed = set(outs)
+    kept = []
+    for stmt in reversed(stmts):
+        if stmt.prim.effect or any(o in needed for o in stmt.outs):
+            kept.append(stmt)
+            needed.update(stmt.uses())
+    kept.reverse()
+    return kept
