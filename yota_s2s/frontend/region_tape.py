@@ -150,5 +150,3 @@ class RegionTapeMixin:
 def _operand(value: Any) -> Any:
     """A value from before the loop as the loop statement's operand."""
     return value if isinstance(value, Var) else Lit(value)
-
-
