@@ -896,6 +896,58 @@ def test_a_copy_made_in_a_returned_gradients_first_row_copies_its_operand(fn, sh
         if out is not None:
             assert buffered[2] is out[1]        # dW: made in the caller's array
 
+
+def _zeros_in_a_dict_then_set(x, scale):
+    state = {"buf": np.zeros(3) + scale}
+    state["buf"][0] = x[0] * 2.0
+    return np.sum(state["buf"] * x)
+
+
+def _sum_in_a_dict_then_tail_set(x, s):
+    state = {"v": np.cos(x) + s}
+    state["v"][1:] = np.tanh(x[:2])
+    return np.sum(state["v"] * x)
+
+
+def _sum_in_a_list_then_set(x, s):
+    bufs = [x * 0.5 + s]
+    bufs[0][0] = x[1] * 3.0
+    return np.sum(bufs[0] * x)
+
+
+def _zeros_in_a_dict_then_set_then_squared(x, s):
+    state = {"buf": np.zeros(3) + s}
+    state["buf"][0] = x[0] * 2.0
+    return np.sum(state["buf"] ** 2) + np.sum(x)
+
+
+@pytest.mark.parametrize("fn", [_zeros_in_a_dict_then_set, _sum_in_a_dict_then_tail_set,
+                                _sum_in_a_list_then_set, _zeros_in_a_dict_then_set_then_squared],
+                         ids=["zeros_set", "tail_set", "list_set", "work_array"])
+def test_an_update_on_the_next_line_of_an_unnamed_value_in_planned_memory_keeps_its_name(fn):
+    """An unnamed value made in planned memory (``t1 = _result(out, 0, (3,)); t1.fill(0.0);
+    t1 += buf2``: in the returned ``dx``'s array; ``t1 = buf1`` in the last case) and updated
+    in place on the next line (``state["buf"][0] = ...``): the update was written under the
+    name its operand had before the operand took its array's first value's (``t2[0] = t4``,
+    never bound: NameError). An in-place update keeps its operand's name (plan.py
+    ``_shared_names``). Both forms give numpy's value and the finite differences, with out=
+    too."""
+    r = np.random.default_rng(7)
+    args = [r.standard_normal(3), 0.5]
+    fast = compile_grad(fn, args, check=True)
+    plain = compile_grad(fn, args, check=True, buffers=False)
+    for call in range(3):
+        args = [r.standard_normal(3), float(r.standard_normal())]
+        out = [np.empty(3), None] if call == 2 else None
+        buffered = fast.fn(*args, **({"out": out} if out else {}))
+        for got in (buffered, plain.fn(*args)):
+            assert got[0] == pytest.approx(fn(*args), rel=1e-13)
+            for i, g in enumerate(got[1:]):
+                np.testing.assert_allclose(g, numerical_grad(fn, args, i), rtol=1e-6, atol=1e-8)
+        if out is not None:
+            assert buffered[1] is out[0]        # dx: made in the caller's array
+
+
 def _elements_read_twice(x):
     a = 3 * x[0] * x[1] - x[1] ** 2 + 2 * x[0]      # x[0] and x[1]: several reads each
     return a * x[3] - x[-1] * x[0]                  # x[-1] is x[3]; x[2] never read

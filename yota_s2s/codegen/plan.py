@@ -213,14 +213,17 @@ def _squares_summed(tape: Tape, inlined: set[Var]) -> set[Var]:
 def _shared_names(tape: Tape, memory: MemoryPlan) -> dict[Var, Var]:
     """Values sharing an array share a name when they have none of their own: a temporary takes
     the name of the next named value of its group in the same block (``h = X @ W1; h += b1;
-    xp.tanh(h, out=h)``), and temporaries after the last named value take the first one's."""
+    xp.tanh(h, out=h)``), and temporaries after the last named value take the first one's. An
+    in-place update (``t1[0] = t4``, which binds no name) is written under its operand's name
+    (ir/names.py), so it stays in its operand's block here, whatever line it is on."""
     block = {o: block_key(s) for s in tape.stmts for o in s.outs}
+    updates = {s.out for s in tape.stmts if s.prim.inplace and s.outs}
     returned = {g for g in tape.grads or [] if isinstance(g, Var)}
     shared: dict[Var, Var] = {}
     for group in {id(g): g for g in memory.group.values()}.values():
         pending: list[Var] = []
         for m in group.members:
-            if pending and block[pending[0]] != block[m]:
+            if pending and block[pending[0]] != block[m] and m not in updates:
                 shared.update((p, pending[0]) for p in pending[1:])
                 pending = []
             if tape.hint_of(m) or tape.primal_of(m) is not None or m in returned:
