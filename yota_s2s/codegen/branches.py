@@ -104,7 +104,7 @@ def _arm(em: Emitter, stmt: Stmt, arm: Tape, operands: dict[Var, str], outs: lis
     nodes: list[ast.stmt] = []
     previous, shown = None, set()
     for block in sub.blocks():
-        nodes += block_nodes(block, em.tape.name, sub.rules_of, previous, shown)
+        nodes += block_nodes(block, _function(em).tape.name, sub.rules_of, previous, shown)
         previous = block
     em.modules |= sub.modules
     pending = [(name, r) for r, name in zip(arm.result, outs)
@@ -119,3 +119,10 @@ def _arm(em: Emitter, stmt: Stmt, arm: Tape, operands: dict[Var, str], outs: lis
                                 lineno=0))
     return nodes
 
+
+def _function(em: Emitter) -> Emitter:
+    """The emitter of the function an arm (or an arm's arm) is written in: its source lines are
+    the function's own, not marked inlined."""
+    while em.enclosing is not None:
+        em = em.enclosing
+    return em
