@@ -166,6 +166,25 @@ def test_a_copied_or_merged_config_is_read_at_run_time(make):
         expect(df, m.copied_config, W3)
 
 
+@WAYS
+def test_a_config_number_given_as_a_static_option_is_checked_by_value(make):
+    """``np.linalg.norm(w, **NORM)`` with ``NORM = {"ord": 3.0}``: the float is read at run
+    time where it is data, and where numpy needs it known when compiling (``ord=``) it is
+    compiled in and checked by value at each call, as an int there is: ys.grad compiles again
+    for ``ord=4.0``, a simplegrad function raises GuardError (before, refused: "must be known
+    at compile time, but it is traced")."""
+    with restored(m.NORM, "ord"):
+        df = make(m.static_option_from_config, W3)
+        expect(df, m.static_option_from_config, W3)
+        m.NORM["ord"] = 4.0
+        if make is cached:
+            expect(df, m.static_option_from_config, W3)
+        else:
+            with pytest.raises(ValueError, match=r"NORM\['ord'\]") as e:
+                df(W3)
+            assert type(e.value).__name__ == "GuardError"
+
+
 def test_searching_a_config_list_read_at_run_time_is_refused():
     """``SCALES.index(2.0)`` decides a slice from numbers the code reads when it runs: refused,
     saying what to do (before, compiled for the values of the first call, silently)."""

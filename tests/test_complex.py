@@ -37,6 +37,7 @@ REFUSED = {
     "digamma": "scipy's polygamma has no complex version",
     "real_if_close": "of a complex array, its dtype depends on the values",
     "fixed_point": "its adjoint iterates real vector-Jacobian products",
+    "solve_banded": "real matrices only",
 }
 
 

@@ -263,3 +263,11 @@ def copied_config(w):
 
 def searched(w):
     return np.sum(w[:SCALES.index(2.0)])
+
+
+NORM = {"ord": 3.0}
+
+
+def static_option_from_config(w):
+    """A number of a config dict where numpy needs one known when compiling (``ord=``)."""
+    return np.linalg.norm(w * 2.0, **NORM) + np.sum(w * w) * NORM["ord"]

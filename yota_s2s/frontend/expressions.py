@@ -276,8 +276,8 @@ class ExpressionsMixin:
 
     def getattr(self, obj: Any, name: str, node: gast.AST) -> Any:
         frozen = as_frozen(obj)
-        if frozen is not None:              # norm(0.0, s).logpdf: norm.logpdf(..., scale=s)
-            return frozen_method(frozen, name)
+        if frozen is not None and self.rules.lookup(getattr(obj, name, None)) is None:
+            return frozen_method(frozen, name)  # norm(0.0, s).logpdf: norm.logpdf(..., scale=s)
         if isinstance(obj, Var):
             if name in STATIC_ARRAY_ATTRS:
                 if name in SIZED_ATTRS:

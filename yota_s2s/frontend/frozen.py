@@ -65,9 +65,9 @@ def parameter_names(dist: Any) -> list[str]:
         return shapes + ["loc", "scale"]
     if isinstance(dist, rv_discrete):
         return shapes + ["loc"]
-    params = inspect.signature(dist.__call__).parameters.values()
-    return [p.name for p in params if p.name != "seed"
-            and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    params = inspect.signature(dist.__call__).parameters
+    return [n for n, p in params.items()
+            if n != "seed" and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
 def frozen_method(frozen: Frozen, name: str) -> Any:

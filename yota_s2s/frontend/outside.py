@@ -275,6 +275,20 @@ class OutsideReads(UnreachedReads):
             return self.wrap(found, step, at, field=True)
         return self._items(value, item)
 
+    def pinned(self, value: Any, node: Any) -> Any:
+        """``value`` where the code needs a value known when compiling (a static option,
+        ``rtol=CFG['rtol']``): a number read at run time from outside is compiled in and
+        checked by value at call time instead, as an int there is; anything else as it is."""
+        if not (isinstance(value, Var) and value in self.vars and value.aval.shape == ()):
+            return value
+        where = next((k for k, v in self.reads.items() if v is value and k[0] != "check"), None)
+        if where is None:
+            return value
+        number = self.ev.values[value]
+        number = number.item() if hasattr(number, "item") else number
+        self._check(number, where, node)
+        return number
+
     def _check(self, value: Any, where: tuple, node: Any) -> None:
         """A static field (``cfg.layers = 3``): the code checks at call time it is unchanged."""
         key = ("check", where[0], where[1])

@@ -90,7 +90,7 @@ class PrimitiveCallsMixin:
                 if name in prim.written:
                     params[name] = default
                 continue
-            value = arguments[name]
+            value = self.outside.pinned(arguments[name], node)
             if is_traced(value):
                 raise StaticValueError(f"the {name}= argument of {prim.name} must be known at "
                                        "compile time, but it is traced", loc,
