@@ -16,7 +16,7 @@ Otherwise everything is undone and the ``if`` is decided on the example, as befo
 The names the arms bind are then the branch's results. A loop region's trial step may hold a
 branch (the backward loop reads the condition of each step from a stack, or makes it again).
 In forward mode and in ``ys.vmap`` (``branches`` off: no JVP or batching of a branch yet) the
-guard is kept.
+guard is kept, and in a module yota-s2s wrote traced again for a higher order (``_generated``).
 """
 from __future__ import annotations
 
