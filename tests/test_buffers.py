@@ -885,16 +885,23 @@ def test_a_copy_made_in_a_returned_gradients_first_row_copies_its_operand(fn, sh
     fast = compile_grad(fn, args, check=True)
     plain = compile_grad(fn, args, check=True, buffers=False)
     assert "in the first row of the gradient it is broadcast into" in fast.text
+    buffered, out = _three_calls(fn, fast, plain, lambda: [r.standard_normal(s) for s in shapes],
+                                 lambda: [np.empty(s) for s in shapes])
+    assert buffered[2] is out[1]        # dW: made in the caller's array
+
+
+def _three_calls(fn, fast, plain, draw, outs):
+    """Three calls of both forms on new arguments (``draw()``), the last into ``outs()``: each
+    gives numpy's value and the finite differences. The last buffered result and its out."""
     for call in range(3):
-        args = [r.standard_normal(s) for s in shapes]
-        out = [np.empty(s) for s in shapes] if call == 2 else None
+        args = draw()
+        out = outs() if call == 2 else None
         buffered = fast.fn(*args, **({"out": out} if out else {}))
         for got in (buffered, plain.fn(*args)):
             assert got[0] == pytest.approx(fn(*args), rel=1e-13)
             for i, g in enumerate(got[1:]):
                 np.testing.assert_allclose(g, numerical_grad(fn, args, i), rtol=1e-6, atol=1e-8)
-        if out is not None:
-            assert buffered[2] is out[1]        # dW: made in the caller's array
+    return buffered, out
 
 
 def _zeros_in_a_dict_then_set(x, scale):
@@ -936,16 +943,10 @@ def test_an_update_on_the_next_line_of_an_unnamed_value_in_planned_memory_keeps_
     args = [r.standard_normal(3), 0.5]
     fast = compile_grad(fn, args, check=True)
     plain = compile_grad(fn, args, check=True, buffers=False)
-    for call in range(3):
-        args = [r.standard_normal(3), float(r.standard_normal())]
-        out = [np.empty(3), None] if call == 2 else None
-        buffered = fast.fn(*args, **({"out": out} if out else {}))
-        for got in (buffered, plain.fn(*args)):
-            assert got[0] == pytest.approx(fn(*args), rel=1e-13)
-            for i, g in enumerate(got[1:]):
-                np.testing.assert_allclose(g, numerical_grad(fn, args, i), rtol=1e-6, atol=1e-8)
-        if out is not None:
-            assert buffered[1] is out[0]        # dx: made in the caller's array
+    buffered, out = _three_calls(fn, fast, plain,
+                                 lambda: [r.standard_normal(3), float(r.standard_normal())],
+                                 lambda: [np.empty(3), None])
+    assert buffered[1] is out[0]        # dx: made in the caller's array
 
 
 def _elements_read_twice(x):
