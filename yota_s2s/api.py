@@ -28,7 +28,7 @@ from .ir.structure import rebuild
 from .ir.tape import Tape, tree_map
 from .marks import entry_point, function_maker
 from .nested import gradient_inline
-from .objects import host, param_names, unbind
+from .objects import host, is_int_list, param_names, unbind
 from .results import GradResult
 from .rules.registry import RULES, RuleSet
 from .wrt import int_like, with_keywords, wrt_items, wrt_positions
@@ -300,7 +300,7 @@ def grad(f: Callable, *args: Any, wrt: Any = None, device: str = "cpu",
     if wrt is not None and type(wrt) is not int and type(wrt) is not str:
         wrt = wrt_items(wrt)            # a tuple: one cache key for [0], (0,) and {0}
     code = _code_of(fn)
-    ints = frozenset(i for i, a in enumerate(args) if type(a) is int)
+    ints = frozenset(i for i, a in enumerate(args) if type(a) is int or is_int_list(a))
     dynamic = _dynamic_ints.get(code, ints) & ints
     try:
         variant, out = _cached(fn, args, wrt, device, rules, offset, dynamic, has_aux, engine)
@@ -392,7 +392,8 @@ _dynamic_ints: dict[Any, frozenset[int]] = {}
 def _cached(fn: Callable, args: tuple, wrt: Any, device: str, rules: RuleSet, offset: int,
             dynamic: frozenset[int], has_aux: bool = False, engine: str = "numpy"
             ) -> tuple["Variant", Any]:
-    keys = [("int at run time",) if i in dynamic else arg_key(a) for i, a in enumerate(args)]
+    keys = [arg_key(a) if i not in dynamic else ("int at run time",) if type(a) is int else
+            ("int list at run time", len(a)) for i, a in enumerate(args)]
     key = (function_key(fn), rules, rules.version, wrt, device, *keys)
     if has_aux:
         key += ("has_aux",)

@@ -6,7 +6,8 @@ the compile machinery (``import yota_s2s`` imports this, not the frontend):
 - ``param_names``: one name per positional argument;
 - ``is_struct_object``: a class instance whose fields are arguments' leaves; ``is_library``:
   code that is never inlined (numpy, scipy, ...);
-- ``host``: a GPU array's example value on the host;
+- ``host``: a GPU array's example value on the host; ``is_int_list``: a list of ints (token
+  ids), which ``ys.grad`` first reads when the code runs (frontend/index_lists.py);
 - ``array_leaves``, ``rebuilt``: a struct's arrays by path, and a copy of it with new values
   at some paths (nothing of it changed);
 - ``MISSING``: the value of a name that a namespace did not hold (what the frontend records and
@@ -45,6 +46,11 @@ def host(value: Any) -> Any:
     if hasattr(type(value), "__cuda_array_interface__") and hasattr(type(value), "get"):
         return value.get()
     return value
+
+
+def is_int_list(value: Any) -> bool:
+    """A list of Python ints (bools are not ints here), not empty."""
+    return type(value) is list and bool(value) and all(type(v) is int for v in value)
 
 
 def is_struct_object(value: Any) -> bool:

@@ -372,6 +372,8 @@ def _describe_param(tape: Tape, argnum: int) -> str:
         return f"{name} {_spec(leaves[0].var)}"
     if kind in ("float", "int"):
         return f"{name} {kind}"
+    if kind == "ints":
+        return f"{name} list of {leaves[0].var.aval.shape[0]} ints"
     if kind == "static":
         value = next(s.value for s in tape.statics if s.argnum == argnum)
         return f"{name} = {static_text(value)}"
@@ -428,7 +430,9 @@ def _checks(tape: Tape, emitter: Emitter, fname: str) -> list[str]:
     """Top-level arguments: each array's type, shape and dtype, each static value."""
     lines = []
     for inp in tape.inputs:
-        if inp.path == ():
+        if inp.path == () and tape.arg_kinds[inp.argnum] == "ints":
+            lines += _int_list(fname, inp.var, emitter.names.params[inp.argnum], emitter)
+        elif inp.path == ():
             lines += _leaf_check(fname, inp.var, emitter.names.params[inp.argnum], inp.access,
                                  emitter)
     for static in tape.statics:
@@ -463,6 +467,17 @@ def _leaf_check(fname: str, var: Var, ref: str, access: str, emitter: Emitter) -
                  f"{ref}.dtype != {emitter.dtype_constant(aval.dtype)}"]
         expected = _spec(var)
     return [_if(*tests), _raise_mismatch(fname, access, expected, ref)]
+
+
+def _int_list(fname: str, var: Var, ref: str, emitter: Emitter) -> list[str]:
+    """A list of ints the code only indexes with (frontend/index_lists.py): checked, then read
+    as an array."""
+    ref, n = identifier(ref), var.aval.shape[0]
+    tests = [f"type({ref}) is not list", f"len({ref}) != {n}",
+             f"any(type(i) is not int for i in {ref})"]
+    return [_if(*tests), _raise_mismatch(fname, ref, f"a list of {n} ints", ref),
+            f"{identifier(emitter.names[var])} = xp.array({ref}, "
+            f"dtype={emitter.dtype_constant(var.aval.dtype)})"]
 
 
 def _raise_mismatch(fname: str, access: str, expected: str, value: str) -> str:

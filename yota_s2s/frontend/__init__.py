@@ -18,6 +18,7 @@ from .evaluator import Evaluator
 from .frame import Frame
 from .outside import FUNCTION
 from .flatten import Flattener, arg_kind, leaf_names
+from .index_lists import check_result, is_int_list
 from .resolve import is_compiler
 from .selections import select_masks
 from .source import parse_function
@@ -154,14 +155,22 @@ def _trace(fn: Any, args: Sequence[Any], rules: RuleSet, collector: Collector | 
     inputs = sorted(flat.inputs, key=lambda i: i.argnum)      # struct fields are read lazily
     leaf_names(inputs, names)
     result = to_tree(result, loc)
+    check_result(flat, result, loc)
     stmts = select_masks(ev, ev.placed_rows(ev.stmts, result), set(tree_vars(result)))
     tape = Tape(name=name, params=names, inputs=inputs, stmts=stmts,
                 result=result, statics=flat.statics, loc=loc, layout=flat.layout,
-                arg_kinds=tuple("int" if i in dynamic and type(a) is int else arg_kind(a)
-                                for i, a in enumerate(args)), freevars=fn.__code__.co_freevars,
+                arg_kinds=tuple(_kind(a, i in dynamic) for i, a in enumerate(args)), freevars=fn.__code__.co_freevars,
                 loops=list(ev.loop_notes), structure=structure)
     ev.assumes = assumptions(tape, ev, rules)
     return tape, ev
+
+
+def _kind(arg: Any, dynamic: bool) -> str:
+    """An argument's kind (``Tape.arg_kinds``); an int or a list of ints ``ys.grad`` reads
+    when the code runs: "int", "ints"."""
+    if dynamic and type(arg) is int:
+        return "int"
+    return "ints" if dynamic and is_int_list(arg) else arg_kind(arg)
 
 
 def assumptions(tape: Tape, ev: Evaluator, rules: RuleSet) -> Assumptions:

@@ -28,6 +28,7 @@ from ..errors import ArgumentMismatch, SourceLoc, UnsupportedSyntax
 from ..ir.tape import Aval, Input, StaticInput, Var
 from ..objects import host, is_struct_object
 from ..text import access_attr, access_item, describe, name_base, plain_value
+from .index_lists import is_int_list, run_time_list
 
 _PLAIN_KEYS = (str, int, bool, type(None))
 
@@ -61,7 +62,8 @@ class Flattener:
 
     def __init__(self, values: dict[Var, Any], input_vars: set[Var],
                  dynamic: frozenset[int] = frozenset()):
-        self.dynamic = dynamic            # int arguments that stay values at run time
+        self.dynamic = dynamic            # int (and int list) arguments read at run time
+        self.index_only: set[Var] = set()  # such a list as an array, and what is read of it
         self.values = values              # the evaluator's example value of each Var
         self.input_vars = input_vars      # the evaluator's set of Vars that are inputs
         self.inputs: list[Input] = []
@@ -126,6 +128,8 @@ class Flattener:
             self.values[var] = value
             self.input_vars.add(var)
             return var
+        if not path and argnum in self.dynamic and is_int_list(value):
+            return run_time_list(self, value, argnum, access, _hint(access))
         if is_namedtuple(value):
             self.types.append((access, type(value)))
             fields = type(value)._fields

@@ -20,6 +20,7 @@ from ..ir.tape import Aval, Primitive, Stmt, Var, tree_atoms, tree_map
 from ..ir.values import (MAX_LITERAL_SIZE, LocalFunction, is_traced, normalize_static, to_tree,
                          weak_tree)
 from . import abstract
+from .index_lists import index_uses
 from .numpy_calls import guard_selection, stacked
 
 _signatures: dict[Primitive, inspect.Signature] = {}
@@ -59,6 +60,10 @@ class PrimitiveCallsMixin:
                 if not _is_data(result):
                     return result       # static: shapes, axes, scalars, index metadata
         guard_selection(self, prim, operands, node)
+        if index_uses(self, prim, operands, node):      # inputs[t] of a list of ints
+            result = self.emit(prim, operands, params, node)
+            self.flattener.index_only.add(result)
+            return result
         return self.emit(prim, operands, params, node)
 
     def bind_primitive(self, prim: Primitive, args, kwargs: dict, node: gast.AST):
