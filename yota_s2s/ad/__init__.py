@@ -1,11 +1,12 @@
 """The AD engine: the reverse sweep (sweep.py) and its two uses, reverse mode (backward.py)
 and forward mode (forward.py), and the derivatives of a loop region (regions.py) and of a
-branch (branches.py).
+branch (branches.py) and a while loop (whiles.py).
 
 The engine knows no region: regions.py registers the loop's structural rule in
-``sweep.STRUCTURAL_RULES``, branches.py the branch's, and they are imported here, so that whoever imports any module of
+``sweep.STRUCTURAL_RULES``, branches.py the branch's, whiles.py the while's, and they are imported here, so that whoever imports any module of
 the engine (``from yota_s2s.ad.backward import backward``) has the rule registered.
 """
 from . import regions  # noqa: F401  (registers the loop region's structural rule)
 from . import branches  # noqa: F401  (registers the branch's structural rule)
+from . import whiles  # noqa: F401  (registers the while's structural rule)
 from . import batch_regions  # noqa: F401  (registers the loop region's batching, ys.vmap)

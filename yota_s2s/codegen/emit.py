@@ -24,6 +24,7 @@ import numpy as np
 
 from ..errors import StaticValueError
 from ..ir.branch import branch_of
+from ..ir.whiles import while_of
 from ..ir.region import loop_of
 from ..ir.tape import Lit, Primitive, Stmt, Tape, Var, tree_vars
 from ..rules.control import guard, store
@@ -229,7 +230,7 @@ class Emitter:
         outside = OUTSIDE.get(stmt.prim.fn)
         if outside is not None:
             return outside(self, stmt)
-        construct = loop_of(stmt) or branch_of(stmt)
+        construct = loop_of(stmt) or branch_of(stmt) or while_of(stmt)
         if construct is not None:
             return CONSTRUCTS[type(construct)](self, stmt)
         try:

@@ -23,10 +23,12 @@ from ..ir.assumptions import lines as assumption_lines
 from ..ir.branch import Branch
 from ..ir.region import Loop, body_tapes
 from ..ir.tape import Tape, Var
+from ..ir.whiles import Unwind, While
 from ..text import (access_expr, comment, describe, docstring_line, identifier, literal_text,
                     name_base, printable)
 from ..version import __version__
 from .branches import branch_statements
+from .whiles import unwind_statements, while_statements
 from .emit import CONSTRUCTS, Emitter
 from .imports import Imports, plan_imports
 from .lines import fit
@@ -41,6 +43,8 @@ from .workspace import (give_back_line, header_lines, out_check_lines, prelude, 
 
 CONSTRUCTS[Loop] = region_statements        # a loop region: a ``for`` loop, its body once
 CONSTRUCTS[Branch] = branch_statements      # a branch: an ``if``, each arm under its own
+CONSTRUCTS[While] = while_statements        # a while statement: a ``while``, its body once
+CONSTRUCTS[Unwind] = unwind_statements      # its backward: a ``for`` over the trips, reversed
 
 _PRELUDE_GUARD = '''
 class GuardError(ValueError):

@@ -281,7 +281,8 @@ def _inlinable(tape: Tape, facts: Analysis, floats: set[Var] = frozenset()) -> s
     inline, reads = set(), {}
     for i, stmt in enumerate(tape.stmts):
         plain = stmt.prim.nout == 1 and not (stmt.prim.effect or stmt.prim.inplace or stmt.prim.creates) \
-            and stmt.prim.emit[:1] != ("branch",)       # (an ``if``: codegen/branches.py)
+            and stmt.prim.emit[:1] not in (("branch",), ("while",), ("unwind",))  # (an ``if``,
+        # a ``while``: codegen/branches.py, whiles.py)
         v = stmt.outs[0] if stmt.outs else None
         user = readers[v][-1] if v in readers else None
         # (a pass may have rewritten the addition into a one-operand statement: check the arity)

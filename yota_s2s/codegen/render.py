@@ -44,7 +44,7 @@ def unparse(node: ast.AST) -> str:
     statement at a time (``statement_lines``): its body may hold comments."""
     if isinstance(node, Comment):
         return node.text
-    if isinstance(node, (ast.For, ast.If)):
+    if isinstance(node, (ast.For, ast.If, ast.While)):
         return "\n".join(statement_lines(node))
     _number_statements(node)
     if isinstance(node, ast.Assign) and len(node.targets) == 1 \
@@ -61,8 +61,9 @@ def statement_lines(node: ast.stmt) -> list[str]:
     """A statement's lines: a ``for`` loop's line, then its body's statements indented (a
     comment among them as it is); a list too long for one line (scalar mode's gradient
     elements) has an element a line."""
-    if isinstance(node, ast.For):
-        bare = ast.For(node.target, node.iter, [ast.Pass()], [])
+    if isinstance(node, (ast.For, ast.While)):       # (a while statement: whiles.py)
+        bare = ast.For(node.target, node.iter, [ast.Pass()], []) if isinstance(node, ast.For) \
+            else ast.While(node.test, [ast.Pass()], [])
         _number_statements(bare)
         head = ast.unparse(bare).splitlines()[0]
         return [head] + [INDENT + line for child in node.body for line in statement_lines(child)]

@@ -40,6 +40,7 @@ import numpy as np
 
 from ..ir.tape import Aval, Lit, Primitive, Stmt, Var, tree_atoms, tree_map
 from ..ir.values import static_of
+from ..ir.whiles import CAPACITY
 from ..rules.elementwise import astype
 from ..rules.indexing import index_add, setitem
 from ..rules.shape import ravel
@@ -152,6 +153,8 @@ def evaluate(ev: Any, prim: Any, operands: list, params: dict) -> tuple | None:
         return _region(values, params["loop"])
     if prim.emit[:1] == ("branch",):
         return _branch(params["branch"])
+    if prim.emit[:1] in (("while",), ("unwind",)):
+        return _whiles(prim, operands, params)
     if prim.nout != 1:
         return None
     atoms = [a for t in operands for a in tree_atoms(t)]
@@ -205,6 +208,22 @@ def _region(values: Values, loop: Any) -> tuple:
         else:
             results.append(aval.dtype.type(0))
     return tuple(results)
+
+
+def _whiles(prim: Any, operands: list, params: dict) -> tuple:
+    """A while or unwind statement's results (ir/whiles.py), of the avals its tapes give
+    them: the loop runs only if Python code reads a result."""
+    if prim.emit[0] == "while":
+        loop = params["loop"]
+        avals = [i.var.aval for i in loop.body.inputs[:loop.ncarry]]
+        if loop.record:
+            avals.append(Aval((), np.dtype(np.int64)))
+            avals += [Aval((CAPACITY, *avals[i].shape), avals[i].dtype) for i in loop.saved]
+    else:
+        avals = [r.aval if isinstance(r, Var) else Aval.of(r.value)
+                 for r in params["unwind"].step.result]
+    results = tuple(ghost(a.shape, a.dtype) if a.ndim else a.dtype.type(0) for a in avals)
+    return results
 
 
 def _branch(branch: Any) -> tuple:

@@ -46,6 +46,7 @@ from .region_tape import RegionTapeMixin
 from .regions import RegionsMixin, TrialAbort
 from .structs import set_attribute
 from .updates import UpdatesMixin
+from .whiles import WhilesMixin
 
 MAX_LOOP = 100_000
 
@@ -67,7 +68,7 @@ class _Continue(Exception):
 
 
 class Evaluator(ExpressionsMixin, CallsMixin, PrimitiveCallsMixin, InliningMixin, UpdatesMixin,
-                RegionsMixin, RegionListsMixin, RegionTapeMixin, BranchesMixin):
+                RegionsMixin, RegionListsMixin, RegionTapeMixin, BranchesMixin, WhilesMixin):
     def __init__(self, rules: RuleSet, values: dict[Var, Any] | None = None):
         self.rules = rules
         self.stmts: list[Stmt] = []
@@ -303,8 +304,8 @@ class Evaluator(ExpressionsMixin, CallsMixin, PrimitiveCallsMixin, InliningMixin
         self.exec_block(node.orelse)
 
     def stmt_While(self, node: gast.While) -> None:
-        if self.region_while(node):
-            return
+        if self.region_while(node) or self.while_region(node):
+            return      # a for region (static ints), or a while statement (whiles.py)
         count = 0
         while self.truth(self.expr(node.test), node.test):
             count += 1

@@ -282,6 +282,14 @@ def arm_namer(namer: Namer, stmt: Stmt, arm: Tape, fixed: dict[Var, str] | None 
     ``namer`` names: each input takes the name of the operand it stands for (``operands``, else
     the enclosing namer's), ``fixed`` names its caller gives (a result named like the branch's
     result), and its other values names new to the enclosing code."""
+    return tape_namer(namer, arm, stmt.args[1:], fixed, operands)
+
+
+def tape_namer(namer: Namer, arm: Tape, atoms: Iterable, fixed: dict[Var, str] | None = None,
+               operands: dict[Var, str] | None = None) -> Namer:
+    """The names of a tape a statement holds (a branch's arm, a while's body: ir/whiles.py)
+    in the code ``namer`` names, each input named after the atom it stands for (``atoms``, in
+    input order; None: a name of its own), as ``arm_namer`` says."""
     fixed = fixed or {}
     inner = Namer(namer.taken | set(namer.names.values()), arm)
     inner.known = {**namer.known, **namer.names}
@@ -289,7 +297,7 @@ def arm_namer(namer: Namer, stmt: Stmt, arm: Tape, fixed: dict[Var, str] | None 
     inner.reserve_sources(namer.source_names)
     names = operands if operands is not None else namer.names
     given: dict[Var, str] = {}
-    for inp, atom in zip(arm.inputs, stmt.args[1:]):
+    for inp, atom in zip(arm.inputs, atoms):
         name = names.get(atom) if isinstance(atom, Var) else None
         if name in given.values():      # an operand given twice: the arm reads the first
             name = None

@@ -18,8 +18,9 @@ import numpy as np
 
 from ..text import describe, literal_text, printable
 from .assumptions import lines as assumption_lines
-from .names import Namer, arm_namer, name_tape, namer_of
+from .names import Namer, arm_namer, name_tape, namer_of, tape_namer
 from .branch import branch_of
+from .whiles import while_atoms, while_of
 from .region import loop_of
 from .tape import METHODS, Aval, Lit, Stmt, Tape, Var
 
@@ -73,6 +74,8 @@ def format_stmt(stmt: Stmt, names: Namer, used: set[Var] | None = None, shapes: 
         params = [("region", f"{order}{loop.source or 'range'}, {loop.length} steps")]
     if stmt.prim.emit[:1] == ("branch",):
         params = [("if", stmt.param("branch").source)]
+    if stmt.prim.emit[:1] in (("while",), ("unwind",)):
+        params = [(stmt.prim.emit[0], while_of(stmt).source)]
     ptext = ", ".join(f"{printable(k)}={format_tree(v, names)}" for k, v in params)
     head = printable(stmt.prim.name) + (f"[{ptext}]" if ptext else "")
     operands = " ".join(format_tree(a, names) for a in args)
@@ -116,6 +119,8 @@ def _stmt_lines(tape: Tape, names: Namer, used: set[Var], shapes: bool, indent: 
         branch = branch_of(s)
         if branch is not None:
             lines += _arm_lines(s, branch, names, shapes, indent)
+        if while_of(s) is not None:
+            lines += _while_lines(s, names, shapes, indent)
         loop = loop_of(s)
         if loop is None:
             continue
@@ -144,6 +149,23 @@ def _arm_lines(stmt: Stmt, branch, names: Namer, shapes: bool, indent: str) -> l
         lines.append((f"{indent}  {label} {ins}:", ""))
         lines += _stmt_lines(arm, inner, used, shapes, indent + "    ")
         result = ", ".join(format_tree(r, inner) for r in arm.result)
+        lines.append((f"{indent}    result {result}", ""))
+    return lines
+
+
+def _while_lines(stmt: Stmt, names: Namer, shapes: bool, indent: str) -> list:
+    """The tapes of a while or unwind statement, each under its heading, indented."""
+    lines = []
+    construct = while_of(stmt)
+    for label, tape in zip(("while", "do") if len(construct.tapes) == 2 else ("step",),
+                           construct.tapes):
+        inner = tape_namer(names, tape, while_atoms(stmt))
+        used = {v for b in tape.stmts for v in b.uses()} | \
+            {a for a in tape.outputs() if isinstance(a, Var)}
+        ins = ", ".join(inner[i.var] for i in tape.inputs)
+        lines.append((f"{indent}  {label} {ins}:", ""))
+        lines += _stmt_lines(tape, inner, used, shapes, indent + "    ")
+        result = ", ".join(format_tree(r, inner) for r in tape.result)
         lines.append((f"{indent}    result {result}", ""))
     return lines
 

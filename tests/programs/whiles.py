@@ -1,0 +1,52 @@
+"""Programs with a ``while`` on a traced condition (issue 33: while loops that stay loops)."""
+import numpy as np
+
+
+def newton_sqrt(a):
+    x = a
+    while np.max(np.abs(x * x - a)) > 1e-10:
+        x = 0.5 * (x + a / x)
+    return np.sum(x)
+
+
+def cube_root(c):
+    """Bisection on [0, c + 1], then one Newton step (the root's derivative comes from it)."""
+    lo = np.zeros_like(c)
+    hi = c + 1.0
+    while np.max(hi - lo) > 1e-9:
+        mid = 0.5 * (lo + hi)
+        above = mid ** 3 > c
+        hi = np.where(above, mid, hi)
+        lo = np.where(above, lo, mid)
+    x = 0.5 * (lo + hi)
+    x = x - (x ** 3 - c) / (3 * x ** 2)
+    return np.sum(x * x)
+
+
+def until_small(a, w):
+    """A Python float carried (``err``), two carried arrays, an invariant ``w``."""
+    x = np.ones_like(a)
+    s = np.zeros_like(a)
+    err = 1.0
+    while err > 1e-12:
+        y = 0.5 * (x + a / x)
+        err = np.max(np.abs(y - x))
+        s = s + w * y
+        x = y
+    return np.sum(x ** 3) + np.sum(np.sin(s))
+
+
+def with_break(a):
+    x = a
+    while np.max(x) > 1.0:
+        x = x * 0.5
+        if np.min(x) < 0.1:
+            break
+    return np.sum(x * x)
+
+
+def shape_grows(a):
+    x = a
+    while np.sum(x) < 10.0:
+        x = np.concatenate([x, x])
+    return np.sum(x)

@@ -1,0 +1,126 @@
+"""``while`` on a traced condition stays a ``while`` (issue 33): a while statement with its
+condition and body on the tape, the trip count a run-time value, the backward a ``for`` over
+the recorded trips in reverse; one module for every trip count."""
+import numpy as np
+import pytest
+
+import yota_s2s as ys
+from yota_s2s.compiler import compile_grad, gradient_tape
+from yota_s2s.gradcheck import numerical_grad
+from yota_s2s.ir.whiles import while_of
+from yota_s2s.rules.control import guard
+
+from .programs import whiles as W
+
+
+def _rng(seed):
+    return np.random.default_rng(seed)
+
+
+# (name, function, inputs: rng -> args, the arguments that need a gradient)
+CASES = [
+    ("newton_sqrt", W.newton_sqrt, lambda r: (10.0 ** r.uniform(-2.0, 3.0, 3),), (0,)),
+    ("cube_root", W.cube_root, lambda r: (r.uniform(0.5, 20.0, 3),), (0,)),
+    ("until_small", W.until_small, lambda r: (r.uniform(0.5, 30.0, 3), r.normal(size=3)),
+     (0, 1)),
+]
+
+
+def _whiles(tape):
+    return [s for s in tape.stmts if while_of(s) is not None]
+
+
+@pytest.mark.parametrize("name, fn, make, wrt", CASES, ids=[c[0] for c in CASES])
+def test_the_while_is_one_statement_with_no_guard(name, fn, make, wrt):
+    forward, tape = gradient_tape(fn, make(_rng(0)), check=True)
+    assert len(_whiles(forward)) == 1 and not any(s.prim.fn is guard for s in forward.stmts)
+    kinds = [while_of(s).__class__.__name__ for s in _whiles(tape)]
+    assert kinds == ["While", "Unwind"] and while_of(_whiles(tape)[0]).record
+
+
+@pytest.mark.parametrize("buffers", [False, True], ids=["plain", "buffered"])
+@pytest.mark.parametrize("name, fn, make, wrt", CASES, ids=[c[0] for c in CASES])
+def test_one_module_gives_every_trip_count_its_gradient(name, fn, make, wrt, buffers):
+    compiled = compile_grad(fn, make(_rng(0)), check=True, buffers=buffers)
+    assert "while " in compiled.text and "for t in reversed(range(trips)):" in compiled.text
+    for seed in range(8):
+        args = make(_rng(seed + 1))
+        value, *grads = compiled.fn(*args)
+        np.testing.assert_allclose(value, fn(*args), rtol=1e-12, atol=1e-12)
+        for i, g in zip(range(len(args)), grads):
+            np.testing.assert_allclose(g, numerical_grad(fn, args, i), rtol=1e-6, atol=1e-7)
+
+
+def test_newtons_square_root_has_the_derivative_of_the_square_root():
+    compiled = compile_grad(W.newton_sqrt, (np.array([2.0, 3.0, 5.0]),), buffers=False)
+    for seed in range(5):
+        a = _rng(seed).uniform(0.01, 1000.0, 3)
+        _, g = compiled.fn(a)
+        np.testing.assert_allclose(g, 0.5 / np.sqrt(a), rtol=1e-9)
+
+
+def test_the_inputs_take_different_trip_counts():
+    """The inputs above make the loops run different numbers of trips (else the tests would
+    not show that the count is a run-time value)."""
+    def trips(a):
+        x, n = a, 0
+        while np.max(np.abs(x * x - a)) > 1e-10:
+            x, n = 0.5 * (x + a / x), n + 1
+        return n
+    counts = {trips(CASES[0][2](_rng(seed + 1))[0]) for seed in range(8)}
+    assert len(counts) >= 2
+
+
+@pytest.mark.parametrize("name, fn, make, wrt", CASES, ids=[c[0] for c in CASES])
+def test_ys_grad_compiles_once_for_every_trip_count(name, fn, make, wrt):
+    ys.clear_cache()
+    for seed in range(6):
+        args = make(_rng(seed))
+        value, g = ys.grad(fn, *args)
+        np.testing.assert_allclose(value, fn(*args), rtol=1e-12, atol=1e-12)
+        for i in wrt:
+            np.testing.assert_allclose(g[i], numerical_grad(fn, args, i), rtol=1e-6, atol=1e-7)
+    info = ys.cache_info()
+    assert info["misses"] == 1 and info["guard_failures"] == 0
+
+
+def test_the_module_reads_like_handwritten_code():
+    text = compile_grad(W.newton_sqrt, (np.array([2.0, 3.0]),), buffers=False).text
+    forward = text[text.index("# -- forward"):text.index("# -- backward")]
+    backward = text[text.index("# -- backward"):]
+    assert "    while xp.absolute(x * x - a).max() > 1e-10:\n" in forward
+    assert "        X[trips] = x\n        # whiles.py:8  x = 0.5 * (x + a / x)\n" \
+        "        x = 0.5 * (x + a / x)\n        trips += 1\n" in forward
+    assert "# rule the while loop's backward: the body's adjoint, trip by trip in reverse" \
+        in backward
+    assert "    for t in reversed(range(trips)):\n        x_1 = X[t]\n" in backward
+
+
+def test_the_callers_array_is_not_written():
+    """The loop's carried value starts as a copy of the argument: the caller's array is
+    never written, with no trip too (``x = a``: the gradient of ``np.sum(a)``, ones)."""
+    compiled = compile_grad(W.newton_sqrt, (np.array([2.0, 3.0]),), buffers=True)
+    for a, expected in ((np.array([4.0, 9.0]), np.array([0.25, 1 / 6])),
+                        (np.array([1.0, 1.0]), np.ones(2))):
+        before = a.copy()
+        _, g = compiled.fn(a)
+        np.testing.assert_array_equal(a, before)
+        np.testing.assert_allclose(g, expected, rtol=1e-9)
+
+
+def test_a_stack_grows_past_its_first_capacity():
+    """Bisection to 1e-9 of [0, 101] takes 37 trips: the stacks double from 16 twice."""
+    compiled = compile_grad(W.cube_root, (np.array([2.0, 3.0]),), buffers=False)
+    c = np.array([100.0, 50.0])
+    _, g = compiled.fn(c)
+    np.testing.assert_allclose(g, numerical_grad(W.cube_root, (c,), 0), rtol=1e-6)
+
+
+@pytest.mark.parametrize("fn", [W.with_break, W.shape_grows])
+def test_a_loop_that_cannot_be_a_while_statement_is_unrolled_as_before(fn):
+    a = np.array([3.0, 1.5])
+    forward, _ = gradient_tape(fn, (a,))
+    assert not _whiles(forward) and any(s.prim.fn is guard for s in forward.stmts)
+    compiled = compile_grad(fn, (a,))
+    with pytest.raises(Exception, match="compile again for these arguments"):
+        compiled.fn(np.array([30.0, 15.0]))

@@ -1,0 +1,207 @@
+"""A while statement (ir/whiles.py) written as a Python ``while``, its unwind as a ``for`` over
+the recorded trips in reverse::
+
+    # newton.py:6  while np.max(np.abs(x * x - a)) > 1e-10:
+    x_ = a.copy()
+    trips = 0
+    X = xp.empty((16, 3))
+    while xp.abs(x_ * x_ - a).max() > 1e-10:
+        if trips == len(X):
+            X = xp.concatenate((X, xp.empty_like(X)))
+        X[trips] = x_
+        # newton.py:7  x = 0.5 * (x + a / x)
+        x_ = 0.5 * (x_ + a / x_)
+        trips += 1
+    ...
+    for t in reversed(range(trips)):
+        x_1 = X[t]
+        # grad of newton.py:7  x = 0.5 * (x + a / x)
+        ...
+        dx_, da_part = t8, da_part
+
+The condition, the body and the backward step are each written by an Emitter of their own in
+the plain form, as a branch's arms are (codegen/branches.py): the carried values take the
+names of the statement's results (an initial array is copied: the loop's results are arrays
+of its own, as the enclosing code takes them), the invariants those of its operands; a
+condition of one statement is written in the ``while`` line, a longer one at the top of a
+``while True`` with a ``break``. A stack starts with room for ``CAPACITY`` trips and doubles
+when a trip finds it full. emit.py finds these writers in ``CONSTRUCTS``.
+"""
+from __future__ import annotations
+
+import ast
+
+from ..ir.names import tape_namer
+from ..ir.rewrite import substitute
+from ..ir.tape import Lit, Stmt, Tape, Var
+from ..ir.whiles import While, while_atoms, while_of
+from .emit import Emitter
+from .render import Comment, block_nodes
+
+
+def _name(text: str, store: bool = False) -> ast.Name:
+    return ast.Name(text, ast.Store() if store else ast.Load())
+
+
+def _assign(target: str | list[str], value: ast.expr | list[ast.expr]) -> ast.Assign:
+    if isinstance(target, list):
+        target = ast.Tuple([_name(t, True) for t in target], ast.Store()) if len(target) > 1 \
+            else _name(target[0], True)
+        value = ast.Tuple(value, ast.Load()) if len(value) > 1 else value[0]
+    else:
+        target = _name(target, True)
+    return ast.Assign([target], value, lineno=0)
+
+
+def _call(fn: str, args: list, keywords: list | None = None) -> ast.Call:
+    head, *rest = fn.split(".")
+    func: ast.expr = _name(head)
+    for part in rest:
+        func = ast.Attribute(func, part, ast.Load())
+    return ast.Call(func, args, keywords or [])
+
+
+def _copied(em: Emitter, atom) -> ast.expr:
+    """An initial value as the loop's own: an array copied."""
+    value = em.atom(atom)
+    aval = atom.aval if isinstance(atom, Var) else None
+    if (aval is not None and aval.ndim) or (isinstance(atom, Lit) and getattr(atom.value, "ndim", 0)):
+        return ast.Call(ast.Attribute(value, "copy", ast.Load()), [], [])
+    return value
+
+
+def _operands(em: Emitter, stmt: Stmt, atoms: list, taken: set[str], nodes: list
+              ) -> dict[Var, str]:
+    """The enclosing names of the invariant operands among ``atoms`` (one written inline, or
+    named like a carried value, bound to a name of its own first)."""
+    operands: dict[Var, str] = {}
+    for atom in atoms:
+        if not isinstance(atom, Var) or atom in operands:
+            continue
+        if atom in em.inlined or em.names[atom] in taken:
+            operands[atom] = em.names.fresh(atom.hint or "k")
+            nodes.append(_assign(operands[atom], em.atom(atom)))
+        else:
+            operands[atom] = em.names[atom]
+    return operands
+
+
+def _prepared(tape: Tape, atoms: list) -> Tape:
+    """``tape`` reading a literal operand as that literal, and an operand given twice through
+    its first input."""
+    first: dict[Var, Var] = {}
+    mapping: dict = {}
+    for i, a in zip(tape.inputs, atoms):
+        if isinstance(a, Lit):
+            mapping[i.var] = a
+        elif isinstance(a, Var):
+            if a in first:
+                mapping[i.var] = first[a]
+            first.setdefault(a, i.var)
+    return substitute(tape, mapping) if mapping else tape
+
+
+def _written(em: Emitter, stmt: Stmt, tape: Tape, atoms: list, operands: dict[Var, str],
+             outs: list[str]) -> tuple[list[ast.stmt], dict[Var, str], Emitter]:
+    """``tape``'s statements with its comments, its results bound to ``outs`` at the end (the
+    last statement's made under its name where that is a result); its inputs' names."""
+    tape = _prepared(tape, atoms)
+    fixed: dict[Var, str] = {}
+    last = tape.stmts[-1] if tape.stmts else None
+    if last is not None and not last.prim.inplace and len(last.outs) == 1:
+        r = last.outs[0]
+        if tape.result.count(r) == 1 and r not in {i.var for i in tape.inputs}:
+            fixed[r] = outs[tape.result.index(r)]
+    names = tape_namer(em.names, tape, atoms, fixed, operands)
+    em.names.taken |= names.given()
+    tape = tape.copy()
+    tape.namer = names
+    sub = Emitter(tape, calls=em.calls, roots=em.roots, blocked=em.blocked)
+    sub.enclosing = em
+    nodes: list[ast.stmt] = []
+    previous, shown = None, set()
+    for block in sub.blocks():
+        nodes += block_nodes(block, _function(em).tape.name, sub.rules_of, previous, shown)
+        previous = block
+    em.modules |= sub.modules
+    pending = [(name, r) for r, name in zip(tape.result, outs)
+               if not (isinstance(r, Var) and fixed.get(r) == name)
+               and not (isinstance(r, Var) and names.names.get(r) == name)]
+    if pending:
+        nodes.append(_assign([n for n, _ in pending], [sub.atom(r) for _, r in pending]))
+    return nodes, {i.var: names[i.var] for i in tape.inputs}, sub
+
+
+def while_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
+    """The while statement ``stmt`` as a ``while`` (the module docstring)."""
+    loop: While = while_of(stmt)
+    n = loop.ncarry
+    outs = [em.names[o] for o in stmt.outs[:n]]
+    nodes: list[ast.stmt] = []
+    operands = _operands(em, stmt, stmt.args[n:], set(outs), nodes)
+    operands.update(zip(stmt.outs[:n], outs))
+    for name, init in zip(outs, stmt.args[:n]):
+        if not (isinstance(init, Var) and em.names.name_of(init) == name and not init.aval.ndim):
+            nodes.append(_assign(name, _copied(em, init)))
+    atoms = while_atoms(stmt)
+    cond_name = em.names.fresh("cond")
+    cond_nodes, _, _ = _written(em, stmt, loop.cond, atoms, operands, [cond_name])
+    body, _, _ = _written(em, stmt, loop.body, atoms, operands, outs)
+    if loop.record:
+        trips = em.names[stmt.outs[n]]
+        stacks = [em.names[s] for s in stmt.outs[n + 1:]]
+        nodes.append(_assign(trips, ast.Constant(0)))
+        em.modules.add("xp")
+        for stack, out in zip(stacks, stmt.outs[n + 1:]):
+            args = [ast.Constant(out.aval.shape)]
+            if out.aval.dtype.name != "float64":
+                args.append(_name(f"xp.{out.aval.dtype.name}"))
+            nodes.append(_assign(stack, _call("xp.empty", args)))
+        if stacks:
+            grow = [_assign(s, _call("xp.concatenate", [ast.Tuple(
+                [_name(s), _call("xp.empty_like", [_name(s)])], ast.Load())])) for s in stacks]
+            full = ast.Compare(_name(trips), [ast.Eq()], [_call("len", [_name(stacks[0])])])
+            pushes = [ast.If(full, grow, [])]
+            pushes += [_assign_to(ast.Subscript(_name(s), _name(trips), ast.Store()),
+                                  _name(outs[i])) for s, i in zip(stacks, loop.saved)]
+            body = pushes + body
+        body.append(ast.AugAssign(_name(trips, True), ast.Add(), ast.Constant(1)))
+    plain = [s for s in cond_nodes if not isinstance(s, Comment)]
+    if len(plain) == 1 and isinstance(plain[0], ast.Assign) and \
+            isinstance(plain[0].targets[0], ast.Name) and plain[0].targets[0].id == cond_name:
+        nodes.append(ast.While(plain[0].value, body, []))
+    else:
+        stop = ast.If(ast.UnaryOp(ast.Not(), _name(cond_name)), [ast.Break()], [])
+        nodes.append(ast.While(ast.Constant(True), cond_nodes + [stop] + body, []))
+    return nodes
+
+
+def _assign_to(target: ast.expr, value: ast.expr) -> ast.Assign:
+    return ast.Assign([target], value, lineno=0)
+
+
+def unwind_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
+    """The unwind ``stmt`` as a ``for`` over the recorded trips in reverse."""
+    unwind = while_of(stmt)
+    s, j = unwind.nsaved, unwind.ninvariant
+    trips, stacks = stmt.args[0], stmt.args[1:1 + s]
+    starts = stmt.args[1 + s + j:]
+    outs = [em.names[o] for o in stmt.outs]
+    nodes: list[ast.stmt] = []
+    operands = _operands(em, stmt, list(stmt.args[1:1 + s + j]), set(outs), nodes)
+    operands.update(zip(stmt.outs, outs))
+    for name, start in zip(outs, starts):
+        nodes.append(_assign(name, _copied(em, start)))
+    step, inputs, _ = _written(em, stmt, unwind.step, while_atoms(stmt), operands, outs)
+    index = em.names.fresh("t")
+    rows = [_assign(inputs[i.var], ast.Subscript(em.atom(stack), _name(index), ast.Load()))
+            for i, stack in zip(unwind.step.inputs[:s], stacks)]
+    count = _call("reversed", [_call("range", [em.atom(trips)])])
+    nodes.append(ast.For(_name(index, True), count, rows + step, [], lineno=0))
+    return nodes
+
+
+def _function(em: Emitter) -> Emitter:
+    while em.enclosing is not None:
+        em = em.enclosing
+    return em
