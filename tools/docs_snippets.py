@@ -48,6 +48,7 @@ def snippets() -> dict[str, str]:
         **_primer(),
         **_loops(),
         **_branches(),
+        **_whiles(),
         **_jvp(args),
     }
 
@@ -83,6 +84,24 @@ def _branches() -> dict[str, str]:
     text = write_module(tape, buffers=False)
     return {"branch-tape": format_tape(tape) + "\n",
             "branch-module": text[text.index("    # -- forward --"):]}
+
+
+def _whiles() -> dict[str, str]:
+    """docs/how-it-works.md: a while statement on the tape and in both forms."""
+    import numpy as np
+
+    from tests.programs import whiles
+    from yota_s2s.codegen import write_module
+    from yota_s2s.compiler import gradient_tape
+    from yota_s2s.ir.printer import format_tape
+
+    args = (np.array([2.0, 3.0]),)
+    _, tape = gradient_tape(whiles.newton_sqrt, args, review=True)
+    _, optimized = gradient_tape(whiles.newton_sqrt, args, device="cpu")
+    plain, buffered = write_module(tape, buffers=False), write_module(optimized)
+    return {"while-tape": format_tape(tape) + "\n",
+            "while-module": plain[plain.index("    # -- forward --"):],
+            "while-module-buffered": buffered[buffered.index("    buf1"):]}
 
 
 def _jvp(args: tuple) -> dict[str, str]:
