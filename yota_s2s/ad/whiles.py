@@ -60,6 +60,8 @@ def sweep_while(sweep: Sweep, stmt: Stmt) -> None:
         results = sweep.emit(unwind_primitive(unwind, names, len(starts)),
                              [trips, *stacks, *invariants, *starts], {"unwind": unwind})
     results = results if isinstance(results, tuple) else (results,)
+    for i, g in zip(floats, results):       # (named after the carried value: dx)
+        g.grad_of = stmt.outs[i]
     for i, g in zip(floats, results):
         if i in targets:
             sweep.accumulate(inits[i], g)

@@ -61,11 +61,18 @@ def _call(fn: str, args: list, keywords: list | None = None) -> ast.Call:
     return ast.Call(func, args, keywords or [])
 
 
-def _copied(em: Emitter, atom) -> ast.expr:
-    """An initial value as the loop's own: an array copied."""
+def _copied(em: Emitter, stmt: Stmt, atom) -> ast.expr:
+    """An initial value as the loop's own: an array copied, unless it is a new array this
+    statement alone reads (``np.zeros``, not in a work array)."""
     value = em.atom(atom)
-    aval = atom.aval if isinstance(atom, Var) else None
-    if (aval is not None and aval.ndim) or (isinstance(atom, Lit) and getattr(atom.value, "ndim", 0)):
+    if isinstance(atom, Var) and atom.aval.ndim:
+        facts, made = em.facts, em.facts.producer.get(atom)
+        if made is not None and made.prim.creates and atom not in em.inlined \
+                and em.memory.group.get(atom) is None and facts.uses[atom] == 1 \
+                and atom not in facts.returned and len(facts.members.get(atom, [atom])) == 1:
+            return value
+        return ast.Call(ast.Attribute(value, "copy", ast.Load()), [], [])
+    if isinstance(atom, Lit) and getattr(atom.value, "ndim", 0):
         return ast.Call(ast.Attribute(value, "copy", ast.Load()), [], [])
     return value
 
@@ -142,7 +149,7 @@ def while_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
     operands.update(zip(stmt.outs[:n], outs))
     for name, init in zip(outs, stmt.args[:n]):
         if not (isinstance(init, Var) and em.names.name_of(init) == name and not init.aval.ndim):
-            nodes.append(_assign(name, _copied(em, init)))
+            nodes.append(_assign(name, _copied(em, stmt, init)))
     atoms = while_atoms(stmt)
     cond_name = em.names.fresh("cond")
     cond_nodes, _, _ = _written(em, stmt, loop.cond, atoms, operands, [cond_name])
@@ -191,7 +198,7 @@ def unwind_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
     operands = _operands(em, stmt, list(stmt.args[1:1 + s + j]), set(outs), nodes)
     operands.update(zip(stmt.outs, outs))
     for name, start in zip(outs, starts):
-        nodes.append(_assign(name, _copied(em, start)))
+        nodes.append(_assign(name, _copied(em, stmt, start)))
     step, inputs, _ = _written(em, stmt, unwind.step, while_atoms(stmt), operands, outs)
     index = em.names.fresh("t")
     rows = [_assign(inputs[i.var], ast.Subscript(em.atom(stack), _name(index), ast.Load()))
