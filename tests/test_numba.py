@@ -90,9 +90,11 @@ def test_a_loops_array_statements_are_loop_nests_fused_over_one_shape():
     code = "\n".join(line for line in kernels.splitlines() if not line.strip().startswith("#"))
     for call in ("xp.diff", "xp.linalg.norm", "keepdims", "xp.pad", "_pad2"):
         assert call not in code, call
-    # the source line above its nest; the norm's sum, then the force's statements in one nest
-    assert "np.linalg.norm(d, axis=1, keepdims=True)\n        r0 = xp.zeros((3,))" in kernels
+    # the source line above its nest; the norm's sum, then the force's statements in one nest;
+    # the step's arrays made once, before the loop (numba_hoist.py)
+    assert "np.linalg.norm(d, axis=1, keepdims=True)\n        r0.fill(0.0)" in kernels
     assert "F_1[i0, i1] += f[i0, i1]" in kernels
+    assert "    r0 = xp.empty((3,))\n" in kernels
 
 
 def poly(x, w):

@@ -8,16 +8,18 @@ import numpy as np
 import pytest
 
 from yota_s2s.codegen.numba_calls import numba_forms
+from yota_s2s.codegen.numba_hoist import hoisted
 from yota_s2s.codegen.numba_nests import loop_nests
 from yota_s2s.codegen.numba_shapes import Val, kind_of
 from yota_s2s.codegen.render import statement_lines
 
 
-def _nests(source: str, args: dict, results: list[str]) -> str:
+def _nests(source: str, args: dict, results: list[str], hoist: bool = False) -> str:
     nodes = numba_forms(ast.parse(textwrap.dedent(source)).body, set())
     env = {k: Val(np.shape(v), kind_of(np.asarray(v).dtype) if not isinstance(v, float)
                   else "f") for k, v in args.items()}
     out = loop_nests(nodes, env, results)
+    out = hoisted(out, list(args)) if hoist else out
     return "\n".join(line for node in out for line in statement_lines(node))
 
 
@@ -28,10 +30,10 @@ def _run(source: str, args: dict, results: list[str]) -> list:
     return [scope[r] for r in results] + [scope[k] for k in args]    # (in place, too)
 
 
-def _same(source: str, args: dict, results: list[str]) -> str:
+def _same(source: str, args: dict, results: list[str], hoist: bool = False) -> str:
     """The nests' values equal the statements' (1e-13), results and arguments changed in
-    place alike; the nests' text."""
-    nests = _nests(source, args, results)
+    place alike; the nests' text (``hoist``: with the step's arrays made before the loop)."""
+    nests = _nests(source, args, results, hoist)
     for got, want in zip(_run(nests, args, results), _run(textwrap.dedent(source), args, results)):
         assert np.shape(got) == np.shape(want)
         assert np.allclose(got, want, rtol=1e-13, atol=1e-13)
@@ -85,14 +87,28 @@ def test_the_spring_chains_step_lowers_to_nests_with_the_same_values():
     assert "(d[i0 - 1, i1] if i0 >= 1 else 0.0)" in text
 
 
-def test_stack_rows_in_a_loop_and_a_matrix_product_computed_before_its_nest():
+def test_stack_rows_in_a_loop_and_a_small_matrix_product_is_a_nest():
     text = _same("""
         for t in range(3):
             S[t] = h
             h = xp.tanh(W @ h + b)
+            g = xp.tanh(h @ W) @ W
+            u = W.T @ xp.expand_dims(h, 1)
+            s = h @ h
         """, {"S": np.zeros((3, 4)), "h": r.standard_normal(4), "W": r.standard_normal((4, 4)),
-              "b": r.standard_normal(4)}, ["h"])
-    assert "r0 = W @ h" in text and "S[t, i0] = h[i0]" in text
+              "b": r.standard_normal(4)}, ["h", "g", "u", "s"])
+    assert "@" not in text and "S[t, i0] = h[i0]" in text
+    assert "r0[i0] += W[i0, i1] * h[i1]" in text              # W @ h: a sum over W's rows
+
+
+def test_a_large_matrix_product_stays_numbas_and_a_small_one_reads_rows_in_order():
+    text = _same("""
+        y = xp.tanh(A @ B)
+        z = x @ B
+        """, {"A": r.standard_normal((40, 40)), "B": r.standard_normal((40, 40)),
+              "x": r.standard_normal((1, 40))}, ["y", "z"])
+    assert "r0 = A @ B" in text                                 # 64,000 multiply-adds: BLAS
+    assert "z[0, i1] += x[0, i0] * B[i0, i1]" in text          # one row: a nest over B's rows
 
 
 def test_a_roll_is_an_index_modulo_its_axis():
@@ -132,3 +148,41 @@ def test_what_stays_numpy(source, args):
     text = _same(source, args, [])
     assert text.splitlines()[-1] == source.splitlines()[-1]
     assert "for i0" not in text or source.startswith("y = x[1:]")
+
+
+# -- the step's arrays made once (numba_hoist.py) --------------------------------------------
+
+def test_a_steps_arrays_are_made_once_and_a_carried_one_is_two_swapped():
+    text = _same("""
+        for t in range(5):
+            x = x + 0.1 * v
+            d = xp.tanh(x[1:] - x[:-1])
+            n = (d * d).sum(axis=1)
+            F = xp.zeros_like(x)
+            F[:-1] += d
+            F[1:] -= d * n[:, None]
+            v = v - 0.01 * F * x
+            S[t] = v
+        """, {"x": X, "v": V, "S": np.zeros((5, 5, 2))}, ["x", "v"], hoist=True)
+    loop = text.index("for t in range(5):")
+    before, step = text[:loop], text[loop:]
+    assert "xp.empty(" in before and "xp.empty(" not in step and "xp.zeros(" not in step
+    for carried in ("x_0", "v_0"):            # read by the next step before bound again: two
+        assert f"{carried}, {carried}b = {carried}b, {carried}" in step
+    assert "n.fill(0.0)" in step and "F.fill(0.0)" in step and "F, Fb" not in step
+
+
+def test_an_array_held_past_its_step_is_made_in_its_step():
+    # y is kept a step longer by name (w = prev), z by a view: a buffer reused would change them
+    text = _same("""
+        for t in range(4):
+            y = x * (t + 1.0) + w
+            w = prev
+            prev = y
+            z = q * 2.0 + view
+            view = z.T
+        """, {"x": X, "w": np.zeros((5, 2)), "prev": np.ones((5, 2)),
+              "q": r.standard_normal((3, 3)), "view": np.eye(3)}, ["y", "w", "z"], hoist=True)
+    step = text[text.index("for t in range(4):"):]
+    assert "y = xp.empty((5, 2))" in step and "z = xp.empty((3, 3))" in step
+    assert "numba: the step's arrays" not in text

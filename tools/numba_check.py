@@ -3,7 +3,7 @@
     python tools/numba_check.py                 # every case
     python tools/numba_check.py --only rnn,ring_squared
     python tools/numba_check.py --gradcheck 1     # tests/test_gradcheck.py's table (--gradcheck 4:
-                                                  # every fourth case)
+                                                  # every fourth case; --offset 1..3: the others)
 
 For each case: the numba engine's value and gradients against the numpy printer's plain form
 (relative 1e-12), how many loops run in numba and how many stay numpy (with numba's reason),
@@ -53,11 +53,12 @@ def check(name, f, make) -> tuple[str, str]:
     return "ok", f"{compiled} in numba, {len(left)} numpy{': ' + why if why else ''} ({cpu:.1f} s CPU)"
 
 
-def gradcheck_cases(every: int) -> list:
-    """tests/test_gradcheck.py's table (every ``every``-th case), as (name, f, make, kind)."""
+def gradcheck_cases(every: int, offset: int = 0) -> list:
+    """tests/test_gradcheck.py's table (every ``every``-th case from ``offset``), as (name, f,
+    make, kind)."""
     from tests.test_gradcheck import CASES as TABLE
     return [(c.name, c.fn, (lambda c=c: c.make_args(np.random.default_rng(1))), "gradcheck")
-            for c in TABLE[::every]]
+            for c in TABLE[offset::every]]
 
 
 def main() -> None:
@@ -66,9 +67,12 @@ def main() -> None:
     parser.add_argument("--gradcheck", type=int, metavar="EVERY", default=0,
                         help="tests/test_gradcheck.py's table instead (every EVERY-th case: 1 "
                         "for all; each compiles a function's straight-line body in numba)")
+    parser.add_argument("--offset", type=int, default=0,
+                        help="with --gradcheck EVERY: start at this case (0 .. EVERY - 1), so "
+                        "that EVERY runs with offsets 0 .. EVERY - 1 cover the table")
     opts = parser.parse_args()
     bad = 0
-    for name, f, make, kind in (gradcheck_cases(opts.gradcheck) if opts.gradcheck else CASES):
+    for name, f, make, kind in (gradcheck_cases(opts.gradcheck, opts.offset) if opts.gradcheck else CASES):
         if opts.only and name not in opts.only.split(","):
             continue
         try:

@@ -40,6 +40,7 @@ from ..ir.region import loop_of
 from ..ir.tape import Aval, Tape
 from ..text import comment, identifier
 from .numba_calls import DECORATOR, numba_forms, pad_helper
+from .numba_hoist import hoisted
 from .numba_nests import loop_nests
 from .numba_shapes import Val, kind_of
 from .render import INDENT, Block, Comment, block_nodes, statement_lines
@@ -220,9 +221,9 @@ def _compiled_form(nodes: list[ast.stmt], params: list[str], avals: list[Aval | 
     """A loop's statements as its numba function holds them: the calls numba does not take
     rewritten (numba_calls.py), then the array statements as loop nests (numba_nests.py);
     ``form.helpers`` gets the ``_padN`` helpers the statements still call."""
-    nodes = loop_nests(numba_forms(nodes, set()), {
+    nodes = hoisted(loop_nests(numba_forms(nodes, set()), {
         p: None if a is None else Val(tuple(a.shape), kind_of(a.dtype))
-        for p, a in zip(params, avals)}, results)
+        for p, a in zip(params, avals)}, results), params)
     form.helpers |= {int(n.func.id[4:]) for node in nodes for n in ast.walk(node)
                      if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
                      and re.fullmatch(r"_pad\d+", n.func.id)}

@@ -36,7 +36,8 @@ import copy
 from dataclasses import dataclass, field
 
 from .numba_shapes import (ARITH, BINARY, UNARY, Shapes, Val, add_at_key, axes_of, broadcast,
-                           computes, constant, indexed, kept_sum, rolled, sum_of, xp_name)
+                           computes, constant, indexed, kept_sum, product_sum, rolled, sum_of,
+                           xp_name)
 from .render import Comment
 
 
@@ -260,7 +261,7 @@ class Lowering:
             write = self._number(stmt, before) or self._write(stmt, before)
         except NotLowered:
             _bind(stmt, self.shapes)
-            return [stmt]
+            return [_made(stmt, self.shapes)]
         out = []
         for pre in before:
             out += self.statement(pre)
@@ -310,6 +311,7 @@ class Lowering:
             val = of(value)
             if val is None or val.kind != "f":
                 raise NotLowered
+            value = product_sum(value, self.shapes) or value
             summed = kept_sum(value, self.shapes)
             if summed is not None:
                 inner, axes, keep = summed
@@ -347,6 +349,20 @@ class Lowering:
             raise NotLowered
         return Write(into.shape, target, op, self.elements.hoist(value, before), None,
                      base.id, {})
+
+
+def _made(stmt: ast.stmt, shapes: Shapes) -> ast.stmt:
+    """``stmt``, or where it makes a float64 array of zeros (or not set) of a known shape
+    (``xp.zeros_like(x)``), that array as the nests make theirs (``xp.zeros((16, 2))``), which
+    numba_hoist.py can make once before the loop."""
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
+            and isinstance(stmt.targets[0], ast.Name) and isinstance(stmt.value, ast.Call):
+        how = {"zeros": "zeros", "zeros_like": "zeros", "empty": "empty",
+               "empty_like": "empty"}.get(xp_name(stmt.value.func))
+        val = shapes.env.get(stmt.targets[0].id)
+        if how is not None and val is not None and val.kind == "f" and val.shape:
+            return _alloc(stmt.targets[0].id, val.shape, how)
+    return stmt
 
 
 def _names(e: ast.AST) -> set[str]:
