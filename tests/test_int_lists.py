@@ -93,3 +93,32 @@ def test_a_list_of_ints_used_otherwise_than_as_an_index_is_static(f):
         value, g = ys.grad(f, x, ids)
         assert np.isclose(value, f(x, ids), rtol=1e-14)
         np.testing.assert_allclose(g[0], numeric(lambda a: f(a, ids), [x], 0), rtol=1e-7)
+
+
+def keyed_loss(Wx, Wh, Wy, inputs, targets, hprev):
+    """min-char-rnn's forward pass, in its form: dicts keyed by the step, ``hs[-1]`` before the
+    loop, ``loss = 0``, the token ids read by the step index."""
+    xs, hs, ps = {}, {}, {}
+    hs[-1] = np.copy(hprev)
+    loss = 0
+    for t in range(len(inputs)):
+        xs[t] = np.zeros((V, 1))
+        xs[t][inputs[t]] = 1
+        hs[t] = np.tanh(np.dot(Wx, xs[t]) + np.dot(Wh, hs[t - 1]))
+        ps[t] = np.exp(np.dot(Wy, hs[t])) / np.sum(np.exp(np.dot(Wy, hs[t])))
+        loss += -np.log(ps[t][targets[t], 0])
+    return loss
+
+
+def test_min_char_rnns_form_is_a_region_that_trains_with_one_compile():
+    ys.clear_cache()
+    h0 = np.zeros((H, 1))
+    for inputs, targets in chunks(3, length=12):
+        value, g = ys.grad(keyed_loss, WX, WH, WY, inputs, targets, h0)
+        args = (WX, WH, WY, inputs, targets, h0)
+        assert np.isclose(value, keyed_loss(*args), rtol=1e-13)
+        for i in (0, 1, 2, 5):
+            np.testing.assert_allclose(g[i], numeric(keyed_loss, args, i), rtol=1e-6, atol=1e-8)
+    assert ys.cache_info()["misses"] == 1 and ys.cache_info()["hits"] == 2
+    loops = g._variant.compiled.forward.loops
+    assert len(loops) == 1 and "region: range(len(inputs)), 12 steps" in loops[0], loops

@@ -28,6 +28,8 @@ from .programs.loop_regions import (appended, appended_before_step, appended_the
                                     two_row_stores, two_stacks, weak_then_array, with_helper,
                                     written_rows, zero_d_total, zipped)
 from .programs.loop_regions import advected, advected_args
+from .programs.loop_regions import (keyed_from_one, keyed_one_hot, keyed_read_in_a_later_loop,
+                                    keyed_states, keyed_two_back, keyed_two_items)
 from .programs.loop_regions import (by_length, by_step, last_of_list, list_args, list_in_dict,
                                     list_made_in_step, own_row, params_dict, rewritten_row,
                                     two_back, two_lists, whole_list)
@@ -101,6 +103,10 @@ CASES = [
         (last_of_list, "region"), (two_lists, "region"), (two_back, "unrolled"),
         (by_length, "unrolled"), (by_step, "unrolled"), (whole_list, "unrolled"),
         (own_row, "region"), (rewritten_row, "unrolled"), (list_made_in_step, "region")]),
+    # a dict keyed by the step: hs[t] = f(hs[t - 1]) (issue 35, min-char-rnn)
+    *((f.__name__, f, list_args, kind) for f, kind in [
+        (keyed_states, "region"), (keyed_one_hot, "region"), (keyed_from_one, "region"),
+        (keyed_two_back, "unrolled"), (keyed_two_items, "unrolled")]),
 ]
 
 
@@ -1317,3 +1323,15 @@ def test_a_list_inside_a_dict_argument(buffers):
     assert len(given["hs"]) == len(expected["hs"]) == len(xs) + 1
     for row, want in zip(given["hs"], expected["hs"]):
         np.testing.assert_allclose(row, want, rtol=1e-13)
+
+
+@pytest.mark.parametrize("buffers", [True, False], ids=["buffered", "plain"])
+def test_a_later_loop_reading_the_items_a_region_set_by_key_is_unrolled(buffers):
+    args = list_args()
+    tape, _ = trace_function(keyed_read_in_a_later_loop, args)
+    assert "region" in tape.loops[0] and "unrolled" in tape.loops[1], tape.loops
+    value, *grads = ys.simplegrad(keyed_read_in_a_later_loop, *args, buffers=buffers)(*args)
+    assert np.isclose(value, keyed_read_in_a_later_loop(*args), rtol=1e-13)
+    for i, g in enumerate(grads):
+        np.testing.assert_allclose(g, numerical_grad(keyed_read_in_a_later_loop, list(args), i),
+                                   rtol=1e-6, atol=1e-8)

@@ -38,6 +38,7 @@ import tempfile
 import time
 import types
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -234,11 +235,94 @@ def fluidsim(repo: str, folder: Path, size: int = 110, steps: int = 100) -> None
           f"loop: {'; '.join(loops)}")
 
 
+def _min_char_rnn(repo: str, folder: Path) -> types.ModuleType:
+    """min-char-rnn's ``lossFun`` (Python 2: its ``xrange``), read from the copy's
+    ``min-char-rnn.py`` (at its root or under ``python/``), as a module of ``folder`` whose
+    globals are the model's; the function's text is theirs but for its first line, which takes
+    the parameters it reads as globals as arguments too (``lossFun_of``)."""
+    for path in ("min-char-rnn.py", "python/min-char-rnn.py"):
+        try:
+            source = read(repo, path)
+            break
+        except subprocess.CalledProcessError:
+            continue
+    lines = source.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("def lossFun("))
+    end = next(i for i in range(start + 1, len(lines))
+               if lines[i][:1] not in ("", " ", "\t", "#"))
+    function = "\n".join(lines[start:end])
+    signature = "def lossFun(inputs, targets, hprev):"
+    assert lines[start] == signature, lines[start]
+    text = ("import numpy as np\n\nxrange = range\n\n\n" + function + "\n\n\n" +
+            function.replace(signature, "def lossFun_of(Wxh, Whh, Why, bh, by, inputs, targets, "
+                             "hprev):", 1) + "\n")
+    (folder / "min_char_rnn.py").write_text(text)
+    sys.path.insert(0, str(folder))
+    import min_char_rnn
+    return min_char_rnn
+
+
+def min_char_loss(Wxh, Whh, Why, bh, by, inputs, targets, hprev):
+    from min_char_rnn import lossFun_of
+    return lossFun_of(Wxh, Whh, Why, bh, by, inputs, targets, hprev)[0]
+
+
+def min_char_rnn(repo: str, folder: Path, chunks: int = 5) -> None:
+    """The gist's sizes (100 hidden units, 25 steps), 65 characters: ``lossFun`` traced whole
+    (its handwritten backward pass is dead code of the loss), differentiated with ``ys.grad``
+    for a few chunks of text (their token ids in lists, as the gist's training loop makes
+    them), against the gradients the authors' ``lossFun`` returns (clipped to [-5, 5]: exact
+    where smaller)."""
+    folder.mkdir()
+    module = _min_char_rnn(repo, folder)
+    rs = np.random.RandomState(0)
+    vocab, hidden, steps = 65, 100, 25
+    module.vocab_size = vocab
+    params = [rs.randn(hidden, vocab) * 0.01, rs.randn(hidden, hidden) * 0.01,
+              rs.randn(vocab, hidden) * 0.01, np.zeros((hidden, 1)), np.zeros((vocab, 1))]
+    for name, value in zip(("Wxh", "Whh", "Why", "bh", "by"), params):
+        setattr(module, name, value)
+    text = [int(c) for c in rs.randint(0, vocab, chunks * steps + 1)]
+    ys.clear_cache()
+    hprev, worst, took = np.zeros((hidden, 1)), 0.0, []
+    for n in range(chunks):
+        inputs, targets = text[n * steps:(n + 1) * steps], text[n * steps + 1:(n + 1) * steps + 1]
+        start = time.perf_counter()
+        value, g = ys.grad(min_char_loss, *params, inputs, targets, hprev, wrt=(0, 1, 2, 3, 4))
+        took.append(time.perf_counter() - start)
+        loss, *theirs, hnext = module.lossFun(inputs, targets, hprev)
+        worst = max([worst, abs(value - loss)] + [np.max(np.abs(a - b))
+                                                   for a, b in zip(g[:5], theirs)])
+        hprev = hnext
+    info, compiled = ys.cache_info(), g._variant.compiled
+    ours = _best(lambda: ys.grad(min_char_loss, *params, inputs, targets, hprev,
+                                 wrt=(0, 1, 2, 3, 4)))
+    theirs_time = _best(lambda: module.lossFun(inputs, targets, hprev))
+    print(f"min-char-rnn: compiled in {took[0]:.2f} s to {len(compiled.text.splitlines())} lines; "
+          f"{chunks} chunks: {info['misses']} compile, {info['hits']} cache hits; "
+          f"|value, dW, db - theirs| <= {worst:.1e}; {ours * 1e3:.2f} ms per gradient against "
+          f"{theirs_time * 1e3:.2f} ms for theirs ({ours / theirs_time:.2f}x); "
+          f"loops: {'; '.join(compiled.forward.loops)}")
+
+
+def _best(fn: Callable, repeat: int = 5, number: int = 20) -> float:
+    """The best of ``repeat`` runs of ``number`` calls, per call (s)."""
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        best = min(best, (time.perf_counter() - start) / number)
+    return best
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ml-from-scratch", help="a copy of eriklindernoren/ML-From-Scratch")
     parser.add_argument("--numpy-ml", help="a copy of ddbourgin/numpy-ml")
     parser.add_argument("--autograd", help="a copy of HIPS/autograd")
+    parser.add_argument("--min-char-rnn", help="a copy of a repository that holds karpathy's "
+                        "min-char-rnn.py (a gist) unchanged")
     ns = parser.parse_args(argv)
     os.environ.setdefault("MPLBACKEND", "Agg")
     with tempfile.TemporaryDirectory() as tmp:
@@ -249,6 +333,8 @@ def main(argv: list[str] | None = None) -> None:
         if ns.numpy_ml:
             _numpy_ml(ns.numpy_ml, Path(tmp) / "numpy_ml")
             numpy_ml_mlp()
+        if ns.min_char_rnn:
+            min_char_rnn(ns.min_char_rnn, Path(tmp) / "min_char_rnn")
         if ns.autograd:
             (Path(tmp) / "autograd").mkdir()
             fluidsim(ns.autograd, Path(tmp) / "autograd")

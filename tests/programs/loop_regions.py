@@ -812,3 +812,65 @@ def params_dict(params, xs):
     for t in range(xs.shape[0]):
         h = np.tanh(h @ params["W"] + xs[t, 0] * params["b"])
     return np.sum(h ** 2)
+
+
+# dicts keyed by the step (issue 35, min-char-rnn's xs, hs, ys, ps: frontend/region_dicts.py)
+
+def keyed_states(W, xs):
+    """min-char-rnn's form: hs[-1] before the loop, hs[t] from hs[t - 1], the loss an int 0
+    made a float by the first step, items read after the loop by key."""
+    hs, ps = {}, {}
+    hs[-1] = np.zeros((2, W.shape[1]))
+    loss = 0
+    for t in range(xs.shape[0]):
+        hs[t] = np.tanh(hs[t - 1] @ W + xs[t])
+        ps[t] = np.exp(hs[t]) / np.sum(np.exp(hs[t]))
+        loss += -np.log(ps[t][0, 1])
+    return loss + np.sum(hs[xs.shape[0] - 1] ** 2) + np.sum(hs[2] * hs[-1])
+
+
+def keyed_one_hot(W, xs):
+    """An item set to zeros, then written in place through its key (xs[t][k] = 1)."""
+    hs, onehot = {-1: np.zeros((2, W.shape[1]))}, {}
+    for t in range(xs.shape[0]):
+        onehot[t] = np.zeros((2, W.shape[1]))
+        onehot[t][0, t % 3] = 1.0
+        hs[t] = np.tanh(hs[t - 1] @ W + onehot[t] * xs[t])
+    return np.sum(hs[xs.shape[0] - 1] ** 2)
+
+
+def keyed_from_one(W, xs):
+    """range(1, n): the item before the first step is hs[0]."""
+    hs = {0: np.tanh(xs[0])}
+    for t in range(1, xs.shape[0]):
+        hs[t] = np.tanh(hs[t - 1] @ W + xs[t])
+    return sum(np.sum(hs[t] ** 2) for t in (1, 4, xs.shape[0] - 1))
+
+
+def keyed_two_back(W, xs):
+    """hs[t - 2]: another step's item than the one before: unrolled."""
+    hs = {-2: np.ones((2, W.shape[1])), -1: np.zeros((2, W.shape[1]))}
+    for t in range(xs.shape[0]):
+        hs[t] = np.tanh(hs[t - 1] @ W + 0.5 * hs[t - 2] + xs[t])
+    return np.sum(hs[xs.shape[0] - 1] ** 2)
+
+
+def keyed_two_items(W, xs):
+    """Two items keyed by the step set in one step: unrolled."""
+    hs = {-1: np.zeros((2, W.shape[1]))}
+    for t in range(xs.shape[0]):
+        hs[t] = np.tanh(hs[t - 1] @ W + xs[t])
+        hs[t + 100] = hs[t] * 2.0
+    return np.sum(hs[xs.shape[0] + 99] ** 2)
+
+
+def keyed_read_in_a_later_loop(W, xs):
+    """A later loop reads hs[t] of a dict the first one set: another item at each step, which
+    that loop does not set (unrolled; it read hs[0] at every step before this was checked)."""
+    hs = {-1: np.zeros((2, W.shape[1]))}
+    for t in range(xs.shape[0]):
+        hs[t] = np.tanh(hs[t - 1] @ W + xs[t])
+    total = 0.0
+    for t in range(xs.shape[0]):
+        total = total + np.sum(hs[t] * xs[t])
+    return total

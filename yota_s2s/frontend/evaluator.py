@@ -41,6 +41,7 @@ from .frame import Frame
 from .inline import InliningMixin
 from .outside import OutsideReads
 from .primitive_calls import PrimitiveCallsMixin
+from .region_dicts import RegionDictsMixin
 from .region_lists import RegionListsMixin
 from .region_tape import RegionTapeMixin
 from .regions import RegionsMixin, TrialAbort
@@ -68,7 +69,8 @@ class _Continue(Exception):
 
 
 class Evaluator(ExpressionsMixin, CallsMixin, PrimitiveCallsMixin, InliningMixin, UpdatesMixin,
-                RegionsMixin, RegionListsMixin, RegionTapeMixin, BranchesMixin, WhilesMixin):
+                RegionsMixin, RegionListsMixin, RegionDictsMixin, RegionTapeMixin, BranchesMixin,
+                WhilesMixin):
     def __init__(self, rules: RuleSet, values: dict[Var, Any] | None = None):
         self.rules = rules
         self.stmts: list[Stmt] = []
@@ -391,7 +393,8 @@ class Evaluator(ExpressionsMixin, CallsMixin, PrimitiveCallsMixin, InliningMixin
             key = self.expr(target.slice)
             if isinstance(container, (list, dict)) and not isinstance(key, Var):
                 container[key] = value
-            else:
+            elif not (type(container) is dict and self.trial_records and
+                      self.step_write(container, key, value, target)):     # hs[t] = h
                 self.write_item(container, key, value, target, _shown(target.value))
         elif isinstance(target, gast.Starred):
             self.assign(target.value, list(value))

@@ -344,6 +344,10 @@ class ExpressionsMixin:
             return call_dunder(self, obj, "__getitem__", [key], node)
         if (obj is np.r_ or obj is np.c_) and is_traced(key):
             return self.concatenated(obj is np.c_, key if isinstance(key, tuple) else (key,), node)
+        if self.trial_records and type(obj) is dict:
+            item = self.step_read(obj, key, node)       # hs[t - 1] in a region's step
+            if item is not None:
+                return item
         if is_traced(key):
             raise StaticValueError(f"a {type(obj).__name__} cannot be indexed by a traced value",
                                    self.loc(node), "Index Python containers with ints known at compile time.")

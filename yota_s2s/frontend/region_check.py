@@ -16,7 +16,9 @@ import numpy as np
 
 from ..ir.analysis import Analysis
 from ..ir.tape import Input, Tape, Var
-from .region_lists import READS_LAST, CarryLast, LastRow, Watch, changed, items_of, misread
+from .region_dicts import keyed_row
+from .region_lists import (READS_LAST, CarryLast, KeyedLast, LastRow, Watch, changed, items_of,
+                           misread)
 from .region_syntax import loaded_outside
 
 _MISSING = object()
@@ -58,6 +60,17 @@ def appended_rows(ev: Any, watch: Watch, made: set, inputs: set) -> Any:
     appended = []               # hs.append(h): one value per step, stacked
     carry = CarryLast()
     for obj, items in watch.containers.values():
+        row = keyed_row(ev, watch, obj, items, made, inputs) if id(obj) in watch.keyed else None
+        if isinstance(row, KeyedLast):          # hs[t - 1], the item the step before set
+            if not traceable(ev.current(obj[row.key])):
+                return "the step reads hs[t - 1] of a dict of static values it sets"
+            carry[id(obj)] = row
+            continue
+        if isinstance(row, str):
+            return row
+        if row is not None:                     # hs[t] = h: one item per step
+            appended.append((obj, row))
+            continue
         now = items_of(obj)
         if isinstance(obj, list) and len(now) == len(items) + 1 and \
                 all(a is b for a, b in zip(now, items)) and isinstance(now[-1], Var) and \
@@ -72,6 +85,9 @@ def appended_rows(ev: Any, watch: Watch, made: set, inputs: set) -> Any:
             continue
         if changed(now, items):
             return "the loop changes a Python list or dict"
+    if any(key not in watch.keyed for key in watch.keyed_reads):
+        return "the step reads an item of a dict by the step index, which it does not set: " \
+            "another item at each step"
     return carry or appended
 
 
@@ -101,6 +117,9 @@ def carried_names_after(ev: Any, node: gast.For, names: list[str], carried: dict
         elif pre is _MISSING:
             if isinstance(now, Var) and name in loaded_outside(frame, node):
                 return f"`{name}` is first bound in the loop and read after it"
+        elif type(pre) is int and isinstance(now, Var) and now in made and \
+                now.aval.ndim == 0 and now.aval.dtype.kind in "fc":
+            wider[name] = now.aval      # loss = 0, then loss += a float: a float from 0
         elif not _same_static(pre, now):
             return f"`{name}` is a static value that changes in the loop"
     return None

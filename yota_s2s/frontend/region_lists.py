@@ -33,21 +33,38 @@ class Watch:
         self.made: dict[int, Any] = {}
         self.reads: dict[int, list] = {}
         self.last: dict[int, tuple[Var, int]] = {}
+        # dicts keyed by the step (region_dicts.py): the step index; id -> the offset from it
+        # of the key the step sets (``hs[t] = h``: 0), and the offsets of the keys it reads
+        # that it has not set (``hs[t - 1]``: -1)
+        self.index: Var | None = None
+        self.keyed: dict[int, int] = {}
+        self.keyed_reads: dict[int, set] = {}
 
 
 class LastRow:
     """The key of a carried ``hs[-1]``: the row the step before appended to the list (before
-    the first step, the list's last item), carried like a name's value."""
+    the first step, the list's last item), carried like a name's value; of a carried
+    ``hs[t - 1]``: the item the step before set in the dict (before the first step, its item
+    ``key``)."""
 
-    def __init__(self, rows: list, hint: str):
-        self.rows, self.hint = rows, hint
+    def __init__(self, rows: list | dict, hint: str, key: int | None = None):
+        self.rows, self.hint, self.key = rows, hint, key
 
     def __str__(self) -> str:
-        return f"{self.hint}[-1]"
+        return f"{self.hint}[-1]" if self.key is None else f"{self.hint}[t - 1]"
+
+
+class KeyedLast:
+    """A dict whose item the step before set (``hs[t - 1]``) to carry, starting from its item
+    ``key`` before the loop (``CarryLast``'s value for a dict)."""
+
+    def __init__(self, rows: dict, key: int):
+        self.rows, self.key = rows, key
 
 
 class CarryLast(dict):
-    """A trial's outcome: carry ``hs[-1]`` of these lists (id -> list) and try again."""
+    """A trial's outcome: carry ``hs[-1]`` of these lists (id -> list) and ``hs[t - 1]`` of
+    these dicts (id -> ``KeyedLast``), and try again."""
 
 
 WHOLE = object()        # the key of a read of a list as a whole (``Watch.reads``)

@@ -131,7 +131,11 @@ class RegionTapeMixin:
             stack.hint = stack.hint or s_in.hint
             rows = self.stack_row_views(stack, length, node)
             self.stack_rows.update((row, (stack, i)) for i, row in enumerate(rows))
-            obj.extend(rows)
+            if isinstance(obj, dict):           # hs[t] = h: the items under their keys
+                first = self.region_keys[id(obj)]
+                obj.update((first + i, row) for i, row in enumerate(rows))
+            else:
+                obj.extend(rows)
             last_rows[v] = rows[-1]
         for (name, out), value in zip(outs, results):
             if isinstance(name, LastRow):

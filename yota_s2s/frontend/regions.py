@@ -39,7 +39,7 @@ import numpy as np
 from ..errors import YotaError
 from ..ir.tape import Aval, Var
 from .region_check import check_step, error_reason, traceable
-from .region_lists import CarryLast, LastRow, Watch, items_of, list_name
+from .region_lists import CarryLast, KeyedLast, LastRow, Watch, items_of, list_name
 from .region_syntax import assigned_names, syntax_reason
 from .selections import select_masks_in_step
 
@@ -202,8 +202,9 @@ class RegionsMixin:
         containers = {id(v): (v, items_of(v))
                       for v in frame.locals.values() if type(v) in (list, dict)}
         watch = Watch(containers)      # and every other one the step reaches
-        index = Var(Aval((), np.dtype(np.int64), weak=True),
-                    hint=node.target.id if isinstance(node.target, gast.Name) else "t")
+        index = watch.index = Var(Aval((), np.dtype(np.int64), weak=True),
+                                  hint=node.target.id if isinstance(node.target, gast.Name)
+                                  else "t")
         self.values[index] = 0
         carried = self.carry_names(names, overrides)
         self.carry_last_rows(last, overrides, carried, watch)
@@ -225,6 +226,7 @@ class RegionsMixin:
             body[:] = select_masks_in_step(self, body, frame, watch.containers)
             outcome = check_step(self, node, names, carried, saved, watch, body)
             if isinstance(outcome, tuple):
+                self.region_keys = watch.keyed      # (dicts keyed by the step: region_dicts)
                 return self.make_region(node, iterable, length, index, carried, saved,
                                         watch.containers, body, *outcome)
             failure = outcome
@@ -241,7 +243,7 @@ class RegionsMixin:
             if name not in frame.locals:
                 continue
             pre = self.current(frame.locals[name])
-            if not traceable(pre):
+            if not traceable(pre) and not (type(pre) is int and name in overrides):
                 continue
             aval = overrides.get(name) or (pre.aval if isinstance(pre, Var) else Aval.of(pre))
             var = Var(aval, hint=name)
@@ -260,10 +262,13 @@ class RegionsMixin:
         step before appended), added to ``carried`` under a ``LastRow`` key and to the
         trial's ``watch``."""
         for rows in last.values():      # hs[-1] before the append: the step before's row
-            pre = self.current(rows[-1])
+            item = None
+            if isinstance(rows, KeyedLast):     # hs[t - 1]: the item the step before set
+                rows, item = rows.rows, rows.key
+            pre = self.current(rows[-1 if item is None else item])
             listed = list_name(self.frame, rows)
             key = next((k for k in overrides if isinstance(k, LastRow) and k.rows is rows),
-                       None) or LastRow(rows, listed)
+                       None) or LastRow(rows, listed, item)
             aval = overrides.get(key) or (pre.aval if isinstance(pre, Var) else Aval.of(pre))
             var = Var(aval, hint=f"{listed}_last")
             if isinstance(pre, Var):
@@ -271,7 +276,7 @@ class RegionsMixin:
             else:
                 self.values[var] = _starting(aval.dtype)(pre)
             carried[key] = (var, pre)
-            watch.last[id(rows)] = (var, len(rows))
+            watch.last[id(rows)] = (var, len(rows) if item is None else item)
 
     def undo_trial(self, saved: Before, containers: dict, notes: bool = True) -> None:
         """Undo what a trial did: the frame's names, the update and view tables, the loop notes
