@@ -266,7 +266,7 @@ def jvp_tape(f: Any, args: Sequence[Any], tangents: Sequence[Any] | None = None,
 
 
 def _jvp_stages(f: Any, args: Sequence[Any], tangents: Sequence[Any] | None, rules: RuleSet,
-                check: bool, passes: bool, has_aux: bool = False
+                check: bool, passes: bool, has_aux: bool = False, after: str | None = None
                 ) -> tuple[Tape, Tape, Assumptions]:
     # (forward mode has no JVP of a loop region yet: its loops are unrolled)
     forward, ev = trace_function(f, args, rules, regions=False)
@@ -274,7 +274,8 @@ def _jvp_stages(f: Any, args: Sequence[Any], tangents: Sequence[Any] | None, rul
     if check:
         verified(forward, "trace")
     tape = forward_sweep(forward, ev, list(tangents or [None] * len(args)), has_aux)
-    return forward, _optimized(tape, rules, check, passes, made_by="forward"), assumes
+    return forward, _optimized(tape, rules, check, passes, after=after,
+                               made_by="forward"), assumes
 
 
 def compile_jvp(f: Any, args: Sequence[Any], tangents: Sequence[Any] | None = None, *,
@@ -301,18 +302,20 @@ def compile_linearize(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES,
     """``ys.linearize``'s two modules (ad/linearize.py): the forward, ``f_linearize(*args) ==
     (f(*args), residuals)``, and the tangent map, ``f_tangent(*residuals, *tangents) == J @
     tangents``; None where the JVP tape cannot be cut (a tangent statement writes into a value
-    of the forward)."""
+    of the forward). The JVP tape is cut before the passes that write in place (the
+    tangent map's steps are hoisted on it: ad/hoist.py), each half optimized on from there."""
     if device not in DEVICES:
         raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
     forward, tape, assumes = _jvp_stages(f, args, None, rules, check, passes=True,
-                                         has_aux=has_aux)
-    halves = split(tape, len(forward.params))
+                                         has_aux=has_aux, after="bodies")
+    halves = split(tape, len(forward.params), rules)
     if halves is None:
         return None
     written = []
-    for half in (halves.forward, halves.tangent):
+    for half, since in ((halves.forward, "stacked-products"), (halves.tangent, "fresh-outputs")):
         if check:
             verified(half, "linearize")
+        half = optimize(half, rules, check=check, since=since)
         half = assign_names(half, names_taken(half))
         written.append(_written(forward, half, device, out_dir, None, None, buffers,
                                 assumes if half is halves.forward else None))

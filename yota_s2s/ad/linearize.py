@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.tape import Aval, Input, Stmt, Tape, Var, tree_atoms
+from ..rules.registry import RuleSet
+from .hoist import hoist_steps
 
 
 @dataclass
@@ -30,11 +32,11 @@ class Linearized:
     residuals: list[Var]
 
 
-def split(tape: Tape, nparams: int) -> Linearized | None:
+def split(tape: Tape, nparams: int, rules: RuleSet) -> Linearized | None:
     """Cut the JVP ``tape`` (whose first ``nparams`` parameters are the primal arguments, the
-    rest their tangents) into the forward and the tangent map; None where a statement of the
-    tangent map would write into a value of the forward (it would change the residuals that
-    the next call reads)."""
+    rest their tangents) into the forward and the tangent map, the tangent map's independent
+    steps hoisted (ad/hoist.py); None where a statement of the tangent map would write into a
+    value of the forward (it would change the residuals that the next call reads)."""
     tangent_inputs = [i for i in tape.inputs if i.argnum >= nparams]
     reads_tangent = {i.var for i in tangent_inputs}
     forward_stmts: list[Stmt] = []
@@ -47,6 +49,9 @@ def split(tape: Tape, nparams: int) -> Linearized | None:
             reads_tangent.update(stmt.outs)
         else:
             forward_stmts.append(stmt)
+    forward_stmts, tangent_stmts = hoist_steps(forward_stmts, tangent_stmts, reads_tangent,
+                                               {i.var for i in tangent_inputs}, rules)
+    reads_tangent.update(o for s in tangent_stmts for o in s.outs)
     residuals = list(dict.fromkeys(
         a for a in [*(u for s in tangent_stmts for u in s.uses()), *tree_atoms(tape.tangent)]
         if isinstance(a, Var) and a not in reads_tangent))

@@ -129,16 +129,23 @@ def stages_for(form: str, device: str | None = None) -> tuple[Stage, ...]:
 
 def optimize(tape: Tape, rules: RuleSet, passes: Sequence[Pass] | None = None,
              review: bool = False, device: str | None = None, *, check: bool = False,
-             until: str | None = None) -> Tape:
+             until: str | None = None, since: str | None = None) -> Tape:
     """``tape`` through the stages of its form: ``review``, the plain form (the review form),
     else the buffered one; ``device``: where the buffered module runs (``lower`` is for numpy
     on a CPU; None: not said, not lowered). ``passes``: the fixed point's passes instead of the
     form's. ``check``: the verifier after every stage that changed the tape; ``until``: stop
-    after that stage (a ValueError names the stages where it is not one of the form's)."""
+    after that stage (a ValueError names the stages where it is not one of the form's);
+    ``since``: start at that stage (of the schedule, run or not for this form: the rest of a
+    tape optimized ``until`` the stage before it)."""
     form = "plain" if review else "buffered"
     schedule = stages_for(form, device)
     if until is not None and until not in {stage.name for stage in schedule}:
         raise ValueError(_not_a_stage(until, form, device, schedule))
+    if since is not None:
+        if since not in STAGE_NAMES:
+            raise ValueError(_not_a_stage(since, form, device, schedule))
+        later = STAGE_NAMES[STAGE_NAMES.index(since):]
+        schedule = tuple(stage for stage in schedule if stage.name in later)
     rounds = ROUNDS[form] if passes is None else passes
     for stage in schedule:
         before, tape = tape, stage.run(tape, rules, rounds)

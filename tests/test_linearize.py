@@ -1,0 +1,104 @@
+"""ys.linearize's tangent map: the independent steps of an unrolled loop hoisted into one
+statement over every step (ad/hoist.py), its values against ys.jvp at the same point."""
+import re
+
+import numpy as np
+import pytest
+
+import yota_s2s as ys
+
+
+def rnn(Wx, Wh, xs, h0):
+    h = h0
+    for t in range(xs.shape[0]):
+        h = np.tanh(xs[t] @ Wx + h @ Wh)
+    return h
+
+
+def rnn_from_one(Wx, Wh, xs, h0):       # rows 1.. of xs: a slice
+    h = h0
+    for t in range(1, xs.shape[0]):
+        h = np.tanh(xs[t] @ Wx + h @ Wh)
+    return h
+
+
+def scaled_steps(w, xs, h0):            # elementwise: dot_xs[t] * w for every t
+    h = h0
+    for t in range(xs.shape[0]):
+        h = np.sin(xs[t] * w + h * 0.5)
+    return h
+
+
+def left_products(W, xs, h0):           # W @ xs[t], the steps' matrices on the right
+    h = h0
+    for t in range(xs.shape[0]):
+        h = np.tanh(W @ xs[t] + h)
+    return h
+
+
+def left_vectors(W, xs, h0):            # W @ xs[t] of vectors: no stack lines those up
+    h = h0
+    for t in range(xs.shape[0]):
+        h = np.tanh(W @ xs[t] + h)
+    return h
+
+
+def every_other(Wx, xs, h0):            # xs[2 * t]: rows that are not consecutive
+    h = h0
+    for t in range(xs.shape[0] // 2):
+        h = np.tanh(xs[2 * t] @ Wx + h)
+    return h
+
+
+def tangent_agrees(f, shapes, buffers=True, seed=0):
+    rng = np.random.default_rng(seed)
+    primals = [rng.normal(size=s) * 0.5 for s in shapes]
+    value, f_jvp = ys.linearize(f, *primals, buffers=buffers)
+    np.testing.assert_allclose(value, f(*primals), rtol=1e-13)
+    for _ in range(2):
+        tangents = [rng.normal(size=s) for s in shapes]
+        np.testing.assert_allclose(f_jvp(*tangents), ys.jvp(f, primals, tangents)[1],
+                                   rtol=1e-12, atol=1e-14)
+    return ys.source(f_jvp)
+
+
+def products(text):
+    body = text[re.search(r"def \w+_tangent\(", text).start():]
+    code = "\n".join(line for line in body.splitlines() if not line.lstrip().startswith("#"))
+    return len(re.findall(r" @ |xp\.matmul\(", code))
+
+
+@pytest.mark.parametrize("buffers", [True, False])
+def test_rnn_tangent_map_makes_the_products_of_every_step_at_once(buffers):
+    steps = 6
+    text = tangent_agrees(rnn, [(3, 4), (4, 4), (steps, 2, 3), (2, 4)], buffers)
+    # dot_xs[t] @ Wx, xs[t] @ dot_Wx and h @ dot_Wh for every t: one product each; only
+    # dot_h @ Wh is left in the steps (4 products a step before)
+    assert products(text) == steps + 3
+    assert re.search(r"matmul\(dot_xs, Wx\b|dot_xs @ Wx", text)
+    # the forward stacks the states h0 .. h_4 once for h @ dot_Wh: the tangent map reads them
+    assert "def rnn_tangent(Wx, xs, hs, Wh," in text and "stack" not in text
+
+
+def test_rnn_tangent_map_in_the_inputs_alone():
+    rng = np.random.default_rng(1)
+    Wx, Wh, h0 = rng.normal(size=(3, 4)), rng.normal(size=(4, 4)), np.zeros((2, 4))
+
+    def of_xs(xs):
+        return rnn(Wx, Wh, xs, h0)
+    text = tangent_agrees(of_xs, [(5, 2, 3)])
+    assert products(text) == 1 + 4        # dot_xs @ Wx once, dot_h @ Wh at steps 1..4
+
+
+@pytest.mark.parametrize("f, shapes, hoisted", [
+    (rnn_from_one, [(3, 4), (4, 4), (5, 2, 3), (2, 4)], True),
+    (scaled_steps, [(3,), (4, 2, 3), (2, 3)], True),
+    (left_products, [(2, 2), (4, 2, 3), (2, 3)], True),
+    (left_vectors, [(2, 3), (4, 3), (2,)], False),
+    (every_other, [(3, 4), (6, 2, 3), (2, 4)], False),
+], ids=["slice", "elementwise", "matrices-on-the-right", "vectors-on-the-right", "every-other"])
+def test_hoisted_steps_agree_with_jvp(f, shapes, hoisted):
+    text = tangent_agrees(f, shapes)
+    # hoisted: the steps read no row dot_xs[t] of the tangent, they read rows of the result
+    assert (re.search(r"dot_xs\[\d+\]", text) is None) is hoisted
+

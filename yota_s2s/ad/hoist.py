@@ -1,0 +1,208 @@
+"""A tangent map's independent steps, hoisted: the statements of an unrolled loop that apply
+one primitive, at every step, to values its tangent inputs and the forward give (not to what
+the steps carry) become one statement over all the steps, before them::
+
+    # t = 0                                      dot_xs @ Wx               (every step at once)
+    t1 = dot_xs[0] @ Wx                          xs @ dot_Wx
+    t2 = xs[0] @ dot_Wx              ->          T1 + T2
+    t3 = t1 + t2                                 # t = 0
+    ...                                          t3 = T3[0]
+    # t = 1                                      ...
+    t8 = dot_xs[1] @ Wx                          # t = 1
+    ...                                          t10 = T3[1]
+
+A *group* is a set of statements of one primitive (with the same options) whose operands are,
+position by position, either the same value in every statement or values that vary:
+
+- rows ``A[k]`` of one array at consecutive ``k`` (``dot_xs[t]``, the forward's ``xs[t]``, the
+  rows of a statement hoisted before): the batched operand is ``A`` or the slice ``A[a:b]``;
+- values of the forward (``h`` at each step): the forward stacks them once (``np.stack``), a
+  residual like the others, so the tangent map reads one array.
+
+A group is batched where numpy's broadcasting lines the steps up on a new first axis: an
+elementwise primitive whose varying operands have the result's dimensions, or a matrix product
+``@`` whose varying operand is a stack of matrices (or of the vectors on its left) against a
+fixed matrix. Each statement of the group becomes the row of the batched result it stands for
+(a view), and the rounds go on until no group is left: two products hoisted in one round, their
+sums in the next. The tangent map then keeps only the per-step work on what the steps carry
+(``dot_h @ Wh``, the ``tanh``'s factor); the forward, which runs once, makes the stacks.
+"""
+from __future__ import annotations
+
+import operator
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from ..ir.analysis import basic_parts
+from ..ir.tape import TANGENT, Aval, Lit, Stmt, Var
+from ..rules.registry import RuleSet
+
+HOISTED = TANGENT + "every step at once: the steps' statements that read none of the loop's values"
+STACKED = TANGENT + "the forward's values that every step reads, stacked once for the tangent map"
+
+
+def hoist_steps(forward: list[Stmt], tangent: list[Stmt], carried: set[Var], inputs: set[Var],
+                rules: RuleSet) -> tuple[list[Stmt], list[Stmt]]:
+    """The forward's and the tangent map's statements with the tangent map's independent steps
+    hoisted (the module docstring): ``carried`` are the values that read a tangent (the tangent
+    inputs among them, ``inputs``); every other value is the forward's, which the tangent map
+    may read as a residual."""
+    hoisting = _Hoisting(forward, tangent, carried, inputs, rules)
+    while hoisting.round():
+        pass
+    return hoisting.forward, hoisting.top + hoisting.body
+
+
+class _Hoisting:
+    def __init__(self, forward: list[Stmt], tangent: list[Stmt], carried: set[Var],
+                 inputs: set[Var], rules: RuleSet):
+        self.forward, self.body, self.rules = list(forward), list(tangent), rules
+        self.carried = carried
+        self.top: list[Stmt] = []            # the hoisted statements, before the steps
+        self.at_top: set[Var] = set(inputs)  # tangent values made before the steps
+        self.rows: dict[Var, tuple[Var, int]] = {}     # A[k], a value made before the steps
+        self.getitem = rules.lookup(operator.getitem)
+        self.loc = None                      # where the group being batched is, without its step
+        for stmt in (*forward, *tangent):
+            self._row(stmt)
+
+    def _row(self, stmt: Stmt) -> None:
+        """Note ``stmt`` if it makes a row ``A[k]`` of an array made before the steps."""
+        if stmt.prim.fn is not operator.getitem or len(stmt.args) != 2:
+            return
+        a, key = stmt.args
+        parts = basic_parts(key)
+        if isinstance(a, Var) and self._early(a) and parts is not None and len(parts) == 1 \
+                and isinstance(parts[0], int) and a.aval.ndim >= 1:
+            self.rows[stmt.out] = (a, parts[0] % a.aval.shape[0])
+
+    def _early(self, v: Var) -> bool:
+        """Made before the steps: the forward's (a residual) or hoisted."""
+        return v not in self.carried or v in self.at_top
+
+    def round(self) -> bool:
+        groups: dict[tuple, list[int]] = {}
+        for i, stmt in enumerate(self.body):
+            key = self._key(stmt)
+            if key is not None:
+                groups.setdefault(key, []).append(i)
+        done = False
+        for members in groups.values():
+            if len(members) > 1 and self._batch([self.body[i] for i in members], members):
+                done = True
+        return done
+
+    def _key(self, stmt: Stmt) -> tuple | None:
+        """What a statement's group shares: its primitive, options and the kind of each
+        operand; None for a statement that reads a value of the steps."""
+        prim = stmt.prim
+        if prim.inplace or prim.view or prim.effect or prim.creates or len(stmt.outs) != 1 \
+                or stmt.out.aval.weak or stmt.out in self.rows \
+                or not (prim.fn is operator.matmul or prim.ufunc is not None):
+            return None
+        kinds: list[Any] = [prim, stmt.params]
+        for arg in stmt.args:
+            if isinstance(arg, Lit):
+                kinds.append(("lit", arg))
+            elif not isinstance(arg, Var) or arg.aval.weak:
+                return None
+            elif arg in self.rows:
+                kinds.append(("row", self.rows[arg][0]))
+            elif arg not in self.carried:
+                kinds.append(("forward", arg.aval))
+            elif arg in self.at_top:
+                kinds.append(("top", arg))
+            else:
+                return None
+        return tuple(kinds)
+
+    def _batch(self, group: list[Stmt], where: list[int]) -> bool:
+        """One statement for the ``group`` (at ``where`` in the steps), before the steps, and
+        each of the group a row of its result; False where it cannot be batched."""
+        first, n = group[0], len(group)
+        varying = [any(not _same(s.args[i], first.args[i]) for s in group)
+                   for i in range(len(first.args))]
+        if not any(varying) or not _lines_up(first, varying):
+            return False
+        self.loc = replace(first.loc, iteration="") if first.loc is not None else None
+        made: list[Stmt] = []
+        operands = []
+        for i, vary in enumerate(varying):
+            atoms = [s.args[i] for s in group]
+            operand = self._batched(atoms, made) if vary else self._early_form(atoms[0], made)
+            if operand is None:
+                return False
+            operands.append(operand)
+        out = Var(Aval((n, *first.out.aval.shape), first.out.aval.dtype))
+        made.append(Stmt((out,), first.prim, tuple(operands), first.params, self.loc, HOISTED))
+        for stmt in made:
+            if stmt.rule == STACKED:
+                self.forward.append(stmt)
+            else:
+                self.top.append(stmt)
+                self.at_top.update(stmt.outs)
+        for j, (stmt, i) in enumerate(zip(group, where)):
+            self.body[i] = Stmt(stmt.outs, self.getitem, (out, Lit(j)), (), stmt.loc, stmt.rule)
+            self.rows[stmt.out] = (out, j)
+        return True
+
+    def _early_form(self, atom: Any, made: list[Stmt]) -> Any:
+        """``atom``, the same in every statement of a group, as a value made before the steps:
+        a row of a tangent input is made again there."""
+        if not isinstance(atom, Var) or self._early(atom):
+            return atom
+        a, k = self.rows[atom]
+        return self._emit(made, self.getitem, (a, Lit(k)), atom.aval, HOISTED)
+
+    def _batched(self, atoms: list[Any], made: list[Stmt]) -> Var | None:
+        """The values ``atoms`` (one per step) as one array, the steps first: the array they
+        are consecutive rows of (or its slice), else the forward's stack of them."""
+        if any(isinstance(a, Lit) for a in atoms):
+            return None
+        rows = [self.rows.get(a) for a in atoms]
+        if all(r is not None and r[0] is rows[0][0] for r in rows):
+            a, start = rows[0][0], rows[0][1]
+            if [k for _, k in rows] == list(range(start, start + len(rows))):
+                if start == 0 and len(rows) == a.aval.shape[0]:
+                    return a
+                aval = Aval((len(rows), *a.aval.shape[1:]), a.aval.dtype)
+                return self._emit(made, self.getitem, (a, Lit(slice(start, start + len(rows)))),
+                                  aval, HOISTED)
+        if all(a not in self.carried for a in atoms):      # the forward's: stacked there
+            aval = Aval((len(atoms), *atoms[0].aval.shape), atoms[0].aval.dtype)
+            hint = atoms[-1].hint and f"{atoms[-1].hint}s"
+            return self._emit(made, self.rules.lookup(np.stack), (tuple(atoms),), aval, STACKED,
+                              hint)
+        return None
+
+    def _emit(self, made: list[Stmt], prim, args: tuple, aval: Aval, rule: str,
+              hint: str | None = None) -> Var:
+        """A statement before the steps: in the forward for a stack of its values (``rule``
+        STACKED), else at the top of the tangent map."""
+        out = Var(aval, hint)
+        made.append(Stmt((out,), prim, args, (), self.loc, rule))
+        return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a is b or isinstance(a, Lit) and isinstance(b, Lit) and a == b
+
+
+def _lines_up(stmt: Stmt, varying: list[bool]) -> bool:
+    """Whether ``stmt`` on a new first axis of its ``varying`` operands computes each step's
+    value at once: numpy's broadcasting pairs step with step."""
+    ndims = [a.aval.ndim if isinstance(a, Var) else 0 for a in stmt.args]
+    if stmt.prim.fn is operator.matmul:
+        (va, vb), (na, nb) = varying, ndims
+        if va and vb:            # a stack of matrices times a stack of matrices
+            return na == nb == 2
+        if va:                   # rows or matrices, stacked, times one matrix (or vector)
+            return nb <= 2
+        return nb >= 2 and na <= 2      # one matrix (or vector) times stacked matrices
+    rank = stmt.out.aval.ndim
+    return all(n == rank for n, vary in zip(ndims, varying) if vary)
+
+
+__all__ = ["hoist_steps", "HOISTED"]
