@@ -38,7 +38,7 @@ import tempfile
 import time
 import types
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -305,6 +305,81 @@ def min_char_rnn(repo: str, folder: Path, chunks: int = 5) -> None:
           f"loops: {'; '.join(compiled.forward.loops)}")
 
 
+def _cs231n(repo: str, folder: Path, assignment: str) -> None:
+    """The ``cs231n`` package of ``assignmentN`` in a copy of a CS231n solution repository
+    (their ``__init__`` files; the Cython im2col they import is not built: their message
+    about it is not shown), importable from ``folder`` in place of another assignment's."""
+    archive = subprocess.run(["git", f"--git-dir={repo}", "archive", "HEAD", f"{assignment}/cs231n"],
+                             capture_output=True, check=True).stdout if not \
+        (Path(repo) / assignment).is_dir() else None
+    if archive is None:
+        shutil.copytree(Path(repo) / assignment / "cs231n", folder / assignment / "cs231n")
+    else:
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(folder, **({"filter": "data"} if hasattr(tarfile, "data_filter")
+                                      else {}))
+    for name in [m for m in sys.modules if m == "cs231n" or m.startswith("cs231n.")]:
+        del sys.modules[name]
+    sys.path.insert(0, str(folder / assignment))
+
+
+def _model_loss(model, *data):
+    return model.loss(*data)[0]
+
+
+def _against_theirs(title: str, model: Any, data: tuple, kept: Callable | None = None) -> None:
+    """``model.loss(*data)``'s loss differentiated (its handwritten backward pass, in the same
+    method, is dead code of the loss) against the gradients it returns, with the value, compile
+    time, time per gradient against theirs, and the loop notes; ``kept(model, theirs)``: is
+    what the call left in the model as theirs left it."""
+    ref = copy.deepcopy(model)
+    start = time.perf_counter()
+    value, g = ys.grad(_model_loss, model, *data, wrt=0)
+    took = time.perf_counter() - start
+    loss, grads = ref.loss(*data)
+    if kept is not None:
+        print(f"  {title}: the model after one call as theirs: {kept(model, ref)}")
+    worst = max(np.max(np.abs(g[0][("params", k)] - grads[k])) for k in grads)
+    ours = _best(lambda: ys.grad(_model_loss, model, *data, wrt=0), number=5)
+    theirs = _best(lambda: ref.loss(*data), number=5)
+    compiled = g._variant.compiled
+    print(f"{title}: compiled in {took:.2f} s to {len(compiled.text.splitlines())} lines; "
+          f"|value - theirs| = {abs(value - loss):.1e}, |grads - theirs| <= {worst:.1e}; "
+          f"{ours * 1e3:.2f} ms per gradient against {theirs * 1e3:.2f} ms for theirs "
+          f"({ours / theirs:.2f}x); loops: {'; '.join(compiled.forward.loops) or 'none'}")
+
+
+def cs231n_captioning(cell: str) -> None:
+    """assignment 3's ``CaptioningRNN`` (``cell_type`` rnn or lstm) in float64, at the
+    assignment's gradient-check sizes but for 16 time steps (as its COCO captions)."""
+    from cs231n.classifiers.rnn import CaptioningRNN
+    np.random.seed(0)
+    words = {"<NULL>": 0, "<START>": 1, "<END>": 2, **{f"w{i}": i + 3 for i in range(27)}}
+    model = CaptioningRNN(words, input_dim=20, wordvec_dim=30, hidden_dim=40, cell_type=cell,
+                          dtype=np.float64)
+    features = np.random.randn(10, 20)
+    captions = np.random.randint(0, len(words), (10, 17))
+    _against_theirs(f"CS231n captioning {cell.upper()}", model, (features, captions))
+
+
+def cs231n_fc_net() -> None:
+    """assignment 2's ``FullyConnectedNet`` with batch normalization and L2 regularization
+    (float64); the batch norm's running means, which its forward updates in the model's
+    ``bn_params`` dicts, are updated as theirs."""
+    import contextlib
+    with contextlib.redirect_stdout(io.StringIO()):      # (their note on the Cython im2col)
+        from cs231n.classifiers.fc_net import FullyConnectedNet
+    np.random.seed(0)
+    model = FullyConnectedNet([100, 50], input_dim=3 * 32 * 32, num_classes=10,
+                              use_batchnorm=True, reg=0.1, weight_scale=5e-2, dtype=np.float64)
+    X, y = np.random.randn(64, 3, 32, 32), np.random.randint(0, 10, 64)
+
+    def kept(ours, theirs):
+        return all(np.array_equal(a[k], b[k]) for a, b in zip(ours.bn_params, theirs.bn_params)
+                   for k in ("running_mean", "running_var"))
+    _against_theirs("CS231n fully connected net with batch norm", model, (X, y), kept)
+
+
 def _best(fn: Callable, repeat: int = 5, number: int = 20) -> float:
     """The best of ``repeat`` runs of ``number`` calls, per call (s)."""
     best = float("inf")
@@ -321,6 +396,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ml-from-scratch", help="a copy of eriklindernoren/ML-From-Scratch")
     parser.add_argument("--numpy-ml", help="a copy of ddbourgin/numpy-ml")
     parser.add_argument("--autograd", help="a copy of HIPS/autograd")
+    parser.add_argument("--cs231n", help="a copy of a CS231n (2017) solution repository: "
+                        "assignment2/cs231n and assignment3/cs231n")
     parser.add_argument("--min-char-rnn", help="a copy of a repository that holds karpathy's "
                         "min-char-rnn.py (a gist) unchanged")
     ns = parser.parse_args(argv)
@@ -335,6 +412,12 @@ def main(argv: list[str] | None = None) -> None:
             numpy_ml_mlp()
         if ns.min_char_rnn:
             min_char_rnn(ns.min_char_rnn, Path(tmp) / "min_char_rnn")
+        if ns.cs231n:
+            _cs231n(ns.cs231n, Path(tmp) / "cs231n", "assignment3")
+            cs231n_captioning("rnn")
+            cs231n_captioning("lstm")
+            _cs231n(ns.cs231n, Path(tmp) / "cs231n", "assignment2")
+            cs231n_fc_net()
         if ns.autograd:
             (Path(tmp) / "autograd").mkdir()
             fluidsim(ns.autograd, Path(tmp) / "autograd")
