@@ -185,6 +185,26 @@ def test_items_appended_to_an_argument_list_or_set_in_its_dict_reach_the_caller(
         ys.simplegrad(popped, x, [np.ones(3)])
 
 
+def test_numpy_ints_and_shapes_appended_to_an_argument_list_reach_the_caller(rng):
+    """numpy-ml's pooling layer appends ``out_rows`` (an ``np.int64``) and its flatten layer
+    ``X.shape`` (a tuple) to the lists it keeps for its backward pass: stored as they are (were
+    refused as not arrays, numbers, strings or None)."""
+    def f(x, kept):
+        rows = np.floor(1 + (x.shape[0] - 2) / 2).astype(int)
+        kept["rows"].append(rows)
+        kept["dims"].append(x.shape)
+        return np.sum(np.tanh(x) ** 2)
+    x = rng.standard_normal((4, 3))
+    for buffers in (True, False):
+        kept = {"rows": [], "dims": []}
+        df = ys.simplegrad(f, x, {"rows": [], "dims": []}, buffers=buffers)
+        value, dx, _ = df(x, kept)
+        assert kept == {"rows": [2], "dims": [(4, 3)]} and type(kept["rows"][0]) is np.int64
+        assert value == pytest.approx(f(x, {"rows": [], "dims": []}), rel=1e-13)
+        np.testing.assert_allclose(dx, numerical_grad(lambda a: f(a, {"rows": [], "dims": []}),
+                                                      [x], 0), rtol=1e-6, atol=1e-8)
+
+
 def _with(obj, **fields):
     for name, value in fields.items():
         setattr(obj, name, value)

@@ -198,6 +198,101 @@ def numpy_ml_mlp() -> None:
           f"{kept}")
 
 
+def numpy_ml_cnn() -> None:
+    """numpy-ml's layers as a small CNN: ``Conv2D`` (3 x 3, same padding, ReLU), ``Pool2D``
+    (2 x 2 max, their loops over examples, rows, columns and channels), ``Flatten``, an affine
+    ``FullyConnected``; ``CrossEntropy`` of the softmax. Each layer keeps what its backward pass
+    reads (its input, ``Z``, ``out_rows``: an ``np.int64``, the input's shape), which the
+    generated code does to the caller's layers too."""
+    from numpy_ml.neural_nets.layers import Conv2D, Flatten, FullyConnected, Pool2D
+    from numpy_ml.neural_nets.losses import CrossEntropy
+    np.random.seed(0)
+    layers = [Conv2D(out_ch=4, kernel_shape=(3, 3), pad="same", stride=1, act_fn="ReLU"),
+              Pool2D(kernel_shape=(2, 2), stride=2, mode="max"), Flatten(),
+              FullyConnected(5, act_fn="Affine(slope=1, intercept=0)")]
+    X, y = np.random.randn(4, 8, 8, 2), np.eye(5)[np.random.randint(0, 5, 4)]
+    h = X
+    for layer in layers:                # (their parameters are made on the first forward)
+        h = layer.forward(h, retain_derived=False)
+    pristine, ref = copy.deepcopy(layers), copy.deepcopy(layers)
+    start = time.perf_counter()
+    value, g = ys.grad(numpy_ml_loss, layers, X, y, wrt=0)
+    took = time.perf_counter() - start
+
+    def theirs(ref):
+        h = X
+        for layer in ref:
+            h = layer.forward(h)
+        d = CrossEntropy.grad(y, softmax(h))
+        for layer in reversed(ref):
+            d = layer.backward(d)
+    theirs(ref)
+    worst = max(np.max(np.abs(g[0][(i, "parameters", k)] - layer.gradients[k]))
+                for i, layer in enumerate(ref) for k in layer.gradients)
+    kept = all(_same_lists(a.X, b.X) and all(
+        _same_lists(v, b.derived_variables[k]) for k, v in a.derived_variables.items()
+        if isinstance(v, list)) for a, b in zip(layers, ref))
+    ours = _best(lambda: ys.grad(numpy_ml_loss, copy.deepcopy(pristine), X, y, wrt=0),
+                 number=3)
+    theirs_time = _best(lambda: theirs(copy.deepcopy(pristine)), number=3)
+    compiled = g._variant.compiled
+    print(f"numpy-ml CNN: compiled in {took:.2f} s to {len(compiled.text.splitlines())} lines; "
+          f"|dW, db - theirs| <= {worst:.1e}; what the layers keep as theirs: {kept}; "
+          f"{ours * 1e3:.2f} ms per "
+          f"gradient against {theirs_time * 1e3:.2f} ms for theirs ({ours / theirs_time:.2f}x, "
+          f"both with a deep copy of the layers); loops: "
+          f"{'; '.join(compiled.forward.loops) or 'none'}")
+
+
+def _same_lists(a: list, b: list) -> bool:
+    """Do two lists hold equal items (arrays, numbers, shapes) of the same types?"""
+    return len(a) == len(b) and all(type(p) is type(q) and np.array_equal(p, q)
+                                    for p, q in zip(a, b))
+
+
+def lstm_loss(cell, X, Y):
+    """numpy-ml's ``LSTM`` layer's forward loop (its ``LSTM`` class itself cannot be made at
+    their HEAD: ``LayerBase.__init__`` assigns ``self.gradients``, a property without a setter
+    there), with a squared error."""
+    total = 0.0
+    for t in range(X.shape[2]):
+        yt, _ = cell.forward(X[:, :, t])
+        total = total + np.sum((yt - Y[:, :, t]) ** 2)
+    return total
+
+
+def numpy_ml_lstm(steps: int = 10) -> None:
+    """numpy-ml's ``LSTMCell`` over ``steps`` steps, against their ``backward`` for each step
+    in reverse (exact: their accumulators carry dA and dC back)."""
+    from numpy_ml.neural_nets.layers import LSTMCell
+    np.random.seed(0)
+    cell = LSTMCell(8)
+    X, Y = np.random.randn(4, 3, steps), np.random.randn(4, 8, steps)
+    cell.n_in = 3
+    cell._init_params()         # (as their first forward does; flush_gradients would leave
+    ref = copy.deepcopy(cell)   # the accumulators [] where their backward needs None)
+    start = time.perf_counter()
+    value, g = ys.grad(lstm_loss, cell, X, Y, wrt=0)
+    took = time.perf_counter() - start
+
+    def theirs(layer):
+        outs = [layer.forward(X[:, :, t])[0] for t in range(steps)]
+        for t in reversed(range(steps)):
+            layer.backward(2 * (outs[t] - Y[:, :, t]))
+    theirs(ref)
+    worst = max(np.max(np.abs(g[0][("parameters", k)] - ref.gradients[k])) for k in ref.gradients)
+    kept = all(np.array_equal(a, b) for a, b in zip(cell.derived_variables["A"],
+                                                    ref.derived_variables["A"]))
+    ours = _best(lambda: ys.grad(lstm_loss, copy.deepcopy(ref), X, Y, wrt=0), number=3)
+    theirs_time = _best(lambda: theirs(copy.deepcopy(ref)), number=3)
+    compiled = g._variant.compiled
+    print(f"numpy-ml LSTM: compiled in {took:.2f} s to {len(compiled.text.splitlines())} lines; "
+          f"|dW, db - theirs| <= {worst:.1e}; states kept as theirs: {kept}; {ours * 1e3:.2f} ms "
+          f"per gradient against {theirs_time * 1e3:.2f} ms for theirs ({ours / theirs_time:.2f}x,"
+          f" both with a deep copy of the cell); loops: "
+          f"{'; '.join(compiled.forward.loops) or 'none'}")
+
+
 def fluidsim(repo: str, folder: Path, size: int = 110, steps: int = 100) -> None:
     source = read(repo, "examples/fluidsim/fluidsim.py")
     source = source.replace("import autograd.numpy as np", "import numpy as np")
@@ -410,6 +505,8 @@ def main(argv: list[str] | None = None) -> None:
         if ns.numpy_ml:
             _numpy_ml(ns.numpy_ml, Path(tmp) / "numpy_ml")
             numpy_ml_mlp()
+            numpy_ml_cnn()
+            numpy_ml_lstm()
         if ns.min_char_rnn:
             min_char_rnn(ns.min_char_rnn, Path(tmp) / "min_char_rnn")
         if ns.cs231n:

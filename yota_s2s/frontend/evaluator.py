@@ -26,9 +26,10 @@ from dataclasses import replace
 from typing import Any, Iterator
 
 import gast
+import numpy as np
 
 from ..errors import SourceLoc, StaticValueError, UnsupportedSyntax, YotaError
-from ..ir.tape import Stmt, Var
+from ..ir.tape import Lit, Stmt, Var
 from ..ir.values import LocalFunction, to_tree
 from ..rules.registry import RuleSet
 from .calls import CallsMixin
@@ -58,6 +59,15 @@ _KEEP = object()     # Evaluator.at: leave the location or the rule text as it i
 class _Return(Exception):
     def __init__(self, value: Any):
         self.value = value
+
+
+def _storable(value: Any) -> bool:
+    """A static value the generated code can store into an argument's field, list or dict: a
+    number (numpy's too: numpy-ml keeps ``out_rows``, an ``np.int64``), a string, None, or a
+    tuple of those (a shape)."""
+    if isinstance(value, tuple):
+        return all(_storable(v) for v in value)
+    return isinstance(value, (bool, int, float, complex, str, type(None), np.number, np.bool_))
 
 
 class _Break(Exception):
@@ -502,13 +512,13 @@ class Evaluator(ExpressionsMixin, CallsMixin, PrimitiveCallsMixin, InliningMixin
                shown: str) -> None:
         from ..rules.control import store
         value = self.current_tree(value)
-        if not isinstance(value, (Var, bool, int, float, complex, str, type(None))):
+        if not isinstance(value, Var) and not _storable(value):
             raise UnsupportedSyntax(
                 f"{shown} is given a {type(value).__name__}; the generated code stores arrays, "
                 "numbers, strings and None into an argument's fields, lists and dicts", loc,
                 "Give it the arrays one by one, or return the value.")
         with self.at(loc):
-            self.emit(self.rules.lookup(store), [to_tree(value, loc)],
+            self.emit(self.rules.lookup(store), [value if isinstance(value, Var) else Lit(value)],
                       {"target": target, "name": name, "kind": kind}, None)
 
     # -- truth and iteration -------------------------------------------------------------
