@@ -34,7 +34,7 @@ class StepKey:
 class RegionDictsMixin:
     """Dict items keyed by the step of a region's trial (mixed into ``Evaluator``)."""
 
-    region_keys: dict = {}      # the trial that became a region: id(dict) -> the offset set
+    region_keys: dict           # the trial that became a region: id(dict) -> the offset set
 
     def step_write(self, container: dict, key: Any, value: Any, node: gast.AST) -> bool:
         """``d[t + k] = value`` in a trial's step: kept under ``StepKey(k)``; False where the
