@@ -64,6 +64,9 @@ def test_a_loop_numba_cannot_compile_stays_numpy_and_says_why():
     reasons = [line.split("stays numpy:")[1] for line in text.splitlines()
                if "stays numpy:" in line]
     assert len(reasons) == 2 and all("<function flip>" in r for r in reasons)
+    # tried first as one function, the whole body, which says why it is not
+    assert "# numba: the body is not one numba function (each loop is tried alone): No " \
+        "implementation of" in text
     assert "@numba.njit" not in text and "import numba" not in text
 
 
@@ -95,6 +98,11 @@ def test_a_loops_array_statements_are_loop_nests_fused_over_one_shape():
     assert "np.linalg.norm(d, axis=1, keepdims=True)\n        r0.fill(0.0)" in kernels
     assert "F_1[i0, i1] += f[i0, i1]" in kernels
     assert "    r0 = xp.empty((3,))\n" in kernels
+    # the loops and what is between them (the loss, the backward's first and last statements)
+    # are one function: the interpreter makes only its call
+    function = text.split("def spring_grad(")[1]
+    assert "# numba: the body runs in _spring_grad_body" in function
+    assert "xp." not in function.split("# numba: the body runs in")[1]
 
 
 def poly(x, w):
@@ -208,7 +216,7 @@ def test_a_second_process_loads_the_compiled_loops_from_the_cache(tmp_path):
         sys.path.insert(0, {str(tmp_path)!r})
         import ring_numba
         value, dx = ring_numba.ring_grad(np.linspace(-1, 1, 30))
-        kernel = ring_numba._ring_grad_loop1
+        kernel = ring_numba._ring_grad_body
         print(sum(kernel.stats.cache_hits.values()), sum(kernel.stats.cache_misses.values()))
     """)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,

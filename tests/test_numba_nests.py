@@ -163,13 +163,17 @@ def test_a_steps_arrays_are_made_once_and_a_carried_one_is_two_swapped():
             F[1:] -= d * n[:, None]
             v = v - 0.01 * F * x
             S[t] = v
-        """, {"x": X, "v": V, "S": np.zeros((5, 5, 2))}, ["x", "v"], hoist=True)
+            s = (h * h).sum()
+            h = xp.tanh(v[0] * s)
+        """, {"x": X, "v": V, "S": np.zeros((5, 5, 2)), "h": V[1]}, ["x", "v", "h"], hoist=True)
     loop = text.index("for t in range(5):")
     before, step = text[:loop], text[loop:]
     assert "xp.empty(" in before and "xp.empty(" not in step and "xp.zeros(" not in step
     for carried in ("x_0", "v_0"):            # read by the next step before bound again: two
         assert f"{carried}, {carried}b = {carried}b, {carried}" in step
     assert "n.fill(0.0)" in step and "F.fill(0.0)" in step and "F, Fb" not in step
+    # h holds the argument before the loop: its buffers are named apart
+    assert "h_a, h_b = h_b, h_a\n    h = h_a\n" in step and "h = xp.empty" not in text
 
 
 def test_an_array_held_past_its_step_is_made_in_its_step():

@@ -18,6 +18,11 @@ reads that the function made before it; its results, the names it binds that the
 reads after it (an array it only changes in place needs no result: numba changes the caller's
 array).
 
+First the whole body is tried as one such function (``_f_grad_body``: its loops and the
+statements between them, so that the interpreter makes only the call; a function without
+loops is always written so); where numba refuses it, each loop is a function of its own, and
+the module says why the body is not one (``# numba: the body is not one numba function``).
+
 Whether numba can compile a loop is decided when the module is compiled (``check_loops``, the
 pipeline calls it): each loop is compiled for the types of its arguments, from the tape (an
 array of the tape's dtype and number of dimensions, a float, an int); a loop numba refuses is
@@ -127,6 +132,10 @@ def numba_blocks(blocks: list[Block], tape: Tape, names: Any, fname: str,
         return straight
     reads_after = _reads_after(blocks, tail)
     out: list[Block] = []
+    if form.fallbacks.get(WHOLE) is not None:
+        out.append(Block(blocks[0].section, None, [Comment(comment(
+            "numba: the body is not one numba function (each loop is tried alone): "
+            f"{form.fallbacks[WHOLE]}"))]))
     regions = 0
     for i, block in enumerate(blocks):
         if block.loop is not None or not any(loop_of(s) for s in block.sources):
@@ -152,24 +161,33 @@ def numba_blocks(blocks: list[Block], tape: Tape, names: Any, fname: str,
     return out
 
 
+# the index of a function's whole body among its kernels (its regions are 1, 2, ...)
+WHOLE = 0
+
+
 def _straight(blocks: list[Block], tape: Tape, held: Mapping[str, Aval], made: set[str],
               tail: list[str], fname: str, form: NumbaForm) -> list[Block] | None:
-    """A function without loops (engine="numba", not "auto"): its whole body, the blocks'
-    statements under their source lines, as one function numba compiles (``_f_grad_body``),
-    called in one block; None for a function with a loop or a cache-blocked chain."""
-    if form.auto or not blocks or any(b.loop is not None or any(loop_of(s) for s in b.sources)
-                                      for b in blocks):
+    """A function's whole body (engine="numba", not "auto"), the blocks' statements under their
+    source lines, its loops as the plain form writes them, as one function numba compiles
+    (``_f_grad_body``), called in one block: no statement between two loops is left to the
+    interpreter. None for a function with a cache-blocked chain, or with a loop where numba
+    refused the whole body (then each loop is a function of its own, and the module says why
+    the body is not one). A body without loops numba refuses stays numpy, saying why."""
+    if form.auto or not blocks or any(b.loop is not None for b in blocks):
         return None
+    loops = any(loop_of(s) for b in blocks for s in b.sources)
+    if form.fallbacks.get(WHOLE) is not None:
+        if loops:
+            return None
+        return [Block(blocks[0].section, None, [Comment(comment(
+            f"numba: the body stays numpy: {form.fallbacks[WHOLE]}"))])] + blocks
     nodes: list[ast.stmt] = []
     previous, shown = None, set()
     for block in blocks:
         nodes += block_nodes(block, tape.name, lambda s: [], previous, shown)
         previous = block
     later = set(_free(ast.parse(textwrap.dedent("\n".join(tail))).body, set()))
-    if form.fallbacks.get(0) is not None:
-        return [Block(blocks[0].section, None, [Comment(comment(
-            f"numba: the body stays numpy: {form.fallbacks[0]}"))])] + blocks
-    written = _region(0, None, nodes, made, later, held, fname, form)
+    written = _region(WHOLE, None, nodes, made, later, held, fname, form)
     return [Block(blocks[0].section, None, written, [], None, [], [len(written)])]
 
 

@@ -67,16 +67,21 @@ def _hoist(loop: ast.For, outside: set[str], used: set[str]) -> tuple[list[ast.s
         if made is None:
             continue
         name, shape, how = made
-        plan = _plan(name, j, loop.body, outside)
-        if plan is None:
+        carried = _carried(name, j, loop.body)
+        if carried is None:
             continue
-        before.append(ast.Assign([ast.Name(name)], _empty(shape), lineno=0))
+        # a name the function holds before the loop keeps that value there: its buffers are
+        # named apart (name = name_a in the step)
+        own = _fresh(f"{name}_a", used) if name in outside else name
+        before.append(ast.Assign([ast.Name(own)], _empty(shape), lineno=0))
         step: list[ast.stmt] = []
-        if plan == "two":
-            other = _fresh(f"{name}b", used)
+        if carried:
+            other = _fresh(f"{name}b" if own == name else f"{name}_b", used)
             before.append(ast.Assign([ast.Name(other)], _empty(shape), lineno=0))
-            step.append(ast.Assign([ast.Tuple([ast.Name(name), ast.Name(other)])],
-                                   ast.Tuple([ast.Name(other), ast.Name(name)]), lineno=0))
+            step.append(ast.Assign([ast.Tuple([ast.Name(own), ast.Name(other)])],
+                                   ast.Tuple([ast.Name(other), ast.Name(own)]), lineno=0))
+        if own != name:
+            step.append(ast.Assign([ast.Name(name)], ast.Name(own), lineno=0))
         if how == "zeros":
             step.append(ast.Expr(ast.Call(ast.Attribute(ast.Name(name), "fill"),
                                           [ast.Constant(0.0)], [])))
@@ -106,10 +111,10 @@ def _allocation(stmt: ast.stmt) -> tuple[str, tuple, str] | None:
     return stmt.targets[0].id, tuple(d.value for d in dims), how
 
 
-def _plan(name: str, j: int, body: list[ast.stmt], outside: set[str]) -> str | None:
-    """How the array ``body[j]`` makes can be made before the loop: "one" buffer, "two"
-    swapped, or None (made in the step)."""
-    if name in outside or name in _bound(body[:j] + body[j + 1:]):
+def _carried(name: str, j: int, body: list[ast.stmt]) -> bool | None:
+    """Whether the array ``body[j]`` makes is read by the next step (two buffers, swapped), or
+    None where it cannot be made before the loop (above)."""
+    if name in _bound(body[:j] + body[j + 1:]):
         return None
     found = [(s.targets[0].id, k) for k, s in enumerate(body) if _alias(s, name)]
     aliases = {name: j, **dict(found)}
@@ -119,14 +124,9 @@ def _plan(name: str, j: int, body: list[ast.stmt], outside: set[str]) -> str | N
     skip = {j} | {k for _, k in found}
     if not all(checker.statement(stmt) for k, stmt in enumerate(body) if k not in skip):
         return None
-    carried = False
-    for k, stmt in enumerate(body):
-        reads = _read(stmt)
-        if name in reads and k < j:
-            return None                              # the array read before it is made
-        carried |= any(alias in reads and k < at for alias, at in aliases.items()
-                       if alias != name)
-    return "two" if carried else "one"
+    # read before it is bound again: the step before's array, while this step's is written
+    return any(alias in _read(stmt) and k < at for k, stmt in enumerate(body)
+               for alias, at in aliases.items())
 
 
 def _alias(stmt: ast.stmt, name: str) -> bool:

@@ -149,6 +149,9 @@ class Shapes:
 
     def _call(self, e: ast.Call) -> Val | None:
         name = xp_name(e.func)
+        if name in ("zeros", "empty", "ones") and len(e.args) == 1 and not e.keywords:
+            shape = _shape_literal(e.args[0])      # (its argument is a shape, not a value)
+            return None if shape is None else Val(shape, "f")
         args = [self.of(a) for a in e.args]
         if any(a is None for a in args):
             return None
@@ -164,9 +167,6 @@ class Shapes:
             return Val(tuple(shape[:axis] + [1] + shape[axis:]), args[0].kind)
         if name == "roll" and rolled(e, len(args[0].shape)) is not None:
             return args[0]
-        if name in ("zeros", "empty", "ones") and len(e.args) == 1 and not e.keywords:
-            shape = _shape_literal(e.args[0])
-            return None if shape is None else Val(shape, "f")
         if name in ("zeros_like", "empty_like", "ones_like") and len(args) == 1 \
                 and not e.keywords:
             return args[0]
