@@ -145,6 +145,22 @@ def recorded(rules, names) -> list[str]:
             ", ".join(sorted(made))]
 
 
+def sparse(rules, names) -> list[str]:
+    """The primitives that take a scipy.sparse matrix read from outside (the ``sparse`` trait)."""
+    calls = sorted({_call(prim, names[prim]) for prim, _ in rules.rules if prim.sparse})
+    return ["## scipy.sparse matrices", "",
+            "A scipy.sparse matrix (any format: `csr_matrix`, `csc_array`, ...) that the function "
+            "reads from outside (a global, a closure, a config dict) is read at run time and "
+            "checked (its format, shape and dtype: docs/outside.md), like an outside array; it is "
+            "an operand of these primitives, with a dense traced operand, vector or matrix: "
+            + ", ".join(f"`{_escape(c)}`" for c in calls) + ", so `A @ x`, `x @ A`, `A.T @ x` "
+            "and `A.dot(x)`. Their rules are the dense ones, written in `@` and `.T`, which "
+            "scipy's matrices have: the gradient of `x` in `A @ x` is `A.T @ dy` (`dy @ A` for "
+            "a vector), its tangent `A @ dx`. The matrix gets no gradient: any other operation "
+            "on it, and a sparse matrix passed as an argument (a gradient with respect to its "
+            "entries), is refused by name. CPU (numpy) only."]
+
+
 def frontend() -> list[str]:
     from yota_s2s.frontend.numpy_calls import NUMPY_CALLS, STATIC_FACTS
     from yota_s2s.frontend.resolve import (ARRAY_METHODS, IN_PLACE_METHODS, STATIC_ARRAY_ATTRS,
@@ -177,7 +193,7 @@ def page() -> str:
     RULES.load_all()
     names = _names(RULES.prims)
     parts = [HEADER, *differentiable(RULES, names), "", *batching(RULES, names), "",
-             *recorded(RULES, names), "", *frontend()]
+             *recorded(RULES, names), "", *sparse(RULES, names), "", *frontend()]
     return "\n".join(parts) + "\n"
 
 

@@ -27,9 +27,11 @@ from .codegen.outside import reads_function
 from .codegen.module import names_taken
 from .codegen.numba_form import NumbaForm, check_engine, check_loops, worth_numba
 from .frontend import trace_function
+from .errors import UnsupportedSyntax
 from .frontend.depends import Assumptions
 from .ir import verify
 from .ir.names import assign_names
+from .ir.region import body_tapes
 from .ir.structure import LeafAxes
 from .ir.tape import Tape
 from .passes import optimize, verified
@@ -162,6 +164,8 @@ def _written(forward: Tape, tape: Tape, device: str, out_dir: str | Path | None,
              assumes: Assumptions | None = None, engine: str = "numpy") -> Compiled:
     """``tape``'s module, written and loaded; with the numba engine, its loops compiled, and
     written again in numpy where numba refuses one (numba_form.check_loops)."""
+    if device != "cpu":
+        _host_only(tape, device)
     with few_collections():
         fname = function_name(tape)
 
@@ -177,6 +181,18 @@ def _written(forward: Tape, tape: Tape, device: str, out_dir: str | Path | None,
     if buffers or engine != "numpy":     # what a gradient of this gradient inlines
         module.__yota_plain__ = PlainForm(tape)
     return Compiled(module_function(module, fname), module, text, forward, tape, assumes)
+
+
+def _host_only(tape: Tape, device: str) -> None:
+    """A scipy.sparse matrix read from outside is a host (numpy) value: refused on a GPU."""
+    for t in (tape, *body_tapes(tape)):
+        for stmt in t.stmts:
+            if stmt.outs and stmt.outs[0].aval.sparse:
+                raise UnsupportedSyntax(
+                    f"the scipy.sparse matrix {stmt.outs[0].hint or ''} is a numpy (host) "
+                    f"value, which the module for device={device!r} cannot multiply", stmt.loc,
+                    "Compile for device='cpu', or make the matrix dense (A.toarray()) outside "
+                    "the function.")
 
 
 def numba_checked(write: Callable[[NumbaForm | None], str],

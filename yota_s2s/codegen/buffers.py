@@ -50,6 +50,8 @@ def writer(stmt: Stmt) -> str | None:
         return None
     if prim.ufunc is not None:
         return "ufunc"
+    if any(isinstance(a, Var) and a.aval.sparse for a in tree_vars(stmt.args)):
+        return None             # scipy.sparse's products make their own array (no out=)
     if prim.out_form == "matmul" and not all(isinstance(a, Var) and a.aval.ndim >= 1
                                              for a in stmt.args):
         return None

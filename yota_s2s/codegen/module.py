@@ -34,7 +34,7 @@ from .imports import Imports, plan_imports
 from .lines import fit
 from .numba_form import NUMBA_NOTE, NumbaForm, numba_blocks
 from .plan import Plan
-from .outside import BIND, CHANGED_PRELUDE, FUNCTION_PARAM, bind_function, has_reads, \
+from .outside import BIND, FUNCTION_PARAM, bind_function, changed_prelude, has_reads, \
     reads_function, unbound_check
 from .regions import region_statements
 from .render import INDENT, Block, Comment, block_lines, block_nodes, statement_lines, unparse
@@ -126,7 +126,7 @@ def write_module(tapes: Tape | Sequence[Tape], device: str = "cpu",
             any(has_reads(tape) for tape in tapes):
         parts.append(_PRELUDE_GUARD)
     if any(has_reads(tape) for tape in tapes):
-        parts.append(CHANGED_PRELUDE)
+        parts.append(changed_prelude(tapes))
     if any(_has_checks(tape) for tape in tapes):
         parts.append(_PRELUDE_MISMATCH)
     parts += [text for text in (prelude(w.emitter) for w in written) if text]
@@ -463,6 +463,11 @@ def _leaf_check(fname: str, var: Var, ref: str, access: str, emitter: Emitter) -
         number = "(int, float, complex)" if aval.dtype.kind == "c" else "(int, float)"
         tests = [f"not isinstance({ref}, {number})", f"isinstance({ref}, bool)"]
         expected = "a complex" if aval.dtype.kind == "c" else "a float"
+    elif aval.sparse:       # a scipy.sparse matrix: a linearization's saved value (linearize.py)
+        tests = [f"getattr({ref}, 'format', None) != {literal_text(aval.sparse)}",
+                 f"{ref}.shape != {literal_text(aval.shape)}",
+                 f"{ref}.dtype != {emitter.dtype_constant(aval.dtype)}"]
+        expected = f"{aval.sparse} {_spec(var)}"
     else:
         # exactly ndarray: a subclass (np.matrix, a masked array) computes something else
         kind = f"type({ref}) is not xp.ndarray" if aval.ndim else \

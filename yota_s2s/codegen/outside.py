@@ -8,6 +8,8 @@ call time, and checks it, since the code was compiled for its shape and dtype::
     if type(X) is not xp.ndarray or X.shape != (100, 3) or X.dtype != xp.float64:
         raise _changed('model.X', 'float64[100, 3]', X)
 
+(a scipy.sparse matrix, ``getattr(A, 'format', None) != 'csr' or A.shape != ...``.)
+
 A ``draw`` statement calls the generator the source calls: ``xp.random.randn(3, 4)`` for
 numpy's own, ``model.rs.randn(3, 4)`` or ``_fn.__closure__[0].cell_contents.normal(size=3)``
 for the user's, read at call time. The root of a read is a user module, imported by name
@@ -36,6 +38,22 @@ def _changed(name, expected, value):
                       f"gradient was compiled and is {got} now; compile again (ys.grad does "
                       "this for you)")
 '''
+
+
+# where the code reads a scipy.sparse matrix, ``got`` names its format too ("csc float64[5, 4]")
+_SPARSE_GOT = '''    if hasattr(value, "format") and hasattr(value, "shape"):     # a scipy.sparse matrix
+        got = f"{value.format} {got}"
+'''
+
+
+def changed_prelude(tapes: list[Tape]) -> str:
+    """``_changed``, which names what a value read from outside has become."""
+    sparse = any(s.prim.emit[:1] == ("external",) and s.out.aval.sparse
+                 for tape in tapes for t in (tape, *body_tapes(tape)) for s in t.stmts)
+    if not sparse:
+        return CHANGED_PRELUDE
+    head, _, tail = CHANGED_PRELUDE.partition("    return GuardError")
+    return head + _SPARSE_GOT + "    return GuardError" + tail
 
 
 def unparse_expr(node: ast.expr) -> str:
@@ -135,6 +153,11 @@ def outside_statements(emitter: Any, stmt: Stmt) -> list[ast.stmt]:
     name = target.id
     if var.aval.weak:
         test, expected = f"type({name}) is not float", "a float"
+    elif var.aval.sparse:           # a scipy.sparse matrix: of its format (rules/sparse.py)
+        test = (f"getattr({name}, 'format', None) != {literal_text(var.aval.sparse)} or "
+                f"{name}.shape != {literal_text(var.aval.shape)} or {name}.dtype != "
+                f"{literal_text(var.aval.dtype)}")
+        expected = f"{var.aval.sparse} {var.aval.dtype.name}[{', '.join(map(str, var.aval.shape))}]"
     else:
         test = (f"type({name}) is not xp.ndarray or {name}.shape != "
                 f"{literal_text(var.aval.shape)} or {name}.dtype != "

@@ -279,6 +279,8 @@ class ExpressionsMixin:
         if frozen is not None and self.rules.lookup(getattr(obj, name, None)) is None:
             return frozen_method(frozen, name)  # norm(0.0, s).logpdf: norm.logpdf(..., scale=s)
         if isinstance(obj, Var):
+            if name == "format" and obj.aval.sparse:    # a scipy.sparse matrix's: "csr"
+                return obj.aval.sparse
             if name in STATIC_ARRAY_ATTRS:
                 if name in SIZED_ATTRS:
                     self.static_reads.add(obj)

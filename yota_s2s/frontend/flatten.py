@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ArgumentMismatch, SourceLoc, UnsupportedSyntax
-from ..ir.tape import Aval, Input, StaticInput, Var
+from ..ir.tape import Aval, Input, StaticInput, Var, is_sparse
 from ..objects import host, is_struct_object
 from ..text import access_attr, access_item, describe, name_base, plain_value
 from .index_lists import is_int_list, run_time_list
@@ -122,6 +122,14 @@ class Flattener:
                 "be compiled for the wrong operations", self.loc,
                 f"Pass a plain array: np.asarray({access}) (for a masked array, decide what the "
                 f"masked elements hold: {access}.filled(0.0)).")
+        if is_sparse(value):
+            raise UnsupportedSyntax(
+                f"argument {access} is a scipy.sparse matrix: a sparse matrix is supported as a "
+                "constant the function reads from outside (a global, a closure, a config), "
+                "whose products get their rules; a gradient with respect to its entries is "
+                "not", self.loc,
+                f"Read it from outside the function (close over it: lambda x: f({access}, x)); "
+                f"for a gradient with respect to its entries, pass {access}.toarray().")
         if is_traced_leaf(value) or (not path and argnum in self.dynamic and type(value) is int):
             var = Var(Aval.of(value), hint=_hint(access))
             self.inputs.append(Input(var, argnum, path, access))

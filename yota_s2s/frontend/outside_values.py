@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import StaticValueError
-from ..ir.tape import Var
+from ..ir.tape import Var, is_sparse
 from ..objects import is_struct_object
 
 MAX_ITEMS = 10_000                 # containers larger than this are not searched for data
@@ -31,7 +31,9 @@ def is_generator(value: Any) -> bool:
 
 
 def is_data(value: Any) -> bool:
-    return type(value) is np.ndarray and value.dtype.kind in "biufc"
+    """A numeric array, or a scipy.sparse matrix of numbers (read at run time the same way:
+    rules/sparse.py)."""
+    return (type(value) is np.ndarray or is_sparse(value)) and value.dtype.kind in "biufc"
 
 
 def path_text(text: str, path: tuple) -> str:

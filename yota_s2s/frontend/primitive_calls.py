@@ -15,7 +15,8 @@ from typing import Any
 import gast
 import numpy as np
 
-from ..errors import InternalError, SourceLoc, StaticValueError, YotaError
+from ..errors import (InternalError, SourceLoc, StaticValueError, UnsupportedSyntax,
+                      YotaError)
 from ..ir.tape import Aval, Primitive, Stmt, Var, tree_atoms, tree_map
 from ..ir.values import (MAX_LITERAL_SIZE, LocalFunction, is_traced, normalize_static, to_tree,
                          weak_tree)
@@ -146,6 +147,8 @@ class PrimitiveCallsMixin:
         statements and computed on the example values (or their abstract values); its results
         are new Vars, or ``outs`` (of the same avals). ``emit`` without its reading of the
         current versions of the operands: the operands are the Vars meant."""
+        if not prim.sparse:
+            refuse_sparse(prim, operands, loc)
         ghosts = abstract.evaluate(self, prim, operands, params)     # shape and dtype only
         try:
             results = ghosts or prim.apply(self.concrete_operands(prim, operands), params)
@@ -209,6 +212,18 @@ def _same(a: Any, b: Any) -> bool:
         return type(a) is type(b) and bool(a == b)
     except (TypeError, ValueError):
         return False
+
+
+def refuse_sparse(prim: Primitive, operands: list, loc: SourceLoc | None) -> None:
+    """A scipy.sparse matrix is an operand of products only (the ``sparse`` trait)."""
+    for v in (a for t in operands for a in tree_atoms(t)):
+        if isinstance(v, Var) and v.aval.sparse:
+            name = f" {v.hint}" if v.hint else ""
+            raise UnsupportedSyntax(
+                f"{prim.name} of the scipy.sparse matrix{name} ({v.aval}): a sparse matrix "
+                "read from outside the function is an operand of products only", loc,
+                "Write its products with @ (A @ x, x @ A, A.T @ x) or A.dot(x); for anything "
+                "else, make it dense outside the function (A.toarray()).")
 
 
 def _describe(tree: Any) -> str:

@@ -11,6 +11,7 @@ callables are inlined, called at compile time, or refused.
 """
 from __future__ import annotations
 
+import operator
 import types
 from pathlib import Path
 from typing import Any, Callable
@@ -86,7 +87,10 @@ IN_PLACE_METHODS: dict[str, Callable | None] = {"sort": np.sort, "partition": np
 
 
 def array_method(method, args: tuple, kwargs: dict) -> tuple[Callable, tuple, dict]:
-    """``x.name(*args, **kwargs)`` as a call of the function that carries the rule."""
+    """``x.name(*args, **kwargs)`` as a call of the function that carries the rule
+    (``A.dot(x)`` of a scipy.sparse ``A``: ``A @ x``, which is what scipy computes)."""
+    if method.name == "dot" and method.var.aval.sparse:
+        return operator.matmul, (method.var, *args), dict(kwargs)
     return ARRAY_METHODS[method.name](method.var, args, dict(kwargs))
 
 

@@ -36,11 +36,15 @@ class Aval:
     shape: tuple[int, ...]
     dtype: np.dtype
     weak: bool = False   # a Python scalar (float, complex), not a numpy array or scalar
+    # a scipy.sparse matrix or array read from outside (rules/sparse.py): its format ("csr")
+    sparse: str = ""
 
     @classmethod
     def of(cls, value: Any) -> "Aval":
         if isinstance(value, (bool, int, float, complex)) and not isinstance(value, np.generic):
             return cls((), np.result_type(type(value)), weak=True)
+        if is_sparse(value):
+            return cls(tuple(value.shape), value.dtype, sparse=value.format)
         arr = np.asarray(value)
         return cls(tuple(arr.shape), arr.dtype)
 
@@ -60,7 +64,14 @@ class Aval:
         if self.weak:
             return {"f": "float", "c": "complex", "i": "int", "b": "bool"}[self.dtype.kind]
         name = _DTYPE_SHORT.get(self.dtype.name, self.dtype.name)
-        return f"{name}[{','.join(map(str, self.shape))}]"
+        shape = f"{name}[{','.join(map(str, self.shape))}]"
+        return f"{self.sparse} {shape}" if self.sparse else shape
+
+
+def is_sparse(value: Any) -> bool:
+    """A scipy.sparse matrix or array (without importing scipy: its classes say so)."""
+    return type(value).__module__.startswith("scipy.sparse") and hasattr(value, "format") \
+        and hasattr(value, "tocsr")
 
 
 _ids = itertools.count()
@@ -172,6 +183,7 @@ class Primitive:
     commutative: bool = False    # two operands in either order: the same value, bit for bit
     written: tuple[str, ...] = ()    # options passed at their default too (see TRAITS)
     sequences: tuple[str, ...] = ()  # operands that are sequences of arrays (see TRAITS)
+    sparse: bool = False         # takes a scipy.sparse matrix read from outside (see TRAITS)
 
     def __repr__(self) -> str:
         return f"<prim {self.name}>"
@@ -231,6 +243,9 @@ TRAITS = {
                  "traced values reads it as numpy does, as an array: np.mean([x, x + 2]) is the "
                  "mean of their np.stack. '*' (a user's function, by default): every operand is "
                  "passed as given",
+    "sparse": "takes a scipy.sparse matrix read from outside as an operand (``A @ x``, "
+              "``A.T``) and its rules work with one (``A.T @ dy``); every other primitive "
+              "refuses one by name (a sparse matrix is a constant: it gets no gradient)",
 }
 
 # The rule text of every statement the forward sweep (ad/forward.py) records starts with this:

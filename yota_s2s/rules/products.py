@@ -13,7 +13,7 @@ import numpy as np
 
 from .registry import alias, batchrule, diffrule, primitive
 
-primitive(operator.matmul, "x1, x2", name="matmul", emit=("binop", "@"), out_form="matmul", multilinear=True)
+primitive(operator.matmul, "x1, x2", name="matmul", emit=("binop", "@"), out_form="matmul", multilinear=True, sparse=True)
 alias(np.matmul, operator.matmul)
 primitive(np.dot, "a, b", multilinear=True, out_form="dot")     # up to 2-D: matmul(a, b, out=)
 primitive(np.vdot, "a, b", multilinear=True)
@@ -374,3 +374,14 @@ def kron_batched(a, b, batched, size):
 def cross_batched(a, b, batched):
     rank = max(example_ndim(a, batched[0]), example_ndim(b, batched[1]))
     return np.cross(lined_up(a, batched[0], rank), lined_up(b, batched[1], rank))
+
+
+# -- scipy.sparse matrices ---------------------------------------------------------------------
+# ``@`` takes a scipy.sparse matrix read from outside the function (a global, a closure, a
+# config: the ``sparse`` trait above, and np.transpose's in shape.py, for ``A.T``): ``A @ x``,
+# ``x @ A``, ``A.T @ x``, ``A.dot(x)`` (frontend/resolve.py) of a dense ``x``, vector or matrix.
+# matmul_grad_x1/x2 are written in ``@`` and ``.T`` only, which scipy's matrices have, so the
+# gradient of ``x`` is ``A.T @ dy`` (``dy @ A`` for a vector) as for a dense ``A``, and the
+# JVP ``A @ dx``; ``A``, a constant, gets none. The generated code reads ``A`` at run time and
+# checks its format, shape and dtype (codegen/outside.py); any other primitive refuses it by
+# name (frontend/primitive_calls.refuse_sparse), and so does an argument (frontend/flatten.py).

@@ -26,7 +26,7 @@ alias(np.ravel, ravel)
 primitive(flatten, "a", name="flatten", emit=("method", "flatten"), linear=True)
 primitive(np.reshape, "a, shape, order='C'", view=True, method="reshape", linear=True,
           array_first=True)
-primitive(np.transpose, "a, axes=None", view=True, linear=True)
+primitive(np.transpose, "a, axes=None", view=True, linear=True, sparse=True)   # A.T: sparse too
 primitive(np.expand_dims, "a, axis", view=True, linear=True, array_first=True)
 primitive(np.squeeze, "a, axis=None", view=True, linear=True)
 primitive(np.atleast_1d, "ary", view=True, linear=True)
