@@ -10,6 +10,13 @@ timing it checks that every implementation returns the handwritten value and gra
 sample synchronizes the device; medians of interleaved samples, and ratios to the handwritten
 gradient. ``--scale`` multiplies the batch-like first axis of the data arguments where a
 workload has one (GPU work at CPU sizes is mostly launch latency).
+
+Besides the generated module as ``ys.simplegrad`` writes it (``yota``: the buffered cupy form)
+it times the fused printer's module (``fused``: ``engine="fused"``, elementwise groups as CUDA
+kernels, codegen/cupy_form.py) and the buffered module replayed from a CUDA graph (``graph``:
+``ys.cuda_graph``), and counts, for one call of each, the kernels the device runs and the
+launches the host makes (cudaLaunchKernel, cuLaunchKernel, cudaGraphLaunch, memcpy/memset),
+from PyTorch's profiler (CUPTI sees every library's kernels), where torch is installed.
 """
 from __future__ import annotations
 
@@ -58,6 +65,17 @@ def impls(w: workloads.Workload, args: tuple, wanted: set[str]) -> dict:
            "handwritten": (lambda: hand(*dargs), lambda: (host(hand(*dargs)[0]),
                                                           tuple(map(host, hand(*dargs)[1])))),
            "yota": (lambda: df(*dargs), lambda: pick(df(*dargs)))}
+    if "fused" in wanted:
+        fused = ys.simplegrad(w.loss, *args, device="cuda", wrt=set(w.wrt), engine="fused")
+        out["fused"] = (lambda: fused(*dargs), lambda: pick(fused(*dargs)))
+    if "graph" in wanted:
+        graph = ys.cuda_graph(df)
+        try:
+            graph(*dargs)                               # captured here, replayed after
+        except ys.UsageError as e:
+            print(f"{w.name}: no CUDA graph: {str(e).splitlines()[0]}")
+        else:
+            out["graph"] = (lambda: graph(*dargs), lambda: pick(graph(*dargs)))
     if "torch" in wanted and importlib.util.find_spec("torch") and w.torch_loss is not None:
         import torch
         targs = [torch.as_tensor(a, device="cuda") if isinstance(a, np.ndarray)
@@ -91,6 +109,23 @@ def check(name: str, found: dict) -> None:
             assert np.allclose(g, h, rtol=1e-6, atol=1e-8), f"{name}: {impl} gradient {i} differs"
 
 
+def launches(call) -> tuple[int, int] | None:
+    """(host launches, device kernels) of one ``call``, from PyTorch's profiler; None without
+    torch."""
+    if importlib.util.find_spec("torch") is None:
+        return None
+    from torch.profiler import ProfilerActivity, profile
+    cp.cuda.Device().synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        call()
+        cp.cuda.Device().synchronize()
+    events = prof.events()
+    host = sum(1 for e in events if any(k in e.name for k in (
+        "LaunchKernel", "GraphLaunch", "Memcpy", "Memset")) and e.device_type.name == "CPU")
+    device = sum(1 for e in events if e.device_type.name == "CUDA")
+    return host, device
+
+
 def sample(call, seconds: float = 0.01) -> float:
     """Seconds per call, looping until about ``seconds`` have passed, device synchronized."""
     cp.cuda.Device().synchronize()
@@ -118,7 +153,11 @@ def main() -> None:
     parser.add_argument("--only", help="comma-separated workload names")
     parser.add_argument("--reps", type=int, default=15)
     parser.add_argument("--scale", type=int, default=1)
-    parser.add_argument("--peers", default="torch,jax")
+    parser.add_argument("--peers", default="torch,jax,fused,graph",
+                        help="what else to time: torch, jax, fused (engine=\"fused\"), graph "
+                             "(ys.cuda_graph of the buffered module)")
+    parser.add_argument("--launches", action="store_true",
+                        help="count each implementation's launches per call (torch's profiler)")
     opts = parser.parse_args()
     chosen = [w for w in workloads.WORKLOADS if not opts.only or w.name in opts.only.split(",")]
     print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, cupy {cp.__version__}, "
@@ -138,9 +177,17 @@ def main() -> None:
                 times[name].append(sample(call))
         med = {name: statistics.median(t) for name, t in times.items()}
         peers = "  ".join(f"{p} {med['yota'] / med[p]:.2f}" for p in ("torch", "jax") if p in med)
+        peers += "".join(f"  {p}/jax {med[p] / med['jax']:.2f}" for p in ("fused", "graph")
+                         if p in med and "jax" in med)
+        peers += "".join(f"  {p}/hand {med[p] / med['handwritten']:.2f}"
+                         for p in ("fused", "graph") if p in med)
         print(f"{w.name:12} {compile_s:7.2f}s {med['forward'] * 1e6:8.0f}u {med['handwritten'] * 1e6:8.0f}u "
               f"{med['yota'] * 1e6:8.0f}u {med['yota'] / med['handwritten']:9.2f} "
               f"{med['yota'] / med['forward']:8.2f}  {peers}")
+        if opts.launches:
+            counts = {name: launches(call) for name, (call, _) in found.items()}
+            print(f"{'':12} launches per call (host, device kernels): " + "  ".join(
+                f"{name} {c[0]},{c[1]}" for name, c in counts.items() if c is not None))
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from .api import (GradResult, RecompileWarning, cache_info, clear_cache, element
                   grad, gradient, simplegrad, source, trace, value_and_grad)
 from .api import compile_forward as compile     # noqa: A004 (ys.compile, as jax.jit)
 from .batched import per_example_grad, vmap
+from .cuda_graph import cuda_graph
 from .errors import (ArgumentMismatch, GuardError, InternalError, NoRuleError, RuleError,
                      StaticValueError, UnsupportedSyntax, UpdateError, UsageError, YotaError)
 from .flat import flatten
@@ -37,7 +38,7 @@ from .version import __version__
 __all__ = ["simplegrad", "grad", "gradient", "value_and_grad", "vjp", "jvp", "jvpfunction",
            "linearize", "jacobian", "hvp", "flatten", "fixed_point", "odeint", "hessp", "hessian",
            "elementwise_grad", "compile", "vmap", "per_example_grad", "GradResult", "update",
-           "clear_cache", "cache_info", "trace",
+           "clear_cache", "cache_info", "trace", "cuda_graph",
            "source", "example", "gradcheck", "memory_report", "MemoryReport", "diffrule", "jvprule",
            "nodiff", "primitive", "stop_gradient", "rules", "RULES", "YotaError",
            "UnsupportedSyntax", "NoRuleError", "StaticValueError", "RuleError", "GuardError",

@@ -23,9 +23,11 @@ from .ad.batching import batch
 from .ad.forward import forward as forward_sweep
 from .ad.linearize import split
 from .codegen import function_name, load, module_name_for, write_module
+from .codegen.cupy_form import FusedForm
 from .codegen.outside import reads_function
 from .codegen.module import names_taken
 from .codegen.numba_form import NumbaForm, check_engine, check_loops, worth_numba
+from .errors import UsageError
 from .frontend import trace_function
 from .errors import UnsupportedSyntax
 from .frontend.depends import Assumptions
@@ -154,9 +156,13 @@ def _has_numba_loops(written: Compiled | None) -> bool:
 
 
 def _engine(engine: str, device: str) -> str:
-    """The engine a module is written for (numba_form.check_engine): numba on a CPU only."""
+    """The engine a module is written for (numba_form.check_engine): numba on a CPU only,
+    fused (CUDA kernels, codegen/cupy_form.py) on a GPU only."""
     engine = check_engine(engine)
-    return "numpy" if device != "cpu" else engine
+    if engine == "fused" and device != "cuda":
+        raise UsageError('engine="fused" writes CUDA kernels for cupy; it needs device="cuda"',
+                         hint='Pass device="cuda", or engine="numpy" on the CPU.')
+    return engine if engine == "fused" or device == "cpu" else "numpy"
 
 
 def _written(forward: Tape, tape: Tape, device: str, out_dir: str | Path | None,
@@ -176,8 +182,9 @@ def _written(forward: Tape, tape: Tape, device: str, out_dir: str | Path | None,
             return load(text, name, out_dir)
         text, module = numba_checked(
             lambda form: write_module(tape, device=device, regenerate=regenerate,
-                                      buffers=buffers, numba=form),
-            loaded, engine != "numpy", auto=engine == "auto")
+                                      buffers=buffers, numba=form,
+                                      fused=FusedForm() if engine == "fused" else None),
+            loaded, engine in ("numba", "auto"), auto=engine == "auto")
     if buffers or engine != "numpy":     # what a gradient of this gradient inlines
         module.__yota_plain__ = PlainForm(tape)
     return Compiled(module_function(module, fname), module, text, forward, tape, assumes)

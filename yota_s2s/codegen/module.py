@@ -32,6 +32,7 @@ from .whiles import unwind_statements, while_statements
 from .emit import CONSTRUCTS, Emitter
 from .imports import Imports, plan_imports
 from .lines import fit
+from .cupy_form import FUSED_NOTE, FusedForm, fused_blocks
 from .numba_form import NUMBA_NOTE, NumbaForm, numba_blocks
 from .plan import Plan
 from .outside import BIND, FUNCTION_PARAM, bind_function, changed_prelude, has_reads, \
@@ -94,7 +95,8 @@ class Written:
 
 def write_module(tapes: Tape | Sequence[Tape], device: str = "cpu",
                  regenerate: str | None = None, buffers: bool = True,
-                 source: str | None = None, numba: NumbaForm | None = None) -> str:
+                 source: str | None = None, numba: NumbaForm | None = None,
+                 fused: FusedForm | None = None) -> str:
     """The module's text: one gradient function per tape.
 
     ``buffers=False`` gives the plain form: every statement a primitive that has a rule, so the
@@ -105,13 +107,15 @@ def write_module(tapes: Tape | Sequence[Tape], device: str = "cpu",
     it); with it, or with several tapes, the header describes each function in turn.
     ``numba``: the numba printer's form (numba_form.py; the plain form's loops moved into
     compiled functions): its ``fallbacks`` say which loops stay numpy, and the loops written
-    are added to its ``kernels``.
+    are added to its ``kernels``. ``fused``: the fused cupy printer's form (cupy_form.py; the
+    plain form's elementwise groups as CUDA kernels, added to its ``kernels``).
     """
     tapes = [tapes] if isinstance(tapes, Tape) else list(tapes)
     if buffers and len(tapes) > 1:
         raise InternalError("several gradient functions share a module in the plain form only",
                             hint="Write them with buffers=False.")
-    written, imports = write_functions(tapes, buffers, blocked=device == "cpu", numba=numba)
+    written, imports = write_functions(tapes, buffers, blocked=device == "cpu", numba=numba,
+                                       fused=fused)
     if len(written) == 1 and source is None:
         header = _header(tapes[0], device, regenerate, written[0].returns, written[0].emitter)
     else:
@@ -121,6 +125,8 @@ def write_module(tapes: Tape | Sequence[Tape], device: str = "cpu",
         header = header.replace("\n\"\"\"", "\n" + NUMBA_NOTE + "\n\"\"\"", 1) \
             if numba.kernels else header
         modules |= {"numba"} if numba.kernels else set()
+    if fused is not None and fused.kernels:
+        header = header.replace("\n\"\"\"", "\n" + FUSED_NOTE + "\n\"\"\"", 1)
     parts = [header, _imports(device, modules, imports.lines)]
     if any(s.prim.emit[:1] == ("guard",) for tape in tapes for s in tape.stmts) or \
             any(has_reads(tape) for tape in tapes):
@@ -131,6 +137,7 @@ def write_module(tapes: Tape | Sequence[Tape], device: str = "cpu",
         parts.append(_PRELUDE_MISMATCH)
     parts += [text for text in (prelude(w.emitter) for w in written) if text]
     parts += numba.texts() if numba is not None else []
+    parts += fused.texts() if fused is not None else []
     text = "\n".join(parts + [w.text for w in written])
     check_names(text)
     return text
@@ -190,7 +197,8 @@ def _names(fn: ast.FunctionDef) -> tuple[set[str], set[str]]:
 
 
 def write_functions(tapes: Sequence[Tape], buffers: bool = False, blocked: bool = True,
-                    numba: NumbaForm | None = None) -> tuple[list[Written], Imports]:
+                    numba: NumbaForm | None = None, fused: FusedForm | None = None
+                    ) -> tuple[list[Written], Imports]:
     """Each tape's function, and the imports they share (planned over all of them, so that one
     module-level name never means two things). ``blocked``: long elementwise chains of the
     buffered form run in cache-sized blocks (blocks.py; on a CPU, not on a GPU)."""
@@ -204,7 +212,7 @@ def write_functions(tapes: Sequence[Tape], buffers: bool = False, blocked: bool 
     taken = imports.names | set().union(*map(names_taken, tapes))      # module-level names
     taken |= {"out"} if buffers else set()                            # out= of the function
     return [_function(t, Emitter(t, taken=taken, calls=imports.calls, fast=buffers,
-                                 roots=imports.roots, blocked=blocked), numba)
+                                 roots=imports.roots, blocked=blocked), numba, fused)
             for t in tapes], imports
 
 
@@ -224,13 +232,17 @@ def names_taken(tape: Tape) -> set[str]:
     return taken
 
 
-def _function(tape: Tape, emitter: Emitter, numba: NumbaForm | None = None) -> Written:
+def _function(tape: Tape, emitter: Emitter, numba: NumbaForm | None = None,
+              fused: FusedForm | None = None) -> Written:
     blocks = emitter.blocks()
     fname = function_name(tape)
     returns, build = _returns(tape, emitter)
     if numba is not None:           # the loops as numba functions (numba_form.py)
         blocks = numba_blocks(blocks, tape, emitter.names, fname,
                               build + [f"return {', '.join(returns)}"], numba)
+    if fused is not None:           # elementwise groups as CUDA kernels (cupy_form.py)
+        blocks = fused_blocks(blocks, tape, emitter, fname,
+                              build + [f"return {', '.join(returns)}"], fused)
     body = (unbound_check(fname, tape) if reads_function(tape) else []) + \
         _checks(tape, emitter, fname) + _struct_args(tape, emitter, fname) + \
         out_check_lines(emitter, tape, fname) + unpack_line(emitter)

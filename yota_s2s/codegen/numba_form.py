@@ -50,19 +50,19 @@ from .numba_nests import loop_nests
 from .numba_shapes import Val, kind_of
 from .render import INDENT, Block, Comment, block_nodes, statement_lines
 
-ENGINES = ("numpy", "numba", "auto")
+ENGINES = ("numpy", "numba", "auto", "fused")
 
 INSTALL = "pip install 'yota-s2s[numba]' (or pip install numba)"
 
 
 def check_engine(engine: str) -> str:
     """``engine`` as the pipeline takes it: "numpy", "numba", or "auto" where numba is
-    installed ("numpy" where it is not); numba asked for but not installed is an error that
-    says how to install it."""
+    installed ("numpy" where it is not), "fused" (cupy_form.py, for device="cuda"); numba asked
+    for but not installed is an error that says how to install it."""
     if engine not in ENGINES:
         raise UsageError(f"engine must be one of {', '.join(map(repr, ENGINES))}, "
                          f"not {engine!r}", hint='Pass engine="numpy" or engine="numba".')
-    if engine == "numpy":
+    if engine in ("numpy", "fused"):
         return engine
     try:
         import numba  # noqa: F401

@@ -210,10 +210,11 @@ class Write:
 class Lowering:
     """A compiled loop's statements with their array statements written as loop nests."""
 
-    def __init__(self, env: dict[str, Val | None], used: set[str]):
+    def __init__(self, env: dict[str, Val | None], used: set[str],
+                 known: dict[str, Val] | None = None):
         self.used = set(used)
         self.params = set(env)           # (never a number in a nest: numba types them arrays)
-        self.shapes = Shapes(env)
+        self.shapes = Shapes(env, known)
         self.elements = Elements(self.shapes, self.fresh)
         self.index: list[str] = []
 
@@ -246,7 +247,7 @@ class Lowering:
             return loop
         env[loop.target.id] = Val((), "i")
         for _ in range(4):          # a name the step binds to another shape: not known
-            trial = Shapes(dict(env))
+            trial = Shapes(dict(env), self.shapes.known)
             _bind_all(loop.body, trial)
             changed = [n for n in env if env[n] is not None and trial.env.get(n) != env[n]]
             if not changed:
@@ -585,9 +586,19 @@ def loop_nests(nodes: list[ast.stmt], env: dict[str, Val | None],
                results: list[str]) -> list[ast.stmt]:
     """``nodes`` (a compiled loop's statements) with their array statements written as loop
     nests; ``env``: the shapes of the names the loop takes; ``results``: the names it returns."""
+    lowering, items, counts = fused_groups(nodes, env, results)
+    return Printer(lowering, counts).items(items)
+
+
+def fused_groups(nodes: list[ast.stmt], env: dict[str, Val | None], results: list[str],
+                 known: dict[str, Val] | None = None) -> tuple[Lowering, list, dict[str, int]]:
+    """The grouping both fused printers share (this module's loop nests, cupy_form.py's CUDA
+    kernels): the Lowering of ``nodes`` (their shapes, fresh names), the statements with the
+    elementwise ones over one shape fused into Nests, and how often each name is read (each of
+    ``results`` once more: the caller reads it); ``known``: Shapes' (names bound once)."""
     used = {n.id for node in nodes for n in ast.walk(node) if isinstance(n, ast.Name)}
-    lowering = Lowering(dict(env), used | set(env))
+    lowering = Lowering(dict(env), used | set(env), known)
     items = _group(lowering.block(nodes))
     counts = {r: 1 for r in results}
     _loads(items, counts)
-    return Printer(lowering, counts).items(items)
+    return lowering, items, counts

@@ -67,17 +67,19 @@ def _keyword(call: ast.Call, name: str):
 
 class Shapes:
     """The shapes of a function's names, statement by statement (``env``: a name -> its Val,
-    None where not known)."""
+    None where not known; ``known``: a name's Val wherever it is bound, where the statements
+    do not tell it: a name bound once, from the tape)."""
 
-    def __init__(self, env: dict[str, Val | None]):
-        self.env = env
+    def __init__(self, env: dict[str, Val | None], known: dict[str, Val] | None = None):
+        self.env, self.known = env, known or {}
 
     def of(self, e: ast.expr) -> Val | None:
         if isinstance(e, ast.Constant):
             t = type(e.value)
             return Val((), "f" if t is float else "i" if t is int else "o")
         if isinstance(e, ast.Name):
-            return self.env.get(e.id)
+            got = self.env.get(e.id)
+            return got if got is not None else self.known.get(e.id)
         if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
             return self.of(e.operand)
         if isinstance(e, ast.BinOp):
