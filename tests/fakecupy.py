@@ -154,6 +154,19 @@ def _array(value, name: str) -> np.ndarray:
     return np.asarray(value, dtype=np.float64)
 
 
+def _same_elements(name: str, ins: list, outs: list) -> None:
+    """Where an input shares memory with an output, each thread's element of one is its
+    element of the other; else the threads race (element i writes what element j reads), and
+    numpy's statement-by-statement answer is not the device's: an error here."""
+    for k, o in enumerate(outs):
+        for a in ins + outs[:k]:
+            if np.may_share_memory(a, o) and not (
+                    a.__array_interface__["data"][0] == o.__array_interface__["data"][0]
+                    and a.strides == o.strides):
+                raise RuntimeError(f"{name}: an input or output overlaps an output at other "
+                                   "elements (the threads would race)")
+
+
 COUNTS = {"launches": 0, "captures": 0, "replays": 0}
 
 
@@ -181,8 +194,11 @@ class ElementwiseKernel:
         if given and any(o.shape != shape for o in given):
             raise ValueError(f"{self.name}: an output's shape is not {shape}")
         outs = given or [np.empty(shape) for _ in self.outs]
+        # cupy binds each parameter to its element by reference: an input that is a view of an
+        # output (``t6 = O[t]`` in, ``O[t]`` out) reads what the kernel wrote there before
         env = {n: np.broadcast_to(a, shape) for n, a in zip(self.ins, ins)}
         env.update(zip(self.outs, outs))
+        _same_elements(self.name, [env[n] for n in self.ins], outs)
         for line in self.lines:
             m = re.fullmatch(r"(double\s+)?([A-Za-z_]\w*)\s*(=|\+=|-=|\*=|/=)\s*(.+)", line)
             if m is None:
@@ -192,7 +208,7 @@ class ElementwiseKernel:
             if local:
                 if op != "=" or name in env:
                     raise SyntaxError(f"a local declared twice, or with {op}: {line!r}")
-                env[name] = np.broadcast_to(value, shape)
+                env[name] = np.array(np.broadcast_to(value, shape))   # a copy: a number
                 continue
             if name not in self.outs:
                 raise SyntaxError(f"{name} is not an output: {line!r}")

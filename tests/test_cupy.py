@@ -1,5 +1,6 @@
 """The cupy path for real: every case of the gradient-check table compiled with
-``device="cuda"``, in both forms, called twice on cupy arrays, against the numpy gradient.
+``device="cuda"``, in both forms and with the fused printer, called twice on cupy arrays,
+against the numpy gradient.
 
 Skipped where cupy or a CUDA device is missing (CI has neither); run on a GPU machine with
 ``python -m pytest -q tests/test_cupy.py``. Cases that cupy itself cannot run are listed in
@@ -60,15 +61,19 @@ def to_host(value):
     return value
 
 
-@pytest.mark.parametrize("buffers", [True, False], ids=["buffered", "plain"])
+@pytest.mark.parametrize("form", ["buffered", "plain", "fused"])
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
-def test_cuda_gradient_equals_the_numpy_gradient(case: Case, buffers: bool, tmp_path) -> None:
+def test_cuda_gradient_equals_the_numpy_gradient(case: Case, form: str, tmp_path) -> None:
+    """Both printers: the numpy printer's two forms, and the fused printer's (engine="fused",
+    the plain form with CUDA kernels: what cupy lacks in the plain form, it lacks there too)."""
+    buffers = form == "buffered"
     args = case.make_args(np.random.default_rng(1))
     expected = compile_grad(case.fn, args, buffers=buffers).fn(*args)
+    engine = "fused" if form == "fused" else "numpy"
 
     def run():
         df = compile_grad(case.fn, args, buffers=buffers, device="cuda", out_dir=tmp_path,
-                          module_name=f"gpu_{CASES.index(case)}_{int(buffers)}").fn
+                          engine=engine, module_name=f"gpu_{CASES.index(case)}_{form}").fn
         dargs = to_device(args)
         df(*dargs)                                   # work arrays reused on the second call
         return df(*dargs)

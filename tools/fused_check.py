@@ -4,6 +4,7 @@ kernels evaluate the printer's CUDA C with numpy.
 
     python tools/fused_check.py                    # both tables
     python tools/fused_check.py --only rnn,tanh --every 4
+    python tools/fused_check.py --device           # on a GPU: the real cupy, not the stand-in
 
 For each case: the fused module's value and gradients against the unfused numpy plain form's
 (float64, relative 1e-12), the kernels the module defines and the kernels one call launches
@@ -25,8 +26,24 @@ sys.path.insert(0, str(ROOT))
 
 from tests import fakecupy  # noqa: E402
 
-sys.modules["cupy"] = fakecupy.module()
+DEVICE = "--device" in sys.argv
+if not DEVICE:
+    sys.modules["cupy"] = fakecupy.module()
 from yota_s2s.compiler import compile_grad  # noqa: E402
+
+
+def moved(value, there: bool):
+    """``value``'s arrays on the device (``there``) or back on the host, with --device."""
+    if not DEVICE:
+        return value
+    import cupy
+    if isinstance(value, (tuple, list)):
+        return type(value)(moved(v, there) for v in value)
+    if isinstance(value, dict):
+        return {k: moved(v, there) for k, v in value.items()}
+    if there and isinstance(value, np.ndarray):
+        return cupy.asarray(value)
+    return value.get() if isinstance(value, cupy.ndarray) else value
 
 
 def leaves(value) -> list:
@@ -67,7 +84,7 @@ def check(name: str, fn, make) -> tuple[str, int, int]:
     compiled = compile_grad(fn, make(), device="cuda", engine="fused")
     defined = compiled.text.count("Kernel(\n")
     before = fakecupy.COUNTS["launches"]
-    got = compiled.fn(*make())
+    got = moved(compiled.fn(*moved(make(), True)), False)
     launched = fakecupy.COUNTS["launches"] - before
     return compare(got, want) or "", defined, launched
 
@@ -85,6 +102,8 @@ def main() -> None:
     parser.add_argument("--only", help="comma-separated case names")
     parser.add_argument("--every", type=int, default=1, help="every EVERY-th case of each table")
     parser.add_argument("--quiet", action="store_true", help="print only what fails, and totals")
+    parser.add_argument("--device", action="store_true",
+                        help="run on the GPU with cupy (no launch counts), not the stand-in")
     opts = parser.parse_args()
     bad = total = defined = launched = with_kernels = 0
     for name, fn, make in cases(opts.every):

@@ -78,7 +78,9 @@ def simplegrad(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path
     beside the loss; only the loss is differentiated and ``df(*args) == ((loss, aux), d0, d1,
     ...)``. Other keyword arguments are ``f``'s, as in ``grad``; ``df`` takes them by name too.
     ``engine="numba"`` runs the loops as numba-compiled functions (codegen/numba_form.py; needs
-    ``pip install 'yota-s2s[numba]'``), ``"auto"`` where numba is installed.
+    ``pip install 'yota-s2s[numba]'``), ``"auto"`` where numba is installed; with
+    ``device="cuda"``, ``engine="fused"`` writes elementwise groups as CUDA kernels
+    (codegen/cupy_form.py, docs/gpu.md).
     """
     if isinstance(f, functools.partial):
         spread = Spread(f, args)

@@ -243,7 +243,8 @@ class _Printer:
         self.form.kernels.append(Kernel(name, [f"float64 {c}" for c, _, _ in k.ins.values()],
                                         [f"float64 {c}" for c, _, _ in k.outs], k.body))
         count = sum(not line.startswith("//") for line in k.body)
-        head = Comment(comment(f"kernel {name}: {count} statement{'s' if count > 1 else ''} in one launch"))
+        plural = "s" if count > 1 else ""
+        head = Comment(comment(f"kernel {name}: {count} statement{plural} in one launch"))
         if given:
             made = [ast.Assign([target], _empty(shape), lineno=0)
                     for _, target, new in k.outs if new is not None]
