@@ -8,11 +8,16 @@ shape, broadcasting, forward and backward alike), writes each group as one
 its comments::
 
     _loss_grad_k0 = xp.ElementwiseKernel(
-        'float64 r0, float64 b', 'float64 z, float64 t3',
-        '// model.py:5  z = np.tanh(x @ W + b)\\n'
+        'float64 r0, float64 b',
+        'float64 z, float64 t3',
         'z = tanh(r0 + b);\\n'
-        ...
-    z, t3 = _loss_grad_k0(r0, b)         # in the function, where the statements were
+        '// model.py:6  loss = np.sum(z * z - z)\\n'
+        't3 = z * z - z;\\n', ...)
+    ...
+        # model.py:5  z = np.tanh(x @ W + b)        (in the function, where the statements were)
+        r0 = x @ W
+        # kernel _loss_grad_k0: 2 statements in one launch
+        z, t3 = _loss_grad_k0(r0, b)
 
 A sum over axes of an elementwise expression is a ``cupy.ReductionKernel``; matrix products
 and any call that is not elementwise stay as the plain form writes them (cuBLAS, cupy), computed
