@@ -16,6 +16,7 @@ launched, how many graphs captured and how many replayed.
 """
 from __future__ import annotations
 
+import contextlib
 import re
 import types
 from typing import Any
@@ -269,6 +270,12 @@ class Stream:
     def __exit__(self, *exc):
         Stream.current = self._previous
 
+    def record(self) -> object:
+        return object()
+
+    def wait_event(self, event: object) -> None:
+        pass
+
     def begin_capture(self, mode=None) -> None:
         if Stream.capturing or not self.non_blocking or Stream.current is not self:
             raise RuntimeError("capture begins once, on a non-blocking stream in use")
@@ -285,11 +292,27 @@ class Stream:
 _NULL = Stream()
 
 
+@contextlib.contextmanager
+def _using_allocator(allocator):
+    """numpy allocates on its own: nothing to route (the stand-in checks control flow)."""
+    yield
+
+
+class _Pool:
+    def malloc(self, size: int) -> bytearray:
+        return bytearray(size)
+
+
+_POOL = _Pool()
+
+
 def module() -> types.ModuleType:
     """A fresh ``cupy`` stand-in: numpy's names, the kernels, ``cuda.Stream``/``Graph``."""
     fake = types.ModuleType("cupy")
     fake.__dict__.update({k: getattr(np, k) for k in dir(np) if not k.startswith("__")})
     fake.ElementwiseKernel, fake.ReductionKernel = ElementwiseKernel, ReductionKernel
     fake.cuda = types.SimpleNamespace(Stream=Stream, Graph=Graph,
-                                      get_current_stream=lambda: Stream.current or _NULL)
+                                      get_current_stream=lambda: Stream.current or _NULL,
+                                      using_allocator=_using_allocator)
+    fake.get_default_memory_pool = lambda: _POOL
     return fake

@@ -13,8 +13,9 @@ workload has one (GPU work at CPU sizes is mostly launch latency).
 
 Besides the generated module as ``ys.simplegrad`` writes it (``yota``: the buffered cupy form)
 it times the fused printer's module (``fused``: ``engine="fused"``, elementwise groups as CUDA
-kernels, codegen/cupy_form.py) and the buffered module replayed from a CUDA graph (``graph``:
-``ys.cuda_graph``), and counts, for one call of each, the kernels the device runs and the
+kernels, codegen/cupy_form.py), the buffered module replayed from a CUDA graph (``graph``:
+``ys.cuda_graph``) and the fused one replayed (``fused+graph``), and counts, for one call of
+each (``--launches``), the kernels the device runs and the
 launches the host makes (cudaLaunchKernel, cuLaunchKernel, cudaGraphLaunch, memcpy/memset),
 from PyTorch's profiler (CUPTI sees every library's kernels), where torch is installed.
 """
@@ -65,17 +66,18 @@ def impls(w: workloads.Workload, args: tuple, wanted: set[str]) -> dict:
            "handwritten": (lambda: hand(*dargs), lambda: (host(hand(*dargs)[0]),
                                                           tuple(map(host, hand(*dargs)[1])))),
            "yota": (lambda: df(*dargs), lambda: pick(df(*dargs)))}
+    fused = ys.simplegrad(w.loss, *args, device="cuda", wrt=set(w.wrt), engine="fused")
     if "fused" in wanted:
-        fused = ys.simplegrad(w.loss, *args, device="cuda", wrt=set(w.wrt), engine="fused")
         out["fused"] = (lambda: fused(*dargs), lambda: pick(fused(*dargs)))
-    if "graph" in wanted:
-        graph = ys.cuda_graph(df)
-        try:
-            graph(*dargs)                               # captured here, replayed after
-        except ys.UsageError as e:
-            print(f"{w.name}: no CUDA graph: {str(e).splitlines()[0]}")
-        else:
-            out["graph"] = (lambda: graph(*dargs), lambda: pick(graph(*dargs)))
+    for name, fn in (("graph", df), ("fused+graph", fused)):
+        if name in wanted:
+            graph = ys.cuda_graph(fn)
+            try:
+                graph(*dargs)                           # captured here, replayed after
+            except ys.UsageError as e:
+                print(f"{w.name}: no CUDA graph of {name}: {str(e).splitlines()[0]}")
+            else:
+                out[name] = (lambda g=graph: g(*dargs), lambda g=graph: pick(g(*dargs)))
     if "torch" in wanted and importlib.util.find_spec("torch") and w.torch_loss is not None:
         import torch
         targs = [torch.as_tensor(a, device="cuda") if isinstance(a, np.ndarray)
@@ -153,9 +155,10 @@ def main() -> None:
     parser.add_argument("--only", help="comma-separated workload names")
     parser.add_argument("--reps", type=int, default=15)
     parser.add_argument("--scale", type=int, default=1)
-    parser.add_argument("--peers", default="torch,jax,fused,graph",
+    parser.add_argument("--peers", default="torch,jax,fused,graph,fused+graph",
                         help="what else to time: torch, jax, fused (engine=\"fused\"), graph "
-                             "(ys.cuda_graph of the buffered module)")
+                             "(ys.cuda_graph of the buffered module), fused+graph (of the "
+                             "fused one)")
     parser.add_argument("--launches", action="store_true",
                         help="count each implementation's launches per call (torch's profiler)")
     opts = parser.parse_args()
@@ -177,10 +180,11 @@ def main() -> None:
                 times[name].append(sample(call))
         med = {name: statistics.median(t) for name, t in times.items()}
         peers = "  ".join(f"{p} {med['yota'] / med[p]:.2f}" for p in ("torch", "jax") if p in med)
-        peers += "".join(f"  {p}/jax {med[p] / med['jax']:.2f}" for p in ("fused", "graph")
+        ours = ("fused", "graph", "fused+graph")
+        peers += "".join(f"  {p}/jax {med[p] / med['jax']:.2f}" for p in ours
                          if p in med and "jax" in med)
-        peers += "".join(f"  {p}/hand {med[p] / med['handwritten']:.2f}"
-                         for p in ("fused", "graph") if p in med)
+        peers += "".join(f"  {p}/hand {med[p] / med['handwritten']:.2f}" for p in ours
+                         if p in med)
         print(f"{w.name:12} {compile_s:7.2f}s {med['forward'] * 1e6:8.0f}u {med['handwritten'] * 1e6:8.0f}u "
               f"{med['yota'] * 1e6:8.0f}u {med['yota'] / med['handwritten']:9.2f} "
               f"{med['yota'] / med['forward']:8.2f}  {peers}")

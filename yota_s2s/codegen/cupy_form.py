@@ -158,7 +158,8 @@ def fused_blocks(blocks: list[Block], tape: Any, emitter: Any, fname: str, tail:
     later = _free(ast.parse(textwrap.dedent("\n".join(tail))).body, set())
     env = {p: None if held.get(p) is None else
            Val(tuple(held[p].shape), kind_of(held[p].dtype)) for p in names.params}
-    lowering, items, counts = fused_groups(nodes, env, later, _bound_once(nodes, held))
+    lowering, items, counts = fused_groups(nodes, env, later, _bound_once(nodes, held),
+                                           products=False)      # matrix products: cuBLAS
     written = _Printer(lowering, counts, fname, form).items(items)
     return [Block(blocks[0].section, None, written, [], None, [], [len(written)])]
 

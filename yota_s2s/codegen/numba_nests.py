@@ -210,9 +210,8 @@ class Write:
 class Lowering:
     """A compiled loop's statements with their array statements written as loop nests."""
 
-    def __init__(self, env: dict[str, Val | None], used: set[str],
-                 known: dict[str, Val] | None = None):
-        self.used = set(used)
+    def __init__(self, env: dict[str, Val | None], used: set[str], known=None, products=True):
+        self.used, self.products = set(used), products     # products: small @ as sums
         self.params = set(env)           # (never a number in a nest: numba types them arrays)
         self.shapes = Shapes(env, known)
         self.elements = Elements(self.shapes, self.fresh)
@@ -312,7 +311,7 @@ class Lowering:
             val = of(value)
             if val is None or val.kind != "f":
                 raise NotLowered
-            value = product_sum(value, self.shapes) or value
+            value = self.products and product_sum(value, self.shapes) or value
             summed = kept_sum(value, self.shapes)
             if summed is not None:
                 inner, axes, keep = summed
@@ -584,20 +583,17 @@ def _alloc(name: str, shape: tuple[int, ...], how: str) -> ast.stmt:
 
 def loop_nests(nodes: list[ast.stmt], env: dict[str, Val | None],
                results: list[str]) -> list[ast.stmt]:
-    """``nodes`` (a compiled loop's statements) with their array statements written as loop
-    nests; ``env``: the shapes of the names the loop takes; ``results``: the names it returns."""
+    """A loop's ``nodes`` as nests; ``env``: its names' shapes; ``results``: the names returned."""
     lowering, items, counts = fused_groups(nodes, env, results)
     return Printer(lowering, counts).items(items)
 
 
 def fused_groups(nodes: list[ast.stmt], env: dict[str, Val | None], results: list[str],
-                 known: dict[str, Val] | None = None) -> tuple[Lowering, list, dict[str, int]]:
-    """The grouping both fused printers share (this module's loop nests, cupy_form.py's CUDA
-    kernels): the Lowering of ``nodes`` (their shapes, fresh names), the statements with the
-    elementwise ones over one shape fused into Nests, and how often each name is read (each of
-    ``results`` once more: the caller reads it); ``known``: Shapes' (names bound once)."""
+                 known: dict | None = None, products: bool = True) -> tuple[Lowering, list, dict]:
+    """Both fused printers' grouping (these nests, cupy_form's kernels): the Lowering, the items
+    (Nests), each name's reads; ``known``: Shapes'; ``products``: small ``@`` as sums."""
     used = {n.id for node in nodes for n in ast.walk(node) if isinstance(n, ast.Name)}
-    lowering = Lowering(dict(env), used | set(env), known)
+    lowering = Lowering(dict(env), used | set(env), known, products)
     items = _group(lowering.block(nodes))
     counts = {r: 1 for r in results}
     _loads(items, counts)
