@@ -107,15 +107,13 @@ def write_module(tapes: Tape | Sequence[Tape], device: str = "cpu",
     it); with it, or with several tapes, the header describes each function in turn.
     ``numba``: the numba printer's form (numba_form.py; the plain form's loops moved into
     compiled functions): its ``fallbacks`` say which loops stay numpy, and the loops written
-    are added to its ``kernels``. ``fused``: the fused cupy printer's form (cupy_form.py; the
-    plain form's elementwise groups as CUDA kernels, added to its ``kernels``).
+    are added to its ``kernels``. ``fused``: cupy_form.py's (elementwise groups as kernels).
     """
     tapes = [tapes] if isinstance(tapes, Tape) else list(tapes)
     if buffers and len(tapes) > 1:
         raise InternalError("several gradient functions share a module in the plain form only",
                             hint="Write them with buffers=False.")
-    written, imports = write_functions(tapes, buffers, blocked=device == "cpu", numba=numba,
-                                       fused=fused)
+    written, imports = write_functions(tapes, buffers, device == "cpu", numba, fused)
     if len(written) == 1 and source is None:
         header = _header(tapes[0], device, regenerate, written[0].returns, written[0].emitter)
     else:
@@ -237,12 +235,11 @@ def _function(tape: Tape, emitter: Emitter, numba: NumbaForm | None = None,
     blocks = emitter.blocks()
     fname = function_name(tape)
     returns, build = _returns(tape, emitter)
+    tail = build + [f"return {', '.join(returns)}"]
     if numba is not None:           # the loops as numba functions (numba_form.py)
-        blocks = numba_blocks(blocks, tape, emitter.names, fname,
-                              build + [f"return {', '.join(returns)}"], numba)
+        blocks = numba_blocks(blocks, tape, emitter.names, fname, tail, numba)
     if fused is not None:           # elementwise groups as CUDA kernels (cupy_form.py)
-        blocks = fused_blocks(blocks, tape, emitter, fname,
-                              build + [f"return {', '.join(returns)}"], fused)
+        blocks = fused_blocks(blocks, tape, emitter, fname, tail, fused)
     body = (unbound_check(fname, tape) if reads_function(tape) else []) + \
         _checks(tape, emitter, fname) + _struct_args(tape, emitter, fname) + \
         out_check_lines(emitter, tape, fname) + unpack_line(emitter)
