@@ -122,6 +122,52 @@ def test_the_module_reads_like_handwritten_code():
         in backward
 
 
+def test_a_constant_the_backward_arms_read_is_made_and_folded_in_them():
+    """The seed of ``np.sum(y * 3.0)``'s backward, ``broadcast_to(3.0, (4,))``, is made in each
+    arm that reads it, where the arm's passes fold it (``dy * 2 * x`` is ``6.0 * x``), not
+    made before the ``if`` and multiplied through (what made piecewise 2x the one-path module)."""
+    x = np.array([0.5, -1.0, 2.0, 0.25])
+    for buffers in (False, True):
+        compiled = compile_grad(B.piecewise, (x,), buffers=buffers)
+        backward = compiled.text[compiled.text.index("# -- backward"):]
+        assert "dx = 6.0 * x" in backward and "dy_" not in backward
+        for sign in (1.0, -1.0):
+            value, dx = compiled.fn(sign * x)[0], compiled.fn(sign * x)[1]
+            assert value == B.piecewise(sign * x)
+            np.testing.assert_allclose(dx, numerical_grad(B.piecewise, (sign * x,), 0),
+                                       rtol=1e-7, atol=1e-8)
+
+
+def test_an_arm_whose_result_is_a_broadcast_number_gives_an_array_of_its_own():
+    """``scaled_or_squared``'s backward arm gives ``dv`` = 0.5 everywhere: an array of its own
+    (``xp.full``), which the buffered form then writes ``dx`` into (a read-only broadcast there
+    was 'output array is read-only', fuzz --branches seed 95)."""
+    for x in (np.array([1.0, -1.5, 0.5]), np.array([0.1, 0.2, -0.3])):
+        for buffers in (True, False):
+            compiled = compile_grad(B.scaled_or_squared, (x,), buffers=buffers)
+            for y in (x, np.array([1.0, -1.5, 0.5]), np.array([0.1, 0.2, -0.3])):
+                value, dx = compiled.fn(y)
+                assert value == pytest.approx(B.scaled_or_squared(y), rel=1e-12)
+                np.testing.assert_allclose(dx, numerical_grad(B.scaled_or_squared, (y,), 0),
+                                           rtol=1e-6, atol=1e-8)
+
+
+def test_the_backward_arm_reads_the_forward_result_not_made_again():
+    """What an arm's adjoint reads of the arm's result (``sqrt``'s ``y``, ``x / m``) is the
+    forward branch's result, given to the backward branch: not computed a second time."""
+    x = np.array([0.5, 2.0, 1.5])
+    compiled = compile_grad(B.sqrt_or_half, (x,), buffers=False)
+    assert compiled.text.count("xp.sqrt(") == 1
+    assert "dx = dy_ / (2 * y_)" in compiled.text or "dx = 1.0 / (2 * y_)" in compiled.text
+    compiled = compile_grad(B.normalized, (np.array([3.0, -1.0, 0.5]),), buffers=False)
+    assert compiled.text.count(" = x / m\n") == 1      # the forward's; the backward reads it
+    for args, fn in (((x,), B.sqrt_or_half), ((-x,), B.sqrt_or_half),
+                     ((3 * x,), B.normalized), ((0.1 * x,), B.normalized)):
+        value, g = ys.grad(fn, *args)
+        assert value == pytest.approx(fn(*args), rel=1e-12)
+        np.testing.assert_allclose(g[0], numerical_grad(fn, args, 0), rtol=1e-6, atol=1e-8)
+
+
 def test_an_arm_that_passes_a_value_through_gives_a_copy():
     """``normalized`` leaves ``x`` as it is in one arm: the branch's result is its own array,
     so the caller's is never written (nor returned as a gradient's memory)."""

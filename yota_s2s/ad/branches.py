@@ -2,13 +2,14 @@
 
 For ``r = branch(c, k)`` with arms ``r = then(k)`` and ``r = orelse(k)``::
 
-    backward:  dk = branch(c, k, dr)
-               with arms  dk = adjoint of then at (k, dr)   and   dk = adjoint of orelse at (k, dr)
+    backward:  dk = branch(c, k, r, dr)
+               with arms  dk = adjoint of then at (k, r, dr)  and  dk = adjoint of orelse ...
 
 Each backward arm is the ordinary reverse sweep (sweep.py) over its forward arm, seeded with
-the cotangents of the results; the forward arm's statements its adjoint reads are made again
-in it (an arm is a few statements: what a handwritten backward of an ``if`` does), the others
-are left to the passes inside the arms. The condition is the forward's value, read again. An
+the cotangents of the results; what its adjoint reads of the forward branch's results ``r`` is
+read from them (operands of the backward branch, those an arm reads), the other forward statements it reads are made again in it
+(an arm is a few statements: what a handwritten backward of an ``if`` does), the others are
+left to the passes inside the arms. The condition is the forward's value, read again. An
 input that an arm does not differentiate gets zeros there, so that both arms give every
 gradient, of one shape and dtype. The module registers ``sweep_branch`` as the engine's
 structural rule for branches.
@@ -21,7 +22,7 @@ import numpy as np
 
 from ..ir.branch import Branch, arm_tape, branch_of, branch_primitive
 from ..ir.rewrite import live, substitute_stmt
-from ..ir.tape import Lit, Stmt, Tape, Var
+from ..ir.tape import Input, Lit, Stmt, Tape, Var
 from ..frontend.abstract import ghost
 from .sweep import STRUCTURAL_RULES, Sweep, active_from
 
@@ -42,21 +43,26 @@ def sweep_branch(sweep: Sweep, stmt: Stmt) -> None:
         return
     dy_atoms = [dys[i] if isinstance(dys[i], (Var, Lit)) else Lit(dys[i]) for i in seeds]
     with sweep.ev.at(stmt.loc, RULE):
-        arms = [_adjoint_arm(sweep, arm, label, seeds, wanted, dy_atoms)
+        made = [_adjoint_arm(sweep, arm, label, seeds, wanted, dy_atoms, stmt.outs)
                 for label, arm in zip(("then", "orelse"), branch.arms)]
+        read = sorted(set().union(*(r for _, r in made)))
+        arms = [_given(arm, len(operands), len(stmt.outs), read) for arm, _ in made]
         back = Branch(*arms, source=branch.source)
         names = tuple(arms[0].params)
         results = sweep.emit(branch_primitive(back, names),
-                             [stmt.args[0], *operands, *dy_atoms], {"branch": back})
+                             [stmt.args[0], *operands, *(stmt.outs[i] for i in read),
+                              *dy_atoms], {"branch": back})
     results = results if isinstance(results, tuple) else (results,)
     for j, g in zip(wanted, results):
         sweep.accumulate(operands[j], g)
 
 
 def _adjoint_arm(sweep: Sweep, arm: Tape, label: str, seeds: list[int], wanted: list[int],
-                 dy_atoms: list) -> Tape:
-    """The backward arm of ``arm``: inputs its forward inputs and the results' cotangents,
-    results the gradients of the ``wanted`` inputs."""
+                 dy_atoms: list, outs: tuple[Var, ...]) -> tuple[Tape, set[int]]:
+    """The backward arm of ``arm``: inputs its forward inputs, the forward branch's results
+    (one per result: what the arm's adjoint reads of them is read there, not made again) and
+    the results' cotangents; results the gradients of the ``wanted`` inputs. Also the
+    numbers of the forward results it reads."""
     ev, rules = sweep.ev, sweep.rules
     inputs = [i.var for i in arm.inputs]
     act = active_from(arm.stmts, {inputs[j] for j in wanted}, rules)
@@ -78,8 +84,15 @@ def _adjoint_arm(sweep: Sweep, arm: Tape, label: str, seeds: list[int], wanted: 
     fresh = {v: Var(v.aval, hint=v.hint) for v in inputs}
     for v, k in fresh.items():
         ev.values.derive(k, v)
+    given = [Var(o.aval, hint=o.hint) for o in outs]
+    for o, g in zip(outs, given):
+        ev.values.derive(g, o)
+    own = {r: g for r, g in zip(arm.result, given) if isinstance(r, Var) and r not in fresh}
     remade = []
     for s in sub.home:
+        if len(s.outs) == 1 and s.out in own:
+            fresh[s.out] = own[s.out]       # a result of the forward branch: read, not made
+            continue
         new_outs = tuple(Var(o.aval, hint=o.hint, grad_of=o.grad_of) for o in s.outs)
         fresh.update(zip(s.outs, new_outs))
         for o, n in zip(s.outs, new_outs):
@@ -90,7 +103,19 @@ def _adjoint_arm(sweep: Sweep, arm: Tape, label: str, seeds: list[int], wanted: 
     stmts = live(stmts, [r for r in result if isinstance(r, Var)])
     params = tuple(arm.params) + tuple(f"d{c.grad_of.hint}" if c.grad_of is not None
                                        and c.grad_of.hint else "dr" for c in cots)
-    return arm_tape(label, params, [fresh[v] for v in inputs] + cots, stmts, result, arm.loc)
+    params = params[:len(inputs)] + tuple(g.hint or f"r{i}" for i, g in enumerate(given)) \
+        + params[len(inputs):]
+    uses = {v for s in stmts for v in s.uses()} | set(result)
+    return (arm_tape(label, params, [fresh[v] for v in inputs] + given + cots, stmts, result,
+                     arm.loc), {i for i, g in enumerate(given) if g in uses})
+
+
+def _given(arm: Tape, n: int, m: int, read: list[int]) -> Tape:
+    """``arm`` (inputs: ``n`` operands, ``m`` forward results, the cotangents) with only the
+    forward results of ``read`` as inputs."""
+    keep = list(range(n)) + [n + i for i in read] + list(range(n + m, len(arm.inputs)))
+    return arm.copy(params=tuple(arm.params[j] for j in keep),
+                    inputs=[Input(arm.inputs[j].var, k) for k, j in enumerate(keep)])
 
 
 def _gradient(sub: Sweep, v: Var) -> Var:

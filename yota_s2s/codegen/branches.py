@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 
+from ..ir.analysis import Analysis, memory_bases, read_only
 from ..ir.branch import branch_of
 from ..ir.names import arm_namer
 from ..ir.rewrite import substitute
@@ -57,7 +58,7 @@ def _result(em: Emitter, sub: Emitter, arm: Tape, r, out: Var) -> ast.expr:
     is numpy's (``xp.float64(1.0)``, as the other arm gives it)."""
     if isinstance(r, Var):
         value = sub.atom(r)
-        if r.aval.ndim and sub.facts.root(r) in {i.var for i in arm.inputs}:
+        if r.aval.ndim and _borrowed(r, arm, sub.facts):
             return ast.Call(ast.Attribute(value, "copy"), [], [])
         return value
     value = sub.atom(r)
@@ -88,9 +89,11 @@ def _arm(em: Emitter, stmt: Stmt, arm: Tape, operands: dict[Var, str], outs: lis
     # results made under the branch's names: not one an in-place update makes (it has the
     # name of the array it updates), nor one named like a value the arm reads
     made = {o for s in arm.stmts if not s.prim.inplace for o in s.outs}
+    facts = Analysis(arm)
     fixed: dict[Var, str] = {}
     for r, name in zip(arm.result, outs):
         if isinstance(r, Var) and r in made and r not in fixed and name not in ins \
+                and not (r.aval.ndim and _borrowed(r, arm, facts)) \
                 and name not in fixed.values():
             fixed[r] = name
     names = arm_namer(em.names, stmt, arm, fixed, operands)
@@ -118,6 +121,21 @@ def _arm(em: Emitter, stmt: Stmt, arm: Tape, operands: dict[Var, str], outs: lis
                                 values[0] if len(values) == 1 else ast.Tuple(values),
                                 lineno=0))
     return nodes
+
+
+def _borrowed(r: Var, arm: Tape, facts: Analysis) -> bool:
+    """Whether the arm's result ``r`` is memory the arm does not own: a value it read (or a
+    view of one), a read-only broadcast or a view of a constant."""
+    inputs = {i.var for i in arm.inputs}
+    while r in facts.producer and r not in inputs:
+        made = facts.producer[r]
+        if read_only(made):
+            return True
+        bases = memory_bases(made)
+        if len(bases) != 1:
+            break
+        r = bases[0]
+    return r in inputs or facts.root(r) in inputs
 
 
 def _function(em: Emitter) -> Emitter:

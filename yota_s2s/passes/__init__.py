@@ -84,7 +84,8 @@ def _plain_constants(tape: Tape, rules: RuleSet, rounds: Sequence[Pass]) -> Tape
 
 def _bodies(tape: Tape, rules: RuleSet, rounds: Sequence[Pass]) -> Tape:
     return optimize_bodies(tape, lambda body: _fixed_point(body, rules,
-                                                           list(rounds) + [plain_constants]))
+                                                           list(rounds) + [plain_constants]),
+                           rules)
 
 
 def _stacked_products(tape: Tape, rules: RuleSet, rounds: Sequence[Pass]) -> Tape:

@@ -15,44 +15,112 @@ from typing import Callable
 import numpy as np
 
 from ..ir.analysis import Analysis
-from ..ir.branch import branch_of
+from ..ir.branch import branch_of, branch_primitive
 from ..ir.region import loop_of
 from ..ir.rewrite import substitute
-from ..ir.tape import Lit, Stmt, Tape
+from ..ir.tape import Input, Lit, Stmt, Tape, Var
+from ..rules.outside import external
 from ..rules.registry import RuleSet
+from .dce import dce
 
 
-def optimize_bodies(tape: Tape, optimize: Callable[[Tape], Tape]) -> Tape:
+def optimize_bodies(tape: Tape, optimize: Callable[[Tape], Tape], rules: RuleSet) -> Tape:
     """``tape`` with every region's body (and theirs, depth first) run through ``optimize``.
     An invariant whose operand is a number is that number inside the body, so the body's
     passes fold it (the backward loop's ``dloss * 2 * h``, ``dloss = 0.5``, is ``h``)."""
     def change(body: Tape, loop, stmt: Stmt) -> Tape:
         body = _constant_invariants(body, loop, stmt)
-        return optimize(optimize_bodies(body, optimize))
+        return optimize(optimize_bodies(body, optimize, rules))
 
-    def arm(body: Tape, stmt: Stmt) -> Tape:
+    def arm(body: Tape, stmt: Stmt, made: dict[Var, Stmt]) -> Tape:
         numbers = {i.var: a for i, a in zip(body.inputs, stmt.args[1:])
                    if isinstance(a, Lit) and _number(a.value)}
         body = substitute(body, numbers) if numbers else body
-        return optimize(optimize_bodies(body, optimize))
-    return _each_arm(_each_body(tape, change, with_loop=True), arm)
+        body = _constant_operands(body, stmt, made)
+        return _filled_results(optimize(optimize_bodies(body, optimize, rules)), rules)
+    stepped = _each_body(tape, change, with_loop=True)
+    armed = _each_arm(stepped, arm)     # (an operand an arm now makes itself: dead outside)
+    return dce(armed, None)[0] if armed is not stepped else armed
 
 
 def _each_arm(tape: Tape, change: Callable) -> Tape:
     """``tape`` with each arm of its branch statements (ir/branch.py) made ``change(arm,
-    stmt)``; an arm keeps its inputs and results, so the branch keeps its operands."""
+    stmt, made)`` (``made``: the statement that makes each value of ``tape`` read once, by
+    that branch); the operands neither arm reads after that are dropped, with the arms'
+    inputs that stand for them."""
     stmts: list[Stmt] = []
     changed = False
+    facts = None
     for stmt in tape.stmts:
         branch = branch_of(stmt)
         if branch is not None:
-            new = replace(branch, then=change(branch.then, stmt),
-                          orelse=change(branch.orelse, stmt))
-            stmt = stmt.replace(params=tuple((k, new if k == "branch" else v)
-                                             for k, v in stmt.params))
+            facts = facts or Analysis(tape)
+            made = {v: facts.producer[v] for v in stmt.uses()
+                    if v in facts.producer and facts.uses[v] == 1}
+            stmt = _unread_dropped(stmt, replace(branch, then=change(branch.then, stmt, made),
+                                                 orelse=change(branch.orelse, stmt, made)))
             changed = True
         stmts.append(stmt)
     return tape.copy(stmts=stmts) if changed else tape
+
+
+def _constant_operands(arm: Tape, stmt: Stmt, made: dict[Var, Stmt]) -> Tape:
+    """``arm`` making again, at its start, each operand of ``stmt`` made from literals alone
+    and read by nothing else (the backward's seed ``broadcast_to(3.0, (4,))``), so that the
+    arm's passes fold it into what reads it (``dy * 2 * x`` is ``6.0 * x``); the statement
+    outside is then dead. Not a random draw, nor a value read from outside."""
+    moved: list[Stmt] = []
+    mapping: dict[Var, Var] = {}
+    for inp, a in zip(arm.inputs, stmt.args[1:]):
+        maker = made.get(a) if isinstance(a, Var) else None
+        if maker is None or not _constant(maker):
+            continue
+        mapping[inp.var] = Var(inp.var.aval, hint=inp.var.hint)
+        moved.append(maker.replace(outs=(mapping[inp.var],)))
+    if not moved:
+        return arm
+    return substitute(arm, mapping, moved + list(arm.stmts))
+
+
+def _filled_results(arm: Tape, rules: RuleSet) -> Tape:
+    """``arm`` making each result that is a number broadcast (``broadcast_to(0.516, (3,))``,
+    read-only) as an array of its own, ``np.full((3,), 0.516)``: a branch's results are new
+    arrays, which the code after it may write in place."""
+    results = {r for r in arm.result if isinstance(r, Var)}
+    stmts = [s.replace(prim=rules.lookup(np.full), args=s.args[::-1],
+                       params=() if s.out.aval.dtype == np.float64
+                       else (("dtype", s.out.aval.dtype),))
+             if s.prim.fn is np.broadcast_to and isinstance(s.args[0], Lit) and s.outs
+             and s.out in results else s for s in arm.stmts]
+    return arm.copy(stmts=stmts) if any(a is not b for a, b in zip(stmts, arm.stmts)) else arm
+
+
+def _constant(stmt: Stmt) -> bool:
+    p = stmt.prim
+    return not (p.effect or p.inplace or stmt.uses() or p.nout != 1 or p.fn is external
+                or loop_of(stmt) is not None or branch_of(stmt) is not None)
+
+
+def _unread_dropped(stmt: Stmt, branch) -> Stmt:
+    """The branch statement ``stmt`` of ``branch``'s arms, without the operands neither arm
+    reads (each arm's inputs renumbered)."""
+    def read(arm: Tape) -> set[Var]:
+        return {v for s in arm.stmts for v in s.uses()} | \
+            {r for r in arm.result if isinstance(r, Var)}
+    reads = read(branch.then), read(branch.orelse)
+    keep = [j for j in range(len(branch.then.inputs))
+            if branch.then.inputs[j].var in reads[0] or branch.orelse.inputs[j].var in reads[1]]
+    if len(keep) == len(branch.then.inputs):
+        return stmt.replace(params=tuple((k, branch if k == "branch" else v)
+                                         for k, v in stmt.params))
+    arms = [arm.copy(params=tuple(arm.params[j] for j in keep),
+                     inputs=[Input(arm.inputs[j].var, i) for i, j in enumerate(keep)])
+            for arm in branch.arms]
+    new = replace(branch, then=arms[0], orelse=arms[1])
+    names = tuple(stmt.prim.operands[1 + j] for j in keep)
+    return stmt.replace(prim=branch_primitive(new, names),
+                        args=(stmt.args[0], *(stmt.args[1 + j] for j in keep)),
+                        params=tuple((k, new if k == "branch" else v) for k, v in stmt.params))
 
 
 def _constant_invariants(body: Tape, loop, stmt: Stmt) -> Tape:
