@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import yota_s2s as ys
-from yota_s2s.compiler import compile_grad, gradient_tape
+from yota_s2s.compiler import compile_grad, compile_jvp, gradient_tape
 from yota_s2s.gradcheck import numerical_grad
 from yota_s2s.ir.branch import branch_of
 from yota_s2s.ir.region import body_tapes
@@ -190,13 +190,22 @@ def test_arms_that_disagree_keep_the_guard(fn):
     assert type(e.value).__name__ == "GuardError"
 
 
-def test_forward_mode_keeps_the_guard():
-    """Forward mode has no branch yet (as it has no loop region): the guard, right values."""
-    x = np.array([0.5, -0.2, 0.4])
-    t = np.array([1.0, 2.0, -1.0])
-    value, tangent = ys.jvp(B.piecewise, (x,), (t,))
-    np.testing.assert_allclose(value, B.piecewise(x))
-    np.testing.assert_allclose(tangent, numerical_grad(B.piecewise, [x], 0) @ t, rtol=1e-6)
+@pytest.mark.parametrize("name,fn,make,wrt", CASES, ids=[c[0] for c in CASES])
+def test_forward_mode_goes_through_the_branch(name, fn, make, wrt):
+    """The JVP of a branch is a branch on the same condition (ad/branch_tangents.py): one
+    jvp module, with no guard, gives ``J @ t`` on every path; ys.linearize's tangent map too
+    (it reads the condition the forward saved)."""
+    compiled = compile_jvp(fn, make(_rng(0)), check=True, buffers=False)
+    assert "if " in compiled.text and "GuardError(" not in compiled.text
+    assert "# tangent of branches.py" in compiled.text
+    for args in _paths(make, 4):
+        tangents = tuple(_rng(7).normal(size=np.shape(a)) if np.ndim(a) else 0.7 for a in args)
+        expected = sum(np.sum(numerical_grad(fn, args, i) * t) for i, t in enumerate(tangents))
+        value, tangent = compiled.fn(*args, *tangents)
+        assert value == pytest.approx(fn(*args), rel=1e-12)
+        assert tangent == pytest.approx(expected, rel=1e-6, abs=1e-8)
+        value, f_jvp = ys.linearize(fn, *args)
+        assert f_jvp(*tangents) == pytest.approx(expected, rel=1e-6, abs=1e-8)
 
 
 def test_second_order_through_the_branch():

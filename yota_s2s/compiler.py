@@ -291,8 +291,9 @@ def jvp_tape(f: Any, args: Sequence[Any], tangents: Sequence[Any] | None = None,
 def _jvp_stages(f: Any, args: Sequence[Any], tangents: Sequence[Any] | None, rules: RuleSet,
                 check: bool, passes: bool, has_aux: bool = False, after: str | None = None
                 ) -> tuple[Tape, Tape, Assumptions]:
-    # (forward mode has no JVP of a loop region yet: its loops are unrolled)
-    forward, ev = trace_function(f, args, rules, regions=False)
+    # (forward mode has no JVP of a loop region yet: its loops are unrolled; an if on a
+    # traced number is a branch, ad/branch_tangents.py)
+    forward, ev = trace_function(f, args, rules, regions=False, branches=True)
     assumes = ev.assumes
     if check:
         verified(forward, "trace")

@@ -9,4 +9,5 @@ the engine (``from yota_s2s.ad.backward import backward``) has the rule register
 from . import regions  # noqa: F401  (registers the loop region's structural rule)
 from . import branches  # noqa: F401  (registers the branch's structural rule)
 from . import whiles  # noqa: F401  (registers the while's structural rule)
+from . import branch_tangents  # noqa: F401  (registers the branch's JVP, forward mode)
 from . import batch_regions  # noqa: F401  (registers the loop region's batching, ys.vmap)

@@ -46,7 +46,7 @@ def sweep_branch(sweep: Sweep, stmt: Stmt) -> None:
         made = [_adjoint_arm(sweep, arm, label, seeds, wanted, dy_atoms, stmt.outs)
                 for label, arm in zip(("then", "orelse"), branch.arms)]
         read = sorted(set().union(*(r for _, r in made)))
-        arms = [_given(arm, len(operands), len(stmt.outs), read) for arm, _ in made]
+        arms = [given_results(arm, len(operands), len(stmt.outs), read) for arm, _ in made]
         back = Branch(*arms, source=branch.source)
         names = tuple(arms[0].params)
         results = sweep.emit(branch_primitive(back, names),
@@ -110,7 +110,7 @@ def _adjoint_arm(sweep: Sweep, arm: Tape, label: str, seeds: list[int], wanted: 
                      arm.loc), {i for i, g in enumerate(given) if g in uses})
 
 
-def _given(arm: Tape, n: int, m: int, read: list[int]) -> Tape:
+def given_results(arm: Tape, n: int, m: int, read: list[int]) -> Tape:
     """``arm`` (inputs: ``n`` operands, ``m`` forward results, the cotangents) with only the
     forward results of ``read`` as inputs."""
     keep = list(range(n)) + [n + i for i in read] + list(range(n + m, len(arm.inputs)))

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import operator
 import re
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -39,6 +39,12 @@ from ..ir.values import to_tree
 from ..rules.registry import NODIFF_ALL, tangent_name
 from .backward import describe, is_constant, loss_of, transpose
 from .sweep import Sweep, align, refuse_complex
+
+
+# A statement that holds statements of its own (a branch) has a structural JVP instead, by
+# its kind: ``rule(sweep, stmt)`` sets the tangents of its results; filled where the structure
+# is defined (branches.py: "branch"), as sweep.STRUCTURAL_RULES is for the reverse sweep.
+STRUCTURAL_JVPS: dict[str, Callable[["_ForwardSweep", Stmt], None]] = {}
 
 
 def forward(tape: Tape, ev: Evaluator, tangents: list[Any], has_aux: bool = False) -> Tape:
@@ -146,6 +152,9 @@ class _ForwardSweep:
         if NODIFF_ALL in self.rules.nodiffs.get(stmt.prim, ()):
             return
         with self.ev.at(stmt.loc):
+            structural = STRUCTURAL_JVPS.get(stmt.prim.emit[0] if stmt.prim.emit else None)
+            if structural is not None:
+                return structural(self, stmt)
             self._add_tangents(stmt, self._contributions(stmt))
 
     def _contributions(self, stmt: Stmt) -> list[tuple]:

@@ -76,14 +76,16 @@ DEEP_STACK = 512 << 20
 def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES,
                    collector: Collector | None = None,
                    dynamic: frozenset[int] = frozenset(),
-                   regions: bool = True, branches: bool = True) -> tuple[Tape, Evaluator]:
+                   regions: bool = True, branches: bool | None = None
+                   ) -> tuple[Tape, Evaluator]:
     """Evaluate ``fn`` on ``args``; returns the tape and the evaluator (which holds the example
     value of every Var, for the backward pass, and ``flattener``/``depends``: what the code
     read from its arguments and its globals). A ``collector`` turns on collecting mode.
     ``regions``: loops as loop regions (else unrolled); ``branches``: an ``if`` on a traced
-    number as a branch (branches.py; else a guard), which ``regions`` off turns off too."""
+    number as a branch (branches.py; else a guard); None: as ``regions`` says."""
+    branches = regions if branches is None else branches
     try:
-        return _trace(fn, args, rules, collector, dynamic, regions and branches,
+        return _trace(fn, args, rules, collector, dynamic, branches,
                       sys.getrecursionlimit(), regions)
     except RecursionError:
         pass
@@ -91,7 +93,7 @@ def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES,
 
     def deep() -> None:
         try:
-            found["result"] = _trace(fn, args, rules, collector, dynamic, regions and branches,
+            found["result"] = _trace(fn, args, rules, collector, dynamic, branches,
                                      limit, regions)
         except BaseException as e:      # (raised again in the caller's thread)
             found["error"] = e

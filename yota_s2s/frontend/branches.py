@@ -15,8 +15,9 @@ matter. The ``if`` becomes a branch statement when
 Otherwise everything is undone and the ``if`` is decided on the example, as before: a guard.
 The names the arms bind are then the branch's results. A loop region's trial step may hold a
 branch (the backward loop reads the condition of each step from a stack, or makes it again).
-In forward mode and in ``ys.vmap`` (``branches`` off: no JVP or batching of a branch yet) the
-guard is kept, and in a module yota-s2s wrote traced again for a higher order (``_generated``).
+Forward mode goes through a branch (ad/branch_tangents.py: its JVP is a branch on the same
+condition). In ``ys.vmap`` (``branches`` off: no batching of a branch yet) the guard is kept,
+and in a module yota-s2s wrote traced again for a higher order (``_generated``).
 """
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ class _NoBranch(Exception):
 class BranchesMixin:
     """The branch trial (mixed into ``Evaluator``)."""
 
-    branches: bool = True   # False: every if on a traced value is a guard (forward mode, vmap)
+    branches: bool = True   # False: every if on a traced value is a guard (vmap)
 
     def branch_if(self, node: gast.If, cond: Any) -> bool:
         """Run ``node`` as a branch statement on the traced condition ``cond``; False (nothing
