@@ -54,14 +54,15 @@ def _result(em: Emitter, sub: Emitter, arm: Tape, r, out: Var) -> ast.expr:
     """An arm's result as the branch's result ``out`` takes it: an array the arm read (or a
     view of one) copied, ``x.copy()`` (a branch's results are arrays of its own: the enclosing
     code may write into them; a number is not written in place, and scalar mode may hold it
-    as a Python float); a number the passes folded it to, of ``out``'s dtype where that
-    is numpy's (``xp.float64(1.0)``, as the other arm gives it)."""
+    as a Python float); a number the passes folded it to, or a Python number (``d * 1.0``), of
+    ``out``'s dtype where that is numpy's (``xp.float64(1.0)``, as the other arm gives it: a
+    module traced again for a higher order finds one type in both arms)."""
+    value = sub.atom(r)
     if isinstance(r, Var):
-        value = sub.atom(r)
         if r.aval.ndim and _borrowed(r, arm, sub.facts):
             return ast.Call(ast.Attribute(value, "copy"), [], [])
-        return value
-    value = sub.atom(r)
+        if not _retyped(r, out):
+            return value
     if out.aval.weak:
         return value
     em.modules.add("xp")
@@ -91,9 +92,9 @@ def _arm(em: Emitter, stmt: Stmt, arm: Tape, operands: dict[Var, str], outs: lis
     made = {o for s in arm.stmts if not s.prim.inplace for o in s.outs}
     facts = Analysis(arm)
     fixed: dict[Var, str] = {}
-    for r, name in zip(arm.result, outs):
+    for r, name, out in zip(arm.result, outs, stmt.outs):
         if isinstance(r, Var) and r in made and r not in fixed and name not in ins \
-                and not (r.aval.ndim and _borrowed(r, arm, facts)) \
+                and not (r.aval.ndim and _borrowed(r, arm, facts)) and not _retyped(r, out) \
                 and name not in fixed.values():
             fixed[r] = name
     names = arm_namer(em.names, stmt, arm, fixed, operands)
@@ -121,6 +122,11 @@ def _arm(em: Emitter, stmt: Stmt, arm: Tape, operands: dict[Var, str], outs: lis
                                 values[0] if len(values) == 1 else ast.Tuple(values),
                                 lineno=0))
     return nodes
+
+
+def _retyped(r: Var, out: Var) -> bool:
+    """Whether the arm's result ``r`` is a Python number where the branch gives a numpy one."""
+    return r.aval.ndim == 0 and r.aval.weak and not out.aval.weak
 
 
 def _borrowed(r: Var, arm: Tape, facts: Analysis) -> bool:

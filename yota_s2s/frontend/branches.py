@@ -16,14 +16,13 @@ Otherwise everything is undone and the ``if`` is decided on the example, as befo
 The names the arms bind are then the branch's results. A loop region's trial step may hold a
 branch (the backward loop reads the condition of each step from a stack, or makes it again).
 Forward mode goes through a branch (ad/branch_tangents.py: its JVP is a branch on the same
-condition). In ``ys.vmap`` (``branches`` off: no batching of a branch yet) the guard is kept,
-and in a module yota-s2s wrote traced again for a higher order (``_generated``).
+condition), and so does a module yota-s2s wrote, traced again for a higher order (a gradient
+of a gradient, ``ys.hvp``): its ``if``s are branches again. In ``ys.vmap`` (``branches`` off:
+no batching of a branch yet) the guard is kept.
 """
 from __future__ import annotations
 
 import ast
-import functools
-from pathlib import Path
 from typing import Any
 
 import gast
@@ -33,22 +32,11 @@ from ..ir.branch import Branch, arm_tape, branch_primitive
 from ..ir.region import loop_of
 from ..ir.rewrite import live, substitute_stmt
 from ..ir.tape import Aval, Lit, Var
-from ..marks import generated_file
 from .region_check import traceable
 from .region_lists import Watch, items_of
 from .region_syntax import assigned_names, loaded_outside
 
 _MISSING = object()
-
-
-@functools.lru_cache(maxsize=None)
-def _generated(file: str) -> bool:
-    """Whether ``file`` is a module yota-s2s wrote. Its branches are guarded when the module is
-    traced again for a higher order (a gradient of a gradient, ``ys.hvp``): the second order
-    is compiled for the path of its example, as before branches. Not built yet: a branch inside
-    a gradient's backward loop differentiated again (its writer met the ``Branch`` as a static
-    value), and an arm's in-place writes at second order."""
-    return generated_file(Path(file))
 
 
 class _NoBranch(Exception):
@@ -65,8 +53,6 @@ class BranchesMixin:
         done) to decide it on the example with a guard."""
         if self.collector is not None or self.backward_mode or not self.branches:
             return False
-        if _generated(self.frame.fn.file):     # a gradient module traced again for a higher
-            return False                       # order: its branches decided with guards
         cond = self.current(cond)
         if cond.aval.shape != () or cond.aval.dtype != np.bool_ or _leaves(node):
             return False

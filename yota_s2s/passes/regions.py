@@ -33,7 +33,7 @@ def optimize_bodies(tape: Tape, optimize: Callable[[Tape], Tape], rules: RuleSet
         return optimize(optimize_bodies(body, optimize, rules))
 
     def arm(body: Tape, stmt: Stmt, made: dict[Var, Stmt]) -> Tape:
-        numbers = {i.var: a for i, a in zip(body.inputs, stmt.args[1:])
+        numbers = {i.var: _as_input(a, i.var) for i, a in zip(body.inputs, stmt.args[1:])
                    if isinstance(a, Lit) and _number(a.value)}
         body = substitute(body, numbers) if numbers else body
         body = _constant_operands(body, stmt, made)
@@ -130,6 +130,16 @@ def _constant_invariants(body: Tape, loop, stmt: Stmt) -> Tape:
     numbers = {k: operands[k] for k in loop.invariants
                if isinstance(operands[k], Lit) and _number(operands[k].value)}
     return substitute(body, numbers) if numbers else body
+
+
+def _as_input(number: Lit, k: Var) -> Lit:
+    """The number an arm reads for its input ``k``, of ``k``'s type: a Python number given for
+    a numpy one (the backward's seed ``1.0`` for a cotangent) is numpy's, so that what reads it
+    computes what the tape says (``d * 1.0`` is a Python float, ``d * xp.float64(1.0)`` not)."""
+    value = number.value
+    if not k.aval.weak and type(value) in (int, float, complex) and k.aval.dtype.kind in "fc":
+        return Lit(k.aval.dtype.type(value))
+    return number
 
 
 def _number(value) -> bool:
