@@ -284,3 +284,18 @@ def test_vmap_keeps_the_guard():
     R = np.abs(_rng(2).normal(size=(4, 3))) * 0.1
     np.testing.assert_allclose(f(R, 1.0), [B.huber(r, 1.0) for r in R], rtol=1e-14)
     np.testing.assert_allclose(f(R * 30, 1.0), [B.huber(r * 30, 1.0) for r in R], rtol=1e-14)
+
+
+def test_numba_prints_a_branch_whose_arm_gives_no_gradient_for_a_number():
+    """engine="numba": huber's body is one njit function with the ``if`` in it. The arm that
+    does not differentiate ``d`` gives the number 0.0 (a 0-d array there was 'Cannot unify
+    array(float64, 0d, C) and float64' and the body stayed numpy); values equal to the plain
+    form's on both paths."""
+    pytest.importorskip("numba")
+    r = np.array([0.3, -0.2, 0.4])
+    compiled = compile_grad(B.huber, (r, 2.0), engine="numba")
+    plain = compile_grad(B.huber, (r, 2.0), buffers=False)
+    assert "@numba.njit" in compiled.text and "stays numpy" not in compiled.text
+    for d in (2.0, 0.5):
+        for got, expected in zip(compiled.fn(r, d), plain.fn(r, d)):
+            np.testing.assert_allclose(got, expected, rtol=1e-12, atol=0)

@@ -112,9 +112,10 @@ def _result_tangent(sub: _ForwardSweep, r: Any, out: Var) -> Any:
     """The tangent of the arm's result ``r`` as the branch's result ``out`` takes it: of its
     shape and dtype, zeros where the arm gives none."""
     t = sub.tangent.get(r) if isinstance(r, Var) else None
-    if t is None:
-        if out.aval.weak:
-            return Lit(out.aval.dtype.type(0).item())
+    if t is None:       # (a number: a Lit of its type, as ad/branches.py gives one)
+        if out.aval.ndim == 0:
+            zero = out.aval.dtype.type(0)
+            return Lit(zero.item() if out.aval.weak else zero)
         return sub._zeros(out)
     t = sub.linear.fit(t, out.aval)
     if isinstance(t, Var) and (t.aval.shape, t.aval.dtype, t.aval.weak) == \

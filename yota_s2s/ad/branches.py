@@ -118,11 +118,14 @@ def given_results(arm: Tape, n: int, m: int, read: list[int]) -> Tape:
                     inputs=[Input(arm.inputs[j].var, k) for k, j in enumerate(keep)])
 
 
-def _gradient(sub: Sweep, v: Var) -> Var:
+def _gradient(sub: Sweep, v: Var) -> Var | Lit:
     """``v``'s complete gradient in the arm, as an array of ``v``'s shape and dtype (zeros
-    where the arm gives none)."""
+    where the arm gives none: for a number, the number 0 of its type, as the other arm gives
+    a number, not a 0-d array, which numba would not unify with it)."""
     g = sub.adjoint(v)
     aval = v.aval
+    if g is None and aval.ndim == 0:
+        return Lit(aval.dtype.type(0).item() if aval.weak else aval.dtype.type(0))
     dtype = {} if aval.dtype == np.float64 else {"dtype": aval.dtype}
     with sub.ev.at(rule="zero: the arm does not depend on it" if g is None else None):
         if g is not None:

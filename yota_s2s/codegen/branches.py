@@ -63,8 +63,8 @@ def _result(em: Emitter, sub: Emitter, arm: Tape, r, out: Var) -> ast.expr:
             return ast.Call(ast.Attribute(value, "copy"), [], [])
         if not _retyped(r, out):
             return value
-    if out.aval.weak:
-        return value
+    if out.aval.weak or (isinstance(r, Lit) and type(r.value) is out.aval.dtype.type):
+        return value        # (a numpy number of its dtype is written so already)
     em.modules.add("xp")
     if out.aval.ndim == 0:
         return ast.Call(ast.Attribute(ast.Name("xp"), out.aval.dtype.name), [value], [])
