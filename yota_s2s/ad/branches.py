@@ -79,7 +79,7 @@ def _adjoint_arm(sweep: Sweep, arm: Tape, label: str, seeds: list[int], wanted: 
             sub.accumulate(out, cot)
     with ev.collect() as back:
         sub.sweep_all(sub.home)
-        grads = [_gradient(sub, inputs[j]) for j in wanted]
+        grads = [_arm_gradient(sub, inputs[j]) for j in wanted]
     # the forward statements again, under names of their own, then the adjoint's
     fresh = {v: Var(v.aval, hint=v.hint) for v in inputs}
     for v, k in fresh.items():
@@ -118,14 +118,21 @@ def given_results(arm: Tape, n: int, m: int, read: list[int]) -> Tape:
                     inputs=[Input(arm.inputs[j].var, k) for k, j in enumerate(keep)])
 
 
-def _gradient(sub: Sweep, v: Var) -> Var | Lit:
+def _arm_gradient(sub: Sweep, v: Var) -> Var | Lit:
+    """``v``'s complete gradient in an arm (``_gradient``); where the arm gives none to a
+    number, the number 0 of its type: the other arm gives a number, not a 0-d array, which
+    numba would not unify with it."""
+    aval = v.aval
+    if aval.ndim == 0 and v not in sub.full and v not in sub.scatter:     # (none given)
+        return Lit(aval.dtype.type(0).item() if aval.weak else aval.dtype.type(0))
+    return _gradient(sub, v)
+
+
+def _gradient(sub: Sweep, v: Var) -> Var:
     """``v``'s complete gradient in the arm, as an array of ``v``'s shape and dtype (zeros
-    where the arm gives none: for a number, the number 0 of its type, as the other arm gives
-    a number, not a 0-d array, which numba would not unify with it)."""
+    where the arm gives none)."""
     g = sub.adjoint(v)
     aval = v.aval
-    if g is None and aval.ndim == 0:
-        return Lit(aval.dtype.type(0).item() if aval.weak else aval.dtype.type(0))
     dtype = {} if aval.dtype == np.float64 else {"dtype": aval.dtype}
     with sub.ev.at(rule="zero: the arm does not depend on it" if g is None else None):
         if g is not None:

@@ -20,6 +20,8 @@ off, or ``_generated``) the loop is unrolled too.
 """
 from __future__ import annotations
 
+import functools
+from pathlib import Path
 from typing import Any
 
 import gast
@@ -29,12 +31,20 @@ from ..ir.region import loop_of
 from ..ir.rewrite import live, substitute_stmt
 from ..ir.tape import Aval, Input, Lit, Tape, Var
 from ..ir.whiles import While, while_of, while_primitive
-from .branches import _generated, _own_nodes, _source
+from ..marks import generated_file
+from .branches import _own_nodes, _source
 from .region_check import traceable
 from .region_lists import Watch, items_of
 from .region_syntax import assigned_names, loaded_outside
 
 _MISSING = object()
+
+
+@functools.lru_cache(maxsize=None)
+def _generated(file: str) -> bool:
+    """Whether ``file`` is a module yota-s2s wrote: its ``while`` loops are unrolled when it is
+    traced again for a higher order (a gradient of a gradient)."""
+    return generated_file(Path(file))
 
 
 class _NoWhile(Exception):
@@ -48,7 +58,7 @@ class WhilesMixin:
         """Run ``node`` as a while statement if its condition is traced; False (nothing done)
         to unroll it on the example."""
         if self.collector is not None or self.backward_mode or not self.branches \
-                or self.trial_depth or node.orelse or _leaves(node.body):
+                or not self.regions or self.trial_depth or node.orelse or _leaves(node.body):
             return False
         if _generated(self.frame.fn.file):
             return False
