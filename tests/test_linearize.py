@@ -22,6 +22,13 @@ def rnn_from_one(Wx, Wh, xs, h0):       # rows 1.. of xs: a slice
     return h
 
 
+def backwards(Wx, Wh, xs, h0):         # rows counting down: xs[::-1]
+    h = h0
+    for t in reversed(range(xs.shape[0])):
+        h = np.tanh(xs[t] @ Wx + h @ Wh)
+    return h
+
+
 def scaled_steps(w, xs, h0):            # elementwise: dot_xs[t] * w for every t
     h = h0
     for t in range(xs.shape[0]):
@@ -92,11 +99,12 @@ def test_rnn_tangent_map_in_the_inputs_alone():
 
 @pytest.mark.parametrize("f, shapes, hoisted", [
     (rnn_from_one, [(3, 4), (4, 4), (5, 2, 3), (2, 4)], True),
+    (backwards, [(3, 4), (4, 4), (5, 2, 3), (2, 4)], True),
     (scaled_steps, [(3,), (4, 2, 3), (2, 3)], True),
     (left_products, [(2, 2), (4, 2, 3), (2, 3)], True),
     (left_vectors, [(2, 3), (4, 3), (2,)], False),
     (every_other, [(3, 4), (6, 2, 3), (2, 4)], False),
-], ids=["slice", "elementwise", "matrices-on-the-right", "vectors-on-the-right", "every-other"])
+], ids=["slice", "backwards", "elementwise", "matrices-on-the-right", "vectors-on-the-right", "every-other"])
 def test_hoisted_steps_agree_with_jvp(f, shapes, hoisted):
     text = tangent_agrees(f, shapes)
     # hoisted: the steps read no row dot_xs[t] of the tangent, they read rows of the result

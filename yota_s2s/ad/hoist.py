@@ -15,7 +15,8 @@ A *group* is a set of statements of one primitive (with the same options) whose 
 position by position, either the same value in every statement or values that vary:
 
 - rows ``A[k]`` of one array at consecutive ``k`` (``dot_xs[t]``, the forward's ``xs[t]``, the
-  rows of a statement hoisted before): the batched operand is ``A`` or the slice ``A[a:b]``;
+  rows of a statement hoisted before), counting up or down: the batched operand is ``A`` or
+  its slice (``A[a:b]``, ``A[::-1]``);
 - values of the forward (``h`` at each step): the forward stacks them once (``np.stack``), a
   residual like the others, so the tangent map reads one array.
 
@@ -163,13 +164,13 @@ class _Hoisting:
             return None
         rows = [self.rows.get(a) for a in atoms]
         if all(r is not None and r[0] is rows[0][0] for r in rows):
-            a, start = rows[0][0], rows[0][1]
-            if [k for _, k in rows] == list(range(start, start + len(rows))):
-                if start == 0 and len(rows) == a.aval.shape[0]:
-                    return a
-                aval = Aval((len(rows), *a.aval.shape[1:]), a.aval.dtype)
-                return self._emit(made, self.getitem, (a, Lit(slice(start, start + len(rows)))),
-                                  aval, HOISTED)
+            a, n = rows[0][0], len(rows)
+            key = _consecutive([k for _, k in rows], a.aval.shape[0])
+            if key == slice(None):
+                return a
+            if key is not None:
+                aval = Aval((n, *a.aval.shape[1:]), a.aval.dtype)
+                return self._emit(made, self.getitem, (a, Lit(key)), aval, HOISTED)
         if all(a not in self.carried for a in atoms):      # the forward's: stacked there
             aval = Aval((len(atoms), *atoms[0].aval.shape), atoms[0].aval.dtype)
             hint = atoms[-1].hint and f"{atoms[-1].hint}s"
@@ -184,6 +185,19 @@ class _Hoisting:
         out = Var(aval, hint)
         made.append(Stmt((out,), prim, args, (), self.loc, rule))
         return out
+
+
+def _consecutive(ks: list[int], length: int) -> slice | None:
+    """The slice of an array of ``length`` rows whose rows are ``ks`` (consecutive, counting
+    up or, in a loop over ``reversed(range(n))``, down), or None."""
+    start, n = ks[0], len(ks)
+    if ks == list(range(start, start + n)):
+        return slice(None) if start == 0 and n == length else slice(start, start + n)
+    if ks == list(range(start, start - n, -1)):
+        stop = start - n if start - n >= 0 else None
+        return slice(None, None, -1) if start == length - 1 and stop is None else \
+            slice(start, stop, -1)
+    return None
 
 
 def _same(a: Any, b: Any) -> bool:
