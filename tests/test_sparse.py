@@ -100,6 +100,27 @@ def test_the_module_reads_the_matrix_at_run_time_and_checks_it():
         A = saved
 
 
+def propagated(x, xs):
+    h = x
+    for t in range(xs.shape[0]):
+        h = np.tanh(A.T @ (A @ h) * 0.5 + xs[t])
+    return np.sum(h ** 2)
+
+
+@pytest.mark.parametrize("buffers", [True, False])
+def test_a_loop_region_reads_the_matrix_again_in_its_backward_step(buffers):
+    """A sparse matrix is no row of a stack: the backward loop reads it again (ad/policies.py)."""
+    rng = np.random.default_rng(2)
+    x, xs = rng.normal(size=5) * 0.3, rng.normal(size=(30, 4)) * 0.3
+    grad = ys.simplegrad(propagated, x[:4], xs, buffers=buffers)
+    text = ys.source(grad)
+    assert "for t in range(30)" in text and "A_all" not in text
+    _, dx, dxs = grad(x[:4], xs)
+    np.testing.assert_allclose(dx, central(lambda x: propagated(x, xs), x[:4]), rtol=1e-6)
+    np.testing.assert_allclose(dxs, central(lambda xs: propagated(x[:4], xs), xs), rtol=1e-6,
+                               atol=1e-10)
+
+
 def test_second_order_and_linearize_through_a_sparse_product():
     rng = np.random.default_rng(1)
     B = sp.random(4, 4, density=0.6, format="csr", random_state=4)

@@ -29,6 +29,14 @@ class Step:
         self.producer = {o: s for s in stmts for o in s.outs}
         self._indexing: dict[Var, bool] = {}
 
+    def read_again(self, v: Any) -> bool:
+        """Is ``v`` a scipy.sparse matrix read from outside (rules/products.py), or its ``.T``?
+        No stack of rows holds one: the backward step reads it again, as the forward step
+        did."""
+        made = self.producer.get(v) if isinstance(v, Var) and v.aval.sparse else None
+        return made is not None and (made.prim.emit[:1] == ("external",) or all(
+            self.read_again(u) or self.indexing(u) for u in made.uses()))
+
     def indexing(self, v: Any) -> bool:
         """Is ``v`` the index, an invariant, a row of an invariant, an index computed from the
         step's (``x[(i + 1) % n]``) or a number computed from those (the step size ``dt / 6.0``
@@ -56,7 +64,8 @@ class SavePolicy:
     read back, with the values made again for them. This base policy saves all it can."""
 
     def remade(self, v: Any, step: Step) -> bool:
-        return not isinstance(v, Var) or v is step.loop.index or v in step.loop.invariants
+        return not isinstance(v, Var) or v is step.loop.index or v in step.loop.invariants \
+            or step.read_again(v)
 
     def remake(self, reads: dict[Var, None], step: Step) -> set[Var]:
         return set()
@@ -74,7 +83,7 @@ class RemakeCheap(SavePolicy):
         self.min_size = min_size
 
     def remade(self, v: Any, step: Step) -> bool:
-        return step.indexing(v)
+        return step.indexing(v) or step.read_again(v)
 
     def remake(self, reads: dict[Var, None], step: Step) -> set[Var]:
         sources: dict[Var, set] = {}        # value -> the values it is made from, saved
