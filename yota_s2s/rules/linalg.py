@@ -20,9 +20,9 @@ primitive(np.linalg.det, "a")
 primitive(np.linalg.slogdet, "a", nout=2)
 primitive(np.linalg.solve, "a, b")
 primitive(np.linalg.cholesky, "a, upper=False", real_only=REAL_MATRICES)
-primitive(np.linalg.eigh, "a, UPLO='L'", nout=2, real_only=REAL_MATRICES)
+primitive(np.linalg.eigh, "a, UPLO='L'", nout=2)
 primitive(np.linalg.eig, "a", nout=2)
-primitive(np.linalg.svd, "a, full_matrices=True, compute_uv=True, hermitian=False", nout=3, real_only=REAL_MATRICES)
+primitive(np.linalg.svd, "a, full_matrices=True, compute_uv=True, hermitian=False", nout=3)
 primitive(np.linalg.qr, "a, mode='reduced'", nout=2, real_only=REAL_MATRICES)
 primitive(np.linalg.norm, "x, ord=None, axis=None, keepdims=False")
 
@@ -130,11 +130,28 @@ def solve_grad_a(a, b, y, dy):
 
 
 def triangle_grad(g, lower=True):
-    """The gradient for the triangle numpy reads of a symmetric input, from ``g``, the
-    gradient as if both triangles were one parameter: doubled off the diagonal."""
+    """The gradient for the triangle numpy reads of a symmetric (Hermitian) input, from ``g``,
+    the gradient as if both triangles were one parameter: doubled off the diagonal. For a
+    complex input numpy reads the other triangle as the conjugate, and the diagonal's real
+    part only."""
+    if np.iscomplexobj(g):
+        both = g + mH(g)
+        strict = np.tril(both, -1) if lower else np.triu(both, 1)
+        return strict + np.real(g) * np.eye(np.shape(g)[-1])
     both = g + mT(g)
     strict = np.tril(both, -1) if lower else np.triu(both, 1)
     return strict + g * np.eye(np.shape(g)[-1])
+
+
+def mH(a):
+    """The conjugate transpose of the last two axes."""
+    return np.conj(mT(a))
+
+
+def conj_of(like, a):
+    """``conj(a)`` where ``like`` is complex, ``a`` otherwise: the conjugates that a rule for
+    complex matrices needs (docs/complex.md) and that a real one does not write."""
+    return np.conj(a) if np.iscomplexobj(like) else a
 
 
 @diffrule(np.linalg.cholesky, "a")
@@ -151,17 +168,20 @@ def cholesky_grad(a, y, dy, upper=False):
 @diffrule(np.linalg.eigh, "a")
 def eigh_grad(a, y, dy, UPLO="L"):
     """``V diag(dw) V^T + V (F * V^T dV) V^T`` with ``F_ij = 1 / (w_j - w_i)``: the
-    eigenvalues must be distinct for the eigenvector part."""
+    eigenvalues must be distinct for the eigenvector part. For a Hermitian ``a`` the first
+    ``V`` is ``conj(V)``; the eigenvectors' phases are free there, and the gradient is the one
+    of a function that does not depend on them (``np.abs(v)``, ``v @ mH(v)``: docs/complex.md)."""
     w, v = y
     dw, dv = dy
     n = np.shape(a)[-1]
+    left = conj_of(a, v)
     g = 0.0
     if dw is not None:
-        g = (v * np.expand_dims(dw, -2)) @ mT(v)
+        g = (left * np.expand_dims(dw, -2)) @ mT(v)
     if dv is not None:
         eye = np.eye(n)
         gaps = np.expand_dims(w, -2) - np.expand_dims(w, -1) + eye
-        g = g + v @ ((mT(v) @ dv) * (1.0 - eye) / gaps) @ mT(v)
+        g = g + left @ ((mT(v) @ dv) * (1.0 - eye) / gaps) @ mT(v)
     return triangle_grad(g, lower=UPLO == "L")
 
 
@@ -187,7 +207,13 @@ def eig_grad(a, y, dy):
 @diffrule(np.linalg.svd, "a", ignores=("compute_uv", "hermitian"))
 def svd_grad(a, y, dy, full_matrices=True):
     """Townsend (2016), as in autograd: needs distinct nonzero singular values, and
-    ``full_matrices=False`` unless ``a`` is square (the extra columns are not unique)."""
+    ``full_matrices=False`` unless ``a`` is square (the extra columns are not unique).
+
+    A complex ``a = U S V^H`` (``vt`` is ``V^H``): with ``U^T dU`` and ``conj(V^H dV^T)`` in
+    place of the real products, their antisymmetric parts taken with ``mH``, ``conj(U)`` and
+    ``conj(V^H)`` on the outside, and ``i Im(diag(U^T dU)) / s`` on the diagonal. The phases
+    of the columns of ``U`` and ``V`` are free; the gradient is the one of a function that does
+    not depend on them (``np.abs(u)``, ``s``, ``u @ mH(u)``: docs/complex.md)."""
     m, n = np.shape(a)[-2:]
     if full_matrices and m != n:
         raise NotImplementedError("the gradient of np.linalg.svd of a non-square matrix needs "
@@ -198,18 +224,21 @@ def svd_grad(a, y, dy, full_matrices=True):
     eye = np.eye(k)
     f = 1.0 / (np.expand_dims(s, -2) ** 2 - np.expand_dims(s, -1) ** 2 + eye)
     v = mT(vt)
+    cu, cvt = conj_of(a, u), conj_of(a, vt)
     inner = 0.0 if ds is None else eye * np.expand_dims(ds, -2)
     if du is not None:
         utdu = mT(u) @ du
-        inner = inner + f * (utdu - mT(utdu)) * np.expand_dims(s, -2)
+        inner = inner + f * (utdu - conj_of(a, mT(utdu))) * np.expand_dims(s, -2)
+        if np.iscomplexobj(a):
+            inner = inner + 1j * eye * np.imag(utdu) / np.expand_dims(s, -2)
     if dvt is not None:
-        vtdv = vt @ mT(dvt)
-        inner = inner + np.expand_dims(s, -1) * (f * (vtdv - mT(vtdv)))
-    g = u @ inner @ vt
+        vtdv = conj_of(a, vt @ mT(dvt))
+        inner = inner + np.expand_dims(s, -1) * (f * (vtdv - conj_of(a, mT(vtdv))))
+    g = cu @ inner @ cvt
     if du is not None and m > n:
-        g = g + (np.eye(m) - u @ mT(u)) @ du / np.expand_dims(s, -2) @ vt
+        g = g + (np.eye(m) - cu @ mT(u)) @ du / np.expand_dims(s, -2) @ cvt
     if dvt is not None and m < n:
-        g = g + (u / np.expand_dims(s, -2)) @ dvt @ (np.eye(n) - v @ vt)
+        g = g + (cu / np.expand_dims(s, -2)) @ dvt @ (np.eye(n) - v @ cvt)
     return g
 
 
