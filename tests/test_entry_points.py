@@ -125,6 +125,48 @@ def test_vjp_of_a_function_that_returns_a_python_float():
     assert vf(0.5, 2.0) == (0.125, 1.5)
 
 
+def test_vjp_wrt_differentiates_only_the_arguments_asked_for():
+    """autograd's make_vjp(f, argnum): betainc has no derivative in a or b, so the VJP in x
+    alone must not need one (it was refused: 'no derivative rule for its operand x1')."""
+    import scipy.special as sp
+    a, b, x, v = np.array([1.5, 2.2]), np.array([2.1, 3.3]), np.array([0.3, 0.6]), np.array([0.7, -1.1])
+    value, ga, gb, gx = ys.vjp(sp.betainc, a, b, x, wrt=2)(a, b, x, v)
+    eps = 1e-6
+    numeric = (sp.betainc(a, b, x + eps) - sp.betainc(a, b, x - eps)) / (2 * eps) * v
+    np.testing.assert_allclose(value, sp.betainc(a, b, x))
+    np.testing.assert_allclose(gx, numeric, rtol=1e-7)
+    assert ga is None and gb is None
+
+    def f(p, q):
+        return {"s": np.sin(p) * q}
+    value, gp, gq = ys.vjp(f, a, b, wrt=("q",))(a, b, {"s": v})
+    assert gp is None
+    np.testing.assert_allclose(gq, np.sin(a) * v)
+
+
+def test_a_vjp_of_a_function_closing_over_a_large_array_is_differentiated_again():
+    """autograd's second-order check of np.concatenate((A, x)) with A (120 elements) in a
+    closure: the gradient of ys.vjp's function inlines its generated gradient, which reads A
+    through the function's closure; that path went through the vjp's own wrappers and was
+    lost ('cell.cell_contents ... too large to compile in')."""
+    rng = np.random.default_rng(0)
+    big, x = rng.standard_normal((5, 6, 4)), rng.standard_normal((2, 6, 4))
+    v, w = rng.standard_normal((7, 6, 4)), rng.standard_normal((2, 6, 4))
+
+    def fun(x):
+        return np.concatenate((big, x)) ** 2
+    vf = ys.vjp(fun, x)
+
+    def paired(x, v):
+        return np.sum(vf(x, v)[1] * w)          # sum(2 x v[5:] w)
+    _, (gx, gv) = ys.grad(paired, x, v)
+    np.testing.assert_allclose(gx, 2 * v[5:] * w)
+    np.testing.assert_allclose(gv, np.concatenate((np.zeros((5, 6, 4)), 2 * x * w)))
+    big *= 2.0          # read where it is when the gradient runs, not a copy
+    _, (gx, gv) = ys.grad(paired, x, v)
+    np.testing.assert_allclose(gx, 2 * v[5:] * w)
+
+
 def closure_reader(weights):
     def f(x):
         return np.sum(np.sin(x) * weights)

@@ -24,6 +24,7 @@ from .nested import vjp_inline
 from .objects import param_names, unbind
 from .rules.registry import RULES, RuleSet
 from .text import describe
+from .wrt import wrt_positions
 
 
 def compile_jvp(f: Callable, args: tuple, tangents: tuple | None, **options: Any) -> Any:
@@ -37,7 +38,7 @@ def compile_jvp(f: Callable, args: tuple, tangents: tuple | None, **options: Any
 @entry_point
 def vjp(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path | None = None,
         module_name: str | None = None, rules: RuleSet = RULES,
-        buffers: bool = True, has_aux: bool = False) -> Callable:
+        buffers: bool = True, has_aux: bool = False, wrt: Any = None) -> Callable:
     """Vector-Jacobian products of ``f``, whose result is a float array like ``f(*args)``.
 
     Returns ``vf`` with ``vf(*args, cotangent) == (f(*args), c0, c1, ...)``, where ``ci`` is
@@ -51,16 +52,19 @@ def vjp(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path | None
     A result with structure (a tuple, list, dict, namedtuple or dataclass of float arrays)
     takes a cotangent of that structure and its value comes back with it; ``has_aux=True``:
     ``f`` returns ``(out, aux)``, the cotangent is like ``out``, and ``vf(*args, cotangent) ==
-    ((out, aux), c0, c1, ...)``.
+    ((out, aux), c0, c1, ...)``. ``wrt`` limits the gradients computed, as in ``grad`` (a
+    position, a parameter name, or a list, tuple or set of them); the others come back as None,
+    and an argument left out needs no derivative rule.
     """
     return vjp_compiled(f, args, device=device, out_dir=out_dir, module_name=module_name,
-                        rules=rules, buffers=buffers, has_aux=has_aux)[0]
+                        rules=rules, buffers=buffers, has_aux=has_aux, wrt=wrt)[0]
 
 
-def vjp_compiled(f: Callable, args: tuple, has_aux: bool = False,
+def vjp_compiled(f: Callable, args: tuple, has_aux: bool = False, wrt: Any = None,
                  **options: Any) -> tuple[Callable, Any]:
     """``vjp``'s function and the ``Compiled`` it comes from."""
     structure, cotangents = example_cotangents(f, args, has_aux)
+    options["wrt"] = _objective_wrt(f, args, wrt, len(cotangents))
     if structure.kind != "leaf" or has_aux:
         return _structured_vjp(f, args, structure, cotangents, has_aux, **options)
     cotangent, = cotangents
@@ -84,6 +88,20 @@ def vjp_compiled(f: Callable, args: tuple, has_aux: bool = False,
     vf.__yota_gradient__ = True
     vf.__yota_inline__ = vjp_inline(df)
     return vf, compiled
+
+
+def _objective_wrt(f: Callable, args: tuple, wrt: Any, count: int) -> tuple[int, ...] | None:
+    """The positions the objective ``(*args, *cotangents)`` is differentiated in for ``vjp``'s
+    ``wrt``: those it asks for among ``args``, and every cotangent (whose gradient is the
+    value); None (every one) for ``wrt=None``."""
+    fn, bound = unbind(f)
+    positions = wrt_positions(fn, args if bound is None else (bound, *args), wrt,
+                              offset=int(bound is not None))
+    if positions is None:
+        return None
+    offset = int(bound is not None)      # (the object of a bound method is not an argument)
+    return (*(p - offset for p in positions if p >= offset),
+            *range(len(args), len(args) + count))
 
 
 def _vjp_objective(f: Callable) -> Callable:

@@ -123,6 +123,8 @@ class CallsMixin:
             return skip_call(self, UnsupportedSyntax(e.what, e.loc or self.loc(node), e.hint),
                              fn, args, kwargs)
         if inlined is not None:
+            if isinstance(inlined, functools.partial):
+                self.outside.handed_over(fn, inlined.args)
             return self.call(inlined, args, kwargs, node)
         return skip_call(self, nested_gradient(display_name(fn), self.loc(node)),
                          fn, args, kwargs)

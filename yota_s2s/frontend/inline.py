@@ -101,6 +101,10 @@ class InliningMixin:
             return fn
         for dep in getattr(func, "__yota_deps__", ()):
             self.depends.deps.setdefault((id(dep.namespace), dep.name), dep)
+        where = self.outside.where_function(func)
+        if where is not None:       # where the code reaches it, it reaches the one it wraps
+            root, path = where
+            self.outside.function_found(func.__wrapped__, (root, path + (("attr", "__wrapped__"),)))
         inner = self.unguarded(func.__wrapped__)
         return types.MethodType(inner, fn.__self__) if isinstance(fn, types.MethodType) else inner
 

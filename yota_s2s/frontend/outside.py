@@ -138,6 +138,20 @@ class OutsideReads(UnreachedReads):
     def where_function(self, fn: Any) -> tuple | None:
         return self.functions.get(id(fn))
 
+    def handed_over(self, fn: Any, values: tuple) -> None:
+        """``values`` that the ``__yota_inline__`` of ``fn`` (a gradient function of ours)
+        hands to the function it inlines in ``fn``'s place (``ys.vjp``'s gives its generated
+        gradient): those ``fn`` closes over are found in its closure, where the generated
+        code reads them (and what they read) when it runs."""
+        where = self.where_function(fn)
+        for index, cell in enumerate(getattr(fn, "__closure__", None) or ()):
+            try:
+                content = cell.cell_contents
+            except ValueError:      # an empty cell
+                continue
+            if any(v is content for v in values):
+                self.function_found(content, cell_path(where, index))
+
     def shown(self, where: tuple) -> str:
         """What a read from ``where`` is called in messages and the record: ``model.CFG['l2']``;
         in a closure, by the closure variable's name (``m.W (in a closure)``)."""

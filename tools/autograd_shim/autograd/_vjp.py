@@ -13,7 +13,7 @@ def vjp_function(f, args, i):
     (so that the differentiation of it inlines a generated gradient)."""
     y = f(*args)
     if is_float_leaf(y) and not numpy.iscomplexobj(y):
-        vf = ys.vjp(f, *args)
+        vf = ys.vjp(f, *args, wrt=i)
         arg = args[i]
 
         def vjp_f(*a):

@@ -33,7 +33,9 @@ def randn_like(x):
             r = r + 1j * npr.randn(*shape)
         if shape:
             return r
-        return r if isinstance(a, (float, complex)) else numpy.asarray(r)[()]
+        # a tangent of the argument's own type: a Python float for a float, a numpy scalar
+        # (np.float64 is a float too) for a numpy scalar
+        return r if type(a) in (float, complex) else numpy.asarray(r, numpy.result_type(a))[()]
     return tree_map(one, x)
 
 
