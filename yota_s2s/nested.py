@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
-from .errors import UnsupportedSyntax
 from .objects import param_names, unbind
 from .rules.registry import RuleSet
 
@@ -53,16 +52,21 @@ def gradient_inline(f: Callable, argnum: Any, with_value: bool, device: str,
             else _position(argnum, names)
         _, grads = grad(f, *example, wrt=argnum, device=device, rules=rules, has_aux=has_aux)
         if grads._variant.reads_closure:
-            # its code reads f's closure when it runs; inlined, that read would be made once,
-            # when compiling, and a later change to the variables missed
-            raise UnsupportedSyntax(
-                f"differentiating a call of ys.gradient({fn.__name__}): {fn.__name__} reads "
-                f"variables of an enclosing function ({', '.join(fn.__code__.co_freevars)}), "
-                "which a gradient of its gradient cannot read when it runs, yet",
-                hint=f"Pass them to {fn.__name__} as arguments, or make them module globals.")
+            # its code reads f's closure when it runs (``_fn=f``): handed over beside it, f
+            # is found where the function being compiled reaches it (frontend/outside.py
+            # handed_over), and the closure is read there when the code runs
+            return functools.partial(closure_gradient, grads.function, fn, positions,
+                                     with_value, has_aux)
         return functools.partial(picked_gradient, grads.function, positions, with_value,
                                  has_aux)
     return make
+
+
+def closure_gradient(df: Callable, fn: Callable, position: Any, with_value: bool,
+                     has_aux: bool, *args: Any) -> Any:
+    """``picked_gradient`` over a generated gradient that reads ``fn``'s closure when it
+    runs (called with ``_fn=fn``)."""
+    return picked_gradient(functools.partial(df, _fn=fn), position, with_value, has_aux, *args)
 
 
 def position_inline(df: Callable, position: int) -> Callable:
