@@ -131,27 +131,10 @@ def solve_grad_a(a, b, y, dy):
 
 def triangle_grad(g, lower=True):
     """The gradient for the triangle numpy reads of a symmetric (Hermitian) input, from ``g``,
-    the gradient as if both triangles were one parameter: doubled off the diagonal. For a
-    complex input numpy reads the other triangle as the conjugate, and the diagonal's real
-    part only."""
-    if np.iscomplexobj(g):
-        both = g + mH(g)
-        strict = np.tril(both, -1) if lower else np.triu(both, 1)
-        return strict + np.real(g) * np.eye(np.shape(g)[-1])
-    both = g + mT(g)
+    as if both triangles were one parameter: doubled off the diagonal (``hermitian``)."""
+    both = g + conj_of(g, mT(g))
     strict = np.tril(both, -1) if lower else np.triu(both, 1)
-    return strict + g * np.eye(np.shape(g)[-1])
-
-
-def mH(a):
-    """The conjugate transpose of the last two axes."""
-    return np.conj(mT(a))
-
-
-def conj_of(like, a):
-    """``conj(a)`` where ``like`` is complex, ``a`` otherwise: the conjugates that a rule for
-    complex matrices needs (docs/complex.md) and that a real one does not write."""
-    return np.conj(a) if np.iscomplexobj(like) else a
+    return strict + real_of(g) * np.eye(np.shape(g)[-1])
 
 
 @diffrule(np.linalg.cholesky, "a")
@@ -168,20 +151,17 @@ def cholesky_grad(a, y, dy, upper=False):
 @diffrule(np.linalg.eigh, "a")
 def eigh_grad(a, y, dy, UPLO="L"):
     """``V diag(dw) V^T + V (F * V^T dV) V^T`` with ``F_ij = 1 / (w_j - w_i)``: the
-    eigenvalues must be distinct for the eigenvector part. For a Hermitian ``a`` the first
-    ``V`` is ``conj(V)``; the eigenvectors' phases are free there, and the gradient is the one
-    of a function that does not depend on them (``np.abs(v)``, ``v @ mH(v)``: docs/complex.md)."""
+    eigenvalues must be distinct for the eigenvector part (complex ``a``: ``hermitian``)."""
     w, v = y
     dw, dv = dy
     n = np.shape(a)[-1]
-    left = conj_of(a, v)
     g = 0.0
     if dw is not None:
-        g = (left * np.expand_dims(dw, -2)) @ mT(v)
+        g = (conj_of(a, v) * np.expand_dims(dw, -2)) @ mT(v)
     if dv is not None:
         eye = np.eye(n)
         gaps = np.expand_dims(w, -2) - np.expand_dims(w, -1) + eye
-        g = g + left @ ((mT(v) @ dv) * (1.0 - eye) / gaps) @ mT(v)
+        g = g + conj_of(a, v) @ ((mT(v) @ dv) * (1.0 - eye) / gaps) @ mT(v)
     return triangle_grad(g, lower=UPLO == "L")
 
 
@@ -207,13 +187,7 @@ def eig_grad(a, y, dy):
 @diffrule(np.linalg.svd, "a", ignores=("compute_uv", "hermitian"))
 def svd_grad(a, y, dy, full_matrices=True):
     """Townsend (2016), as in autograd: needs distinct nonzero singular values, and
-    ``full_matrices=False`` unless ``a`` is square (the extra columns are not unique).
-
-    A complex ``a = U S V^H`` (``vt`` is ``V^H``): with ``U^T dU`` and ``conj(V^H dV^T)`` in
-    place of the real products, their antisymmetric parts taken with ``mH``, ``conj(U)`` and
-    ``conj(V^H)`` on the outside, and ``i Im(diag(U^T dU)) / s`` on the diagonal. The phases
-    of the columns of ``U`` and ``V`` are free; the gradient is the one of a function that does
-    not depend on them (``np.abs(u)``, ``s``, ``u @ mH(u)``: docs/complex.md)."""
+    ``full_matrices=False`` unless ``a`` is square (complex ``a``: ``hermitian``)."""
     m, n = np.shape(a)[-2:]
     if full_matrices and m != n:
         raise NotImplementedError("the gradient of np.linalg.svd of a non-square matrix needs "
@@ -224,21 +198,18 @@ def svd_grad(a, y, dy, full_matrices=True):
     eye = np.eye(k)
     f = 1.0 / (np.expand_dims(s, -2) ** 2 - np.expand_dims(s, -1) ** 2 + eye)
     v = mT(vt)
-    cu, cvt = conj_of(a, u), conj_of(a, vt)
     inner = 0.0 if ds is None else eye * np.expand_dims(ds, -2)
     if du is not None:
         utdu = mT(u) @ du
-        inner = inner + f * (utdu - conj_of(a, mT(utdu))) * np.expand_dims(s, -2)
-        if np.iscomplexobj(a):
-            inner = inner + 1j * eye * np.imag(utdu) / np.expand_dims(s, -2)
+        inner = phase_diagonal(a, utdu, s, inner + f * skew(a, utdu) * np.expand_dims(s, -2))
     if dvt is not None:
         vtdv = conj_of(a, vt @ mT(dvt))
-        inner = inner + np.expand_dims(s, -1) * (f * (vtdv - conj_of(a, mT(vtdv))))
-    g = cu @ inner @ cvt
+        inner = inner + np.expand_dims(s, -1) * (f * skew(a, vtdv))
+    g = conj_of(a, u) @ inner @ conj_of(a, vt)
     if du is not None and m > n:
-        g = g + (np.eye(m) - cu @ mT(u)) @ du / np.expand_dims(s, -2) @ cvt
+        g = g + (np.eye(m) - conj_of(a, u) @ mT(u)) @ du / np.expand_dims(s, -2) @ conj_of(a, vt)
     if dvt is not None and m < n:
-        g = g + (cu / np.expand_dims(s, -2)) @ dvt @ (np.eye(n) - v @ cvt)
+        g = g + (conj_of(a, u) / np.expand_dims(s, -2)) @ dvt @ (np.eye(n) - v @ conj_of(a, vt))
     return g
 
 
@@ -372,3 +343,37 @@ def norm_batched(x, size, ord=None, axis=None, keepdims=False):
     if axis is None:
         axis = tuple(range(n))
     return np.linalg.norm(x, ord, after_batch(axis, n), keepdims)
+
+
+# -- hermitian: eigh and svd of complex matrices (autograd's convention, docs/complex.md) --
+#
+# For a real loss of a complex matrix the gradient is dL/da - i dL/db, and a cotangent is
+# conj of the steepest-ascent direction; the real formulas above then hold with conjugates:
+# eigh's first V is conj(V), and the other triangle of the Hermitian matrix numpy reads is the
+# conjugate of the one it reads, of which only the diagonal's real part counts; svd's U^T dU
+# and conj(Vh dVh^T) take their antisymmetric parts with the conjugate transpose, conj(U) and
+# conj(Vh) stand outside, and i Im(diag(U^T dU)) / s joins the diagonal. Each column of V (or
+# U, with its row of Vh) is unique up to a phase e^(i theta): the gradient is the one of a
+# function that does not depend on the phases (|v|, s, u u^H). A real matrix writes the real
+# formulas unchanged: the helpers below are the identity there.
+
+def conj_of(like, a):
+    """``conj(a)`` where ``like`` is complex, ``a`` otherwise."""
+    return np.conj(a) if np.iscomplexobj(like) else a
+
+
+def skew(like, m):
+    """``m - mT(m)``; ``m - mH(m)`` where ``like`` is complex."""
+    return m - conj_of(like, mT(m))
+
+
+def real_of(a):
+    """The real part of a complex ``a``; a real ``a`` itself."""
+    return np.real(a) if np.iscomplexobj(a) else a
+
+
+def phase_diagonal(a, utdu, s, inner):
+    """svd's ``inner`` with ``i Im(diag(U^T dU)) / s`` added for a complex ``a``."""
+    if not np.iscomplexobj(a):
+        return inner
+    return inner + 1j * np.eye(np.shape(s)[-1]) * np.imag(utdu) / np.expand_dims(s, -2)
