@@ -154,6 +154,16 @@ def test_anything_but_a_product_of_the_matrix_is_refused_by_name(f, what):
         ys.grad(f, np.ones(5 if f is numpy_dot else 4))
 
 
+def to_dense(x):
+    return np.sum(A.toarray() @ x)
+
+
+def test_a_method_of_the_matrix_other_than_a_product_is_refused_by_name():
+    with pytest.raises(ys.UnsupportedSyntax, match="'toarray' of the scipy.sparse matrix A "
+                       r"\(csr f64\[5,4\]\): .* operand of products only"):
+        ys.grad(to_dense, np.ones(4))
+
+
 def product(M, x):
     return np.sum(M @ x)
 

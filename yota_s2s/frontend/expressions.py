@@ -15,7 +15,7 @@ from typing import Any
 import gast
 import numpy as np
 
-from ..errors import StaticValueError, YotaError
+from ..errors import StaticValueError, UnsupportedSyntax, YotaError
 from ..ir.assumptions import INDEX, Assumption
 from ..ir.tape import Lit, Var
 from ..ir.values import ArrayMethod, is_traced, python_numbers, to_tree
@@ -24,6 +24,7 @@ from .depends import module_root
 from .frame import Frame
 from .frozen import as_frozen, frozen_method
 from .outside import GeneratorRef, OutsideCell, RandomMethod, is_data
+from .outside_values import SPARSE_HINT
 from .unreached import on_an_object
 from .resolve import ARRAY_METHODS, IN_PLACE_METHODS, SIZED_ATTRS, STATIC_ARRAY_ATTRS
 from .structs import StructValue, call_dunder, class_data, get_attribute, static_lookup
@@ -279,6 +280,12 @@ class ExpressionsMixin:
         if frozen is not None and self.rules.lookup(getattr(obj, name, None)) is None:
             return frozen_method(frozen, name)  # norm(0.0, s).logpdf: norm.logpdf(..., scale=s)
         if isinstance(obj, Var):
+            if obj.aval.sparse and name not in ("format", "T", "dot", "transpose") \
+                    and name not in STATIC_ARRAY_ATTRS:
+                raise UnsupportedSyntax(
+                    f"{name!r} of the scipy.sparse matrix {obj.hint or ''} ({obj.aval}): a "
+                    "sparse matrix read from outside the function is an operand of products "
+                    "only", self.loc(node), SPARSE_HINT)
             if name == "format" and obj.aval.sparse:    # a scipy.sparse matrix's: "csr"
                 return obj.aval.sparse
             if name in STATIC_ARRAY_ATTRS:

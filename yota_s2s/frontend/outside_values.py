@@ -30,6 +30,11 @@ def is_generator(value: Any) -> bool:
     return isinstance(value, (np.random.RandomState, np.random.Generator))
 
 
+# what to do with a scipy.sparse matrix read from outside, used otherwise than in a product
+SPARSE_HINT = ("Write its products with @ (A @ x, x @ A, A.T @ x) or A.dot(x); for anything "
+               "else, make it dense outside the function (A.toarray()).")
+
+
 def is_data(value: Any) -> bool:
     """A numeric array, or a scipy.sparse matrix of numbers (read at run time the same way:
     rules/sparse.py)."""

@@ -23,6 +23,7 @@ from ..ir.values import (MAX_LITERAL_SIZE, LocalFunction, is_traced, normalize_s
 from . import abstract
 from .index_lists import index_uses
 from .numpy_calls import guard_selection, stacked
+from .outside_values import SPARSE_HINT
 
 _signatures: dict[Primitive, inspect.Signature] = {}
 
@@ -222,8 +223,7 @@ def refuse_sparse(prim: Primitive, operands: list, loc: SourceLoc | None) -> Non
             raise UnsupportedSyntax(
                 f"{prim.name} of the scipy.sparse matrix{name} ({v.aval}): a sparse matrix "
                 "read from outside the function is an operand of products only", loc,
-                "Write its products with @ (A @ x, x @ A, A.T @ x) or A.dot(x); for anything "
-                "else, make it dense outside the function (A.toarray()).")
+                SPARSE_HINT)
 
 
 def _describe(tree: Any) -> str:
