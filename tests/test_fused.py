@@ -85,12 +85,15 @@ def test_the_mlp_gradient_launches_fewer_kernels_with_the_source_in_them(cupy, t
     assert "xp.ElementwiseKernel(" in text and "xp.ReductionKernel(" in text
     assert "    'h = tanh(r0 + b1);\\n',\n" in text                # names from the source
     assert "    # grad of test_fused.py:39  err = np.sum((p - y) ** 2, axis=1)\n" in text
-    assert "    # kernel _mlp_grad_k5: 2 statements in one launch\n" \
-        "    dt3, dy_ = _mlp_grad_k5(xp.expand_dims(dt5, 1), t3)\n" in text
+    assert "    # kernel _mlp_grad_k6: 2 statements in one launch\n" \
+        "    dt3, dy_ = _mlp_grad_k6(xp.expand_dims(dt5, 1), t3)\n" in text
+    # a name bound twice in one group (dW1 = 0.01 * W1; dW1 = dW1 + dW1): first a C local
+    assert "    'double dW1 = 0.01 * W1;\\n'\n    'dW1_0 = dW1 + dW1;\\n',\n" in text
+    assert "    dW1 = _mlp_grad_k4(W1)\n" in text
     assert "    dh = dt3 @ W2.T\n" in text                          # products stay cuBLAS calls
     before = fakecupy.COUNTS["launches"]
     got = fused.fn(*args)
-    assert fakecupy.COUNTS["launches"] - before == text.count("Kernel(\n") == 7
+    assert fakecupy.COUNTS["launches"] - before == text.count("Kernel(\n") == 8
     assert compare(got, compile_grad(mlp, args, buffers=False).fn(*args)) is None
     again = compile_grad(mlp, args, device="cuda", engine="fused", out_dir=tmp_path,
                          module_name="fused_mlp_again").text

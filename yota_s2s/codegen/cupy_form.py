@@ -35,6 +35,7 @@ each on its first launch and caches it on disk).
 from __future__ import annotations
 
 import ast
+import copy
 import math
 import re
 import textwrap
@@ -160,8 +161,47 @@ def fused_blocks(blocks: list[Block], tape: Any, emitter: Any, fname: str, tail:
            Val(tuple(held[p].shape), kind_of(held[p].dtype)) for p in names.params}
     lowering, items, counts = fused_groups(nodes, env, later, _bound_once(nodes, held),
                                            products=False)      # matrix products: cuBLAS
+    items = _rebinding(items)
     written = _Printer(lowering, counts, fname, form).items(items)
     return [Block(blocks[0].section, None, written, [], None, [], [len(written)])]
+
+
+def _rebinding(items: list) -> list:
+    """``items`` with a Nest joined to the one before it where the grouping parted them only
+    because a name is bound again (``dmu = -mu``, then ``dmu = dmu + dz``): in a kernel the
+    first binding is a C local (the numba printer writes its nests' arrays in place, and keeps
+    them apart)."""
+    out: list = []
+    for item in items:
+        if isinstance(item, ast.For):
+            item = ast.For(item.target, item.iter, _rebinding(item.body), [])
+        last = out[-1] if out else None
+        if hasattr(item, "writes") and hasattr(last, "writes"):
+            joined = copy.copy(last)
+            joined.writes, joined.read = list(last.writes), set(last.read)
+            joined.written, joined.made = set(last.written), set(last.made)
+            fits = True
+            for k, w in enumerate(item.writes):
+                fits = fits and _rejoins(joined, w)
+                if fits:
+                    joined.add(w, item.head if k == 0 else w.comments)
+            if fits:
+                out[-1] = joined
+                continue
+        out.append(item)
+    return out
+
+
+def _rejoins(nest, w) -> bool:
+    """``nest.joins(w)``, a name the nest made bound again allowed."""
+    if w.new is None or w.new not in nest.made or w.new in nest.written - nest.made:
+        return nest.joins(w)
+    made, nest.made = nest.made, nest.made - {w.new}
+    written, nest.written = nest.written, nest.written - {w.new}
+    try:
+        return nest.joins(w)
+    finally:
+        nest.made, nest.written = made, written
 
 
 def _bound_once(nodes: list, held: dict) -> dict[str, Val]:
@@ -218,7 +258,7 @@ class _Printer:
         if nest.writes[0].axes is not None:
             return self._reduction(nest.writes[0], k, name)
         seen: set[str] = set()
-        for w in nest.writes:
+        for i, w in enumerate(nest.writes):
             self.lowering.shapes.env = w.env
             seen |= w.reads()
             value = k.expr(w.value)
@@ -227,12 +267,13 @@ class _Printer:
                 op = {ast.Add: "+=", ast.Sub: "-=", ast.Mult: "*=", ast.Div: "/="}.get(
                     type(w.op), "=") if w.op is not None else "="
                 k.body.append(f"{k.output(w.target, None)} {op} {value};")
-            elif w.new not in seen and self.counts.get(w.new, 0) == inside.get(w.new, 0):
+            elif any(x.new == w.new for x in nest.writes[i + 1:]) or (
+                    w.new not in seen and self.counts.get(w.new, 0) == inside.get(w.new, 0)):
                 k.body.append(f"double {k.local(w.new)} = {value};")     # only this kernel
             else:
                 out = w.new
-                if w.new in seen:       # read before in this kernel: a new array, named after
-                    out = self.lowering.fresh(w.new + "_")
+                if w.new in seen:       # read before in this kernel: with out= given, an
+                    out = self.lowering.fresh(w.new + "_")      # array of its own, named after
                     k.after.append(ast.Assign([ast.Name(w.new)], ast.Name(out), lineno=0))
                 k.body.append(f"{k.output(ast.Name(out), w.new)} = {value};")
         if k.operations + sum(w.new is None and w.op is not None for w in nest.writes) < 2:
@@ -256,10 +297,9 @@ class _Printer:
                     for _, target, new in k.outs if new is not None]
             call = ast.Call(ast.Name(name), args + [e for _, e, _ in k.outs], [])
             return made + [head, ast.Expr(call)] + k.after
-        targets = [e for _, e, _ in k.outs]
+        targets = [ast.Name(new) for _, _, new in k.outs]     # (new arrays: the names bound)
         target = targets[0] if len(targets) == 1 else ast.Tuple(targets)
-        return [head, ast.Assign([target], ast.Call(ast.Name(name), args, []), lineno=0)] + \
-            k.after
+        return [head, ast.Assign([target], ast.Call(ast.Name(name), args, []), lineno=0)]
 
     def _reduction(self, w, k: "_Body", name: str) -> list[ast.stmt]:
         self.lowering.shapes.env = w.env
