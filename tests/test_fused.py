@@ -115,6 +115,15 @@ def test_what_the_kernels_cannot_hold_stays_numpy(cupy, tmp_path):
     assert compare(fused.fn(*args), compile_grad(f, args, buffers=False).fn(*args)) is None
 
 
+def test_a_source_line_cannot_continue_its_c_comment():
+    """The source lines in the kernels' C are ASCII, with no backslash and no trigraph ``??/``
+    (either at a line's end would make the next C statement part of the comment)."""
+    from yota_s2s.codegen.cupy_form import _c_comment
+    text = _c_comment("# m.py:3  y = f(x)  # caf\u00e9 ???/ \\")
+    assert text.isascii() and "\\" not in text and "??" not in text
+    assert text.startswith("m.py:3  y = f(x)  # caf?")
+
+
 def test_the_fused_engine_is_for_the_gpu():
     with pytest.raises(UsageError, match='needs device="cuda"'):
         ys.simplegrad(mlp, *mlp_args(), engine="fused")

@@ -435,9 +435,12 @@ def _first_name(e: ast.expr) -> str:
 
 def _c_comment(text: str) -> str:
     """A comment line of the plan (``# model.py:5  z = ...``) as a C comment's text: cut to
-    76 characters, no backslash (one at a line's end would continue the comment)."""
+    76 characters, ASCII, no backslash and no ``??`` (a backslash, or the trigraph ``??/``, at
+    a line's end would continue the comment onto the next statement)."""
     text = text[2:] if text.startswith("# ") else text.lstrip("#")
-    text = text.replace("\\", "/")
+    text = text.encode("ascii", "replace").decode().replace("\\", "/")
+    while "??" in text:
+        text = text.replace("??", "? ?")
     return text if len(text) <= 76 else text[:73] + "..."
 
 
