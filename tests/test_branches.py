@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import yota_s2s as ys
-from yota_s2s.compiler import compile_grad, compile_jvp, gradient_tape
+from yota_s2s.compiler import compile_grad, compile_jvp, compile_vmap, gradient_tape
 from yota_s2s.gradcheck import numerical_grad
 from yota_s2s.ir.branch import branch_of
 from yota_s2s.ir.region import body_tapes
@@ -277,13 +277,52 @@ def test_an_arm_that_changes_what_it_reached_keeps_the_guard(fn, extra):
                                rtol=1e-6)
 
 
-def test_vmap_keeps_the_guard():
-    """ys.vmap has no batching of a branch yet: the if is a guard there, as before (a batch
-    whose examples take one path is computed, the other path compiles again)."""
-    f = ys.vmap(B.huber, in_axes=(0, None))
-    R = np.abs(_rng(2).normal(size=(4, 3))) * 0.1
-    np.testing.assert_allclose(f(R, 1.0), [B.huber(r, 1.0) for r in R], rtol=1e-14)
-    np.testing.assert_allclose(f(R * 30, 1.0), [B.huber(r * 30, 1.0) for r in R], rtol=1e-14)
+@pytest.mark.parametrize("name,fn,make,wrt", CASES, ids=[c[0] for c in CASES])
+def test_vmap_selects_each_examples_arm(name, fn, make, wrt):
+    """Under ys.vmap a condition that reads a batched value differs per example: both arms
+    run on every example and each result is ``xp.where(cond, then, orelse)``
+    (ad/batch_branches.py); one module for a batch whose examples take both paths (a guard
+    that failed on such a batch before)."""
+    examples = _paths(make, 6)
+    axes = tuple(0 if np.ndim(a) else None for a in examples[0])
+    args = tuple(np.stack([e[k] for e in examples]) if axis == 0 else examples[0][k]
+                 for k, axis in enumerate(axes))
+    compiled = compile_vmap(fn, args, axes)
+    assert "xp.where(" in compiled.text and "GuardError(" not in compiled.text
+    with np.errstate(all="ignore"):         # (sqrt of the examples the other arm takes)
+        got = compiled.fn(*args)
+    expected = [fn(*[a[i] if axis == 0 else a for a, axis in zip(args, axes)])
+                for i in range(len(examples))]
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-14)
+
+
+def test_per_example_gradients_select_each_examples_arm():
+    rng = _rng(3)
+    for fn in (B.three_ways, B.nested, B.branch_in_loop):
+        x, W = rng.normal(size=3), rng.normal(size=(8, 3)) * 1.5
+        g = ys.per_example_grad(fn, x, W)
+        expected = np.stack([numerical_grad(fn, (x, w), 0) for w in W])
+        np.testing.assert_allclose(g, expected, rtol=1e-6, atol=1e-7)
+
+
+def test_vmap_keeps_the_if_when_the_condition_is_the_same_for_every_example():
+    X = _rng(4).normal(size=(5, 3))
+    for c in (np.array([0.5, 1.0, 2.0]), np.array([-0.5, 0.3, -2.0])):
+        compiled = compile_vmap(B.shifted_or_scaled, (X, c), (0, None))
+        assert "if c_cond:" in compiled.text and "xp.where(" not in compiled.text
+        for c2 in (c, -c):
+            np.testing.assert_allclose(compiled.fn(X, c2),
+                                       [B.shifted_or_scaled(x, c2) for x in X], rtol=1e-13)
+
+
+def test_vmap_refuses_an_arm_that_may_raise_on_another_examples_values():
+    A = np.stack([np.eye(2) * k for k in (1.0, -1.0, 0.0)])
+    b = np.ones((3, 2))
+    with pytest.raises(ys.NoRuleError) as error:
+        compile_vmap(B.solved_or_kept, (A, b), (0, 0))
+    message = str(error.value)
+    assert "decides per example" in message and "solve" in message
+    assert "np.trace(A) > 0.0" in message
 
 
 def test_numba_prints_a_branch_whose_arm_gives_no_gradient_for_a_number():

@@ -380,8 +380,9 @@ def _batched(f: Any, args: Sequence[Any], axes: Sequence[int | None], rules: Rul
     """``vmap_tape`` (``gradient``: ``per_example_tape``), and what the trace assumed beyond
     the tape (for the guards of ``cache.BUILT``)."""
     with few_collections():
-        # (an if on a traced value is a guard here: a branch has no batching rule yet)
-        one, ev = trace_function(f, examples(args, axes), rules, branches=False)
+        # (an if on a traced number is a branch, batched as one or as a select:
+        # ad/batch_branches.py; a while on a traced condition is unrolled, no batching yet)
+        one, ev = trace_function(f, examples(args, axes), rules, whiles=False)
         if check:
             verified(one, "trace")
         if gradient:

@@ -111,3 +111,19 @@ def scaled_or_squared(x):
     else:
         y = v * v
     return np.sum(y)
+
+
+def shifted_or_scaled(x, c):
+    if np.sum(c) > 0.0:        # reads nothing batched when vmap batches x only
+        y = x * c
+    else:
+        y = x - c
+    return np.sum(y ** 2)
+
+
+def solved_or_kept(A, b):
+    if np.trace(A) > 0.0:
+        y = np.linalg.solve(A, b)      # may raise for an example whose A is singular
+    else:
+        y = b
+    return np.sum(y)

@@ -69,7 +69,7 @@ class Batching:
                  size: int | None = None):
         self.tape, self.rules, self.axes, self.args = tape, rules, list(axes), args
         self.ev = Evaluator(rules)
-        self.ev.regions = self.ev.branches = False
+        self.ev.regions = self.ev.branches = self.ev.whiles = False
         self.new: dict[Var, Any] = {}       # a Var of ``tape`` -> its value in the batched tape
         self.batched: set[Var] = set()      # the batched ones among those values
         self.size = _batch_size(axes, args, tape) if size is None else size

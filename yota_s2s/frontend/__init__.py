@@ -76,17 +76,20 @@ DEEP_STACK = 512 << 20
 def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES,
                    collector: Collector | None = None,
                    dynamic: frozenset[int] = frozenset(),
-                   regions: bool = True, branches: bool | None = None
-                   ) -> tuple[Tape, Evaluator]:
+                   regions: bool = True, branches: bool | None = None,
+                   whiles: bool | None = None) -> tuple[Tape, Evaluator]:
     """Evaluate ``fn`` on ``args``; returns the tape and the evaluator (which holds the example
     value of every Var, for the backward pass, and ``flattener``/``depends``: what the code
     read from its arguments and its globals). A ``collector`` turns on collecting mode.
     ``regions``: loops as loop regions (else unrolled); ``branches``: an ``if`` on a traced
-    number as a branch (branches.py; else a guard); None: as ``regions`` says."""
+    number as a branch (branches.py; else a guard); None: as ``regions`` says; ``whiles``: a
+    ``while`` on a traced condition as a while statement (whiles.py; else unrolled); None: where
+    both regions and branches are on."""
     branches = regions if branches is None else branches
+    whiles = regions and branches if whiles is None else whiles
     try:
         return _trace(fn, args, rules, collector, dynamic, branches,
-                      sys.getrecursionlimit(), regions)
+                      sys.getrecursionlimit(), regions, whiles)
     except RecursionError:
         pass
     limit, found = sys.getrecursionlimit(), {}
@@ -94,7 +97,7 @@ def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES,
     def deep() -> None:
         try:
             found["result"] = _trace(fn, args, rules, collector, dynamic, branches,
-                                     limit, regions)
+                                     limit, regions, whiles)
         except BaseException as e:      # (raised again in the caller's thread)
             found["error"] = e
     stack = threading.stack_size()
@@ -120,8 +123,8 @@ def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES,
 
 
 def _trace(fn: Any, args: Sequence[Any], rules: RuleSet, collector: Collector | None,
-           dynamic: frozenset[int], branches: bool, max_depth: int, regions: bool
-           ) -> tuple[Tape, Evaluator]:
+           dynamic: frozenset[int], branches: bool, max_depth: int, regions: bool,
+           whiles: bool) -> tuple[Tape, Evaluator]:
     fn, self_arg = unbind(fn)
     if self_arg is not None:
         args = (self_arg, *args)
@@ -139,6 +142,7 @@ def _trace(fn: Any, args: Sequence[Any], rules: RuleSet, collector: Collector | 
     ev.collector = collector
     ev.regions = regions                # loops as loop regions (frontend/regions.py), or unrolled
     ev.branches = branches              # an if on a traced number as a branch (branches.py)
+    ev.whiles = whiles                  # a while on a traced condition as one (whiles.py)
     ev.flattener = flat = Flattener(ev.values, ev.input_vars, dynamic)
     ev.outside.function_found(fn, (FUNCTION, ()))       # its closure: the code's _fn argument
     names = param_names(fn, len(args))

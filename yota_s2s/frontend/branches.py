@@ -17,8 +17,9 @@ The names the arms bind are then the branch's results. A loop region's trial ste
 branch (the backward loop reads the condition of each step from a stack, or makes it again).
 Forward mode goes through a branch (ad/branch_tangents.py: its JVP is a branch on the same
 condition), and so does a module yota-s2s wrote, traced again for a higher order (a gradient
-of a gradient, ``ys.hvp``): its ``if``s are branches again. In ``ys.vmap`` (``branches`` off:
-no batching of a branch yet) the guard is kept.
+of a gradient, ``ys.hvp``): its ``if``s are branches again; and ``ys.vmap``
+(ad/batch_branches.py: a branch, or both arms and a select where the condition differs per
+example).
 """
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ class _NoBranch(Exception):
 class BranchesMixin:
     """The branch trial (mixed into ``Evaluator``)."""
 
-    branches: bool = True   # False: every if on a traced value is a guard (vmap)
+    branches: bool = True   # False: every if on a traced value is a guard
 
     def branch_if(self, node: gast.If, cond: Any) -> bool:
         """Run ``node`` as a branch statement on the traced condition ``cond``; False (nothing

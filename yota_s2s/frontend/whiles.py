@@ -54,11 +54,13 @@ class _NoWhile(Exception):
 class WhilesMixin:
     """The while trial (mixed into ``Evaluator``)."""
 
+    whiles: bool = True     # False: every while on a traced condition is unrolled
+
     def while_region(self, node: gast.While) -> bool:
         """Run ``node`` as a while statement if its condition is traced; False (nothing done)
         to unroll it on the example."""
-        if self.collector is not None or self.backward_mode or not self.branches \
-                or not self.regions or self.trial_depth or node.orelse or _leaves(node.body):
+        if self.collector is not None or self.backward_mode or not self.whiles \
+                or self.trial_depth or node.orelse or _leaves(node.body):
             return False
         if _generated(self.frame.fn.file):
             return False
