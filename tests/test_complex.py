@@ -259,3 +259,20 @@ def test_complex_svd_values_second_order():
         return np.real(np.sum(df(x) * w))
     _, (g,) = ys.grad(paired, a)
     np.testing.assert_allclose(g, complex_numerical_grad(paired, (a,), 0), rtol=1e-5, atol=1e-6)
+
+
+def test_the_gradient_of_the_gradient_of_a_p_norm_of_complex_values():
+    """norm(z, ord=3)'s rule wrote np.sign(z) |z|^2, and np.sign of a complex value has no
+    derivative: its gradient, differentiated again, was refused (autograd's
+    test_vector_norm_ord_complex). Written z |z|, it agrees with differences."""
+    rng = np.random.default_rng(6)
+    z = rng.standard_normal(5) + 1j * rng.standard_normal(5)
+    w = rng.standard_normal(5) + 1j * rng.standard_normal(5)
+    for order in (3, 4):
+        df = ys.gradient(lambda z: np.linalg.norm(z, ord=order))
+
+        def paired(z):
+            return np.real(np.sum(df(z) * w))
+        _, (g,) = ys.grad(paired, z)
+        np.testing.assert_allclose(g, complex_numerical_grad(paired, (z,), 0), rtol=1e-6,
+                                   atol=1e-7)

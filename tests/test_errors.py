@@ -406,3 +406,21 @@ def test_yota_s2s_compile_says_a_library_error_once_at_the_users_call(tmp_path, 
            "LogisticRegression.predict_proba (sklearn) cannot be traced: at _tags.py:" in err
     assert "Library code that cannot be traced is not yours to change" in err
     sys.modules.pop("libmodel", None)
+
+
+def test_a_result_that_is_not_a_real_scalar_and_a_write_into_an_argument_are_type_errors():
+    """As JAX's and autograd's grad (autograd's test_grad_complex_output and
+    test_assignment_raises_error expect a TypeError): still YotaErrors, with their messages."""
+    with pytest.raises(TypeError, match="complex scalar"):
+        ys.grad(lambda x: x * (1.0 + 0.2j), 1.0)
+    with pytest.raises(TypeError, match="gradients need a scalar float result"):
+        ys.grad(lambda x: x * 2.0, np.ones(3))
+    with pytest.raises(ys.YotaError):
+        ys.grad(lambda x: (x, x), 1.0)
+
+    def fun(a, b):
+        a[1] = b
+        return np.sum(a)
+    with pytest.raises(TypeError, match="would change the caller's array a in place") as info:
+        ys.grad(fun, np.ones(5), 3.0)
+    assert isinstance(info.value, ys.UnsupportedSyntax)

@@ -79,6 +79,16 @@ class UnsupportedSyntax(YotaError):
     """A Python construct the frontend cannot turn into a straight-line tape."""
 
 
+class ResultTypeError(YotaError, TypeError):
+    """A function given to a gradient whose result is not one real scalar (a tuple, an array,
+    a complex value): a ``TypeError`` too, as JAX's and autograd's ``grad`` raise."""
+
+
+class ArgumentWriteError(UnsupportedSyntax, TypeError):
+    """``x[...] = v`` into an argument array, the caller's: a ``TypeError`` too, as JAX's and
+    autograd's for an assignment into an array being differentiated."""
+
+
 class NoRuleError(YotaError):
     """A call to something with neither a derivative rule nor Python source to inline."""
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import YotaError
+from ..errors import ResultTypeError
 from ..frontend.evaluator import Evaluator
 from ..ir.tape import Aval, Lit, Stmt, Tape, Var
 from ..ir.values import to_tree
@@ -51,35 +51,36 @@ def loss_of(tape: Tape) -> Any:
     structure = tape.structure
     if not isinstance(tape.result, tuple) or len(tape.result) != 2 or \
             structure is not None and structure.kind not in ("tuple", "list"):
-        raise YotaError(f"{tape.name} returns {describe(tape.result, structure)}; with "
-                        "has_aux=True the function returns a pair (loss, aux)", tape.loc,
-                        "Return loss, aux: the loss a scalar, aux anything to return beside it "
-                        "(a tuple, dict or dataclass of arrays), or drop has_aux=True.")
+        raise ResultTypeError(f"{tape.name} returns {describe(tape.result, structure)}; with "
+                              "has_aux=True the function returns a pair (loss, aux)", tape.loc,
+                              "Return loss, aux: the loss a scalar, aux anything to return "
+                              "beside it (a tuple, dict or dataclass of arrays), or drop "
+                              "has_aux=True.")
     return tape.result[0]
 
 
 def _check_result(tape: Tape, result: Any) -> None:
     """Gradients need one real scalar result (or an array of one element): the loss."""
     if isinstance(result, tuple):
-        raise YotaError(f"{tape.name} returns {describe(result, tape.structure)}; gradients "
-                        "need one scalar float result, the loss", tape.loc,
-                        "Return the loss alone, or return loss, aux and pass has_aux=True to "
-                        "get aux back beside the gradients (as in JAX). For the gradients of a "
-                        "non-scalar result use ys.vjp or ys.jacobian.")
+        raise ResultTypeError(f"{tape.name} returns {describe(result, tape.structure)}; "
+                              "gradients need one scalar float result, the loss", tape.loc,
+                              "Return the loss alone, or return loss, aux and pass has_aux=True "
+                              "to get aux back beside the gradients (as in JAX). For the "
+                              "gradients of a non-scalar result use ys.vjp or ys.jacobian.")
     if not is_constant(result) and (not isinstance(result, Var) or result.aval.size != 1
                                     or not result.aval.is_float):
-        raise YotaError(f"{tape.name} returns {describe(result)}; gradients need a "
-                        "scalar float result (or an array of one element)", tape.loc,
-                        "Reduce the output to a scalar, e.g. return np.sum(...) or "
-                        "np.mean(...); for the gradients of a non-scalar result use ys.vjp "
-                        "or ys.jacobian.")
+        raise ResultTypeError(f"{tape.name} returns {describe(result)}; gradients need a "
+                              "scalar float result (or an array of one element)", tape.loc,
+                              "Reduce the output to a scalar, e.g. return np.sum(...) or "
+                              "np.mean(...); for the gradients of a non-scalar result use ys.vjp "
+                              "or ys.jacobian.")
     if isinstance(result, Var) and result.aval.dtype.kind == "c":
-        raise YotaError(f"{tape.name} returns a complex scalar ({result.aval}); the "
-                        "gradient of a value that is not real is not defined", tape.loc,
-                        "Return a real scalar: its real part (np.real(...), .real), its "
-                        "magnitude (np.abs(...)) or a squared norm. The derivative of a "
-                        "holomorphic function is a JVP: ys.jvp(f, (z,), (1.0 + 0j,)) "
-                        "(docs/complex.md).")
+        raise ResultTypeError(f"{tape.name} returns a complex scalar ({result.aval}); the "
+                              "gradient of a value that is not real is not defined", tape.loc,
+                              "Return a real scalar: its real part (np.real(...), .real), its "
+                              "magnitude (np.abs(...)) or a squared norm. The derivative of a "
+                              "holomorphic function is a JVP: ys.jvp(f, (z,), (1.0 + 0j,)) "
+                              "(docs/complex.md).")
 
 
 def transpose(ev: Evaluator, stmts: list[Stmt], inputs: list[Var],

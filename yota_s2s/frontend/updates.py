@@ -25,7 +25,7 @@ from typing import Any
 import gast
 import numpy as np
 
-from ..errors import UnsupportedSyntax
+from ..errors import ArgumentWriteError, UnsupportedSyntax
 from ..ir.analysis import memory_bases
 from ..ir.tape import Lit, Stmt, Var, tree_atoms, tree_map
 from ..rules.indexing import setitem
@@ -255,8 +255,9 @@ class UpdatesMixin:
         var = target
         while True:
             if self.is_input(var):
-                raise self.unsupported(node, f"`{shown}` would change the caller's array "
-                                       f"{name if var is target else var.hint} in place", fix)
+                raise ArgumentWriteError(f"`{shown}` would change the caller's array "
+                                         f"{name if var is target else var.hint} in place",
+                                         self.loc(node), fix)
             if not self.values[var].flags.writeable:
                 raise self.unsupported(node, f"`{shown}` writes into a read-only view "
                                        f"(made by {self.views[var][1].prim.name})",

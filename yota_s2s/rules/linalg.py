@@ -268,6 +268,8 @@ def vector_norm_grad(x, y, dy, ord, axis, keepdims):
         return dy * np.sign(x)
     if ord == 2:
         return dy * x / y
+    if np.iscomplexobj(x):      # sign(x) |x|^(p-1) as x |x|^(p-2): np.sign(z) has no derivative
+        return dy * x * np.abs(x) ** (ord - 2) / y ** (ord - 1)
     return dy * np.sign(x) * np.abs(x) ** (ord - 1) / y ** (ord - 1)
 
 
