@@ -278,8 +278,9 @@ def grad(f: Callable, *args: Any, wrt: Any = None, device: str = "cpu",
     list, tuple or set of them (``"self"`` for the object of a bound method); the others come
     back None. Asking for an int's gradient is a ``UsageError`` (ints have none).
     A bound method ``model.loss`` is compiled with ``model`` as a structured argument: its
-    gradients are ``g.self``. ``device="cuda"`` generates cupy code. Other keyword arguments
-    are ``f``'s (``grad(f, x, scale=2.0)``): each is passed in its parameter's place, static or
+    gradients are ``g.self``. ``device="cuda"`` generates cupy code, ``"dask"`` dask.array code
+    (docs/dask.md). Other keyword arguments are ``f``'s (``grad(f, x, scale=2.0)``): each is
+    passed in its parameter's place, static or
     traced like a positional one (parameters skipped before it take their defaults), and
     ``g["scale"]`` is its gradient; a keyword-only parameter is refused. ``has_aux=True``:
     ``f`` returns ``(loss, aux)`` (aux: arrays and numbers in any tuple, list, dict, namedtuple

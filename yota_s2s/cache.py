@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 import numpy as np
 
 from .errors import InternalError, RecompileWarning
-from .objects import LAYOUT, MISSING, is_struct_object
+from .objects import LAYOUT, MISSING, is_lazy_array, is_struct_object
 from .text import access_expr, literal_text
 
 if TYPE_CHECKING:           # the compile machinery comes in on the first compile, not here
@@ -95,8 +95,10 @@ def _key_maker(value: Any) -> Callable[[Any], Any]:
         return lambda v: static_key(v) if all(isinstance(x, _PLAIN) for x in v) else tuple
     if isinstance(value, (list, tuple, dict)) or is_struct_object(value):
         return lambda v: type(v)    # a container or class instance: its contents are the guard's
-    if hasattr(type(value), "__cuda_array_interface__"):      # (the class's: a __getattr__
-        return lambda v: (type(v), v.shape, v.dtype)          # may raise anything)
+    if hasattr(type(value), "__cuda_array_interface__") or is_lazy_array(value):
+        # a cupy or a dask array (tested on the class: a __getattr__ may raise anything); a
+        # dask array's chunks do not change the module
+        return lambda v: (type(v), v.shape, v.dtype)
     return static_key
 
 

@@ -27,19 +27,19 @@ from .codegen.cupy_form import FusedForm
 from .codegen.outside import reads_function
 from .codegen.module import names_taken
 from .codegen.numba_form import NumbaForm, check_engine, check_loops, worth_numba
-from .errors import UsageError
+from .codegen.targets import DEVICES, PLAIN_ONLY
+from .errors import UnsupportedSyntax, UsageError
 from .frontend import trace_function
-from .errors import UnsupportedSyntax
 from .frontend.depends import Assumptions
 from .ir import verify
 from .ir.names import assign_names
 from .ir.region import body_tapes
 from .ir.structure import LeafAxes
 from .ir.tape import Tape
+from .objects import is_lazy_array, param_names
 from .passes import optimize, verified
 from .rules.registry import RULES, RuleSet
 
-DEVICES = ("cpu", "cuda")
 
 
 @dataclass
@@ -131,8 +131,7 @@ def compile_grad(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES,
                  regenerate: str | None = None, check: bool = False,
                  buffers: bool = True, dynamic: frozenset[int] = frozenset(),
                  has_aux: bool = False, engine: str = "numpy") -> Compiled:
-    if device not in DEVICES:
-        raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
+    buffers = _form(device, buffers, f, args)
     engine, asked = _engine(engine, device), buffers
     buffers = buffers and engine == "numpy"       # numba's loops are the plain form's
     forward, tape, assumes = _gradient(f, args, rules, wrt, check, passes=True, dynamic=dynamic,
@@ -148,6 +147,31 @@ def compile_grad(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES,
                             module_name=module_name, regenerate=regenerate, check=check,
                             buffers=asked, dynamic=dynamic, has_aux=has_aux)
     return written
+
+
+def _form(device: str, buffers: bool, f: Any, args: Sequence[Any]) -> bool:
+    """``buffers`` as ``device`` allows (dask: the plain form only, codegen/targets.py), the
+    device's name checked first, and that no dask array is given for another device (its
+    module would refuse it at every call)."""
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
+    if device != "dask":
+        for name, arg in zip(param_names(f, len(args)), args):
+            if _holds_lazy(arg):
+                raise UsageError(
+                    f"argument {name} {'is' if is_lazy_array(arg) else 'holds'} a dask array, "
+                    f"and the gradient is compiled for device={device!r}",
+                    hint="Compile for device=\"dask\" (the result is a dask graph: "
+                         f"docs/dask.md), or pass numpy arrays ({name}.compute()).")
+    return buffers and device not in PLAIN_ONLY
+
+
+def _holds_lazy(value: Any) -> bool:
+    if isinstance(value, (list, tuple)):
+        return any(map(_holds_lazy, value))
+    if isinstance(value, dict):
+        return any(map(_holds_lazy, value.values()))
+    return is_lazy_array(value)
 
 
 def _has_numba_loops(written: Compiled | None) -> bool:
@@ -240,8 +264,7 @@ def compile_forward(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES, devi
                     ) -> Compiled:
     """The forward-only module of ``f`` (``ys.compile``): the traced tape, inlined and
     optimized by the same passes, written with no gradient section."""
-    if device not in DEVICES:
-        raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
+    buffers = _form(device, buffers, f, args)
     engine, asked = _engine(engine, device), buffers
     buffers = buffers and engine == "numpy"
     forward, ev = trace_function(f, args, rules)
@@ -310,8 +333,7 @@ def compile_jvp(f: Any, args: Sequence[Any], tangents: Sequence[Any] | None = No
     one tangent argument per argument with float values (ad/forward.py); ``has_aux``: ``f``
     returns ``(out, aux)``, and ``t`` is the tangent of ``out``. (Forward mode unrolls loops:
     ``engine="numba"`` writes the plain form, with no loop to compile.)"""
-    if device not in DEVICES:
-        raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
+    buffers = _form(device, buffers, f, args)
     engine = _engine(engine, device)
     buffers = buffers and engine == "numpy"
     forward, tape, assumes = _jvp_stages(f, args, tangents, rules, check, passes=True,
@@ -328,8 +350,7 @@ def compile_linearize(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES,
     tangents``; None where the JVP tape cannot be cut (a tangent statement writes into a value
     of the forward). The JVP tape is cut before the passes that write in place (the
     tangent map's steps are hoisted on it: ad/hoist.py), each half optimized on from there."""
-    if device not in DEVICES:
-        raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
+    buffers = _form(device, buffers, f, args)
     forward, tape, assumes = _jvp_stages(f, args, None, rules, check, passes=True,
                                          has_aux=has_aux, after="bodies")
     halves = split(tape, len(forward.params), rules)
@@ -400,8 +421,7 @@ def compile_vmap(f: Any, args: Sequence[Any], axes: Sequence[int | None], out_ax
                  buffers: bool = True) -> Compiled:
     """The batched module of ``f`` (``ys.vmap``): ``f_vmap(*args)`` computes ``f`` on every
     example of the batch at once, written as numpy code on the whole batch."""
-    if device not in DEVICES:
-        raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
+    buffers = _form(device, buffers, f, args)
     one, tape, assumes = _batched(f, args, axes, rules, check, True,
                                   device if buffers else None, out_axes=out_axes)
     return _written(one, tape, device, out_dir, module_name, None, buffers, assumes)
@@ -413,8 +433,7 @@ def compile_per_example(f: Any, args: Sequence[Any], axes: Sequence[int | None],
                         check: bool = False, buffers: bool = True) -> Compiled:
     """The module of ``ys.per_example_grad``: ``(values, gradients)``, one per example, the
     batch first (``norms``: each example's gradient norm)."""
-    if device not in DEVICES:
-        raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
+    buffers = _form(device, buffers, f, args)
     one, tape, assumes = _batched(f, args, axes, rules, check, True,
                                   device if buffers else None, gradient=True, norms=norms)
     return _written(one, tape, device, out_dir, module_name, None, buffers, assumes)

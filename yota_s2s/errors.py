@@ -145,12 +145,20 @@ CUPY_INSTALL = ("Install cupy's binary wheel for your CUDA version: pip install 
                 "from source, which needs the CUDA toolkit. Or compile for device=\"cpu\".")
 
 
+DASK_INSTALL = ("Install it: pip install 'yota-s2s[dask]' (dask.array, and dask.distributed "
+                "to run on a cluster). Or compile for device=\"cpu\".")
+
+
 def run_module_code(code, namespace: dict) -> None:
     """``exec`` of a generated module's code; a ``device="cuda"`` module on a machine without
-    cupy is a ``UsageError`` that says how to install it (not a bare ModuleNotFoundError)."""
+    cupy (``device="dask"``: without dask) is a ``UsageError`` that says how to install it
+    (not a bare ModuleNotFoundError)."""
     try:
         exec(code, namespace)
     except ModuleNotFoundError as e:
+        if e.name == "dask":
+            raise UsageError("this gradient was compiled for device=\"dask\", which needs dask, "
+                             "and dask is not installed", hint=DASK_INSTALL) from None
         if e.name != "cupy":
             raise
         raise UsageError("this gradient was compiled for device=\"cuda\", which needs cupy, and "

@@ -8,6 +8,8 @@ the compile machinery (``import yota_s2s`` imports this, not the frontend):
   code that is never inlined (numpy, scipy, ...);
 - ``host``: a GPU array's example value on the host; ``is_int_list``: a list of ints (token
   ids), which ``ys.grad`` first reads when the code runs (frontend/index_lists.py);
+  ``is_lazy_array``: a dask array, traced by shape and dtype (its values computed only where
+  the code reads them);
 - ``array_leaves``, ``rebuilt``: a struct's arrays by path, and a copy of it with new values
   at some paths (nothing of it changed);
 - ``MISSING``: the value of a name that a namespace did not hold (what the frontend records and
@@ -53,6 +55,14 @@ def is_int_list(value: Any) -> bool:
     return type(value) is list and bool(value) and all(type(v) is int for v in value)
 
 
+def is_lazy_array(value: Any) -> bool:
+    """A dask array (an array with a task graph): compiling reads its shape and dtype, and its
+    values only where the traced code looks at them (device="dask", docs/dask.md)."""
+    t = type(value)
+    return hasattr(t, "__dask_graph__") and hasattr(t, "compute") and hasattr(t, "dtype") \
+        and hasattr(t, "shape")
+
+
 def is_struct_object(value: Any) -> bool:
     """A class instance whose attributes are read lazily (not a function, module, enum...)."""
     if isinstance(value, (type, types.ModuleType, types.FunctionType, types.MethodType,
@@ -60,7 +70,7 @@ def is_struct_object(value: Any) -> bool:
         return False
     if not (hasattr(value, "__dict__") or hasattr(type(value), "__slots__")):
         return False
-    return not is_library(type(value))
+    return not is_library(type(value)) and not is_lazy_array(value)
 
 
 def param_names(fn: Any, n_args: int) -> tuple[str, ...]:

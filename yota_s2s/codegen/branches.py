@@ -103,7 +103,7 @@ def _arm(em: Emitter, stmt: Stmt, arm: Tape, operands: dict[Var, str], outs: lis
     em.names.taken |= names.given()
     tape = arm.copy()
     tape.namer = names
-    sub = Emitter(tape, calls=em.calls, roots=em.roots, blocked=em.blocked)
+    sub = Emitter(tape, calls=em.calls, roots=em.roots, blocked=em.blocked, device=em.device)
     sub.enclosing = em
     nodes: list[ast.stmt] = []
     previous, shown = None, set()

@@ -70,7 +70,8 @@ class Emitter:
                  inline: set[Var] = frozenset(), named: set[Var] = frozenset(),
                  plan: frozenset | None = None, carried: dict[Var, Var] | None = None,
                  floats: set[Var] = frozenset(), turns: frozenset = frozenset(),
-                 rows: dict | None = None, first: frozenset = frozenset()):
+                 rows: dict | None = None, first: frozenset = frozenset(),
+                 device: str = "cpu"):
         """``inline``: more temporaries written inside their one reader's expression, where
         the caller has checked that nothing they read is written before that reader runs;
         ``named``: temporaries that get a statement and a name of their own; ``plan``: plan
@@ -84,6 +85,7 @@ class Emitter:
         self.tape, self.fast = tape, fast
         self.planned = plan
         self.blocked = blocked            # a CPU module (blocked chains; numpy, not cupy)
+        self.device = device              # the array module checks test for (targets.py)
         self.calls = calls or {}          # user functions: how the module's imports name them
         self.roots = roots or {}          # user modules read at call time: how they are named
         self.plan = plan_function(tape, taken, fast, blocked, inline, named, plan, carried,

@@ -39,6 +39,7 @@ from .outside import BIND, FUNCTION_PARAM, bind_function, changed_prelude, has_r
     reads_function, unbound_check
 from .regions import region_statements
 from .render import INDENT, Block, Comment, block_lines, block_nodes, statement_lines, unparse
+from .targets import DASK_MISMATCH, check_calls, import_lines, not_an_array
 from .workspace import (give_back_line, header_lines, out_check_lines, prelude, takes_out,
                         unpack_line)
 
@@ -113,7 +114,7 @@ def write_module(tapes: Tape | Sequence[Tape], device: str = "cpu",
     if buffers and len(tapes) > 1:
         raise InternalError("several gradient functions share a module in the plain form only",
                             hint="Write them with buffers=False.")
-    written, imports = write_functions(tapes, buffers, device == "cpu", numba, fused)
+    written, imports = write_functions(tapes, buffers, device == "cpu", numba, fused, device)
     if len(written) == 1 and source is None:
         header = _header(tapes[0], device, regenerate, written[0].returns, written[0].emitter)
     else:
@@ -132,12 +133,13 @@ def write_module(tapes: Tape | Sequence[Tape], device: str = "cpu",
     if any(has_reads(tape) for tape in tapes):
         parts.append(changed_prelude(tapes))
     if any(_has_checks(tape) for tape in tapes):
-        parts.append(_PRELUDE_MISMATCH)
+        parts.append(DASK_MISMATCH if device == "dask" else _PRELUDE_MISMATCH)
     parts += [text for text in (prelude(w.emitter) for w in written) if text]
     parts += numba.texts() if numba is not None else []
     parts += fused.texts() if fused is not None else []
     text = "\n".join(parts + [w.text for w in written])
     check_names(text)
+    check_calls(text, device)
     return text
 
 
@@ -195,11 +197,13 @@ def _names(fn: ast.FunctionDef) -> tuple[set[str], set[str]]:
 
 
 def write_functions(tapes: Sequence[Tape], buffers: bool = False, blocked: bool = True,
-                    numba: NumbaForm | None = None, fused: FusedForm | None = None
+                    numba: NumbaForm | None = None, fused: FusedForm | None = None,
+                    device: str = "cpu"
                     ) -> tuple[list[Written], Imports]:
     """Each tape's function, and the imports they share (planned over all of them, so that one
     module-level name never means two things). ``blocked``: long elementwise chains of the
-    buffered form run in cache-sized blocks (blocks.py; on a CPU, not on a GPU)."""
+    buffered form run in cache-sized blocks (blocks.py; on a CPU, not on a GPU); ``device``:
+    the array module the argument checks test for (targets.py)."""
     # (the statements of loop bodies too: their calls are the module's imports as well)
     merged = tapes[0].copy(
         stmts=[s for t in tapes for s in t.stmts] +
@@ -210,7 +214,8 @@ def write_functions(tapes: Sequence[Tape], buffers: bool = False, blocked: bool 
     taken = imports.names | set().union(*map(names_taken, tapes))      # module-level names
     taken |= {"out"} if buffers else set()                            # out= of the function
     return [_function(t, Emitter(t, taken=taken, calls=imports.calls, fast=buffers,
-                                 roots=imports.roots, blocked=blocked), numba, fused)
+                                 roots=imports.roots, blocked=blocked, device=device),
+                           numba, fused)
             for t in tapes], imports
 
 
@@ -406,17 +411,9 @@ def _spec(var: Var) -> str:
     return f"{var.aval.dtype.name}[{', '.join(map(str, var.aval.shape))}]"
 
 
-_CUPY_IMPORT = """try:
-    import cupy as xp
-except ModuleNotFoundError as e:
-    raise ModuleNotFoundError("this module was generated for device='cuda', which needs cupy: "
-                              "pip install cupy-cuda12x (CUDA 12) or cupy-cuda11x (CUDA 11)",
-                              name="cupy") from e"""
-
-
 def _imports(device: str, modules: set[str], user: list[str]) -> str:
     """Standard library, then the array module, then the user's modules (PEP 8 order)."""
-    lines = [_CUPY_IMPORT if device == "cuda" else "import numpy as xp"]
+    lines = [import_lines(device)]
     if "math" in modules:
         lines.insert(0, "import math")
     if "threading" in modules:
@@ -478,10 +475,8 @@ def _leaf_check(fname: str, var: Var, ref: str, access: str, emitter: Emitter) -
                  f"{ref}.dtype != {emitter.dtype_constant(aval.dtype)}"]
         expected = f"{aval.sparse} {_spec(var)}"
     else:
-        # exactly ndarray: a subclass (np.matrix, a masked array) computes something else
-        kind = f"type({ref}) is not xp.ndarray" if aval.ndim else \
-            f"(type({ref}) is not xp.ndarray and not isinstance({ref}, xp.generic))"
-        tests = [kind, f"{ref}.shape != {literal_text(aval.shape)}",
+        tests = [not_an_array(emitter.device, ref, scalar_ok=not aval.ndim),
+                 f"{ref}.shape != {literal_text(aval.shape)}",
                  f"{ref}.dtype != {emitter.dtype_constant(aval.dtype)}"]
         expected = _spec(var)
     return [_if(*tests), _raise_mismatch(fname, access, expected, ref)]

@@ -27,6 +27,7 @@ from ..ir.region import body_tapes
 from ..ir.tape import Stmt, Tape, Var
 from ..text import (access_attr, access_expr, access_item, describe, docstring_line, identifier,
                     literal_text)
+from .targets import not_an_array
 
 FUNCTION_PARAM = "_fn"
 BIND = "bind"
@@ -159,7 +160,7 @@ def outside_statements(emitter: Any, stmt: Stmt) -> list[ast.stmt]:
                 f"{literal_text(var.aval.dtype)}")
         expected = f"{var.aval.sparse} {var.aval.dtype.name}[{', '.join(map(str, var.aval.shape))}]"
     else:
-        test = (f"type({name}) is not xp.ndarray or {name}.shape != "
+        test = (f"{not_an_array(emitter.device, name)} or {name}.shape != "
                 f"{literal_text(var.aval.shape)} or {name}.dtype != "
                 f"{literal_text(var.aval.dtype)}")
         expected = f"{var.aval.dtype.name}[{', '.join(map(str, var.aval.shape))}]"

@@ -135,7 +135,8 @@ class _Planner:
         named.namer = inner
         sub = Emitter(named, taken=self.taken, calls=em.calls, fast=False, roots=em.roots,
                       inline=self.summed, named=self.squared | own, plan=plan, carried=carried,
-                      floats=self.floats, turns=turns, rows=rows, first=first)
+                      floats=self.floats, turns=turns, rows=rows, first=first,
+                      device=em.device)
         sub.dot_sums = em.fast
         sub.enclosing = em              # module-level names (_ONES_n) are the function's
         for k, name in self.keep.items():

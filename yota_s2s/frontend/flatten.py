@@ -3,7 +3,8 @@
 Every value the traced function reads from its arguments goes through ``Flattener.flatten``:
 
 - a *traced* leaf (numpy array, numpy float scalar, Python float or complex) becomes a ``Var``
-  and an ``Input`` of the tape;
+  and an ``Input`` of the tape; so does a dask array, whose example value is a ghost of its
+  shape and dtype (abstract.py), computed only if the code reads it (device="dask");
 - a *static* leaf (int, bool, str, None, dtype, function, module, any other object) is returned
   as it is and recorded as a ``StaticInput``, since it is baked into the code;
 - a tuple, list or dict is rebuilt with its items flattened (a namedtuple stays a namedtuple);
@@ -25,8 +26,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import ArgumentMismatch, SourceLoc, UnsupportedSyntax
-from ..ir.tape import Aval, Input, StaticInput, Var, is_sparse
-from ..objects import host, is_struct_object
+from ..ir.tape import Aval, Input, Primitive, StaticInput, Stmt, Var, is_sparse
+from ..objects import host, is_lazy_array, is_struct_object
+from .abstract import ghost
 from ..text import access_attr, access_item, describe, name_base, plain_value
 from .index_lists import is_int_list, run_time_list
 
@@ -44,7 +46,7 @@ def is_namedtuple(value: Any) -> bool:
 
 
 def arg_kind(value: Any) -> str:
-    if isinstance(value, np.ndarray):
+    if isinstance(value, np.ndarray) or is_lazy_array(value):
         return "array"
     if isinstance(value, np.generic) and is_traced_leaf(value):
         return "scalar"
@@ -103,6 +105,24 @@ class Flattener:
                 self.untied.append((argnum, access, result.aval))
         return result
 
+    def _lazy_leaf(self, value: Any, argnum: int, path: tuple, access: str) -> Var:
+        """A dask array: a Var of its shape and dtype whose example value is a ghost
+        (abstract.py), computed (on the caller's scheduler) only if the traced code reads it.
+        A gradient over data larger than memory compiles without loading the data."""
+        shape = tuple(value.shape)
+        if not all(isinstance(n, (int, np.integer)) for n in shape):
+            raise ArgumentMismatch(
+                f"argument {access} is a dask array of unknown shape {shape} (chunks of unknown "
+                "size): the gradient is compiled for known shapes", self.loc,
+                f"Compute its chunk sizes first: {access}.compute_chunk_sizes().")
+        sample = ghost(tuple(map(int, shape)), np.dtype(value.dtype))
+        var = Var(Aval.of(sample), hint=_hint(access))
+        self.inputs.append(Input(var, argnum, path, access))
+        made = Primitive("example", lambda: np.asarray(value.compute()), ())
+        self.values.set_ghost(var, sample, Stmt((var,), made, ()))
+        self.input_vars.add(var)
+        return var
+
     def distinct(self) -> list[tuple[str, ...]]:
         """Groups of array leaves, reached as attributes of one argument, that were distinct
         objects of one shape and dtype: each could be tied to another of its group (the code
@@ -130,6 +150,8 @@ class Flattener:
                 "not", self.loc,
                 f"Read it from outside the function (close over it: lambda x: f({access}, x)); "
                 f"for a gradient with respect to its entries, pass {access}.toarray().")
+        if is_lazy_array(value):
+            return self._lazy_leaf(value, argnum, path, access)
         if is_traced_leaf(value) or (not path and argnum in self.dynamic and type(value) is int):
             var = Var(Aval.of(value), hint=_hint(access))
             self.inputs.append(Input(var, argnum, path, access))

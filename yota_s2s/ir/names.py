@@ -43,13 +43,14 @@ from .analysis import Analysis
 from .region import loop_of
 from .tape import ACCUMULATE, Stmt, Tape, Var
 
-# Names the generated module defines or reads at module level: its imports, its helpers
-# (codegen/module.py, codegen/workspace.py) and the builtins generated code calls. A parameter
+# Names the generated module defines or reads at module level: its imports (``numpy``: a dask
+# module's argument checks, codegen/targets.py), its helpers (codegen/module.py,
+# codegen/workspace.py) and the builtins generated code calls. A parameter
 # or value with one of these names is renamed (``xp_1``), never allowed to shadow it. The
 # ``_ONES_n`` vectors take fresh names as they are made; ``out`` is taken where the function
 # has the ``out=`` keyword (codegen/module.py). ``write_module`` checks the result.
-MODULE_NAMES = frozenset({"xp", "math", "threading", "GuardError", "_mismatch", "_result",
-                          "_deliver", "_out_entry", "_check_out", "_overlap", "_shared",
+MODULE_NAMES = frozenset({"xp", "numpy", "math", "threading", "GuardError", "_mismatch",
+                          "_result", "_deliver", "_out_entry", "_check_out", "_overlap", "_shared",
                           "_work_arrays", "WORK_ARRAYS", "_local", "_arrays", "_"})
 BUILTINS_USED = frozenset({"float", "int", "complex", "len", "isinstance", "getattr", "hasattr",
                            "repr", "slice", "tuple", "list", "TypeError", "ValueError",
