@@ -116,7 +116,7 @@ def test_static_arguments_are_checked(tmp_path):
 def test_cuda_device_imports_cupy_and_nothing_else_differs(monkeypatch, tmp_path):
     cpu = module_text(design.loss, *DESIGN_ARGS)
     gpu = module_text(design.loss, *DESIGN_ARGS, device="cuda")
-    from yota_s2s.codegen.module import _CUPY_IMPORT       # says how to install cupy if absent
+    from yota_s2s.codegen.targets import CUPY_IMPORT as _CUPY_IMPORT   # says how to install it
     assert _CUPY_IMPORT.startswith("try:\n    import cupy as xp\nexcept ModuleNotFoundError")
     assert "pip install cupy-cuda12x (CUDA 12)" in _CUPY_IMPORT and _CUPY_IMPORT in gpu
     gpu = gpu.replace(_CUPY_IMPORT, "import cupy as xp")
