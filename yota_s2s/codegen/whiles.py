@@ -123,7 +123,7 @@ def _written(em: Emitter, stmt: Stmt, tape: Tape, atoms: list, operands: dict[Va
     em.names.taken |= names.given()
     tape = tape.copy()
     tape.namer = names
-    sub = Emitter(tape, calls=em.calls, roots=em.roots, blocked=em.blocked)
+    sub = Emitter(tape, calls=em.calls, roots=em.roots, blocked=em.blocked, device=em.device)
     sub.enclosing = em
     nodes: list[ast.stmt] = []
     previous, shown = None, set()
