@@ -27,7 +27,7 @@ from .frozen import Frozen, is_distribution
 from .collect import rule_stub, skip_call
 from .outside import RandomMethod, random_method
 from .resolve import (IN_PLACE_METHODS, array_method, display_name, is_compiler, is_inlinable,
-                      is_random, nested_gradient, plain_form)
+                      is_random, local_gradient, nested_gradient, plain_form)
 from .structs import (StructValue, built_from_statics, call_object, construct, holds_struct,
                       is_user_class)
 
@@ -114,8 +114,12 @@ class CallsMixin:
         """A call of one of our gradient functions: the plain gradient it stands for, inlined;
         where there is none, an error that says why. ``ys.gradient(f)`` itself, of values
         known when compiling, is made now: what it makes is inlined where it is called."""
-        if is_function_maker(fn) and not is_traced([list(args), kwargs]) and not any(
-                isinstance(a, LocalFunction) for a in _atoms([list(args), list(kwargs.values())])):
+        local = next((a for a in _atoms([list(args), list(kwargs.values())])
+                      if isinstance(a, LocalFunction)), None)
+        if is_function_maker(fn) and local is not None:
+            return skip_call(self, local_gradient(f"ys.{fn.__name__}", local.name, self.loc(node)),
+                             fn, args, kwargs)
+        if is_function_maker(fn) and not is_traced([list(args), kwargs]):
             return fn(*args, **kwargs)
         try:
             inlined = self.gradient_function(fn, args, kwargs)

@@ -115,6 +115,18 @@ def nested_gradient(name: str, loc: Any = None) -> UnsupportedSyntax:
         "or use ys.hvp(f, x) (docs/porting.md).")
 
 
+def local_gradient(name: str, local: str, loc: Any = None) -> UnsupportedSyntax:
+    """The error for ``ys.gradient(g)`` of a ``g`` defined inside the function being
+    compiled (autograd's ``grad(lambda y: x * y)`` closing over its values)."""
+    shown = "a lambda" if local == "<lambda>" else local
+    return UnsupportedSyntax(
+        f"{name} of {shown} defined inside the function being compiled: a gradient of a "
+        "function made there is not compiled (yet)", loc,
+        "Define it outside, taking what it reads of the compiled function's values as "
+        "arguments, and pass them: ys.gradient(lambda y, x: x * y)(2.0, x) differentiates "
+        "through x as well.")
+
+
 # module-level helpers that only the buffered form of a generated module has (codegen/workspace.py)
 BUFFERED_HELPERS = ("_work_arrays", "_result", "_deliver", "_check_out")
 
