@@ -155,14 +155,14 @@ def _form(device: str, buffers: bool, f: Any, args: Sequence[Any]) -> bool:
     module would refuse it at every call)."""
     if device not in DEVICES:
         raise ValueError(f"device must be one of {DEVICES}, not {device!r}")
-    if device != "dask":
-        for name, arg in zip(param_names(f, len(args)), args):
-            if _holds_lazy(arg):
-                raise UsageError(
-                    f"argument {name} {'is' if is_lazy_array(arg) else 'holds'} a dask array, "
-                    f"and the gradient is compiled for device={device!r}",
-                    hint="Compile for device=\"dask\" (the result is a dask graph: "
-                         f"docs/dask.md), or pass numpy arrays ({name}.compute()).")
+    lazy = [i for i, arg in enumerate(args) if _holds_lazy(arg)] if device != "dask" else []
+    if lazy:
+        name, arg = param_names(f, len(args))[lazy[0]], args[lazy[0]]
+        raise UsageError(
+            f"argument {name} {'is' if is_lazy_array(arg) else 'holds'} a dask array, and the "
+            f"gradient is compiled for device={device!r}",
+            hint="Compile for device=\"dask\" (the result is a dask graph: docs/dask.md), or "
+                 f"pass numpy arrays ({name}.compute()).")
     return buffers and device not in PLAIN_ONLY
 
 
