@@ -41,6 +41,8 @@ SWAPPED = 0.3          # share of RNN-like loops whose input product comes secon
 LISTS = 0.15           # share of programs with a loop reading a list it appends to (Gen.listed)
 ALIKE = 0.2            # share of programs with arguments used the same way (Gen.alike)
 BRANCHES = 0.2         # share of programs with an if on a reduction of data (Gen.branches)
+WHILES = 0.0           # share of programs with a while on a reduction of data (Gen.whiles;
+                       # tools/fuzz.py --whiles: none by default, so every seed's program stays)
 HELPERS = {            # helper functions a program may define and call: source, call
     "h0": ("def h0(a, b):\n    t = np.tanh(a) + b\n    return t * t", "h0({a}, {b})"),
     "h1": ("def h1(a, s=0.5):\n    return np.sin(a) * s + a", "h1({a}, s={s})"),
@@ -54,7 +56,8 @@ HELPERS = {            # helper functions a program may define and call: source,
 # streams, so adding one leaves the programs of the others as they were
 FAMILIES = [("recurrent", RECURRENT, "cell", 2), ("stencil", STENCIL, "grid", 4),
             ("more", SHAPES_MORE, "shapes", 5), ("lists", LISTS, "listed", 6),
-            ("alike", ALIKE, "alike args", 7), ("branches", BRANCHES, "branch on data", 8)]
+            ("alike", ALIKE, "alike args", 7), ("branches", BRANCHES, "branch on data", 8),
+            ("whiles", WHILES, "while on data", 9)]
 FAMILY_METHODS = {"lists": "listed"}        # Gen's method where its name is not the family's
 
 
@@ -1037,6 +1040,54 @@ class Gen:
         finally:
             self.r = saved
 
+    def whiles(self, r: random.Random, rng, params: list, args: list) -> None:
+        """``while`` on a reduction of data (a while statement: issue 33): a carried array
+        shrunk towards a fixed point until its largest magnitude is small, a running sum
+        carried as a float grown past a threshold, or a carried pair (a sum of the shrinking
+        values). The threshold lies between two trips' tests, every test at least MARGIN from
+        it (clear of the input where the trip count changes and the program jumps), and the
+        loop makes 1 to 12 trips. Drawn from its own random streams."""
+        saved, self.r = self.r, r
+        try:
+            a = self.arr(lambda v: v.ndim >= 1 and v.dtype == self.dtype)
+            name, kind = self.new(), r.randrange(3)
+            w, c = self.lit(0.3, 0.8), self.lit(-0.5, 0.5)
+            if kind == 0:
+                start = [f"{name} = {a} * 2.0 + {c}"]
+                test, below = f"np.max(np.abs({name}))", False
+                body = [f"{name} = {name} * {w} + {c} * np.tanh({a})"]
+            elif kind == 1:
+                start = [f"{name} = 0.0"]
+                test, below = name, True
+                body = [f"{name} = {name} + np.sum(np.sin({a}) ** 2) * {w} + 0.1"]
+            else:
+                other = self.new()
+                start = [f"{name} = {a} * 0.0", f"{other} = {a} * 1.0"]
+                test, below = f"np.sum({other} * {other})", False
+                body = [f"{name} = {name} + {other} * {c}", f"{other} = {other} * {w}"]
+            env = dict(self.env, **self.vals)
+            exec("\n".join(start), env)
+            tests = []
+            for _ in range(14):
+                tests.append(float(eval(test, env)))
+                exec("\n".join(body), env)
+            def clear(k: int) -> bool:       # a threshold between trip k - 1's and k's
+                thr = 0.5 * (tests[k - 1] + tests[k])
+                return all(abs(t - thr) >= MARGIN for t in tests[:k + 1]) and \
+                    all((t < thr) == below for t in tests[:k]) and (tests[k] < thr) != below
+            counts = [k for k in range(1, 13) if clear(k)]
+            if not counts:
+                raise Skip
+            trips = r.choice(counts)
+            thr = 0.5 * (tests[trips - 1] + tests[trips])
+            op = "<" if below else ">"
+            lines = start + [f"while {test} {op} {fmt(thr)}:"] + [f"    {b}" for b in body]
+            self.accept(lines, name)
+        except Skip:
+            pass
+        finally:
+            self.r = saved
+
     def ties(self) -> bool:
         """``np.min``/``np.max`` of a whole array and ``np.amin``/``np.amax`` with an axis,
         where the extreme is tied between copies of one element (one derivative; a tie
@@ -1109,7 +1160,8 @@ class Gen:
     # -- the program ----------------------------------------------------------------------
     def program(self, recurrent: bool | None = None, stencil: bool | None = None,
                 more: bool | None = None, lists: bool | None = None,
-                alike: bool | None = None, branches: bool | None = None) -> Program:
+                alike: bool | None = None, branches: bool | None = None,
+                whiles: bool | None = None) -> Program:
         rng = np.random.default_rng(self.seed)
         nargs = self.r.choice([1, 1, 2, 2, 2, 3])
         params, args = [], []
@@ -1136,7 +1188,7 @@ class Gen:
         if random.Random(f"polynomial {self.seed}").random() < 0.2:
             self.polynomial(random.Random(self.seed + 1), rng, params, args)
         asked = {"recurrent": recurrent, "stencil": stencil, "more": more, "lists": lists,
-                 "alike": alike, "branches": branches}
+                 "alike": alike, "branches": branches, "whiles": whiles}
         for family, share, stream, offset in FAMILIES:
             on = asked[family]
             if on is None:
@@ -1172,7 +1224,7 @@ def _same(a, b) -> bool:
 def generate(seed: int, recurrent: bool | None = None, stencil: bool | None = None,
              more: bool | None = None, swapped: bool | None = None,
              lists: bool | None = None, alike: bool | None = None,
-             branches: bool | None = None) -> Program:
+             branches: bool | None = None, whiles: bool | None = None) -> Program:
     """The program of ``seed``: the same source and arguments on every machine and run.
     ``recurrent``: with an RNN-like loop (Gen.recurrent) or without one, instead of as the
     seed draws it (RECURRENT of the seeds); ``stencil`` the same for a loop over a periodic
@@ -1181,10 +1233,11 @@ def generate(seed: int, recurrent: bool | None = None, stencil: bool | None = No
     with the input's product second (``h @ Wh + xs[t] @ Wx``, SWAPPED of the seeds), ``lists``
     for a loop reading the lists it appends to (Gen.listed, LISTS of the seeds), ``alike`` for
     arguments used the same way (Gen.alike, ALIKE of the seeds), ``branches`` for an ``if`` on
-    a reduction of data (Gen.branches, BRANCHES of the seeds). The rest of the program is
+    a reduction of data (Gen.branches, BRANCHES of the seeds), ``whiles`` for a ``while`` on a
+    reduction of data (Gen.whiles, WHILES of the seeds: none). The rest of the program is
     the same."""
     gen = Gen(seed)
     if swapped is None:
         swapped = random.Random(f"operands {seed}").random() < SWAPPED
     gen.swapped = swapped
-    return gen.program(recurrent, stencil, more, lists, alike, branches)
+    return gen.program(recurrent, stencil, more, lists, alike, branches, whiles)

@@ -1,6 +1,8 @@
 """``while`` on a traced condition stays a ``while`` (issue 33): a while statement with its
 condition and body on the tape, the trip count a run-time value, the backward a ``for`` over
 the recorded trips in reverse; one module for every trip count."""
+import re
+
 import numpy as np
 import pytest
 
@@ -23,6 +25,9 @@ CASES = [
     ("cube_root", W.cube_root, lambda r: (r.uniform(0.5, 20.0, 3),), (0,)),
     ("until_small", W.until_small, lambda r: (r.uniform(0.5, 30.0, 3), r.normal(size=3)),
      (0, 1)),
+    ("early_stop", W.early_stop, lambda r: (r.normal(size=3), r.uniform(0.5, 1.5, 3)), (0, 1)),
+    ("adaptive_heun", W.adaptive_heun, lambda r: (r.uniform(0.5, 3.0, 2), r.uniform(0.5, 2.0, 2)),
+     (0, 1)),
 ]
 
 
@@ -42,7 +47,8 @@ def test_the_while_is_one_statement_with_no_guard(name, fn, make, wrt):
 @pytest.mark.parametrize("name, fn, make, wrt", CASES, ids=[c[0] for c in CASES])
 def test_one_module_gives_every_trip_count_its_gradient(name, fn, make, wrt, buffers):
     compiled = compile_grad(fn, make(_rng(0)), check=True, buffers=buffers)
-    assert "while " in compiled.text and "for t in reversed(range(trips)):" in compiled.text
+    assert "while " in compiled.text
+    assert re.search(r"for \w+ in reversed\(range\(trips\)\):", compiled.text)
     for seed in range(8):
         args = make(_rng(seed + 1))
         value, *grads = compiled.fn(*args)
@@ -124,3 +130,20 @@ def test_a_loop_that_cannot_be_a_while_statement_is_unrolled_as_before(fn):
     compiled = compile_grad(fn, (a,))
     with pytest.raises(Exception, match="compile again for these arguments"):
         compiled.fn(np.array([30.0, 15.0]))
+
+
+def test_a_break_on_data_leaves_the_for_at_a_trip_the_backward_starts_from():
+    """``early_stop``'s inputs above leave the loop at different steps (or run all 20)."""
+    def left(x, w):
+        h = x
+        for t in range(20):
+            h = np.tanh(h * w + 0.1 * t)
+            if np.sum(h * h) < 0.5:
+                return t
+            h = h * 1.1
+        return 20
+    make = dict((c[0], c[2]) for c in CASES)["early_stop"]
+    assert len({left(*make(_rng(seed + 1))) for seed in range(8)}) >= 2
+    text = compile_grad(W.early_stop, make(_rng(0)), buffers=False).text
+    assert "    while xp.logical_and(t < 20, xp.logical_not(done)):\n" in text
+    assert "        # whiles.py:67  if np.sum(h * h) < 0.5:\n        h_cond = " in text

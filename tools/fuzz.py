@@ -15,6 +15,7 @@
     python tools/fuzz.py --n 100 --recurrent --forms plain --engine numba   # loops through numba
     python tools/fuzz.py --n 100 --stencil --forms none --engine numba      # numba against plain only
     python tools/fuzz.py --n 500 --branches     # an if on a reduction of data: a branch
+    python tools/fuzz.py --n 500 --whiles       # a while on a reduction of data: a while
 
 Programs come from tests/fuzzing.py (one seed, one program, on every machine); the checks
 and the outcome classes (ok, mismatch, crash, refusal, generator) from tests/fuzzcheck.py.
@@ -100,7 +101,7 @@ def run_one(seed: int) -> tuple[Outcome, str, str]:
         else:
             program = generate(seed, _STATE["recurrent"], _STATE["stencil"], _STATE["more"],
                                lists=_STATE["lists"], alike=_STATE["alike"],
-                               branches=_STATE["branches"])
+                               branches=_STATE["branches"], whiles=_STATE["whiles"])
             outcome = referee(program, base / "programs", forms)
         small, why = "", ""
         if outcome.kind in ("mismatch", "crash"):
@@ -286,7 +287,7 @@ def verbose(seed: int, forms: tuple, do_shrink: bool) -> None:
         return verbose_world(seed, forms, do_shrink)
     program = generate(seed, _STATE["recurrent"], _STATE["stencil"], _STATE["more"],
                        lists=_STATE["lists"], alike=_STATE["alike"],
-                       branches=_STATE["branches"])
+                       branches=_STATE["branches"], whiles=_STATE["whiles"])
     print(program.source())
     outcome = referee(program, _STATE["base"] / "programs", forms)
     print("#", outcome.line())
@@ -346,6 +347,9 @@ def main(argv=None) -> int:
     ap.add_argument("--branches", action="store_true", help="every program with an if on a "
                     "reduction of data, a branch in the module (tests/fuzzing.py "
                     "Gen.branches), not 20%% of them")
+    ap.add_argument("--whiles", action="store_true", help="every program with a while on a "
+                    "reduction of data, a while statement in the module (tests/fuzzing.py "
+                    "Gen.whiles; none by default)")
     ap.add_argument("--block", type=int, help="elements per block of a cache-blocked chain "
                     "(codegen/blocks.py), and chains of twice that many are blocked: small "
                     "values put the fuzzer's small arrays through the blocked form")
@@ -379,6 +383,7 @@ def main(argv=None) -> int:
     _STATE["lists"] = True if opts.lists else None
     _STATE["alike"] = True if opts.alike else None
     _STATE["branches"] = True if opts.branches else None
+    _STATE["whiles"] = True if opts.whiles else None
     if opts.verbose:
         verbose(opts.seed, forms, opts.shrink)
         return 0

@@ -36,6 +36,40 @@ def until_small(a, w):
     return np.sum(x ** 3) + np.sum(np.sin(s))
 
 
+def adaptive_heun(k, y0):
+    """dy/dt = -k y on [0, 1] by Heun's method with an adaptive step: a step is accepted
+    where the Euler/Heun difference is small (the ``if`` in the while: a branch statement)."""
+    y = y0
+    t = 0.0
+    h = 0.1
+    while t < 1.0:
+        h = np.minimum(h, 1.0 - t)
+        f1 = -k * y
+        y1 = y + h * f1
+        f2 = -k * y1
+        y2 = y + 0.5 * h * (f1 + f2)
+        err = np.max(np.abs(y2 - y1))
+        if err < 1e-4:
+            t = t + h
+            y = y2
+            h = h * 1.5
+        else:
+            h = h * 0.5
+    return np.sum(y)
+
+
+def early_stop(x, w):
+    """A ``for`` that leaves when the state is small: a while statement over the index and a
+    ``done`` flag, the statements after the ``break`` a branch."""
+    h = x
+    for t in range(20):
+        h = np.tanh(h * w + 0.1 * t)
+        if np.sum(h * h) < 0.5:
+            break
+        h = h * 1.1
+    return np.sum(h ** 2)
+
+
 def with_break(a):
     x = a
     while np.max(x) > 1.0:

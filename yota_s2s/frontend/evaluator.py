@@ -295,8 +295,8 @@ class Evaluator(ExpressionsMixin, CallsMixin, PrimitiveCallsMixin, InliningMixin
 
     def stmt_For(self, node: gast.For) -> None:
         iterable = self.loop_iterable(node.iter)
-        if self.region_for(node, iterable):
-            return
+        if self.region_for(node, iterable) or self.while_for(node, iterable):
+            return      # a loop region, or a while statement (a break on data: whiles.py)
         iterable = self.eager(iterable)
         items = self.iterate(iterable, node.iter, lazy=True)
         for count, item in enumerate(items):

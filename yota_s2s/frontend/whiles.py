@@ -27,6 +27,7 @@ from typing import Any
 import gast
 import numpy as np
 
+from ..ir.branch import branch_primitive
 from ..ir.region import loop_of
 from ..ir.rewrite import live, substitute_stmt
 from ..ir.tape import Aval, Input, Lit, Tape, Var
@@ -122,7 +123,7 @@ class WhilesMixin:
             elif env.get(name, _MISSING) is not before[name]:
                 raise _NoWhile()            # a static value the body changes
         outs = [env[n] for n in carried]
-        loop, invariants = self._tapes(node, test, cond_stmts, body_stmts,
+        loop, invariants = self._tapes(node, _source(node.test), test, cond_stmts, body_stmts,
                                        [places[n] for n in carried], outs)
         self._restore(saved)
         if test.hint is None:
@@ -137,6 +138,139 @@ class WhilesMixin:
             self.bind_name(name, value)
         return True
 
+    def while_for(self, node: gast.For, iterable: Any) -> bool:
+        """``for t in range(...)`` whose body leaves by one ``if <traced test>: break`` at its
+        top level, as a while statement over ``t`` and a ``done`` flag: a trip runs the
+        statements before the ``if``, then those after it unless the test holds (a branch
+        statement), so the trips are counted as the loop ran them and the backward starts at
+        the one that left. False (nothing done) to unroll it on the example."""
+        body = node.body
+        exits = [k for k, s in enumerate(body) if isinstance(s, gast.If) and not s.orelse
+                 and len(s.body) == 1 and isinstance(s.body[0], gast.Break)]
+        if self.collector is not None or self.backward_mode or not self.branches \
+                or self.trial_depth or node.orelse or not isinstance(iterable, range) \
+                or not len(iterable) or not isinstance(node.target, gast.Name) \
+                or len(exits) != 1 or _leaves(body[:exits[0]] + body[exits[0] + 1:]) \
+                or _generated(self.frame.fn.file):
+            return False
+        frame = self.frame
+        if node.target.id in loaded_outside(frame, node):
+            return False
+        saved = (dict(frame.locals), dict(self.latest), dict(self.views), len(self.loop_notes),
+                 set(self.pending_rows))
+        containers = {id(v): (v, items_of(v))
+                      for v in frame.locals.values() if type(v) in (list, dict)}
+        try:
+            return self._for_break(node, iterable, exits[0], saved, containers)
+        except _NoWhile:
+            self._restore(saved)
+            return False
+
+    def _for_break(self, node: gast.For, steps: range, k: int, saved: tuple,
+                   containers: dict) -> bool:
+        frame = self.frame
+        before = {n: self.current(v) for n, v in saved[0].items()}
+        index = node.target.id
+        names = [n for n in assigned_names(node.body) if n != index]
+        carried = [n for n in names if n in before and traceable(before[n])]
+        places = {n: self._place(n, before[n]) for n in carried}
+        t = Var(Aval((), np.dtype(np.int64)), hint=index)
+        done = Var(Aval((), np.dtype(np.bool_)), hint="done")
+        self.values[t], self.values[done] = np.int64(steps.start), np.bool_(False)
+        frame.locals.update(places)
+        watch = Watch(dict(containers))
+        outer, self.trial_records = self.trial_records, (*self.trial_records, watch)
+        exit_node = node.body[k]
+        try:
+            with self.collect() as cond_stmts:
+                more = self.compare(gast.Lt() if steps.step > 0 else gast.Gt(), t, steps.stop,
+                                    node)
+                test = self.call(np.logical_and, [more, self.call(np.logical_not, [done], {},
+                                                                  node)], {}, node)
+            with self.collect() as body_stmts:
+                frame.locals[index] = t
+                self.exec_block(node.body[:k])
+                held, frame.stmt = frame.stmt, exit_node     # (its line: the if's)
+                try:
+                    leave = self.current(self.expr(exit_node.test))
+                    if isinstance(leave, Var) and leave.hint is None:
+                        leave.hint = _cond_hint(exit_node.test)
+                    first = {n: self.current(v) for n, v in frame.locals.items()}
+                    with self.collect() as rest:
+                        frame.stmt = held
+                        self.exec_block(node.body[k + 1:])
+                        frame.stmt = exit_node
+                    after = {n: self.current(v) for n, v in frame.locals.items()}
+                    outs = self._left(exit_node, leave, names, before, first, after, rest)
+                finally:
+                    frame.stmt = held
+                following = self.binop(gast.Add(), t, steps.step, node)
+        except _NoWhile:
+            raise
+        except Exception:
+            raise _NoWhile() from None
+        finally:
+            self.trial_records = outer
+        stmts = cond_stmts + body_stmts
+        made = {o for s in stmts for o in s.outs}
+        if any(items_of(obj) != items for obj, items in watch.containers.values()) \
+                or set(self.pending_rows) != saved[4] \
+                or any(self.latest.get(key) is not v for key, v in saved[1].items()) \
+                or any(key not in made for key in self.latest if key not in saved[1]) \
+                or any(s.prim.effect or loop_of(s) is not None or while_of(s) is not None
+                       for s in stmts):
+            raise _NoWhile()
+        made = {o for s in body_stmts for o in s.outs}
+        if all(v is t for s in live(body_stmts, [leave]) for v in s.uses() if v not in made):
+            raise _NoWhile()        # a break on the index alone: the unrolled loop decides it
+        for name in names:
+            if name not in places and name not in before and name in loaded_outside(frame, node):
+                raise _NoWhile()
+        source = f"for {index} in {_source(node.iter)}: ... if {_source(exit_node.test)}: break"
+        loop, invariants = self._tapes(node, source, test, cond_stmts, body_stmts,
+                                       [t, done] + [places[n] for n in carried],
+                                       [following, leave] + [outs[n] for n in carried])
+        self._restore(saved)
+        inits = [Lit(np.int64(steps.start)), Lit(np.bool_(False))] + \
+            [v if isinstance(v, Var) else Lit(_numpy(v)) for v in (before[n] for n in carried)]
+        params = (index, "done") + tuple(carried) + \
+            tuple(v.hint or f"k{i}" for i, v in enumerate(invariants))
+        results = self.emit(while_primitive(loop, params, len(inits)), [*inits, *invariants],
+                            {"loop": loop}, node)
+        results[0].hint, results[1].hint = index, "done"
+        for name, value in zip(carried, results[2:]):
+            self.bind_name(name, value)
+        return True
+
+    def _left(self, exit_node: gast.If, leave: Var, names: list, before: dict, first: dict,
+              after: dict, rest: list) -> dict:
+        """The carried values after a trip: where ``leave`` holds, as the statements before
+        the ``break`` left them, else as the rest of the body did (a branch statement)."""
+        if not isinstance(leave, Var) or leave.aval.shape != () or leave.aval.dtype != np.bool_:
+            raise _NoWhile()
+        outs, picks = {}, []
+        for name in names:
+            a, b = first.get(name, _MISSING), after.get(name, _MISSING)
+            if name not in before:
+                continue            # bound in the body only (checked not read after)
+            if a is _MISSING or b is _MISSING or not traceable(b) or not traceable(a) \
+                    or _aval(a)[:2] != _aval(b)[:2] or _aval(b)[:2] != _aval(before[name])[:2]:
+                if a is b and not traceable(a):
+                    continue
+                raise _NoWhile()
+            if a is b:
+                outs[name] = a
+            else:
+                picks.append((name, a, b))
+        if picks:
+            branch, invariants = self._arms(exit_node, [], rest, picks)
+            params = tuple(v.hint or f"k{i}" for i, v in enumerate(invariants))
+            results = self.emit(branch_primitive(branch, params), [leave, *invariants],
+                                {"branch": branch}, exit_node)
+            results = results if isinstance(results, tuple) else (results,)
+            outs.update((name, r) for (name, _, _), r in zip(picks, results))
+        return outs
+
     def _place(self, name: str, value: Any) -> Var:
         """The carried value ``name`` at the start of a trip: a Var of the value's shape and
         dtype (a Python float: a float64 number), whose example is the value before the loop."""
@@ -148,8 +282,8 @@ class WhilesMixin:
             self.values[place] = np.asarray(value)[()] if np.ndim(value) == 0 else value
         return place
 
-    def _tapes(self, node: gast.While, test: Var, cond_stmts: list, body_stmts: list,
-               places: list[Var], outs: list) -> tuple[While, list[Var]]:
+    def _tapes(self, node: gast.stmt, source: str, test: Var, cond_stmts: list,
+               body_stmts: list, places: list[Var], outs: list) -> tuple[While, list[Var]]:
         """The condition's and the body's tapes over the carried values and one list of
         values read from before the loop (the invariants)."""
         sides = []
@@ -178,7 +312,7 @@ class WhilesMixin:
                               inputs=[Input(mapping[v], i)
                                       for i, v in enumerate(places + invariants)],
                               stmts=stmts, result=res, loc=loc))
-        return While(*tapes, ncarry=len(places), source=_source(node.test)), invariants
+        return While(*tapes, ncarry=len(places), source=source), invariants
 
 
 def _numpy(value: Any) -> Any:
