@@ -49,7 +49,7 @@ def adaptive_heun(k, y0):
         f2 = -k * y1
         y2 = y + 0.5 * h * (f1 + f2)
         err = np.max(np.abs(y2 - y1))
-        if err < 1e-4:
+        if err < 1e-3:
             t = t + h
             y = y2
             h = h * 1.5
