@@ -122,7 +122,7 @@ def test_a_stack_grows_past_its_first_capacity():
     np.testing.assert_allclose(g, numerical_grad(W.cube_root, (c,), 0), rtol=1e-6)
 
 
-@pytest.mark.parametrize("fn", [W.with_break, W.shape_grows])
+@pytest.mark.parametrize("fn", [W.with_break, W.shape_grows, W.rebinds_argument])
 def test_a_loop_that_cannot_be_a_while_statement_is_unrolled_as_before(fn):
     a = np.array([3.0, 1.5])
     forward, _ = gradient_tape(fn, (a,))

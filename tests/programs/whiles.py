@@ -84,3 +84,12 @@ def shape_grows(a):
     while np.sum(x) < 10.0:
         x = np.concatenate([x, x])
     return np.sum(x)
+
+
+def rebinds_argument(a):
+    """``x = b`` carries the caller's array itself (Python's ``x`` is ``b`` after the loop)."""
+    b = a[::-1] * 0.5
+    x = a * 1.0
+    while np.sum(x) > np.sum(b) + 5.0:
+        x = b
+    return np.sum(x * a)

@@ -109,13 +109,18 @@ def _prepared(tape: Tape, atoms: list) -> Tape:
 
 
 def _written(em: Emitter, stmt: Stmt, tape: Tape, atoms: list, operands: dict[Var, str],
-             outs: list[str]) -> tuple[list[ast.stmt], dict[Var, str], Emitter]:
+             outs: list[str], own: slice = slice(0, 0)
+             ) -> tuple[list[ast.stmt], dict[Var, str], Emitter]:
     """``tape``'s statements with its comments, its results bound to ``outs`` at the end (the
-    last statement's made under its name where that is a result); its inputs' names."""
+    last statement's made under its name where that is a result); its inputs' names. A
+    result that is an input other than the loop's ``own`` (an invariant, a saved row) or a
+    view of one is copied: what the loop carries out is its own array."""
     tape = _prepared(tape, atoms)
+    shared = {i.var for i in tape.inputs} - {i.var for i in tape.inputs[own]}
     fixed: dict[Var, str] = {}
     last = tape.stmts[-1] if tape.stmts else None
-    if last is not None and not last.prim.inplace and len(last.outs) == 1:
+    if last is not None and not last.prim.inplace and not last.prim.view \
+            and len(last.outs) == 1:
         r = last.outs[0]
         if tape.result.count(r) == 1 and r not in {i.var for i in tape.inputs}:
             fixed[r] = outs[tape.result.index(r)]
@@ -135,8 +140,15 @@ def _written(em: Emitter, stmt: Stmt, tape: Tape, atoms: list, operands: dict[Va
                if not (isinstance(r, Var) and fixed.get(r) == name)
                and not (isinstance(r, Var) and names.names.get(r) == name)]
     if pending:
-        nodes.append(_assign([n for n, _ in pending], [sub.atom(r) for _, r in pending]))
+        nodes.append(_assign([n for n, _ in pending], [_own(sub, r, shared) for _, r in pending]))
     return nodes, {i.var: names[i.var] for i in tape.inputs}, sub
+
+
+def _own(sub: Emitter, r, shared: set[Var]) -> ast.expr:
+    value = sub.atom(r)
+    if isinstance(r, Var) and r.aval.ndim and sub.facts.root(r) in shared:
+        return ast.Call(ast.Attribute(value, "copy", ast.Load()), [], [])
+    return value
 
 
 def while_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
@@ -153,7 +165,7 @@ def while_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
     atoms = while_atoms(stmt)
     cond_name = em.names.fresh("cond")
     cond_nodes, _, _ = _written(em, stmt, loop.cond, atoms, operands, [cond_name])
-    body, _, _ = _written(em, stmt, loop.body, atoms, operands, outs)
+    body, _, _ = _written(em, stmt, loop.body, atoms, operands, outs, slice(0, n))
     if loop.record:
         trips = em.names[stmt.outs[n]]
         stacks = [em.names[s] for s in stmt.outs[n + 1:]]
@@ -199,7 +211,8 @@ def unwind_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
     operands.update(zip(stmt.outs, outs))
     for name, start in zip(outs, starts):
         nodes.append(_assign(name, _copied(em, stmt, start)))
-    step, inputs, _ = _written(em, stmt, unwind.step, while_atoms(stmt), operands, outs)
+    step, inputs, _ = _written(em, stmt, unwind.step, while_atoms(stmt), operands, outs,
+                               slice(s + j, None))
     index = em.names.fresh("t")
     rows = [_assign(inputs[i.var], ast.Subscript(em.atom(stack), _name(index), ast.Load()))
             for i, stack in zip(unwind.step.inputs[:s], stacks)]

@@ -123,6 +123,7 @@ class WhilesMixin:
             elif env.get(name, _MISSING) is not before[name]:
                 raise _NoWhile()            # a static value the body changes
         outs = [env[n] for n in carried]
+        _no_alias(outs, body_stmts, places.values())
         loop, invariants = self._tapes(node, _source(node.test), test, cond_stmts, body_stmts,
                                        [places[n] for n in carried], outs)
         self._restore(saved)
@@ -226,6 +227,7 @@ class WhilesMixin:
         for name in names:
             if name not in places and name not in before and name in loaded_outside(frame, node):
                 raise _NoWhile()
+        _no_alias([outs[n] for n in carried], body_stmts, list(places.values()) + [t, done])
         source = f"for {index} in {_source(node.iter)}: ... if {_source(exit_node.test)}: break"
         loop, invariants = self._tapes(node, source, test, cond_stmts, body_stmts,
                                        [t, done] + [places[n] for n in carried],
@@ -313,6 +315,14 @@ class WhilesMixin:
                                       for i, v in enumerate(places + invariants)],
                               stmts=stmts, result=res, loc=loc))
         return While(*tapes, ncarry=len(places), source=source), invariants
+
+
+def _no_alias(outs: list, stmts: list, places) -> None:
+    """A carried array bound to an array from before the loop (``x = b``) would be that array
+    after the loop, which an update in place (``x *= 2``) writes, as Python does: unroll."""
+    made = {o for s in stmts for o in s.outs} | set(places)
+    if any(isinstance(o, Var) and o.aval.ndim and o not in made for o in outs):
+        raise _NoWhile()
 
 
 def _numpy(value: Any) -> Any:

@@ -20,6 +20,7 @@ from ..ir.region import loop_of
 from ..ir.rewrite import substitute
 from ..ir.tape import Input, Lit, Stmt, Tape, Var
 from ..rules.outside import external
+from ..ir.whiles import while_of, with_tapes
 from ..rules.registry import RuleSet
 from .dce import dce
 
@@ -38,9 +39,22 @@ def optimize_bodies(tape: Tape, optimize: Callable[[Tape], Tape], rules: RuleSet
         body = substitute(body, numbers) if numbers else body
         body = _constant_operands(body, stmt, made)
         return _filled_results(optimize(optimize_bodies(body, optimize, rules)), rules)
+
+    def tapes(stmt: Stmt) -> Stmt:     # a while statement's (ir/whiles.py): each on its own
+        construct = while_of(stmt)
+        return with_tapes(stmt, tuple(optimize(optimize_bodies(t, optimize, rules))
+                                      for t in construct.tapes))
     stepped = _each_body(tape, change, with_loop=True)
     armed = _each_arm(stepped, arm)     # (an operand an arm now makes itself: dead outside)
-    return dce(armed, None)[0] if armed is not stepped else armed
+    armed = dce(armed, None)[0] if armed is not stepped else armed
+    return _each_while(armed, tapes)
+
+
+def _each_while(tape: Tape, change: Callable) -> Tape:
+    """``tape`` with each while or unwind statement (ir/whiles.py) made ``change(stmt)``."""
+    if not any(while_of(s) is not None for s in tape.stmts):
+        return tape
+    return tape.copy(stmts=[change(s) if while_of(s) is not None else s for s in tape.stmts])
 
 
 def _each_arm(tape: Tape, change: Callable) -> Tape:
