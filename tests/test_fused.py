@@ -144,6 +144,19 @@ def test_the_stand_in_reads_only_the_printers_c(text, why):
         kernel(np.ones(3))
 
 
+def test_the_stand_in_tells_a_race_from_an_element_read_then_written():
+    """An input that is the output's own elements (a size-1 axis's stride aside) is read then
+    written by each thread; one shifted against the output races (fuzz seed 315: a row of dv3
+    read, kept, then zeroed in one kernel)."""
+    kernel = fakecupy.ElementwiseKernel("float64 x", "float64 y", "double k = x;\ny = k + 1.0;",
+                                        "k", preamble=fakecupy.PREAMBLE, options=fakecupy.OPTIONS)
+    a = np.arange(8.0).reshape(2, 4, 1)
+    kernel(a[1], a[1])
+    assert np.array_equal(a[1, :, 0], [5.0, 6.0, 7.0, 8.0])
+    with pytest.raises(RuntimeError, match="race"):
+        kernel(a[0, :3], a[0, 1:])
+
+
 def test_cuda_graph_captures_once_then_replays(cupy, tmp_path):
     """The first call runs the buffered gradient, captures it with out= arrays of its own and
     launches the graph; later calls copy their arguments into the graph's inputs and launch it.
