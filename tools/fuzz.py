@@ -14,6 +14,7 @@
     python tools/fuzz.py --n 500 --alike        # arguments used the same way (one gradient)
     python tools/fuzz.py --n 100 --recurrent --forms plain --engine numba   # loops through numba
     python tools/fuzz.py --n 100 --stencil --forms none --engine numba      # numba against plain only
+    python tools/fuzz.py --n 500 --forms none --engine fused    # the fused cupy printer, on a CPU
     python tools/fuzz.py --n 500 --branches     # an if on a reduction of data: a branch
     python tools/fuzz.py --n 500 --whiles       # a while on a reduction of data: a while
 
@@ -86,6 +87,9 @@ def referee(program, directory: Path, forms: tuple) -> Outcome:
     if _STATE.get("engine") == "numba":
         import fuzz_numba
         return fuzz_numba.referee(check, program, directory, forms)
+    if _STATE.get("engine") == "fused":
+        import fuzz_fused
+        return fuzz_fused.referee(check, program, directory, forms)
     return check(program, directory, forms)
 
 
@@ -304,6 +308,8 @@ def verbose(seed: int, forms: tuple, do_shrink: bool) -> None:
             print(f"# ---- {form} form: {type(e).__name__}: {e}")
     if "numba" in outcome.modules:
         print(f"# ---- numba engine ----\n{outcome.modules['numba']}")
+    if "fused" in outcome.modules:
+        print(f"# ---- fused cupy printer ----\n{outcome.modules['fused']}")
 
 
 def _literal(a) -> str:
@@ -341,9 +347,11 @@ def main(argv=None) -> int:
     ap.add_argument("--alike", action="store_true", help="every program with two or three "
                     "arguments used the same way, whose gradients are one expression "
                     "(tests/fuzzing.py Gen.alike), not 20%% of them")
-    ap.add_argument("--engine", choices=("numpy", "numba"), default="numpy", help="numba: "
-                    "programs with a loop compiled with engine='numba' too, against the plain "
-                    "form (tools/fuzz_numba.py)")
+    ap.add_argument("--engine", choices=("numpy", "numba", "fused"), default="numpy",
+                    help="numba: programs with a loop compiled with engine='numba' too, against "
+                    "the plain form (tools/fuzz_numba.py); fused: every program compiled with "
+                    "device='cuda', engine='fused' too, run on tests/fakecupy.py "
+                    "(tools/fuzz_fused.py)")
     ap.add_argument("--branches", action="store_true", help="every program with an if on a "
                     "reduction of data, a branch in the module (tests/fuzzing.py "
                     "Gen.branches), not 20%% of them")
@@ -416,11 +424,14 @@ def main(argv=None) -> int:
     kinds = worldcheck.KINDS if opts.world else ("ok", "mismatch", "crash", "refusal", "generator")
     print("  " + " " * 10 + "".join(f"{k:>10s}" for k in kinds))
     print("  " + f"{'worst':10s}" + "".join(f"{counts[k]:10d}" for k in kinds))
-    for form in forms + (("numba",) if opts.engine == "numba" else ()):
+    for form in forms + ((opts.engine,) if opts.engine in ("numba", "fused") else ()):
         print("  " + f"{form:10s}" + "".join(f"{per_form[form, k]:10d}" for k in kinds))
     if opts.engine == "numba" and opts.jobs == 1:
         import fuzz_numba
         print("\n".join(fuzz_numba.summary()))
+    if opts.engine == "fused" and opts.jobs == 1:
+        import fuzz_fused
+        print("\n".join(fuzz_fused.summary()))
     print("by check:")
     for (kind, form, chk), n in Counter(o.key for o, _ in failures).most_common():
         print(f"  {n:6d}  {kind} {form}: {chk}")
