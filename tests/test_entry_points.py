@@ -218,3 +218,26 @@ def test_a_wrapper_that_copies_an_entry_points_attributes_is_still_the_users_fun
     x = np.array([0.5, -1.0, 2.0])
     value, g = ys.grad(loss, x)
     assert value == pytest.approx(np.sum(x * x)) and np.allclose(g[0], 2 * x, rtol=1e-15)
+
+
+def test_a_list_of_traced_values_inside_a_sequence_operand_is_an_array():
+    """np.append(A, B, axis=0) of nested lists of floats (autograd's
+    test_simple_append_list_2D): concatenate's operand held a list of traced values as one
+    element, and its gradient (an array per element) could not be given back to the list
+    ('its derivative rule gives one gradient for them'). numpy reads each element as an array;
+    so does the frontend now."""
+    a, b = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], [[7.0, 8.0, 9.0]]
+    w = np.arange(9.0).reshape(3, 3)
+
+    def loss(a, b):
+        return np.sum(np.sin(np.append(a, b, axis=0)) * w)
+    _, (ga, gb) = ys.grad(loss, a, b)
+    expected = np.cos(np.array(a + b)) * w
+    np.testing.assert_allclose([ga[(i, j)] for i in range(2) for j in range(3)],
+                               expected[:2].ravel())
+    np.testing.assert_allclose([gb[(0, j)] for j in range(3)], expected[2])
+
+    def joined(x, y):
+        return np.sum(np.concatenate([[x, y], np.array([x * y])]) ** 2)
+    _, (gx, gy) = ys.grad(joined, 0.5, 2.0)
+    np.testing.assert_allclose((gx, gy), (2 * 0.5 + 2 * 0.5 * 2.0 ** 2, 2 * 2.0 + 2 * 2.0 * 0.25))

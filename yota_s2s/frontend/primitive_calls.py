@@ -120,10 +120,18 @@ class PrimitiveCallsMixin:
 
     def operand_value(self, value: Any, sequence: bool, node: gast.AST) -> Any:
         """An operand as numpy reads it: where a sequence of arrays goes, a traced array is
-        the list of its rows; elsewhere a list or tuple holding traced values is an array,
-        their ``np.stack`` (nested lists too, as ``np.asarray`` makes them)."""
+        the list of its rows, and an element that is a list or tuple holding traced values an
+        array (``np.append([[x, y]], B, axis=0)``); elsewhere a list or tuple holding traced
+        values is an array, their ``np.stack`` (nested lists too, as ``np.asarray`` makes
+        them)."""
         if sequence:
-            return self.iterate(value, node) if isinstance(value, Var) else value
+            if isinstance(value, Var):
+                return self.iterate(value, node)
+            if type(value) in (list, tuple) and any(
+                    isinstance(v, (list, tuple)) and is_traced(v) for v in value):
+                return type(value)([stacked(self, v, node) if isinstance(v, (list, tuple))
+                                    and is_traced(v) else v for v in value])
+            return value
         if isinstance(value, (list, tuple)) and is_traced(value):
             return stacked(self, value, node)
         return value
