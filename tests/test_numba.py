@@ -64,9 +64,10 @@ def test_a_loop_numba_cannot_compile_stays_numpy_and_says_why():
     reasons = [line.split("stays numpy:")[1] for line in text.splitlines()
                if "stays numpy:" in line]
     assert len(reasons) == 2 and all("<function flip>" in r for r in reasons)
-    # tried first as one function, the whole body, which says why it is not
+    # a forward (one loop) is tried first as one function, its whole body, and says why not
+    forward = ys.source(ys.compile(rolled, _vec(12).reshape(4, 3), engine="numba"))
     assert "# numba: the body is not one numba function (each loop is tried alone): No " \
-        "implementation of" in text
+        "implementation of" in forward and "# numba: this loop stays numpy: No" in forward
     assert "@numba.njit" not in text and "import numba" not in text
 
 
@@ -98,10 +99,14 @@ def test_a_loops_array_statements_are_loop_nests_fused_over_one_shape():
     assert "np.linalg.norm(d, axis=1, keepdims=True)\n        r0.fill(0.0)" in kernels
     assert "F_1[i0, i1] += f[i0, i1]" in kernels
     assert "    r0 = xp.empty((3,))\n" in kernels
-    # the loops and what is between them (the loss, the backward's first and last statements)
-    # are one function: the interpreter makes only its call
-    function = text.split("def spring_grad(")[1]
-    assert "# numba: the body runs in _spring_grad_body" in function
+    # two loops (the forward's, the backward's): a function each (numba_form.WHOLE_LOOPS); the
+    # forward, one loop, is one function with what is around the loop: the interpreter makes
+    # only its call
+    assert "# numba: the loop runs in _spring_grad_loop2" in text
+    cf = ys.compile(spring, *args, engine="numba")
+    assert np.isclose(cf(*args), spring(*args), rtol=1e-12)
+    function = ys.source(cf).split("def spring_forward(")[1]
+    assert "# numba: the body runs in _spring_forward_body" in function
     assert "xp." not in function.split("# numba: the body runs in")[1]
 
 

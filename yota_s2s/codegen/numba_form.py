@@ -18,10 +18,12 @@ reads that the function made before it; its results, the names it binds that the
 reads after it (an array it only changes in place needs no result: numba changes the caller's
 array).
 
-First the whole body is tried as one such function (``_f_grad_body``: its loops and the
-statements between them, so that the interpreter makes only the call; a function without
-loops is always written so); where numba refuses it, each loop is a function of its own, and
-the module says why the body is not one (``# numba: the body is not one numba function``).
+A function with one loop (a forward, ``ys.compile``) is first tried as one such function, its
+whole body (``_f_body``: the loop and the statements around it, so that the interpreter makes
+only the call), as a function without loops always is; where numba refuses it, the loop is a
+function of its own, and the module says why the body is not one (``# numba: the body is not
+one numba function``). A function with more loops (a gradient: the forward's and the
+backward's) has a function for each (``WHOLE_LOOPS``: compile time).
 
 Whether numba can compile a loop is decided when the module is compiled (``check_loops``, the
 pipeline calls it): each loop is compiled for the types of its arguments, from the tape (an
@@ -164,6 +166,12 @@ def numba_blocks(blocks: list[Block], tape: Tape, names: Any, fname: str,
 # the index of a function's whole body among its kernels (its regions are 1, 2, ...)
 WHOLE = 0
 
+# a function with at most this many loops is one numba function, its whole body; with more,
+# each loop is a function of its own: numba's compile time grows faster than the function
+# (measured, cold: the spring chain's gradient, a forward and a backward loop, 7.6 s of CPU as
+# one function, 4.0 s as two; its forward, one loop, 1.4-1.7 s as one)
+WHOLE_LOOPS = 1
+
 
 def _straight(blocks: list[Block], tape: Tape, held: Mapping[str, Aval], made: set[str],
               tail: list[str], fname: str, form: NumbaForm) -> list[Block] | None:
@@ -175,7 +183,9 @@ def _straight(blocks: list[Block], tape: Tape, held: Mapping[str, Aval], made: s
     the body is not one). A body without loops numba refuses stays numpy, saying why."""
     if form.auto or not blocks or any(b.loop is not None for b in blocks):
         return None
-    loops = any(loop_of(s) for b in blocks for s in b.sources)
+    loops = sum(1 for b in blocks for s in b.sources if loop_of(s) is not None)
+    if loops > WHOLE_LOOPS:
+        return None
     if form.fallbacks.get(WHOLE) is not None:
         if loops:
             return None
