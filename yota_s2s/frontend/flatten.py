@@ -28,8 +28,8 @@ import numpy as np
 from ..errors import ArgumentMismatch, SourceLoc, UnsupportedSyntax
 from ..ir.tape import Aval, Input, Primitive, StaticInput, Stmt, Var, is_sparse
 from ..objects import host, is_lazy_array, is_struct_object
-from .abstract import ghost
 from ..text import access_attr, access_item, describe, name_base, plain_value
+from .abstract import ghost
 from .index_lists import is_int_list, run_time_list
 
 _PLAIN_KEYS = (str, int, bool, type(None))
