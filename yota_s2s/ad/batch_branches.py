@@ -84,7 +84,14 @@ def _arm(outer: Batching, arm: Tape, batched: set[Var], lift: set[int]
 
 
 def _select(outer: Batching, stmt: Stmt, branch: Branch, args: tuple) -> tuple:
-    """Both arms on every example, inline, and each result selected per example."""
+    """Both arms on every example, inline, and each result selected per example (numpy's
+    floating-point warnings off while the example batch is computed: an arm's values for the
+    examples that do not take it are not read)."""
+    with np.errstate(all="ignore"):
+        return _selected(outer, stmt, branch, args)
+
+
+def _selected(outer: Batching, stmt: Stmt, branch: Branch, args: tuple) -> tuple:
     cond, operands = args[0], args[1:]
     values = []
     for arm in branch.arms:
@@ -100,10 +107,9 @@ def _select(outer: Batching, stmt: Stmt, branch: Branch, args: tuple) -> tuple:
                     "each safe to compute for every example).")
         for inp, a in zip(arm.inputs, operands):
             outer.new[inp.var] = a
-        with np.errstate(all="ignore"):     # (the examples that do not take it: not read)
-            for s in arm.stmts:
-                with outer.ev.at(s.loc, s.rule):
-                    outer.push(s)
+        for s in arm.stmts:
+            with outer.ev.at(s.loc, s.rule):
+                outer.push(s)
         values.append([outer._atom(r) for r in arm.result])
     outs = []
     for out, a, b in zip(stmt.outs, *values):
