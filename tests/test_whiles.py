@@ -147,3 +147,15 @@ def test_a_break_on_data_leaves_the_for_at_a_trip_the_backward_starts_from():
     text = compile_grad(W.early_stop, make(_rng(0)), buffers=False).text
     assert "    while xp.logical_and(t < 20, xp.logical_not(done)):\n" in text
     assert "        # whiles.py:67  if np.sum(h * h) < 0.5:\n        h_cond = " in text
+
+
+def test_a_python_float_carried_with_float32_values_keeps_numpys_dtype():
+    """(fuzz seed 2007 of --whiles: the loss came back float64 where numpy gives float32.) A
+    float64 ``a`` makes it a while statement; a float32 one is unrolled, as before."""
+    a64 = np.array([0.5, 0.25])
+    assert _whiles(gradient_tape(W.running_sum, (a64,))[0])
+    a32 = a64.astype(np.float32)
+    forward, _ = gradient_tape(W.running_sum, (a32,))
+    assert not _whiles(forward)
+    value, g = compile_grad(W.running_sum, (a32,)).fn(a32)
+    assert value.dtype == W.running_sum(a32).dtype == np.float32 and g.dtype == np.float32

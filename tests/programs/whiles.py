@@ -93,3 +93,11 @@ def rebinds_argument(a):
     while np.sum(x) > np.sum(b) + 5.0:
         x = b
     return np.sum(x * a)
+
+
+def running_sum(a):
+    """A Python float carried: numpy makes it float32 with a float32 ``a`` (NEP 50)."""
+    s = 0.0
+    while s < 3.0:
+        s = s + np.sum(a * a) + 0.5
+    return s

@@ -124,6 +124,7 @@ class WhilesMixin:
                 raise _NoWhile()            # a static value the body changes
         outs = [env[n] for n in carried]
         _no_alias(outs, body_stmts, places.values())
+        _no_narrowing([before[n] for n in carried], body_stmts)
         loop, invariants = self._tapes(node, _source(node.test), test, cond_stmts, body_stmts,
                                        [places[n] for n in carried], outs)
         self._restore(saved)
@@ -228,6 +229,7 @@ class WhilesMixin:
             if name not in places and name not in before and name in loaded_outside(frame, node):
                 raise _NoWhile()
         _no_alias([outs[n] for n in carried], body_stmts, list(places.values()) + [t, done])
+        _no_narrowing([before[n] for n in carried], body_stmts)
         source = f"for {index} in {_source(node.iter)}: ... if {_source(exit_node.test)}: break"
         loop, invariants = self._tapes(node, source, test, cond_stmts, body_stmts,
                                        [t, done] + [places[n] for n in carried],
@@ -322,6 +324,16 @@ def _no_alias(outs: list, stmts: list, places) -> None:
     after the loop, which an update in place (``x *= 2``) writes, as Python does: unroll."""
     made = {o for s in stmts for o in s.outs} | set(places)
     if any(isinstance(o, Var) and o.aval.ndim and o not in made for o in outs):
+        raise _NoWhile()
+
+
+def _no_narrowing(inits: list, stmts: list) -> None:
+    """A carried Python float is carried as a float64 number; numpy makes it float32 (NEP 50)
+    where the body adds it to float32 values, so the loop's dtype would depend on the trip
+    count: a body with values narrower than float64 and a Python float carried is unrolled."""
+    if any(type(v) is float or type(v) is complex for v in inits) and any(
+            v.aval.dtype in (np.float32, np.float16, np.complex64)
+            for s in stmts for v in (*s.uses(), *s.outs)):
         raise _NoWhile()
 
 
