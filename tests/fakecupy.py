@@ -12,7 +12,8 @@ sums' order of additions and CUDA's libm differ: ulps.)
 
 ``cuda.Stream``, ``begin_capture``/``end_capture`` and ``Graph.launch`` stand for a CUDA
 graph's capture and replay, for their control flow only: ``COUNTS`` says how many kernels were
-launched, how many graphs captured and how many replayed.
+launched, how many graphs captured and how many replayed. ``compare`` is the referee's test of
+a module's results against numpy's (tools/fused_check.py, tools/fuzz_fused.py, the suite).
 """
 from __future__ import annotations
 
@@ -241,6 +242,39 @@ class ReductionKernel:
         env = {n: np.broadcast_to(a, shape) for n, a in zip(self.ins, ins)}
         value = np.array(np.broadcast_to(_evaluate(self.map, env), shape))
         return np.asarray(value.sum(axis=axis, keepdims=keepdims))
+
+
+# -- the referee: a module's results against numpy's -------------------------------------
+
+def leaves(value) -> list:
+    """A result's arrays and numbers, in order (tuples, lists, dicts by key)."""
+    if isinstance(value, (tuple, list)):
+        return [x for v in value for x in leaves(v)]
+    if isinstance(value, dict):
+        return [x for k in sorted(value, key=repr) for x in leaves(value[k])]
+    return [value]
+
+
+def compare(got, want, rtol: float = 1e-12) -> str | None:
+    """Why ``got`` is not ``want`` to ``rtol`` relative (of the largest element), or None."""
+    got, want = leaves(got), leaves(want)
+    if len(got) != len(want):
+        return f"{len(got)} results, numpy has {len(want)}"
+    for i, (g, w) in enumerate(zip(got, want)):
+        if w is None or g is None:
+            if (g is None) != (w is None):
+                return f"result {i}: None on one side"
+            continue
+        g, w = np.asarray(g), np.asarray(w)
+        if g.shape != w.shape or g.dtype != w.dtype:
+            return f"result {i}: {g.dtype}{list(g.shape)}, numpy {w.dtype}{list(w.shape)}"
+        scale = float(np.max(np.abs(w[np.isfinite(w)]), initial=0.0)) if w.size else 0.0
+        if w.dtype.kind in "fc" and not np.allclose(g, w, rtol=rtol, atol=rtol * scale,
+                                                    equal_nan=True):
+            return f"result {i}: off by {float(np.max(np.abs(g - w))):.3g} (scale {scale:.3g})"
+        if w.dtype.kind not in "fc" and not np.array_equal(g, w):
+            return f"result {i} differs"
+    return None
 
 
 # -- CUDA graphs: capture and replay, their control flow only ---------------------------------

@@ -8,6 +8,7 @@ few cases of each kind.
 """
 from __future__ import annotations
 
+import inspect
 import sys
 
 import numpy as np
@@ -19,11 +20,9 @@ from yota_s2s.cuda_graph import CudaGraph
 from yota_s2s.errors import UsageError
 
 from . import fakecupy
+from .fakecupy import compare
 from .test_gradcheck import CASES
 from .test_loops import CASES as LOOPS
-
-sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.parent / "tools"))
-from fused_check import compare  # noqa: E402
 
 
 @pytest.fixture
@@ -84,7 +83,8 @@ def test_the_mlp_gradient_launches_fewer_kernels_with_the_source_in_them(cupy, t
     text = fused.text
     assert "xp.ElementwiseKernel(" in text and "xp.ReductionKernel(" in text
     assert "    'h = tanh(r0 + b1);\\n',\n" in text                # names from the source
-    assert "    # grad of test_fused.py:39  err = np.sum((p - y) ** 2, axis=1)\n" in text
+    line = inspect.getsourcelines(mlp)[1] + 3
+    assert f"    # grad of test_fused.py:{line}  err = np.sum((p - y) ** 2, axis=1)\n" in text
     assert "    # kernel _mlp_grad_k6: 2 statements in one launch\n" \
         "    dt3, dy_ = _mlp_grad_k6(xp.expand_dims(dt5, 1), t3)\n" in text
     # a name bound twice in one group (dW1 = 0.01 * W1; dW1 = dW1 + dW1): first a C local

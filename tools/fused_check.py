@@ -25,11 +25,11 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "tools"
 sys.path.insert(0, str(ROOT))
 
 from tests import fakecupy  # noqa: E402
+from tests.fakecupy import compare  # noqa: E402
 
-DEVICE = "--device" in sys.argv
-if not DEVICE:
-    sys.modules["cupy"] = fakecupy.module()
 from yota_s2s.compiler import compile_grad  # noqa: E402
+
+DEVICE = False                      # --device: cupy itself, not tests/fakecupy.py
 
 
 def moved(value, there: bool):
@@ -44,37 +44,6 @@ def moved(value, there: bool):
     if there and isinstance(value, np.ndarray):
         return cupy.asarray(value)
     return value.get() if isinstance(value, cupy.ndarray) else value
-
-
-def leaves(value) -> list:
-    """A result's arrays and numbers, in order (tuples, lists, dicts by key)."""
-    if isinstance(value, (tuple, list)):
-        return [x for v in value for x in leaves(v)]
-    if isinstance(value, dict):
-        return [x for k in sorted(value, key=repr) for x in leaves(value[k])]
-    return [value]
-
-
-def compare(got, want, rtol: float = 1e-12) -> str | None:
-    """Why ``got`` is not ``want`` to ``rtol`` relative (of the largest element), or None."""
-    got, want = leaves(got), leaves(want)
-    if len(got) != len(want):
-        return f"{len(got)} results, numpy has {len(want)}"
-    for i, (g, w) in enumerate(zip(got, want)):
-        if w is None or g is None:
-            if (g is None) != (w is None):
-                return f"result {i}: None on one side"
-            continue
-        g, w = np.asarray(g), np.asarray(w)
-        if g.shape != w.shape or g.dtype != w.dtype:
-            return f"result {i}: {g.dtype}{list(g.shape)}, numpy {w.dtype}{list(w.shape)}"
-        scale = float(np.max(np.abs(w[np.isfinite(w)]), initial=0.0)) if w.size else 0.0
-        if w.dtype.kind in "fc" and not np.allclose(g, w, rtol=rtol, atol=rtol * scale,
-                                                    equal_nan=True):
-            return f"result {i}: off by {float(np.max(np.abs(g - w))):.3g} (scale {scale:.3g})"
-        if w.dtype.kind not in "fc" and not np.array_equal(g, w):
-            return f"result {i} differs"
-    return None
 
 
 def check(name: str, fn, make) -> tuple[str, int, int]:
@@ -105,6 +74,10 @@ def main() -> None:
     parser.add_argument("--device", action="store_true",
                         help="run on the GPU with cupy (no launch counts), not the stand-in")
     opts = parser.parse_args()
+    global DEVICE
+    DEVICE = opts.device
+    if not DEVICE:          # (here, not on import: the suite imports compare from this file)
+        sys.modules["cupy"] = fakecupy.module()
     bad = total = defined = launched = with_kernels = 0
     for name, fn, make in cases(opts.every):
         if opts.only and name not in opts.only.split(","):

@@ -18,11 +18,11 @@ from pathlib import Path
 import numpy as np
 
 from tests import fakecupy
+from tests.fakecupy import compare
 from tests.fuzzcheck import RANK, TOLERANCES, Outcome, copies, load
 
 sys.modules["cupy"] = fakecupy.module()         # (this process runs no other cupy code)
 import yota_s2s as ys  # noqa: E402
-from fused_check import compare  # noqa: E402
 
 KERNELS: Counter = Counter()        # "programs with kernels", "kernels"
 
