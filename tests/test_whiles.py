@@ -159,3 +159,20 @@ def test_a_python_float_carried_with_float32_values_keeps_numpys_dtype():
     assert not _whiles(forward)
     value, g = compile_grad(W.running_sum, (a32,)).fn(a32)
     assert value.dtype == W.running_sum(a32).dtype == np.float32 and g.dtype == np.float32
+
+
+def test_the_row_a_trip_reads_gets_its_gradient_in_place():
+    """``h = h + xs[t]`` in a for with a break on data: the backward adds each trip's
+    gradient into the accumulator's row (``dxs[t] += dh``), not into a zero array of the
+    whole shape per trip."""
+    from .programs import loops
+    xs, h0 = 0.3 + 0.01 * _rng(0).standard_normal((12, 3)), np.full(3, 0.1)
+    for buffers in (False, True):
+        compiled = compile_grad(loops.break_on_data, (xs, h0), buffers=buffers)
+        loop = compiled.text[compiled.text.index("in reversed(range(trips)):"):]
+        assert re.search(r"dxs\[\w+\] \+= dh\n", loop) and "zeros" not in loop
+        _, gx, gh = compiled.fn(xs, h0)
+        np.testing.assert_allclose(gx, numerical_grad(loops.break_on_data, (xs, h0), 0),
+                                   rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(gh, numerical_grad(loops.break_on_data, (xs, h0), 1),
+                                   rtol=1e-6, atol=1e-8)

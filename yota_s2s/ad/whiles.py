@@ -110,12 +110,12 @@ def _step(sweep: Sweep, loop, floats: list[int], wanted: list[int]) -> tuple[Tap
         out = body.result[i]
         if isinstance(out, Var) and out in act:
             sub.accumulate(out, cot)
+    for acc, j in zip(accs, wanted):    # the trip's gradient added into the accumulator (the
+        sub.accumulate(ins[n + j], acc)  # rows it reads, xs[t], into its rows: dxs[t] += ...)
     with ev.collect() as back:
         sub.sweep_all(sub.home)
         grads = [_gradient(sub, ins[i]) for i in floats]
-        with ev.at(rule=ACCUMULATE):
-            grads += [sub.emit(rules.lookup(operator.add), [acc, _gradient(sub, ins[n + j])], {},
-                               grad_of=ins[n + j]) for acc, j in zip(accs, wanted)]
+        grads += [_gradient(sub, ins[n + j]) for j in wanted]
     # the body's statements again, under names of their own, then the adjoint's
     fresh = {v: Var(v.aval, hint=v.hint) for v in ins}
     for v, k in fresh.items():

@@ -68,6 +68,11 @@ class Unwind:
     source: str = ""
 
     @property
+    def nacc(self) -> int:
+        """The accumulators (the last inputs of the step, the last results)."""
+        return len(self.step.result) - self.ncot
+
+    @property
     def tapes(self) -> tuple[Tape, ...]:
         return (self.step,)
 

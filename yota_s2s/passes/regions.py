@@ -20,7 +20,7 @@ from ..ir.region import loop_of
 from ..ir.rewrite import substitute
 from ..ir.tape import Input, Lit, Stmt, Tape, Var
 from ..rules.outside import external
-from ..ir.whiles import while_of, with_tapes
+from ..ir.whiles import Unwind, while_of, with_tapes
 from ..rules.registry import RuleSet
 from .dce import dce
 
@@ -176,7 +176,14 @@ def in_place_bodies(tape: Tape, rules: RuleSet) -> Tape:
                    if s.prim.inplace and s.first_var is not None}
         body.owned = (body.owned - given) | frozenset(c for c in given if c in written)
         return body
-    return _each_body(tape, lower, with_loop=True)
+
+    def lower_while(stmt: Stmt) -> Stmt:     # an unwind's accumulators are its own arrays
+        construct = while_of(stmt)
+        own = frozenset(i.var for i in construct.tapes[0].inputs[-construct.nacc:]) \
+            if isinstance(construct, Unwind) and construct.nacc else frozenset()
+        return with_tapes(stmt, tuple(write_in_place(in_place_bodies(t, rules).copy(
+            owned=t.owned | own), rules) for t in construct.tapes))
+    return _each_while(_each_body(tape, lower, with_loop=True), lower_while)
 
 
 def _each_body(tape: Tape, change: Callable, with_loop: bool = False) -> Tape:
