@@ -241,3 +241,24 @@ def test_a_list_of_traced_values_inside_a_sequence_operand_is_an_array():
         return np.sum(np.concatenate([[x, y], np.array([x * y])]) ** 2)
     _, (gx, gy) = ys.grad(joined, 0.5, 2.0)
     np.testing.assert_allclose((gx, gy), (2 * 0.5 + 2 * 0.5 * 2.0 ** 2, 2 * 2.0 + 2 * 2.0 * 0.25))
+
+
+def test_a_primitive_with_python_source_given_as_the_function_is_its_rule():
+    """scipy.linalg.solve_sylvester is a Python function (scipy's array-API wrapper) with a
+    rule: given to ys.jvp itself, its wrapper's source was traced ('array_namespace has no
+    derivative rule'; autograd's test_solve_sylvester in forward mode). Now it is called,
+    like np.sin, and its rule serves."""
+    import scipy.linalg as spla
+    rng = np.random.default_rng(2)
+    a, b, q = (rng.standard_normal((3, 3)) for _ in range(3))
+    ta, tb, tq = (rng.standard_normal((3, 3)) for _ in range(3))
+    eps = 1e-6
+    numeric = (spla.solve_sylvester(a + eps * ta, b + eps * tb, q + eps * tq)
+               - spla.solve_sylvester(a - eps * ta, b - eps * tb, q - eps * tq)) / (2 * eps)
+    value, tangent = ys.jvp(spla.solve_sylvester, (a, b, q), (ta, tb, tq))
+    np.testing.assert_allclose(value, spla.solve_sylvester(a, b, q))
+    np.testing.assert_allclose(tangent, numeric, rtol=1e-6, atol=1e-8)
+    v = rng.standard_normal((3, 3))
+    _, ga, gb, gq = ys.vjp(spla.solve_sylvester, a, b, q)(a, b, q, v)
+    np.testing.assert_allclose(np.sum(ga * ta) + np.sum(gb * tb) + np.sum(gq * tq),
+                               np.sum(v * numeric), rtol=1e-6)

@@ -10,7 +10,7 @@ from ..errors import UnsupportedSyntax, YotaError
 from ..ir.assumptions import IDENTITY, Assumption
 from ..ir.tape import Tape, Var, tree_vars
 from ..ir.values import to_tree
-from ..objects import param_names, unbind
+from ..objects import calling, param_names, unbind
 from ..rules.registry import RULES, RuleSet
 from .collect import Collector
 from .depends import Assumptions, rules_assumption
@@ -130,6 +130,8 @@ def _trace(fn: Any, args: Sequence[Any], rules: RuleSet, collector: Collector | 
         args = (self_arg, *args)
     if is_compiler(fn) and getattr(fn, "__yota_inline__", None) is not None:
         fn = gradient_caller(fn, args)  # ys.gradient(ys.gradient(f)): a function calling it
+    elif self_arg is None and hasattr(fn, "__code__") and rules.lookup(fn) is not None:
+        fn = calling(fn)    # a primitive with source (spla.solve_sylvester): by its rule
     parsed = parse_function(fn)
     if inspect.isgeneratorfunction(fn):
         raise UnsupportedSyntax(f"{parsed.name} is a generator function: the function to "
