@@ -150,7 +150,8 @@ class WhilesMixin:
         exits = [k for k, s in enumerate(body) if isinstance(s, gast.If) and not s.orelse
                  and len(s.body) == 1 and isinstance(s.body[0], gast.Break)]
         if self.collector is not None or self.backward_mode or not self.branches \
-                or self.trial_depth or node.orelse or not isinstance(iterable, range) \
+                or not self.whiles or self.trial_depth or node.orelse \
+                or not isinstance(iterable, range) \
                 or not len(iterable) or not isinstance(node.target, gast.Name) \
                 or len(exits) != 1 or _leaves(body[:exits[0]] + body[exits[0] + 1:]) \
                 or _generated(self.frame.fn.file):
