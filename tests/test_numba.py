@@ -229,7 +229,13 @@ def test_a_second_process_loads_the_compiled_loops_from_the_cache(tmp_path):
     assert out == ["1", "0"], out        # loaded from numba's cache, not compiled again
 
 
-GRADCHECK = ("sum_neg_axis", "np_multiply[0, 3][3]", "rounding_nodiff[2, 3]")
+GRADCHECK = ("sum_neg_axis", "np_multiply[0, 3][3]", "rounding_nodiff[2, 3]",
+             "norm_matrix_fro_nuc", "eig_complex_pairs")
+# bodies left numpy, and why: numba has no np.fix; it compiles eig and norm(ord='nuc'), then
+# raises at run time (eig where the eigenvalues are complex): tools/numba_check.py found these
+STAYS = {"rounding": "Use of unsupported NumPy function 'numpy.fix'",
+         "norm_matrix": "numba's np.linalg.norm has no ord='nuc'",
+         "eig_complex": "numba's np.linalg.eig of a real matrix raises at run time"}
 
 
 @pytest.mark.parametrize("name", GRADCHECK)
@@ -239,8 +245,8 @@ def test_gradient_check_table_cases_through_numba(name):
     from .test_gradcheck import CASES
     case = next(c for c in CASES if c.name == name)
     text = _same_as_numpy(case.fn, case.make_args(np.random.default_rng(1)))
-    if name.startswith("rounding"):
-        assert "# numba: the body stays numpy: Use of unsupported NumPy function 'numpy.fix'" \
-            in text
+    stays = next((why for key, why in STAYS.items() if name.startswith(key)), None)
+    if stays is not None:
+        assert f"# numba: the body stays numpy: {stays}" in text
     else:
         assert "# numba: the body runs in _" in text

@@ -34,6 +34,31 @@ def numba_forms(nodes: list[ast.stmt], helpers: set[int]) -> list[ast.stmt]:
     return [rewriter.visit(node) for node in copy.deepcopy(nodes, memo)]
 
 
+# calls numba compiles and then refuses at run time, or for some values only, where numpy
+# computes them: a function that makes one stays numpy, for this reason
+RUNTIME_REFUSALS = {
+    "eig": "numba's np.linalg.eig of a real matrix raises at run time where its eigenvalues are "
+           "complex (numpy returns them complex)",
+    "nuc": "numba's np.linalg.norm has no ord='nuc' (it raises at run time)",
+}
+
+
+def runtime_refusal(nodes: list[ast.stmt]) -> str | None:
+    """Why numba would fail at run time on a statement of ``nodes`` (``RUNTIME_REFUSALS``), or
+    None."""
+    for node in nodes:
+        for n in ast.walk(node):
+            if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                    and isinstance(n.func.value, ast.Attribute) and n.func.value.attr == "linalg"):
+                continue
+            if n.func.attr in ("eig", "eigvals"):
+                return RUNTIME_REFUSALS["eig"]
+            order = [k.value for k in n.keywords if k.arg == "ord"] + n.args[1:2]
+            if n.func.attr == "norm" and any(_constant(o) == "nuc" for o in order):
+                return RUNTIME_REFUSALS["nuc"]
+    return None
+
+
 def pad_helper(ndim: int) -> str:
     """``_padN``: ``xp.pad`` with zeros for an array of ``ndim`` dimensions, as numba takes it."""
     widths = [f"b{i}, a{i}" for i in range(ndim)]

@@ -46,7 +46,7 @@ from ..errors import UsageError
 from ..ir.region import loop_of
 from ..ir.tape import Aval, Tape
 from ..text import comment, identifier
-from .numba_calls import DECORATOR, numba_forms, pad_helper
+from .numba_calls import DECORATOR, numba_forms, pad_helper, runtime_refusal
 from .numba_hoist import hoisted
 from .numba_nests import loop_nests
 from .numba_shapes import Val, kind_of
@@ -425,6 +425,10 @@ def check_loops(module: Any, kernels: list[LoopKernel]) -> dict[int, str]:
         if any(a is None for a in kernel.avals):
             missing = [p for p, a in zip(kernel.params, kernel.avals) if a is None]
             refused[kernel.index] = f"{', '.join(missing)} holds no value of the tape"
+            continue
+        why = runtime_refusal(kernel.nodes)
+        if why is not None:
+            refused[kernel.index] = why
             continue
         dispatcher = getattr(module, kernel.name)
         signature = tuple(numba_type(a) for a in kernel.avals)
