@@ -262,3 +262,18 @@ def test_a_primitive_with_python_source_given_as_the_function_is_its_rule():
     _, ga, gb, gq = ys.vjp(spla.solve_sylvester, a, b, q)(a, b, q, v)
     np.testing.assert_allclose(np.sum(ga * ta) + np.sum(gb * tb) + np.sum(gq * tq),
                                np.sum(v * numeric), rtol=1e-6)
+
+
+def test_a_vjp_function_given_a_string_is_differentiated_again():
+    """ys.vjp(np.einsum, 'ij,jk->ik', a, b)'s function, differentiated again (autograd's
+    second-order einsum and pad checks): a string among the arguments made it 'not a
+    function of arrays and floats'; strings are static, as ints are."""
+    rng = np.random.default_rng(3)
+    a, b, v = rng.standard_normal((2, 3)), rng.standard_normal((3, 4)), rng.standard_normal((2, 4))
+    vf = ys.vjp(np.einsum, "ij,jk->ik", a, b)
+
+    def paired(a, b):
+        return np.sum(vf("ij,jk->ik", a, b, v)[2] ** 2)     # |v b^T|^2 (the gradient in a)
+    _, (ga, gb) = ys.grad(paired, a, b)
+    np.testing.assert_allclose(gb, 2 * (v @ b.T).T @ v)
+    assert np.all(ga == 0)

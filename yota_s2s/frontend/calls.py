@@ -186,8 +186,8 @@ class CallsMixin:
         it has none or the arguments are not plain arrays and floats."""
         make = getattr(fn, "__yota_inline__", None)
         examples = [_concrete_tree(self, a) for a in args]
-        plain = all(isinstance(a, (np.ndarray, np.generic, float, complex, int, bool))
-                    for a in _leaves(examples))
+        plain = all(isinstance(a, (np.ndarray, np.generic, float, complex, int, bool, str))
+                    or a is None for a in _leaves(examples))     # (strings: einsum's, pad's)
         if make is None or kwargs or not plain:
             return None
         return make(*examples)
