@@ -71,12 +71,18 @@ def _method(fn):
     return lambda x, args, kwargs: (fn, (x, *args), kwargs)
 
 
+def _dot(x, args, kwargs):
+    """``x.dot(y)``: ``np.dot``; of a scipy.sparse ``A``, ``A @ y``, which is what scipy
+    computes."""
+    return (operator.matmul if x.aval.sparse else np.dot), (x, *args), kwargs
+
+
 ARRAY_METHODS: dict[str, Callable] = {
     "reshape": _reshape, "transpose": _transpose, "flatten": _flatten, "ravel": _ravel,
-    "item": _item, "astype": _method(astype),
+    "item": _item, "astype": _method(astype), "dot": _dot,
     **{name: _method(getattr(np, name)) for name in (
         "sum", "mean", "max", "min", "prod", "std", "var", "cumsum", "cumprod", "argmax",
-        "argmin", "argsort", "argpartition", "any", "all", "clip", "round", "dot", "conj",
+        "argmin", "argsort", "argpartition", "any", "all", "clip", "round", "conj",
         "conjugate", "trace", "diagonal", "squeeze", "swapaxes", "repeat", "take", "nonzero",
         "copy", "searchsorted")},
 }
@@ -87,10 +93,7 @@ IN_PLACE_METHODS: dict[str, Callable | None] = {"sort": np.sort, "partition": np
 
 
 def array_method(method, args: tuple, kwargs: dict) -> tuple[Callable, tuple, dict]:
-    """``x.name(*args, **kwargs)`` as a call of the function that carries the rule
-    (``A.dot(x)`` of a scipy.sparse ``A``: ``A @ x``, which is what scipy computes)."""
-    if method.name == "dot" and method.var.aval.sparse:
-        return operator.matmul, (method.var, *args), dict(kwargs)
+    """``x.name(*args, **kwargs)`` as a call of the function that carries the rule."""
     return ARRAY_METHODS[method.name](method.var, args, dict(kwargs))
 
 

@@ -200,10 +200,11 @@ def _unravel(flat, tree, start):
     return np.reshape(flat[start:start + size], np.shape(tree)), start + size
 
 
+# args is a tuple of any structs (autograd passes (params,), a list of (W, b)): taken as given
 primitive(odeint, "func, y0, t, args=(), rtol=None, atol=None, mxstep=0", name="ys.odeint",
-          operands="func, y0, t, args", sequences=("args",))
+          operands="func, y0, t, args", sequences=("*",))
 primitive(odeint_adjoint, "func, y, t, dy, args=(), rtol=None, atol=None, mxstep=0",
-          name="ys.odeint_adjoint", operands="func, y, t, dy, args", nout=3, sequences=("args",))
+          name="ys.odeint_adjoint", operands="func, y, t, dy, args", nout=3, sequences=("*",))
 diffrule(odeint, "y0", "odeint_adjoint(func, y, t, dy, args, rtol, atol, mxstep)[0]")
 diffrule(odeint, "t", "odeint_adjoint(func, y, t, dy, args, rtol, atol, mxstep)[1]")
 diffrule(odeint, "args", "unravel_like(odeint_adjoint(func, y, t, dy, args, rtol, atol, "
