@@ -23,9 +23,11 @@ import operator
 from dataclasses import dataclass
 
 from ..ir.analysis import Analysis
+from ..ir.branch import branch_of
 from ..ir.names import dying_inits, name_tape, same_names
 from ..ir.region import EMPTY, handed_over_operands, loop_of, made_stack
 from ..ir.tape import Lit, Stmt, Var
+from ..ir.whiles import while_of
 from . import buffers
 from .buffers import Group
 from .emit import Emitter
@@ -375,7 +377,8 @@ def summed_terms(loop) -> set[Var]:
         made = facts.producer.get(term) if isinstance(term, Var) else None
         if made is None or facts.uses[term] != 1 or body.hint_of(term) or made.prim.nout != 1 \
                 or made.prim.effect or made.prim.inplace or made.prim.creates \
-                or loop_of(made) is not None or any(term is r for r in body.result):
+                or any(of(made) is not None for of in (loop_of, branch_of, while_of)) \
+                or any(term is r for r in body.result):       # (a construct: its own lines)
             continue
         reads, todo = set(), list(made.uses())
         while todo:                 # everything the term's expression reads, transitively

@@ -161,7 +161,7 @@ def _number(value) -> bool:
 
 
 def in_place_bodies(tape: Tape, rules: RuleSet) -> Tape:
-    """``write_in_place`` inside every body. A carried array that the body then updates in
+    """``write_in_place`` inside every body and arm. A carried array that the body then updates in
     place (``out[t] = h``) becomes the loop's own: the body tape ``owns`` it and codegen
     starts it as a copy of its initial value, once, before the loop."""
     from .inplace import write_in_place
@@ -183,7 +183,10 @@ def in_place_bodies(tape: Tape, rules: RuleSet) -> Tape:
             if isinstance(construct, Unwind) and construct.nacc else frozenset()
         return with_tapes(stmt, tuple(write_in_place(in_place_bodies(t, rules).copy(
             owned=t.owned | own), rules) for t in construct.tapes))
-    return _each_while(_each_body(tape, lower, with_loop=True), lower_while)
+    def lower_arm(arm: Tape, stmt: Stmt, made) -> Tape:   # an arm's updates, its own too
+        return write_in_place(in_place_bodies(arm, rules), rules)
+    tape = _each_while(_each_body(tape, lower, with_loop=True), lower_while)
+    return _each_arm(tape, lower_arm) if any(branch_of(s) for s in tape.stmts) else tape
 
 
 def _each_body(tape: Tape, change: Callable, with_loop: bool = False) -> Tape:
