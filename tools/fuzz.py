@@ -77,8 +77,14 @@ def _setup(forms: tuple, shrink: bool) -> None:
     warnings.simplefilter("ignore")           # numpy's RuntimeWarnings from generated code
 
 
+class Overtime(BaseException):
+    """A program over its time: not an ``Exception``, so that no ``except Exception`` on the
+    way (a form's crash, numpy refusing extreme values) takes it for a failure of that step
+    and goes on with the alarm spent (a ``while`` that never ends at an argument of inf)."""
+
+
 def _timeout(*_):
-    raise TimeoutError(f"over {TIMEOUT} s")
+    raise Overtime(f"over {TIMEOUT} s")
 
 
 def referee(program, directory: Path, forms: tuple) -> Outcome:
@@ -117,7 +123,7 @@ def run_one(seed: int) -> tuple[Outcome, str, str]:
                     small, why = world.describe(), diagnose_world(world, now)
                 else:
                     small = shrink(program, outcome, base / "programs", forms).source()
-    except TimeoutError as e:
+    except Overtime as e:
         outcome, small, why = Outcome(seed, "crash", "", "timeout", str(e)), "", "timeout"
     finally:
         signal.alarm(0)
