@@ -20,9 +20,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import NoRuleError
-from ..frontend.abstract import ghost
 from ..ir.branch import Branch, branch_of, branch_primitive
-from ..ir.tape import Aval, Input, Lit, Stmt, Tape, Var
+from ..ir.tape import Lit, Stmt, Tape, Var
 from .batching import STRUCTURAL, Batching
 
 
@@ -57,20 +56,7 @@ def _arm(outer: Batching, arm: Tape, batched: set[Var], lift: set[int]
     size = outer.size
     sub = Batching.inside(outer.rules, arm, size)
     with sub.ev.collect() as stmts:
-        inputs = []
-        for inp in arm.inputs:
-            var = inp.var
-            aval = Aval((size,) + var.aval.shape, var.aval.dtype) if var in batched else var.aval
-            new = Var(aval, var.hint)
-            sub.ev.values[new] = 0 if aval.weak else ghost(aval.shape, aval.dtype)
-            sub.new[var] = new
-            if var in batched:
-                sub.batched.add(new)
-            inputs.append(Input(new, inp.argnum, inp.path, inp.access))
-        sub.ev.input_vars = {i.var for i in inputs}
-        for s in arm.stmts:
-            with sub.ev.at(s.loc, s.rule):
-                sub.push(s)
+        inputs = sub.replay(arm, batched)
         results = []
         for k, r in enumerate(arm.result):
             value = sub.new.get(r, r) if isinstance(r, Var) else r

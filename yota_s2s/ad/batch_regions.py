@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..frontend.abstract import ghost
 from ..ir.region import Loop, loop_primitive
-from ..ir.tape import Aval, Input, Stmt, Tape, Var
+from ..ir.tape import Stmt, Tape, Var
 from .batching import STRUCTURAL, Batching
 
 
@@ -56,20 +55,7 @@ def _body(outer: Batching, loop: Loop, batched: set[Var], lift: set[Var]
     body, size = loop.body, outer.size
     sub = Batching.inside(outer.rules, body, size)
     with sub.ev.collect() as stmts:
-        inputs = []
-        for inp in body.inputs:
-            var = inp.var
-            aval = Aval((size,) + var.aval.shape, var.aval.dtype) if var in batched else var.aval
-            new = Var(aval, var.hint)
-            sub.ev.values[new] = 0 if aval.weak else ghost(aval.shape, aval.dtype)
-            sub.new[var] = new
-            if var in batched:
-                sub.batched.add(new)
-            inputs.append(Input(new, inp.argnum, inp.path, inp.access))
-        sub.ev.input_vars = {i.var for i in inputs}
-        for stmt in body.stmts:
-            with sub.ev.at(stmt.loc, stmt.rule):
-                sub.push(stmt)
+        inputs = sub.replay(body, batched)
         results = []
         for c, out in zip(loop.carried, body.result):
             value = sub.new.get(out, out) if isinstance(out, Var) else out

@@ -29,6 +29,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..errors import GuardError, NoRuleError, UsageError, YotaError
+from ..frontend.abstract import ghost
 from ..frontend.evaluator import Evaluator
 from ..ir.tape import Aval, Input, Lit, Stmt, Tape, Var, tree_atoms, tree_map
 from ..ir.values import to_tree
@@ -79,6 +80,27 @@ class Batching:
     def inside(cls, rules, body: Tape, size: int) -> "Batching":
         """The batching of a region's body (batch_regions.py), its inputs set by the caller."""
         return cls(body, rules, [], [], size)
+
+    def replay(self, tape: Tape, batched: set) -> list[Input]:
+        """``tape``'s inputs made again, those in ``batched`` with the leading axis of the
+        examples, and its statements pushed through this batching (inside ``ev.collect()``);
+        the new inputs."""
+        inputs = []
+        for inp in tape.inputs:
+            var = inp.var
+            aval = Aval((self.size,) + var.aval.shape, var.aval.dtype) if var in batched \
+                else var.aval
+            new = Var(aval, var.hint)
+            self.ev.values[new] = 0 if aval.weak else ghost(aval.shape, aval.dtype)
+            self.new[var] = new
+            if var in batched:
+                self.batched.add(new)
+            inputs.append(Input(new, inp.argnum, inp.path, inp.access))
+        self.ev.input_vars = {i.var for i in inputs}
+        for stmt in tape.stmts:
+            with self.ev.at(stmt.loc, stmt.rule):
+                self.push(stmt)
+        return inputs
 
     def run(self, out_axes: Any, norms: bool = False) -> Tape:
         tape, ev = self.tape, self.ev

@@ -22,7 +22,7 @@ import numpy as np
 from ..ir.branch import Branch, arm_tape, branch_of, branch_primitive
 from ..ir.rewrite import live, substitute_stmt
 from ..ir.tape import TANGENT, Lit, Stmt, Tape, Var
-from .branches import given_results
+from .branches import given_results, made_again
 from .forward import STRUCTURAL_JVPS, _ForwardSweep, _tangent_rule
 
 RULE = f"{TANGENT}the branch's tangent: each arm's JVP, under the same condition"
@@ -75,23 +75,11 @@ def _tangent_arm(sweep: _ForwardSweep, arm: Tape, label: str, active: dict[int, 
         results = [_result_tangent(sub, arm.result[i], outs[i]) for i in floats]
     made = [s.replace(rule=_tangent_rule(s.rule)) for s in made]
     # the forward statements again, under names of their own (the branch's results read)
-    fresh: dict[Var, Any] = {v: Var(v.aval, hint=v.hint) for v in inputs}
-    for v, k in fresh.items():
-        ev.values.derive(k, v)
     given = [Var(o.aval, hint=o.hint) for o in outs]
     for o, g in zip(outs, given):
         ev.values.derive(g, o)
-    own = {r: g for r, g in zip(arm.result, given) if isinstance(r, Var) and r not in fresh}
-    remade = []
-    for s in arm.stmts:
-        if len(s.outs) == 1 and s.out in own:
-            fresh[s.out] = own[s.out]
-            continue
-        new_outs = tuple(Var(o.aval, hint=o.hint) for o in s.outs)
-        fresh.update(zip(s.outs, new_outs))
-        for o, n in zip(s.outs, new_outs):
-            ev.values.derive(n, o)
-        remade.append(s.replace(outs=new_outs))
+    own = {r: g for r, g in zip(arm.result, given) if isinstance(r, Var) and r not in set(inputs)}
+    fresh, remade = made_again(ev, arm.stmts, inputs, own, grad_of=False)
     fresh.update({t: Var(t.aval, hint=t.hint) for t in dots.values()})
     for t in dots.values():
         ev.values.derive(fresh[t], t)

@@ -81,23 +81,11 @@ def _adjoint_arm(sweep: Sweep, arm: Tape, label: str, seeds: list[int], wanted: 
         sub.sweep_all(sub.home)
         grads = [_arm_gradient(sub, inputs[j]) for j in wanted]
     # the forward statements again, under names of their own, then the adjoint's
-    fresh = {v: Var(v.aval, hint=v.hint) for v in inputs}
-    for v, k in fresh.items():
-        ev.values.derive(k, v)
     given = [Var(o.aval, hint=o.hint) for o in outs]
     for o, g in zip(outs, given):
         ev.values.derive(g, o)
-    own = {r: g for r, g in zip(arm.result, given) if isinstance(r, Var) and r not in fresh}
-    remade = []
-    for s in sub.home:
-        if len(s.outs) == 1 and s.out in own:
-            fresh[s.out] = own[s.out]       # a result of the forward branch: read, not made
-            continue
-        new_outs = tuple(Var(o.aval, hint=o.hint, grad_of=o.grad_of) for o in s.outs)
-        fresh.update(zip(s.outs, new_outs))
-        for o, n in zip(s.outs, new_outs):
-            ev.values.derive(n, o)
-        remade.append(s.replace(outs=new_outs))
+    own = {r: g for r, g in zip(arm.result, given) if isinstance(r, Var) and r not in set(inputs)}
+    fresh, remade = made_again(ev, sub.home, inputs, own)
     stmts = [substitute_stmt(s, lambda a: fresh.get(a, a)) for s in remade + back]
     result = tuple(fresh.get(g, g) if isinstance(g, Var) else g for g in grads)
     stmts = live(stmts, [r for r in result if isinstance(r, Var)])
@@ -116,6 +104,29 @@ def given_results(arm: Tape, n: int, m: int, read: list[int]) -> Tape:
     keep = list(range(n)) + [n + i for i in read] + list(range(n + m, len(arm.inputs)))
     return arm.copy(params=tuple(arm.params[j] for j in keep),
                     inputs=[Input(arm.inputs[j].var, k) for k, j in enumerate(keep)])
+
+
+def made_again(ev, stmts: list[Stmt], inputs, own: dict | None = None, grad_of: bool = True
+               ) -> tuple[dict[Var, Var], list[Stmt]]:
+    """``stmts`` made again under values of their own: each old value's new one (``inputs``
+    first), and the statements; a value ``own`` gives (a result of the forward branch) is
+    read, not made. ``grad_of``: the new values keep what they are the gradient of."""
+    fresh = {v: Var(v.aval, hint=v.hint) for v in inputs}
+    for v, k in fresh.items():
+        ev.values.derive(k, v)
+    own = own or {}
+    remade = []
+    for s in stmts:
+        if len(s.outs) == 1 and s.out in own:
+            fresh[s.out] = own[s.out]
+            continue
+        new_outs = tuple(Var(o.aval, hint=o.hint, grad_of=o.grad_of if grad_of else None)
+                         for o in s.outs)
+        fresh.update(zip(s.outs, new_outs))
+        for o, n in zip(s.outs, new_outs):
+            ev.values.derive(n, o)
+        remade.append(s.replace(outs=new_outs))
+    return fresh, remade
 
 
 def _arm_gradient(sub: Sweep, v: Var) -> Var | Lit:

@@ -18,16 +18,15 @@ accumulator. The module registers ``sweep_while`` as the engine's structural rul
 """
 from __future__ import annotations
 
-import operator
 from dataclasses import replace
 
 import numpy as np
 
 from ..frontend.abstract import ghost
 from ..ir.rewrite import live, substitute_stmt
-from ..ir.tape import ACCUMULATE, Aval, Input, Lit, Stmt, Tape, Var
+from ..ir.tape import Aval, Input, Lit, Stmt, Tape, Var
 from ..ir.whiles import CAPACITY, Unwind, unwind_primitive, while_of, while_primitive
-from .branches import _gradient
+from .branches import _gradient, made_again
 from .sweep import STRUCTURAL_RULES, Sweep, active_from
 
 RULE = "the while loop's backward: the body's adjoint, trip by trip in reverse"
@@ -117,16 +116,7 @@ def _step(sweep: Sweep, loop, floats: list[int], wanted: list[int]) -> tuple[Tap
         grads = [_gradient(sub, ins[i]) for i in floats]
         grads += [_gradient(sub, ins[n + j]) for j in wanted]
     # the body's statements again, under names of their own, then the adjoint's
-    fresh = {v: Var(v.aval, hint=v.hint) for v in ins}
-    for v, k in fresh.items():
-        ev.values.derive(k, v)
-    remade = []
-    for s in sub.home:
-        outs = tuple(Var(o.aval, hint=o.hint, grad_of=o.grad_of) for o in s.outs)
-        fresh.update(zip(s.outs, outs))
-        for o, k in zip(s.outs, outs):
-            ev.values.derive(k, o)
-        remade.append(s.replace(outs=outs))
+    fresh, remade = made_again(ev, sub.home, ins)
     stmts = [substitute_stmt(s, lambda a: fresh.get(a, a)) for s in remade + back]
     result = tuple(fresh.get(g, g) if isinstance(g, Var) else g for g in grads)
     stmts = live(stmts, [r for r in result if isinstance(r, Var)])

@@ -28,7 +28,7 @@ from ..ir.names import arm_namer
 from ..ir.rewrite import substitute
 from ..ir.tape import Lit, Stmt, Tape, Var
 from .emit import Emitter
-from .render import block_nodes
+
 
 
 def branch_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
@@ -100,17 +100,7 @@ def _arm(em: Emitter, stmt: Stmt, arm: Tape, operands: dict[Var, str], outs: lis
     names = arm_namer(em.names, stmt, arm, fixed, operands)
     # names new to the whole function: a name one arm binds is read nowhere else, so the
     # module traced again (a gradient of it) finds each such name in one arm only
-    em.names.taken |= names.given()
-    tape = arm.copy()
-    tape.namer = names
-    sub = Emitter(tape, calls=em.calls, roots=em.roots, blocked=em.blocked, device=em.device)
-    sub.enclosing = em
-    nodes: list[ast.stmt] = []
-    previous, shown = None, set()
-    for block in sub.blocks():
-        nodes += block_nodes(block, _function(em).tape.name, sub.rules_of, previous, shown)
-        previous = block
-    em.modules |= sub.modules
+    nodes, sub = em.nested(arm, names)
     pending = [(name, r) for r, name in zip(arm.result, outs)
                if not (isinstance(r, Var) and fixed.get(r) == name)]
     if pending:
@@ -144,9 +134,3 @@ def _borrowed(r: Var, arm: Tape, facts: Analysis) -> bool:
     return r in inputs or facts.root(r) in inputs
 
 
-def _function(em: Emitter) -> Emitter:
-    """The emitter of the function an arm (or an arm's arm) is written in: its source lines are
-    the function's own, not marked inlined."""
-    while em.enclosing is not None:
-        em = em.enclosing
-    return em

@@ -468,7 +468,6 @@ def _numpy(w) -> ast.stmt:
         return ast.Expr(ast.Call(add_at, [ast.Name(w.base), key, w.value], []))
     if w.axes is not None:
         return ast.Assign([ast.Name(w.new)], _summed(w, [w.value]), lineno=0)
-        return ast.Assign([ast.Name(w.new)], value, lineno=0)
     if w.new is not None:
         return ast.Assign([ast.Name(w.new)], w.value, lineno=0)
     if w.op is not None:

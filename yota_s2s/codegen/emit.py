@@ -38,7 +38,7 @@ from .buffers import out_keeps_value
 from .imports import function_value
 from .outside import outside_statements
 from .plan import plan_function
-from .render import Block, group_blocks, section_of, unparse
+from .render import Block, block_nodes, group_blocks, section_of, unparse
 from .scalars import float_literal, scalar_statement, square
 from .out_forms import write_statement
 
@@ -189,6 +189,31 @@ class Emitter:
         self.memory.slots.append((tuple(shape), dtype, members))
         self.slot_names.append(self.outer_name(f"buf{len(self.memory.slots)}"))
         return len(self.memory.slots) - 1
+
+    def function(self) -> "Emitter":
+        """The emitter of the function this one writes a part of (an arm, an arm's arm, a
+        while's tape): its source lines are the function's own, not marked inlined."""
+        em = self
+        while em.enclosing is not None:
+            em = em.enclosing
+        return em
+
+    def nested(self, tape: Tape, names) -> tuple[list[ast.stmt], "Emitter"]:
+        """``tape`` (a branch's arm, a while's tape) written by an emitter of its own under
+        ``names``, inside this one's function, with its comments; that emitter."""
+        self.names.taken |= names.given()
+        tape = tape.copy()
+        tape.namer = names
+        sub = Emitter(tape, calls=self.calls, roots=self.roots, blocked=self.blocked,
+                      device=self.device)
+        sub.enclosing = self
+        nodes: list[ast.stmt] = []
+        previous, shown = None, set()
+        for block in sub.blocks():
+            nodes += block_nodes(block, self.function().tape.name, sub.rules_of, previous, shown)
+            previous = block
+        self.modules |= sub.modules
+        return nodes, sub
 
     def blocks(self) -> list[Block]:
         chains = {c.start: c for c in self.chains}

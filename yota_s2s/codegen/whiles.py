@@ -36,7 +36,7 @@ from ..ir.rewrite import substitute
 from ..ir.tape import Lit, Stmt, Tape, Var
 from ..ir.whiles import While, while_atoms, while_of
 from .emit import Emitter
-from .render import Comment, block_nodes
+from .render import Comment
 
 
 def _name(text: str, store: bool = False) -> ast.Name:
@@ -125,17 +125,7 @@ def _written(em: Emitter, stmt: Stmt, tape: Tape, atoms: list, operands: dict[Va
         if tape.result.count(r) == 1 and r not in {i.var for i in tape.inputs}:
             fixed[r] = outs[tape.result.index(r)]
     names = tape_namer(em.names, tape, atoms, fixed, operands)
-    em.names.taken |= names.given()
-    tape = tape.copy()
-    tape.namer = names
-    sub = Emitter(tape, calls=em.calls, roots=em.roots, blocked=em.blocked, device=em.device)
-    sub.enclosing = em
-    nodes: list[ast.stmt] = []
-    previous, shown = None, set()
-    for block in sub.blocks():
-        nodes += block_nodes(block, _function(em).tape.name, sub.rules_of, previous, shown)
-        previous = block
-    em.modules |= sub.modules
+    nodes, sub = em.nested(tape, names)
     pending = [(name, r) for r, name in zip(tape.result, outs)
                if not (isinstance(r, Var) and fixed.get(r) == name)
                and not (isinstance(r, Var) and names.names.get(r) == name)]
@@ -221,7 +211,3 @@ def unwind_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
     return nodes
 
 
-def _function(em: Emitter) -> Emitter:
-    while em.enclosing is not None:
-        em = em.enclosing
-    return em
