@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import ast
 
-from .numba_shapes import BINARY, UNARY, xp_name
+from .numba_shapes import BINARY, UNARY, bound_names, xp_name
 from ..text import comment
 from .render import Comment
 
@@ -55,7 +55,7 @@ def hoisted(nodes: list[ast.stmt], params: list[str]) -> list[ast.stmt]:
             out += before + [loop]
         else:
             out.append(node)
-        bound |= _bound([node])
+        bound |= bound_names([node])
     return out
 
 
@@ -114,7 +114,7 @@ def _allocation(stmt: ast.stmt) -> tuple[str, tuple, str] | None:
 def _carried(name: str, j: int, body: list[ast.stmt]) -> bool | None:
     """Whether the array ``body[j]`` makes is read by the next step (two buffers, swapped), or
     None where it cannot be made before the loop (above)."""
-    if name in _bound(body[:j] + body[j + 1:]):
+    if name in bound_names(body[:j] + body[j + 1:]):
         return None
     found = [(s.targets[0].id, k) for k, s in enumerate(body) if _alias(s, name)]
     aliases = {name: j, **dict(found)}
@@ -217,18 +217,6 @@ def _read(stmt: ast.stmt) -> set[str]:
             stores |= {id(e) for e in (t.elts if isinstance(t, ast.Tuple) else [t])
                        if isinstance(e, ast.Name)}
     return {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and id(n) not in stores}
-
-
-def _bound(stmts: list[ast.stmt]) -> set[str]:
-    out = set()
-    for stmt in stmts:
-        for n in ast.walk(stmt):
-            targets = n.targets if isinstance(n, ast.Assign) else [n.target] \
-                if isinstance(n, (ast.For, ast.AugAssign)) else []
-            for t in targets:
-                out |= {e.id for e in (t.elts if isinstance(t, ast.Tuple) else [t])
-                        if isinstance(e, ast.Name)}
-    return out
 
 
 def _empty(shape: tuple) -> ast.expr:

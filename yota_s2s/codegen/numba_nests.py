@@ -35,9 +35,9 @@ import ast
 import copy
 from dataclasses import dataclass, field
 
-from .numba_shapes import (ARITH, BINARY, UNARY, Shapes, Val, add_at_key, axes_of, broadcast,
-                           computes, constant, indexed, kept_sum, product_sum, rolled, sum_of,
-                           xp_name)
+from .numba_shapes import (ARITH, BINARY, UNARY, Shapes, Val, add_at_key, axes_of, bound_names,
+                           broadcast, computes, constant, indexed, kept_sum, product_sum, rolled,
+                           sum_of, xp_name)
 from .render import Comment
 
 
@@ -241,7 +241,7 @@ class Lowering:
         ranged = isinstance(loop.iter, ast.Call) and isinstance(loop.iter.func, ast.Name) \
             and loop.iter.func.id == "range" and isinstance(loop.target, ast.Name)
         if not ranged:
-            for name in _stored([loop]):
+            for name in bound_names([loop]):
                 env[name] = None
             return loop
         env[loop.target.id] = Val((), "i")
@@ -369,18 +369,6 @@ def _names(e: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(e) if isinstance(n, ast.Name)}
 
 
-def _stored(stmts: list[ast.stmt]) -> set[str]:
-    out = set()
-    for stmt in stmts:
-        for n in ast.walk(stmt):
-            targets = n.targets if isinstance(n, ast.Assign) else [n.target] \
-                if isinstance(n, (ast.For, ast.AugAssign)) else []
-            for t in targets:
-                out |= {e.id for e in (t.elts if isinstance(t, ast.Tuple) else [t])
-                        if isinstance(e, ast.Name)}
-    return out
-
-
 def _bind(stmt: ast.stmt, shapes: Shapes) -> None:
     """``shapes`` after ``stmt``: the shape of the name it binds (None: not known)."""
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
@@ -394,7 +382,7 @@ def _bind(stmt: ast.stmt, shapes: Shapes) -> None:
                                                      for t in stmt.targets)):
         pass                          # in place: the names keep their shapes
     else:
-        for name in _stored([stmt]):
+        for name in bound_names([stmt]):
             shapes.env[name] = None
 
 

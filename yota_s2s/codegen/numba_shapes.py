@@ -349,3 +349,16 @@ def indexed(value: ast.expr) -> set[str]:
         if inner is not None:
             out |= {m.id for m in ast.walk(inner) if isinstance(m, ast.Name)}
     return out
+
+
+def bound_names(stmts: list[ast.stmt]) -> set[str]:
+    """The names the statements bind (assignments, augmented ones, for targets)."""
+    out = set()
+    for stmt in stmts:
+        for n in ast.walk(stmt):
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target] \
+                if isinstance(n, (ast.For, ast.AugAssign)) else []
+            for t in targets:
+                out |= {e.id for e in (t.elts if isinstance(t, ast.Tuple) else [t])
+                        if isinstance(e, ast.Name)}
+    return out

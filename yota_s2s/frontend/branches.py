@@ -57,11 +57,7 @@ class BranchesMixin:
         cond = self.current(cond)
         if cond.aval.shape != () or cond.aval.dtype != np.bool_ or _leaves(node):
             return False
-        frame = self.frame
-        saved = (dict(frame.locals), dict(self.latest), dict(self.views), len(self.loop_notes),
-                 set(self.pending_rows))
-        containers = {id(v): (v, items_of(v))
-                      for v in frame.locals.values() if type(v) in (list, dict)}
+        saved, containers = self._trial_state()
         try:
             arms = [self._arm(block, saved, containers) for block in (node.body, node.orelse)]
             return self._branch(node, cond, saved, arms)
@@ -90,13 +86,28 @@ class BranchesMixin:
                 obj.clear()
                 obj.update(items) if isinstance(obj, dict) else obj.extend(items)
         env = {n: self.current(v) for n, v in frame.locals.items()}
-        made = {o for s in stmts for o in s.outs}
-        if changed or set(self.pending_rows) != saved[4] \
-                or any(self.latest.get(k) is not v for k, v in saved[1].items()) \
-                or any(k not in made for k in self.latest if k not in saved[1]) \
+        if changed or self._trial_changed(saved, stmts) \
                 or any(s.prim.effect or loop_of(s) is not None for s in stmts):
             raise _NoBranch()       # an array, list or dict from before changed; a guard
         return stmts, env
+
+    def _trial_state(self) -> tuple[tuple, dict]:
+        """What a trial (an arm, a while's body) puts back after it (``_restore``), and the
+        lists and dicts it reaches, which it must leave as they were (a ``Watch``)."""
+        frame = self.frame
+        saved = (dict(frame.locals), dict(self.latest), dict(self.views), len(self.loop_notes),
+                 set(self.pending_rows))
+        containers = {id(v): (v, items_of(v))
+                      for v in frame.locals.values() if type(v) in (list, dict)}
+        return saved, containers
+
+    def _trial_changed(self, saved: tuple, stmts: list) -> bool:
+        """A trial's ``stmts`` left a row pending, or changed what a name from before it
+        holds last (an array updated in place), or made a value that is not theirs."""
+        made = {o for s in stmts for o in s.outs}
+        return set(self.pending_rows) != saved[4] \
+            or any(self.latest.get(k) is not v for k, v in saved[1].items()) \
+            or any(k not in made for k in self.latest if k not in saved[1])
 
     def _restore(self, saved: tuple) -> None:
         names, latest, views, notes, _ = saved

@@ -65,11 +65,7 @@ class WhilesMixin:
             return False
         if _generated(self.frame.fn.file):
             return False
-        frame = self.frame
-        saved = (dict(frame.locals), dict(self.latest), dict(self.views), len(self.loop_notes),
-                 set(self.pending_rows))
-        containers = {id(v): (v, items_of(v))
-                      for v in frame.locals.values() if type(v) in (list, dict)}
+        saved, containers = self._trial_state()
         try:
             return self._while(node, saved, containers)
         except _NoWhile:
@@ -103,11 +99,8 @@ class WhilesMixin:
             self.trial_records = outer
         env = {n: self.current(v) for n, v in frame.locals.items()}
         stmts = cond_stmts + body_stmts
-        made = {o for s in stmts for o in s.outs}
         if any(items_of(obj) != items for obj, items in watch.containers.values()) \
-                or set(self.pending_rows) != saved[4] \
-                or any(self.latest.get(k) is not v for k, v in saved[1].items()) \
-                or any(k not in made for k in self.latest if k not in saved[1]) \
+                or self._trial_changed(saved, stmts) \
                 or any(s.prim.effect or loop_of(s) is not None or while_of(s) is not None
                        for s in stmts):
             raise _NoWhile()
@@ -159,10 +152,7 @@ class WhilesMixin:
         frame = self.frame
         if node.target.id in loaded_outside(frame, node):
             return False
-        saved = (dict(frame.locals), dict(self.latest), dict(self.views), len(self.loop_notes),
-                 set(self.pending_rows))
-        containers = {id(v): (v, items_of(v))
-                      for v in frame.locals.values() if type(v) in (list, dict)}
+        saved, containers = self._trial_state()
         try:
             return self._for_break(node, iterable, exits[0], saved, containers)
         except _NoWhile:
@@ -215,11 +205,8 @@ class WhilesMixin:
         finally:
             self.trial_records = outer
         stmts = cond_stmts + body_stmts
-        made = {o for s in stmts for o in s.outs}
         if any(items_of(obj) != items for obj, items in watch.containers.values()) \
-                or set(self.pending_rows) != saved[4] \
-                or any(self.latest.get(key) is not v for key, v in saved[1].items()) \
-                or any(key not in made for key in self.latest if key not in saved[1]) \
+                or self._trial_changed(saved, stmts) \
                 or any(s.prim.effect or loop_of(s) is not None or while_of(s) is not None
                        for s in stmts):
             raise _NoWhile()
