@@ -1046,14 +1046,15 @@ class Gen:
         carried as a float grown past a threshold, or a carried pair (a sum of the shrinking
         values). The threshold lies between two trips' tests, every test at least MARGIN from
         it (clear of the input where the trip count changes and the program jumps), and the
-        loop makes 1 to 12 trips. Drawn from its own random streams."""
+        loop makes 1 to 12 trips, and any input leaves it (a threshold above the fixed
+        point's bound). Drawn from its own random streams."""
         saved, self.r = self.r, r
         try:
             a = self.arr(lambda v: v.ndim >= 1 and v.dtype == self.dtype)
             name, kind = self.new(), r.randrange(3)
             w, c = self.lit(0.3, 0.8), self.lit(-0.5, 0.5)
             if kind == 0:
-                start = [f"{name} = {a} * 2.0 + {c}"]
+                start = [f"{name} = np.tanh({a}) * 2.0 + {c}"]    # bounded: inf leaves too
                 test, below = f"np.max(np.abs({name}))", False
                 body = [f"{name} = {name} * {w} + {c} * np.tanh({a})"]
             elif kind == 1:
@@ -1062,7 +1063,7 @@ class Gen:
                 body = [f"{name} = {name} + np.sum(np.sin({a}) ** 2) * {w} + 0.1"]
             else:
                 other = self.new()
-                start = [f"{name} = {a} * 0.0", f"{other} = {a} * 1.0"]
+                start = [f"{name} = {a} * 0.0", f"{other} = np.tanh({a})"]
                 test, below = f"np.sum({other} * {other})", False
                 body = [f"{name} = {name} + {other} * {c}", f"{other} = {other} * {w}"]
             env = dict(self.env, **self.vals)
@@ -1075,7 +1076,13 @@ class Gen:
                 thr = 0.5 * (tests[k - 1] + tests[k])
                 return all(abs(t - thr) >= MARGIN for t in tests[:k + 1]) and \
                     all((t < thr) == below for t in tests[:k]) and (tests[k] < thr) != below
-            counts = [k for k in range(1, 13) if clear(k)]
+            # the shrinking array's fixed point is c * tanh(a) / (1 - w): a threshold above
+            # its bound leaves for any input (seed 3,255: x0 = -800 made tanh -1 and the
+            # loop of the program itself endless, numpy's too), and the values start bounded
+            # (an inf, float32's 1e200, would stay inf)
+            bound = abs(float(c)) / (1 - float(w)) + MARGIN if kind == 0 else -np.inf
+            counts = [k for k in range(1, 13)
+                      if clear(k) and 0.5 * (tests[k - 1] + tests[k]) > bound]
             if not counts:
                 raise Skip
             trips = r.choice(counts)
