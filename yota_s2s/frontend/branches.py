@@ -167,16 +167,8 @@ class BranchesMixin:
     def _arms(self, node: gast.If, then_stmts: list, else_stmts: list, outs: list
               ) -> tuple[Branch, list[Var]]:
         """The two arm tapes over one list of values read from before the ``if``."""
-        sides = []
-        reads: dict[Var, None] = {}
-        for stmts, pick in ((then_stmts, 1), (else_stmts, 2)):
-            result = [o[pick] for o in outs]
-            kept = live(stmts, [r for r in result if isinstance(r, Var)])
-            made = {v for s in kept for v in s.outs}
-            for s in kept:
-                reads.update((v, None) for v in s.uses() if v not in made)
-            reads.update((r, None) for r in result if isinstance(r, Var) and r not in made)
-            sides.append((kept, result))
+        sides, reads = live_sides([(then_stmts, [o[1] for o in outs]),
+                                   (else_stmts, [o[2] for o in outs])])
         invariants = list(reads)
         loc = self.loc(node)
         tapes = []
@@ -251,3 +243,18 @@ def _cond_hint(test: gast.expr) -> str:
         if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id not in ("np", "xp"):
             return f"{n.id}_cond"
     return "cond"
+
+
+def live_sides(sides: list) -> tuple[list, dict]:
+    """Each (statements, results) pair with only the statements its results need, and the
+    values they read from before them, in order of first read (an arm's, a while's tapes)."""
+    kept_sides = []
+    reads: dict[Var, None] = {}
+    for stmts, result in sides:
+        kept = live(stmts, [r for r in result if isinstance(r, Var)])
+        made = {v for s in kept for v in s.outs}
+        for s in kept:
+            reads.update((v, None) for v in s.uses() if v not in made)
+        reads.update((r, None) for r in result if isinstance(r, Var) and r not in made)
+        kept_sides.append((kept, result))
+    return kept_sides, reads

@@ -33,7 +33,7 @@ from ..ir.rewrite import live, substitute_stmt
 from ..ir.tape import Aval, Input, Lit, Tape, Var
 from ..ir.whiles import While, while_of, while_primitive
 from ..marks import generated_file
-from .branches import _own_nodes, _source
+from .branches import _own_nodes, _source, live_sides
 from .region_check import traceable
 from .region_lists import Watch, items_of
 from .region_syntax import assigned_names, loaded_outside
@@ -278,15 +278,7 @@ class WhilesMixin:
                body_stmts: list, places: list[Var], outs: list) -> tuple[While, list[Var]]:
         """The condition's and the body's tapes over the carried values and one list of
         values read from before the loop (the invariants)."""
-        sides = []
-        reads: dict[Var, None] = {}
-        for stmts, result in ((cond_stmts, [test]), (body_stmts, outs)):
-            kept = live(stmts, [r for r in result if isinstance(r, Var)])
-            made = {v for s in kept for v in s.outs}
-            for s in kept:
-                reads.update((v, None) for v in s.uses() if v not in made)
-            reads.update((r, None) for r in result if isinstance(r, Var) and r not in made)
-            sides.append((kept, result))
+        sides, reads = live_sides([(cond_stmts, [test]), (body_stmts, outs)])
         invariants = [v for v in reads if v not in places]
         loc = self.loc(node)
         params = tuple(p.hint for p in places) + \
