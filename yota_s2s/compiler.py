@@ -315,8 +315,9 @@ def _jvp_stages(f: Any, args: Sequence[Any], tangents: Sequence[Any] | None, rul
                 check: bool, passes: bool, has_aux: bool = False, after: str | None = None
                 ) -> tuple[Tape, Tape, Assumptions]:
     # (forward mode has no JVP of a loop region yet: its loops are unrolled; an if on a
-    # traced number is a branch, ad/branch_tangents.py)
-    forward, ev = trace_function(f, args, rules, regions=False, branches=True)
+    # traced number is a branch, ad/branch_tangents.py, a while on a traced condition a
+    # while statement, ad/while_tangents.py)
+    forward, ev = trace_function(f, args, rules, regions=False, branches=True, whiles=True)
     assumes = ev.assumes
     if check:
         verified(forward, "trace")

@@ -10,5 +10,6 @@ from . import regions  # noqa: F401  (registers the loop region's structural rul
 from . import branches  # noqa: F401  (registers the branch's structural rule)
 from . import whiles  # noqa: F401  (registers the while's structural rule)
 from . import branch_tangents  # noqa: F401  (registers the branch's JVP, forward mode)
+from . import while_tangents  # noqa: F401  (registers the while's JVP, forward mode)
 from . import batch_regions  # noqa: F401  (registers the loop region's batching, ys.vmap)
 from . import batch_branches  # noqa: F401  (registers the branch's batching, ys.vmap)

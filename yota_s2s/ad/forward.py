@@ -63,6 +63,8 @@ class _ForwardSweep:
         self.tangent: dict[Var, Any] = {}     # primal Var -> its tangent (a Var)
         self.marks: dict[Var, Var] = {}       # tangent Var -> its primal, for names
         self.linear = Sweep.linear(ev)       # fit/emit helpers (no tape of its own)
+        self.start = 0          # where the tangent section starts in ``ev.stmts`` (a while's
+        #                         JVP, while_tangents.py, moves it: it takes the loop's place)
 
     def run(self) -> Tape:
         tape, ev = self.tape, self.ev
@@ -76,11 +78,12 @@ class _ForwardSweep:
                             "return other values beside them with has_aux=True.")
         with ev.deriving(list(tape.stmts)) as stmts:
             inputs, params, kinds = self._tangent_inputs()
-            start = len(stmts)
+            self.start = len(stmts)
             for stmt in tape.stmts:
                 self.push(stmt)
             out = self._result_tangent(result, alone=True) if not isinstance(result, tuple) \
                 else tree_map(self._result_tangent, result)
+        start = self.start
         stmts = stmts[:start] + [s.replace(rule=_tangent_rule(s.rule)) for s in stmts[start:]]
         primals = dict(tape.primals)
         primals.update(self.marks)

@@ -12,12 +12,16 @@ and the values the tangent map reads from the forward (primal arguments and inte
 its *residuals*: the forward returns them after its value, the tangent map takes them as
 arguments before the tangents. A factor of the tangent that depends on the primal only, such
 as a ``tanh``'s derivative, is computed once in the forward, not at every tangent call.
+A ``while`` carrying tangents (ad/while_tangents.py) is not cut: its trips' values would be
+residuals of a number known at run time only (a stack per value); ``split`` gives None, and
+``ys.linearize`` runs the whole JVP at each call of its tangent map (products.py).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ..ir.tape import Aval, Input, Stmt, Tape, Var, tree_atoms
+from ..ir.whiles import while_of
 from ..rules.registry import RuleSet
 from .hoist import hoist_steps
 
@@ -45,6 +49,9 @@ def split(tape: Tape, nparams: int, rules: RuleSet) -> Linearized | None:
         if any(u in reads_tangent for u in stmt.uses()):
             if stmt.prim.inplace and stmt.first_var not in reads_tangent:
                 return None
+            if while_of(stmt) is not None:
+                return None     # a while carrying tangents (while_tangents.py) makes the
+                #                 forward's values too: a cut would need them stacked per trip
             tangent_stmts.append(stmt)
             reads_tangent.update(stmt.outs)
         else:

@@ -15,8 +15,9 @@ or a float a fresh Var (the value at the start of any trip), each into a tape of
   static value keeps it; a name first bound in the body is not read after the loop.
 
 Otherwise everything is undone and the loop is unrolled on the example, as before (a guard per
-trip). In forward mode, ``ys.vmap`` and a module yota-s2s wrote traced again (``branches``
-off, or ``_generated``) the loop is unrolled too.
+trip). Forward mode keeps it (its JVP carries the tangents in the loop: ad/while_tangents.py);
+in ``ys.vmap`` and a module yota-s2s wrote traced again (``branches`` off, or ``_generated``)
+the loop is unrolled.
 """
 from __future__ import annotations
 

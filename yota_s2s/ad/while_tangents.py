@@ -1,0 +1,142 @@
+"""The forward-mode derivative (JVP) of a while statement (ir/whiles.py): the same loop,
+carrying the tangents beside the values.
+
+For ``c = while(c0, k)`` with body ``c' = step(c, k)``::
+
+    tangent:  c, dot_c = while(c0, dot_c0, k, dot_k)
+              with body  c', dot_c' = step(c, k), JVP of step at (c, k) along (dot_c, dot_k)
+
+A trip's tangent needs that trip's values, and nothing after it: the tangents ride in the
+loop, as a handwritten forward-mode loop carries them, with no stack. The body's JVP is the
+ordinary forward sweep (forward.py) over the body; the condition reads the values only. A
+carried float has a tangent where its initial value has one or a trip makes it from one
+that has (an invariant with a tangent, another carried tangent); the others are carried as
+before. The loop with tangents takes the forward loop's place (its first results are the
+forward's): the tangents it starts from, made so far in the tangent section, move before it
+(they are tangents of the statements before the loop, and read nothing after it). The
+module registers ``jvp_while`` as forward mode's structural rule for whiles.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..frontend.abstract import ghost
+from ..ir.tape import TANGENT, Aval, Input, Stmt, Tape, Var
+from ..ir.whiles import While, while_of, while_primitive
+from .branch_tangents import _result_tangent
+from .forward import STRUCTURAL_JVPS, _ForwardSweep, _tangent_rule
+
+RULE = f"{TANGENT}the while loop's tangent: the body's JVP, carried beside the values"
+
+
+def jvp_while(sweep: _ForwardSweep, stmt: Stmt) -> None:
+    """The structural JVP of a while statement: the loop again, carrying the tangents of the
+    carried floats that have one, in the place of ``stmt``."""
+    loop: While = while_of(stmt)
+    n = loop.ncarry
+    inits, invariants = stmt.args[:n], stmt.args[n:]
+    ins = [i.var for i in loop.body.inputs]
+    active = [j for j, k in enumerate(invariants) if isinstance(k, Var) and k in sweep.tangent]
+    dotted = _with_tangents(loop, [i for i in range(n) if isinstance(inits[i], Var)
+                                   and inits[i] in sweep.tangent], active)
+    if not dotted:
+        return
+    ev, stmts = sweep.ev, sweep.ev.stmts
+    at = next((k for k, s in enumerate(stmts) if s is stmt), None)
+    if at is None or at >= sweep.start:
+        raise AssertionError("a while statement's JVP: the loop is not in the forward section")
+    with ev.at(stmt.loc, RULE), ev.collect() as made:
+        starts = [sweep._tangent_or_zero(inits[i]) for i in dotted]
+        body = _tangent_body(sweep, loop, dotted, active)
+    made = [s.replace(rule=_tangent_rule(s.rule)) for s in made]
+    dots = [Var(Aval(ins[i].aval.shape, ins[i].aval.dtype), hint=f"dot_{ins[i].hint or 'x'}")
+            for i in dotted]
+    for d in dots:
+        ev.values[d] = _example(d.aval)
+    cond = _widened(loop.cond, loop, dotted, active)
+    tangent = While(cond, body, ncarry=n + len(dotted), source=loop.source)
+    args = (*inits, *starts, *invariants, *(sweep.tangent[invariants[j]] for j in active))
+    outs = (*stmt.outs, *dots)
+    params = tuple(body.params)
+    new = Stmt(outs, while_primitive(tangent, params, len(outs)), args,
+               (("loop", tangent),), stmt.loc, stmt.rule)
+    # the tangent section so far, and the tangents the loop starts from, move before it
+    before = [s.replace(rule=_tangent_rule(s.rule)) for s in stmts[sweep.start:]]
+    stmts[at:] = before + made + [new] + stmts[at + 1:sweep.start]
+    sweep.start = len(stmts)
+    for i, d in zip(dotted, dots):
+        sweep.tangent[stmt.outs[i]] = d
+        sweep.marks[d] = stmt.outs[i]
+
+
+def _with_tangents(loop: While, seeded: list[int], active: list[int]) -> list[int]:
+    """The carried floats (by number) that have a tangent: those ``seeded`` (the initial value
+    has one) and those a trip makes from one that has, until nothing changes."""
+    n, body = loop.ncarry, loop.body
+    ins = [i.var for i in body.inputs]
+    have = {i for i in seeded if ins[i].aval.is_float}
+    while True:
+        live = {ins[i] for i in have} | {ins[n + j] for j in active}
+        for s in body.stmts:
+            if any(u in live for u in s.uses()):
+                live.update(o for o in s.outs if o.aval.is_float)
+        more = {i for i in range(n) if ins[i].aval.is_float and i not in have
+                and body.result[i] in live}
+        if not more:
+            return sorted(have)
+        have |= more
+
+
+def _tangent_body(sweep: _ForwardSweep, loop: While, dotted: list[int],
+                  active: list[int]) -> Tape:
+    """The body that also gives the carried tangents: inputs the carried values, their
+    tangents, the invariants and theirs; results the carried values, then their tangents."""
+    ev, body, n = sweep.ev, loop.body, loop.ncarry
+    ins = [i.var for i in body.inputs]
+    sub = _ForwardSweep(body, ev, [])
+    places = {}
+    for k in [*dotted, *(n + j for j in active)]:
+        v = ins[k]
+        places[k] = dot = Var(Aval(v.aval.shape, v.aval.dtype), hint=f"dot_{v.hint or 'x'}")
+        ev.values[dot] = _example(dot.aval)
+        sub.tangent[v], sub.marks[dot] = dot, v
+    with ev.collect() as made:
+        for s in body.stmts:
+            sub.push(s)
+        results = [_result_tangent(sub, body.result[i], ins[i]) for i in dotted]
+    made = [s.replace(rule=_tangent_rule(s.rule)) for s in made]
+    order = [*ins[:n], *(places[i] for i in dotted), *ins[n:],
+             *(places[n + j] for j in active)]
+    params = _names(body, loop, dotted, active)
+    tape = Tape(name="body", params=params, inputs=[Input(v, k) for k, v in enumerate(order)],
+                stmts=list(body.stmts) + made, result=tuple(body.result) + tuple(results),
+                loc=body.loc)
+    tape.primals.update({t: p for t, p in sub.marks.items()})
+    return tape
+
+
+def _widened(tape: Tape, loop: While, dotted: list[int], active: list[int]) -> Tape:
+    """The condition over the inputs of the loop with tangents (it reads the values only)."""
+    n = loop.ncarry
+    ins = [i.var for i in tape.inputs]
+    extra = {k: Var(ins[k].aval, hint=f"dot_{ins[k].hint or 'x'}")
+             for k in [*dotted, *(n + j for j in active)]}
+    order = [*ins[:n], *(extra[i] for i in dotted), *ins[n:], *(extra[n + j] for j in active)]
+    return Tape(name=tape.name, params=_names(tape, loop, dotted, active),
+                inputs=[Input(v, k) for k, v in enumerate(order)], stmts=list(tape.stmts),
+                result=tape.result, loc=tape.loc)
+
+
+def _names(tape: Tape, loop: While, dotted: list[int], active: list[int]) -> tuple[str, ...]:
+    """The tapes' parameter names: the carried values', their tangents' (``dot_x``), the
+    invariants', theirs."""
+    n, p = loop.ncarry, tape.params
+    return (*p[:n], *(f"dot_{p[i]}" for i in dotted), *p[n:], *(f"dot_{p[n + j]}" for j in active))
+
+
+def _example(aval: Aval) -> Any:
+    """A tangent's example value: zeros (nothing decides on a tangent)."""
+    return ghost(aval.shape, aval.dtype) if aval.ndim else aval.dtype.type(0)
+
+
+STRUCTURAL_JVPS["while"] = jvp_while
