@@ -7,8 +7,8 @@ The port changes the imports only (``autograd.numpy`` -> ``numpy``, autograd's `
 ``ys.gradient``, ``autograd.misc.fixed_points.fixed_point`` -> ``ys.fixed_point``). At the
 fixed point ``x* = f(a)(x*)`` the gradient of ``a`` solves the adjoint fixed point
 ``w = dy + (df/dx)^T w`` and is ``(df/da)^T w``: here ``1 / (2 sqrt(a))``, as for ``np.sqrt``.
-autograd's last two lines take a second derivative through the fixed point, which
-``ys.fixed_point`` does not have yet (its adjoint has no rule): they are left out.
+That adjoint is itself written with ``fixed_point`` (as autograd's), so the last two lines
+differentiate it again: a second derivative through the fixed point, ``-a^(-3/2) / 4``.
 """
 import numpy as np
 
@@ -42,7 +42,10 @@ def main():
     print(grad(np.sqrt)(2.0))
     print(grad(sqrt)(2.0))
     print()
-    return sqrt(2.0), grad(sqrt)(2.0)
+    print(grad(grad(np.sqrt))(2.0))
+    print(grad(grad(sqrt))(2.0))
+    print()
+    return sqrt(2.0), grad(sqrt)(2.0), grad(grad(sqrt))(2.0)
 
 
 if __name__ == "__main__":

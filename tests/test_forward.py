@@ -23,12 +23,10 @@ from .test_rules import builtin_rules
 # Cases of the table that forward mode refuses, and why: the reverse rules of ys.fixed_point
 # and ys.odeint call an adjoint solver that has no derivative of its own, so their JVP cannot
 # be had by transposing them (docs/porting.md: "what does not work yet").
-NO_FORWARD = {"fixed_point": "ys.fixed_point has no forward-mode derivative yet",
-              "odeint": "ys.odeint has no forward-mode derivative yet"}
+NO_FORWARD = {"odeint": "ys.odeint has no forward-mode derivative yet"}
 
 # Built-in rules that forward mode does not check here, and why.
 REFUSED: dict[tuple[str, str], str] = {
-    ("ys.fixed_point", "a"): NO_FORWARD["fixed_point"],
     **{("ys.odeint", name): NO_FORWARD["odeint"] for name in ("y0", "t", "args")},
 }
 

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import yota_s2s as ys
+from yota_s2s.rules.implicit import fixed_point_adjoint
 
 from .test_gradcheck import Case, check_case, normal, positive, spd, unit, weighted, well_conditioned
 
@@ -220,6 +221,11 @@ IMPLICIT_CASES = [
     Case("fixed_point", lambda a: weighted(ys.fixed_point(cosine_iter, a, np.zeros_like(a),
                                                           largest_change, 1e-14)),
          lambda r: (r.uniform(-1.0, 1.0, 3),)),
+    # the adjoint alone, at any x the adjoint iteration converges from: its rules (the gradient
+    # of its definition, solve_adjoint) are what a second derivative through fixed_point uses
+    Case("fixed_point_adjoint", lambda a, x, dx: weighted(fixed_point_adjoint(
+        cosine_iter, a, x, dx, largest_change, 1e-14)),
+         lambda r: (r.uniform(-1.0, 1.0, 3), r.uniform(-1.0, 1.0, 3), r.standard_normal(3))),
 ]
 if HAS_SCIPY:
     IMPLICIT_CASES.append(

@@ -352,14 +352,55 @@ def test_fixed_point_gradient_matches_finite_differences_and_never_differentiate
     assert "cos" not in text            # the iteration is called, never traced
 
 
+def _newton_cubes(a):
+    return np.sum(ys.fixed_point(newton_sqrt_iter, a, np.ones_like(a), largest, 1e-13) ** 3)
+
+
+def test_fixed_point_second_derivatives_are_the_closed_form():
+    """The adjoint is written with fixed_point and generated gradients (solve_adjoint), so a
+    gradient through it is differentiated again: grad of grad, hvp and hessian. It was refused:
+    'ys.fixed_point_adjoint has no derivative rule for its operand a'."""
+    second = ys.gradient(ys.gradient(_newton_sqrt_scalar))
+    assert np.isclose(second(2.0), -2.0 ** -1.5 / 4, rtol=1e-12)     # d2/da2 sqrt(a)
+    first = ys.gradient(_newton_sqrt_scalar)
+    assert np.isclose(second(2.0), _numeric(first, 2.0), rtol=1e-7)
+    a, v = np.array([0.5, 2.0, 9.0]), np.array([1.0, -2.0, 0.5])
+    curvature = 0.75 / np.sqrt(a)                                     # d2/da2 a^(3/2)
+    np.testing.assert_allclose(ys.hessian(_newton_cubes, a), np.diag(curvature), rtol=1e-12,
+                               atol=1e-14)
+    np.testing.assert_allclose(ys.hvp(_newton_cubes, a)(a, v), curvature * v, rtol=1e-12)
+
+
+def _scaled_sqrt_gradients(a, scale):
+    da, dscale = ys.gradient(_scaled_sqrt, (0, 1))(a, scale)
+    return np.sum(da * np.array([1.0, 2.0])) + 3.0 * dscale
+
+
+def _scaled_sqrt_gradients_closed(a, scale):
+    return np.sum(0.5 * np.sqrt(scale / a) * np.array([1.0, 2.0])) + \
+        3.0 * np.sum(0.5 * np.sqrt(a / scale))
+
+
+def test_fixed_point_second_derivative_of_a_tuple_parameter_matches_finite_differences():
+    a, scale = np.array([2.0, 5.0]), 3.0
+    assert np.isclose(_scaled_sqrt_gradients(a, scale), _scaled_sqrt_gradients_closed(a, scale))
+    ga, gscale = ys.gradient(_scaled_sqrt_gradients, (0, 1))(a, scale)
+    np.testing.assert_allclose(ga, _numeric(lambda a: _scaled_sqrt_gradients_closed(a, scale), a),
+                               rtol=1e-7)
+    assert np.isclose(gscale, _numeric(lambda s: _scaled_sqrt_gradients_closed(a, s), scale),
+                      rtol=1e-7)
+
+
 # ----- autograd's examples, ported -----------------------------------------------------------
 def test_fixed_points_example_matches_autograd(capsys):
     from .test_examples import load
-    value, gradient = load("fixed_points").main()
+    value, gradient, second = load("fixed_points").main()
     # autograd 1.9.1 running its own examples/fixed_points.py prints these
     assert value == 1.4147939385813015
     assert np.isclose(gradient, 0.35338076161609844, rtol=1e-14)
-    assert "0.3533807616160" in capsys.readouterr().out
+    assert np.isclose(second, -0.08809989985285249, rtol=1e-12)     # grad(grad(sqrt))(2.)
+    out = capsys.readouterr().out
+    assert "0.3533807616160" in out and "-0.088099899852" in out
 
 
 def test_ode_net_example_matches_autograd():

@@ -79,6 +79,26 @@ def test_a_gradient_function_made_inside_the_function_differentiated():
                                rtol=1e-12)
 
 
+def step_of(a):
+    return lambda x: x - 0.05 * (x ** 2 - a)
+
+
+def step_dot(f, a, x, w):
+    return np.sum(f(a)(x) * w)
+
+
+def test_a_gradient_function_given_a_module_level_function_as_an_argument_is_inlined():
+    """A gradient of a function that takes another function (ys.fixed_point's adjoint step,
+    ``f(a)(x)``): the function is static, named in the generated code, and the call is
+    inlined and differentiated again; it was refused as 'a gradient function made by
+    yota_s2s ... not here'."""
+    def loss(a, x, w):
+        da, dx = ys.gradient(step_dot, (1, 2))(step_of, a, x, w)    # 0.05 w, (1 - 0.1 x) w
+        return da + 3.0 * dx
+    g = ys.gradient(loss, (0, 1, 2))(2.0, 1.4, 0.7)
+    np.testing.assert_allclose(g, (0.0, -0.3 * 0.7, 0.05 + 3.0 * (1 - 0.14)), rtol=1e-14)
+
+
 def test_a_gradient_of_a_gradient_at_a_python_complex_scalar():
     """A call of a gradient function at a Python complex was refused as 'a gradient function
     made by yota_s2s' (only arrays, floats and ints were inlined). L = |3 z^2|^2 = 9 |z|^4:

@@ -9,7 +9,8 @@ from typing import Any, Callable
 
 from .products import vjp_compiled
 from .cache import BUILT, arg_key, function_key
-from .rules.implicit import VJPS, fixed_point, odeint  # noqa: F401  (ys.fixed_point, ys.odeint)
+from .api import gradient
+from .rules.implicit import GRADIENTS, VJPS, fixed_point, odeint  # noqa: F401  (ys.fixed_point, ys.odeint)
 
 
 def cached_vjp(fn: Callable, args: tuple, cotangent: Any) -> Callable:
@@ -20,3 +21,4 @@ def cached_vjp(fn: Callable, args: tuple, cotangent: Any) -> Callable:
 
 
 VJPS.make = cached_vjp
+GRADIENTS.make = gradient

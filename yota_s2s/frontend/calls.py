@@ -183,10 +183,12 @@ class CallsMixin:
         """What to inline for a call of a gradient function of ours (``ys.gradient(f)``'s,
         ``ys.vjp``'s, ``ys.hvp``'s): the function its ``__yota_inline__`` gives for the
         example arguments (nested.py), written over a plain generated gradient; None where
-        it has none or the arguments are not plain arrays and floats."""
+        it has none or the arguments are not plain arrays and floats (or functions, static:
+        ``fixed_point``'s adjoint takes the user's ``f``, which the generated code names)."""
         make = getattr(fn, "__yota_inline__", None)
         examples = [_concrete_tree(self, a) for a in args]
-        plain = all(isinstance(a, (np.ndarray, np.generic, float, complex, int, bool, str))
+        plain = all(isinstance(a, (np.ndarray, np.generic, float, complex, int, bool, str,
+                                   types.FunctionType))
                     or a is None for a in _leaves(examples))     # (strings: einsum's, pad's)
         if make is None or kwargs or not plain:
             return None

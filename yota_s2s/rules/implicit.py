@@ -6,7 +6,9 @@ rule that never differentiates through the solver's iterations or steps.
   ``distance(x, x_prev) <= tol``. At the solution ``x* = f(a)(x*)``, so (implicit function
   theorem) ``dx*/da = (I - df/dx)^-1 df/da``: the gradient of ``a`` is ``vjp_a(w)``, with ``w``
   the fixed point of the adjoint iteration ``w = dy + vjp_x(w)`` (``vjp_a``, ``vjp_x``: the
-  VJP of ``(a, x) -> f(a)(x)`` at ``(a, x*)``).
+  VJP of ``(a, x) -> f(a)(x)`` at ``(a, x*)``). As autograd's, that adjoint is written with
+  ``fixed_point`` and generated gradients (``solve_adjoint``), and its primitive's rule is
+  the gradient of that definition, traced: second derivatives (and up) go through it.
 - ``odeint(func, y0, t, args=())`` integrates ``dy/dt = func(y, t, *args)`` with
   ``scipy.integrate.odeint`` and returns the states at each ``t``. Its gradient is the adjoint
   method: backward from the last time, between each pair of times, integrate the augmented
@@ -14,10 +16,10 @@ rule that never differentiates through the solver's iterations or steps.
   ``a`` there, adding the incoming gradient of each state; ``dy0`` is the last adjoint, the
   time gradients ``dy_i . func(y_i, t_i)`` (minus the adjoint's at ``t_0``).
 
-The VJPs of the user's function are generated modules (``ys.vjp``: ``ys.source`` shows them),
-compiled once per function and argument signature. The API layer gives them (``VJPS``); the
-generated code calls ``fixed_point_adjoint`` and ``odeint_adjoint`` by name, importing them
-from here.
+The VJPs of the user's function are generated modules (``ys.vjp``, ``ys.gradient``:
+``ys.source`` shows them), compiled once per function and argument signature. The API layer
+gives them (``VJPS``, ``GRADIENTS``); the generated code calls ``fixed_point_adjoint`` and
+``odeint_adjoint`` by name, importing them from here.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import InternalError
+from ..marks import function_maker
 from .registry import diffrule, nodiff, primitive
 
 
@@ -45,6 +48,26 @@ class _Vjps:
 VJPS = _Vjps()
 
 
+class _Gradients:
+    """The maker of gradient functions, ``make(fn, argnum)`` (``ys.gradient``): set by the API
+    layer, as ``VJPS.make``."""
+
+    make: Callable | None = None
+
+
+GRADIENTS = _Gradients()
+
+
+@function_maker
+def gradient_of(fn: Callable, argnum: Any) -> Callable:
+    """``ys.gradient(fn, argnum)``. Marked as a function maker: in traced code (a rule's body,
+    ``solve_adjoint``) it is made when compiling and a call of what it makes is inlined, so
+    that the gradient it computes can be differentiated again."""
+    if GRADIENTS.make is None:
+        raise InternalError("no maker of gradients: yota_s2s.solvers was not imported")
+    return GRADIENTS.make(fn, argnum)
+
+
 # ----- fixed_point -------------------------------------------------------------------------
 def fixed_point(f, a, x0, distance, tol):
     """The fixed point of ``x -> f(a)(x)`` reached from ``x0``: iterated until
@@ -61,18 +84,42 @@ def applied(f, a, x):
     return f(a)(x)
 
 
-def fixed_point_adjoint(f, a, x, dy, distance, tol):
-    """The gradient of ``a`` through the fixed point ``x = f(a)(x)``: ``vjp_a(w)`` where ``w``
-    solves ``w = dy + vjp_x(w)``, itself iterated to ``distance(w, w_prev) <= tol``."""
-    vf = VJPS(applied, (f, a, x), x)
-    w, w_prev = dy + vf(f, a, x, _like(x, dy))[3], _like(x, dy)
-    while distance(w, w_prev) > tol:
-        w, w_prev = dy + vf(f, a, x, w)[3], w
-    da = vf(f, a, x, w)[2]
+def applied_dot(f, a, x, w):
+    """``<w, f(a)(x)>``: its gradients in ``a`` and ``x`` are one step's vector-Jacobian
+    products with ``w`` at ``(a, x)``."""
+    return np.sum(f(a)(x) * w)
+
+
+def adjoint_step(params):
+    """The adjoint iteration's step ``w -> dx + vjp_x(w)`` at the fixed point ``x``
+    (``params`` is ``(f, a, x, dx)``): a function of the kind ``fixed_point`` iterates."""
+    f, a, x, dx = params
+    vjp_x = gradient_of(applied_dot, 2)
+    return lambda w: dx + vjp_x(f, a, x, w)
+
+
+def solve_adjoint(f, a, x, dx, distance, tol):
+    """The gradient of ``a`` through the fixed point ``x = f(a)(x)`` given ``dx``, the
+    gradient of ``x``: ``vjp_a(w)`` where ``w`` is itself a fixed point, ``w = dx + vjp_x(w)``
+    iterated to ``distance(w, w_prev) <= tol`` (autograd's ``fixed_point_vjp``). Written with
+    ``fixed_point`` and generated gradients only, so that the frontend can trace it: the
+    derivative of ``fixed_point_adjoint`` is this function's gradient (second order and up)."""
+    w = fixed_point(adjoint_step, (f, a, x, dx), _like(x, dx), distance, tol)
+    da = gradient_of(applied_dot, 1)(f, a, x, w)
     if isinstance(a, (tuple, list)):      # the float leaves' gradients, raveled in one vector
         flat = [np.ravel(_leaf_gradient((da,), (0, *path), v)) for path, v in float_leaves(a)]
         return np.concatenate(flat) if flat else np.zeros(0)
     return da
+
+
+def fixed_point_adjoint(f, a, x, dx, distance, tol):
+    """``solve_adjoint`` as a primitive: first-order gradients call it by name."""
+    return solve_adjoint(f, a, x, dx, distance, tol)
+
+
+def adjoint_dot(f, a, x, dx, distance, tol, c):
+    """``<c, solve_adjoint(...)>``: its gradients are ``fixed_point_adjoint``'s VJPs."""
+    return np.sum(solve_adjoint(f, a, x, dx, distance, tol) * c)
 
 
 def _like(x, value):
@@ -83,7 +130,7 @@ def _like(x, value):
 # operands taken as given (``sequences``): a tuple or list ``a`` stays one, as autograd's
 primitive(fixed_point, "f, a, x0, distance, tol", name="ys.fixed_point", sequences=("*",),
           real_only="its adjoint iterates real vector-Jacobian products")
-primitive(fixed_point_adjoint, "f, a, x, dy, distance, tol", name="ys.fixed_point_adjoint",
+primitive(fixed_point_adjoint, "f, a, x, dx, distance, tol", name="ys.fixed_point_adjoint",
           sequences=("*",))
 
 
@@ -99,6 +146,27 @@ def fixed_point_grad_a(f, a, x0, distance, tol, y, dy):
 # the fixed point reached does not move with the start or the tolerance (where it converged)
 nodiff(fixed_point, "x0")
 nodiff(fixed_point, "tol")
+
+
+# the adjoint's own derivative: the gradient of its definition, traced (fixed_point's rule again)
+@diffrule(fixed_point_adjoint, "a", shows="gradient(adjoint_dot)(f, a, x, dx, distance, tol, dy)[0]")
+def fixed_point_adjoint_grad_a(f, a, x, dx, distance, tol, y, dy):
+    """For a tuple or list ``a``, one gradient per item (``{path: gradient}`` shaped like ``a``)."""
+    da = gradient_of(adjoint_dot, (1, 2, 3))(f, a, x, dx, distance, tol, dy)[0]
+    return shaped_like(da, a) if isinstance(a, (tuple, list)) else da
+
+
+@diffrule(fixed_point_adjoint, "x", shows="gradient(adjoint_dot)(f, a, x, dx, distance, tol, dy)[1]")
+def fixed_point_adjoint_grad_x(f, a, x, dx, distance, tol, y, dy):
+    return gradient_of(adjoint_dot, (1, 2, 3))(f, a, x, dx, distance, tol, dy)[1]
+
+
+@diffrule(fixed_point_adjoint, "dx", shows="gradient(adjoint_dot)(f, a, x, dx, distance, tol, dy)[2]")
+def fixed_point_adjoint_grad_dx(f, a, x, dx, distance, tol, y, dy):
+    return gradient_of(adjoint_dot, (1, 2, 3))(f, a, x, dx, distance, tol, dy)[2]
+
+
+nodiff(fixed_point_adjoint, "tol")
 
 
 # ----- odeint ------------------------------------------------------------------------------
@@ -162,12 +230,15 @@ def float_leaves(tree, path=()):
         for i, item in enumerate(tree):
             out += float_leaves(item, path + (i,))
         return out
-    if isinstance(tree, (float, complex, np.floating, np.complexfloating)) and \
-            not isinstance(tree, bool):
-        return [(path, tree)]
-    if isinstance(tree, np.ndarray) and tree.dtype.kind in "fc":
-        return [(path, tree)]
-    return []
+    return [(path, tree)] if _float_leaf(tree) else []
+
+
+def _float_leaf(value):
+    """A float or complex number or array: a leaf with a gradient (not an int, a string, a
+    function: ``fixed_point``'s adjoint iterates over ``(f, a, x, dx)``)."""
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind in "fc"
+    return isinstance(value, (float, complex, np.floating, np.complexfloating))
 
 
 def _leaf_gradient(grads, path, value):
@@ -178,6 +249,18 @@ def _leaf_gradient(grads, path, value):
     if isinstance(g, dict):
         g = g.get(path[1:])
     return np.zeros(np.shape(value)) if g is None else g
+
+
+def shaped_like(grads, tree, path=()):
+    """A struct argument's gradients (``{path: gradient}``, as a generated gradient gives
+    them) shaped like it: a tuple per tuple or list, zeros for a float leaf with none, None
+    for a leaf that is not a float."""
+    if isinstance(tree, (tuple, list)):
+        return tuple(shaped_like(grads, item, path + (i,)) for i, item in enumerate(tree))
+    if not _float_leaf(tree):
+        return None
+    g = grads.get(path)
+    return np.zeros(np.shape(tree)) if g is None else g
 
 
 def unravel_like(flat, args):
@@ -194,7 +277,7 @@ def _unravel(flat, tree, start):
             g, start = _unravel(flat, item, start)
             items.append(g)
         return tuple(items), start
-    if isinstance(tree, (bool, int, str, type(None))):
+    if not _float_leaf(tree):
         return None, start
     size = np.size(tree)
     return np.reshape(flat[start:start + size], np.shape(tree)), start + size
