@@ -249,9 +249,10 @@ def _compiled_form(nodes: list[ast.stmt], params: list[str], avals: list[Aval | 
     """A loop's statements as its numba function holds them: the calls numba does not take
     rewritten (numba_calls.py), then the array statements as loop nests (numba_nests.py);
     ``form.helpers`` gets the ``_padN`` helpers the statements still call."""
-    nodes = hoisted(loop_nests(numba_forms(nodes, set()), {
+    nodes, index = loop_nests(numba_forms(nodes, set()), {
         p: None if a is None else Val(tuple(a.shape), kind_of(a.dtype))
-        for p, a in zip(params, avals)}, results), params)
+        for p, a in zip(params, avals)}, results)
+    nodes = hoisted(nodes, params, index)
     form.helpers |= {int(n.func.id[4:]) for node in nodes for n in ast.walk(node)
                      if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
                      and re.fullmatch(r"_pad\d+", n.func.id)}

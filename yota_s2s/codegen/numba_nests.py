@@ -570,10 +570,12 @@ def _alloc(name: str, shape: tuple[int, ...], how: str) -> ast.stmt:
 
 
 def loop_nests(nodes: list[ast.stmt], env: dict[str, Val | None],
-               results: list[str]) -> list[ast.stmt]:
-    """A loop's ``nodes`` as nests; ``env``: its names' shapes; ``results``: the names returned."""
+               results: list[str]) -> tuple[list[ast.stmt], list[str]]:
+    """A loop's ``nodes`` as nests, and the nests' index names (each nest binds them before it
+    reads them: free for another nest); ``env``: its names' shapes; ``results``: the names
+    returned."""
     lowering, items, counts = fused_groups(nodes, env, results)
-    return Printer(lowering, counts).items(items)
+    return Printer(lowering, counts).items(items), lowering.index
 
 
 def fused_groups(nodes: list[ast.stmt], env: dict[str, Val | None], results: list[str],
