@@ -4,6 +4,7 @@ numba compiles slowly (seconds a loop), so the suite compiles two small loops (o
 shared by the tests, one numba refuses); tools/numba_check.py runs the whole loop-region table
 and reports which loops print for numba and which stay numpy.
 """
+import ast
 import subprocess
 import sys
 import textwrap
@@ -15,6 +16,7 @@ import yota_s2s as ys
 from yota_s2s.errors import UsageError
 from yota_s2s.gradcheck import numerical_grad
 
+from .test_gradcheck import _crosses_2_vectors
 from .test_loops import _vec
 
 numba = pytest.importorskip("numba")
@@ -231,12 +233,31 @@ def test_a_second_process_loads_the_compiled_loops_from_the_cache(tmp_path):
 
 
 GRADCHECK = ("sum_neg_axis", "np_multiply[0, 3][3]", "rounding_nodiff[2, 3]",
-             "norm_matrix_fro_nuc", "eig_complex_pairs")
-# bodies left numpy, and why: numba has no np.fix; it compiles eig and norm(ord='nuc'), then
-# raises at run time (eig where the eigenvalues are complex): tools/numba_check.py found these
+             "norm_matrix_fro_nuc", "eig_complex_pairs", "cross",
+             *(("cross_of_2_vectors",) if _crosses_2_vectors() else ()))
+# bodies left numpy, and why: numba has no np.fix; it compiles eig, norm(ord='nuc') and the
+# cross product of 2-vectors, then raises at run time (eig where the eigenvalues are complex):
+# tools/numba_check.py found these
 STAYS = {"rounding": "Use of unsupported NumPy function 'numpy.fix'",
          "norm_matrix": "numba's np.linalg.norm has no ord='nuc'",
-         "eig_complex": "numba's np.linalg.eig of a real matrix raises at run time"}
+         "eig_complex": "numba's np.linalg.eig of a real matrix raises at run time",
+         "cross_of_2": "numba's np.cross takes 3-vectors only"}
+
+
+def test_a_cross_product_stays_numpy_unless_its_vectors_are_known_3_vectors():
+    from yota_s2s.codegen.numba_form import CROSS_REFUSAL, LoopKernel, _cross_refusal
+    from yota_s2s.ir.tape import Aval
+
+    def refusal(n: int, source: str):
+        avals = [Aval((n,), np.dtype(np.float64)), Aval((5, n), np.dtype(np.float64))]
+        return _cross_refusal(LoopKernel("_k", 0, ["u", "v"], avals, ["y"], [None],
+                                         ast.parse(textwrap.dedent(source)).body))
+    straight, looped = "w = u * 2.0\ny = xp.cross(w, v)\n", \
+        "y = v\nfor t in range(3):\n    w = y[0] + u\n    y = xp.cross(w, v)\n"
+    assert refusal(3, straight) is None and refusal(3, looped) is None
+    assert refusal(2, straight) == refusal(2, looped) == CROSS_REFUSAL
+    # a vector whose shape is not followed (a call the shapes do not know): refused
+    assert refusal(3, "w = xp.flip(u)\ny = xp.cross(w, v)\n") == CROSS_REFUSAL
 
 
 @pytest.mark.parametrize("name", GRADCHECK)

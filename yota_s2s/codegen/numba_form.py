@@ -48,8 +48,8 @@ from ..ir.tape import Aval, Tape
 from ..text import comment, identifier
 from .numba_calls import DECORATOR, numba_forms, pad_helper, runtime_refusal
 from .numba_hoist import hoisted
-from .numba_nests import loop_nests
-from .numba_shapes import Val, kind_of
+from .numba_nests import bind, loop_nests
+from .numba_shapes import Shapes, Val, kind_of, xp_name
 from .render import INDENT, Block, Comment, block_nodes, statement_lines
 
 ENGINES = ("numpy", "numba", "auto", "fused")
@@ -90,6 +90,8 @@ class LoopKernel:
     result_avals: list[Aval | None]
     nodes: list[ast.stmt]
     note: str = ""                   # the region's source line, said above the function
+    # the tape's value each name of the statements holds (where it holds one): their shapes
+    held: Mapping[str, Aval] = field(default_factory=dict)
 
     def text(self) -> str:
         value = ast.Name(self.results[0]) if len(self.results) == 1 else \
@@ -219,7 +221,8 @@ def _region(index: int, source, nodes: list[ast.stmt], made: set[str], later: se
     avals = [held.get(p) for p in params]
     form.kernels.append(LoopKernel(name, index, params, avals, results,
                                    [held.get(r) for r in results],
-                                   _compiled_form(nodes, params, avals, results, form), note))
+                                   _compiled_form(nodes, params, avals, results, form), note,
+                                   {n: held[n] for n in _names(nodes, stores=True) if n in held}))
     call = ast.Call(ast.Name(name), [_argument(p, held.get(p)) for p in params], [])
     head = Comment(comment(f"numba: the {'loop' if source is not None else 'body'} runs in "
                            f"{name}"))
@@ -418,6 +421,32 @@ def numba_type(aval: Aval) -> Any:
     return numba.types.Array(numba.from_dtype(aval.dtype), len(aval.shape), "C")
 
 
+CROSS_REFUSAL = "numba's np.cross takes 3-vectors only (of 2-vectors it raises at run time)"
+
+
+def _cross_refusal(kernel: LoopKernel) -> str | None:
+    """``CROSS_REFUSAL`` where a statement of ``kernel`` crosses vectors whose last axis is not
+    known to be 3 (its shapes followed statement by statement from the kernel's arguments', and
+    the tape's where the statements do not tell them)."""
+    shapes = Shapes({p: Val(tuple(a.shape), kind_of(a.dtype)) for p, a in
+                     zip(kernel.params, kernel.avals)},
+                    {n: Val(tuple(a.shape), kind_of(a.dtype)) for n, a in kernel.held.items()})
+
+    def refused(stmts: list[ast.stmt]) -> bool:
+        for stmt in stmts:
+            if isinstance(stmt, ast.For) and isinstance(stmt.target, ast.Name):
+                shapes.env[stmt.target.id] = Val((), "i")
+                if refused(stmt.body):
+                    return True
+            elif any(isinstance(n, ast.Call) and xp_name(n.func) == "cross" and not all(
+                    (v := shapes.of(arg)) is not None and v.shape[-1:] == (3,)
+                    for arg in n.args[:2]) for n in ast.walk(stmt)):
+                return True
+            bind(stmt, shapes)
+        return False
+    return CROSS_REFUSAL if refused(kernel.nodes) else None
+
+
 def check_loops(module: Any, kernels: list[LoopKernel]) -> dict[int, str]:
     """Compile each loop of ``module`` for its arguments' types; the loops numba refuses, by
     index, with the reason (the first line of numba's message that says what it found)."""
@@ -427,7 +456,7 @@ def check_loops(module: Any, kernels: list[LoopKernel]) -> dict[int, str]:
             missing = [p for p, a in zip(kernel.params, kernel.avals) if a is None]
             refused[kernel.index] = f"{', '.join(missing)} holds no value of the tape"
             continue
-        why = runtime_refusal(kernel.nodes)
+        why = runtime_refusal(kernel.nodes) or _cross_refusal(kernel)
         if why is not None:
             refused[kernel.index] = why
             continue

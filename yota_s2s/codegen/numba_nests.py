@@ -247,7 +247,7 @@ class Lowering:
         env[loop.target.id] = Val((), "i")
         for _ in range(4):          # a name the step binds to another shape: not known
             trial = Shapes(dict(env), self.shapes.known)
-            _bind_all(loop.body, trial)
+            bind_all(loop.body, trial)
             changed = [n for n in env if env[n] is not None and trial.env.get(n) != env[n]]
             if not changed:
                 break
@@ -260,16 +260,16 @@ class Lowering:
             before: list[ast.stmt] = []
             write = self._number(stmt, before) or self._write(stmt, before)
         except NotLowered:
-            _bind(stmt, self.shapes)
+            bind(stmt, self.shapes)
             return [_made(stmt, self.shapes)]
         out = []
         for pre in before:
             out += self.statement(pre)
         if isinstance(write, ast.stmt):
-            _bind(write, self.shapes)
+            bind(write, self.shapes)
             return out + [write]
         write.env = dict(self.shapes.env)
-        _bind(stmt, self.shapes)
+        bind(stmt, self.shapes)
         return out + [write]
 
     def _add_at(self, call: ast.expr, before: list[ast.stmt]) -> Write:
@@ -369,14 +369,14 @@ def _names(e: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(e) if isinstance(n, ast.Name)}
 
 
-def _bind(stmt: ast.stmt, shapes: Shapes) -> None:
+def bind(stmt: ast.stmt, shapes: Shapes) -> None:
     """``shapes`` after ``stmt``: the shape of the name it binds (None: not known)."""
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
             and isinstance(stmt.targets[0], ast.Name):
         shapes.env[stmt.targets[0].id] = shapes.of(stmt.value)
     elif isinstance(stmt, ast.For) and isinstance(stmt.target, ast.Name):
         shapes.env[stmt.target.id] = Val((), "i")
-        _bind_all(stmt.body, shapes)
+        bind_all(stmt.body, shapes)
     elif isinstance(stmt, (ast.AugAssign, ast.Expr, Comment)) or (
             isinstance(stmt, ast.Assign) and not any(isinstance(t, (ast.Name, ast.Tuple))
                                                      for t in stmt.targets)):
@@ -386,9 +386,9 @@ def _bind(stmt: ast.stmt, shapes: Shapes) -> None:
             shapes.env[name] = None
 
 
-def _bind_all(stmts: list[ast.stmt], shapes: Shapes) -> None:
+def bind_all(stmts: list[ast.stmt], shapes: Shapes) -> None:
     for stmt in stmts:
-        _bind(stmt, shapes)
+        bind(stmt, shapes)
 
 
 # -- nests -----------------------------------------------------------------------------------
