@@ -233,7 +233,7 @@ def test_a_second_process_loads_the_compiled_loops_from_the_cache(tmp_path):
 
 
 GRADCHECK = ("sum_neg_axis", "np_multiply[0, 3][3]", "rounding_nodiff[2, 3]",
-             "norm_matrix_fro_nuc", "eig_complex_pairs", "cross",
+             "norm_matrix_fro_nuc", "eig_complex_pairs",
              *(("cross_of_2_vectors",) if _crosses_2_vectors() else ()))
 # bodies left numpy, and why: numba has no np.fix; it compiles eig, norm(ord='nuc') and the
 # cross product of 2-vectors, then raises at run time (eig where the eigenvalues are complex):
