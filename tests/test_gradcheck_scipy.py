@@ -56,6 +56,16 @@ SIGNAL_CASES = [
     Case("fftshift_ifftshift", lambda a: weighted(np.fft.fftshift(a) ** 2) + weighted(np.fft.ifftshift(a, axes=1) * a)
          + weighted(np.fft.fftshift(np.sin(a), axes=(0,))), normal((3, 5))),
     Case("irfft_odd", lambda a: weighted(np.fft.irfft(np.fft.rfft(a), n=7) ** 2), normal((2, 5))),
+    # ys.signal.convolve, autograd's: every axis, then axes paired, summed (dot) and kept
+    Case("ys_convolve_modes", lambda a, b: sum(weighted(ys.signal.convolve(a, b, mode=m)) * (i + 1)
+                                               for i, m in enumerate(["full", "same", "valid"])), normal((5, 4), (3, 2))),
+    Case("ys_convolve_longer_B", lambda a, b: sum(weighted(np.tanh(ys.signal.convolve(a, b, mode=m)))
+                                                  for m in ["full", "same", "valid"]), normal((2, 3), (4, 4))),
+    Case("ys_convolve_axes_dot_axes",
+         lambda x, w: sum(weighted(np.sin(ys.signal.convolve(x, w, ([2, 3], [3, 2]), ([1], [0]), m)))
+                          for m in ["full", "same", "valid"]), normal((2, 3, 5, 4), (3, 2, 2, 3))),
+    Case("ys_convolve_kept_dot_pairs", lambda a, b: weighted(ys.signal.convolve(
+        a, b, ([3], [0]), ([1, 0], [3, 1]), "same") ** 2), normal((2, 3, 2, 4), (3, 2, 2, 3))),
 ]
 
 SCIPY_CASES: list[Case] = []

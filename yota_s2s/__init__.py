@@ -31,13 +31,14 @@ from .higher import hessian, hessp, hvp, jacobian
 from .memory_report import MemoryReport, memory_report
 from .products import jvp, jvpfunction, linearize, vjp
 from .rules import RULES, diffrule, jvprule, nodiff, primitive, stop_gradient
+from . import signal
 from .solvers import fixed_point, odeint
 from .struct_update import update
 from .version import __version__
 
 __all__ = ["simplegrad", "grad", "gradient", "value_and_grad", "vjp", "jvp", "jvpfunction",
-           "linearize", "jacobian", "hvp", "flatten", "fixed_point", "odeint", "hessp", "hessian",
-           "elementwise_grad", "compile", "vmap", "per_example_grad", "GradResult", "update",
+           "linearize", "jacobian", "hvp", "flatten", "fixed_point", "odeint", "signal", "hessp",
+           "hessian", "elementwise_grad", "compile", "vmap", "per_example_grad", "GradResult", "update",
            "clear_cache", "cache_info", "trace", "cuda_graph",
            "source", "example", "gradcheck", "memory_report", "MemoryReport", "diffrule", "jvprule",
            "nodiff", "primitive", "stop_gradient", "rules", "RULES", "YotaError",

@@ -14,6 +14,7 @@
     control.py      guards (no gradient)
     stop.py         stop_gradient (identity forward, no gradient)
     signal.py       np.convolve correlate, np.fft: fft ifft rfft irfft fft2 ifft2 fftn ifftn
+    convolution.py  convolve: autograd's n-dimensional convolution (axes, dot_axes, mode)
     implicit.py     fixed_point, odeint: implicit functions of a user's function (the adjoint
                     fixed point, the adjoint method), never differentiated through their steps
     outside.py      external, draw: values read from outside the function when it runs (no
@@ -42,8 +43,9 @@ are also the examples to learn from.
 import sys
 import types
 
-from . import (control, creation, discrete, elementwise, implicit, indexing, joining, linalg,
-               matrices, operators, outside, products, reductions, shape, signal, stop)
+from . import (control, convolution, creation, discrete, elementwise, implicit, indexing,
+               joining, linalg, matrices, operators, outside, products, reductions, shape, signal,
+               stop)
 from .listing import RuleListing, list_rules
 from .registry import (RULES, Rule, RuleSet, alias, batchrule, cancels, diffrule, jvprule,
                        nodiff, primitive, scatter_rule)
@@ -53,8 +55,8 @@ __all__ = ["RULES", "Rule", "RuleSet", "RuleListing", "alias", "batchrule", "can
            "jvprule",
            "nodiff",
            "primitive",
-           "scatter_rule", "stop_gradient", "list_rules", "control", "creation", "discrete",
-           "elementwise", "indexing", "joining", "linalg", "matrices", "operators", "outside",
+           "scatter_rule", "stop_gradient", "list_rules", "control", "convolution", "creation",
+           "discrete", "elementwise", "indexing", "joining", "linalg", "matrices", "operators", "outside",
            "products", "reductions", "shape", "signal", "stop", "OPTIONAL", "DEFERRED"]
 
 
