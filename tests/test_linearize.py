@@ -110,3 +110,53 @@ def test_hoisted_steps_agree_with_jvp(f, shapes, hoisted):
     # hoisted: the steps read no row dot_xs[t] of the tangent, they read rows of the result
     assert (re.search(r"dot_xs\[\d+\]", text) is None) is hoisted
 
+
+
+def minus_state(Wx, Wh, xs, h0):        # a difference: x - (u + w) is (x - w) - u
+    h = h0
+    for t in range(xs.shape[0]):
+        h = np.tanh(xs[t] @ Wx - h @ Wh)
+    return h
+
+
+def state_minus(Wx, Wh, xs, h0):        # the carried term first: u - (x + w)
+    h = h0
+    for t in range(xs.shape[0]):
+        h = np.tanh(h @ Wh - xs[t] @ Wx)
+    return h
+
+
+def step_lines(text, t):
+    """The code of step ``t`` of a plain tangent map (its lines between ``# t = t`` and the
+    next step or the return)."""
+    body = text[text.index(f"    # t = {t}\n"):]
+    body = body[:re.search(r"\n    (# t = \d+|return )", body[1:]).start() + 1]
+    return [line.strip() for line in body.splitlines()[1:]]
+
+
+@pytest.mark.parametrize("f, step", [
+    (rnn, r"\(t\d+ @ Wh \+ t\d+\[1\]\) \* \w+\[1\]"),
+    (minus_state, r"\(t\d+\[1\] - t\d+ @ Wh\) \* \w+\[1\]"),
+    (state_minus, r"\(t\d+ @ Wh \+ t\d+\[1\]\) \* \w+\[1\]"),
+], ids=["sum", "difference", "carried-first"])
+def test_each_step_adds_the_hoisted_terms_once(f, step):
+    # xs[t] @ Wx ± h @ Wh in every argument: dot_xs[t] @ Wx + xs[t] @ dot_Wx ± (dot_h @ Wh +
+    # h @ dot_Wh); the terms made before the steps are summed once, for all the steps, and a
+    # step adds their row to dot_h @ Wh (it added two rows, one at a time)
+    text = tangent_agrees(f, [(3, 4), (4, 4), (4, 2, 3), (2, 4)], buffers=False)
+    assert re.fullmatch(r"t\d+ = " + step, step_lines(text, 1)[0]), step_lines(text, 1)
+    assert products(text) == 4 + 3
+    # buffered: a step is the product, one add and the factor's multiply
+    text = tangent_agrees(f, [(3, 4), (4, 4), (4, 2, 3), (2, 4)])
+    assert len(step_lines(text, 2)) == 3
+
+
+def test_the_steps_factors_are_one_residual():
+    # tanh's factor 1 - h * h at each step: the forward stacks them, the tangent map takes
+    # one array (not one argument a step) and each step reads its row
+    steps = 6
+    text = tangent_agrees(rnn, [(3, 4), (4, 4), (steps, 2, 3), (2, 4)], buffers=False)
+    params = re.search(r"def rnn_tangent\(([^)]*)\)", text).group(1).split(", ")
+    assert len(params) == 4 + 1 + 4, params          # Wx, xs, hs, Wh, the factors, 4 tangents
+    factors = params[4]
+    assert all(f"* {factors}[{t}]" in "\n".join(step_lines(text, t)) for t in range(steps))

@@ -291,14 +291,14 @@ def linearize(f: Callable, *primals: Any, has_aux: bool = False, device: str = "
     if structure is not None and not structure.plain:
         value = rebuild(structure, value)
     out = structure.children[0] if has_aux and structure is not None else structure
+    slots = [(k, p) for k, p in enumerate(primals) if has_tangent(p)]
 
     def f_jvp(*tangents: Any) -> Any:
         if len(tangents) != len(primals):
             raise UsageError(f"{f_jvp.__name__}: {len(primals)} primals but {len(tangents)} "
                              "tangents",
                              hint="Give one tangent per primal (None for an int or static one).")
-        tangent = tangent_map(*residuals, *[tangent_like(p, t) for p, t in zip(primals, tangents)
-                                            if has_tangent(p)])
+        tangent = tangent_map(*residuals, *[tangent_like(p, tangents[k]) for k, p in slots])
         return tangent if out is None or out.plain else rebuild(out, tangent)
     functools.update_wrapper(f_jvp, tangent_map, updated=())
     del f_jvp.__wrapped__
@@ -330,6 +330,9 @@ def tangent_like(primal: Any, tangent: Any) -> Any:
     """A tangent as the generated code checks it: of its primal's kind, shape and dtype; of a
     tuple, list or dict, one of its structure, leaf by leaf (None: zeros, for each leaf with a
     tangent; a leaf without one, an int or a string, has None)."""
+    if type(tangent) is np.ndarray and type(primal) is np.ndarray \
+            and tangent.dtype == primal.dtype and primal.dtype.kind in "fc":
+        return tangent          # (what np.asarray returns: the common case, tested first)
     if isinstance(primal, (tuple, list, dict)):
         return _structured_tangent(primal, tangent)
     if not has_tangent(primal):

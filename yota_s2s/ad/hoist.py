@@ -27,10 +27,18 @@ fixed matrix. Each statement of the group becomes the row of the batched result 
 (a view), and the rounds go on until no group is left: two products hoisted in one round, their
 sums in the next. The tangent map then keeps only the per-step work on what the steps carry
 (``dot_h @ Wh``, the ``tanh``'s factor); the forward, which runs once, makes the stacks.
+
+A sum that mixes the two, ``T1[k] + (dot_h @ Wh + T3[k])`` (the tangent of ``x @ Wx + h @ Wh``
+in every argument), is regrouped, when no round batches more, so that its terms made before the
+steps are added first: ``(T1[k] + T3[k]) + dot_h @ Wh``; the next round batches those sums too
+(``T1 + T3``, once), and each step keeps one add where it had two. The same for ``-`` (a
+difference ``x - (u + w)`` is ``(x - w) - u``). Floating-point addition is not associative: the
+regrouped sum may differ from the plain JVP's in its last bits.
 """
 from __future__ import annotations
 
 import operator
+from collections import Counter
 from dataclasses import replace
 from typing import Any
 
@@ -45,14 +53,15 @@ STACKED = TANGENT + "the forward's values that every step reads, stacked once fo
 
 
 def hoist_steps(forward: list[Stmt], tangent: list[Stmt], carried: set[Var], inputs: set[Var],
-                rules: RuleSet) -> tuple[list[Stmt], list[Stmt]]:
+                rules: RuleSet, results: set[Var]) -> tuple[list[Stmt], list[Stmt]]:
     """The forward's and the tangent map's statements with the tangent map's independent steps
     hoisted (the module docstring): ``carried`` are the values that read a tangent (the tangent
     inputs among them, ``inputs``); every other value is the forward's, which the tangent map
-    may read as a residual."""
+    may read as a residual. ``results``: the tangent map's results (never regrouped away)."""
     hoisting = _Hoisting(forward, tangent, carried, inputs, rules)
-    while hoisting.round():
+    while hoisting.round() or hoisting.regroup(results):
         pass
+    hoisting.stack_residuals()
     return hoisting.forward, hoisting.top + hoisting.body
 
 
@@ -94,6 +103,116 @@ class _Hoisting:
             if len(members) > 1 and self._batch([self.body[i] for i in members], members):
                 done = True
         return done
+
+    def regroup(self, results: set[Var]) -> bool:
+        """Each sum of the steps ``x ± (u ± w)`` (either side), where ``x`` and ``w`` are made
+        before the steps and ``u`` is not, written ``±u ± (x ± w)``: the terms made before the
+        steps added first (the module docstring); True where one was."""
+        uses = Counter(u for s in self.body for u in s.uses())
+        uses.update(results)
+        made = {s.out: i for i, s in enumerate(self.body) if len(s.outs) == 1}
+        rewritten: dict[int, tuple[Stmt, ...]] = {}
+        for i, stmt in enumerate(self.body):
+            found = self._regroupable(stmt, made, uses)
+            if found is None or i in rewritten or found[0] in rewritten:
+                continue
+            j, new = found
+            rewritten[j], rewritten[i] = (), new
+            self.carried.add(new[0].out)
+        self.body = [s for i, stmt in enumerate(self.body) for s in rewritten.get(i, (stmt,))]
+        return bool(rewritten)
+
+    def _regroupable(self, c: Stmt, made: dict[Var, int], uses: Counter
+                     ) -> tuple[int, tuple[Stmt, Stmt]] | None:
+        """Where ``c`` is ``x ± b`` (or ``b ± x``) and ``b``, used by ``c`` alone, is ``u ± w``
+        (or ``w ± u``), ``x`` and ``w`` made before the steps and ``u`` not: the index of ``b``'s
+        statement and the two statements for ``c``, ``e = x ± w`` and ``c = ±u ± e``."""
+        terms = self._signed(c) if c.loc is not None and c.loc.iteration else None
+        if terms is None or sum(self._before(v) for v, _ in terms) != 1:
+            return None
+        (x, sx), (b, sb) = sorted(terms, key=lambda t: not self._before(t[0]))
+        j = made.get(b)
+        inner = None if j is None or uses[b] != 1 else self._signed(self.body[j])
+        if inner is None or sum(self._before(v) for v, _ in inner) != 1:
+            return None
+        (w, sw), (u, su) = sorted(inner, key=lambda t: not self._before(t[0]))
+        sw, su = sb * sw, sb * su
+        add, sub = self.rules.lookup(operator.add), self.rules.lookup(operator.sub)
+        # e = sx * x + sw * w, written with a sign ge: c = su * u + ge * e
+        e_prim, e_args, ge = ((add, (x, w), 1) if sx > 0 and sw > 0 else
+                              (sub, (x, w), 1) if sx > 0 else
+                              (sub, (w, x), 1) if sw > 0 else (add, (x, w), -1))
+        if su < 0 and ge < 0:
+            return None
+        e = Var(x.aval)
+        c_prim, c_args = ((add, (u, e)) if su > 0 and ge > 0 else
+                          (sub, (u, e)) if su > 0 else (sub, (e, u)))
+        b_stmt = self.body[j]
+        return j, (Stmt((e,), e_prim, e_args, (), b_stmt.loc, b_stmt.rule),
+                   Stmt(c.outs, c_prim, c_args, (), c.loc, c.rule))
+
+    def _signed(self, stmt: Stmt) -> list[tuple[Var, int]] | None:
+        """``stmt``'s two terms with their signs, where it is an add or a subtract of two
+        values of its own shape and dtype; else None."""
+        prim = stmt.prim
+        if prim.ufunc not in (np.add, np.subtract) or stmt.params or len(stmt.args) != 2 \
+                or len(stmt.outs) != 1 or not all(
+                    isinstance(a, Var) and a.aval == stmt.out.aval for a in stmt.args) \
+                or stmt.out.aval.weak:
+            return None
+        a, b = stmt.args
+        return [(a, 1), (b, -1 if prim.ufunc is np.subtract else 1)]
+
+    def stack_residuals(self) -> None:
+        """The statements left in the steps that read, at every step of one source line, a
+        different value of the forward at one operand (``dot_h * (1 - h * h)``): each reads
+        its row of one array, the forward's stack of those values (or the array they are rows
+        of): one residual for all the steps where there was one a step."""
+        groups: dict[tuple, list[int]] = {}
+        for i, stmt in enumerate(self.body):
+            if stmt.loc is None or not stmt.loc.iteration or self._key(stmt) is not None:
+                continue
+            for k, arg in enumerate(stmt.args):
+                if isinstance(arg, Var) and not arg.aval.weak and arg not in self.carried:
+                    key = (stmt.prim, stmt.params, replace(stmt.loc, iteration=""), k, arg.aval)
+                    groups.setdefault(key, []).append(i)
+        rows: dict[int, list[tuple[int, Stmt]]] = {}
+        for (*_, k, _aval), members in groups.items():
+            atoms = [self.body[i].args[k] for i in members]
+            if len(set(atoms)) != len(atoms) or len(atoms) < 2:
+                continue
+            self.loc = replace(self.body[members[0]].loc, iteration="")
+            made: list[Stmt] = []
+            stacked = self._batched(atoms, made)
+            if stacked is None:
+                continue
+            self._place(made)
+            for j, i in enumerate(members):
+                row = Stmt((Var(atoms[j].aval),), self.getitem, (stacked, Lit(j)), (),
+                           self.body[i].loc, self.body[i].rule)
+                rows.setdefault(i, []).append((k, row))
+        body = []
+        for i, stmt in enumerate(self.body):
+            args = list(stmt.args)
+            for k, row in rows.get(i, ()):
+                body.append(row)
+                args[k] = row.out
+            body.append(stmt.replace(args=tuple(args)) if i in rows else stmt)
+        self.body = body
+
+    def _place(self, made: list[Stmt]) -> None:
+        """Statements made for the steps: a stack of the forward's values in the forward,
+        every other one at the top of the tangent map."""
+        for stmt in made:
+            if stmt.rule == STACKED:
+                self.forward.append(stmt)
+            else:
+                self.top.append(stmt)
+                self.at_top.update(stmt.outs)
+
+    def _before(self, v: Var) -> bool:
+        """Made before the steps, or a row of what is."""
+        return v in self.rows or self._early(v)
 
     def _key(self, stmt: Stmt) -> tuple | None:
         """What a statement's group shares: its primitive, options and the kind of each
@@ -138,12 +257,7 @@ class _Hoisting:
             operands.append(operand)
         out = Var(Aval((n, *first.out.aval.shape), first.out.aval.dtype))
         made.append(Stmt((out,), first.prim, tuple(operands), first.params, self.loc, HOISTED))
-        for stmt in made:
-            if stmt.rule == STACKED:
-                self.forward.append(stmt)
-            else:
-                self.top.append(stmt)
-                self.at_top.update(stmt.outs)
+        self._place(made)
         for j, (stmt, i) in enumerate(zip(group, where)):
             self.body[i] = Stmt(stmt.outs, self.getitem, (out, Lit(j)), (), stmt.loc, stmt.rule)
             self.rows[stmt.out] = (out, j)

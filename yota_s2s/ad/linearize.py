@@ -56,8 +56,9 @@ def split(tape: Tape, nparams: int, rules: RuleSet) -> Linearized | None:
             reads_tangent.update(stmt.outs)
         else:
             forward_stmts.append(stmt)
-    forward_stmts, tangent_stmts = hoist_steps(forward_stmts, tangent_stmts, reads_tangent,
-                                               {i.var for i in tangent_inputs}, rules)
+    forward_stmts, tangent_stmts = hoist_steps(
+        forward_stmts, tangent_stmts, reads_tangent, {i.var for i in tangent_inputs}, rules,
+        {a for a in tree_atoms(tape.tangent) if isinstance(a, Var)})
     reads_tangent.update(o for s in tangent_stmts for o in s.outs)
     residuals = list(dict.fromkeys(
         a for a in [*(u for s in tangent_stmts for u in s.uses()), *tree_atoms(tape.tangent)]
