@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 import yota_s2s as ys
-from yota_s2s.compiler import compile_jvp
+from yota_s2s.compiler import compile_jvp, compile_vmap
 from yota_s2s.gradcheck import numerical_grad
 
 from .test_whiles import CASES, _rng
-from .programs import whiles as W
+from .programs import loops, whiles as W
 
 
 def _directional(fn, args, tangents):
@@ -49,3 +49,63 @@ def test_jvp_jvpfunction_and_linearize_go_through_the_while():
         value, f_jvp = ys.linearize(W.newton_sqrt, b)
         assert value == pytest.approx(np.sum(np.sqrt(b)), rel=1e-12)
         assert f_jvp(t) == pytest.approx(expected, rel=1e-9)
+
+
+def _batch(make, count):
+    examples = [make(_rng(seed + 1)) for seed in range(count)]
+    return examples, tuple(np.stack([e[k] for e in examples]) for k in range(len(examples[0])))
+
+
+@pytest.mark.parametrize("name, fn, make, wrt", CASES, ids=[c[0] for c in CASES])
+def test_vmap_runs_the_loop_while_any_example_runs(name, fn, make, wrt):
+    """The examples of a batch leave the loop at different trips: the batched loop runs while
+    any runs, each trip updating those still running (``xp.where(running, ...)``); one module,
+    each example's value (today's main: GuardError, the examples take different paths)."""
+    examples, args = _batch(make, 6)
+    compiled = compile_vmap(fn, args, (0,) * len(args), check=True)
+    assert "while xp.any(running):" in compiled.text and "GuardError(" not in compiled.text
+    np.testing.assert_allclose(compiled.fn(*args), [fn(*e) for e in examples], rtol=1e-12,
+                               atol=1e-12)
+
+
+def test_vmap_of_a_for_with_a_break_keeps_the_index_one_number():
+    """``for t in range(12): h = h + xs[t]; if ...: break``: every example that runs is at
+    the same step, so ``t`` stays a number (``xs[:, t]``) and no example indexes past the end;
+    the examples break at different steps."""
+    rng = _rng(5)
+    xs, h0 = rng.normal(size=(8, 12, 3)), rng.normal(size=(8, 3))
+    compiled = compile_vmap(loops.break_on_data, (xs, h0), (0, 0), check=True)
+    assert "while xp.any(running):" in compiled.text and "GuardError(" not in compiled.text
+    expected = [loops.break_on_data(x, h) for x, h in zip(xs, h0)]
+    np.testing.assert_allclose(compiled.fn(xs, h0), expected, rtol=1e-12)
+
+
+def test_vmap_keeps_the_while_when_its_condition_is_the_same_for_every_example():
+    """``until_small(a, w)`` with ``a`` the same for every example: the condition reads
+    nothing batched, the loop is the example's, with the batched sum carried."""
+    a, ws = np.array([2.0, 5.0, 9.0]), _rng(6).normal(size=(4, 3))
+    compiled = compile_vmap(W.until_small, (a, ws), (None, 0), check=True)
+    assert "while " in compiled.text and "xp.any(" not in compiled.text
+    np.testing.assert_allclose(compiled.fn(a, ws), [W.until_small(a, w) for w in ws],
+                               rtol=1e-12)
+
+
+def halve_by_solving(A, b):
+    x = b
+    while np.max(np.abs(x)) > 1.0:
+        x = np.linalg.solve(A, x)
+    return np.sum(x)
+
+
+def test_vmap_unrolls_a_while_whose_body_may_raise_for_an_example_that_left():
+    """An example that has left would run the body again: a linear solve (which may raise on
+    its values) is not run so; the loop is unrolled on the first example, as before: right for
+    a batch on one path, GuardError naming the loop for another."""
+    A = np.stack([2.0 * np.eye(2)] * 3)
+    b = np.array([[3.0, 1.0], [2.5, -3.5], [-3.9, 0.2]])     # two trips each
+    compiled = compile_vmap(halve_by_solving, (A, b), (0, 0))
+    assert "xp.any(running)" not in compiled.text
+    np.testing.assert_allclose(compiled.fn(A, b), [halve_by_solving(a, v) for a, v in zip(A, b)])
+    with pytest.raises(Exception, match=r"`while np.max\(np.abs\(x\)\) > 1.0:` was") as e:
+        compiled.fn(A, b * np.array([[1.0], [1.0], [100.0]]))
+    assert type(e.value).__name__ == "GuardError"

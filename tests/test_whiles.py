@@ -177,19 +177,3 @@ def test_the_row_a_trip_reads_gets_its_gradient_in_place():
         np.testing.assert_allclose(gh, numerical_grad(loops.break_on_data, (xs, h0), 1),
                                    rtol=1e-6, atol=1e-8)
 
-
-@pytest.mark.parametrize("fn, args", [
-    (W.newton_sqrt, (np.array([2.0, 3.0]),)),
-    (W.early_stop, (np.array([0.5, -0.3, 0.8]), np.array([1.2, 0.9, 1.1])))])
-def test_forward_mode_and_vmap_unroll_the_loop_as_before(fn, args):
-    """(No JVP or batching of a while statement yet: ys.jvp of a for with a break on data
-    raised NoRuleError.)"""
-    tangents = tuple(np.ones_like(a) for a in args)
-    value, tangent = ys.jvp(fn, args, tangents)
-    eps = 1e-6
-    plus = fn(*(a + eps * t for a, t in zip(args, tangents)))
-    minus = fn(*(a - eps * t for a, t in zip(args, tangents)))
-    np.testing.assert_allclose(value, fn(*args), rtol=1e-12)
-    np.testing.assert_allclose(tangent, (plus - minus) / (2 * eps), rtol=1e-6, atol=1e-8)
-    batched = ys.vmap(fn)(*(a[None] for a in args))
-    np.testing.assert_allclose(batched, [fn(*args)], rtol=1e-12)

@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .ad.backward import backward
+from .ad.batch_whiles import NotBatched
 from .ad.batching import batch
 from .ad.forward import forward as forward_sweep
 from .ad.linearize import split
@@ -403,15 +404,23 @@ def _batched(f: Any, args: Sequence[Any], axes: Sequence[int | None], rules: Rul
     the tape (for the guards of ``cache.BUILT``)."""
     with few_collections():
         # (an if on a traced number is a branch, batched as one or as a select:
-        # ad/batch_branches.py; a while on a traced condition is unrolled, no batching yet)
-        one, ev = trace_function(f, examples(args, axes), rules, whiles=False)
-        if check:
-            verified(one, "trace")
-        if gradient:
-            one = backward(one, ev, {0})
+        # ad/batch_branches.py; a while on a traced condition a while, run while any
+        # example's condition holds: ad/batch_whiles.py, or, where that cannot be, unrolled;
+        # a gradient's while records one example's trips: unrolled)
+        for whiles in (False,) if gradient else (True, False):
+            one, ev = trace_function(f, examples(args, axes), rules, whiles=whiles)
             if check:
-                verified(one, "backward")
-        tape = batch(one, rules, axes, args, out_axes, norms)
+                verified(one, "trace")
+            if gradient:
+                one = backward(one, ev, {0})
+                if check:
+                    verified(one, "backward")
+            try:
+                tape = batch(one, rules, axes, args, out_axes, norms)
+                break
+            except NotBatched:
+                if not whiles:
+                    raise
         return one, _optimized(tape, rules, check, passes, device=device, made_by="vmap"), \
             ev.assumes
 

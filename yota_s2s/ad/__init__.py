@@ -13,3 +13,4 @@ from . import branch_tangents  # noqa: F401  (registers the branch's JVP, forwar
 from . import while_tangents  # noqa: F401  (registers the while's JVP, forward mode)
 from . import batch_regions  # noqa: F401  (registers the loop region's batching, ys.vmap)
 from . import batch_branches  # noqa: F401  (registers the branch's batching, ys.vmap)
+from . import batch_whiles  # noqa: F401  (registers the while's batching, ys.vmap)
