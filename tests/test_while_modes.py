@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import yota_s2s as ys
-from yota_s2s.compiler import compile_jvp, compile_vmap
+from yota_s2s.compiler import compile_grad, compile_jvp, compile_vmap
 from yota_s2s.gradcheck import numerical_grad
 
 from .test_whiles import CASES, _rng
@@ -109,3 +109,26 @@ def test_vmap_unrolls_a_while_whose_body_may_raise_for_an_example_that_left():
     with pytest.raises(Exception, match=r"`while np.max\(np.abs\(x\)\) > 1.0:` was") as e:
         compiled.fn(A, b * np.array([[1.0], [1.0], [100.0]]))
     assert type(e.value).__name__ == "GuardError"
+
+
+def test_ys_compile_writes_the_while_once_for_every_trip_count():
+    """The forward alone (ys.compile): the loop as written, right for inputs of any count."""
+    f = ys.compile(W.cube_root, np.array([1.0, 8.0]))
+    assert "while " in ys.source(f)
+    for c in (np.array([0.5, 27.0]), np.array([1000.0, 3.0])):
+        np.testing.assert_allclose(f(c), W.cube_root(c), rtol=1e-14)
+
+
+def test_numba_prints_the_while_and_its_unwind():
+    """engine="numba": the gradient's body is one njit function holding the recording
+    ``while`` and the unwind, whose ``reversed(range(trips))`` numba does not take, written
+    ``range(trips - 1, -1, -1)`` (numba_calls.py; today's main: 'the body stays numpy:
+    Untyped global name reversed')."""
+    pytest.importorskip("numba")
+    compiled = compile_grad(W.newton_sqrt, (np.array([2.0, 3.0]),), engine="numba")
+    assert "@numba.njit" in compiled.text and "stays numpy" not in compiled.text
+    assert "for t in range(trips - 1, -1, -1):" in compiled.text
+    for a in (np.array([0.01, 2.0]), np.array([900.0, 5.0]), np.array([0.25, 4.0])):
+        value, g = compiled.fn(a)
+        np.testing.assert_allclose(value, np.sum(np.sqrt(a)), rtol=1e-12)
+        np.testing.assert_allclose(g, 0.5 / np.sqrt(a), rtol=1e-9)

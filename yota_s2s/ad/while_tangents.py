@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..frontend.abstract import ghost
-from ..ir.tape import TANGENT, Aval, Input, Stmt, Tape, Var
+from ..ir.tape import TANGENT, Aval, Input, Stmt, Tape, Var, tree_atoms
 from ..ir.whiles import While, while_of, while_primitive
 from .branch_tangents import _result_tangent
 from .forward import STRUCTURAL_JVPS, _ForwardSweep, _tangent_rule
@@ -39,6 +39,7 @@ def jvp_while(sweep: _ForwardSweep, stmt: Stmt) -> None:
     active = [j for j, k in enumerate(invariants) if isinstance(k, Var) and k in sweep.tangent]
     dotted = _with_tangents(loop, [i for i in range(n) if isinstance(inits[i], Var)
                                    and inits[i] in sweep.tangent], active)
+    dotted = _needed(loop, dotted, _read_after(sweep, stmt))
     if not dotted:
         return
     ev, stmts = sweep.ev, sweep.ev.stmts
@@ -85,6 +86,36 @@ def _with_tangents(loop: While, seeded: list[int], active: list[int]) -> list[in
         if not more:
             return sorted(have)
         have |= more
+
+
+def _read_after(sweep: _ForwardSweep, stmt: Stmt) -> set[int]:
+    """The loop's results (by number) that a statement after it or the result reads."""
+    stmts = sweep.tape.stmts
+    after = stmts[next(k for k, s in enumerate(stmts) if s is stmt) + 1:]
+    read = {u for s in after for u in s.uses()}
+    read.update(a for a in tree_atoms(sweep.tape.result) if isinstance(a, Var))
+    return {i for i, o in enumerate(stmt.outs) if o in read}
+
+
+def _needed(loop: While, dotted: list[int], read: set[int]) -> list[int]:
+    """The carried tangents (by number, among ``dotted``) that a tangent after the loop may
+    read, and those a trip makes them from: ``err`` of ``while err > tol``, read by the
+    condition only, carries none."""
+    n, body = loop.ncarry, loop.body
+    ins = [i.var for i in body.inputs]
+    reach: dict[Var, set[int]] = {v: {k} for k, v in enumerate(ins[:n])}
+    for s in body.stmts:
+        sources = set().union(*(reach.get(u, set()) for u in s.uses()))
+        for o in s.outs:
+            reach[o] = sources
+    need, todo = {i for i in dotted if i in read}, [i for i in dotted if i in read]
+    while todo:
+        r = body.result[todo.pop()]
+        for k in reach.get(r, set()) if isinstance(r, Var) else ():
+            if k in dotted and k not in need:
+                need.add(k)
+                todo.append(k)
+    return sorted(need)
 
 
 def _tangent_body(sweep: _ForwardSweep, loop: While, dotted: list[int],

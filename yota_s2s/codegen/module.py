@@ -250,8 +250,9 @@ def _function(tape: Tape, emitter: Emitter, numba: NumbaForm | None = None,
         out_check_lines(emitter, tape, fname) + unpack_line(emitter)
     sections: list[str] = []
     previous, shown = None, set()
-    for block in blocks:
-        if block.section not in sections:
+    for block in blocks:        # (a header where the section changes: a while carrying
+        #                         tangents is a forward statement after the tangents it starts from)
+        if not sections or block.section != sections[-1]:
             sections.append(block.section)
             body.append(f"# -- {block.section} --")
         if block.loop is None:
@@ -261,7 +262,7 @@ def _function(tape: Tape, emitter: Emitter, numba: NumbaForm | None = None,
         chain = block.loop                    # a cache-blocked chain (blocks.py)
         inner: list[ast.stmt] = []
         for part in chain.inner:
-            if part.section not in sections:
+            if not sections or part.section != sections[-1]:
                 sections.append(part.section)
                 inner.append(Comment(comment(f"-- {part.section} --")))
             inner += block_nodes(part, tape.name, emitter.rules_of, previous, shown)

@@ -9,6 +9,7 @@ statements of a loop numba_form.py moves into a compiled function:
 - ``xp.linalg.norm(d, axis=k[, keepdims])``   -> ``xp.sqrt((d * d).sum(axis=k))`` (real d)
 - ``xp.pad(a, ((1, 0), (0, 0)))`` (zeros)     -> ``_pad2(a, 1, 0, 0, 0)``, a loop-free function
   written once in the module (``pad_helper``): a zero array with ``a`` in its middle.
+- ``reversed(range(trips))`` (a while's unwind) -> ``range(trips - 1, -1, -1)``
 
 A call none of these match is left as it is; numba then compiles it or refuses the loop
 (numba_form.check_loops).
@@ -107,11 +108,24 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_Call(self, node: ast.Call) -> ast.expr:
         self.generic_visit(node)
-        for form in (self._diff, self._keepdims_sum, self._norm, self._pad):
+        for form in (self._diff, self._keepdims_sum, self._norm, self._pad, self._reversed):
             new = form(node)
             if new is not None:
                 return new
         return node
+
+    @staticmethod
+    def _reversed(call: ast.Call) -> ast.expr | None:
+        """``reversed(range(n))`` (a while's unwind, codegen/whiles.py) as numba takes it."""
+        if not (isinstance(call.func, ast.Name) and call.func.id == "reversed"
+                and len(call.args) == 1 and not call.keywords
+                and isinstance(call.args[0], ast.Call) and isinstance(call.args[0].func, ast.Name)
+                and call.args[0].func.id == "range" and len(call.args[0].args) == 1):
+            return None
+        count = call.args[0].args[0]
+        minus_one = ast.UnaryOp(ast.USub(), ast.Constant(1))
+        return ast.Call(ast.Name("range", ast.Load()), [
+            ast.BinOp(count, ast.Sub(), ast.Constant(1)), minus_one, minus_one], [])
 
     @staticmethod
     def _diff(call: ast.Call) -> ast.expr | None:
