@@ -49,6 +49,7 @@ def snippets() -> dict[str, str]:
         **_loops(),
         **_branches(),
         **_whiles(),
+        **_while_modes(),
         **_jvp(args),
     }
 
@@ -102,6 +103,20 @@ def _whiles() -> dict[str, str]:
     return {"while-tape": format_tape(tape) + "\n",
             "while-module": plain[plain.index("    # -- forward --"):],
             "while-module-buffered": buffered[buffered.index("    buf1"):]}
+
+
+def _while_modes() -> dict[str, str]:
+    """docs/how-it-works.md: a while statement in forward mode and under ys.vmap."""
+    import numpy as np
+
+    from tests.programs import whiles
+    from yota_s2s.compiler import compile_jvp, compile_vmap
+
+    jvp = compile_jvp(whiles.newton_sqrt, (np.array([2.0, 3.0]),), buffers=False).text
+    batch = np.array([[2.0, 3.0], [0.5, 9.0], [1e4, 7.0]])
+    vmap = compile_vmap(whiles.newton_sqrt, (batch,), (0,), buffers=False).text
+    return {"while-jvp-module": jvp[jvp.index("    # -- forward --"):],
+            "while-vmap-module": vmap[vmap.index("    # -- forward --"):]}
 
 
 def _jvp(args: tuple) -> dict[str, str]:
