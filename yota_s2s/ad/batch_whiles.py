@@ -211,6 +211,7 @@ def _masked(outer: Batching, loop: While, batched: set[int], stmt: Stmt) -> Tape
                 picked = sub.emit(np.reshape, [running, Lit((sub.size,) + (1,) * (
                     old.aval.ndim - 1))], {}) if old.aval.ndim > 1 else running
                 value = sub.emit(np.where, [picked, value, old], {})
+                sub.batched.add(value)
             results.append(value)
         for k, (c_in, b_in) in enumerate(zip(cond.inputs, body.inputs)):
             sub.new[c_in.var] = results[k] if k < n else sub.new[b_in.var]
