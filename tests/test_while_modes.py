@@ -90,6 +90,25 @@ def test_vmap_keeps_the_while_when_its_condition_is_the_same_for_every_example()
                                rtol=1e-12)
 
 
+def halvings(a):
+    """Not a fixed point: a trip too many changes the value."""
+    x = a
+    n = 0.0
+    while np.sum(x * x) > 1.0:
+        x = x * 0.5
+        n = n + 1.0
+    return np.sum(x) + n
+
+
+def test_vmap_stops_each_example_at_its_own_trip():
+    """Each example leaves when its own sum is small: the condition after a trip reads the
+    trip's values per example (it read them as one value for the batch, a sum over all the
+    examples, and every example ran as long as the largest: found by the fuzzer's whiles)."""
+    a = np.array([[0.1, 0.2], [3.0, 1.0], [40.0, -7.0], [0.9, 0.1]])
+    compiled = compile_vmap(halvings, (a,), (0,), check=True)
+    np.testing.assert_allclose(compiled.fn(a), [halvings(x) for x in a], rtol=1e-15)
+
+
 def halve_by_solving(A, b):
     x = b
     while np.max(np.abs(x)) > 1.0:
