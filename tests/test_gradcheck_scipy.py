@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import yota_s2s as ys
-from yota_s2s.rules.implicit import fixed_point_adjoint
+from yota_s2s.rules.implicit import fixed_point_adjoint, odeint_adjoint
 
 from .test_gradcheck import Case, check_case, normal, positive, spd, unit, weighted, well_conditioned
 
@@ -223,6 +223,15 @@ def largest_change(x, x_prev):
     return np.max(np.abs(x - x_prev))
 
 
+def growth(y, t, k):
+    return k * y * t
+
+
+def adjoint_loss(states, dstates, k, t):
+    dy0, dt, dargs = odeint_adjoint(growth, states, t, dstates, (k,), rtol=1e-10, atol=1e-10)
+    return weighted(dy0) + weighted(dt) + weighted(dargs)
+
+
 def increasing(n):
     return lambda r: np.cumsum(r.uniform(0.2, 0.5, n))
 
@@ -243,6 +252,11 @@ if HAS_SCIPY:
                                                               atol=1e-11)),
              lambda r: (r.uniform(0.2, 1.0, 2), r.uniform(0.5, 1.0, 2), r.uniform(-1, 1),
                         increasing(4)(r))))
+    # the adjoint alone (its rules: the gradient of its definition, solve_odeint_adjoint)
+    IMPLICIT_CASES.append(
+        Case("odeint_adjoint", adjoint_loss,
+             lambda r: (r.uniform(0.2, 1.0, (2, 2)), r.standard_normal((2, 2)),
+                        r.uniform(0.5, 1.0, 2), increasing(2)(r))))
 
 EXTRA_CASES = SIGNAL_CASES + SCIPY_CASES + IMPLICIT_CASES
 

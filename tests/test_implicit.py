@@ -391,6 +391,18 @@ def test_fixed_point_second_derivative_of_a_tuple_parameter_matches_finite_diffe
                       rtol=1e-7)
 
 
+def test_fixed_point_hessian_of_a_step_that_slices_matches_finite_differences():
+    """The adjoint's gradient, inlined by its rule, is a plain generated module that writes in
+    place (``da[...] += ...``: the gradient of ``a[::-1]``); the frontend takes those writes as
+    pure updates. It was refused: '`da[...] = ...` in a derivative rule: rules are pure'."""
+    a = np.array([0.3, 1.1, -0.7])
+    first = ys.gradient(_contraction_loss)
+    numeric = np.array([_numeric(lambda s: first(a + s * e)[i], 0.0) for i, e in
+                        enumerate(np.eye(3))])
+    np.testing.assert_allclose(np.diag(ys.hessian(_contraction_loss, a)), numeric, rtol=1e-6,
+                               atol=1e-9)
+
+
 # ----- autograd's examples, ported -----------------------------------------------------------
 def test_fixed_points_example_matches_autograd(capsys):
     from .test_examples import load

@@ -14,8 +14,10 @@ the array, ``x_1 = setitem(x, key, v)``, and two maps make every later read see 
 
 Writing into an argument, or into a view of one, would change the caller's data; writing into
 a read-only view (``np.broadcast_to``) fails in numpy: both are errors that say so. Rules never
-write in place (they call ``setitem``), so in backward mode none of this runs. The generated
-code writes in place again wherever the old array is not needed (passes/inplace.py).
+write in place (they call ``setitem``), so in backward mode none of this runs; only a generated
+module's plain form that a rule inlines (a gradient differentiated again, rules/implicit.py)
+writes, where its old array is dead: ``generated_update``. The generated code writes in place
+again wherever the old array is not needed (passes/inplace.py).
 """
 from __future__ import annotations
 
@@ -116,12 +118,26 @@ class UpdatesMixin:
                    written: str = "") -> None:
         """``target[key] = value``. ``shown`` names the target as the user wrote it, ``written``
         the update (``x[...] = ...`` unless said otherwise)."""
+        if self.backward_mode and _generated_code(self.frame.globals):
+            return self.generated_update(target, key, value, node)
         local = shown if "[" in shown else shown.split(".")[-1]   # (hs[...] is a list's item)
         self.check_writable(target, node, written or f"{shown}[...] = ...", shown,
                             f"Copy it first: `{local} = {shown}.copy()`.")
         params = {"repeats": True} if _may_repeat(key, self.constants, self.values) else {}
         new = self.call_primitive(self.rules.lookup(setitem), (target, key, value), params, node)
         self.replace(target, new, node)
+
+    def generated_update(self, target: Any, key: Any, value: Any, node: gast.AST) -> None:
+        """``x[key] = v`` (or ``+=``) in a generated module's plain form that a derivative rule
+        inlines (a rule that differentiates a generated gradient: rules/implicit.py). The
+        module writes in place only where the old ``x`` is dead, with no view of it read later
+        (passes/inplace.py), so the update is the pure ``setitem`` under the same local names."""
+        params = {"repeats": True} if _may_repeat(key, self.constants, self.values) else {}
+        new = self.call_primitive(self.rules.lookup(setitem), (target, key, value), params, node)
+        new.hint = new.hint or getattr(target, "hint", None)
+        for name, bound in list(self.frame.locals.items()):
+            if bound is target:
+                self.frame.locals[name] = new
 
     def update_by_method(self, method: Any, args: list, kwargs: dict, node: gast.AST) -> None:
         """``x.sort()``, ``x.partition(k)``, ``x.fill(v)``: numpy's in-place methods."""
@@ -265,6 +281,11 @@ class UpdatesMixin:
             if var not in self.views:
                 return
             var = self.current(self.views[var][0])
+
+
+def _generated_code(scope: dict) -> bool:
+    """Is ``scope`` the globals of a module yota-s2s wrote (a plain form: ``__yota_text__``)?"""
+    return isinstance(scope.get("__yota_text__"), str)
 
 
 def _may_repeat(key: Any, constants: set, values: dict) -> bool:

@@ -14,12 +14,15 @@ rule that never differentiates through the solver's iterations or steps.
   method: backward from the last time, between each pair of times, integrate the augmented
   system ``(y, a, g_args)' = (func, -a^T df/dy, -a^T df/dargs)`` from the state and adjoint
   ``a`` there, adding the incoming gradient of each state; ``dy0`` is the last adjoint, the
-  time gradients ``dy_i . func(y_i, t_i)`` (minus the adjoint's at ``t_0``).
+  time gradients ``dy_i . func(y_i, t_i)`` (minus the adjoint's at ``t_0``). That adjoint too
+  is written with ``odeint`` and generated gradients (``solve_odeint_adjoint``, autograd's
+  ``grad_odeint``), and its primitive's rule is the gradient of that definition.
 
-The VJPs of the user's function are generated modules (``ys.vjp``, ``ys.gradient``:
-``ys.source`` shows them), compiled once per function and argument signature. The API layer
-gives them (``VJPS``, ``GRADIENTS``); the generated code calls ``fixed_point_adjoint`` and
-``odeint_adjoint`` by name, importing them from here.
+The VJPs of the user's function are generated gradients (``ys.gradient`` of ``applied_dot``,
+``func_dot``: ``ys.source`` shows them), compiled once per function and argument signature.
+The API layer makes them (``GRADIENTS``, through ``gradient_of``, which traced code inlines);
+the generated code calls ``fixed_point_adjoint`` and ``odeint_adjoint`` by name, importing them
+from here.
 """
 from __future__ import annotations
 
@@ -32,27 +35,21 @@ from ..marks import function_maker
 from .registry import diffrule, nodiff, primitive
 
 
-class _Vjps:
-    """The maker of generated VJPs, ``make(fn, args, cotangent) -> vf`` with
-    ``vf(*args, cotangent) == (fn(*args), d0, d1, ...)`` (``cotangent`` like ``fn``'s result):
-    set by the API layer (``ys.vjp``, cached), which this layer cannot import."""
-
-    make: Callable | None = None
-
-    def __call__(self, fn: Callable, args: tuple, cotangent: Any) -> Callable:
-        if self.make is None:       # set by ``import yota_s2s``, which importing this runs
-            raise InternalError("no maker of VJPs: yota_s2s.solvers was not imported")
-        return self.make(fn, args, cotangent)
-
-
-VJPS = _Vjps()
-
-
 class _Gradients:
     """The maker of gradient functions, ``make(fn, argnum)`` (``ys.gradient``): set by the API
-    layer, as ``VJPS.make``."""
+    layer, which this layer cannot import. What it makes is kept per ``(fn, argnum)`` (a few
+    functions of this module): the adjoints call one per step of their iterations."""
 
     make: Callable | None = None
+    made: dict = {}
+
+    def __call__(self, fn: Callable, argnum: Any) -> Callable:
+        if self.make is None:       # set by ``import yota_s2s``, which importing this runs
+            raise InternalError("no maker of gradients: yota_s2s.solvers was not imported")
+        key = (fn, argnum)
+        if key not in self.made:
+            self.made[key] = self.make(fn, argnum)
+        return self.made[key]
 
 
 GRADIENTS = _Gradients()
@@ -63,9 +60,7 @@ def gradient_of(fn: Callable, argnum: Any) -> Callable:
     """``ys.gradient(fn, argnum)``. Marked as a function maker: in traced code (a rule's body,
     ``solve_adjoint``) it is made when compiling and a call of what it makes is inlined, so
     that the gradient it computes can be differentiated again."""
-    if GRADIENTS.make is None:
-        raise InternalError("no maker of gradients: yota_s2s.solvers was not imported")
-    return GRADIENTS.make(fn, argnum)
+    return GRADIENTS(fn, argnum)
 
 
 # ----- fixed_point -------------------------------------------------------------------------
@@ -77,11 +72,6 @@ def fixed_point(f, a, x0, distance, tol):
     while distance(x, x_prev) > tol:
         x, x_prev = step(x), x
     return x
-
-
-def applied(f, a, x):
-    """``f(a)(x)``: one step of the iteration, as a function of ``a`` and ``x``."""
-    return f(a)(x)
 
 
 def applied_dot(f, a, x, w):
@@ -177,50 +167,68 @@ def odeint(func, y0, t, args=(), rtol=None, atol=None, mxstep=0):
     return scipy_odeint(func, y0, t, args=tuple(args), rtol=rtol, atol=atol, mxstep=mxstep)
 
 
-def odeint_adjoint(func, y, t, dy, args, rtol=None, atol=None, mxstep=0):
-    """The adjoint method for ``y = odeint(func, y0, t, args)`` and the incoming gradient
-    ``dy`` of its rows: ``(dy0, dt, dargs)``, ``dargs`` the gradients of the float leaves of
-    ``args`` raveled into one vector (``unravel_like`` gives them their shapes).
+def func_dot(func, y, t, args, c):
+    """``<c, func(y, t, *args)>``: its gradients in ``y`` and ``args`` are ``func``'s
+    vector-Jacobian products with ``c``."""
+    return np.sum(func(y, t, *args) * c)
+
+
+def augmented_dynamics(state, t, func, d, args):
+    """The adjoint method's system, ``state = (y, a, g)`` (``d`` the size of ``y``):
+    ``(func(y, t), -a^T dfunc/dy, -a^T dfunc/dargs)``, the last raveled over the float leaves
+    of ``args``; scipy calls it with ``t`` a Python float, as it calls ``func``."""
+    y, a = state[:d], state[d:2 * d]
+    leaves = float_leaves(args)
+    if not leaves:
+        return np.concatenate([func(y, t, *args), gradient_of(func_dot, 1)(func, y, t, args, -a)])
+    g_y, g_args = gradient_of(func_dot, (1, 3))(func, y, t, args, -a)
+    flat = [np.ravel(_leaf_gradient((g_args,), (0, *path), v)) for path, v in leaves]
+    return np.concatenate([func(y, t, *args), g_y, *flat])
+
+
+def solve_odeint_adjoint(func, states, t, dstates, args, rtol=None, atol=None, mxstep=0):
+    """The adjoint method for ``states = odeint(func, y0, t, args)`` and the incoming gradient
+    ``dstates`` of its rows: ``(dy0, dt, dargs)``, ``dargs`` the gradients of the float leaves
+    of ``args`` raveled into one vector (``unravel_like`` gives them their shapes).
 
     Backward from the last time, each interval ``[t_i, t_(i-1)]`` integrates the augmented
-    state ``(y, a, g)`` with ``y' = func(y, t)``, ``a' = -a^T dfunc/dy``, ``g' = -a^T
-    dfunc/dargs`` (one generated VJP of ``func`` per evaluation), from ``y_i``, the adjoint
-    ``a`` (which gains ``dy_i`` at each time) and the gradient ``g`` so far. At the end ``a``
-    is ``dy0`` and ``g`` the gradient of ``args``. A time's gradient is ``dy_i . func(y_i,
-    t_i)``; ``t_0``'s is ``-a . func(y_0, t_0)`` with ``a`` the adjoint arriving there.
+    state ``(y, a, g)`` (``augmented_dynamics``) with ``odeint`` itself, from ``y_i``, the
+    adjoint ``a`` (which gains ``dstates_i`` at each time) and the gradient ``g`` so far. At
+    the end ``a`` is ``dy0`` and ``g`` the gradient of ``args``. A time's gradient is
+    ``dstates_i . func(y_i, t_i)``; ``t_0``'s is ``-a . func(y_0, t_0)`` with ``a`` the adjoint
+    arriving there. Written with ``odeint`` and generated gradients only (autograd's
+    ``grad_odeint``), so that the frontend can trace it: the derivative of ``odeint_adjoint``
+    is this function's gradient.
     """
-    from scipy.integrate import odeint as scipy_odeint
-    y, dy, t = np.asarray(y), np.asarray(dy), np.asarray(t)
-    args = tuple(args)
-    leaves = float_leaves(args)
-    sizes = [int(np.size(v)) for _, v in leaves]
-    n, d = y.shape
-    vf = VJPS(func, (y[-1], float(t[-1]), *args), y[-1])    # scipy gives func Python floats
-
-    def gradients(yi, ti, cotangent):
-        value, g_y, _, *g_args = vf(yi, float(ti), *args, cotangent)
-        flat = [np.ravel(_leaf_gradient(g_args, path, v)) for path, v in leaves]
-        return value, g_y, np.concatenate(flat) if flat else np.zeros(0)
-
-    def augmented(state, ti):
-        value, g_y, g_args = gradients(state[:d], ti, -state[d:2 * d])
-        return np.concatenate([value, g_y, g_args])
-
-    a = np.array(dy[-1], dtype=np.result_type(dy, float))
-    g = np.zeros(sum(sizes))
-    dt = np.zeros(n, np.result_type(t, float))
+    n, d = np.shape(states)
+    a = dstates[n - 1]
+    g = np.zeros(sum(int(np.size(v)) for _, v in float_leaves(args)))
+    dt = []
     for i in range(n - 1, 0, -1):
-        dt[i] = np.dot(dy[i], np.ravel(func(y[i], t[i], *args)))
-        state = np.concatenate([y[i], a, g])
-        state = scipy_odeint(augmented, state, np.array([t[i], t[i - 1]]), rtol=rtol,
-                             atol=atol, mxstep=mxstep)[-1]
+        dt.append(np.dot(dstates[i], np.ravel(func(states[i], t[i], *args))))
+        state = np.concatenate([states[i], a, g])
+        state = odeint(augmented_dynamics, state, np.stack([t[i], t[i - 1]]), (func, d, args),
+                       rtol, atol, mxstep)[1]
         a, g = state[d:2 * d], state[2 * d:]
         if i == 1:
-            dt[0] = -np.dot(a, np.ravel(func(y[0], t[0], *args)))
-        a = a + dy[i - 1]
+            dt.append(-np.dot(a, np.ravel(func(states[0], t[0], *args))))
+        a = a + dstates[i - 1]
     if n == 1:
-        a = np.array(dy[0])
-    return a, dt, g
+        dt.append(0.0 * t[0])
+    return a, np.stack(dt[::-1]), g
+
+
+def odeint_adjoint(func, states, t, dstates, args, rtol=None, atol=None, mxstep=0):
+    """``solve_odeint_adjoint`` as a primitive: first-order gradients call it by name."""
+    a, dt, g = solve_odeint_adjoint(func, states, t, dstates, args, rtol, atol, mxstep)
+    return np.asarray(a), np.asarray(dt), np.asarray(g)
+
+
+def odeint_adjoint_dot(func, states, t, dstates, args, rtol, atol, mxstep, c0, c1, c2):
+    """``<(c0, c1, c2), solve_odeint_adjoint(...)>``: its gradients are ``odeint_adjoint``'s
+    VJPs."""
+    a, dt, g = solve_odeint_adjoint(func, states, t, dstates, args, rtol, atol, mxstep)
+    return np.sum(a * c0) + np.sum(dt * c1) + np.sum(g * c2)
 
 
 def float_leaves(tree, path=()):
@@ -284,11 +292,53 @@ def _unravel(flat, tree, start):
 
 
 # args is a tuple of any structs (autograd passes (params,), a list of (W, b)): taken as given
+# the tolerances are operands, not options: a gradient of the adjoint (solve_odeint_adjoint,
+# traced) takes them as arguments
 primitive(odeint, "func, y0, t, args=(), rtol=None, atol=None, mxstep=0", name="ys.odeint",
-          operands="func, y0, t, args", sequences=("*",))
-primitive(odeint_adjoint, "func, y, t, dy, args=(), rtol=None, atol=None, mxstep=0",
-          name="ys.odeint_adjoint", operands="func, y, t, dy, args", nout=3, sequences=("*",))
+          operands="func, y0, t, args, rtol, atol", sequences=("*",))
+primitive(odeint_adjoint, "func, states, t, dstates, args=(), rtol=None, atol=None, mxstep=0",
+          name="ys.odeint_adjoint", operands="func, states, t, dstates, args, rtol, atol",
+          nout=3, sequences=("*",))
+for _name in ("rtol", "atol"):      # the solution does not move with them (where it converged)
+    nodiff(odeint, _name)
+    nodiff(odeint_adjoint, _name)
 diffrule(odeint, "y0", "odeint_adjoint(func, y, t, dy, args, rtol, atol, mxstep)[0]")
 diffrule(odeint, "t", "odeint_adjoint(func, y, t, dy, args, rtol, atol, mxstep)[1]")
 diffrule(odeint, "args", "unravel_like(odeint_adjoint(func, y, t, dy, args, rtol, atol, "
                          "mxstep)[2], args)")
+
+
+# the adjoint's own derivative: the gradient of its definition, traced (odeint's rules again)
+def _adjoint_gradients(func, states, t, dstates, args, y, dy, rtol, atol, mxstep):
+    """The gradients of ``solve_odeint_adjoint``'s ``states, t, dstates`` (and ``args``, shaped
+    like it) with the cotangents ``dy`` of its three results (zeros for one with none)."""
+    c = tuple(np.zeros(np.shape(out)) if d is None else d for out, d in zip(y, dy))
+    if not float_leaves(args):
+        return (*gradient_of(odeint_adjoint_dot, (1, 2, 3))(
+            func, states, t, dstates, args, rtol, atol, mxstep, *c), None)
+    g_states, g_t, g_dstates, g_args = gradient_of(odeint_adjoint_dot, (1, 2, 3, 4))(
+        func, states, t, dstates, args, rtol, atol, mxstep, *c)
+    return g_states, g_t, g_dstates, shaped_like(g_args, args)
+
+
+@diffrule(odeint_adjoint, "states", shows="gradient(odeint_adjoint_dot)(...)[0]")
+def odeint_adjoint_grad_states(func, states, t, dstates, args, y, dy, rtol=None, atol=None,
+                               mxstep=0):
+    return _adjoint_gradients(func, states, t, dstates, args, y, dy, rtol, atol, mxstep)[0]
+
+
+@diffrule(odeint_adjoint, "t", shows="gradient(odeint_adjoint_dot)(...)[1]")
+def odeint_adjoint_grad_t(func, states, t, dstates, args, y, dy, rtol=None, atol=None, mxstep=0):
+    return _adjoint_gradients(func, states, t, dstates, args, y, dy, rtol, atol, mxstep)[1]
+
+
+@diffrule(odeint_adjoint, "dstates", shows="gradient(odeint_adjoint_dot)(...)[2]")
+def odeint_adjoint_grad_dstates(func, states, t, dstates, args, y, dy, rtol=None, atol=None,
+                                mxstep=0):
+    return _adjoint_gradients(func, states, t, dstates, args, y, dy, rtol, atol, mxstep)[2]
+
+
+@diffrule(odeint_adjoint, "args", shows="gradient(odeint_adjoint_dot)(...)[3]")
+def odeint_adjoint_grad_args(func, states, t, dstates, args, y, dy, rtol=None, atol=None,
+                             mxstep=0):
+    return _adjoint_gradients(func, states, t, dstates, args, y, dy, rtol, atol, mxstep)[3]
