@@ -160,3 +160,12 @@ def test_the_steps_factors_are_one_residual():
     assert len(params) == 4 + 1 + 4, params          # Wx, xs, hs, Wh, the factors, 4 tangents
     factors = params[4]
     assert all(f"* {factors}[{t}]" in "\n".join(step_lines(text, t)) for t in range(steps))
+
+
+def test_a_saved_python_bool_is_checked_as_one():
+    # np.allclose returns a Python bool: the tangent map's saved value, a bool argument (it
+    # was checked as a float, and a bool refused: "must be a float, got True")
+    def f(x):
+        return x[0] * np.allclose(x, x) + x[1] * (np.sum(x) > 100.0)
+    text = tangent_agrees(f, [(3,)])
+    assert "type(" in text and "is not bool" in text

@@ -95,9 +95,12 @@ def _residual_names(tape: Tape, residuals: list[Var], nparams: int) -> list[str]
 
 
 def _kind(var: Var) -> str:
-    """The argument kind a residual is checked as: an array, a numpy scalar, a Python float."""
+    """The argument kind a residual is checked as: an array, a numpy scalar, a Python float,
+    int or bool."""
     aval: Aval = var.aval
-    return "float" if aval.weak else "scalar" if aval.shape == () else "array"
+    if aval.weak:       # a Python number (np.allclose's bool, a float)
+        return {"b": "bool", "i": "int", "u": "int"}.get(aval.dtype.kind, "float")
+    return "scalar" if aval.shape == () else "array"
 
 
 __all__ = ["Linearized", "split"]

@@ -389,7 +389,7 @@ def _describe_param(tape: Tape, argnum: int) -> str:
     leaves = [i for i in tape.inputs if i.argnum == argnum]
     if kind in ("array", "scalar"):
         return f"{name} {_spec(leaves[0].var)}"
-    if kind in ("float", "int"):
+    if kind in ("float", "int", "bool"):
         return f"{name} {kind}"
     if kind == "ints":
         return f"{name} list of {leaves[0].var.aval.shape[0]} ints"
@@ -466,6 +466,9 @@ def _leaf_check(fname: str, var: Var, ref: str, access: str, emitter: Emitter) -
     if aval.weak and aval.dtype.kind in "iu":       # an int kept at run time (ys.grad)
         tests = [f"type({ref}) is not int"]
         expected = "an int"
+    elif aval.weak and aval.dtype.kind == "b":      # a linearization's saved Python bool
+        tests = [f"type({ref}) is not bool"]
+        expected = "a bool"
     elif aval.weak:
         number = "(int, float, complex)" if aval.dtype.kind == "c" else "(int, float)"
         tests = [f"not isinstance({ref}, {number})", f"isinstance({ref}, bool)"]

@@ -339,7 +339,8 @@ class Tape:
     grads: list[Atom | None] | None = None
     statics: list[StaticInput] = field(default_factory=list)
     loc: SourceLoc | None = None
-    arg_kinds: tuple[str, ...] = ()     # per parameter: "array", "scalar", "float", "int", "static", "struct"
+    # per parameter: "array", "scalar", "float", "int", "bool", "ints", "static", "struct"
+    arg_kinds: tuple[str, ...] = ()
     layout: list[StaticInput] = field(default_factory=list)   # len(m.layers) == 2, tuple(d) == keys
     freevars: tuple[str, ...] = ()      # the function's closure variables (co_freevars)
     # Side tables for naming. Vars are shared by the tapes made from one another, so a stage
