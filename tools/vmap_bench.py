@@ -9,9 +9,11 @@ Reports, per call of the compiled modules (compiling is not timed):
   per-example           ys.per_example_grad: one gradient per example, the batch first
   loop of simplegrad    the gradient of one row at a time, for every row
   ghost norms           ys.per_example_grad(..., norms=True): each example's gradient norm
-and checks that the per-example gradients equal the loop's to 1e-12; the last line is numpy
-making the first layer's per-example gradients alone (one broadcast product into a new array),
-which no per-example method can avoid. Peak memory is Python's
+and checks that the per-example gradients equal the loop's to 1e-12; "(numpy, by hand)" makes
+the same gradients in numpy as one would by hand (the batch's forward and backward, then each
+layer's outer products written once), and the last line is numpy making the first layer's
+per-example gradients alone (one broadcast product into a new array), which no per-example
+method can avoid. Peak memory is Python's
 tracemalloc peak during one call (numpy's arrays are traced). Where JAX is installed (never a
 dependency), the same run times JAX's ``jit(vmap(grad(example_loss)))`` against its own
 ``jit(grad(batch_loss))`` in float64 on the CPU, checked against ours to 1e-10.
@@ -42,6 +44,20 @@ def batch_loss(params, X, labels):
     m = np.max(logits, axis=1, keepdims=True)
     lse = m[:, 0] + np.log(np.sum(np.exp(logits - m), axis=1))
     return np.sum(lse - logits[np.arange(X.shape[0]), labels])
+
+
+def by_hand(params, X, labels):
+    """The per-example gradients written by hand in numpy: the batch's forward and backward,
+    then each layer's outer products, each written once into a new array (the least numpy
+    work that makes them: what a per-example module can at best match)."""
+    h = np.tanh(X @ params["W1"] + params["b1"])
+    logits = h @ params["W2"] + params["b2"]
+    e = np.exp(logits - np.max(logits, axis=1, keepdims=True))
+    g2 = e / np.sum(e, axis=1, keepdims=True)
+    g2[np.arange(X.shape[0]), labels] -= 1.0
+    g1 = (g2 @ params["W2"].T) * (1.0 - h * h)
+    return {"W1": np.multiply(X[:, :, None], g1[:, None, :]), "b1": g1,
+            "W2": np.multiply(h[:, :, None], g2[:, None, :]), "b2": g2}
 
 
 def jax_ratio(params, X, labels, per_example, repeat: int) -> str:
@@ -122,6 +138,9 @@ def main() -> None:
             summed[k] = summed[k] + g[(k,)]
     _, batch_g, _, _ = batch_grad(params, X, labels)
     worst_sum = max(float(np.max(np.abs(summed[k] - batch_g[(k,)]))) for k in params)
+    hand = by_hand(params, X, labels)
+    worst_hand = max(float(np.max(np.abs(hand[k] - per_example[k]))) for k in params)
+    del hand
 
     t_batch = best(lambda: batch_grad(params, X, labels), options.repeat)
     t_per = best(lambda: ys.per_example_grad(example_loss, params, X, labels), options.repeat)
@@ -129,6 +148,7 @@ def main() -> None:
                    options.repeat)
     t_loop = best(lambda: [row_grad(params, *row) for row in rows],
                   max(1, options.repeat // 3))
+    t_hand = best(lambda: by_hand(params, X, labels), options.repeat)
     G = rng.standard_normal((n, h))
     t_floor = best(lambda: np.multiply(X[:, :, None], G[:, None, :]), options.repeat)
     m_batch = peak(lambda: batch_grad(params, X, labels))
@@ -144,6 +164,8 @@ def main() -> None:
           f"peak {m_per / 2**20:7.1f} MiB")
     print(f"  {'ghost norms':22s} {t_ghost * 1e3:8.2f} ms  {t_ghost / t_batch:5.2f}x   "
           f"peak {m_ghost / 2**20:7.1f} MiB")
+    print(f"  {'(numpy, by hand)':22s} {t_hand * 1e3:8.2f} ms  {t_hand / t_batch:5.2f}x   "
+          f"the same gradients written by hand (max |diff| {worst_hand:.1e}): the best numpy does")
     print(f"  {'loop of simplegrad':22s} {t_loop * 1e3:8.2f} ms  {t_loop / t_batch:5.2f}x")
     print(f"  {'(numpy: W1 per example)':22s} {t_floor * 1e3:8.2f} ms  {t_floor / t_batch:5.2f}x   "
           f"x[:, :, None] * g[:, None, :] alone, a new ({n}, {d}, {h}) array: the floor")
