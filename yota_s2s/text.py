@@ -140,10 +140,8 @@ def literal(value: Any) -> ast.expr:
         item = value.item()
         if type(item) is type(value):   # longdouble: no Python number holds it; its
             # shortest decimal text reads back exactly (``xp.float128('0.1')``)
-            if value.dtype.kind != "f":     # (clongdouble's text reads back as a complex)
-                raise StaticValueError(f"a {printable(value.dtype.name)} number cannot be "
-                                       "written exactly into the generated code",
-                                       hint="Use complex128 (np.complex128(z)).")
+            if value.dtype.kind == "c":     # clongdouble's text reads back as a complex128
+                return _extended_complex(value)
             return ast.Call(_dtype(value.dtype), [ast.Constant(str(value))], [])
         return ast.Call(_dtype(value.dtype), [literal(item)], [])
     if isinstance(value, np.ndarray):
@@ -175,6 +173,21 @@ def literal(value: Any) -> ast.expr:
             (value < 0 or math.copysign(1, value) < 0):
         return ast.UnaryOp(ast.USub(), ast.Constant(-value))
     return ast.Constant(value)
+
+
+def _extended_complex(value: np.complexfloating) -> ast.expr:
+    """A clongdouble, exact: ``xp.complex256(xp.float128('2.5'))`` from its real part, plus
+    ``xp.complex256(xp.float128('-0.1')) * 1j`` where its imaginary part is not 0 (finite: the
+    product with ``1j`` would turn an infinite one into nan + inf j)."""
+    real = ast.Call(_dtype(value.dtype), [literal(value.real)], [])
+    if value.imag == 0 and not np.signbit(value.imag):
+        return real
+    if not np.isfinite(value.imag):
+        raise StaticValueError(f"a {printable(value.dtype.name)} number with an infinite or nan "
+                               "imaginary part cannot be written exactly into the generated "
+                               "code", hint="Use complex128 (np.complex128(z)).")
+    imag = ast.Call(_dtype(value.dtype), [literal(value.imag)], [])
+    return ast.BinOp(real, ast.Add(), ast.BinOp(imag, ast.Mult(), ast.Constant(1j)))
 
 
 def index_literal(value: np.ndarray) -> ast.expr:
