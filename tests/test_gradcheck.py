@@ -377,6 +377,10 @@ SHAPE_OPS = [
     Case("static_ints_in_an_array_decide_a_branch", padded, lambda r: (r.standard_normal((3, 3)), 1, 0, 2, 1)),
     Case("append", lambda a, b: weighted(np.append(a, b)) + weighted(np.append(a, a * b, axis=0)), normal((2, 3), (3,))),
     Case("cross", lambda a, b: weighted(np.cross(a, b)), normal((4, 3), (3,))),
+    # the vectors along other axes (autograd's test_cross): moveaxis, cross, moveaxis
+    Case("cross_along_axes", lambda a, b: weighted(np.cross(a, b, axisa=0, axisb=1, axisc=0)),
+         normal((3, 4), (4, 3))),
+    Case("cross_along_axis", lambda a, b: weighted(np.cross(a, b, axis=0)), normal((3, 2), (3, 2))),
     # 2-vectors (the z component): deprecated in numpy 2.0, an error from numpy 2.5
     *([Case("cross_of_2_vectors", lambda u, v: weighted(np.cross(u, v)), normal((2,), (5, 2)))]
       if _crosses_2_vectors() else []),

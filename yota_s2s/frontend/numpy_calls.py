@@ -14,6 +14,8 @@
 - ``np.shape(x)``, ``np.ndim(x)``, ``np.size(x)`` ...: static facts about the example value.
 - ``np.atleast_2d(a, b)`` of several arrays: one call each.
 - ``np.einsum`` in sublist form: its subscripts as a string.
+- ``np.cross`` with ``axisa``, ``axisb``, ``axisc`` or ``axis``: the cross of the last axes
+  between ``np.moveaxis`` calls (``rules/products.py`` ``cross_axes``).
 - ``np.linalg.eig``: the eigenvalues checked to be complex (or real) as in the example.
 
 And a guard for results whose shape depends on the data (``x[mask]``, ``np.argwhere``): the
@@ -36,6 +38,7 @@ from ..rules.elementwise import WRITTEN as ELEMENTWISE_WRITTEN
 from ..rules.joining import SPLITS
 from ..rules.linalg import svd_values
 from ..rules.callables import opaque_primitive
+from ..rules.products import CROSS_AXES, cross_axes
 from ..rules.reductions import WRITTEN as REDUCTIONS_WRITTEN
 
 
@@ -90,6 +93,15 @@ def _inline_at_call(py_fn):
         with ev.at(ev.loc(node)):
             return ev.inline(py_fn, list(args), kwargs, node)
     return handler
+
+
+def _cross(ev, args, kwargs, node):
+    """``np.cross``: the primitive along the last axes; with ``axisa``, ``axisb``, ``axisc`` or
+    ``axis``, ``cross_axes`` (moveaxis, the primitive, moveaxis) inlined at the call."""
+    if not any(k in kwargs for k in CROSS_AXES) and len(args) <= 2:
+        return ev.call_primitive(ev.rules.lookup(np.cross), args, kwargs, node)
+    with ev.at(ev.loc(node)):
+        return ev.inline(cross_axes, list(args), kwargs, node)
 
 
 def _nonzero(ev, args, kwargs, node):
@@ -357,7 +369,7 @@ NUMPY_CALLS = {
     np.asarray: _array(copy=False), np.array: _array(copy=True), np.nonzero: _nonzero,
     np.where: _where,
     np.linalg.svd: _svd, np.linalg.eig: _eig, np.add.at: _add_at, np.arange: _arange,
-    np.einsum: _einsum,
+    np.einsum: _einsum, np.cross: _cross,
     **{fn: _atleast(fn) for fn in (np.atleast_1d, np.atleast_2d, np.atleast_3d)},
     np.fill_diagonal: _mutator(np.fill_diagonal, _fill_diagonal, "a, val, wrap"),
     np.put: _mutator(np.put, _put, "a, ind, v, mode"),

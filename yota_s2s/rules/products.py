@@ -242,6 +242,22 @@ def cross_grad_b(a, b, dy):
     return np.cross(dy, a)
 
 
+def cross_axes(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """``np.cross`` of the vectors along ``axisa`` of ``a`` and ``axisb`` of ``b``, the result's
+    along ``axisc`` (``axis``: all three), as numpy computes it: the primitive's cross of the
+    last axes between ``np.moveaxis`` calls (frontend/numpy_calls.py inlines it where a call
+    gives an axis). Of two 2-vectors the result is their z component, with no vector axis."""
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    c = np.cross(np.moveaxis(a, axisa, -1), np.moveaxis(b, axisb, -1))
+    if np.shape(a)[axisa] == 2 and np.shape(b)[axisb] == 2:
+        return c
+    return np.moveaxis(c, -1, axisc)
+
+
+CROSS_AXES = ("axisa", "axisb", "axisc", "axis")
+
+
 # -- batching (ys.vmap) ----------------------------------------------------------------------
 
 from .batching import example_ndim, lifted, lined_up  # noqa: E402
