@@ -89,7 +89,11 @@ def _with_cotangents(loop, seeded: list[int]) -> list[int]:
     return sorted(need)
 
 
-def _zeros(sweep: Sweep, aval: Aval) -> Var:
+def _zeros(sweep: Sweep, aval: Aval) -> Var | Lit:
+    """A cotangent or an accumulator as the unwind starts it: zeros; a number's a number of its
+    dtype (a 0-d array would change type at its first trip, which numba refuses)."""
+    if aval.ndim == 0:
+        return Lit(aval.dtype.type(0))
     dtype = {} if aval.dtype == np.float64 else {"dtype": aval.dtype}
     return sweep.emit(sweep.rules.lookup(np.zeros), [Lit(aval.shape)], dtype)
 
