@@ -34,7 +34,8 @@ def direct(A, B, axes, dot_axes, mode):
     kept_a = [i for i in range(A.ndim) if i not in conv_a + dot_a]
     kept_b = [i for i in range(B.ndim) if i not in conv_b + dot_b]
     m, n = [A.shape[i] for i in conv_a], [B.shape[j] for j in conv_b]
-    a = np.transpose(A, kept_a + dot_a + conv_a).reshape(-1, int(np.prod([A.shape[i] for i in dot_a])), *m)
+    dots = int(np.prod([A.shape[i] for i in dot_a]))
+    a = np.transpose(A, kept_a + dot_a + conv_a).reshape(-1, dots, *m)
     b = np.transpose(B, kept_b + dot_b + conv_b).reshape(-1, a.shape[1], *n)
     full = np.zeros((a.shape[0], b.shape[0], *[p + q - 1 for p, q in zip(m, n)]))
     for i in itertools.product(*map(range, m)):
@@ -111,11 +112,13 @@ def test_the_layers_gradient_is_convolutions_and_matches_finite_differences():
 
 def test_forward_mode_and_second_order_match_finite_differences():
     r = np.random.default_rng(2)
-    x, w, b = r.standard_normal((2, 2, 5, 4)), r.standard_normal((2, 3, 2, 2)), np.zeros((1, 3, 1, 1))
+    x, w = r.standard_normal((2, 2, 5, 4)), r.standard_normal((2, 3, 2, 2))
+    b = np.zeros((1, 3, 1, 1))
     dx, dw = r.standard_normal(x.shape), r.standard_normal(w.shape)
     out, tangent = ys.jvp(layer, (x, w, b), (dx, dw, np.zeros_like(b)))
     eps = 1e-6
-    expected = (layer(x + eps * dx, w + eps * dw, b) - layer(x - eps * dx, w - eps * dw, b)) / (2 * eps)
+    expected = (layer(x + eps * dx, w + eps * dw, b)
+                - layer(x - eps * dx, w - eps * dw, b)) / (2 * eps)
     assert np.allclose(out, layer(x, w, b)) and np.allclose(tangent, expected, atol=1e-8)
     v = r.standard_normal(w.shape)      # the Hessian in w along v: the gradient's own derivative
     hv = ys.hvp(layer_loss, x, w, b, argnum=1)(x, w, b, v)

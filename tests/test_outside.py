@@ -362,3 +362,31 @@ def test_type_of_a_list_read_from_a_closure_is_list():
     value, (g,) = ys.grad(rebuilt, np.ones(2))
     assert value == 7.0
     np.testing.assert_array_equal(g, [3.0, 3.0])
+
+
+# ----- a dict keyed by objects (autograd's convnet: WeightsParser keyed by its layers) ---------
+class _Layer:
+    pass
+
+
+def _parsed_loss():
+    layers = [_Layer(), _Layer()]
+    where = {layers[0]: (slice(0, 2), (2,)), layers[1]: (slice(2, 5), (3,))}
+
+    def loss(w):
+        total = 0.0
+        for layer in layers:
+            idxs, shape = where[layer]
+            total = total + np.sum(np.tanh(np.reshape(w[idxs], shape)))
+        return total
+    return loss, where, layers
+
+
+def test_a_dict_keyed_by_objects_is_read_by_them_and_guarded_by_a_copy_that_keeps_them():
+    loss, where, layers = _parsed_loss()
+    w = np.linspace(-1.0, 1.0, 5)
+    value, g = ys.grad(loss, w)
+    assert np.isclose(value, loss(w)) and np.allclose(g[0], 1 - np.tanh(w) ** 2)
+    where[layers[1]] = (slice(1, 5), (4,))          # changed in place: compiled again
+    value, g = ys.grad(loss, w)
+    assert np.isclose(value, loss(w)) and np.allclose(g[0][1], 2 * (1 - np.tanh(w[1]) ** 2))

@@ -364,6 +364,8 @@ class ExpressionsMixin:
             last = self.saw_item(obj, key, node)
             if last is not None:
                 return last             # hs[-1], the row the step before appended (regions.py)
+        if isinstance(obj, dict) and isinstance(key, StructValue) and key.obj is not None:
+            key = key.obj               # a dict keyed by the objects themselves (convnet's)
         return obj[key]
 
     def concatenated(self, columns: bool, items: tuple, node: gast.AST) -> Any:

@@ -65,6 +65,18 @@ def on_an_object(obj: Any) -> Unreached:
 _PLAIN = (int, float, complex, bool, str, bytes)     # an item compared by value, not identity
 
 
+def odd_keys(value: Any) -> list:
+    """The keys of the dicts in ``value`` (a list, dict or tuple of them) that are neither
+    numbers nor strings (convnet's layer objects): a copy to guard ``value`` by keeps them, as
+    the code looks items up by them, and copies the items."""
+    if isinstance(value, dict):
+        return [k for k in value if type(k) not in _PLAIN] + \
+            [k for v in value.values() for k in odd_keys(v)]
+    if isinstance(value, (list, tuple)):
+        return [k for v in value for k in odd_keys(v)]
+    return []
+
+
 def _layout(container: list | dict) -> int | tuple:
     """What a container's entry of its length or keys (``objects.LAYOUT``) holds: ``len`` of
     a list, a dict's keys (``cache._dep_test`` tests the same)."""
@@ -175,7 +187,7 @@ class UnreachedReads:
         it: compiled in, and its contents guarded by value, compared with a copy at each call
         (by ``ys.grad``'s cache and ``simplegrad``'s function)."""
         try:
-            snapshot = copy.deepcopy(value)
+            snapshot = copy.deepcopy(value, {id(k): k for k in odd_keys(value)})
             same = bool(snapshot == value)
         except Exception:
             same = False
