@@ -253,9 +253,9 @@ def run_example(name: str, folder: Path, iters: int) -> Run:
 
 
 def compare(ours: Run, theirs: Run) -> tuple[str, float]:
-    """``(what differs, largest relative difference)`` of the recorded calls and printed
-    numbers (relative to the largest magnitude of each array)."""
-    worst, notes = 0.0, []
+    """``(what differs and how much was compared, largest relative difference)`` of the
+    recorded calls and printed numbers (relative to the largest magnitude of each array)."""
+    worst, notes, count = 0.0, [], 0
     if len(ours.calls) != len(theirs.calls):
         notes.append(f"{len(ours.calls)} gradient calls, autograd {len(theirs.calls)}")
     for (v, g), (w, h) in zip(ours.calls, theirs.calls):
@@ -264,11 +264,13 @@ def compare(ours: Run, theirs: Run) -> tuple[str, float]:
                 notes.append(f"shapes {np.shape(a)} and {np.shape(b)}")
                 continue
             scale = max(float(np.max(np.abs(b), initial=0.0)), 1e-300)
+            count += np.size(b)
             worst = max(worst, float(np.max(np.abs(a - b), initial=0.0)) / scale)
     if len(ours.printed) != len(theirs.printed):
         notes.append(f"printed {len(ours.printed)} numbers, autograd {len(theirs.printed)}")
     for a, b in zip(ours.printed, theirs.printed):
         worst = max(worst, abs(a - b) / max(abs(b), 1e-300))
+    notes.append(f"{count} values and gradient entries, {len(theirs.printed)} printed numbers")
     return "; ".join(notes), worst
 
 

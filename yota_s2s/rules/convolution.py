@@ -106,10 +106,15 @@ def adjoint(dy, x_shape, Y, roles_x, roles_y, kept_y_at, mode, n):
         dy = np.pad(dy, [(0, 0)] * (np.ndim(dy) - len(n)) +
                     [((q - 1) // 2, q - 1 - (q - 1) // 2) for q in n])
     longer = any(x_shape[i] > np.shape(Y)[j] for i, j in zip(conv_x, conv_y))
-    g = convolve(dy, np.flip(Y, conv_y), (conv_dy, conv_y), (kept_y_at, kept_y),
-                 "full" if mode == "valid" and longer else "valid")
-    # g's axes: X's kept ones, X's dotted ones in the order of Y's, X's convolved ones
-    order = list(kept_x) + [dot_x[dot_y.index(j)] for j in sorted(dot_y)] + list(conv_x)
+    adjoint_mode = "full" if mode == "valid" and longer else "valid"     # both symmetric
+    dotted = [dot_x[dot_y.index(j)] for j in sorted(dot_y)]    # X's, as Y's come in order
+    swapped = dotted + list(kept_x) + list(conv_x)
+    if dotted and kept_x and swapped == sorted(swapped):
+        # Y first, so that the axes come in X's order: its dotted, kept, convolved ones
+        return convolve(np.flip(Y, conv_y), dy, (conv_y, conv_dy), (kept_y, kept_y_at),
+                        adjoint_mode)
+    g = convolve(dy, np.flip(Y, conv_y), (conv_dy, conv_y), (kept_y_at, kept_y), adjoint_mode)
+    order = list(kept_x) + dotted + list(conv_x)    # g's axes, as X's
     if order == sorted(order):
         return g
     return np.transpose(g, [order.index(i) for i in range(len(order))])
