@@ -163,3 +163,22 @@ def test_numba_prints_the_while_and_its_unwind():
         value, g = compiled.fn(a)
         np.testing.assert_allclose(value, damped(a), rtol=1e-12)
         np.testing.assert_allclose(g, numerical_grad(damped, (a,), 0), rtol=1e-6)
+
+
+def test_hessp_and_hessian_are_right_for_every_trip_count():
+    """Second order traces the plain gradient module again, where the while is unrolled on
+    the example (docs/how-it-works.md): the Hessian-vector module raises its own GuardError
+    for another trip count, and ys.hessp and ys.hessian, whose modules are kept, compile
+    again for it (today's main: the GuardError reached the caller, where the first gradient
+    had no guard that said so). Values against the exact Hessian of sqrt and differences of
+    the gradient."""
+    hp = ys.hessp(W.newton_sqrt)
+    v = np.array([0.7, -0.4])
+    for a in (np.array([2.0, 3.0]), np.array([0.01, 900.0])):
+        np.testing.assert_allclose(hp(a, v), -0.25 * a ** -1.5 * v, rtol=1e-8)
+        H = ys.hessian(W.newton_sqrt, a)
+        np.testing.assert_allclose(H, np.diag(-0.25 * a ** -1.5), rtol=1e-8, atol=1e-12)
+
+        def along(x):
+            return float(np.sum(ys.grad(W.newton_sqrt, x)[1][0] * v))
+        np.testing.assert_allclose(hp(a, v), numerical_grad(along, [a], 0), rtol=1e-5)

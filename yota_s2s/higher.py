@@ -97,14 +97,32 @@ def _hvp(f: Callable, args: tuple, argnum: int, x: Any, strategy: str, device: s
 
 
 def _cached_hvp(f: Callable, args: tuple, argnum: int, x: Any, strategy: str,
-                rules: RuleSet) -> Callable:
+                rules: RuleSet, again: bool = False) -> Callable:
     """``hvp(f, *args, argnum=argnum)``, compiled once per function and argument signature
-    and found again (``cache.BUILT``, guarded like ``ys.grad``'s variants)."""
+    and found again (``cache.BUILT``, guarded like ``ys.grad``'s variants); ``again``:
+    compiled again for ``args`` (the module kept refused them)."""
     key = ("hvp", strategy, argnum, function_key(f), rules, rules.version,
            *(arg_key(a) for a in args))
     _, bound = unbind(f)
-    return BUILT.get(key, args if bound is None else (bound, *args),
-                     lambda: _hvp(f, args, argnum, x, strategy, "cpu", None, None, rules, True))
+
+    def build() -> tuple[Callable, Any]:
+        return _hvp(f, args, argnum, x, strategy, "cpu", None, None, rules, True)
+    if again:
+        return BUILT.rebuild(key, build)
+    return BUILT.get(key, args if bound is None else (bound, *args), build)
+
+
+def _cached_hvp_call(f: Callable, args: tuple, argnum: int, x: Any, strategy: str,
+                     rules: RuleSet, v: Any) -> Any:
+    """``H v`` by ``_cached_hvp``'s function; where its module refuses ``args`` (its own
+    ``GuardError``: the first gradient, traced again, unrolls a ``while`` on the example, so
+    the second order is compiled for its trip count), compiled again for them."""
+    try:
+        return _cached_hvp(f, args, argnum, x, strategy, rules)(*args, v)
+    except ValueError as e:
+        if type(e).__name__ != "GuardError":     # (the generated module's own)
+            raise
+    return _cached_hvp(f, args, argnum, x, strategy, rules, again=True)(*args, v)
 
 
 def hessp(f: Callable, *, strategy: str = "rev-rev", rules: RuleSet = RULES) -> Callable:
@@ -120,8 +138,8 @@ def hessp(f: Callable, *, strategy: str = "rev-rev", rules: RuleSet = RULES) -> 
     def hp(x: Any, p: Any, *args: Any) -> Any:
         full = (x, *args)
         _, x = _float_argument("hessp", f, full, 0)
-        hf = _cached_hvp(f, full, 0, x, strategy, rules)
-        return hf(*full, np.asarray(p, dtype=np.result_type(x)).reshape(np.shape(x)))
+        return _cached_hvp_call(f, full, 0, x, strategy, rules,
+                                np.asarray(p, dtype=np.result_type(x)).reshape(np.shape(x)))
     hp.__name__ = hp.__qualname__ = f"hessp_{getattr(f, '__name__', 'f')}"
     hp.__doc__ = f"H(x) @ p for {getattr(f, '__name__', 'f')} (ys.hessp)"
     return hp
@@ -194,12 +212,11 @@ def hessian(f: Callable, *args: Any, argnum: int = 0, rules: RuleSet = RULES,
     if strategy not in STRATEGIES:
         raise YotaError(f"hessian: strategy={strategy!r} is not one of {', '.join(STRATEGIES)}",
                         hint='Use strategy="rev-rev" (reverse over reverse) or "fwd-rev".')
-    hf = _cached_hvp(f, args, argnum, x, strategy, rules)
     rows = []
     for i in range(size):
         v = np.zeros(np.shape(x), np.result_type(x))
         v.flat[i] = 1
-        rows.append(np.reshape(hf(*args, v), -1))
+        rows.append(np.reshape(_cached_hvp_call(f, args, argnum, x, strategy, rules, v), -1))
     return np.reshape(np.array(rows).T, np.shape(x) + np.shape(x))
 
 
