@@ -33,7 +33,6 @@ REFUSED = {
     "where_unselected_branch": "np.clip orders",
     "sign_nodiff": "np.sign(z) = z / |z| is smooth",
     "digamma": "scipy's polygamma has no complex version",
-    "real_if_close": "of a complex array, its dtype depends on the values",
     "fixed_point": "its adjoint iterates real vector-Jacobian products",
     "solve_banded": "real matrices only",
 }
@@ -141,6 +140,26 @@ def test_complex_arguments_match_finite_differences(case: Case) -> None:
         assert "complex" in str(e)
         return
     assert expected_refusal is None, f"{case.name} is in REFUSED ({expected_refusal}) but works"
+
+
+def real_if_close_loss(z):
+    return np.sum(np.abs(np.real_if_close(z) * np.array([1.0, 2.0, -0.5])) ** 2)
+
+
+def test_real_if_close_of_complex_takes_the_examples_arm_and_guards_it() -> None:
+    """np.real_if_close's dtype depends on the values (autograd's unary_ufunc_check of it):
+    the example's arm is compiled, the real part where every imaginary part is below 100 eps,
+    and the generated code checks that it still holds. It was refused."""
+    z = np.array([0.4 + 0.1j, -0.3 + 0.05j, 1.5 - 0.2j])
+    near = z.real + 1e-18j
+    weights = np.array([1.0, 2.0, -0.5]) ** 2
+    for x, expected in ((z, 2 * weights * np.conj(z)), (near, 2 * weights * near.real)):
+        value, g = ys.grad(real_if_close_loss, x)
+        assert value == real_if_close_loss(x)
+        np.testing.assert_allclose(g[0], expected, rtol=1e-13)   # (autograd: conj)
+    df = ys.simplegrad(real_if_close_loss, z)
+    with pytest.raises(ValueError, match="was False when this gradient was compiled"):
+        df(near)
 
 
 def test_refused_complex_says_what_to_do() -> None:
