@@ -79,12 +79,15 @@ def products(text):
 def test_rnn_tangent_map_makes_the_products_of_every_step_at_once(buffers):
     steps = 6
     text = tangent_agrees(rnn, [(3, 4), (4, 4), (steps, 2, 3), (2, 4)], buffers)
-    # dot_xs[t] @ Wx, xs[t] @ dot_Wx and h @ dot_Wh for every t: one product each; only
-    # dot_h @ Wh is left in the steps (4 products a step before)
-    assert products(text) == steps + 3
+    # dot_xs[t] @ Wx, xs[t] @ dot_Wx and h @ dot_Wh for every t: once for all the steps,
+    # the last two one product; only dot_h @ Wh is left in the steps (4 products a step before)
+    assert products(text) == steps + 2
     assert re.search(r"matmul\(dot_xs, Wx\b|dot_xs @ Wx", text)
-    # the forward stacks the states h0 .. h_4 once for h @ dot_Wh: the tangent map reads them
-    assert "def rnn_tangent(Wx, xs, hs, Wh," in text and "stack" not in text
+    # the forward stacks the states h0 .. h_4 once and joins them to xs, [xs | hs], for
+    # xs @ dot_Wx + hs @ dot_Wh = [xs | hs] @ [dot_Wx; dot_Wh]: the tangent map reads them
+    assert "def rnn_tangent(Wx, xs_hs, Wh," in text and "stack" not in text
+    assert re.search(r"xs_hs @ xp\.concatenate\(\(dot_Wx, dot_Wh\)\)|"
+                     r"matmul\(xs_hs, t\d+", text)
 
 
 def test_rnn_tangent_map_in_the_inputs_alone():
@@ -134,18 +137,19 @@ def step_lines(text, t):
     return [line.strip() for line in body.splitlines()[1:]]
 
 
-@pytest.mark.parametrize("f, step", [
-    (rnn, r"\(t\d+ @ Wh \+ t\d+\[1\]\) \* \w+\[1\]"),
-    (minus_state, r"\(t\d+\[1\] - t\d+ @ Wh\) \* \w+\[1\]"),
-    (state_minus, r"\(t\d+ @ Wh \+ t\d+\[1\]\) \* \w+\[1\]"),
+@pytest.mark.parametrize("f, step, hoisted", [
+    (rnn, r"\(t\d+ @ Wh \+ t\d+\[1\]\) \* \w+\[1\]", 2),
+    (minus_state, r"\(t\d+\[1\] - t\d+ @ Wh\) \* \w+\[1\]", 3),
+    (state_minus, r"\(t\d+ @ Wh \+ t\d+\[1\]\) \* \w+\[1\]", 3),
 ], ids=["sum", "difference", "carried-first"])
-def test_each_step_adds_the_hoisted_terms_once(f, step):
+def test_each_step_adds_the_hoisted_terms_once(f, step, hoisted):
     # xs[t] @ Wx ± h @ Wh in every argument: dot_xs[t] @ Wx + xs[t] @ dot_Wx ± (dot_h @ Wh +
     # h @ dot_Wh); the terms made before the steps are summed once, for all the steps, and a
     # step adds their row to dot_h @ Wh (it added two rows, one at a time)
     text = tangent_agrees(f, [(3, 4), (4, 4), (4, 2, 3), (2, 4)], buffers=False)
     assert re.fullmatch(r"t\d+ = " + step, step_lines(text, 1)[0]), step_lines(text, 1)
-    assert products(text) == 4 + 3
+    # (a sum joins xs @ dot_Wx + hs @ dot_Wh into one product; a difference does not)
+    assert products(text) == 4 + hoisted
     # buffered: a step is the product, one add and the factor's multiply
     text = tangent_agrees(f, [(3, 4), (4, 4), (4, 2, 3), (2, 4)])
     assert len(step_lines(text, 2)) == 3
@@ -157,8 +161,8 @@ def test_the_steps_factors_are_one_residual():
     steps = 6
     text = tangent_agrees(rnn, [(3, 4), (4, 4), (steps, 2, 3), (2, 4)], buffers=False)
     params = re.search(r"def rnn_tangent\(([^)]*)\)", text).group(1).split(", ")
-    assert len(params) == 4 + 1 + 4, params          # Wx, xs, hs, Wh, the factors, 4 tangents
-    factors = params[4]
+    assert len(params) == 4 + 4, params         # Wx, [xs | hs], Wh, the factors; 4 tangents
+    factors = params[3]
     assert all(f"* {factors}[{t}]" in "\n".join(step_lines(text, t)) for t in range(steps))
 
 

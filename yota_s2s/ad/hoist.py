@@ -34,6 +34,13 @@ steps are added first: ``(T1[k] + T3[k]) + dot_h @ Wh``; the next round batches 
 (``T1 + T3``, once), and each step keeps one add where it had two. The same for ``-`` (a
 difference ``x - (u + w)`` is ``(x - w) - u``). Floating-point addition is not associative: the
 regrouped sum may differ from the plain JVP's in its last bits.
+
+Last, a hoisted sum of products of the forward's values with matrices of the tangent map,
+``xs @ dot_Wx + hs @ dot_Wh``, is one product ``[xs | hs] @ [dot_Wx; dot_Wh]``: the forward
+joins ``xs`` and ``hs`` once (``np.concatenate`` on their last axis, one residual), the tangent
+map joins the small matrices, and one product replaces two products and their add (the same
+floating-point work, in one call of the BLAS). What the steps no longer read is dropped, so
+the forward saves nothing for it.
 """
 from __future__ import annotations
 
@@ -62,7 +69,8 @@ def hoist_steps(forward: list[Stmt], tangent: list[Stmt], carried: set[Var], inp
     while hoisting.round() or hoisting.regroup(results):
         pass
     hoisting.stack_residuals()
-    return hoisting.forward, hoisting.top + hoisting.body
+    hoisting.fuse_products(results)
+    return hoisting.forward, _live(hoisting.top + hoisting.body, results)
 
 
 class _Hoisting:
@@ -200,6 +208,63 @@ class _Hoisting:
             body.append(stmt.replace(args=tuple(args)) if i in rows else stmt)
         self.body = body
 
+    def fuse_products(self, results: set[Var]) -> None:
+        """Each hoisted sum of products ``A @ dB + C @ dD + ...`` (``A``, ``C`` the forward's,
+        ``dB``, ``dD`` matrices of the tangent map) made one product, ``[A | C] @ [dB; dD]``:
+        the forward joins ``A`` and ``C`` once (``np.concatenate`` on their last axis), the
+        tangent map the small matrices, and one product replaces two and their add."""
+        uses = _live_uses([*self.top, *self.body], results)
+        maker = {s.out: s for s in self.top if len(s.outs) == 1}
+        inner = {a for s in self.top if _is_add(s) for a in s.args
+                 if uses[a] == 1 and a in maker and _is_add(maker[a])}
+        top = list(self.top)
+        for root in [s for s in self.top if _is_add(s) and s.out not in inner]:
+            terms, chain = _terms(root, maker, inner)
+            groups: dict[tuple, list[Var]] = {}
+            for t in terms:
+                m = maker.get(t)
+                if m is not None and uses[t] == 1 and m.prim.fn is operator.matmul \
+                        and self._joinable(*m.args, t):
+                    a, b = m.args
+                    groups.setdefault((a.aval.shape[:-1], b.aval.shape[1]), []).append(t)
+            fused = [g for g in groups.values() if len(g) > 1]
+            if not fused:
+                continue
+            self.loc, made = root.loc, []
+            for group in fused:
+                lefts = tuple(maker[t].args[0] for t in group)
+                rights = tuple(maker[t].args[1] for t in group)
+                joined = self._emit(made, self.rules.lookup(np.concatenate), (lefts,), Aval(
+                    (*lefts[0].aval.shape[:-1], sum(a.aval.shape[-1] for a in lefts)),
+                    lefts[0].aval.dtype), STACKED, "_".join(filter(None, (a.hint for a in lefts)))
+                    or None)
+                made[-1] = made[-1].replace(params=(("axis", -1),))
+                stacked = self._emit(made, self.rules.lookup(np.concatenate), (rights,), Aval(
+                    (sum(b.aval.shape[0] for b in rights), rights[0].aval.shape[1]),
+                    rights[0].aval.dtype), HOISTED)
+                product = self._emit(made, self.rules.lookup(operator.matmul),
+                                     (joined, stacked), root.out.aval, HOISTED)
+                terms = [product if t is group[0] else t for t in terms if t not in group[1:]]
+                chain += [maker[t] for t in group]
+            total = terms[0]
+            for k, t in enumerate(terms[1:]):
+                out = root.out if k == len(terms) - 2 else Var(root.out.aval)
+                made.append(Stmt((out,), root.prim, (total, t), (), root.loc, HOISTED))
+                total = out
+            at = top.index(root)
+            gone = {id(c) for c in chain}
+            self.forward += [m for m in made if m.rule == STACKED]
+            top[at:at + 1] = [m for m in made if m.rule != STACKED]
+            top = [t for t in top if id(t) not in gone]
+        self.top = top
+
+    def _joinable(self, a: Any, b: Any, out: Var) -> bool:
+        """``a @ b`` with ``a`` the forward's and ``b`` a matrix of the tangent map, all of
+        ``out``'s dtype: a product that joins others of its kind."""
+        return isinstance(a, Var) and isinstance(b, Var) and a not in self.carried \
+            and a not in self.at_top and b in self.carried and b.aval.ndim == 2 \
+            and a.aval.ndim >= 2 and a.aval.dtype == b.aval.dtype == out.aval.dtype
+
     def _place(self, made: list[Stmt]) -> None:
         """Statements made for the steps: a stack of the forward's values in the forward,
         every other one at the top of the tangent map."""
@@ -299,6 +364,51 @@ class _Hoisting:
         out = Var(aval, hint)
         made.append(Stmt((out,), prim, args, (), self.loc, rule))
         return out
+
+
+def _is_add(stmt: Stmt) -> bool:
+    """An add of two values of its result's shape and dtype."""
+    return stmt.prim.ufunc is np.add and not stmt.params and len(stmt.args) == 2 \
+        and len(stmt.outs) == 1 and all(isinstance(a, Var) and a.aval == stmt.out.aval
+                                        for a in stmt.args)
+
+
+def _terms(root: Stmt, maker: dict[Var, Stmt], inner: set[Var]) -> tuple[list[Var], list[Stmt]]:
+    """The terms of the sum ``root`` ends, through the adds that only it reads (``inner``),
+    and the statements of that sum."""
+    terms: list[Var] = []
+    chain = [root]
+    for a in root.args:
+        if a in inner:
+            sub, stmts = _terms(maker[a], maker, inner)
+            terms += sub
+            chain += stmts
+        else:
+            terms.append(a)
+    return terms, chain
+
+
+def _live(stmts: list[Stmt], results: set[Var]) -> list[Stmt]:
+    """The statements that the results need (or that write or have an effect): the rows of a
+    value made once for all the steps that the steps no longer read are gone, so the tangent
+    map reads nothing of the forward for them."""
+    needed, kept = set(results), []
+    for stmt in reversed(stmts):
+        if any(o in needed for o in stmt.outs) or stmt.prim.inplace or stmt.prim.effect:
+            needed.update(stmt.uses())
+            kept.append(stmt)
+    return kept[::-1]
+
+
+def _live_uses(stmts: list[Stmt], results: set[Var]) -> Counter:
+    """How many times each value is read by the statements that something reads (a dead row
+    left by a hoisting reads nothing)."""
+    needed, uses = set(results), Counter(results)
+    for stmt in reversed(stmts):
+        if any(o in needed for o in stmt.outs):
+            needed.update(stmt.uses())
+            uses.update(stmt.uses())
+    return uses
 
 
 def _consecutive(ks: list[int], length: int) -> slice | None:
