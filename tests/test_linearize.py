@@ -173,3 +173,20 @@ def test_a_saved_python_bool_is_checked_as_one():
         return x[0] * np.allclose(x, x) + x[1] * (np.sum(x) > 100.0)
     text = tangent_agrees(f, [(3,)])
     assert "type(" in text and "is not bool" in text
+
+
+def test_two_linearizations_keep_their_own_saved_values():
+    # the forward's stacks and joins (hs, the factors, [xs | hs]) are new arrays each call,
+    # not its work arrays: a second linearize leaves the first one's tangent map as it was
+    rng = np.random.default_rng(2)
+    shapes = [(3, 4), (4, 4), (5, 2, 3), (2, 4)]
+    first = [rng.normal(size=s) * 0.5 for s in shapes]
+    second = [p * 1.5 for p in first]
+    tangents = [rng.normal(size=s) for s in shapes]
+    _, f_jvp = ys.linearize(rnn, *first)
+    before = f_jvp(*tangents)
+    _, g_jvp = ys.linearize(rnn, *second)
+    np.testing.assert_array_equal(f_jvp(*tangents), before)
+    np.testing.assert_allclose(before, ys.jvp(rnn, first, tangents)[1], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(g_jvp(*tangents), ys.jvp(rnn, second, tangents)[1], rtol=1e-12,
+                               atol=1e-14)
