@@ -185,6 +185,19 @@ def test_holomorphic_derivative_through_jvp() -> None:
     np.testing.assert_allclose(tangent, np.cos(z) * np.exp(z) + np.sin(z) * np.exp(z) + 3 * z ** 2)
 
 
+def complex_constant(z):
+    return 2.5j
+
+
+def test_jvp_of_a_complex_constant_is_a_complex_zero() -> None:
+    """A function whose value is a complex constant (autograd's check_grads of vjp_std: the
+    VJP of std at one element, 0j) has the tangent 0j in forward mode; it was refused as
+    'returns the constant 2.5j; forward mode needs float arrays or scalars'."""
+    for z in (np.array([1.0, 2.0]), np.array([1.0 + 1j, 2.0])):
+        value, tangent = ys.jvp(complex_constant, (z,), (np.ones_like(z),))
+        assert value == 2.5j and tangent == 0j and isinstance(tangent, complex)
+
+
 def test_real_functions_of_complex_follow_jax_convention() -> None:
     """d|z|^2 = 2 conj(z) (JAX, autograd: dL/da - i dL/db); PyTorch would give 2 z."""
     z = np.array([3.0 + 4.0j])

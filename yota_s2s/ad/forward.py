@@ -69,7 +69,8 @@ class _ForwardSweep:
     def run(self) -> Tape:
         tape, ev = self.tape, self.ev
         result = loss_of(tape) if self.has_aux else tape.result
-        constant = isinstance(result, Lit) and is_constant(result)   # tangent 0.0
+        constant = isinstance(result, Lit) and (is_constant(result) or    # tangent 0.0
+                                                  _complex_number(result))   # (0j)
         if not isinstance(result, tuple) and not constant and \
                 (not isinstance(result, Var) or not result.aval.is_float):
             raise YotaError(f"{tape.name} returns {describe(result)}; forward mode "
@@ -99,7 +100,7 @@ class _ForwardSweep:
         if isinstance(atom, Lit):
             value = np.asarray(atom.value) if atom.value is not None else None
             if alone:
-                return Lit(0.0)
+                return Lit(0j if value is not None and value.dtype.kind == "c" else 0.0)
             if value is None or value.dtype.kind not in "fc":
                 return Lit(None)
             return Lit(0j if value.dtype.kind == "c" else 0.0) if value.ndim == 0 \
@@ -343,3 +344,9 @@ def _value(tree: Any) -> Any:
     if isinstance(tree, tuple):
         return tuple(_value(t) for t in tree)
     return tree.value if isinstance(tree, Lit) else tree
+
+
+def _complex_number(result: Lit) -> bool:
+    """A complex constant (a VJP of a real function at complex arguments may be ``0j``): its
+    tangent is ``0j``. (A loss cannot be complex, so ``is_constant`` leaves it out.)"""
+    return np.ndim(result.value) == 0 and np.asarray(result.value).dtype.kind == "c"
