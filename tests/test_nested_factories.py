@@ -99,6 +99,23 @@ def test_a_gradient_function_given_a_module_level_function_as_an_argument_is_inl
     np.testing.assert_allclose(g, (0.0, -0.3 * 0.7, 0.05 + 3.0 * (1 - 0.14)), rtol=1e-14)
 
 
+def sublist_product(a, sa, b, sb, out):
+    return np.sum(np.einsum(a, sa, b, sb, out) ** 2)
+
+
+def test_a_gradient_function_given_einsum_sublists_with_ellipsis_is_inlined():
+    """autograd's test_einsum2_matmult_broadcast: the sublists ``(Ellipsis, 0, 1)`` are static
+    arguments of the inlined gradient; it was refused as 'a gradient function made by yota_s2s
+    ... not here' (Ellipsis was not taken for a plain value)."""
+    sa, sb, out = (Ellipsis, 0, 1), (Ellipsis, 1, 2), (Ellipsis, 0, 2)
+    a, b = np.random.default_rng(3).standard_normal((2, 2, 3)), np.ones((3, 4))
+
+    def loss(a):
+        return np.sum(ys.gradient(sublist_product)(a, sa, b, sb, out) * a)   # 2 <a b b^T, a>
+    g = ys.gradient(loss)(a)
+    np.testing.assert_allclose(g, 4 * a @ b @ b.T, rtol=1e-12)
+
+
 def test_a_gradient_of_a_gradient_at_a_python_complex_scalar():
     """A call of a gradient function at a Python complex was refused as 'a gradient function
     made by yota_s2s' (only arrays, floats and ints were inlined). L = |3 z^2|^2 = 9 |z|^4:

@@ -189,7 +189,8 @@ class CallsMixin:
         examples = [_concrete_tree(self, a) for a in args]
         plain = all(isinstance(a, (np.ndarray, np.generic, float, complex, int, bool, str,
                                    types.FunctionType))
-                    or a is None for a in _leaves(examples))     # (strings: einsum's, pad's)
+                    or a is None or a is Ellipsis for a in _leaves(examples))
+        # (strings: einsum's, pad's; Ellipsis: einsum's sublists, (Ellipsis, 0, 1))
         if make is None or kwargs or not plain:
             return None
         return make(*examples)
