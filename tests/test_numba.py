@@ -244,6 +244,26 @@ STAYS = {"rounding": "Use of unsupported NumPy function 'numpy.fix'",
          "cross_of_2": "numba's np.cross takes 3-vectors only"}
 
 
+def test_the_tapes_shapes_are_known_for_names_bound_once_outside_the_loops():
+    # t5's shape the statements do not tell (xp.arange); the tape does: kron_mixed_ndim's
+    # gradient's 4-d products of reshapes of t5 became nests (numba's own broadcasting of
+    # 4-d arrays compiled for 22-25 s of CPU each; the body 40 s, now 7 s)
+    from yota_s2s.codegen.numba_form import _known
+    from yota_s2s.codegen.numba_shapes import Val
+    from yota_s2s.ir.tape import Aval
+    nodes = ast.parse(textwrap.dedent("""
+        t5 = xp.cos(xp.arange(12) + 1.0).reshape((2, 6))
+        h = t5 * 2.0
+        for t in range(3):
+            h = h + 1.0
+            w = h * 3.0
+        """)).body
+    held = {n: Aval(shape, np.dtype(np.float64)) for n, shape in
+            (("t5", (2, 6)), ("h", (2, 6)), ("w", (2, 6)), ("t", ()))}
+    # h is bound twice, w and t in the loop only (a body's values have names of their own)
+    assert _known(nodes, held) == {"t5": Val((2, 6), "f")}
+
+
 def test_a_cross_product_stays_numpy_unless_its_vectors_are_known_3_vectors():
     from yota_s2s.codegen.numba_form import CROSS_REFUSAL, LoopKernel, _cross_refusal
     from yota_s2s.ir.tape import Aval

@@ -120,6 +120,22 @@ def test_a_roll_is_an_index_modulo_its_axis():
     assert "f[(i0 + 3) % 5, i1] * f[i0, i1]" in text and "roll" not in text
 
 
+def test_a_reshape_is_an_index_into_its_array_in_c_order():
+    # np.kron's gradient (kron_mixed_ndim): 4-d products of reshapes, which numba's own
+    # broadcasting compiled for 22-25 s of CPU each (2-d: 1 s); as nests, loops over indices
+    text = _same("""
+        t7 = t5.reshape((1, 2, 3, 2))
+        da = (t7 * b.reshape((1, 2, 1, 2))).sum(axis=(1, 3)).reshape((3,))
+        db = (t7 * xp.reshape(a, (1, 1, 3, 1))).sum(axis=(0, 2))
+        e = xp.tanh(t5.reshape(-1)).reshape((3, 4)) * 2.0
+        """, {"t5": r.standard_normal((2, 6)), "a": r.standard_normal(3),
+              "b": r.standard_normal((2, 2))}, ["t7", "da", "db", "e"])
+    assert "reshape" not in text.split("t7 = t5.reshape((1, 2, 3, 2))\n")[1]
+    # dimensions of 1 apart, the same index; else the element's place in C order divided out
+    assert "b[i0, i2]" in text and "a[i1]" in text and "t7[0, i0, i1, i2]" in text
+    assert "xp.tanh(t5[(i0 * 4 + i1) // 6, (i0 * 4 + i1) % 6])" in text
+
+
 def test_fancy_index_adds_are_a_nest_over_the_keys_rows_adding_repeats():
     text = _same("""
         xp.add.at(d, [2, 0, 2], v)

@@ -37,6 +37,7 @@ from __future__ import annotations
 import ast
 import re
 import textwrap
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -90,8 +91,8 @@ class LoopKernel:
     result_avals: list[Aval | None]
     nodes: list[ast.stmt]
     note: str = ""                   # the region's source line, said above the function
-    # the tape's value each name of the statements holds (where it holds one): their shapes
-    held: Mapping[str, Aval] = field(default_factory=dict)
+    # the shapes of the names its statements bind once, outside their loops: the tape's
+    known: Mapping[str, Val] = field(default_factory=dict)
 
     def text(self) -> str:
         value = ast.Name(self.results[0]) if len(self.results) == 1 else \
@@ -219,10 +220,11 @@ def _region(index: int, source, nodes: list[ast.stmt], made: set[str], later: se
     loc = source.loc if source is not None else None
     note = f"{loc.short}  {loc.text}" if loc is not None else ""
     avals = [held.get(p) for p in params]
+    known = _known(nodes, held)
     form.kernels.append(LoopKernel(name, index, params, avals, results,
                                    [held.get(r) for r in results],
-                                   _compiled_form(nodes, params, avals, results, form), note,
-                                   {n: held[n] for n in _names(nodes, stores=True) if n in held}))
+                                   _compiled_form(nodes, params, avals, results, form, known),
+                                   note, known))
     call = ast.Call(ast.Name(name), [_argument(p, held.get(p)) for p in params], [])
     head = Comment(comment(f"numba: the {'loop' if source is not None else 'body'} runs in "
                            f"{name}"))
@@ -247,14 +249,29 @@ def _scalar_types(results: list[str], held: Mapping[str, Aval]) -> list[ast.stmt
     return out
 
 
+def _known(nodes: list[ast.stmt], held: Mapping[str, Aval]) -> dict[str, Val]:
+    """The shapes of the names ``nodes`` bind once, at their top level (the function's own
+    values, one name each: ``held`` tells their shapes where the statements do not, as for
+    ``t5 = xp.cos(xp.arange(12) + 1.0).reshape((2, 6))``)."""
+    binds = Counter(e.id for node in nodes for n in ast.walk(node)
+                    for t in (n.targets if isinstance(n, ast.Assign) else [n.target] if
+                              isinstance(n, (ast.For, ast.AugAssign, ast.AnnAssign)) else [])
+                    for e in (t.elts if isinstance(t, ast.Tuple) else [t])
+                    if isinstance(e, ast.Name))
+    top = _names([n for n in nodes if not isinstance(n, (ast.For, ast.While))], stores=True)
+    return {n: Val(tuple(held[n].shape), kind_of(held[n].dtype)) for n in top
+            if n in held and binds[n] == 1}
+
+
 def _compiled_form(nodes: list[ast.stmt], params: list[str], avals: list[Aval | None],
-                   results: list[str], form: NumbaForm) -> list[ast.stmt]:
+                   results: list[str], form: NumbaForm,
+                   known: Mapping[str, Val] | None = None) -> list[ast.stmt]:
     """A loop's statements as its numba function holds them: the calls numba does not take
     rewritten (numba_calls.py), then the array statements as loop nests (numba_nests.py);
     ``form.helpers`` gets the ``_padN`` helpers the statements still call."""
     nodes, index = loop_nests(numba_forms(nodes, set()), {
         p: None if a is None else Val(tuple(a.shape), kind_of(a.dtype))
-        for p, a in zip(params, avals)}, results)
+        for p, a in zip(params, avals)}, results, known)
     nodes = hoisted(nodes, params, index)
     form.helpers |= {int(n.func.id[4:]) for node in nodes for n in ast.walk(node)
                      if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
@@ -430,7 +447,7 @@ def _cross_refusal(kernel: LoopKernel) -> str | None:
     the tape's where the statements do not tell them)."""
     shapes = Shapes({p: Val(tuple(a.shape), kind_of(a.dtype)) for p, a in
                      zip(kernel.params, kernel.avals)},
-                    {n: Val(tuple(a.shape), kind_of(a.dtype)) for n, a in kernel.held.items()})
+                    kernel.known)
 
     def refused(stmts: list[ast.stmt]) -> bool:
         for stmt in stmts:

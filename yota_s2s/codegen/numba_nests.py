@@ -16,9 +16,9 @@ values, and the statements before them)::
             f_1[i0, i1] = t27 * d_1[i0, i1] / length_1[i0, 0]
 
 - elementwise statements (arithmetic, the math ufuncs, ``x.copy()``, basic slices and
-  indices, ``xp.expand_dims``, numba_calls' zero ``_padN``) over one shape are fused into one
-  nest, an operand of size 1 or a number broadcast by its index; a value only the nest reads is
-  a number in it, not an array;
+  indices, ``xp.expand_dims``, ``x.reshape`` (C order), numba_calls' zero ``_padN``) over one
+  shape are fused into one nest, an operand of size 1 or a number broadcast by its index; a
+  value only the nest reads is a number in it, not an array;
 - a sum (``x.sum(axis=k)``, ``xp.sum(x)``, and so ``keepdims`` and ``xp.linalg.norm``, which
   numba_calls writes as sums) is a nest of its own that adds into its result;
 - ``F[:-1] += f``, ``S[t] = v``, ``dk += v`` write in place, as numpy does.
@@ -36,8 +36,8 @@ import copy
 from dataclasses import dataclass, field
 
 from .numba_shapes import (ARITH, BINARY, UNARY, Shapes, Val, add_at_key, axes_of, bound_names,
-                           broadcast, computes, constant, indexed, kept_sum, product_sum, rolled,
-                           sum_of, xp_name)
+                           broadcast, computes, constant, indexed, kept_sum, product_sum,
+                           reshape_index, reshaped, rolled, sum_of, xp_name)
 from .render import Comment
 
 
@@ -93,6 +93,9 @@ class Elements:
             for pick in picks:
                 inner.append(self.at(pick[1], []) if pick[0] == "at" else _plus(next(it), pick[1]))
             return self.at(e.value, inner)
+        if (found := reshaped(e)) is not None:
+            inner = reshape_index(self.shapes.of(found[0]).shape, val.shape, index)
+            return self.at(found[0], inner)
         name = xp_name(e.func)
         if name in UNARY or name in BINARY:
             return ast.Call(copy.deepcopy(e.func), [self._arg(a, val, index) for a in e.args], [])
@@ -145,8 +148,8 @@ class Elements:
         name = xp_name(e.func)
         if (name in UNARY or name in BINARY) and not e.keywords:
             return True
-        if name in ("expand_dims", "roll") or (isinstance(e.func, ast.Name)
-                                               and e.func.id.startswith("_pad")):
+        if name in ("expand_dims", "roll") or reshaped(e) is not None or (
+                isinstance(e.func, ast.Name) and e.func.id.startswith("_pad")):
             return self.shapes.of(e) is not None
         return isinstance(e.func, ast.Attribute) and e.func.attr == "copy" and not e.args \
             and not e.keywords and xp_name(e.func) is None
@@ -172,8 +175,9 @@ class Elements:
             e.left, e.right = self.hoist(e.left, before), self.hoist(e.right, before)
         elif isinstance(e, ast.Subscript):
             e.value = self.hoist(e.value, before)
-        elif isinstance(e.func, ast.Attribute) and e.func.attr == "copy":
-            e.func = ast.Attribute(self.hoist(e.func.value, before), "copy")
+        elif isinstance(e.func, ast.Attribute) and e.func.attr in ("copy", "reshape") \
+                and xp_name(e.func) is None:
+            e.func = ast.Attribute(self.hoist(e.func.value, before), e.func.attr)
         else:
             e.args = [self.hoist(e.args[0], before)] + e.args[1:] if xp_name(e.func) not in \
                 UNARY | BINARY else [self.hoist(a, before) for a in e.args]
@@ -569,12 +573,12 @@ def _alloc(name: str, shape: tuple[int, ...], how: str) -> ast.stmt:
                       lineno=0)
 
 
-def loop_nests(nodes: list[ast.stmt], env: dict[str, Val | None],
-               results: list[str]) -> tuple[list[ast.stmt], list[str]]:
+def loop_nests(nodes: list[ast.stmt], env: dict[str, Val | None], results: list[str],
+               known: dict | None = None) -> tuple[list[ast.stmt], list[str]]:
     """A loop's ``nodes`` as nests, and the nests' index names (each nest binds them before it
     reads them: free for another nest); ``env``: its names' shapes; ``results``: the names
-    returned."""
-    lowering, items, counts = fused_groups(nodes, env, results)
+    returned; ``known``: Shapes'."""
+    lowering, items, counts = fused_groups(nodes, env, results, known)
     return Printer(lowering, counts).items(items), lowering.index
 
 

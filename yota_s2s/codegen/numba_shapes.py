@@ -154,6 +154,15 @@ class Shapes:
         if name in ("zeros", "empty", "ones") and len(e.args) == 1 and not e.keywords:
             shape = _shape_literal(e.args[0])      # (its argument is a shape, not a value)
             return None if shape is None else Val(shape, "f")
+        found = reshaped(e)
+        if found is not None and (got := self.of(found[0])) is not None:
+            shape, size = found[1], int(np.prod(got.shape))
+            rest = int(np.prod([n for n in shape if n != -1]))
+            if shape.count(-1) == 1 and rest and size % rest == 0:
+                shape = tuple(size // rest if n == -1 else n for n in shape)
+            if int(np.prod(shape)) == size and min(shape, default=0) >= 0:
+                return Val(shape, got.kind)
+            return None
         args = [self.of(a) for a in e.args]
         if any(a is None for a in args):
             return None
@@ -210,6 +219,50 @@ def _shape_literal(e: ast.expr) -> tuple[int, ...] | None:
     if isinstance(shape, tuple) and all(type(n) is int and n >= 0 for n in shape):
         return shape
     return None
+
+
+def reshaped(e: ast.expr) -> tuple[ast.expr, tuple[int, ...]] | None:
+    """``x.reshape(shape)`` or ``xp.reshape(x, shape)`` with a literal shape (C order): (x, the
+    shape, -1 as written); None for any other value."""
+    if not isinstance(e, ast.Call) or e.keywords:
+        return None
+    if isinstance(e.func, ast.Attribute) and e.func.attr == "reshape" and xp_name(e.func) is None:
+        value, args = e.func.value, e.args
+    elif xp_name(e.func) == "reshape" and len(e.args) == 2:
+        value, args = e.args[0], e.args[1:]
+    else:
+        return None
+    try:
+        shape = tuple(ast.literal_eval(a) for a in args)
+    except ValueError:
+        return None
+    shape = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape
+    if not all(type(n) is int and n >= -1 for n in shape):
+        return None
+    return value, shape
+
+
+def reshape_index(old: tuple[int, ...], new: tuple[int, ...],
+                  index: list[ast.expr]) -> list[ast.expr]:
+    """The index into an array of shape ``old`` of the element ``index`` of its reshape to
+    ``new`` (C order): the same index where the two differ by dimensions of 1 only, else
+    the element's place in C order (``i0 * 6 + i1``) divided out again."""
+    if [n for n in old if n != 1] == [n for n in new if n != 1]:
+        it = iter(i for i, n in zip(index, new) if n != 1)
+        return [ast.Constant(0) if n == 1 else next(it) for n in old]
+    flat, stride = None, 1
+    for i, n in reversed(list(zip(index, new))):
+        if n != 1:
+            term = i if stride == 1 else ast.BinOp(i, ast.Mult(), ast.Constant(stride))
+            flat = term if flat is None else ast.BinOp(term, ast.Add(), flat)
+        stride *= n
+    out, stride = [], int(np.prod(old))
+    for j, n in enumerate(old):
+        stride //= max(n, 1)
+        at = flat if stride == 1 else ast.BinOp(flat, ast.FloorDiv(), ast.Constant(stride))
+        out.append(ast.Constant(0) if n == 1 else
+                   at if j == 0 else ast.BinOp(at, ast.Mod(), ast.Constant(n)))
+    return out
 
 
 def sum_of(e: ast.expr) -> tuple[ast.expr, object, bool] | None:
