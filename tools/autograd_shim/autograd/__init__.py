@@ -22,7 +22,7 @@ import scipy.stats
 
 import yota_s2s as ys
 
-from ._internal import Internal, Missing
+from ._internal import Internal
 from ._tree import restructure, zeros_like
 
 from . import scipy_signal  # noqa: E402  (autograd's own generalized convolve)
@@ -149,16 +149,32 @@ hessian_vector_product = hessian_tensor_product
 
 
 def tensor_jacobian_product(fun, argnum=0):
+    """autograd's: the Jacobian of ``tensordot(tensor, fun(*args))`` (a tensor when ``tensor``
+    covers fewer axes than ``fun``'s result), ``ys.jacobian``."""
     def vector_dot_fun(*args):
         return numpy.tensordot(args[-1], fun(*args[:-1]), numpy.ndim(args[-1]))
-    return grad(vector_dot_fun, argnum)
+    return jacobian(vector_dot_fun, argnum)
 
 
 vector_jacobian_product = tensor_jacobian_product
 
 
 def make_ggnvp(f, g=lambda x: 1.0 / 2 * numpy.sum(x**2, axis=-1), f_argnum=0):
-    raise Missing("autograd.make_ggnvp: a Gauss-Newton product has no yota_s2s entry point")
+    """autograd's generalized Gauss-Newton products ``J^T H_g J v`` (``J`` the Jacobian of
+    ``f`` at ``x``, ``H_g`` the Hessian of ``g`` at ``f(x)``), composed as autograd composes
+    them: ``ys.jvp`` of ``f``, ``ys.hvp`` of ``g``, ``ys.vjp`` of ``f``."""
+    def at(*args):
+        x = args[f_argnum]
+        fx = f(*args)
+        vf = ys.vjp(f, *args, wrt=f_argnum)
+        hg = ys.hvp(g, fx)
+
+        def ggnvp(v):
+            tangents = tuple(v if i == f_argnum else zeros_like(a) for i, a in enumerate(args))
+            _, jv = ys.jvp(f, args, tangents)
+            return restructure(vf(*args, hg(fx, jv))[1 + f_argnum], x)
+        return ggnvp
+    return at
 
 
 def grad_and_aux(fun, argnum=0):
