@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 import yota_s2s as ys
-from yota_s2s.compiler import compile_grad, compile_jvp, compile_vmap
+from yota_s2s.compiler import compile_grad, compile_jvp, compile_vmap, per_example_tape
 from yota_s2s.gradcheck import numerical_grad
+from yota_s2s.ir.whiles import while_of
 
 from .test_whiles import CASES, _rng
 from .programs import loops, whiles as W
@@ -182,3 +183,21 @@ def test_hessp_and_hessian_are_right_for_every_trip_count():
         def along(x):
             return float(np.sum(ys.grad(W.newton_sqrt, x)[1][0] * v))
         np.testing.assert_allclose(hp(a, v), numerical_grad(along, [a], 0), rtol=1e-5)
+
+
+@pytest.mark.parametrize("name, fn, make, wrt", [c for c in CASES if c[0] in (
+    "until_small", "early_stop", "adaptive_heun")], ids=["until_small", "early_stop",
+                                                         "adaptive_heun"])
+def test_per_example_gradients_unwind_each_examples_trips(name, fn, make, wrt):
+    """ys.per_example_grad through a while: the recording loop counts each example's trips
+    beside the loop's (``trips = trips + running``; the stacks hold every example's row), and
+    the unwind runs the largest count, a trip updating the examples that ran it only (today's
+    main: GuardError, the examples take different paths)."""
+    examples = [make(_rng(seed + 1)) for seed in range(5)]
+    params, batch = examples[0][0], np.stack([e[1] for e in examples])
+    got = ys.per_example_grad(fn, params, batch)
+    expected = np.stack([numerical_grad(fn, (params, b), 0) for b in batch])
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)
+    _, tape = per_example_tape(fn, (params, batch), (None, 0), check=True)
+    assert [type(while_of(s)).__name__ for s in tape.stmts if while_of(s) is not None] == \
+        ["While", "Unwind"]

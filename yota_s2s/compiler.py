@@ -405,9 +405,8 @@ def _batched(f: Any, args: Sequence[Any], axes: Sequence[int | None], rules: Rul
     with few_collections():
         # (an if on a traced number is a branch, batched as one or as a select:
         # ad/batch_branches.py; a while on a traced condition a while, run while any
-        # example's condition holds: ad/batch_whiles.py, or, where that cannot be, unrolled;
-        # a gradient's while records one example's trips: unrolled)
-        for whiles in (False,) if gradient else (True, False):
+        # example's condition holds: ad/batch_whiles.py, or, where that cannot be, unrolled)
+        for whiles in (True, False):
             one, ev = trace_function(f, examples(args, axes), rules, whiles=whiles)
             if check:
                 verified(one, "trace")
