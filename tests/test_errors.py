@@ -426,17 +426,26 @@ def test_a_result_that_is_not_a_real_scalar_and_a_write_into_an_argument_are_typ
     assert isinstance(info.value, ys.UnsupportedSyntax)
 
 
-def test_a_gradient_of_a_function_defined_inside_the_compiled_one_says_so_and_how():
+def test_a_gradient_of_a_function_defined_inside_the_compiled_one():
     """autograd's grad(lambda y: x * y)(2.0) inside the differentiated function: the message
-    blamed 'ys.grad itself, a bound method, or struct arguments'; it names the lambda's
-    line and the fix, which works (the suggestion is checked too)."""
+    blamed 'ys.grad itself, a bound method, or struct arguments', then said it is not compiled;
+    now the lambda is lifted (frontend/local_gradients.py) and differentiated through ``x``. A
+    local function that reads another one is still refused, naming the line and the fix, which
+    works (the suggestion is checked too)."""
     def fun(x):
         inner_fun = lambda y: x * y    # noqa: E731
         return x * ys.gradient(inner_fun)(2.0)
+    assert ys.grad(fun, 1.5)[1][0] == pytest.approx(2 * 1.5)       # d(x * x)/dx
+
+    def reads_a_local(x):
+        scale = lambda y: y * x        # noqa: E731
+        inner_fun = lambda y: scale(y) * 2.0    # noqa: E731
+        return x * ys.gradient(inner_fun)(2.0)
     with pytest.raises(ys.UnsupportedSyntax) as info:
-        ys.grad(fun, 1.0)
+        ys.grad(reads_a_local, 1.0)
     text = str(info.value)
-    assert "in fun: ys.gradient of a lambda defined inside the function being compiled" in text
+    assert "in reads_a_local: ys.gradient of a lambda defined inside the function being " \
+           "compiled" in text
     assert "return x * ys.gradient(inner_fun)(2.0)" in text and "(2.0, x)" in text
 
     def fixed(x):

@@ -116,6 +116,34 @@ def test_a_gradient_function_given_einsum_sublists_with_ellipsis_is_inlined():
     np.testing.assert_allclose(g, 4 * a @ b @ b.T, rtol=1e-12)
 
 
+def test_a_gradient_of_a_function_defined_inside_the_function_differentiated():
+    """autograd's grad(lambda y: x * y)(2.0) and grad(inner)(y) with inner a def reading the
+    traced ``x`` (test_enclosing_scope_ref, test_jacobian_against_stacked_grads,
+    test_nested_higher_order): the local function is lifted with what it reads as parameters
+    (frontend/local_gradients.py), read when the gradient is called, as a closure is; it was
+    refused ('a gradient of a function made there is not compiled')."""
+    def scoped(x):
+        inner_fun = lambda y: y * x    # noqa: E731
+        return x * ys.gradient(inner_fun)(2.0)              # x^2
+    assert ys.gradient(scoped)(1.5) == pytest.approx(3.0)
+    assert ys.gradient(ys.gradient(scoped))(1.5) == pytest.approx(2.0)
+
+    def stacked(x):
+        def inner(y):
+            return np.exp(y) * np.tanh(x[0])
+        return ys.gradient(inner)(x[1])
+    x = np.array([0.3, 0.7])
+    np.testing.assert_allclose(ys.gradient(stacked)(x), [np.exp(0.7) / np.cosh(0.3) ** 2,
+                                                          np.exp(0.7) * np.tanh(0.3)], rtol=1e-14)
+
+    def late(x):
+        k = 2.0
+        g = ys.gradient(lambda y: k * y ** 2 * x)
+        k = 3.0
+        return g(x)                                      # 2 k x^2, k read at the call: 3
+    assert ys.gradient(late)(1.5) == pytest.approx(12 * 1.5)
+
+
 def test_a_gradient_of_a_gradient_at_a_python_complex_scalar():
     """A call of a gradient function at a Python complex was refused as 'a gradient function
     made by yota_s2s' (only arrays, floats and ints were inlined). L = |3 z^2|^2 = 9 |z|^4:

@@ -24,6 +24,7 @@ from ..objects import is_library, is_struct_object
 from ..rules.callables import is_mutator, mutator_hint, opaque_primitive
 from .builtin_calls import LocalPartial, builtin_handler
 from .frozen import Frozen, is_distribution
+from .local_gradients import lifted_maker
 from .collect import rule_stub, skip_call
 from .outside import RandomMethod, random_method
 from .resolve import (IN_PLACE_METHODS, array_method, display_name, is_compiler, is_inlinable,
@@ -117,6 +118,9 @@ class CallsMixin:
         local = next((a for a in _atoms([list(args), list(kwargs.values())])
                       if isinstance(a, LocalFunction)), None)
         if is_function_maker(fn) and local is not None:
+            made = lifted_maker(fn, local, list(args), dict(kwargs))
+            if made is not None:
+                return made
             return skip_call(self, local_gradient(f"ys.{fn.__name__}", local.name, self.loc(node)),
                              fn, args, kwargs)
         if is_function_maker(fn) and not is_traced([list(args), kwargs]):

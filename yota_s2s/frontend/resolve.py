@@ -120,11 +120,13 @@ def nested_gradient(name: str, loc: Any = None) -> UnsupportedSyntax:
 
 def local_gradient(name: str, local: str, loc: Any = None) -> UnsupportedSyntax:
     """The error for ``ys.gradient(g)`` of a ``g`` defined inside the function being
-    compiled (autograd's ``grad(lambda y: x * y)`` closing over its values)."""
+    compiled that cannot be lifted out of it (frontend/local_gradients.py: it has defaults, or
+    reads another function defined there)."""
     shown = "a lambda" if local == "<lambda>" else local
     return UnsupportedSyntax(
-        f"{name} of {shown} defined inside the function being compiled: a gradient of a "
-        "function made there is not compiled (yet)", loc,
+        f"{name} of {shown} defined inside the function being compiled, with defaults or "
+        "reading another function defined there: it cannot be lifted out (a gradient of a "
+        "function made there is compiled where it reads only values)", loc,
         "Define it outside, taking what it reads of the compiled function's values as "
         "arguments, and pass them: ys.gradient(lambda y, x: x * y)(2.0, x) differentiates "
         "through x as well.")
