@@ -1,12 +1,13 @@
-"""Branches that stay branches (issue 33): each program of tests/programs/branches.py through
-``ys.grad`` on N random inputs (1,000 by default): one compile, no guard failure, and the
-value and every gradient equal to the program's value and central differences (float64).
+"""Branches and while loops that stay so (issue 33): each program of tests/programs/branches.py
+and tests/programs/whiles.py through ``ys.grad`` on N random inputs (1,000 by default): one
+compile, no guard failure, and the value and every gradient equal to the program's value and
+central differences (float64).
 
-    python tools/branch_check.py [N] [--time]
+    python tools/branch_check.py [N] [--time] [--only NAME,NAME]
 
-``--time``: the steady-state CPU time of a gradient call, the branch module against the module
-specialized to one path with a guard (what the compiler wrote before branches: the first
-input's path), both forms.
+``--time``: the steady-state CPU time of a gradient call, the branch (or while) module against
+the module specialized to one path with guards (what the compiler wrote before branches and
+while statements: the first input's path, its loops unrolled), both forms.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ import numpy as np  # noqa: E402
 import yota_s2s as ys  # noqa: E402
 from yota_s2s.gradcheck import numerical_grad  # noqa: E402
 from tests.programs import branches as B  # noqa: E402
+from tests.programs import whiles as W  # noqa: E402
 
 PROGRAMS = {
     "piecewise": (B.piecewise, lambda r: (r.normal(size=4),)),
@@ -32,6 +34,12 @@ PROGRAMS = {
     "nested": (B.nested, lambda r: (r.normal(size=3), r.normal(size=3))),
     "two_results": (B.two_results, lambda r: (r.normal(size=3),)),
     "branch_in_loop": (B.branch_in_loop, lambda r: (r.normal(size=3), r.normal(size=3))),
+    "newton_sqrt": (W.newton_sqrt, lambda r: (10.0 ** r.uniform(-2.0, 3.0, 3),)),
+    "cube_root": (W.cube_root, lambda r: (r.uniform(0.5, 20.0, 3),)),
+    "until_small": (W.until_small, lambda r: (r.uniform(0.5, 30.0, 3), r.normal(size=3))),
+    "early_stop": (W.early_stop, lambda r: (r.normal(size=3), r.uniform(0.5, 1.5, 3))),
+    "adaptive_heun": (W.adaptive_heun, lambda r: (r.uniform(0.5, 3.0, 2),
+                                                  r.uniform(0.5, 2.0, 2))),
 }
 
 
@@ -68,18 +76,22 @@ def _jumps(fn, args) -> bool:
 def timing(fn, make) -> list[tuple[str, float, float]]:
     """(form, seconds a call of the branch module, of the guarded one) for both forms."""
     from yota_s2s.compiler import compile_grad
-    from yota_s2s.frontend import branches
+    from yota_s2s.frontend import branches, whiles
 
     args = make(np.random.default_rng(0))
     rows = []
     for buffers in (False, True):
         branch = compile_grad(fn, args, buffers=buffers).fn
-        keep = branches.BranchesMixin.branch_if
+        keep = (branches.BranchesMixin.branch_if, whiles.WhilesMixin.while_region,
+                whiles.WhilesMixin.while_for)
         branches.BranchesMixin.branch_if = lambda self, node, cond: False
+        whiles.WhilesMixin.while_region = lambda self, node: False
+        whiles.WhilesMixin.while_for = lambda self, node, iterable: False
         try:
             guarded = compile_grad(fn, args, buffers=buffers).fn
         finally:
-            branches.BranchesMixin.branch_if = keep
+            (branches.BranchesMixin.branch_if, whiles.WhilesMixin.while_region,
+             whiles.WhilesMixin.while_for) = keep
         rows.append(("buffered" if buffers else "plain", *_best(branch, guarded, args)))
     return rows
 
@@ -99,8 +111,9 @@ def _best(f, g, args, repeat: int = 9, number: int = 1000) -> tuple[float, float
 
 def main(argv: list[str]) -> int:
     n = int(next((a for a in argv if a.isdigit()), 1000))
+    only = argv[argv.index("--only") + 1].split(",") if "--only" in argv else list(PROGRAMS)
     failed = False
-    for name, (fn, make) in PROGRAMS.items():
+    for name, (fn, make) in ((name, PROGRAMS[name]) for name in only):
         worst, info, switching = check(name, fn, make, n)
         ok = worst < 1e-6 and info["misses"] == 1 and info["guard_failures"] == 0
         failed |= not ok

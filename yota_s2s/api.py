@@ -62,7 +62,7 @@ def parse_function(fn: Callable) -> Any:
 def simplegrad(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path | None = None,
                module_name: str | None = None, rules: RuleSet = RULES,
                wrt: Any = None, buffers: bool = True, has_aux: bool = False,
-               engine: str = "numpy", **kwargs: Any) -> Callable:
+               engine: str = "numpy", max_steps: int | None = None, **kwargs: Any) -> Callable:
     """Compile the gradient of ``f`` for arguments like ``args``.
 
     Returns ``df`` with ``df(*args) == (f(*args), d0, d1, ...)``: one gradient per argument,
@@ -80,19 +80,22 @@ def simplegrad(f: Callable, *args: Any, device: str = "cpu", out_dir: str | Path
     ``engine="numba"`` runs the loops as numba-compiled functions (codegen/numba_form.py; needs
     ``pip install 'yota-s2s[numba]'``), ``"auto"`` where numba is installed; with
     ``device="cuda"``, ``engine="fused"`` writes elementwise groups as CUDA kernels
-    (codegen/cupy_form.py, docs/gpu.md).
+    (codegen/cupy_form.py, docs/gpu.md). ``max_steps``: the most trips a ``while`` on data may
+    run (its stacks hold that many rows at most); past it ``df`` raises ``StepLimitError`` (a
+    ``RuntimeError``) naming the loop. None: the stacks grow as the loop needs.
     """
     if isinstance(f, functools.partial):
         spread = Spread(f, args)
         df = simplegrad(f.func, *spread.arguments(args), device=device, out_dir=out_dir,
                         module_name=module_name, rules=rules, wrt=spread.user_wrt(wrt),
-                        buffers=buffers, has_aux=has_aux, engine=engine, **kwargs)
+                        buffers=buffers, has_aux=has_aux, engine=engine, max_steps=max_steps,
+                        **kwargs)
         return spread.wrap(df)
     if kwargs:
         args = with_keywords(f, args, kwargs)
     return simplegrad_compiled(f, args, device=device, out_dir=out_dir, module_name=module_name,
                                rules=rules, wrt=wrt, buffers=buffers, has_aux=has_aux,
-                               engine=engine)[0]
+                               engine=engine, max_steps=max_steps)[0]
 
 
 def simplegrad_compiled(f: Callable, args: tuple, wrt: Any = None, **options: Any
@@ -271,7 +274,7 @@ def _pinned(fn: Callable, pinned: Callable | None, name: str) -> Callable:
 @entry_point
 def grad(f: Callable, *args: Any, wrt: Any = None, device: str = "cpu",
          rules: RuleSet = RULES, has_aux: bool = False, engine: str = "numpy",
-         **kwargs: Any) -> tuple[Any, GradResult]:
+         max_steps: int | None = None, **kwargs: Any) -> tuple[Any, GradResult]:
     """``(f(*args), GradResult)``, compiled once per static signature and cached.
 
     ``wrt`` limits the gradients computed: an argument's position or parameter name, or a
@@ -286,12 +289,13 @@ def grad(f: Callable, *args: Any, wrt: Any = None, device: str = "cpu",
     ``f`` returns ``(loss, aux)`` (aux: arrays and numbers in any tuple, list, dict, namedtuple
     or dataclass), only the loss is differentiated, and the value is the pair:
     ``(loss, aux), g = grad(f, ...)``. ``engine="numba"``: loops compiled by numba, as in
-    ``simplegrad`` (part of the cache key).
+    ``simplegrad`` (part of the cache key); so is ``max_steps``, as in ``simplegrad``.
     """
     if isinstance(f, functools.partial):
         spread = Spread(f, args)
         value, grads = grad(f.func, *spread.arguments(args), device=device, rules=rules,
-                            wrt=spread.user_wrt(wrt), has_aux=has_aux, engine=engine, **kwargs)
+                            wrt=spread.user_wrt(wrt), has_aux=has_aux, engine=engine,
+                            max_steps=max_steps, **kwargs)
         return value, GradResult(spread.grads(grads), grads._variant)
     if kwargs:
         args = with_keywords(f, args, kwargs)
@@ -306,13 +310,14 @@ def grad(f: Callable, *args: Any, wrt: Any = None, device: str = "cpu",
     ints = frozenset(i for i, a in enumerate(args) if type(a) is int or is_int_list(a))
     dynamic = _dynamic_ints.get(code, ints) & ints
     try:
-        variant, out = _cached(fn, args, wrt, device, rules, offset, dynamic, has_aux, engine)
+        variant, out = _cached(fn, args, wrt, device, rules, offset, dynamic, has_aux, engine,
+                               max_steps)
     except YotaError as e:
         if not dynamic or isinstance(e, UsageError):
             raise
         _dynamic_ints[code] = frozenset()     # the code needs the ints' values: static
         variant, out = _cached(fn, args, wrt, device, rules, offset, frozenset(), has_aux,
-                               engine)
+                               engine, max_steps)
     if dynamic and code not in _dynamic_ints:
         _dynamic_ints[code] = dynamic
     return _value_of(variant.compiled, out[0]), GradResult(out[1:], variant, offset)
@@ -393,8 +398,8 @@ _dynamic_ints: dict[Any, frozenset[int]] = {}
 
 
 def _cached(fn: Callable, args: tuple, wrt: Any, device: str, rules: RuleSet, offset: int,
-            dynamic: frozenset[int], has_aux: bool = False, engine: str = "numpy"
-            ) -> tuple["Variant", Any]:
+            dynamic: frozenset[int], has_aux: bool = False, engine: str = "numpy",
+            max_steps: int | None = None) -> tuple["Variant", Any]:
     keys = [arg_key(a) if i not in dynamic else ("int at run time",) if type(a) is int else
             ("int list at run time", len(a)) for i, a in enumerate(args)]
     key = (function_key(fn), rules, rules.version, wrt, device, *keys)
@@ -402,13 +407,15 @@ def _cached(fn: Callable, args: tuple, wrt: Any, device: str, rules: RuleSet, of
         key += ("has_aux",)
     if engine != "numpy":
         key += (("engine", engine),)
+    if max_steps is not None:
+        key += (("max_steps", max_steps),)
 
     def compile_now():
         if not dynamic:
             _note_static_ints(fn, args, offset)
         return compile_grad(fn, _host(args), rules=rules, device=device,
                             wrt=_argnums(fn, args, wrt, offset), dynamic=dynamic,
-                            has_aux=has_aux, engine=engine)
+                            has_aux=has_aux, engine=engine, max_steps=max_steps)
     return CACHE.call(key, args, compile_now, fn, closure_of=fn)
 
 

@@ -131,7 +131,9 @@ def compile_grad(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES,
                  out_dir: str | Path | None = None, module_name: str | None = None,
                  regenerate: str | None = None, check: bool = False,
                  buffers: bool = True, dynamic: frozenset[int] = frozenset(),
-                 has_aux: bool = False, engine: str = "numpy") -> Compiled:
+                 has_aux: bool = False, engine: str = "numpy",
+                 max_steps: int | None = None) -> Compiled:
+    check_max_steps(max_steps)
     buffers = _form(device, buffers, f, args)
     engine, asked = _engine(engine, device), buffers
     buffers = buffers and engine == "numpy"       # numba's loops are the plain form's
@@ -141,13 +143,23 @@ def compile_grad(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES,
     written = None
     if engine != "auto" or worth_numba(tape):
         written = _written(forward, tape, device, out_dir, module_name, regenerate, buffers,
-                           assumes, engine)
+                           assumes, engine, max_steps)
     if engine == "auto" and not _has_numba_loops(written):
         # no loop over small arrays, or numba refused every one: the buffered form is faster
         return compile_grad(f, args, rules=rules, wrt=wrt, device=device, out_dir=out_dir,
                             module_name=module_name, regenerate=regenerate, check=check,
-                            buffers=asked, dynamic=dynamic, has_aux=has_aux)
+                            buffers=asked, dynamic=dynamic, has_aux=has_aux,
+                            max_steps=max_steps)
     return written
+
+
+def check_max_steps(max_steps: Any) -> None:
+    """``max_steps`` is None or a positive int (the most trips a while loop may run)."""
+    if max_steps is None or (type(max_steps) is int and max_steps > 0):
+        return
+    raise UsageError(f"max_steps must be a positive int or None, got {max_steps!r}",
+                     hint="Pass the most trips a while loop may run, e.g. max_steps=1000, or "
+                          "None to let its stacks grow as it needs.")
 
 
 def _form(device: str, buffers: bool, f: Any, args: Sequence[Any]) -> bool:
@@ -192,9 +204,11 @@ def _engine(engine: str, device: str) -> str:
 
 def _written(forward: Tape, tape: Tape, device: str, out_dir: str | Path | None,
              module_name: str | None, regenerate: str | None, buffers: bool,
-             assumes: Assumptions | None = None, engine: str = "numpy") -> Compiled:
+             assumes: Assumptions | None = None, engine: str = "numpy",
+             max_steps: int | None = None) -> Compiled:
     """``tape``'s module, written and loaded; with the numba engine, its loops compiled, and
-    written again in numpy where numba refuses one (numba_form.check_loops)."""
+    written again in numpy where numba refuses one (numba_form.check_loops). ``max_steps``:
+    the bound on a while loop's trips (write_module)."""
     if device != "cpu":
         _host_only(tape, device)
     with few_collections():
@@ -208,7 +222,8 @@ def _written(forward: Tape, tape: Tape, device: str, out_dir: str | Path | None,
         text, module = numba_checked(
             lambda form: write_module(tape, device=device, regenerate=regenerate,
                                       buffers=buffers, numba=form,
-                                      fused=FusedForm() if engine == "fused" else None),
+                                      fused=FusedForm() if engine == "fused" else None,
+                                      max_steps=max_steps),
             loaded, engine in ("numba", "auto"), auto=engine == "auto")
     if buffers or engine != "numpy":     # what a gradient of this gradient inlines
         module.__yota_plain__ = PlainForm(tape)

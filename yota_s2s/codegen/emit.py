@@ -112,6 +112,9 @@ class Emitter:
         self.lists: set[Var] = set()      # values a loop made as Python lists (regions.py)
         self.list_names: dict[Var, str] = {}      # an argument -> its x.tolist() (regions.py)
         self.body_names: set[str] = set()         # names loop bodies assign (regions.py)
+        self.max_steps: int | None = None         # the bound on a while's trips (whiles.py)
+        self.while_stacks: list[tuple] = []       # the buffered form's held stacks (whiles.py)
+        self.step_limit = False                   # a while raises StepLimitError (whiles.py)
 
     def dtype_constant(self, dtype: np.dtype, scalar: bool = False) -> str:
         """How an argument check names ``dtype``: ``xp.float64`` in the plain form, a dtype

@@ -28,7 +28,7 @@ from ..text import (access_expr, comment, describe, docstring_line, identifier, 
                     name_base, printable)
 from ..version import __version__
 from .branches import branch_statements
-from .whiles import unwind_statements, while_statements
+from .whiles import STEP_LIMIT, unwind_statements, while_statements
 from .emit import CONSTRUCTS, Emitter
 from .imports import Imports, plan_imports
 from .lines import fit
@@ -97,7 +97,7 @@ class Written:
 def write_module(tapes: Tape | Sequence[Tape], device: str = "cpu",
                  regenerate: str | None = None, buffers: bool = True,
                  source: str | None = None, numba: NumbaForm | None = None,
-                 fused: FusedForm | None = None) -> str:
+                 fused: FusedForm | None = None, max_steps: int | None = None) -> str:
     """The module's text: one gradient function per tape.
 
     ``buffers=False`` gives the plain form: every statement a primitive that has a rule, so the
@@ -109,12 +109,14 @@ def write_module(tapes: Tape | Sequence[Tape], device: str = "cpu",
     ``numba``: the numba printer's form (numba_form.py; the plain form's loops moved into
     compiled functions): its ``fallbacks`` say which loops stay numpy, and the loops written
     are added to its ``kernels``. ``fused``: cupy_form.py's (elementwise groups as kernels).
+    ``max_steps``: the most trips a while loop may run (whiles.py ``StepLimitError``).
     """
     tapes = [tapes] if isinstance(tapes, Tape) else list(tapes)
     if buffers and len(tapes) > 1:
         raise InternalError("several gradient functions share a module in the plain form only",
                             hint="Write them with buffers=False.")
-    written, imports = write_functions(tapes, buffers, device == "cpu", numba, fused, device)
+    written, imports = write_functions(tapes, buffers, device == "cpu", numba, fused, device,
+                                       max_steps)
     if len(written) == 1 and source is None:
         header = _header(tapes[0], device, regenerate, written[0].returns, written[0].emitter)
     else:
@@ -130,6 +132,8 @@ def write_module(tapes: Tape | Sequence[Tape], device: str = "cpu",
     if any(s.prim.emit[:1] == ("guard",) for tape in tapes for s in tape.stmts) or \
             any(has_reads(tape) for tape in tapes):
         parts.append(_PRELUDE_GUARD)
+    if any(w.emitter.step_limit for w in written):
+        parts.append(STEP_LIMIT)
     if any(has_reads(tape) for tape in tapes):
         parts.append(changed_prelude(tapes))
     if any(_has_checks(tape) for tape in tapes):
@@ -198,7 +202,7 @@ def _names(fn: ast.FunctionDef) -> tuple[set[str], set[str]]:
 
 def write_functions(tapes: Sequence[Tape], buffers: bool = False, blocked: bool = True,
                     numba: NumbaForm | None = None, fused: FusedForm | None = None,
-                    device: str = "cpu"
+                    device: str = "cpu", max_steps: int | None = None
                     ) -> tuple[list[Written], Imports]:
     """Each tape's function, and the imports they share (planned over all of them, so that one
     module-level name never means two things). ``blocked``: long elementwise chains of the
@@ -213,10 +217,11 @@ def write_functions(tapes: Sequence[Tape], buffers: bool = False, blocked: bool 
     imports = plan_imports(merged, functions)
     taken = imports.names | set().union(*map(names_taken, tapes))      # module-level names
     taken |= {"out"} if buffers else set()                            # out= of the function
-    return [_function(t, Emitter(t, taken=taken, calls=imports.calls, fast=buffers,
-                                 roots=imports.roots, blocked=blocked, device=device),
-                           numba, fused)
-            for t in tapes], imports
+    emitters = [Emitter(t, taken=taken, calls=imports.calls, fast=buffers, roots=imports.roots,
+                        blocked=blocked, device=device) for t in tapes]
+    for emitter in emitters:
+        emitter.max_steps = max_steps
+    return [_function(t, em, numba, fused) for t, em in zip(tapes, emitters)], imports
 
 
 def function_plans(tapes: Sequence[Tape], buffers: bool = True,
@@ -275,7 +280,7 @@ def _function(tape: Tape, emitter: Emitter, numba: NumbaForm | None = None,
     keywords = (["out=None"] if takes_out(emitter) else []) + \
         ([f"{FUNCTION_PARAM}=None"] if reads_function(tape) else [])
     params = list(map(identifier, emitter.names.params)) + (["*", *keywords] if keywords else [])
-    if emitter.memory.slots:
+    if emitter.memory.slots or emitter.while_stacks:
         emitter.modules.add("threading")
     signature = f"def {identifier(fname)}({', '.join(params)}):"
     text = fit("\n" + signature + "\n" + textwrap.indent("\n".join(body), INDENT) + "\n")

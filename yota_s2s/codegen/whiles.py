@@ -25,7 +25,10 @@ names of the statement's results (an initial array is copied: the loop's results
 of its own, as the enclosing code takes them), the invariants those of its operands; a
 condition of one statement is written in the ``while`` line, a longer one at the top of a
 ``while True`` with a ``break``. A stack starts with room for ``CAPACITY`` trips and doubles
-when a trip finds it full. emit.py finds these writers in ``CONSTRUCTS``.
+when a trip finds it full; in the buffered form the stacks are the thread's, made on its first
+call and kept grown (``_held_stacks``, workspace.py ``STACKS``), so a steady-state call makes
+none. With ``max_steps`` (write_module) a stack holds that many rows at most, and a trip past
+it raises ``StepLimitError`` naming the loop. emit.py finds these writers in ``CONSTRUCTS``.
 """
 from __future__ import annotations
 
@@ -34,9 +37,15 @@ import ast
 from ..ir.names import tape_namer
 from ..ir.rewrite import substitute
 from ..ir.tape import Lit, Stmt, Tape, Var
-from ..ir.whiles import While, while_atoms, while_of
+from ..ir.whiles import CAPACITY, While, while_atoms, while_of
 from .emit import Emitter
 from .render import Comment
+
+# the module's error for a loop past ``max_steps`` (written where a function may raise it)
+STEP_LIMIT = '''
+class StepLimitError(RuntimeError):
+    """A while loop ran more trips than the max_steps this gradient was compiled with."""
+'''
 
 
 def _name(text: str, store: bool = False) -> ast.Name:
@@ -158,22 +167,9 @@ def while_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
     body, _, _ = _written(em, stmt, loop.body, atoms, operands, outs, slice(0, n))
     if loop.record:
         trips = em.names[stmt.outs[n]]
-        stacks = [em.names[s] for s in stmt.outs[n + 1:]]
         nodes.append(_assign(trips, ast.Constant(0)))
-        em.modules.add("xp")
-        for stack, out in zip(stacks, stmt.outs[n + 1:]):
-            args = [ast.Constant(out.aval.shape)]
-            if out.aval.dtype.name != "float64":
-                args.append(_name(f"xp.{out.aval.dtype.name}"))
-            nodes.append(_assign(stack, _call("xp.empty", args)))
-        if stacks:
-            grow = [_assign(s, _call("xp.concatenate", [ast.Tuple(
-                [_name(s), _call("xp.empty_like", [_name(s)])], ast.Load())])) for s in stacks]
-            full = ast.Compare(_name(trips), [ast.Eq()], [_call("len", [_name(stacks[0])])])
-            pushes = [ast.If(full, grow, [])]
-            pushes += [_assign_to(ast.Subscript(_name(s), _name(trips), ast.Store()),
-                                  _name(outs[i])) for s, i in zip(stacks, loop.saved)]
-            body = pushes + body
+        nodes += _stacks(em, stmt)
+        body = _pushes(em, stmt, outs) + body
         body.append(ast.AugAssign(_name(trips, True), ast.Add(), ast.Constant(1)))
     plain = [s for s in cond_nodes if not isinstance(s, Comment)]
     if len(plain) == 1 and isinstance(plain[0], ast.Assign) and \
@@ -187,6 +183,71 @@ def while_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
 
 def _assign_to(target: ast.expr, value: ast.expr) -> ast.Assign:
     return ast.Assign([target], value, lineno=0)
+
+
+def _stacks(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
+    """The recording loop's stacks before it: new arrays in the plain form (``X =
+    xp.empty((16, 3))``); in the buffered form, this thread's, kept from its last call
+    (``X = _held_stacks[0]``: workspace.stacks_prelude), which the function does not make."""
+    loop: While = while_of(stmt)
+    em.modules.add("xp")
+    function = em.function()
+    nodes = []
+    for out in stmt.outs[loop.ncarry + 1:]:
+        start = (min(CAPACITY, function.max_steps or CAPACITY), *out.aval.shape[1:])
+        if function.fast:
+            function.while_stacks.append((start, out.aval.dtype, em.names[out]))
+            held = ast.Subscript(_name("_held_stacks"),
+                                 ast.Constant(len(function.while_stacks) - 1), ast.Load())
+            nodes.append(_assign(em.names[out], held))
+            continue
+        args = [ast.Constant(start)]
+        if out.aval.dtype.name != "float64":
+            args.append(_name(f"xp.{out.aval.dtype.name}"))
+        nodes.append(_assign(em.names[out], _call("xp.empty", args)))
+    return nodes
+
+
+def _pushes(em: Emitter, stmt: Stmt, outs: list[str]) -> list[ast.stmt]:
+    """A trip's first statements: each saved value written in its row of its stack, the
+    stacks doubled first where they are full (``max_steps``: up to that many rows, and a
+    ``StepLimitError`` naming the loop where a trip finds that many full); in the buffered
+    form the grown stack is kept in this thread's for the calls after."""
+    loop: While = while_of(stmt)
+    n = loop.ncarry
+    trips = em.names[stmt.outs[n]]
+    stacks = [em.names[s] for s in stmt.outs[n + 1:]]
+    function = em.function()
+    limit = function.max_steps
+    stop = []
+    if limit is not None:
+        function.step_limit = True
+        where = f"{stmt.loc.short} `while {loop.source}:`" if stmt.loc else \
+            f"`while {loop.source}:`"
+        message = f"{where} ran more than max_steps={limit} trips; compile with a larger " \
+                  "max_steps (or None: the stacks grow as the loop needs)"
+        raise_ = ast.Raise(_call("StepLimitError", [ast.Constant(message)]))
+        stop = [ast.If(ast.Compare(_name(trips), [ast.Eq()], [ast.Constant(limit)]),
+                       [raise_], [])]
+    if not stacks:
+        return stop
+    grow = []
+    first = len(function.while_stacks) - len(stacks)
+    for k, s in enumerate(stacks):
+        more = _name(s) if limit is None else ast.Subscript(_name(s), ast.Slice(
+            None, ast.BinOp(ast.Constant(limit), ast.Sub(), _name(trips))), ast.Load())
+        value = _call("xp.concatenate", [ast.Tuple(
+            [_name(s), _call("xp.empty_like", [more])], ast.Load())])
+        targets = [_name(s, True)]
+        if function.fast:
+            targets.append(ast.Subscript(_name("_held_stacks"), ast.Constant(first + k),
+                                         ast.Store()))
+        grow.append(ast.Assign(targets, value, lineno=0))
+    full = ast.Compare(_name(trips), [ast.Eq()], [_call("len", [_name(stacks[0])])])
+    pushes = [ast.If(full, stop + grow, [])]
+    pushes += [_assign_to(ast.Subscript(_name(s), _name(trips), ast.Store()),
+                          _name(outs[i])) for s, i in zip(stacks, loop.saved)]
+    return pushes
 
 
 def unwind_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:

@@ -53,6 +53,31 @@ def _work_arrays():
     return arrays
 '''
 
+# a while loop's stacks (codegen/whiles.py), held per thread as the work arrays are
+_STACKS = '''
+
+def _stacks():
+    """This thread's while-loop stacks: made on its first call with the rows of STACKS; a loop
+    that finds one full doubles it, and it is kept so for the calls after."""
+    stacks = getattr(_local, "stacks", None)
+    if stacks is None:
+        stacks = _local.stacks = [xp.empty(shape, dtype) for shape, dtype, _ in STACKS]
+    return stacks
+'''
+
+_STACKS_TAKEN = '''
+
+def _stacks():
+    """This thread's while-loop stacks, taken by a call until it gives them back as it returns
+    (``_local.stacks = _held_stacks``): made with the rows of STACKS, doubled by a loop that
+    finds one full and kept so. A call made while they are taken makes stacks of its own."""
+    stacks = getattr(_local, "stacks", None)
+    if stacks is None:
+        return [xp.empty(shape, dtype) for shape, dtype, _ in STACKS]
+    _local.stacks = None
+    return stacks
+'''
+
 _OUT = '''
 def _out_entry(out, key):
     argnum, path = key if isinstance(key, tuple) else (key, ())
@@ -266,6 +291,8 @@ def prelude(emitter) -> str:
             rows.append(_work_row(shape, dtype, held, name))
         parts.append("\nWORK_ARRAYS = [    # shape, dtype, the values that live in it\n"
                      + "\n".join(rows) + "\n]\n" + (_WORK_TAKEN if reentrant(emitter) else _WORK))
+    if emitter.while_stacks:
+        parts.append(_stacks_prelude(emitter, len(memory.slots) > len(memory.lent)))
     if takes_out(emitter):
         parts.append(_OUT)
     if memory.delivered:
@@ -273,25 +300,38 @@ def prelude(emitter) -> str:
     return "\n".join(parts)
 
 
+def _stacks_prelude(emitter, local: bool) -> str:
+    """STACKS and ``_stacks()``: the while loops' stacks, held per thread (``local``: the
+    work arrays' ``_local`` is defined already)."""
+    rows = "\n".join(_work_row(shape, dtype, [name], f"_held_stacks[{k}]")
+                     for k, (shape, dtype, name) in enumerate(emitter.while_stacks))
+    head = "" if local else "\n_local = threading.local()\n"
+    return (head + "\nSTACKS = [    # rows at first, dtype, the stack (a loop doubles it as it "
+            "needs)\n" + rows + "\n]\n"
+            + (_STACKS_TAKEN if reentrant(emitter) else _STACKS))
+
+
 def unpack_line(emitter) -> list[str]:
     """``buf1, buf2 = _work_arrays()``: the work arrays held (those that live in a returned
     array are views of it, made where they are first written: out_forms.py). A ``reentrant``
     function keeps the tuple (``_arrays``) to give it back: ``give_back_line``."""
     held = _held(emitter)
+    stacks = ["_held_stacks = _stacks()"] if emitter.while_stacks else []
     if not held:
-        return []
+        return stacks
     names = f"{', '.join(held)}{',' if len(held) == 1 else ''}"
-    return [f"{names} = _arrays = _work_arrays()"] if reentrant(emitter) else \
-        [f"{names} = _work_arrays()"]
+    return ([f"{names} = _arrays = _work_arrays()"] if reentrant(emitter) else
+            [f"{names} = _work_arrays()"]) + stacks
 
 
 def give_back_line(emitter) -> list[str]:
     """``_local.arrays = _arrays``, before the ``return`` of a ``reentrant`` function that
     holds work arrays: the next call (this thread's) takes them again. (A call that raises
     keeps them: the next one makes new arrays.)"""
-    if not (_held(emitter) and reentrant(emitter)):
+    if not reentrant(emitter):
         return []
-    return ["_local.arrays = _arrays    # given back for the next call"]
+    return (["_local.arrays = _arrays    # given back for the next call"] if _held(emitter)
+            else []) + (["_local.stacks = _held_stacks"] if emitter.while_stacks else [])
 
 
 def _held(emitter) -> list[str]:
@@ -333,6 +373,11 @@ def header_lines(emitter, tape: Tape) -> list[str]:
                      + ("; taken by a call until it returns, so that a call made meanwhile "
                         "(by a function this one calls) makes its own." if reentrant(emitter)
                         else "."))
+    if emitter.while_stacks:
+        lines.append(f"While-loop stacks: {len(emitter.while_stacks)} per thread (STACKS), made on "
+                     "a thread's first call; a loop that needs more rows doubles one, and the "
+                     "thread keeps it so" + (f" (up to max_steps={emitter.max_steps} rows)"
+                                             if emitter.max_steps is not None else "") + ".")
     if memory.lent:
         lines.append(f"{len(memory.lent)} more in the memory of returned gradients, before "
                      "those are written.")

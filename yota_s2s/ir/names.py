@@ -51,10 +51,11 @@ from .tape import ACCUMULATE, Stmt, Tape, Var
 # has the ``out=`` keyword (codegen/module.py). ``write_module`` checks the result.
 MODULE_NAMES = frozenset({"xp", "numpy", "math", "threading", "GuardError", "_mismatch",
                           "_result", "_deliver", "_out_entry", "_check_out", "_overlap", "_shared",
-                          "_work_arrays", "WORK_ARRAYS", "_local", "_arrays", "_"})
+                          "_work_arrays", "WORK_ARRAYS", "_local", "_arrays", "_", "STACKS",
+                          "_stacks", "_held_stacks", "StepLimitError"})
 BUILTINS_USED = frozenset({"float", "int", "complex", "len", "isinstance", "getattr", "hasattr",
                            "repr", "slice", "tuple", "list", "TypeError", "ValueError",
-                           "OverflowError", "None", "True", "False"})
+                           "OverflowError", "RuntimeError", "None", "True", "False"})
 RESERVED = MODULE_NAMES | BUILTINS_USED
 # Names that values other than parameters avoid, for the reader (a temporary is never ``sum``);
 # a parameter keeps them (``self``).
