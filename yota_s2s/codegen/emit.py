@@ -71,7 +71,7 @@ class Emitter:
                  plan: frozenset | None = None, carried: dict[Var, Var] | None = None,
                  floats: set[Var] = frozenset(), turns: frozenset = frozenset(),
                  rows: dict | None = None, first: frozenset = frozenset(),
-                 device: str = "cpu"):
+                 device: str = "cpu", max_steps: int | None = None):
         """``inline``: more temporaries written inside their one reader's expression, where
         the caller has checked that nothing they read is written before that reader runs;
         ``named``: temporaries that get a statement and a name of their own; ``plan``: plan
@@ -81,7 +81,8 @@ class Emitter:
         ``turns`` (step results that may live in two work arrays in turn, buffers.py), and
         ``rows`` (states made in a row of their stack: the row, where it is free to write)
         made over a group of work-array values that then lives in that row, and ``first``
-        (values a chain should start from, buffers.py)."""
+        (values a chain should start from, buffers.py); ``max_steps``: the bound on a while's
+        trips (whiles.py)."""
         self.tape, self.fast = tape, fast
         self.planned = plan
         self.blocked = blocked            # a CPU module (blocked chains; numpy, not cupy)
@@ -112,7 +113,7 @@ class Emitter:
         self.lists: set[Var] = set()      # values a loop made as Python lists (regions.py)
         self.list_names: dict[Var, str] = {}      # an argument -> its x.tolist() (regions.py)
         self.body_names: set[str] = set()         # names loop bodies assign (regions.py)
-        self.max_steps: int | None = None         # the bound on a while's trips (whiles.py)
+        self.max_steps = max_steps
         self.while_stacks: list[tuple] = []       # the buffered form's held stacks (whiles.py)
         self.step_limit = False                   # a while raises StepLimitError (whiles.py)
 

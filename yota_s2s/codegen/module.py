@@ -28,7 +28,7 @@ from ..text import (access_expr, comment, describe, docstring_line, identifier, 
                     name_base, printable)
 from ..version import __version__
 from .branches import branch_statements
-from .whiles import STEP_LIMIT, unwind_statements, while_statements
+from .whiles import unwind_statements, while_statements
 from .emit import CONSTRUCTS, Emitter
 from .imports import Imports, plan_imports
 from .lines import fit
@@ -108,9 +108,8 @@ def write_module(tapes: Tape | Sequence[Tape], device: str = "cpu",
     it); with it, or with several tapes, the header describes each function in turn.
     ``numba``: the numba printer's form (numba_form.py; the plain form's loops moved into
     compiled functions): its ``fallbacks`` say which loops stay numpy, and the loops written
-    are added to its ``kernels``. ``fused``: cupy_form.py's (elementwise groups as kernels).
-    ``max_steps``: the most trips a while loop may run (whiles.py ``StepLimitError``).
-    """
+    are added to its ``kernels``. ``fused``: cupy_form.py's (elementwise groups as kernels);
+    ``max_steps``: the most trips a while loop may run (whiles.py ``StepLimitError``)."""
     tapes = [tapes] if isinstance(tapes, Tape) else list(tapes)
     if buffers and len(tapes) > 1:
         raise InternalError("several gradient functions share a module in the plain form only",
@@ -132,8 +131,6 @@ def write_module(tapes: Tape | Sequence[Tape], device: str = "cpu",
     if any(s.prim.emit[:1] == ("guard",) for tape in tapes for s in tape.stmts) or \
             any(has_reads(tape) for tape in tapes):
         parts.append(_PRELUDE_GUARD)
-    if any(w.emitter.step_limit for w in written):
-        parts.append(STEP_LIMIT)
     if any(has_reads(tape) for tape in tapes):
         parts.append(changed_prelude(tapes))
     if any(_has_checks(tape) for tape in tapes):
@@ -217,11 +214,10 @@ def write_functions(tapes: Sequence[Tape], buffers: bool = False, blocked: bool 
     imports = plan_imports(merged, functions)
     taken = imports.names | set().union(*map(names_taken, tapes))      # module-level names
     taken |= {"out"} if buffers else set()                            # out= of the function
-    emitters = [Emitter(t, taken=taken, calls=imports.calls, fast=buffers, roots=imports.roots,
-                        blocked=blocked, device=device) for t in tapes]
-    for emitter in emitters:
-        emitter.max_steps = max_steps
-    return [_function(t, em, numba, fused) for t, em in zip(tapes, emitters)], imports
+    return [_function(t, Emitter(t, taken=taken, calls=imports.calls, fast=buffers,
+                                 roots=imports.roots, blocked=blocked, device=device,
+                                 max_steps=max_steps), numba, fused)
+            for t in tapes], imports
 
 
 def function_plans(tapes: Sequence[Tape], buffers: bool = True,

@@ -41,12 +41,6 @@ from ..ir.whiles import CAPACITY, While, while_atoms, while_of
 from .emit import Emitter
 from .render import Comment
 
-# the module's error for a loop past ``max_steps`` (written where a function may raise it)
-STEP_LIMIT = '''
-class StepLimitError(RuntimeError):
-    """A while loop ran more trips than the max_steps this gradient was compiled with."""
-'''
-
 
 def _name(text: str, store: bool = False) -> ast.Name:
     return ast.Name(text, ast.Store() if store else ast.Load())

@@ -53,6 +53,12 @@ def _work_arrays():
     return arrays
 '''
 
+# the error of a while loop past ``max_steps`` (codegen/whiles.py)
+_STEP_LIMIT = '''
+class StepLimitError(RuntimeError):
+    """A while loop ran more trips than the max_steps this gradient was compiled with."""
+'''
+
 # a while loop's stacks (codegen/whiles.py), held per thread as the work arrays are
 _STACKS = '''
 
@@ -263,6 +269,8 @@ def takes_out(emitter) -> bool:
 def prelude(emitter) -> str:
     """Module-level definitions the function body relies on ("" when there are none)."""
     memory, parts = emitter.memory, []
+    if emitter.step_limit:
+        parts.append(_STEP_LIMIT)
     if emitter.dtypes:
         made = [f"{name} = " + (literal_text(dtype) if scalar
                                 else f"xp.dtype({literal_text(dtype)})")
