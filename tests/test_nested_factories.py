@@ -144,6 +144,27 @@ def test_a_gradient_of_a_function_defined_inside_the_function_differentiated():
     assert ys.gradient(late)(1.5) == pytest.approx(12 * 1.5)
 
 
+def outer_sines(x, y):
+    return np.sin(np.outer(x, y)) + np.cos(np.dot(x, x))
+
+
+def test_a_jacobian_inside_the_function_differentiated():
+    """autograd's check_grads(lambda x: np.sum(np.sin(jacobian(fun)(x)))): ys.jacobian called
+    in traced code is inlined as the rows of f's VJP function (nested.py jacobian_rows), with
+    its argnum= keyword; it was refused as 'a gradient function made by yota_s2s'."""
+    x, y = np.array([0.3, -0.5]), np.array([0.2, 0.9, -0.4])
+
+    def loss(x, y):
+        return np.sum(np.sin(ys.jacobian(outer_sines, x, y, argnum=1)) * np.arange(6.0).reshape(2, 3, 1))
+    gx, gy = ys.gradient(loss, (0, 1))(x, y)
+    eps = 1e-6
+    for g, k, v in ((gx, 0, x), (gy, 1, y)):
+        numeric = [(loss(*[v + eps * u if j == k else a for j, a in enumerate((x, y))])
+                    - loss(*[v - eps * u if j == k else a for j, a in enumerate((x, y))]))
+                   / (2 * eps) for u in np.eye(v.size)]
+        np.testing.assert_allclose(g, numeric, rtol=1e-6, atol=1e-9)
+
+
 def test_a_gradient_of_a_gradient_at_a_python_complex_scalar():
     """A call of a gradient function at a Python complex was refused as 'a gradient function
     made by yota_s2s' (only arrays, floats and ints were inlined). L = |3 z^2|^2 = 9 |z|^4:

@@ -23,8 +23,8 @@ from .errors import YotaError
 from .gradcheck import differentiable
 from .ir.structure import Structure, flatten, nested, of_value, rebuild
 from .marks import entry_point
-from .nested import position_inline
-from .products import (example_cotangents, has_tangent, jvpfunction, jvpfunction_compiled,
+from .nested import jacobian_inline, position_inline
+from .products import (example_cotangents, vjp, has_tangent, jvpfunction, jvpfunction_compiled,
                        tangent_like, vjp_compiled)
 from .objects import param_names, unbind
 from .rules.registry import RULES, RuleSet
@@ -313,3 +313,7 @@ def _structured_jacobian(f: Callable, args: tuple, k: int, x: Any, mode: str,
         jacobians.append(np.reshape(np.array(rows) if rows else np.zeros((0, np.size(x))),
                                     s + np.shape(x)))
     return rebuild(structure, nested(structure, jacobians))
+
+
+# called in a function being differentiated, the Jacobian is inlined: rows of f's VJP function
+jacobian.__yota_inline__ = jacobian_inline(lambda f, *args: vjp(f, *args, buffers=False))

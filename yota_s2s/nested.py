@@ -15,6 +15,8 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
+import numpy as np
+
 from .objects import param_names, unbind
 from .rules.registry import RuleSet
 
@@ -88,3 +90,28 @@ def vjp_reordered(df: Callable, *args: Any) -> tuple:
 
 def _position(argnum: Any, names: tuple) -> int:
     return names.index(argnum) if isinstance(argnum, str) else argnum
+
+
+def jacobian_inline(vjp: Callable) -> Callable:
+    """``__yota_inline__`` of ``ys.jacobian``, called in a function being differentiated
+    (autograd's ``np.sin(jacobian(f)(x))``): for example arguments ``(f, *args)`` and its
+    keywords, ``jacobian_rows`` over ``f``'s VJP function (made by ``vjp``, ``ys.vjp``), or
+    None where it cannot (a result with structure, ``mode="fwd"``)."""
+    def make(f: Callable, *args: Any, argnum: int = 0, mode: str = "rev", **options: Any):
+        out = f(*args)
+        if mode != "rev" or not isinstance(argnum, int) or \
+                not isinstance(out, (np.ndarray, np.floating, float)):
+            return None
+        return functools.partial(jacobian_rows, vjp(f, *args), argnum, np.shape(out))
+    make.keywords = True
+    return make
+
+
+def jacobian_rows(vf: Callable, position: int, shape: tuple, f: Callable, *args: Any,
+                  **options: Any) -> Any:
+    """``ys.jacobian(f, *args, argnum=position)`` written over ``f``'s VJP function ``vf``:
+    one product per element of the result (of ``shape``), stacked, so that the frontend can
+    inline it."""
+    size = int(np.prod(shape))
+    rows = [vf(*args, np.reshape(np.eye(size)[i], shape))[1 + position] for i in range(size)]
+    return np.reshape(np.stack(rows), shape + np.shape(args[position]))

@@ -195,9 +195,10 @@ class CallsMixin:
                                    types.FunctionType))
                     or a is None or a is Ellipsis for a in _leaves(examples))
         # (strings: einsum's, pad's; Ellipsis: einsum's sublists, (Ellipsis, 0, 1))
-        if make is None or kwargs or not plain:
-            return None
-        return make(*examples)
+        if make is None or not plain or is_traced(kwargs) or \
+                (kwargs and not getattr(make, "keywords", False)):
+            return None         # (``ys.jacobian``'s maker takes its keywords: argnum=...)
+        return make(*examples, **kwargs)
 
     def is_opaque(self, fn: Any, kwargs: dict) -> bool:
         """A library function (numpy, scipy...) with static keywords: a candidate for
