@@ -13,7 +13,7 @@ from yota_s2s.errors import UsageError
 from yota_s2s.gradcheck import numerical_grad
 from yota_s2s.memory_report import allocated
 
-from .programs import whiles as W
+from .programs import custom, whiles as W
 
 
 def _stacks_of(compiled):
@@ -86,3 +86,29 @@ def test_max_steps_is_part_of_ys_grads_key_and_checked():
     for bad in (0, -3, 2.5, "10"):
         with pytest.raises(UsageError, match="max_steps must be a positive int or None"):
             ys.simplegrad(W.newton_sqrt, a, max_steps=bad)
+
+
+def _monitored_sqrt(a):
+    x = a
+    while np.max(np.abs(x * x - a)) > 1e-10:
+        x = 0.5 * (x + a / custom.monitor(x))
+    return np.sum(x)
+
+
+def test_a_call_made_from_inside_the_loop_gets_stacks_of_its_own():
+    """A nodiff monitor in the loop's body calls the same compiled gradient: the function
+    takes its thread's stacks for the call and gives them back as it returns, so the inner
+    call makes its own and the outer one's rows are never written over. (On b2470a7 the
+    monitor called in a while's body was not imported: NameError.)"""
+    a, inner = np.array([2.0, 300.0]), np.array([5.0, 7e4])
+    fast = compile_grad(_monitored_sqrt, (a,))
+    assert "_local.stacks = _held_stacks" in fast.text
+    plain = compile_grad(_monitored_sqrt, (a,), buffers=False).fn
+    expected = plain(a)         # (nodiff: the monitor's value passes no gradient)
+    np.testing.assert_allclose(expected[1], 1.0 / np.sqrt(a), rtol=1e-9)
+    for _ in range(2):
+        custom.MONITOR.update(calls=[(fast.fn, (inner,))], seen=[])
+        value, g = fast.fn(a)
+        assert value == expected[0] and np.array_equal(g, expected[1])
+        (seen_value, seen_g), = custom.MONITOR["seen"]
+        assert seen_value == plain(inner)[0] and np.array_equal(seen_g, plain(inner)[1])

@@ -21,7 +21,7 @@ import numpy as np
 from ..errors import InternalError
 from ..ir.assumptions import lines as assumption_lines
 from ..ir.branch import Branch
-from ..ir.region import Loop, body_tapes
+from ..ir.region import Loop, inner_tapes
 from ..ir.tape import Tape, Var
 from ..ir.whiles import Unwind, While
 from ..text import (access_expr, comment, describe, docstring_line, identifier, literal_text,
@@ -208,7 +208,7 @@ def write_functions(tapes: Sequence[Tape], buffers: bool = False, blocked: bool 
     # (the statements of loop bodies too: their calls are the module's imports as well)
     merged = tapes[0].copy(
         stmts=[s for t in tapes for s in t.stmts] +
-              [s for t in tapes for body in body_tapes(t) for s in body.stmts],
+              [s for t in tapes for body in inner_tapes(t) for s in body.stmts],
         params=tuple(dict.fromkeys(p for t in tapes for p in t.params)))
     functions = {function_name(t) for t in tapes}
     imports = plan_imports(merged, functions)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.region import body_tapes
+from ..ir.region import inner_tapes
 from ..ir.tape import Tape
 from ..text import literal_text
 from .lines import WIDTH
@@ -350,7 +350,7 @@ def reentrant(emitter) -> bool:
     """May the function be called again, in this thread, before it returns? Where it calls a
     function from outside numpy (imported: a user's, or a library's), or reads the user's
     objects at run time (an attribute may be a property): code that may call it."""
-    tapes = [emitter.tape, *body_tapes(emitter.tape)]
+    tapes = [emitter.tape, *inner_tapes(emitter.tape)]
     return bool(emitter.calls) or any(has_reads(t) for t in tapes)
 
 

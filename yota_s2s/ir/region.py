@@ -170,5 +170,20 @@ def body_tapes(tape: Tape):
             yield from body_tapes(loop.body)
 
 
+def inner_tapes(tape: Tape):
+    """Every tape inside ``tape``'s statements, depth first: loop regions' bodies, branches'
+    arms, while statements' and unwinds' tapes (not ``tape`` itself)."""
+    from .branch import branch_of
+    from .whiles import while_of
+
+    for stmt in tape.stmts:
+        loop, branch, construct = loop_of(stmt), branch_of(stmt), while_of(stmt)
+        tapes = (loop.body,) if loop is not None else tuple(branch.arms) \
+            if branch is not None else construct.tapes if construct is not None else ()
+        for inner in tapes:
+            yield inner
+            yield from inner_tapes(inner)
+
+
 __all__ = ["EMPTY", "Loop", "run_loop", "loop_primitive", "loop_of", "made_stack", "handed_over",
-           "handed_over_operands", "body_tapes"]
+           "handed_over_operands", "body_tapes", "inner_tapes"]
