@@ -112,3 +112,25 @@ def test_a_call_made_from_inside_the_loop_gets_stacks_of_its_own():
         assert value == expected[0] and np.array_equal(g, expected[1])
         (seen_value, seen_g), = custom.MONITOR["seen"]
         assert seen_value == plain(inner)[0] and np.array_equal(seen_g, plain(inner)[1])
+
+
+def _monitored_arm(x):
+    if np.sum(x) > 0.0:
+        y = custom.monitor(np.tanh(x)) * x
+    else:
+        y = x * 2.0
+    return np.sum(y)
+
+
+@pytest.mark.parametrize("buffers", [False, True], ids=["plain", "buffered"])
+def test_a_user_function_called_in_an_arm_is_imported(buffers):
+    """(b2470a7: ``monitor(...)`` written in the arm with no import, NameError.)"""
+    x = np.array([0.5, -0.2, 0.9])
+    df = compile_grad(_monitored_arm, (x,), buffers=buffers)
+    assert "import monitor" in df.text
+    custom.MONITOR.update(calls=[], seen=[])
+    value, g = df.fn(x)
+    np.testing.assert_allclose(value, _monitored_arm(x), rtol=1e-14)
+    np.testing.assert_allclose(g, np.tanh(x), rtol=1e-14)     # nodiff: no gradient through it
+    _, g = df.fn(-x)
+    np.testing.assert_allclose(g, np.full(3, 2.0))
