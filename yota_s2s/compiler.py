@@ -358,6 +358,35 @@ def compile_jvp(f: Any, args: Sequence[Any], tangents: Sequence[Any] | None = No
     return _written(forward, tape, device, out_dir, module_name, None, buffers, assumes, engine)
 
 
+def hvp_tape(f: Any, args: Sequence[Any], argnum: int, rules: RuleSet = RULES,
+             check: bool = False, passes: bool = True) -> tuple[Tape, Tape, Assumptions]:
+    """Forward over reverse on the tape: the gradient tape of ``f`` in argument ``argnum``
+    (its ``while`` a recording loop and an unwind), and its JVP along a tangent of that
+    argument (the others held constant), whose tangent is ``H v``: a ``while``'s JVP stacks
+    the tangents beside the values, the unwind's carries the cotangents' tangents
+    (ad/while_tangents.py, ad/unwind_tangents.py), so one module serves every trip count.
+    Loops are unrolled (forward mode has no JVP of a loop region)."""
+    with few_collections():
+        forward, ev = trace_function(f, args, rules, regions=False, branches=True, whiles=True)
+        if check:
+            verified(forward, "trace")
+        grad = backward(forward, ev, {argnum})
+        gradient = grad.copy(result=grad.grads[argnum], grads=None, structure=None, role="hvp")
+        tape = forward_sweep(gradient, ev, [None] * len(args), wrt={argnum})
+        return forward, _optimized(tape, rules, check, passes, made_by="forward"), ev.assumes
+
+
+def compile_hvp(f: Any, args: Sequence[Any], argnum: int, *, rules: RuleSet = RULES,
+                device: str = "cpu", out_dir: str | Path | None = None,
+                module_name: str | None = None, check: bool = False,
+                buffers: bool = True) -> Compiled:
+    """The module ``f_hvp(*args, dot_x) == (grad_x f, H @ dot_x)`` (``hvp_tape``), ``x``
+    argument ``argnum``: ``ys.hvp`` of a function whose gradient holds a ``while``."""
+    buffers = _form(device, buffers, f, args)
+    forward, tape, assumes = hvp_tape(f, args, argnum, rules, check)
+    return _written(forward, tape, device, out_dir, module_name, None, buffers, assumes)
+
+
 def compile_linearize(f: Any, args: Sequence[Any], *, rules: RuleSet = RULES,
                       device: str = "cpu", out_dir: str | Path | None = None,
                       check: bool = False, buffers: bool = True, has_aux: bool = False

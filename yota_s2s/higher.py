@@ -17,11 +17,15 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .api import simplegrad, simplegrad_compiled
+from .api import _user_function, simplegrad, simplegrad_compiled
 from .cache import BUILT, arg_key, function_key
+from .compiler import compile_hvp
 from .errors import YotaError
 from .gradcheck import differentiable
+from .ir.region import body_tapes
 from .ir.structure import Structure, flatten, nested, of_value, rebuild
+from .ir.tape import Tape
+from .ir.whiles import while_of
 from .marks import entry_point
 from .nested import jacobian_inline, position_inline
 from .products import (example_cotangents, vjp, has_tangent, jvpfunction, jvpfunction_compiled,
@@ -73,6 +77,9 @@ def _hvp(f: Callable, args: tuple, argnum: int, x: Any, strategy: str, device: s
     # the first gradient, traced again by the frontend: its plain form, numpy
     df, first = simplegrad_compiled(f, args, buffers=False, wrt={argnum}, rules=rules)
     names = param_names(fn, len(args)) if bound is None else ()
+    if _holds_while(first.tape):
+        return _over_reverse(f, args, argnum, device, out_dir, module_name, rules,
+                             buffers), first
     if strategy == "fwd-rev":
         return _fwd_rev(df, args, argnum, name, names, device, rules), first
     directional = _directional(df, argnum)
@@ -94,6 +101,32 @@ def _hvp(f: Callable, args: tuple, argnum: int, x: Any, strategy: str, device: s
     hessian_vector.__yota_inline__ = position_inline(hf, argnum)
     hessian_vector.strategy = strategy
     return hessian_vector, first
+
+
+def _holds_while(tape: Tape) -> bool:
+    """The tape holds a ``while`` on a traced condition (ir/whiles.py), in a loop body too."""
+    return any(while_of(s) is not None for t in (tape, *body_tapes(tape)) for s in t.stmts)
+
+
+def _over_reverse(f: Callable, args: tuple, argnum: int, device: str,
+                  out_dir: str | Path | None, module_name: str | None, rules: RuleSet,
+                  buffers: bool) -> Callable:
+    """``H v`` as the JVP of the gradient's tape (compiler.hvp_tape), for a function whose
+    gradient holds a ``while``: either strategy's road traces the gradient module again,
+    where its recording loop is unrolled on the example, one module per trip count; the
+    tape's JVP keeps the ``while`` and the unwind, one module for every trip count."""
+    fn, bound = unbind(f)
+    compiled = compile_hvp(f, args, argnum + (bound is not None), rules=rules, device=device,
+                           out_dir=out_dir, module_name=module_name, buffers=buffers)
+    hf = _user_function(compiled, f)
+
+    @functools.wraps(hf)
+    def hessian_vector(*args_and_v: Any) -> Any:
+        return hf(*args_and_v)[1]
+    del hessian_vector.__wrapped__
+    hessian_vector.__yota_gradient__ = True
+    hessian_vector.strategy = "fwd-rev"
+    return hessian_vector
 
 
 def _cached_hvp(f: Callable, args: tuple, argnum: int, x: Any, strategy: str,

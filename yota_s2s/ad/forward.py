@@ -47,18 +47,22 @@ from .sweep import Sweep, align, refuse_complex
 STRUCTURAL_JVPS: dict[str, Callable[["_ForwardSweep", Stmt], None]] = {}
 
 
-def forward(tape: Tape, ev: Evaluator, tangents: list[Any], has_aux: bool = False) -> Tape:
+def forward(tape: Tape, ev: Evaluator, tangents: list[Any], has_aux: bool = False,
+            wrt: set[int] | None = None) -> Tape:
     """Extend ``tape`` (recorded by ``ev``) with the tangent of its result, given example
     ``tangents`` (one per argument; None for those without float values). A structured result
     (a tuple, a dict: nested tuples on the tape) gets a tangent of its structure, None for its
     leaves without one (ints, bools, strings); ``has_aux``: the result is a pair ``(out, aux)``
-    and only ``out`` gets a tangent."""
-    return _ForwardSweep(tape, ev, tangents, has_aux).run()
+    and only ``out`` gets a tangent; ``wrt``: the arguments (by number) that get a tangent
+    argument, None for every argument with float values (the others are held constant)."""
+    return _ForwardSweep(tape, ev, tangents, has_aux, wrt).run()
 
 
 class _ForwardSweep:
-    def __init__(self, tape: Tape, ev: Evaluator, tangents: list[Any], has_aux: bool = False):
+    def __init__(self, tape: Tape, ev: Evaluator, tangents: list[Any], has_aux: bool = False,
+                 wrt: set[int] | None = None):
         self.tape, self.ev, self.rules, self.has_aux = tape, ev, ev.rules, has_aux
+        self.wrt = wrt
         self.example = tangents
         self.tangent: dict[Var, Any] = {}     # primal Var -> its tangent (a Var)
         self.marks: dict[Var, Var] = {}       # tangent Var -> its primal, for names
@@ -119,12 +123,13 @@ class _ForwardSweep:
         """A tangent argument for each argument with float values (``dot_x``), in order:
         its Inputs, names and kinds."""
         tape = self.tape
-        floats = sorted({i.argnum for i in tape.inputs if i.var.aval.is_float})
+        floats = sorted({i.argnum for i in tape.inputs if i.var.aval.is_float
+                         and (self.wrt is None or i.argnum in self.wrt)})
         params = tuple(_tangent_param(tape.params[k], tape.params) for k in floats)
         objects = _object_arguments(self.ev, tape.params)
         inputs = []
         for inp in tape.inputs:
-            if not inp.var.aval.is_float:
+            if not inp.var.aval.is_float or inp.argnum not in floats:
                 continue
             if inp.argnum in objects:
                 raise YotaError(f"{tape.name}: forward mode takes arrays, floats and tuples, "

@@ -39,7 +39,8 @@ def jvp_while(sweep: _ForwardSweep, stmt: Stmt) -> None:
     active = [j for j, k in enumerate(invariants) if isinstance(k, Var) and k in sweep.tangent]
     dotted = _with_tangents(loop, [i for i in range(n) if isinstance(inits[i], Var)
                                    and inits[i] in sweep.tangent], active)
-    dotted = _needed(loop, dotted, _read_after(sweep, stmt))
+    read = _read_after(sweep, stmt) | (set(loop.saved) if loop.record else set())
+    dotted = _needed(loop, dotted, read)
     if not dotted:
         return
     ev, stmts = sweep.ev, sweep.ev.stmts
@@ -55,9 +56,12 @@ def jvp_while(sweep: _ForwardSweep, stmt: Stmt) -> None:
     for d in dots:
         ev.values[d] = _example(d.aval)
     cond = _widened(loop.cond, loop, dotted, active)
-    tangent = While(cond, body, ncarry=n + len(dotted), source=loop.source)
+    saved = tuple(n + dotted.index(i) for i in loop.saved if i in dotted)
+    tangent = While(cond, body, ncarry=n + len(dotted), source=loop.source,
+                    saved=loop.saved + saved, record=loop.record)
     args = (*inits, *starts, *invariants, *(sweep.tangent[invariants[j]] for j in active))
-    outs = (*stmt.outs, *dots)
+    stacks = _tangent_stacks(sweep, stmt, loop, dotted)
+    outs = (*stmt.outs[:n], *dots, *stmt.outs[n:], *stacks.values())
     params = tuple(body.params)
     new = Stmt(outs, while_primitive(tangent, params, len(outs)), args,
                (("loop", tangent),), stmt.loc, stmt.rule)
@@ -68,6 +72,24 @@ def jvp_while(sweep: _ForwardSweep, stmt: Stmt) -> None:
     for i, d in zip(dotted, dots):
         sweep.tangent[stmt.outs[i]] = d
         sweep.marks[d] = stmt.outs[i]
+    for k, d in stacks.items():
+        sweep.tangent[k], sweep.marks[d] = d, k
+
+
+def _tangent_stacks(sweep: _ForwardSweep, stmt: Stmt, loop: While,
+                    dotted: list[int]) -> dict[Var, Var]:
+    """A recording loop's stacks of the tangents (``dot_X[t] = dot_x``) beside the stacks of
+    the values, by the value's stack (a stack's tangent is the stack of the tangents: what
+    the unwind's JVP reads, ad/unwind_tangents.py); none where the loop does not record."""
+    if not loop.record:
+        return {}
+    stacks = stmt.outs[loop.ncarry + 1:]
+    made = {}
+    for stack, i in zip(stacks, loop.saved):
+        if i in dotted:
+            made[stack] = Var(stack.aval, hint=f"dot_{stack.hint or 'X'}")
+            sweep.ev.values[made[stack]] = _example(stack.aval)
+    return made
 
 
 def _with_tangents(loop: While, seeded: list[int], active: list[int]) -> list[int]:

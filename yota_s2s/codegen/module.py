@@ -287,9 +287,9 @@ def _function(tape: Tape, emitter: Emitter, numba: NumbaForm | None = None,
 
 # -- header and imports ---------------------------------------------------------------------
 
-# what the module of a tape cut from another computes (ad/linearize.py)
+# what the module of a tape cut from another (ad/linearize.py) or of a gradient's JVP computes
 ROLES = {"linearize": "Linearization (the value, and what its tangent map reads)",
-         "tangent": "Tangent map"}
+         "tangent": "Tangent map", "hvp": "Gradient and Hessian-vector product"}
 
 
 def _header(tape: Tape, device: str, regenerate: str | None, returns: list[str],
