@@ -167,12 +167,11 @@ def test_numba_prints_the_while_and_its_unwind():
 
 
 def test_hessp_and_hessian_are_right_for_every_trip_count():
-    """Second order traces the plain gradient module again, where the while is unrolled on
-    the example (docs/how-it-works.md): the Hessian-vector module raises its own GuardError
-    for another trip count, and ys.hessp and ys.hessian, whose modules are kept, compile
-    again for it (today's main: the GuardError reached the caller, where the first gradient
-    had no guard that said so). Values against the exact Hessian of sqrt and differences of
-    the gradient."""
+    """ys.hessp and ys.hessian, whose modules are kept, are right for another trip count (the
+    Hessian-vector module is the JVP of the gradient tape, one for every count:
+    test_while_second_order.py; before it, a module per count, compiled again where the
+    kept one raised its GuardError). Values against the exact Hessian of sqrt and
+    differences of the gradient."""
     hp = ys.hessp(W.newton_sqrt)
     v = np.array([0.7, -0.4])
     for a in (np.array([2.0, 3.0]), np.array([0.01, 900.0])):

@@ -5,7 +5,10 @@ dense Hessians, and Jacobians.
 over reverse: one generated module whose forward section is the first gradient and whose
 backward section differentiates it; the frontend inlines the plain first gradient, nested.py),
 or the forward-mode derivative of the gradient in direction ``v`` ("fwd-rev", with
-``ys.jvpfunction``). ``hessian(f, *args)`` is one ``hvp`` per unit vector, ``jacobian`` one
+``ys.jvpfunction``). Where the first gradient holds a ``while`` on a traced condition, both
+take the gradient tape's JVP instead (forward over reverse on the tape, ``_over_reverse``: one
+module for every trip count, where a traced module unrolls the loop on the example).
+``hessian(f, *args)`` is one ``hvp`` per unit vector, ``jacobian`` one
 vector-Jacobian product per element of the result (or one Jacobian-vector product per element
 of the argument): dense, for small inputs.
 """
@@ -148,8 +151,8 @@ def _cached_hvp(f: Callable, args: tuple, argnum: int, x: Any, strategy: str,
 def _cached_hvp_call(f: Callable, args: tuple, argnum: int, x: Any, strategy: str,
                      rules: RuleSet, v: Any) -> Any:
     """``H v`` by ``_cached_hvp``'s function; where its module refuses ``args`` (its own
-    ``GuardError``: the first gradient, traced again, unrolls a ``while`` on the example, so
-    the second order is compiled for its trip count), compiled again for them."""
+    ``GuardError``: the first gradient, traced again, decided something on the example),
+    compiled again for them."""
     try:
         return _cached_hvp(f, args, argnum, x, strategy, rules)(*args, v)
     except ValueError as e:

@@ -114,22 +114,17 @@ def _tangent_step(sweep: _ForwardSweep, unwind: Unwind, rows: list[int], active:
         results = {i: _result_tangent(sub, step.result[i], ins[s + j + i]) for i in dotted}
     made = [t.replace(rule=_tangent_rule(t.rule)) for t in made]
     cots, accs = range(unwind.ncot), range(unwind.ncot, len(step.result))
-
-    def group(first: int, which) -> list[int]:      # inputs by number: values, then tangents
-        return [first + k for k in which], [first + k for k in which if first + k in places]
-    order: list[int] = []
-    dotted_set = set(dotted)
-    for first, which in ((0, range(s)), (s, range(j))):
-        values, tangents = group(first, which)
-        order += values + [-1 - k for k in tangents]
-    for which in (cots, accs):
-        order += [s + j + i for i in which] + [-1 - (s + j + i) for i in which
-                                                if i in dotted_set]
-    inputs = [ins[k] if k >= 0 else places[-1 - k] for k in order]
-    names = tuple(params[k] if k >= 0 else f"dot_{params[-1 - k]}" for k in order)
+    inputs: list[Var] = []      # each group's values, then the tangents of those that have one
+    names: list[str] = []
+    for group in (range(s), range(s, s + j), [s + j + i for i in cots],
+                  [s + j + i for i in accs]):
+        inputs += [ins[k] for k in group] + [places[k] for k in group if k in places]
+        names += [params[k] for k in group] + \
+            [f"dot_{params[k]}" for k in group if k in places]
     result = tuple(_state(step.result, results, cots) + _state(step.result, results, accs))
-    tape = Tape(name="step", params=names, inputs=[Input(v, k) for k, v in enumerate(inputs)],
-                stmts=list(step.stmts) + made, result=result, loc=step.loc)
+    tape = Tape(name="step", params=tuple(names),
+                inputs=[Input(v, k) for k, v in enumerate(inputs)], stmts=list(step.stmts) + made,
+                result=result, loc=step.loc)
     tape.primals.update(step.primals)
     tape.primals.update(sub.marks)
     return tape
