@@ -168,6 +168,39 @@ def test_the_backward_arm_reads_the_forward_result_not_made_again():
         np.testing.assert_allclose(g[0], numerical_grad(fn, args, 0), rtol=1e-6, atol=1e-8)
 
 
+def _arm_of(text, cond):
+    """The lines of the backward's ``if cond:`` arm (up to its ``else:``)."""
+    backward = text[text.index("# -- backward"):]
+    start = backward.index(f"if {cond}:\n")
+    return backward[start:backward.index("else:", start)]
+
+
+def test_a_value_only_one_arm_differentiates_has_its_backward_under_that_arm():
+    """``m = max(abs(x))`` feeds the condition and one arm: its cotangent is zero on the
+    other path, so its backward (max's ``==`` mask, abs's sign) is under the arm, not run on
+    both paths (normalized was 2.1x the one-path module); nested, ``s = dot(x, w)`` of
+    three_ways is differentiated under the innermost ``else`` only, and no arm makes zeros."""
+    compiled = compile_grad(B.normalized, (np.array([3.0, -1.0, 0.5]),), buffers=False)
+    arm = _arm_of(compiled.text, "m_cond")
+    assert "# grad of branches.py:34  m = np.max(np.abs(x))" in arm
+    assert "xp.sign(x)" in arm and compiled.text.count("xp.sign(") == 1
+    compiled = compile_grad(B.three_ways, (np.ones(3), np.ones(3)), buffers=False)
+    backward = compiled.text[compiled.text.index("# -- backward"):]
+    inner = backward[backward.rindex("else:"):]
+    assert "# grad of branches.py:23  s = np.dot(x, w)" in inner
+    assert backward.count("# grad of branches.py:23") == 1 and "zeros" not in backward
+    for fn, make in ((B.normalized, lambda r: (r.normal(size=3) * r.uniform(0.2, 1.2),)),
+                     (B.three_ways, lambda r: (r.normal(size=3), r.normal(size=3)))):
+        for buffers in (False, True):
+            compiled = compile_grad(fn, make(_rng(0)), buffers=buffers)
+            for args in _paths(make, 8):
+                value, *grads = compiled.fn(*args)
+                assert value == pytest.approx(fn(*args), rel=1e-12)
+                for i, g in enumerate(grads):
+                    np.testing.assert_allclose(g, numerical_grad(fn, args, i),
+                                               rtol=1e-6, atol=1e-8)
+
+
 def test_an_arm_that_passes_a_value_through_gives_a_copy():
     """``normalized`` leaves ``x`` as it is in one arm: the branch's result is its own array,
     so the caller's is never written (nor returned as a gradient's memory)."""

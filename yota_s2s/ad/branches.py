@@ -22,7 +22,7 @@ import numpy as np
 
 from ..ir.branch import Branch, arm_tape, branch_of, branch_primitive
 from ..ir.rewrite import live, substitute_stmt
-from ..ir.tape import Input, Lit, Stmt, Tape, Var
+from ..ir.tape import Input, Lit, Stmt, Tape, Var, tree_atoms
 from ..frontend.abstract import ghost
 from .sweep import STRUCTURAL_RULES, Sweep, active_from
 
@@ -31,30 +31,87 @@ RULE = "the branch's backward: each arm's adjoint, under the same condition"
 
 def sweep_branch(sweep: Sweep, stmt: Stmt) -> None:
     """The structural rule of a branch statement: the backward branch, whose results are the
-    gradients of the operands that need one, added to their adjoints."""
+    gradients of the operands that need one, added to their adjoints. The statements before
+    it whose gradients come from the branch alone (``absorbed``) are swept in its arms: their
+    backward runs only on the path that gives them a gradient."""
     branch: Branch = branch_of(stmt)
-    operands = stmt.args[1:]
-    wanted = [j for j, a in enumerate(operands)
-              if isinstance(a, Var) and a in sweep.active and a.aval.is_float]
+    taken = absorbed(sweep, stmt)
+    defined = {o for s in taken for o in s.outs}
+    extra = list(dict.fromkeys(u for s in taken for u in s.uses() if u not in defined
+                               and u not in stmt.args[1:]))
+    operands = (*stmt.args[1:], *extra)
+    wanted = [j for j, a in enumerate(operands) if isinstance(a, Var) and a in sweep.active
+              and a.aval.is_float and a not in defined]
     dys = [sweep.adjoint(o) for o in stmt.outs]
     seeds = [i for i, (o, dy) in enumerate(zip(stmt.outs, dys))
              if dy is not None and o.aval.is_float]
     if not wanted or not seeds:
         return
     dy_atoms = [dys[i] if isinstance(dys[i], (Var, Lit)) else Lit(dys[i]) for i in seeds]
+    outs = (*stmt.outs, *(o for s in taken for o in s.outs))
     with sweep.ev.at(stmt.loc, RULE):
-        made = [_adjoint_arm(sweep, arm, label, seeds, wanted, dy_atoms, stmt.outs)
+        made = [_adjoint_arm(sweep, extended(sweep.ev, arm, stmt.args[1:], extra, taken),
+                             label, seeds, wanted, dy_atoms, outs)
                 for label, arm in zip(("then", "orelse"), branch.arms)]
         read = sorted(set().union(*(r for _, r in made)))
-        arms = [given_results(arm, len(operands), len(stmt.outs), read) for arm, _ in made]
+        arms = [given_results(arm, len(operands), len(outs), read) for arm, _ in made]
         back = Branch(*arms, source=branch.source)
         names = tuple(arms[0].params)
         results = sweep.emit(branch_primitive(back, names),
-                             [stmt.args[0], *operands, *(stmt.outs[i] for i in read),
+                             [stmt.args[0], *operands, *(outs[i] for i in read),
                               *dy_atoms], {"branch": back})
     results = results if isinstance(results, tuple) else (results,)
     for j, g in zip(wanted, results):
         sweep.accumulate(operands[j], g)
+
+
+def absorbed(sweep: Sweep, stmt: Stmt) -> list[Stmt]:
+    """The primitive statements before the branch ``stmt`` whose results get gradients from
+    the branch (or from each other) only: every later use of them is the branch, another of
+    them, or a statement not differentiated (the condition), and none is the tape's result
+    or has a gradient yet. In forward order."""
+    home = sweep.home
+    k = next((i for i, s in enumerate(home) if s is stmt), None)
+    if k is None or sweep.tape is None:
+        return []
+    users: dict[Var, list[int]] = {}
+    for i, s in enumerate(home[:k + 1]):
+        for u in s.uses():
+            users.setdefault(u, []).append(i)
+    ends = {v for v in tree_atoms(sweep.tape.result) if isinstance(v, Var)}
+    taken = {k}
+    for i in reversed(range(k)):
+        s = home[i]
+        if s.prim.emit and s.prim.emit[0] in STRUCTURAL_RULES \
+                or not any(o in sweep.active for o in s.outs):
+            continue
+        if all(o not in ends and o not in sweep.full and o not in sweep.scatter
+               and all(j in taken or not any(p in sweep.active for p in home[j].outs)
+                       for j in users.get(o, ()))
+               for o in s.outs):
+            taken.add(i)
+    return [home[i] for i in sorted(taken - {k})]
+
+
+def extended(ev, arm: Tape, operands: tuple, extra: list, taken: list[Stmt]) -> Tape:
+    """``arm`` with the ``taken`` statements before its own (an input they make is read from
+    them) and the operands they read besides the branch's as inputs after the arm's."""
+    if not taken:
+        return arm
+    inputs = [i.var for i in arm.inputs]
+    new = [Var(v.aval, hint=v.hint) for v in extra]
+    for n, v in zip(new, extra):
+        ev.values.derive(n, v)
+    defined = {o for s in taken for o in s.outs}
+    inner = {o: i for o, i in zip(operands, inputs) if o not in defined}
+    inner.update(zip(extra, new))
+    outer = {i: o for o, i in zip(operands, inputs) if o in defined}
+    stmts = [substitute_stmt(s, lambda a: inner.get(a, a)) for s in taken] \
+        + [substitute_stmt(s, lambda a: outer.get(a, a)) for s in arm.stmts]
+    result = tuple(outer.get(r, r) if isinstance(r, Var) else r for r in arm.result)
+    return arm_tape(arm.name, tuple(arm.params) + tuple(v.hint or f"a{i}" for i, v in
+                                                        enumerate(extra)),
+                    inputs + new, stmts, result, arm.loc)
 
 
 def _adjoint_arm(sweep: Sweep, arm: Tape, label: str, seeds: list[int], wanted: list[int],
@@ -84,7 +141,8 @@ def _adjoint_arm(sweep: Sweep, arm: Tape, label: str, seeds: list[int], wanted: 
     given = [Var(o.aval, hint=o.hint) for o in outs]
     for o, g in zip(outs, given):
         ev.values.derive(g, o)
-    own = {r: g for r, g in zip(arm.result, given) if isinstance(r, Var) and r not in set(inputs)}
+    own = {r: g for r, g in zip((*arm.result, *outs[len(arm.result):]), given)
+           if isinstance(r, Var) and r not in set(inputs)}
     fresh, remade = made_again(ev, sub.home, inputs, own)
     stmts = [substitute_stmt(s, lambda a: fresh.get(a, a)) for s in remade + back]
     result = tuple(fresh.get(g, g) if isinstance(g, Var) else g for g in grads)
