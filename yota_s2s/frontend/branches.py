@@ -48,6 +48,7 @@ class BranchesMixin:
     """The branch trial (mixed into ``Evaluator``)."""
 
     branches: bool = True   # False: every if on a traced value is a guard
+    exit_flags: frozenset = frozenset()    # a lowered break's flags (exits.py): bool results
 
     def branch_if(self, node: gast.If, cond: Any) -> bool:
         """Run ``node`` as a branch statement on the traced condition ``cond``; False (nothing
@@ -134,6 +135,9 @@ class BranchesMixin:
                 if name in read_after:
                     raise _NoBranch()
                 continue
+            if name in self.exit_flags and a is not b:
+                outs.append((name, _flag(a), _flag(b)))     # ``done = True`` in one arm
+                continue
             if a is b:
                 if before.get(name, _MISSING) is not a:
                     statics[name] = a
@@ -188,6 +192,17 @@ class BranchesMixin:
 def _aval(value: Any) -> tuple:
     aval = value.aval if isinstance(value, Var) else Aval.of(value)
     return aval.shape, aval.dtype, aval.weak
+
+
+def _flag(value: Any) -> Any:
+    """A lowered ``break``'s flag as a branch's result: a traced bool, or numpy's bool."""
+    if isinstance(value, Var):
+        if value.aval.shape != () or value.aval.dtype != np.bool_:
+            raise _NoBranch()
+        return value
+    if type(value) not in (bool, np.bool_):
+        raise _NoBranch()
+    return bool(value)
 
 
 def _same_static(a: Any, b: Any) -> bool:

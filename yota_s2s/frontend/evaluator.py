@@ -294,6 +294,7 @@ class Evaluator(ExpressionsMixin, CallsMixin, PrimitiveCallsMixin, InliningMixin
         self.exec_block(branch)
 
     def stmt_For(self, node: gast.For) -> None:
+        node = self.structured(node)        # `continue` as an if's other arm (exits.py)
         iterable = self.loop_iterable(node.iter)
         if self.region_for(node, iterable) or self.while_for(node, iterable):
             return      # a loop region, or a while statement (a break on data: whiles.py)
@@ -316,6 +317,7 @@ class Evaluator(ExpressionsMixin, CallsMixin, PrimitiveCallsMixin, InliningMixin
         self.exec_block(node.orelse)
 
     def stmt_While(self, node: gast.While) -> None:
+        node = self.structured(node)
         if self.region_while(node) or self.while_region(node):
             return      # a for region (static ints), or a while statement (whiles.py)
         count = 0

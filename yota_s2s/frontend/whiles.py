@@ -35,6 +35,7 @@ from ..ir.tape import Aval, Input, Lit, Tape, Var
 from ..ir.whiles import While, while_of, while_primitive
 from ..marks import generated_file
 from .branches import _own_nodes, _source, live_sides
+from .exits import lower, own_exits
 from .region_check import traceable
 from .region_lists import Watch, items_of
 from .region_syntax import assigned_names, loaded_outside
@@ -62,22 +63,65 @@ class WhilesMixin:
         """Run ``node`` as a while statement if its condition is traced; False (nothing done)
         to unroll it on the example."""
         if self.collector is not None or self.backward_mode or not self.whiles \
-                or self.trial_depth or node.orelse or _leaves(node.body):
+                or self.trial_depth or node.orelse:
             return False
         if _generated(self.frame.fn.file):
             return False
+        body, flag = node.body, None
+        if _leaves(body):
+            lowered = self._lowered(body)
+            if lowered is None:
+                return False
+            body, flag = lowered
         saved, containers = self._trial_state()
         try:
-            return self._while(node, saved, containers)
+            return self._while(node, body, flag, saved, containers)
         except _NoWhile:
             self._restore(saved)
             return False
+        finally:
+            self.exit_flags = frozenset()
 
-    def _while(self, node: gast.While, saved: tuple, containers: dict) -> bool:
+    def structured(self, node: gast.For | gast.While) -> gast.For | gast.While:
+        """A loop whose body leaves a trip by ``continue`` (and never by ``break``) as the same
+        loop with the statements after each ``continue`` in the other arm of its ``if``
+        (exits.py): the same program, whose ``if`` on data can then be a branch statement, in
+        a region, a while statement or an unrolled loop alike. Any other loop as it is."""
+        exits = own_exits(node.body)
+        if not exits or any(isinstance(n, gast.Break) for n in exits) \
+                or _leaves(node.body, exits=False) or node.orelse:
+            return node
+        body = lower(node.body, None)
+        if body is None:
+            return node
+        fields = {f: getattr(node, f) for f in node._fields}
+        return gast.copy_location(type(node)(**{**fields, "body": body}), node)
+
+    def _lowered(self, body: list) -> tuple[list, str | None] | None:
+        """The body with its own ``break`` and ``continue`` as structured code (exits.py), and
+        the name of the flag a ``break`` sets (None: no ``break``); None if it cannot be."""
+        if _leaves(body, exits=False):
+            return None
+        flag = None
+        if any(isinstance(n, gast.Break) for n in own_exits(body)):
+            used = {n.id for n in gast.walk(self.frame.fn.node) if isinstance(n, gast.Name)}
+            flag = next(f"done{k or ''}" for k in range(len(used) + 1)
+                        if f"done{k or ''}" not in used)
+        lowered = lower(body, flag)
+        if lowered is None:
+            return None
+        if flag is not None:
+            self.exit_flags = frozenset({flag})
+        return lowered, flag
+
+    def _while(self, node: gast.While, body: list, flag: str | None, saved: tuple,
+               containers: dict) -> bool:
         frame = self.frame
         before = {n: self.current(v) for n, v in saved[0].items()}
-        names = assigned_names(node.body)
-        carried = [n for n in names if n in before and traceable(before[n])]
+        if flag is not None:
+            before[flag] = np.bool_(False)
+        names = assigned_names(body)
+        carried = _carried(names, before, body, flag)
         places: dict[str, Var] = {}
         for name in carried:
             places[name] = self._place(name, before[name])
@@ -86,12 +130,16 @@ class WhilesMixin:
         outer, self.trial_records = self.trial_records, (*self.trial_records, watch)
         try:
             with self.collect() as cond_stmts:
-                test = self.current(self.expr(node.test))
+                test = self.current(self.condition(node.test))
+                if flag is not None:
+                    test = self._and_not(test, places[flag], node)
             if not isinstance(test, Var) or test.aval.shape != () \
                     or test.aval.dtype != np.bool_:
                 raise _NoWhile()
             with self.collect() as body_stmts:
-                self.exec_block(node.body)
+                if flag is not None:
+                    frame.locals[flag] = False      # in a trip until its break
+                self.exec_block(body)
         except _NoWhile:
             raise
         except Exception:
@@ -105,17 +153,7 @@ class WhilesMixin:
                 or any(s.prim.effect or loop_of(s) is not None or while_of(s) is not None
                        for s in stmts):
             raise _NoWhile()
-        read_after = loaded_outside(frame, node)
-        for name in names:
-            if name in places:
-                after = env.get(name, _MISSING)
-                if not traceable(after) or _aval(after)[:2] != _aval(places[name])[:2]:
-                    raise _NoWhile()        # a carried value changes shape or dtype
-            elif name not in before:
-                if name in read_after:
-                    raise _NoWhile()        # bound in the body only: unbound after 0 trips
-            elif env.get(name, _MISSING) is not before[name]:
-                raise _NoWhile()            # a static value the body changes
+        _check_after(names, places, before, env, loaded_outside(frame, node))
         outs = [env[n] for n in carried]
         _no_alias(outs, body_stmts, places.values())
         _no_narrowing([before[n] for n in carried], body_stmts)
@@ -139,7 +177,9 @@ class WhilesMixin:
         top level, as a while statement over ``t`` and a ``done`` flag: a trip runs the
         statements before the ``if``, then those after it unless the test holds (a branch
         statement), so the trips are counted as the loop ran them and the backward starts at
-        the one that left. False (nothing done) to unroll it on the example."""
+        the one that left. Any other ``break`` (under an ``if`` with more in its arm, several,
+        nested ``if``s; ``continue`` beside it) is lowered (exits.py): the body sets the flag.
+        False (nothing done) to unroll it on the example."""
         body = node.body
         exits = [k for k, s in enumerate(body) if isinstance(s, gast.If) and not s.orelse
                  and len(s.body) == 1 and isinstance(s.body[0], gast.Break)]
@@ -147,34 +187,44 @@ class WhilesMixin:
                 or not self.whiles or self.trial_depth or node.orelse \
                 or not isinstance(iterable, range) \
                 or not len(iterable) or not isinstance(node.target, gast.Name) \
-                or len(exits) != 1 or _leaves(body[:exits[0]] + body[exits[0] + 1:]) \
                 or _generated(self.frame.fn.file):
             return False
+        lowered = None
+        if len(exits) != 1 or _leaves(body[:exits[0]] + body[exits[0] + 1:]):
+            lowered = self._lowered(body) if _leaves(body) else None
+            if lowered is None or lowered[1] is None:
+                self.exit_flags = frozenset()
+                return False
         frame = self.frame
         if node.target.id in loaded_outside(frame, node):
             return False
         saved, containers = self._trial_state()
         try:
-            return self._for_break(node, iterable, exits[0], saved, containers)
+            return self._for_break(node, iterable, exits[0] if lowered is None else lowered,
+                                   saved, containers)
         except _NoWhile:
             self._restore(saved)
             return False
+        finally:
+            self.exit_flags = frozenset()
 
-    def _for_break(self, node: gast.For, steps: range, k: int, saved: tuple,
+    def _for_break(self, node: gast.For, steps: range, k: int | tuple, saved: tuple,
                    containers: dict) -> bool:
+        """The while statement of ``while_for``; ``k`` the index of the ``if <test>: break``,
+        or the lowered body and its flag."""
         frame = self.frame
         before = {n: self.current(v) for n, v in saved[0].items()}
         index = node.target.id
-        names = [n for n in assigned_names(node.body) if n != index]
-        carried = [n for n in names if n in before and traceable(before[n])]
+        body, flag = (node.body, None) if isinstance(k, int) else k
+        names = [n for n in assigned_names(body) if n not in (index, flag)]
+        carried = _carried(names, before, body, None)
         places = {n: self._place(n, before[n]) for n in carried}
         t = Var(Aval((), np.dtype(np.int64)), hint=index)
-        done = Var(Aval((), np.dtype(np.bool_)), hint="done")
+        done = Var(Aval((), np.dtype(np.bool_)), hint=flag or "done")
         self.values[t], self.values[done] = np.int64(steps.start), np.bool_(False)
         frame.locals.update(places)
         watch = Watch(dict(containers))
         outer, self.trial_records = self.trial_records, (*self.trial_records, watch)
-        exit_node = node.body[k]
         try:
             with self.collect() as cond_stmts:
                 more = self.compare(gast.Lt() if steps.step > 0 else gast.Gt(), t, steps.stop,
@@ -183,21 +233,16 @@ class WhilesMixin:
                                                                   node)], {}, node)
             with self.collect() as body_stmts:
                 frame.locals[index] = t
-                self.exec_block(node.body[:k])
-                held, frame.stmt = frame.stmt, exit_node     # (its line: the if's)
-                try:
-                    leave = self.current(self.expr(exit_node.test))
-                    if isinstance(leave, Var) and leave.hint is None:
-                        leave.hint = _cond_hint(exit_node.test)
-                    first = {n: self.current(v) for n, v in frame.locals.items()}
-                    with self.collect() as rest:
-                        frame.stmt = held
-                        self.exec_block(node.body[k + 1:])
-                        frame.stmt = exit_node
+                if flag is None:
+                    leave, outs = self._exit_trip(node.body, k, names, before)
+                else:
+                    frame.locals[flag] = False      # in a trip until its break
+                    self.exec_block(body)
                     after = {n: self.current(v) for n, v in frame.locals.items()}
-                    outs = self._left(exit_node, leave, names, before, first, after, rest)
-                finally:
-                    frame.stmt = held
+                    _check_after(names, places, before, after, set())
+                    leave, outs = after[flag], {n: after[n] for n in carried}
+                    if not isinstance(leave, Var):
+                        raise _NoWhile()
                 following = self.binop(gast.Add(), t, steps.step, node)
         except _NoWhile:
             raise
@@ -219,21 +264,42 @@ class WhilesMixin:
                 raise _NoWhile()
         _no_alias([outs[n] for n in carried], body_stmts, list(places.values()) + [t, done])
         _no_narrowing([before[n] for n in carried], body_stmts)
-        source = f"for {index} in {_source(node.iter)}: ... if {_source(exit_node.test)}: break"
+        source = f"for {index} in {_source(node.iter)}: ... " + (
+            f"if {_source(node.body[k].test)}: break" if flag is None else "break")
         loop, invariants = self._tapes(node, source, test, cond_stmts, body_stmts,
                                        [t, done] + [places[n] for n in carried],
                                        [following, leave] + [outs[n] for n in carried])
         self._restore(saved)
         inits = [Lit(np.int64(steps.start)), Lit(np.bool_(False))] + \
             [v if isinstance(v, Var) else Lit(_numpy(v)) for v in (before[n] for n in carried)]
-        params = (index, "done") + tuple(carried) + \
+        params = (index, done.hint) + tuple(carried) + \
             tuple(v.hint or f"k{i}" for i, v in enumerate(invariants))
         results = self.emit(while_primitive(loop, params, len(inits)), [*inits, *invariants],
                             {"loop": loop}, node)
-        results[0].hint, results[1].hint = index, "done"
+        results[0].hint, results[1].hint = index, done.hint
         for name, value in zip(carried, results[2:]):
             self.bind_name(name, value)
         return True
+
+    def _exit_trip(self, body: list, k: int, names: list, before: dict) -> tuple[Var, dict]:
+        """One trip of a body that leaves by ``body[k]``, ``if <test>: break``: the test, and
+        the carried values after the trip (``_left``)."""
+        frame, exit_node = self.frame, body[k]
+        self.exec_block(body[:k])
+        held, frame.stmt = frame.stmt, exit_node     # (its line: the if's)
+        try:
+            leave = self.current(self.expr(exit_node.test))
+            if isinstance(leave, Var) and leave.hint is None:
+                leave.hint = _cond_hint(exit_node.test)
+            first = {n: self.current(v) for n, v in frame.locals.items()}
+            with self.collect() as rest:
+                frame.stmt = held
+                self.exec_block(body[k + 1:])
+                frame.stmt = exit_node
+            after = {n: self.current(v) for n, v in frame.locals.items()}
+            return leave, self._left(exit_node, leave, names, before, first, after, rest)
+        finally:
+            frame.stmt = held
 
     def _left(self, exit_node: gast.If, leave: Var, names: list, before: dict, first: dict,
               after: dict, rest: list) -> dict:
@@ -263,6 +329,37 @@ class WhilesMixin:
             results = results if isinstance(results, tuple) else (results,)
             outs.update((name, r) for (name, _, _), r in zip(picks, results))
         return outs
+
+    def condition(self, test: gast.expr) -> Any:
+        """A while's condition; ``and``, ``or`` and ``not`` over traced bools as numpy's
+        ``logical_and``, ``logical_or``, ``logical_not`` (a static part decides where it can,
+        as Python's short circuit does: ``i < 100 and err > tol``)."""
+        if isinstance(test, gast.UnaryOp) and isinstance(test.op, gast.Not):
+            value = self.current(self.condition(test.operand))
+            if isinstance(value, Var):
+                _bool(value)
+                return self.call(np.logical_not, [value], {}, test)
+            return not self.truth(value, test.operand)
+        if not isinstance(test, gast.BoolOp):
+            return self.expr(test)
+        want = isinstance(test.op, gast.Or)       # `or` stops at the first true value
+        fn = np.logical_or if want else np.logical_and
+        traced = None
+        for part in test.values:
+            value = self.current(self.condition(part))
+            if isinstance(value, Var):
+                _bool(value)
+                traced = value if traced is None else self.call(fn, [traced, value], {}, test)
+            elif self.truth(value, part) == want:
+                return value    # decides: `... or True`, `... and False`
+        return traced if traced is not None else value
+
+    def _and_not(self, test: Any, done: Var, node: gast.AST) -> Any:
+        """``test and not done``: the condition of a loop a lowered ``break`` leaves."""
+        left = self.call(np.logical_not, [done], {}, node)
+        if isinstance(test, Var):
+            return self.call(np.logical_and, [test, left], {}, node)
+        return left if self.truth(test, node) else test
 
     def _place(self, name: str, value: Any) -> Var:
         """The carried value ``name`` at the start of a trip: a Var of the value's shape and
@@ -300,6 +397,46 @@ class WhilesMixin:
         return While(*tapes, ncarry=len(places), source=source), invariants
 
 
+def _carried(names: list, before: dict, body: list, flag: str | None) -> list[str]:
+    """The names a loop carries: those the body binds that hold a traced value or a float
+    before it, the ``int`` counters it steps (``i += 1``, ``k = k + 2``: a run-time int), and
+    a lowered ``break``'s flag."""
+    counters = _counters(body)
+    return [n for n in names if n in before and (
+        traceable(before[n]) or n == flag
+        or (type(before[n]) is int and n in counters))]
+
+
+def _counters(body: list) -> set[str]:
+    """Names the body steps from their own value: ``i += k`` or ``i = <expr reading i>``."""
+    names = set()
+    for n in _own_nodes(body):
+        if isinstance(n, gast.AugAssign) and isinstance(n.target, gast.Name):
+            names.add(n.target.id)
+        elif isinstance(n, gast.Assign) and len(n.targets) == 1 \
+                and isinstance(n.targets[0], gast.Name):
+            name = n.targets[0].id
+            if any(isinstance(r, gast.Name) and r.id == name for r in gast.walk(n.value)):
+                names.add(name)
+    return names
+
+
+def _check_after(names: list, places: dict, before: dict, env: dict, read_after: set) -> None:
+    """After a trip each carried value keeps its shape and dtype, each static value is the
+    one it was, and no name bound in the body alone is read after the loop."""
+    for name in names:
+        if name in places:
+            after = env.get(name, _MISSING)
+            if not (traceable(after) or isinstance(after, Var)) \
+                    or _aval(after)[:2] != _aval(places[name])[:2]:
+                raise _NoWhile()        # a carried value changes shape or dtype
+        elif name not in before:
+            if name in read_after:
+                raise _NoWhile()        # bound in the body only: unbound after 0 trips
+        elif env.get(name, _MISSING) is not before[name]:
+            raise _NoWhile()            # a static value the body changes
+
+
 def _no_alias(outs: list, stmts: list, places) -> None:
     """A carried array bound to an array from before the loop (``x = b``) would be that array
     after the loop, which an update in place (``x *= 2``) writes, as Python does: unroll."""
@@ -320,7 +457,14 @@ def _no_narrowing(inits: list, stmts: list) -> None:
 
 def _numpy(value: Any) -> Any:
     """A carried number as numpy's (a Python float carried: numpy's float64)."""
+    if type(value) is int:
+        return np.int64(value)      # an int counter carried
     return np.float64(value) if type(value) is float else value
+
+
+def _bool(value: Var) -> None:
+    if value.aval.shape != () or value.aval.dtype != np.bool_:
+        raise _NoWhile()        # `and` of arrays: Python's truth of an array, a guard
 
 
 def _aval(value: Any) -> tuple:
@@ -328,11 +472,14 @@ def _aval(value: Any) -> tuple:
     return aval.shape, aval.dtype, aval.weak
 
 
-def _leaves(body: list) -> bool:
-    """Does the body leave the loop, or write an attribute or a global?"""
+def _leaves(body: list, exits: bool = True) -> bool:
+    """Does the body leave the loop (``exits``: by ``break`` or ``continue`` too), or write an
+    attribute or a global?"""
     for n in _own_nodes(body):
         if isinstance(n, (gast.Return, gast.Yield, gast.YieldFrom, gast.Global,
-                          gast.Nonlocal, gast.Break, gast.Continue)):
+                          gast.Nonlocal)):
+            return True
+        if exits and isinstance(n, (gast.Break, gast.Continue)):
             return True
         if isinstance(n, gast.Attribute) and isinstance(n.ctx, (gast.Store, gast.Del)):
             return True
