@@ -48,6 +48,7 @@ from .region_tape import RegionTapeMixin
 from .regions import RegionsMixin, TrialAbort
 from .structs import set_attribute
 from .updates import UpdatesMixin
+from .returns import ReturnsMixin
 from .whiles import WhilesMixin
 
 MAX_LOOP = 100_000
@@ -80,7 +81,7 @@ class _Continue(Exception):
 
 class Evaluator(ExpressionsMixin, CallsMixin, PrimitiveCallsMixin, InliningMixin, UpdatesMixin,
                 RegionsMixin, RegionListsMixin, RegionDictsMixin, RegionTapeMixin, BranchesMixin,
-                WhilesMixin):
+                WhilesMixin, ReturnsMixin):
     def __init__(self, rules: RuleSet, values: dict[Var, Any] | None = None):
         self.rules = rules
         self.stmts: list[Stmt] = []
@@ -212,7 +213,9 @@ class Evaluator(ExpressionsMixin, CallsMixin, PrimitiveCallsMixin, InliningMixin
             self.depth -= 1
 
     def exec_block(self, body: list[gast.stmt]) -> None:
-        for stmt in body:
+        for k, stmt in enumerate(body):
+            if self.returning_loop(stmt, body[k + 1:]):
+                return      # a loop that returns on data, and the rest (returns.py)
             self.exec_stmt(stmt)
 
     def exec_stmt(self, node: gast.stmt) -> None:

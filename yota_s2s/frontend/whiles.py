@@ -58,6 +58,7 @@ class WhilesMixin:
     """The while trial (mixed into ``Evaluator``)."""
 
     whiles: bool = True     # False: every while on a traced condition is unrolled
+    break_flag: str | None = None   # the name of a lowered break's flag (returns.py), or done
 
     def while_region(self, node: gast.While) -> bool:
         """Run ``node`` as a while statement if its condition is traced; False (nothing done)
@@ -67,7 +68,7 @@ class WhilesMixin:
             return False
         if _generated(self.frame.fn.file):
             return False
-        body, flag = node.body, None
+        body, flag, outer = node.body, None, self.exit_flags
         if _leaves(body):
             lowered = self._lowered(body)
             if lowered is None:
@@ -80,7 +81,7 @@ class WhilesMixin:
             self._restore(saved)
             return False
         finally:
-            self.exit_flags = frozenset()
+            self.exit_flags = outer
 
     def structured(self, node: gast.For | gast.While) -> gast.For | gast.While:
         """A loop whose body leaves a trip by ``continue`` (and never by ``break``) as the same
@@ -99,29 +100,30 @@ class WhilesMixin:
 
     def _lowered(self, body: list) -> tuple[list, str | None] | None:
         """The body with its own ``break`` and ``continue`` as structured code (exits.py), and
-        the name of the flag a ``break`` sets (None: no ``break``); None if it cannot be."""
+        the name of the flag a ``break`` sets (None: no ``break``), one of ``exit_flags`` from
+        then on (the caller puts them back); None if it cannot be."""
         if _leaves(body, exits=False):
             return None
         flag = None
         if any(isinstance(n, gast.Break) for n in own_exits(body)):
             used = {n.id for n in gast.walk(self.frame.fn.node) if isinstance(n, gast.Name)}
-            flag = next(f"done{k or ''}" for k in range(len(used) + 1)
-                        if f"done{k or ''}" not in used)
+            flag = self.break_flag or next(f"done{k or ''}" for k in range(len(used) + 1)
+                                           if f"done{k or ''}" not in used)
         lowered = lower(body, flag)
         if lowered is None:
             return None
         if flag is not None:
-            self.exit_flags = frozenset({flag})
+            self.exit_flags = self.exit_flags | {flag}
         return lowered, flag
 
     def _while(self, node: gast.While, body: list, flag: str | None, saved: tuple,
                containers: dict) -> bool:
         frame = self.frame
         before = {n: self.current(v) for n, v in saved[0].items()}
-        if flag is not None:
-            before[flag] = np.bool_(False)
         names = assigned_names(body)
-        carried = _carried(names, before, body, flag)
+        flags = [f for f in names if f in self.exit_flags]
+        before.update((f, np.bool_(False)) for f in flags)
+        carried = _carried(names, before, body, flags)
         places: dict[str, Var] = {}
         for name in carried:
             places[name] = self._place(name, before[name])
@@ -137,8 +139,7 @@ class WhilesMixin:
                     or test.aval.dtype != np.bool_:
                 raise _NoWhile()
             with self.collect() as body_stmts:
-                if flag is not None:
-                    frame.locals[flag] = False      # in a trip until its break
+                frame.locals.update((f, False) for f in flags)    # in a trip until its break
                 self.exec_block(body)
         except _NoWhile:
             raise
@@ -189,11 +190,11 @@ class WhilesMixin:
                 or not len(iterable) or not isinstance(node.target, gast.Name) \
                 or _generated(self.frame.fn.file):
             return False
-        lowered = None
+        lowered, outer = None, self.exit_flags
         if len(exits) != 1 or _leaves(body[:exits[0]] + body[exits[0] + 1:]):
             lowered = self._lowered(body) if _leaves(body) else None
             if lowered is None or lowered[1] is None:
-                self.exit_flags = frozenset()
+                self.exit_flags = outer
                 return False
         frame = self.frame
         if node.target.id in loaded_outside(frame, node):
@@ -206,7 +207,7 @@ class WhilesMixin:
             self._restore(saved)
             return False
         finally:
-            self.exit_flags = frozenset()
+            self.exit_flags = outer
 
     def _for_break(self, node: gast.For, steps: range, k: int | tuple, saved: tuple,
                    containers: dict) -> bool:
@@ -217,10 +218,12 @@ class WhilesMixin:
         index = node.target.id
         body, flag = (node.body, None) if isinstance(k, int) else k
         names = [n for n in assigned_names(body) if n not in (index, flag)]
-        carried = _carried(names, before, body, None)
+        flags = [f for f in names if f in self.exit_flags]      # a return's (returns.py)
+        before.update((f, np.bool_(False)) for f in flags)
+        carried = _carried(names, before, body, flags)
         places = {n: self._place(n, before[n]) for n in carried}
         t = Var(Aval((), np.dtype(np.int64)), hint=index)
-        done = Var(Aval((), np.dtype(np.bool_)), hint=flag or "done")
+        done = Var(Aval((), np.dtype(np.bool_)), hint=flag or self.break_flag or "done")
         self.values[t], self.values[done] = np.int64(steps.start), np.bool_(False)
         frame.locals.update(places)
         watch = Watch(dict(containers))
@@ -236,7 +239,7 @@ class WhilesMixin:
                 if flag is None:
                     leave, outs = self._exit_trip(node.body, k, names, before)
                 else:
-                    frame.locals[flag] = False      # in a trip until its break
+                    frame.locals.update((f, False) for f in (flag, *flags))
                     self.exec_block(body)
                     after = {n: self.current(v) for n, v in frame.locals.items()}
                     _check_after(names, places, before, after, set())
@@ -277,6 +280,8 @@ class WhilesMixin:
         results = self.emit(while_primitive(loop, params, len(inits)), [*inits, *invariants],
                             {"loop": loop}, node)
         results[0].hint, results[1].hint = index, done.hint
+        if self.break_flag is not None:
+            frame.locals[self.break_flag] = results[1]  # (read by a return's branch: returns.py)
         for name, value in zip(carried, results[2:]):
             self.bind_name(name, value)
         return True
@@ -397,13 +402,13 @@ class WhilesMixin:
         return While(*tapes, ncarry=len(places), source=source), invariants
 
 
-def _carried(names: list, before: dict, body: list, flag: str | None) -> list[str]:
+def _carried(names: list, before: dict, body: list, flags: list) -> list[str]:
     """The names a loop carries: those the body binds that hold a traced value or a float
     before it, the ``int`` counters it steps (``i += 1``, ``k = k + 2``: a run-time int), and
-    a lowered ``break``'s flag."""
+    the flags of a lowered ``break`` or ``return``."""
     counters = _counters(body)
     return [n for n in names if n in before and (
-        traceable(before[n]) or n == flag
+        traceable(before[n]) or n in flags
         or (type(before[n]) is int and n in counters))]
 
 
