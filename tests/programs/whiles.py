@@ -101,3 +101,76 @@ def running_sum(a):
     while s < 3.0:
         s = s + np.sum(a * a) + 0.5
     return s
+
+
+# -- leaving a loop on data: break, continue, an early return, a counter in the condition ----
+
+def shrink_until(x):
+    """A ``break`` on data in a ``while`` on data: the loop carries a ``done`` flag."""
+    while np.sum(x) > 1.0:
+        x = x * 0.9
+        if np.max(x) < 0.5:
+            break
+    return np.sum(x * x)
+
+
+def capped_newton(a):
+    """An int counter beside a data test (``i < 5 and ...``): ``i`` is a run-time int."""
+    x = a
+    i = 0
+    while i < 5 and np.max(np.abs(x * x - a)) > 1e-10:
+        x = 0.5 * (x + a / x)
+        i += 1
+    return np.sum(x) + 0.5 * i
+
+
+def skip_negative(x, w):
+    """``continue`` on data in a ``for``: the statements after it are the other arm."""
+    h = x
+    s = np.zeros_like(x)
+    for t in range(12):
+        h = np.tanh(h * w + 0.3 * np.sin(t))
+        if np.sum(h) < 0.0:
+            continue
+        s = s + h * h
+    return np.sum(s) + np.sum(h)
+
+
+def first_small(x, w):
+    """An early ``return`` on data in a ``for``: the loop leaves there and the function
+    returns after it, under a branch on whether it did."""
+    h = x
+    for t in range(20):
+        h = np.tanh(h * w + 0.1 * t)
+        if np.sum(h * h) < 0.5:
+            return np.sum(h) * 3.0
+        h = h * 1.1
+    return np.sum(h ** 2)
+
+
+def settle(a, w):
+    """``break`` after more statements in its arm, ``continue`` in a ``while`` beside it, and
+    an ``or`` in the condition."""
+    x = a
+    s = 0.0
+    n = 0
+    while np.max(x) > 0.3 or n < 2:
+        x = x * 0.8 + 0.05 * w
+        n += 1
+        if np.min(x) < 0.0:
+            s = s + np.sum(x * w)
+            break
+        if np.sum(x) > 2.0:
+            continue
+        s = s + np.sum(np.sin(x))
+    return s + np.sum(x ** 2)
+
+
+def returns_a_row(x):
+    """The early return gives an array of one number, the last one a number: one module
+    cannot return both, so the loop is unrolled on the example, a guard per test, as before."""
+    for t in range(6):
+        x = x * 0.7
+        if np.max(x) < 0.5:
+            return np.sum(x * x, keepdims=True)
+    return np.sum(x)
