@@ -43,6 +43,9 @@ ALIKE = 0.2            # share of programs with arguments used the same way (Gen
 BRANCHES = 0.2         # share of programs with an if on a reduction of data (Gen.branches)
 WHILES = 0.0           # share of programs with a while on a reduction of data (Gen.whiles;
                        # tools/fuzz.py --whiles: none by default, so every seed's program stays)
+EXITS = 0.0            # share of programs with a loop left on data: break, continue, an early
+                       # return, an int counter beside a data test (Gen.exits; tools/fuzz.py
+                       # --exits: none by default)
 HELPERS = {            # helper functions a program may define and call: source, call
     "h0": ("def h0(a, b):\n    t = np.tanh(a) + b\n    return t * t", "h0({a}, {b})"),
     "h1": ("def h1(a, s=0.5):\n    return np.sin(a) * s + a", "h1({a}, s={s})"),
@@ -57,7 +60,7 @@ HELPERS = {            # helper functions a program may define and call: source,
 FAMILIES = [("recurrent", RECURRENT, "cell", 2), ("stencil", STENCIL, "grid", 4),
             ("more", SHAPES_MORE, "shapes", 5), ("lists", LISTS, "listed", 6),
             ("alike", ALIKE, "alike args", 7), ("branches", BRANCHES, "branch on data", 8),
-            ("whiles", WHILES, "while on data", 9)]
+            ("whiles", WHILES, "while on data", 9), ("exits", EXITS, "exit on data", 10)]
 FAMILY_METHODS = {"lists": "listed"}        # Gen's method where its name is not the family's
 
 
@@ -1095,6 +1098,92 @@ class Gen:
         finally:
             self.r = saved
 
+    def exits(self, r: random.Random, rng, params: list, args: list) -> None:
+        """A loop left on data (issue 33): a ``for`` with a ``break`` (after more statements
+        in its arm, or not), a ``for`` with a ``continue``, a ``while`` on data beside an int
+        counter (``and n < K``) with a ``break``, or a ``for`` with an early ``return``. Every
+        test is at least MARGIN from its threshold on every trip the loop runs on the example,
+        and every loop ends for any input (a ``for``, or a counter). Drawn from its own random
+        streams."""
+        saved, self.r = self.r, r
+        try:
+            a = self.arr(lambda v: v.ndim >= 1 and v.dtype == self.dtype)
+            name, kind = self.new(), r.randrange(4)
+            w, c, d = self.lit(0.3, 0.8), self.lit(-0.5, 0.5), self.lit(-0.4, 0.4)
+            test = r.choice(["np.max(np.abs({v}))", "np.sum({v} * {v})", "np.mean({v})",
+                             "np.min(np.cos({v}))"]).format(v=name)
+            start = [f"{name} = np.tanh({a}) * 2.0 + {c}"]
+            step = f"{name} = {name} * {w} + {c} * np.tanh({a}) + {d} * np.sin(0.7 * t)"
+            more = [f"{name} = {name} + {self.lit(-0.3, 0.3)} * np.cos({name})"] \
+                if r.random() < 0.5 else []
+            trips = r.randint(3, 10)
+            if kind == 1:
+                lines = self._continue_loop(r, a, name, test, trips)
+            elif kind == 2:
+                lines = self._counted_while(r, start, name, test, w, c, a)
+            else:
+                tests = _trip_tests(self.env, self.vals, start, [step], test, more, trips)
+                thr = _leaving(r, tests)
+                arm = [f"        {name} = {name} * {self.lit(0.5, 1.5)}"] \
+                    if r.random() < 0.5 else []
+                leave = [f"        return np.sum({name} * {name}) * 0.5"] if kind == 3 \
+                    else arm + ["        break"]
+                lines = start + [f"for t in range({trips}):", f"    {step}",
+                                 f"    if {test} < {fmt(thr)}:", *leave] + \
+                    [f"    {m}" for m in more]
+            if kind == 3:       # the return checked as a break (exec has no function)
+                checked = [line.replace("return ", "_ = ") + "\n        break"
+                           if "return " in line else line for line in lines]
+                if self.accept(checked, name):
+                    self.stmts[-1] = replace(self.stmts[-1], lines=tuple(lines))
+            else:
+                self.accept(lines, name)
+        except Skip:
+            pass
+        finally:
+            self.r = saved
+
+    def _continue_loop(self, r: random.Random, a: str, name: str, test: str,
+                       trips: int) -> list:
+        """``for``: a value moved each step, and a sum of it where ``test`` is below a
+        threshold with steps on each side (``continue`` on the others)."""
+        other = self.new()
+        start = [f"{other} = np.tanh({a})", f"{name} = {a} * 0.0"]
+        step = f"{other} = np.tanh({other} * {self.lit(0.5, 1.2)} + " \
+            f"{self.lit(-0.8, 0.8)} * np.sin(0.9 * t))"
+        test = test.replace(name, other)
+        tests = _trip_tests(self.env, self.vals, start, [step], test, [], trips)
+        gaps = [(y - x, 0.5 * (x + y)) for x, y in zip(sorted(tests), sorted(tests)[1:])
+                if y - x >= 2 * MARGIN]
+        if not gaps:
+            raise Skip
+        thr = r.choice(gaps)[1]
+        arm = [f"        {name} = {name} * {self.lit(0.5, 0.9)}"] if r.random() < 0.4 else []
+        return start + [f"for t in range({trips}):", f"    {step}", f"    if {test} > {fmt(thr)}:",
+                        *arm, "        continue",
+                        f"    {name} = {name} + np.sin({other}) * {self.lit(0.3, 1.2)}"]
+
+    def _counted_while(self, r: random.Random, start: list, name: str, test: str, w: str,
+                       c: str, a: str) -> list:
+        """``while <test> > thr and n < K:`` with a ``break`` on another test."""
+        counter, cap = f"n{self.n}", r.randint(2, 12)
+        first = f"np.max(np.abs({name}))"
+        step = f"{name} = {name} * {w} + {c} * np.tanh({a})"
+        env = dict(self.env, **self.vals)
+        exec("\n".join(start), env)
+        t1, t2 = [], []
+        for _ in range(cap + 1):
+            t1.append(float(eval(first, env)))
+            exec(step, env)
+            t2.append(float(eval(test, env)))
+        thr1 = _leaving(r, t1, at_least=1)
+        runs = next((k for k, t in enumerate(t1[:cap]) if t < thr1), cap)
+        thr2 = _leaving(r, t2[:runs])
+        cond = r.choice([f"{first} > {fmt(thr1)} and {counter} < {cap}",
+                         f"{counter} < {cap} and {first} > {fmt(thr1)}"])
+        return start + [f"{counter} = 0", f"while {cond}:", f"    {step}", f"    {counter} += 1",
+                        f"    if {test} < {fmt(thr2)}:", "        break"]
+
     def ties(self) -> bool:
         """``np.min``/``np.max`` of a whole array and ``np.amin``/``np.amax`` with an axis,
         where the extreme is tied between copies of one element (one derivative; a tie
@@ -1168,7 +1257,7 @@ class Gen:
     def program(self, recurrent: bool | None = None, stencil: bool | None = None,
                 more: bool | None = None, lists: bool | None = None,
                 alike: bool | None = None, branches: bool | None = None,
-                whiles: bool | None = None) -> Program:
+                whiles: bool | None = None, exits: bool | None = None) -> Program:
         rng = np.random.default_rng(self.seed)
         nargs = self.r.choice([1, 1, 2, 2, 2, 3])
         params, args = [], []
@@ -1195,7 +1284,7 @@ class Gen:
         if random.Random(f"polynomial {self.seed}").random() < 0.2:
             self.polynomial(random.Random(self.seed + 1), rng, params, args)
         asked = {"recurrent": recurrent, "stencil": stencil, "more": more, "lists": lists,
-                 "alike": alike, "branches": branches, "whiles": whiles}
+                 "alike": alike, "branches": branches, "whiles": whiles, "exits": exits}
         for family, share, stream, offset in FAMILIES:
             on = asked[family]
             if on is None:
@@ -1220,6 +1309,36 @@ class Gen:
                        tuple(self.stmts), tuple(terms))
 
 
+def _trip_tests(env: dict, vals: dict, start: list, steps: list, test: str, more: list,
+                trips: int) -> list[float]:
+    """The values of ``test`` after the ``steps`` of each trip of a loop that never leaves."""
+    env = dict(env, **vals)
+    exec("\n".join(start), env)
+    tests = []
+    for t in range(trips):
+        env["t"] = t
+        exec("\n".join(steps), env)
+        tests.append(float(eval(test, env)))
+        exec("\n".join(more), env)
+    return tests
+
+
+def _leaving(r: random.Random, tests: list, at_least: int = 0) -> float:
+    """A threshold ``thr`` for a loop that leaves where a test is below it: on a trip drawn
+    from those it can leave at (every earlier test at least MARGIN above ``thr``, that trip's
+    at least MARGIN below; not before trip ``at_least``), or on none."""
+    options = []
+    for k in range(at_least, len(tests) + 1):
+        low = min(tests[:k]) - MARGIN if k else np.inf     # below every earlier test
+        if k == len(tests):
+            options.append(low - 0.5 if k else -1e3)       # no trip leaves
+        elif tests[k] + MARGIN < low:
+            options.append(0.5 * (tests[k] + MARGIN + min(low, tests[k] + 1.0)))
+    if not options:
+        raise Skip
+    return r.choice(options)
+
+
 def _type(a) -> str:
     return f"{a.dtype}{list(a.shape)}" if isinstance(a, np.ndarray) else type(a).__name__
 
@@ -1231,7 +1350,8 @@ def _same(a, b) -> bool:
 def generate(seed: int, recurrent: bool | None = None, stencil: bool | None = None,
              more: bool | None = None, swapped: bool | None = None,
              lists: bool | None = None, alike: bool | None = None,
-             branches: bool | None = None, whiles: bool | None = None) -> Program:
+             branches: bool | None = None, whiles: bool | None = None,
+             exits: bool | None = None) -> Program:
     """The program of ``seed``: the same source and arguments on every machine and run.
     ``recurrent``: with an RNN-like loop (Gen.recurrent) or without one, instead of as the
     seed draws it (RECURRENT of the seeds); ``stencil`` the same for a loop over a periodic
@@ -1241,10 +1361,10 @@ def generate(seed: int, recurrent: bool | None = None, stencil: bool | None = No
     for a loop reading the lists it appends to (Gen.listed, LISTS of the seeds), ``alike`` for
     arguments used the same way (Gen.alike, ALIKE of the seeds), ``branches`` for an ``if`` on
     a reduction of data (Gen.branches, BRANCHES of the seeds), ``whiles`` for a ``while`` on a
-    reduction of data (Gen.whiles, WHILES of the seeds: none). The rest of the program is
-    the same."""
+    reduction of data (Gen.whiles, WHILES of the seeds: none), ``exits`` for a loop left on
+    data (Gen.exits, EXITS of the seeds: none). The rest of the program is the same."""
     gen = Gen(seed)
     if swapped is None:
         swapped = random.Random(f"operands {seed}").random() < SWAPPED
     gen.swapped = swapped
-    return gen.program(recurrent, stencil, more, lists, alike, branches, whiles)
+    return gen.program(recurrent, stencil, more, lists, alike, branches, whiles, exits)

@@ -17,6 +17,7 @@
     python tools/fuzz.py --n 500 --forms none --engine fused    # the fused cupy printer, on a CPU
     python tools/fuzz.py --n 500 --branches     # an if on a reduction of data: a branch
     python tools/fuzz.py --n 500 --whiles       # a while on a reduction of data: a while
+    python tools/fuzz.py --n 500 --exits        # a loop left on data: break, continue, return
 
 Programs come from tests/fuzzing.py (one seed, one program, on every machine); the checks
 and the outcome classes (ok, mismatch, crash, refusal, generator) from tests/fuzzcheck.py.
@@ -111,7 +112,8 @@ def run_one(seed: int) -> tuple[Outcome, str, str]:
         else:
             program = generate(seed, _STATE["recurrent"], _STATE["stencil"], _STATE["more"],
                                lists=_STATE["lists"], alike=_STATE["alike"],
-                               branches=_STATE["branches"], whiles=_STATE["whiles"])
+                               branches=_STATE["branches"], whiles=_STATE["whiles"],
+                               exits=_STATE["exits"])
             outcome = referee(program, base / "programs", forms)
         small, why = "", ""
         if outcome.kind in ("mismatch", "crash"):
@@ -297,7 +299,8 @@ def verbose(seed: int, forms: tuple, do_shrink: bool) -> None:
         return verbose_world(seed, forms, do_shrink)
     program = generate(seed, _STATE["recurrent"], _STATE["stencil"], _STATE["more"],
                        lists=_STATE["lists"], alike=_STATE["alike"],
-                       branches=_STATE["branches"], whiles=_STATE["whiles"])
+                       branches=_STATE["branches"], whiles=_STATE["whiles"],
+                       exits=_STATE["exits"])
     print(program.source())
     outcome = referee(program, _STATE["base"] / "programs", forms)
     print("#", outcome.line())
@@ -364,6 +367,9 @@ def main(argv=None) -> int:
     ap.add_argument("--whiles", action="store_true", help="every program with a while on a "
                     "reduction of data, a while statement in the module (tests/fuzzing.py "
                     "Gen.whiles; none by default)")
+    ap.add_argument("--exits", action="store_true", help="every program with a loop left on "
+                    "data: a break, a continue, an early return, an int counter beside a data "
+                    "test (tests/fuzzing.py Gen.exits; none by default)")
     ap.add_argument("--block", type=int, help="elements per block of a cache-blocked chain "
                     "(codegen/blocks.py), and chains of twice that many are blocked: small "
                     "values put the fuzzer's small arrays through the blocked form")
@@ -398,6 +404,7 @@ def main(argv=None) -> int:
     _STATE["alike"] = True if opts.alike else None
     _STATE["branches"] = True if opts.branches else None
     _STATE["whiles"] = True if opts.whiles else None
+    _STATE["exits"] = True if opts.exits else None
     if opts.verbose:
         verbose(opts.seed, forms, opts.shrink)
         return 0

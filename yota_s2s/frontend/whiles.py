@@ -90,13 +90,36 @@ class WhilesMixin:
         a region, a while statement or an unrolled loop alike. Any other loop as it is."""
         exits = own_exits(node.body)
         if not exits or any(isinstance(n, gast.Break) for n in exits) \
-                or _leaves(node.body, exits=False) or node.orelse:
+                or _leaves(node.body, exits=False) or node.orelse or self._static_exits(node):
             return node
         body = lower(node.body, None)
         if body is None:
             return node
         fields = {f: getattr(node, f) for f in node._fields}
         return gast.copy_location(type(node)(**{**fields, "body": body}), node)
+
+    def _static_exits(self, node: gast.For | gast.While) -> bool:
+        """Is every test that decides an exit of the loop's body made of the loop's index and
+        static values from before the loop (``if t % 3 == 0: continue``)? The unrolled loop
+        decides those, as before."""
+        index = {n.id for n in gast.walk(node.target) if isinstance(n, gast.Name)} \
+            if isinstance(node, gast.For) else set()
+        bound = set(assigned_names(node.body)) - index
+        for s in _own_nodes(node.body):
+            if not isinstance(s, gast.If) or not own_exits(s.body + s.orelse):
+                continue
+            for n in gast.walk(s.test):
+                if not isinstance(n, gast.Name) or n.id in index:
+                    continue
+                if n.id in bound:
+                    return False
+                try:
+                    value = self.frame.lookup(n.id)
+                except KeyError:
+                    return False
+                if isinstance(value, (Var, np.ndarray)):
+                    return False
+        return True
 
     def _lowered(self, body: list) -> tuple[list, str | None] | None:
         """The body with its own ``break`` and ``continue`` as structured code (exits.py), and
@@ -127,10 +150,15 @@ class WhilesMixin:
         places: dict[str, Var] = {}
         for name in carried:
             places[name] = self._place(name, before[name])
-            frame.locals[name] = places[name]
+            if type(before[name]) is not int:
+                frame.locals[name] = places[name]
         watch = Watch(dict(containers))
         outer, self.trial_records = self.trial_records, (*self.trial_records, watch)
         try:
+            with self.collect():        # a test on static values alone: the loop is unrolled
+                if not isinstance(self.current(self.condition(node.test)), Var):
+                    raise _NoWhile()
+            frame.locals.update(places)
             with self.collect() as cond_stmts:
                 test = self.current(self.condition(node.test))
                 if flag is not None:
@@ -188,7 +216,8 @@ class WhilesMixin:
                 or not self.whiles or self.trial_depth or node.orelse \
                 or not isinstance(iterable, range) \
                 or not len(iterable) or not isinstance(node.target, gast.Name) \
-                or _generated(self.frame.fn.file):
+                or _generated(self.frame.fn.file) \
+                or node.target.id in loaded_outside(self.frame, node):
             return False
         lowered, outer = None, self.exit_flags
         if len(exits) != 1 or _leaves(body[:exits[0]] + body[exits[0] + 1:]):
@@ -196,9 +225,6 @@ class WhilesMixin:
             if lowered is None or lowered[1] is None:
                 self.exit_flags = outer
                 return False
-        frame = self.frame
-        if node.target.id in loaded_outside(frame, node):
-            return False
         saved, containers = self._trial_state()
         try:
             return self._for_break(node, iterable, exits[0] if lowered is None else lowered,
@@ -260,8 +286,9 @@ class WhilesMixin:
                        for s in stmts):
             raise _NoWhile()
         made = {o for s in body_stmts for o in s.outs}
-        if all(v is t for s in live(body_stmts, [leave]) for v in s.uses() if v not in made):
-            raise _NoWhile()        # a break on the index alone: the unrolled loop decides it
+        static = {t} | {places[n] for n in carried if type(before[n]) is int}
+        if all(v in static for s in live(body_stmts, [leave]) for v in s.uses() if v not in made):
+            raise _NoWhile()        # a break on the index alone (or a counter): unrolled
         for name in names:
             if name not in places and name not in before and name in loaded_outside(frame, node):
                 raise _NoWhile()
@@ -432,8 +459,7 @@ def _check_after(names: list, places: dict, before: dict, env: dict, read_after:
     for name in names:
         if name in places:
             after = env.get(name, _MISSING)
-            if not (traceable(after) or isinstance(after, Var)) \
-                    or _aval(after)[:2] != _aval(places[name])[:2]:
+            if not traceable(after) or _aval(after)[:2] != _aval(places[name])[:2]:
                 raise _NoWhile()        # a carried value changes shape or dtype
         elif name not in before:
             if name in read_after:
