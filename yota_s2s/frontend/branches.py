@@ -136,7 +136,11 @@ class BranchesMixin:
                     raise _NoBranch()
                 continue
             if name in self.exit_flags and a is not b:
-                outs.append((name, _flag(a), _flag(b)))     # ``done = True`` in one arm
+                a, b = _flag(a), _flag(b)                   # ``done = True`` in one arm
+                if a is True and b is False:
+                    statics[name] = cond                    # ``done = x_cond``
+                else:
+                    outs.append((name, a, b))
                 continue
             if a is b:
                 if before.get(name, _MISSING) is not a:

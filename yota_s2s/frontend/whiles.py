@@ -150,21 +150,18 @@ class WhilesMixin:
         places: dict[str, Var] = {}
         for name in carried:
             places[name] = self._place(name, before[name])
-            if type(before[name]) is not int:
-                frame.locals[name] = places[name]
+            frame.locals[name] = places[name]
         watch = Watch(dict(containers))
         outer, self.trial_records = self.trial_records, (*self.trial_records, watch)
         try:
-            with self.collect():        # a test on static values alone: the loop is unrolled
-                if not isinstance(self.current(self.condition(node.test)), Var):
-                    raise _NoWhile()
-            frame.locals.update(places)
             with self.collect() as cond_stmts:
                 test = self.current(self.condition(node.test))
                 if flag is not None:
                     test = self._and_not(test, places[flag], node)
             if not isinstance(test, Var) or test.aval.shape != () \
-                    or test.aval.dtype != np.bool_:
+                    or test.aval.dtype != np.bool_ \
+                    or _counted_only(cond_stmts, test, {places[n] for n in carried
+                                                        if type(before[n]) is int}):
                 raise _NoWhile()
             with self.collect() as body_stmts:
                 frame.locals.update((f, False) for f in flags)    # in a trip until its break
@@ -285,9 +282,8 @@ class WhilesMixin:
                 or any(s.prim.effect or loop_of(s) is not None or while_of(s) is not None
                        for s in stmts):
             raise _NoWhile()
-        made = {o for s in body_stmts for o in s.outs}
-        static = {t} | {places[n] for n in carried if type(before[n]) is int}
-        if all(v in static for s in live(body_stmts, [leave]) for v in s.uses() if v not in made):
+        if _counted_only(body_stmts, leave,
+                         {t} | {places[n] for n in carried if type(before[n]) is int}):
             raise _NoWhile()        # a break on the index alone (or a counter): unrolled
         for name in names:
             if name not in places and name not in before and name in loaded_outside(frame, node):
@@ -466,6 +462,15 @@ def _check_after(names: list, places: dict, before: dict, env: dict, read_after:
                 raise _NoWhile()        # bound in the body only: unbound after 0 trips
         elif env.get(name, _MISSING) is not before[name]:
             raise _NoWhile()            # a static value the body changes
+
+
+def _counted_only(stmts: list, test: Var, counters: set) -> bool:
+    """Is ``test`` made of the loop's index and int counters alone (``while i < n``, ``if t
+    == 8: break``)? Then the loop's trips do not depend on data: the unrolled loop decides."""
+    made = {o for s in stmts for o in s.outs}
+    leaves = {v for s in live(stmts, [test]) for v in s.uses() if v not in made} \
+        if test in made else {test}
+    return leaves <= counters
 
 
 def _no_alias(outs: list, stmts: list, places) -> None:
