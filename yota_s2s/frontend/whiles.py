@@ -7,12 +7,17 @@ once, from the state before the loop with each name the body binds that holds a 
 or a float a fresh Var (the value at the start of any trip), each into a tape of its own. The
 ``while`` becomes a while statement when
 
-- the body does not leave the loop (``break``, ``continue``, ``return``), has no ``else``,
+- the body leaves the loop only by ``break`` and ``continue`` written as structured code
+  (exits.py: the statements after them in the other arm of their ``if``, a ``break`` setting
+  a flag ``done`` the condition reads; an early ``return``: returns.py), has no ``else``,
   takes no decision on a traced value at compile time (a guard; an ``if`` that stays a branch
   is no decision), holds no loop, writes no attribute, no array in place and no list or dict
   from before the loop;
 - each carried value has the same shape and dtype after a trip as before it; a name holding a
-  static value keeps it; a name first bound in the body is not read after the loop.
+  static value keeps it, but an ``int`` the body steps (``i += 1``), carried as a run-time
+  int; a name first bound in the body is not read after the loop;
+- the condition (``and``, ``or``, ``not`` over traced bools as numpy's logical functions)
+  reads something other than int counters: a loop counted by them alone is unrolled.
 
 Otherwise everything is undone and the loop is unrolled on the example, as before (a guard per
 trip). Forward mode keeps it (its JVP carries the tangents in the loop: ad/while_tangents.py);
