@@ -160,13 +160,11 @@ class WhilesMixin:
         outer, self.trial_records = self.trial_records, (*self.trial_records, watch)
         try:
             with self.collect() as cond_stmts:
-                test = self.current(self.condition(node.test))
+                test = cond = self.current(self.condition(node.test))
                 if flag is not None:
-                    test = self._and_not(test, places[flag], node)
+                    test = self._and_not(cond, places[flag], node)
             if not isinstance(test, Var) or test.aval.shape != () \
-                    or test.aval.dtype != np.bool_ \
-                    or _counted_only(cond_stmts, test, {places[n] for n in carried
-                                                        if type(before[n]) is int}):
+                    or test.aval.dtype != np.bool_:
                 raise _NoWhile()
             with self.collect() as body_stmts:
                 frame.locals.update((f, False) for f in flags)    # in a trip until its break
@@ -178,6 +176,10 @@ class WhilesMixin:
         finally:
             self.trial_records = outer
         env = {n: self.current(v) for n, v in frame.locals.items()}
+        counters = {places[n] for n in carried if type(before[n]) is int}
+        if (not isinstance(cond, Var) or _counted_only(cond_stmts, cond, counters)) and (
+                flag is None or _counted_only(body_stmts, env.get(flag), counters)):
+            raise _NoWhile()    # trips counted by ints alone (while i < n): unrolled
         stmts = cond_stmts + body_stmts
         if any(items_of(obj) != items for obj, items in watch.containers.values()) \
                 or self._trial_changed(saved, stmts) \
@@ -472,6 +474,8 @@ def _check_after(names: list, places: dict, before: dict, env: dict, read_after:
 def _counted_only(stmts: list, test: Var, counters: set) -> bool:
     """Is ``test`` made of the loop's index and int counters alone (``while i < n``, ``if t
     == 8: break``)? Then the loop's trips do not depend on data: the unrolled loop decides."""
+    if not isinstance(test, Var):
+        return True
     made = {o for s in stmts for o in s.outs}
     leaves = {v for s in live(stmts, [test]) for v in s.uses() if v not in made} \
         if test in made else {test}
