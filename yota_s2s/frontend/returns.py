@@ -15,8 +15,8 @@ statements after it are
     return f
 
 where ``f`` is the function's name (the name its result has in the module): a branch
-statement when ``E`` and ``G`` have one shape and dtype. The loop's index is one past the
-trip that returned after the loop, so ``E`` must not read it. Where the loop cannot be a while
+statement when ``E`` and ``G`` have one shape and dtype (``E`` may read a ``for``'s index:
+after the loop it is the returning trip's, as Python leaves it). Where the loop cannot be a while
 statement or the two results differ (a return whose shape differs from the other's), all is
 undone and the loop is run as it is: unrolled, a guard on each test on data, as before.
 """
@@ -101,9 +101,6 @@ def _plan(node: gast.For | gast.While, rest: list, returned: str, result: str
             or returns[0] not in list(_walk_own(node.body, loops=False)):
         return None
     ret = returns[0]
-    if isinstance(node, gast.For) and (not isinstance(node.target, gast.Name) or any(
-            isinstance(n, gast.Name) and n.id == node.target.id for n in gast.walk(ret.value))):
-        return None     # the index after the loop is one past the trip that returned
     if not rest or not isinstance(rest[-1], gast.Return) or rest[-1].value is None \
             or any(isinstance(n, (gast.Return, gast.Break, gast.Continue, gast.Yield,
                                   gast.YieldFrom)) for n in _walk_own(rest[:-1])):

@@ -220,8 +220,7 @@ class WhilesMixin:
                 or not self.whiles or self.trial_depth or node.orelse \
                 or not isinstance(iterable, range) \
                 or not len(iterable) or not isinstance(node.target, gast.Name) \
-                or _generated(self.frame.fn.file) \
-                or node.target.id in loaded_outside(self.frame, node):
+                or _generated(self.frame.fn.file):
             return False
         lowered, outer = None, self.exit_flags
         if len(exits) != 1 or _leaves(body[:exits[0]] + body[exits[0] + 1:]):
@@ -314,6 +313,8 @@ class WhilesMixin:
             frame.locals[self.break_flag] = results[1]  # (read by a return's branch: returns.py)
         for name, value in zip(carried, results[2:]):
             self.bind_name(name, value)
+        if index in loaded_outside(frame, node):    # as Python leaves it: the last trip's
+            self.bind_name(index, self.binop(gast.Sub(), results[0], steps.step, node))
         return True
 
     def _exit_trip(self, body: list, k: int, names: list, before: dict) -> tuple[Var, dict]:
