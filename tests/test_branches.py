@@ -371,3 +371,29 @@ def test_numba_prints_a_branch_whose_arm_gives_no_gradient_for_a_number():
     for d in (2.0, 0.5):
         for got, expected in zip(compiled.fn(r, d), plain.fn(r, d)):
             np.testing.assert_allclose(got, expected, rtol=1e-12, atol=0)
+
+
+def _two_sums(x, a, b):
+    v = (x + a) * 0.5 + (x + b) * 0.5
+    if np.max(v) > 1.0:
+        w = v * v
+    else:
+        w = np.sin(v)
+    return np.sum(w)
+
+
+@pytest.mark.parametrize("buffers", [False, True], ids=["plain", "buffered"])
+def test_an_array_an_arm_gives_as_two_results_is_two_arrays(buffers):
+    """``da`` and ``db`` of ``_two_sums`` are one value, ``dv * 0.5``, in each backward arm
+    (``v``'s backward is under the arms): the arm gives two arrays, not one twice (the
+    buffered form wrote into the caller's gradient; fuzz --branches seed 1039)."""
+    r = _rng(3)
+    args = (r.normal(size=4), r.normal(size=4), r.normal(size=4))
+    compiled = compile_grad(_two_sums, args, buffers=buffers)
+    for scale in (1.0, 4.0):
+        xs = tuple(scale * a for a in args)
+        value, *grads = compiled.fn(*xs)
+        assert value == pytest.approx(_two_sums(*xs), rel=1e-12)
+        assert not any(np.shares_memory(g, h) for i, g in enumerate(grads) for h in grads[:i])
+        for i, g in enumerate(grads):
+            np.testing.assert_allclose(g, numerical_grad(_two_sums, xs, i), rtol=1e-6, atol=1e-8)

@@ -50,16 +50,17 @@ def branch_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
     return nodes
 
 
-def _result(em: Emitter, sub: Emitter, arm: Tape, r, out: Var) -> ast.expr:
+def _result(em: Emitter, sub: Emitter, arm: Tape, r, out: Var, again: bool = False
+            ) -> ast.expr:
     """An arm's result as the branch's result ``out`` takes it: an array the arm read (or a
-    view of one) copied, ``x.copy()`` (a branch's results are arrays of its own: the enclosing
+    view of one), or one given before (``again``), copied, ``x.copy()`` (a branch's results are arrays of its own: the enclosing
     code may write into them; a number is not written in place, and scalar mode may hold it
     as a Python float); a number the passes folded it to, or a Python number (``d * 1.0``), of
     ``out``'s dtype where that is numpy's (``xp.float64(1.0)``, as the other arm gives it: a
     module traced again for a higher order finds one type in both arms)."""
     value = sub.atom(r)
     if isinstance(r, Var):
-        if r.aval.ndim and _borrowed(r, arm, sub.facts):
+        if r.aval.ndim and (again or _borrowed(r, arm, sub.facts)):
             return ast.Call(ast.Attribute(value, "copy"), [], [])
         if not _retyped(r, out):
             return value
@@ -105,9 +106,14 @@ def _arm(em: Emitter, stmt: Stmt, arm: Tape, operands: dict[Var, str], outs: lis
                if not (isinstance(r, Var) and fixed.get(r) == name)]
     if pending:
         targets = [ast.Name(name) for name, _ in pending]
-        values = [_result(em, sub, arm, r, out) for (_, r), out in
+        # an array given as two results is given twice: each result an array of its own
+        again = [k for k, r in enumerate(arm.result)
+                 if isinstance(r, Var) and r.aval.ndim and r in arm.result[:k]]
+        values = [_result(em, sub, arm, r, out, k in again) for (_, r), out, k in
                   zip(pending, [o for r, o, n in zip(arm.result, stmt.outs, outs)
-                                if not (isinstance(r, Var) and fixed.get(r) == n)])]
+                                if not (isinstance(r, Var) and fixed.get(r) == n)],
+                      [k for k, (r, n) in enumerate(zip(arm.result, outs))
+                       if not (isinstance(r, Var) and fixed.get(r) == n)])]
         nodes.append(ast.Assign([targets[0] if len(targets) == 1 else ast.Tuple(targets)],
                                 values[0] if len(values) == 1 else ast.Tuple(values),
                                 lineno=0))
