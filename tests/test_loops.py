@@ -1335,3 +1335,28 @@ def test_a_later_loop_reading_the_items_a_region_set_by_key_is_unrolled(buffers)
     for i, g in enumerate(grads):
         np.testing.assert_allclose(g, numerical_grad(keyed_read_in_a_later_loop, list(args), i),
                                    rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("buffers", [True, False], ids=["buffered", "plain"])
+def test_a_carried_value_written_in_place_then_made_anew_keeps_its_saved_row(buffers):
+    from .programs.loop_regions import column_bumped
+    rng = np.random.default_rng(1)
+    args = [rng.normal(size=(3, 4)), rng.normal(size=(4, 4)) * 0.5]
+    value, *grads = ys.simplegrad(column_bumped, *args, buffers=buffers)(*args)
+    assert np.isclose(value, column_bumped(*args), rtol=1e-13)
+    for i, g in enumerate(grads):
+        np.testing.assert_allclose(g, numerical_grad(column_bumped, args, i), rtol=1e-6,
+                                   atol=1e-8)
+
+
+def test_reverse_over_reverse_through_an_index_summed_in_a_loop():
+    from .programs.loop_regions import column_summed
+    rng = np.random.default_rng(1)
+    x, W = rng.normal(size=(3, 4)), rng.normal(size=(4, 4)) * 0.5
+    v = rng.normal(size=x.shape)
+    df = ys.simplegrad(column_summed, x, W, wrt={0}, buffers=False)
+    eps = 1e-6
+    expected = (df(x + eps * v, W)[1] - df(x - eps * v, W)[1]) / (2 * eps)
+    for strategy in ("rev-rev", "fwd-rev"):
+        hv = ys.hvp(column_summed, x, W, strategy=strategy)(x, W, v)
+        np.testing.assert_allclose(hv, expected, rtol=1e-6, atol=1e-8)

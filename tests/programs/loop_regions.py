@@ -874,3 +874,26 @@ def keyed_read_in_a_later_loop(W, xs):
     for t in range(xs.shape[0]):
         total = total + np.sum(hs[t] * xs[t])
     return total
+
+
+def column_bumped(x, W):
+    """A carried value written in place (``dh[:, 2] += 1.0``), then made anew from what the
+    write left (``dh * x``): the step saves the written value for the product's gradient. Its
+    row was saved under the carried value's name after the new value took it, so the backward
+    read the new value (dx 35% off)."""
+    dh = np.zeros((3, 4))
+    for t in range(10):
+        dh[:, 2] += 1.0
+        dh = dh * (1 - x * x) @ W.T
+    return np.sum(dh * np.cos(x))
+
+
+def column_summed(x, W):
+    """``np.sum(h[:, 2])`` in a running total: its gradient step is ``dh[:, 2] += 1.0``, so the
+    reverse-over-reverse Hessian-vector product traced the module above (62% off)."""
+    h = x
+    total = 0.0
+    for t in range(10):
+        h = np.tanh(h @ W)
+        total = total + np.sum(h[:, 2])
+    return total

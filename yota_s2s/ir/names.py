@@ -390,7 +390,12 @@ def same_names(namer: Namer, loop, facts: Analysis) -> dict[Var, str]:
             continue
         if names[o] == names[c] or count[names[o]] != 1 or facts.producer[o].prim.inplace:
             continue
-        if facts.last.get(c, -1) <= facts.defined[o] and c not in facts.outputs:
+        # every value under the old one's name: an in-place statement's result shares it
+        # (``dh[:, 2] += 1.0``), and one read after the new value is made (a row saved at the
+        # step's end) would read the new value under that name
+        holders = [v for v, n in names.items() if n == names[c]]
+        if all(facts.last.get(v, -1) <= facts.defined[o] and v not in facts.outputs
+               for v in holders):
             count[names[o]] -= 1
             names[o] = names[c]
             prev[c], prev[o] = names[c] + "_prev", names[c] + "_new"
