@@ -46,6 +46,9 @@ WHILES = 0.0           # share of programs with a while on a reduction of data (
 EXITS = 0.0            # share of programs with a loop left on data: break, continue, an early
                        # return, an int counter beside a data test (Gen.exits; tools/fuzz.py
                        # --exits: none by default)
+INPLACE = 0.0          # share of programs with an in-place write on a value a loop carries, a
+                       # while or an if arm updates, then made anew (Gen.carried_writes;
+                       # tools/fuzz.py --inplace: none by default)
 HELPERS = {            # helper functions a program may define and call: source, call
     "h0": ("def h0(a, b):\n    t = np.tanh(a) + b\n    return t * t", "h0({a}, {b})"),
     "h1": ("def h1(a, s=0.5):\n    return np.sin(a) * s + a", "h1({a}, s={s})"),
@@ -60,8 +63,9 @@ HELPERS = {            # helper functions a program may define and call: source,
 FAMILIES = [("recurrent", RECURRENT, "cell", 2), ("stencil", STENCIL, "grid", 4),
             ("more", SHAPES_MORE, "shapes", 5), ("lists", LISTS, "listed", 6),
             ("alike", ALIKE, "alike args", 7), ("branches", BRANCHES, "branch on data", 8),
-            ("whiles", WHILES, "while on data", 9), ("exits", EXITS, "exit on data", 10)]
-FAMILY_METHODS = {"lists": "listed"}        # Gen's method where its name is not the family's
+            ("whiles", WHILES, "while on data", 9), ("exits", EXITS, "exit on data", 10),
+            ("inplace", INPLACE, "carried write", 11)]
+FAMILY_METHODS = {"lists": "listed", "inplace": "carried_writes"}        # Gen's method where its name is not the family's
 
 
 @dataclass(frozen=True)
@@ -1253,11 +1257,81 @@ class Gen:
                              + ([f"float({a}[0])"] if v.ndim == 1 else []))
         return self.accept([f"{name} = {text}"], name)
 
+    def carried_writes(self, r: random.Random, rng, params: list, args: list) -> None:
+        """An in-place index write (``h[k] += e``, ``h[:, j] = e``, ``h[i] *= w``) on a value
+        a ``for`` loop carries (8 to 14 trips: a loop region), a ``while`` on data updates, or
+        an ``if`` arm (at the top level or in a loop's body) updates, then the value made anew
+        from the written one (``h = np.tanh(h * (1 - a * a) @ M)``, the shape of the silent
+        wrong gradient fixed in cd06248), and later statements reading both the written value
+        (through ``p``, made between the write and the rebinding) and the new one. Drawn from
+        its own random streams."""
+        saved, self.r = self.r, r
+        try:
+            a = self.arr(lambda v: v.ndim in (1, 2) and v.dtype == self.dtype and v.size >= 2)
+            v, name, kind = self.vals[a], self.new(), r.randrange(4)
+            w, c, e = self.lit(0.3, 0.8), self.lit(-0.5, 0.5), self.lit(-1.0, 1.0)
+            m = fmt(r.uniform(0.2, 0.5))
+            weight = f"np.cos({a}.T @ {a})" if v.ndim == 2 else f"np.cos(np.outer({a}, {a}))"
+            start = [r.choice([f"h = {a} * {w}", f"h = np.zeros({a}.shape, dtype={a}.dtype)",
+                               f"h = np.tanh({a}) + {c}"]), f"M = {weight} * {m}", "s = 0.0"]
+            i = r.randrange(v.shape[0])
+            writes = [f"h[{i}] += {e}", f"h[{i}] *= {w}", f"h[{i}] = np.sin({a}[{i}]) * {e}",
+                      f"h[{i}] -= {a}[{i}] * {c}"]
+            if v.ndim == 2:
+                j = r.randrange(v.shape[1])
+                writes += [f"h[:, {j}] += {e}", f"h[:, {j}] = np.cos({a}[:, {j}]) * {w}",
+                           f"h[{i}, {j}] *= {e}"]
+            else:
+                writes += [f"h[{i}:] += {e}", f"h[:{i + 1}] = np.cos({a}[:{i + 1}]) * {w}"]
+            write = r.choice(writes)
+            remake = r.choice([f"h = np.tanh(h * (1 - {a} * {a}) @ M)", f"h = np.tanh(h @ M + {a} * {c})",
+                               f"h = np.tanh(h * {w} + {a})", f"h = np.sin(h) * {w} + {c} * {a}"])
+            read = r.choice(["p = h * {c} + {a}", "p = np.sin(h) * {w}", "p = h * h * {c}"]).format(
+                a=a, c=c, w=w)
+            after = r.choice(["s = s + np.mean({p} * h)", "s = s + np.mean({p}) * np.mean(h)",
+                              "s = s + np.mean(np.tanh({p} + h))"])
+            body = [write] + ([read, remake] if r.random() < 0.7 else [remake, read])
+            body.append(after.format(p="p"))
+            if r.random() < 0.3:        # the written value read only by the rebinding
+                body = [write, remake, after.format(p=f"h * {c}")]
+            end = [f"{name} = s + np.mean(h * {a})" if r.random() < 0.5 else f"{name} = h * {w} + s"]
+            if kind == 0:               # a for loop's region
+                lines = start + [f"for t in range({r.randint(8, 14)}):"] + [f"    {b}" for b in body]
+            elif kind == 1:             # a while on data: a counter that grows by about 1
+                steps = body + [f"k = k + 1.0 + 0.05 * np.tanh(np.sum(h))"]
+                env = dict(self.env, **self.vals)
+                exec("\n".join(start + ["k = 0.0"]), env)
+                tests = [0.0]
+                for _ in range(r.randint(2, 12)):
+                    exec("\n".join(steps), env)
+                    tests.append(float(env["k"]))
+                thr = 0.5 * (tests[-2] + tests[-1])
+                lines = start + ["k = 0.0", f"while k < {fmt(thr)}:"] + [f"    {b}" for b in steps]
+            else:                       # an if arm, at the top level or in a loop's body
+                test = r.choice([f"np.sum({a})", f"np.mean(np.sin({a}))", f"np.max({a})"])
+                value = float(eval(test, dict(self.env, **self.vals)))
+                thr = fmt(value + r.choice([-1, 1]) * r.uniform(5 * MARGIN, 0.6))
+                other = [f"h = h * {w} + {c}", f"s = s + np.mean(h) * {c}"]
+                taken = value > float(thr)          # mostly the arm the example takes writes
+                arms = [body, other] if (r.random() < 0.8) == taken else [other, body]
+                arm = [f"if {test} > {thr}:", *(f"    {b}" for b in arms[0]), "else:",
+                       *(f"    {b}" for b in arms[1])]
+                if kind == 2:
+                    lines = start + arm
+                else:
+                    lines = start + [f"for t in range({r.randint(8, 14)}):"] + [f"    {b}" for b in arm]
+            self.accept(lines + end, name)
+        except Skip:
+            pass
+        finally:
+            self.r = saved
+
     # -- the program ----------------------------------------------------------------------
     def program(self, recurrent: bool | None = None, stencil: bool | None = None,
                 more: bool | None = None, lists: bool | None = None,
                 alike: bool | None = None, branches: bool | None = None,
-                whiles: bool | None = None, exits: bool | None = None) -> Program:
+                whiles: bool | None = None, exits: bool | None = None,
+                inplace: bool | None = None) -> Program:
         rng = np.random.default_rng(self.seed)
         nargs = self.r.choice([1, 1, 2, 2, 2, 3])
         params, args = [], []
@@ -1284,7 +1358,8 @@ class Gen:
         if random.Random(f"polynomial {self.seed}").random() < 0.2:
             self.polynomial(random.Random(self.seed + 1), rng, params, args)
         asked = {"recurrent": recurrent, "stencil": stencil, "more": more, "lists": lists,
-                 "alike": alike, "branches": branches, "whiles": whiles, "exits": exits}
+                 "alike": alike, "branches": branches, "whiles": whiles, "exits": exits,
+                 "inplace": inplace}
         for family, share, stream, offset in FAMILIES:
             on = asked[family]
             if on is None:
@@ -1351,7 +1426,7 @@ def generate(seed: int, recurrent: bool | None = None, stencil: bool | None = No
              more: bool | None = None, swapped: bool | None = None,
              lists: bool | None = None, alike: bool | None = None,
              branches: bool | None = None, whiles: bool | None = None,
-             exits: bool | None = None) -> Program:
+             exits: bool | None = None, inplace: bool | None = None) -> Program:
     """The program of ``seed``: the same source and arguments on every machine and run.
     ``recurrent``: with an RNN-like loop (Gen.recurrent) or without one, instead of as the
     seed draws it (RECURRENT of the seeds); ``stencil`` the same for a loop over a periodic
@@ -1362,9 +1437,10 @@ def generate(seed: int, recurrent: bool | None = None, stencil: bool | None = No
     arguments used the same way (Gen.alike, ALIKE of the seeds), ``branches`` for an ``if`` on
     a reduction of data (Gen.branches, BRANCHES of the seeds), ``whiles`` for a ``while`` on a
     reduction of data (Gen.whiles, WHILES of the seeds: none), ``exits`` for a loop left on
-    data (Gen.exits, EXITS of the seeds: none). The rest of the program is the same."""
+    data (Gen.exits, EXITS of the seeds: none), ``inplace`` for an in-place write on a
+    carried value made anew after it (Gen.carried_writes, INPLACE of the seeds: none). The rest of the program is the same."""
     gen = Gen(seed)
     if swapped is None:
         swapped = random.Random(f"operands {seed}").random() < SWAPPED
     gen.swapped = swapped
-    return gen.program(recurrent, stencil, more, lists, alike, branches, whiles, exits)
+    return gen.program(recurrent, stencil, more, lists, alike, branches, whiles, exits, inplace)

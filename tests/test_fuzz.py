@@ -361,3 +361,34 @@ def test_the_forms_at_extreme_values_agree_on_where_a_gradient_is_not_finite():
     assert special_far([1.0, nan], [nan, nan], None, kinds=False).startswith("at (0,)")
     assert special_far([inf], [nan], None).startswith("at (0,)")
     assert special_far([nan], [nan], None) == ""
+
+
+def test_carried_writes_write_in_place_a_value_made_anew_after_the_write():
+    """Gen.carried_writes (tools/fuzz.py --inplace; none by default): ``h[k] += e``,
+    ``h[:, j] = e``, ``h[i] *= w`` on a value a for loop of 8 steps or more carries, a while
+    on data or an if arm updates, then ``h`` made anew from the written value, later
+    statements reading the written value (``p``) and the new one: the world of the silent
+    wrong gradient fixed in cd06248."""
+    blocks = []
+    for seed in range(40):
+        program = generate(seed, recurrent=False, stencil=False, more=False, inplace=True)
+        blocks += ["\n".join(s.lines) for s in program.stmts if "M = np.cos(" in "".join(s.lines[1:2])]
+    assert len(blocks) >= 30, len(blocks)
+    write = r"h\[[^\]]+\] (?:\+|-|\*)?= "
+    seen = Counter()
+    for text in blocks:
+        m = re.search(rf"^( +)({write}.*)\n((?:\1.*\n)*)", text + "\n", re.M)
+        assert m, text                      # the write, indented: in a loop, a while or an arm
+        after = m.group(3)
+        assert re.search(r"^ +h = .*\bh\b", after, re.M), text      # made anew from itself
+        kind = "while" if "while k <" in text else "if" if "if np." in text else "for"
+        seen[kind + (" in a for" if kind == "if" and "for t" in text else "")] += 1
+        seen["read"] += bool(re.search(r"^ +p = .*\n +h = ", after, re.M))
+        seen["anew as in cd06248"] += "@ M)" in after and "(1 - " in after
+        seen[re.match(r"h\[[^\]]+\] (\S+)", m.group(2)).group(1)] += 1
+    for feature in ("for", "while", "if", "if in a for", "read", "anew as in cd06248",
+                    "+=", "*=", "=", "-="):
+        assert seen[feature], (feature, seen)
+    trips = [int(n) for n in re.findall(r"for t in range\((\d+)\)", "\n".join(blocks))]
+    assert min(trips) >= 8, trips           # long enough for a loop region
+    assert all(generate(s).source() == generate(s, inplace=False).source() for s in range(30))

@@ -18,6 +18,7 @@
     python tools/fuzz.py --n 500 --branches     # an if on a reduction of data: a branch
     python tools/fuzz.py --n 500 --whiles       # a while on a reduction of data: a while
     python tools/fuzz.py --n 500 --exits        # a loop left on data: break, continue, return
+    python tools/fuzz.py --n 500 --inplace      # h[k] += e on a carried value, then h made anew
 
 Programs come from tests/fuzzing.py (one seed, one program, on every machine); the checks
 and the outcome classes (ok, mismatch, crash, refusal, generator) from tests/fuzzcheck.py.
@@ -113,7 +114,7 @@ def run_one(seed: int) -> tuple[Outcome, str, str]:
             program = generate(seed, _STATE["recurrent"], _STATE["stencil"], _STATE["more"],
                                lists=_STATE["lists"], alike=_STATE["alike"],
                                branches=_STATE["branches"], whiles=_STATE["whiles"],
-                               exits=_STATE["exits"])
+                               exits=_STATE["exits"], inplace=_STATE["inplace"])
             outcome = referee(program, base / "programs", forms)
         small, why = "", ""
         if outcome.kind in ("mismatch", "crash"):
@@ -300,7 +301,7 @@ def verbose(seed: int, forms: tuple, do_shrink: bool) -> None:
     program = generate(seed, _STATE["recurrent"], _STATE["stencil"], _STATE["more"],
                        lists=_STATE["lists"], alike=_STATE["alike"],
                        branches=_STATE["branches"], whiles=_STATE["whiles"],
-                       exits=_STATE["exits"])
+                       exits=_STATE["exits"], inplace=_STATE["inplace"])
     print(program.source())
     outcome = referee(program, _STATE["base"] / "programs", forms)
     print("#", outcome.line())
@@ -370,6 +371,9 @@ def main(argv=None) -> int:
     ap.add_argument("--exits", action="store_true", help="every program with a loop left on "
                     "data: a break, a continue, an early return, an int counter beside a data "
                     "test (tests/fuzzing.py Gen.exits; none by default)")
+    ap.add_argument("--inplace", action="store_true", help="every program with an in-place "
+                    "write on a value a loop carries, a while or an if arm updates, then made "
+                    "anew (tests/fuzzing.py Gen.carried_writes; none by default)")
     ap.add_argument("--block", type=int, help="elements per block of a cache-blocked chain "
                     "(codegen/blocks.py), and chains of twice that many are blocked: small "
                     "values put the fuzzer's small arrays through the blocked form")
@@ -405,6 +409,7 @@ def main(argv=None) -> int:
     _STATE["branches"] = True if opts.branches else None
     _STATE["whiles"] = True if opts.whiles else None
     _STATE["exits"] = True if opts.exits else None
+    _STATE["inplace"] = True if opts.inplace else None
     if opts.verbose:
         verbose(opts.seed, forms, opts.shrink)
         return 0
