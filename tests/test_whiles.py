@@ -286,3 +286,11 @@ def test_the_command_line_writes_one_module_for_every_path(tmp_path, monkeypatch
         for i, g in enumerate(grads):
             np.testing.assert_allclose(g, numerical_grad(W.first_small, args, i), rtol=1e-6,
                                        atol=1e-7)
+
+
+@pytest.mark.parametrize("buffers", [True, False], ids=["buffered", "plain"])
+def test_a_while_trial_not_kept_leaves_the_lists_it_appended_to_as_they_were(buffers):
+    x = np.array([0.3, -0.7])
+    value, dx = ys.simplegrad(W.counted_append, x, buffers=buffers)(x)
+    assert np.isclose(value, W.counted_append(x), rtol=1e-13)
+    np.testing.assert_allclose(dx, numerical_grad(W.counted_append, [x], 0), rtol=1e-6)

@@ -174,3 +174,16 @@ def returns_a_row(x):
         if np.max(x) < 0.5:
             return np.sum(x * x, keepdims=True)
     return np.sum(x)
+
+
+def counted_append(x):
+    """A while counted by an int alone (unrolled) whose body appends to a list: the trial of a
+    while statement traced the body once and left its row in the list (a KeyError compiling)."""
+    ys = []
+    t = 3
+    h = x
+    while t >= 0:
+        h = np.tanh(h) + 0.1 * t
+        ys.append(h)
+        t -= 1
+    return np.sum(np.stack(ys) ** 2)

@@ -81,11 +81,7 @@ class BranchesMixin:
             raise _NoBranch() from None
         finally:
             self.trial_records = outer
-            changed = [(obj, items) for obj, items in watch.containers.values()
-                       if items_of(obj) != items]
-            for obj, items in changed:          # put back what the arm did to them
-                obj.clear()
-                obj.update(items) if isinstance(obj, dict) else obj.extend(items)
+            changed = put_back(watch)
         env = {n: self.current(v) for n, v in frame.locals.items()}
         if changed or self._trial_changed(saved, stmts) \
                 or any(s.prim.effect or loop_of(s) is not None for s in stmts):
@@ -277,3 +273,13 @@ def live_sides(sides: list) -> tuple[list, dict]:
         reads.update((r, None) for r in result if isinstance(r, Var) and r not in made)
         kept_sides.append((kept, result))
     return kept_sides, reads
+
+
+def put_back(watch: Watch) -> list:
+    """The lists and dicts a trial (an arm, a while's body) reached and changed, each put back
+    as it was before the trial (a trial that is not kept must leave no row behind)."""
+    changed = [(obj, items) for obj, items in watch.containers.values() if items_of(obj) != items]
+    for obj, items in changed:
+        obj.clear()
+        obj.update(items) if isinstance(obj, dict) else obj.extend(items)
+    return changed

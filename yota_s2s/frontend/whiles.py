@@ -39,10 +39,10 @@ from ..ir.rewrite import live, substitute_stmt
 from ..ir.tape import Aval, Input, Lit, Tape, Var
 from ..ir.whiles import While, while_of, while_primitive
 from ..marks import generated_file
-from .branches import _own_nodes, _source, live_sides
+from .branches import _own_nodes, _source, live_sides, put_back
 from .exits import lower, own_exits
 from .region_check import traceable
-from .region_lists import Watch, items_of
+from .region_lists import Watch
 from .region_syntax import assigned_names, loaded_outside
 
 _MISSING = object()
@@ -175,14 +175,14 @@ class WhilesMixin:
             raise _NoWhile() from None
         finally:
             self.trial_records = outer
+            changed = put_back(watch)       # a trial not kept leaves no row behind
         env = {n: self.current(v) for n, v in frame.locals.items()}
         counters = {places[n] for n in carried if type(before[n]) is int}
         if (not isinstance(cond, Var) or _counted_only(cond_stmts, cond, counters)) and (
                 flag is None or _counted_only(body_stmts, env.get(flag), counters)):
             raise _NoWhile()    # trips counted by ints alone (while i < n): unrolled
         stmts = cond_stmts + body_stmts
-        if any(items_of(obj) != items for obj, items in watch.containers.values()) \
-                or self._trial_changed(saved, stmts) \
+        if changed or self._trial_changed(saved, stmts) \
                 or any(s.prim.effect or loop_of(s) is not None or while_of(s) is not None
                        for s in stmts):
             raise _NoWhile()
@@ -282,9 +282,9 @@ class WhilesMixin:
             raise _NoWhile() from None
         finally:
             self.trial_records = outer
+            changed = put_back(watch)
         stmts = cond_stmts + body_stmts
-        if any(items_of(obj) != items for obj, items in watch.containers.values()) \
-                or self._trial_changed(saved, stmts) \
+        if changed or self._trial_changed(saved, stmts) \
                 or any(s.prim.effect or loop_of(s) is not None or while_of(s) is not None
                        for s in stmts):
             raise _NoWhile()
