@@ -219,6 +219,22 @@ def test_odeint_is_scipys_odeint():
     assert value == np.sum(WEIGHTS * got)
 
 
+def func(y, t, A):
+    """autograd's test_odeint names its dynamics ``func``, a parameter name of the module's
+    argument-check helpers: the name check refused the module (InternalError)."""
+    return A @ y
+
+
+def _func_loss(y0, A, t, w):
+    return np.sum(w * ys.odeint(func, y0, t, (A,), **TIGHT))
+
+
+def test_dynamics_named_like_a_helpers_parameter_compile():
+    value, g = ys.grad(_func_loss, Y0, A_DAMPED, TIMES, WEIGHTS, wrt=(0,))
+    expected, dy0 = ys.grad(_linear_loss, Y0, A_DAMPED, TIMES, WEIGHTS, wrt=(0,))
+    assert value == expected and np.array_equal(g[0], dy0[0])
+
+
 def test_odeint_gradient_of_a_linear_ode_is_the_closed_form():
     from scipy.linalg import expm
     value, g = ys.grad(_linear_loss, Y0, A_DAMPED, TIMES, WEIGHTS, wrt=(0, 1, 2))

@@ -21,6 +21,7 @@ import numpy as np
 from ..errors import InternalError
 from ..ir.assumptions import lines as assumption_lines
 from ..ir.branch import Branch
+from ..ir.names import MODULE_NAMES
 from ..ir.region import Loop, inner_tapes
 from ..ir.tape import Tape, Var
 from ..ir.whiles import Unwind, While
@@ -145,9 +146,8 @@ def write_module(tapes: Tape | Sequence[Tape], device: str = "cpu",
 
 
 def check_names(text: str) -> None:
-    """The module parses, and no function's parameter or local shadows a module-level name or
-    a builtin that the module reads (``xp``, ``_ONES_3``, ``isinstance``): a compiler bug
-    otherwise, caught here rather than as a wrong value."""
+    """The module parses, and no local shadows a module-level name or builtin the module reads
+    (``xp``, ``isinstance``; a prelude helper's ``func`` may be a user's name): a compiler bug."""
     try:
         tree = ast.parse(text)
     except SyntaxError as e:
@@ -169,7 +169,8 @@ def check_names(text: str) -> None:
         free |= loads - local[fn.name]
     shared = module | (free & set(dir(builtins)))
     for fn in functions:
-        clash = sorted(local[fn.name] & shared)
+        theirs = module - MODULE_NAMES if fn.name in MODULE_NAMES else set()    # a helper's
+        clash = sorted(local[fn.name] & (shared - theirs))
         if clash:
             raise InternalError(f"in the generated {fn.name}, {', '.join(clash)} would shadow "
                                 "a module-level name or a builtin")
@@ -206,9 +207,8 @@ def write_functions(tapes: Sequence[Tape], buffers: bool = False, blocked: bool 
     buffered form run in cache-sized blocks (blocks.py; on a CPU, not on a GPU); ``device``:
     the array module the argument checks test for (targets.py)."""
     # (the statements of loop bodies too: their calls are the module's imports as well)
-    merged = tapes[0].copy(
-        stmts=[s for t in tapes for s in t.stmts] +
-              [s for t in tapes for body in inner_tapes(t) for s in body.stmts],
+    merged = tapes[0].copy(stmts=[s for t in tapes for s in t.stmts] +
+                           [s for t in tapes for body in inner_tapes(t) for s in body.stmts],
         params=tuple(dict.fromkeys(p for t in tapes for p in t.params)))
     functions = {function_name(t) for t in tapes}
     imports = plan_imports(merged, functions)
