@@ -22,7 +22,7 @@ from typing import Any
 
 from ..frontend.abstract import ghost
 from ..ir.tape import TANGENT, Aval, Input, Stmt, Tape, Var, tree_atoms
-from ..ir.whiles import While, while_of, while_primitive
+from ..ir.whiles import While, carried_sources, while_of, while_primitive
 from .branch_tangents import _result_tangent
 from .forward import STRUCTURAL_JVPS, _ForwardSweep, _tangent_rule
 
@@ -40,7 +40,8 @@ def jvp_while(sweep: _ForwardSweep, stmt: Stmt) -> None:
     dotted = _with_tangents(loop, [i for i in range(n) if isinstance(inits[i], Var)
                                    and inits[i] in sweep.tangent], active)
     read = _read_after(sweep, stmt) | (set(loop.saved) if loop.record else set())
-    dotted = _needed(loop, dotted, read)
+    # the tangents a tangent after the loop may read, and those a trip makes them from
+    dotted = carried_sources(loop, [i for i in dotted if i in read], dotted.__contains__)
     if not dotted:
         return
     ev, stmts = sweep.ev, sweep.ev.stmts
@@ -117,27 +118,6 @@ def _read_after(sweep: _ForwardSweep, stmt: Stmt) -> set[int]:
     read = {u for s in after for u in s.uses()}
     read.update(a for a in tree_atoms(sweep.tape.result) if isinstance(a, Var))
     return {i for i, o in enumerate(stmt.outs) if o in read}
-
-
-def _needed(loop: While, dotted: list[int], read: set[int]) -> list[int]:
-    """The carried tangents (by number, among ``dotted``) that a tangent after the loop may
-    read, and those a trip makes them from: ``err`` of ``while err > tol``, read by the
-    condition only, carries none."""
-    n, body = loop.ncarry, loop.body
-    ins = [i.var for i in body.inputs]
-    reach: dict[Var, set[int]] = {v: {k} for k, v in enumerate(ins[:n])}
-    for s in body.stmts:
-        sources = set().union(*(reach.get(u, set()) for u in s.uses()))
-        for o in s.outs:
-            reach[o] = sources
-    need, todo = {i for i in dotted if i in read}, [i for i in dotted if i in read]
-    while todo:
-        r = body.result[todo.pop()]
-        for k in reach.get(r, set()) if isinstance(r, Var) else ():
-            if k in dotted and k not in need:
-                need.add(k)
-                todo.append(k)
-    return sorted(need)
 
 
 def _tangent_body(sweep: _ForwardSweep, loop: While, dotted: list[int],

@@ -25,7 +25,8 @@ import numpy as np
 from ..frontend.abstract import ghost
 from ..ir.rewrite import live, substitute_stmt
 from ..ir.tape import Aval, Input, Lit, Stmt, Tape, Var
-from ..ir.whiles import CAPACITY, Unwind, unwind_primitive, while_of, while_primitive
+from ..ir.whiles import CAPACITY, Unwind, carried_sources, unwind_primitive, while_of, \
+    while_primitive
 from .branches import _gradient, made_again
 from .sweep import STRUCTURAL_RULES, Sweep, active_from
 
@@ -42,7 +43,9 @@ def sweep_while(sweep: Sweep, stmt: Stmt) -> None:
     wanted = [j for j, k in enumerate(invariants)
               if isinstance(k, Var) and k in sweep.active and k.aval.is_float]
     dys = {i: sweep.adjoint(stmt.outs[i]) for i in range(n) if ins[i].aval.is_float}
-    floats = _with_cotangents(loop, [i for i, dy in dys.items() if dy is not None])
+    # the carried floats with a cotangent: those whose results have one, and their sources
+    floats = carried_sources(loop, [i for i, dy in dys.items() if dy is not None],
+                             lambda k: loop.body.inputs[k].var.aval.is_float)
     targets = [i for i in floats if isinstance(inits[i], Var) and inits[i] in sweep.active]
     if all(dy is None for dy in dys.values()) or not (wanted or targets):
         return
@@ -66,27 +69,6 @@ def sweep_while(sweep: Sweep, stmt: Stmt) -> None:
             sweep.accumulate(inits[i], g)
     for j, g in zip(wanted, results[len(floats):]):
         sweep.accumulate(invariants[j], g)
-
-
-def _with_cotangents(loop, seeded: list[int]) -> list[int]:
-    """The carried floats (by number) that have a cotangent: those whose results have one,
-    and those a trip makes them from (``err`` of ``while err > tol``, read by no result the
-    loss depends on, has none)."""
-    n, body = loop.ncarry, loop.body
-    ins = [i.var for i in body.inputs]
-    reach: dict[Var, set[int]] = {v: {k} for k, v in enumerate(ins[:n])}
-    for s in body.stmts:
-        sources = set().union(*(reach.get(u, set()) for u in s.uses()))
-        for o in s.outs:
-            reach[o] = sources
-    need, todo = set(seeded), list(seeded)
-    while todo:
-        r = body.result[todo.pop()]
-        for k in reach.get(r, set()) if isinstance(r, Var) else ():
-            if k not in need and ins[k].aval.is_float:
-                need.add(k)
-                todo.append(k)
-    return sorted(need)
 
 
 def _zeros(sweep: Sweep, aval: Aval) -> Var | Lit:

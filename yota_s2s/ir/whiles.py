@@ -165,3 +165,24 @@ def with_tapes(stmt: Stmt, tapes: tuple[Tape, ...]) -> Stmt:
 
 __all__ = ["While", "Unwind", "CAPACITY", "run_while", "run_unwind", "while_primitive",
            "unwind_primitive", "while_of", "while_atoms", "with_tapes"]
+
+
+def carried_sources(loop: While, seeds: list[int], admits) -> list[int]:
+    """The carried values (by number) ``seeds``, and those a trip makes them from that
+    ``admits(k)``, transitively: ``err`` of ``while err > tol``, which only the condition reads,
+    is none of them (the sweeps carry no tangent or cotangent for it)."""
+    body = loop.body
+    ins = [i.var for i in body.inputs]
+    reach: dict[Var, set[int]] = {v: {k} for k, v in enumerate(ins[:loop.ncarry])}
+    for s in body.stmts:
+        sources = set().union(*(reach.get(u, set()) for u in s.uses()))
+        for o in s.outs:
+            reach[o] = sources
+    found, todo = set(seeds), list(seeds)
+    while todo:
+        r = body.result[todo.pop()]
+        for k in reach.get(r, set()) if isinstance(r, Var) else ():
+            if k not in found and admits(k):
+                found.add(k)
+                todo.append(k)
+    return sorted(found)
