@@ -54,14 +54,7 @@ class NotBatched(NoRuleError):
 def batch_while(outer: Batching, stmt: Stmt, args: tuple, flags: tuple) -> Any:
     """The batched while of ``stmt`` (its operands ``args``, batched where ``flags``); a
     body or condition that cannot be batched so (an error while it is) is ``NotBatched``."""
-    try:
-        return _batch_while(outer, stmt, args, flags)
-    except NotBatched:
-        raise
-    except YotaError as e:
-        raise NotBatched(f"vmap: the while at {stmt.loc.short if stmt.loc else '?'} cannot "
-                         f"be batched: {e.what}", stmt.loc,
-                         "The compiler unrolls the loop on the example.") from e
+    return _or_not_batched("while", _batch_while, outer, stmt, args, flags)
 
 
 def _batch_while(outer: Batching, stmt: Stmt, args: tuple, flags: tuple) -> Any:
@@ -260,12 +253,18 @@ def batch_unwind(outer: Batching, stmt: Stmt, args: tuple, flags: tuple) -> Any:
     batched (the stack holds every example's row: ``X[t]`` is ``(size, ...)``); where the
     recording loop counted each example's trips (a batch of counts), the unwind runs the
     largest count and a trip updates the examples that ran it only."""
+    return _or_not_batched("unwind", _batch_unwind, outer, stmt, args, flags)
+
+
+def _or_not_batched(what: str, batch, outer: Batching, stmt: Stmt, args: tuple,
+                    flags: tuple) -> Any:
+    """``batch(outer, stmt, args, flags)``; an error while it runs is ``NotBatched``."""
     try:
-        return _batch_unwind(outer, stmt, args, flags)
+        return batch(outer, stmt, args, flags)
     except NotBatched:
         raise
     except YotaError as e:
-        raise NotBatched(f"vmap: the unwind at {stmt.loc.short if stmt.loc else '?'} cannot "
+        raise NotBatched(f"vmap: the {what} at {stmt.loc.short if stmt.loc else '?'} cannot "
                          f"be batched: {e.what}", stmt.loc,
                          "The compiler unrolls the loop on the example.") from e
 

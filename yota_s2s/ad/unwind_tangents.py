@@ -21,7 +21,7 @@ from ..ir.tape import TANGENT, Aval, Input, Stmt, Tape, Var
 from ..ir.whiles import Unwind, unwind_primitive, while_of
 from .branch_tangents import _result_tangent
 from .forward import STRUCTURAL_JVPS, _ForwardSweep, _tangent_rule
-from .while_tangents import _example
+from .while_tangents import _example, forward_position
 
 RULE = f"{TANGENT}the unwind's tangent: the step's JVP, carried beside the cotangents"
 
@@ -41,9 +41,7 @@ def jvp_unwind(sweep: _ForwardSweep, stmt: Stmt) -> None:
     if not dotted:
         return
     ev, stmts = sweep.ev, sweep.ev.stmts
-    at = next((k for k, t in enumerate(stmts) if t is stmt), None)
-    if at is None or at >= sweep.start:
-        raise AssertionError("an unwind's JVP: the unwind is not in the forward section")
+    at = forward_position(sweep, stmt, "an unwind's JVP")
     with ev.at(stmt.loc, RULE), ev.collect() as made:
         dot_starts = {i: sweep._tangent_or_zero(starts[i]) for i in dotted}
         step = _tangent_step(sweep, unwind, rows, active, dotted)

@@ -45,9 +45,7 @@ def jvp_while(sweep: _ForwardSweep, stmt: Stmt) -> None:
     if not dotted:
         return
     ev, stmts = sweep.ev, sweep.ev.stmts
-    at = next((k for k, s in enumerate(stmts) if s is stmt), None)
-    if at is None or at >= sweep.start:
-        raise AssertionError("a while statement's JVP: the loop is not in the forward section")
+    at = forward_position(sweep, stmt, "a while statement's JVP")
     with ev.at(stmt.loc, RULE), ev.collect() as made:
         starts = [sweep._tangent_or_zero(inits[i]) for i in dotted]
         body = _tangent_body(sweep, loop, dotted, active)
@@ -118,6 +116,14 @@ def _read_after(sweep: _ForwardSweep, stmt: Stmt) -> set[int]:
     read = {u for s in after for u in s.uses()}
     read.update(a for a in tree_atoms(sweep.tape.result) if isinstance(a, Var))
     return {i for i, o in enumerate(stmt.outs) if o in read}
+
+
+def forward_position(sweep: _ForwardSweep, stmt: Stmt, what: str) -> int:
+    """Where ``stmt`` is among the statements the sweep writes: in its forward section."""
+    at = next((k for k, s in enumerate(sweep.ev.stmts) if s is stmt), None)
+    if at is None or at >= sweep.start:
+        raise AssertionError(f"{what}: the loop is not in the forward section")
+    return at
 
 
 def _tangent_body(sweep: _ForwardSweep, loop: While, dotted: list[int],
