@@ -22,7 +22,6 @@ import numpy as np
 
 from .api import _user_function, simplegrad, simplegrad_compiled
 from .cache import BUILT, arg_key, function_key
-from .compiler import compile_hvp
 from .errors import YotaError
 from .gradcheck import differentiable
 from .ir.region import body_tapes
@@ -104,6 +103,12 @@ def _hvp(f: Callable, args: tuple, argnum: int, x: Any, strategy: str, device: s
     hessian_vector.__yota_inline__ = position_inline(hf, argnum)
     hessian_vector.strategy = strategy
     return hessian_vector, first
+
+
+def compile_hvp(f: Callable, args: tuple, argnum: int, **options: Any) -> Any:
+    """``compiler.compile_hvp``, imported on first use (``import yota_s2s`` stays light)."""
+    from .compiler import compile_hvp
+    return compile_hvp(f, args, argnum, **options)
 
 
 def _holds_while(tape: Tape) -> bool:
