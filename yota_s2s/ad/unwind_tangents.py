@@ -21,7 +21,7 @@ from ..ir.tape import TANGENT, Aval, Input, Stmt, Tape, Var
 from ..ir.whiles import Unwind, unwind_primitive, while_of
 from .branch_tangents import _result_tangent
 from .forward import STRUCTURAL_JVPS, _ForwardSweep, _tangent_rule
-from .while_tangents import _example, forward_position
+from .while_tangents import _example, forward_position, seeded_sweep
 
 RULE = f"{TANGENT}the unwind's tangent: the step's JVP, carried beside the cotangents"
 
@@ -99,13 +99,8 @@ def _tangent_step(sweep: _ForwardSweep, unwind: Unwind, rows: list[int], active:
     state after the trip."""
     ev, step, s, j = sweep.ev, unwind.step, unwind.nsaved, unwind.ninvariant
     ins, params = [i.var for i in step.inputs], step.params
-    sub = _ForwardSweep(step, ev, [])
-    places: dict[int, Var] = {}
-    for k in [*rows, *(s + k for k in active), *(s + j + i for i in dotted)]:
-        v = ins[k]
-        places[k] = dot = Var(Aval(v.aval.shape, v.aval.dtype), hint=f"dot_{v.hint or 'x'}")
-        ev.values[dot] = _example(dot.aval)
-        sub.tangent[v], sub.marks[dot] = dot, v
+    sub, places = seeded_sweep(ev, step, [*rows, *(s + k for k in active),
+                                          *(s + j + i for i in dotted)])
     with ev.collect() as made:
         for t in step.stmts:
             sub.push(t)

@@ -126,19 +126,27 @@ def forward_position(sweep: _ForwardSweep, stmt: Stmt, what: str) -> int:
     return at
 
 
+def seeded_sweep(ev, tape: Tape, numbers: list[int]) -> tuple[_ForwardSweep, dict[int, Var]]:
+    """A forward sweep over ``tape`` whose inputs ``numbers`` have tangents, and those tangents
+    by number: a new value each, ``dot_`` and the input's name."""
+    ins = [i.var for i in tape.inputs]
+    sub = _ForwardSweep(tape, ev, [])
+    places: dict[int, Var] = {}
+    for k in numbers:
+        v = ins[k]
+        places[k] = dot = Var(Aval(v.aval.shape, v.aval.dtype), hint=f"dot_{v.hint or 'x'}")
+        ev.values[dot] = _example(dot.aval)
+        sub.tangent[v], sub.marks[dot] = dot, v
+    return sub, places
+
+
 def _tangent_body(sweep: _ForwardSweep, loop: While, dotted: list[int],
                   active: list[int]) -> Tape:
     """The body that also gives the carried tangents: inputs the carried values, their
     tangents, the invariants and theirs; results the carried values, then their tangents."""
     ev, body, n = sweep.ev, loop.body, loop.ncarry
     ins = [i.var for i in body.inputs]
-    sub = _ForwardSweep(body, ev, [])
-    places = {}
-    for k in [*dotted, *(n + j for j in active)]:
-        v = ins[k]
-        places[k] = dot = Var(Aval(v.aval.shape, v.aval.dtype), hint=f"dot_{v.hint or 'x'}")
-        ev.values[dot] = _example(dot.aval)
-        sub.tangent[v], sub.marks[dot] = dot, v
+    sub, places = seeded_sweep(ev, body, [*dotted, *(n + j for j in active)])
     with ev.collect() as made:
         for s in body.stmts:
             sub.push(s)
