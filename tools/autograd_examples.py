@@ -26,7 +26,6 @@ import ast
 import contextlib
 import io
 import re
-import subprocess
 import sys
 import tempfile
 import traceback
@@ -39,6 +38,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import yota_s2s as ys  # noqa: E402
+from public_models import read  # noqa: E402  (a file of a copy of a repository)
 
 EXAMPLES = ["neural_net", "neural_net_regression", "ode_net", "fixed_points", "convnet"]
 HELPERS = {"neural_net": ["data.py"]}           # autograd's own modules an example imports
@@ -65,15 +65,6 @@ OVERRIDES: dict[str, dict[str, Callable[[dict], Any]]] = {
     "convnet": {"rs": lambda ns: ns["npr"].RandomState(0),      # RandomState(): unseeded
                 "num_epochs": lambda ns: 1},
 }
-
-
-def read(repo: str, path: str) -> str:
-    """``path`` from the copy ``repo``: a file of its work tree, or HEAD's in a git directory."""
-    file = Path(repo) / path
-    if file.is_file():
-        return file.read_text()
-    return subprocess.run(["git", f"--git-dir={repo}", "show", f"HEAD:{path}"],
-                          capture_output=True, text=True, check=True).stdout
 
 
 def ported(source: str) -> str:
