@@ -77,7 +77,7 @@ tape words(y_:f64[3], dy_:f64[3], xp_1:f64[3], x:f64[3]) -> f64[]
   words:f64[] = add t3 t4
   t5:bool[3] = eq t2 max_1
   t6:f64[3] = mul sum_1 t5
-  t7:i64[1] = sum[keepdims=True] t5
+  t7:i64[] = sum t5
   dt2:f64[3] = div t6 t7
   dxp_1:f64[3] = mul dt2 x
   dx_part1:f64[3] = mul xp_1 dt2

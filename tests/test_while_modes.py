@@ -140,12 +140,14 @@ def test_ys_compile_writes_the_while_once_for_every_trip_count():
 
 
 def damped(a):
-    """``c``, a carried number read after the loop by nothing: its cotangent starts at zero."""
+    """``c``, a carried number read after the loop by nothing: its cotangent starts at zero.
+    Its factor is a number clipped (``np.clip``, which numba takes for arrays only) and made
+    from the largest element (a max's gradient over all axes: the ties counted)."""
     x = a
     c = 1.0
     while np.sum(x * x) > 0.5:
         x = x * c * 0.9
-        c = c * 0.99
+        c = c * np.clip(0.9 + 0.1 * np.max(np.abs(x)), 0.5, 0.99)
     return np.sum(x)
 
 
@@ -155,7 +157,7 @@ def test_numba_prints_the_while_and_its_unwind():
     ``range(trips - 1, -1, -1)`` (numba_calls.py), and whose cotangent of the number ``c``
     starts as a number, not a 0-d array (today's main: 'the body stays numpy: Untyped global
     name reversed'; then 'Cannot unify array(float64, 0d, C) and float64', as adaptive_heun's
-    ``dt``)."""
+    ``dt``; f4ad041: 'No implementation of function clip', then of ``sum`` with ``keepdims``)."""
     pytest.importorskip("numba")
     compiled = compile_grad(damped, (np.array([0.9, 0.7]),), engine="numba")
     assert "@numba.njit" in compiled.text and "stays numpy" not in compiled.text

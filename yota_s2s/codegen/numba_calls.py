@@ -10,6 +10,8 @@ statements of a loop numba_form.py moves into a compiled function:
 - ``xp.pad(a, ((1, 0), (0, 0)))`` (zeros)     -> ``_pad2(a, 1, 0, 0, 0)``, a loop-free function
   written once in the module (``pad_helper``): a zero array with ``a`` in its middle.
 - ``reversed(range(trips))`` (a while's unwind) -> ``range(trips - 1, -1, -1)``
+- ``xp.clip(a, lo, hi)``                      -> ``xp.minimum(xp.maximum(a, lo), hi)`` (numpy's
+  definition; numba's ``clip`` takes arrays only, not a number such as a step-size factor)
 
 A call none of these match is left as it is; numba then compiles it or refuses the loop
 (numba_form.check_loops).
@@ -108,7 +110,8 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_Call(self, node: ast.Call) -> ast.expr:
         self.generic_visit(node)
-        for form in (self._diff, self._keepdims_sum, self._norm, self._pad, self._reversed):
+        for form in (self._diff, self._keepdims_sum, self._norm, self._pad, self._reversed,
+                     self._clip):
             new = form(node)
             if new is not None:
                 return new
@@ -126,6 +129,16 @@ class _Rewriter(ast.NodeTransformer):
         minus_one = ast.UnaryOp(ast.USub(), ast.Constant(1))
         return ast.Call(ast.Name("range", ast.Load()), [
             ast.BinOp(count, ast.Sub(), ast.Constant(1)), minus_one, minus_one], [])
+
+    @staticmethod
+    def _clip(call: ast.Call) -> ast.expr | None:
+        if not _is(call.func, "xp", "clip") or len(call.args) != 3 or call.keywords \
+                or any(isinstance(bound, ast.Constant) and bound.value is None
+                       for bound in call.args[1:]):
+            return None
+        a, lo, hi = call.args
+        above = ast.Call(ast.Attribute(ast.Name("xp"), "maximum"), [a, lo], [])
+        return ast.Call(ast.Attribute(ast.Name("xp"), "minimum"), [above, hi], [])
 
     @staticmethod
     def _diff(call: ast.Call) -> ast.expr | None:

@@ -55,10 +55,10 @@ def mean_grad(a, y, dy, axis=None, keepdims=False):
 
 @diffrule(np.max, "a")
 def max_grad(a, y, dy, axis=None, keepdims=False):
-    """Ties share the gradient equally, as in autograd and JAX."""
+    """Ties share the gradient equally, as in autograd and JAX (over all axes: a count)."""
     y, dy = restore_axes(y, axis, keepdims), restore_axes(dy, axis, keepdims)
     hit = a == y
-    return dy * hit / np.sum(hit, axis=axis, keepdims=True)
+    return dy * hit / np.sum(hit, axis=axis, keepdims=axis is not None)
 
 
 diffrule(np.min, "a", max_grad)
