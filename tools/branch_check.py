@@ -3,7 +3,11 @@ and tests/programs/whiles.py through ``ys.grad`` on N random inputs (1,000 by de
 compile, no guard failure, and the value and every gradient equal to the program's value and
 central differences (float64).
 
-    python tools/branch_check.py [N] [--time] [--only NAME,NAME]
+    python tools/branch_check.py [N] [--time] [--only NAME,NAME] [--forms grad,plain,numba,...]
+
+``--forms``: the compiled forms checked on every input (``FORMS``; ``grad``, the default, is
+``ys.grad`` with its cache counts, the buffered numpy module; ``plain`` the plain one; ``numba``
+and ``numba-plain`` the numba printer's), each compiled once.
 
 ``--time``: the steady-state CPU time of a gradient call, the branch (or while) module against
 the module specialized to one path with guards (what the compiler wrote before branches and
@@ -40,28 +44,46 @@ PROGRAMS = {
     "early_stop": (W.early_stop, lambda r: (r.normal(size=3), r.uniform(0.5, 1.5, 3))),
     "adaptive_heun": (W.adaptive_heun, lambda r: (r.uniform(0.5, 3.0, 2),
                                                   r.uniform(0.5, 2.0, 2))),
+    "rk45": (W.rk45, lambda r: (r.uniform(0.5, 3.0, 2), r.uniform(0.5, 2.0, 2))),
 }
 
 
-def check(name: str, fn, make, n: int) -> tuple[float, dict, int]:
-    """The largest error over ``n`` inputs (relative to 1 + |expected|), the cache's counts,
-    and how many inputs lie where a branch switches within the differences' step (the
-    function jumps there: central differences at 1e-6 and 1e-5 disagree, and that input is
-    not counted)."""
+FORMS = {   # form: the compile's options (ys.grad's cache gives the buffered numpy form)
+    "grad": None,
+    "plain": {"buffers": False},
+    "numba": {"engine": "numba"},
+    "numba-plain": {"engine": "numba", "buffers": False},
+}
+
+
+def check(name: str, fn, make, n: int, forms: list[str]) -> tuple[dict, dict, int]:
+    """The largest error of each form over ``n`` inputs (relative to 1 + |expected|), the
+    cache's counts (form ``grad``: ``ys.grad`` on every input), and how many inputs lie where a
+    branch switches within the differences' step (the function jumps there: central
+    differences at 1e-6 and 1e-5 disagree, and that input is not counted). Each other form is
+    compiled once, at the first input, and called on every input: a guard that fails raises."""
+    from yota_s2s.compiler import compile_grad
+
     ys.clear_cache()
-    worst, switching = 0.0, 0
+    first = make(np.random.default_rng(0))
+    compiled = {form: compile_grad(fn, first, **FORMS[form]).fn for form in forms
+                if FORMS[form] is not None}
+    worst, switching = dict.fromkeys(forms, 0.0), 0
     for seed in range(n):
         args = make(np.random.default_rng(seed))
-        value, g = ys.grad(fn, *args)
-        error = abs(value - fn(*args)) / (1 + abs(fn(*args)))
-        for i, a in enumerate(args):
-            expected = numerical_grad(fn, args, i)
-            error = max(error, float(np.max(np.abs(np.asarray(g[i]) - expected)
-                                            / (1 + np.abs(expected)))))
-        if error > 1e-6 and _jumps(fn, args):
+        expected = [fn(*args)] + [numerical_grad(fn, args, i) for i in range(len(args))]
+        errors = {}
+        for form in forms:
+            got = list(ys.grad(fn, *args)) if form == "grad" else compiled[form](*args)
+            if form == "grad":
+                got = [got[0], *(got[1][i] for i in range(len(args)))]
+            errors[form] = max(float(np.max(np.abs(np.asarray(g) - e) / (1 + np.abs(e))))
+                               for g, e in zip(got, expected))
+        if max(errors.values()) > 1e-6 and _jumps(fn, args):
             switching += 1
             continue
-        worst = max(worst, error)
+        for form, error in errors.items():
+            worst[form] = max(worst[form], error)
     return worst, ys.cache_info(), switching
 
 
@@ -112,13 +134,15 @@ def _best(f, g, args, repeat: int = 9, number: int = 1000) -> tuple[float, float
 def main(argv: list[str]) -> int:
     n = int(next((a for a in argv if a.isdigit()), 1000))
     only = argv[argv.index("--only") + 1].split(",") if "--only" in argv else list(PROGRAMS)
+    forms = argv[argv.index("--forms") + 1].split(",") if "--forms" in argv else ["grad"]
     failed = False
     for name, (fn, make) in ((name, PROGRAMS[name]) for name in only):
-        worst, info, switching = check(name, fn, make, n)
-        ok = worst < 1e-6 and info["misses"] == 1 and info["guard_failures"] == 0
+        worst, info, switching = check(name, fn, make, n, forms)
+        ok = max(worst.values()) < 1e-6 and info["misses"] <= 1 and info["guard_failures"] == 0
         failed |= not ok
-        print(f"{name:16} {n} inputs  compiles {info['misses']}  guard failures "
-              f"{info['guard_failures']}  worst error {worst:.1e}  at a switch "
+        errors = "  ".join(f"{form} {error:.1e}" for form, error in worst.items())
+        print(f"{name:16} {n} inputs  compiles {max(info['misses'], 1)}  guard failures "
+              f"{info['guard_failures']}  worst error: {errors}  at a switch "
               f"{switching}  {'ok' if ok else 'FAIL'}")
         if "--time" in argv:
             for form, t_branch, t_guard in timing(fn, make):
