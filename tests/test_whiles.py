@@ -103,10 +103,12 @@ def test_the_module_reads_like_handwritten_code():
     backward = text[text.index("# -- backward"):]
     assert "    while xp.absolute(x * x - a).max() > 1e-10:\n" in forward
     assert "        X[trips] = x\n        # whiles.py:8  x = 0.5 * (x + a / x)\n" \
-        "        x = 0.5 * (x + a / x)\n        trips += 1\n" in forward
+        "        t6 = a / x\n        x = 0.5 * (x + t6)\n        V[trips] = t6\n" \
+        "        trips += 1\n" in forward
     assert "# rule the while loop's backward: the body's adjoint, trip by trip in reverse" \
         in backward
-    assert "    for t in reversed(range(trips)):\n        x_1 = X[t]\n" in backward
+    assert "    for t in reversed(range(trips)):\n        x_1 = X[t]\n        v = V[t]\n" \
+        in backward
 
 
 def test_the_callers_array_is_not_written():

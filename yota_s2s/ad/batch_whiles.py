@@ -62,7 +62,7 @@ def _batch_while(outer: Batching, stmt: Stmt, args: tuple, flags: tuple) -> Any:
     n = loop.ncarry
     batched = _fixed(outer, loop, {k for k, flag in enumerate(flags) if flag})
     cond, per_example = _tape(outer, loop.cond, batched)
-    record = {"saved": loop.saved, "record": loop.record}
+    record = {"saved": loop.saved, "record": loop.record, "nres": loop.nres}
     if not per_example[0]:
         body, _ = _tape(outer, loop.body, batched, lift=batched & set(range(n)))
         new = While(cond, body, ncarry=n, source=loop.source, **record)
@@ -121,7 +121,7 @@ def _emit(outer: Batching, stmt: Stmt, new: While, operands: list, batched: set[
     the flags, the count); its results, those numbered in ``batched`` batched."""
     n = while_of(stmt).ncarry
     params = _params(stmt.prim.operands, n, extra)
-    nout = new.ncarry + (1 + len(new.saved) if new.record else 0)
+    nout = new.ncarry + (1 + len(new.saved) + new.nres if new.record else 0)
     results = outer.ev.emit(while_primitive(new, params, nout), operands,
                             {"loop": new}, None)
     results = results if isinstance(results, tuple) else (results,)
@@ -209,7 +209,7 @@ def _masked(outer: Batching, loop: While, batched: set[int], stmt: Stmt) -> Tape
         flags = [_flag(sub), _flag(sub, np.int64, "trips")][:1 + loop.record]
         running = flags[0]
         results = []
-        for k, r in enumerate(body.result):
+        for k, r in enumerate(body.result[:n]):
             value = sub._atom(r)
             if k in batched:
                 if not (isinstance(value, Var) and value in sub.batched):
@@ -228,6 +228,8 @@ def _masked(outer: Batching, loop: While, batched: set[int], stmt: Stmt) -> Tape
         results.append(sub.emit(np.logical_and, [running, sub._atom(cond.result[0])], {}))
         if loop.record:             # (an example's trips: those it ran, from the first)
             results.append(sub.emit(np.add, [flags[1], running], {}))
+        results += [sub._atom(r) for r in body.result[n:]]      # (the residuals: each
+        # example's row, one that has left a value the unwind does not take)
     tape = _copy(sub, body, _with_running(inputs, n, flags), stmts, results)
     return tape.copy(params=_params(body.params, n, len(flags)))
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import operator
 from typing import Any
 
+from dataclasses import dataclass
+
 from ..ir.region import Loop
 from ..ir.tape import Stmt, Var
 
@@ -20,11 +22,20 @@ from ..ir.tape import Stmt, Var
 REMAKE_MIN = 512
 
 
-class Step:
-    """What a policy sees of a loop's step: the loop, and the statement that makes each value
-    of the step (``producer``)."""
+@dataclass(frozen=True)
+class Trip:
+    """A while's trip (ir/whiles.py) as a policy sees a loop: no index; the body's carried
+    values and invariants (its inputs)."""
+    carried: tuple
+    invariants: tuple
+    index: None = None
 
-    def __init__(self, loop: Loop, stmts: list[Stmt]):
+
+class Step:
+    """What a policy sees of a loop's step: the loop (or a while's ``Trip``), and the
+    statement that makes each value of the step (``producer``)."""
+
+    def __init__(self, loop: Loop | Trip, stmts: list[Stmt]):
         self.loop = loop
         self.producer = {o: s for s in stmts for o in s.outs}
         self._indexing: dict[Var, bool] = {}
@@ -40,15 +51,16 @@ class Step:
     def indexing(self, v: Any) -> bool:
         """Is ``v`` the index, an invariant, a row of an invariant, an index computed from the
         step's (``x[(i + 1) % n]``) or a number computed from those (the step size ``dt / 6.0``
-        of ``for dt in dts``)? The backward step has what it needs to make it again."""
+        of ``for dt in dts``)? In a while's trip, any value made from the invariants alone
+        (``-k``). The backward step has what it needs to make it again."""
         loop = self.loop
         if not isinstance(v, Var) or v is loop.index or v in loop.invariants:
             return True
         if v not in self._indexing:
             made = self.producer.get(v)
             self._indexing[v] = made is not None and (
-                made.prim.fn is operator.getitem or
-                v.aval.ndim == 0 and made.prim.ufunc is not None
+                made.prim.fn is operator.getitem or loop.index is None or    # (a while's trip:
+                v.aval.ndim == 0 and made.prim.ufunc is not None        # the same every trip)
             ) and all(self.indexing(u) for u in made.uses())
         return self._indexing[v]
 
@@ -123,5 +135,40 @@ class RemakeCheap(SavePolicy):
         return True
 
 
+def save_or_remake(policy: SavePolicy, reads: dict[Var, None], stmts: list[Stmt], step: Step,
+                   made: set[Var]) -> tuple[list[Stmt], list[Stmt]]:
+    """Of ``reads`` (what a backward step reads of the forward step ``stmts``, which make or
+    carry the values ``made``), those ``policy`` says are made again are dropped, and what a
+    value made again reads is added (saved in its stead); the forward statements the backward
+    step runs again: the prologue (from the index and the invariants, before the saved values
+    are read back) and the rematerialized ones (from saved values, after them)."""
+    rematerialized = policy.remake(reads, step)
+    remat = [s for s in stmts if any(o in rematerialized for o in s.outs)]
+    remade = {v for v in reads if policy.remade(v, step)} | \
+        {u for s in remat for u in s.uses() if u not in rematerialized and policy.remade(u, step)}
+    for v in list(remade):          # with what they are made from
+        stack = [v]
+        while stack:
+            u = stack.pop()
+            if u in step.producer:
+                remade.add(u)
+                stack += [w for w in step.producer[u].uses() if w not in remade]
+    prologue = [s for s in stmts if any(o in remade for o in s.outs)]
+    remade |= rematerialized
+    for v in remade:
+        reads.pop(v, None)
+    for s in remat:             # what a value made again reads: saved in its stead
+        for u in s.uses():
+            if u in made and u not in remade:
+                reads[u] = None
+    return prologue, remat
+
+
 def _size(vs) -> int:
     return sum(v.aval.size * v.aval.dtype.itemsize for v in vs)
+
+
+def stack_name(base: str) -> str:
+    """The name of the stack of a value named ``base``: ``h_cond`` -> ``H_COND``."""
+    upper = base.upper()
+    return upper if upper != base and upper.isidentifier() else f"{base}_all"

@@ -39,7 +39,7 @@ from ..ir.region import EMPTY, Loop, loop_of, loop_primitive
 from ..ir.tape import ACCUMULATE, Aval, Input, Lit, Stmt, Tape, Var
 from ..ir.values import to_tree
 from ..rules.indexing import index_add, setitem_
-from .policies import RemakeCheap, SavePolicy, Step
+from .policies import RemakeCheap, SavePolicy, Step, save_or_remake, stack_name
 from .sweep import STRUCTURAL_RULES, Sweep, active_from
 
 SAVED = "saved by the forward loop for the backward loop"
@@ -180,29 +180,10 @@ class _Region:
     def save_or_remake(self, policy: SavePolicy) -> _Plan:
         """What the backward step reads of the forward step, each value saved or made again
         as ``policy`` says; a value made again reads values saved in its stead."""
-        loop, fwd_stmts = self.loop, list(self.sub.home)
+        fwd_stmts = list(self.sub.home)
         reads = self._reads()
-        step = Step(loop, fwd_stmts)
-        rematerialized = policy.remake(reads, step)
-        remat = [s for s in fwd_stmts if any(o in rematerialized for o in s.outs)]
-        remade = {v for v in reads if policy.remade(v, step)} | \
-            {u for s in remat for u in s.uses()
-             if u not in rematerialized and policy.remade(u, step)}
-        for v in list(remade):          # with what they are made from
-            stack = [v]
-            while stack:
-                u = stack.pop()
-                if u in step.producer:
-                    remade.add(u)
-                    stack += [w for w in step.producer[u].uses() if w not in remade]
-        prologue = [s for s in fwd_stmts if any(o in remade for o in s.outs)]
-        remade |= rematerialized
-        for v in remade:
-            reads.pop(v, None)
-        for s in remat:             # what a value made again reads: saved in its stead
-            for u in s.uses():
-                if u in self.made_fwd and u not in remade:
-                    reads[u] = None
+        prologue, remat = save_or_remake(policy, reads, fwd_stmts, Step(self.loop, fwd_stmts),
+                                         self.made_fwd)
         return _Plan(reads, prologue, remat)
 
     def _reads(self) -> dict[Var, None]:
@@ -228,12 +209,12 @@ class _Region:
         for c, o in zip(loop.carried, loop.body.result):
             if c in reads and isinstance(o, Var) and o in reads and o not in loop.carried:
                 ahead = (0, 1) if not loop.reverse else (1, 0)
-                groups.append((_stack_name(hint_of(c) or "v"), loop.length + 1,
+                groups.append((stack_name(hint_of(c) or "v"), loop.length + 1,
                                [(c, ahead[0], True), (o, ahead[1], False)]))
                 del reads[c], reads[o]
         for v in reads:
             suffix = "_prev" if v in loop.carried else ""
-            groups.append((_stack_name(hint_of(v) or "v") + suffix, loop.length,
+            groups.append((stack_name(hint_of(v) or "v") + suffix, loop.length,
                            [(v, 0, v in loop.carried)]))
         stacks = _Stacks()
         for base, rows, saves in groups:
@@ -500,11 +481,6 @@ def _zeros(aval: Aval) -> Any:
 
 def _dtype(aval: Aval) -> dict:
     return {} if aval.dtype == np.float64 else {"dtype": aval.dtype}
-
-
-def _stack_name(base: str) -> str:
-    upper = base.upper()
-    return upper if upper != base and upper.isidentifier() else f"{base}_all"
 
 
 # the loop region's structural rule: the engine (sweep.py) sweeps a "loop" statement with it

@@ -40,15 +40,17 @@ def jvp_while(sweep: _ForwardSweep, stmt: Stmt) -> None:
     dotted = _with_tangents(loop, [i for i in range(n) if isinstance(inits[i], Var)
                                    and inits[i] in sweep.tangent], active)
     read = _read_after(sweep, stmt) | (set(loop.saved) if loop.record else set())
+    residuals = list(range(n, n + loop.nres))       # (each stacked: its tangent read too)
     # the tangents a tangent after the loop may read, and those a trip makes them from
-    dotted = carried_sources(loop, [i for i in dotted if i in read], dotted.__contains__)
+    dotted = [i for i in carried_sources(loop, [i for i in dotted if i in read] + residuals,
+                                         dotted.__contains__) if i < n]
     if not dotted:
         return
     ev, stmts = sweep.ev, sweep.ev.stmts
     at = forward_position(sweep, stmt, "a while statement's JVP")
     with ev.at(stmt.loc, RULE), ev.collect() as made:
         starts = [sweep._tangent_or_zero(inits[i]) for i in dotted]
-        body = _tangent_body(sweep, loop, dotted, active)
+        body, dotted_res = _tangent_body(sweep, loop, dotted, active)
     made = [s.replace(rule=_tangent_rule(s.rule)) for s in made]
     dots = [Var(Aval(ins[i].aval.shape, ins[i].aval.dtype), hint=f"dot_{ins[i].hint or 'x'}")
             for i in dotted]
@@ -57,10 +59,13 @@ def jvp_while(sweep: _ForwardSweep, stmt: Stmt) -> None:
     cond = _widened(loop.cond, loop, dotted, active)
     saved = tuple(n + dotted.index(i) for i in loop.saved if i in dotted)
     tangent = While(cond, body, ncarry=n + len(dotted), source=loop.source,
-                    saved=loop.saved + saved, record=loop.record)
+                    saved=loop.saved + saved, record=loop.record,
+                    nres=loop.nres + len(dotted_res))
     args = (*inits, *starts, *invariants, *(sweep.tangent[invariants[j]] for j in active))
-    stacks = _tangent_stacks(sweep, stmt, loop, dotted)
-    outs = (*stmt.outs[:n], *dots, *stmt.outs[n:], *stacks.values())
+    stacks, res_stacks = _tangent_stacks(sweep, stmt, loop, dotted, dotted_res)
+    m = n + 1 + len(loop.saved)
+    outs = (*stmt.outs[:n], *dots, *stmt.outs[n:m], *stacks.values(), *stmt.outs[m:],
+            *res_stacks.values())
     params = tuple(body.params)
     new = Stmt(outs, while_primitive(tangent, params, len(outs)), args,
                (("loop", tangent),), stmt.loc, stmt.rule)
@@ -71,23 +76,26 @@ def jvp_while(sweep: _ForwardSweep, stmt: Stmt) -> None:
     for i, d in zip(dotted, dots):
         sweep.tangent[stmt.outs[i]] = d
         sweep.marks[d] = stmt.outs[i]
-    for k, d in stacks.items():
+    for k, d in (stacks | res_stacks).items():
         sweep.tangent[k], sweep.marks[d] = d, k
 
 
-def _tangent_stacks(sweep: _ForwardSweep, stmt: Stmt, loop: While,
-                    dotted: list[int]) -> dict[Var, Var]:
+def _tangent_stacks(sweep: _ForwardSweep, stmt: Stmt, loop: While, dotted: list[int],
+                    dotted_res: list[int]) -> tuple[dict[Var, Var], dict[Var, Var]]:
     """A recording loop's stacks of the tangents (``dot_X[t] = dot_x``) beside the stacks of
     the values, by the value's stack (a stack's tangent is the stack of the tangents: what
-    the unwind's JVP reads, ad/unwind_tangents.py); none where the loop does not record."""
+    the unwind's JVP reads, ad/unwind_tangents.py): the saved carried values', the
+    residuals' (``dotted_res``, by number); none where the loop does not record."""
     if not loop.record:
-        return {}
-    stacks = stmt.outs[loop.ncarry + 1:]
-    made = {}
-    for stack, i in zip(stacks, loop.saved):
-        if i in dotted:
-            made[stack] = Var(stack.aval, hint=f"dot_{stack.hint or 'X'}")
-            sweep.ev.values[made[stack]] = _example(stack.aval)
+        return {}, {}
+    m = loop.ncarry + 1 + len(loop.saved)
+    carried = [s for s, i in zip(stmt.outs[loop.ncarry + 1:m], loop.saved) if i in dotted]
+    residual = [stmt.outs[m + k] for k in dotted_res]
+    made: tuple[dict[Var, Var], dict[Var, Var]] = ({}, {})
+    for group, stacks in zip(made, (carried, residual)):
+        for stack in stacks:
+            group[stack] = Var(stack.aval, hint=f"dot_{stack.hint or 'X'}")
+            sweep.ev.values[group[stack]] = _example(stack.aval)
     return made
 
 
@@ -141,25 +149,31 @@ def seeded_sweep(ev, tape: Tape, numbers: list[int]) -> tuple[_ForwardSweep, dic
 
 
 def _tangent_body(sweep: _ForwardSweep, loop: While, dotted: list[int],
-                  active: list[int]) -> Tape:
+                  active: list[int]) -> tuple[Tape, list[int]]:
     """The body that also gives the carried tangents: inputs the carried values, their
-    tangents, the invariants and theirs; results the carried values, then their tangents."""
+    tangents, the invariants and theirs; results the carried values, their tangents, the
+    residuals (a recording loop's), the tangents of those that have one. Also those
+    residuals (by number)."""
     ev, body, n = sweep.ev, loop.body, loop.ncarry
     ins = [i.var for i in body.inputs]
     sub, places = seeded_sweep(ev, body, [*dotted, *(n + j for j in active)])
+    residuals = body.result[n:]
     with ev.collect() as made:
         for s in body.stmts:
             sub.push(s)
         results = [_result_tangent(sub, body.result[i], ins[i]) for i in dotted]
+        dotted_res = [k for k, r in enumerate(residuals) if isinstance(r, Var)
+                      and r.aval.is_float and sub.tangent.get(r) is not None]
+        tangents = [_result_tangent(sub, residuals[k], residuals[k]) for k in dotted_res]
     made = [s.replace(rule=_tangent_rule(s.rule)) for s in made]
     order = [*ins[:n], *(places[i] for i in dotted), *ins[n:],
              *(places[n + j] for j in active)]
     params = _names(body, loop, dotted, active)
     tape = Tape(name="body", params=params, inputs=[Input(v, k) for k, v in enumerate(order)],
-                stmts=list(body.stmts) + made, result=tuple(body.result) + tuple(results),
-                loc=body.loc)
+                stmts=list(body.stmts) + made,
+                result=(*body.result[:n], *results, *residuals, *tangents), loc=body.loc)
     tape.primals.update({t: p for t, p in sub.marks.items()})
-    return tape
+    return tape, dotted_res
 
 
 def _widened(tape: Tape, loop: While, dotted: list[int], active: list[int]) -> Tape:

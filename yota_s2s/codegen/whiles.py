@@ -2,22 +2,26 @@
 the recorded trips in reverse::
 
     # newton.py:6  while np.max(np.abs(x * x - a)) > 1e-10:
-    x_ = a.copy()
+    x = a.copy()
     trips = 0
     X = xp.empty((16, 3))
-    while xp.abs(x_ * x_ - a).max() > 1e-10:
+    V = xp.empty((16, 3))
+    while xp.abs(x * x - a).max() > 1e-10:
         if trips == len(X):
             X = xp.concatenate((X, xp.empty_like(X)))
-        X[trips] = x_
+            V = xp.concatenate((V, xp.empty_like(V)))
+        X[trips] = x                # a carried value, as the trip starts
         # newton.py:7  x = 0.5 * (x + a / x)
-        x_ = 0.5 * (x_ + a / x_)
+        t6 = a / x
+        x = 0.5 * (x + t6)
+        V[trips] = t6               # a residual, as the trip ends
         trips += 1
     ...
     for t in reversed(range(trips)):
         x_1 = X[t]
+        v = V[t]
         # grad of newton.py:7  x = 0.5 * (x + a / x)
         ...
-        dx_, da_part = t8, da_part
 
 The condition, the body and the backward step are each written by an Emitter of their own in
 the plain form, as a branch's arms are (codegen/branches.py): the carried values take the
@@ -113,9 +117,10 @@ def _prepared(tape: Tape, atoms: list) -> Tape:
 
 def _written(em: Emitter, stmt: Stmt, tape: Tape, atoms: list, operands: dict[Var, str],
              outs: list[str], own: slice = slice(0, 0)
-             ) -> tuple[list[ast.stmt], dict[Var, str], Emitter]:
+             ) -> tuple[list[ast.stmt], dict[Var, str], list[ast.expr]]:
     """``tape``'s statements with its comments, its results bound to ``outs`` at the end (the
-    last statement's made under its name where that is a result); its inputs' names. A
+    last statement's made under its name where that is a result); its inputs' names; the
+    results after those ``outs`` binds (a recording body's residuals), as expressions. A
     result that is an input other than the loop's ``own`` (an invariant, a saved row) or a
     view of one is copied: what the loop carries out is its own array."""
     tape = _prepared(tape, atoms)
@@ -125,7 +130,8 @@ def _written(em: Emitter, stmt: Stmt, tape: Tape, atoms: list, operands: dict[Va
     if last is not None and not last.prim.inplace and not last.prim.view \
             and len(last.outs) == 1:
         r = last.outs[0]
-        if tape.result.count(r) == 1 and r not in {i.var for i in tape.inputs}:
+        if tape.result.count(r) == 1 and r not in {i.var for i in tape.inputs} \
+                and tape.result.index(r) < len(outs):
             fixed[r] = outs[tape.result.index(r)]
     names = tape_namer(em.names, tape, atoms, fixed, operands)
     nodes, sub = em.nested(tape, names)
@@ -134,7 +140,8 @@ def _written(em: Emitter, stmt: Stmt, tape: Tape, atoms: list, operands: dict[Va
                and not (isinstance(r, Var) and names.names.get(r) == name)]
     if pending:
         nodes.append(_assign([n for n, _ in pending], [_own(sub, r, shared) for _, r in pending]))
-    return nodes, {i.var: names[i.var] for i in tape.inputs}, sub
+    rest = [sub.atom(r) for r in tape.result[len(outs):]]
+    return nodes, {i.var: names[i.var] for i in tape.inputs}, rest
 
 
 def _own(sub: Emitter, r, shared: set[Var]) -> ast.expr:
@@ -158,12 +165,15 @@ def while_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
     atoms = while_atoms(stmt)
     cond_name = em.names.fresh("cond")
     cond_nodes, _, _ = _written(em, stmt, loop.cond, atoms, operands, [cond_name])
-    body, _, _ = _written(em, stmt, loop.body, atoms, operands, outs, slice(0, n))
+    body, _, residuals = _written(em, stmt, loop.body, atoms, operands, outs, slice(0, n))
     if loop.record:
         trips = em.names[stmt.outs[n]]
         nodes.append(_assign(trips, ast.Constant(0)))
         nodes += _stacks(em, stmt)
         body = _pushes(em, stmt, outs) + body
+        stacks = [em.names[s] for s in stmt.outs[n + 1 + len(loop.saved):]]
+        body += [_assign_to(ast.Subscript(_name(s), _name(trips), ast.Store()), r)
+                 for s, r in zip(stacks, residuals)]
         body.append(ast.AugAssign(_name(trips, True), ast.Add(), ast.Constant(1)))
     plain = [s for s in cond_nodes if not isinstance(s, Comment)]
     if len(plain) == 1 and isinstance(plain[0], ast.Assign) and \
@@ -197,7 +207,8 @@ def _stacks(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
             continue
         args = [ast.Constant(start)]
         if out.aval.dtype.name != "float64":
-            args.append(_name(f"xp.{out.aval.dtype.name}"))
+            args.append(_name("xp.bool_" if out.aval.dtype.kind == "b" else
+                              f"xp.{out.aval.dtype.name}"))
         nodes.append(_assign(em.names[out], _call("xp.empty", args)))
     return nodes
 

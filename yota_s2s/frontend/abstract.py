@@ -40,7 +40,6 @@ import numpy as np
 
 from ..ir.tape import Aval, Lit, Primitive, Stmt, Var, tree_atoms, tree_map
 from ..ir.values import static_of
-from ..ir.whiles import CAPACITY
 from ..rules.elementwise import astype
 from ..rules.indexing import index_add, setitem
 from ..rules.shape import ravel
@@ -218,7 +217,7 @@ def _whiles(prim: Any, operands: list, params: dict) -> tuple:
         avals = [i.var.aval for i in loop.body.inputs[:loop.ncarry]]
         if loop.record:
             avals.append(Aval((), np.dtype(np.int64)))
-            avals += [Aval((CAPACITY, *avals[i].shape), avals[i].dtype) for i in loop.saved]
+            avals += loop.stack_avals()
     else:
         avals = [r.aval if isinstance(r, Var) else Aval.of(r.value)
                  for r in params["unwind"].step.result]

@@ -7,11 +7,16 @@ invariants::
 
 ``While.cond`` maps ``(c, k)`` to one traced boolean number, ``While.body`` maps ``(c, k)`` to
 the carried values after one trip (the same avals: frontend/whiles.py checks it, or unrolls
-as before). The number of trips is a run-time value. A while that records (``saved``: the
-carried values, by number, the backward reads) also gives the trip count and one stack per
-saved value, the value at the start of each trip (``X[t] = x``); the stack's first axis is
-its capacity, which the generated code doubles when a trip finds it full, so its length on
-the tape is the capacity it starts with (``CAPACITY``), not the trip count.
+as before). The number of trips is a run-time value. A while that records also gives the
+trip count and one stack per saved value: each carried value the backward reads (``saved``,
+by number), as it is at the start of each trip (``X[t] = x``), then each residual, a value
+of the trip the backward reads (``nres`` of them: a recording body's results are the carried
+values, then the residuals, as JAX's scan gives ``ys``), as the trip ends (``Y1[t] = y1``);
+a stack's first axis is its capacity, which the generated code doubles when a trip finds it
+full, so its length on the tape is the capacity it starts with (``CAPACITY``), not the trip
+count::
+
+    c_1, ..., c_n, trips, X_1, ..., R_1, ... = while[While](init_1, ..., k_1, ...)
 
 Its backward (ad/whiles.py) is an ``unwind`` statement: a ``for`` over the recorded count in
 reverse, whose step (``Unwind.step``) reads the saved values of its trip, the invariants,
@@ -34,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from .play import run
-from .tape import Primitive, Stmt, Tape, Var
+from .tape import Aval, Primitive, Stmt, Tape, Var
 
 CAPACITY = 16       # the trips a stack holds before it is first doubled
 
@@ -42,11 +47,19 @@ CAPACITY = 16       # the trips a stack holds before it is first doubled
 @dataclass(eq=False)
 class While:
     cond: Tape              # inputs: carried, invariants; result: (the condition,)
-    body: Tape              # inputs: carried, invariants; result: the carried values after
-    ncarry: int
+    body: Tape              # inputs: carried, invariants; result: the carried values after,
+    ncarry: int             # then the residuals
     source: str = ""        # the condition as written: "np.max(np.abs(x * x - a)) > 1e-10"
     saved: tuple[int, ...] = ()     # carried values (by number) stacked per trip
     record: bool = False    # also give the trip count and the stacks
+    nres: int = 0           # the residuals (recording): the body's last results, stacked
+
+    def stack_avals(self) -> list[Aval]:
+        """The avals of a recording loop's stacks: the saved carried values', the residuals'."""
+        body, n = self.body, self.ncarry
+        rows = [body.inputs[i].var.aval for i in self.saved] + \
+            [r.aval if isinstance(r, Var) else Aval.of(r.value) for r in body.result[n:]]
+        return [Aval((CAPACITY, *a.shape), a.dtype) for a in rows]
 
     @property
     def tapes(self) -> tuple[Tape, ...]:
@@ -97,8 +110,7 @@ def run_while(*operands: Any, loop: While) -> Any:
     """The carried values after the loop (and, recording, the trip count and the stacks)."""
     n = loop.ncarry
     carried, invariants = [_own(v) for v in operands[:n]], tuple(operands[n:])
-    stacks = [np.empty((CAPACITY, *np.shape(carried[i])), np.result_type(carried[i]))
-              for i in loop.saved]
+    stacks = [np.empty(a.shape, a.dtype) for a in loop.stack_avals()] if loop.record else []
     trips = 0
     while bool(_call(loop.cond, (*carried, *invariants))[0]):
         if loop.record:
@@ -106,7 +118,10 @@ def run_while(*operands: Any, loop: While) -> Any:
                 stacks = [np.concatenate((s, np.empty_like(s))) for s in stacks]
             for s, i in zip(stacks, loop.saved):
                 s[trips] = carried[i]
-        carried = [_own(v) for v in _call(loop.body, (*carried, *invariants))]
+        results = _call(loop.body, (*carried, *invariants))
+        for s, r in zip(stacks[len(loop.saved):], results[n:]):
+            s[trips] = r
+        carried = [_own(v) for v in results[:n]]
         trips += 1
     results = tuple(carried) + ((np.int64(trips), *stacks) if loop.record else ())
     return results[0] if len(results) == 1 else results

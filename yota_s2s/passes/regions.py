@@ -20,7 +20,8 @@ from ..ir.region import loop_of
 from ..ir.rewrite import substitute
 from ..ir.tape import Input, Lit, Stmt, Tape, Var
 from ..rules.outside import external
-from ..ir.whiles import Unwind, while_of, with_tapes
+from ..ir.whiles import Unwind, While, unwind_primitive, while_of, while_primitive, \
+    with_tapes
 from ..rules.registry import RuleSet
 from .dce import dce
 
@@ -47,7 +48,54 @@ def optimize_bodies(tape: Tape, optimize: Callable[[Tape], Tape], rules: RuleSet
     stepped = _each_body(tape, change, with_loop=True)
     armed = _each_arm(stepped, arm)     # (an operand an arm now makes itself: dead outside)
     armed = dce(armed, None)[0] if armed is not stepped else armed
-    return _each_while(armed, tapes)
+    return _unread_stacks_dropped(_each_while(armed, tapes))
+
+
+def _unread_stacks_dropped(tape: Tape) -> Tape:
+    """``tape`` without the rows an unwind's step no longer reads (its passes made it simpler:
+    ``y2`` of an arm's ``y = y2`` read for its shape), and without the stacks of a recording
+    while that nothing reads then: the carried values it no longer saves, the residuals it
+    no longer gives (the body's statements that made them only go too)."""
+    stmts = [_rows_dropped(s) if isinstance(while_of(s), Unwind) else s for s in tape.stmts]
+    read = {u for s in stmts for u in s.uses()} | \
+        {a for a in tape.outputs() if isinstance(a, Var)}
+    stmts = [_stacks_dropped(s, read) if isinstance(while_of(s), While) else s for s in stmts]
+    if all(a is b for a, b in zip(stmts, tape.stmts)):
+        return tape
+    return tape.copy(stmts=stmts)
+
+
+def _rows_dropped(stmt: Stmt) -> Stmt:
+    unwind: Unwind = while_of(stmt)
+    step = unwind.step
+    read = {u for s in step.stmts for u in s.uses()} | \
+        {r for r in step.result if isinstance(r, Var)}
+    keep = [k for k, i in enumerate(step.inputs) if k >= unwind.nsaved or i.var in read]
+    if len(keep) == len(step.inputs):
+        return stmt
+    step = step.copy(inputs=[Input(step.inputs[k].var, j) for j, k in enumerate(keep)],
+                     params=tuple(step.params[k] for k in keep))
+    new = replace(unwind, step=step, nsaved=sum(k < unwind.nsaved for k in keep))
+    return stmt.replace(prim=unwind_primitive(new, tuple(step.params), len(stmt.outs)),
+                        args=(stmt.args[0], *(stmt.args[1 + k] for k in keep)),
+                        params=(("unwind", new),))
+
+
+def _stacks_dropped(stmt: Stmt, read: set[Var]) -> Stmt:
+    loop: While = while_of(stmt)
+    if not loop.record:
+        return stmt
+    n, s = loop.ncarry, len(loop.saved)
+    stacks = stmt.outs[n + 1:]
+    if all(v in read for v in stacks):
+        return stmt
+    saved = [i for i, v in zip(loop.saved, stacks[:s]) if v in read]
+    residuals = [r for r, v in zip(loop.body.result[n:], stacks[s:]) if v in read]
+    body = dce(loop.body.copy(result=(*loop.body.result[:n], *residuals)), None)[0]
+    new = replace(loop, body=body, saved=tuple(saved), nres=len(residuals))
+    outs = (*stmt.outs[:n + 1], *(v for v in stacks if v in read))
+    return stmt.replace(outs=outs, prim=while_primitive(new, stmt.prim.operands, len(outs)),
+                        params=(("loop", new),))
 
 
 def _each_while(tape: Tape, change: Callable) -> Tape:
