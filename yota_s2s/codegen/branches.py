@@ -10,9 +10,11 @@
 
 Each arm is written by an Emitter of its own, in the plain form (inlining, names from the
 source, comments per source line, the rules of a backward arm): an arm is a few statements
-that run once, so the buffered form's work arrays would save little there; the enclosing
-code treats the branch's results as new arrays, so an arm's result that is a value it read
-(or a view of one) is copied (``else: y = x.copy()``). The arm's inputs
+that run once, so the buffered form's work arrays would save little there. The analysis of the
+enclosing code treats the branch's results as new arrays, so an arm's result that is a value
+it read (or a view of one) is copied (``else: y = x.copy()``) where that sharing could be seen
+(``_shared_unseen``): the result is returned, or something writes its memory, or writes the
+memory it shares while it is read; else it is the value itself (``else: dw_1 = dh``). The arm's inputs
 have the enclosing code's names (an operand written inline there is bound to a name first);
 its results are bound to the names of the branch's results, made under those names where the
 arm reads no value of that name after (``y = x ** 2``), else assigned at its end. emit.py finds
@@ -28,6 +30,11 @@ from ..ir.names import arm_namer
 from ..ir.rewrite import substitute
 from ..ir.tape import Lit, Stmt, Tape, Var
 from .emit import Emitter
+
+# the statements that may take an operand's array as their own and update it in place (a loop,
+# an unwind's accumulators; not a branch: an arm's inputs are not its own, passes/regions.py):
+# an arm's result that shares memory is copied before it reaches one
+CONSTRUCT_EMITS = (("loop",), ("while",), ("unwind",))
 
 
 
@@ -50,18 +57,23 @@ def branch_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
     return nodes
 
 
-def _result(em: Emitter, sub: Emitter, arm: Tape, r, out: Var, again: bool = False
-            ) -> ast.expr:
+def _result(em: Emitter, sub: Emitter, stmt: Stmt, arm: Tape, r, out: Var,
+            earlier: list[Var]) -> ast.expr:
     """An arm's result as the branch's result ``out`` takes it: an array the arm read (or a
-    view of one), or one given before (``again``), copied, ``x.copy()`` (a branch's results are arrays of its own: the enclosing
-    code may write into them; a number is not written in place, and scalar mode may hold it
-    as a Python float); a number the passes folded it to, or a Python number (``d * 1.0``), of
-    ``out``'s dtype where that is numpy's (``xp.float64(1.0)``, as the other arm gives it: a
-    module traced again for a higher order finds one type in both arms)."""
+    view of one), or one given before as the results ``earlier``, copied, ``x.copy()``, where
+    the sharing could be seen (``_shared_unseen``: the enclosing code's analysis takes a
+    branch's results for arrays of their own; a number is not written in place, and scalar
+    mode may hold it as a Python float); a number the passes folded it to, or a Python number
+    (``d * 1.0``), of ``out``'s dtype where that is numpy's (``xp.float64(1.0)``, as the other
+    arm gives it: a module traced again for a higher order finds one type in both arms)."""
     value = sub.atom(r)
     if isinstance(r, Var):
-        if r.aval.ndim and (again or _borrowed(r, arm, sub.facts)):
-            return ast.Call(ast.Attribute(value, "copy"), [], [])
+        shares = _borrowed_from(r, arm, sub.facts) if r.aval.ndim else None
+        if shares is not None or earlier and r.aval.ndim:
+            bases = [a for i, a in zip(arm.inputs, stmt.args[1:])
+                     if i.var in (shares or ()) and isinstance(a, Var)] + earlier
+            if not _shared_unseen(em, out, bases):
+                return ast.Call(ast.Attribute(value, "copy"), [], [])
         if not _retyped(r, out):
             return value
     if out.aval.weak or (isinstance(r, Lit) and type(r.value) is out.aval.dtype.type):
@@ -101,15 +113,18 @@ def _arm(em: Emitter, stmt: Stmt, arm: Tape, operands: dict[Var, str], outs: lis
     names = arm_namer(em.names, stmt, arm, fixed, operands)
     # names new to the whole function: a name one arm binds is read nowhere else, so the
     # module traced again (a gradient of it) finds each such name in one arm only
-    nodes, sub = em.nested(arm, names)
+    nodes, sub = em.nested(arm, names, within=(stmt, arm))
     pending = [(name, r) for r, name in zip(arm.result, outs)
                if not (isinstance(r, Var) and fixed.get(r) == name)]
     if pending:
         targets = [ast.Name(name) for name, _ in pending]
         # an array given as two results is given twice: each result an array of its own
-        again = [k for k, r in enumerate(arm.result)
-                 if isinstance(r, Var) and r.aval.ndim and r in arm.result[:k]]
-        values = [_result(em, sub, arm, r, out, k in again) for (_, r), out, k in
+        # where that could be seen
+        def earlier(k: int) -> list[Var]:
+            r = arm.result[k]
+            return [o for q, o in zip(arm.result[:k], stmt.outs)
+                    if isinstance(r, Var) and r.aval.ndim and q is r]
+        values = [_result(em, sub, stmt, arm, r, out, earlier(k)) for (_, r), out, k in
                   zip(pending, [o for r, o, n in zip(arm.result, stmt.outs, outs)
                                 if not (isinstance(r, Var) and fixed.get(r) == n)],
                       [k for k, (r, n) in enumerate(zip(arm.result, outs))
@@ -128,15 +143,82 @@ def _retyped(r: Var, out: Var) -> bool:
 def _borrowed(r: Var, arm: Tape, facts: Analysis) -> bool:
     """Whether the arm's result ``r`` is memory the arm does not own: a value it read (or a
     view of one), a read-only broadcast or a view of a constant."""
+    return _borrowed_from(r, arm, facts) is not None
+
+
+def _borrowed_from(r: Var, arm: Tape, facts: Analysis) -> list[Var] | None:
+    """The arm's inputs whose memory its result ``r`` may share (empty: a read-only
+    broadcast or a view of a constant); None where ``r`` is memory of the arm's own."""
     inputs = {i.var for i in arm.inputs}
     while r in facts.producer and r not in inputs:
         made = facts.producer[r]
         if read_only(made):
-            return True
+            return []
         bases = memory_bases(made)
         if len(bases) != 1:
             break
         r = bases[0]
-    return r in inputs or facts.root(r) in inputs
+    shared = [m for m in facts.members.get(facts.root(r), [r]) if m in inputs]
+    return shared if r in inputs or shared else None
+
+
+def _shared_unseen(em: Emitter, out: Var, bases: list[Var]) -> bool:
+    """Whether the branch's result ``out`` (a value of ``em``'s tape) may be an array it shares
+    with ``bases`` (values of that tape from before the branch) with no one seeing it: neither
+    it nor anything of its memory is returned (or, from an arm, returned by the enclosing
+    branch, asked there again) or written, in place, by the memory plan or by a region or
+    while taking it as its own, and nothing writes the memory of ``bases`` after the branch
+    (not only while ``out`` is read: a later branch may give ``out`` on as its own result)."""
+    facts = em.facts
+    at = facts.defined.get(out)
+    if at is None:
+        return False
+    if _written(em, [out] + bases, at):
+        return False
+    if out not in facts.returned:
+        return True
+    if em.within is None or em.enclosing is None or out not in em.tape.result:
+        return False
+    stmt, arm = em.within
+    outer_out = stmt.outs[em.tape.result.index(out)]
+    inputs = [i.var for i in arm.inputs]
+    outer = []
+    for b in bases:
+        if b in inputs:
+            a = stmt.args[1 + inputs.index(b)]
+            outer += [a] if isinstance(a, Var) else []
+        elif b in facts.returned:
+            return False            # (two of the arm's results: their sharing is seen there)
+    return _shared_unseen(em.enclosing, outer_out, outer)
+
+
+def _written(em: Emitter, values: list[Var], start: int) -> bool:
+    """Whether the memory of ``values`` may be written by a statement of ``em``'s tape after
+    ``start``: an in-place update, a value the memory plan writes there (a later member of
+    its group, a group taking its work array after it, a later loop's step, which may take
+    that work array), a region or while reading it (``CONSTRUCT_EMITS``)."""
+    facts, plan = em.facts, em.memory
+    members = {m for v in values for m in facts.members.get(facts.root(v), [v])}
+    roots = {facts.root(v) for v in values}
+    if any(start < p for r in roots for p in facts.updates.get(r, ())):
+        return True
+    for m in members:
+        if any(start < p and facts.tape.stmts[p].prim.emit[:1] in CONSTRUCT_EMITS
+               for p in facts.readers.get(m, ())):
+            return True
+        group = plan.group.get(m)
+        if group is None:
+            continue
+        if group.kind not in ("slot", "fresh", "carried", "result", "row") or group.turn \
+                or group.head is not None or group.slot in plan.lent:
+            return True
+        living = plan.slots[group.slot][2] if group.kind == "slot" and group.slot >= 0 \
+            else group.members
+        if any(start < facts.defined.get(x, -1) for x in living):
+            return True
+        if group.kind == "slot" and any(s.prim.emit[:1] in CONSTRUCT_EMITS
+                                        for s in facts.tape.stmts[start + 1:]):
+            return True     # (a later loop's step may take a work array free by then)
+    return False
 
 

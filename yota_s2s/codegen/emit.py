@@ -104,6 +104,7 @@ class Emitter:
         self.numbers: dict[tuple[str, str], str] = {}     # 0-d arrays of numbers ufuncs read
         self.number_slots: dict[str, int] = {}    # dtype -> the 0-d work array of reductions
         self.enclosing: Emitter | None = None     # a loop body's: the function's (regions.py)
+        self.within: tuple | None = None          # an arm's: (its branch statement, the arm)
         self.turned: list[tuple[str, str]] = []    # loops' pairs of work arrays (regions.py)
         self.dtypes: dict[tuple, str] = {}    # (dtype, scalar type?) -> its module-level name
         self.trig_slots: dict[tuple, list] = {}     # block shape -> pairs of slots (halfangle.py)
@@ -202,15 +203,18 @@ class Emitter:
             em = em.enclosing
         return em
 
-    def nested(self, tape: Tape, names) -> tuple[list[ast.stmt], "Emitter"]:
+    def nested(self, tape: Tape, names, within: tuple | None = None
+               ) -> tuple[list[ast.stmt], "Emitter"]:
         """``tape`` (a branch's arm, a while's tape) written by an emitter of its own under
-        ``names``, inside this one's function, with its comments; that emitter."""
+        ``names``, inside this one's function, with its comments; that emitter. ``within``:
+        the branch statement whose arm ``tape`` is (``(stmt, arm)``), where an arm's results
+        become that statement's (codegen/branches.py asks it)."""
         self.names.taken |= names.given()
         tape = tape.copy()
         tape.namer = names
         sub = Emitter(tape, calls=self.calls, roots=self.roots, blocked=self.blocked,
                       device=self.device)
-        sub.enclosing = self
+        sub.enclosing, sub.within = self, within
         nodes: list[ast.stmt] = []
         previous, shown = None, set()
         for block in sub.blocks():
