@@ -17,9 +17,10 @@ backward one::
                                             dx = dy * w * (1 - t3 * t3)
 
 The forward branch's other arm gives a value of the same type it has at hand, read by no one
-(an operand or a value it made, of that shape and dtype; a number's 0): no array is made for
-it. A value with no such stand-in is made again, as before. Only for a forward and a backward
-branch of one tape (not across a loop's steps: there a value kept would be stacked per step).
+(an operand or a value it made, of that shape and dtype; for a boolean number the condition):
+no array is made for it. A value with no such stand-in, and a view (``x[0]``: made again at no
+cost), is made again, as before. Only for a forward and a backward branch of one tape (not
+across a loop's steps: there a value kept would be stacked per step).
 """
 from __future__ import annotations
 
@@ -153,8 +154,10 @@ def _matches(forward: Stmt, fa: Tape, backward: Stmt, ba: Tape) -> dict[Var, Var
         | {r for r in ba.result if isinstance(r, Var)}
     # not a value an in-place update writes after it is made, in either arm
     written = _updated(fa) | _updated(ba)
+    # not a view (``x[0]``, ``x.T``): made again at no cost, and nothing to keep
+    views = {s.outs[0] for s in fa.stmts if s.outs and s.prim.view}
     return {b: f for b, f in matched.items() if b in read and isinstance(f, Var)
-            and f not in written and b not in written}
+            and f not in written and b not in written and f not in views}
 
 
 def _updated(arm: Tape) -> set[Var]:
@@ -194,8 +197,8 @@ def _key(tree):
 def _stand_in(arm: Tape, f: Var, cond: Var | None = None):
     """What the arm ``arm`` gives where the other gives ``f``: a value it has of ``f``'s
     type (an input, a value it made; not one an in-place update makes), or for a boolean
-    number the branch's condition ``cond`` (an operand more: ``Var``'s stand-in itself); None
-    where it has none. Never a literal: a module traced again (a higher order) finds a traced
+    number the branch's condition ``cond`` (returned as is: the caller makes it an operand
+    more of the branch); None where it has none. Never a literal: a module traced again (a higher order) finds a traced
     value in both arms, or keeps a guard."""
     aval = f.aval
     for v in [i.var for i in arm.inputs] + [o for s in arm.stmts if not s.prim.inplace
