@@ -154,7 +154,7 @@ def test_a_break_on_data_leaves_the_for_at_a_trip_the_backward_starts_from():
     make = dict((c[0], c[2]) for c in CASES)["early_stop"]
     assert len({left(*make(_rng(seed + 1))) for seed in range(8)}) >= 2
     text = compile_grad(W.early_stop, make(_rng(0)), buffers=False).text
-    assert "    while xp.logical_and(t < 20, xp.logical_not(done)):\n" in text
+    assert "    while t < 20 and (not done):\n" in text
     assert re.search(r"        # whiles\.py:\d+  if np\.sum\(h \* h\) < 0\.5:\n        h_cond = ",
                      text)
 
@@ -227,15 +227,15 @@ def test_a_continue_on_data_makes_the_rest_of_the_step_the_other_arm():
 def test_the_module_of_a_loop_left_on_data_reads_like_handwritten_code():
     text = compile_grad(W.first_small, (np.full(3, 0.5), np.ones(3)), buffers=False).text
     forward = text[text.index("# -- forward"):text.index("# -- backward")]
-    assert "    while xp.logical_and(t < 20, xp.logical_not(returned)):\n" in forward
+    assert "    while t < 20 and (not returned):\n" in forward
     assert "    if returned:\n        # whiles.py:180  return np.sum(h) * 3.0\n" \
         "        first_small = h.sum() * 3.0\n    else:\n" \
         "        # whiles.py:182  return np.sum(h ** 2)\n        first_small = " in forward
     text = compile_grad(W.capped_newton, (np.array([2.0, 3.0]),), buffers=False).text
     assert "    i = xp.int64(0)\n" in text and "        i = i + 1\n" in text
-    assert "    while xp.logical_and(i < 5, xp.absolute(x * x - a).max() > 1e-10):\n" in text
+    assert "    while i < 5 and xp.absolute(x * x - a).max() > 1e-10:\n" in text
     text = compile_grad(W.shrink_until, (np.array([0.9, 0.8]),), buffers=False).text
-    assert "    while xp.logical_and(x_1.sum() > 1.0, xp.logical_not(done)):\n" in text
+    assert "    while x_1.sum() > 1.0 and (not done):\n" in text
     assert "        # whiles.py:146  if np.max(x) < 0.5:\n        done = x_2.max() < 0.5\n" in text
 
 

@@ -178,11 +178,25 @@ def while_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
     plain = [s for s in cond_nodes if not isinstance(s, Comment)]
     if len(plain) == 1 and isinstance(plain[0], ast.Assign) and \
             isinstance(plain[0].targets[0], ast.Name) and plain[0].targets[0].id == cond_name:
-        nodes.append(ast.While(plain[0].value, body, []))
+        nodes.append(ast.While(_as_python(plain[0].value), body, []))
     else:
         stop = ast.If(ast.UnaryOp(ast.Not(), _name(cond_name)), [ast.Break()], [])
         nodes.append(ast.While(ast.Constant(True), cond_nodes + [stop] + body, []))
     return nodes
+
+
+def _as_python(test: ast.expr) -> ast.expr:
+    """A while's test of numbers, its ``xp.logical_and`` and ``xp.logical_not`` written
+    ``and`` and ``not`` (``while t < 20 and not done:``): the test is one number, so are their
+    operands, and numpy's ufunc call on two numbers costs a trip some microseconds."""
+    if isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute) and \
+            isinstance(test.func.value, ast.Name) and test.func.value.id == "xp" and \
+            not test.keywords:
+        if test.func.attr == "logical_and" and len(test.args) == 2:
+            return ast.BoolOp(ast.And(), [_as_python(a) for a in test.args])
+        if test.func.attr == "logical_not" and len(test.args) == 1:
+            return ast.UnaryOp(ast.Not(), _as_python(test.args[0]))
+    return test
 
 
 def _assign_to(target: ast.expr, value: ast.expr) -> ast.Assign:
