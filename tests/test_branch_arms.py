@@ -115,3 +115,18 @@ def test_an_inner_condition_is_computed_once(buffers):
     for seed in range(8):
         r = np.random.default_rng(seed)
         _check(compiled, B.nested, (r.normal(size=3), r.normal(size=3)))
+
+
+@pytest.mark.parametrize("buffers", [False, True], ids=["plain", "buffered"])
+def test_an_arm_reads_the_product_its_condition_made(buffers):
+    """``branch_in_loop``'s step: ``if np.sum(h * w) > 0: h = np.tanh(h * w)`` makes ``h *
+    w`` once, for the condition, and the arm reads it (passes/arm_reads.py)."""
+    rng = np.random.default_rng(0)
+    compiled = compile_grad(B.branch_in_loop, (rng.normal(size=3), rng.normal(size=3)),
+                            buffers=buffers)
+    code = "\n".join(line for line in compiled.text.splitlines()
+                     if not line.lstrip().startswith("#"))
+    assert "tanh(h * w)" not in code and "xp.tanh(" in code
+    for seed in range(6):
+        r = np.random.default_rng(seed)
+        _check(compiled, B.branch_in_loop, (r.normal(size=3), r.normal(size=3)))

@@ -21,6 +21,7 @@ from ..errors import InternalError
 from ..ir import verify
 from ..ir.tape import Tape
 from ..rules.registry import RuleSet
+from .arm_reads import outer_values_in_arms
 from .arm_saves import saved_in_arms
 from .arm_sums import sums_in_arms
 from .constants import plain_constants
@@ -38,10 +39,11 @@ from .stacked import stack_products
 
 Pass = Callable[[Tape, RuleSet], "tuple[Tape, bool]"]
 
-PIPELINE = [fold, simplify, signs, cse, dce, sums_in_arms, saved_in_arms]
+PIPELINE = [fold, simplify, signs, cse, dce, sums_in_arms, saved_in_arms,
+            outer_values_in_arms]
 # The review form (the plain form, what a reviewer reads): no CSE across the sections.
 REVIEW_PIPELINE = [fold, simplify, signs, cse_within_sections, dce, sums_in_arms,
-                   saved_in_arms]
+                   saved_in_arms, outer_values_in_arms]
 ROUNDS = {"buffered": PIPELINE, "plain": REVIEW_PIPELINE}     # the fixed point's, by form
 FORMS = ("buffered", "plain")
 MAX_ROUNDS = 20
@@ -180,4 +182,5 @@ def _not_a_stage(name: str, form: str, device: str | None, schedule) -> str:
 
 __all__ = ["PIPELINE", "REVIEW_PIPELINE", "STAGES", "STAGE_NAMES", "Stage", "stages_for",
            "optimize", "verified", "cse", "cse_within_sections", "dce", "fold", "signs",
-           "simplify", "sums_in_arms", "saved_in_arms", "fresh_outputs", "write_in_place", "plain_constants", "recompute", "lower"]
+           "simplify", "sums_in_arms", "saved_in_arms", "outer_values_in_arms",
+           "fresh_outputs", "write_in_place", "plain_constants", "recompute", "lower"]
