@@ -6,7 +6,7 @@ import sys
 import threading
 from typing import Any, Callable, Sequence
 
-from ..errors import UnsupportedSyntax, YotaError
+from ..errors import InternalError, UnsupportedSyntax, YotaError
 from ..ir.assumptions import IDENTITY, Assumption
 from ..ir.tape import Tape, Var, tree_vars
 from ..ir.values import to_tree
@@ -17,6 +17,7 @@ from .depends import Assumptions, rules_assumption
 from .evaluator import Evaluator
 from .frame import Frame
 from .outside import FUNCTION
+from .branches import SharedOnOnePath
 from .flatten import Flattener, arg_kind, leaf_names
 from .index_lists import check_result, is_int_list
 from .resolve import is_compiler
@@ -87,6 +88,18 @@ def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES,
     both regions and branches are on."""
     branches = regions if branches is None else branches
     whiles = regions and branches if whiles is None else whiles
+    guarded: set[tuple] = set()         # ifs a branch statement cannot be: SharedOnOnePath
+
+    def _trace(*args_) -> tuple[Tape, Evaluator]:
+        while True:
+            try:
+                return _trace_once(*args_, frozenset(guarded))
+            except SharedOnOnePath as e:
+                if e.key in guarded:
+                    raise InternalError(f"the if at {e.key} is a guard and still a branch") \
+                        from None
+                guarded.add(e.key)
+
     try:
         return _trace(fn, args, rules, collector, dynamic, branches,
                       sys.getrecursionlimit(), regions, whiles)
@@ -122,9 +135,9 @@ def trace_function(fn: Any, args: Sequence[Any], rules: RuleSet = RULES,
     return found["result"]
 
 
-def _trace(fn: Any, args: Sequence[Any], rules: RuleSet, collector: Collector | None,
-           dynamic: frozenset[int], branches: bool, max_depth: int, regions: bool,
-           whiles: bool) -> tuple[Tape, Evaluator]:
+def _trace_once(fn: Any, args: Sequence[Any], rules: RuleSet, collector: Collector | None,
+                dynamic: frozenset[int], branches: bool, max_depth: int, regions: bool,
+                whiles: bool, guarded: frozenset) -> tuple[Tape, Evaluator]:
     fn, self_arg = unbind(fn)
     if self_arg is not None:
         args = (self_arg, *args)
@@ -144,6 +157,7 @@ def _trace(fn: Any, args: Sequence[Any], rules: RuleSet, collector: Collector | 
     ev.collector = collector
     ev.regions = regions                # loops as loop regions (frontend/regions.py), or unrolled
     ev.branches = branches              # an if on a traced number as a branch (branches.py)
+    ev.guarded = guarded                # but these ifs: guards (SharedOnOnePath)
     ev.whiles = whiles                  # a while on a traced condition as one (whiles.py)
     ev.flattener = flat = Flattener(ev.values, ev.input_vars, dynamic)
     ev.outside.function_found(fn, (FUNCTION, ()))       # its closure: the code's _fn argument

@@ -44,16 +44,30 @@ class _NoBranch(Exception):
     """The ``if`` cannot be a branch statement: keep the guard."""
 
 
+class SharedOnOnePath(BaseException):
+    """An array updated in place after a branch statement is, on one of its paths, the same
+    array as one of its results (``z = y`` in one arm, then ``y += 1``): numpy's update changes
+    both there and one only on the other path, which the branch statement cannot say. The
+    trace starts again with that ``if`` (``key``) a guard (trace_function). A BaseException:
+    no trial (an arm's, a loop's) takes it for a failure of its own."""
+
+    def __init__(self, key: tuple):
+        super().__init__(key)
+        self.key = key
+
+
 class BranchesMixin:
     """The branch trial (mixed into ``Evaluator``)."""
 
     branches: bool = True   # False: every if on a traced value is a guard
+    guarded: frozenset = frozenset()    # ifs (branch_key) decided by a guard: SharedOnOnePath
     exit_flags: frozenset = frozenset()    # a lowered break's flags (exits.py): bool results
 
     def branch_if(self, node: gast.If, cond: Any) -> bool:
         """Run ``node`` as a branch statement on the traced condition ``cond``; False (nothing
         done) to decide it on the example with a guard."""
-        if self.collector is not None or self.backward_mode or not self.branches:
+        if self.collector is not None or self.backward_mode or not self.branches \
+                or self.branch_key(node) in self.guarded:
             return False
         cond = self.current(cond)
         if cond.aval.shape != () or cond.aval.dtype != np.bool_ or _leaves(node):
@@ -166,7 +180,35 @@ class BranchesMixin:
         results = results if isinstance(results, tuple) else (results,)
         for (name, _, _), value in zip(outs, results):
             self.bind_name(name, value)
+        self._note_shared(node, arms, outs, results)
         return True
+
+    def branch_key(self, node: gast.If) -> tuple:
+        """The ``if`` as SharedOnOnePath names it: its file, line and column."""
+        loc = self.frame.fn.loc(node)
+        return (loc.file, loc.line, loc.col) if loc else (node.lineno, node.col_offset)
+
+    def _note_shared(self, node: gast.If, arms: list, outs: list, results: tuple) -> None:
+        """Each result that is, on one path, an array from before the ``if`` (``z = y``, ``z =
+        y[1:]``), and that array: an update in place of either later (``check_shared``, from
+        updates.py) starts the trace again with this ``if`` a guard."""
+        key = self.branch_key(node)
+        for k, (stmts, _) in enumerate(arms, start=1):
+            producer = {o: s for s in stmts for o in s.outs}
+            for out, result in zip(outs, results):
+                v = out[k]
+                if not isinstance(v, Var) or not v.aval.ndim:
+                    continue
+                while v in producer and producer[v].prim.view:
+                    v = producer[v].args[0]
+                if isinstance(v, Var) and v not in producer:    # not an array of the arm's own
+                    self.shared[result] = self.shared[self.current(v)] = key
+
+    def check_shared(self, old: Var) -> None:
+        """``old`` is about to be updated in place: SharedOnOnePath where a branch noted it."""
+        key = self.shared.get(old)
+        if key is not None:
+            raise SharedOnOnePath(key)
 
     def _arms(self, node: gast.If, then_stmts: list, else_stmts: list, outs: list
               ) -> tuple[Branch, list[Var]]:

@@ -106,6 +106,7 @@ class Evaluator(ExpressionsMixin, CallsMixin, PrimitiveCallsMixin, InliningMixin
         self.collector: Collector | None = None    # collecting mode: see collect.py
         self.latest: dict[Var, Var] = {}      # in-place updates: see updates.py
         self.views: dict[Var, tuple[Var, Stmt]] = {}
+        self.shared: dict[Var, tuple] = {}    # arrays a branch's result may be: branches.py
         self.constants: set[Var] = set()
         self.stores: dict[tuple[str, str], tuple] = {}  # fields assigned on arguments
         # masks' counts: each guard's condition -> its mask; arrays whose shape the code read

@@ -217,6 +217,7 @@ class UpdatesMixin:
 
     def replace(self, old: Var, new: Var, node: gast.AST) -> None:
         """``new`` is what ``old``'s memory holds now; views write through to their base."""
+        self.check_shared(old)
         new.hint = new.hint or old.hint
         self.latest[old] = new
         made = self.views.get(old)
