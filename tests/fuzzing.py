@@ -1325,6 +1325,41 @@ class Gen:
             pass
         finally:
             self.r = saved
+        self.shared_writes()
+
+    def shared_writes(self) -> None:
+        """Half the time: an ``if`` on data whose arms bind ``z`` to an array from before it
+        on one path (``z = y``, the view ``z = y[1:]``) and to a new one on the other, then
+        ``y`` (or a list holding it) updated in place and both read. numpy's update changes
+        ``z`` on that path only: the world of the silent wrong value fixed in 67fc5df. Drawn
+        from a random stream of its own (carried_writes' programs stay as they were)."""
+        r = random.Random(f"shared write {self.seed}")
+        if r.random() < 0.5:
+            return
+        saved, self.r = self.r, r
+        try:
+            a = self.arr(lambda v: v.ndim in (1, 2) and v.dtype == self.dtype and v.shape[0] >= 2)
+            name = self.new()
+            w, c, e = self.lit(0.3, 0.8), self.lit(-0.5, 0.5), self.lit(-1.0, 1.0)
+            test = r.choice([f"np.sum({a})", f"np.mean(np.sin({a}))", f"np.max({a})"])
+            value = float(eval(test, dict(self.env, **self.vals)))
+            thr = fmt(value + r.choice([-1, 1]) * r.uniform(5 * MARGIN, 0.6))
+            same, fresh = ("y[1:]", f"y[:-1] * {c}") if r.random() < 0.4 else ("y", f"y * {c}")
+            arms = [f"    z = {same}", f"    z = {fresh}"]
+            if r.random() < 0.5:
+                arms.reverse()
+            held = r.random() < 0.3
+            target = "held[0]" if held else "y"
+            write = r.choice([f"{target} += {e}", f"{target} *= {w}", f"{target}[0] = {e}",
+                              f"{target}[-1] -= {a}[-1] * {c}"])
+            lines = [f"y = {a} * {w}"] + (["held = [y]"] if held else []) + [
+                f"if {test} > {thr}:", arms[0], "else:", arms[1], write,
+                f"{name} = np.sum(z * {w}) + np.mean(y * {a})"]
+            self.accept(lines, name)
+        except Skip:
+            pass
+        finally:
+            self.r = saved
 
     # -- the program ----------------------------------------------------------------------
     def program(self, recurrent: bool | None = None, stencil: bool | None = None,
