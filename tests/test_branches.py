@@ -431,6 +431,17 @@ def _view_then_written(x):
     return np.sum(z * z)
 
 
+def _view_from_before_then_written(x):
+    y = x * 2.0
+    w = y[1:]
+    if np.sum(x) > 0:
+        z = w
+    else:
+        z = w * 3.0
+    y[2] = 7.0
+    return np.sum(z * z)
+
+
 def _listed_then_added(x):
     y = x * 2.0
     held = [y]
@@ -443,7 +454,8 @@ def _listed_then_added(x):
 
 
 @pytest.mark.parametrize("fn", [_passed_then_added, _kept_then_written, _view_then_written,
-                                _listed_then_added], ids=lambda f: f.__name__.strip("_"))
+                                _view_from_before_then_written, _listed_then_added],
+                         ids=lambda f: f.__name__.strip("_"))
 def test_an_array_a_result_is_on_one_path_updated_after_the_if_keeps_the_guard(fn):
     """The update changes the result on the path where it is that array: a branch statement
     cannot say so, and the if stays a guard (the trace starts again: SharedOnOnePath). Before,

@@ -190,8 +190,9 @@ class BranchesMixin:
 
     def _note_shared(self, node: gast.If, arms: list, outs: list, results: tuple) -> None:
         """Each result that is, on one path, an array from before the ``if`` (``z = y``, ``z =
-        y[1:]``), and that array: an update in place of either later (``check_shared``, from
-        updates.py) starts the trace again with this ``if`` a guard."""
+        y[1:]``), and that array and the arrays it is a view of: an update in place of any of
+        them later (``check_shared``, from updates.py) starts the trace again with this ``if``
+        a guard."""
         key = self.branch_key(node)
         for k, (stmts, _) in enumerate(arms, start=1):
             producer = {o: s for s in stmts for o in s.outs}
@@ -201,8 +202,13 @@ class BranchesMixin:
                     continue
                 while v in producer and producer[v].prim.view:
                     v = producer[v].args[0]
-                if isinstance(v, Var) and v not in producer:    # not an array of the arm's own
-                    self.shared[result] = self.shared[self.current(v)] = key
+                if not isinstance(v, Var) or v in producer:
+                    continue                    # an array of the arm's own
+                self.shared[result] = key
+                v = self.current(v)
+                while v is not None:            # the array, and what it is a view of
+                    self.shared[v] = key
+                    v = self.views[v][0] if v in self.views else None
 
     def check_shared(self, old: Var) -> None:
         """``old`` is about to be updated in place: SharedOnOnePath where a branch noted it."""
