@@ -12,12 +12,12 @@ from ..ir.tape import Tape, Var, tree_vars
 from ..ir.values import to_tree
 from ..objects import calling, param_names, unbind
 from ..rules.registry import RULES, RuleSet
+from .branches import SharedOnOnePath
 from .collect import Collector
 from .depends import Assumptions, rules_assumption
 from .evaluator import Evaluator
 from .frame import Frame
 from .outside import FUNCTION
-from .branches import SharedOnOnePath
 from .flatten import Flattener, arg_kind, leaf_names
 from .index_lists import check_result, is_int_list
 from .resolve import is_compiler

@@ -29,6 +29,7 @@ from typing import Any
 import gast
 import numpy as np
 
+from ..ir.analysis import memory_bases
 from ..ir.branch import Branch, arm_tape, branch_primitive
 from ..ir.region import loop_of
 from ..ir.rewrite import live, substitute_stmt
@@ -197,18 +198,17 @@ class BranchesMixin:
         for k, (stmts, _) in enumerate(arms, start=1):
             producer = {o: s for s in stmts for o in s.outs}
             for out, result in zip(outs, results):
-                v = out[k]
-                if not isinstance(v, Var) or not v.aval.ndim:
-                    continue
-                while v in producer and producer[v].prim.view:
-                    v = producer[v].args[0]
-                if not isinstance(v, Var) or v in producer:
-                    continue                    # an array of the arm's own
-                self.shared[result] = key
-                v = self.current(v)
-                while v is not None:            # the array, and what it is a view of
-                    self.shared[v] = key
-                    v = self.views[v][0] if v in self.views else None
+                todo = [out[k]] if isinstance(out[k], Var) and out[k].aval.ndim else []
+                while todo:                     # the arm's value back to what it may share
+                    v = todo.pop()
+                    if v in producer:           # (ir/analysis: none for an array of its own)
+                        todo += memory_bases(producer[v])
+                        continue
+                    self.shared[result] = key
+                    v = self.current(v)
+                    while v is not None:        # the array, and what it is a view of
+                        self.shared[v] = key
+                        v = self.views[v][0] if v in self.views else None
 
     def check_shared(self, old: Var) -> None:
         """``old`` is about to be updated in place: SharedOnOnePath where a branch noted it."""
