@@ -28,6 +28,12 @@ CASES = [
     ("sqrt_or_half", B.sqrt_or_half, lambda r: (r.normal(size=3) + r.uniform(-1, 2),), (0,)),
     ("nested", B.nested, lambda r: (r.normal(size=3), r.normal(size=3)), (0, 1)),
     ("two_results", B.two_results, lambda r: (r.normal(size=3),), (0,)),
+    # an if that returns: the statements after it are its other arm
+    ("huber_returns", B.huber_returns, lambda r: (r.normal(size=3), float(r.uniform(0.5, 3.0))),
+     (0, 1)),
+    ("returns_in_chain", B.returns_in_chain, lambda r: (r.normal(size=3) * 1.5,), (0,)),
+    ("scaled_twice", B.scaled_twice, lambda r: (r.normal(size=3) * 1.2, r.normal(size=3)),
+     (0, 1)),
     # inside a loop region: the branch in the step, its condition stacked or made again
     ("branch_in_loop", B.branch_in_loop, lambda r: (r.normal(size=3), r.normal(size=3)), (0, 1)),
 ]
@@ -89,6 +95,9 @@ def test_the_inputs_reach_both_arms():
         "sqrt_or_half": lambda x: np.min(x) > 0.0,
         "nested": lambda x, y: np.sum(x * y) > 0.0,
         "two_results": lambda x: np.sum(x) > 0.0,
+        "huber_returns": lambda r, d: np.sum(np.abs(r)) <= d,
+        "returns_in_chain": lambda x: abs(np.sum(x)) > 2.0,
+        "scaled_twice": lambda x, w: np.max(np.abs(x)) > 1.0,
         "branch_in_loop": lambda x, w: np.sum(x * w) > 0.0,
     }
     for name, fn, make, _ in CASES:

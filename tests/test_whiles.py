@@ -33,6 +33,8 @@ CASES = [
     ("capped_newton", W.capped_newton, lambda r: (10.0 ** r.uniform(-0.3, 1.0, 3),), (0,)),
     ("first_small", W.first_small, lambda r: (r.normal(size=3), r.uniform(0.5, 1.5, 3)), (0, 1)),
     ("settle", W.settle, lambda r: (r.uniform(0.0, 1.5, 3), r.uniform(-1.0, 1.0, 3)), (0, 1)),
+    ("break_or_turn", W.break_or_turn, lambda r: (r.normal(size=3), r.uniform(0.5, 1.2, 3)),
+     (0, 1)),
     ("rk45", W.rk45, lambda r: (r.uniform(0.5, 3.0, 2), r.uniform(0.5, 2.0, 2)), (0, 1)),
 ]
 # (skip_negative's ``continue`` makes a region of its for, not a while: LEAVING below)

@@ -68,6 +68,39 @@ def two_results(x):
     return np.sum(u * v)
 
 
+def huber_returns(r, d):
+    """huber written with returns: the statements after the ``if`` that returns are its other
+    arm, and each arm binds the returned value."""
+    a = np.sum(np.abs(r))
+    if a <= d:
+        return 0.5 * a ** 2
+    return d * (a - 0.5 * d)
+
+
+def returns_in_chain(x):
+    """An ``elif`` chain whose arms return, and statements after it."""
+    s = np.sum(x)
+    if s > 2.0:
+        return np.sum(np.tanh(x))
+    elif s < -2.0:
+        y = np.exp(x)
+        return np.sum(y) * 0.5
+    z = x * s
+    return np.sum(z ** 2)
+
+
+def _scaled(x):
+    m = np.max(np.abs(x))
+    if m > 1.0:
+        return x / m
+    return x
+
+
+def scaled_twice(x, w):
+    """A helper that returns early on data, inlined twice: a branch at each call."""
+    return np.sum(_scaled(x * w) ** 2) + np.sum(_scaled(x) * w)
+
+
 def shapes_differ(x):
     if np.sum(x) > 0:
         y = x[:2]

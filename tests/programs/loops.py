@@ -206,16 +206,18 @@ def short_loop(xs, h0):
 
 
 def decided_after(xs, h0):
-    """Python branches on the loop's result: the region's steps run at compile time (its value
-    is read), the branch is guarded."""
+    """Python branches on the loop's result, its arms arrays of two shapes (a guard): the
+    region's steps run at compile time (its value is read)."""
     h = h0
     s = 0.0
     for t in range(xs.shape[0]):
         h = np.tanh(h * 0.9 + xs[t])
         s = s + np.sum(h ** 2)
     if s > 1.0:
-        return s * 2.0 + weighted(h)
-    return s * 3.0
+        z = weighted(h) * h[:2]
+    else:
+        z = h * 3.0
+    return s * 2.0 + np.sum(z)
 
 
 def loop_after_loop(xs, h0):

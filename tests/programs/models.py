@@ -55,9 +55,13 @@ def helper_calls(x, y):
 
 
 def with_guard(x):
+    """The arms bind ``y`` to arrays of two shapes: one module cannot hold both, so the
+    ``if`` is decided on the example, a guard (an ``if`` whose arms agree is a branch)."""
     if np.sum(x) > 0:
-        return np.sum(x ** 2)
-    return np.sum(-x)
+        y = x[:2] ** 2
+    else:
+        y = -x
+    return np.sum(y)
 
 
 def python_floats(a, b):

@@ -182,6 +182,21 @@ def first_small(x, w):
     return np.sum(h ** 2)
 
 
+def break_or_turn(x, w):
+    """``break`` in one arm of an ``elif`` chain, ``continue`` in another, and statements after
+    the chain: they run only after its last arm (they move into it)."""
+    h = x
+    for t in range(20):
+        h = np.tanh(h * w + 0.1)
+        if np.sum(h) > 1.5:
+            break
+        elif np.sum(h) < -1.0:
+            h = -0.5 * h
+            continue
+        h = h * 1.2
+    return np.sum(h ** 2)
+
+
 def settle(a, w):
     """``break`` after more statements in its arm, ``continue`` in a ``while`` beside it, and
     an ``or`` in the condition."""

@@ -36,7 +36,7 @@ from ..ir.rewrite import live, substitute_stmt
 from ..ir.tape import Aval, Lit, Var
 from .region_check import traceable
 from .region_lists import Watch, items_of
-from .region_syntax import assigned_names, loaded_outside
+from .region_syntax import assigned_names, read_after
 
 _MISSING = object()
 
@@ -137,13 +137,13 @@ class BranchesMixin:
         (then_stmts, then_env), (else_stmts, else_env) = arms
         before = {n: self.current(v) for n, v in saved[0].items()}
         names = list(dict.fromkeys(assigned_names(node.body) + assigned_names(node.orelse)))
-        read_after = loaded_outside(self.frame, node)
+        after = read_after(self.frame, node)
         statics: dict[str, Any] = {}
         outs: list[tuple[str, Any, Any]] = []
         for name in names:
             a, b = then_env.get(name, _MISSING), else_env.get(name, _MISSING)
             if a is _MISSING or b is _MISSING:
-                if name in read_after:
+                if name in after:
                     raise _NoBranch()
                 continue
             if name in self.exit_flags and a is not b:

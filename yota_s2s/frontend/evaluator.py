@@ -215,8 +215,8 @@ class Evaluator(ExpressionsMixin, CallsMixin, PrimitiveCallsMixin, InliningMixin
 
     def exec_block(self, body: list[gast.stmt]) -> None:
         for k, stmt in enumerate(body):
-            if self.returning_loop(stmt, body[k + 1:]):
-                return      # a loop that returns on data, and the rest (returns.py)
+            if self.returning_loop(stmt, body[k + 1:]) or self.returning_if(stmt, body[k + 1:]):
+                return      # a loop or an if that returns on data, and the rest (returns.py)
             self.exec_stmt(stmt)
 
     def exec_stmt(self, node: gast.stmt) -> None:

@@ -6,16 +6,23 @@ branches (branches.py).
 
 - the statements after an ``if`` one arm of which always leaves move into the other arm
   (``if c: continue`` then ``B`` is ``if c: pass else: B``; so is ``if c: X; break``, its
-  ``break`` made ``flag = True``);
+  ``break`` made ``flag = True``), and on into the arm of an ``if`` there that does not always
+  leave (an ``elif`` chain);
 - ``continue`` is then nothing: the trip ends where its arm ends;
 - ``break`` sets ``flag`` (``done = True``), which the loop's condition reads
   (``while C and not done``).
 
-Only an arm that always leaves or never does can have statements after it; an arm that leaves
-on some paths only, an exit inside ``try`` or ``with``, or a ``break`` where no flag is given,
-cannot be lowered (None: the loop is unrolled on the example, a guard per test, as before).
+An ``if`` neither arm of which always leaves can have no statements after it where an arm
+leaves on some paths (they would be written twice); that, an exit inside ``try`` or ``with``,
+or a ``break`` where no flag is given, cannot be lowered (None: the loop is unrolled on the
+example, a guard per test, as before).
 The statements kept are the user's own nodes, with their lines; a new ``if`` has the line of
 the one it replaces, ``flag = True`` the line of its ``break``.
+
+``single_exit(block, result)`` does the same with a function's ``return``: a block that
+always returns (``if c: return E`` then ``B; return G``) as one ``if`` whose arms bind
+``result`` (``if c: result = E else: B; result = G``), after which the caller returns
+``result`` (returns.py: an ``if`` on data that returns is a branch statement).
 """
 from __future__ import annotations
 
@@ -40,14 +47,26 @@ def lower(body: list, flag: str | None) -> list | None:
     """``body`` with its own ``break`` (which sets ``flag``) and ``continue`` written as
     structured code; None where they cannot be (see the module's docstring)."""
     try:
-        stmts, _ = _block(body, flag)
+        stmts, _ = _block(body, flag, None)
     except _Cannot:
         return None
     return stmts or [gast.copy_location(gast.Pass(), body[0])]
 
 
-def _block(stmts: list, flag: str | None) -> tuple[list, str]:
-    """The block lowered, and whether it always leaves the trip, may, or never does."""
+def single_exit(block: list, result: str) -> gast.If | None:
+    """``block``, which starts with an ``if`` that returns, as one ``if`` whose arms bind
+    ``result`` where they returned it; None where the block does not return on every path, or
+    a ``return`` cannot be written so (in a loop, ``try`` or ``with``, or without a value)."""
+    try:
+        stmts, leaves = _block(block, None, result)
+    except _Cannot:
+        return None
+    return stmts[0] if leaves == ALWAYS and len(stmts) == 1 else None
+
+
+def _block(stmts: list, flag: str | None, result: str | None) -> tuple[list, str]:
+    """The block lowered, and whether it always leaves the trip (or the function, where
+    ``result`` is given), may, or never does."""
     out: list = []
     for k, s in enumerate(stmts):
         if isinstance(s, gast.Continue):
@@ -55,25 +74,25 @@ def _block(stmts: list, flag: str | None) -> tuple[list, str]:
         if isinstance(s, gast.Break):
             if flag is None:
                 raise _Cannot()
-            value = gast.Constant(value=True, kind=None)
-            target = gast.Name(flag, gast.Store(), None, None)
-            out.append(gast.copy_location(
-                gast.Assign(targets=[gast.copy_location(target, s)],
-                            value=gast.copy_location(value, s), type_comment=None), s))
+            out.append(_bind(flag, gast.Constant(value=True, kind=None), s))
             return out, ALWAYS
-        if not own_exits([s]):
+        if isinstance(s, gast.Return) and result is not None:
+            if s.value is None:
+                raise _Cannot()
+            out.append(_bind(result, s.value, s))
+            return out, ALWAYS
+        if not own_exits([s]) and not (result is not None and _returns([s])):
             out.append(s)
             continue
         if not isinstance(s, gast.If):
-            raise _Cannot()         # an exit inside try, with, match: not lowered
-        (then, a), (orelse, b) = _block(s.body, flag), _block(s.orelse, flag)
+            raise _Cannot()         # an exit inside try, with, match, a loop: not lowered
+        (then, a), (orelse, b) = _block(s.body, flag, result), _block(s.orelse, flag, result)
         rest = stmts[k + 1:]
-        if rest and a != b and ALWAYS in (a, b) and NEVER in (a, b):
-            more, c = _block(rest, flag)
-            if a == NEVER:
-                then = then + more
+        if rest and a != b and ALWAYS in (a, b):     # rest runs after the other arm only
+            if a == ALWAYS:
+                orelse, c = _block(s.orelse + rest, flag, result)
             else:
-                orelse = orelse + more
+                then, c = _block(s.body + rest, flag, result)
             out.append(_if(s, then, orelse))
             return out, ALWAYS if c == ALWAYS else MAY
         if rest and not (a == b == ALWAYS):
@@ -81,6 +100,20 @@ def _block(stmts: list, flag: str | None) -> tuple[list, str]:
         out.append(_if(s, then, orelse))
         return out, a if a == b else MAY
     return out, NEVER
+
+
+def _returns(stmts: list) -> bool:
+    return any(isinstance(n, gast.Return) for n in _walk_own(stmts))
+
+
+def _bind(name: str, value: gast.expr, where: gast.stmt) -> gast.Assign:
+    """``name = value`` on the line of ``where`` (a new value keeps that line too; the
+    user's expression keeps its own)."""
+    target = gast.copy_location(gast.Name(name, gast.Store(), None, None), where)
+    if isinstance(value, gast.Constant):
+        value = gast.copy_location(value, where)
+    return gast.copy_location(gast.Assign(targets=[target], value=value, type_comment=None),
+                              where)
 
 
 def _if(node: gast.If, then: list, orelse: list) -> gast.If:

@@ -1,5 +1,12 @@
-"""An early ``return`` on data inside a loop (issue 33): the loop is a while statement that
-leaves at the ``return``, and the function returns after it, under a branch on whether it did.
+"""An early ``return`` on data (issue 33): in an ``if``, the ``if`` is a branch statement whose
+arms bind the returned value; inside a loop, the loop is a while statement that leaves at the
+``return``, and the function returns after it, under a branch on whether it did.
+
+An ``if`` that returns, then the statements after it (``if a <= d: return 0.5 * a ** 2`` then
+``return a - 0.5``), is run as the one ``if`` of exits.single_exit, its arms binding ``f`` where
+they returned (``if a <= d: f = 0.5 * a ** 2 else: f = a - 0.5``), then ``return f``: the same
+program, whose ``if`` on data can then be a branch statement (or a guard, as before, where it
+cannot: that is decided on the ``if`` as for any other).
 
 In a block ``for ...: A; if <test on data>: return E; B`` then ``C; return G`` (the loop's
 body returns once; the statements after the loop end in the block's one ``return``), the
@@ -27,6 +34,7 @@ import functools
 import gast
 
 from ..ir.tape import Var
+from .exits import single_exit
 from .region_syntax import _walk_own
 
 
@@ -77,6 +85,23 @@ class ReturnsMixin:
         return True     # (exec_stmt raised the return)
 
 
+    def returning_if(self, node: gast.stmt, rest: list) -> bool:
+        """Run the ``if`` ``node`` that returns, and the statements after it (``rest``), as one
+        ``if`` whose arms bind the function's result, then return it; False (nothing done)
+        where the block cannot be written so."""
+        if not isinstance(node, gast.If) or not _returns_in(node) or self.collector is not None \
+                or self.backward_mode or not self.branches or self.trial_depth:
+            return False
+        plan = _single_exit((node, *rest), self.frame.fn.node, self.frame.fn.name)
+        if plan is None:
+            return False
+        lowered, result = plan
+        self.exec_stmt(lowered)
+        self.exec_stmt(gast.copy_location(
+            gast.Return(value=gast.Name(result, gast.Load(), None, None)), lowered))
+        return True     # (exec_stmt raised the return)
+
+
 class _NotHere(Exception):
     """The loop and the statements after it cannot be a while statement and a branch."""
 
@@ -84,6 +109,21 @@ class _NotHere(Exception):
 @functools.lru_cache(maxsize=None)
 def _returns(node: gast.stmt) -> bool:
     return any(isinstance(n, gast.Return) for n in _walk_own(node.body))
+
+
+@functools.lru_cache(maxsize=None)
+def _single_exit(block: tuple, fn: gast.FunctionDef, name: str) -> tuple[gast.If, str] | None:
+    """The block as one ``if`` (exits.single_exit) and the name its arms bind the result to:
+    the function's, or ``result`` where the function reads that name; made once a block."""
+    used = {n.id for n in gast.walk(fn) if isinstance(n, gast.Name)}
+    result = name if name not in used else _fresh("result", used)
+    lowered = single_exit(list(block), result)
+    return None if lowered is None else (lowered, result)
+
+
+@functools.lru_cache(maxsize=None)
+def _returns_in(node: gast.If) -> bool:
+    return any(isinstance(n, gast.Return) for n in _walk_own([node]))
 
 
 def _fresh(name: str, used: set) -> str:
