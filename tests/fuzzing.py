@@ -1035,6 +1035,9 @@ class Gen:
             arms = [f"np.tanh({a}) * {w}", f"{a} * {a} * {w}", f"np.sin({a}) + {c}",
                     f"{a} * {w} - {c}", f"np.cos({a} * {w})", f"np.exp(-{a} * {a})"]
             first, second, third = r.sample(arms, 3)
+            if random.Random(f"returns {self.seed} {len(self.stmts)}").random() < 0.25:
+                self._returning_if(name, f"{a} * {c}", f"{test} > {thr}", f"np.sum({first}) * {w}")
+                return
             lines = [f"{name} = {a} * {c}"] if r.random() < 0.3 else []
             lines += [f"if {test} > {thr}:", f"    {name} = {first}"]
             if r.random() < 0.3:
@@ -1046,6 +1049,15 @@ class Gen:
             pass
         finally:
             self.r = saved
+
+    def _returning_if(self, name: str, value: str, test: str, returned: str) -> None:
+        """``if <test>: return <returned>`` among the statements: the function returns there
+        on one path and goes on to the others' loss on the other (issue 33: the statements
+        after the ``if`` are its other arm). Checked with the return made an assignment (exec
+        has no function)."""
+        lines = [f"{name} = {value}", f"if {test}:", f"    return {returned}"]
+        if self.accept(lines[:2] + [f"    _ = {returned}"], name):
+            self.stmts[-1] = replace(self.stmts[-1], lines=tuple(lines))
 
     def whiles(self, r: random.Random, rng, params: list, args: list) -> None:
         """``while`` on a reduction of data (a while statement: issue 33): a carried array
