@@ -139,7 +139,9 @@ def test_a_constant_the_backward_arms_read_is_made_and_folded_in_them():
     for buffers in (False, True):
         compiled = compile_grad(B.piecewise, (x,), buffers=buffers)
         backward = compiled.text[compiled.text.index("# -- backward"):]
-        assert "dx = 6.0 * x" in backward and "dy_" not in backward
+        made = "dx = xp.multiply(_6_0, x, out=_result(out, 0, (4,)))" if buffers \
+            else "dx = 6.0 * x"         # (buffered: made in the returned array, branch_plan.py)
+        assert made in backward and "dy_" not in backward
         for sign in (1.0, -1.0):
             value, dx = compiled.fn(sign * x)[0], compiled.fn(sign * x)[1]
             assert value == B.piecewise(sign * x)
@@ -212,9 +214,11 @@ def test_a_value_only_one_arm_differentiates_has_its_backward_under_that_arm():
 
 def test_an_arm_that_passes_a_value_through_gives_a_copy():
     """``normalized`` leaves ``x`` as it is in one arm: the branch's result is its own array,
-    so the caller's is never written (nor returned as a gradient's memory)."""
+    so the caller's is never written (nor returned as a gradient's memory). In the buffered
+    form, that array is the branch result's work array, which the other arm writes too."""
     compiled = compile_grad(B.normalized, (np.full(3, 0.1),), buffers=True)
-    assert "x_1 = x.copy()" in compiled.text or ".copy()" in compiled.text
+    assert "x_1 = xp.divide(x, buf5, out=buf2)" in compiled.text
+    assert "buf2[...] = x\n        x_1 = buf2\n" in compiled.text
     x = np.full(3, 0.1)
     before = x.copy()
     compiled.fn(x)
@@ -476,3 +480,24 @@ def test_an_array_a_result_is_on_one_path_updated_after_the_if_keeps_the_guard(f
                                    rtol=1e-6, atol=1e-8)
     module = compile_grad(fn, (np.array([1.0, 2.0, 3.0]),), buffers=False).text
     assert "raise GuardError" in module
+
+
+def scaled_or_summed(x, c):
+    if np.sum(c) > 0.0:        # reads nothing batched when vmap batches x only
+        y = x * c
+    else:
+        y = x * np.sum(x)      # a reduction of the batched input, in the second arm
+    return np.sum(y ** 2)
+
+
+def test_vmap_batches_the_second_arms_inputs_too():
+    """The branch's batching took the batched inputs of its first arm for both arms' (each arm
+    has inputs of its own): in the else arm ``x`` was not batched, ``np.sum(x)`` summed the
+    whole batch, and every example's value was wrong, silently."""
+    X = _rng(4).normal(size=(5, 3))
+    for c in (np.array([-0.5, 1.0, -2.0]), np.array([0.5, 1.0, 2.0])):
+        for buffers in (True, False):
+            compiled = compile_vmap(scaled_or_summed, (X, c), (0, None), buffers=buffers)
+            assert "if c_cond:" in compiled.text
+            np.testing.assert_allclose(compiled.fn(X, c),
+                                       [scaled_or_summed(x, c) for x in X], rtol=1e-13)

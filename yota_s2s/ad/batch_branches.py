@@ -31,10 +31,11 @@ def batch_branch(outer: Batching, stmt: Stmt, args: tuple, flags: tuple) -> Any:
     branch: Branch = branch_of(stmt)
     if flags[0]:
         return _select(outer, stmt, branch, args)
-    batched = {i.var for i, flag in zip(branch.then.inputs, flags[1:]) if flag}
+    # (each arm's inputs are Vars of its own: the else arm's batched ones are its own too)
+    batched = [{i.var for i, flag in zip(arm.inputs, flags[1:]) if flag} for arm in branch.arms]
     lift: set[int] = set()
     while True:
-        arms = [_arm(outer, arm, batched, lift) for arm in branch.arms]
+        arms = [_arm(outer, arm, inputs, lift) for arm, inputs in zip(branch.arms, batched)]
         more = {k for k, (a, b) in enumerate(zip(arms[0][1], arms[1][1])) if a != b} - lift
         if not more:
             break

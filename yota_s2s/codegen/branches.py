@@ -8,9 +8,11 @@
         # piecewise.py:7  y = -x
         y = -x
 
-Each arm is written by an Emitter of its own, in the plain form (inlining, names from the
-source, comments per source line, the rules of a backward arm): an arm is a few statements
-that run once, so the buffered form's work arrays would save little there. The analysis of the
+Each arm is written by an Emitter of its own (inlining, names from the source, comments per
+source line, the rules of a backward arm). Where the enclosing code's memory is planned (the
+buffered form), the arm's is too, and each array result is made in (or copied into) the array
+the enclosing plan gives it, whichever arm runs (codegen/branch_plan.py). Elsewhere the arm is
+written in the plain form: the analysis of the
 enclosing code treats the branch's results as new arrays, so an arm's result that is a value
 it read (or a view of one) is copied (``else: y = x.copy()``) where that sharing could be seen
 (``_shared_unseen``): the result is returned, or something writes its memory, or writes the
@@ -29,6 +31,7 @@ from ..ir.branch import branch_of
 from ..ir.names import arm_namer
 from ..ir.rewrite import substitute
 from ..ir.tape import Lit, Stmt, Tape, Var
+from .branch_plan import arm_places, copied_in, made_in, planned, result_arrays
 from .emit import Emitter
 
 # the statements that may take an operand's array as their own and update it in place (a loop,
@@ -52,7 +55,9 @@ def branch_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
         else:
             operands[atom] = em.names[atom]
     outs = [em.names[o] for o in stmt.outs]
-    arms = [_arm(em, stmt, arm, operands, outs) for arm in branch.arms]
+    lines, arrays = result_arrays(em, stmt) if planned(em) else ([], [None] * len(outs))
+    arms = [_arm(em, stmt, arm, operands, outs, arrays, lines) for arm in branch.arms]
+    nodes += lines
     nodes.append(ast.If(em.atom(stmt.args[0]), arms[0] or [ast.Pass()], arms[1]))
     return nodes
 
@@ -86,9 +91,11 @@ def _result(em: Emitter, sub: Emitter, stmt: Stmt, arm: Tape, r, out: Var,
                      ast.Attribute(ast.Name("xp"), out.aval.dtype.name)], [])
 
 
-def _arm(em: Emitter, stmt: Stmt, arm: Tape, operands: dict[Var, str], outs: list[str]
-         ) -> list[ast.stmt]:
-    """One arm's statements, ending with its results bound to ``outs``."""
+def _arm(em: Emitter, stmt: Stmt, arm: Tape, operands: dict[Var, str], outs: list[str],
+         arrays: list, lines: list[ast.stmt]) -> list[ast.stmt]:
+    """One arm's statements, ending with its results bound to ``outs``; in planned memory
+    (``arrays``, branch_plan.py) its intermediates planned, its results made in (or copied
+    into) those arrays, the lines that place its work arrays added to ``lines``."""
     first: dict[Var, Var] = {}
     twice: dict[Var, Var] = {}          # an operand given twice: its second input reads the first
     for i, a in zip(arm.inputs, stmt.args[1:]):
@@ -113,22 +120,32 @@ def _arm(em: Emitter, stmt: Stmt, arm: Tape, operands: dict[Var, str], outs: lis
     names = arm_namer(em.names, stmt, arm, fixed, operands)
     # names new to the whole function: a name one arm binds is read nowhere else, so the
     # module traced again (a gradient of it) finds each such name in one arm only
-    nodes, sub = em.nested(arm, names, within=(stmt, arm))
-    pending = [(name, r) for r, name in zip(arm.result, outs)
-               if not (isinstance(r, Var) and fixed.get(r) == name)]
+    homes = {}
+    for r, array in zip(arm.result, arrays):
+        if isinstance(r, Var) and array is not None and r not in homes:
+            homes[r] = array
+    nodes, sub = em.nested(arm, names, within=(stmt, arm), homes=homes,
+                           place=arm_places(em, stmt, lines) if planned(em) else None)
+    # a result bound under its name where it is made (not one that the plan then names after
+    # the value of its group it is written over, as ``t7 -= t8`` is)
+    bound = [isinstance(r, Var) and fixed.get(r) == name and sub.names[r] == name
+             for r, name in zip(arm.result, outs)]
+    for r, name, array in zip(arm.result, outs, arrays):
+        if array is not None and not made_in(sub, r, array):
+            nodes += copied_in(em, name, array, sub.atom(r))
+    # an array given as two results is given twice: each result an array of its own where
+    # that could be seen
+    def earlier(k: int) -> list[Var]:
+        r = arm.result[k]
+        return [o for q, o in zip(arm.result[:k], stmt.outs)
+                if isinstance(r, Var) and r.aval.ndim and q is r]
+    pending = [k for k, (r, array) in enumerate(zip(arm.result, arrays)) if not bound[k]
+               and (array is None or made_in(sub, r, array))]
     if pending:
-        targets = [ast.Name(name) for name, _ in pending]
-        # an array given as two results is given twice: each result an array of its own
-        # where that could be seen
-        def earlier(k: int) -> list[Var]:
-            r = arm.result[k]
-            return [o for q, o in zip(arm.result[:k], stmt.outs)
-                    if isinstance(r, Var) and r.aval.ndim and q is r]
-        values = [_result(em, sub, stmt, arm, r, out, earlier(k)) for (_, r), out, k in
-                  zip(pending, [o for r, o, n in zip(arm.result, stmt.outs, outs)
-                                if not (isinstance(r, Var) and fixed.get(r) == n)],
-                      [k for k, (r, n) in enumerate(zip(arm.result, outs))
-                       if not (isinstance(r, Var) and fixed.get(r) == n)])]
+        targets = [ast.Name(outs[k]) for k in pending]
+        values = [sub.atom(arm.result[k]) if arrays[k] is not None else
+                  _result(em, sub, stmt, arm, arm.result[k], stmt.outs[k], earlier(k))
+                  for k in pending]
         nodes.append(ast.Assign([targets[0] if len(targets) == 1 else ast.Tuple(targets)],
                                 values[0] if len(values) == 1 else ast.Tuple(values),
                                 lineno=0))

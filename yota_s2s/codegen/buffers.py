@@ -119,7 +119,8 @@ def plan_memory(tape: Tape, scalars: ScalarPlan, inlined: set[Var],
                 facts: Analysis | None = None, exclude: frozenset = frozenset(),
                 carried: dict[Var, Var] | None = None,
                 turns: frozenset = frozenset(), rows: dict | None = None,
-                heads: bool = True, first: frozenset = frozenset()) -> MemoryPlan:
+                heads: bool = True, first: frozenset = frozenset(),
+                homes: dict | None = None) -> MemoryPlan:
     """The plan for ``tape``; ``inlined`` values are written inside their user's expression,
     so what they read is read where that user is (``facts`` is the analysis of the tape with
     those read positions). For a loop body (codegen/region_plan.py): ``exclude``, values the caller
@@ -136,7 +137,9 @@ def plan_memory(tape: Tape, scalars: ScalarPlan, inlined: set[Var],
     which keeps its work arrays); ``first``, values a chain should start from: a sum (or
     product) of two operands that may both be written over is written over the one in
     ``first`` (``t8 += t7`` for ``t7 + t8``: the same bits), so that codegen/region_rows.py can
-    make a chain's first value before the loop."""
+    make a chain's first value before the loop. ``homes``: a branch arm's results -> the array
+    the enclosing code gives that result (``_homes``). A branch statement's array results are
+    each a group of their own (``"slot"``): whichever arm runs writes them there (branches.py)."""
     plan = MemoryPlan()
     facts = facts or Analysis(tape, inlined)
     excluded = facts.arguments | inlined
@@ -150,6 +153,12 @@ def plan_memory(tape: Tape, scalars: ScalarPlan, inlined: set[Var],
             base = stmt.first_var
             if base in plan.group:
                 _join(plan, stmt.out, base)
+            continue
+        if stmt.prim.emit[:1] == ("branch",):
+            for o in stmt.outs:
+                if in_branch_array(o):
+                    plan.writes[o] = "branch"
+                    plan.group[o] = Group([o])
             continue
         form = writer(stmt) if stmt.outs and stmt.out not in scalars.floats else None
         if form is None:
@@ -168,6 +177,7 @@ def plan_memory(tape: Tape, scalars: ScalarPlan, inlined: set[Var],
         else:
             plan.group[stmt.out] = Group([stmt.out])
     _rows(tape, plan, facts, rows or {})
+    _homes(plan, homes or {})
     _mark_results(tape, plan, facts, turns)
     if heads:
         _heads(plan, facts)
@@ -251,6 +261,24 @@ def _rows(tape: Tape, plan: MemoryPlan, facts: Analysis, rows: dict) -> None:
                 continue
             group.kind, group.row = "row", row
             break
+
+
+def in_branch_array(o: Var) -> bool:
+    """Whether a branch's result ``o`` lives in an array the plan gives it (an array of
+    numbers; a Python number or a 0-d value is no array to write into)."""
+    return not o.aval.weak and o.aval.ndim > 0 and not o.aval.sparse \
+        and o.aval.dtype.kind in "biufc"
+
+
+def _homes(plan: MemoryPlan, homes: dict) -> None:
+    """A branch arm's result made in the array the enclosing code gives it (the branch
+    result's work array or returned array, codegen/branches.py): the group whose last value it
+    is lives there, its first value written there (``out=``), the rest in place; no work
+    array of the arm's. (The arm's inputs are never in a group: nothing writes over them.)"""
+    for r, target in homes.items():
+        group = plan.group.get(r)
+        if group is not None and group.kind == "slot" and group.members[-1] is r:
+            group.kind, group.row = "row", target
 
 
 def _mark_results(tape: Tape, plan: MemoryPlan, facts: Analysis, turns: frozenset) -> None:

@@ -71,7 +71,8 @@ class Emitter:
                  plan: frozenset | None = None, carried: dict[Var, Var] | None = None,
                  floats: set[Var] = frozenset(), turns: frozenset = frozenset(),
                  rows: dict | None = None, first: frozenset = frozenset(),
-                 device: str = "cpu", max_steps: int | None = None):
+                 device: str = "cpu", max_steps: int | None = None,
+                 homes: dict | None = None):
         """``inline``: more temporaries written inside their one reader's expression, where
         the caller has checked that nothing they read is written before that reader runs;
         ``named``: temporaries that get a statement and a name of their own; ``plan``: plan
@@ -81,7 +82,8 @@ class Emitter:
         ``turns`` (step results that may live in two work arrays in turn, buffers.py), and
         ``rows`` (states made in a row of their stack: the row, where it is free to write)
         made over a group of work-array values that then lives in that row, and ``first``
-        (values a chain should start from, buffers.py); ``max_steps``: the bound on a while's
+        (values a chain should start from, buffers.py), ``homes`` (a branch arm's results ->
+        the arrays they are made in, branches.py); ``max_steps``: the bound on a while's
         trips (whiles.py)."""
         self.tape, self.fast = tape, fast
         self.planned = plan
@@ -90,7 +92,7 @@ class Emitter:
         self.calls = calls or {}          # user functions: how the module's imports name them
         self.roots = roots or {}          # user modules read at call time: how they are named
         self.plan = plan_function(tape, taken, fast, blocked, inline, named, plan, carried,
-                                  floats, turns, rows, first)
+                                  floats, turns, rows, first, homes)
         self.scalars, self.inlined, self.facts = self.plan.scalars, self.plan.inlined, \
             self.plan.facts
         self.memory, self.names, self.chains = self.plan.memory, self.plan.names, \
@@ -105,6 +107,7 @@ class Emitter:
         self.number_slots: dict[str, int] = {}    # dtype -> the 0-d work array of reductions
         self.enclosing: Emitter | None = None     # a loop body's: the function's (regions.py)
         self.within: tuple | None = None          # an arm's: (its branch statement, the arm)
+        self.slot_at: int | None = None     # a planned arm's or body's: its function statement
         self.turned: list[tuple[str, str]] = []    # loops' pairs of work arrays (regions.py)
         self.dtypes: dict[tuple, str] = {}    # (dtype, scalar type?) -> its module-level name
         self.trig_slots: dict[tuple, list] = {}     # block shape -> pairs of slots (halfangle.py)
@@ -203,18 +206,23 @@ class Emitter:
             em = em.enclosing
         return em
 
-    def nested(self, tape: Tape, names, within: tuple | None = None
+    def nested(self, tape: Tape, names, within: tuple | None = None,
+               homes: dict | None = None, place: Callable | None = None
                ) -> tuple[list[ast.stmt], "Emitter"]:
         """``tape`` (a branch's arm, a while's tape) written by an emitter of its own under
         ``names``, inside this one's function, with its comments; that emitter. ``within``:
         the branch statement whose arm ``tape`` is (``(stmt, arm)``), where an arm's results
-        become that statement's (codegen/branches.py asks it)."""
+        become that statement's (codegen/branches.py asks it). ``place`` (given: the memory of
+        every value of ``tape`` planned, ``homes`` its results made in the arrays given) is
+        called with the emitter before it writes: it places the plan's work arrays."""
         self.names.taken |= names.given()
         tape = tape.copy()
         tape.namer = names
         sub = Emitter(tape, calls=self.calls, roots=self.roots, blocked=self.blocked,
-                      device=self.device)
+                      device=self.device, plan=frozenset() if place else None, homes=homes)
         sub.enclosing, sub.within = self, within
+        if place is not None:
+            place(sub)
         nodes: list[ast.stmt] = []
         previous, shown = None, set()
         for block in sub.blocks():

@@ -145,7 +145,7 @@ def plan_function(tape: Tape, taken: set[str] = frozenset(), fast: bool = False,
                   named: set[Var] = frozenset(), exclude: frozenset | None = None,
                   carried: dict[Var, Var] | None = None, floats: set[Var] = frozenset(),
                   turns: frozenset = frozenset(), rows: dict | None = None,
-                  first: frozenset = frozenset()) -> Plan:
+                  first: frozenset = frozenset(), homes: dict | None = None) -> Plan:
     """The plan of ``tape`` (``Emitter``'s arguments: emit.py): ``fast`` plans scalar mode and
     memory, ``exclude`` (not None: a loop body) plans the memory of every value but these,
     without scalar mode."""
@@ -154,7 +154,8 @@ def plan_function(tape: Tape, taken: set[str] = frozenset(), fast: bool = False,
     inlined = _inlined(tape, facts, scalars, inline, named, fast, exclude)
     facts = facts.with_inlined(inlined) if inlined else facts
     memory = plan_memory(tape, scalars, inlined, facts, exclude=exclude or frozenset(),
-                         carried=carried, turns=turns, rows=rows, heads=blocked, first=first) \
+                         carried=carried, turns=turns, rows=rows, heads=blocked, first=first,
+                         homes=homes) \
         if fast or exclude is not None else MemoryPlan()
     names = namer_of(tape, taken)     # the tape's names (ir/names.py)
     for v, same in _shared_names(tape, memory).items():

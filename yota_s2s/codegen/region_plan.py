@@ -141,6 +141,8 @@ class _Planner:
                       device=em.device)
         sub.dot_sums = em.fast
         sub.enclosing = em              # module-level names (_ONES_n) are the function's
+        sub.slot_at = next(i for i, s in enumerate(em.tape.stmts) if s is self.stmt) \
+            if em.enclosing is None else em.slot_at     # (a branch's arms place arrays there)
         for k, name in self.keep.items():
             if sub.names[k] != name:
                 raise AssertionError(f"loop invariant {name} renamed {sub.names[k]}")

@@ -23,7 +23,7 @@ from .out_forms import lent_view, result_call
 
 def held_zeros(em: Emitter, stmt: Stmt, c: Var, lines: list[ast.stmt]) -> str | None:
     """In the buffered form, a carried array the loop starts at zeros and the function does
-    not return (the backward loop's ``dh``) lives in a work array (``_slot``), filled with
+    not return (the backward loop's ``dh``) lives in a work array (``function_slot``), filled with
     zeros: no array made on each call. Its name (once chosen, the same on each call)."""
     if not em.fast:
         return None
@@ -41,8 +41,8 @@ def held_zeros(em: Emitter, stmt: Stmt, c: Var, lines: list[ast.stmt]) -> str | 
             or any(v in em.facts.returned or v in em.memory.delivered for v in over):
         chosen[c] = None
         return None
-    j = _slot(em, at, end, tuple(aval.shape), aval.dtype, [em.names.names.get(o, "")], set(),
-              lines)
+    j = function_slot(em, at, end, tuple(aval.shape), aval.dtype,
+                      [em.names.names.get(o, "")], set(), lines)
     chosen[c] = em.slot_names[j]
     return chosen[c]
 
@@ -58,7 +58,7 @@ def in_array_after(em: Emitter, o: Var, at: int) -> tuple[list[Var], int]:
 
 def body_slots(em: Emitter, stmt: Stmt,
                sub: Emitter) -> tuple[list[ast.stmt], list[tuple[str, str]]]:
-    """The work arrays of a body's plan are the function's too (``_slot``). Returns the
+    """The work arrays of a body's plan are the function's too (``function_slot``). Returns the
     statements that make those lent by returned arrays, before the loop, and the pairs of
     names of the slots that hold a step's result (buffers.py ``turn``): two work arrays, held
     to the end of the function (the loop's result is in one of them), swapped at the end of
@@ -82,7 +82,7 @@ def body_slots(em: Emitter, stmt: Stmt,
     for k, (shape, dtype, members) in enumerate(sub.memory.slots):
         labels = list(dict.fromkeys(sub.names[v] for v in members))
         if k not in turning:
-            j = _slot(em, at, at, shape, dtype, labels, taken, lines)
+            j = function_slot(em, at, at, shape, dtype, labels, taken, lines)
             sub.slot_names[k] = em.slot_names[j]
             continue
         c, after = carried_of[turning[k].members[-1]]
@@ -91,13 +91,13 @@ def body_slots(em: Emitter, stmt: Stmt,
             returned = em.names.fresh(f"{em.names[after]}_mem")
             call = result_call(buffers.Group([after], kind="result", result=key), after)
             lines.append(ast.Assign([ast.Name(returned)], call, lineno=0))
-            work = em.slot_names[_slot(em, at, at, shape, dtype, labels, taken, lines)]
+            work = em.slot_names[function_slot(em, at, at, shape, dtype, labels, taken, lines)]
             first, second = (returned, work) if loop.length % 2 else (work, returned)
             em.delivered_done.add(after)
         else:                               # held until the loop's result is dead
             end = in_array_after(em, after, at)[1]
-            first, second = (em.slot_names[_slot(em, at, end, shape, dtype, labels, taken,
-                                                 lines)] for _ in range(2))
+            first, second = (em.slot_names[function_slot(em, at, end, shape, dtype, labels,
+                                                         taken, lines)] for _ in range(2))
         name = c.hint or sub.names[c]
         new, spare = em.names.fresh(f"{name}_new"), em.names.fresh(f"{name}_spare")
         lines.append(ast.Assign([ast.Tuple([ast.Name(new), ast.Name(spare)])],
@@ -140,8 +140,8 @@ def taken_in_turn(em: Emitter, stmt: Stmt, loop, kept: set[Var]) -> frozenset:
     return frozenset(turns)
 
 
-def _slot(em: Emitter, at: int, end: int, shape: tuple, dtype, labels: list[str], taken: set[int],
-          lines: list[ast.stmt]) -> int:
+def function_slot(em: Emitter, at: int, end: int, shape: tuple, dtype, labels: list[str],
+                  taken: set[int], lines: list[ast.stmt]) -> int:
     """A work array of the function for values of a loop that live from its statement (``at``)
     to ``end``: one of its shape and dtype holding no value live then (the forward step's, in
     the backward step), or, as buffers.py lends work arrays, the memory of a returned gradient

