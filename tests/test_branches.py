@@ -32,6 +32,9 @@ CASES = [
     ("huber_returns", B.huber_returns, lambda r: (r.normal(size=3), float(r.uniform(0.5, 3.0))),
      (0, 1)),
     ("returns_in_chain", B.returns_in_chain, lambda r: (r.normal(size=3) * 1.5,), (0,)),
+    # and, or, not and a chain of comparisons in the test; conditional expressions
+    ("both_ways", B.both_ways, lambda r: (r.normal(size=3), r.normal(size=3) + 0.5), (0, 1)),
+    ("in_band", B.in_band, lambda r: (r.normal(size=3),), (0,)),
     ("scaled_twice", B.scaled_twice, lambda r: (r.normal(size=3) * 1.2, r.normal(size=3)),
      (0, 1)),
     # inside a loop region: the branch in the step, its condition stacked or made again
@@ -98,6 +101,8 @@ def test_the_inputs_reach_both_arms():
         "huber_returns": lambda r, d: np.sum(np.abs(r)) <= d,
         "returns_in_chain": lambda x: abs(np.sum(x)) > 2.0,
         "scaled_twice": lambda x, w: np.max(np.abs(x)) > 1.0,
+        "both_ways": lambda x, w: np.sum(x) > 0 and not np.max(w) > 1.0 or np.min(x) > 0.5,
+        "in_band": lambda x: -1.0 < np.sum(x) < 1.0,
         "branch_in_loop": lambda x, w: np.sum(x * w) > 0.0,
     }
     for name, fn, make, _ in CASES:

@@ -89,6 +89,23 @@ def returns_in_chain(x):
     return np.sum(z ** 2)
 
 
+def both_ways(x, w):
+    """``and``, ``or`` and ``not`` in the test: one traced bool (numpy's logical_and, ...),
+    written ``and`` in the module."""
+    if np.sum(x) > 0 and not np.max(w) > 1.0 or np.min(x) > 0.5:
+        y = x * w
+    else:
+        y = x + w
+    return np.sum(y ** 2)
+
+
+def in_band(x):
+    """A chain of comparisons, and conditional expressions: one assigned, one inside a sum."""
+    s = np.sum(x)
+    y = np.tanh(x) if -1.0 < s < 1.0 else x * 0.5
+    return np.sum(y * y) + (s * 2.0 if s > 0 else -s)
+
+
 def _scaled(x):
     m = np.max(np.abs(x))
     if m > 1.0:

@@ -26,7 +26,7 @@ from ..errors import StaticValueError
 from ..ir.branch import branch_of
 from ..ir.whiles import while_of
 from ..ir.region import loop_of
-from ..ir.tape import Lit, Primitive, Stmt, Tape, Var, tree_vars
+from ..ir.tape import Atom, Lit, Primitive, Stmt, Tape, Var, tree_vars
 from ..rules.control import guard, store
 from ..rules.elementwise import astype
 from ..rules.indexing import index_add, setitem_
@@ -48,6 +48,12 @@ _BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "//": ast.Fl
 _AUGMENTED = {"+", "-", "*", "/", "//", "%", "**", "&", "|", "^"}     # not @: numpy refuses @=
 _UNOPS = {"-": ast.USub, "~": ast.Invert, "+": ast.UAdd}
 _CMPS = {"<": ast.Lt, "<=": ast.LtE, ">": ast.Gt, ">=": ast.GtE, "==": ast.Eq, "!=": ast.NotEq}
+# numpy's logic of one bool each (an if's test on data: frontend/conditions.py) written as
+# Python's, which reads as the source did and costs no ufunc call: ``xp.bool_(a > 0 and b >
+# 0)`` (numpy's bool, as the ufunc gives: a comparison of Python floats gives Python's)
+_LOGIC = {np.logical_and: lambda xs: ast.BoolOp(ast.And(), xs),
+          np.logical_or: lambda xs: ast.BoolOp(ast.Or(), xs),
+          np.logical_not: lambda xs: ast.UnaryOp(ast.Not(), xs[0])}
 
 # The writers of constructs that hold statements of their own, by the type of the construct the
 # statement carries (``Loop``: a loop region, regions.py; ``Branch``: an ``if``, branches.py). Each writes its statement with
@@ -379,6 +385,9 @@ class Emitter:
                 base = ast.Call(ast.Attribute(base, "ravel", ast.Load()), [], [])
             dot = ast.Call(ast.Attribute(base, "dot", ast.Load()), [base], [])
             return self.into_number(stmt, dot, scalar=True)
+        if stmt.prim.fn in _LOGIC and all(_one_bool(a) for a in args):
+            logic = _LOGIC[stmt.prim.fn]([_unwrapped(self.atom(a)) for a in args])
+            return ast.Call(_dotted("xp.bool_"), [logic], [])
         if kind == "binop" and emit[1] == "**" and square(self, stmt) is not None:
             return square(self, stmt)
         if kind == "binop":
@@ -530,3 +539,18 @@ def _sum_of_squares(em: Emitter, stmt: Stmt) -> Var | None:
 def _has_array_lit(key: Any) -> bool:
     parts = key if isinstance(key, tuple) else (key,)
     return any(isinstance(p, Lit) and isinstance(p.value, np.ndarray) for p in parts)
+
+
+def _unwrapped(node: ast.expr) -> ast.expr:
+    """An operand of a logic expression as Python's: ``xp.bool_(a and b)`` -> ``a and b``."""
+    if isinstance(node, ast.Call) and ast.unparse(node.func) == "xp.bool_" and \
+            isinstance(node.args[0], (ast.BoolOp, ast.UnaryOp)):
+        return node.args[0]
+    return node
+
+
+def _one_bool(atom: Atom) -> bool:
+    """Is ``atom`` one bool (a 0-d bool, or Python's)?"""
+    if isinstance(atom, Lit):
+        return type(atom.value) in (bool, np.bool_)
+    return atom.aval.shape == () and atom.aval.dtype == np.bool_

@@ -196,6 +196,9 @@ def _as_python(test: ast.expr) -> ast.expr:
             return ast.BoolOp(ast.And(), [_as_python(a) for a in test.args])
         if test.func.attr == "logical_not" and len(test.args) == 1:
             return ast.UnaryOp(ast.Not(), _as_python(test.args[0]))
+        if test.func.attr == "bool_" and len(test.args) == 1 and \
+                isinstance(test.args[0], (ast.BoolOp, ast.UnaryOp)):
+            return test.args[0]         # emit.py's Python logic, made numpy's bool
     return test
 
 

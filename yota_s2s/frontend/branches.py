@@ -34,11 +34,14 @@ from ..ir.branch import Branch, arm_tape, branch_primitive
 from ..ir.region import loop_of
 from ..ir.rewrite import live, substitute_stmt
 from ..ir.tape import Aval, Lit, Var
+from ..ir.whiles import while_of
 from .region_check import traceable
 from .region_lists import Watch, items_of
 from .region_syntax import assigned_names, read_after
 
 _MISSING = object()
+NO_BRANCH = object()       # branch_expr: the conditional expression is no branch statement
+_VALUE = "(the value)"      # the name a conditional expression's arms bind (no identifier)
 
 
 class _NoBranch(Exception):
@@ -64,11 +67,15 @@ class BranchesMixin:
     guarded: frozenset = frozenset()    # ifs (branch_key) decided by a guard: SharedOnOnePath
     exit_flags: frozenset = frozenset()    # a lowered break's flags (exits.py): bool results
 
+    def branching(self) -> bool:
+        """May an ``if`` on data be a branch statement here (not while collecting errors, nor
+        in a backward written by hand, nor where branches are off)?"""
+        return self.collector is None and not self.backward_mode and self.branches
+
     def branch_if(self, node: gast.If, cond: Any) -> bool:
         """Run ``node`` as a branch statement on the traced condition ``cond``; False (nothing
         done) to decide it on the example with a guard."""
-        if self.collector is not None or self.backward_mode or not self.branches \
-                or self.branch_key(node) in self.guarded:
+        if not self.branching() or self.branch_key(node) in self.guarded:
             return False
         cond = self.current(cond)
         if cond.aval.shape != () or cond.aval.dtype != np.bool_ or _leaves(node):
@@ -80,6 +87,30 @@ class BranchesMixin:
         except _NoBranch:
             self._restore(saved)
             return False
+
+    def branch_expr(self, node: gast.IfExp, cond: Any) -> Any:
+        """``a if cond else b`` on the traced ``cond`` as a branch statement of one result: the
+        ``if`` whose arms bind it, to the name the statement assigns it to (``y = a if c else
+        b``), or to none; ``NO_BRANCH`` (nothing done) to decide it on the example."""
+        stmt = self.frame.stmt
+        name = stmt.targets[0].id if isinstance(stmt, gast.Assign) and stmt.value is node \
+            and len(stmt.targets) == 1 and isinstance(stmt.targets[0], gast.Name) else None
+        target = name or _VALUE
+
+        def bind(value: gast.expr) -> gast.Assign:
+            store = gast.copy_location(gast.Name(target, gast.Store(), None, None), node)
+            return gast.copy_location(gast.Assign(targets=[store], value=value,
+                                                  type_comment=None), node)
+        as_if = gast.copy_location(gast.If(test=node.test, body=[bind(node.body)],
+                                           orelse=[bind(node.orelse)]), node)
+        if not self.branch_if(as_if, cond):
+            return NO_BRANCH
+        if name is not None:
+            return self.frame.locals[name]
+        value = self.frame.locals.pop(_VALUE)
+        if isinstance(value, Var) and value.hint == _VALUE:
+            value.hint = None
+        return value
 
     def _arm(self, block: list, saved: tuple, containers: dict) -> tuple[list, dict]:
         """One arm traced from the state before the ``if``: its statements and the names it
@@ -99,7 +130,8 @@ class BranchesMixin:
             changed = put_back(watch)
         env = {n: self.current(v) for n, v in frame.locals.items()}
         if changed or self._trial_changed(saved, stmts) \
-                or any(s.prim.effect or loop_of(s) is not None for s in stmts):
+                or any(s.prim.effect or loop_of(s) is not None or while_of(s) is not None
+                       for s in stmts):
             raise _NoBranch()       # an array, list or dict from before changed; a guard
         return stmts, env
 

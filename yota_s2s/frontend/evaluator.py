@@ -35,6 +35,7 @@ from ..rules.registry import RuleSet
 from .calls import CallsMixin
 from .abstract import Values
 from .branches import BranchesMixin
+from .conditions import ConditionsMixin
 from .collect import Collector
 from .expressions import ExpressionsMixin
 from .depends import Depends
@@ -80,8 +81,8 @@ class _Continue(Exception):
 
 
 class Evaluator(ExpressionsMixin, CallsMixin, PrimitiveCallsMixin, InliningMixin, UpdatesMixin,
-                RegionsMixin, RegionListsMixin, RegionDictsMixin, RegionTapeMixin, BranchesMixin,
-                WhilesMixin, ReturnsMixin):
+                RegionsMixin, RegionListsMixin, RegionDictsMixin, RegionTapeMixin, ConditionsMixin,
+                BranchesMixin, WhilesMixin, ReturnsMixin):
     def __init__(self, rules: RuleSet, values: dict[Var, Any] | None = None):
         self.rules = rules
         self.stmts: list[Stmt] = []
@@ -291,7 +292,7 @@ class Evaluator(ExpressionsMixin, CallsMixin, PrimitiveCallsMixin, InliningMixin
             raise self.unsupported(node, f"augmented assignment to {type(target).__name__}")
 
     def stmt_If(self, node: gast.If) -> None:
-        test = self.expr(node.test)
+        test = self.condition(node.test) if self.branching() else self.expr(node.test)
         if isinstance(test, Var) and self.branch_if(node, test):
             return          # a branch statement: both arms kept (branches.py)
         branch = node.body if self.truth(test, node.test) else node.orelse

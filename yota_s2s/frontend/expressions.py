@@ -20,6 +20,7 @@ from ..ir.assumptions import INDEX, Assumption
 from ..ir.tape import Lit, Var
 from ..ir.values import ArrayMethod, is_traced, python_numbers, to_tree
 from ..objects import LIBRARY_MODULES
+from .branches import NO_BRANCH
 from .depends import module_root
 from .frame import Frame
 from .frozen import as_frozen, frozen_method
@@ -223,9 +224,10 @@ class ExpressionsMixin:
                         "write the operation on its fields.")
 
     def visit_UnaryOp(self, node: gast.UnaryOp) -> Any:
+        if isinstance(node.op, gast.Not):      # of a traced bool: numpy's logical_not
+            return self.condition(node) if self.branching() else \
+                not self.truth(self.expr(node.operand), node.operand)
         value = self.expr(node.operand)
-        if isinstance(node.op, gast.Not):
-            return not self.truth(value, node.operand)
         if isinstance(node.op, gast.UAdd):
             return value
         fn = operator.neg if isinstance(node.op, gast.USub) else operator.invert
@@ -234,6 +236,8 @@ class ExpressionsMixin:
         return self.call_primitive(self.rules.lookup(fn), (value,), {}, node)
 
     def visit_BoolOp(self, node: gast.BoolOp) -> Any:
+        if self.branching():        # of traced bools: numpy's logical_and (conditions.py)
+            return self.condition(node)
         want = isinstance(node.op, gast.Or)       # `or` stops at the first true value
         for value_node in node.values[:-1]:
             value = self.expr(value_node)
@@ -267,7 +271,12 @@ class ExpressionsMixin:
         return self.call_primitive(self.rules.lookup(fn), (left, right), {}, node)
 
     def visit_IfExp(self, node: gast.IfExp) -> Any:
-        return self.expr(node.body if self.truth(self.expr(node.test), node.test) else node.orelse)
+        test = self.condition(node.test) if self.branching() else self.expr(node.test)
+        if isinstance(test, Var):       # a branch statement (branches.py), or a guard
+            value = self.branch_expr(node, test)
+            if value is not NO_BRANCH:
+                return value
+        return self.expr(node.body if self.truth(test, node.test) else node.orelse)
 
     # -- attributes and indexing ---------------------------------------------------------
 

@@ -160,7 +160,7 @@ class WhilesMixin:
         outer, self.trial_records = self.trial_records, (*self.trial_records, watch)
         try:
             with self.collect() as cond_stmts:
-                test = cond = self.current(self.condition(node.test))
+                test = cond = self.current(self.condition(node.test, strict=True))
                 if flag is not None:
                     test = self._and_not(cond, places[flag], node)
             if not isinstance(test, Var) or test.aval.shape != () \
@@ -366,30 +366,6 @@ class WhilesMixin:
             outs.update((name, r) for (name, _, _), r in zip(picks, results))
         return outs
 
-    def condition(self, test: gast.expr) -> Any:
-        """A while's condition; ``and``, ``or`` and ``not`` over traced bools as numpy's
-        ``logical_and``, ``logical_or``, ``logical_not`` (a static part decides where it can,
-        as Python's short circuit does: ``i < 100 and err > tol``)."""
-        if isinstance(test, gast.UnaryOp) and isinstance(test.op, gast.Not):
-            value = self.current(self.condition(test.operand))
-            if isinstance(value, Var):
-                _bool(value)
-                return self.call(np.logical_not, [value], {}, test)
-            return not self.truth(value, test.operand)
-        if not isinstance(test, gast.BoolOp):
-            return self.expr(test)
-        want = isinstance(test.op, gast.Or)       # `or` stops at the first true value
-        fn = np.logical_or if want else np.logical_and
-        traced = None
-        for part in test.values:
-            value = self.current(self.condition(part))
-            if isinstance(value, Var):
-                _bool(value)
-                traced = value if traced is None else self.call(fn, [traced, value], {}, test)
-            elif self.truth(value, part) == want:
-                return value    # decides: `... or True`, `... and False`
-        return traced if traced is not None else value
-
     def _and_not(self, test: Any, done: Var, node: gast.AST) -> Any:
         """``test and not done``: the condition of a loop a lowered ``break`` leaves."""
         left = self.call(np.logical_not, [done], {}, node)
@@ -506,11 +482,6 @@ def _numpy(value: Any) -> Any:
     if type(value) is int:
         return np.int64(value)      # an int counter carried
     return np.float64(value) if type(value) is float else value
-
-
-def _bool(value: Var) -> None:
-    if value.aval.shape != () or value.aval.dtype != np.bool_:
-        raise _NoWhile()        # `and` of arrays: Python's truth of an array, a guard
 
 
 def _aval(value: Any) -> tuple:
