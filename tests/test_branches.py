@@ -32,6 +32,7 @@ CASES = [
     ("huber_returns", B.huber_returns, lambda r: (r.normal(size=3), float(r.uniform(0.5, 3.0))),
      (0, 1)),
     ("returns_in_chain", B.returns_in_chain, lambda r: (r.normal(size=3) * 1.5,), (0,)),
+    ("returns_inside", B.returns_inside, lambda r: (r.normal(size=3) * 1.5,), (0,)),
     # and, or, not and a chain of comparisons in the test; conditional expressions
     ("both_ways", B.both_ways, lambda r: (r.normal(size=3), r.normal(size=3) + 0.5), (0, 1)),
     ("in_band", B.in_band, lambda r: (r.normal(size=3),), (0,)),
@@ -100,6 +101,7 @@ def test_the_inputs_reach_both_arms():
         "two_results": lambda x: np.sum(x) > 0.0,
         "huber_returns": lambda r, d: np.sum(np.abs(r)) <= d,
         "returns_in_chain": lambda x: abs(np.sum(x)) > 2.0,
+        "returns_inside": lambda x: np.sum(x) > 0 and np.max(x) > 1.0,
         "scaled_twice": lambda x, w: np.max(np.abs(x)) > 1.0,
         "both_ways": lambda x, w: np.sum(x) > 0 and not np.max(w) > 1.0 or np.min(x) > 0.5,
         "in_band": lambda x: -1.0 < np.sum(x) < 1.0,

@@ -89,6 +89,18 @@ def returns_in_chain(x):
     return np.sum(z ** 2)
 
 
+def returns_inside(x):
+    """A return in an if inside an arm, statements after: they are written in both arms."""
+    s = np.sum(x)
+    if s > 0:
+        if np.max(x) > 1.0:
+            return np.sum(x ** 2)
+        y = x * 3.0
+    else:
+        y = -x
+    return np.sum(np.sin(y))
+
+
 def both_ways(x, w):
     """``and``, ``or`` and ``not`` in the test: one traced bool (numpy's logical_and, ...),
     written ``and`` in the module."""

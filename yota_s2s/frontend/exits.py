@@ -22,7 +22,9 @@ the one it replaces, ``flag = True`` the line of its ``break``.
 ``single_exit(block, result)`` does the same with a function's ``return``: a block that
 always returns (``if c: return E`` then ``B; return G``) as one ``if`` whose arms bind
 ``result`` (``if c: result = E else: B; result = G``), after which the caller returns
-``result`` (returns.py: an ``if`` on data that returns is a branch statement).
+``result`` (returns.py: an ``if`` on data that returns is a branch statement). There, the
+statements after an ``if`` neither arm of which always returns, one arm returning on some paths
+(``if c: (if d: return E) ...``), are written in both arms (up to ``_COPIED`` of them).
 """
 from __future__ import annotations
 
@@ -95,11 +97,24 @@ def _block(stmts: list, flag: str | None, result: str | None) -> tuple[list, str
                 then, c = _block(s.body + rest, flag, result)
             out.append(_if(s, then, orelse))
             return out, ALWAYS if c == ALWAYS else MAY
+        if rest and MAY in (a, b) and ALWAYS not in (a, b) and result is not None \
+                and _size(rest) <= _COPIED:     # a return on some paths: rest in each arm
+            (then, a), (orelse, b) = (_block(s.body + rest, flag, result),
+                                      _block(s.orelse + rest, flag, result))
+            out.append(_if(s, then, orelse))
+            return out, a if a == b else MAY
         if rest and not (a == b == ALWAYS):
             raise _Cannot()         # an arm that leaves on some paths only, with code after
         out.append(_if(s, then, orelse))
         return out, a if a == b else MAY
     return out, NEVER
+
+
+_COPIED = 20     # the most statements after an if that single_exit writes in both its arms
+
+
+def _size(stmts: list) -> int:
+    return sum(isinstance(n, gast.stmt) for n in _walk_own(stmts))
 
 
 def _returns(stmts: list) -> bool:
