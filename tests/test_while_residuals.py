@@ -28,7 +28,9 @@ def test_the_unwind_reads_the_branch_bit_and_the_trip_values(buffers):
                             buffers=buffers)
     forward, backward = _sections(compiled.text)
     assert "        ERR_COND[trips] = err_cond\n" in forward
-    assert "        Y1[trips] = y1\n" in forward and "        H[trips] = h_1\n" in forward
+    # the plain form's array stacks are lists of references (nothing writes them in place)
+    y1 = "        Y1[trips] = y1\n" if buffers else "        Y1.append(y1)\n"
+    assert y1 in forward and "        H[trips] = h_1\n" in forward
     assert "T[trips]" not in forward and "Y2" not in compiled.text
     assert "max(" not in backward and "xp.minimum" not in backward
     assert " dh" not in backward and " dt" not in backward
@@ -48,7 +50,7 @@ def test_a_residual_has_its_tangent_stacked_for_the_hvp():
     (``a / x``), and the Hessian-vector product is the exact one of sqrt."""
     hvp = ys.hvp(W.newton_sqrt, np.array([2.0, 3.0]), buffers=False)
     text = ys.source(hvp)
-    assert "        V[trips] = t8\n        dot_V[trips] = dt8\n" in text
+    assert "        V.append(t8)\n        dot_V.append(dt8)\n" in text
     a, v = np.array([0.5, 7.0]), np.array([0.3, -1.1])
     np.testing.assert_allclose(hvp(a, v), -0.25 * a ** -1.5 * v, rtol=1e-8)
 

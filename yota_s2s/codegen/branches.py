@@ -31,6 +31,7 @@ from ..ir.branch import branch_of
 from ..ir.names import arm_namer
 from ..ir.rewrite import substitute
 from ..ir.tape import Lit, Stmt, Tape, Var
+from ..ir.whiles import while_of
 from .branch_plan import arm_places, copied_in, made_in, planned, result_arrays
 from .emit import Emitter
 
@@ -197,6 +198,8 @@ def _shared_unseen(em: Emitter, out: Var, bases: list[Var]) -> bool:
     if em.within is None or em.enclosing is None or out not in em.tape.result:
         return False
     stmt, arm = em.within
+    if while_of(stmt) is not None:
+        return _carried_unseen(em, out, bases, arm)
     outer_out = stmt.outs[em.tape.result.index(out)]
     inputs = [i.var for i in arm.inputs]
     outer = []
@@ -207,6 +210,27 @@ def _shared_unseen(em: Emitter, out: Var, bases: list[Var]) -> bool:
         elif b in facts.returned:
             return False            # (two of the arm's results: their sharing is seen there)
     return _shared_unseen(em.enclosing, outer_out, outer)
+
+
+def _carried_unseen(em: Emitter, out: Var, bases: list[Var], own: list[Var]) -> bool:
+    """Whether a while body's (or an unwind step's) result ``out`` may share memory with
+    ``bases`` unseen, after the trip too: the tape writes nothing in place (a later trip would
+    write it there) and holds none of them in a work array (a later trip takes it again), the
+    result is one result alone, and ``bases`` are the trip's own: values it made or the loop's
+    own carried inputs ``own`` (``else: y_1 = y``, which the next trip takes as its own, as
+    codegen/whiles.py gives a carried input on), not an invariant or a saved row, nor a
+    result."""
+    facts = em.facts
+    if facts.updates or em.tape.result.count(out) != 1:
+        return False
+    inputs = {i.var for i in em.tape.inputs} - set(own)
+    for v in [out, *bases]:
+        members = facts.members.get(facts.root(v), [v])
+        if any(m in inputs or em.memory.group.get(m) is not None for m in members):
+            return False
+        if v is not out and v in facts.returned:
+            return False
+    return all(m is out or m not in em.tape.result for m in facts.members.get(facts.root(out), [out]))
 
 
 def _written(em: Emitter, values: list[Var], start: int) -> bool:

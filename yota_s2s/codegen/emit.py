@@ -112,7 +112,8 @@ class Emitter:
         self.numbers: dict[tuple[str, str], str] = {}     # 0-d arrays of numbers ufuncs read
         self.number_slots: dict[str, int] = {}    # dtype -> the 0-d work array of reductions
         self.enclosing: Emitter | None = None     # a loop body's: the function's (regions.py)
-        self.within: tuple | None = None          # an arm's: (its branch statement, the arm)
+        self.within: tuple | None = None          # an arm's: (its branch statement, the arm);
+        # a while's body, condition or unwind step: (that statement, the tape's own inputs)
         self.slot_at: int | None = None     # a planned arm's or body's: its function statement
         self.turned: list[tuple[str, str]] = []    # loops' pairs of work arrays (regions.py)
         self.dtypes: dict[tuple, str] = {}    # (dtype, scalar type?) -> its module-level name
@@ -218,7 +219,8 @@ class Emitter:
         """``tape`` (a branch's arm, a while's tape) written by an emitter of its own under
         ``names``, inside this one's function, with its comments; that emitter. ``within``:
         the branch statement whose arm ``tape`` is (``(stmt, arm)``), where an arm's results
-        become that statement's (codegen/branches.py asks it). ``place`` (given: the memory of
+        become that statement's (codegen/branches.py asks it); a while's tape, ``(stmt, the
+        inputs the loop carries)``. ``place`` (given: the memory of
         every value of ``tape`` planned, ``homes`` its results made in the arrays given) is
         called with the emitter before it writes: it places the plan's work arrays."""
         self.names.taken |= names.given()
