@@ -27,10 +27,11 @@ def test_the_unwind_reads_the_branch_bit_and_the_trip_values(buffers):
     compiled = compile_grad(W.adaptive_heun, (np.array([1.0, 2.0]), np.array([1.0, 1.5])),
                             buffers=buffers)
     forward, backward = _sections(compiled.text)
-    assert "        ERR_COND[trips] = err_cond\n" in forward
-    # the plain form's array stacks are lists of references (nothing writes them in place)
-    y1 = "        Y1[trips] = y1\n" if buffers else "        Y1.append(y1)\n"
-    assert y1 in forward and "        H[trips] = h_1\n" in forward
+    # the plain form's stacks of arrays, and of flags the unwind only tests, are lists of
+    # references (nothing writes them in place)
+    pushed = ("        ERR_COND[trips] = err_cond\n", "        Y1[trips] = y1\n") if buffers \
+        else ("        ERR_COND.append(err_cond)\n", "        Y1.append(y1)\n")
+    assert all(p in forward for p in pushed) and "        H[trips] = h_1\n" in forward
     assert "T[trips]" not in forward and "Y2" not in compiled.text
     assert "max(" not in backward and "xp.minimum" not in backward
     assert " dh" not in backward and " dt" not in backward
@@ -54,3 +55,50 @@ def test_a_residual_has_its_tangent_stacked_for_the_hvp():
     a, v = np.array([0.5, 7.0]), np.array([0.3, -1.1])
     np.testing.assert_allclose(hvp(a, v), -0.25 * a ** -1.5 * v, rtol=1e-8)
 
+
+
+def test_the_plain_loop_gives_its_own_values_on_without_copies():
+    """adaptive_heun's plain module: the arms of the ``if`` in the while give the trip's
+    ``y2`` or the carried ``y`` on as they are, and so do the unwind's arms with ``dy`` and
+    ``dk`` (a value nobody writes in place needs no copy); the stacks of arrays and of the
+    flags are lists. Gradients equal central differences."""
+    args = (np.array([1.0, 2.0]), np.array([1.0, 1.5]))
+    compiled = compile_grad(W.adaptive_heun, args, buffers=False)
+    text = compiled.text
+    forward = text[text.index("    while t < 1.0:"):text.index("# -- backward")]
+    unwind = text[text.index("    for t_2 in reversed"):]
+    assert ".copy()" not in forward + unwind
+    assert "        Y.append(y_)\n" in forward and "        ERR_COND.append(err_cond)\n" in forward
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        args = (rng.uniform(0.5, 3.0, 2), rng.uniform(0.5, 2.0, 2))
+        value, dk, dy0 = compiled.fn(*args)
+        assert value == pytest.approx(W.adaptive_heun(*args), rel=1e-12)
+        for k, g in enumerate((dk, dy0)):
+            np.testing.assert_allclose(g, numerical_grad(W.adaptive_heun, args, k), rtol=1e-6)
+
+
+def _invariant_then_written(a):
+    k = a * 0.1
+    y = a * 1.0
+    while np.sum(y) > 1.0:
+        if np.max(y) > 30.0:
+            y = k
+        else:
+            y = y * 0.5
+    y[0] = 7.0
+    return np.sum(y * k)
+
+
+@pytest.mark.parametrize("buffers", [False, True])
+def test_an_arm_giving_an_invariant_on_copies_it(buffers):
+    """An arm that makes the carried value the loop's invariant ``k``: the loop's result is
+    written in place after it, which must not change ``k`` (the arm copies it there)."""
+    a = np.array([4.0, 5.0])
+    compiled = compile_grad(_invariant_then_written, (a,), buffers=buffers)
+    assert "while " in compiled.text
+    for a in (np.array([40.0, 5.0]), np.array([0.8, 0.9]), np.array([2.0, 1.0])):
+        value, g = compiled.fn(a)
+        assert value == pytest.approx(_invariant_then_written(a), rel=1e-12)
+        np.testing.assert_allclose(g, numerical_grad(_invariant_then_written, (a,), 0),
+                                   rtol=1e-6, atol=1e-8)

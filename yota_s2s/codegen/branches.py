@@ -218,9 +218,10 @@ def _carried_unseen(em: Emitter, out: Var, bases: list[Var], own: list[Var]) -> 
     write it there) and holds none of them in a work array (a later trip takes it again), the
     result is one result alone, and ``bases`` are the trip's own: values it made or the loop's
     own carried inputs ``own`` (``else: y_1 = y``, which the next trip takes as its own, as
-    codegen/whiles.py gives a carried input on), not an invariant or a saved row, nor a
-    result."""
-    facts = em.facts
+    codegen/whiles.py gives a carried input on), not an invariant or a saved row, nor another
+    carried result (a residual may be one: its stack copies it, or holds it unwritten)."""
+    facts, loop = em.facts, while_of(em.within[0])
+    carried = getattr(loop, "ncarry", len(em.tape.result))    # (a body's residuals after)
     if facts.updates or em.tape.result.count(out) != 1:
         return False
     inputs = {i.var for i in em.tape.inputs} - set(own)
@@ -228,7 +229,7 @@ def _carried_unseen(em: Emitter, out: Var, bases: list[Var], own: list[Var]) -> 
         members = facts.members.get(facts.root(v), [v])
         if any(m in inputs or em.memory.group.get(m) is not None for m in members):
             return False
-        if v is not out and v in facts.returned:
+        if v is not out and any(r is m for r in em.tape.result[:carried] for m in members):
             return False
     return all(m is out or m not in em.tape.result for m in facts.members.get(facts.root(out), [out]))
 

@@ -227,10 +227,26 @@ def _listed(em: Emitter, stmt: Stmt) -> set[Var]:
     listed = set()
     for out in stmt.outs[loop.ncarry + 1:]:
         readers = [facts.tape.stmts[p] for p in facts.readers.get(out, ())]
-        if out.aval.ndim > 1 and all(r.prim.emit[:1] == ("unwind",) and
-                                     not Analysis(while_of(r).step).updates for r in readers):
+        if all(r.prim.emit[:1] == ("unwind",) and _rows_kept(r, out) for r in readers) and \
+                (out.aval.ndim > 1 or out.aval.dtype.kind == "b" and
+                 all(_only_tested(r, out) for r in readers)):
             listed.add(out)
     return listed
+
+
+def _rows_kept(unwind: Stmt, stack: Var) -> bool:
+    """Whether the step of ``unwind`` writes nothing in place (a row of ``stack`` it reads
+    is the pushed value itself where ``stack`` is a list)."""
+    return not Analysis(while_of(unwind).step).updates
+
+
+def _only_tested(unwind: Stmt, stack: Var) -> bool:
+    """Whether the step of ``unwind`` reads each row of ``stack`` only as a branch's condition
+    (``if err_cond_1:``), where a Python bool and numpy's are one: a list of the flags."""
+    step = while_of(unwind).step
+    rows = [i.var for i, a in zip(step.inputs, unwind.args[1:]) if a is stack]
+    return all(s.prim.emit[:1] == ("branch",) and s.args[0] is v and v not in s.args[1:]
+               for v in rows for s in step.stmts if v in s.args)
 
 
 def _push(stack: str, trips: str, value: ast.expr, listed: bool) -> ast.stmt:
