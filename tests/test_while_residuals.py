@@ -102,3 +102,23 @@ def test_an_arm_giving_an_invariant_on_copies_it(buffers):
         assert value == pytest.approx(_invariant_then_written(a), rel=1e-12)
         np.testing.assert_allclose(g, numerical_grad(_invariant_then_written, (a,), 0),
                                    rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("buffers", [False, True])
+def test_the_unwind_makes_a_value_of_invariants_once_before_it(buffers):
+    """``-k`` of the rule of ``f1 = -k * y`` (mul, x1: ``dy * x2``) reads the invariant ``k``
+    alone: made once before the unwind's ``for`` (passes/while_invariants.py), not per trip."""
+    args = (np.array([1.0, 2.0]), np.array([1.0, 1.5]))
+    compiled = compile_grad(W.adaptive_heun, args, buffers=buffers)
+    _, backward = _sections(compiled.text)
+    before, unwind = backward.split("for t_2 in reversed(range(trips)):")
+    made = "t2 = -k\n" if not buffers else "t2 = xp.negative(k, out="
+    code = [line for line in unwind.splitlines() if not line.lstrip().startswith("#")]
+    assert made in before and not any("-k" in c or "negative(k" in c for c in code)
+    assert "# grad of whiles.py:47  f1 = -k * y\n" in before
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        args = (rng.uniform(0.5, 3.0, 2), rng.uniform(0.5, 2.0, 2))
+        grads = compiled.fn(*args)[1:]
+        for k, g in enumerate(grads):
+            np.testing.assert_allclose(g, numerical_grad(W.adaptive_heun, args, k), rtol=1e-6)

@@ -231,7 +231,8 @@ def _carried_unseen(em: Emitter, out: Var, bases: list[Var], own: list[Var]) -> 
             return False
         if v is not out and any(r is m for r in em.tape.result[:carried] for m in members):
             return False
-    return all(m is out or m not in em.tape.result for m in facts.members.get(facts.root(out), [out]))
+    return all(m is out or m not in em.tape.result
+               for m in facts.members.get(facts.root(out), [out]))
 
 
 def _written(em: Emitter, values: list[Var], start: int) -> bool:

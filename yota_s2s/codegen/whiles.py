@@ -29,7 +29,8 @@ names of the statement's results (an initial array is copied: the loop's results
 of its own, as the enclosing code takes them), the invariants those of its operands; a
 condition of one statement is written in the ``while`` line, a longer one at the top of a
 ``while True`` with a ``break``. A stack starts with room for ``CAPACITY`` trips and doubles
-when a trip finds it full; in the buffered form the stacks are the thread's, made on its first
+when a trip finds it full (above); in the plain form a stack whose rows nobody writes in place
+after their push is a list of them, ``X.append(x)`` (``_listed``); in the buffered form the stacks are the thread's, made on its first
 call and kept grown (``_held_stacks``, workspace.py ``STACKS``), so a steady-state call makes
 none. With ``max_steps`` (write_module) a stack holds that many rows at most, and a trip past
 it raises ``StepLimitError`` naming the loop. emit.py finds these writers in ``CONSTRUCTS``.
@@ -286,8 +287,9 @@ def _stacks(em: Emitter, stmt: Stmt, listed: set[Var]) -> list[ast.stmt]:
 
 def _pushes(em: Emitter, stmt: Stmt, outs: list[str], listed: set[Var]) -> list[ast.stmt]:
     """A trip's first statements: each saved value written in its row of its stack (appended
-    to a list: ``listed``), the array stacks doubled first where they are full (``max_steps``: up to that many rows, and a
-    ``StepLimitError`` naming the loop where a trip finds that many full); in the buffered
+    to a list: ``listed``), the array stacks doubled first where they are full
+    (``max_steps``: up to that many rows, and a ``StepLimitError`` naming the loop where a
+    trip finds that many full; with list stacks alone, that check only); in the buffered
     form the grown stack is kept in this thread's for the calls after."""
     loop: While = while_of(stmt)
     n = loop.ncarry

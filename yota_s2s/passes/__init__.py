@@ -33,6 +33,7 @@ from .lower import lower
 from .recompute import recompute
 from .outputs import fresh_outputs
 from .regions import in_place_bodies, optimize_bodies
+from .while_invariants import hoisted_invariants
 from .signs import signs
 from .simplify import simplify
 from .stacked import stack_products
@@ -88,9 +89,8 @@ def _plain_constants(tape: Tape, rules: RuleSet, rounds: Sequence[Pass]) -> Tape
 
 
 def _bodies(tape: Tape, rules: RuleSet, rounds: Sequence[Pass]) -> Tape:
-    return optimize_bodies(tape, lambda body: _fixed_point(body, rules,
-                                                           list(rounds) + [plain_constants]),
-                           rules)
+    return hoisted_invariants(optimize_bodies(
+        tape, lambda body: _fixed_point(body, rules, list(rounds) + [plain_constants]), rules))
 
 
 def _stacked_products(tape: Tape, rules: RuleSet, rounds: Sequence[Pass]) -> Tape:
@@ -115,7 +115,8 @@ STAGES = (
           "no returned array aliases an argument, another output or a view"),
     Stage("plain-constants", _plain_constants,
           "float64 constants as plain floats where that changes nothing"),
-    Stage("bodies", _bodies, "inside each loop body: the fixed point and plain constants"),
+    Stage("bodies", _bodies, "inside each loop body: the fixed point and plain constants; "
+          "a while's backward step made of invariants alone: once, before it"),
     Stage("stacked-products", _stacked_products,
           "an accumulator's per-step products: one product after the loop", forms=("buffered",)),
     Stage("in-place", _in_place,
