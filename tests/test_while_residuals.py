@@ -122,3 +122,19 @@ def test_the_unwind_makes_a_value_of_invariants_once_before_it(buffers):
         grads = compiled.fn(*args)[1:]
         for k, g in enumerate(grads):
             np.testing.assert_allclose(g, numerical_grad(W.adaptive_heun, args, k), rtol=1e-6)
+
+
+def test_a_new_array_starts_a_loop_as_it_is():
+    """until_small's plain module: the while starts from ``np.ones_like``'s and
+    ``np.zeros_like``'s arrays, its unwind from the cotangents ``np.cos(s)`` and ``3 x ** 2``,
+    new arrays nothing else reads: no copy of them (ir/analysis memory_bases)."""
+    args = (np.array([2.0, 9.0, 0.5]), np.array([0.3, -1.0, 2.0]))
+    compiled = compile_grad(W.until_small, args, buffers=False)
+    assert ".copy()" not in compiled.text
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        args = (rng.uniform(0.5, 30.0, 3), rng.normal(size=3))
+        grads = compiled.fn(*args)[1:]
+        for k, g in enumerate(grads):
+            np.testing.assert_allclose(g, numerical_grad(W.until_small, args, k), rtol=1e-6,
+                                       atol=1e-8)

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import ast
 
-from ..ir.analysis import Analysis
+from ..ir.analysis import Analysis, memory_bases, read_only
 from ..ir.names import tape_namer
 from ..ir.rewrite import substitute
 from ..ir.tape import Lit, Stmt, Tape, Var
@@ -72,11 +72,13 @@ def _call(fn: str, args: list, keywords: list | None = None) -> ast.Call:
 
 def _copied(em: Emitter, stmt: Stmt, atom) -> ast.expr:
     """An initial value as the loop's own: an array copied, unless it is a new array this
-    statement alone reads (``np.zeros``, not in a work array)."""
+    statement alone reads (``np.zeros``, ``np.cos(s)``: sharing no memory, ir/analysis.py; not
+    in a work array)."""
     value = em.atom(atom)
     if isinstance(atom, Var) and atom.aval.ndim:
         facts, made = em.facts, em.facts.producer.get(atom)
-        if made is not None and made.prim.creates and atom not in em.inlined \
+        if made is not None and (made.prim.creates or not memory_bases(made)
+                                 and not read_only(made)) and atom not in em.inlined \
                 and em.memory.group.get(atom) is None and facts.uses[atom] == 1 \
                 and atom not in facts.returned and len(facts.members.get(atom, [atom])) == 1:
             return value
