@@ -70,12 +70,15 @@ def _call(fn: str, args: list, keywords: list | None = None) -> ast.Call:
     return ast.Call(func, args, keywords or [])
 
 
-def _copied(em: Emitter, stmt: Stmt, atom) -> ast.expr:
-    """An initial value as the loop's own: an array copied, unless it is a new array this
-    statement alone reads (``np.zeros``, ``np.cos(s)``: sharing no memory, ir/analysis.py; not
-    in a work array)."""
+def _copied(em: Emitter, stmt: Stmt, atom, out: Var) -> ast.expr:
+    """An initial value as the loop's own (the loop's result ``out``): an array copied, unless
+    it is a new array this statement alone reads (``np.zeros``, ``np.cos(s)``: sharing no
+    memory, ir/analysis.py; not in a work array), or nothing could see the sharing
+    (``_unwritten``)."""
     value = em.atom(atom)
     if isinstance(atom, Var) and atom.aval.ndim:
+        if _unwritten(em, stmt, atom, out):
+            return value
         facts, made = em.facts, em.facts.producer.get(atom)
         if made is not None and (made.prim.creates or not memory_bases(made)
                                  and not read_only(made)) and atom not in em.inlined \
@@ -86,6 +89,19 @@ def _copied(em: Emitter, stmt: Stmt, atom) -> ast.expr:
     if isinstance(atom, Lit) and getattr(atom.value, "ndim", 0):
         return ast.Call(ast.Attribute(value, "copy", ast.Load()), [], [])
     return value
+
+
+def _unwritten(em: Emitter, stmt: Stmt, atom: Var, out: Var) -> bool:
+    """Whether the loop ``stmt`` may start from the array ``atom`` itself: in the plain form,
+    at the function's level, where nothing writes in place (neither the loop's tapes nor the
+    function) and neither ``atom`` nor the loop's result ``out`` is returned (newton_sqrt's
+    ``x = a``, the unwind's ``dx = dx_part1``: the loop makes new arrays, and its result may
+    be the start itself, unwritten)."""
+    if em.function().fast or em.enclosing is not None or em.facts.updates:
+        return False
+    if atom in em.facts.returned or out in em.facts.returned:
+        return False
+    return not any(Analysis(t).updates for t in while_of(stmt).tapes)
 
 
 def _operands(em: Emitter, stmt: Stmt, atoms: list, taken: set[str], nodes: list
@@ -163,9 +179,9 @@ def while_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
     nodes: list[ast.stmt] = []
     operands = _operands(em, stmt, stmt.args[n:], set(outs), nodes)
     operands.update(zip(stmt.outs[:n], outs))
-    for name, init in zip(outs, stmt.args[:n]):
+    for name, init, out in zip(outs, stmt.args[:n], stmt.outs):
         if not (isinstance(init, Var) and em.names.name_of(init) == name and not init.aval.ndim):
-            nodes.append(_assign(name, _copied(em, stmt, init)))
+            nodes.append(_assign(name, _copied(em, stmt, init, out)))
     atoms = while_atoms(stmt)
     cond_name = em.names.fresh("cond")
     cond_nodes, _, _ = _written(em, stmt, loop.cond, atoms, operands, [cond_name])
@@ -339,8 +355,8 @@ def unwind_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
     nodes: list[ast.stmt] = []
     operands = _operands(em, stmt, list(stmt.args[1:1 + s + j]), set(outs), nodes)
     operands.update(zip(stmt.outs, outs))
-    for name, start in zip(outs, starts):
-        nodes.append(_assign(name, _copied(em, stmt, start)))
+    for name, start, out in zip(outs, starts, stmt.outs):
+        nodes.append(_assign(name, _copied(em, stmt, start, out)))
     step, inputs, _ = _written(em, stmt, unwind.step, while_atoms(stmt), operands, outs,
                                slice(s + j, None))
     index = em.names.fresh("t")
