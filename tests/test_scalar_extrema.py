@@ -61,4 +61,7 @@ def test_ties_and_nan_are_numpys():
 def test_adaptive_heuns_step_is_a_comparison():
     text = compile_grad(W.adaptive_heun, (np.array([1.0, 2.0]), np.array([1.0, 1.5])),
                         buffers=False).text
-    assert "h_1 = xp.float64(h if h < t_2 or h != h else t_2)\n" in text
+    assert "        t_2 = 1.0 - t\n        h_1 = xp.float64(h if h < t_2 or h != h else t_2)\n" \
+        in text
+    # (the operand's name is the function's: the unwind's index is another)
+    assert "for t_2 in" not in text and "for t_3 in reversed(range(trips)):" in text

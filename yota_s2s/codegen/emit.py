@@ -150,6 +150,15 @@ class Emitter:
         self.names.taken -= body
         return name
 
+    def temporary(self, hint: str) -> str:
+        """A fresh name for a statement's own temporary, taken in every enclosing emitter
+        too: no name the function gives later (an unwind's index) is this one."""
+        name, em = self.names.fresh(hint), self.enclosing
+        while em is not None:
+            em.names.taken.add(name)
+            em = em.enclosing
+        return name
+
     def ones_vector(self, n: int, dtype: str, avoid: frozenset = frozenset()) -> str:
         """The module-level vector of ``n`` ones (``_ONES_n``, workspace.prelude) for row and
         column sums as products: a loop body's is its function's (the module defines those),

@@ -304,7 +304,7 @@ def _extremum(emitter, stmt: Stmt) -> list[ast.stmt] | None:
     nodes, operands = [], []
     for atom in stmt.args:     # (an operand written inline: named first, read twice here)
         if isinstance(atom, Var) and atom in emitter.inlined:
-            name = emitter.names.fresh("t")
+            name = emitter.temporary("t")
             nodes.append(ast.Assign([ast.Name(name)], emitter.atom(atom), lineno=0))
             operands.append(ast.Name(name))
         else:
