@@ -66,6 +66,20 @@ def test_one_module_gives_every_trip_count_its_gradient(name, fn, make, wrt, buf
             np.testing.assert_allclose(g, numerical_grad(fn, args, i), rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("buffers", [False, True], ids=["plain", "buffered"])
+def test_a_while_whose_backward_has_nothing_to_do_has_no_backward_loop(buffers):
+    """line_search's while carries a step size no gradient reaches: its unwind gave back the
+    zeros it was given, its loop had no statement (the module did not parse); it is gone, and
+    so are the while's trip count and stacks."""
+    compiled = compile_grad(W.line_search, (np.array([0.5, -0.3, 0.8]),), buffers=buffers)
+    assert "reversed(range(" not in compiled.text and "trips" not in compiled.text
+    for seed in range(6):
+        x = _rng(seed).normal(size=3)
+        value, g = compiled.fn(x)
+        np.testing.assert_allclose(value, W.line_search(x), rtol=1e-12)
+        np.testing.assert_allclose(g, numerical_grad(W.line_search, (x,), 0), rtol=1e-6, atol=1e-7)
+
+
 def test_newtons_square_root_has_the_derivative_of_the_square_root():
     compiled = compile_grad(W.newton_sqrt, (np.array([2.0, 3.0, 5.0]),), buffers=False)
     for seed in range(5):

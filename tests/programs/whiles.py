@@ -182,6 +182,16 @@ def first_small(x, w):
     return np.sum(h ** 2)
 
 
+def line_search(x):
+    """A backtracking line search: the while carries only a step size that no gradient
+    reaches (it is 0.5 ** trips), so its backward has nothing to do."""
+    g = 3.0 * x + 0.5
+    step = 1.0
+    while np.sum((x - step * g) ** 2) > np.sum(x ** 2) * 0.3:
+        step = step * 0.5
+    return np.sum((x - step * g) ** 2)
+
+
 def break_or_turn(x, w):
     """``break`` in one arm of an ``elif`` chain, ``continue`` in another, and statements after
     the chain: they run only after its last arm (they move into it)."""

@@ -89,8 +89,13 @@ def _plain_constants(tape: Tape, rules: RuleSet, rounds: Sequence[Pass]) -> Tape
 
 
 def _bodies(tape: Tape, rules: RuleSet, rounds: Sequence[Pass]) -> Tape:
-    return hoisted_invariants(optimize_bodies(
-        tape, lambda body: _fixed_point(body, rules, list(rounds) + [plain_constants]), rules))
+    """(An unwind that its step's passes left with nothing to do is gone: regions.py; then
+    the values it gave, the zeros it started from, go through the passes again.)"""
+    new = optimize_bodies(
+        tape, lambda body: _fixed_point(body, rules, list(rounds) + [plain_constants]), rules)
+    if len(new.stmts) < len(tape.stmts):
+        new = _fixed_point(new, rules, rounds)
+    return hoisted_invariants(new)
 
 
 def _stacked_products(tape: Tape, rules: RuleSet, rounds: Sequence[Pass]) -> Tape:

@@ -48,7 +48,26 @@ def optimize_bodies(tape: Tape, optimize: Callable[[Tape], Tape], rules: RuleSet
     stepped = _each_body(tape, change, with_loop=True)
     armed = _each_arm(stepped, arm)     # (an operand an arm now makes itself: dead outside)
     armed = dce(armed, None)[0] if armed is not stepped else armed
-    return _unread_stacks_dropped(_each_while(armed, tapes))
+    return _unread_stacks_dropped(_idle_unwinds_dropped(_each_while(armed, tapes)))
+
+
+def _idle_unwinds_dropped(tape: Tape) -> Tape:
+    """``tape`` without the unwinds whose step gives back the cotangents and accumulators it
+    was given, each in its place (nothing the loop carries needs a gradient on the way back:
+    a line search's step size, halved): their results are the values they were given. (The
+    loop printed with no statement in it did not parse.)"""
+    given: dict[Var, object] = {}
+    stmts = []
+    for stmt in tape.stmts:
+        unwind = while_of(stmt)
+        if isinstance(unwind, Unwind):
+            step, first = unwind.step, len(unwind.step.inputs) - len(unwind.step.result)
+            if not step.stmts and all(r is i.var for r, i in zip(step.result,
+                                                                  step.inputs[first:])):
+                given.update((out, stmt.args[1 + first + j]) for j, out in enumerate(stmt.outs))
+                continue
+        stmts.append(stmt)
+    return substitute(tape.copy(stmts=stmts), given) if given else tape
 
 
 def _unread_stacks_dropped(tape: Tape) -> Tape:
@@ -87,13 +106,15 @@ def _stacks_dropped(stmt: Stmt, read: set[Var]) -> Stmt:
         return stmt
     n, s = loop.ncarry, len(loop.saved)
     stacks = stmt.outs[n + 1:]
-    if all(v in read for v in stacks):
+    if all(v in read for v in stacks) and (stacks or stmt.outs[n] in read):
         return stmt
     saved = [i for i, v in zip(loop.saved, stacks[:s]) if v in read]
     residuals = [r for r, v in zip(loop.body.result[n:], stacks[s:]) if v in read]
     body = dce(loop.body.copy(result=(*loop.body.result[:n], *residuals)), None)[0]
     new = replace(loop, body=body, saved=tuple(saved), nres=len(residuals))
     outs = (*stmt.outs[:n + 1], *(v for v in stacks if v in read))
+    if len(outs) == n + 1 and stmt.outs[n] not in read:     # nothing to record: no unwind
+        new, outs = replace(new, record=False), outs[:n]
     return stmt.replace(outs=outs, prim=while_primitive(new, stmt.prim.operands, len(outs)),
                         params=(("loop", new),))
 

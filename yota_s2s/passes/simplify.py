@@ -1,7 +1,7 @@
 """Algebraic simplification: the identities a careful person never writes.
 
-    x * 1, 1 * x, x / 1, x + 0, 0 + x, x - 0, x ** 1, x + np.zeros(...)  ->  x
-    -(-x) -> x;   -1 * x, 0 - x -> -x
+    x * 1, 1 * x, x / 1, x + 0, 0 + x, x - 0, x ** 1, x +- np.zeros(...)  ->  x
+    -(-x) -> x;   -1 * x, 0 - x, np.zeros(...) - x -> -x
     reshape / broadcast_to / astype / squeeze / expand_dims / ravel to the same shape -> x
     a reshape (transpose, expand_dims, x[key], ...) of broadcast_to(c, s) -> broadcast_to(c, new
         shape), or ``c`` itself for a single element
@@ -124,6 +124,10 @@ def _simplify(stmt: Stmt, producer: dict[Var, Stmt], uses, rules: RuleSet):
             return args[0]
         if _is(args[0], 0) and _same(args[1], out):
             return _neg(stmt, args[1], rules)
+        if _made_by(args[1], np.zeros, producer) and _same(args[0], out):
+            return args[0]
+        if _made_by(args[0], np.zeros, producer) and _same(args[1], out):
+            return _neg(stmt, args[1], rules)     # (an unwind with nothing to do gave zeros)
     if fn is operator.neg and _made_by(args[0], operator.neg, producer):
         inner = producer[args[0]]
         if _same(inner.args[0], out):
