@@ -32,6 +32,8 @@ from tests.programs import whiles as W  # noqa: E402
 PROGRAMS = {
     "piecewise": (B.piecewise, lambda r: (r.normal(size=4),)),
     "huber": (B.huber, lambda r: (r.normal(size=3), float(r.uniform(0.5, 3.0)))),
+    "huber_returns": (B.huber_returns, lambda r: (r.normal(size=3), float(r.uniform(0.5, 3.0)))),
+    "both_ways": (B.both_ways, lambda r: (r.normal(size=3), r.normal(size=3) + 0.5)),
     "three_ways": (B.three_ways, lambda r: (r.normal(size=3), r.normal(size=3))),
     "normalized": (B.normalized, lambda r: (r.normal(size=5) * r.uniform(0.2, 1.2),)),
     "sqrt_or_half": (B.sqrt_or_half, lambda r: (r.normal(size=3) + r.uniform(-1, 2),)),
