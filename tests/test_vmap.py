@@ -314,15 +314,29 @@ def branchy(x):
     return -x
 
 
-def test_a_branch_holds_for_the_whole_batch_or_is_refused_when_it_runs() -> None:
+def guarded(x):
+    if np.sum(x) > 0:
+        y = x[:1] * 2.0         # arms of two shapes: the if is a guard
+    else:
+        y = -x
+    return np.sum(y) * x
+
+
+def test_a_branch_that_returns_takes_each_examples_path() -> None:
+    f = ys.vmap(branchy)
+    mixed = np.array([[1.0, 1.0], [-1.0, -1.0], [1.0, 2.0]])
+    np.testing.assert_allclose(f(mixed), [branchy(x) for x in mixed])
+
+
+def test_a_guarded_branch_holds_for_the_whole_batch_or_is_refused_when_it_runs() -> None:
     """The module follows the path of the batch it was compiled for; a batch whose examples
     all take the other path compiles the other module, one whose examples differ is
     refused."""
-    f = ys.vmap(branchy)
+    f = ys.vmap(guarded)
     X = np.abs(np.random.default_rng(4).standard_normal((3, 2)))
-    np.testing.assert_allclose(f(X), X * 2.0)
-    np.testing.assert_allclose(f(-X), X)
-    np.testing.assert_allclose(f(X), X * 2.0)
+    np.testing.assert_allclose(f(X), [guarded(x) for x in X])
+    np.testing.assert_allclose(f(-X), [guarded(x) for x in -X])
+    np.testing.assert_allclose(f(X), [guarded(x) for x in X])
     with pytest.raises(GuardError, match="take different paths"):
         f(np.array([[1.0, 1.0], [-1.0, -1.0], [1.0, 2.0]]))
 

@@ -101,6 +101,17 @@ def returns_inside(x):
     return np.sum(np.sin(y))
 
 
+def newton_or_half(a):
+    """A while on data in an arm (a guard clause, then Newton's square root)."""
+    if np.min(a) > 0.5:
+        x = a
+        while np.max(np.abs(x * x - a)) > 1e-10:
+            x = 0.5 * (x + a / x)
+    else:
+        x = a * 0.5
+    return np.sum(x * x) + np.sum(x)
+
+
 def both_ways(x, w):
     """``and``, ``or`` and ``not`` in the test: one traced bool (numpy's logical_and, ...),
     written ``and`` in the module."""

@@ -101,9 +101,14 @@ def _fixed(outer: Batching, loop: While, batched: set[int]) -> set[int]:
 
 
 def _read_after(outer: Batching, stmt: Stmt) -> set[Var]:
-    """The values of the tape batched that a statement after ``stmt`` or a result reads."""
+    """The values of the tape batched that a statement after ``stmt`` or a result reads
+    (all of its results, where ``stmt`` is in a branch's arm, batched as statements of the
+    tape around it: batch_branches.py)."""
     stmts = outer.tape.stmts
-    after = stmts[next(k for k, s in enumerate(stmts) if s is stmt) + 1:]
+    at = next((k for k, s in enumerate(stmts) if s is stmt), None)
+    if at is None:
+        return set(stmt.outs)
+    after = stmts[at + 1:]
     read = {u for s in after for u in s.uses()}
     read.update(a for a in tree_atoms(outer.tape.result) if isinstance(a, Var))
     read.update(g for g in outer.tape.grads or () if isinstance(g, Var))

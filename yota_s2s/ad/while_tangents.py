@@ -47,7 +47,8 @@ def jvp_while(sweep: _ForwardSweep, stmt: Stmt) -> None:
     if not dotted:
         return
     ev, stmts = sweep.ev, sweep.ev.stmts
-    at = forward_position(sweep, stmt, "a while statement's JVP")
+    in_arm = not loop.record and not any(s is stmt for s in stmts)
+    at = None if in_arm else forward_position(sweep, stmt, "a while statement's JVP")
     with ev.at(stmt.loc, RULE), ev.collect() as made:
         starts = [sweep._tangent_or_zero(inits[i]) for i in dotted]
         body, dotted_res = _tangent_body(sweep, loop, dotted, active)
@@ -64,15 +65,20 @@ def jvp_while(sweep: _ForwardSweep, stmt: Stmt) -> None:
     args = (*inits, *starts, *invariants, *(sweep.tangent[invariants[j]] for j in active))
     stacks, res_stacks = _tangent_stacks(sweep, stmt, loop, dotted, dotted_res)
     m = n + 1 + len(loop.saved)
-    outs = (*stmt.outs[:n], *dots, *stmt.outs[n:m], *stacks.values(), *stmt.outs[m:],
+    values = [Var(o.aval, hint=o.hint) for o in stmt.outs[:n]] if in_arm else stmt.outs[:n]
+    outs = (*values, *dots, *stmt.outs[n:m], *stacks.values(), *stmt.outs[m:],
             *res_stacks.values())
     params = tuple(body.params)
     new = Stmt(outs, while_primitive(tangent, params, len(outs)), args,
                (("loop", tangent),), stmt.loc, stmt.rule)
-    # the tangent section so far, and the tangents the loop starts from, move before it
-    before = [s.replace(rule=_tangent_rule(s.rule)) for s in stmts[sweep.start:]]
-    stmts[at:] = before + made + [new] + stmts[at + 1:sweep.start]
-    sweep.start = len(stmts)
+    if in_arm:      # in a branch's tangent arm (branch_tangents.py), which makes the forward
+        for v, o in zip(values, stmt.outs):     # values it reads again: the loop is a new
+            ev.values.derive(v, o)              # statement there, its values its own
+        stmts.extend(made + [new])
+    else:       # the tangent section so far, and the tangents the loop starts from, move
+        before = [s.replace(rule=_tangent_rule(s.rule)) for s in stmts[sweep.start:]]
+        stmts[at:] = before + made + [new] + stmts[at + 1:sweep.start]      # before it
+        sweep.start = len(stmts)
     for i, d in zip(dotted, dots):
         sweep.tangent[stmt.outs[i]] = d
         sweep.marks[d] = stmt.outs[i]

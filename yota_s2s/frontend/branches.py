@@ -34,7 +34,6 @@ from ..ir.branch import Branch, arm_tape, branch_primitive
 from ..ir.region import loop_of
 from ..ir.rewrite import live, substitute_stmt
 from ..ir.tape import Aval, Lit, Var
-from ..ir.whiles import while_of
 from .region_check import traceable
 from .region_lists import Watch, items_of
 from .region_syntax import assigned_names, read_after
@@ -130,8 +129,7 @@ class BranchesMixin:
             changed = put_back(watch)
         env = {n: self.current(v) for n, v in frame.locals.items()}
         if changed or self._trial_changed(saved, stmts) \
-                or any(s.prim.effect or loop_of(s) is not None or while_of(s) is not None
-                       for s in stmts):
+                or any(s.prim.effect or loop_of(s) is not None for s in stmts):
             raise _NoBranch()       # an array, list or dict from before changed; a guard
         return stmts, env
 
