@@ -65,3 +65,26 @@ def test_an_arm_result_read_under_its_own_name_is_copied_before_it_is_rebound():
         for i, g in enumerate(grads):
             np.testing.assert_allclose(g, numerical_grad(W.skip_negative, args, i),
                                        rtol=1e-6, atol=1e-8)
+
+
+def test_a_while_with_out_allocates_no_array_for_any_trip_count():
+    """Newton's square root: the carried ``x`` lives in a work array the trip updates in place
+    (``x += t6; x *= 0.5``), the unwind's gradients in work arrays and the caller's out= array
+    (``dx *= 0.5``, ``da_part1 += t9``), the condition's and the steps' intermediates in work
+    arrays (codegen/while_plan.py). Before: 168 bytes a call (``a / x``, ``x * x - a``,
+    ``dx_part1.copy()`` ...). Values equal the plain form's, call after call, for inputs of
+    other trip counts, and central differences."""
+    from .programs import whiles as W
+    first = (np.array([2.0, 30.0, 0.5]),)
+    buffered = compile_grad(W.newton_sqrt, first, buffers=True)
+    plain = compile_grad(W.newton_sqrt, first, buffers=False).fn
+    assert "x += t6" in buffered.text and ".copy()" not in buffered.text
+    out = [np.empty(3)]
+    for a in (first[0], np.array([900.0, 0.01, 7.0]), np.array([4.0, 0.3, 50.0])):
+        assert allocated(lambda: buffered.fn(a, out=out)).arrays == 0
+        value, grad = plain(a)
+        for _ in range(2):
+            got, into = buffered.fn(a, out=out)
+            assert into is out[0] and got == pytest.approx(value, rel=1e-13)
+            np.testing.assert_allclose(into, grad, rtol=1e-13)
+        np.testing.assert_allclose(grad, numerical_grad(W.newton_sqrt, (a,), 0), rtol=1e-6)

@@ -36,15 +36,17 @@ def planned(em: Emitter) -> bool:
     return em.fast or em.planned is not None
 
 
-def result_arrays(em: Emitter, stmt: Stmt) -> tuple[list[ast.stmt], list[ast.expr | None]]:
-    """The array each result of the branch ``stmt`` is written into (None: as the plain form
-    writes it: a number, a value the plan leaves to its maker), and the lines that make those
-    arrays before the ``if`` (a work array lent by a returned one, buffers.py)."""
+def result_arrays(em: Emitter, stmt: Stmt, outs: list[Var] | None = None
+                  ) -> tuple[list[ast.stmt], list[ast.expr | None]]:
+    """The array each result of the branch ``stmt`` (or a while's carried value, ``outs``:
+    while_plan.py) is written into (None: as the plain form writes it: a number, a value the
+    plan leaves to its maker), and the lines that make those arrays before the ``if`` (a work
+    array lent by a returned one, buffers.py)."""
     lines: list[ast.stmt] = []
     arrays: list[ast.expr | None] = []
-    for o in stmt.outs:
+    for o in stmt.outs if outs is None else outs:
         group = em.memory.group.get(o)
-        if group is None or em.memory.writes.get(o) != "branch":
+        if group is None or em.memory.writes.get(o) not in ("branch", "while"):
             arrays.append(None)
         elif group.kind == "slot":
             if group.slot in em.memory.lent and group.slot not in em.lent_made:
@@ -62,10 +64,11 @@ def result_arrays(em: Emitter, stmt: Stmt) -> tuple[list[ast.stmt], list[ast.exp
     return lines, arrays
 
 
-def arm_places(em: Emitter, stmt: Stmt, lines: list[ast.stmt]) -> Callable[[Emitter], None]:
-    """How an arm of the branch ``stmt`` places its plan's work arrays: in the function's,
-    free where the branch is (region_slots.function_slot: the statement of the function the
-    branch is in, or the loop or branch holding it); in one of its own where that statement
+def nested_places(em: Emitter, stmt: Stmt, lines: list[ast.stmt]) -> Callable[[Emitter], None]:
+    """How an arm of the branch ``stmt`` (a while's condition, body, unwind step) places its
+    plan's work arrays: in the function's,
+    free where the statement is (region_slots.function_slot: the statement of the function
+    it is in, or the loop or branch holding it); in one of its own where that statement
     is not known. The
     lines that make them (a returned array lending one) go to ``lines``."""
     function = em.function()

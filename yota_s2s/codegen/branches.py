@@ -32,7 +32,7 @@ from ..ir.names import arm_namer
 from ..ir.rewrite import substitute
 from ..ir.tape import Lit, Stmt, Tape, Var
 from ..ir.whiles import while_of
-from .branch_plan import arm_places, copied_in, made_in, planned, result_arrays
+from .branch_plan import nested_places, copied_in, made_in, planned, result_arrays
 from .emit import Emitter
 
 # the statements that may take an operand's array as their own and update it in place (a loop,
@@ -121,12 +121,14 @@ def _arm(em: Emitter, stmt: Stmt, arm: Tape, operands: dict[Var, str], outs: lis
     names = arm_namer(em.names, stmt, arm, fixed, operands)
     # names new to the whole function: a name one arm binds is read nowhere else, so the
     # module traced again (a gradient of it) finds each such name in one arm only
-    homes = {}
-    for r, array in zip(arm.result, arrays):
-        if isinstance(r, Var) and array is not None and r not in homes:
-            homes[r] = array
+    # a result made in its array: one the arm gives once, sharing memory with no other (a
+    # value given twice is copied into the second's array: the enclosing code may write over
+    # either)
+    roots = [facts.root(r) if isinstance(r, Var) else None for r in arm.result]
+    homes = {r: array for r, array, root in zip(arm.result, arrays, roots)
+             if isinstance(r, Var) and array is not None and roots.count(root) == 1}
     nodes, sub = em.nested(arm, names, within=(stmt, arm), homes=homes,
-                           place=arm_places(em, stmt, lines) if planned(em) else None)
+                           place=nested_places(em, stmt, lines) if planned(em) else None)
     # a result bound under its name where it is made (not one that the plan then names after
     # the value of its group it is written over, as ``t7 -= t8`` is)
     bound = [isinstance(r, Var) and fixed.get(r) == name and sub.names[r] == name

@@ -35,6 +35,7 @@ import numpy as np
 
 from ..ir.analysis import Analysis, memory_bases, read_only
 from ..ir.region import handed_over_operands, loop_of
+from ..ir.whiles import while_of
 from ..ir.tape import Stmt, Tape, Var, tree_vars
 from ..passes.outputs import row_broadcast
 from .scalars import ScalarPlan
@@ -120,7 +121,7 @@ def plan_memory(tape: Tape, scalars: ScalarPlan, inlined: set[Var],
                 carried: dict[Var, Var] | None = None,
                 turns: frozenset = frozenset(), rows: dict | None = None,
                 heads: bool = True, first: frozenset = frozenset(),
-                homes: dict | None = None) -> MemoryPlan:
+                homes: dict | None = None, over_carried: bool = False) -> MemoryPlan:
     """The plan for ``tape``; ``inlined`` values are written inside their user's expression,
     so what they read is read where that user is (``facts`` is the analysis of the tape with
     those read positions). For a loop body (codegen/region_plan.py): ``exclude``, values the caller
@@ -138,12 +139,16 @@ def plan_memory(tape: Tape, scalars: ScalarPlan, inlined: set[Var],
     product) of two operands that may both be written over is written over the one in
     ``first`` (``t8 += t7`` for ``t7 + t8``: the same bits), so that codegen/region_rows.py can
     make a chain's first value before the loop. ``homes``: a branch arm's results -> the array
-    the enclosing code gives that result (``_homes``). A branch statement's array results are
-    each a group of their own (``"slot"``): whichever arm runs writes them there (branches.py)."""
+    the enclosing code gives that result (``_homes``). A branch statement's array results (a
+    while's carried arrays, an unwind's gradients: ``construct_arrays``) are each a group of
+    their own (``"slot"``): whichever arm runs writes them there (branch_plan.py), the loop
+    updates them there (while_plan.py); ``over_carried``: a carried value read for the last time
+    may be written over by any value made from it, not the step's result alone (a while's trip:
+    ``x += t6``, then ``x *= 0.5``)."""
     plan = MemoryPlan()
     facts = facts or Analysis(tape, inlined)
-    excluded = facts.arguments | inlined
     carried = carried or {}
+    excluded = facts.arguments - (set(carried.values()) if over_carried else set()) | inlined
     for c in carried.values():
         plan.group[c] = Group([c], kind="carried")
     for index, stmt in enumerate(tape.stmts):
@@ -154,11 +159,11 @@ def plan_memory(tape: Tape, scalars: ScalarPlan, inlined: set[Var],
             if base in plan.group:
                 _join(plan, stmt.out, base)
             continue
-        if stmt.prim.emit[:1] == ("branch",):
-            for o in stmt.outs:
-                if in_branch_array(o):
-                    plan.writes[o] = "branch"
-                    plan.group[o] = Group([o])
+        construct = stmt.prim.emit[:1]
+        if construct in (("branch",), ("while",), ("unwind",)):
+            for o in construct_arrays(stmt):
+                plan.writes[o] = construct[0] if construct != ("unwind",) else "while"
+                plan.group[o] = Group([o])
             continue
         form = writer(stmt) if stmt.outs and stmt.out not in scalars.floats else None
         if form is None:
@@ -263,6 +268,14 @@ def _rows(tape: Tape, plan: MemoryPlan, facts: Analysis, rows: dict) -> None:
             break
 
 
+def construct_arrays(stmt: Stmt) -> list[Var]:
+    """The results of a branch, while or unwind statement that live in arrays the plan gives
+    them (codegen/branch_plan.py, while_plan.py): a branch's arrays, a while's carried ones (not
+    its trip count and stacks: the thread's, whiles.py), an unwind's gradients."""
+    outs = stmt.outs[:while_of(stmt).ncarry] if stmt.prim.emit[:1] == ("while",) else stmt.outs
+    return [o for o in outs if in_branch_array(o)]
+
+
 def in_branch_array(o: Var) -> bool:
     """Whether a branch's result ``o`` lives in an array the plan gives it (an array of
     numbers; a Python number or a 0-d value is no array to write into)."""
@@ -363,6 +376,8 @@ def _assign_slots(tape: Tape, plan: MemoryPlan, facts: Analysis) -> None:
     for var, group in plan.group.items():
         if group.kind == "slot" and group.members[0] is var:
             group.end = max(facts.last_memory.get(m, -1) for m in group.members)
+            if plan.writes.get(var) in ("branch", "while"):   # written there, read or not
+                group.end = max(group.end, facts.defined[var])
             groups.append(group)
     order = facts.defined
     busy: list[tuple[int, int, Group]] = []      # (end, when it was taken, group)

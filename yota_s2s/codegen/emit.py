@@ -78,7 +78,7 @@ class Emitter:
                  floats: set[Var] = frozenset(), turns: frozenset = frozenset(),
                  rows: dict | None = None, first: frozenset = frozenset(),
                  device: str = "cpu", max_steps: int | None = None,
-                 homes: dict | None = None):
+                 homes: dict | None = None, over_carried: bool = False):
         """``inline``: more temporaries written inside their one reader's expression, where
         the caller has checked that nothing they read is written before that reader runs;
         ``named``: temporaries that get a statement and a name of their own; ``plan``: plan
@@ -89,7 +89,8 @@ class Emitter:
         ``rows`` (states made in a row of their stack: the row, where it is free to write)
         made over a group of work-array values that then lives in that row, and ``first``
         (values a chain should start from, buffers.py), ``homes`` (a branch arm's results ->
-        the arrays they are made in, branches.py); ``max_steps``: the bound on a while's
+        the arrays they are made in, branches.py), ``over_carried`` (a carried value written
+        over by any value made from it once dead: a while's trip); ``max_steps``: the bound on a while's
         trips (whiles.py)."""
         self.tape, self.fast = tape, fast
         self.planned = plan
@@ -98,7 +99,7 @@ class Emitter:
         self.calls = calls or {}          # user functions: how the module's imports name them
         self.roots = roots or {}          # user modules read at call time: how they are named
         self.plan = plan_function(tape, taken, fast, blocked, inline, named, plan, carried,
-                                  floats, turns, rows, first, homes)
+                                  floats, turns, rows, first, homes, over_carried)
         self.scalars, self.inlined, self.facts = self.plan.scalars, self.plan.inlined, \
             self.plan.facts
         self.memory, self.names, self.chains = self.plan.memory, self.plan.names, \
@@ -223,20 +224,23 @@ class Emitter:
         return em
 
     def nested(self, tape: Tape, names, within: tuple | None = None,
-               homes: dict | None = None, place: Callable | None = None
-               ) -> tuple[list[ast.stmt], "Emitter"]:
+               homes: dict | None = None, place: Callable | None = None,
+               carried: dict | None = None, turns: frozenset = frozenset(),
+               unplanned: frozenset = frozenset()) -> tuple[list[ast.stmt], "Emitter"]:
         """``tape`` (a branch's arm, a while's tape) written by an emitter of its own under
         ``names``, inside this one's function, with its comments; that emitter. ``within``:
         the branch statement whose arm ``tape`` is (``(stmt, arm)``), where an arm's results
         become that statement's (codegen/branches.py asks it); a while's tape, ``(stmt, the
-        inputs the loop carries)``. ``place`` (given: the memory of
-        every value of ``tape`` planned, ``homes`` its results made in the arrays given) is
-        called with the emitter before it writes: it places the plan's work arrays."""
+        inputs the loop carries)``. ``place`` (given: the memory of every value of ``tape``
+        planned, ``homes`` its results made in the arrays given, ``carried`` and ``turns`` as
+        ``Emitter`` takes them: a while's trip; but the values ``unplanned``) is called with
+        the emitter before it writes: it places the plan's work arrays."""
         self.names.taken |= names.given()
         tape = tape.copy()
         tape.namer = names
         sub = Emitter(tape, calls=self.calls, roots=self.roots, blocked=self.blocked,
-                      device=self.device, plan=frozenset() if place else None, homes=homes)
+                      device=self.device, plan=frozenset(unplanned) if place else None, homes=homes,
+                      carried=carried, turns=turns, over_carried=carried is not None)
         sub.enclosing, sub.within = self, within
         if place is not None:
             place(sub)

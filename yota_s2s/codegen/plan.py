@@ -145,7 +145,8 @@ def plan_function(tape: Tape, taken: set[str] = frozenset(), fast: bool = False,
                   named: set[Var] = frozenset(), exclude: frozenset | None = None,
                   carried: dict[Var, Var] | None = None, floats: set[Var] = frozenset(),
                   turns: frozenset = frozenset(), rows: dict | None = None,
-                  first: frozenset = frozenset(), homes: dict | None = None) -> Plan:
+                  first: frozenset = frozenset(), homes: dict | None = None,
+                  over_carried: bool = False) -> Plan:
     """The plan of ``tape`` (``Emitter``'s arguments: emit.py): ``fast`` plans scalar mode and
     memory, ``exclude`` (not None: a loop body) plans the memory of every value but these,
     without scalar mode."""
@@ -155,7 +156,7 @@ def plan_function(tape: Tape, taken: set[str] = frozenset(), fast: bool = False,
     facts = facts.with_inlined(inlined) if inlined else facts
     memory = plan_memory(tape, scalars, inlined, facts, exclude=exclude or frozenset(),
                          carried=carried, turns=turns, rows=rows, heads=blocked, first=first,
-                         homes=homes) \
+                         homes=homes, over_carried=over_carried) \
         if fast or exclude is not None else MemoryPlan()
     names = namer_of(tape, taken)     # the tape's names (ir/names.py)
     for v, same in _shared_names(tape, memory).items():
@@ -220,6 +221,7 @@ def _shared_names(tape: Tape, memory: MemoryPlan) -> dict[Var, Var]:
     block = {o: block_key(s) for s in tape.stmts for o in s.outs}
     updates = {s.out for s in tape.stmts if s.prim.inplace and s.outs}
     returned = {g for g in tape.grads or [] if isinstance(g, Var)}
+    inputs = {i.var for i in tape.inputs}   # (a carried array a body writes over keeps its name)
     shared: dict[Var, Var] = {}
     for group in {id(g): g for g in memory.group.values()}.values():
         pending: list[Var] = []
@@ -227,7 +229,7 @@ def _shared_names(tape: Tape, memory: MemoryPlan) -> dict[Var, Var]:
             if pending and block[pending[0]] != block[m] and m not in updates:
                 shared.update((p, pending[0]) for p in pending[1:])
                 pending = []
-            if tape.hint_of(m) or tape.primal_of(m) is not None or m in returned:
+            if tape.hint_of(m) or tape.primal_of(m) is not None or m in returned or m in inputs:
                 shared.update((p, m) for p in pending)
                 pending = []
             else:

@@ -44,8 +44,11 @@ from ..ir.names import tape_namer
 from ..ir.rewrite import substitute
 from ..ir.tape import Lit, Stmt, Tape, Var
 from ..ir.whiles import CAPACITY, While, while_atoms, while_of
+from .buffers import in_branch_array
+from .branch_plan import nested_places, planned as memory_planned, result_arrays
 from .emit import Emitter
 from .render import Comment
+from .while_plan import carried_names, started, trip_end, trip_plan, updated_rows
 
 
 def _name(text: str, store: bool = False) -> ast.Name:
@@ -136,13 +139,16 @@ def _prepared(tape: Tape, atoms: list) -> Tape:
 
 
 def _written(em: Emitter, stmt: Stmt, tape: Tape, atoms: list, operands: dict[Var, str],
-             outs: list[str], own: slice = slice(0, 0)
-             ) -> tuple[list[ast.stmt], dict[Var, str], list[ast.expr]]:
+             outs: list[str], own: slice = slice(0, 0), planned: tuple | None = None
+             ) -> tuple[list[ast.stmt], dict[Var, str], list[ast.expr], list[ast.stmt]]:
     """``tape``'s statements with its comments, its results bound to ``outs`` at the end (the
     last statement's made under its name where that is a result); its inputs' names; the
     results after those ``outs`` binds (a recording body's residuals), as expressions. A
     result that is an input other than the loop's ``own`` (an invariant, a saved row) or a
-    view of one is copied: what the loop carries out is its own array."""
+    view of one is copied: what the loop carries out is its own array. ``planned`` (the
+    buffered form: the arrays of the carried values, the lines before the loop, while_plan.py):
+    the tape's memory planned, the carried arrays updated in place, and the copies that end a
+    trip (the fourth result)."""
     tape = _prepared(tape, atoms)
     shared = {i.var for i in tape.inputs} - {i.var for i in tape.inputs[own]}
     fixed: dict[Var, str] = {}
@@ -151,17 +157,53 @@ def _written(em: Emitter, stmt: Stmt, tape: Tape, atoms: list, operands: dict[Va
             and len(last.outs) == 1:
         r = last.outs[0]
         if tape.result.count(r) == 1 and r not in {i.var for i in tape.inputs} \
-                and tape.result.index(r) < len(outs):
+                and tape.result.index(r) < len(outs) \
+                and (planned is None or not in_branch_array(r)):
+            # (planned: a number only; an array may share its group's name, which would take
+            # the carried value's while the trip still reads it)
             fixed[r] = outs[tape.result.index(r)]
     names = tape_namer(em.names, tape, atoms, fixed, operands)
-    nodes, sub = em.nested(tape, names, within=(stmt, [i.var for i in tape.inputs[own]]))
-    pending = [(name, r) for r, name in zip(tape.result, outs)
+    if planned is not None:
+        _apart(names, tape, fixed)
+    within = (stmt, [i.var for i in tape.inputs[own]])
+    if planned is None:
+        nodes, sub = em.nested(tape, names, within=within)
+        arrays, ends = [None] * len(outs), []
+    else:
+        arrays, lines = planned
+        place = nested_places(em, stmt, lines)
+
+        def placed(sub: Emitter) -> None:
+            place(sub)
+            carried_names(sub, tape, own, outs, arrays)
+        nodes, sub = em.nested(tape, names, within=within, place=placed,
+                               unplanned=updated_rows(tape), **trip_plan(tape, own, arrays))
+        ends = trip_end(em, sub, tape, own, outs, arrays)
+        if ends is None:
+            raise AssertionError(f"the trip of {stmt.loc} swaps carried arrays")
+    pending = [(name, r) for k, (r, name) in enumerate(zip(tape.result, outs))
                if not (isinstance(r, Var) and fixed.get(r) == name)
-               and not (isinstance(r, Var) and names.names.get(r) == name)]
+               and not (isinstance(r, Var) and names.names.get(r) == name)
+               and arrays[k] is None]
     if pending:
         nodes.append(_assign([n for n, _ in pending], [_own(sub, r, shared) for _, r in pending]))
     rest = [sub.atom(r) for r in tape.result[len(outs):]]
-    return nodes, {i.var: names[i.var] for i in tape.inputs}, rest
+    return nodes, {i.var: names[i.var] for i in tape.inputs}, rest, ends
+
+
+def _apart(names, tape: Tape, fixed: dict[Var, str]) -> None:
+    """The values a planned trip makes named apart from its inputs (``dk`` -> ``dk_3``): the
+    plain form may give a new value a carried one's name, where the carried one is read no more
+    after it; planned, a value may share its name with an earlier one of its array (plan.py
+    ``_shared_names``), bound while the carried value is still read."""
+    inputs = {i.var for i in tape.inputs}
+    held = {names.names[v] for v in inputs if v in names.names}
+    moved: dict[str, str] = {}
+    for v, name in list(names.names.items()):
+        if v not in inputs and v not in fixed and name in held:
+            if name not in moved:
+                moved[name] = names.fresh(name)
+            names.names[v] = moved[name]
 
 
 def _own(sub: Emitter, r, shared: set[Var]) -> ast.expr:
@@ -179,13 +221,22 @@ def while_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
     nodes: list[ast.stmt] = []
     operands = _operands(em, stmt, stmt.args[n:], set(outs), nodes)
     operands.update(zip(stmt.outs[:n], outs))
-    for name, init, out in zip(outs, stmt.args[:n], stmt.outs):
-        if not (isinstance(init, Var) and em.names.name_of(init) == name and not init.aval.ndim):
-            nodes.append(_assign(name, _copied(em, stmt, init, out)))
+    lines, arrays = result_arrays(em, stmt, stmt.outs[:n]) if memory_planned(em) \
+        else ([], [None] * n)
+    for name, init, out, array in zip(outs, stmt.args[:n], stmt.outs, arrays):
+        if array is not None:
+            lines += started(em, [name], [em.atom(init)], [array])
+        elif not (isinstance(init, Var) and em.names.name_of(init) == name
+                  and not init.aval.ndim):
+            lines.append(_assign(name, _copied(em, stmt, init, out)))
     atoms = while_atoms(stmt)
     cond_name = em.names.fresh("cond")
-    cond_nodes, _, _ = _written(em, stmt, loop.cond, atoms, operands, [cond_name])
-    body, _, residuals = _written(em, stmt, loop.body, atoms, operands, outs, slice(0, n))
+    plan = memory_planned(em)
+    cond_nodes, _, _, _ = _written(em, stmt, loop.cond, atoms, operands, [cond_name],
+                                   planned=([None], lines) if plan else None)
+    body, _, residuals, ends = _written(em, stmt, loop.body, atoms, operands, outs,
+                                        slice(0, n), (arrays, lines) if plan else None)
+    nodes += lines
     if loop.record:
         trips = em.names[stmt.outs[n]]
         nodes.append(_assign(trips, ast.Constant(0)))
@@ -194,8 +245,10 @@ def while_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
         body = _pushes(em, stmt, outs, listed) + body
         first = n + 1 + len(loop.saved)
         body += [_push(em.names[s], trips, r, s in listed)
-                 for s, r in zip(stmt.outs[first:], residuals)]
+                 for s, r in zip(stmt.outs[first:], residuals)] + ends
         body.append(ast.AugAssign(_name(trips, True), ast.Add(), ast.Constant(1)))
+    else:
+        body += ends
     plain = [s for s in cond_nodes if not isinstance(s, Comment)]
     if len(plain) == 1 and isinstance(plain[0], ast.Assign) and \
             isinstance(plain[0].targets[0], ast.Name) and plain[0].targets[0].id == cond_name:
@@ -355,10 +408,15 @@ def unwind_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
     nodes: list[ast.stmt] = []
     operands = _operands(em, stmt, list(stmt.args[1:1 + s + j]), set(outs), nodes)
     operands.update(zip(stmt.outs, outs))
-    for name, start, out in zip(outs, starts, stmt.outs):
-        nodes.append(_assign(name, _copied(em, stmt, start, out)))
-    step, inputs, _ = _written(em, stmt, unwind.step, while_atoms(stmt), operands, outs,
-                               slice(s + j, None))
+    plan = memory_planned(em)
+    lines, arrays = result_arrays(em, stmt) if plan else ([], [None] * len(outs))
+    for name, start, out, array in zip(outs, starts, stmt.outs, arrays):
+        lines += started(em, [name], [em.atom(start)], [array]) if array is not None else \
+            [_assign(name, _copied(em, stmt, start, out))]
+    step, inputs, _, ends = _written(em, stmt, unwind.step, while_atoms(stmt), operands, outs,
+                                     slice(s + j, None), (arrays, lines) if plan else None)
+    nodes += lines
+    step += ends
     index = em.names.fresh("t")
     rows = [_assign(inputs[i.var], ast.Subscript(em.atom(stack), _name(index), ast.Load()))
             for i, stack in zip(unwind.step.inputs[:s], stacks)]
