@@ -243,6 +243,7 @@ class Emitter:
                       carried=carried, turns=turns, over_carried=carried is not None)
         sub.enclosing, sub.within = self, within
         if place is not None:
+            sub.dot_sums = self.function().fast     # np.sum(h * h) as h.dot(h), as a loop's
             place(sub)
         nodes: list[ast.stmt] = []
         previous, shown = None, set()
