@@ -80,6 +80,28 @@ def test_a_while_whose_backward_has_nothing_to_do_has_no_backward_loop(buffers):
         np.testing.assert_allclose(g, numerical_grad(W.line_search, (x,), 0), rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("buffers", [False, True], ids=["plain", "buffered"])
+@pytest.mark.parametrize("fn", [W.early_stop, W.index_scaled], ids=["early_stop", "index_scaled"])
+def test_a_float32_loop_left_on_data_is_a_while_of_float32(fn, buffers):
+    """A for's index is Python's int (range's), also in the while statement and in its
+    unwind (``int(T[t])``, ``float(V[t])``: a row of numbers stacked from Python's): the
+    float32 state stays float32 (the index was np.int64, which made it float64 at the
+    first trip: the loop was unrolled, a guard per test), and so do the gradients."""
+    def make(seed):
+        r = _rng(seed)
+        return r.normal(size=3).astype(np.float32), r.uniform(0.5, 1.5, 3).astype(np.float32)
+    compiled = compile_grad(fn, make(0), buffers=buffers)
+    assert "while " in compiled.text and "GuardError(" not in compiled.text
+    for seed in range(6):
+        x, w = make(seed)
+        value, dx, dw = compiled.fn(x, w)
+        assert type(value) is np.float32 and dx.dtype == dw.dtype == np.float32
+        np.testing.assert_allclose(value, fn(x, w), rtol=1e-6)
+        wide = (x.astype(np.float64), w.astype(np.float64))
+        for g, i in ((dx, 0), (dw, 1)):
+            np.testing.assert_allclose(g, numerical_grad(fn, wide, i), rtol=2e-3, atol=2e-4)
+
+
 def test_newtons_square_root_has_the_derivative_of_the_square_root():
     compiled = compile_grad(W.newton_sqrt, (np.array([2.0, 3.0, 5.0]),), buffers=False)
     for seed in range(5):

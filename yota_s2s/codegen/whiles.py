@@ -276,6 +276,19 @@ def _as_python(test: ast.expr) -> ast.expr:
     return test
 
 
+def _row(stack: ast.expr, index: str, value: Var) -> ast.expr:
+    """The unwind's read of a trip's row; a Python number (a range's index, ``0.1 * t``)
+    made Python's again (``float(V[t])``): numpy's would be a strong scalar, which promotes
+    a float32 gradient to float64 (NEP 50)."""
+    row = ast.Subscript(stack, _name(index), ast.Load())
+    if value.aval.weak and value.aval.ndim == 0:
+        return _call(_PYTHON[value.aval.dtype.kind], [row])
+    return row
+
+
+_PYTHON = {"f": "float", "i": "int", "c": "complex", "b": "bool"}
+
+
 def _assign_to(target: ast.expr, value: ast.expr) -> ast.Assign:
     return ast.Assign([target], value, lineno=0)
 
@@ -418,7 +431,7 @@ def unwind_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
     nodes += lines
     step += ends
     index = em.names.fresh("t")
-    rows = [_assign(inputs[i.var], ast.Subscript(em.atom(stack), _name(index), ast.Load()))
+    rows = [_assign(inputs[i.var], _row(em.atom(stack), index, i.var))
             for i, stack in zip(unwind.step.inputs[:s], stacks)]
     count = _call("reversed", [_call("range", [em.atom(trips)])])
     nodes.append(ast.For(_name(index, True), count, rows + step, [], lineno=0))

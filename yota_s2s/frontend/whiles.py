@@ -251,9 +251,9 @@ class WhilesMixin:
         before.update((f, np.bool_(False)) for f in flags)
         carried = _carried(names, before, body, flags)
         places = {n: self._place(n, before[n]) for n in carried}
-        t = Var(Aval((), np.dtype(np.int64)), hint=index)
+        t = Var(Aval((), np.dtype(np.int64), weak=True), hint=index)    # range's: Python's
         done = Var(Aval((), np.dtype(np.bool_)), hint=flag or self.break_flag or "done")
-        self.values[t], self.values[done] = np.int64(steps.start), np.bool_(False)
+        self.values[t], self.values[done] = int(steps.start), np.bool_(False)
         frame.locals.update(places)
         watch = Watch(dict(containers))
         outer, self.trial_records = self.trial_records, (*self.trial_records, watch)
@@ -302,7 +302,7 @@ class WhilesMixin:
                                        [t, done] + [places[n] for n in carried],
                                        [following, leave] + [outs[n] for n in carried])
         self._restore(saved)
-        inits = [Lit(np.int64(steps.start)), Lit(np.bool_(False))] + \
+        inits = [Lit(int(steps.start)), Lit(np.bool_(False))] + \
             [v if isinstance(v, Var) else Lit(_numpy(v)) for v in (before[n] for n in carried)]
         params = (index, done.hint) + tuple(carried) + \
             tuple(v.hint or f"k{i}" for i, v in enumerate(invariants))
