@@ -354,3 +354,29 @@ def test_docs_outputs_python_blocks_run_in_order(monkeypatch):
     np.testing.assert_allclose(scope["dx"], np.ones_like(x) / 5)      # d mean / dx
     np.testing.assert_allclose(scope["J"]["moments"].mean, np.kron(np.ones((1, 5)), np.eye(2))
                                .reshape(2, 5, 2) / 5)
+
+
+def _alike_then_branch(w, a, b, c):
+    v = w * 1.5
+    s = np.mean(np.sin(v) * a) + np.mean(np.sin(v) * b) + np.mean(np.sin(v) * c)
+    if np.sum(v * v) > 3.0:
+        u = np.sin(v) - 0.2
+    else:
+        u = np.tanh(v) * 0.9
+    return s + np.sum(u)
+
+
+def test_three_equal_gradients_stay_three_arrays_after_a_later_round_of_cse():
+    """a, b and c get one gradient value; fresh_outputs copies it for b and c (``db =
+    np.copy(da)``, ``dc = np.copy(da)``), and a round of the passes after it (the branch's
+    arms shed a statement) merged the two copies: db and dc were one array (fuzz --branches
+    seed 230206)."""
+    from yota_s2s.compiler import compile_grad
+    args = tuple(np.random.default_rng(i).normal(size=7) for i in range(4))
+    for buffers in (True, False):
+        compiled = compile_grad(_alike_then_branch, args, buffers=buffers)
+        value, *grads = compiled.fn(*args)
+        assert not any(np.shares_memory(grads[i], grads[j])
+                       for i in range(4) for j in range(i + 1, 4))
+        np.testing.assert_array_equal(grads[2], grads[1])
+        np.testing.assert_array_equal(grads[3], grads[1])

@@ -5,11 +5,14 @@ second one reuses the first (``x[2]`` read once; ``np.exp(x)`` in a rule and in 
 code computed once). Sums and products of numbers are the same in either order (IEEE ``+`` and
 ``*`` commute), so ``3 * x`` and ``x * 3`` are one value. Statements that make fresh buffers
 (``np.zeros`` for an accumulation), update in place, or make a value that is updated in place
-are never merged.
+are never merged; nor are the copies that give returned gradients arrays of their own
+(passes/outputs.py: ``dx4 = np.copy(dx3)``, ``dx5 = np.copy(dx3)``).
 """
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 from ..ir.rewrite import resolver, substitute, substitute_stmt
 from ..ir.tape import Lit, Stmt, Tape, Var
@@ -35,6 +38,7 @@ def _cse(tape: Tape, across: bool) -> tuple[Tape, bool]:
     resolve = resolver(mapping)
     kept = []
     targets = tape.in_place_targets()
+    returned = set(tape.outputs())      # a returned copy is that output's own array (outputs.py)
     hints = dict(tape.hints)
     folded = dict(tape.folded)           # the rules of a merged statement stay with its value
     made_backward: set[Var] = set()      # gradients and values made from them
@@ -47,7 +51,8 @@ def _cse(tape: Tape, across: bool) -> tuple[Tape, bool]:
                 key += ("a gradient",)
                 made_backward.update(stmt.outs)
         written = any(o in targets for o in stmt.outs)    # each in-place target is its own array
-        if stmt.prim.creates or stmt.prim.inplace or written:
+        if stmt.prim.creates or stmt.prim.inplace or written or \
+                (stmt.prim.fn is np.copy and any(o in returned for o in stmt.outs)):
             kept.append(stmt)
             continue
         try:
