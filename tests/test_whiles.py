@@ -84,7 +84,7 @@ def test_a_while_whose_backward_has_nothing_to_do_has_no_backward_loop(buffers):
 @pytest.mark.parametrize("fn", [W.early_stop, W.index_scaled], ids=["early_stop", "index_scaled"])
 def test_a_float32_loop_left_on_data_is_a_while_of_float32(fn, buffers):
     """A for's index is Python's int (range's), also in the while statement and in its
-    unwind (``int(T[t])``, ``float(V[t])``: a row of numbers stacked from Python's): the
+    unwind (``T[t].item()``: a row of numbers stacked from Python's): the
     float32 state stays float32 (the index was np.int64, which made it float64 at the
     first trip: the loop was unrolled, a guard per test), and so do the gradients."""
     def make(seed):

@@ -278,15 +278,13 @@ def _as_python(test: ast.expr) -> ast.expr:
 
 def _row(stack: ast.expr, index: str, value: Var) -> ast.expr:
     """The unwind's read of a trip's row; a Python number (a range's index, ``0.1 * t``)
-    made Python's again (``float(V[t])``): numpy's would be a strong scalar, which promotes
-    a float32 gradient to float64 (NEP 50)."""
+    made Python's again (``V[t].item()``): numpy's would be a strong scalar, which promotes
+    a float32 gradient to float64 (NEP 50). (``.item()``, not ``int()``: a module traced
+    again for a higher order reads it as the number it is, not a static int.)"""
     row = ast.Subscript(stack, _name(index), ast.Load())
     if value.aval.weak and value.aval.ndim == 0:
-        return _call(_PYTHON[value.aval.dtype.kind], [row])
+        return ast.Call(ast.Attribute(row, "item", ast.Load()), [], [])
     return row
-
-
-_PYTHON = {"f": "float", "i": "int", "c": "complex", "b": "bool"}
 
 
 def _assign_to(target: ast.expr, value: ast.expr) -> ast.Assign:
