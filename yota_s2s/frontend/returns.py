@@ -89,7 +89,7 @@ class ReturnsMixin:
         """Run the ``if`` ``node`` that returns, and the statements after it (``rest``), as one
         ``if`` whose arms bind the function's result, then return it; False (nothing done)
         where the block cannot be written so."""
-        if not isinstance(node, gast.If) or not _returns_in(node) or self.collector is not None \
+        if not isinstance(node, gast.If) or not _returns(node) or self.collector is not None \
                 or self.backward_mode or not self.branches or self.trial_depth:
             return False
         plan = _single_exit((node, *rest), self.frame.fn.node, self.frame.fn.name)
@@ -108,7 +108,9 @@ class _NotHere(Exception):
 
 @functools.lru_cache(maxsize=None)
 def _returns(node: gast.stmt) -> bool:
-    return any(isinstance(n, gast.Return) for n in _walk_own(node.body))
+    """Does the loop or ``if`` ``node`` hold a ``return`` of its function (in its body or its
+    ``else``: a loop's ``else`` keeps the loop as it is, returning_loop's plan)?"""
+    return any(isinstance(n, gast.Return) for n in _walk_own([node]))
 
 
 @functools.lru_cache(maxsize=None)
@@ -119,11 +121,6 @@ def _single_exit(block: tuple, fn: gast.FunctionDef, name: str) -> tuple[gast.If
     result = name if name not in used else _fresh("result", used)
     lowered = single_exit(list(block), result)
     return None if lowered is None else (lowered, result)
-
-
-@functools.lru_cache(maxsize=None)
-def _returns_in(node: gast.If) -> bool:
-    return any(isinstance(n, gast.Return) for n in _walk_own([node]))
 
 
 def _fresh(name: str, used: set) -> str:
