@@ -3,7 +3,7 @@ and tests/programs/whiles.py through ``ys.grad`` on N random inputs (1,000 by de
 compile, no guard failure, and the value and every gradient equal to the program's value and
 central differences (float64).
 
-    python tools/branch_check.py [N] [--time] [--only NAME,NAME] [--forms grad,plain,numba,...]
+    python tools/branch_check.py [N] [--time] [--alloc] [--only NAME,NAME] [--forms grad,plain,...]
 
 ``--forms``: the compiled forms checked on every input (``FORMS``; ``grad``, the default, is
 ``ys.grad`` with its cache counts, the buffered numpy module; ``plain`` the plain one; ``numba``
@@ -12,6 +12,10 @@ and ``numba-plain`` the numba printer's), each compiled once.
 ``--time``: the steady-state CPU time of a gradient call, the branch (or while) module against
 the module specialized to one path with guards (what the compiler wrote before branches and
 while statements: the first input's path, its loops unrolled), both forms.
+
+``--alloc``: the bytes of numpy array data a steady buffered call with out= (every gradient
+into the caller's array) allocates (``memory_report.allocated``), the branch module against the
+path-specialized one, at the first input.
 """
 from __future__ import annotations
 
@@ -99,25 +103,43 @@ def _jumps(fn, args) -> bool:
 
 def timing(fn, make) -> list[tuple[str, float, float]]:
     """(form, seconds a call of the branch module, of the guarded one) for both forms."""
-    from yota_s2s.compiler import compile_grad
-    from yota_s2s.frontend import branches, whiles
-
     args = make(np.random.default_rng(0))
     rows = []
     for buffers in (False, True):
-        branch = compile_grad(fn, args, buffers=buffers).fn
-        keep = (branches.BranchesMixin.branch_if, whiles.WhilesMixin.while_region,
-                whiles.WhilesMixin.while_for)
-        branches.BranchesMixin.branch_if = lambda self, node, cond: False
-        whiles.WhilesMixin.while_region = lambda self, node: False
-        whiles.WhilesMixin.while_for = lambda self, node, iterable: False
-        try:
-            guarded = compile_grad(fn, args, buffers=buffers).fn
-        finally:
-            (branches.BranchesMixin.branch_if, whiles.WhilesMixin.while_region,
-             whiles.WhilesMixin.while_for) = keep
+        branch, guarded = _both(fn, args, buffers)
         rows.append(("buffered" if buffers else "plain", *_best(branch, guarded, args)))
     return rows
+
+
+def _both(fn, args, buffers: bool):
+    """The gradient of ``fn`` compiled at ``args`` with branches and while loops (the module of
+    issue 33), and specialized to ``args``' path with guards (branches and whiles refused)."""
+    from yota_s2s.compiler import compile_grad
+    from yota_s2s.frontend import branches, whiles
+
+    branch = compile_grad(fn, args, buffers=buffers).fn
+    keep = (branches.BranchesMixin.branch_if, whiles.WhilesMixin.while_region,
+            whiles.WhilesMixin.while_for)
+    branches.BranchesMixin.branch_if = lambda self, node, cond: False
+    whiles.WhilesMixin.while_region = lambda self, node: False
+    whiles.WhilesMixin.while_for = lambda self, node, iterable: False
+    try:
+        guarded = compile_grad(fn, args, buffers=buffers).fn
+    finally:
+        (branches.BranchesMixin.branch_if, whiles.WhilesMixin.while_region,
+         whiles.WhilesMixin.while_for) = keep
+    return branch, guarded
+
+
+def allocation(fn, make) -> tuple[int, int]:
+    """Bytes of numpy array data a steady buffered call with out= allocates: the branch
+    module's, the path-specialized one's (first input)."""
+    from yota_s2s.memory_report import allocated
+
+    args = make(np.random.default_rng(0))
+    out = [np.empty_like(np.asarray(a, dtype=float)) for a in args]
+    out = [o if o.ndim else None for o in out]  # a Python float's gradient is returned
+    return tuple(allocated(lambda: f(*args, out=out)).arrays for f in _both(fn, args, True))
 
 
 def _best(f, g, args, repeat: int = 9, number: int = 1000) -> tuple[float, float]:
@@ -137,6 +159,13 @@ def main(argv: list[str]) -> int:
     n = int(next((a for a in argv if a.isdigit()), 1000))
     only = argv[argv.index("--only") + 1].split(",") if "--only" in argv else list(PROGRAMS)
     forms = argv[argv.index("--forms") + 1].split(",") if "--forms" in argv else ["grad"]
+    if "--alloc" in argv:
+        print(f"{'':16} bytes of arrays a steady buffered call with out= allocates")
+        print(f"{'program':16} {'branch':>8} {'one path':>9}")
+        for name in only:
+            branch, guarded = allocation(*PROGRAMS[name])
+            print(f"{name:16} {branch:8} {guarded:9}")
+        return 0
     failed = False
     for name, (fn, make) in ((name, PROGRAMS[name]) for name in only):
         worst, info, switching = check(name, fn, make, n, forms)
