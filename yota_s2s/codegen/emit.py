@@ -454,7 +454,10 @@ class Emitter:
         if stmt.prim in self.calls:
             return ast.Call(_dotted(self.calls[stmt.prim]), operands, keywords)
         self.modules.add(emit[1].split(".")[0])
-        return ast.Call(_dotted(emit[1]), operands, keywords)
+        call = ast.Call(_dotted(emit[1]), operands, keywords)
+        if stmt.prim.out_form == "dot" and self.numbers_in_arrays and _vector_dot(stmt):
+            return self.into_number(stmt, call, scalar=True)    # numpy's 0-d array, else
+        return call
 
     @property
     def numbers_in_arrays(self) -> bool:
@@ -511,6 +514,14 @@ class Emitter:
 _STATEMENTS: dict[Callable, Callable[[Emitter, Stmt], ast.stmt]] = {
     guard: Emitter.guard, index_add: Emitter.index_add, setitem_: Emitter.update,
     store: Emitter.store}
+
+
+def _vector_dot(stmt: Stmt) -> bool:
+    """``np.dot(x, w)`` of two vectors, a number: numpy makes it in a new 0-d array, and writes
+    it into a 0-d ``out=`` of its dtype instead (and returns it as a scalar there too)."""
+    return stmt.out.aval.ndim == 0 and not stmt.out.aval.weak and all(
+        isinstance(a, Var) and a.aval.ndim == 1 and not a.aval.weak and not a.aval.sparse
+        for a in stmt.args)
 
 
 def _dotted(path: str) -> ast.expr:
