@@ -15,10 +15,16 @@ from .programs import branches as B
 PATHS = {
     "piecewise": (B.piecewise, [(np.array([0.5, -1.0, 2.0, 0.25]),),
                                 (np.array([-0.5, 1.0, -2.0, -0.25]),)]),
-    # (normalized's x / m arm, m > 1, is left out: its backward's ``t11 /= t10.sum(out=buf7)[()]``
-    # divides by numpy's int64 count, which makes a number of its own, 24 bytes, as the module
-    # specialized to that path does)
-    "normalized": (B.normalized, [(np.array([0.3, -0.2, 0.5]),), (np.array([0.1, 0.2, -0.5]),)]),
+    # (normalized's x / m arm, m > 1: the max's backward divides by numpy's int64 count of the
+    # ties, ``buf7.fill(t10.sum(out=buf8)[()])`` and ``t11 /= buf7``, its float64 in a 0-d work
+    # array; before, ``t11 /= t10.sum(out=buf7)[()]`` made a number and a cast of it, 24 bytes)
+    "normalized": (B.normalized, [(np.array([0.3, -0.2, 0.5]),), (np.array([0.1, 0.2, -0.5]),),
+                                  (np.array([2.0, -3.0, 0.5]),)]),
+    # (three_ways: ``s = xp.dot(x, w, out=buf4)``, the number in a 0-d work array; before, 8
+    # bytes: numpy's dot of two vectors makes its number in a new 0-d array)
+    "three_ways": (B.three_ways, [(np.array([1.0, 0.5, 2.0]), np.array([0.5, 0.4, 0.3])),
+                                  (np.array([1.0, 0.5, 2.0]), np.array([-0.5, -0.4, -0.3])),
+                                  (np.array([0.3, 0.2, 0.1]), np.array([0.5, -0.4, 0.3]))]),
     "nested": (B.nested, [(np.array([1.0, 0.5, 2.0]), np.array([0.3, 0.2, 0.1])),
                           (np.array([-1.0, -0.5, -2.0]), np.array([-0.3, -0.2, -0.1])),
                           (np.array([1.0, 0.5, 2.0]), np.array([-0.3, -0.2, -0.1]))]),
@@ -88,3 +94,62 @@ def test_a_while_with_out_allocates_no_array_for_any_trip_count():
             assert into is out[0] and got == pytest.approx(value, rel=1e-13)
             np.testing.assert_allclose(into, grad, rtol=1e-13)
         np.testing.assert_allclose(grad, numerical_grad(W.newton_sqrt, (a,), 0), rtol=1e-6)
+
+
+WHILES = {  # program, inputs of several trip counts
+    # lo = np.zeros_like(c) filled in a work array (``lo = buf1; lo.fill(0.0)``); np.where,
+    # which has no out=, as ``xp.copyto(hi_2, hi_1); xp.copyto(hi_2, mid, where=above)``, in the
+    # trip and in the unwind (before: 224 bytes a call)
+    "cube_root": ("cube_root", [np.array([2.0, 8.0, 0.5]), np.array([19.0, 1.0, 3.0]),
+                                np.array([0.7, 0.6, 0.9])]),
+    # x = np.ones_like(a), s = np.zeros_like(a) filled in work arrays (before: 56 bytes)
+    "until_small": ("until_small", [np.array([2.0, 30.0, 0.5]), np.array([1.5, 2.5, 1.2]),
+                                    np.array([900.0, 0.01, 7.0])]),
+}
+
+
+@pytest.mark.parametrize("name", list(WHILES))
+def test_a_while_with_out_allocates_no_array_on_any_trip_count(name):
+    """Values equal the plain form's, call after call into the same out= arrays, and central
+    differences, for inputs of other trip counts than the first."""
+    from .programs import whiles as W
+    fn, inputs = getattr(W, WHILES[name][0]), WHILES[name][1]
+    other = (lambda a: ()) if name == "cube_root" else (lambda a: (np.array([0.3, -0.2, 0.5]),))
+    first = (inputs[0], *other(inputs[0]))
+    buffered = compile_grad(fn, first, buffers=True).fn
+    plain = compile_grad(fn, first, buffers=False).fn
+    for a in inputs:
+        args = (a, *other(a))
+        out = [np.empty_like(x) for x in args]
+        assert allocated(lambda: buffered(*args, out=out)).arrays == 0
+        value, *grads = plain(*args)
+        for _ in range(2):
+            got, *into = buffered(*args, out=out)
+            assert got == pytest.approx(value, rel=1e-13)
+            for g, i, o in zip(grads, into, out):
+                assert i is o
+                np.testing.assert_allclose(i, g, rtol=1e-13, atol=1e-15)
+        for i, g in enumerate(grads):
+            np.testing.assert_allclose(g, numerical_grad(fn, args, i), rtol=1e-6, atol=1e-6)
+
+
+def test_a_max_gradient_with_out_allocates_no_array():
+    """The max's backward, ``dy * hit / count``: the bool mask copied into the result's array
+    and multiplied there (``xp.copyto(dx, t1); dx *= buf2``: numpy would cast the mask into a
+    new array first), the int64 count divided by as a float64 in a 0-d work array. Before: 56
+    bytes a call (3 elements: the cast mask 24, the count's number and its cast 16)."""
+    def f(x):
+        return np.max(x) * 2.0 + np.sum(x * x)
+
+    x = np.array([0.5, 2.0, 2.0])           # a tie: the count is 2
+    buffered = compile_grad(f, (x,), buffers=True)
+    plain = compile_grad(f, (x,), buffers=False).fn
+    assert "xp.copyto(" in buffered.text
+    out = [np.empty(3)]
+    assert allocated(lambda: buffered.fn(x, out=out)).arrays == 0
+    value, grad = plain(x)
+    for _ in range(2):
+        got, into = buffered.fn(x, out=out)
+        assert into is out[0] and got == value
+        np.testing.assert_array_equal(into, grad)
+    np.testing.assert_array_equal(grad, [1.0, 5.0, 5.0])

@@ -341,14 +341,16 @@ def test_an_arm_that_changes_what_it_reached_keeps_the_guard(fn, extra):
 def test_vmap_selects_each_examples_arm(name, fn, make, wrt):
     """Under ys.vmap a condition that reads a batched value differs per example: both arms
     run on every example and each result is ``xp.where(cond, then, orelse)``
-    (ad/batch_branches.py); one module for a batch whose examples take both paths (a guard
-    that failed on such a batch before)."""
+    (ad/batch_branches.py; the buffered form writes it ``xp.copyto(y, orelse); xp.copyto(y,
+    then, where=cond)``); one module for a batch whose examples take both paths (a guard that
+    failed on such a batch before)."""
     examples = _paths(make, 6)
     axes = tuple(0 if np.ndim(a) else None for a in examples[0])
     args = tuple(np.stack([e[k] for e in examples]) if axis == 0 else examples[0][k]
                  for k, axis in enumerate(axes))
     compiled = compile_vmap(fn, args, axes)
-    assert "xp.where(" in compiled.text and "GuardError(" not in compiled.text
+    assert ("xp.where(" in compiled.text or ", where=" in compiled.text) \
+        and "GuardError(" not in compiled.text
     with np.errstate(all="ignore"):         # (sqrt of the examples the other arm takes)
         got = compiled.fn(*args)
     expected = [fn(*[a[i] if axis == 0 else a for a, axis in zip(args, axes)])

@@ -62,9 +62,17 @@ def writer(stmt: Stmt) -> str | None:
         return "matmul" if all(isinstance(a, Var) and 1 <= a.aval.ndim <= 2
                                for a in stmt.args) and stmt.args[0].aval.shape[-1] != 1 \
             else None
-    if prim.out_form in ("fill", "empty") and (any(tree_vars(stmt.args))
-                                    or prim.fn is np.full and np.ndim(stmt.args[1].value) != 0):
-        return None             # ``a.fill(c)`` takes a scalar only, not a (1, 1) array
+    if prim.out_form == "where":        # copyto's where= takes a bool array; numbers as they are
+        condition, *choices = stmt.args
+        return "where" if isinstance(condition, Var) and condition.aval.dtype == np.bool_ \
+            and not condition.aval.weak and all(isinstance(a, Var) or np.ndim(a.value) == 0
+                                                for a in choices) else None
+    if prim.out_form in ("fill", "empty", "fill_like", "empty_like"):
+        like = prim.out_form.endswith("_like")      # np.zeros_like(a): a's shape and dtype only
+        if any(tree_vars(stmt.args[1:] if like else stmt.args)) or prim.fn in (
+                np.full, np.full_like) and np.ndim(stmt.args[1].value) != 0:
+            return None         # ``a.fill(c)`` takes a scalar only, not a (1, 1) array
+        return prim.out_form.removesuffix("_like")
     return prim.out_form
 
 

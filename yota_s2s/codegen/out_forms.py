@@ -23,8 +23,11 @@ from ..text import dotted, identifier, literal
 
 _AUGMENTED = {operator.add: ast.Add, operator.sub: ast.Sub, operator.mul: ast.Mult,
               operator.truediv: ast.Div}
-_FILL = {np.zeros: 0.0, np.ones: 1.0}
+_FILL = {np.zeros: 0.0, np.ones: 1.0, np.zeros_like: 0.0, np.ones_like: 1.0}
 _FLOATS = ("float64", "float32", "float16")   # the dtypes numbers are read in as 0-d arrays
+# numpy casts an operand of up to this many elements (its buffer size, np.getbufsize()) into a
+# new array of the loop's dtype, a longer one through its iteration buffer
+CAST_WHOLE = 8192
 
 
 def write_statement(em, stmt: Stmt) -> list[ast.stmt] | None:
@@ -62,9 +65,14 @@ def write_statement_into(em, stmt: Stmt, target: ast.expr) -> list[ast.stmt]:
     form = plan.writes[v]
     if form in ("copy", "fill", "empty"):
         return _bind_then(em, stmt, v, target)
+    if form == "where":
+        return _where(em, stmt, v, target)
     filled, numbers = _numbers(em, stmt) if form == "ufunc" else ([], {})
-    value = _call(em, stmt, form, target, numbers)
     name = em.names[v]
+    cast = _cast_operand(em, stmt, target) if form == "ufunc" else None
+    if cast is not None:
+        return filled + _cast_then(em, stmt, target, cast, numbers)
+    value = _call(em, stmt, form, target, numbers)
     if isinstance(target, ast.Name) and target.id == name:
         first = stmt.args[0]
         augmented = _AUGMENTED.get(stmt.prim.fn)
@@ -78,6 +86,50 @@ def write_statement_into(em, stmt: Stmt, target: ast.expr) -> list[ast.stmt]:
             return filled + [ast.AugAssign(ast.Name(name), augmented(), operand)]
         return filled + [ast.Expr(value)]
     return filled + [ast.Assign([ast.Name(name)], value, lineno=0)]
+
+
+def _cast_operand(em, stmt: Stmt, target: ast.expr) -> int | None:
+    """The operand of a binary ufunc that numpy would cast into a new array of the result's
+    dtype on each call (``dy * hit``, a bool mask: numpy's buffered cast of a small operand is
+    a whole copy), where it can be copied into ``target`` first instead (``_cast_then``): an
+    integer or bool array of the result's shape, the first operand or one of a commutative
+    operation, and ``target`` not the other operand's array. Up to numpy's buffer size (8192
+    elements): a longer operand numpy casts chunk by chunk in its iteration buffer, in one pass,
+    which the copy would make two."""
+    if len(stmt.args) != 2 or _ufunc(stmt) in ("square", "sqrt") \
+            or int(np.prod(stmt.out.aval.shape)) > CAST_WHOLE:
+        return None
+    out = stmt.out.aval
+    for i, a in enumerate(stmt.args):
+        other = stmt.args[1 - i]
+        if isinstance(a, Var) and a.aval.dtype.kind in "biu" and out.dtype.kind == "f" \
+                and a.aval.shape == out.shape and not a.aval.weak \
+                and (i == 0 or stmt.prim.commutative) and (
+                    not isinstance(other, Var) or other.aval.dtype == out.dtype) \
+                and not (isinstance(other, Var) and isinstance(target, ast.Name)
+                         and em.names.names.get(other) == target.id) \
+                and not (isinstance(other, Var) and other in em.inlined):
+            return i
+    return None
+
+
+def _cast_then(em, stmt: Stmt, target: ast.expr, i: int,
+               numbers: dict[int, ast.expr]) -> list[ast.stmt]:
+    """``t = target; xp.copyto(t, hit); t *= dy``: operand ``i`` cast into the result's array
+    by copyto (no new array), then the ufunc over it with the other operand: numpy casts it
+    so before computing, so the bits are the same."""
+    v, name = stmt.out, ast.Name(em.names[stmt.out])
+    lines = [] if isinstance(target, ast.Name) and target.id == name.id else \
+        [ast.Assign([ast.Name(em.names[v])], target, lineno=0)]
+    lines.append(ast.Expr(ast.Call(_xp("copyto"), [name, em.atom(stmt.args[i])], [])))
+    other = numbers.get(1 - i) or em.atom(stmt.args[1 - i])
+    augmented = _AUGMENTED.get(stmt.prim.fn)
+    if augmented is not None:
+        lines.append(ast.AugAssign(ast.Name(name.id), augmented(), other))
+    else:
+        lines.append(ast.Expr(ast.Call(_xp(_ufunc(stmt)), [name, other],
+                                       [ast.keyword("out", ast.Name(name.id))])))
+    return lines
 
 
 def _lent_view(em, slot: int) -> list[ast.stmt]:
@@ -178,7 +230,10 @@ def _numbers(em, stmt: Stmt, literals_only: bool = False
     Each in the dtype numpy converts it to: a numpy scalar's own, a Python number's that of the
     array operands (one float dtype, holding a literal exactly). Numbers stay as they are in a
     GPU module (cupy passes them to its kernels), and in any other dtype. ``literals_only``:
-    numbers at run time stay as they are (a single statement is wanted)."""
+    numbers at run time stay as they are (a single statement is wanted). A reduction to a number
+    inlined into the ufunc is its 0-d work array itself (``dx /= t1.sum(out=buf3)``); an integer
+    or bool number with float64 arrays goes into a float64 one, as numpy converts it (a 0-d
+    int64 array would be cast into a new one)."""
     filled: list[ast.stmt] = []
     numbers: dict[int, ast.expr] = {}
     if not em.numbers_in_arrays:
@@ -196,15 +251,34 @@ def _numbers(em, stmt: Stmt, literals_only: bool = False
                 dtype = np.dtype(np.float64)     # a Python float with integers: numpy's float64
             if dtype is not None and dtype.name in _FLOATS and _exact(atom.value, dtype):
                 numbers[i] = ast.Name(em.number_array(float(atom.value), dtype))
+        elif isinstance(atom, Var) and atom in em.inlined and not literals_only \
+                and not set(inlined) - {atom} and atom.aval.dtype == array \
+                and _into_number(em.atom(atom)) is not None:
+            numbers[i] = _into_number(em.atom(atom))
         elif isinstance(atom, Var) and (atom.aval.ndim == 0 or atom in em.scalars.floats) \
                 and not filled and not literals_only and array is not None and not set(inlined) - {atom}:
             dtype = array if atom.aval.weak or atom in em.scalars.floats else atom.aval.dtype
+            if dtype.kind in "biu" and array == np.float64:
+                dtype = array   # numpy's float64 of it (an int64 count: the max's ties)
             if dtype.name in _FLOATS and atom.aval.dtype.kind in "biuf":
                 slot = em.number_slot(dtype, em.names[atom])
                 filled.append(ast.Expr(ast.Call(ast.Attribute(ast.Name(slot), "fill",
                                                               ast.Load()), [em.atom(atom)], [])))
                 numbers[i] = ast.Name(slot)
     return filled, numbers
+
+
+def _into_number(expr: ast.expr) -> ast.expr | None:
+    """``t1.sum(out=buf3)`` of ``t1.sum(out=buf3)[()]`` (``Emitter.into_number``): the 0-d
+    array the reduction writes, read by the ufunc as it is (``[()]`` makes a numpy scalar, which
+    the ufunc would make a new 0-d array of: 8 bytes a call; an int64 count, the max's ties,
+    goes into no float work array). The ufunc reads it as it reads the scalar (numpy promotes
+    a 0-d array as it does a numpy scalar), before any other operand is made."""
+    if isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Tuple) \
+            and not expr.slice.elts and isinstance(expr.value, ast.Call) \
+            and any(k.arg == "out" for k in expr.value.keywords):
+        return expr.value
+    return None
 
 
 def _exact(value, dtype: np.dtype) -> bool:
@@ -243,6 +317,32 @@ def _ufunc(stmt: Stmt) -> str:
             and isinstance(base, Var) and base.aval.dtype == stmt.out.aval.dtype:
         return "square" if exponent.value == 2 else "sqrt"
     return ufunc.__name__
+
+
+def _where(em, stmt: Stmt, v: Var, target: ast.expr) -> list[ast.stmt]:
+    """``np.where(c, a, b)``, which has no out=, into ``target``: ``t = target``, then
+    ``xp.copyto(t, b)`` (a number: ``t.fill(b)``) and ``xp.copyto(t, a, where=c)`` (a number:
+    the module's 0-d array of it, which copyto would make anew). ``target`` is none of the
+    operands' arrays (the plan writes no where over an operand), so ``b`` overwrites no value
+    that is read after it."""
+    condition, a, b = stmt.args
+    name = ast.Name(em.names[v])
+    lines = [] if isinstance(target, ast.Name) and target.id == name.id else \
+        [ast.Assign([ast.Name(em.names[v])], target, lineno=0)]
+    if isinstance(b, Lit):
+        lines.append(ast.Expr(ast.Call(ast.Attribute(name, "fill", ast.Load()),
+                                       [em.atom(b)], [])))
+    else:
+        lines.append(ast.Expr(ast.Call(_xp("copyto"), [name, em.atom(b)], [])))
+    dtype = v.aval.dtype
+    chosen = em.atom(a)
+    if isinstance(a, Lit) and em.numbers_in_arrays and dtype.name in _FLOATS \
+            and isinstance(a.value, (float, int, np.floating, np.integer)) \
+            and not isinstance(a.value, bool) and _exact(a.value, dtype):
+        chosen = ast.Name(em.number_array(float(a.value), dtype))
+    lines.append(ast.Expr(ast.Call(_xp("copyto"), [name, chosen],
+                                   [ast.keyword("where", em.atom(condition))])))
+    return lines
 
 
 def _bind_then(em, stmt: Stmt, v: Var, target: ast.expr) -> list[ast.stmt]:

@@ -215,7 +215,10 @@ TRAITS = {
     "out_form": "how codegen directs the result into a given array, for a primitive that is "
                 "not a ufunc: 'matmul' (matmul(a, b, out=)), 'dot' (np.dot: matmul(a, b, "
                 "out=) for operands up to 2-D), 'reduce' (x.sum(axis, out=)), "
-                "'copy' (copyto), 'fill' (.fill(c)), 'join' (concatenate(.., out=))",
+                "'copy' (copyto), 'fill' (.fill(c)), 'empty' (the array as it is), 'fill_like', "
+                "'empty_like' (so, the first operand giving the shape and dtype alone), 'join' "
+                "(concatenate(.., out=)), 'where' (copyto(out, x2); copyto(out, x1, "
+                "where=condition))",
     "elementwise": "each result element depends on the operand elements at its (broadcast) "
                    "position only, so a VJP rule is dy times a pointwise derivative and the JVP "
                    "is that rule with dy := the operand's tangent (every ufunc; scipy.stats)",

@@ -4,7 +4,8 @@ ends of ``np.linspace`` get theirs.
 These are primitives that ``creates`` arrays: even with all-static arguments they are recorded
 (the array is made when the generated code runs), not baked into the code as a constant.
 ``out_form="fill"``: codegen can fill a work array instead (``buf.fill(0.0)``); ``"empty"``:
-it can take a work array as it is.
+it can take a work array as it is; ``"fill_like"``, ``"empty_like"``: so too, the first operand
+giving the shape and dtype alone (``np.zeros_like(c)``: ``lo = buf3; lo.fill(0.0)``).
 """
 import numpy as np
 
@@ -15,10 +16,10 @@ primitive(np.ones,       "shape, dtype=None", creates=True, out_form="fill")
 primitive(np.empty,      "shape, dtype=None", creates=True, out_form="empty")
 primitive(np.full,       "shape, fill_value, dtype=None", creates=True, out_form="fill",
           linear=True)
-primitive(np.zeros_like, "a, dtype=None, shape=None", creates=True)
-primitive(np.ones_like,  "a, dtype=None", creates=True)
-primitive(np.empty_like, "a, dtype=None", creates=True)
-primitive(np.full_like,  "a, fill_value, dtype=None", creates=True)
+primitive(np.zeros_like, "a, dtype=None, shape=None", creates=True, out_form="fill_like")
+primitive(np.ones_like,  "a, dtype=None", creates=True, out_form="fill_like")
+primitive(np.empty_like, "a, dtype=None", creates=True, out_form="empty_like")
+primitive(np.full_like,  "a, fill_value, dtype=None", creates=True, out_form="fill_like")
 primitive(np.arange,     "start, stop=None, step=None, dtype=None", creates=True)
 primitive(np.linspace,   "start, stop, num=50, endpoint=True, dtype=None", creates=True)
 primitive(np.eye,        "N, M=None, k=0, dtype=None", creates=True)

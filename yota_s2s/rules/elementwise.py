@@ -135,7 +135,7 @@ def angle_jvp(z, dz, deg=False):
     return scale * np.imag(np.conj(z) * dz) / np.abs(z) ** 2
 
 
-primitive(np.where, "condition, x1, x2", elementwise=True)   # numpy's x, y: y is the result in rules
+primitive(np.where, "condition, x1, x2", elementwise=True, out_form="where")   # numpy's x, y: y is the result in rules
 diffrule(np.where,      "x1", "np.where(condition, dy, 0.0)")
 diffrule(np.where,      "x2", "np.where(condition, 0.0, dy)")
 
