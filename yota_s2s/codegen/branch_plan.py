@@ -64,12 +64,15 @@ def result_arrays(em: Emitter, stmt: Stmt, outs: list[Var] | None = None
     return lines, arrays
 
 
-def nested_places(em: Emitter, stmt: Stmt, lines: list[ast.stmt]) -> Callable[[Emitter], None]:
+def nested_places(em: Emitter, stmt: Stmt, lines: list[ast.stmt],
+                  named: Callable[[Emitter], dict[int, str]] | None = None
+                  ) -> Callable[[Emitter], None]:
     """How an arm of the branch ``stmt`` (a while's condition, body, unwind step) places its
     plan's work arrays: in the function's,
     free where the statement is (region_slots.function_slot: the statement of the function
     it is in, or the loop or branch holding it); in one of its own where that statement
-    is not known. The
+    is not known; those ``named`` gives (a trip's new carried value: while_plan.py
+    ``spare_slots``), under the name it gives. The
     lines that make them (a returned array lending one) go to ``lines``."""
     function = em.function()
     at = next(i for i, s in enumerate(em.tape.stmts) if s is stmt) \
@@ -78,7 +81,11 @@ def nested_places(em: Emitter, stmt: Stmt, lines: list[ast.stmt]) -> Callable[[E
     def place(sub: Emitter) -> None:
         sub.slot_at = at
         taken: set[int] = set()
+        given = named(sub) if named is not None else {}
         for k, (shape, dtype, members) in enumerate(sub.memory.slots):
+            if k in given:
+                sub.slot_names[k] = given[k]
+                continue
             labels = list(dict.fromkeys(sub.names[v] for v in members))
             if at is None:
                 j = function.add_slot(shape, dtype, labels)

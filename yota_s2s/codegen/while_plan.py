@@ -7,7 +7,10 @@ and each trip updates it there: the body's memory is planned as straight code is
 arrays its own (buffers.py ``carried``: a value computed from the carried one once that is dead
 is written over it, ``xp.add(x, t6, out=x)``), its intermediates in the function's work arrays
 free where the loop is; a trip's new value made elsewhere is copied in at the trip's end,
-after its residuals are pushed (the body read the old value while it computed the new one)::
+after its residuals are pushed (the body read the old value while it computed the new one);
+where the carried array is a work array, the trip makes its new value in a second one instead,
+the spare, and the two swap names at the trip's end (``spare_slots``: no copy; after the loop
+the value is in either, both held while it lives)::
 
     buf1[...] = a
     x = buf1
@@ -23,12 +26,14 @@ from __future__ import annotations
 
 import ast
 import operator
+from typing import Callable
 
-from ..ir.tape import Tape, Var
+from ..ir.tape import Stmt, Tape, Var
 from ..rules.indexing import setitem_
 from .branch_plan import copied_in
 from .buffers import in_branch_array
 from .emit import Emitter
+from .region_slots import function_slot, in_array_after
 
 
 def trip_plan(tape: Tape, own: slice, arrays: list) -> dict:
@@ -90,13 +95,50 @@ def carried_names(sub: Emitter, tape: Tape, own: slice, outs: list[str], arrays:
                 sub.names.names[m] = name
 
 
+def spare_slots(em: Emitter, stmt: Stmt, tape: Tape, own: slice, outs: list[str],
+                arrays: list, lines: list[ast.stmt], turned: dict[int, str]
+                ) -> Callable[[Emitter], dict[int, str]]:
+    """For ``branch_plan.nested_places``: a trip's new value of a carried value that lives in
+    a work array of the enclosing plan, made in a work array of the trip's plan (not over the
+    carried one), goes into a second work array of the function, the spare (``x_spare =
+    buf7``, made before the loop: ``lines``), held from the loop to the end of the loop's
+    result (in_array_after); the trip's plan names its work array so, and the names swap at
+    the trip's end (``trip_end``) where the value would be copied in. ``turned``: carried
+    index -> the spare's name. Not in a loop within another statement's (its arrays are
+    placed at that statement, ``slot_at``)."""
+    def named(sub: Emitter) -> dict[int, str]:
+        if em.enclosing is not None:
+            return {}
+        at = next(i for i, s in enumerate(em.tape.stmts) if s is stmt)
+        done = in_carried(sub, tape, own, arrays)
+        given: dict[int, str] = {}
+        for k, r in enumerate(tape.result[:len(done)]):
+            outer = em.memory.group.get(stmt.outs[k])
+            group = sub.memory.group.get(r) if isinstance(r, Var) else None
+            if done[k] or arrays[k] is None or outer is None or outer.kind != "slot" \
+                    or group is None or group.kind != "slot" or group.slot in given \
+                    or tape.result[:len(done)].count(r) != 1:
+                continue
+            shape, dtype, _ = sub.memory.slots[group.slot]
+            end = in_array_after(em, stmt.outs[k], at)[1]
+            j = function_slot(em, at, end, shape, dtype, [outs[k]], set(), lines)
+            spare = em.names.fresh(f"{outs[k]}_spare")
+            lines.append(ast.Assign([ast.Name(spare, ast.Store())],
+                                    ast.Name(em.slot_names[j], ast.Load()), lineno=0))
+            given[group.slot] = turned[k] = spare
+            em.turned.append((outs[k], spare))
+        return given
+    return named
+
+
 def trip_end(em: Emitter, sub: Emitter, tape: Tape, own: slice, outs: list[str],
-             arrays: list) -> list[ast.stmt] | None:
+             arrays: list, turned: dict[int, str]) -> list[ast.stmt] | None:
     """The copies that put a trip's new values made elsewhere into the carried arrays
     (``x[...] = t9``), ordered so that none writes an array a later one reads (``x, y = y,
-    x``: None, where they read each other's)."""
+    x``: None, where they read each other's); then the swaps of the carried arrays with
+    their spares (``turned``: ``x, x_spare = x_spare, x``)."""
     owned = [i.var for i in tape.inputs[own]]
-    done = in_carried(sub, tape, own, arrays)
+    done = [d or k in turned for k, d in enumerate(in_carried(sub, tape, own, arrays))]
     facts, plan = sub.facts, sub.memory
 
     def home(v: Var):
@@ -113,8 +155,12 @@ def trip_end(em: Emitter, sub: Emitter, tape: Tape, own: slice, outs: list[str],
             return None
         order.append(ready[0])
         left.remove(ready[0])
+    swaps = [ast.Assign([ast.Tuple([ast.Name(outs[k], ast.Store()), ast.Name(spare, ast.Store())],
+                                   ast.Store())],
+                        ast.Tuple([ast.Name(spare, ast.Load()), ast.Name(outs[k], ast.Load())],
+                                  ast.Load()), lineno=0) for k, spare in turned.items()]
     return [ast.Assign([ast.Subscript(ast.Name(outs[k]), ast.Constant(Ellipsis), ast.Store())],
-                       sub.atom(tape.result[k]), lineno=0) for k in order]
+                       sub.atom(tape.result[k]), lineno=0) for k in order] + swaps
 
 
 def started(em: Emitter, names: list[str], inits: list[ast.expr], arrays: list

@@ -48,7 +48,7 @@ from .buffers import in_branch_array
 from .branch_plan import nested_places, planned as memory_planned, result_arrays
 from .emit import Emitter
 from .render import Comment
-from .while_plan import carried_names, started, trip_end, trip_plan, updated_rows
+from .while_plan import carried_names, spare_slots, started, trip_end, trip_plan, updated_rows
 
 
 def _name(text: str, store: bool = False) -> ast.Name:
@@ -171,14 +171,16 @@ def _written(em: Emitter, stmt: Stmt, tape: Tape, atoms: list, operands: dict[Va
         arrays, ends = [None] * len(outs), []
     else:
         arrays, lines = planned
-        place = nested_places(em, stmt, lines)
+        turned: dict[int, str] = {}
+        place = nested_places(em, stmt, lines,
+                              spare_slots(em, stmt, tape, own, outs, arrays, lines, turned))
 
         def placed(sub: Emitter) -> None:
             place(sub)
             carried_names(sub, tape, own, outs, arrays)
         nodes, sub = em.nested(tape, names, within=within, place=placed,
                                unplanned=updated_rows(tape), **trip_plan(tape, own, arrays))
-        ends = trip_end(em, sub, tape, own, outs, arrays)
+        ends = trip_end(em, sub, tape, own, outs, arrays, turned)
         if ends is None:
             raise AssertionError(f"the trip of {stmt.loc} swaps carried arrays")
     pending = [(name, r) for k, (r, name) in enumerate(zip(tape.result, outs))
