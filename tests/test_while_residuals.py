@@ -28,8 +28,9 @@ def test_the_unwind_reads_the_branch_bit_and_the_trip_values(buffers):
                             buffers=buffers)
     forward, backward = _sections(compiled.text)
     # the plain form's stacks of arrays, and of flags the unwind only tests, are lists of
-    # references (nothing writes them in place)
-    pushed = ("        ERR_COND[trips] = err_cond\n", "        Y1[trips] = y1\n") if buffers \
+    # references (nothing writes them in place); the buffered form's stack of arrays, a list of
+    # its rows held per thread, is pushed by copying into a row
+    pushed = ("        ERR_COND[trips] = err_cond\n", "        Y1[trips][...] = y1\n") if buffers \
         else ("        ERR_COND.append(err_cond)\n", "        Y1.append(y1)\n")
     assert all(p in forward for p in pushed) and "        H[trips] = h_1\n" in forward
     assert "T[trips]" not in forward and "Y2" not in compiled.text

@@ -63,11 +63,13 @@ class StepLimitError(RuntimeError):
 _STACKS = '''
 
 def _stacks():
-    """This thread's while-loop stacks: made on its first call with the rows of STACKS; a loop
-    that finds one full doubles it, and it is kept so for the calls after."""
+    """This thread's while-loop stacks: made on its first call with the rows of STACKS (a stack
+    of arrays as a list of its rows); a loop that finds one full doubles it, and it is kept so
+    for the calls after."""
     stacks = getattr(_local, "stacks", None)
     if stacks is None:
-        stacks = _local.stacks = [xp.empty(shape, dtype) for shape, dtype, _ in STACKS]
+        stacks = _local.stacks = [list(xp.empty(shape, dtype)) if len(shape) > 1 else
+                                  xp.empty(shape, dtype) for shape, dtype, _ in STACKS]
     return stacks
 '''
 
@@ -76,10 +78,12 @@ _STACKS_TAKEN = '''
 def _stacks():
     """This thread's while-loop stacks, taken by a call until it gives them back as it returns
     (``_local.stacks = _held_stacks``): made with the rows of STACKS, doubled by a loop that
-    finds one full and kept so. A call made while they are taken makes stacks of its own."""
+    finds one full and kept so (a stack of arrays as a list of its rows). A call made while
+    they are taken makes stacks of its own."""
     stacks = getattr(_local, "stacks", None)
     if stacks is None:
-        return [xp.empty(shape, dtype) for shape, dtype, _ in STACKS]
+        return [list(xp.empty(shape, dtype)) if len(shape) > 1 else xp.empty(shape, dtype)
+                for shape, dtype, _ in STACKS]
     _local.stacks = None
     return stacks
 '''
