@@ -96,16 +96,19 @@ def carried_names(sub: Emitter, tape: Tape, own: slice, outs: list[str], arrays:
 
 
 def spare_slots(em: Emitter, stmt: Stmt, tape: Tape, own: slice, outs: list[str],
-                arrays: list, lines: list[ast.stmt], turned: dict[int, str]
-                ) -> Callable[[Emitter], dict[int, str]]:
+                arrays: list, lines: list[ast.stmt], turned: dict[int, str],
+                back: dict[int, str]) -> Callable[[Emitter], dict[int, str]]:
     """For ``branch_plan.nested_places``: a trip's new value of a carried value that lives in
     a work array of the enclosing plan, made in a work array of the trip's plan (not over the
     carried one), goes into a second work array of the function, the spare (``x_spare =
     buf7``, made before the loop: ``lines``), held from the loop to the end of the loop's
     result (in_array_after); the trip's plan names its work array so, and the names swap at
     the trip's end (``trip_end``) where the value would be copied in. ``turned``: carried
-    index -> the spare's name. Not in a loop within another statement's (its arrays are
-    placed at that statement, ``slot_at``)."""
+    index -> the spare's name. A carried value in the array returned to the caller (the
+    unwind's ``dk``) may end in the spare: the array is kept under a name (``back``: carried
+    index -> it, ``dk_out = dk``) and the value copied into it after the loop where it is not
+    there (``copied_back``); the spare is the loop's alone. Not in a loop within another
+    statement's (its arrays are placed at that statement, ``slot_at``)."""
     def named(sub: Emitter) -> dict[int, str]:
         if em.enclosing is not None:
             return {}
@@ -115,20 +118,43 @@ def spare_slots(em: Emitter, stmt: Stmt, tape: Tape, own: slice, outs: list[str]
         for k, r in enumerate(tape.result[:len(done)]):
             outer = em.memory.group.get(stmt.outs[k])
             group = sub.memory.group.get(r) if isinstance(r, Var) else None
-            if done[k] or arrays[k] is None or outer is None or outer.kind != "slot" \
+            if done[k] or arrays[k] is None or outer is None \
+                    or outer.kind not in ("slot", "result") \
                     or group is None or group.kind != "slot" or group.slot in given \
                     or tape.result[:len(done)].count(r) != 1:
                 continue
             shape, dtype, _ = sub.memory.slots[group.slot]
-            end = in_array_after(em, stmt.outs[k], at)[1]
+            returned = outer.kind == "result"
+            end = at if returned else in_array_after(em, stmt.outs[k], at)[1]
             j = function_slot(em, at, end, shape, dtype, [outs[k]], set(), lines)
             spare = em.names.fresh(f"{outs[k]}_spare")
+            if returned:
+                kept = em.names.fresh(f"{outs[k]}_out")
+                lines.append(ast.Assign([ast.Name(kept, ast.Store())],
+                                        ast.Name(outs[k], ast.Load()), lineno=0))
+                back[k] = kept
             lines.append(ast.Assign([ast.Name(spare, ast.Store())],
                                     ast.Name(em.slot_names[j], ast.Load()), lineno=0))
             given[group.slot] = turned[k] = spare
             em.turned.append((outs[k], spare))
         return given
     return named
+
+
+def copied_back(outs: list[str], back: dict[int, str]) -> list[ast.stmt]:
+    """After the loop, each carried value the loop may leave in its spare put in the returned
+    array it lives in (``spare_slots``): ``if dk is not dk_out: dk_out[...] = dk; dk =
+    dk_out``."""
+    nodes: list[ast.stmt] = []
+    for k, kept in back.items():
+        test = ast.Compare(ast.Name(outs[k], ast.Load()), [ast.IsNot()],
+                           [ast.Name(kept, ast.Load())])
+        copy = ast.Assign([ast.Subscript(ast.Name(kept, ast.Load()), ast.Constant(Ellipsis),
+                                         ast.Store())], ast.Name(outs[k], ast.Load()), lineno=0)
+        rebind = ast.Assign([ast.Name(outs[k], ast.Store())], ast.Name(kept, ast.Load()),
+                            lineno=0)
+        nodes.append(ast.If(test, [copy, rebind], []))
+    return nodes
 
 
 def trip_end(em: Emitter, sub: Emitter, tape: Tape, own: slice, outs: list[str],

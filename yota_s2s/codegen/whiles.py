@@ -48,7 +48,8 @@ from .buffers import in_branch_array
 from .branch_plan import nested_places, planned as memory_planned, result_arrays
 from .emit import Emitter
 from .render import Comment
-from .while_plan import carried_names, spare_slots, started, trip_end, trip_plan, updated_rows
+from .while_plan import (carried_names, copied_back, spare_slots, started, trip_end, trip_plan,
+                         updated_rows)
 
 
 def _name(text: str, store: bool = False) -> ast.Name:
@@ -139,7 +140,8 @@ def _prepared(tape: Tape, atoms: list) -> Tape:
 
 
 def _written(em: Emitter, stmt: Stmt, tape: Tape, atoms: list, operands: dict[Var, str],
-             outs: list[str], own: slice = slice(0, 0), planned: tuple | None = None
+             outs: list[str], own: slice = slice(0, 0), planned: tuple | None = None,
+             back: dict[int, str] | None = None
              ) -> tuple[list[ast.stmt], dict[Var, str], list[ast.expr], list[ast.stmt]]:
     """``tape``'s statements with its comments, its results bound to ``outs`` at the end (the
     last statement's made under its name where that is a result); its inputs' names; the
@@ -148,7 +150,8 @@ def _written(em: Emitter, stmt: Stmt, tape: Tape, atoms: list, operands: dict[Va
     view of one is copied: what the loop carries out is its own array. ``planned`` (the
     buffered form: the arrays of the carried values, the lines before the loop, while_plan.py):
     the tape's memory planned, the carried arrays updated in place, and the copies that end a
-    trip (the fourth result)."""
+    trip (the fourth result); ``back`` gets the returned arrays a carried value is copied back
+    into after the loop (while_plan.spare_slots)."""
     tape = _prepared(tape, atoms)
     shared = {i.var for i in tape.inputs} - {i.var for i in tape.inputs[own]}
     fixed: dict[Var, str] = {}
@@ -172,8 +175,9 @@ def _written(em: Emitter, stmt: Stmt, tape: Tape, atoms: list, operands: dict[Va
     else:
         arrays, lines = planned
         turned: dict[int, str] = {}
-        place = nested_places(em, stmt, lines,
-                              spare_slots(em, stmt, tape, own, outs, arrays, lines, turned))
+        back = {} if back is None else back
+        place = nested_places(em, stmt, lines, spare_slots(em, stmt, tape, own, outs, arrays,
+                                                           lines, turned, back))
 
         def placed(sub: Emitter) -> None:
             place(sub)
@@ -236,8 +240,9 @@ def while_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
     plan = memory_planned(em)
     cond_nodes, _, _, _ = _written(em, stmt, loop.cond, atoms, operands, [cond_name],
                                    planned=([None], lines) if plan else None)
+    back: dict[int, str] = {}
     body, _, residuals, ends = _written(em, stmt, loop.body, atoms, operands, outs,
-                                        slice(0, n), (arrays, lines) if plan else None)
+                                        slice(0, n), (arrays, lines) if plan else None, back)
     nodes += lines
     if loop.record:
         trips = em.names[stmt.outs[n]]
@@ -258,7 +263,7 @@ def while_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
     else:
         stop = ast.If(ast.UnaryOp(ast.Not(), _name(cond_name)), [ast.Break()], [])
         nodes.append(ast.While(ast.Constant(True), cond_nodes + [stop] + body, []))
-    return nodes
+    return nodes + copied_back(outs, back)
 
 
 def _as_python(test: ast.expr) -> ast.expr:
@@ -460,8 +465,9 @@ def unwind_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
     for name, start, out, array in zip(outs, starts, stmt.outs, arrays):
         lines += started(em, [name], [em.atom(start)], [array]) if array is not None else \
             [_assign(name, _copied(em, stmt, start, out))]
+    back: dict[int, str] = {}
     step, inputs, _, ends = _written(em, stmt, unwind.step, while_atoms(stmt), operands, outs,
-                                     slice(s + j, None), (arrays, lines) if plan else None)
+                                     slice(s + j, None), (arrays, lines) if plan else None, back)
     nodes += lines
     step += ends
     index = em.names.fresh("t")
@@ -469,6 +475,6 @@ def unwind_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
             for i, stack in zip(unwind.step.inputs[:s], stacks)]
     count = _call("reversed", [_call("range", [em.atom(trips)])])
     nodes.append(ast.For(_name(index, True), count, rows + step, [], lineno=0))
-    return nodes
+    return nodes + copied_back(outs, back)
 
 
