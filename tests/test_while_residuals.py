@@ -27,12 +27,16 @@ def test_the_unwind_reads_the_branch_bit_and_the_trip_values(buffers):
     compiled = compile_grad(W.adaptive_heun, (np.array([1.0, 2.0]), np.array([1.0, 1.5])),
                             buffers=buffers)
     forward, backward = _sections(compiled.text)
-    # the plain form's stacks of arrays, and of flags the unwind only tests, are lists of
-    # references (nothing writes them in place); the buffered form's stack of arrays, a list of
-    # its rows held per thread, is pushed by copying into a row
-    pushed = ("        ERR_COND[trips] = err_cond\n", "        Y1[trips][...] = y1\n") if buffers \
-        else ("        ERR_COND.append(err_cond)\n", "        Y1.append(y1)\n")
-    assert all(p in forward for p in pushed) and "        H[trips] = h_1\n" in forward
+    # the plain form's stacks of arrays, of flags the unwind only tests and of float64 numbers
+    # it reads only with float64 arrays (h * dy) are lists of references (nothing writes them
+    # in place), with no check for room; the buffered form's stack of arrays, a list of its
+    # rows held per thread, is pushed by copying into a row
+    pushed = ("        ERR_COND[trips] = err_cond\n", "        Y1[trips][...] = y1\n",
+              "        H[trips] = h_1\n") if buffers \
+        else ("        ERR_COND.append(err_cond)\n", "        Y1.append(y1)\n",
+              "        H.append(h_1)\n", "        V.append(t7)\n")
+    assert all(p in forward for p in pushed)
+    assert ("len(" in forward) == buffers
     assert "T[trips]" not in forward and "Y2" not in compiled.text
     assert "max(" not in backward and "xp.minimum" not in backward
     assert " dh" not in backward and " dt" not in backward
@@ -45,6 +49,18 @@ def test_the_unwind_reads_the_branch_bit_and_the_trip_values(buffers):
         for i in (0, 1):
             np.testing.assert_allclose(grads[i], numerical_grad(W.adaptive_heun, args, i),
                                        rtol=1e-6, atol=1e-8)
+
+
+def test_a_number_the_unwind_reads_with_numbers_keeps_its_array_stack():
+    """rk45's unwind reads the step size ``h`` of a trip in operations on numbers (``dh * v``),
+    where numpy's float64 and Python's float differ (a division by zero, a float32 operand):
+    its stack stays an array, whose row is numpy's number, and the stacks are checked for
+    room; adaptive_heun's (read only with float64 arrays) is a list (test above)."""
+    compiled = compile_grad(W.rk45, (np.array([1.0, 2.0]), np.array([1.0, 1.5])),
+                            buffers=False)
+    forward, backward = _sections(compiled.text)
+    assert "    H = xp.empty((16,))\n" in forward and "        H[trips] = h\n" in forward
+    assert "if trips == len(H):" in forward and " = H[t" in backward
 
 
 def test_a_residual_has_its_tangent_stacked_for_the_hvp():

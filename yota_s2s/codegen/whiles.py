@@ -39,7 +39,10 @@ from __future__ import annotations
 
 import ast
 
+import numpy as np
+
 from ..ir.analysis import Analysis, memory_bases, read_only
+from ..ir.branch import branch_of
 from ..ir.names import tape_namer
 from ..ir.rewrite import substitute
 from ..ir.tape import Lit, Stmt, Tape, Var
@@ -305,7 +308,11 @@ def _listed(em: Emitter, stmt: Stmt) -> set[Var]:
     in place after their push: the loop's body and the step of each unwind reading it (the
     stack's only readers) update nothing in place, nor does the function the memory of the
     loop's operands or results (a row may be one of them, or a view of one). A number keeps
-    its array stack: a row read there is numpy's number, as the backward was written for."""
+    its array stack, where a row read there is numpy's number, as the backward was written
+    for; a float64 number that each unwind step reads only as an operand of a ufunc with a
+    float64 array (``h * dy``: Python's float and numpy's give the same array) is a list of
+    them too (``_array_operand``: a push ~0.1 us, a read ~0.15 us less than a row's, and no
+    check for room where every stack is a list)."""
     function = em.function()
     loop: While = while_of(stmt)
     if function.fast or em.enclosing is not None or Analysis(loop.body).updates:
@@ -319,9 +326,44 @@ def _listed(em: Emitter, stmt: Stmt) -> set[Var]:
         readers = [facts.tape.stmts[p] for p in facts.readers.get(out, ())]
         if all(r.prim.emit[:1] == ("unwind",) and _rows_kept(r, out) for r in readers) and \
                 (out.aval.ndim > 1 or out.aval.dtype.kind == "b" and
-                 all(_only_tested(r, out) for r in readers)):
+                 all(_only_tested(r, out) for r in readers) or
+                 out.aval.dtype == np.float64 and not out.aval.weak and
+                 all(_array_operand(r, out) for r in readers)):
             listed.add(out)
     return listed
+
+
+def _array_operand(unwind: Stmt, stack: Var) -> bool:
+    """Whether the step of ``unwind`` reads each row of the number stack ``stack`` only as an
+    operand of a ufunc whose other operand is a float64 array (in an arm of a branch of the
+    step, too): there a Python float and numpy's float64 give the same array, bit for bit, so
+    the row may be the pushed number itself, whichever of the two the forward holds."""
+    step = while_of(unwind).step
+    rows = [i.var for i, a in zip(step.inputs, unwind.args[1:]) if a is stack]
+    return all(not v.aval.weak and _read_with_arrays(step, v) for v in rows)
+
+
+def _read_with_arrays(tape: Tape, v: Var) -> bool:
+    if any(r is v for r in tape.result):
+        return False
+    for s in tape.stmts:
+        if v not in s.args:
+            continue
+        branch = branch_of(s)
+        if branch is not None:
+            if s.args[0] is v:
+                return False
+            if not all(_read_with_arrays(arm, i.var) for arm in branch.arms
+                       for i, a in zip(arm.inputs, s.args[1:]) if a is v):
+                return False
+            continue
+        others = [a for a in s.args if a is not v]
+        if s.prim.ufunc is None or s.params or len(s.outs) != 1 or \
+                s.out.aval.dtype != np.float64 or not s.out.aval.ndim or \
+                not any(isinstance(a, Var) and a.aval.ndim for a in others) or \
+                any(a.aval.dtype != np.float64 for a in others if isinstance(a, Var)):
+            return False
+    return True
 
 
 def _rows_kept(unwind: Stmt, stack: Var) -> bool:
