@@ -45,6 +45,7 @@ from ..ir.analysis import Analysis
 from ..ir.tape import Lit, Stmt, Tape, Var
 from ..rules.indexing import index_add
 from ..text import literal
+from .trip_floats import trip_floats
 
 # Python floats or numpy: ``x.tolist()`` and ``xp.asarray([dx0, ...])`` cost ~60 ns an element,
 # read or not; each element read and its operations cost ~500 ns more as numpy scalars. Measured
@@ -294,6 +295,9 @@ def _extremum(emitter, stmt: Stmt) -> list[ast.stmt] | None:
 
         t7 = 1.0 - t
         h_1 = xp.float64(h if h < t7 or h != h else t7)
+
+    A while's step that every reader would take alike as Python's float stays Python's
+    (trip_floats.py: adaptive_heun's ``h_1 = h if h < t_2 or h != h else t_2``).
     """
     compare = _EXTREMA.get(stmt.prim.fn)
     if compare is None or emitter.device != "cpu" or stmt.params or len(stmt.args) != 2 \
@@ -313,9 +317,10 @@ def _extremum(emitter, stmt: Stmt) -> list[ast.stmt] | None:
     test = ast.Compare(a, [compare()], [b])
     if isinstance(stmt.args[0], Var):
         test = ast.BoolOp(ast.Or(), [test, ast.Compare(a, [ast.NotEq()], [a])])
-    emitter.modules.add("xp")
-    value = ast.Call(ast.Attribute(ast.Name("xp"), "float64", ast.Load()),
-                     [ast.IfExp(test, a, b)], [])
+    value = ast.IfExp(test, a, b)
+    if not trip_floats(emitter, stmt.out):
+        emitter.modules.add("xp")
+        value = ast.Call(ast.Attribute(ast.Name("xp"), "float64", ast.Load()), [value], [])
     return nodes + [ast.Assign([ast.Name(emitter.names[stmt.out])], value, lineno=0)]
 
 
