@@ -133,8 +133,14 @@ def _arm(em: Emitter, stmt: Stmt, arm: Tape, operands: dict[Var, str], outs: lis
     # the value of its group it is written over, as ``t7 -= t8`` is)
     bound = [isinstance(r, Var) and fixed.get(r) == name and sub.names[r] == name
              for r, name in zip(arm.result, outs)]
-    for r, name, array in zip(arm.result, outs, arrays):
-        if array is not None and not made_in(sub, r, array):
+    for r, name, array, out in zip(arm.result, outs, arrays, stmt.outs):
+        if array is not None and _passed_on(em, stmt, arm, r, out, array):
+            em.passed.add(array.id)
+            nodes.append(ast.Assign([ast.Name(name)], sub.atom(r), lineno=0))
+        elif array is not None and (_read_unseen(em, stmt, arm, r, out, array)
+                                    or _in_array(em, stmt, arm, r, out)):
+            nodes.append(ast.Assign([ast.Name(name)], sub.atom(r), lineno=0))
+        elif array is not None and not made_in(sub, r, array):
             nodes += copied_in(em, name, array, sub.atom(r))
     # an array given as two results is given twice: each result an array of its own where
     # that could be seen
@@ -153,6 +159,55 @@ def _arm(em: Emitter, stmt: Stmt, arm: Tape, operands: dict[Var, str], outs: lis
                                 values[0] if len(values) == 1 else ast.Tuple(values),
                                 lineno=0))
     return nodes
+
+
+def _passed_on(em: Emitter, stmt: Stmt, arm: Tape, r, out: Var, array: ast.expr) -> bool:
+    """Whether the arm gives on, as the trip's new value ``out``, the carried value it read
+    (``else: y_1 = y``), where the trip makes its new value in the carried array's spare
+    (``array``, while_plan.spare_slots) and nothing writes the carried array after the branch:
+    bound, not copied into the spare; the trip's end swaps the two only where the new value is
+    in the spare (``trip_end``)."""
+    if em.within is None or while_of(em.within[0]) is None or not isinstance(array, ast.Name) \
+            or not isinstance(r, Var):
+        return False
+    own, inputs = em.within[1], [i.var for i in arm.inputs]
+    a = stmt.args[1 + inputs.index(r)] if r in inputs else None
+    if a not in own or em.tape.result.count(out) != 1 \
+            or em.tape.result.index(out) != own.index(a):
+        return False
+    if (em.names[a], array.id) not in em.function().turned:
+        return False
+    at = next(i for i, s in enumerate(em.tape.stmts) if s is stmt)
+    return not _written(em, [a], at)
+
+
+def _read_unseen(em: Emitter, stmt: Stmt, arm: Tape, r, out: Var, array: ast.expr) -> bool:
+    """Whether the arm's result ``r``, an array the arm read as it came, is the branch's result
+    ``out`` as it is, not copied into ``out``'s work array (``array``): where the sharing could
+    not be seen (``_shared_unseen``: nothing writes either array while ``out`` is read, and
+    ``out`` is not returned), as the plain form gives it (``else: dw = dh``, then ``H[t6] =
+    dw``)."""
+    if not isinstance(array, ast.Name) or not isinstance(r, Var) or not r.aval.ndim:
+        return False
+    group = em.memory.group.get(out)
+    inputs = [i.var for i in arm.inputs]
+    if group is None or group.kind != "slot" or r not in inputs or r.aval != out.aval \
+            or out in em.facts.returned:
+        return False
+    a = stmt.args[1 + inputs.index(r)]
+    return isinstance(a, Var) and _shared_unseen(em, out, [a])
+
+
+def _in_array(em: Emitter, stmt: Stmt, arm: Tape, r, out: Var) -> bool:
+    """Whether the arm's result ``r``, an operand of the branch it gives on as it came, is in
+    the work array of the branch's result ``out`` already (buffers._given_on)."""
+    inputs = [i.var for i in arm.inputs]
+    if not isinstance(r, Var) or r not in inputs:
+        return False
+    a = stmt.args[1 + inputs.index(r)]
+    mine, given = em.memory.group.get(a), em.memory.group.get(out)
+    return mine is not None and given is not None and mine.kind == given.kind == "slot" \
+        and mine.slot == given.slot
 
 
 def _retyped(r: Var, out: Var) -> bool:

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..ir.analysis import Analysis, memory_bases, read_only
+from ..ir.branch import branch_of
 from ..ir.region import handed_over_operands, loop_of
 from ..ir.whiles import while_of
 from ..ir.tape import Stmt, Tape, Var, tree_vars
@@ -390,15 +391,21 @@ def _assign_slots(tape: Tape, plan: MemoryPlan, facts: Analysis) -> None:
     order = facts.defined
     busy: list[tuple[int, int, Group]] = []      # (end, when it was taken, group)
     free: dict[tuple, deque[int]] = {}
+    handed: set[int] = set()     # groups whose slot a branch's result took on (_given_on)
     for taken, group in enumerate(sorted(groups, key=lambda g: order[g.members[0]])):
         start = order[group.members[0]]
         done = []
         while busy and busy[0][0] < start:
             done.append(heapq.heappop(busy))
         for _, _, g in sorted(done, key=lambda d: d[1]):       # freed in the order taken
-            free.setdefault(_kind(g.members[0]), deque()).append(g.slot)
+            if id(g) not in handed:
+                free.setdefault(_kind(g.members[0]), deque()).append(g.slot)
+        given = _given_on(group, [g for _, _, g in busy if id(g) not in handed], plan, facts)
         pool = free.get(_kind(group.members[0])) if not group.turn else None
-        if pool:
+        if given is not None:
+            group.slot = given.slot
+            handed.add(id(given))
+        elif pool:
             group.slot = pool.popleft()
         else:
             group.slot = len(plan.slots)
@@ -406,6 +413,37 @@ def _assign_slots(tape: Tape, plan: MemoryPlan, facts: Analysis) -> None:
         plan.slots[group.slot][2].extend(group.members)
         if not group.turn:
             heapq.heappush(busy, (group.end, taken, group))
+
+
+def _given_on(group: Group, busy: list[Group], plan: MemoryPlan, facts: Analysis
+              ) -> Group | None:
+    """The busy group whose work array a branch's result (``group``'s first value) takes on:
+    an operand of the branch, the last value of its group, read last by the branch, that an
+    arm gives on as this result and no arm reads otherwise (``if ok: y_1 = y2``, ``else: y_1
+    = y``): made in the result's array, the arm copies nothing, and the other arm writes that
+    array reading no more of it."""
+    var = group.members[0]
+    stmt = facts.producer.get(var)
+    branch = branch_of(stmt) if stmt is not None else None
+    if branch is None or plan.writes.get(var) != "branch":
+        return None
+    k, at = stmt.outs.index(var), facts.defined[var]
+    for g in busy:
+        a = g.members[-1]
+        if g.end != at or _kind(a) != _kind(var) or a not in stmt.args[1:] \
+                or any(m in facts.returned for m in g.members):
+            continue
+        gives = False
+        for arm in branch.arms:
+            ins = {i.var for i, b in zip(arm.inputs, stmt.args[1:]) if b is a}
+            if any(v in ins for s in arm.stmts for v in s.args) \
+                    or any(r in ins for j, r in enumerate(arm.result) if j != k):
+                break
+            gives |= arm.result[k] in ins
+        else:
+            if gives:
+                return g
+    return None
 
 
 def _lend_slots(plan: MemoryPlan, facts: Analysis) -> None:

@@ -123,6 +123,7 @@ class Emitter:
         self.delivered_done: set[Var] = set()       # returned values _deliver'ed where made
         self.dot_sums = fast      # a dot product for ``np.sum(h ** 2)`` (regions.py sets it)
         self.lists: set[Var] = set()      # values a loop made as Python lists (regions.py)
+        self.passed: set[str] = set()     # a trip's spares an arm may leave unused (branches.py)
         self.list_names: dict[Var, str] = {}      # an argument -> its x.tolist() (regions.py)
         self.body_names: set[str] = set()         # names loop bodies assign (regions.py)
         self.max_steps = max_steps

@@ -185,6 +185,10 @@ def trip_end(em: Emitter, sub: Emitter, tape: Tape, own: slice, outs: list[str],
                                    ast.Store())],
                         ast.Tuple([ast.Name(spare, ast.Load()), ast.Name(outs[k], ast.Load())],
                                   ast.Load()), lineno=0) for k, spare in turned.items()]
+    # (where an arm may give the carried value on, unswapped: ``if y_1 is y_spare:``)
+    swaps = [ast.If(ast.Compare(sub.atom(tape.result[k]), [ast.Is()], [ast.Name(spare)]),
+                    [swap], []) if spare in sub.passed else swap
+             for swap, (k, spare) in zip(swaps, turned.items())]
     return [ast.Assign([ast.Subscript(ast.Name(outs[k]), ast.Constant(Ellipsis), ast.Store())],
                        sub.atom(tape.result[k]), lineno=0) for k in order] + swaps
 

@@ -144,7 +144,7 @@ def _prepared(tape: Tape, atoms: list) -> Tape:
 
 def _written(em: Emitter, stmt: Stmt, tape: Tape, atoms: list, operands: dict[Var, str],
              outs: list[str], own: slice = slice(0, 0), planned: tuple | None = None,
-             back: dict[int, str] | None = None
+             back: dict[int, str] | None = None, rows: dict[int, ast.expr] | None = None
              ) -> tuple[list[ast.stmt], dict[Var, str], list[ast.expr], list[ast.stmt]]:
     """``tape``'s statements with its comments, its results bound to ``outs`` at the end (the
     last statement's made under its name where that is a result); its inputs' names; the
@@ -154,7 +154,8 @@ def _written(em: Emitter, stmt: Stmt, tape: Tape, atoms: list, operands: dict[Va
     buffered form: the arrays of the carried values, the lines before the loop, while_plan.py):
     the tape's memory planned, the carried arrays updated in place, and the copies that end a
     trip (the fourth result); ``back`` gets the returned arrays a carried value is copied back
-    into after the loop (while_plan.spare_slots)."""
+    into after the loop (while_plan.spare_slots); ``rows``: result index -> the row of its
+    stack a residual may be made in (``_in_rows``), the index left there where it is not."""
     tape = _prepared(tape, atoms)
     shared = {i.var for i in tape.inputs} - {i.var for i in tape.inputs[own]}
     fixed: dict[Var, str] = {}
@@ -185,8 +186,16 @@ def _written(em: Emitter, stmt: Stmt, tape: Tape, atoms: list, operands: dict[Va
         def placed(sub: Emitter) -> None:
             place(sub)
             carried_names(sub, tape, own, outs, arrays)
-        nodes, sub = em.nested(tape, names, within=within, place=placed,
+        inputs = {i.var for i in tape.inputs}
+        homes = {tape.result[k]: row for k, row in (rows or {}).items()
+                 if isinstance(tape.result[k], Var) and tape.result[k] not in inputs
+                 and tape.result.count(tape.result[k]) == 1}
+        nodes, sub = em.nested(tape, names, within=within, place=placed, homes=homes,
                                unplanned=updated_rows(tape), **trip_plan(tape, own, arrays))
+        for k in list(rows or ()):
+            group = sub.memory.group.get(tape.result[k])
+            if group is None or group.kind != "row" or group.row is not rows[k]:
+                del rows[k]
         ends = trip_end(em, sub, tape, own, outs, arrays, turned)
         if ends is None:
             raise AssertionError(f"the trip of {stmt.loc} swaps carried arrays")
@@ -244,8 +253,11 @@ def while_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
     cond_nodes, _, _, _ = _written(em, stmt, loop.cond, atoms, operands, [cond_name],
                                    planned=([None], lines) if plan else None)
     back: dict[int, str] = {}
+    first = n + 1 + len(loop.saved)
+    made = _in_rows(em, stmt, first) if plan and loop.record else {}
     body, _, residuals, ends = _written(em, stmt, loop.body, atoms, operands, outs,
-                                        slice(0, n), (arrays, lines) if plan else None, back)
+                                        slice(0, n), (arrays, lines) if plan else None, back,
+                                        made)
     nodes += lines
     if loop.record:
         trips = em.names[stmt.outs[n]]
@@ -253,9 +265,9 @@ def while_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
         listed, rows = _listed(em, stmt), _row_lists(em, stmt)
         nodes += _stacks(em, stmt, listed)
         body = _pushes(em, stmt, outs, listed, rows) + body
-        first = n + 1 + len(loop.saved)
         body += [_push(em.names[s], trips, r, s in listed, s in rows)
-                 for s, r in zip(stmt.outs[first:], residuals)] + ends
+                 for k, (s, r) in enumerate(zip(stmt.outs[first:], residuals), start=n)
+                 if k not in made] + ends
         body.append(ast.AugAssign(_name(trips, True), ast.Add(), ast.Constant(1)))
     else:
         body += ends
@@ -267,6 +279,18 @@ def while_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
         stop = ast.If(ast.UnaryOp(ast.Not(), _name(cond_name)), [ast.Break()], [])
         nodes.append(ast.While(ast.Constant(True), cond_nodes + [stop] + body, []))
     return nodes + copied_back(outs, back)
+
+
+def _in_rows(em: Emitter, stmt: Stmt, first: int) -> dict[int, ast.expr]:
+    """The residuals of the recording while ``stmt`` (the body's results from ``n`` on, the
+    stacks ``stmt.outs[first:]``) that a trip may make in its row of their stack, a list of
+    rows (``_row_lists``: ``y1 = xp.multiply(buf6, f1, out=Y1[trips])``, no push copying it
+    there): body result index -> that row (the trip's plan takes it where the residual is the
+    last value of a work array's group, buffers._homes)."""
+    loop: While = while_of(stmt)
+    rows, trips = _row_lists(em, stmt), em.names[stmt.outs[loop.ncarry]]
+    return {k: ast.Subscript(_name(em.names[s]), _name(trips), ast.Load())
+            for k, s in enumerate(stmt.outs[first:], start=loop.ncarry) if s in rows}
 
 
 def _as_python(test: ast.expr) -> ast.expr:
