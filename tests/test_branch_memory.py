@@ -153,3 +153,30 @@ def test_a_max_gradient_with_out_allocates_no_array():
         assert into is out[0] and got == value
         np.testing.assert_array_equal(into, grad)
     np.testing.assert_array_equal(grad, [1.0, 5.0, 5.0])
+
+
+def test_rk45s_step_size_control_with_out_allocates_no_array():
+    """rk45's ``h * np.clip(0.9 * (tol / (err + 1e-300)) ** 0.2, 0.2, 5.0)`` of a number is
+    comparisons (``5.0 if t86 >= 5.0 else 0.2 if t86 <= 0.2 else t86``), and the ties of its
+    gradient and of ``np.minimum(h, 2.0 - t)``'s conditional floats (``0.5 if v_1 == 0.2 else
+    0.0``): before, 32 bytes a call (numpy's 0-d arrays of the clip's number, bounds and
+    result; a Python float times a ``np.bool_``, 24 bytes)."""
+    from .programs import whiles as W
+    rng = np.random.default_rng(0)
+    first = (rng.uniform(0.5, 3.0, 2), rng.uniform(0.5, 2.0, 2))
+    buffered = compile_grad(W.rk45, first, buffers=True)
+    plain = compile_grad(W.rk45, first, buffers=False).fn
+    assert "xp.clip(" not in buffered.text
+    out = [np.empty(2), np.empty(2)]
+    for args in (first, (np.array([0.6, 2.9]), np.array([1.9, 0.6])),
+                 (np.array([2.0, 1.0]), np.array([1.0, 1.5]))):
+        assert allocated(lambda: buffered.fn(*args, out=out)).arrays == 0
+        value, *grads = plain(*args)
+        for _ in range(2):
+            got, *into = buffered.fn(*args, out=out)
+            assert got == value
+            for g, i, o in zip(grads, into, out):
+                assert i is o
+                np.testing.assert_array_equal(i, g)
+        for i, g in enumerate(grads):
+            np.testing.assert_allclose(g, numerical_grad(W.rk45, args, i), rtol=1e-6, atol=1e-6)

@@ -39,6 +39,7 @@ from .imports import function_value
 from .outside import outside_statements
 from .plan import plan_function
 from .render import Block, block_nodes, group_blocks, section_of, unparse
+from .flags import flag_arithmetic
 from .scalars import float_literal, scalar_statement, square
 from .out_forms import write_statement
 
@@ -129,6 +130,7 @@ class Emitter:
         self.max_steps = max_steps
         self.while_stacks: list[tuple] = []       # the buffered form's held stacks (whiles.py)
         self.step_limit = False                   # a while raises StepLimitError (whiles.py)
+        self.flag_forms: dict[int, bool] = {}     # conditional floats, or not (flags.py)
 
     def dtype_constant(self, dtype: np.dtype, scalar: bool = False) -> str:
         """How an argument check names ``dtype``: ``xp.float64`` in the plain form, a dtype
@@ -407,6 +409,8 @@ class Emitter:
             return ast.Call(_dotted("xp.bool_"), [logic], [])
         if kind == "binop" and emit[1] == "**" and square(self, stmt) is not None:
             return square(self, stmt)
+        if kind == "binop" and (flags := flag_arithmetic(self, stmt)) is not None:
+            return flags
         if kind == "binop":
             left, right = (float_literal(self, stmt, a) or self.atom(a) for a in args)
             return ast.BinOp(left, _BINOPS[emit[1]](), right)
