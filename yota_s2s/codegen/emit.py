@@ -130,7 +130,7 @@ class Emitter:
         self.max_steps = max_steps
         self.while_stacks: list[tuple] = []       # the buffered form's held stacks (whiles.py)
         self.step_limit = False                   # a while raises StepLimitError (whiles.py)
-        self.flag_forms: dict[int, bool] = {}     # conditional floats, or not (flags.py)
+        self.flag_forms: dict[tuple, bool] = {}   # conditional floats, or not (flags.py)
 
     def dtype_constant(self, dtype: np.dtype, scalar: bool = False) -> str:
         """How an argument check names ``dtype``: ``xp.float64`` in the plain form, a dtype

@@ -41,10 +41,7 @@ def flag_arithmetic(emitter, stmt: Stmt) -> ast.expr | None:
     """``c if b else 0.0`` for ``c * b`` (``c`` a float literal), ``(1.0 if b else 0.0)`` for a
     bool operand of any other ``+ - *`` that makes a float64 number; None where it stays (a
     bool after a numpy number or array, ``dy * (v <= 5.0)``: numpy's fast path already)."""
-    if stmt.prim.fn not in _ARITHMETIC or emitter.device != "cpu" or stmt.params \
-            or len(stmt.args) != 2 or not any(_flag(a) for a in stmt.args) \
-            or stmt.out.aval.shape != () or stmt.out.aval.dtype != np.float64 \
-            or not _written(emitter, stmt):
+    if not _applies(emitter, stmt):
         return None
     a, b = stmt.args
     if stmt.prim.fn is operator.mul and (_factor(a) and _flag(b) or _flag(a) and _factor(b)):
@@ -55,11 +52,18 @@ def flag_arithmetic(emitter, stmt: Stmt) -> ast.expr | None:
     return ast.BinOp(left, _ARITHMETIC[stmt.prim.fn](), right)
 
 
+def _applies(emitter, stmt: Stmt) -> bool:
+    return stmt.prim.fn in _ARITHMETIC and emitter.device == "cpu" and not stmt.params \
+        and len(stmt.args) == 2 and any(_flag(a) for a in stmt.args) \
+        and stmt.out.aval.shape == () and stmt.out.aval.dtype == np.float64 \
+        and _written(emitter, stmt)
+
+
 def _written(emitter, stmt: Stmt) -> bool:
     """Whether ``stmt`` is written with conditional floats (decided once; one asked again
     while it is being decided is taken as written: its value Python's float, the cautious
     side for the values around it)."""
-    decided, key = emitter.flag_forms, id(stmt)
+    decided, key = emitter.flag_forms, ("written", id(stmt))
     if key not in decided:
         decided[key] = True
         a, b = stmt.args     # (numpy's number or array, then a bool: numpy's fast path)
@@ -80,11 +84,20 @@ def _number(value: float) -> ast.expr:
 
 
 def _numpy(atom, emitter) -> bool:
+    if not isinstance(atom, Var):
+        return False
+    known, key = emitter.flag_forms, ("numpy", atom)
+    if key not in known:
+        known[key] = False      # (asked again while deciding: maybe Python's, the cautious side)
+        known[key] = _numpy_now(atom, emitter)
+    return known[key]
+
+
+def _numpy_now(atom: Var, emitter) -> bool:
     """A float64 array, or a numpy float64 number at run time for sure: not a Python float
     (weak, scalar mode's, made of a conditional float by ``+ - *``), nor a number that may be
     one (a loop's or an arm's input, a carried ``dh = 0.0``; an extremum, trip_floats.py)."""
-    if not isinstance(atom, Var) or atom.aval.dtype != np.float64 or atom.aval.weak \
-            or atom in emitter.scalars.floats:
+    if atom.aval.dtype != np.float64 or atom.aval.weak or atom in emitter.scalars.floats:
         return False
     made = emitter.facts.producer.get(atom)
     if atom.aval.ndim:      # (not a loop's Python list of floats, regions.py)
@@ -100,7 +113,7 @@ def _numpy(atom, emitter) -> bool:
         return True
     if any(_numpy(x, emitter) for x in made.args):
         return True
-    return any(_flag(x) for x in made.args) and flag_arithmetic(emitter, made) is None
+    return any(_flag(x) for x in made.args) and not _applies(emitter, made)
 
 
 def _numpy_input(emitter, var: Var) -> bool:
