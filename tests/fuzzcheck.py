@@ -412,6 +412,24 @@ def special_far(got, want, rtol: float | None, kinds: bool = True) -> str:
     return far(np.where(fin, got, 0.0), np.where(fin, want, 0.0), rtol, rtol * scale)
 
 
+class _ProductSums:
+    """numpy, but ``np.sum(x, axis=k)`` of a float matrix as the buffered form writes it where
+    it may (codegen/out_forms.py ``sum_as_product``): BLAS's product with a vector of ones,
+    which sums in its own order (a row of three: (a0 + a2) + a1, numpy's (a0 + a1) + a2)."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    @staticmethod
+    def sum(x, axis=None, **kw):
+        if kw or axis not in (0, 1, -1, -2) or not isinstance(x, np.ndarray) or x.ndim != 2 \
+                or x.dtype.name not in ("float64", "float32") or 0 in x.strides \
+                or (x.dtype.name == "float32" and x.shape[axis] > 4096):
+            return np.sum(x, axis, **kw)
+        ones = np.ones(x.shape[axis], x.dtype)
+        return np.matmul(ones, x) if axis % 2 == 0 else np.matmul(x, ones)
+
+
 def sensitivity(f, xs, want) -> float:
     """How far numpy's own value of ``f`` moves (relative) when every float array argument
     moves by one unit in its last place (``sin(v * w)`` where ``w`` reached 1e5 in float32
@@ -420,11 +438,15 @@ def sensitivity(f, xs, want) -> float:
     where numpy's temporary was a transposed view's layout) may be that far off too. The second
     sees what the first cannot: terms that cancel (``x * tanh(x) + x`` at x = -800 in float32 is
     0.72, one unit in the last place of 800 from another summation order, whatever x is).
-    Neither reorders a sum of an intermediate (``np.sum(a * a, axis=-1)`` written as a product
-    with ones): where the arguments are narrower than float64, numpy's own rounding error, its
-    value against the program run in float64, bounds that too (``sin`` of a float32 sum near 33
-    moves by 4e-6 for one unit in the last place of the sum); taken where it is under 1e-3, so
-    that a branch the float64 run takes the other way does not excuse anything."""
+    Neither reorders a sum of an intermediate (``np.sum(a * a, axis=-1)``), which the buffered
+    form writes as a product with ones: the third runs the program with its ``np.sum`` calls
+    written so (``_ProductSums``), the same bits as the buffered form's (float32 seed 741151:
+    the sum near 640,000 is one ulp, 0.0625, off numpy's, and two products of it that cancel
+    carry that ulp into a value near 1280: 5e-5 relative). Where the arguments are narrower
+    than float64, numpy's own rounding error, its value against the program run in float64,
+    bounds the rest (``sin`` of a float32 sum near 33 moves by 4e-6 for one unit in the last
+    place of the sum); taken where it is under 1e-3, so that a branch the float64 run takes the
+    other way does not excuse anything."""
     nudged = [np.nextafter(a, np.inf) if isinstance(a, np.ndarray) and a.dtype.kind == "f"
               else a for a in xs]
     fortran = [np.asfortranarray(a) if isinstance(a, np.ndarray) and a.ndim > 1 else a
@@ -442,11 +464,16 @@ def sensitivity(f, xs, want) -> float:
         error = abs(exact - want) / max(1.0, abs(want))
         if error < 1e-3:
             worst = float(error)
-    for moved_args in (nudged, fortran):
+    for moved_args, numpy in ((nudged, np), (fortran, np), (xs, _ProductSums())):
         try:
+            f.__globals__["np"] = numpy
             moved = np.float64(f(*copies(moved_args)))
         except Exception:
+            if numpy is not np:         # the probe's own failure: no other order to weigh
+                continue
             return np.inf
+        finally:
+            f.__globals__["np"] = np
         if not (np.isfinite(moved) and np.isfinite(want)):
             continue
         worst = max(worst, float(abs(moved - want) / max(1.0, abs(want))))

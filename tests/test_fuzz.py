@@ -13,8 +13,8 @@ import pytest
 
 import yota_s2s as ys
 
-from .fuzzcheck import (TOLERANCES, Differences, Found, _compare_forms, check, check_form,
-                        gradient_far, special_far)
+from .fuzzcheck import (TOLERANCES, Differences, Found, _compare_forms, check, check_extremes,
+                        check_form, gradient_far, special_far)
 from .fuzzing import generate
 
 SEEDS = range(300)
@@ -280,6 +280,28 @@ def test_a_float32_gradient_is_judged_within_what_float32_rounding_of_the_argume
     assert gradient_far(got, list(Differences(_spun, [x], value)), 0, value, rtol, atol)
     assert not gradient_far(got, Differences(_spun, [x], value), 0, value, rtol, atol)
     assert gradient_far(got * 1.3, Differences(_spun, [x], value), 0, value, rtol, atol)
+
+
+def _cancelling(x):
+    v = np.sum(x * x, axis=-1)      # the buffered form: a product with ones
+    return np.sum(np.dot(v, np.array([[-0.827, 0.829]], x.dtype)))
+
+
+def test_a_float32_sum_the_buffered_form_writes_as_a_product_is_judged_in_that_order():
+    """Seed 741,151 (--exits), reduced: at x = -800 the float32 row sum near 640,000 is one ulp
+    (0.0625) apart as numpy sums it and as BLAS's product with ones does (the buffered form's,
+    2-20x faster than numpy's reduction from 100 rows), and two products of it that cancel
+    carry that ulp into the value: 1279.9375 against numpy's 1280.0 (1280.0003 in float64).
+    The referee runs the program with its sums written as products too
+    (fuzzcheck._ProductSums), so takes either order; a value 1e-3 off still fails."""
+    x = np.array([[0.3812139, -800.0, -0.12687108]], np.float32)
+    df = ys.simplegrad(_cancelling, x)
+    assert df(x)[0] != _cancelling(x)           # the case: the orders round apart here
+    assert ys.simplegrad(_cancelling, x, buffers=False)(x)[0] == _cancelling(x)
+    assert check_extremes(df, _cancelling, [[x]])
+    with pytest.raises(Found) as found:
+        check_extremes(lambda *xs: [v * (1 + 1e-3) for v in df(*xs)], _cancelling, [[x]])
+    assert found.value.check == "extreme values: value vs numpy"
 
 
 def test_float16_forms_may_round_apart_but_not_further_than_rounding_explains():
