@@ -277,24 +277,26 @@ class _ProductSums:
 
 
 def sensitivity(f, xs, want) -> float:
-    """How far numpy's own value of ``f`` moves (relative) when every float array argument
-    moves by one unit in its last place (``sin(v * w)`` where ``w`` reached 1e5 in float32
-    moves by 1e-4), or when the arrays are laid out in Fortran order, so that numpy's own sums
-    run in another order: a sum in another order (a product with ones, a work array in C order
-    where numpy's temporary was a transposed view's layout) may be that far off too. The second
-    sees what the first cannot: terms that cancel (``x * tanh(x) + x`` at x = -800 in float32 is
-    0.72, one unit in the last place of 800 from another summation order, whatever x is).
-    Neither reorders a sum of an intermediate (``np.sum(a * a, axis=-1)``), which the buffered
-    form writes as a product with ones: the third runs the program with its ``np.sum`` calls
-    written so (``_ProductSums``), the same bits as the buffered form's (float32 seed 741151:
-    the sum near 640,000 is one ulp, 0.0625, off numpy's, and two products of it that cancel
-    carry that ulp into a value near 1280: 5e-5 relative). Where the arguments are narrower
-    than float64, numpy's own rounding error, its value against the program run in float64,
-    bounds the rest (``sin`` of a float32 sum near 33 moves by 4e-6 for one unit in the last
-    place of the sum); taken where it is under 1e-3, so that a branch the float64 run takes the
-    other way does not excuse anything."""
-    nudged = [np.nextafter(a, np.inf) if isinstance(a, np.ndarray) and a.dtype.kind == "f"
-              else a for a in xs]
+    """How far numpy's own value of ``f`` moves (relative) when every float array argument moves by
+    one unit in its last place, up or down (``sin(v * w)`` where ``w`` reached 1e5 in float32
+    moves by 1e-4; both ways, because a value past 2**53 in float64 makes ``sin`` of it noise,
+    which one nudge alone may leave near where it was by chance: --whiles seed 920831, ``sin``
+    of a sum near 3.5e29, moved 0.16 up and 1.25 down), or when the arrays are laid out in
+    Fortran order, so that numpy's own sums run in another order: a sum in another order (a
+    product with ones, a work array in C order where numpy's temporary was a transposed view's
+    layout) may be that far off too. The second sees what the first cannot: terms that cancel
+    (``x * tanh(x) + x`` at x = -800 in float32 is 0.72, one unit in the last place of 800 from
+    another summation order, whatever x is). Neither reorders a sum of an intermediate
+    (``np.sum(a * a, axis=-1)``), which the buffered form writes as a product with ones: the
+    third runs the program with its ``np.sum`` calls written so (``_ProductSums``), the same
+    bits as the buffered form's (float32 seed 741151: the sum near 640,000 is one ulp, 0.0625,
+    off numpy's, and two products of it that cancel carry that ulp into a value near 1280: 5e-5
+    relative). Where the arguments are narrower than float64, numpy's own rounding error, its
+    value against the program run in float64, bounds the rest (``sin`` of a float32 sum near 33
+    moves by 4e-6 for one unit in the last place of the sum); taken where it is under 1e-3, so
+    that a branch the float64 run takes the other way does not excuse anything."""
+    nudged, lowered = ([np.nextafter(a, way) if isinstance(a, np.ndarray) and a.dtype.kind == "f"
+                        else a for a in xs] for way in (np.inf, -np.inf))
     fortran = [np.asfortranarray(a) if isinstance(a, np.ndarray) and a.ndim > 1 else a
                for a in xs]
     narrow = any(isinstance(a, np.ndarray) and a.dtype.kind == "f" and a.itemsize < 8
@@ -310,7 +312,7 @@ def sensitivity(f, xs, want) -> float:
         error = abs(exact - want) / max(1.0, abs(want))
         if error < 1e-3:
             worst = float(error)
-    for moved_args, numpy in ((nudged, np), (fortran, np), (xs, _ProductSums())):
+    for moved_args, numpy in ((nudged, np), (lowered, np), (fortran, np), (xs, _ProductSums())):
         try:
             f.__globals__["np"] = numpy
             moved = np.float64(f(*copies(moved_args)))
