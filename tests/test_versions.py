@@ -1,6 +1,6 @@
 """A generated module runs on every numpy that pyproject admits (numpy>=2.0): it never leans
-on a default that some of them lack. CI runs the suite once on the oldest admitted numpy too
-(.ci/run), where the second test below sees that numpy's own signatures."""
+on a default that some of them lack. CI runs the suite on the oldest Python with the oldest
+admitted numpy and gast (.ci/run), where the second test below sees that numpy's own signatures."""
 from __future__ import annotations
 
 import inspect
