@@ -1,6 +1,8 @@
 """A recording while stacks the values of its trip that the backward step reads (issue 33):
 the unwind reads them back, and the branch bit of an ``if`` in the body, rather than making
 the trip again from the carried values (ad/whiles.py, policies.save_or_remake)."""
+import re
+
 import numpy as np
 import pytest
 
@@ -30,12 +32,14 @@ def test_the_unwind_reads_the_branch_bit_and_the_trip_values(buffers):
     # the plain form's stacks of arrays, of flags the unwind only tests and of float64 numbers
     # it reads only with float64 arrays (h * dy) are lists of references (nothing writes them
     # in place), with no check for room; the buffered form's stack of arrays, a list of its
-    # rows held per thread, has y1 made in its row (whiles.py _in_rows: no copy)
-    pushed = ("        ERR_COND[trips] = err_cond\n", "out=Y1[trips])\n",
-              "        H[trips] = h_1\n") if buffers \
-        else ("        ERR_COND.append(err_cond)\n", "        Y1.append(y1)\n",
-              "        H.append(h_1)\n", "        V.append(t7)\n")
+    # rows held per thread, has y1 made in its row (whiles.py _in_rows: no copy), its stacks
+    # of such flags and numbers are lists too (whiles.py _numbers_listed); ``0.5 * h`` is
+    # made again by the unwind from the row of h, not stacked (passes/while_rows.py)
+    pushed = ("        ERR_COND.append(err_cond)\n", "        H.append(h_1)\n")
+    pushed += ("out=Y1[trips])\n",) if buffers else ("        Y1.append(y1)\n",)
     assert all(p in forward for p in pushed)
+    assert "V.append(" not in forward and "V[trips]" not in forward and "_held_stacks[2]" \
+        not in forward and re.search(r"\n        v = 0\.5 \* h_\d+\n", backward)
     assert ("len(" in forward) == buffers
     assert "T[trips]" not in forward and "Y2" not in compiled.text
     assert "max(" not in backward and "xp.minimum" not in backward
@@ -122,17 +126,20 @@ def test_an_arm_giving_an_invariant_on_copies_it(buffers):
 
 
 @pytest.mark.parametrize("buffers", [False, True])
-def test_the_unwind_makes_a_value_of_invariants_once_before_it(buffers):
-    """``-k`` of the rule of ``f1 = -k * y`` (mul, x1: ``dy * x2``) reads the invariant ``k``
-    alone: made once before the unwind's ``for`` (passes/while_invariants.py), not per trip."""
+def test_the_loops_make_a_value_of_invariants_once_before_them(buffers):
+    """``-k`` of ``f1 = -k * y`` (and of its rule, mul, x1: ``dy * x2``) reads the invariant
+    ``k`` alone: made once, before the while (passes/while_invariants.py), and read by the
+    trips and by the unwind's ``for``: neither loop makes it, nor ``-(k * y)`` per trip."""
     args = (np.array([1.0, 2.0]), np.array([1.0, 1.5]))
     compiled = compile_grad(W.adaptive_heun, args, buffers=buffers)
-    _, backward = _sections(compiled.text)
-    before, unwind = backward.split("in reversed(range(trips)):")
-    made = "t2 = -k\n" if not buffers else "t2 = xp.negative(k, out="
-    code = [line for line in unwind.splitlines() if not line.lstrip().startswith("#")]
-    assert made in before and not any("-k" in c or "negative(k" in c for c in code)
-    assert "# grad of whiles.py:47  f1 = -k * y\n" in before
+    forward, backward = _sections(compiled.text)
+    before, trip = forward.split("    while t < 1.0:\n")
+    made = "t1 = -k\n" if not buffers else "t1 = xp.negative(k, out="
+    code = [line for line in (trip + backward).splitlines()
+            if not line.lstrip().startswith("#")]
+    assert made in before and not any("-k" in c or "negative(" in c for c in code)
+    assert "# whiles.py:47  f1 = -k * y\n" in before
+    assert "f1 = t1 * y_\n" in trip if not buffers else "xp.multiply(t1, y_, out=" in trip
     for seed in range(3):
         rng = np.random.default_rng(seed)
         args = (rng.uniform(0.5, 3.0, 2), rng.uniform(0.5, 2.0, 2))

@@ -33,7 +33,8 @@ from .lower import lower
 from .recompute import recompute
 from .outputs import fresh_outputs
 from .regions import in_place_bodies, optimize_bodies
-from .while_invariants import hoisted_invariants
+from .while_invariants import hoisted_invariants, hoisted_while_invariants
+from .while_rows import recomputed_rows
 from .signs import signs
 from .simplify import simplify
 from .stacked import stack_products
@@ -91,11 +92,14 @@ def _plain_constants(tape: Tape, rules: RuleSet, rounds: Sequence[Pass]) -> Tape
 def _bodies(tape: Tape, rules: RuleSet, rounds: Sequence[Pass]) -> Tape:
     """(An unwind that its step's passes left with nothing to do is gone: regions.py; then
     the values it gave, the zeros it started from, go through the passes again.)"""
+    tape = hoisted_while_invariants(tape)
     new = optimize_bodies(
         tape, lambda body: _fixed_point(body, rules, list(rounds) + [plain_constants]), rules)
     if len(new.stmts) < len(tape.stmts):
         new = _fixed_point(new, rules, rounds)
-    return hoisted_invariants(new)
+    hoisted = hoisted_invariants(recomputed_rows(new))
+    # (a value made before an unwind that the forward made before its while too: ``-k``)
+    return _fixed_point(hoisted, rules, rounds) if hoisted is not new else hoisted
 
 
 def _stacked_products(tape: Tape, rules: RuleSet, rounds: Sequence[Pass]) -> Tape:
@@ -121,7 +125,8 @@ STAGES = (
     Stage("plain-constants", _plain_constants,
           "float64 constants as plain floats where that changes nothing"),
     Stage("bodies", _bodies, "inside each loop body: the fixed point and plain constants; "
-          "a while's backward step made of invariants alone: once, before it"),
+          "the statements of a while's trip or backward step made of invariants alone: once, "
+          "before it; a stacked number made again from the rows the backward reads"),
     Stage("stacked-products", _stacked_products,
           "an accumulator's per-step products: one product after the loop", forms=("buffered",)),
     Stage("in-place", _in_place,

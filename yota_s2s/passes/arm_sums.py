@@ -12,7 +12,9 @@ value gives zeros (ad/branches.py), which the gradient's other terms are then ad
 where the branch's result ``g`` is read by that sum alone, ``a`` is of its shape and dtype
 (no broadcast), made before the branch and not written in between: the sum moves into the
 arms, as ``a`` itself where the arm gives zeros. The arm that gives ``a`` back shares its
-memory; codegen/branches.py copies it where that sharing could be seen.
+memory; codegen/branches.py copies it where that sharing could be seen. An arm the sum moved
+into goes through the sign pass again, with the sum it reads now (signs.py: ``a + ((-p) - q)``
+is ``a - (p + q)``, a call fewer; the arms were optimized before the sum moved in).
 """
 from __future__ import annotations
 
@@ -25,6 +27,8 @@ from ..ir.analysis import Analysis
 from ..ir.branch import arm_tape, branch_of, branch_primitive
 from ..ir.tape import Lit, Stmt, Tape, Var
 from ..rules.registry import RuleSet
+from .dce import dce
+from .signs import signs
 
 
 def sums_in_arms(tape: Tape, rules: RuleSet) -> tuple[Tape, bool]:
@@ -42,7 +46,7 @@ def sums_in_arms(tape: Tape, rules: RuleSet) -> tuple[Tape, bool]:
             found = _sum_of(facts, stmts, index, g, outputs)
             if found is None or found in gone:
                 continue
-            new = _moved(stmts[index], j, stmts[found], g)
+            new = _moved(stmts[index], j, stmts[found], g, rules)
             if new is not None:
                 stmts[index] = new
                 gone.add(found)
@@ -70,7 +74,7 @@ def _sum_of(facts: Analysis, stmts: list[Stmt], index: int, g: Var, outputs: set
     return at
 
 
-def _moved(stmt: Stmt, j: int, total: Stmt, g: Var) -> Stmt | None:
+def _moved(stmt: Stmt, j: int, total: Stmt, g: Var, rules: RuleSet) -> Stmt | None:
     """The branch ``stmt`` whose ``j``-th result is ``total`` (``a + g``): ``a`` an operand
     more, each arm's result ``a`` where it is zeros, else the sum made at the arm's end."""
     branch = branch_of(stmt)
@@ -93,8 +97,10 @@ def _moved(stmt: Stmt, j: int, total: Stmt, g: Var) -> Stmt | None:
             made = Var(total.out.aval, hint=total.out.hint, grad_of=total.out.grad_of)
             body.append(total.replace(outs=(made,), args=(inner, r) if first else (r, inner)))
         result = arm.result[:j] + (made,) + arm.result[j + 1:]
-        arms.append(arm_tape(arm.name, (*arm.params, a.hint or "a"),
-                             [i.var for i in arm.inputs] + [inner], body, result, arm.loc))
+        new_arm = arm_tape(arm.name, (*arm.params, a.hint or "a"),
+                           [i.var for i in arm.inputs] + [inner], body, result, arm.loc)
+        new_arm, signed = signs(new_arm, rules)
+        arms.append(dce(new_arm, rules)[0] if signed else new_arm)
     new = replace(branch, then=arms[0], orelse=arms[1])
     names = (*stmt.prim.operands[1:], a.hint or "a")
     outs = stmt.outs[:j] + (total.out,) + stmt.outs[j + 1:]

@@ -70,6 +70,11 @@ def _idle_unwinds_dropped(tape: Tape) -> Tape:
     return substitute(tape.copy(stmts=stmts), given) if given else tape
 
 
+def drop_unread_stacks(tape: Tape) -> Tape:
+    """``tape`` without the stacks nothing reads (``_unread_stacks_dropped``)."""
+    return _unread_stacks_dropped(tape)
+
+
 def _unread_stacks_dropped(tape: Tape) -> Tape:
     """``tape`` without the rows an unwind's step no longer reads (its passes made it simpler:
     ``y2`` of an arm's ``y = y2`` read for its shape), and without the stacks of a recording
