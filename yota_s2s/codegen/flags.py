@@ -21,7 +21,7 @@ import operator
 import numpy as np
 
 from ..ir.tape import Lit, Stmt, Var
-from ..ir.whiles import while_of
+from ..ir.whiles import while_atoms, while_of
 
 _ARITHMETIC = {operator.add: ast.Add, operator.sub: ast.Sub, operator.mul: ast.Mult}
 _MAYBE_PYTHON = {np.minimum, np.maximum, np.clip}     # a while's step: Python's (trip_floats.py)
@@ -117,14 +117,21 @@ def _numpy_now(atom: Var, emitter) -> bool:
 
 
 def _numpy_input(emitter, var: Var) -> bool:
-    """An input of the function (not weak: numpy's), or of a while's step that the loop does
-    not carry (a row of a stack: numpy's number, or, where a stack is a list of Python floats,
-    one read only beside float64 arrays, codegen/whiles.py ``_listed``); a carried one may be
-    Python's (``dh = 0.0``), as may an arm's or a loop's input."""
-    within = emitter.within
-    if emitter.enclosing is None:
+    """An input of the function (not weak: numpy's); of a while's step that the loop does not
+    carry, a row of a stack (numpy's number, or, where a stack is a list of Python floats, one
+    read only beside float64 arrays, codegen/whiles.py ``_listed``) or an invariant, as its
+    value before the loop is (``while_atoms``); a carried one may be Python's (``dh = 0.0``),
+    as may an arm's or a loop's input."""
+    within, outer = emitter.within, emitter.enclosing
+    if outer is None:
         return True
-    return within is not None and while_of(within[0]) is not None and var not in within[1]
+    if within is None or while_of(within[0]) is None or var in within[1]:
+        return False
+    inputs = [i.var for i in emitter.tape.inputs]
+    if var not in inputs:
+        return False
+    atom = while_atoms(within[0])[inputs.index(var)]
+    return atom is None or _numpy(atom, outer)
 
 
 def _unseen(emitter, stmt: Stmt, seen: set) -> bool:
