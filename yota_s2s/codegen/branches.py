@@ -25,6 +25,7 @@ this writer in ``CONSTRUCTS``, by the type of the statement's ``Branch``.
 from __future__ import annotations
 
 import ast
+import copy
 
 from ..ir.analysis import Analysis, memory_bases, read_only
 from ..ir.branch import branch_of
@@ -125,7 +126,10 @@ def _arm(em: Emitter, stmt: Stmt, arm: Tape, operands: dict[Var, str], outs: lis
     # value given twice is copied into the second's array: the enclosing code may write over
     # either)
     roots = [facts.root(r) if isinstance(r, Var) else None for r in arm.result]
-    homes = {r: array for r, array, root in zip(arm.result, arrays, roots)
+    # (where the branch reads the array, a stack's row, the arm makes it there only after
+    # reading it: buffers._homes)
+    viewing = [_viewing(em, out, arm, stmt) for out in stmt.outs]
+    homes = {r: (array, reads) for r, array, root, reads in zip(arm.result, arrays, roots, viewing)
              if isinstance(r, Var) and array is not None and roots.count(root) == 1}
     nodes, sub = em.nested(arm, names, within=(stmt, arm), homes=homes,
                            place=nested_places(em, stmt, lines) if planned(em) else None)
@@ -140,6 +144,8 @@ def _arm(em: Emitter, stmt: Stmt, arm: Tape, operands: dict[Var, str], outs: lis
         elif array is not None and (_read_unseen(em, stmt, arm, r, out, array)
                                     or _in_array(em, stmt, arm, r, out)):
             nodes.append(ast.Assign([ast.Name(name)], sub.atom(r), lineno=0))
+        elif array is not None and not made_in(sub, r, array) and _unbound(em, out):
+            nodes.append(ast.Assign([_stored(array)], sub.atom(r), lineno=0))
         elif array is not None and not made_in(sub, r, array):
             nodes += copied_in(em, name, array, sub.atom(r))
     # an array given as two results is given twice: each result an array of its own where
@@ -149,7 +155,7 @@ def _arm(em: Emitter, stmt: Stmt, arm: Tape, operands: dict[Var, str], outs: lis
         return [o for q, o in zip(arm.result[:k], stmt.outs)
                 if isinstance(r, Var) and r.aval.ndim and q is r]
     pending = [k for k, (r, array) in enumerate(zip(arm.result, arrays)) if not bound[k]
-               and (array is None or made_in(sub, r, array))]
+               and (array is None or made_in(sub, r, array)) and not _unbound(em, stmt.outs[k])]
     if pending:
         targets = [ast.Name(outs[k]) for k in pending]
         values = [sub.atom(arm.result[k]) if arrays[k] is not None else
@@ -159,6 +165,29 @@ def _arm(em: Emitter, stmt: Stmt, arm: Tape, operands: dict[Var, str], outs: lis
                                 values[0] if len(values) == 1 else ast.Tuple(values),
                                 lineno=0))
     return nodes
+
+
+def _unbound(em: Emitter, out: Var) -> bool:
+    """Whether the branch's result ``out`` is read under no name: made in a stack's row whose
+    save the loop leaves out (buffers.py ``Group.unread``, region_plan.py)."""
+    group = em.memory.group.get(out) if em.memory is not None else None
+    return group is not None and group.kind == "row" and group.unread
+
+
+def _stored(array: ast.expr) -> ast.expr:
+    """``array`` (a row: ``H[t6]``) as an assignment's target."""
+    target = copy.deepcopy(array)
+    target.ctx = ast.Store()
+    return target
+
+
+def _viewing(em: Emitter, out: Var, arm: Tape, stmt: Stmt) -> frozenset:
+    """The arm's inputs that view the row the plan makes the branch's result ``out`` in
+    (buffers.py ``Group.reads``)."""
+    group = em.memory.group.get(out) if em.memory is not None else None
+    reads = group.reads if group is not None and group.kind == "row" else ()
+    return frozenset(i.var for i, a in zip(arm.inputs, stmt.args[1:])
+                     if any(a is v for v in reads))
 
 
 def _passed_on(em: Emitter, stmt: Stmt, arm: Tape, r, out: Var, array: ast.expr) -> bool:

@@ -107,6 +107,8 @@ class Group:
     row: object = None             # a "row" group's array: the stack's row (an ast expression)
     head: Group | None = None      # "result": the group that lives in its first row
     host: Group | None = None      # "head": the returned group in whose first row it lives
+    reads: frozenset = frozenset()  # "row" of a branch's result: its operands viewing the row
+    unread: bool = False           # "row" of a branch's result read only by its save, left out
 
 
 @dataclass
@@ -191,7 +193,7 @@ def plan_memory(tape: Tape, scalars: ScalarPlan, inlined: set[Var],
         else:
             plan.group[stmt.out] = Group([stmt.out])
     _rows(tape, plan, facts, rows or {})
-    _homes(plan, homes or {})
+    _homes(plan, facts, homes or {})
     _mark_results(tape, plan, facts, turns)
     if heads:
         _heads(plan, facts)
@@ -262,6 +264,11 @@ def _rows(tape: Tape, plan: MemoryPlan, facts: Analysis, rows: dict) -> None:
     row, its first value written there (``out=H[t + 1]``), the rest in place, no work array."""
     for h, (row, free) in rows.items():
         stmt = facts.producer.get(h)
+        group = plan.group.get(h)
+        if stmt is not None and plan.writes.get(h) == "branch" and group is not None \
+                and group.members == [h] and group.kind == "slot":
+            group.kind, group.row = "row", row      # each arm makes it there (branch_plan.py)
+            continue
         if stmt is None or writer(stmt) != "ufunc":
             continue
         at = facts.defined[h]
@@ -292,14 +299,24 @@ def in_branch_array(o: Var) -> bool:
         and o.aval.dtype.kind in "biufc"
 
 
-def _homes(plan: MemoryPlan, homes: dict) -> None:
+def _homes(plan: MemoryPlan, facts: Analysis, homes: dict) -> None:
     """A branch arm's result made in the array the enclosing code gives it (the branch
     result's work array or returned array, codegen/branches.py): the group whose last value it
     is lives there, its first value written there (``out=``), the rest in place; no work
-    array of the arm's. (The arm's inputs are never in a group: nothing writes over them.)"""
-    for r, target in homes.items():
+    array of the arm's. (The arm's inputs are never in a group: nothing writes over them.)
+    ``homes``: result -> (the array, the arm's inputs that view it: a stack's row the branch
+    reads, codegen/region_rows.py ``branch_rows``); where it views an input, the group is made
+    there only if its first value is made after the arm last reads that input, or by a ufunc
+    that reads it last (numpy makes an elementwise result over its operand right), as
+    region_rows.branch_rows saw before it gave the row."""
+    for r, (target, reads) in homes.items():
         group = plan.group.get(r)
-        if group is not None and group.kind == "slot" and group.members[-1] is r:
+        if group is None or group.kind != "slot" or group.members[-1] is not r:
+            continue
+        first = group.members[0]
+        at, last = facts.defined[first], max((facts.last_memory.get(v, -1) for v in reads),
+                                             default=-1)
+        if last < at or last == at and plan.writes.get(first) == "ufunc":
             group.kind, group.row = "row", target
 
 

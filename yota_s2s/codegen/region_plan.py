@@ -34,7 +34,7 @@ from .emit import Emitter
 from .out_forms import result_call
 from .plan import (InReturned, InStack, NewArray, Operand, OwnCopy, RegionPlan, ZeroedWork,
                    ZeroList)
-from .region_rows import (first_rows, input_product, made_in_rows_once, products_before,
+from .region_rows import (branch_rows, first_rows, input_product, made_in_rows_once, products_before,
                           rows_written_once, state_saves, states_in_rows, values_in_rows)
 from .region_scalars import body_scalars, list_stacks
 from .region_slots import body_slots, held_stacks, held_zeros, taken_in_turn
@@ -182,10 +182,18 @@ class _Planner:
         # (a sum of a step's products starts from its input's, which can be made before the
         # loop: products_before)
         inputs = frozenset(input_product(s, loop, sub.facts) for s in body.stmts) - {None}
+        # (and a branch's results its arms make in a row: buffers._rows)
+        armed = branch_rows(em, loop, sub, {id(save) for *_, save in first})
+        in_rows = {save.args[2]: (row, free) for _, save, row, free in saves}
+        in_rows.update((g, (row, 0)) for g, _, row, _ in armed)
         sub = self.emitter(frozenset(made.out for made, _, _ in rows) | sums_made | small,
                            carried, taken_in_turn(em, stmt, loop, set(carried) | sums_made),
-                           frozenset(made.out for made, _, _ in once_made),
-                           {made.out: (row, free) for made, _, row, free in saves}, inputs)
+                           frozenset(made.out for made, _, _ in once_made), in_rows, inputs)
+        for g, save, _, reads in armed:
+            group = sub.memory.group.get(g)
+            if group is not None and group.kind == "row":
+                group.reads = reads
+                group.unread = sub.facts.readers.get(g) == [sub.facts.defined[save.out]]
         lent, turning = body_slots(em, stmt, sub)
         return sub, lent, turning
 
@@ -271,6 +279,12 @@ class _Planner:
                 continue        # planned into memory of its own, or saved in two stacks
             step.running[id(made)] = node
             step.dropped.add(id(save))
+        # a branch's arms make the state, or the value, in its row
+        armed = [save for made, save, _, _ in saves if made.prim.emit[:1] == ("branch",)]
+        for save in armed + [save for _, save, _, _ in branch_rows(em, loop, sub, step.dropped)]:
+            group = sub.memory.group.get(save.args[2]) if sub.planned is not None else None
+            if group is not None and group.kind == "row":
+                step.dropped.add(id(save))
         return before
 
     def moved(self, sub: Emitter) -> list[tuple[str, ast.expr]]:

@@ -17,14 +17,17 @@ from __future__ import annotations
 import ast
 import operator
 
-from ..ir.region import EMPTY, loop_of
+from ..ir.analysis import Analysis
+from ..ir.branch import branch_of
+from ..ir.region import EMPTY, handed_over_operands, loop_of
 from ..ir.tape import Lit, Stmt, Var
 from ..passes.stacked import row_offset
 from ..rules.indexing import index_add, setitem_
 from ..text import literal
-from .buffers import writer
+from .buffers import construct_arrays, writer
 from .emit import Emitter
 from .out_forms import row_call
+from .region_slots import in_array_after
 
 
 def first_rows(sub: Emitter, loop, blocks) -> list[tuple[Var, Var, int, Stmt]]:
@@ -154,9 +157,10 @@ def state_saves(em: Emitter, stmt: Stmt, loop, sub: Emitter,
                     and s.args[2] is o
                     and facts.root(s.args[0]) is root)
         made = facts.producer.get(o)
-        if made is None or writer(made) != "ufunc" or o.aval.weak or c.aval.weak \
-                or made.out.aval.shape != tuple(stack.aval.shape[1:]) \
-                or made.out.aval.dtype != stack.aval.dtype:
+        armed = made is not None and branch_made(made, o)
+        if made is None or (writer(made) != "ufunc" and not armed) or o.aval.weak \
+                or c.aval.weak or o.aval.shape != tuple(stack.aval.shape[1:]) \
+                or o.aval.dtype != stack.aval.dtype:
             continue
         start, stop = facts.defined[o], facts.defined[save.out]
         key = save.args[1]
@@ -164,12 +168,37 @@ def state_saves(em: Emitter, stmt: Stmt, loop, sub: Emitter,
                         if p < stop), default=-1)
         if isinstance(key, Var) and key not in sub.inlined:
             free = max(free, facts.defined.get(key, -1) + 1)
-        if start < free or facts.updates.get(facts.root(o)) \
-                or em.facts.readers.get(after[c]) or after[c] in em.facts.returned:
+        if start < free or facts.updates.get(facts.root(o)):
+            continue
+        if (em.facts.readers.get(after[c]) or after[c] in em.facts.returned) \
+                and not (armed and _last_state_read_before(em, stmt, after[c], after[stack])):
             continue
         row = ast.Subscript(ast.Name(sub.names[save.args[0]]), sub.key(key), ast.Load())
         found.append((made, save, row, free))
     return found
+
+
+def branch_made(made: Stmt, o: Var) -> bool:
+    """Whether ``o`` is an array result of the branch ``made`` (its arms make it in the array
+    the plan gives it: codegen/branch_plan.py)."""
+    return made.prim.emit[:1] == ("branch",) and any(o is a for a in construct_arrays(made))
+
+
+def _last_state_read_before(em: Emitter, stmt: Stmt, last: Var, stack: Var) -> bool:
+    """Whether the loop's last state ``last``, a view of its stack's last row where the step
+    makes its states in their rows, keeps its contents while it is read: everything made over
+    it in the plan (region_slots.in_array_after) is read for the last time before anything reads
+    or writes the stack after the loop (``stack``: the unwind takes it as its own), none of it
+    is returned or handed to a later loop to update in place."""
+    at = next(i for i, s in enumerate(em.tape.stmts) if s is stmt)
+    members, last_read = in_array_after(em, last, at)
+    facts = em.facts
+    handed = {a for i, s in enumerate(em.tape.stmts) if i > at and loop_of(s) is not None
+              for a in handed_over_operands(facts, s, i)}
+    stack_read = min((p for m in facts.members.get(facts.root(stack), [stack])
+                      for p in facts.readers.get(m, ()) if p > at), default=facts.end)
+    return not any(facts.same_memory(m, h) for m in members for h in handed) \
+        and not any(m in facts.returned for m in members) and last_read < stack_read
 
 
 def states_in_rows(sub: Emitter, saves) -> list[tuple[Stmt, ast.stmt, Stmt]]:
@@ -181,6 +210,8 @@ def states_in_rows(sub: Emitter, saves) -> list[tuple[Stmt, ast.stmt, Stmt]]:
     left out) per state of ``state_saves`` (``saves``)."""
     found = []
     for made, save, row, _ in saves:
+        if made.prim.emit[:1] == ("branch",):
+            continue        # (its arms make it in the row: buffers._rows, branch_plan.py)
         over = _row_operand(sub, made)
         target = ast.Name(sub.names[over]) if over is not None else row
         node = ast.Assign([ast.Name(sub.names[made.out])], row_call(sub, made, target), lineno=0)
@@ -206,6 +237,29 @@ def values_in_rows(em: Emitter, loop, sub: Emitter,
     through rows at other offsets from the step index (``h_prev = H[t]`` while ``H[t + 1]`` is
     written): the row's old contents are not read once the value is made. (the value's
     statement, its new node, the write left out) per such value."""
+    found = []
+    for made, g, save, row, _ in _row_values(em, loop, sub, dropped):
+        if made.prim.emit[:1] != ("branch",):
+            node = ast.Assign([ast.Name(sub.names[g])], row_call(sub, made, row), lineno=0)
+            found.append((made, node, save))
+    return found
+
+
+def branch_rows(em: Emitter, loop, sub: Emitter,
+                dropped: set[int]) -> list[tuple[Var, Stmt, ast.expr, frozenset]]:
+    """As ``values_in_rows``, a branch's result a step writes into a row of a stack (``H[t6] =
+    dw_1``): each arm makes it in that row (``t7 = xp.multiply(t7, h_prev, out=H[t6])``;
+    buffers._rows, branch_plan.py), an arm that gives on what it read copies it there. The
+    branch may read the row itself (``h_new = H[t6]``, read in an arm): those operands are
+    given (``reads``) and an arm makes its result in the row only from after its last read
+    of them (buffers._homes). (the value, the write left out, the row, reads) each."""
+    return [(g, save, row, reads) for made, g, save, row, reads
+            in _row_values(em, loop, sub, dropped) if made.prim.emit[:1] == ("branch",)]
+
+
+def _row_values(em: Emitter, loop, sub: Emitter, dropped: set[int]):
+    """The values of ``values_in_rows`` and ``branch_rows``: (the value's statement, the
+    value, its write, the row, the operands of a branch that view the row) each."""
     if not em.fast:
         return []
     facts, body, found = sub.facts, loop.body, []
@@ -223,22 +277,60 @@ def values_in_rows(em: Emitter, loop, sub: Emitter,
         key, g = save.args[1], save.args[2]
         offset = row_offset(key, loop, facts)
         made = facts.producer.get(g) if isinstance(g, Var) else None
-        if offset is None or made is None or writer(made) != "ufunc" or g.aval.weak \
-                or id(g) in results or g in sub.inlined \
+        armed = made is not None and branch_made(made, g)
+        if offset is None or made is None or (writer(made) != "ufunc" and not armed) \
+                or g.aval.weak or id(g) in results or g in sub.inlined \
                 or g.aval.shape != tuple(c.aval.shape[1:]) or g.aval.dtype != c.aval.dtype:
             continue
         start, stop = facts.defined[g], facts.defined[save.out]
         if isinstance(key, Var) and (facts.defined.get(key, -1) > start or key in sub.inlined):
             continue
-        if facts.updates.get(facts.root(g)) or not all(
-                _row_at(m, c, loop, facts) not in (None, offset)
-                for m in facts.members.get(root, []) if m is not c
-                for p in facts.readers.get(m, ()) if start < _written_at(p, body, sub) < stop):
+        if facts.updates.get(facts.root(g)):
+            continue
+        reads, clear = set(), True
+        for m in facts.members.get(root, []):
+            for p in facts.readers.get(m, ()) if m is not c else ():
+                at = _written_at(p, body, sub)
+                if armed and at == start and _row_at(m, c, loop, facts) == offset \
+                        and any(m is a for a in made.args):
+                    reads.add(m)        # read by the branch: its arms see to it
+                elif start <= at < stop if armed else start < at < stop:
+                    clear = clear and _row_at(m, c, loop, facts) not in (None, offset)
+        if not clear or reads and not _arms_read_first(made, g, reads):
             continue
         row = ast.Subscript(ast.Name(sub.names[c]), sub.key(key), ast.Load())
-        node = ast.Assign([ast.Name(sub.names[g])], row_call(sub, made, row), lineno=0)
-        found.append((made, node, save))
+        found.append((made, g, save, row, frozenset(reads)))
     return found
+
+
+def _arms_read_first(made: Stmt, g: Var, reads: set[Var]) -> bool:
+    """Whether each arm of the branch ``made`` reads its operands ``reads`` (views of the row
+    its result ``g`` is to be made in) for the last time before it makes any value its result
+    may be made over (the result's ancestors of its shape and dtype: the plan's candidates,
+    buffers._overwritable), or in a ufunc making the first of them. (buffers._homes checks it
+    again on the arm's plan, with the reads where the written code makes them; where it finds
+    otherwise, the arm makes its result in an array of its own, copied into the row.)"""
+    k = next(i for i, o in enumerate(made.outs) if o is g)
+    for arm in branch_of(made).arms:
+        r, facts = arm.result[k], Analysis(arm)
+        inputs = {i.var for i in arm.inputs}
+        if not isinstance(r, Var) or r in inputs:
+            continue        # (an operand given on: copied into the row)
+        views = {i.var for i, a in zip(arm.inputs, made.args[1:]) if any(a is v for v in reads)}
+        last = max((facts.last_memory.get(v, -1) for v in views), default=-1)
+        seen, todo = set(), [r]
+        while todo:
+            v = todo.pop()
+            stmt = facts.producer.get(v)
+            if v in seen or stmt is None:
+                continue
+            seen.add(v)
+            at = facts.defined[v]
+            if (v.aval.shape, v.aval.dtype) == (r.aval.shape, r.aval.dtype) \
+                    and (at < last or at == last and writer(stmt) != "ufunc"):
+                return False
+            todo += stmt.uses()
+    return True
 
 
 def _written_at(p: int, body, sub: Emitter) -> int:
@@ -284,7 +376,7 @@ def products_before(em: Emitter, loop, sub: Emitter,
         return []
     facts, memory, found = sub.facts, sub.memory, []
     for made, save, row, _ in saves:
-        over = _row_operand(sub, made)
+        over = _row_operand(sub, made) if writer(made) == "ufunc" else None
         if over is None:
             continue
         product = facts.producer.get(memory.group[over].members[0])

@@ -190,7 +190,7 @@ def _written(em: Emitter, stmt: Stmt, tape: Tape, atoms: list, operands: dict[Va
             place(sub)
             carried_names(sub, tape, own, outs, arrays)
         inputs = {i.var for i in tape.inputs}
-        homes = {tape.result[k]: row for k, row in (rows or {}).items()
+        homes = {tape.result[k]: (row, ()) for k, row in (rows or {}).items()
                  if isinstance(tape.result[k], Var) and tape.result[k] not in inputs
                  and tape.result.count(tape.result[k]) == 1}
         nodes, sub = em.nested(tape, names, within=within, place=placed, homes=homes,
