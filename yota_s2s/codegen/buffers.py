@@ -109,6 +109,7 @@ class Group:
     host: Group | None = None      # "head": the returned group in whose first row it lives
     reads: frozenset = frozenset()  # "row" of a branch's result: its operands viewing the row
     unread: bool = False           # "row" of a branch's result read only by its save, left out
+    saved: int | None = None       # "row" of a branch's result: id of the save it makes needless
 
 
 @dataclass

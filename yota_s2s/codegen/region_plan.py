@@ -192,8 +192,12 @@ class _Planner:
         for g, save, _, reads in armed:
             group = sub.memory.group.get(g)
             if group is not None and group.kind == "row":
-                group.reads = reads
+                group.reads, group.saved = reads, id(save)
                 group.unread = sub.facts.readers.get(g) == [sub.facts.defined[save.out]]
+        for made, save, _, _ in saves:
+            group = sub.memory.group.get(save.args[2])
+            if made.prim.emit[:1] == ("branch",) and group is not None and group.kind == "row":
+                group.saved = id(save)
         lent, turning = body_slots(em, stmt, sub)
         return sub, lent, turning
 
@@ -279,12 +283,10 @@ class _Planner:
                 continue        # planned into memory of its own, or saved in two stacks
             step.running[id(made)] = node
             step.dropped.add(id(save))
-        # a branch's arms make the state, or the value, in its row
-        armed = [save for made, save, _, _ in saves if made.prim.emit[:1] == ("branch",)]
-        for save in armed + [save for _, save, _, _ in branch_rows(em, loop, sub, step.dropped)]:
-            group = sub.memory.group.get(save.args[2]) if sub.planned is not None else None
-            if group is not None and group.kind == "row":
-                step.dropped.add(id(save))
+        # a branch's arms make the state, or the value, in its row (write_body): no save
+        if sub.planned is not None:
+            step.dropped |= {g.saved for g in sub.memory.group.values()
+                             if g.kind == "row" and g.saved is not None}
         return before
 
     def moved(self, sub: Emitter) -> list[tuple[str, ast.expr]]:
