@@ -149,7 +149,7 @@ def test_module_is_one_loop_whatever_the_trip_count():
     assert "for t in range(200):" in text and "for t in range(199, -1, -1):" in text
     # (the buffered form makes the state in its stack's row, its pre-activation there too:
     # one row written per step, no work array for it)
-    assert re.search(r"\n        (t\d+) = xp\.matmul\(W, h, out=H\[t \+ 1\]\)\n(.*\n){3}"
+    assert re.search(r"\n        (t\d+) = xp\.matmul\(W, h, out=H_rows\[t \+ 1\]\)\n(.*\n){3}"
                      r"        h = xp\.tanh\(\1, out=\1\)\n", text), text
     # (each row of dxs is written once: made in its row, not added to zeros)
     assert "xp.matmul(dt7, U, out=dxs[t])" in text
@@ -259,18 +259,18 @@ def test_state_stack_takes_one_row_per_step(buffers):
     df = ys.simplegrad(rnn, *args, buffers=buffers)
     text = ys.source(df)
     loop = _loop_lines(text, "for t in range(20):")
-    writes = [line for line in loop if line.startswith("H[") or "out=H[" in line]
+    writes = [line for line in loop if line.startswith(("H[", "H_rows[")) or "out=H" in line]
     # the buffered form makes the next state in its row, over the pre-activation made there
     # first: no copy into the stack
     if buffers:
-        assert len(writes) == 1 and re.fullmatch(r"(t\d+) = xp\.matmul\(W, h, out=H\[t \+ 1\]\)",
-                                                 writes[0]), writes
+        assert len(writes) == 1 and re.fullmatch(
+            r"(t\d+) = xp\.matmul\(W, h, out=H_rows\[t \+ 1\]\)", writes[0]), writes
         made = re.fullmatch(r"(t\d+) = .*", writes[0]).group(1)
         assert f"h = xp.tanh({made}, out={made})" in loop, loop
     else:
         assert writes == ["H[t + 1] = h"]
     before = text.split("for t in range(20):")[0].rstrip().splitlines()
-    assert before[-1].strip() == "H[0] = h"
+    assert before[-1].strip() == ("H_rows[0][...] = h" if buffers else "H[0] = h")
     for _ in range(2):          # a second call: the stack's rows are all written again
         value, *grads = df(*args)
         assert np.isclose(value, rnn(*args), rtol=1e-12)
@@ -535,7 +535,7 @@ def test_names_in_the_loop_bodies_read_as_a_handwritten_bptt():
     _, fast = gradient_tape(rnn, rnn_args(50))
     buffered = write_module(fast)
     # (the key ``t + 1`` is named where the step also writes dz in that row, passes/stacked.py)
-    assert "dh += _1_0" in buffered and re.search(r"h_new = H\[(t \+ 1|t\d+)\]", buffered)
+    assert "dh += _1_0" in buffered and re.search(r"h_new = H_rows\[(t \+ 1|t\d+)\]", buffered)
 
 
 def test_a_cancelled_term_in_a_loop_body_is_not_emitted():
@@ -677,9 +677,9 @@ def test_products_of_rows_are_one_product_after_the_loop():
     assert "dWh += dWh_part1" in loop and any(
         line.startswith("dWh_part1 = xp.matmul(h_prev.T, ") for line in loop), loop
     # dz is made in its row (codegen/region_rows.py values_in_rows): no copy into the stack
-    made = [line for line in loop if "out=H[t" in line]
+    made = [line for line in loop if "out=H_rows[t" in line]
     assert len(made) == 1 and made[0].startswith("dt") and "xp.multiply(" in made[0], loop
-    assert not any(line.startswith("H[t") for line in loop), loop
+    assert not any(line.startswith(("H[t", "H_rows[t")) for line in loop), loop
     after = text.split("for t in range(9, -1, -1):")[1].split("\n    return")[0]
     assert "xs.reshape((40, 3)).T @" in after or "xp.matmul(xs.reshape((40, 3)).T," in after
     assert ".sum(axis=(0, 1)" in after
@@ -825,7 +825,7 @@ def test_backward_loop_body_writes_into_work_arrays():
     before = text.split("for t in range(10):")[0]
     assert "dWx_mem = _result(out, 0, (32, 32))" in before
     forward = _loop_lines(text, "for t in range(10):")
-    made = [line.split(" = ")[0] for line in forward if line.endswith(" = H[t + 1]")]
+    made = [line.split(" = ")[0] for line in forward if line.endswith(" = H_rows[t + 1]")]
     assert len(made) == 1 and f"h = xp.tanh({made[0]}, out={made[0]})" in forward, forward
     for seed in (1, 2, 0, 0):
         other = make(seed)
@@ -856,15 +856,15 @@ def test_input_products_of_every_step_are_one_product_before_the_loop():
     text = ys.source(df)
     before = text.split("for t in range(10):")[0].splitlines()
     forward = _loop_lines(text, "for t in range(10):")
-    made = [line.split(" = ")[0] for line in forward if line.endswith(" = H[t + 1]")]
+    made = [line.split(" = ")[0] for line in forward if line.endswith(" = H_rows[t + 1]")]
     assert len(made) == 1 and f"h = xp.tanh({made[0]}, out={made[0]})" in forward, forward
     assert before[-3:-1] == ["    # loop_regions.py:318  xs[t] @ Wx of every step at once",
                            "    xp.matmul(xs.reshape((40, 3)), Wx, out=H[1:11].reshape((40, 5)))"]
     assert not [line for line in forward if ("Wx" in line or "xs" in line)
                 and not line.startswith("#")], forward
     # the step as it was: the product made in the row inside the loop
-    inside = f"        {made[0]} = xp.matmul(xs[t], Wx, out=H[t + 1])"
-    step = [inside if line == f"        {made[0]} = H[t + 1]" else line
+    inside = f"        {made[0]} = xp.matmul(xs[t], Wx, out=H_rows[t + 1])"
+    step = [inside if line == f"        {made[0]} = H_rows[t + 1]" else line
             for line in text.splitlines()
             if line != "    xp.matmul(xs.reshape((40, 3)), Wx, out=H[1:11].reshape((40, 5)))"]
     assert len(step) == len(text.splitlines()) - 1 and inside in step
@@ -895,10 +895,10 @@ def test_input_products_written_second_are_made_before_the_loop_too():
     forward = _loop_lines(text, "for t in range(10):")
     assert "    xp.matmul(xs.reshape((40, 3)), Wx, out=H[1:11].reshape((40, 5)))" \
         in text.splitlines()
-    made = [line.split(" = ")[0] for line in forward if line.endswith(" = H[t + 1]")]
+    made = [line.split(" = ")[0] for line in forward if line.endswith(" = H_rows[t + 1]")]
     product = [line.split(" = ")[0] for line in forward if "xp.matmul(h, Wh, out=" in line]
     assert len(made) == len(product) == 1, forward
-    assert forward.index(f"{made[0]} += {product[0]}") > forward.index(f"{made[0]} = H[t + 1]")
+    assert forward.index(f"{made[0]} += {product[0]}") > forward.index(f"{made[0]} = H_rows[t + 1]")
     first = ys.simplegrad(rnn_batched, *args)
     plain = ys.simplegrad(rnn_input_second, *args, buffers=False)
     for seed in (0, 1):
@@ -1031,7 +1031,7 @@ def test_gradient_of_the_buffered_stacked_rnn_gradient(buffers):
     and the second derivatives agree with finite differences of the gradient."""
     args = rnn_batched_args(T=9, B=3, D=2, H=4)
     df = ys.simplegrad(rnn_batched, *args, wrt={0, 1, 2})
-    assert "out=H[t" in ys.source(df)
+    assert "out=H_rows[t" in ys.source(df)
 
     def g(Wx, Wh, b, xs, h0):
         _, dWx, dWh, db, _, _ = df(Wx, Wh, b, xs, h0)
@@ -1124,11 +1124,11 @@ def test_stencil_saves_the_field_and_makes_its_differences_again(monkeypatch, bu
     text = ys.source(df)
     heads = [line.strip() for line in text.splitlines() if re.match(r"\s+for \w+ in range", line)]
     forward = _loop_lines(text, heads[0])
-    assert [line.split(" = ")[0] for line in forward if line.startswith("F_prev[")] == \
-        ["F_prev[__1]"], forward
+    assert [line.split(" = ")[0] for line in forward if line.startswith("F_prev")] == \
+        (["F_prev_rows[__1][...]"] if buffers else ["F_prev[__1]"]), forward
     assert "DFX" not in text and "DFY" not in text and len(heads) == 2
     backward = "\n".join(_loop_lines(text, heads[1]))
-    assert re.search(r"\n\w+ = F_prev\[__2\]\n", "\n" + backward), backward
+    assert re.search(r"\n\w+ = F_prev(_rows)?\[__2\]\n", "\n" + backward), backward
     assert ("xp.roll(" in text) != buffers
     plain = ys.simplegrad(stencil, *args, buffers=False)(*args)
     for a, b in zip(df(*args), plain):

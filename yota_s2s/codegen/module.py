@@ -39,6 +39,7 @@ from .plan import Plan
 from .outside import BIND, FUNCTION_PARAM, bind_function, changed_prelude, has_reads, \
     reads_function, unbound_check
 from .regions import region_statements
+from .stack_rows import held_rows
 from .render import INDENT, Block, Comment, block_lines, block_nodes, statement_lines, unparse
 from .targets import DASK_MISMATCH, check_calls, import_lines, not_an_array
 from .workspace import (give_back_line, header_lines, out_check_lines, prelude, takes_out,
@@ -238,14 +239,14 @@ def names_taken(tape: Tape) -> set[str]:
 
 def _function(tape: Tape, emitter: Emitter, numba: NumbaForm | None = None,
               fused: FusedForm | None = None) -> Written:
-    blocks = emitter.blocks()
-    fname = function_name(tape)
+    blocks, fname = emitter.blocks(), function_name(tape)
     returns, build = _returns(tape, emitter)
     tail = build + [f"return {', '.join(returns)}"]
     if numba is not None:           # the loops as numba functions (numba_form.py)
         blocks = numba_blocks(blocks, tape, emitter.names, fname, tail, numba)
     if fused is not None:           # elementwise groups as CUDA kernels (cupy_form.py)
         blocks = fused_blocks(blocks, tape, emitter, fname, tail, fused)
+    held_rows(emitter, blocks)      # a loop stack's rows from a list (buffered form)
     body = (unbound_check(fname, tape) if reads_function(tape) else []) + \
         _checks(tape, emitter, fname) + _struct_args(tape, emitter, fname) + \
         out_check_lines(emitter, tape, fname) + unpack_line(emitter)
@@ -317,10 +318,9 @@ def signature_lines(tape: Tape, device: str, returns: list[str]) -> list[str]:
 
 
 def _struct_note(tape: Tape, returns: list[str]) -> str:
-    if tape.tangent is not None:        # forward mode: a tangent has its argument's structure
-        return ""
+    # (none in forward mode: a tangent has its argument's structure)
     structs = [f"{r} of {p}" for r, p, k in zip(returns[1:], tape.params, tape.arg_kinds)
-               if k == "struct" and r != "None"]
+               if k == "struct" and r != "None" and tape.tangent is None]
     return f" ({', '.join(structs)}: gradients by field path)" if structs else ""
 
 

@@ -102,8 +102,10 @@ class InStack:
 
 @dataclass(frozen=True)
 class ZeroList:
-    """A list of ``size`` Python floats (scalar mode): ``dx = [0.0] * 3``."""
+    """A list of ``size`` Python floats (scalar mode): ``dx = [0.0] * 3``; of bools (a stack
+    of conditions, region_scalars.py ``list_stacks``): ``H_COND = [False] * 20``."""
     size: int
+    fill: float | bool = 0.0
 
 
 @dataclass(frozen=True)

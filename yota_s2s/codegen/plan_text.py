@@ -202,7 +202,7 @@ def region_lines(region: RegionPlan, outer, indent: str) -> list[str]:
 # How a carried value starts (region_plan.py ``starts``), as text, by its type
 _START = {
     InStack: lambda how: f"in {printable(how.array)}, a stack's work array",
-    ZeroList: lambda how: f"a list of {how.size} zeros",
+    ZeroList: lambda how: f"a list of {how.size} {'False' if how.fill is False else 'zeros'}",
     InReturned: lambda how: unparse(how.call) + (", zero-filled" if how.fill else ""),
     ZeroedWork: lambda how: f"in {printable(how.array)}, zero-filled"
                             + "".join(f"; {unparse(node)}" for node in how.made),

@@ -22,6 +22,8 @@ import ast
 import operator
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..ir.analysis import Analysis
 from ..ir.branch import branch_of
 from ..ir.names import dying_inits, name_tape, same_names
@@ -230,7 +232,8 @@ class _Planner:
             if c in self.held:
                 starts.append((c, InStack(self.held[c])))
             elif c in self.sums or c in self.listed:
-                starts.append((c, ZeroList(c.aval.shape[0])))
+                fill = False if c.aval.dtype == np.bool_ else 0.0       # (a stack of bools)
+                starts.append((c, ZeroList(c.aval.shape[0], fill)))
             elif c in step.returned:
                 starts.append((c, InReturned(step.returned[c], c not in step.once)))
             elif fresh is True and c not in step.once and held_zeros(em, stmt, c, made):

@@ -38,7 +38,10 @@ def list_stacks(em: Emitter, stmt: Stmt, loop, floats: set[Var]) -> set[Var]:
     """In the buffered form, a stack of numbers (one Python float per step, ``V[i] = t``)
     whose only readers after the loop are loops that read it one element at a time (scalar
     mode, ``body_scalars``) is a list, ``V = [0.0] * n``: no array is written per step, and
-    the reading loop takes the list as it is (not ``V.tolist()``)."""
+    the reading loop takes the list as it is (not ``V.tolist()``). So is a stack of bools (a
+    branch's conditions, ``H_COND[t] = h_cond``) whose only readers after the loop are loops
+    that read it one element at a time (``h_cond_1 = H_COND[t]``), ``H_COND = [False] * n``:
+    each element is the bool stored, read as the array's element was (``if h_cond_1:``)."""
     if not em.fast:
         return set()
     body = loop.body
@@ -46,20 +49,44 @@ def list_stacks(em: Emitter, stmt: Stmt, loop, floats: set[Var]) -> set[Var]:
     results = dict(zip(loop.carried, body.result))
     found = set()
     for c, fresh, o in zip(loop.carried, loop.fresh, stmt.outs):
-        if fresh != EMPTY or not _vector(c) or o in em.facts.returned:
+        bools = _bools(c)
+        if fresh != EMPTY or not (_vector(c) or bools) or o in em.facts.returned:
             continue
         v = c
         while len(facts.readers.get(v, ())) == 1:
             step = body.stmts[facts.readers[v][0]]
             if step.prim.fn is not setitem_ or step.args[0] is not v or facts.uses[v] != 1 \
-                    or not _int_key(step.args[1]) or step.args[2] not in floats:
+                    or not _int_key(step.args[1]) or not (
+                        _bool(step.args[2]) if bools else step.args[2] in floats):
                 break
             v = step.out
         readers = em.facts.readers.get(o, [])
+        reads = _reads_rows if bools else _reads_as_list
         if v is results[c] and v not in facts.readers and readers and all(
-                _reads_as_list(em.tape.stmts[p], o) for p in readers):
+                reads(em.tape.stmts[p], o) for p in readers):
             found.add(c)
     return found
+
+
+def _bools(v: Var) -> bool:
+    return v.aval.ndim == 1 and v.aval.dtype == np.bool_
+
+
+def _bool(atom) -> bool:
+    return isinstance(atom, Var) and atom.aval.ndim == 0 and atom.aval.dtype == np.bool_
+
+
+def _reads_rows(user: Stmt, value: Var) -> bool:
+    """Does the region ``user`` read ``value`` only one element at a time, by an int?"""
+    loop = loop_of(user)
+    if loop is None:
+        return False
+    stmts, facts = loop.body.stmts, Analysis(loop.body)
+    return all(k in facts.readers and all(
+        stmts[p].prim.fn is operator.getitem and stmts[p].args[0] is k
+        and facts.uses[k] == len(facts.readers[k]) and _int_key(stmts[p].args[1])
+        for p in facts.readers[k]) and k not in loop.body.result
+        for k, a in zip(loop.operand_vars(), user.args) if a is value)
 
 
 def _reads_as_list(user: Stmt, value: Var) -> bool:

@@ -233,4 +233,6 @@ def held_stacks(em: Emitter, stmt: Stmt, loop, listed: set[Var]) -> dict[Var, st
         em.slot_names.append(em.names.fresh(f"buf{len(em.memory.slots)}"))
         em.names.taken -= body
         held[c] = em.slot_names[-1]
+        if em.enclosing is None and c.aval.ndim > 1:     # its rows as a list: stack_rows.py
+            em.stack_slots = getattr(em, "stack_slots", set()) | {len(em.slot_names) - 1}
     return held

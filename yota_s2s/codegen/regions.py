@@ -88,7 +88,7 @@ def _in_returned(name: str, how: InReturned, c: Var) -> list[ast.stmt]:
 _STARTS = {
     InStack: lambda name, how, c: [_assign(name, ast.Name(how.array))],
     ZeroList: lambda name, how, c: [_assign(name, ast.BinOp(
-        ast.List([ast.Constant(0.0)]), ast.Mult(), ast.Constant(how.size)))],
+        ast.List([ast.Constant(how.fill)]), ast.Mult(), ast.Constant(how.size)))],
     InReturned: _in_returned,
     ZeroedWork: _zeroed,
     NewArray: lambda name, how, c: [_assign(name, _new_array(how.made, c))],

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.region import inner_tapes
+from ..ir.region import inner_tapes, loop_of
 from ..ir.tape import Tape
 from ..text import literal_text
 from .lines import WIDTH
 from .outside import arrays_read, has_reads
+from .plan import ZeroList
 from .scalars import MAX_SIZE
 
 _WORK = '''
@@ -58,6 +59,18 @@ _STEP_LIMIT = '''
 class StepLimitError(RuntimeError):
     """A while loop ran more trips than the max_steps this gradient was compiled with."""
 '''
+
+# the same, then the lists of rows of loop stacks (stack_rows.py), with either
+_ROWS = ("arrays = _local.arrays = tuple(xp.empty(shape, dtype) for shape, dtype, _ in "
+         "WORK_ARRAYS)",
+         """arrays = tuple(xp.empty(shape, dtype) for shape, dtype, _ in WORK_ARRAYS)
+        arrays = _local.arrays = arrays + tuple(list(arrays[k]) for k in ROW_LISTS)""")
+_ROWS_TAKEN = ("""return tuple(xp.empty(shape, dtype) for shape, dtype, _ in WORK_ARRAYS)""",
+               """arrays = tuple(xp.empty(shape, dtype) for shape, dtype, _ in WORK_ARRAYS)
+        return arrays + tuple(list(arrays[k]) for k in ROW_LISTS)""")
+_ROWS_DOC = ("made on its first call, reused by every later one.",
+             "made on its first call, reused by every later one;\n    then, for each work array "
+             "ROW_LISTS names, the list of its rows (views, made once).")
 
 # a while loop's stacks (codegen/whiles.py), held per thread as the work arrays are
 _STACKS = '''
@@ -302,7 +315,7 @@ def prelude(emitter) -> str:
                                       for v in values))    # str: a name
             rows.append(_work_row(shape, dtype, held, name))
         parts.append("\nWORK_ARRAYS = [    # shape, dtype, the values that live in it\n"
-                     + "\n".join(rows) + "\n]\n" + (_WORK_TAKEN if reentrant(emitter) else _WORK))
+                     + "\n".join(rows) + "\n]\n" + _row_lists(emitter))
     if emitter.while_stacks:
         parts.append(_stacks_prelude(emitter, len(memory.slots) > len(memory.lent)))
     if takes_out(emitter):
@@ -310,6 +323,20 @@ def prelude(emitter) -> str:
     if memory.delivered:
         parts.append(_DELIVER)
     return "\n".join(parts)
+
+
+def _row_lists(emitter) -> str:
+    """``_work_arrays()``, and ROW_LISTS before it where loop stacks' rows are held as lists
+    (stack_rows.py): the work arrays whose rows ``_work_arrays()`` adds as lists."""
+    text = _WORK_TAKEN if reentrant(emitter) else _WORK
+    lists = getattr(emitter, "row_lists", [])
+    if not lists:
+        return text
+    for old, new in (_ROWS_TAKEN if reentrant(emitter) else _ROWS, _ROWS_DOC):
+        text = text.replace(old, new, 1)
+    rows = "\n".join(f"    {k},    # {name}" for k, name in lists)
+    return ("\nROW_LISTS = [    # work arrays (their places in WORK_ARRAYS) whose rows are held as "
+            "lists\n" + rows + "\n]\n" + text)
 
 
 def _stacks_prelude(emitter, local: bool) -> str:
@@ -327,7 +354,7 @@ def unpack_line(emitter) -> list[str]:
     """``buf1, buf2 = _work_arrays()``: the work arrays held (those that live in a returned
     array are views of it, made where they are first written: out_forms.py). A ``reentrant``
     function keeps the tuple (``_arrays``) to give it back: ``give_back_line``."""
-    held = _held(emitter)
+    held = _held(emitter) + [name for _, name in getattr(emitter, "row_lists", [])]
     stacks = ["_held_stacks = _stacks()"] if emitter.while_stacks else []
     if not held:
         return stacks
@@ -385,6 +412,19 @@ def header_lines(emitter, tape: Tape) -> list[str]:
                      + ("; taken by a call until it returns, so that a call made meanwhile "
                         "(by a function this one calls) makes its own." if reentrant(emitter)
                         else "."))
+    if getattr(emitter, "row_lists", None):
+        lists = ", ".join(name for _, name in emitter.row_lists)
+        first = emitter.row_lists[0][1]
+        lines.append(f"Loop stacks' rows: {lists} (ROW_LISTS), the rows of a stack's work array "
+                     "as a list of views, made with the work arrays; a step reads and writes a "
+                     f"row through it ({first}[t], {first}[t][...] = value) instead of making "
+                     "a new view of it each time.")
+    conditions = [emitter.names[o] for region in emitter.plan.regions
+                  for c, how in region.starts if isinstance(how, ZeroList) and how.fill is False
+                  for c2, o in zip(loop_of(region.stmt).carried, region.stmt.outs) if c2 is c]
+    if conditions:
+        lines.append(f"Stacks of a loop's branch conditions ({', '.join(conditions)}): Python "
+                     "lists of the bools stored ([False] * n), read back as they were stored.")
     if emitter.while_stacks:
         lines.append(f"While-loop stacks: {len(emitter.while_stacks)} per thread (STACKS), made on "
                      "a thread's first call; a loop that needs more rows doubles one, and the "
