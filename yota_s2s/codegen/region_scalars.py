@@ -12,6 +12,7 @@ import operator
 import numpy as np
 
 from ..ir.analysis import Analysis
+from ..ir.branch import branch_of
 from ..ir.region import EMPTY, loop_of
 from ..ir.tape import Lit, Stmt, Var
 from ..rules.indexing import index_add, setitem_
@@ -41,7 +42,8 @@ def list_stacks(em: Emitter, stmt: Stmt, loop, floats: set[Var]) -> set[Var]:
     the reading loop takes the list as it is (not ``V.tolist()``). So is a stack of bools (a
     branch's conditions, ``H_COND[t] = h_cond``) whose only readers after the loop are loops
     that read it one element at a time (``h_cond_1 = H_COND[t]``), ``H_COND = [False] * n``:
-    each element is the bool stored, read as the array's element was (``if h_cond_1:``)."""
+    each element is the bool stored, read as the array's element was (``if h_cond_1:``; on a
+    CPU: on another device a condition is the device's array, kept in one)."""
     if not em.fast:
         return set()
     body = loop.body
@@ -49,7 +51,7 @@ def list_stacks(em: Emitter, stmt: Stmt, loop, floats: set[Var]) -> set[Var]:
     results = dict(zip(loop.carried, body.result))
     found = set()
     for c, fresh, o in zip(loop.carried, loop.fresh, stmt.outs):
-        bools = _bools(c)
+        bools = _bools(c) and em.device == "cpu"
         if fresh != EMPTY or not (_vector(c) or bools) or o in em.facts.returned:
             continue
         v = c
@@ -77,16 +79,24 @@ def _bool(atom) -> bool:
 
 
 def _reads_rows(user: Stmt, value: Var) -> bool:
-    """Does the region ``user`` read ``value`` only one element at a time, by an int?"""
+    """Does the region ``user`` read ``value`` only one element at a time, by an int, each
+    element only as a branch's condition (``if h_cond_1:``)?"""
     loop = loop_of(user)
     if loop is None:
         return False
     stmts, facts = loop.body.stmts, Analysis(loop.body)
-    return all(k in facts.readers and all(
-        stmts[p].prim.fn is operator.getitem and stmts[p].args[0] is k
-        and facts.uses[k] == len(facts.readers[k]) and _int_key(stmts[p].args[1])
-        for p in facts.readers[k]) and k not in loop.body.result
-        for k, a in zip(loop.operand_vars(), user.args) if a is value)
+
+    def condition(s: Stmt) -> bool:
+        return s.prim.fn is operator.getitem and s.args[0] is not s.args[1] \
+            and _int_key(s.args[1]) and s.out not in loop.body.result and all(
+                branch_of(stmts[q]) is not None and stmts[q].args[0] is s.out
+                and facts.uses[s.out] == len(facts.readers[s.out])
+                for q in facts.readers.get(s.out, ()))
+
+    return all(k in facts.readers and k not in loop.body.result
+               and facts.uses[k] == len(facts.readers[k]) and all(
+                   stmts[p].args[0] is k and condition(stmts[p]) for p in facts.readers[k])
+               for k, a in zip(loop.operand_vars(), user.args) if a is value)
 
 
 def _reads_as_list(user: Stmt, value: Var) -> bool:
