@@ -110,6 +110,8 @@ def poison(df) -> None:
     left in them; poisoned before each call, a value read before it is written shows."""
     local = getattr(df, "__globals__", {}).get("_local")
     for a in getattr(local, "arrays", None) or ():
+        if a.__class__ is list:         # a work array's rows (ROW_LISTS): views, poisoned with it
+            continue
         if a.dtype.kind in "fc":
             a.fill(np.nan)
         elif a.dtype.kind in "iu":

@@ -52,7 +52,7 @@ from .tape import ACCUMULATE, Stmt, Tape, Var
 MODULE_NAMES = frozenset({"xp", "numpy", "math", "threading", "GuardError", "_mismatch",
                           "_result", "_deliver", "_out_entry", "_check_out", "_overlap", "_shared",
                           "_work_arrays", "WORK_ARRAYS", "_local", "_arrays", "_", "STACKS",
-                          "_stacks", "_held_stacks", "StepLimitError"})
+                          "_stacks", "_held_stacks", "StepLimitError", "ROW_LISTS"})
 BUILTINS_USED = frozenset({"float", "int", "complex", "len", "isinstance", "getattr", "hasattr",
                            "repr", "slice", "tuple", "list", "TypeError", "ValueError",
                            "OverflowError", "RuntimeError", "None", "True", "False"})
