@@ -11,6 +11,7 @@ import numpy as np
 from yota_s2s.compiler import compile_grad
 
 from .programs import branches as B
+from .programs.custom import MONITOR, monitor
 from .programs.loop_regions import rnn, rnn_args
 
 PATHS = [(np.array([0.3, -0.2, 0.5]), np.array([0.9, 1.1, -0.4])),
@@ -76,3 +77,34 @@ def test_each_thread_gets_its_own_row_lists():
     assert len({id(r) for r in rows}) == 3
     for row_list, array in lists.values():      # the views of that thread's own stack
         assert len(row_list) == 21 and all(r.base is array for r in row_list)
+
+
+def _monitored_rnn(W, U, b, h0, xs):
+    h = monitor(h0)
+    loss = 0.0
+    for t in range(xs.shape[0]):
+        h = np.tanh(W @ h + U @ xs[t] + b)
+        loss += np.sum(h)
+    return loss
+
+
+def test_a_call_made_from_inside_a_call_gets_its_own_row_lists():
+    """A function that calls a user's function (a nodiff monitor) takes its work arrays and
+    row lists for the call; a call made meanwhile makes its own arrays and lists of their
+    rows: the outer and the inner call each return what the plain form returns."""
+    args, other = rnn_args(20), rnn_args(20, seed=3)
+    fast = compile_grad(_monitored_rnn, args)
+    assert "return arrays + tuple(list(arrays[k]) for k in ROW_LISTS)" in fast.text
+    assert "H_rows = _arrays = _work_arrays()" in fast.text
+    plain = compile_grad(_monitored_rnn, args, buffers=False).fn
+    fast.fn(*args)
+    MONITOR["calls"], MONITOR["seen"] = [(fast.fn, other)], []
+    try:
+        outer = fast.fn(*args)
+        inner = MONITOR["seen"]
+    finally:
+        MONITOR["calls"], MONITOR["seen"] = [], []
+    assert len(inner) == 1
+    for got, want in ((outer, plain(*args)), (inner[0], plain(*other))):
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-15)

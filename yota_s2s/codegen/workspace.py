@@ -68,9 +68,9 @@ _ROWS = ("arrays = _local.arrays = tuple(xp.empty(shape, dtype) for shape, dtype
 _ROWS_TAKEN = ("""return tuple(xp.empty(shape, dtype) for shape, dtype, _ in WORK_ARRAYS)""",
                """arrays = tuple(xp.empty(shape, dtype) for shape, dtype, _ in WORK_ARRAYS)
         return arrays + tuple(list(arrays[k]) for k in ROW_LISTS)""")
-_ROWS_DOC = ("made on its first call, reused by every later one.",
-             "made on its first call, reused by every later one;\n    then, for each work array "
-             "ROW_LISTS names, the list of its rows (views, made once).")
+_ROWS_DOC = ("first call, reused by every later one.",
+             "first call, reused by every later one;\n    then, for each work array ROW_LISTS "
+             "names, the list of its rows (views, made once).")
 
 # a while loop's stacks (codegen/whiles.py), held per thread as the work arrays are
 _STACKS = '''
