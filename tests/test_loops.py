@@ -1198,7 +1198,7 @@ def test_the_ring_loop_reads_like_its_handwritten_gradient():
                         "dx[i] += t5"], loop
     squared = ys.source(ys.simplegrad(ring_squared, x))     # 2 s known after the loop:
     assert "    ds = 2.0 * s\n" in squared and re.search(          # scaled (ds through a 0-d
-        r"\n    (buf\d+)\.fill\(ds\)\n    dx = xp\.multiply\(\1, dx_part1, ", squared)  # work array)
+        r"\n    (buf\d+)\[\(\)\] = ds\n    dx = xp\.multiply\(\1, dx_part1, ", squared)  # work array)
     assert squared.index("# -- forward --") < squared.index(" in range(50):\n") \
         < squared.index("# -- backward --") < squared.index("    ds = 2.0 * s\n")
 

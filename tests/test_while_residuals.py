@@ -33,13 +33,23 @@ def test_the_unwind_reads_the_branch_bit_and_the_trip_values(buffers):
     # it reads only with float64 arrays (h * dy) are lists of references (nothing writes them
     # in place), with no check for room; the buffered form's stack of arrays, a list of its
     # rows held per thread, has y1 made in its row (whiles.py _in_rows: no copy), its stacks
-    # of such flags and numbers are lists too (whiles.py _numbers_listed); ``0.5 * h`` is
-    # made again by the unwind from the row of h, not stacked (passes/while_rows.py)
-    pushed = ("        ERR_COND.append(err_cond)\n", "        H.append(h_1)\n")
-    pushed += ("out=Y1[trips])\n",) if buffers else ("        Y1.append(y1)\n",)
+    # of such flags are lists too (codegen/while_numbers.py numbers_listed), its numbers read
+    # only by ufuncs with float64 arrays held 0-d rows (number_rows): ``h`` and ``0.5 * h``
+    # filled into their rows where the trip first reads them, the unwind's ufuncs reading the
+    # rows; in the plain form ``0.5 * h`` is made again by the unwind from the row of h, not
+    # stacked (passes/while_rows.py)
+    pushed = ("        ERR_COND.append(err_cond)\n",)
+    pushed += ("        H[trips][()] = h_1\n        y1 = xp.multiply(H[trips], f1, "
+               "out=Y1[trips])\n", "        V[trips][()] = t5\n        y2 *= V[trips]\n") \
+        if buffers else ("        H.append(h_1)\n", "        Y1.append(y1)\n")
     assert all(p in forward for p in pushed)
-    assert "V.append(" not in forward and "V[trips]" not in forward and "_held_stacks[2]" \
-        not in forward and re.search(r"\n        v = 0\.5 \* h_\d+\n", backward)
+    if buffers:
+        assert re.search(r"\n        v = V\[t_\d+\]\n", backward) and "xp.multiply(v, dy_" in \
+            backward and "H.append(" not in forward and \
+            not re.search(r"buf\d+\[\(\)\] = (h|v)", compiled.text)
+    else:
+        assert "V.append(" not in forward and "V[trips]" not in forward and \
+            re.search(r"\n        v = 0\.5 \* h_\d+\n", backward)
     assert ("len(" in forward) == buffers
     assert "T[trips]" not in forward and "Y2" not in compiled.text
     assert "max(" not in backward and "xp.minimum" not in backward

@@ -12,7 +12,7 @@ Sums along an axis of a matrix are written as products with a vector of ones (_O
     computes several times faster.
 Numbers go through 0-d arrays, where numpy would make a new one on each call: the numbers ufuncs
     read are made once (_1_0 for 1.0); a number made at run time goes into buf4
-    (.sum(out=buf4)[()], or .fill(number) before a ufunc reads it).
+    (.sum(out=buf4)[()], or buf4[()] = number before a ufunc reads it).
 Work arrays: 4 per thread, 200 bytes (WORK_ARRAYS), made on a thread's first call.
 Gradients come back in new arrays, or in the caller's: pass out= with one array (or None) per
     argument to allocate nothing.

@@ -129,6 +129,10 @@ class Emitter:
         self.body_names: set[str] = set()         # names loop bodies assign (regions.py)
         self.max_steps = max_steps
         self.while_stacks: list[tuple] = []       # the buffered form's held stacks (whiles.py)
+        self.row_stacks: dict = {}      # stacks of 0-d rows: Var -> index (while_numbers.py)
+        self.row_numbers: set = set()   # an unwind's 0-d rows, read by ufuncs as they are
+        self.number_rows: dict = {}     # a trip's numbers -> their rows (whiles._TripRows)
+        self.rows_filled: set = set()   # those rows filled so far
         self.step_limit = False                   # a while raises StepLimitError (whiles.py)
         self.flag_forms: dict[tuple, bool] = {}   # conditional floats, or not (flags.py)
 

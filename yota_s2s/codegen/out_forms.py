@@ -224,7 +224,7 @@ def _numbers(em, stmt: Stmt, literals_only: bool = False
     its expression): numpy makes a new 0-d array of a number operand on every call (8 bytes
     of array data, a quarter microsecond). A literal is the module's 0-d array of it
     (``xp.subtract(_1_0, t, out=t)``: ``Emitter.number_array``); a number computed at run time
-    (an argument, a sum) is first written into the function's 0-d work array (``buf7.fill(b)``
+    (an argument, a sum) is first written into the function's 0-d work array (``buf7[()] = b``
     and ``t1 += buf7``: ``Emitter.number_slot``), and the statements that do so come first; not
     where another operand is an expression, which may write that array too (a sum to a number).
     Each in the dtype numpy converts it to: a numpy scalar's own, a Python number's that of the
@@ -255,6 +255,10 @@ def _numbers(em, stmt: Stmt, literals_only: bool = False
                 and not set(inlined) - {atom} and atom.aval.dtype == array \
                 and _into_number(em.atom(atom)) is not None:
             numbers[i] = _into_number(em.atom(atom))
+        elif isinstance(atom, Var) and not literals_only and array == np.float64 and \
+                atom.aval.dtype == np.float64 and not atom.aval.ndim and \
+                (atom in em.number_rows or atom in em.function().row_numbers):
+            numbers[i] = _row_read(em, atom, filled)
         elif isinstance(atom, Var) and (atom.aval.ndim == 0 or atom in em.scalars.floats) \
                 and not filled and not literals_only and array is not None and not set(inlined) - {atom}:
             dtype = array if atom.aval.weak or atom in em.scalars.floats else atom.aval.dtype
@@ -262,10 +266,29 @@ def _numbers(em, stmt: Stmt, literals_only: bool = False
                 dtype = array   # numpy's float64 of it (an int64 count: the max's ties)
             if dtype.name in _FLOATS and atom.aval.dtype.kind in "biuf":
                 slot = em.number_slot(dtype, em.names[atom])
-                filled.append(ast.Expr(ast.Call(ast.Attribute(ast.Name(slot), "fill",
-                                                              ast.Load()), [em.atom(atom)], [])))
+                filled.append(number_into(ast.Name(slot), em.atom(atom)))
                 numbers[i] = ast.Name(slot)
     return filled, numbers
+
+
+def number_into(array: ast.expr, value: ast.expr) -> ast.stmt:
+    """``buf7[()] = b``: a number written into a 0-d array (~0.06 us; ``buf7.fill(b)``, the
+    method call, ~0.2 us), cast as ``fill`` casts it."""
+    return ast.Assign([ast.Subscript(array, ast.Tuple([], ast.Load()), ast.Store())], value,
+                      lineno=0)
+
+
+def _row_read(em, atom: Var, filled: list[ast.stmt]) -> ast.expr:
+    """A number of a while's stack of 0-d rows (codegen/while_numbers.py), read by a ufunc:
+    in its trip, its row (``H[trips]``), filled by the first reader; in the unwind, the row
+    read (``h_3 = H[t_3]``), as it is."""
+    row = em.number_rows.get(atom)
+    if row is None:
+        return em.atom(atom)
+    if atom not in em.rows_filled:
+        em.rows_filled.add(atom)
+        filled.append(number_into(row, em.atom(atom)))
+    return row
 
 
 def _into_number(expr: ast.expr) -> ast.expr | None:

@@ -33,8 +33,9 @@ when a trip finds it full (above); in the plain form a stack whose rows nobody w
 after their push is a list of them, ``X.append(x)`` (``_listed``); in the buffered form the
 stacks are the thread's, made on its first call and kept grown (``_held_stacks``, workspace.py
 ``STACKS``), so a steady-state call makes none; there a stack of arrays is a list of its rows
-(``_row_lists``: ``X[trips][...] = x``), and a stack of numbers the plain form lists is a list
-made per call (``_numbers_listed``). With ``max_steps`` (write_module) a stack holds that many
+(``_row_lists``: ``X[trips][...] = x``), a stack of numbers the plain form lists is a list
+made per call, and one of float64 numbers only ufuncs read a held list of 0-d rows
+(while_numbers.py). With ``max_steps`` (write_module) a stack holds that many
 rows at most, and a trip past it raises ``StepLimitError`` naming the loop. emit.py finds
 these writers in ``CONSTRUCTS``.
 """
@@ -45,7 +46,6 @@ import ast
 import numpy as np
 
 from ..ir.analysis import Analysis, memory_bases, read_only
-from ..ir.branch import branch_of
 from ..ir.names import tape_namer
 from ..ir.rewrite import substitute
 from ..ir.tape import Lit, Stmt, Tape, Var
@@ -54,6 +54,8 @@ from .buffers import in_branch_array
 from .branch_plan import nested_places, planned as memory_planned, result_arrays
 from .emit import Emitter
 from .render import Comment
+from .while_numbers import (array_operand, number_rows, numbers_listed, only_tested, row_fill,
+                            row_inputs, rows_kept)
 from .while_plan import (carried_names, copied_back, spare_slots, started, trip_end, trip_plan,
                          updated_rows)
 
@@ -147,8 +149,9 @@ def _prepared(tape: Tape, atoms: list) -> Tape:
 
 def _written(em: Emitter, stmt: Stmt, tape: Tape, atoms: list, operands: dict[Var, str],
              outs: list[str], own: slice = slice(0, 0), planned: tuple | None = None,
-             back: dict[int, str] | None = None, rows: dict[int, ast.expr] | None = None
-             ) -> tuple[list[ast.stmt], dict[Var, str], list[ast.expr], list[ast.stmt]]:
+             back: dict[int, str] | None = None, rows: dict[int, ast.expr] | None = None,
+             numbers=None) -> tuple[list[ast.stmt], dict[Var, str], list[ast.expr],
+                                    list[ast.stmt]]:
     """``tape``'s statements with its comments, its results bound to ``outs`` at the end (the
     last statement's made under its name where that is a result); its inputs' names; the
     results after those ``outs`` binds (a recording body's residuals), as expressions. A
@@ -158,7 +161,9 @@ def _written(em: Emitter, stmt: Stmt, tape: Tape, atoms: list, operands: dict[Va
     the tape's memory planned, the carried arrays updated in place, and the copies that end a
     trip (the fourth result); ``back`` gets the returned arrays a carried value is copied back
     into after the loop (while_plan.spare_slots); ``rows``: result index -> the row of its
-    stack a residual may be made in (``_in_rows``), the index left there where it is not."""
+    stack a residual may be made in (``_in_rows``), the index left there where it is not;
+    ``numbers`` (planned): called with the emitter before it writes, and its ``done`` after
+    (the rows of number-row stacks: ``_TripRows``, ``_StepRows``)."""
     tape = _prepared(tape, atoms)
     shared = {i.var for i in tape.inputs} - {i.var for i in tape.inputs[own]}
     fixed: dict[Var, str] = {}
@@ -189,6 +194,8 @@ def _written(em: Emitter, stmt: Stmt, tape: Tape, atoms: list, operands: dict[Va
         def placed(sub: Emitter) -> None:
             place(sub)
             carried_names(sub, tape, own, outs, arrays)
+            if numbers is not None:
+                numbers(sub)
         inputs = {i.var for i in tape.inputs}
         homes = {tape.result[k]: (row, ()) for k, row in (rows or {}).items()
                  if isinstance(tape.result[k], Var) and tape.result[k] not in inputs
@@ -199,6 +206,8 @@ def _written(em: Emitter, stmt: Stmt, tape: Tape, atoms: list, operands: dict[Va
             group = sub.memory.group.get(tape.result[k])
             if group is None or group.kind != "row" or group.row is not rows[k]:
                 del rows[k]
+        if numbers is not None:
+            numbers.done()
         ends = trip_end(em, sub, tape, own, outs, arrays, turned)
         if ends is None:
             raise AssertionError(f"the trip of {stmt.loc} swaps carried arrays")
@@ -258,19 +267,21 @@ def while_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
     back: dict[int, str] = {}
     first = n + 1 + len(loop.saved)
     made = _in_rows(em, stmt, first) if plan and loop.record else {}
+    numbered = number_rows(em, stmt) if loop.record else set()
+    trip = _trip_rows(em, stmt, numbered)
     body, _, residuals, ends = _written(em, stmt, loop.body, atoms, operands, outs,
                                         slice(0, n), (arrays, lines) if plan else None, back,
-                                        made)
+                                        made, trip)
     nodes += lines
     if loop.record:
         trips = em.names[stmt.outs[n]]
         nodes.append(_assign(trips, ast.Constant(0)))
         listed, rows = _listed(em, stmt), _row_lists(em, stmt)
-        nodes += _stacks(em, stmt, listed)
-        body = _pushes(em, stmt, outs, listed, rows) + body
-        body += [_push(em.names[s], trips, r, s in listed, s in rows)
+        nodes += _stacks(em, stmt, listed, numbered)
+        body = _pushes(em, stmt, outs, listed, rows, numbered) + body
+        body += [_push(em.names[s], trips, r, s in listed, s in rows, s in numbered)
                  for k, (s, r) in enumerate(zip(stmt.outs[first:], residuals), start=n)
-                 if k not in made] + ends
+                 if k not in made and k not in trip.filled] + ends
         body.append(ast.AugAssign(_name(trips, True), ast.Add(), ast.Constant(1)))
     else:
         body += ends
@@ -282,6 +293,54 @@ def while_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
         stop = ast.If(ast.UnaryOp(ast.Not(), _name(cond_name)), [ast.Break()], [])
         nodes.append(ast.While(ast.Constant(True), cond_nodes + [stop] + body, []))
     return nodes + copied_back(outs, back)
+
+
+class _TripRows:
+    """The 0-d rows of a recording while's number-row stacks (while_numbers.py) that its
+    trip's emitter reads: called with the emitter before it writes, it gives each saved number
+    its row (filled as the trip starts) and each residual number its row (filled by the first
+    ufunc at the top of the trip that reads it: ``out_forms._numbers``); ``filled``, after:
+    the residuals' indices (body results) so filled, which need no push at the trip's end."""
+
+    def __init__(self, saved: dict[int, ast.expr], residual: dict[int, ast.expr]):
+        self.saved, self.residual = saved, residual
+        self.filled: set[int] = set()
+        self.sub: Emitter | None = None
+
+    def __call__(self, sub: Emitter) -> None:
+        tape, self.sub = sub.tape, sub
+        inputs = {i.var for i in tape.inputs}
+        for i, row in self.saved.items():
+            sub.number_rows[tape.inputs[i].var] = row
+            sub.rows_filled.add(tape.inputs[i].var)
+        for k, row in self.residual.items():
+            v = tape.result[k]
+            if isinstance(v, Var) and v not in inputs and tape.result.count(v) == 1 \
+                    and v not in sub.number_rows:
+                sub.number_rows[v] = row
+
+    def done(self) -> None:
+        if self.sub is not None:
+            result = self.sub.tape.result
+            self.filled = {k for k in self.residual if result[k] in self.sub.rows_filled}
+
+
+def _trip_rows(em: Emitter, stmt: Stmt, numbered: set[Var]) -> _TripRows:
+    """The rows of the number-row stacks ``numbered`` of the recording while ``stmt``, by the
+    body's input (saved values) and result (residuals) index: ``H[trips]``."""
+    loop: While = while_of(stmt)
+    n = loop.ncarry
+    trips = em.names[stmt.outs[n]] if loop.record else ""
+    stacks = stmt.outs[n + 1:]
+    saved, residual = {}, {}
+    for j, s in enumerate(stacks):
+        if s in numbered:
+            row = ast.Subscript(_name(em.names[s]), _name(trips), ast.Load())
+            if j < len(loop.saved):
+                saved.setdefault(loop.saved[j], row)
+            else:
+                residual[n + j - len(loop.saved)] = row
+    return _TripRows(saved, residual)
 
 
 def _in_rows(em: Emitter, stmt: Stmt, first: int) -> dict[int, ast.expr]:
@@ -343,7 +402,8 @@ def _listed(em: Emitter, stmt: Stmt) -> set[Var]:
     function = em.function()
     loop: While = while_of(stmt)
     if function.fast:
-        return _numbers_listed(em, stmt) if em.enclosing is None else set()
+        return numbers_listed(em, stmt) - number_rows(em, stmt) if em.enclosing is None \
+            else set()
     if em.enclosing is not None or Analysis(loop.body).updates:
         return set()
     facts = em.facts
@@ -353,109 +413,13 @@ def _listed(em: Emitter, stmt: Stmt) -> set[Var]:
     listed = set()
     for out in stmt.outs[loop.ncarry + 1:]:
         readers = [facts.tape.stmts[p] for p in facts.readers.get(out, ())]
-        if all(r.prim.emit[:1] == ("unwind",) and _rows_kept(r, out) for r in readers) and \
+        if all(r.prim.emit[:1] == ("unwind",) and rows_kept(r, out) for r in readers) and \
                 (out.aval.ndim > 1 or out.aval.dtype.kind == "b" and
-                 all(_only_tested(r, out) for r in readers) or
+                 all(only_tested(r, out) for r in readers) or
                  out.aval.dtype == np.float64 and not out.aval.weak and
-                 all(_array_operand(r, out) for r in readers)):
+                 all(array_operand(r, out) for r in readers)):
             listed.add(out)
     return listed
-
-
-def _numbers_listed(em: Emitter, stmt: Stmt) -> set[Var]:
-    """The stacks of numbers of the recording while ``stmt`` written as Python lists in the
-    buffered form (``H = []``, ``H.append(h_1)``: a push ~0.1 us, a read ~0.15 us less than a
-    held array's, and nothing made that numpy counts), on the plain form's terms (``_listed``):
-    a flag each unwind step reads only as a branch's condition, a float64 number only as an
-    operand of a ufunc with a float64 array. A number there is never a work array (a 0-d
-    result is not written with out=: buffers.writer), nor is it updated in place where it is
-    pushed or read (checked)."""
-    loop: While = while_of(stmt)
-    n, facts = loop.ncarry, em.facts
-    pushed = [loop.body.inputs[i].var for i in loop.saved] + list(loop.body.result[n:])
-    body_updates = Analysis(loop.body).updates
-    listed = set()
-    for out, value in zip(stmt.outs[n + 1:], pushed):
-        if out.aval.ndim != 1 or (isinstance(value, Var) and body_updates.get(value)):
-            continue
-        readers = [facts.tape.stmts[p] for p in facts.readers.get(out, ())]
-        if readers and all(r.prim.emit[:1] == ("unwind",) and _rows_unwritten(r, out)
-                           for r in readers) and \
-                (out.aval.dtype.kind == "b" and all(_only_tested(r, out) for r in readers) or
-                 out.aval.dtype == np.float64 and not out.aval.weak and
-                 all(_array_operand(r, out) for r in readers)):
-            listed.add(out)
-    return listed
-
-
-def _rows_unwritten(unwind: Stmt, stack: Var) -> bool:
-    """Whether the step of ``unwind`` updates none of its rows of ``stack`` in place."""
-    step = while_of(unwind).step
-    updates = Analysis(step).updates
-    return not any(updates.get(i.var) for i, a in zip(step.inputs, unwind.args[1:])
-                   if a is stack)
-
-
-def _array_operand(unwind: Stmt, stack: Var) -> bool:
-    """Whether the step of ``unwind`` reads each row of the number stack ``stack`` only as an
-    operand of a ufunc whose other operand is a float64 array (in an arm of a branch of the
-    step, too): there a Python float and numpy's float64 give the same array, bit for bit, so
-    the row may be the pushed number itself, whichever of the two the forward holds."""
-    step = while_of(unwind).step
-    rows = [i.var for i, a in zip(step.inputs, unwind.args[1:]) if a is stack]
-    return all(not v.aval.weak and _read_with_arrays(step, v) for v in rows)
-
-
-def _read_with_arrays(tape: Tape, v: Var) -> bool:
-    if any(r is v for r in tape.result):
-        return False
-    for s in tape.stmts:
-        if v not in s.args:
-            continue
-        branch = branch_of(s)
-        if branch is not None:
-            if s.args[0] is v:
-                return False
-            if not all(_read_with_arrays(arm, i.var) for arm in branch.arms
-                       for i, a in zip(arm.inputs, s.args[1:]) if a is v):
-                return False
-            continue
-        others = [a for a in s.args if a is not v]
-        if _number_arithmetic(s):     # 0.5 * h: Python's float and numpy's give the same bits
-            if not _read_with_arrays(tape, s.out):
-                return False
-            continue
-        if s.prim.ufunc is None or s.params or len(s.outs) != 1 or \
-                s.out.aval.dtype != np.float64 or not s.out.aval.ndim or \
-                not any(isinstance(a, Var) and a.aval.ndim for a in others) or \
-                any(a.aval.dtype != np.float64 for a in others if isinstance(a, Var)):
-            return False
-    return True
-
-
-def _number_arithmetic(s: Stmt) -> bool:
-    """Whether ``s`` adds, subtracts, multiplies or negates float64 numbers (no division:
-    Python's raises where numpy's gives inf) into a float64 number."""
-    return s.prim.ufunc in (np.add, np.subtract, np.multiply, np.negative) and \
-        not s.params and len(s.outs) == 1 and s.out.aval.ndim == 0 and \
-        s.out.aval.dtype == np.float64 and not s.out.aval.weak and \
-        all(isinstance(a, Var) and a.aval.ndim == 0 and a.aval.dtype == np.float64
-            or isinstance(a, Lit) and type(a.value) is float for a in s.args)
-
-
-def _rows_kept(unwind: Stmt, stack: Var) -> bool:
-    """Whether the step of ``unwind`` writes nothing in place (a row of ``stack`` it reads
-    is the pushed value itself where ``stack`` is a list)."""
-    return not Analysis(while_of(unwind).step).updates
-
-
-def _only_tested(unwind: Stmt, stack: Var) -> bool:
-    """Whether the step of ``unwind`` reads each row of ``stack`` only as a branch's condition
-    (``if err_cond_1:``), where a Python bool and numpy's are one: a list of the flags."""
-    step = while_of(unwind).step
-    rows = [i.var for i, a in zip(step.inputs, unwind.args[1:]) if a is stack]
-    return all(s.prim.emit[:1] == ("branch",) and s.args[0] is v and v not in s.args[1:]
-               for v in rows for s in step.stmts if v in s.args)
 
 
 def _row_lists(em: Emitter, stmt: Stmt) -> set[Var]:
@@ -477,12 +441,14 @@ def _row_lists(em: Emitter, stmt: Stmt) -> set[Var]:
     return rows
 
 
-def _push(stack: str, trips: str, value: ast.expr, listed: bool, rows: bool = False
-          ) -> ast.stmt:
+def _push(stack: str, trips: str, value: ast.expr, listed: bool, rows: bool = False,
+          numbered: bool = False) -> ast.stmt:
     """``value`` pushed on ``stack`` as trip ``trips``'s row (``rows``: copied into the row of
-    a list of rows, ``_row_lists``)."""
+    a list of rows, ``_row_lists``; ``numbered``: filled into its 0-d row, while_numbers.py)."""
     if listed:
         return ast.Expr(_call(f"{stack}.append", [value]))
+    if numbered:
+        return row_fill(ast.Subscript(_name(stack), _name(trips), ast.Load()), value)
     row = ast.Subscript(_name(stack), _name(trips), ast.Store())
     if rows:
         row = ast.Subscript(ast.Subscript(_name(stack), _name(trips), ast.Load()),
@@ -490,7 +456,8 @@ def _push(stack: str, trips: str, value: ast.expr, listed: bool, rows: bool = Fa
     return _assign_to(row, value)
 
 
-def _stacks(em: Emitter, stmt: Stmt, listed: set[Var]) -> list[ast.stmt]:
+def _stacks(em: Emitter, stmt: Stmt, listed: set[Var], numbered: set[Var] = frozenset()
+            ) -> list[ast.stmt]:
     """The recording loop's stacks before it: new arrays in the plain form (``X =
     xp.empty((16, 3))``), or lists (``X = []``, ``listed``: ``_listed``); in the buffered
     form, this thread's, kept from its last call (``X = _held_stacks[0]``:
@@ -506,6 +473,8 @@ def _stacks(em: Emitter, stmt: Stmt, listed: set[Var]) -> list[ast.stmt]:
         start = (min(CAPACITY, function.max_steps or CAPACITY), *out.aval.shape[1:])
         if function.fast:
             function.while_stacks.append((start, out.aval.dtype, em.names[out]))
+            if out in numbered:     # a list of 0-d rows (workspace.py _number_rows)
+                function.row_stacks[out] = len(function.while_stacks) - 1
             held = ast.Subscript(_name("_held_stacks"),
                                  ast.Constant(len(function.while_stacks) - 1), ast.Load())
             nodes.append(_assign(em.names[out], held))
@@ -518,8 +487,8 @@ def _stacks(em: Emitter, stmt: Stmt, listed: set[Var]) -> list[ast.stmt]:
     return nodes
 
 
-def _pushes(em: Emitter, stmt: Stmt, outs: list[str], listed: set[Var], rows: set[Var]
-            ) -> list[ast.stmt]:
+def _pushes(em: Emitter, stmt: Stmt, outs: list[str], listed: set[Var], rows: set[Var],
+            numbered: set[Var] = frozenset()) -> list[ast.stmt]:
     """A trip's first statements: each saved value written in its row of its stack (appended
     to a list: ``listed``), the array stacks doubled first where they are full
     (``max_steps``: up to that many rows, and a ``StepLimitError`` naming the loop where a
@@ -541,7 +510,7 @@ def _pushes(em: Emitter, stmt: Stmt, outs: list[str], listed: set[Var], rows: se
         raise_ = ast.Raise(_call("StepLimitError", [ast.Constant(message)]))
         stop = [ast.If(ast.Compare(_name(trips), [ast.Eq()], [ast.Constant(limit)]),
                        [raise_], [])]
-    saved = [_push(em.names[s], trips, _name(outs[i]), s in listed, s in rows)
+    saved = [_push(em.names[s], trips, _name(outs[i]), s in listed, s in rows, s in numbered)
              for s, i in zip(stmt.outs[n + 1:], loop.saved)]
     if not stacks:
         return stop + saved
@@ -550,6 +519,10 @@ def _pushes(em: Emitter, stmt: Stmt, outs: list[str], listed: set[Var], rows: se
     for k, (s, out) in enumerate(zip(stacks, [s for s in stmt.outs[n + 1:] if s not in listed])):
         more = _name(s) if limit is None else ast.Subscript(_name(s), ast.Slice(
             None, ast.BinOp(ast.Constant(limit), ast.Sub(), _name(trips))), ast.Load())
+        if out in numbered:     # H.extend(_number_rows(len(H))): as many 0-d rows more
+            grow.append(ast.Expr(_call(f"{s}.extend", [_call("_number_rows", [_call(
+                "len", [more])])])))
+            continue
         if out in rows:     # as many rows more, made at once: X.extend(xp.empty((16, 3)))
             count = _call("len", [more])
             args = [ast.Tuple([count, *map(ast.Constant, out.aval.shape[1:])], ast.Load())]
@@ -569,6 +542,21 @@ def _pushes(em: Emitter, stmt: Stmt, outs: list[str], listed: set[Var], rows: se
     return [ast.If(full, stop + grow, [])] + saved
 
 
+class _StepRows:
+    """An unwind step's rows of number-row stacks (while_numbers.py), ``H[t]``, 0-d arrays its
+    ufuncs read as they are (``out_forms._numbers``): the step's inputs ``indices`` and the arm
+    inputs they are given as, marked on the function's emitter (``row_numbers``)."""
+
+    def __init__(self, indices: list[int]):
+        self.indices = indices
+
+    def __call__(self, sub: Emitter) -> None:
+        sub.function().row_numbers.update(row_inputs(sub.tape, self.indices))
+
+    def done(self) -> None:
+        pass
+
+
 def unwind_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
     """The unwind ``stmt`` as a ``for`` over the recorded trips in reverse."""
     unwind = while_of(stmt)
@@ -585,8 +573,11 @@ def unwind_statements(em: Emitter, stmt: Stmt) -> list[ast.stmt]:
         lines += started(em, [name], [em.atom(start)], [array]) if array is not None else \
             [_assign(name, _copied(em, stmt, start, out))]
     back: dict[int, str] = {}
+    function = em.function()
+    numbered = [k for k, stack in enumerate(stacks) if stack in function.row_stacks]
     step, inputs, _, ends = _written(em, stmt, unwind.step, while_atoms(stmt), operands, outs,
-                                     slice(s + j, None), (arrays, lines) if plan else None, back)
+                                     slice(s + j, None), (arrays, lines) if plan else None, back,
+                                     numbers=_StepRows(numbered) if numbered else None)
     nodes += lines
     step += ends
     index = em.names.fresh("t")

@@ -101,6 +101,30 @@ def _stacks():
     return stacks
 '''
 
+_MADE = ("""[list(xp.empty(shape, dtype)) if len(shape) > 1 else
+                                  xp.empty(shape, dtype) for shape, dtype, _ in STACKS]""",
+         """[list(xp.empty(shape, dtype)) if len(shape) > 1 else xp.empty(shape, dtype)
+                for shape, dtype, _ in STACKS]""")     # _stacks()' making of the stacks
+
+_NUMBER_ROWS = '''
+NUMBER_ROWS = {{{}}}    # the stacks of float64 numbers held as lists of 0-d rows
+
+
+def _number_rows(count):
+    """A stack of float64 numbers as a list of ``count`` 0-d rows (views of one new array): a
+    trip fills its row with its number, and the ufuncs that read the number read the row."""
+    rows = xp.empty(count)
+    return [rows[i, ...] for i in range(count)]
+
+
+def _stack(k, shape, dtype):
+    """Stack ``k`` of STACKS, made: a list of 0-d rows (NUMBER_ROWS), a list of its rows (a
+    stack of arrays), or an array."""
+    if k in NUMBER_ROWS:
+        return _number_rows(shape[0])
+    return list(xp.empty(shape, dtype)) if len(shape) > 1 else xp.empty(shape, dtype)
+'''
+
 _OUT = '''
 def _out_entry(out, key):
     argnum, path = key if isinstance(key, tuple) else (key, ())
@@ -341,13 +365,23 @@ def _row_lists(emitter) -> str:
 
 def _stacks_prelude(emitter, local: bool) -> str:
     """STACKS and ``_stacks()``: the while loops' stacks, held per thread (``local``: the
-    work arrays' ``_local`` is defined already)."""
-    rows = "\n".join(_work_row(shape, dtype, [name], f"_held_stacks[{k}]")
+    work arrays' ``_local`` is defined already); the stacks of 0-d rows (NUMBER_ROWS,
+    codegen/while_numbers.py) made by ``_number_rows``."""
+    numbered = sorted(emitter.row_stacks.values())
+    rows = "\n".join(_work_row(shape, dtype, [name], f"_held_stacks[{k}]"
+                               + (", 0-d rows" if k in numbered else ""))
                      for k, (shape, dtype, name) in enumerate(emitter.while_stacks))
     head = "" if local else "\n_local = threading.local()\n"
+    text = _STACKS_TAKEN if reentrant(emitter) else _STACKS
+    if numbered:    # each stack made by _stack(), which knows the stacks of 0-d rows
+        for made in _MADE:
+            indent = made.split("\n")[1]
+            indent = indent[:len(indent) - len(indent.lstrip())]
+            text = text.replace(made, "[_stack(k, shape, dtype) for k, (shape, dtype, _)\n"
+                                + indent + "in enumerate(STACKS)]")
+        text = _NUMBER_ROWS.format(", ".join(map(str, numbered))) + text
     return (head + "\nSTACKS = [    # rows at first, dtype, the stack (a loop doubles it as it "
-            "needs)\n" + rows + "\n]\n"
-            + (_STACKS_TAKEN if reentrant(emitter) else _STACKS))
+            "needs)\n" + rows + "\n]\n" + text)
 
 
 def unpack_line(emitter) -> list[str]:
@@ -402,8 +436,8 @@ def header_lines(emitter, tape: Tape) -> list[str]:
         ways = (["the numbers ufuncs read are made once (_1_0 for 1.0)"] if emitter.numbers
                 else []) + ([f"a number made at run time goes into {' or '.join(slots)}"
                              + (" (one per dtype)" if len(slots) > 1 else "")
-                             + f" (.sum(out={slots[0]})[()], or .fill(number) before a ufunc "
-                             "reads it)"] if slots else [])
+                             + f" (.sum(out={slots[0]})[()], or {slots[0]}[()] = number "
+                             "before a ufunc reads it)"] if slots else [])
         lines.append("Numbers go through 0-d arrays, where numpy would make a new one on each "
                      "call: " + "; ".join(ways) + ".")
     if len(memory.slots) > len(memory.lent):
@@ -430,6 +464,12 @@ def header_lines(emitter, tape: Tape) -> list[str]:
                      "a thread's first call; a loop that needs more rows doubles one, and the "
                      "thread keeps it so" + (f" (up to max_steps={emitter.max_steps} rows)"
                                              if emitter.max_steps is not None else "") + ".")
+        rows = [name for k, (_, _, name) in enumerate(emitter.while_stacks)
+                if k in emitter.row_stacks.values()]
+        if rows:
+            lines.append(f"{', '.join(rows)}: stacks of numbers as lists of 0-d rows "
+                         "(NUMBER_ROWS): a trip writes its number into its row once, and the "
+                         "ufuncs that read the number, the backward's too, read the row.")
     if memory.lent:
         lines.append(f"{len(memory.lent)} more in the memory of returned gradients, before "
                      "those are written.")

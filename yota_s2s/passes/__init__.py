@@ -97,9 +97,20 @@ def _bodies(tape: Tape, rules: RuleSet, rounds: Sequence[Pass]) -> Tape:
         tape, lambda body: _fixed_point(body, rules, list(rounds) + [plain_constants]), rules)
     if len(new.stmts) < len(tape.stmts):
         new = _fixed_point(new, rules, rounds)
-    hoisted = hoisted_invariants(recomputed_rows(new))
+    hoisted = hoisted_invariants(new)
     # (a value made before an unwind that the forward made before its while too: ``-k``)
     return _fixed_point(hoisted, rules, rounds) if hoisted is not new else hoisted
+
+
+def _remade_rows(tape: Tape, rules: RuleSet, rounds: Sequence[Pass]) -> Tape:
+    """(The plain form's: the buffered form holds such a number in a 0-d row, which its
+    unwind's ufuncs read as it is, codegen/while_numbers.py, where the number made again
+    would be filled into a 0-d work array.)"""
+    remade = recomputed_rows(tape)
+    if remade is tape:
+        return tape
+    hoisted = hoisted_invariants(remade)
+    return _fixed_point(hoisted, rules, rounds)
 
 
 def _stacked_products(tape: Tape, rules: RuleSet, rounds: Sequence[Pass]) -> Tape:
@@ -126,7 +137,9 @@ STAGES = (
           "float64 constants as plain floats where that changes nothing"),
     Stage("bodies", _bodies, "inside each loop body: the fixed point and plain constants; "
           "the statements of a while's trip or backward step made of invariants alone: once, "
-          "before it; a stacked number made again from the rows the backward reads"),
+          "before it"),
+    Stage("remade-rows", _remade_rows, "a while's stacked number made again from the rows its "
+          "backward reads", forms=("plain",)),
     Stage("stacked-products", _stacked_products,
           "an accumulator's per-step products: one product after the loop", forms=("buffered",)),
     Stage("in-place", _in_place,
