@@ -583,13 +583,13 @@ def test_trace_after_a_stage_of_the_passes(project: Path) -> None:
     assert last.stdout.endswith("  return f\n  grads x: dx, v: dv\n\n")
     wrong = run(project, *command, "--after", "lowered")
     assert wrong.returncode == 2 and "argument --after: invalid choice: 'lowered' (choose from " \
-        "'fixed-point', 'fresh-outputs', 'plain-constants', 'bodies', 'stacked-products', " \
-        "'in-place', 'recompute', 'lower')" in wrong.stderr
+        "'fixed-point', 'fresh-outputs', 'plain-constants', 'bodies', 'remade-rows', " \
+        "'stacked-products', 'in-place', 'recompute', 'lower')" in wrong.stderr
     buffered = run(project, *command, "--after", "recompute")
     assert buffered.returncode == 2 and buffered.stderr == (
         "yota-s2s trace: the stage recompute makes the buffered form only; the gradient files "
         "have the plain form\nIts stages: fixed-point, fresh-outputs, plain-constants, bodies, "
-        "in-place.\n")
+        "remade-rows, in-place.\n")
     alone = run(project, *command[:-1], "--after", "bodies")
     assert alone.returncode == 2 and "Add --grad: yota-s2s trace --grad --after bodies" in \
         alone.stderr
