@@ -33,26 +33,24 @@ from ..ir.whiles import Unwind, While, unwind_primitive, while_of, while_primiti
 
 def hoisted_invariants(tape: Tape) -> Tape:
     """``tape`` with each unwind's invariant statements made before it (the docstring)."""
-    stmts: list[Stmt] = []
-    for stmt in tape.stmts:
-        if isinstance(while_of(stmt), Unwind):
-            before, stmt = _hoisted(stmt)
-            stmts += before
-        stmts.append(stmt)
-    if all(a is b for a, b in zip(stmts, tape.stmts)) and len(stmts) == len(tape.stmts):
-        return tape
-    return tape.copy(stmts=stmts)
+    return _each_hoisted(tape, Unwind, _hoisted)
 
 
 def hoisted_while_invariants(tape: Tape) -> Tape:
     """``tape`` with each while's trip statements of its invariants alone made before it."""
+    return _each_hoisted(tape, While, _hoisted_from_while)
+
+
+def _each_hoisted(tape: Tape, kind: type, hoisted) -> Tape:
+    """``tape`` with ``hoisted(stmt)``'s statements made before each statement of a ``kind``
+    construct (``While``, ``Unwind``), and the statement as it gives it back."""
     stmts: list[Stmt] = []
     for stmt in tape.stmts:
-        if isinstance(while_of(stmt), While):
-            before, stmt = _hoisted_from_while(stmt)
+        if isinstance(while_of(stmt), kind):
+            before, stmt = hoisted(stmt)
             stmts += before
         stmts.append(stmt)
-    if len(stmts) == len(tape.stmts):
+    if len(stmts) == len(tape.stmts) and all(a is b for a, b in zip(stmts, tape.stmts)):
         return tape
     return tape.copy(stmts=stmts)
 
